@@ -1,0 +1,160 @@
+package machine
+
+import "kernbench/engine/sim"
+
+// VC is a DMA virtual channel.
+type VC uint8
+
+const (
+	VCCompute VC = iota // loads, stores, copies through DMA
+	VCComm              // IPCQ sends
+)
+
+func (v VC) String() string {
+	if v == VCComm {
+		return "vc_comm"
+	}
+	return "vc_compute"
+}
+
+// Completer receives the completion of a transfer at its completion time.
+type Completer interface {
+	// Complete runs in the event loop at the moment the transfer's last
+	// byte has arrived; it applies the data effect.
+	Complete(t *Transfer)
+}
+
+// Transfer is one DMA (or direct TCM) transfer.
+type Transfer struct {
+	Path  Path
+	N     int64
+	VC    VC
+	Owner Completer
+
+	Issued   sim.Time // when it was submitted
+	Started  sim.Time // when its channel began injecting it
+	Finished sim.Time // when its data effect happened
+
+	eng       *dmaEngine
+	remaining int64 // injection work left, in ps × weight sum
+	pathEnd   sim.Time
+	next      *Transfer
+	sim       *sim.Sim
+}
+
+// Fire is the transfer's completion event.
+func (t *Transfer) Fire() {
+	t.Finished = t.sim.Now()
+	t.Owner.Complete(t)
+}
+
+// dmaEngine is a PE's DMA with two virtual channels. Each channel serves its
+// transfers in order; when both channels have work the engine's injection
+// time is shared between them in proportion to vc_weights (generalised
+// processor sharing, the fluid limit of chunk-by-chunk weighted round-robin:
+// every completion is within one chunk of the chunk-level model). A
+// transfer's injection takes its path's bottleneck time when it runs alone,
+// so an idle path costs exactly T(path, n). The path is booked when the
+// transfer starts injecting; it completes at max(path booking end,
+// injection end + path latency).
+//
+// Events: one per transfer for its injection end and one for its
+// completion; no event per chunk.
+type dmaEngine struct {
+	sim     *sim.Sim
+	weights [2]int64
+	total   int64
+	head    [2]*Transfer
+	tail    [2]*Transfer
+	last    sim.Time // remaining counters are exact as of this time
+	nextAt  sim.Time // time of the live engine event (sim.Never if none)
+}
+
+func newDMAEngine(s *sim.Sim, compute, comm int64) *dmaEngine {
+	return &dmaEngine{sim: s, weights: [2]int64{compute, comm}, total: compute + comm, nextAt: sim.Never}
+}
+
+// rate is the injection progress per picosecond of a channel's head.
+func (e *dmaEngine) rate(v VC) int64 {
+	if e.head[1-v] == nil {
+		return e.total
+	}
+	return e.weights[v]
+}
+
+// advance brings the remaining work of both heads up to now.
+func (e *dmaEngine) advance(now sim.Time) {
+	if dt := int64(now - e.last); dt > 0 {
+		r0, r1 := e.rate(0), e.rate(1)
+		if h := e.head[0]; h != nil {
+			h.remaining -= r0 * dt
+		}
+		if h := e.head[1]; h != nil {
+			h.remaining -= r1 * dt
+		}
+	}
+	e.last = now
+}
+
+func (e *dmaEngine) submit(t *Transfer) {
+	now := e.sim.Now()
+	e.advance(now)
+	t.Issued = now
+	v := t.VC
+	if e.tail[v] == nil {
+		e.head[v], e.tail[v] = t, t
+		e.start(t, now)
+	} else {
+		e.tail[v].next = t
+		e.tail[v] = t
+	}
+	e.reschedule()
+}
+
+func (e *dmaEngine) start(t *Transfer, now sim.Time) {
+	t.Started = now
+	t.remaining = int64(t.Path.Service(t.N)) * e.total
+	t.pathEnd = t.Path.book(now, now, t.N, e)
+}
+
+// reschedule makes sure an engine event exists at the earliest injection end.
+func (e *dmaEngine) reschedule() {
+	next := sim.Never
+	for v := VC(0); v < 2; v++ {
+		if h := e.head[v]; h != nil {
+			r := e.rate(v)
+			at := e.last + sim.Time((max(h.remaining, 0)+r-1)/r)
+			next = min(next, at)
+		}
+	}
+	if next != e.nextAt && next != sim.Never {
+		e.nextAt = next
+		e.sim.At(next, e)
+	}
+}
+
+// Fire is the engine's injection-end event. Stale events (superseded by a
+// reschedule) find nextAt moved and do nothing.
+func (e *dmaEngine) Fire() {
+	now := e.sim.Now()
+	if now != e.nextAt {
+		return
+	}
+	e.nextAt = sim.Never
+	e.advance(now)
+	for v := VC(0); v < 2; v++ {
+		for h := e.head[v]; h != nil && h.remaining <= 0; h = e.head[v] {
+			e.head[v] = h.next
+			if h.next == nil {
+				e.tail[v] = nil
+			}
+			h.next = nil
+			done := max(h.pathEnd, now+h.Path.Latency())
+			e.sim.At(done, h)
+			if n := e.head[v]; n != nil {
+				e.start(n, now)
+			}
+		}
+	}
+	e.reschedule()
+}

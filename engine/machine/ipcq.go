@@ -1,0 +1,430 @@
+package machine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"kernbench/engine/sim"
+)
+
+// Backpressure is how a blocked send or recv waits [D7].
+type Backpressure uint8
+
+const (
+	Sleep Backpressure = iota + 1 // wake exactly at the pointer update
+	Poll                          // re-check every poll interval
+)
+
+// IPCQConfig is the IPCQ geometry and behaviour of a process group.
+type IPCQConfig struct {
+	BufferKind   Space
+	Backpressure Backpressure
+	PollInterval sim.Time
+	NSlots       int
+	SlotSize     int64
+	CreditBytes  int64
+	Overhead     sim.Time // ipcq_overhead_ns: what tl.send costs the caller
+}
+
+// Link is one installed direction of a rank: its peer and the peer's
+// reverse direction (from topology validation).
+type Link struct {
+	Dir      string
+	Peer     int
+	PeerDir  string
+	RecvOnly bool
+}
+
+// MsgMeta travels with a message (piggybacked on the DMA token [D9]).
+type MsgMeta struct {
+	NBytes int64
+	DType  uint8 // the sender's element type (engine/dtype value), 0 = raw
+	Count  int64
+	Seq    uint64 // sender_seq
+}
+
+// QueuePair is one direction of one rank's PE_IPCQ [D2]: its pointers, its
+// own rx ring and the peer endpoint it sends to.
+type QueuePair struct {
+	Rank     int
+	Dir      string
+	Peer     int
+	PeerDir  string
+	RecvOnly bool
+
+	MyHead        uint64 // messages this side has sent on Dir
+	MyTail        uint64 // messages this side has received on Dir
+	PeerHeadCache uint64 // messages the peer has delivered into our rx ring
+	PeerTailCache uint64 // messages the peer has consumed from its rx ring (credits)
+
+	Rx    Region // n_slots × slot_size in buffer_kind memory
+	Slots []MsgMeta
+	// SlotGen counts deliveries into each slot; a return_slot Ptr remembers
+	// its generation so a later overwrite can be recognised (StaleSlot).
+	SlotGen []uint64
+
+	peer        *QueuePair
+	ep          *Endpoint
+	creditDelay sim.Time
+	credits     []uint64 // in-flight credit values, in issue order, from creditHead
+	creditHead  int
+	arrived     []bool // per slot: delivered but not yet published (in-order delivery)
+	sendWaiter  *sim.Proc
+	recvWaiter  *sim.Proc
+	// InFlight is the number of this side's sends whose DMA has not completed.
+	InFlight    int
+	flushWaiter *sim.Proc
+
+	SendWait, RecvWait, FlushWait WaitInfo
+}
+
+// Peer returns the peer's queue pair for the reverse direction.
+func (q *QueuePair) PeerQP() *QueuePair { return q.peer }
+
+// WaitInfo describes a blocked IPCQ operation for deadlock reports.
+type WaitInfo struct {
+	Op string // "send", "recv", "recv(any)", "flush"
+	QP *QueuePair
+	EP *Endpoint
+}
+
+func (w *WaitInfo) String() string {
+	if w.QP == nil {
+		return fmt.Sprintf("rank %d %s", w.EP.Rank, w.Op)
+	}
+	q := w.QP
+	switch w.Op {
+	case "send":
+		return fmt.Sprintf("rank %d send %s -> rank %d: my_head=%d peer_tail_cache=%d (ring full)", q.Rank, q.Dir, q.Peer, q.MyHead, q.PeerTailCache)
+	case "recv":
+		return fmt.Sprintf("rank %d recv %s <- rank %d: my_tail=%d peer_head_cache=%d (no data)", q.Rank, q.Dir, q.Peer, q.MyTail, q.PeerHeadCache)
+	}
+	return fmt.Sprintf("rank %d %s %s: %d send(s) in flight", q.Rank, w.Op, q.Dir, q.InFlight)
+}
+
+// Endpoint is one rank's PE_IPCQ: its queue pairs sorted by direction.
+type Endpoint struct {
+	Rank       int
+	PE         *PE
+	QPs        []*QueuePair
+	lastPolled int
+	anyWaiter  *sim.Proc
+	AnyWait    WaitInfo
+	g          *Group
+}
+
+// QP returns the queue pair for dir, or nil.
+func (e *Endpoint) QP(dir string) *QueuePair {
+	for _, q := range e.QPs {
+		if q.Dir == dir {
+			return q
+		}
+	}
+	return nil
+}
+
+// Directions lists installed directions, sorted.
+func (e *Endpoint) Directions() []string {
+	out := make([]string, len(e.QPs))
+	for i, q := range e.QPs {
+		out[i] = q.Dir
+	}
+	return out
+}
+
+// Group is an installed IPCQ process group: one endpoint per rank.
+type Group struct {
+	M   *Machine
+	Cfg IPCQConfig
+	EPs []*Endpoint
+
+	// Hooks observe message traffic (op_log, CCL trace). Optional.
+	OnDeliver func(q *QueuePair, msg *Message)
+	OnRecv    func(q *QueuePair, meta MsgMeta, slot Region, at sim.Time)
+}
+
+// InitError is an init-time failure of a process group.
+type InitError struct{ Msg string }
+
+func (e *InitError) Error() string { return e.Msg }
+
+// Install builds the queue pairs of links[rank] for every placed rank and
+// allocates each rank's rx rings in cfg.BufferKind memory.
+func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
+	if len(links) != len(m.Ranks) {
+		return nil, fmt.Errorf("ipcq: %d neighbour tables for %d ranks", len(links), len(m.Ranks))
+	}
+	if cfg.NSlots < 1 || cfg.SlotSize < 1 {
+		return nil, &InitError{fmt.Sprintf("ipcq: n_slots and slot_size must be >= 1 (got %d, %d)", cfg.NSlots, cfg.SlotSize)}
+	}
+	g := &Group{M: m, Cfg: cfg}
+	for r, pe := range m.Ranks {
+		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1}
+		ep.AnyWait = WaitInfo{Op: "recv(any)", EP: ep}
+		ls := append([]Link(nil), links[r]...)
+		sort.Slice(ls, func(i, j int) bool { return ls[i].Dir < ls[j].Dir })
+		var mem *Memory
+		switch cfg.BufferKind {
+		case TCM:
+			mem = pe.TCM
+		case HBM:
+			mem = pe.HBM
+		case SRAM:
+			mem = pe.SRAM
+		default:
+			return nil, fmt.Errorf("ipcq: unknown buffer_kind %v", cfg.BufferKind)
+		}
+		ring := int64(cfg.NSlots) * cfg.SlotSize
+		for _, l := range ls {
+			off, err := mem.Alloc(ring)
+			if err != nil {
+				need := ring * int64(len(ls))
+				return nil, &InitError{fmt.Sprintf("ipcq: rank %d: rx rings do not fit in %v: %d direction(s) × %d slots × %d bytes = %d bytes needed, %d free of %d",
+					r, mem, len(ls), cfg.NSlots, cfg.SlotSize, need, mem.Capacity-mem.Used()+ringsSoFar(ep, ring), mem.Capacity)}
+			}
+			q := &QueuePair{Rank: r, Dir: l.Dir, Peer: l.Peer, PeerDir: l.PeerDir, RecvOnly: l.RecvOnly,
+				Rx: Region{mem, off, ring}, Slots: make([]MsgMeta, cfg.NSlots), SlotGen: make([]uint64, cfg.NSlots),
+				arrived: make([]bool, cfg.NSlots), ep: ep}
+			q.SendWait = WaitInfo{Op: "send", QP: q, EP: ep}
+			q.RecvWait = WaitInfo{Op: "recv", QP: q, EP: ep}
+			q.FlushWait = WaitInfo{Op: "flush", QP: q, EP: ep}
+			ep.QPs = append(ep.QPs, q)
+		}
+		g.EPs = append(g.EPs, ep)
+	}
+	// Wire each queue pair to its peer's reverse direction.
+	for _, ep := range g.EPs {
+		for _, q := range ep.QPs {
+			if q.Peer < 0 || q.Peer >= len(g.EPs) {
+				return nil, &InitError{fmt.Sprintf("ipcq: rank %d %s -> rank %d is out of range", q.Rank, q.Dir, q.Peer)}
+			}
+			q.peer = g.EPs[q.Peer].QP(q.PeerDir)
+			if q.peer == nil {
+				return nil, &InitError{fmt.Sprintf("ipcq: rank %d %s -> rank %d, but rank %d has no direction %q", q.Rank, q.Dir, q.Peer, q.Peer, q.PeerDir)}
+			}
+			// Credits travel from this side back to the sender (the peer).
+			q.creditDelay = m.PEToPE(ep.PE, g.EPs[q.Peer].PE).IdleTime(cfg.CreditBytes)
+		}
+	}
+	return g, nil
+}
+
+func ringsSoFar(ep *Endpoint, ring int64) int64 { return int64(len(ep.QPs)) * ring }
+
+// wait blocks p until cond holds, sleeping (woken by *slot's owner) or
+// polling every poll interval.
+func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitInfo) error {
+	if cond() {
+		return nil
+	}
+	p.Wait, p.WaitSince = info, g.M.Sim.Now()
+	defer func() { p.Wait = nil }()
+	for !cond() {
+		var err error
+		if g.Cfg.Backpressure == Poll {
+			err = p.Sleep(g.Cfg.PollInterval)
+		} else {
+			*slot = p
+			err = p.Park()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IPCQError is a failure of an IPCQ call with an exact kind
+// (IpcqInvalidDirection, IpcqMessageTooLarge, …).
+type IPCQError struct {
+	Kind string
+	Msg  string
+}
+
+func (e *IPCQError) Error() string { return e.Kind + ": " + e.Msg }
+
+// Lookup returns rank's queue pair for dir or an IpcqInvalidDirection error.
+func (g *Group) Lookup(rank int, dir string, sending bool) (*QueuePair, error) {
+	ep := g.EPs[rank]
+	q := ep.QP(dir)
+	if q == nil {
+		return nil, &IPCQError{"IpcqInvalidDirection", fmt.Sprintf("rank %d has no direction %q (installed: %s)", rank, dir, strings.Join(ep.Directions(), ", "))}
+	}
+	if sending && q.RecvOnly {
+		return nil, &IPCQError{"IpcqInvalidDirection", fmt.Sprintf("rank %d direction %q is receive-only in this topology (installed: %s)", rank, dir, strings.Join(ep.Directions(), ", "))}
+	}
+	return q, nil
+}
+
+// Message is one IPCQ send in flight: an IpcqDmaToken on vc_comm.
+type Message struct {
+	Q    *QueuePair // sender side
+	Meta MsgMeta
+	Src  Region
+	Dst  Region
+	Slot int
+	Xfer Transfer
+}
+
+// Send implements tl.send on p for rank's queue pair q [model.md §4]. It
+// blocks while the peer's ring is full, queues the DMA on vc_comm, and
+// returns after ipcq_overhead_ns.
+func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (*Message, error) {
+	if src.N > g.Cfg.SlotSize {
+		return nil, &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
+	}
+	n := uint64(g.Cfg.NSlots)
+	if err := g.wait(p, func() bool { return q.MyHead-q.PeerTailCache < n }, &q.sendWaiter, &q.SendWait); err != nil {
+		return nil, err
+	}
+	slot := int(q.MyHead % n)
+	meta.Seq = q.MyHead
+	meta.NBytes = src.N
+	peer := q.peer
+	msg := &Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot}
+	msg.Xfer = Transfer{Path: g.M.MemToMem(src.Mem, peer.Rx.Mem), N: src.N, VC: VCComm, Owner: msg}
+	g.M.Submit(q.ep.PE, &msg.Xfer, false)
+	q.MyHead++
+	q.InFlight++
+	return msg, p.Sleep(g.Cfg.Overhead)
+}
+
+// Complete is the DMA completion of a message: in one step [I6] the bytes
+// land in the peer's slot and the peer's peer_head_cache is raised, waking
+// its receiver. Deliveries are published in sender order.
+func (msg *Message) Complete(*Transfer) {
+	q := msg.Q
+	peer := q.peer
+	g := q.ep.g
+	copy(msg.Dst.Bytes(), msg.Src.Bytes())
+	peer.Slots[msg.Slot] = msg.Meta
+	peer.SlotGen[msg.Slot]++
+	peer.arrived[msg.Slot] = true
+	n := uint64(len(peer.arrived))
+	for peer.arrived[peer.PeerHeadCache%n] && peer.PeerHeadCache < q.MyHead {
+		peer.arrived[peer.PeerHeadCache%n] = false
+		peer.PeerHeadCache++
+	}
+	q.InFlight--
+	if g.OnDeliver != nil {
+		g.OnDeliver(q, msg)
+	}
+	if w := peer.recvWaiter; w != nil {
+		peer.recvWaiter = nil
+		w.Wake()
+	}
+	if w := peer.ep.anyWaiter; w != nil {
+		peer.ep.anyWaiter = nil
+		w.Wake()
+	}
+	if q.InFlight == 0 {
+		if w := q.flushWaiter; w != nil {
+			q.flushWaiter = nil
+			w.Wake()
+		}
+	}
+}
+
+// Received is the result of a recv: the slot (or dst after copy_to_dst).
+type Received struct {
+	Q    *QueuePair
+	Meta MsgMeta
+	Slot Region
+	Gen  uint64 // the slot's generation at receipt (StaleSlot checks)
+	Idx  int
+}
+
+// Ready reports whether q has a message to receive.
+func (q *QueuePair) Ready() bool { return q.PeerHeadCache > q.MyTail }
+
+// WaitRecv blocks until q has a message.
+func (g *Group) WaitRecv(p *sim.Proc, q *QueuePair) error {
+	return g.wait(p, q.Ready, &q.recvWaiter, &q.RecvWait)
+}
+
+// WaitAny blocks until some direction of ep has a message and returns the
+// first ready one round-robin from the direction after the last polled.
+func (g *Group) WaitAny(p *sim.Proc, ep *Endpoint) (*QueuePair, error) {
+	if len(ep.QPs) == 0 {
+		return nil, &IPCQError{"IpcqInvalidDirection", fmt.Sprintf("rank %d has no installed directions to receive from", ep.Rank)}
+	}
+	var found *QueuePair
+	pick := func() bool {
+		k := len(ep.QPs)
+		for i := 1; i <= k; i++ {
+			q := ep.QPs[(ep.lastPolled+i+k)%k]
+			if q.Ready() {
+				ep.lastPolled = (ep.lastPolled + i + k) % k
+				found = q
+				return true
+			}
+		}
+		return false
+	}
+	if err := g.wait(p, pick, &ep.anyWaiter, &ep.AnyWait); err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// Take consumes the next message of q (which must be Ready) and returns its
+// slot. With creditNow the credit is returned at once (return_slot);
+// otherwise the caller returns it with Credit after copying the slot out.
+func (g *Group) Take(q *QueuePair, creditNow bool) Received {
+	n := uint64(g.Cfg.NSlots)
+	idx := int(q.MyTail % n)
+	meta := q.Slots[idx]
+	r := Received{Q: q, Meta: meta, Slot: q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes), Gen: q.SlotGen[idx], Idx: idx}
+	q.MyTail++
+	if g.OnRecv != nil {
+		g.OnRecv(q, meta, r.Slot, g.M.Sim.Now())
+	}
+	if creditNow {
+		g.Credit(q)
+	}
+	return r
+}
+
+// Credit returns the credit for everything q has consumed: after the fast
+// path delay T(path B→A, ipcq_credit_size_bytes) the sender's
+// peer_tail_cache becomes q.MyTail and a blocked send wakes [D9].
+func (g *Group) Credit(q *QueuePair) {
+	q.credits = append(q.credits, q.MyTail)
+	g.M.Sim.After(q.creditDelay, (*creditEvent)(q))
+}
+
+type creditEvent QueuePair
+
+// Fire applies the oldest in-flight credit of the queue pair.
+func (c *creditEvent) Fire() {
+	q := (*QueuePair)(c)
+	v := q.credits[q.creditHead]
+	q.creditHead++
+	if q.creditHead == len(q.credits) {
+		q.credits, q.creditHead = q.credits[:0], 0
+	}
+	s := q.peer
+	if v > s.PeerTailCache {
+		s.PeerTailCache = v
+	}
+	if w := s.sendWaiter; w != nil {
+		s.sendWaiter = nil
+		w.Wake()
+	}
+}
+
+// Flush blocks until every send of q (or of every direction when q is nil)
+// has completed its DMA.
+func (g *Group) Flush(p *sim.Proc, ep *Endpoint, q *QueuePair) error {
+	qs := ep.QPs
+	if q != nil {
+		qs = []*QueuePair{q}
+	}
+	for _, q := range qs {
+		if err := g.wait(p, func() bool { return q.InFlight == 0 }, &q.flushWaiter, &q.FlushWait); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+// Package machine is the simulated accelerator: SIPs of cubes of PEs, the
+// directed links between them, memories with ports, and each PE's IPCQ, DMA
+// (two virtual channels) and math unit. It is built on engine/sim and is
+// free of Starlark: scripts reach it through starlark/… packages.
+package machine
+
+import (
+	"fmt"
+
+	"kernbench/engine/sim"
+)
+
+// LinkParams describe a directed link or a memory port's timing.
+type LinkParams struct {
+	BytesPerUs int64 // GB/s × 1000
+	Latency    sim.Time
+}
+
+// MemParams describe one kind of memory.
+type MemParams struct {
+	Capacity int64
+	LinkParams
+}
+
+// Params is everything needed to build a machine. The starlark layer fills it
+// from ccl.yaml; tests build it directly.
+type Params struct {
+	Sips, CubesPerSip, PesPerCube int
+	PeNoc, Ucie, Pcie             LinkParams
+	Tcm, Sram, Hbm                MemParams
+	Math                          LinkParams
+	VCWeightCompute, VCWeightComm int64
+	Placement                     []int // rank -> global PE index (nil: identity)
+}
+
+// PE is one processing element.
+type PE struct {
+	ID, Sip, Cube, Local int // global index; sip; global cube index; index in cube
+	TCM, HBM             *Memory
+	SRAM                 *Memory // the cube's shared SRAM
+	NocUp, NocDown       *Resource
+	Math                 *Resource
+	dma                  *dmaEngine
+}
+
+func (p *PE) String() string { return fmt.Sprintf("pe %d (%d.%d.%d)", p.ID, p.Sip, p.Cube, p.Local) }
+
+// Coord is "sip.cube.pe" with the cube index local to its SIP.
+func (p *PE) Coord(cubesPerSip int) string {
+	return fmt.Sprintf("%d.%d.%d", p.Sip, p.Cube%cubesPerSip, p.Local)
+}
+
+// Machine is the whole simulated system.
+type Machine struct {
+	Sim    *sim.Sim
+	Params Params
+	PEs    []*PE
+	Mems   []*Memory
+	Ranks  []*PE // rank -> PE, set by Place
+
+	sram     []*Memory     // per cube
+	ucie     [][]*Resource // [cube][cube] within a SIP (nil across SIPs)
+	pcieUp   []*Resource   // per SIP
+	pcieDown []*Resource
+	links    []*Resource // every link and port, in creation order (reports)
+}
+
+// New builds the machine hierarchy and its resources.
+func New(s *sim.Sim, p Params) (*Machine, error) {
+	if p.Sips < 1 || p.CubesPerSip < 1 || p.PesPerCube < 1 {
+		return nil, fmt.Errorf("machine: sips, cubes_per_sip and pes_per_cube must be >= 1 (got %d, %d, %d)", p.Sips, p.CubesPerSip, p.PesPerCube)
+	}
+	if p.VCWeightCompute < 1 || p.VCWeightComm < 1 {
+		return nil, fmt.Errorf("machine: vc_weights must be >= 1 (got compute %d, comm %d)", p.VCWeightCompute, p.VCWeightComm)
+	}
+	for _, lp := range []struct {
+		name string
+		bw   int64
+	}{{"pe_noc", p.PeNoc.BytesPerUs}, {"ucie", p.Ucie.BytesPerUs}, {"pcie", p.Pcie.BytesPerUs},
+		{"tcm", p.Tcm.BytesPerUs}, {"sram", p.Sram.BytesPerUs}, {"hbm", p.Hbm.BytesPerUs}, {"math", p.Math.BytesPerUs}} {
+		if lp.bw <= 0 {
+			return nil, fmt.Errorf("machine: %s bandwidth must be > 0", lp.name)
+		}
+	}
+	m := &Machine{Sim: s, Params: p}
+	nCubes := p.Sips * p.CubesPerSip
+	res := func(name, kind string, lp LinkParams) *Resource {
+		r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency}
+		m.links = append(m.links, r)
+		return r
+	}
+	mem := func(space Space, pe, cube int, mp MemParams, name string) *Memory {
+		port := res(name, space.String(), mp.LinkParams)
+		mm := newMemory(len(m.Mems), space, pe, cube, mp.Capacity, port)
+		m.Mems = append(m.Mems, mm)
+		return mm
+	}
+	for c := 0; c < nCubes; c++ {
+		m.sram = append(m.sram, mem(SRAM, -1, c, p.Sram, fmt.Sprintf("sram c%d", c)))
+	}
+	m.ucie = make([][]*Resource, nCubes)
+	for c := 0; c < nCubes; c++ {
+		m.ucie[c] = make([]*Resource, nCubes)
+		for d := 0; d < nCubes; d++ {
+			if c != d && c/p.CubesPerSip == d/p.CubesPerSip {
+				m.ucie[c][d] = res(fmt.Sprintf("ucie c%d->c%d", c, d), "ucie", p.Ucie)
+			}
+		}
+	}
+	for sp := 0; sp < p.Sips; sp++ {
+		m.pcieUp = append(m.pcieUp, res(fmt.Sprintf("pcie s%d->host", sp), "pcie", p.Pcie))
+		m.pcieDown = append(m.pcieDown, res(fmt.Sprintf("pcie host->s%d", sp), "pcie", p.Pcie))
+	}
+	for i := 0; i < nCubes*p.PesPerCube; i++ {
+		cube := i / p.PesPerCube
+		pe := &PE{ID: i, Sip: cube / p.CubesPerSip, Cube: cube, Local: i % p.PesPerCube, SRAM: m.sram[cube]}
+		pe.TCM = mem(TCM, i, cube, p.Tcm, fmt.Sprintf("tcm pe%d", i))
+		pe.HBM = mem(HBM, i, cube, p.Hbm, fmt.Sprintf("hbm pe%d", i))
+		pe.NocUp = res(fmt.Sprintf("pe_noc pe%d->c%d", i, cube), "pe_noc", p.PeNoc)
+		pe.NocDown = res(fmt.Sprintf("pe_noc c%d->pe%d", cube, i), "pe_noc", p.PeNoc)
+		pe.Math = res(fmt.Sprintf("math pe%d", i), "math", p.Math)
+		pe.dma = newDMAEngine(s, p.VCWeightCompute, p.VCWeightComm)
+		m.PEs = append(m.PEs, pe)
+	}
+	return m, nil
+}
+
+// Resources lists every link, memory port and math unit in creation order.
+func (m *Machine) Resources() []*Resource { return m.links }
+
+// Place maps ranks 0..worldSize-1 to PEs: the placement list when given,
+// otherwise rank r on the r-th PE in (sip, cube, pe) order.
+func (m *Machine) Place(worldSize int) error {
+	if worldSize < 1 {
+		return fmt.Errorf("world_size must be >= 1 (got %d)", worldSize)
+	}
+	pl := m.Params.Placement
+	if pl == nil && worldSize > len(m.PEs) {
+		perSip := m.Params.CubesPerSip * m.Params.PesPerCube
+		return fmt.Errorf("world_size %d exceeds the machine's %d PEs (%d SIP(s) × %d cubes × %d PEs); grow it with --set system.sips=%d",
+			worldSize, len(m.PEs), m.Params.Sips, m.Params.CubesPerSip, m.Params.PesPerCube, (worldSize+perSip-1)/perSip)
+	}
+	if pl != nil && len(pl) < worldSize {
+		return fmt.Errorf("system.placement lists %d PEs but world_size is %d", len(pl), worldSize)
+	}
+	m.Ranks = make([]*PE, worldSize)
+	seen := map[int]bool{}
+	for r := range m.Ranks {
+		id := r
+		if pl != nil {
+			id = pl[r]
+		}
+		if id < 0 || id >= len(m.PEs) {
+			return fmt.Errorf("system.placement: rank %d -> PE %d is outside the machine's %d PEs", r, id, len(m.PEs))
+		}
+		if seen[id] {
+			return fmt.Errorf("system.placement: PE %d is used by two ranks", id)
+		}
+		seen[id] = true
+		m.Ranks[r] = m.PEs[id]
+	}
+	return nil
+}
+
+// location is a fabric node: a PE's port, or a cube router (SRAM side).
+type location struct {
+	pe   *PE // nil for a cube router
+	cube int
+}
+
+func (m *Machine) memLocation(mem *Memory) location {
+	if mem.Space == SRAM {
+		return location{cube: mem.Cube}
+	}
+	return location{pe: m.PEs[mem.PE], cube: mem.Cube}
+}
+
+// route appends the links from a to b. PE-local memories (tcm, hbm) sit at
+// the PE; SRAM sits at its cube router. Cubes of one SIP are connected by a
+// UCIe link per ordered pair; SIPs meet through PCIe (up, then down).
+func (m *Machine) route(p Path, a, b location) Path {
+	if a.pe != nil && b.pe == a.pe {
+		return p
+	}
+	if a.pe != nil {
+		p = append(p, a.pe.NocUp)
+	}
+	if a.cube != b.cube {
+		cps := m.Params.CubesPerSip
+		if a.cube/cps == b.cube/cps {
+			p = append(p, m.ucie[a.cube][b.cube])
+		} else {
+			p = append(p, m.pcieUp[a.cube/cps], m.pcieDown[b.cube/cps])
+		}
+	}
+	if b.pe != nil {
+		p = append(p, b.pe.NocDown)
+	}
+	return p
+}
+
+// MemToMem is the path of a DMA from src to dst memory: source port, links,
+// destination port.
+func (m *Machine) MemToMem(src, dst *Memory) Path {
+	p := Path{src.Port}
+	p = m.route(p, m.memLocation(src), m.memLocation(dst))
+	return append(p, dst.Port)
+}
+
+// MemToPE is the path of a load from mem into pe.
+func (m *Machine) MemToPE(mem *Memory, pe *PE) Path {
+	p := Path{mem.Port}
+	return m.route(p, m.memLocation(mem), location{pe: pe, cube: pe.Cube})
+}
+
+// PEToMem is the path of a store from pe into mem.
+func (m *Machine) PEToMem(pe *PE, mem *Memory) Path {
+	p := m.route(nil, location{pe: pe, cube: pe.Cube}, m.memLocation(mem))
+	return append(p, mem.Port)
+}
+
+// PEToPE is the link path between two PEs (no memory ports): the credit
+// return fast path's route.
+func (m *Machine) PEToPE(a, b *PE) Path {
+	return m.route(nil, location{pe: a, cube: a.Cube}, location{pe: b, cube: b.Cube})
+}
+
+// Submit starts a transfer. Transfers that go through DMA use pe's engine on
+// channel vc; direct transfers (own TCM, no DMA) book their path at once.
+func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
+	t.sim = m.Sim
+	now := m.Sim.Now()
+	if direct {
+		t.Issued, t.Started = now, now
+		m.Sim.At(t.Path.book(now, now, t.N, nil), t)
+		return
+	}
+	t.eng = pe.dma
+	pe.dma.submit(t)
+}

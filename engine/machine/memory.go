@@ -1,0 +1,189 @@
+package machine
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Space names a kind of memory.
+type Space uint8
+
+const (
+	TCM Space = iota + 1
+	SRAM
+	HBM
+)
+
+// ParseSpace parses "tcm", "sram" or "hbm".
+func ParseSpace(s string) (Space, error) {
+	switch s {
+	case "tcm":
+		return TCM, nil
+	case "sram":
+		return SRAM, nil
+	case "hbm":
+		return HBM, nil
+	}
+	return 0, fmt.Errorf("unknown memory space %q (want tcm, sram or hbm)", s)
+}
+
+func (s Space) String() string {
+	switch s {
+	case TCM:
+		return "tcm"
+	case SRAM:
+		return "sram"
+	case HBM:
+		return "hbm"
+	}
+	return fmt.Sprintf("space(%d)", uint8(s))
+}
+
+// addrShift places every memory instance in its own window of the physical
+// address space, so an address alone names its memory.
+const addrShift = 40
+
+// allocAlign is the alignment of every allocation (a cache line).
+const allocAlign = 64
+
+// Memory is one memory instance: a PE's TCM or HBM slice, or a cube's SRAM.
+// Its bytes grow on demand up to the high-water mark of allocations, so a
+// 1 GiB HBM slice costs only what is used.
+type Memory struct {
+	ID       int
+	Space    Space
+	PE       int // owning PE for tcm/hbm, -1 for sram
+	Cube     int // global cube index
+	Capacity int64
+	Base     uint64
+	Port     *Resource
+
+	data []byte
+	free []span // sorted, coalesced free spans
+	used int64
+}
+
+type span struct{ off, n int64 }
+
+func newMemory(id int, space Space, pe, cube int, capacity int64, port *Resource) *Memory {
+	return &Memory{
+		ID: id, Space: space, PE: pe, Cube: cube, Capacity: capacity,
+		Base: uint64(id+1) << addrShift, Port: port,
+		free: []span{{0, capacity}},
+	}
+}
+
+func (m *Memory) String() string {
+	if m.Space == SRAM {
+		return fmt.Sprintf("sram[cube %d]", m.Cube)
+	}
+	return fmt.Sprintf("%s[pe %d]", m.Space, m.PE)
+}
+
+// Used is the number of allocated bytes.
+func (m *Memory) Used() int64 { return m.used }
+
+// OutOfMemoryError reports an allocation that does not fit.
+type OutOfMemoryError struct {
+	Mem       *Memory
+	Requested int64
+}
+
+func (e *OutOfMemoryError) Error() string {
+	return fmt.Sprintf("%v: cannot allocate %d bytes (capacity %d, %d in use)", e.Mem, e.Requested, e.Mem.Capacity, e.Mem.used)
+}
+
+// Alloc reserves n bytes (first fit, 64-byte aligned) and returns the offset.
+// The bytes read as zero.
+func (m *Memory) Alloc(n int64) (int64, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("%v: negative allocation size %d", m, n)
+	}
+	size := (n + allocAlign - 1) / allocAlign * allocAlign
+	if size == 0 {
+		size = allocAlign
+	}
+	for i, s := range m.free {
+		if s.n < size {
+			continue
+		}
+		off := s.off
+		if s.n == size {
+			m.free = append(m.free[:i], m.free[i+1:]...)
+		} else {
+			m.free[i] = span{s.off + size, s.n - size}
+		}
+		m.used += size
+		if end := off + size; end > int64(len(m.data)) {
+			grow := max(end, min(m.Capacity, 2*int64(len(m.data))))
+			nd := make([]byte, grow)
+			copy(nd, m.data)
+			m.data = nd
+		} else {
+			clear(m.data[off : off+size])
+		}
+		return off, nil
+	}
+	return 0, &OutOfMemoryError{Mem: m, Requested: n}
+}
+
+// Free releases an allocation made by Alloc.
+func (m *Memory) Free(off, n int64) {
+	size := (n + allocAlign - 1) / allocAlign * allocAlign
+	if size == 0 {
+		size = allocAlign
+	}
+	m.used -= size
+	i := sort.Search(len(m.free), func(i int) bool { return m.free[i].off > off })
+	m.free = append(m.free, span{})
+	copy(m.free[i+1:], m.free[i:])
+	m.free[i] = span{off, size}
+	// Coalesce with neighbours.
+	if i+1 < len(m.free) && m.free[i].off+m.free[i].n == m.free[i+1].off {
+		m.free[i].n += m.free[i+1].n
+		m.free = append(m.free[:i+1], m.free[i+2:]...)
+	}
+	if i > 0 && m.free[i-1].off+m.free[i-1].n == m.free[i].off {
+		m.free[i-1].n += m.free[i].n
+		m.free = append(m.free[:i], m.free[i+1:]...)
+	}
+}
+
+// Bytes returns the live bytes [off, off+n) of the memory (no copy).
+func (m *Memory) Bytes(off, n int64) []byte {
+	if end := off + n; end > int64(len(m.data)) {
+		// Reading never-allocated space: grow so it reads as zeros.
+		nd := make([]byte, min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)))
+		copy(nd, m.data)
+		m.data = nd
+	}
+	return m.data[off : off+n]
+}
+
+// Snapshot copies the used bytes (for phase-2 comparison and tests).
+func (m *Memory) Snapshot() []byte { return append([]byte(nil), m.data...) }
+
+// Region is a byte range of one memory.
+type Region struct {
+	Mem *Memory
+	Off int64
+	N   int64
+}
+
+// Addr is the physical address of the region's first byte.
+func (r Region) Addr() uint64 { return r.Mem.Base + uint64(r.Off) }
+
+// Bytes returns the live bytes of the region.
+func (r Region) Bytes() []byte { return r.Mem.Bytes(r.Off, r.N) }
+
+// Sub returns the sub-range [off, off+n) relative to r.
+func (r Region) Sub(off, n int64) Region { return Region{r.Mem, r.Off + off, n} }
+
+// Overlaps reports whether two regions share a byte.
+func (r Region) Overlaps(o Region) bool {
+	return r.Mem == o.Mem && r.Off < o.Off+o.N && o.Off < r.Off+r.N && r.N > 0 && o.N > 0
+}
+
+func (r Region) String() string {
+	return fmt.Sprintf("%v@%#x+%d", r.Mem, r.Addr(), r.N)
+}

@@ -1,0 +1,119 @@
+package machine
+
+import "kernbench/engine/sim"
+
+// OpKind names a memory operation.
+type OpKind uint8
+
+const (
+	OpFetch OpKind = iota + 1
+	OpStore
+	OpCopy
+)
+
+func (k OpKind) String() string {
+	switch k {
+	case OpFetch:
+		return "fetch"
+	case OpStore:
+		return "store"
+	case OpCopy:
+		return "copy"
+	}
+	return "op"
+}
+
+// MemOp is one fetch, store or copy issued by a PE. Its data effect happens
+// at completion: a fetch captures the source bytes then, a store or copy
+// writes the destination then.
+type MemOp struct {
+	Kind     OpKind
+	PE       *PE
+	Src, Dst Region
+	Data     []byte // fetch: the loaded bytes (valid when Done); store: bytes to write
+	Done     bool
+	Xfer     Transfer
+
+	m      *Machine
+	waiter *sim.Proc
+	// OnDone, when set, runs in the event loop right after the data effect
+	// (the op_log and IPCQ copy_to_dst credit return hook in here).
+	OnDone func(op *MemOp)
+}
+
+// Complete applies the data effect and wakes a waiter.
+func (op *MemOp) Complete(*Transfer) {
+	switch op.Kind {
+	case OpFetch:
+		op.Data = append(op.Data[:0], op.Src.Bytes()...)
+	case OpStore:
+		copy(op.Dst.Bytes(), op.Data)
+	case OpCopy:
+		copy(op.Dst.Bytes(), op.Src.Bytes())
+	}
+	op.Done = true
+	if op.OnDone != nil {
+		op.OnDone(op)
+	}
+	if w := op.waiter; w != nil {
+		op.waiter = nil
+		w.Wake()
+	}
+}
+
+// Wait blocks p until the operation completed.
+func (op *MemOp) Wait(p *sim.Proc) error {
+	for !op.Done {
+		op.waiter = p
+		p.Wait, p.WaitSince = op, p.Sim().Now()
+		err := p.Park()
+		p.Wait = nil
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
+	op.m = m
+	op.Xfer = Transfer{Path: path, N: n, VC: VCCompute, Owner: op}
+	m.Submit(op.PE, &op.Xfer, direct)
+	return op
+}
+
+// Fetch loads src into pe. Own TCM is read directly; anything else goes
+// through the PE's DMA on vc_compute.
+func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
+	op := &MemOp{Kind: OpFetch, PE: pe, Src: src}
+	if src.Mem == pe.TCM {
+		return m.issue(op, Path{pe.TCM.Port}, src.N, true)
+	}
+	return m.issue(op, m.MemToPE(src.Mem, pe), src.N, false)
+}
+
+// Store writes data (len == dst.N) from pe into dst.
+func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
+	op := &MemOp{Kind: OpStore, PE: pe, Dst: dst, Data: data}
+	if dst.Mem == pe.TCM {
+		return m.issue(op, Path{pe.TCM.Port}, dst.N, true)
+	}
+	return m.issue(op, m.PEToMem(pe, dst.Mem), dst.N, false)
+}
+
+// Copy copies src to dst (same length) on pe's behalf: directly when both are
+// in pe's own TCM, otherwise by DMA on vc_compute.
+func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
+	op := &MemOp{Kind: OpCopy, PE: pe, Src: src, Dst: dst}
+	if src.Mem == pe.TCM && dst.Mem == pe.TCM {
+		return m.issue(op, Path{pe.TCM.Port, pe.TCM.Port}, src.N, true)
+	}
+	return m.issue(op, m.MemToMem(src.Mem, dst.Mem), src.N, false)
+}
+
+// MathReady books pe's math unit for an elementwise operation over n bytes
+// whose operands are ready at t, and returns when the result is ready.
+func (m *Machine) MathReady(pe *PE, t sim.Time, n int64) sim.Time {
+	now := m.Sim.Now()
+	return Path{pe.Math}.book(now, max(t, now), n, nil)
+}

@@ -1,0 +1,139 @@
+package machine
+
+import "kernbench/engine/sim"
+
+// Resource is one serial piece of the fabric: a directed link or a memory
+// port. It has a bandwidth, a latency and a reservation horizon.
+//
+// Timing model (docs/architecture.md, "fabric"): a transfer of n bytes
+// books every resource of its path in order. On resource i it starts when
+// its head arrives and the resource is free, occupies it for n/bandwidth_i,
+// and its last byte cannot leave before it arrived from resource i-1. On an
+// idle path this gives exactly Σ latency + n / min bandwidth; under
+// contention transfers are served first come, first served per resource,
+// which equals chunk-by-chunk FIFO service when each source's chunks are
+// queued together. Per-PE interleaving of the two DMA virtual channels
+// happens before the path (see dma.go).
+type Resource struct {
+	Name       string
+	Kind       string // pe_noc, ucie, pcie, tcm, sram, hbm, math
+	BytesPerUs int64  // bandwidth in bytes per microsecond (GB/s × 1000)
+	Latency    sim.Time
+	// holds lists, per source that booked the resource recently, the time up
+	// to which that source holds it. A DMA engine never waits for its own
+	// earlier bookings: its virtual-channel arbiter already paced them, and
+	// the time-shared injection keeps their sum within the bandwidth.
+	holds []hold
+
+	// Statistics for reports and the trace.
+	Bytes    int64
+	BusyTime sim.Time
+}
+
+// Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
+func (r *Resource) Xfer(n int64) sim.Time {
+	if n <= 0 {
+		return 0
+	}
+	return sim.Time((n*1_000_000 + r.BytesPerUs - 1) / r.BytesPerUs)
+}
+
+// BandwidthGBps is the bandwidth in GB/s (bytes per ns).
+func (r *Resource) BandwidthGBps() float64 { return float64(r.BytesPerUs) / 1000 }
+
+// Path is an ordered list of resources a transfer crosses.
+type Path []*Resource
+
+// Latency is Σ latency over the path.
+func (p Path) Latency() sim.Time {
+	var l sim.Time
+	for _, r := range p {
+		l += r.Latency
+	}
+	return l
+}
+
+// Bottleneck is the slowest resource's bandwidth in bytes/µs (0 for an empty path).
+func (p Path) Bottleneck() int64 {
+	var b int64
+	for _, r := range p {
+		if b == 0 || r.BytesPerUs < b {
+			b = r.BytesPerUs
+		}
+	}
+	return b
+}
+
+// IdleTime is T(path, n) = Σ latency + n / min bandwidth, computed as the
+// booking would on an idle path (each term rounded up to a picosecond).
+func (p Path) IdleTime(n int64) sim.Time {
+	var worst sim.Time
+	for _, r := range p {
+		if x := r.Xfer(n); x > worst {
+			worst = x
+		}
+	}
+	return p.Latency() + worst
+}
+
+// Service is the time n bytes occupy the bottleneck of the path.
+func (p Path) Service(n int64) sim.Time {
+	var worst sim.Time
+	for _, r := range p {
+		if x := r.Xfer(n); x > worst {
+			worst = x
+		}
+	}
+	return worst
+}
+
+type hold struct {
+	source *dmaEngine // nil: direct PE access and math
+	until  sim.Time
+}
+
+// free is the earliest time source may start on r at or after t; it drops
+// holds that ended by now (no later booking can start before now).
+func (r *Resource) free(source *dmaEngine, t, now sim.Time) sim.Time {
+	k := 0
+	for _, h := range r.holds {
+		if h.until <= now {
+			continue
+		}
+		r.holds[k] = h
+		k++
+		if h.source != source || source == nil {
+			t = max(t, h.until)
+		}
+	}
+	r.holds = r.holds[:k]
+	return t
+}
+
+func (r *Resource) hold(source *dmaEngine, until sim.Time) {
+	for i := range r.holds {
+		if r.holds[i].source == source {
+			r.holds[i].until = max(r.holds[i].until, until)
+			return
+		}
+	}
+	r.holds = append(r.holds, hold{source, until})
+}
+
+// book reserves the path for n bytes whose head enters at t (>= now) on
+// behalf of source and returns the time the last byte arrives at the far end.
+func (p Path) book(now, t sim.Time, n int64, source *dmaEngine) sim.Time {
+	head := t   // when the head reaches resource i
+	lastIn := t // when the last byte reaches resource i from upstream
+	for _, r := range p {
+		start := r.free(source, head, now)
+		d := r.Xfer(n)
+		end := max(start+d, lastIn)
+		r.hold(source, start+d)
+		r.Bytes += n
+		r.BusyTime += d
+		head = start + r.Latency
+		lastIn = end + r.Latency
+	}
+	return lastIn
+}

@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+)
+
+// ErrKilled is returned by a blocking call when the run ended (deadlock,
+// watchdog or another process's error) while the process was waiting. The
+// process must unwind and return.
+var ErrKilled = errors.New("simulation ended while this process was blocked")
+
+// Proc is a simulated process: a coroutine that runs only when the event loop
+// resumes it and gives control back by blocking (Sleep, Park).
+type Proc struct {
+	sim   *Sim
+	Name  string
+	ID    int
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+
+	started, done, killed bool
+	parked                bool
+
+	// Wait describes what a blocked process waits for (for deadlock
+	// reports); WaitSince is when it started waiting. Set by Park's caller.
+	Wait      any
+	WaitSince Time
+	// Timed marks a wait governed by its own timeout, exempt from the
+	// deadlock watchdog.
+	Timed bool
+	// Data is the owner's per-process state (e.g. the Starlark thread).
+	Data any
+}
+
+// Spawn creates a process that starts at the current time (after events
+// already scheduled for now).
+func (s *Sim) Spawn(name string, body func(p *Proc)) *Proc {
+	p := &Proc{sim: s, Name: name, ID: len(s.procs)}
+	seq := func(yield func(struct{}) bool) {
+		p.yield = yield
+		body(p)
+	}
+	p.next, p.stop = iter.Pull(seq)
+	s.procs = append(s.procs, p)
+	s.At(s.now, p)
+	return p
+}
+
+// Sim returns the simulation p belongs to.
+func (p *Proc) Sim() *Sim { return p.sim }
+
+// Done reports whether the process body returned.
+func (p *Proc) Done() bool { return p.done }
+
+// Fire resumes the coroutine (the event loop is the only caller).
+func (p *Proc) Fire() {
+	if p.done {
+		return
+	}
+	if p.sim.running != nil {
+		panic("internal error: a process resumed another process directly")
+	}
+	p.started = true
+	p.parked = false
+	p.sim.running = p
+	_, ok := p.next()
+	p.sim.running = nil
+	if !ok {
+		p.done = true
+	}
+}
+
+// suspend hands control back to the loop; false means the run is over.
+func (p *Proc) suspend() error {
+	if !p.yield(struct{}{}) || p.killed {
+		return ErrKilled
+	}
+	return nil
+}
+
+// Sleep advances the process by d. When no other event can happen before
+// now+d, the clock is advanced in place without a coroutine switch: the
+// result is identical because nothing else could have observed the interval.
+func (p *Proc) Sleep(d Time) error {
+	if d < 0 {
+		panic("internal error: negative sleep")
+	}
+	s := p.sim
+	t := s.now + d
+	if t < s.NextEventTime() && (s.MaxTime == 0 || t <= s.MaxTime) && s.stopErr == nil {
+		s.now = t
+		return nil
+	}
+	s.At(t, p)
+	return p.suspend()
+}
+
+// Park blocks until Wake. Set Wait/WaitSince before parking for reports.
+func (p *Proc) Park() error {
+	p.parked = true
+	return p.suspend()
+}
+
+// Parked reports whether the process is blocked in Park.
+func (p *Proc) Parked() bool { return p.parked }
+
+// Wake schedules a parked process to resume at the current time. Waking
+// through the event queue (rather than switching directly) keeps the order of
+// same-time activity defined by (time, sequence) alone.
+func (p *Proc) Wake() {
+	if !p.parked {
+		return
+	}
+	p.parked = false
+	p.sim.At(p.sim.now, p)
+}
+
+// WakeAt schedules a parked process to resume at time t.
+func (p *Proc) WakeAt(t Time) {
+	if !p.parked {
+		return
+	}
+	p.parked = false
+	p.sim.At(t, p)
+}
+
+func (p *Proc) String() string { return fmt.Sprintf("%s(#%d)", p.Name, p.ID) }
+
+// WaitWatchdog stops the run with a *WaitTimeoutError when any process has
+// been parked in an untimed wait for longer than limit. It checks every
+// limit/4 (a process is waiting while its Wait is set, parked or polling)
+// and reschedules itself only while other events are pending, so it
+// never keeps a finished (or stalled) simulation alive.
+func (s *Sim) WaitWatchdog(limit Time) {
+	if limit <= 0 {
+		return
+	}
+	period := limit / 4
+	if period == 0 {
+		period = 1
+	}
+	var check HandlerFunc
+	check = func() {
+		for _, p := range s.procs {
+			if p.Wait != nil && !p.done && !p.Timed && s.now-p.WaitSince > limit {
+				s.Stop(&WaitTimeoutError{Limit: limit, Proc: p, Blocked: s.Blocked()})
+				return
+			}
+		}
+		if len(s.events) > 0 {
+			s.After(period, check)
+		}
+	}
+	s.After(period, check)
+}
+
+// WaitTimeoutError: one untimed wait exceeded the deadlock timeout.
+type WaitTimeoutError struct {
+	Limit   Time
+	Proc    *Proc
+	Blocked []*Proc
+}
+
+func (e *WaitTimeoutError) Error() string {
+	return fmt.Sprintf("deadlock: %s has waited longer than deadlock_timeout_ns (%v)", e.Proc.Name, e.Limit)
+}

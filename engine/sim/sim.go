@@ -1,0 +1,254 @@
+// Package sim is kernbench's deterministic discrete-event core: an exact
+// integer clock, an event heap ordered by (time, sequence), and simulated
+// processes that run as coroutines (iter.Pull) switched only by the loop.
+//
+// It knows nothing about the machine or about Starlark; engine/machine builds
+// the accelerator on top of it and starlark/… runs scripts as processes.
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// Time is simulated time in picoseconds. Integer time keeps every run exact
+// and reproducible: there is no accumulated floating-point error.
+type Time int64
+
+// Units of Time.
+const (
+	Picosecond  Time = 1
+	Nanosecond  Time = 1000
+	Microsecond Time = 1000 * Nanosecond
+	Millisecond Time = 1000 * Microsecond
+	Second      Time = 1000 * Millisecond
+)
+
+// Never is a time later than any event.
+const Never Time = 1<<63 - 1
+
+// Ns converts t to (possibly fractional) nanoseconds for reports.
+func (t Time) Ns() float64 { return float64(t) / float64(Nanosecond) }
+
+// String formats t in nanoseconds with picosecond precision.
+func (t Time) String() string {
+	ns, ps := int64(t)/1000, int64(t)%1000
+	if ps < 0 {
+		ps = -ps
+	}
+	if ps == 0 {
+		return fmt.Sprintf("%dns", ns)
+	}
+	return strings.TrimRight(fmt.Sprintf("%d.%03d", ns, ps), "0") + "ns"
+}
+
+// Handler is something the event loop can fire. Hardware models implement it
+// on long-lived objects so that scheduling an event allocates nothing.
+type Handler interface{ Fire() }
+
+// HandlerFunc adapts a function to Handler (convenient off the hot path).
+type HandlerFunc func()
+
+// Fire calls f.
+func (f HandlerFunc) Fire() { f() }
+
+type event struct {
+	at  Time
+	key uint64 // scheduling sequence (or its jittered permutation)
+	h   Handler
+}
+
+func (a *event) less(b *event) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.key < b.key
+}
+
+// Sim is one simulation: clock, event heap and processes.
+type Sim struct {
+	now    Time
+	seq    uint64
+	events []event
+	jitter *rand.Rand
+	fired  uint64
+
+	procs   []*Proc
+	running *Proc
+	// stopErr ends the run at the next loop iteration (first error wins).
+	stopErr error
+	// MaxTime is the simulated-time watchdog (0 = none): the run stops with
+	// a *WatchdogError when the next event would pass it.
+	MaxTime Time
+}
+
+// New returns an empty simulation at time 0.
+func New() *Sim { return &Sim{events: make([]event, 0, 1024)} }
+
+// SetJitter makes the order of events scheduled for the same time a
+// reproducible pseudo-random permutation of scheduling order (schedule
+// exploration). Seed 0 restores plain FIFO order.
+func (s *Sim) SetJitter(seed uint64) {
+	if seed == 0 {
+		s.jitter = nil
+		return
+	}
+	s.jitter = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// Now is the current simulated time.
+func (s *Sim) Now() Time { return s.now }
+
+// Events is the number of events fired so far.
+func (s *Sim) Events() uint64 { return s.fired }
+
+// At schedules h to fire at time t (t >= Now).
+func (s *Sim) At(t Time, h Handler) {
+	if t < s.now {
+		panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
+	}
+	s.seq++
+	key := s.seq
+	if s.jitter != nil {
+		key = s.jitter.Uint64()
+	}
+	s.events = append(s.events, event{at: t, key: key, h: h})
+	s.up(len(s.events) - 1)
+}
+
+// After schedules h to fire d after now.
+func (s *Sim) After(d Time, h Handler) { s.At(s.now+d, h) }
+
+// NextEventTime is the time of the earliest pending event, or Never.
+func (s *Sim) NextEventTime() Time {
+	if len(s.events) == 0 {
+		return Never
+	}
+	return s.events[0].at
+}
+
+// Pending reports the number of scheduled events.
+func (s *Sim) Pending() int { return len(s.events) }
+
+func (s *Sim) up(i int) {
+	ev := s.events
+	for i > 0 {
+		p := (i - 1) / 2
+		if !ev[i].less(&ev[p]) {
+			break
+		}
+		ev[i], ev[p] = ev[p], ev[i]
+		i = p
+	}
+}
+
+func (s *Sim) pop() event {
+	ev := s.events
+	top := ev[0]
+	n := len(ev) - 1
+	ev[0] = ev[n]
+	ev[n] = event{}
+	ev = ev[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && ev[r].less(&ev[l]) {
+			m = r
+		}
+		if !ev[m].less(&ev[i]) {
+			break
+		}
+		ev[i], ev[m] = ev[m], ev[i]
+		i = m
+	}
+	s.events = ev
+	return top
+}
+
+// Stop ends the run with err at the next loop iteration. The first error wins.
+func (s *Sim) Stop(err error) {
+	if s.stopErr == nil {
+		s.stopErr = err
+	}
+}
+
+// Err is the error the run was stopped with, if any.
+func (s *Sim) Err() error { return s.stopErr }
+
+// Run fires events until none remain or the run is stopped. It returns the
+// stop error, a *WatchdogError, or a *StallError when processes are still
+// blocked with nothing left that could wake them.
+func (s *Sim) Run() error {
+	defer s.closeProcs()
+	for len(s.events) > 0 && s.stopErr == nil {
+		if s.MaxTime > 0 && s.events[0].at > s.MaxTime {
+			s.now = s.MaxTime
+			s.Stop(&WatchdogError{Limit: s.MaxTime, Blocked: s.Blocked()})
+			break
+		}
+		e := s.pop()
+		s.now = e.at
+		s.fired++
+		e.h.Fire()
+	}
+	if s.stopErr != nil {
+		return s.stopErr
+	}
+	if blocked := s.Blocked(); len(blocked) > 0 {
+		return &StallError{At: s.now, Blocked: blocked}
+	}
+	return nil
+}
+
+// closeProcs unwinds coroutines that never finished so no goroutine leaks.
+func (s *Sim) closeProcs() {
+	for _, p := range s.procs {
+		if !p.done && p.stop != nil {
+			p.killed = true
+			p.stop()
+			p.done = true
+		}
+	}
+}
+
+// Blocked lists live processes that have started and not finished, in
+// creation order.
+func (s *Sim) Blocked() []*Proc {
+	var out []*Proc
+	for _, p := range s.procs {
+		if !p.done {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Running is the process whose coroutine is executing, or nil in an event
+// handler.
+func (s *Sim) Running() *Proc { return s.running }
+
+// StallError: the event queue drained while processes were still blocked
+// (a deadlock: nothing can ever wake them).
+type StallError struct {
+	At      Time
+	Blocked []*Proc
+}
+
+func (e *StallError) Error() string {
+	return fmt.Sprintf("deadlock at t=%v: no pending events while %d process(es) are blocked", e.At, len(e.Blocked))
+}
+
+// WatchdogError: the simulated-time limit was reached.
+type WatchdogError struct {
+	Limit   Time
+	Blocked []*Proc
+}
+
+func (e *WatchdogError) Error() string {
+	return fmt.Sprintf("simulated-time watchdog: the run passed max_sim_time_ns (%v) with %d process(es) unfinished", e.Limit, len(e.Blocked))
+}
