@@ -1,0 +1,91 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"kernbench/starlark/ccl"
+)
+
+// exitError carries an exit status through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+// Main runs the CLI and returns the exit status. Panics never reach the
+// user as Go tracebacks: they are reported as internal errors (status 4).
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "kernbench: internal error: %v\n%s", r, debug.Stack())
+			code = ccl.ExitRuntime
+		}
+	}()
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ccl.ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Flag and argument errors from cobra.
+	fmt.Fprintf(stderr, "kernbench: %v\n", err)
+	if !strings.Contains(err.Error(), "--help") {
+		fmt.Fprintln(stderr, "Run 'kernbench --help' for usage.")
+	}
+	return ccl.ExitUsage
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kernbench",
+		Short: "Write, run and verify collective-communication algorithms on a simulated accelerator",
+		Long: `kernbench runs collective algorithms written in Starlark (.star) on a
+deterministic simulated accelerator and reports whether they are correct and
+how fast they are.
+
+  kernbench run algorithms/ring_allreduce.star
+  kernbench run ring_allreduce --world-size 16 --bytes 4M`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCmd(stdout, stderr), newVersionCmd(stdout))
+	return root
+}
+
+func newVersionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print kernbench, Go and Starlark versions",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			version, star := "(devel)", "unknown"
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				if bi.Main.Version != "" {
+					version = bi.Main.Version
+				}
+				for _, d := range bi.Deps {
+					if d.Path == "go.starlark.net" {
+						star = d.Version
+					}
+				}
+			}
+			fmt.Fprintf(stdout, "kernbench %s\ngo %s\ngo.starlark.net %s\n", version, runtime.Version(), star)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"kernbench"
+	"kernbench/engine/config"
+	"kernbench/starlark/ccl"
+)
+
+type runOptions struct {
+	ccl.Options
+	count    int64
+	bytes    string
+	json     bool
+	quiet    bool
+	verbose  bool
+	maxSteps uint64
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run FILE.star | NAME",
+		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
+		Long: `Run an algorithm file or an algorithm named in ccl.yaml on the simulated
+machine. The builtin bench of its collective allocates per-rank buffers,
+launches kernel() on every rank, checks the result against the collective's
+definition and prints one nccl-tests-style row per size.
+
+Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
+3 deadlock or watchdog or step limit, 4 error raised while running.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, o, args[0], stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml to use (default ./ccl.yaml, else the embedded default)")
+	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
+	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
+	f.StringVar(&o.Topology, "topology", "", "ring_1d | ring_1d_unidir | mesh_2d | tree_binary | none | custom")
+	f.StringVar(&o.Collective, "collective", "", "allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall")
+	f.Int64Var(&o.count, "count", 0, "elements per rank buffer")
+	f.StringVar(&o.bytes, "bytes", "", "bytes per rank buffer, e.g. 64K, 4M (default 1M)")
+	f.StringVar(&o.DType, "dtype", "f32", "f32 | f16 | bf16 | f64 | i32 | i64 | u8")
+	f.StringVar(&o.RedOp, "redop", "sum", "sum | prod | max | min | avg")
+	f.BoolVar(&o.InPlace, "in-place", false, "use one buffer for send and recv (NCCL in-place)")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the deterministic input data")
+	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
+	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
+	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
+	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
+	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^9)")
+	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
+	return cmd
+}
+
+// defaultMaxSteps bounds a runaway kernel: a billion Starlark steps is far
+// beyond any shipped algorithm and stops a spinning script in seconds.
+const defaultMaxSteps = 1_000_000_000
+
+func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer) error {
+	o.Embedded = kernbench.Files
+	o.Stderr = stderr
+	o.MaxSteps = o.maxSteps
+	if o.MaxSteps == 0 {
+		o.MaxSteps = defaultMaxSteps
+	}
+	if cmd.Flags().Changed("count") && o.bytes != "" {
+		return usageErr(stderr, o.json, "--count and --bytes are mutually exclusive")
+	}
+	if cmd.Flags().Changed("count") {
+		if o.count < 0 {
+			return usageErr(stderr, o.json, fmt.Sprintf("--count must be >= 0 (got %d)", o.count))
+		}
+		o.Counts = []int64{o.count}
+	} else if o.bytes != "" {
+		n, err := config.ParseSize(o.bytes)
+		if err != nil {
+			return usageErr(stderr, o.json, "--bytes: "+err.Error())
+		}
+		o.Sizes = []int64{n}
+	}
+	start := time.Now()
+	rep, err := ccl.Run(arg, o.Options)
+	wall := time.Since(start).Seconds()
+	if err != nil {
+		f, ok := err.(*ccl.Failure)
+		if !ok {
+			f = &ccl.Failure{Code: ccl.ExitRuntime, Kind: "InternalError", Rank: -1, Msg: err.Error(), Err: err}
+		}
+		if o.json {
+			if rep == nil {
+				rep = &ccl.Report{File: arg}
+			}
+			rep.Error = f.Out()
+			writeJSON(stdout, rep)
+		}
+		fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+		if f.Detail != "" && f.Detail != f.Msg {
+			fmt.Fprintln(stderr, f.Detail)
+		}
+		return &exitError{code: f.Code, err: f}
+	}
+	rep.WallS = wall
+	if o.json {
+		writeJSON(stdout, rep)
+	} else {
+		printTable(stdout, rep, o.quiet)
+	}
+	for _, r := range rep.Results {
+		if r.Wrong > 0 {
+			fw := r.FirstWrong
+			fmt.Fprintf(stderr, "kernbench: %d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
+			return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("verification failed")}
+		}
+	}
+	return nil
+}
+
+func usageErr(stderr io.Writer, _ bool, msg string) error {
+	fmt.Fprintf(stderr, "kernbench: %s\n", msg)
+	return &exitError{code: ccl.ExitUsage, err: fmt.Errorf("%s", msg)}
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// printTable prints the nccl-tests-shaped table and the summary.
+func printTable(w io.Writer, rep *ccl.Report, quiet bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "size\tcount\ttype\tredop\ttime(us)\talgbw(GB/s)\tbusbw(GB/s)\teff\t#wrong\t")
+	for _, r := range rep.Results {
+		wrong := strconv.FormatInt(r.Wrong, 10)
+		if !r.Verified && r.Wrong == 0 {
+			wrong = "N/A"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.3f\t%s\t\n", r.Bytes, r.Count, r.DType, r.RedOp, r.SimTimeNs/1000, r.AlgBW, r.BusBW, r.Eff, wrong)
+	}
+	tw.Flush()
+	if len(rep.Results) > 1 {
+		var sum float64
+		for _, r := range rep.Results {
+			sum += r.BusBW
+		}
+		fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", sum/float64(len(rep.Results)))
+	}
+	if quiet {
+		return
+	}
+	var events uint64
+	for _, r := range rep.Results {
+		events += r.Events
+	}
+	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d\n", rep.Algorithm, rep.File, rep.Collective, rep.Topology, rep.WorldSize)
+	fmt.Fprintf(w, "# buffer_kind %s, backpressure %s, data in %s; %d events simulated, wall %s\n", rep.BufferKind, rep.Backpressure, rep.DataSpace, events, wallString(rep.WallS))
+}
+
+func wallString(s float64) string {
+	return strings.TrimSpace(fmt.Sprintf("%.3fs", s))
+}

@@ -1,0 +1,492 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Error is a ccl.yaml decoding error.
+type Error struct {
+	// Pos is "FILE:LINE" for a mistake in the file, "FILE" when the YAML
+	// parser gave no line, or "--set KEY=VALUE" for one introduced by a
+	// --set item.
+	Pos string
+	// Msg says what is wrong, usually "key.path: got X, want Y".
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Pos + ": " + e.Msg }
+
+// maxNodes bounds the nodes one Load visits; YAML aliases can otherwise
+// expand a small file into an exponential tree.
+const maxNodes = 1 << 17
+
+// decoder holds the state of one Load.
+type decoder struct {
+	name string
+	// origin marks the nodes created by a --set item, with that item.
+	origin map[*yaml.Node]string
+	budget int
+	// defaultAlgorithm is the node of defaults.algorithm, kept for the
+	// check that it names an algorithm.
+	defaultAlgorithm *yaml.Node
+}
+
+// pos returns where n came from.
+func (d *decoder) pos(n *yaml.Node) string {
+	if item, ok := d.origin[n]; ok {
+		return "--set " + item
+	}
+	if n == nil || n.Line == 0 {
+		return d.name
+	}
+	return d.name + ":" + strconv.Itoa(n.Line)
+}
+
+func (d *decoder) errorf(n *yaml.Node, format string, args ...any) error {
+	return &Error{Pos: d.pos(n), Msg: fmt.Sprintf(format, args...)}
+}
+
+// resolve follows aliases and charges n against the node budget.
+func (d *decoder) resolve(n *yaml.Node) (*yaml.Node, error) {
+	for depth := 0; n.Kind == yaml.AliasNode; depth++ {
+		if n.Alias == nil || depth > 100 {
+			return nil, d.errorf(n, "bad alias *%s", n.Value)
+		}
+		n = n.Alias
+	}
+	d.budget--
+	if d.budget < 0 {
+		return nil, d.errorf(n, "document too large (more than %d nodes after expanding aliases)", maxNodes)
+	}
+	return n, nil
+}
+
+// A rule is one node of the schema. It decodes a YAML node into the target
+// it was built for; for mappings it also tells which keys exist, which is how
+// --set paths are checked.
+type rule struct {
+	// fields: a mapping with exactly these keys (decoded in this order).
+	fields []field
+	// entry: a mapping whose keys are names chosen by the user; entry
+	// returns the rule of the value under key (k is nil when only the
+	// shape is wanted, for --set path checks).
+	entry func(d *decoder, key string, k *yaml.Node) (*rule, error)
+	// open: any value, any key path below (params).
+	open bool
+	// leaf decodes a scalar or sequence, or an open value.
+	leaf func(d *decoder, n *yaml.Node, path string) error
+	// onKey is called with every key present in a fields mapping.
+	onKey func(key string)
+	// after runs once the mapping's keys are decoded; k is the key node
+	// of the mapping (nil at the top level), v the mapping.
+	after func(d *decoder, k, v *yaml.Node, path string) error
+}
+
+type field struct {
+	key      string
+	required bool
+	rule     *rule
+}
+
+func (r *rule) field(key string) *field {
+	for i := range r.fields {
+		if r.fields[i].key == key {
+			return &r.fields[i]
+		}
+	}
+	return nil
+}
+
+func (r *rule) allowed() string {
+	keys := make([]string, len(r.fields))
+	for i, f := range r.fields {
+		keys[i] = f.key
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ", ")
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// decode decodes v, the value under key node k (nil at the top), by r.
+func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) error {
+	v, err := d.resolve(v)
+	if err != nil {
+		return err
+	}
+	if r.fields == nil && r.entry == nil {
+		return r.leaf(d, v, path)
+	}
+	pairs, err := d.mapping(k, v, path)
+	if err != nil {
+		return err
+	}
+	if r.entry != nil {
+		for _, p := range pairs {
+			er, err := r.entry(d, p.key, p.k)
+			if err != nil {
+				return err
+			}
+			if err := d.decode(er, p.k, p.v, join(path, p.key)); err != nil {
+				return err
+			}
+		}
+	} else {
+		byKey := make(map[string]pair, len(pairs))
+		for _, p := range pairs {
+			if r.field(p.key) == nil {
+				return d.errorf(p.k, "%s: unknown key %q (allowed: %s)", pathOrTop(path), p.key, r.allowed())
+			}
+			byKey[p.key] = p
+			if r.onKey != nil {
+				r.onKey(p.key)
+			}
+		}
+		for _, f := range r.fields {
+			p, ok := byKey[f.key]
+			if !ok {
+				if f.required {
+					at := k
+					if at == nil {
+						at = v
+					}
+					return d.errorf(at, "%s is required", join(path, f.key))
+				}
+				continue
+			}
+			if err := d.decode(f.rule, p.k, p.v, join(path, f.key)); err != nil {
+				return err
+			}
+		}
+	}
+	if r.after != nil {
+		return r.after(d, k, v, path)
+	}
+	return nil
+}
+
+func pathOrTop(path string) string {
+	if path == "" {
+		return "top level"
+	}
+	return path
+}
+
+type pair struct {
+	key  string
+	k, v *yaml.Node
+}
+
+// mapping returns the key/value pairs of v in file order, rejecting
+// duplicate and non-scalar keys. A null value is an empty mapping.
+func (d *decoder) mapping(k, v *yaml.Node, path string) ([]pair, error) {
+	if isNull(v) {
+		return nil, nil
+	}
+	if v.Kind != yaml.MappingNode {
+		return nil, d.errorf(v, "%s: got %s, want mapping", pathOrTop(path), describe(v))
+	}
+	pairs := make([]pair, 0, len(v.Content)/2)
+	first := make(map[string]*yaml.Node, len(v.Content)/2)
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		kn, err := d.resolve(v.Content[i])
+		if err != nil {
+			return nil, err
+		}
+		if kn.Kind != yaml.ScalarNode {
+			return nil, d.errorf(kn, "%s: got %s as a key, want a string", pathOrTop(path), describe(kn))
+		}
+		if prev, dup := first[kn.Value]; dup {
+			return nil, d.errorf(kn, "%s: duplicate key %q (first at %s)", pathOrTop(path), kn.Value, d.pos(prev))
+		}
+		first[kn.Value] = kn
+		pairs = append(pairs, pair{key: kn.Value, k: kn, v: v.Content[i+1]})
+	}
+	return pairs, nil
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// describe names a node's type and value for "got X" in messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "sequence"
+	case yaml.ScalarNode:
+	default:
+		return "alias"
+	}
+	v := n.Value
+	if utf8.RuneCountInString(v) > 40 {
+		r := []rune(v)
+		v = string(r[:40]) + "..."
+	}
+	switch tag := n.ShortTag(); tag {
+	case "!!str":
+		return strconv.Quote(v)
+	case "!!null":
+		return "null"
+	case "!!int", "!!float", "!!bool":
+		return v
+	default:
+		return strings.TrimPrefix(tag, "!!") + " " + strconv.Quote(v)
+	}
+}
+
+// parse reads one YAML document. An empty input is an empty mapping.
+func (d *decoder) parse(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	err := dec.Decode(&doc)
+	if errors.Is(err, io.EOF) || (err == nil && len(doc.Content) == 0) {
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1, Column: 1}, nil
+	}
+	if err != nil {
+		return nil, d.yamlError(err, data)
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, d.yamlError(err, data)
+		}
+		return nil, d.errorf(&next, "want a single YAML document, found another")
+	}
+	return doc.Content[0], nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlParserProblems are the messages of yaml.v3's parser (as opposed to its
+// scanner). The parser reports 0-based lines, the scanner 1-based ones, and
+// both leave out line 0; yamlError corrects for that.
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// yamlError turns a yaml.v3 syntax error into an *Error with the file name
+// and a 1-based line.
+func (d *decoder) yamlError(err error, data []byte) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	switch {
+	case strings.HasPrefix(msg, "unknown anchor '"):
+		// Raised after parsing, without a position: find the alias.
+		name := strings.TrimSuffix(strings.TrimPrefix(msg, "unknown anchor '"), "' referenced")
+		if i := bytes.Index(data, []byte("*"+name)); i >= 0 {
+			line = 1 + bytes.Count(data[:i], []byte("\n"))
+		}
+	case strings.Contains(msg, "UTF-8") || strings.Contains(msg, "Unicode") ||
+		strings.Contains(msg, "control characters"):
+		// Reader errors carry a byte offset we cannot see; find the
+		// offending byte ourselves.
+		line = badCharLine(data)
+	case slices.Contains(yamlParserProblems, msg):
+		line++
+	case line == 0:
+		line = 1
+	}
+	if line == 0 {
+		return &Error{Pos: d.name, Msg: msg}
+	}
+	return &Error{Pos: d.name + ":" + strconv.Itoa(line), Msg: msg}
+}
+
+// badCharLine returns the line of the first byte that is not UTF-8 or is a
+// control character YAML does not allow, or 0.
+func badCharLine(data []byte) int {
+	line := 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return line
+		case r == '\n':
+			line++
+		case r < 0x20 && r != '\t' && r != '\r', r == 0x7f:
+			return line
+		}
+		i += size
+	}
+	return 0
+}
+
+// applySet applies one --set item to the tree rooted at root, checking the
+// key path against the schema r.
+func (d *decoder) applySet(root *yaml.Node, r *rule, item string) error {
+	fail := func(format string, args ...any) error {
+		return &Error{Pos: "--set " + item, Msg: fmt.Sprintf(format, args...)}
+	}
+	keyPath, value, ok := strings.Cut(item, "=")
+	if !ok {
+		return fail("missing \"=\", want key.path=value")
+	}
+	keyPath = strings.TrimSpace(keyPath)
+	if keyPath == "" {
+		return fail("missing key path before \"=\"")
+	}
+	keys := strings.Split(keyPath, ".")
+	for _, k := range keys {
+		if k == "" {
+			return fail("empty key in path %q", keyPath)
+		}
+	}
+
+	// Check the path against the schema before touching the tree.
+	cur := r
+check:
+	for i, key := range keys {
+		path := strings.Join(keys[:i], ".")
+		switch {
+		case cur.open:
+			break check // anything goes below an open value
+		case cur.fields != nil:
+			f := cur.field(key)
+			if f == nil {
+				return fail("%s: unknown key %q (allowed: %s)", pathOrTop(path), key, cur.allowed())
+			}
+			cur = f.rule
+		case cur.entry != nil:
+			cur, _ = cur.entry(d, key, nil)
+		default:
+			return fail("%s is not a mapping, cannot set %q below it", path, key)
+		}
+	}
+
+	val, err := parseSetValue(value)
+	if err != nil {
+		return fail("bad value: %v", err)
+	}
+	markTree(d.origin, val, item)
+
+	// Walk the tree, creating the missing mappings.
+	m := root
+	for i, key := range keys {
+		path := strings.Join(keys[:i+1], ".")
+		last := i == len(keys)-1
+		var slot *yaml.Node // the value under key, nil if missing
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			if kn := m.Content[j]; kn.Kind == yaml.ScalarNode && kn.Value == key {
+				slot = m.Content[j+1]
+				switch {
+				case last:
+					m.Content[j+1] = val
+				case slot.Kind == yaml.AliasNode && slot.Alias != nil:
+					// Edit a copy so other uses of the anchor keep their value.
+					slot = copyTree(slot.Alias)
+					m.Content[j+1] = slot
+				case isNull(slot):
+					slot = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: slot.Line, Column: slot.Column}
+					m.Content[j+1] = slot
+				}
+				break
+			}
+		}
+		if last {
+			if slot == nil {
+				kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+				d.origin[kn] = item
+				m.Content = append(m.Content, kn, val)
+			}
+			return nil
+		}
+		switch {
+		case slot == nil:
+			kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+			slot = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			d.origin[kn], d.origin[slot] = item, item
+			m.Content = append(m.Content, kn, slot)
+		case slot.Kind != yaml.MappingNode:
+			return fail("%s: got %s at %s, want mapping", path, describe(slot), d.pos(slot))
+		}
+		m = slot
+	}
+	return nil
+}
+
+// parseSetValue parses the value of a --set item: one YAML scalar or flow
+// collection.
+func parseSetValue(value string) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(strings.NewReader(value))
+	var doc yaml.Node
+	err := dec.Decode(&doc)
+	if errors.Is(err, io.EOF) || (err == nil && len(doc.Content) == 0) {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}, nil
+	}
+	if err != nil {
+		return nil, errors.New(yamlMessage(err))
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, errors.New("want a single YAML value")
+	}
+	n := doc.Content[0]
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return nil, errors.New("anchors and aliases are not allowed")
+	}
+	if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0 {
+		return nil, errors.New(`want a scalar, [a, sequence] or {a: mapping} (quote a string that contains ": " or starts with "- ")`)
+	}
+	return n, nil
+}
+
+// yamlMessage strips yaml.v3's "yaml: line N: " prefix.
+func yamlMessage(err error) string {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		return m[2]
+	}
+	return strings.TrimPrefix(msg, "yaml: ")
+}
+
+// markTree records every node of the tree at n as coming from item.
+func markTree(origin map[*yaml.Node]string, n *yaml.Node, item string) {
+	origin[n] = item
+	for _, c := range n.Content {
+		markTree(origin, c, item)
+	}
+}
+
+// copyTree copies the nodes of a tree; aliases inside still point at their
+// anchors.
+func copyTree(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Anchor = ""
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, e := range n.Content {
+		c.Content[i] = copyTree(e)
+	}
+	return &c
+}

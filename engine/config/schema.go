@@ -1,0 +1,584 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// This file is the schema of ccl.yaml: one rule per key, built over the
+// value it decodes into. The same rules check --set paths and list the
+// allowed keys in messages. Default values are not here: they come from
+// default.yaml.
+
+// Bounds that keep values representable by the engine: bandwidths become
+// integer bytes per microsecond and times integer picoseconds.
+const (
+	maxBandwidthGBps = 1e9  // 1e12 bytes per µs
+	maxLatencyNs     = 1e12 // 1e15 ps, 1000 s
+	maxPEs           = math.MaxInt32
+)
+
+// decode decodes a ccl.yaml. Keys missing from defaults: and system: keep
+// the values of base (nil: zero values, used for the embedded default).
+func decode(name string, data []byte, sets []string, base *Config) (*Config, error) {
+	d := &decoder{name: name, origin: make(map[*yaml.Node]string), budget: maxNodes}
+	root, err := d.parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(sets) > 0 && (root.Kind == yaml.MappingNode || isNull(root)) {
+		if isNull(root) {
+			*root = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: root.Line, Column: root.Column}
+		}
+		shape := rootRule(&Config{Algorithms: make(map[string]*Algorithm)})
+		for _, item := range sets {
+			if err := d.applySet(root, shape, item); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c := &Config{File: name, Algorithms: make(map[string]*Algorithm)}
+	if base != nil {
+		c.Defaults = base.Defaults.clone()
+		c.Defaults.Algorithm = "" // required in every file
+		c.System = base.System.clone()
+	}
+	if err := d.decode(rootRule(c), nil, root, ""); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func rootRule(c *Config) *rule {
+	return &rule{
+		// defaults before algorithms: an entry's overrides start from them.
+		fields: []field{
+			{key: "defaults", required: true, rule: settingsRule(&c.Defaults, true)},
+			{key: "algorithms", required: true, rule: algorithmsRule(c)},
+			{key: "system", rule: systemRule(&c.System)},
+		},
+		after: func(d *decoder, _, _ *yaml.Node, _ string) error {
+			if _, ok := c.Algorithms[c.Defaults.Algorithm]; !ok && d.defaultAlgorithm != nil {
+				return d.errorf(d.defaultAlgorithm, "defaults.algorithm: got %s, want one of the algorithms: %s",
+					strconv.Quote(c.Defaults.Algorithm), knownList(c.AlgorithmNames))
+			}
+			return nil
+		},
+	}
+}
+
+// settingKey is one key of defaults:.
+type settingKey struct {
+	key  string
+	rule func(s *Settings) *rule
+	copy func(dst, src *Settings)
+}
+
+// setting builds a settingKey from the field it sets and the rule of its
+// value.
+func setting[T any](key string, get func(*Settings) *T, mk func(*T) *rule) settingKey {
+	return settingKey{
+		key:  key,
+		rule: func(s *Settings) *rule { return mk(get(s)) },
+		copy: func(dst, src *Settings) { *get(dst) = *get(src) },
+	}
+}
+
+func minInt(min int64) func(*int) *rule     { return func(p *int) *rule { return intLeaf(p, min) } }
+func minInt64(min int64) func(*int64) *rule { return func(p *int64) *rule { return intLeaf(p, min) } }
+
+// settingKeys lists the keys of defaults: in file order; "algorithm" is
+// first and is not allowed per algorithm.
+var settingKeys = []settingKey{
+	setting("algorithm", func(s *Settings) *string { return &s.Algorithm }, defaultAlgorithmLeaf),
+	setting("world_size", func(s *Settings) *int { return &s.WorldSize }, minInt(1)),
+	setting("buffer_kind", func(s *Settings) *string { return &s.BufferKind },
+		func(p *string) *rule { return enumLeaf(p, bufferKinds, false) }),
+	setting("backpressure", func(s *Settings) *string { return &s.Backpressure },
+		func(p *string) *rule { return enumLeaf(p, backpressures, false) }),
+	setting("poll_interval_ns", func(s *Settings) *int64 { return &s.PollIntervalNs }, minInt64(1)),
+	setting("n_slots", func(s *Settings) *int { return &s.NSlots }, minInt(1)),
+	setting("slot_size", func(s *Settings) *int64 { return &s.SlotSize }, sizeLeaf),
+	setting("vc_chunk_size", func(s *Settings) *int64 { return &s.VCChunkSize }, sizeLeaf),
+	setting("vc_weights", func(s *Settings) *VCWeights { return &s.VCWeights }, vcWeightsRule),
+	setting("ipcq_credit_size_bytes", func(s *Settings) *int64 { return &s.IpcqCreditSizeBytes }, minInt64(1)),
+	setting("ipcq_overhead_ns", func(s *Settings) *int64 { return &s.IpcqOverheadNs }, minInt64(0)),
+	setting("deadlock_timeout_ns", func(s *Settings) *int64 { return &s.DeadlockTimeoutNs }, minInt64(1)),
+	setting("max_sim_time_ns", func(s *Settings) *int64 { return &s.MaxSimTimeNs }, minInt64(1)),
+	setting("mesh_shape", func(s *Settings) *[]int { return &s.MeshShape }, meshShapeLeaf),
+}
+
+func settingKeyNamed(key string) *settingKey {
+	for i := range settingKeys {
+		if settingKeys[i].key == key {
+			return &settingKeys[i]
+		}
+	}
+	return nil
+}
+
+// settingsRule decodes defaults: (withAlgorithm) or the defaults keys of an
+// algorithm entry.
+func settingsRule(s *Settings, withAlgorithm bool) *rule {
+	return &rule{fields: settingsFields(s, withAlgorithm)}
+}
+
+func settingsFields(s *Settings, withAlgorithm bool) []field {
+	var fields []field
+	for _, k := range settingKeys {
+		if k.key == "algorithm" {
+			if !withAlgorithm {
+				continue
+			}
+			fields = append(fields, field{key: k.key, required: true, rule: k.rule(s)})
+			continue
+		}
+		fields = append(fields, field{key: k.key, rule: k.rule(s)})
+	}
+	return fields
+}
+
+func defaultAlgorithmLeaf(p *string) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			return d.errorf(n, "%s: got %s, want string", path, describe(n))
+		}
+		*p = n.Value
+		d.defaultAlgorithm = n
+		return nil
+	}}
+}
+
+func vcWeightsRule(w *VCWeights) *rule {
+	return &rule{fields: []field{
+		{key: "compute", rule: intLeaf(&w.Compute, 1)},
+		{key: "comm", rule: intLeaf(&w.Comm, 1)},
+	}}
+}
+
+func algorithmsRule(c *Config) *rule {
+	return &rule{
+		entry: func(d *decoder, name string, k *yaml.Node) (*rule, error) {
+			a := &Algorithm{Name: name, Topology: DefaultTopology, overrides: c.Defaults.clone()}
+			if k != nil {
+				if !isIdent(name) {
+					return nil, d.errorf(k, "algorithms: name %q is not an identifier (want letters, digits and _, not starting with a digit)", name)
+				}
+				a.Line = k.Line
+				c.Algorithms[name] = a
+			}
+			return algorithmRule(a), nil
+		},
+		after: func(d *decoder, k, v *yaml.Node, path string) error {
+			if len(c.Algorithms) == 0 {
+				return d.errorf(k, "%s: want at least one algorithm", path)
+			}
+			c.AlgorithmNames = slices.Sorted(maps.Keys(c.Algorithms))
+			return nil
+		},
+	}
+}
+
+func algorithmRule(a *Algorithm) *rule {
+	fields := []field{
+		{key: "module", required: true, rule: moduleLeaf(&a.Module)},
+		{key: "topology", rule: enumLeaf(&a.Topology, topologies, false)},
+		{key: "collective", rule: enumLeaf(&a.Collective, collectives, true)},
+		{key: "params", rule: paramsRule(&a.Params)},
+	}
+	fields = append(fields, settingsFields(&a.overrides, false)...)
+	return &rule{
+		fields: fields,
+		onKey: func(key string) {
+			if settingKeyNamed(key) != nil {
+				a.OverrideKeys = append(a.OverrideKeys, key)
+			}
+		},
+		after: func(*decoder, *yaml.Node, *yaml.Node, string) error {
+			slices.Sort(a.OverrideKeys)
+			return nil
+		},
+	}
+}
+
+func systemRule(s *System) *rule {
+	var placement []*yaml.Node // the nodes of placement's entries, for messages
+	return &rule{
+		fields: []field{
+			{key: "sips", rule: intLeaf(&s.Sips, 1)},
+			{key: "cubes_per_sip", rule: intLeaf(&s.CubesPerSip, 1)},
+			{key: "pes_per_cube", rule: intLeaf(&s.PesPerCube, 1)},
+			{key: "links", rule: &rule{fields: []field{
+				{key: "pe_noc", rule: linkRule(&s.Links.PeNoc)},
+				{key: "ucie", rule: linkRule(&s.Links.Ucie)},
+				{key: "pcie", rule: linkRule(&s.Links.Pcie)},
+			}}},
+			{key: "memory", rule: &rule{fields: []field{
+				{key: "tcm", rule: memoryRule(&s.Memory.Tcm)},
+				{key: "sram", rule: memoryRule(&s.Memory.Sram)},
+				{key: "hbm", rule: memoryRule(&s.Memory.Hbm)},
+			}}},
+			{key: "math", rule: &rule{fields: []field{
+				{key: "bytes_per_ns", rule: bandwidthLeaf(&s.Math.BytesPerNs)},
+				{key: "latency_ns", rule: latencyLeaf(&s.Math.LatencyNs)},
+			}}},
+			{key: "placement", rule: placementLeaf(&s.Placement, &placement)},
+		},
+		after: func(d *decoder, k, v *yaml.Node, path string) error {
+			at := k
+			if at == nil {
+				at = v
+			}
+			total := uint64(1)
+			for _, f := range []int{s.Sips, s.CubesPerSip, s.PesPerCube} {
+				hi, lo := bits.Mul64(total, uint64(f))
+				if hi != 0 || lo > maxPEs {
+					return d.errorf(at, "%s: sips × cubes_per_sip × pes_per_cube is more than %d PEs", path, maxPEs)
+				}
+				total = lo
+			}
+			usedBy := make(map[int]int, len(s.Placement))
+			for r, pe := range s.Placement {
+				if uint64(pe) >= total {
+					return d.errorf(placement[r], "%s.placement[%d]: got %d, want < %d (sips × cubes_per_sip × pes_per_cube)", path, r, pe, total)
+				}
+				if prev, dup := usedBy[pe]; dup {
+					return d.errorf(placement[r], "%s.placement[%d]: PE %d is already used by rank %d", path, r, pe, prev)
+				}
+				usedBy[pe] = r
+			}
+			return nil
+		},
+	}
+}
+
+func linkRule(l *Link) *rule {
+	return &rule{fields: []field{
+		{key: "bandwidth_gbps", rule: bandwidthLeaf(&l.BandwidthGBps)},
+		{key: "latency_ns", rule: latencyLeaf(&l.LatencyNs)},
+	}}
+}
+
+func memoryRule(m *Memory) *rule {
+	return &rule{fields: []field{
+		{key: "capacity", rule: sizeLeaf(&m.Capacity)},
+		{key: "bandwidth_gbps", rule: bandwidthLeaf(&m.BandwidthGBps)},
+		{key: "latency_ns", rule: latencyLeaf(&m.LatencyNs)},
+	}}
+}
+
+// Leaves.
+
+func enumLeaf(p *string, allowed []string, emptyOK bool) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		ok := n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" &&
+			(slices.Contains(allowed, n.Value) || emptyOK && n.Value == "")
+		if !ok {
+			return d.errorf(n, "%s: got %s, want one of %s", path, describe(n), strings.Join(allowed, ", "))
+		}
+		*p = n.Value
+		return nil
+	}}
+}
+
+func moduleLeaf(p *string) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			return d.errorf(n, "%s: got %s, want string", path, describe(n))
+		}
+		if !strings.HasSuffix(n.Value, ".star") || len(n.Value) == len(".star") {
+			return d.errorf(n, "%s: got %s, want the path of a .star file", path, describe(n))
+		}
+		*p = n.Value
+		return nil
+	}}
+}
+
+// scalarInt decodes an integer scalar; floats, strings and the rest are
+// errors.
+func (d *decoder) scalarInt(n *yaml.Node, path string) (int64, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		return 0, d.errorf(n, "%s: got %s, want int", path, describe(n))
+	}
+	var v int64
+	if err := n.Decode(&v); err != nil {
+		return 0, d.errorf(n, "%s: got %s, want <= %d", path, describe(n), int64(math.MaxInt64))
+	}
+	return v, nil
+}
+
+func intLeaf[T int | int64](p *T, min int64) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		v, err := d.scalarInt(n, path)
+		if err != nil {
+			return err
+		}
+		return setIntValue(d, p, v, min, n, path)
+	}}
+}
+
+// setIntValue stores v >= min in *p.
+func setIntValue[T int | int64](d *decoder, p *T, v, min int64, n *yaml.Node, path string) error {
+	if v < min {
+		return d.errorf(n, "%s: got %s, want >= %d", path, describe(n), min)
+	}
+	if int64(T(v)) != v {
+		return d.errorf(n, "%s: got %s, too large", path, describe(n))
+	}
+	*p = T(v)
+	return nil
+}
+
+func sizeLeaf(p *int64) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		var v int64
+		switch {
+		case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int":
+			var err error
+			if v, err = d.scalarInt(n, path); err != nil {
+				return err
+			}
+		case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+			var err error
+			if v, err = ParseSize(n.Value); err != nil {
+				return d.errorf(n, "%s: %v", path, err)
+			}
+		default:
+			return d.errorf(n, "%s: got %s, want a size (like 4096, 4K or 1MiB)", path, describe(n))
+		}
+		if v < 1 {
+			return d.errorf(n, "%s: got %s, want >= 1", path, describe(n))
+		}
+		*p = v
+		return nil
+	}}
+}
+
+// number decodes an int or float scalar to a finite float64.
+func (d *decoder) number(n *yaml.Node, path string) (float64, error) {
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
+		return 0, d.errorf(n, "%s: got %s, want number", path, describe(n))
+	}
+	var v float64
+	if err := n.Decode(&v); err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, d.errorf(n, "%s: got %s, want a finite number", path, describe(n))
+	}
+	if v == 0 {
+		v = 0 // no -0
+	}
+	return v, nil
+}
+
+// decimals is the number of digits after the point of the shortest decimal
+// that reads back as v.
+func decimals(v float64) int {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		return len(s) - i - 1
+	}
+	return 0
+}
+
+// bandwidthLeaf decodes a bandwidth in GB/s (bytes per ns): > 0, at most 3
+// decimals, because the engine keeps it in whole bytes per microsecond.
+func bandwidthLeaf(p *float64) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		v, err := d.number(n, path)
+		switch {
+		case err != nil:
+			return err
+		case v <= 0:
+			return d.errorf(n, "%s: got %s, want > 0", path, describe(n))
+		case v > maxBandwidthGBps:
+			return d.errorf(n, "%s: got %s, want <= %g", path, describe(n), float64(maxBandwidthGBps))
+		case decimals(v) > 3:
+			return d.errorf(n, "%s: got %s, want at most 3 decimal places (bandwidth is kept in whole bytes per µs)", path, describe(n))
+		}
+		*p = v
+		return nil
+	}}
+}
+
+// latencyLeaf decodes a latency in ns: >= 0, at most 3 decimals, because
+// the engine keeps time in whole picoseconds.
+func latencyLeaf(p *float64) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		v, err := d.number(n, path)
+		switch {
+		case err != nil:
+			return err
+		case v < 0:
+			return d.errorf(n, "%s: got %s, want >= 0", path, describe(n))
+		case v > maxLatencyNs:
+			return d.errorf(n, "%s: got %s, want <= %g", path, describe(n), float64(maxLatencyNs))
+		case decimals(v) > 3:
+			return d.errorf(n, "%s: got %s, want at most 3 decimal places (time is kept in whole picoseconds)", path, describe(n))
+		}
+		*p = v
+		return nil
+	}}
+}
+
+// intList decodes a sequence of ints >= min; null is an empty list.
+func (d *decoder) intList(n *yaml.Node, path string, min int64) ([]int, []*yaml.Node, error) {
+	if isNull(n) {
+		return nil, nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, nil, d.errorf(n, "%s: got %s, want sequence of int", path, describe(n))
+	}
+	out := make([]int, len(n.Content))
+	nodes := make([]*yaml.Node, len(n.Content))
+	for i, e := range n.Content {
+		e, err := d.resolve(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		p := fmt.Sprintf("%s[%d]", path, i)
+		v, err := d.scalarInt(e, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := setIntValue(d, &out[i], v, min, e, p); err != nil {
+			return nil, nil, err
+		}
+		nodes[i] = e
+	}
+	return out, nodes, nil
+}
+
+func meshShapeLeaf(p *[]int) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		v, _, err := d.intList(n, path, 1)
+		if err != nil {
+			return err
+		}
+		if v != nil && len(v) != 2 {
+			return d.errorf(n, "%s: got %d entries, want [rows, cols]", path, len(v))
+		}
+		*p = v
+		return nil
+	}}
+}
+
+func placementLeaf(p *[]int, nodes *[]*yaml.Node) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		v, ns, err := d.intList(n, path, 0)
+		if err != nil {
+			return err
+		}
+		*p, *nodes = v, ns
+		return nil
+	}}
+}
+
+// paramsRule decodes params:, any YAML mapping whose top-level keys are
+// identifiers (they become keyword arguments of kernel()).
+func paramsRule(p *map[string]any) *rule {
+	return &rule{open: true, leaf: func(d *decoder, n *yaml.Node, path string) error {
+		if isNull(n) {
+			*p = nil
+			return nil
+		}
+		if n.Kind != yaml.MappingNode {
+			return d.errorf(n, "%s: got %s, want mapping", path, describe(n))
+		}
+		pairs, err := d.mapping(nil, n, path)
+		if err != nil {
+			return err
+		}
+		for _, pr := range pairs {
+			if !isIdent(pr.key) {
+				return d.errorf(pr.k, "%s: key %q is not an identifier (params are keyword arguments of kernel())", path, pr.key)
+			}
+		}
+		v, err := d.value(n, path)
+		if err != nil {
+			return err
+		}
+		*p = v.(map[string]any)
+		return nil
+	}}
+}
+
+// value decodes any YAML value to int64, float64, string, bool, []any or
+// map[string]any.
+func (d *decoder) value(n *yaml.Node, path string) (any, error) {
+	n, err := d.resolve(n)
+	if err != nil {
+		return nil, err
+	}
+	switch n.Kind {
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, e := range n.Content {
+			if out[i], err = d.value(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case yaml.MappingNode:
+		pairs, err := d.mapping(nil, n, path)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]any, len(pairs))
+		for _, pr := range pairs {
+			if out[pr.key], err = d.value(pr.v, join(path, pr.key)); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case yaml.ScalarNode:
+	default:
+		return nil, d.errorf(n, "%s: unexpected YAML node", path)
+	}
+	switch n.ShortTag() {
+	case "!!int":
+		var v int64
+		if err := n.Decode(&v); err != nil {
+			return nil, d.errorf(n, "%s: got %s, want an int64", path, describe(n))
+		}
+		return v, nil
+	case "!!float":
+		var v float64
+		if err := n.Decode(&v); err != nil {
+			return nil, d.errorf(n, "%s: got %s, want a float", path, describe(n))
+		}
+		return v, nil
+	case "!!bool":
+		var v bool
+		if err := n.Decode(&v); err != nil {
+			return nil, d.errorf(n, "%s: got %s, want a bool", path, describe(n))
+		}
+		return v, nil
+	case "!!str", "!!timestamp":
+		return n.Value, nil
+	default:
+		return nil, d.errorf(n, "%s: got %s, want int, float, string, bool, sequence or mapping", path, describe(n))
+	}
+}
+
+// isIdent reports whether s is an ASCII identifier.
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,277 @@
+package dtype
+
+// Binary computes dst[i] = a[i] op b[i] for the len(dst)/d.Size() elements
+// of dst; a and b must be at least as long. dst may alias a or b.
+//
+// Floats follow IEEE 754 (f16/bf16 computed in float32 and rounded once);
+// Max/Min propagate NaN. Integers wrap on overflow (u8 too), divide
+// truncating toward zero, and x/0 yields 0.
+//
+// Binary does not allocate; the dtype and op are switched on once per call.
+func Binary(op Op, d DType, dst, a, b []byte) {
+	checkOp(op)
+	switch d {
+	case F32:
+		binF32(op, dst, a, b)
+	case F64:
+		binF64(op, dst, a, b)
+	case I32:
+		binI32(op, dst, a, b)
+	case I64:
+		binI64(op, dst, a, b)
+	case F16:
+		binF16(op, dst, a, b)
+	case BF16:
+		binBF16(op, dst, a, b)
+	case U8:
+		binU8(op, dst, a, b)
+	default:
+		panic(badDType(d))
+	}
+}
+
+// scalarChunk is the size of the on-stack buffer holding the broadcast
+// scalar in BinaryScalar; a multiple of every element size.
+const scalarChunk = 512
+
+// BinaryScalar computes dst[i] = a[i] op s, or s op a[i] when scalarLeft, for
+// the len(dst)/d.Size() elements of dst. Float dtypes use s, first converted
+// to d as Put does; integer dtypes use si, wrapped to d's width as PutInt
+// does. The result equals Binary with a second operand full of that value.
+// dst may alias a. It does not allocate.
+func BinaryScalar(op Op, d DType, dst, a []byte, s float64, si int64, scalarLeft bool) {
+	checkOp(op)
+	sz := d.Size()
+	if sz == 0 {
+		panic(badDType(d))
+	}
+	// Broadcast the scalar into a stack buffer and reuse Binary's
+	// specialised loops chunk by chunk.
+	var buf [scalarChunk]byte
+	if d.IsFloat() {
+		Put(d, buf[:], 0, s)
+	} else {
+		PutInt(d, buf[:], 0, si)
+	}
+	for n := sz; n < len(buf); n *= 2 {
+		copy(buf[n:], buf[:n])
+	}
+	n := len(dst) - len(dst)%sz
+	dst, a = dst[:n], a[:n]
+	for off := 0; off < n; off += scalarChunk {
+		end := min(off+scalarChunk, n)
+		c := buf[:end-off]
+		if scalarLeft {
+			Binary(op, d, dst[off:end], c, a[off:end])
+		} else {
+			Binary(op, d, dst[off:end], a[off:end], c)
+		}
+	}
+}
+
+// The loops below re-slice a and b to the length of dst first, so that a
+// short operand fails before anything is written and the compiler knows the
+// three lengths are equal.
+
+func binF32(op Op, dst, a, b []byte) {
+	n := len(dst) &^ 3
+	dst, a, b = dst[:n], a[:n], b[:n]
+	switch op {
+	case Add:
+		for i := 0; i < n; i += 4 {
+			stF32(dst[i:], ldF32(a[i:])+ldF32(b[i:]))
+		}
+	case Sub:
+		for i := 0; i < n; i += 4 {
+			stF32(dst[i:], ldF32(a[i:])-ldF32(b[i:]))
+		}
+	case Mul:
+		for i := 0; i < n; i += 4 {
+			stF32(dst[i:], ldF32(a[i:])*ldF32(b[i:]))
+		}
+	case Div:
+		for i := 0; i < n; i += 4 {
+			stF32(dst[i:], ldF32(a[i:])/ldF32(b[i:]))
+		}
+	case Max:
+		for i := 0; i < n; i += 4 {
+			stF32(dst[i:], max(ldF32(a[i:]), ldF32(b[i:])))
+		}
+	case Min:
+		for i := 0; i < n; i += 4 {
+			stF32(dst[i:], min(ldF32(a[i:]), ldF32(b[i:])))
+		}
+	}
+}
+
+func binF64(op Op, dst, a, b []byte) {
+	n := len(dst) &^ 7
+	dst, a, b = dst[:n], a[:n], b[:n]
+	switch op {
+	case Add:
+		for i := 0; i < n; i += 8 {
+			stF64(dst[i:], ldF64(a[i:])+ldF64(b[i:]))
+		}
+	case Sub:
+		for i := 0; i < n; i += 8 {
+			stF64(dst[i:], ldF64(a[i:])-ldF64(b[i:]))
+		}
+	case Mul:
+		for i := 0; i < n; i += 8 {
+			stF64(dst[i:], ldF64(a[i:])*ldF64(b[i:]))
+		}
+	case Div:
+		for i := 0; i < n; i += 8 {
+			stF64(dst[i:], ldF64(a[i:])/ldF64(b[i:]))
+		}
+	case Max:
+		for i := 0; i < n; i += 8 {
+			stF64(dst[i:], max(ldF64(a[i:]), ldF64(b[i:])))
+		}
+	case Min:
+		for i := 0; i < n; i += 8 {
+			stF64(dst[i:], min(ldF64(a[i:]), ldF64(b[i:])))
+		}
+	}
+}
+
+func binI32(op Op, dst, a, b []byte) {
+	n := len(dst) &^ 3
+	dst, a, b = dst[:n], a[:n], b[:n]
+	switch op {
+	case Add:
+		for i := 0; i < n; i += 4 {
+			stI32(dst[i:], ldI32(a[i:])+ldI32(b[i:]))
+		}
+	case Sub:
+		for i := 0; i < n; i += 4 {
+			stI32(dst[i:], ldI32(a[i:])-ldI32(b[i:]))
+		}
+	case Mul:
+		for i := 0; i < n; i += 4 {
+			stI32(dst[i:], ldI32(a[i:])*ldI32(b[i:]))
+		}
+	case Div:
+		for i := 0; i < n; i += 4 {
+			x, y := ldI32(a[i:]), ldI32(b[i:])
+			var q int32 // x/0 = 0; MinInt32/-1 wraps to MinInt32 (Go defines it)
+			if y != 0 {
+				q = x / y
+			}
+			stI32(dst[i:], q)
+		}
+	case Max:
+		for i := 0; i < n; i += 4 {
+			stI32(dst[i:], max(ldI32(a[i:]), ldI32(b[i:])))
+		}
+	case Min:
+		for i := 0; i < n; i += 4 {
+			stI32(dst[i:], min(ldI32(a[i:]), ldI32(b[i:])))
+		}
+	}
+}
+
+func binI64(op Op, dst, a, b []byte) {
+	n := len(dst) &^ 7
+	dst, a, b = dst[:n], a[:n], b[:n]
+	switch op {
+	case Add:
+		for i := 0; i < n; i += 8 {
+			stI64(dst[i:], ldI64(a[i:])+ldI64(b[i:]))
+		}
+	case Sub:
+		for i := 0; i < n; i += 8 {
+			stI64(dst[i:], ldI64(a[i:])-ldI64(b[i:]))
+		}
+	case Mul:
+		for i := 0; i < n; i += 8 {
+			stI64(dst[i:], ldI64(a[i:])*ldI64(b[i:]))
+		}
+	case Div:
+		for i := 0; i < n; i += 8 {
+			x, y := ldI64(a[i:]), ldI64(b[i:])
+			var q int64
+			if y != 0 {
+				q = x / y
+			}
+			stI64(dst[i:], q)
+		}
+	case Max:
+		for i := 0; i < n; i += 8 {
+			stI64(dst[i:], max(ldI64(a[i:]), ldI64(b[i:])))
+		}
+	case Min:
+		for i := 0; i < n; i += 8 {
+			stI64(dst[i:], min(ldI64(a[i:]), ldI64(b[i:])))
+		}
+	}
+}
+
+func binU8(op Op, dst, a, b []byte) {
+	n := len(dst)
+	a, b = a[:n], b[:n]
+	switch op {
+	case Add:
+		for i := range dst {
+			dst[i] = a[i] + b[i]
+		}
+	case Sub:
+		for i := range dst {
+			dst[i] = a[i] - b[i]
+		}
+	case Mul:
+		for i := range dst {
+			dst[i] = a[i] * b[i]
+		}
+	case Div:
+		for i := range dst {
+			var q uint8
+			if b[i] != 0 {
+				q = a[i] / b[i]
+			}
+			dst[i] = q
+		}
+	case Max:
+		for i := range dst {
+			dst[i] = max(a[i], b[i])
+		}
+	case Min:
+		for i := range dst {
+			dst[i] = min(a[i], b[i])
+		}
+	}
+}
+
+// opF32 is the float32 arithmetic shared by the 16-bit formats, whose cost
+// is dominated by the conversions, so one loop per dtype suffices.
+func opF32(op Op, x, y float32) float32 {
+	switch op {
+	case Add:
+		return x + y
+	case Sub:
+		return x - y
+	case Mul:
+		return x * y
+	case Div:
+		return x / y
+	case Max:
+		return max(x, y)
+	}
+	return min(x, y)
+}
+
+func binF16(op Op, dst, a, b []byte) {
+	n := len(dst) &^ 1
+	dst, a, b = dst[:n], a[:n], b[:n]
+	for i := 0; i < n; i += 2 {
+		stF16(dst[i:], opF32(op, ldF16(a[i:]), ldF16(b[i:])))
+	}
+}
+
+func binBF16(op Op, dst, a, b []byte) {
+	n := len(dst) &^ 1
+	dst, a, b = dst[:n], a[:n], b[:n]
+	for i := 0; i < n; i += 2 {
+		stBF16(dst[i:], opF32(op, ldBF16(a[i:]), ldBF16(b[i:])))
+	}
+}

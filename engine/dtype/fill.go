@@ -1,0 +1,97 @@
+package dtype
+
+import "math"
+
+// splitmix64 step constants (Steele, Lea, Flood 2014). The generator is
+// written out here so that test data is identical across Go releases.
+const (
+	smGamma = 0x9e3779b97f4a7c15
+	smMul1  = 0xbf58476d1ce4e5b9
+	smMul2  = 0x94d049bb133111eb
+)
+
+func smMix(z uint64) uint64 {
+	z = (z ^ z>>30) * smMul1
+	z = (z ^ z>>27) * smMul2
+	return z ^ z>>31
+}
+
+// fillGridExp gives, per float dtype, the exponent e of Fill's value grid
+// k·2^-e: e = p - 6 for a p-bit significand, so that every partial sum of up
+// to 64 values (|s| ≤ 64 = 2^6) is a multiple of 2^-e below 2^(p-e) in
+// magnitude, hence exactly representable.
+var fillGridExp = [...]int{F32: 24 - 6, F16: 11 - 6, BF16: 8 - 6, F64: 53 - 6}
+
+// Fill writes deterministic pseudo-random test data for (seed, rank) into
+// the len(b)/d.Size() elements of b. Element i depends only on (seed, rank,
+// i, d), so a longer buffer extends a shorter one.
+//
+// Values:
+//
+//   - floats: k·2^-e with k uniform in [-2^e, 2^e), i.e. uniform on a grid in
+//     [-1, 1), with e = 18 (f32), 5 (f16), 2 (bf16), 47 (f64). Every partial
+//     sum of up to 64 such values is exact in the dtype, so a sum over up to
+//     64 ranks gives the same bits in any order and association; only avg
+//     and prod involve rounding. bf16 therefore has only 8 distinct values
+//     (-1, -0.75, ..., 0.75) and f16 64.
+//   - i32, i64: odd integers uniform in [-15, 15] (16 values). Sums over 64
+//     ranks stay within ±960; products wrap, but odd numbers are units
+//     modulo 2^n, so a product never collapses to 0 and a missing or extra
+//     factor other than 1 always changes it. Wrapped sums and products do
+//     not depend on the order.
+//   - u8: odd integers uniform in [1, 15] (8 values); sums of up to 17 ranks
+//     fit, larger sums wrap modulo 256 (order independent).
+//
+// The generator is splitmix64 on a stream chosen by mixing seed and rank.
+func Fill(d DType, b []byte, seed uint64, rank int) {
+	sz := d.Size()
+	if sz == 0 {
+		panic(badDType(d))
+	}
+	n := len(b) / sz
+	state := smMix(smMix(seed) + uint64(rank)*smGamma + 1)
+	next := func() uint64 {
+		state += smGamma
+		return smMix(state)
+	}
+	if d.IsFloat() {
+		e := fillGridExp[d]
+		scale := math.Ldexp(1, -e)
+		for i := range n {
+			k := int64(next()>>(63-e)) - 1<<e // top e+1 bits
+			Put(d, b, i, float64(k)*scale)    // exact
+		}
+		return
+	}
+	switch d {
+	case I32:
+		for i := range n {
+			stI32(b[4*i:], int32(next()>>60)*2-15)
+		}
+	case I64:
+		for i := range n {
+			stI64(b[8*i:], int64(next()>>60)*2-15)
+		}
+	case U8:
+		for i := range n {
+			b[i] = uint8(next()>>61)*2 + 1
+		}
+	}
+}
+
+// FillValue sets every element of b (len(b)/d.Size() of them) to v,
+// converted as Put does.
+func FillValue(d DType, b []byte, v float64) {
+	sz := d.Size()
+	if sz == 0 {
+		panic(badDType(d))
+	}
+	n := len(b) - len(b)%sz
+	if n == 0 {
+		return
+	}
+	Put(d, b, 0, v)
+	for k := sz; k < n; k *= 2 {
+		copy(b[k:n], b[:k])
+	}
+}

@@ -1,0 +1,185 @@
+package topology
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Names lists the topology names a ccl.yaml algorithm entry may use, in the
+// order the documentation shows them.
+var Names = []string{"ring_1d", "ring_1d_unidir", "mesh_2d", "tree_binary", "none", "custom"}
+
+// Topology is the neighbour map of every rank of a process group.
+type Topology struct {
+	// Name is the topology name from Names; it appears in error messages.
+	Name string
+	// Maps holds, per rank, direction name → peer rank. A nil entry is a
+	// rank with no directions.
+	Maps []map[string]int
+	// RecvOnly holds, per rank, the directions that may only receive
+	// (ring_1d_unidir's W). RecvOnly itself and any of its entries may be
+	// nil; when non-nil it has one entry per rank.
+	RecvOnly []map[string]bool
+}
+
+// Clone returns a deep copy of t, so a neighbors() hook can edit the maps
+// without touching the original.
+func (t *Topology) Clone() *Topology {
+	if t == nil {
+		return nil
+	}
+	c := &Topology{Name: t.Name}
+	if t.Maps != nil {
+		c.Maps = make([]map[string]int, len(t.Maps))
+		for i, m := range t.Maps {
+			c.Maps[i] = maps.Clone(m)
+		}
+	}
+	if t.RecvOnly != nil {
+		c.RecvOnly = make([]map[string]bool, len(t.RecvOnly))
+		for i, m := range t.RecvOnly {
+			c.RecvOnly[i] = maps.Clone(m)
+		}
+	}
+	return c
+}
+
+// RequiresNeighborsHook reports whether the named topology needs the
+// algorithm module to define neighbors(): only "custom" does ("none" starts
+// from the same empty maps but leaves the hook optional).
+func RequiresNeighborsHook(name string) bool {
+	return name == "custom"
+}
+
+// Builtin returns the builtin neighbour maps of every rank for the named
+// topology. meshShape is nil or [R, C] and is read only by mesh_2d. See the
+// package documentation for the ring_1d_unidir and size-2 decisions.
+func Builtin(name string, worldSize int, meshShape []int) (*Topology, error) {
+	if !slices.Contains(Names, name) {
+		return nil, fmt.Errorf("unknown topology %q: want one of %s", name, strings.Join(Names, ", "))
+	}
+	if worldSize < 1 {
+		return nil, fmt.Errorf("%s: got world_size %d, want at least 1", name, worldSize)
+	}
+	var rows, cols int
+	if name == "mesh_2d" {
+		var err error
+		if rows, cols, err = meshDims(worldSize, meshShape); err != nil {
+			return nil, err
+		}
+	}
+	t := &Topology{Name: name, Maps: make([]map[string]int, worldSize)}
+	for r := range t.Maps {
+		t.Maps[r] = map[string]int{}
+	}
+	switch name {
+	case "ring_1d":
+		ring(t.Maps)
+	case "ring_1d_unidir":
+		ring(t.Maps)
+		if worldSize > 1 {
+			t.RecvOnly = make([]map[string]bool, worldSize)
+			for r := range t.RecvOnly {
+				t.RecvOnly[r] = map[string]bool{"W": true}
+			}
+		}
+	case "mesh_2d":
+		mesh(t.Maps, rows, cols)
+	case "tree_binary":
+		for r := range worldSize {
+			if r > 0 {
+				t.Maps[r]["parent"] = (r - 1) / 2
+			}
+			if c := 2*r + 1; c < worldSize {
+				t.Maps[r]["child_left"] = c
+			}
+			if c := 2*r + 2; c < worldSize {
+				t.Maps[r]["child_right"] = c
+			}
+		}
+	case "none", "custom":
+		// Empty maps: the module's neighbors() builds them.
+	}
+	return t, nil
+}
+
+// ring installs E=(r+1)%p and W=(r-1+p)%p on every rank; a single rank has
+// no neighbours.
+func ring(m []map[string]int) {
+	p := len(m)
+	if p == 1 {
+		return
+	}
+	for r := range p {
+		m[r]["E"] = (r + 1) % p
+		m[r]["W"] = (r - 1 + p) % p
+	}
+}
+
+// meshDims returns the mesh rows and columns for worldSize ranks.
+func meshDims(worldSize int, meshShape []int) (rows, cols int, err error) {
+	if meshShape == nil {
+		side := isqrt(worldSize)
+		if side*side != worldSize {
+			r := side
+			for worldSize%r != 0 {
+				r--
+			}
+			return 0, 0, fmt.Errorf("mesh_2d: world_size %d is not a square; set mesh_shape: [R, C] (e.g. [%d, %d])",
+				worldSize, r, worldSize/r)
+		}
+		return side, side, nil
+	}
+	if len(meshShape) != 2 {
+		return 0, 0, fmt.Errorf("mesh_2d: mesh_shape %s has %d dimensions, want 2 ([R, C])", shapeString(meshShape), len(meshShape))
+	}
+	rows, cols = meshShape[0], meshShape[1]
+	if rows < 1 || cols < 1 {
+		return 0, 0, fmt.Errorf("mesh_2d: mesh_shape %s has a dimension below 1", shapeString(meshShape))
+	}
+	if worldSize%rows != 0 || worldSize/rows != cols { // rows*cols could overflow
+		return 0, 0, fmt.Errorf("mesh_2d: mesh_shape %s has %d ranks, world_size is %d", shapeString(meshShape), rows*cols, worldSize)
+	}
+	return rows, cols, nil
+}
+
+// mesh installs N, S, W, E with wrap-around on a rows×cols grid where
+// rank = row*cols + col. A dimension of size 1 has no directions; in a
+// dimension of size 2 both directions reach the same peer.
+func mesh(m []map[string]int, rows, cols int) {
+	for r := range m {
+		row, col := r/cols, r%cols
+		if rows > 1 {
+			m[r]["N"] = (row-1+rows)%rows*cols + col
+			m[r]["S"] = (row+1)%rows*cols + col
+		}
+		if cols > 1 {
+			m[r]["W"] = row*cols + (col-1+cols)%cols
+			m[r]["E"] = row*cols + (col+1)%cols
+		}
+	}
+}
+
+// isqrt returns the largest s with s*s <= n for n >= 0.
+func isqrt(n int) int {
+	s := int(math.Sqrt(float64(n)))
+	for s*s > n {
+		s--
+	}
+	for (s+1)*(s+1) <= n {
+		s++
+	}
+	return s
+}
+
+// shapeString formats a shape the way ccl.yaml writes it: [2, 3].
+func shapeString(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, v := range shape {
+		parts[i] = fmt.Sprint(v)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

@@ -1,0 +1,417 @@
+package topology
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type dirs = map[string]int
+
+func TestBuiltin(t *testing.T) {
+	tests := []struct {
+		name      string
+		worldSize int
+		meshShape []int
+		want      *Topology
+	}{
+		{"ring_1d", 1, nil, &Topology{Name: "ring_1d", Maps: []map[string]int{{}}}},
+		// Size 2: E and W both reach the other rank; they are two queue pairs.
+		{"ring_1d", 2, nil, &Topology{Name: "ring_1d", Maps: []map[string]int{
+			{"E": 1, "W": 1}, {"E": 0, "W": 0},
+		}}},
+		{"ring_1d", 4, nil, &Topology{Name: "ring_1d", Maps: []map[string]int{
+			{"E": 1, "W": 3}, {"E": 2, "W": 0}, {"E": 3, "W": 1}, {"E": 0, "W": 2},
+		}}},
+		// mesh_shape is ignored by every topology but mesh_2d.
+		{"ring_1d", 3, []int{7, 7}, &Topology{Name: "ring_1d", Maps: []map[string]int{
+			{"E": 1, "W": 2}, {"E": 2, "W": 0}, {"E": 0, "W": 1},
+		}}},
+		{"ring_1d_unidir", 1, nil, &Topology{Name: "ring_1d_unidir", Maps: []map[string]int{{}}}},
+		{"ring_1d_unidir", 3, nil, &Topology{
+			Name:     "ring_1d_unidir",
+			Maps:     []map[string]int{{"E": 1, "W": 2}, {"E": 2, "W": 0}, {"E": 0, "W": 1}},
+			RecvOnly: []map[string]bool{{"W": true}, {"W": true}, {"W": true}},
+		}},
+		{"mesh_2d", 1, nil, &Topology{Name: "mesh_2d", Maps: []map[string]int{{}}}},
+		{"mesh_2d", 1, []int{1, 1}, &Topology{Name: "mesh_2d", Maps: []map[string]int{{}}}},
+		// 2×2: both directions of each dimension reach the same peer.
+		{"mesh_2d", 4, nil, &Topology{Name: "mesh_2d", Maps: []map[string]int{
+			{"N": 2, "S": 2, "W": 1, "E": 1},
+			{"N": 3, "S": 3, "W": 0, "E": 0},
+			{"N": 0, "S": 0, "W": 3, "E": 3},
+			{"N": 1, "S": 1, "W": 2, "E": 2},
+		}}},
+		{"mesh_2d", 9, nil, &Topology{Name: "mesh_2d", Maps: []map[string]int{
+			{"N": 6, "S": 3, "W": 2, "E": 1},
+			{"N": 7, "S": 4, "W": 0, "E": 2},
+			{"N": 8, "S": 5, "W": 1, "E": 0},
+			{"N": 0, "S": 6, "W": 5, "E": 4},
+			{"N": 1, "S": 7, "W": 3, "E": 5},
+			{"N": 2, "S": 8, "W": 4, "E": 3},
+			{"N": 3, "S": 0, "W": 8, "E": 7},
+			{"N": 4, "S": 1, "W": 6, "E": 8},
+			{"N": 5, "S": 2, "W": 7, "E": 6},
+		}}},
+		{"mesh_2d", 6, []int{2, 3}, &Topology{Name: "mesh_2d", Maps: []map[string]int{
+			{"N": 3, "S": 3, "W": 2, "E": 1},
+			{"N": 4, "S": 4, "W": 0, "E": 2},
+			{"N": 5, "S": 5, "W": 1, "E": 0},
+			{"N": 0, "S": 0, "W": 5, "E": 4},
+			{"N": 1, "S": 1, "W": 3, "E": 5},
+			{"N": 2, "S": 2, "W": 4, "E": 3},
+		}}},
+		// A dimension of size 1 has no directions.
+		{"mesh_2d", 3, []int{1, 3}, &Topology{Name: "mesh_2d", Maps: []map[string]int{
+			{"W": 2, "E": 1}, {"W": 0, "E": 2}, {"W": 1, "E": 0},
+		}}},
+		{"mesh_2d", 3, []int{3, 1}, &Topology{Name: "mesh_2d", Maps: []map[string]int{
+			{"N": 2, "S": 1}, {"N": 0, "S": 2}, {"N": 1, "S": 0},
+		}}},
+		{"mesh_2d", 2, []int{1, 2}, &Topology{Name: "mesh_2d", Maps: []map[string]int{
+			{"W": 1, "E": 1}, {"W": 0, "E": 0},
+		}}},
+		{"tree_binary", 1, nil, &Topology{Name: "tree_binary", Maps: []map[string]int{{}}}},
+		{"tree_binary", 2, nil, &Topology{Name: "tree_binary", Maps: []map[string]int{
+			{"child_left": 1}, {"parent": 0},
+		}}},
+		{"tree_binary", 6, nil, &Topology{Name: "tree_binary", Maps: []map[string]int{
+			{"child_left": 1, "child_right": 2},
+			{"parent": 0, "child_left": 3, "child_right": 4},
+			{"parent": 0, "child_left": 5},
+			{"parent": 1},
+			{"parent": 1},
+			{"parent": 2},
+		}}},
+		{"none", 3, nil, &Topology{Name: "none", Maps: []map[string]int{{}, {}, {}}}},
+		{"custom", 2, nil, &Topology{Name: "custom", Maps: []map[string]int{{}, {}}}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d/%v", tt.name, tt.worldSize, tt.meshShape), func(t *testing.T) {
+			got, err := Builtin(tt.name, tt.worldSize, tt.meshShape)
+			if err != nil {
+				t.Fatalf("Builtin: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Builtin mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuiltinErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		worldSize int
+		meshShape []int
+		want      string
+	}{
+		{"torus", 4, nil, `unknown topology "torus": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, none, custom`},
+		{"", 4, nil, `unknown topology "": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, none, custom`},
+		{"ring_1d", 0, nil, "ring_1d: got world_size 0, want at least 1"},
+		{"custom", -3, nil, "custom: got world_size -3, want at least 1"},
+		{"mesh_2d", -1, []int{1, 1}, "mesh_2d: got world_size -1, want at least 1"},
+		{"mesh_2d", 6, nil, "mesh_2d: world_size 6 is not a square; set mesh_shape: [R, C] (e.g. [2, 3])"},
+		{"mesh_2d", 12, nil, "mesh_2d: world_size 12 is not a square; set mesh_shape: [R, C] (e.g. [3, 4])"},
+		{"mesh_2d", 7, nil, "mesh_2d: world_size 7 is not a square; set mesh_shape: [R, C] (e.g. [1, 7])"},
+		{"mesh_2d", 2, nil, "mesh_2d: world_size 2 is not a square; set mesh_shape: [R, C] (e.g. [1, 2])"},
+		{"mesh_2d", 8, []int{2, 3}, "mesh_2d: mesh_shape [2, 3] has 6 ranks, world_size is 8"},
+		{"mesh_2d", 4, []int{4, 4}, "mesh_2d: mesh_shape [4, 4] has 16 ranks, world_size is 4"},
+		{"mesh_2d", 6, []int{2, 3, 1}, "mesh_2d: mesh_shape [2, 3, 1] has 3 dimensions, want 2 ([R, C])"},
+		{"mesh_2d", 6, []int{}, "mesh_2d: mesh_shape [] has 0 dimensions, want 2 ([R, C])"},
+		{"mesh_2d", 4, []int{0, 4}, "mesh_2d: mesh_shape [0, 4] has a dimension below 1"},
+		{"mesh_2d", 4, []int{-2, -2}, "mesh_2d: mesh_shape [-2, -2] has a dimension below 1"},
+	}
+	for _, tt := range tests {
+		got, err := Builtin(tt.name, tt.worldSize, tt.meshShape)
+		if err == nil {
+			t.Errorf("Builtin(%q, %d, %v) = %v, want error %q", tt.name, tt.worldSize, tt.meshShape, got, tt.want)
+			continue
+		}
+		if err.Error() != tt.want {
+			t.Errorf("Builtin(%q, %d, %v) error:\ngot  %s\nwant %s", tt.name, tt.worldSize, tt.meshShape, err, tt.want)
+		}
+	}
+}
+
+// TestBuiltinValidates generates every builtin for world sizes 1..17 (and
+// every mesh_shape that fits) and checks that it passes Validate and has the
+// shape its name promises.
+func TestBuiltinValidates(t *testing.T) {
+	for _, name := range Names {
+		for p := 1; p <= 17; p++ {
+			shapes := [][]int{nil}
+			if name == "mesh_2d" {
+				for r := 1; r <= p; r++ {
+					if p%r == 0 {
+						shapes = append(shapes, []int{r, p / r})
+					}
+				}
+			}
+			for _, shape := range shapes {
+				topo, err := Builtin(name, p, shape)
+				square := false
+				for s := 1; s*s <= p; s++ {
+					square = square || s*s == p
+				}
+				if name == "mesh_2d" && shape == nil && !square {
+					if err == nil {
+						t.Errorf("Builtin(mesh_2d, %d, nil) succeeded, want a not-a-square error", p)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("Builtin(%s, %d, %v): %v", name, p, shape, err)
+					continue
+				}
+				pairing, err := Validate(topo)
+				if err != nil {
+					t.Errorf("Validate(Builtin(%s, %d, %v)): %v", name, p, shape, err)
+					continue
+				}
+				checkShape(t, topo, pairing, shape)
+			}
+		}
+	}
+}
+
+// checkShape checks the structure each builtin promises, independently of
+// how the generator computes it.
+func checkShape(t *testing.T, topo *Topology, pairing Pairing, shape []int) {
+	t.Helper()
+	p := len(topo.Maps)
+	where := fmt.Sprintf("%s/%d/%v", topo.Name, p, shape)
+	switch topo.Name {
+	case "ring_1d", "ring_1d_unidir":
+		if p == 1 {
+			if len(topo.Maps[0]) != 0 {
+				t.Errorf("%s: rank 0 has directions %v, want none", where, topo.Maps[0])
+			}
+			return
+		}
+		// Following E from rank 0 visits every rank once, W undoes E.
+		seen := make([]bool, p)
+		r := 0
+		for range p {
+			if seen[r] {
+				t.Errorf("%s: E walk revisits rank %d", where, r)
+				return
+			}
+			seen[r] = true
+			e := topo.Maps[r]["E"]
+			if w := topo.Maps[e]["W"]; w != r {
+				t.Errorf("%s: rank %d E -> %d, whose W -> %d", where, r, e, w)
+			}
+			r = e
+		}
+		if r != 0 {
+			t.Errorf("%s: E walk of %d steps ends at %d, want 0", where, p, r)
+		}
+		for r, ps := range pairing {
+			for _, pr := range ps {
+				wantRecvOnly := topo.Name == "ring_1d_unidir" && pr.Dir == "W"
+				if pr.RecvOnly != wantRecvOnly {
+					t.Errorf("%s: rank %d %s RecvOnly = %v, want %v", where, r, pr.Dir, pr.RecvOnly, wantRecvOnly)
+				}
+			}
+		}
+	case "mesh_2d":
+		rows, cols := 0, 0
+		if shape != nil {
+			rows, cols = shape[0], shape[1]
+		} else {
+			for rows*rows < p {
+				rows++
+			}
+			cols = rows
+		}
+		for r, m := range topo.Maps {
+			want := 0
+			if rows > 1 {
+				want += 2
+			}
+			if cols > 1 {
+				want += 2
+			}
+			if len(m) != want {
+				t.Errorf("%s: rank %d has %d directions %v, want %d", where, r, len(m), m, want)
+			}
+			// E/W stay in the row, N/S stay in the column.
+			for _, d := range []string{"E", "W"} {
+				if peer, ok := m[d]; ok && peer/cols != r/cols {
+					t.Errorf("%s: rank %d %s -> %d leaves the row", where, r, d, peer)
+				}
+			}
+			for _, d := range []string{"N", "S"} {
+				if peer, ok := m[d]; ok && peer%cols != r%cols {
+					t.Errorf("%s: rank %d %s -> %d leaves the column", where, r, d, peer)
+				}
+			}
+		}
+		// Walking E comes back after cols steps, walking S after rows.
+		for _, walk := range []struct {
+			dir  string
+			size int
+		}{{"E", cols}, {"S", rows}} {
+			if walk.size == 1 {
+				continue
+			}
+			for start := range p {
+				r := start
+				for step := 1; step <= walk.size; step++ {
+					r = topo.Maps[r][walk.dir]
+					if r == start && step != walk.size {
+						t.Errorf("%s: %s walk from %d returns after %d steps, want %d", where, walk.dir, start, step, walk.size)
+						break
+					}
+				}
+				if r != start {
+					t.Errorf("%s: %s walk from %d ends at %d after %d steps", where, walk.dir, start, r, walk.size)
+				}
+			}
+		}
+	case "tree_binary":
+		children := 0
+		for r, m := range topo.Maps {
+			if _, ok := m["parent"]; ok == (r == 0) {
+				t.Errorf("%s: rank %d has parent = %v", where, r, ok)
+			}
+			for _, d := range []string{"child_left", "child_right"} {
+				if _, ok := m[d]; ok {
+					children++
+				}
+			}
+			// The parent chain reaches the root.
+			for hops, a := 0, r; a != 0; hops++ {
+				if hops > p {
+					t.Errorf("%s: rank %d never reaches the root", where, r)
+					break
+				}
+				a = topo.Maps[a]["parent"]
+			}
+		}
+		if children != p-1 {
+			t.Errorf("%s: %d child directions, want %d", where, children, p-1)
+		}
+	case "none", "custom":
+		for r, ps := range pairing {
+			if len(ps) != 0 {
+				t.Errorf("%s: rank %d has pairs %v, want none", where, r, ps)
+			}
+		}
+	default:
+		t.Errorf("%s: no shape check for this topology", where)
+	}
+}
+
+func TestBuiltinPairing(t *testing.T) {
+	tests := []struct {
+		name      string
+		worldSize int
+		meshShape []int
+		want      Pairing
+	}{
+		// E of one rank pairs with W of the other: two queue pairs.
+		{"ring_1d", 2, nil, Pairing{
+			{{"E", 1, "W", false}, {"W", 1, "E", false}},
+			{{"E", 0, "W", false}, {"W", 0, "E", false}},
+		}},
+		{"ring_1d_unidir", 2, nil, Pairing{
+			{{"E", 1, "W", false}, {"W", 1, "E", true}},
+			{{"E", 0, "W", false}, {"W", 0, "E", true}},
+		}},
+		{"ring_1d_unidir", 3, nil, Pairing{
+			{{"E", 1, "W", false}, {"W", 2, "E", true}},
+			{{"E", 2, "W", false}, {"W", 0, "E", true}},
+			{{"E", 0, "W", false}, {"W", 1, "E", true}},
+		}},
+		{"mesh_2d", 2, []int{2, 1}, Pairing{
+			{{"N", 1, "S", false}, {"S", 1, "N", false}},
+			{{"N", 0, "S", false}, {"S", 0, "N", false}},
+		}},
+		{"tree_binary", 3, nil, Pairing{
+			{{"child_left", 1, "parent", false}, {"child_right", 2, "parent", false}},
+			{{"parent", 0, "child_left", false}},
+			{{"parent", 0, "child_right", false}},
+		}},
+		{"none", 2, nil, Pairing{{}, {}}},
+	}
+	for _, tt := range tests {
+		topo, err := Builtin(tt.name, tt.worldSize, tt.meshShape)
+		if err != nil {
+			t.Fatalf("Builtin(%s, %d, %v): %v", tt.name, tt.worldSize, tt.meshShape, err)
+		}
+		got, err := Validate(topo)
+		if err != nil {
+			t.Fatalf("Validate(%s, %d): %v", tt.name, tt.worldSize, err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Validate(%s, %d) pairing mismatch (-want +got):\n%s", tt.name, tt.worldSize, diff)
+		}
+	}
+}
+
+func TestClone(t *testing.T) {
+	orig, err := Builtin("ring_1d_unidir", 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig.Maps = append(orig.Maps, nil)
+	orig.RecvOnly = append(orig.RecvOnly, nil)
+	want := &Topology{
+		Name:     "ring_1d_unidir",
+		Maps:     []map[string]int{{"E": 1, "W": 2}, {"E": 2, "W": 0}, {"E": 0, "W": 1}, nil},
+		RecvOnly: []map[string]bool{{"W": true}, {"W": true}, {"W": true}, nil},
+	}
+	c := orig.Clone()
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Fatalf("Clone mismatch (-want +got):\n%s", diff)
+	}
+	c.Maps[0]["E"] = 9
+	delete(c.Maps[1], "W")
+	c.RecvOnly[2]["E"] = true
+	c.Maps[3] = dirs{"x": 1}
+	if diff := cmp.Diff(want, orig); diff != "" {
+		t.Errorf("editing the clone changed the original (-want +got):\n%s", diff)
+	}
+	if got := (*Topology)(nil).Clone(); got != nil {
+		t.Errorf("nil Clone = %v, want nil", got)
+	}
+	if got := (&Topology{Name: "none"}).Clone(); got.Maps != nil || got.RecvOnly != nil {
+		t.Errorf("Clone of empty topology = %+v, want nil slices", got)
+	}
+}
+
+func TestRequiresNeighborsHook(t *testing.T) {
+	for _, name := range Names {
+		if got, want := RequiresNeighborsHook(name), name == "custom"; got != want {
+			t.Errorf("RequiresNeighborsHook(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestReverse(t *testing.T) {
+	tests := []struct {
+		dir  string
+		want string
+		ok   bool
+	}{
+		{"E", "W", true},
+		{"W", "E", true},
+		{"N", "S", true},
+		{"S", "N", true},
+		{"child_left", "parent", true},
+		{"child_right", "parent", true},
+		{"parent", "", false}, // whichever child of the parent points back
+		{"x0", "", false},
+		{"e", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := Reverse(tt.dir)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("Reverse(%q) = %q, %v, want %q, %v", tt.dir, got, ok, tt.want, tt.ok)
+		}
+	}
+}

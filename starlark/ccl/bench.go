@@ -1,0 +1,167 @@
+package ccl
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/script"
+	"kernbench/starlark/tl"
+)
+
+// bench is the builtin collective bench: per-rank send and recv buffers in
+// the data space, deterministic inputs, a sentinel in out-of-place recv
+// buffers, and the reference check after the run.
+type bench struct {
+	p      *plan
+	count  int64
+	send   []*tl.Ptr
+	recv   []*tl.Ptr
+	inputs [][]byte // copies of the send buffers before the run
+	before [][]byte // recv buffers before the run
+}
+
+func dataMemory(pe *machine.PE, s machine.Space) *machine.Memory {
+	switch s {
+	case machine.TCM:
+		return pe.TCM
+	case machine.SRAM:
+		return pe.SRAM
+	}
+	return pe.HBM
+}
+
+func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
+	b := &bench{p: p, count: count}
+	sz := int64(p.dt.Size())
+	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
+	for r := 0; r < p.world; r++ {
+		mem := dataMemory(m.Ranks[r], p.dataSpace)
+		alloc := func(n int64, what string) (machine.Region, error) {
+			off, err := mem.Alloc(n * sz)
+			if err != nil {
+				return machine.Region{}, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: r,
+					Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; try --data-space hbm or a smaller --count", r, what, n, p.dt, err), Err: err}
+			}
+			return machine.Region{Mem: mem, Off: off, N: n * sz}, nil
+		}
+		var sendReg, recvReg machine.Region
+		var err error
+		if p.opts.InPlace {
+			// NCCL in-place conventions: one buffer; for reduce_scatter the
+			// recv view is the rank's chunk, for allgather the send view is.
+			big := max(sc, rc)
+			whole, err := alloc(big, "buffer")
+			if err != nil {
+				return nil, err
+			}
+			sendReg, recvReg = whole.Sub(0, sc*sz), whole.Sub(0, rc*sz)
+			switch p.coll.Name {
+			case "reduce_scatter":
+				recvReg = whole.Sub(int64(r)*count*sz, count*sz)
+			case "allgather":
+				sendReg = whole.Sub(int64(r)*count*sz, count*sz)
+			}
+		} else {
+			if sendReg, err = alloc(sc, "sendbuf"); err != nil {
+				return nil, err
+			}
+			if recvReg, err = alloc(rc, "recvbuf"); err != nil {
+				return nil, err
+			}
+			sentinel(p.dt, recvReg.Bytes())
+		}
+		dtype.Fill(p.dt, sendReg.Bytes(), p.opts.Seed, r)
+		b.send = append(b.send, tl.NewPtr(sendReg, p.dt, sc, r))
+		b.recv = append(b.recv, tl.NewPtr(recvReg, p.dt, rc, r))
+	}
+	for r := 0; r < p.world; r++ {
+		b.inputs = append(b.inputs, append([]byte(nil), b.send[r].Reg.Bytes()...))
+		b.before = append(b.before, append([]byte(nil), b.recv[r].Reg.Bytes()...))
+	}
+	return b, nil
+}
+
+// verify compares every rank's recv buffer with the reference and fills
+// Wrong, FirstWrong and Verified.
+func (b *bench) verify(res *Result) {
+	p := b.p
+	want := p.coll.Expected(p.dt, p.red, p.opts.Root, b.count, b.inputs, b.before)
+	ranks := 1
+	if p.coll.Reduces {
+		ranks = p.world
+	}
+	for r := 0; r < p.world; r++ {
+		got := b.recv[r].Reg.Bytes()
+		wrong, first := dtype.CountWrong(p.dt, p.red, ranks, got, want[r])
+		if wrong > 0 && res.FirstWrong == nil {
+			res.FirstWrong = &WrongElem{Rank: r, Index: first, Got: dtype.Format(p.dt, got, first), Want: dtype.Format(p.dt, want[r], first)}
+		}
+		res.Wrong += int64(wrong)
+	}
+	res.Verified = res.Wrong == 0
+}
+
+// simFailure turns the error that ended a simulation into a Failure with the
+// right exit status and a report of every blocked process.
+func simFailure(err error, file string) error {
+	var stall *sim.StallError
+	var wt *sim.WaitTimeoutError
+	var wd *sim.WatchdogError
+	var blocked []*sim.Proc
+	code, kind := ExitRuntime, "RuntimeError"
+	switch {
+	case errors.As(err, &stall):
+		code, kind, blocked = ExitDeadlock, "Deadlock", stall.Blocked
+	case errors.As(err, &wt):
+		code, kind, blocked = ExitDeadlock, "Deadlock", wt.Blocked
+	case errors.As(err, &wd):
+		code, kind, blocked = ExitDeadlock, "Watchdog", wd.Blocked
+	}
+	f := &Failure{Code: code, Kind: kind, Rank: -1, Msg: err.Error(), Err: err}
+	var re *rankError
+	if errors.As(err, &re) {
+		f.Rank = re.rank
+		f.Backtrace = script.Backtrace(re.err)
+		f.Detail = script.Format(re.err)
+		var te *tl.Error
+		var ie *machine.IPCQError
+		switch {
+		case errors.As(err, &te):
+			f.Kind = te.Kind
+		case errors.As(err, &ie):
+			f.Kind = ie.Kind
+		case strings.Contains(err.Error(), "too many steps"):
+			f.Code, f.Kind = ExitDeadlock, "StepLimit"
+			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
+		}
+		var ee *starlark.EvalError
+		if errors.As(err, &ee) {
+			f.Msg = fmt.Sprintf("rank %d: %s", re.rank, ee.Msg)
+		}
+	}
+	if len(blocked) > 0 {
+		var bld strings.Builder
+		fmt.Fprintf(&bld, "%d process(es) blocked:\n", len(blocked))
+		for _, p := range blocked {
+			fmt.Fprintf(&bld, "  %s", p.Name)
+			if p.Wait != nil {
+				fmt.Fprintf(&bld, ": waiting in %v since t=%v", p.Wait, p.WaitSince)
+			}
+			bld.WriteByte('\n')
+			if th, ok := p.Data.(*starlark.Thread); ok {
+				stack := th.CallStack()
+				for i := len(stack) - 1; i >= 0; i-- {
+					fmt.Fprintf(&bld, "    %s: in %s\n", stack[i].Pos, stack[i].Name)
+				}
+			}
+		}
+		f.Detail = strings.TrimRight(bld.String(), "\n")
+	}
+	return f
+}

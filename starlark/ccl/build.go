@@ -1,0 +1,151 @@
+// Package ccl runs collective algorithms and benches end to end: it loads
+// ccl.yaml, builds the simulated machine, resolves and validates the
+// topology (builtin generator, then the module's neighbors() hook), installs
+// the IPCQ process group, launches kernels through a bench, verifies the
+// result against the collective's definition and produces the report.
+package ccl
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/engine/topology"
+)
+
+// machineParams converts the system section and settings into engine units:
+// bandwidth as integer bytes per microsecond, times in picoseconds.
+func machineParams(sys config.System, set config.Settings) machine.Params {
+	link := func(bw, lat float64) machine.LinkParams {
+		return machine.LinkParams{BytesPerUs: int64(math.Round(bw * 1000)), Latency: sim.Time(math.Round(lat * 1000))}
+	}
+	mem := func(m config.Memory) machine.MemParams {
+		return machine.MemParams{Capacity: m.Capacity, LinkParams: link(m.BandwidthGBps, m.LatencyNs)}
+	}
+	return machine.Params{
+		Sips: sys.Sips, CubesPerSip: sys.CubesPerSip, PesPerCube: sys.PesPerCube,
+		PeNoc: link(sys.Links.PeNoc.BandwidthGBps, sys.Links.PeNoc.LatencyNs),
+		Ucie:  link(sys.Links.Ucie.BandwidthGBps, sys.Links.Ucie.LatencyNs),
+		Pcie:  link(sys.Links.Pcie.BandwidthGBps, sys.Links.Pcie.LatencyNs),
+		Tcm:   mem(sys.Memory.Tcm), Sram: mem(sys.Memory.Sram), Hbm: mem(sys.Memory.Hbm),
+		Math:            link(sys.Math.BytesPerNs, sys.Math.LatencyNs),
+		VCWeightCompute: int64(set.VCWeights.Compute), VCWeightComm: int64(set.VCWeights.Comm),
+		Placement: sys.Placement,
+	}
+}
+
+func ipcqConfig(set config.Settings) (machine.IPCQConfig, error) {
+	kind, err := machine.ParseSpace(set.BufferKind)
+	if err != nil {
+		return machine.IPCQConfig{}, err
+	}
+	bp := machine.Sleep
+	if set.Backpressure == "poll" {
+		bp = machine.Poll
+	}
+	return machine.IPCQConfig{
+		BufferKind: kind, Backpressure: bp, PollInterval: sim.Time(set.PollIntervalNs) * sim.Nanosecond,
+		NSlots: set.NSlots, SlotSize: set.SlotSize, CreditBytes: set.IpcqCreditSizeBytes,
+		Overhead: sim.Time(set.IpcqOverheadNs) * sim.Nanosecond,
+	}, nil
+}
+
+// InitError is a failure while setting up the process group (F4): topology,
+// neighbors() hook, rx rings, placement. Exit status 2.
+type InitError struct{ Err error }
+
+func (e *InitError) Error() string { return e.Err.Error() }
+func (e *InitError) Unwrap() error { return e.Err }
+
+// neighborTables builds every rank's neighbour map: the builtin generator,
+// then the module's neighbors() hook, then validation (I3).
+func neighborTables(file string, topo string, world int, meshShape []int, hook starlark.Callable, th *starlark.Thread) ([][]machine.Link, *topology.Topology, error) {
+	t, err := topology.Builtin(topo, world, meshShape)
+	if err != nil {
+		return nil, nil, &InitError{fmt.Errorf("%s: %w", file, err)}
+	}
+	if topology.RequiresNeighborsHook(topo) && hook == nil {
+		return nil, nil, &InitError{fmt.Errorf("%s: topology %q requires the module to define neighbors(rank, world_size, neighbor_map)", file, topo)}
+	}
+	if hook != nil {
+		for r := 0; r < world; r++ {
+			d := starlark.NewDict(len(t.Maps[r]))
+			for _, dir := range sortedDirs(t.Maps[r]) {
+				_ = d.SetKey(starlark.String(dir), starlark.MakeInt(t.Maps[r][dir]))
+			}
+			v, err := starlark.Call(th, hook, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(world), d}, nil)
+			if err != nil {
+				return nil, nil, &InitError{fmt.Errorf("%s: neighbors(%d, %d, ...) failed: %w", file, r, world, err)}
+			}
+			if v != starlark.None {
+				d, ok := v.(*starlark.Dict)
+				if !ok {
+					return nil, nil, &InitError{fmt.Errorf("%s: neighbors(%d, %d, ...) must return a dict or None, got %s", file, r, world, v.Type())}
+				}
+				m := map[string]int{}
+				for _, kv := range d.Items() {
+					k, ok1 := kv[0].(starlark.String)
+					peer, err := starlark.AsInt32(kv[1])
+					if !ok1 || err != nil {
+						return nil, nil, &InitError{fmt.Errorf("%s: neighbors(%d, %d, ...) returned %s: %s; want direction name (str) -> peer rank (int)", file, r, world, kv[0], kv[1])}
+					}
+					m[string(k)] = peer
+				}
+				t.Maps[r] = m
+			}
+		}
+	}
+	pairing, err := topology.Validate(t)
+	if err != nil {
+		return nil, nil, &InitError{fmt.Errorf("%s: %w", file, err)}
+	}
+	links := make([][]machine.Link, world)
+	for r, ps := range pairing {
+		for _, p := range ps {
+			links[r] = append(links[r], machine.Link{Dir: p.Dir, Peer: p.Peer, PeerDir: p.PeerDir, RecvOnly: p.RecvOnly})
+		}
+	}
+	return links, t, nil
+}
+
+func sortedDirs(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// linkBandwidth is the bottleneck bandwidth (GB/s) of the path from a rank
+// to its slowest installed neighbour, minimised over ranks; 0 without
+// neighbours.
+func linkBandwidth(m *machine.Machine, g *machine.Group) float64 {
+	var worst int64
+	for _, ep := range g.EPs {
+		for _, q := range ep.QPs {
+			if q.RecvOnly {
+				continue
+			}
+			bw := m.PEToPE(ep.PE, g.EPs[q.Peer].PE).Bottleneck()
+			if bw > 0 && (worst == 0 || bw < worst) {
+				worst = bw
+			}
+		}
+	}
+	return float64(worst) / 1000
+}
+
+// isConfigErr reports errors that mean "bad configuration" (exit 2).
+func isConfigErr(err error) bool {
+	var ce *config.Error
+	var ie *InitError
+	var me *machine.InitError
+	return errors.As(err, &ce) || errors.As(err, &ie) || errors.As(err, &me)
+}

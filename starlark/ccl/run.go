@@ -1,0 +1,538 @@
+package ccl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/config"
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/script"
+	"kernbench/starlark/tl"
+)
+
+// Options are the inputs of one `kernbench run`.
+type Options struct {
+	ConfigPath string   // --config; "" = ./ccl.yaml if present, else the embedded default
+	Sets       []string // --set key.path=value
+	WorldSize  int      // 0 = configured
+	Topology   string
+	Collective string
+	Counts     []int64 // elements per rank buffer, one result row each (nil = 1 MiB worth)
+	Sizes      []int64 // bytes per rank buffer (converted with the dtype); used when Counts is nil
+	DType      string
+	RedOp      string
+	InPlace    bool
+	Seed       uint64
+	DataSpace  string // tcm | sram | hbm (default hbm)
+	Root       int
+	MaxSteps   uint64
+	JitterSeed uint64
+	Verify     bool
+
+	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
+	Stderr   io.Writer // print() and diagnostics
+}
+
+// Report is the result of a run, shaped like `--json` output.
+type Report struct {
+	Algorithm    string    `json:"algorithm"`
+	File         string    `json:"file"`
+	Collective   string    `json:"collective"`
+	Topology     string    `json:"topology"`
+	WorldSize    int       `json:"world_size"`
+	BufferKind   string    `json:"buffer_kind"`
+	Backpressure string    `json:"backpressure"`
+	DataSpace    string    `json:"data_space"`
+	Results      []Result  `json:"results"`
+	WallS        float64   `json:"wall_s"`
+	Error        *ErrorOut `json:"error,omitempty"`
+}
+
+// Result is one size's row.
+type Result struct {
+	Bytes       int64      `json:"bytes"`
+	Count       int64      `json:"count"`
+	DType       string     `json:"dtype"`
+	RedOp       string     `json:"redop"`
+	InPlace     bool       `json:"in_place"`
+	SimTimeNs   float64    `json:"sim_time_ns"`
+	AlgBW       float64    `json:"algbw_gbps"`
+	BusBW       float64    `json:"busbw_gbps"`
+	LinkBW      float64    `json:"link_bw_gbps"`
+	Eff         float64    `json:"eff"`
+	Wrong       int64      `json:"wrong"`
+	Verified    bool       `json:"verified"`
+	Phase2Match *bool      `json:"phase2_match"`
+	FirstWrong  *WrongElem `json:"first_wrong,omitempty"`
+	Ops         OpCounts   `json:"ops"`
+	Events      uint64     `json:"events"`
+}
+
+// OpCounts are operation totals over ranks.
+type OpCounts struct {
+	Send  int64 `json:"send"`
+	Recv  int64 `json:"recv"`
+	Load  int64 `json:"load"`
+	Store int64 `json:"store"`
+	Math  int64 `json:"math"`
+}
+
+// WrongElem is the first element that differs from the reference.
+type WrongElem struct {
+	Rank  int    `json:"rank"`
+	Index int    `json:"index"`
+	Got   string `json:"got"`
+	Want  string `json:"want"`
+}
+
+// ErrorOut is the error object of the JSON report.
+type ErrorOut struct {
+	Kind      string   `json:"kind"`
+	Message   string   `json:"message"`
+	Rank      *int     `json:"rank,omitempty"`
+	Backtrace []string `json:"backtrace,omitempty"`
+}
+
+// Exit statuses (spec/cli.md).
+const (
+	ExitOK       = 0
+	ExitWrong    = 1
+	ExitUsage    = 2
+	ExitDeadlock = 3
+	ExitRuntime  = 4
+)
+
+// Failure is an error with its exit status, kind, rank and the full text
+// the user sees on stderr.
+type Failure struct {
+	Code      int
+	Kind      string
+	Rank      int // -1 when no rank is involved
+	Msg       string
+	Detail    string // multi-line report (backtrace, blocked processes)
+	Backtrace []string
+	Err       error
+}
+
+func (f *Failure) Error() string { return f.Msg }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Out converts the failure into the JSON error object.
+func (f *Failure) Out() *ErrorOut {
+	o := &ErrorOut{Kind: f.Kind, Message: f.Msg, Backtrace: f.Backtrace}
+	if f.Rank >= 0 {
+		r := f.Rank
+		o.Rank = &r
+	}
+	return o
+}
+
+// LoadConfig reads --config, ./ccl.yaml, or the embedded default, applying
+// --set overrides. It returns the config and its directory (module paths are
+// relative to it; "" for the embedded one).
+func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, string, error) {
+	name, dir := path, filepath.Dir(path)
+	var data []byte
+	var err error
+	switch {
+	case path != "":
+		data, err = os.ReadFile(path)
+	default:
+		if _, statErr := os.Stat("ccl.yaml"); statErr == nil {
+			name, dir = "ccl.yaml", "."
+			data, err = os.ReadFile(name)
+		} else {
+			name, dir = "ccl.yaml (embedded default)", ""
+			data = config.DefaultYAML()
+		}
+	}
+	if err != nil {
+		return nil, "", &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err}
+	}
+	cfg, err := config.Load(name, data, sets)
+	if err != nil {
+		return nil, "", &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	return cfg, dir, nil
+}
+
+// target is what `kernbench run X` resolved to.
+type target struct {
+	name     string // algorithm name ("" if the file has no ccl.yaml entry)
+	file     string
+	entry    *config.Algorithm
+	settings config.Settings
+}
+
+func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Source) (*target, error) {
+	isFile := strings.HasSuffix(arg, ".star") || strings.ContainsRune(arg, '/')
+	if !isFile {
+		a, ok := cfg.Algorithms[arg]
+		if !ok {
+			return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1,
+				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "))}
+		}
+		set, _ := cfg.Settings(arg)
+		return &target{name: arg, file: filepath.Join(cfgDir, a.Module), entry: a, settings: set}, nil
+	}
+	t := &target{file: arg, settings: cfg.Defaults}
+	if !src.Exists(arg) {
+		return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)}
+	}
+	// The file's ccl.yaml entry, if any: same module path, else same base name.
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	for _, n := range cfg.AlgorithmNames {
+		a := cfg.Algorithms[n]
+		if abs(filepath.Join(cfgDir, a.Module)) == abs(arg) {
+			t.name, t.entry = n, a
+			break
+		}
+	}
+	if t.entry == nil {
+		base := strings.TrimSuffix(filepath.Base(arg), ".star")
+		if a, ok := cfg.Algorithms[base]; ok && filepath.Base(a.Module) == filepath.Base(arg) {
+			t.name, t.entry = base, a
+		}
+	}
+	if t.entry != nil {
+		t.settings, _ = cfg.Settings(t.name)
+	}
+	return t, nil
+}
+
+// Run executes `kernbench run arg`.
+func Run(arg string, opts Options) (*Report, error) {
+	cfg, cfgDir, err := LoadConfig(opts.ConfigPath, opts.Sets, opts.Embedded)
+	if err != nil {
+		return nil, err
+	}
+	src := script.Source{Embedded: opts.Embedded}
+	tgt, err := resolveTarget(arg, cfg, cfgDir, src)
+	if err != nil {
+		return nil, err
+	}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Stderr: opts.Stderr}
+	if cfgDir == "" {
+		loader.Search = "algorithms"
+	}
+	loader.PrintPrefix = printPrefix
+	globals, err := loader.Load(tgt.file)
+	if err != nil {
+		return nil, loadFailure(err)
+	}
+	if _, ok := globals["run_rank"]; ok {
+		return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: fmt.Sprintf("%s: host benches (run_rank) are run with --bench; this build runs algorithm files", tgt.file)}
+	}
+	kernel, err := entryPoint(globals, tgt.file, "kernel")
+	if err != nil {
+		return nil, err
+	}
+	var hook starlark.Callable
+	if v, ok := globals["neighbors"]; ok {
+		c, ok := v.(starlark.Callable)
+		if !ok {
+			return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.file, v.Type())}
+		}
+		hook = c
+	}
+	plan, err := makePlan(tgt, globals, hook != nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Algorithm: plan.algoName, File: tgt.file, Collective: plan.coll.Name, Topology: plan.topology,
+		WorldSize: plan.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: plan.dataSpace.String()}
+	for _, count := range plan.counts {
+		res, err := runOnce(plan, cfg, tgt, loader, kernel, hook, count)
+		if err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, *res)
+	}
+	return rep, nil
+}
+
+func printPrefix(th *starlark.Thread) string {
+	if k, ok := th.Local(kernelKey).(*tl.Kernel); ok && k != nil {
+		return fmt.Sprintf("[t=%v rank=%d] ", k.M.Sim.Now(), k.Rank)
+	}
+	return ""
+}
+
+const kernelKey = "kernbench.kernel"
+
+func entryPoint(globals starlark.StringDict, file, name string) (starlark.Callable, error) {
+	v, ok := globals[name]
+	if !ok {
+		return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("no %q function found in %q", name, file)}
+	}
+	c, ok := v.(starlark.Callable)
+	if !ok {
+		return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", name, v.Type())}
+	}
+	return c, nil
+}
+
+func loadFailure(err error) error {
+	return &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: script.Format(err), Err: err}
+}
+
+type plan struct {
+	algoName  string
+	world     int
+	topology  string
+	coll      Collective
+	dt        dtype.DType
+	red       dtype.RedOp
+	counts    []int64
+	dataSpace machine.Space
+	opts      Options
+	params    []starlark.Tuple
+}
+
+func usage(format string, args ...any) error {
+	return &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: fmt.Sprintf(format, args...)}
+}
+
+func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Options) (*plan, error) {
+	p := &plan{opts: opts, algoName: tgt.name}
+	if p.algoName == "" {
+		p.algoName = strings.TrimSuffix(filepath.Base(tgt.file), ".star")
+	}
+	p.world = tgt.settings.WorldSize
+	if opts.WorldSize > 0 {
+		p.world = opts.WorldSize
+	} else if opts.WorldSize < 0 {
+		return nil, usage("--world-size must be >= 1 (got %d)", opts.WorldSize)
+	}
+	// Topology: flag, ccl.yaml entry, module TOPOLOGY, then the default.
+	switch {
+	case opts.Topology != "":
+		p.topology = opts.Topology
+	case tgt.entry != nil:
+		p.topology = tgt.entry.Topology
+	case globals["TOPOLOGY"] != nil:
+		s, ok := globals["TOPOLOGY"].(starlark.String)
+		if !ok {
+			return nil, usage("%s: TOPOLOGY must be a string", tgt.file)
+		}
+		p.topology = string(s)
+	case hasHook:
+		p.topology = "none"
+	default:
+		p.topology = "ring_1d"
+	}
+	coll := "allreduce"
+	switch {
+	case opts.Collective != "":
+		coll = opts.Collective
+	case tgt.entry != nil && tgt.entry.Collective != "":
+		coll = tgt.entry.Collective
+	case globals["COLLECTIVE"] != nil:
+		s, ok := globals["COLLECTIVE"].(starlark.String)
+		if !ok {
+			return nil, usage("%s: COLLECTIVE must be a string", tgt.file)
+		}
+		coll = string(s)
+	}
+	var err error
+	if p.coll, err = LookupCollective(coll); err != nil {
+		return nil, usage("%v", err)
+	}
+	dt := opts.DType
+	if dt == "" {
+		dt = "f32"
+	}
+	if p.dt, err = dtype.Parse(dt); err != nil {
+		return nil, usage("--dtype: %v", err)
+	}
+	red := opts.RedOp
+	if red == "" {
+		red = "sum"
+	}
+	if p.red, err = dtype.ParseRedOp(red); err != nil {
+		return nil, usage("--redop: %v", err)
+	}
+	ds := opts.DataSpace
+	if ds == "" {
+		ds = "hbm"
+	}
+	if p.dataSpace, err = machine.ParseSpace(ds); err != nil {
+		return nil, usage("--data-space: %v", err)
+	}
+	if opts.Root < 0 || opts.Root >= p.world {
+		return nil, usage("root %d is outside world_size %d", opts.Root, p.world)
+	}
+	switch {
+	case len(opts.Counts) > 0:
+		p.counts = opts.Counts
+	case len(opts.Sizes) > 0:
+		for _, b := range opts.Sizes {
+			p.counts = append(p.counts, b/int64(p.dt.Size()))
+		}
+	default:
+		p.counts = []int64{(1 << 20) / int64(p.dt.Size())}
+	}
+	for _, c := range p.counts {
+		if c < 0 {
+			return nil, usage("count must be >= 0 (got %d)", c)
+		}
+	}
+	if tgt.entry != nil {
+		keys := make([]string, 0, len(tgt.entry.Params))
+		for k := range tgt.entry.Params {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, err := toStarlark(tgt.entry.Params[k])
+			if err != nil {
+				return nil, usage("%s: algorithms.%s.params.%s: %v", tgt.settings.Algorithm, tgt.name, k, err)
+			}
+			p.params = append(p.params, starlark.Tuple{starlark.String(k), v})
+		}
+	}
+	return p, nil
+}
+
+func toStarlark(v any) (starlark.Value, error) {
+	switch v := v.(type) {
+	case nil:
+		return starlark.None, nil
+	case bool:
+		return starlark.Bool(v), nil
+	case int64:
+		return starlark.MakeInt64(v), nil
+	case int:
+		return starlark.MakeInt(v), nil
+	case float64:
+		return starlark.Float(v), nil
+	case string:
+		return starlark.String(v), nil
+	case []any:
+		out := make([]starlark.Value, len(v))
+		for i, x := range v {
+			sv, err := toStarlark(x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = sv
+		}
+		return starlark.NewList(out), nil
+	case map[string]any:
+		d := starlark.NewDict(len(v))
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sv, err := toStarlark(v[k])
+			if err != nil {
+				return nil, err
+			}
+			_ = d.SetKey(starlark.String(k), sv)
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("unsupported value %v (%T)", v, v)
+}
+
+// runOnce simulates one size on a fresh machine.
+func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
+	set := tgt.settings
+	s := sim.New()
+	s.SetJitter(p.opts.JitterSeed)
+	s.MaxTime = sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
+	m, err := machine.New(s, machineParams(cfg.System, set))
+	if err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	if err := m.Place(p.world); err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	initThread := loader.NewThread("init")
+	links, _, err := neighborTables(tgt.file, p.topology, p.world, set.MeshShape, hook, initThread)
+	if err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: script.Format(err), Err: err}
+	}
+	icfg, err := ipcqConfig(set)
+	if err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	g, err := m.Install(links, icfg)
+	if err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	b, err := newBench(p, m, count)
+	if err != nil {
+		return nil, err
+	}
+	stats := make([]tl.Stats, p.world)
+	finish := make([]sim.Time, p.world)
+	kernels := make([]*tl.Kernel, p.world)
+	for r := 0; r < p.world; r++ {
+		th := loader.NewThread(fmt.Sprintf("rank %d", r))
+		k := tl.New(&tl.Kernel{M: m, G: g, EP: g.EPs[r], PE: m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r]})
+		kernels[r] = k
+		th.SetLocal(kernelKey, k)
+		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
+		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
+		r := r
+		proc := s.Spawn(fmt.Sprintf("rank %d", r), func(proc *sim.Proc) {
+			k.Proc = proc
+			_, err := starlark.Call(th, kernel, args, kw)
+			k.Release()
+			finish[r] = s.Now()
+			if err != nil && !errors.Is(err, sim.ErrKilled) {
+				s.Stop(&rankError{rank: r, err: err})
+			}
+		})
+		proc.Data = th
+	}
+	s.WaitWatchdog(sim.Time(set.DeadlockTimeoutNs) * sim.Nanosecond)
+	if err := s.Run(); err != nil {
+		return nil, simFailure(err, tgt.file)
+	}
+	res := &Result{Count: count, Bytes: count * int64(p.dt.Size()), DType: p.dt.String(), RedOp: p.red.String(), InPlace: p.opts.InPlace, Events: s.Events()}
+	var end sim.Time
+	for r := range finish {
+		end = max(end, finish[r])
+		res.Ops.Send += stats[r].Send
+		res.Ops.Recv += stats[r].Recv
+		res.Ops.Load += stats[r].Load
+		res.Ops.Store += stats[r].Store
+		res.Ops.Math += stats[r].Math
+	}
+	res.SimTimeNs = end.Ns()
+	if end > 0 {
+		res.AlgBW = float64(res.Bytes) / end.Ns()
+	}
+	res.BusBW = res.AlgBW * p.coll.BusFactor(p.world)
+	res.LinkBW = linkBandwidth(m, g)
+	if res.LinkBW > 0 {
+		res.Eff = res.BusBW / res.LinkBW
+	}
+	if p.opts.Verify {
+		b.verify(res)
+	}
+	return res, nil
+}
+
+// rankError is a failure raised while rank's kernel ran.
+type rankError struct {
+	rank int
+	err  error
+}
+
+func (e *rankError) Error() string { return fmt.Sprintf("rank %d: %v", e.rank, e.err) }
+func (e *rankError) Unwrap() error { return e.err }

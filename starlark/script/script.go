@@ -1,0 +1,255 @@
+// Package script loads and runs kernbench .star files: module resolution and
+// the load() cache (with cycle detection), the predeclared names every file
+// sees (struct, json, math, print), step limits, and the conversion of
+// Starlark errors into messages with positions and backtraces.
+//
+// It depends on go.starlark.net only; the tl and host builtins live in
+// sibling packages and are passed in as extra predeclared names.
+package script
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.starlark.net/lib/json"
+	"go.starlark.net/lib/math"
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+)
+
+// FileOptions are the dialect options of every kernbench file: while, set,
+// recursion and top-level control flow are allowed (algorithm authors write
+// ordinary loops and helpers).
+var FileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+
+// Source reads script files. Relative paths are tried on disk first, then in
+// the embedded copy of the shipped algorithms and benches.
+type Source struct {
+	Embedded fs.FS // may be nil
+}
+
+// ReadFile returns the contents of name, or an error naming it.
+func (s Source) ReadFile(name string) ([]byte, error) {
+	data, err := os.ReadFile(name)
+	if err == nil {
+		return data, nil
+	}
+	if s.Embedded != nil && !filepath.IsAbs(name) {
+		if d, e2 := fs.ReadFile(s.Embedded, path.Clean(filepath.ToSlash(name))); e2 == nil {
+			return d, nil
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such file", name)
+	}
+	return nil, err
+}
+
+// Exists reports whether ReadFile would find name.
+func (s Source) Exists(name string) bool {
+	if _, err := os.Stat(name); err == nil {
+		return true
+	}
+	if s.Embedded != nil && !filepath.IsAbs(name) {
+		_, err := fs.Stat(s.Embedded, path.Clean(filepath.ToSlash(name)))
+		return err == nil
+	}
+	return false
+}
+
+// Loader executes modules and caches them; load() goes through it.
+type Loader struct {
+	Src Source
+	// Predeclared names in addition to the standard ones (struct, json, math).
+	Predeclared starlark.StringDict
+	// Builtin modules addressed as "@kernbench//NAME".
+	Builtin map[string]starlark.StringDict
+	// Search is the folder tried after the loading file's own folder.
+	Search string
+	// MaxSteps bounds each file's top-level execution (0 = unbounded).
+	MaxSteps uint64
+	// Stderr receives print() output.
+	Stderr io.Writer
+	// PrintPrefix, when set, adds context such as "[t=… rank=…] " to print.
+	PrintPrefix func(th *starlark.Thread) string
+
+	cache map[string]*entry
+}
+
+type entry struct {
+	globals starlark.StringDict
+	err     error
+	loading bool
+}
+
+// Predeclared returns the names every file sees.
+func (l *Loader) predeclared() starlark.StringDict {
+	d := starlark.StringDict{
+		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
+		"json":   json.Module,
+		"math":   math.Module,
+	}
+	for k, v := range l.Predeclared {
+		d[k] = v
+	}
+	return d
+}
+
+// NewThread makes a thread whose print goes to Stderr with the caller's
+// position, whose load uses this loader, and which is bounded by MaxSteps.
+func (l *Loader) NewThread(name string) *starlark.Thread {
+	th := &starlark.Thread{Name: name, Load: l.load}
+	th.Print = func(th *starlark.Thread, msg string) {
+		if l.Stderr == nil {
+			return
+		}
+		pos := th.CallFrame(1).Pos
+		prefix := ""
+		if l.PrintPrefix != nil {
+			prefix = l.PrintPrefix(th)
+		}
+		fmt.Fprintf(l.Stderr, "%s: %s%s\n", pos, prefix, msg)
+	}
+	if l.MaxSteps > 0 {
+		th.SetMaxExecutionSteps(l.MaxSteps)
+	}
+	return th
+}
+
+// resolvePath finds a load() target: relative to the loading file's folder,
+// then in the search folder.
+func (l *Loader) resolvePath(from, module string) string {
+	if filepath.IsAbs(module) {
+		return module
+	}
+	cand := filepath.Join(filepath.Dir(from), module)
+	if l.Src.Exists(cand) {
+		return cand
+	}
+	if l.Search != "" {
+		if alt := filepath.Join(l.Search, module); l.Src.Exists(alt) {
+			return alt
+		}
+	}
+	return cand
+}
+
+func (l *Loader) load(th *starlark.Thread, module string) (starlark.StringDict, error) {
+	if strings.HasPrefix(module, "@kernbench//") {
+		name := strings.TrimPrefix(module, "@kernbench//")
+		if m, ok := l.Builtin[name]; ok {
+			return m, nil
+		}
+		return nil, fmt.Errorf("load: unknown builtin module %q (have: %s)", module, strings.Join(sortedKeys(l.Builtin), ", "))
+	}
+	from := th.CallFrame(0).Pos.Filename()
+	return l.Load(l.resolvePath(from, module))
+}
+
+// Load executes the file at path once and returns its globals. A file that
+// loads itself, directly or through others, is a "cycle in load graph".
+func (l *Loader) Load(p string) (starlark.StringDict, error) {
+	if l.cache == nil {
+		l.cache = map[string]*entry{}
+	}
+	key := filepath.Clean(p)
+	if e, ok := l.cache[key]; ok {
+		if e.loading {
+			return nil, fmt.Errorf("cycle in load graph: %s is still loading", p)
+		}
+		return e.globals, e.err
+	}
+	e := &entry{loading: true}
+	l.cache[key] = e
+	data, err := l.Src.ReadFile(p)
+	if err == nil {
+		th := l.NewThread("load " + p)
+		e.globals, err = starlark.ExecFileOptions(FileOptions, th, p, data, l.predeclared())
+		err = Annotate(err, data)
+	}
+	e.err, e.loading = err, false
+	return e.globals, err
+}
+
+// Annotate adds kernbench hints to errors from parsing src: a syntax error at
+// ".load" gets the tl.fetch hint.
+func Annotate(err error, src []byte) error {
+	var se syntax.Error
+	if errors.As(err, &se) && se.Msg == "not an identifier" {
+		if hasLoadAttr(src, se.Pos) {
+			se.Msg += `: use tl.fetch(ptr): "load" is a Starlark keyword`
+			return se
+		}
+	}
+	return err
+}
+
+func hasLoadAttr(src []byte, pos syntax.Position) bool {
+	lines := strings.Split(string(src), "\n")
+	if int(pos.Line) < 1 || int(pos.Line) > len(lines) {
+		return false
+	}
+	line := lines[pos.Line-1]
+	c := int(pos.Col) - 1
+	return c >= 1 && c <= len(line) && line[c-1] == '.' && strings.HasPrefix(line[c:], "load")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Format renders an error for the user: every resolve error on its own line,
+// Starlark backtraces for runtime errors, and the plain message otherwise.
+func Format(err error) string {
+	var el resolve.ErrorList
+	if errors.As(err, &el) {
+		var b strings.Builder
+		for i, e := range el {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(e.Error())
+		}
+		return b.String()
+	}
+	var ee *starlark.EvalError
+	if errors.As(err, &ee) {
+		return ee.Backtrace()
+	}
+	return err.Error()
+}
+
+// Backtrace lists the frames of an EvalError as "file:line:col: in fn".
+func Backtrace(err error) []string {
+	var ee *starlark.EvalError
+	if !errors.As(err, &ee) {
+		return nil
+	}
+	var out []string
+	for _, fr := range ee.CallStack {
+		out = append(out, fmt.Sprintf("%s: in %s", fr.Pos, fr.Name))
+	}
+	return out
+}
+
+// IsLoadError reports whether err happened before any simulation: syntax or
+// resolve errors, missing files, load cycles.
+func IsLoadError(err error) bool {
+	var se syntax.Error
+	var el resolve.ErrorList
+	return errors.As(err, &se) || errors.As(err, &el)
+}

@@ -1,0 +1,586 @@
+package tl
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+)
+
+// handle is the result of an async tl call, completed by tl.wait.
+type handle struct {
+	kind  string // fetch, store, copy, recv
+	op    *machine.MemOp
+	src   *Ptr // fetch source (for the tile's dtype/count)
+	dir   starlark.Value
+	dst   *Ptr
+	done  bool
+	value starlark.Value
+}
+
+func (h *handle) String() string        { return fmt.Sprintf("<%s handle>", h.kind) }
+func (h *handle) Type() string          { return "handle" }
+func (h *handle) Freeze()               {}
+func (h *handle) Truth() starlark.Bool  { return true }
+func (h *handle) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: handle") }
+
+func asPtr(v starlark.Value, fn, arg string) (*Ptr, error) {
+	p, ok := v.(*Ptr)
+	if !ok {
+		return nil, fmt.Errorf("%s: %s must be a Ptr, got %s", fn, arg, v.Type())
+	}
+	return p, nil
+}
+
+func optDir(v starlark.Value, fn string) (string, bool, error) {
+	switch v := v.(type) {
+	case starlark.NoneType:
+		return "", false, nil
+	case starlark.String:
+		return string(v), true, nil
+	}
+	return "", false, fmt.Errorf("%s: dir must be a direction name or None, got %s", fn, v.Type())
+}
+
+func (k *Kernel) group(fn string) (*machine.Group, error) {
+	if k.G == nil {
+		return nil, errorf("IpcqInvalidDirection", "%s: no IPCQ process group is installed for rank %d", fn, k.Rank)
+	}
+	return k.G, nil
+}
+
+func parseDType(fn string, v string) (dtype.DType, error) {
+	dt, err := dtype.Parse(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", fn, err)
+	}
+	return dt, nil
+}
+
+func kernelBuiltins() []Builtin {
+	return []Builtin{
+		{"program_id", "program_id(axis=0)", "The rank for axis 0 (Triton style); 0 for other axes.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				axis := 0
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "axis?", &axis); err != nil {
+					return nil, err
+				}
+				if axis == 0 {
+					return starlark.MakeInt(k.Rank), nil
+				}
+				return starlark.MakeInt(0), nil
+			}},
+		{"directions", "directions()", "Sorted list of the IPCQ directions installed on this rank.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
+					return nil, err
+				}
+				var out []starlark.Value
+				if k.EP != nil {
+					for _, d := range k.EP.Directions() {
+						out = append(out, starlark.String(d))
+					}
+				}
+				return starlark.NewList(out), nil
+			}},
+		{"peer", "peer(dir)", "The peer rank of direction dir (IpcqInvalidDirection if not installed).",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var dir string
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir); err != nil {
+					return nil, err
+				}
+				g, err := k.group(b.Name())
+				if err != nil {
+					return nil, err
+				}
+				q, err := g.Lookup(k.Rank, dir, false)
+				if err != nil {
+					return nil, err
+				}
+				return starlark.MakeInt(q.Peer), nil
+			}},
+		{"send", "send(dir, src, nbytes=None)", "Blocking send of src (a Ptr) to the peer of dir. Blocks only while the peer's ring is full; returns once the message is queued on DMA vc_comm (after ipcq_overhead_ns). src stays in flight until the DMA completes. nbytes (default src.nbytes) must be <= slot_size (IpcqMessageTooLarge).",
+			builtinSend},
+		{"recv", "recv(dir=None, dst=None)", "Blocking receive. Returns the rx slot itself (return_slot, zero-copy; valid until the ring wraps) or dst after the slot was copied there (copy_to_dst). dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype and count.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var dir, dst starlark.Value = starlark.None, starlark.None
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
+					return nil, err
+				}
+				return k.recv(b.Name(), dir, dst)
+			}},
+		{"recv_async", "recv_async(dir=None, dst=None)", "Non-blocking receive: returns a handle; tl.wait(handle) completes it like tl.recv and returns the Ptr.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var dir, dst starlark.Value = starlark.None, starlark.None
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
+					return nil, err
+				}
+				if _, _, err := optDir(dir, b.Name()); err != nil {
+					return nil, err
+				}
+				h := &handle{kind: "recv", dir: dir}
+				if dst != starlark.None {
+					p, err := asPtr(dst, b.Name(), "dst")
+					if err != nil {
+						return nil, err
+					}
+					h.dst = p
+				}
+				return h, nil
+			}},
+		{"wait", "wait(handle)", "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async) or None (store_async, copy_async).",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var v starlark.Value
+				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &v); err != nil {
+					return nil, err
+				}
+				h, ok := v.(*handle)
+				if !ok {
+					return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
+				}
+				return k.wait(b.Name(), h)
+			}},
+		{"flush", "flush(dir=None)", "Block until every send this rank issued (on dir, or on all directions) has completed its DMA, so its source may be reused.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var dir starlark.Value = starlark.None
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir); err != nil {
+					return nil, err
+				}
+				d, has, err := optDir(dir, b.Name())
+				if err != nil {
+					return nil, err
+				}
+				if k.G == nil {
+					return starlark.None, nil
+				}
+				var q *machine.QueuePair
+				if has {
+					if q, err = k.G.Lookup(k.Rank, d, false); err != nil {
+						return nil, err
+					}
+				}
+				return starlark.None, k.G.Flush(k.Proc, k.EP, q)
+			}},
+		{"fetch", "fetch(ptr)", `Load ptr into a Tile (the seed's tl.load; "load" is a Starlark keyword). Own TCM is read directly, anything else through DMA vc_compute.`,
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				p, err := unpackPtr(b, args, kw, "ptr")
+				if err != nil {
+					return nil, err
+				}
+				h := k.fetchAsync(p)
+				return k.wait(b.Name(), h)
+			}},
+		{"fetch_async", "fetch_async(ptr)", "Issue a load without waiting; tl.wait(handle) returns the Tile.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				p, err := unpackPtr(b, args, kw, "ptr")
+				if err != nil {
+					return nil, err
+				}
+				return k.fetchAsync(p), nil
+			}},
+		{"store", "store(ptr, tile)", "Store tile into ptr (same dtype and count). Waits for the tile's math to finish, then writes (own TCM directly, otherwise DMA vc_compute) and returns when the data is in memory.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				h, err := k.storeArgs(b, args, kw)
+				if err != nil {
+					return nil, err
+				}
+				return k.wait(b.Name(), h)
+			}},
+		{"store_async", "store_async(ptr, tile)", "Issue a store without waiting; tl.wait(handle) returns None when the data is in memory.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				return k.storeArgs(b, args, kw)
+			}},
+		{"copy", "copy(dst, src)", "Local copy of src into dst (same dtype and count): direct within own TCM, otherwise DMA vc_compute. Returns when done.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				h, err := k.copyArgs(b, args, kw)
+				if err != nil {
+					return nil, err
+				}
+				return k.wait(b.Name(), h)
+			}},
+		{"copy_async", "copy_async(dst, src)", "Issue a copy without waiting; tl.wait(handle) returns None when done.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				return k.copyArgs(b, args, kw)
+			}},
+		{"reduce", "reduce(dst, a, b, op=\"sum\")", `dst = a op b elementwise, as load, load, math, store. a and b are Ptrs or Tiles; op is sum, prod, max, min or avg (avg accumulates as sum). Returns when dst is written.`,
+			builtinReduce},
+		{"zeros", "zeros(count, dtype)", "A new Tile of count zeros.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var count int
+				var dt string
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "dtype", &dt); err != nil {
+					return nil, err
+				}
+				return k.newTile(b.Name(), count, dt, 0)
+			}},
+		{"full", "full(count, value, dtype)", "A new Tile of count copies of value.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var count int
+				var v starlark.Value
+				var dt string
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "value", &v, "dtype", &dt); err != nil {
+					return nil, err
+				}
+				f, ok := starlark.AsFloat(v)
+				if !ok {
+					return nil, fmt.Errorf("%s: value must be a number, got %s", b.Name(), v.Type())
+				}
+				return k.newTile(b.Name(), count, dt, f)
+			}},
+		{"maximum", "maximum(a, b)", "Elementwise maximum of two Tiles.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				return tileFn(b, args, kw, dtype.Max)
+			}},
+		{"minimum", "minimum(a, b)", "Elementwise minimum of two Tiles.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				return tileFn(b, args, kw, dtype.Min)
+			}},
+		{"alloc", "alloc(count, dtype, space=\"tcm\")", "Per-rank scratch memory (tcm or hbm of this PE, or its cube's sram), zeroed, freed when the kernel returns. Fails when the space is exhausted.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var count int
+				var dt string
+				space := "tcm"
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "dtype", &dt, "space?", &space); err != nil {
+					return nil, err
+				}
+				d, err := parseDType(b.Name(), dt)
+				if err != nil {
+					return nil, err
+				}
+				if count < 0 {
+					return nil, fmt.Errorf("%s: count must be >= 0, got %d", b.Name(), count)
+				}
+				sp, err := machine.ParseSpace(space)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", b.Name(), err)
+				}
+				mem := map[machine.Space]*machine.Memory{machine.TCM: k.PE.TCM, machine.HBM: k.PE.HBM, machine.SRAM: k.PE.SRAM}[sp]
+				n := int64(count) * int64(d.Size())
+				off, err := mem.Alloc(n)
+				if err != nil {
+					return nil, errorf("OutOfMemory", "%s: rank %d: %v", b.Name(), k.Rank, err)
+				}
+				reg := machine.Region{Mem: mem, Off: off, N: n}
+				k.allocs = append(k.allocs, reg)
+				return NewPtr(reg, d, int64(count), k.Rank), nil
+			}},
+		{"time", "time()", "Current simulated time in ns (float).",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
+					return nil, err
+				}
+				return starlark.Float(k.M.Sim.Now().Ns()), nil
+			}},
+		{"trace", "trace(name, **args)", "A user marker in the trace and op_log at the current time.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var name string
+				if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &name); err != nil {
+					return nil, err
+				}
+				if k.Obs != nil {
+					kwt := make(starlark.Tuple, 0, len(kw))
+					for _, kv := range kw {
+						kwt = append(kwt, kv)
+					}
+					k.Obs.Marker(k, name, kwt)
+				}
+				return starlark.None, nil
+			}},
+	}
+}
+
+func unpackPtr(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple, name string) (*Ptr, error) {
+	var v starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kw, name, &v); err != nil {
+		return nil, err
+	}
+	return asPtr(v, b.Name(), name)
+}
+
+func tileFn(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple, op dtype.Op) (starlark.Value, error) {
+	var x, y starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "a", &x, "b", &y); err != nil {
+		return nil, err
+	}
+	a, ok1 := x.(*Tile)
+	c, ok2 := y.(*Tile)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("%s: want two Tiles, got %s and %s", b.Name(), x.Type(), y.Type())
+	}
+	return tileBinary(op, a, c, b.Name())
+}
+
+func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, error) {
+	d, err := parseDType(fn, dt)
+	if err != nil {
+		return nil, err
+	}
+	if count < 0 {
+		return nil, fmt.Errorf("%s: count must be >= 0, got %d", fn, count)
+	}
+	t := &Tile{DT: d, Count: int64(count), Data: make([]byte, count*d.Size()), Ready: k.M.Sim.Now(), k: k}
+	if v != 0 {
+		dtype.FillValue(d, t.Data, v)
+	}
+	return t, nil
+}
+
+func builtinSend(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	var dir string
+	var srcV, nbV starlark.Value = nil, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir, "src", &srcV, "nbytes?", &nbV); err != nil {
+		return nil, err
+	}
+	src, err := asPtr(srcV, b.Name(), "src")
+	if err != nil {
+		return nil, err
+	}
+	g, err := k.group(b.Name())
+	if err != nil {
+		return nil, err
+	}
+	q, err := g.Lookup(k.Rank, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	reg, count := src.Reg, src.Count
+	if nbV != starlark.None {
+		nb, err := starlark.AsInt32(nbV)
+		if err != nil || nb < 0 {
+			return nil, fmt.Errorf("%s: nbytes must be a non-negative int, got %s", b.Name(), nbV)
+		}
+		if int64(nb) > src.Reg.N && int64(nb) <= g.Cfg.SlotSize {
+			return nil, errorf("OutOfBounds", "rank %d send %s: nbytes %d exceeds src (%d bytes)", k.Rank, dir, nb, src.Reg.N)
+		}
+		reg.N = int64(nb)
+		count = int64(nb) / int64(src.DT.Size())
+	}
+	if reg.N > g.Cfg.SlotSize {
+		return nil, errorf("IpcqMessageTooLarge", "rank %d send %s: %d bytes exceed slot_size %d (split the message)", k.Rank, dir, reg.N, g.Cfg.SlotSize)
+	}
+	if err := k.checkSlot(src, "send src"); err != nil {
+		return nil, err
+	}
+	k.Stats.Send++
+	_, err = g.Send(k.Proc, q, reg, machine.MsgMeta{DType: uint8(src.DT), Count: count})
+	return starlark.None, err
+}
+
+// checkSlot rejects a return_slot Ptr whose slot was overwritten since it
+// was received (the ring wrapped).
+func (k *Kernel) checkSlot(p *Ptr, use string) error {
+	if p.Slot == nil || p.Slot.Q.SlotGen[p.Slot.Idx] == p.Slot.Gen {
+		return nil
+	}
+	return errorf("StaleSlot", "rank %d %s: the rx slot %d of direction %s was overwritten by a later message (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
+		k.Rank, use, p.Slot.Idx, p.Slot.Q.Dir, p.Slot.Gen, p.Slot.Q.SlotGen[p.Slot.Idx], len(p.Slot.Q.SlotGen))
+}
+
+func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, error) {
+	g, err := k.group(fn)
+	if err != nil {
+		return nil, err
+	}
+	dir, has, err := optDir(dirV, fn)
+	if err != nil {
+		return nil, err
+	}
+	var dst *Ptr
+	if dstV != starlark.None {
+		if dst, err = asPtr(dstV, fn, "dst"); err != nil {
+			return nil, err
+		}
+	}
+	var q *machine.QueuePair
+	if has {
+		if q, err = g.Lookup(k.Rank, dir, false); err != nil {
+			return nil, err
+		}
+		if err := g.WaitRecv(k.Proc, q); err != nil {
+			return nil, err
+		}
+	} else if q, err = g.WaitAny(k.Proc, k.EP); err != nil {
+		return nil, err
+	}
+	k.Stats.Recv++
+	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
+	dt := dtype.DType(meta.DType)
+	if !dt.Valid() {
+		dt = dtype.U8
+	}
+	if dst == nil {
+		r := g.Take(q, true)
+		p := NewPtr(r.Slot, dt, meta.Count, k.Rank)
+		p.Dir = q.Dir
+		p.Slot = &SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
+		return p, nil
+	}
+	if dst.DT != dt {
+		return nil, errorf("DtypeMismatch", "rank %d recv %s: the message carries %s, dst is %s", k.Rank, q.Dir, dt, dst.DT)
+	}
+	if meta.NBytes > dst.Reg.N {
+		return nil, errorf("OutOfBounds", "rank %d recv %s: the message has %d bytes, dst holds %d", k.Rank, q.Dir, meta.NBytes, dst.Reg.N)
+	}
+	r := g.Take(q, false)
+	out, _ := dst.view(0, meta.Count, "")
+	op := k.M.Copy(k.PE, out.Reg, r.Slot)
+	if err := op.Wait(k.Proc); err != nil {
+		return nil, err
+	}
+	g.Credit(q)
+	out.Dir = q.Dir
+	return out, nil
+}
+
+func (k *Kernel) fetchAsync(p *Ptr) *handle {
+	k.Stats.Load++
+	return &handle{kind: "fetch", op: k.M.Fetch(k.PE, p.Reg), src: p}
+}
+
+func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
+	var pv, tv starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "ptr", &pv, "tile", &tv); err != nil {
+		return nil, err
+	}
+	p, err := asPtr(pv, b.Name(), "ptr")
+	if err != nil {
+		return nil, err
+	}
+	t, ok := tv.(*Tile)
+	if !ok {
+		return nil, fmt.Errorf("%s: tile must be a Tile, got %s", b.Name(), tv.Type())
+	}
+	return k.storeTile(b.Name(), p, t)
+}
+
+func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
+	if p.DT != t.DT {
+		return nil, errorf("DtypeMismatch", "%s: rank %d: tile is %s, ptr is %s", fn, k.Rank, t.DT, p.DT)
+	}
+	if p.Count != t.Count {
+		return nil, errorf("OutOfBounds", "%s: rank %d: tile has %d elements, ptr has %d", fn, k.Rank, t.Count, p.Count)
+	}
+	if err := k.sleepUntil(t.Ready); err != nil {
+		return nil, err
+	}
+	k.Stats.Store++
+	return &handle{kind: "store", op: k.M.Store(k.PE, p.Reg, t.Data)}, nil
+}
+
+func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
+	var dv, sv starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &dv, "src", &sv); err != nil {
+		return nil, err
+	}
+	dst, err := asPtr(dv, b.Name(), "dst")
+	if err != nil {
+		return nil, err
+	}
+	src, err := asPtr(sv, b.Name(), "src")
+	if err != nil {
+		return nil, err
+	}
+	if dst.DT != src.DT {
+		return nil, errorf("DtypeMismatch", "%s: rank %d: dst is %s, src is %s", b.Name(), k.Rank, dst.DT, src.DT)
+	}
+	if dst.Count != src.Count {
+		return nil, errorf("OutOfBounds", "%s: rank %d: dst has %d elements, src has %d", b.Name(), k.Rank, dst.Count, src.Count)
+	}
+	if err := k.checkSlot(src, "copy src"); err != nil {
+		return nil, err
+	}
+	return &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg)}, nil
+}
+
+func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
+	if h.done {
+		return h.value, nil
+	}
+	switch h.kind {
+	case "recv":
+		v, err := k.recv(fn, h.dir, func() starlark.Value {
+			if h.dst == nil {
+				return starlark.None
+			}
+			return h.dst
+		}())
+		if err != nil {
+			return nil, err
+		}
+		h.value = v
+	default:
+		if err := h.op.Wait(k.Proc); err != nil {
+			return nil, err
+		}
+		h.value = starlark.None
+		if h.kind == "fetch" {
+			if err := k.checkSlot(h.src, "fetch"); err != nil {
+				return nil, err
+			}
+			h.value = &Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, k: k}
+		}
+	}
+	h.done = true
+	return h.value, nil
+}
+
+func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	var dv, av, bv starlark.Value
+	opName := "sum"
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &dv, "a", &av, "b", &bv, "op?", &opName); err != nil {
+		return nil, err
+	}
+	dst, err := asPtr(dv, b.Name(), "dst")
+	if err != nil {
+		return nil, err
+	}
+	red, err := dtype.ParseRedOp(opName)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	// Issue both loads before waiting for either, so they overlap.
+	operand := func(v starlark.Value, name string) (func() (*Tile, error), error) {
+		switch x := v.(type) {
+		case *Tile:
+			return func() (*Tile, error) { return x, nil }, nil
+		case *Ptr:
+			h := k.fetchAsync(x)
+			return func() (*Tile, error) {
+				t, err := k.wait(b.Name(), h)
+				if err != nil {
+					return nil, err
+				}
+				return t.(*Tile), nil
+			}, nil
+		}
+		return nil, fmt.Errorf("%s: %s must be a Ptr or a Tile, got %s", b.Name(), name, v.Type())
+	}
+	ga, err := operand(av, "a")
+	if err != nil {
+		return nil, err
+	}
+	gb, err := operand(bv, "b")
+	if err != nil {
+		return nil, err
+	}
+	ta, err := ga()
+	if err != nil {
+		return nil, err
+	}
+	tb, err := gb()
+	if err != nil {
+		return nil, err
+	}
+	t, err := tileBinary(red.Pairwise(), ta, tb, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	h, err := k.storeTile(b.Name(), dst, t)
+	if err != nil {
+		return nil, err
+	}
+	_, err = k.wait(b.Name(), h)
+	return starlark.None, err
+}

@@ -1,0 +1,154 @@
+// Package tl is the Starlark face of one rank's PE: the `tl` object passed
+// to every kernel, and the Ptr and Tile values it works with. Every builtin
+// is registered once in the Builtins table (name, signature, doc), from
+// which `kernbench docs` writes the reference.
+package tl
+
+import (
+	"fmt"
+	"sort"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+)
+
+// Stats counts a rank's operations (for the report's "ops").
+type Stats struct {
+	Send, Recv, Load, Store, Math int64
+}
+
+// Observer sees every data operation (the op_log and traces hook in here).
+type Observer interface {
+	Marker(k *Kernel, name string, args starlark.Tuple)
+}
+
+// Kernel is one rank's execution context and its `tl` value.
+type Kernel struct {
+	M     *machine.Machine
+	G     *machine.Group // may be nil when no IPCQ group is installed
+	EP    *machine.Endpoint
+	PE    *machine.PE
+	Rank  int
+	World int
+	Proc  *sim.Proc
+	RedOp dtype.RedOp
+	Stats *Stats
+	Obs   Observer
+
+	allocs []machine.Region
+	attrs  map[string]starlark.Value
+}
+
+var _ starlark.HasAttrs = (*Kernel)(nil)
+
+// Builtin documents and implements one tl member.
+type Builtin struct {
+	Name string // e.g. "send" (shown as tl.send)
+	Sig  string // Python-style signature, for docs and stubs
+	Doc  string
+	Fn   func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)
+}
+
+// Attribute documents a plain tl attribute.
+type Attribute struct {
+	Name, Type, Doc string
+	Get             func(k *Kernel) starlark.Value
+}
+
+// Attributes lists tl's value attributes.
+var Attributes = []Attribute{
+	{"rank", "int", "This rank's index in the process group.", func(k *Kernel) starlark.Value { return starlark.MakeInt(k.Rank) }},
+	{"world_size", "int", "Number of ranks in the process group.", func(k *Kernel) starlark.Value { return starlark.MakeInt(k.World) }},
+	{"slot_size", "int", "Bytes per IPCQ message at most (the rx slot size in force).", func(k *Kernel) starlark.Value { return starlark.MakeInt64(k.slotSize()) }},
+	{"n_slots", "int", "IPCQ ring depth per direction (messages in flight at most).", func(k *Kernel) starlark.Value { return starlark.MakeInt(k.nSlots()) }},
+	{"redop", "str", `The collective's reduction ("sum", "prod", "max", "min", "avg"); pass it to tl.reduce, which accumulates "avg" as a sum (divide by world_size at the end).`, func(k *Kernel) starlark.Value { return starlark.String(k.RedOp.String()) }},
+}
+
+// Builtins is the registration table of tl's functions, sorted by name.
+var Builtins []Builtin
+
+func init() {
+	Builtins = kernelBuiltins()
+	sort.Slice(Builtins, func(i, j int) bool { return Builtins[i].Name < Builtins[j].Name })
+}
+
+// New makes the tl value for a kernel launch.
+func New(k *Kernel) *Kernel {
+	if k.Stats == nil {
+		k.Stats = &Stats{}
+	}
+	k.attrs = make(map[string]starlark.Value, len(Builtins)+len(Attributes)+1)
+	for i := range Builtins {
+		b := &Builtins[i]
+		k.attrs[b.Name] = starlark.NewBuiltin("tl."+b.Name, func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			return b.Fn(k, th, sb, args, kw)
+		})
+	}
+	// "load" is a Starlark keyword, so tl.load cannot be written; getattr(tl,
+	// "load") still finds the fetch builtin.
+	k.attrs["load"] = k.attrs["fetch"]
+	for _, a := range Attributes {
+		k.attrs[a.Name] = a.Get(k)
+	}
+	return k
+}
+
+func (k *Kernel) String() string        { return fmt.Sprintf("<tl rank=%d world_size=%d>", k.Rank, k.World) }
+func (k *Kernel) Type() string          { return "tl" }
+func (k *Kernel) Freeze()               {}
+func (k *Kernel) Truth() starlark.Bool  { return true }
+func (k *Kernel) Hash() (uint32, error) { return uint32(k.Rank), nil }
+func (k *Kernel) Attr(name string) (starlark.Value, error) {
+	if v, ok := k.attrs[name]; ok {
+		return v, nil
+	}
+	return nil, nil
+}
+func (k *Kernel) AttrNames() []string {
+	names := make([]string, 0, len(k.attrs))
+	for n := range k.attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Release frees the kernel's tl.alloc scratch memory (called when the
+// kernel returns).
+func (k *Kernel) Release() {
+	for i := len(k.allocs) - 1; i >= 0; i-- {
+		r := k.allocs[i]
+		r.Mem.Free(r.Off, r.N)
+	}
+	k.allocs = nil
+}
+
+func (k *Kernel) slotSize() int64 {
+	if k.G == nil {
+		return 0
+	}
+	return k.G.Cfg.SlotSize
+}
+
+func (k *Kernel) nSlots() int {
+	if k.G == nil {
+		return 0
+	}
+	return k.G.Cfg.NSlots
+}
+
+func (k *Kernel) mathReady(t sim.Time, n int64) sim.Time {
+	k.Stats.Math++
+	return k.M.MathReady(k.PE, t, n)
+}
+
+// sleepUntil advances the kernel's process to t (no-op if t <= now).
+func (k *Kernel) sleepUntil(t sim.Time) error {
+	if d := t - k.M.Sim.Now(); d > 0 {
+		return k.Proc.Sleep(d)
+	}
+	return nil
+}

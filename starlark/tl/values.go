@@ -1,0 +1,309 @@
+package tl
+
+import (
+	"fmt"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+)
+
+// Error is a tl failure with an exact kind (IpcqInvalidDirection,
+// OutOfBounds, DtypeMismatch, …). It survives Starlark's EvalError wrapping
+// (errors.As), so reports can name the kind.
+type Error struct {
+	Kind string
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Kind + ": " + e.Msg }
+
+func errorf(kind, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Ptr is a typed view of simulated memory.
+type Ptr struct {
+	Reg   machine.Region
+	DT    dtype.DType
+	Count int64
+	Rank  int    // owning rank (-1: not a rank's memory)
+	Dir   string // direction a received message arrived from ("" otherwise)
+	// Slot identifies a return_slot Ptr's rx slot and its generation at
+	// receipt (StaleSlot detection).
+	Slot *SlotRef
+}
+
+// SlotRef names an rx slot generation.
+type SlotRef struct {
+	Q   *machine.QueuePair
+	Idx int
+	Gen uint64
+}
+
+var (
+	_ starlark.HasAttrs   = (*Ptr)(nil)
+	_ starlark.HasBinary  = (*Ptr)(nil)
+	_ starlark.Indexable  = (*Ptr)(nil)
+	_ starlark.Comparable = (*Ptr)(nil)
+)
+
+// NewPtr makes a Ptr of count elements of dt at the start of reg.
+func NewPtr(reg machine.Region, dt dtype.DType, count int64, rank int) *Ptr {
+	reg.N = count * int64(dt.Size())
+	return &Ptr{Reg: reg, DT: dt, Count: count, Rank: rank}
+}
+
+func (p *Ptr) String() string {
+	s := fmt.Sprintf("Ptr(%s, rank=%d, addr=%#x, dtype=%s, count=%d", p.Reg.Mem.Space, p.Rank, p.Reg.Addr(), p.DT, p.Count)
+	if p.Dir != "" {
+		s += ", dir=" + p.Dir
+	}
+	return s + ")"
+}
+func (p *Ptr) Type() string         { return "Ptr" }
+func (p *Ptr) Freeze()              {}
+func (p *Ptr) Truth() starlark.Bool { return true }
+func (p *Ptr) Hash() (uint32, error) {
+	return uint32(p.Reg.Addr()) ^ uint32(p.Reg.Addr()>>32) ^ uint32(p.Count)*31 ^ uint32(p.DT), nil
+}
+func (p *Ptr) Len() int { return int(p.Count) }
+
+// Index reads element i without simulated cost (like tolist()).
+func (p *Ptr) Index(i int) starlark.Value {
+	return elemValue(p.DT, p.Reg.Bytes(), i)
+}
+
+func (p *Ptr) CompareSameType(op syntax.Token, y starlark.Value, depth int) (bool, error) {
+	q := y.(*Ptr)
+	eq := p.Reg.Mem == q.Reg.Mem && p.Reg.Off == q.Reg.Off && p.DT == q.DT && p.Count == q.Count
+	switch op {
+	case syntax.EQL:
+		return eq, nil
+	case syntax.NEQ:
+		return !eq, nil
+	}
+	return false, fmt.Errorf("Ptr values are not ordered (%s)", op)
+}
+
+// Binary implements p + k (advance k elements, Triton style); the view keeps
+// its end, so p + k has count - k elements.
+func (p *Ptr) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (starlark.Value, error) {
+	if op != syntax.PLUS && op != syntax.MINUS {
+		return nil, nil
+	}
+	k, err := starlark.AsInt32(y)
+	if err != nil {
+		return nil, nil
+	}
+	if op == syntax.MINUS {
+		if side == starlark.Right {
+			return nil, nil
+		}
+		k = -k
+	}
+	return p.view(int64(k), p.Count-int64(k), "+")
+}
+
+func (p *Ptr) view(start, count int64, what string) (*Ptr, error) {
+	if start < 0 || count < 0 || start+count > p.Count {
+		return nil, errorf("OutOfBounds", "Ptr%s: elements [%d, %d) are outside a view of %d elements", what, start, start+count, p.Count)
+	}
+	q := *p
+	sz := int64(p.DT.Size())
+	q.Reg = machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + start*sz, N: count * sz}
+	q.Count = count
+	return &q, nil
+}
+
+var ptrAttrs = []string{"addr", "chunk", "count", "dir", "dtype", "nbytes", "pe", "rank", "slice", "space", "tobytes", "tolist"}
+
+func (p *Ptr) AttrNames() []string { return ptrAttrs }
+
+func (p *Ptr) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "space":
+		return starlark.String(p.Reg.Mem.Space.String()), nil
+	case "rank":
+		return starlark.MakeInt(p.Rank), nil
+	case "pe":
+		return starlark.MakeInt(p.Reg.Mem.PE), nil
+	case "addr":
+		return starlark.MakeUint64(p.Reg.Addr()), nil
+	case "dtype":
+		return starlark.String(p.DT.String()), nil
+	case "count":
+		return starlark.MakeInt64(p.Count), nil
+	case "nbytes":
+		return starlark.MakeInt64(p.Reg.N), nil
+	case "dir":
+		if p.Dir == "" {
+			return starlark.None, nil
+		}
+		return starlark.String(p.Dir), nil
+	case "slice":
+		return starlark.NewBuiltin("Ptr.slice", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			var start, count int
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 2, &start, &count); err != nil {
+				return nil, err
+			}
+			return p.view(int64(start), int64(count), ".slice")
+		}), nil
+	case "chunk":
+		return starlark.NewBuiltin("Ptr.chunk", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			var i, n int
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 2, &i, &n); err != nil {
+				return nil, err
+			}
+			if n <= 0 || p.Count%int64(n) != 0 {
+				return nil, errorf("OutOfBounds", "Ptr.chunk: %d elements do not split into %d equal parts", p.Count, n)
+			}
+			if i < 0 || i >= n {
+				return nil, errorf("OutOfBounds", "Ptr.chunk: part %d of %d does not exist", i, n)
+			}
+			c := p.Count / int64(n)
+			return p.view(int64(i)*c, c, ".chunk")
+		}), nil
+	case "tobytes":
+		return starlark.NewBuiltin("Ptr.tobytes", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
+				return nil, err
+			}
+			return starlark.Bytes(p.Reg.Bytes()), nil
+		}), nil
+	case "tolist":
+		return starlark.NewBuiltin("Ptr.tolist", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
+				return nil, err
+			}
+			return toList(p.DT, p.Reg.Bytes(), int(p.Count)), nil
+		}), nil
+	}
+	return nil, nil
+}
+
+func elemValue(dt dtype.DType, b []byte, i int) starlark.Value {
+	if dt.IsFloat() {
+		return starlark.Float(dtype.Get(dt, b, i))
+	}
+	return starlark.MakeInt64(dtype.GetInt(dt, b, i))
+}
+
+func toList(dt dtype.DType, b []byte, n int) *starlark.List {
+	vals := make([]starlark.Value, n)
+	for i := range vals {
+		vals[i] = elemValue(dt, b, i)
+	}
+	return starlark.NewList(vals)
+}
+
+// Tile is data loaded into a PE. It is immutable; arithmetic makes new tiles
+// whose Ready time accounts for the PE's math unit, so tile math costs
+// simulated time without blocking the script until the result is used.
+type Tile struct {
+	DT    dtype.DType
+	Count int64
+	Data  []byte
+	Ready sim.Time
+	k     *Kernel
+}
+
+var (
+	_ starlark.HasAttrs  = (*Tile)(nil)
+	_ starlark.HasBinary = (*Tile)(nil)
+)
+
+func (t *Tile) String() string {
+	return fmt.Sprintf("Tile(dtype=%s, count=%d)", t.DT, t.Count)
+}
+func (t *Tile) Type() string          { return "Tile" }
+func (t *Tile) Freeze()               {}
+func (t *Tile) Truth() starlark.Bool  { return true }
+func (t *Tile) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Tile") }
+func (t *Tile) AttrNames() []string   { return []string{"astype", "count", "dtype", "tolist"} }
+
+func (t *Tile) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "dtype":
+		return starlark.String(t.DT.String()), nil
+	case "count":
+		return starlark.MakeInt64(t.Count), nil
+	case "tolist":
+		return starlark.NewBuiltin("Tile.tolist", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
+				return nil, err
+			}
+			return toList(t.DT, t.Data, int(t.Count)), nil
+		}), nil
+	case "astype":
+		return starlark.NewBuiltin("Tile.astype", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			var name string
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &name); err != nil {
+				return nil, err
+			}
+			dt, err := dtype.Parse(name)
+			if err != nil {
+				return nil, fmt.Errorf("Tile.astype: %w", err)
+			}
+			out := &Tile{DT: dt, Count: t.Count, Data: make([]byte, t.Count*int64(dt.Size())), k: t.k}
+			dtype.Convert(out.Data, dt, t.Data, t.DT)
+			out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
+			return out, nil
+		}), nil
+	}
+	return nil, nil
+}
+
+var tileOps = map[syntax.Token]dtype.Op{syntax.PLUS: dtype.Add, syntax.MINUS: dtype.Sub, syntax.STAR: dtype.Mul, syntax.SLASH: dtype.Div}
+
+// Binary implements tile ± * / tile-or-scalar.
+func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (starlark.Value, error) {
+	op, ok := tileOps[tok]
+	if !ok {
+		return nil, nil
+	}
+	switch y := y.(type) {
+	case *Tile:
+		a, b := t, y
+		if side == starlark.Right {
+			a, b = y, t
+		}
+		return tileBinary(op, a, b, "Tile "+tok.String())
+	case starlark.Int, starlark.Float:
+		f, _ := starlark.AsFloat(y)
+		var i int64
+		if yi, ok := y.(starlark.Int); ok {
+			i, _ = yi.Int64()
+		} else {
+			i = int64(f)
+		}
+		out := t.like()
+		dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, side == starlark.Right)
+		out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
+		return out, nil
+	}
+	return nil, nil
+}
+
+func (t *Tile) like() *Tile {
+	return &Tile{DT: t.DT, Count: t.Count, Data: make([]byte, len(t.Data)), k: t.k}
+}
+
+func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
+	if a.DT != b.DT {
+		return nil, errorf("DtypeMismatch", "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
+	}
+	if a.Count != b.Count {
+		return nil, errorf("OutOfBounds", "%s: counts differ (%d and %d)", what, a.Count, b.Count)
+	}
+	out := a.like()
+	dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
+	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), int64(len(out.Data)))
+	return out, nil
+}
+
+func joinNames(names []string) string { return strings.Join(names, ", ") }
