@@ -19,6 +19,7 @@ import (
 type runOptions struct {
 	ccl.Options
 	count    int64
+	bench    string
 	bytes    string
 	json     bool
 	quiet    bool
@@ -29,7 +30,7 @@ type runOptions struct {
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run FILE.star | NAME",
+		Use:   "run FILE.star | NAME | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
 		Long: `Run an algorithm file or an algorithm named in ccl.yaml on the simulated
 machine. The builtin bench of its collective allocates per-rank buffers,
@@ -38,12 +39,27 @@ definition and prints one nccl-tests-style row per size.
 
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 3 deadlock or watchdog or step limit, 4 error raised while running.`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.bench != "" {
+				return cobra.MaximumNArgs(1)(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRun(cmd, o, args[0], stdout, stderr)
+			target := ""
+			if o.bench != "" {
+				target = ccl.BenchFile(o.bench)
+				if len(args) == 1 {
+					o.Algorithm = args[0]
+				}
+			} else {
+				target = args[0]
+			}
+			return runRun(cmd, o, target, stdout, stderr)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star (host code) with defaults.algorithm, or with the algorithm given as argument")
 	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml to use (default ./ccl.yaml, else the embedded default)")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")

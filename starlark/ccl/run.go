@@ -27,6 +27,7 @@ type Options struct {
 	WorldSize  int      // 0 = configured
 	Topology   string
 	Collective string
+	Algorithm  string  // the algorithm behind a host bench (default: defaults.algorithm)
 	Counts     []int64 // elements per rank buffer, one result row each (nil = 1 MiB worth)
 	Sizes      []int64 // bytes per rank buffer (converted with the dtype); used when Counts is nil
 	DType      string
@@ -230,8 +231,12 @@ func Run(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, loadFailure(err)
 	}
-	if _, ok := globals["run_rank"]; ok {
-		return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: fmt.Sprintf("%s: host benches (run_rank) are run with --bench; this build runs algorithm files", tgt.file)}
+	if v, ok := globals["run_rank"]; ok {
+		rr, ok := v.(starlark.Callable)
+		if !ok {
+			return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())}
+		}
+		return runHostBench(tgt.file, rr, cfg, cfgDir, loader, opts)
 	}
 	kernel, err := entryPoint(globals, tgt.file, "kernel")
 	if err != nil {
@@ -447,9 +452,15 @@ func toStarlark(v any) (starlark.Value, error) {
 	return nil, fmt.Errorf("unsupported value %v (%T)", v, v)
 }
 
-// runOnce simulates one size on a fresh machine.
-func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
-	set := tgt.settings
+// world is one simulation's machine and (once installed) its process group.
+type world struct {
+	s *sim.Sim
+	m *machine.Machine
+	g *machine.Group
+}
+
+// newWorld builds a fresh simulation and machine and places the ranks.
+func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) {
 	s := sim.New()
 	s.SetJitter(p.opts.JitterSeed)
 	s.MaxTime = sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
@@ -460,50 +471,56 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if err := m.Place(p.world); err != nil {
 		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
 	}
-	initThread := loader.NewThread("init")
-	links, _, err := neighborTables(tgt.file, p.topology, p.world, set.MeshShape, hook, initThread)
+	return &world{s: s, m: m}, nil
+}
+
+// install resolves the topology and installs the IPCQ group (init_process_group).
+func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starlark.Callable) error {
+	set := tgt.settings
+	links, _, err := neighborTables(tgt.file, p.topology, p.world, set.MeshShape, hook, loader.NewThread("init"))
 	if err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: script.Format(err), Err: err}
+		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: script.Format(err), Err: err}
 	}
 	icfg, err := ipcqConfig(set)
 	if err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+		return &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
 	}
-	g, err := m.Install(links, icfg)
-	if err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
+	if w.g, err = w.m.Install(links, icfg); err != nil {
+		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
 	}
-	b, err := newBench(p, m, count)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// run simulates to the end, converting a failed run into a Failure.
+func (w *world) run(tgt *target) error {
+	w.s.WaitWatchdog(sim.Time(tgt.settings.DeadlockTimeoutNs) * sim.Nanosecond)
+	if err := w.s.Run(); err != nil {
+		return simFailure(err, tgt.file)
 	}
-	stats := make([]tl.Stats, p.world)
-	finish := make([]sim.Time, p.world)
-	kernels := make([]*tl.Kernel, p.world)
-	for r := 0; r < p.world; r++ {
+	return nil
+}
+
+// spawn starts one process per rank running body; a body error stops the
+// simulation. It returns each rank's finish time (filled as they end).
+func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlark.Thread, p *sim.Proc) error) []sim.Time {
+	finish := make([]sim.Time, n)
+	for r := 0; r < n; r++ {
 		th := loader.NewThread(fmt.Sprintf("rank %d", r))
-		k := tl.New(&tl.Kernel{M: m, G: g, EP: g.EPs[r], PE: m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r]})
-		kernels[r] = k
-		th.SetLocal(kernelKey, k)
-		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
-		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
-		r := r
-		proc := s.Spawn(fmt.Sprintf("rank %d", r), func(proc *sim.Proc) {
-			k.Proc = proc
-			_, err := starlark.Call(th, kernel, args, kw)
-			k.Release()
-			finish[r] = s.Now()
+		proc := w.s.Spawn(fmt.Sprintf("rank %d", r), func(proc *sim.Proc) {
+			err := body(r, th, proc)
+			finish[r] = w.s.Now()
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
-				s.Stop(&rankError{rank: r, err: err})
+				w.s.Stop(&rankError{rank: r, err: err})
 			}
 		})
 		proc.Data = th
 	}
-	s.WaitWatchdog(sim.Time(set.DeadlockTimeoutNs) * sim.Nanosecond)
-	if err := s.Run(); err != nil {
-		return nil, simFailure(err, tgt.file)
-	}
-	res := &Result{Count: count, Bytes: count * int64(p.dt.Size()), DType: p.dt.String(), RedOp: p.red.String(), InPlace: p.opts.InPlace, Events: s.Events()}
+	return finish
+}
+
+// result fills the timing and bandwidth columns of a row.
+func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats) *Result {
+	res := &Result{Count: count, Bytes: count * int64(p.dt.Size()), DType: p.dt.String(), RedOp: p.red.String(), InPlace: p.opts.InPlace, Events: w.s.Events()}
 	var end sim.Time
 	for r := range finish {
 		end = max(end, finish[r])
@@ -518,10 +535,42 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		res.AlgBW = float64(res.Bytes) / end.Ns()
 	}
 	res.BusBW = res.AlgBW * p.coll.BusFactor(p.world)
-	res.LinkBW = linkBandwidth(m, g)
+	if w.g != nil {
+		res.LinkBW = linkBandwidth(w.m, w.g)
+	}
 	if res.LinkBW > 0 {
 		res.Eff = res.BusBW / res.LinkBW
 	}
+	return res
+}
+
+// runOnce simulates one size of the builtin collective bench.
+func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
+	w, err := newWorld(p, cfg, tgt.settings)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.install(p, tgt, loader, hook); err != nil {
+		return nil, err
+	}
+	b, err := newBench(p, w.m, count)
+	if err != nil {
+		return nil, err
+	}
+	stats := make([]tl.Stats, p.world)
+	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
+		k := tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc})
+		th.SetLocal(kernelKey, k)
+		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
+		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
+		_, err := starlark.Call(th, kernel, args, kw)
+		k.Release()
+		return err
+	})
+	if err := w.run(tgt); err != nil {
+		return nil, err
+	}
+	res := w.result(p, count, finish, stats)
 	if p.opts.Verify {
 		b.verify(res)
 	}

@@ -1,0 +1,120 @@
+package ccl
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+
+	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/host"
+	"kernbench/starlark/script"
+	"kernbench/starlark/tl"
+)
+
+// runHostBench runs a bench file's run_rank(rank, world_size, torch) once
+// per rank as concurrent simulated host processes, with the algorithm of
+// defaults.algorithm (or opts.Algorithm) behind torch.distributed.
+func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Config, cfgDir string, loader *script.Loader, opts Options) (*Report, error) {
+	name := cfg.Defaults.Algorithm
+	if opts.Algorithm != "" {
+		name = opts.Algorithm
+	}
+	tgt, err := resolveTarget(name, cfg, cfgDir, loader.Src)
+	if err != nil {
+		return nil, err
+	}
+	globals, err := loader.Load(tgt.file)
+	if err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1,
+			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.file, script.Format(err)), Err: err}
+	}
+	kernel, err := entryPoint(globals, tgt.file, "kernel")
+	if err != nil {
+		return nil, err
+	}
+	hook, _ := globals["neighbors"].(starlark.Callable)
+	p, err := makePlan(tgt, globals, hook != nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Algorithm: p.algoName, File: benchFile, Collective: p.coll.Name, Topology: p.topology,
+		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String()}
+	for _, count := range p.counts {
+		res, err := runHostOnce(p, cfg, tgt, loader, kernel, hook, runRank, count)
+		if err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, *res)
+	}
+	return rep, nil
+}
+
+func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, runRank starlark.Callable, count int64) (*Result, error) {
+	w, err := newWorld(p, cfg, tgt.settings)
+	if err != nil {
+		return nil, err
+	}
+	stats := make([]tl.Stats, p.world)
+	var wrong int64
+	var first *WrongElem
+	checks := 0
+	var initErr error
+	rt := &host.Runtime{
+		M: w.m, AlgoName: p.algoName, AlgoKernel: kernel, AlgoParams: p.params, RedOp: p.red, DataSpace: p.dataSpace,
+		ThreadKey: kernelKey,
+		Args: starlarkstruct.FromStringDict(starlark.String("args"), starlark.StringDict{
+			"count":      starlark.MakeInt64(count),
+			"bytes":      starlark.MakeInt64(count * int64(p.dt.Size())),
+			"dtype":      starlark.String(p.dt.String()),
+			"redop":      starlark.String(p.red.String()),
+			"seed":       starlark.MakeUint64(p.opts.Seed),
+			"in_place":   starlark.Bool(p.opts.InPlace),
+			"root":       starlark.MakeInt(p.opts.Root),
+			"collective": starlark.String(p.coll.Name),
+		}),
+		InitGroup: func(int) (*machine.Group, error) {
+			if w.g == nil && initErr == nil {
+				initErr = w.install(p, tgt, loader, hook)
+			}
+			return w.g, initErr
+		},
+		NewKernel: func(rank int, g *machine.Group, proc *sim.Proc) *tl.Kernel {
+			k := &tl.Kernel{M: w.m, G: g, PE: w.m.Ranks[rank], Rank: rank, World: p.world, RedOp: p.red, Stats: &stats[rank], Proc: proc}
+			if g != nil {
+				k.EP = g.EPs[rank]
+			}
+			return tl.New(k)
+		},
+		OnCheck: func(rank, n int, fw *host.Wrong) {
+			checks++
+			wrong += int64(n)
+			if fw != nil && first == nil {
+				first = &WrongElem{Rank: fw.Rank, Index: fw.Index, Got: fw.Got, Want: fw.Want}
+			}
+		},
+	}
+	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
+		torch := host.New(rt, r, p.world, proc)
+		_, err := starlark.Call(th, runRank, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(p.world), torch}, nil)
+		return err
+	})
+	if err := w.run(tgt); err != nil {
+		if initErr != nil {
+			if f, ok := initErr.(*Failure); ok {
+				return nil, f
+			}
+		}
+		return nil, err
+	}
+	res := w.result(p, count, finish, stats)
+	res.Wrong, res.FirstWrong = wrong, first
+	res.Verified = checks > 0 && wrong == 0
+	return res, nil
+}
+
+// BenchFile is the path of a named bench in benches/.
+func BenchFile(name string) string { return filepath.Join("benches", name+".star") }
