@@ -10,6 +10,13 @@ package dtype
 // Binary does not allocate; the dtype and op are switched on once per call.
 func Binary(op Op, d DType, dst, a, b []byte) {
 	checkOp(op)
+	sz := d.Size()
+	if sz == 0 {
+		panic(badDType(d))
+	}
+	n := len(dst) - len(dst)%sz
+	need("Binary", "a", a, n)
+	need("Binary", "b", b, n)
 	switch d {
 	case F32:
 		binF32(op, dst, a, b)
@@ -25,8 +32,6 @@ func Binary(op Op, d DType, dst, a, b []byte) {
 		binBF16(op, dst, a, b)
 	case U8:
 		binU8(op, dst, a, b)
-	default:
-		panic(badDType(d))
 	}
 }
 
@@ -57,7 +62,7 @@ func BinaryScalar(op Op, d DType, dst, a []byte, s float64, si int64, scalarLeft
 		copy(buf[n:], buf[:n])
 	}
 	n := len(dst) - len(dst)%sz
-	dst, a = dst[:n], a[:n]
+	need("BinaryScalar", "a", a, n)
 	for off := 0; off < n; off += scalarChunk {
 		end := min(off+scalarChunk, n)
 		c := buf[:end-off]
@@ -69,37 +74,36 @@ func BinaryScalar(op Op, d DType, dst, a []byte, s float64, si int64, scalarLeft
 	}
 }
 
-// The loops below re-slice a and b to the length of dst first, so that a
-// short operand fails before anything is written and the compiler knows the
-// three lengths are equal.
+// The loops below re-slice a and b to the length of dst (Binary checked
+// they are long enough), so the compiler knows the three lengths are equal.
 
 func binF32(op Op, dst, a, b []byte) {
 	n := len(dst) &^ 3
 	dst, a, b = dst[:n], a[:n], b[:n]
 	switch op {
 	case Add:
-		for i := 0; i < n; i += 4 {
-			stF32(dst[i:], ldF32(a[i:])+ldF32(b[i:]))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stF32(dst[i:i+4], ldF32(a[i:i+4])+ldF32(b[i:i+4]))
 		}
 	case Sub:
-		for i := 0; i < n; i += 4 {
-			stF32(dst[i:], ldF32(a[i:])-ldF32(b[i:]))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stF32(dst[i:i+4], ldF32(a[i:i+4])-ldF32(b[i:i+4]))
 		}
 	case Mul:
-		for i := 0; i < n; i += 4 {
-			stF32(dst[i:], ldF32(a[i:])*ldF32(b[i:]))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stF32(dst[i:i+4], ldF32(a[i:i+4])*ldF32(b[i:i+4]))
 		}
 	case Div:
-		for i := 0; i < n; i += 4 {
-			stF32(dst[i:], ldF32(a[i:])/ldF32(b[i:]))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stF32(dst[i:i+4], ldF32(a[i:i+4])/ldF32(b[i:i+4]))
 		}
 	case Max:
-		for i := 0; i < n; i += 4 {
-			stF32(dst[i:], max(ldF32(a[i:]), ldF32(b[i:])))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stF32(dst[i:i+4], max(ldF32(a[i:i+4]), ldF32(b[i:i+4])))
 		}
 	case Min:
-		for i := 0; i < n; i += 4 {
-			stF32(dst[i:], min(ldF32(a[i:]), ldF32(b[i:])))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stF32(dst[i:i+4], min(ldF32(a[i:i+4]), ldF32(b[i:i+4])))
 		}
 	}
 }
@@ -109,28 +113,28 @@ func binF64(op Op, dst, a, b []byte) {
 	dst, a, b = dst[:n], a[:n], b[:n]
 	switch op {
 	case Add:
-		for i := 0; i < n; i += 8 {
-			stF64(dst[i:], ldF64(a[i:])+ldF64(b[i:]))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stF64(dst[i:i+8], ldF64(a[i:i+8])+ldF64(b[i:i+8]))
 		}
 	case Sub:
-		for i := 0; i < n; i += 8 {
-			stF64(dst[i:], ldF64(a[i:])-ldF64(b[i:]))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stF64(dst[i:i+8], ldF64(a[i:i+8])-ldF64(b[i:i+8]))
 		}
 	case Mul:
-		for i := 0; i < n; i += 8 {
-			stF64(dst[i:], ldF64(a[i:])*ldF64(b[i:]))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stF64(dst[i:i+8], ldF64(a[i:i+8])*ldF64(b[i:i+8]))
 		}
 	case Div:
-		for i := 0; i < n; i += 8 {
-			stF64(dst[i:], ldF64(a[i:])/ldF64(b[i:]))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stF64(dst[i:i+8], ldF64(a[i:i+8])/ldF64(b[i:i+8]))
 		}
 	case Max:
-		for i := 0; i < n; i += 8 {
-			stF64(dst[i:], max(ldF64(a[i:]), ldF64(b[i:])))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stF64(dst[i:i+8], max(ldF64(a[i:i+8]), ldF64(b[i:i+8])))
 		}
 	case Min:
-		for i := 0; i < n; i += 8 {
-			stF64(dst[i:], min(ldF64(a[i:]), ldF64(b[i:])))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stF64(dst[i:i+8], min(ldF64(a[i:i+8]), ldF64(b[i:i+8])))
 		}
 	}
 }
@@ -140,33 +144,33 @@ func binI32(op Op, dst, a, b []byte) {
 	dst, a, b = dst[:n], a[:n], b[:n]
 	switch op {
 	case Add:
-		for i := 0; i < n; i += 4 {
-			stI32(dst[i:], ldI32(a[i:])+ldI32(b[i:]))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stI32(dst[i:i+4], ldI32(a[i:i+4])+ldI32(b[i:i+4]))
 		}
 	case Sub:
-		for i := 0; i < n; i += 4 {
-			stI32(dst[i:], ldI32(a[i:])-ldI32(b[i:]))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stI32(dst[i:i+4], ldI32(a[i:i+4])-ldI32(b[i:i+4]))
 		}
 	case Mul:
-		for i := 0; i < n; i += 4 {
-			stI32(dst[i:], ldI32(a[i:])*ldI32(b[i:]))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stI32(dst[i:i+4], ldI32(a[i:i+4])*ldI32(b[i:i+4]))
 		}
 	case Div:
-		for i := 0; i < n; i += 4 {
-			x, y := ldI32(a[i:]), ldI32(b[i:])
+		for i := 0; i+4 <= len(dst); i += 4 {
+			x, y := ldI32(a[i:i+4]), ldI32(b[i:i+4])
 			var q int32 // x/0 = 0; MinInt32/-1 wraps to MinInt32 (Go defines it)
 			if y != 0 {
 				q = x / y
 			}
-			stI32(dst[i:], q)
+			stI32(dst[i:i+4], q)
 		}
 	case Max:
-		for i := 0; i < n; i += 4 {
-			stI32(dst[i:], max(ldI32(a[i:]), ldI32(b[i:])))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stI32(dst[i:i+4], max(ldI32(a[i:i+4]), ldI32(b[i:i+4])))
 		}
 	case Min:
-		for i := 0; i < n; i += 4 {
-			stI32(dst[i:], min(ldI32(a[i:]), ldI32(b[i:])))
+		for i := 0; i+4 <= len(dst); i += 4 {
+			stI32(dst[i:i+4], min(ldI32(a[i:i+4]), ldI32(b[i:i+4])))
 		}
 	}
 }
@@ -176,33 +180,33 @@ func binI64(op Op, dst, a, b []byte) {
 	dst, a, b = dst[:n], a[:n], b[:n]
 	switch op {
 	case Add:
-		for i := 0; i < n; i += 8 {
-			stI64(dst[i:], ldI64(a[i:])+ldI64(b[i:]))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stI64(dst[i:i+8], ldI64(a[i:i+8])+ldI64(b[i:i+8]))
 		}
 	case Sub:
-		for i := 0; i < n; i += 8 {
-			stI64(dst[i:], ldI64(a[i:])-ldI64(b[i:]))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stI64(dst[i:i+8], ldI64(a[i:i+8])-ldI64(b[i:i+8]))
 		}
 	case Mul:
-		for i := 0; i < n; i += 8 {
-			stI64(dst[i:], ldI64(a[i:])*ldI64(b[i:]))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stI64(dst[i:i+8], ldI64(a[i:i+8])*ldI64(b[i:i+8]))
 		}
 	case Div:
-		for i := 0; i < n; i += 8 {
-			x, y := ldI64(a[i:]), ldI64(b[i:])
+		for i := 0; i+8 <= len(dst); i += 8 {
+			x, y := ldI64(a[i:i+8]), ldI64(b[i:i+8])
 			var q int64
 			if y != 0 {
 				q = x / y
 			}
-			stI64(dst[i:], q)
+			stI64(dst[i:i+8], q)
 		}
 	case Max:
-		for i := 0; i < n; i += 8 {
-			stI64(dst[i:], max(ldI64(a[i:]), ldI64(b[i:])))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stI64(dst[i:i+8], max(ldI64(a[i:i+8]), ldI64(b[i:i+8])))
 		}
 	case Min:
-		for i := 0; i < n; i += 8 {
-			stI64(dst[i:], min(ldI64(a[i:]), ldI64(b[i:])))
+		for i := 0; i+8 <= len(dst); i += 8 {
+			stI64(dst[i:i+8], min(ldI64(a[i:i+8]), ldI64(b[i:i+8])))
 		}
 	}
 }
@@ -263,15 +267,15 @@ func opF32(op Op, x, y float32) float32 {
 func binF16(op Op, dst, a, b []byte) {
 	n := len(dst) &^ 1
 	dst, a, b = dst[:n], a[:n], b[:n]
-	for i := 0; i < n; i += 2 {
-		stF16(dst[i:], opF32(op, ldF16(a[i:]), ldF16(b[i:])))
+	for i := 0; i+2 <= len(dst); i += 2 {
+		stF16(dst[i:i+2], opF32(op, ldF16(a[i:i+2]), ldF16(b[i:i+2])))
 	}
 }
 
 func binBF16(op Op, dst, a, b []byte) {
 	n := len(dst) &^ 1
 	dst, a, b = dst[:n], a[:n], b[:n]
-	for i := 0; i < n; i += 2 {
-		stBF16(dst[i:], opF32(op, ldBF16(a[i:]), ldBF16(b[i:])))
+	for i := 0; i+2 <= len(dst); i += 2 {
+		stBF16(dst[i:i+2], opF32(op, ldBF16(a[i:i+2]), ldBF16(b[i:i+2])))
 	}
 }

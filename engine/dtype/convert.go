@@ -17,6 +17,7 @@ func Convert(dst []byte, dd DType, src []byte, sd DType) {
 		panic(badDType(sd))
 	}
 	n := len(dst) / dsz
+	need("Convert", "src", src, n*ssz)
 	src = src[:n*ssz]
 	if dd == sd {
 		copy(dst, src)
@@ -26,32 +27,32 @@ func Convert(dst []byte, dd DType, src []byte, sd DType) {
 	switch {
 	case sd == F32 && dd == F64:
 		for i := range n {
-			stF64(dst[8*i:], float64(ldF32(src[4*i:])))
+			stF64(dst[8*i:8*i+8], float64(ldF32(src[4*i:4*i+4])))
 		}
 		return
 	case sd == F64 && dd == F32:
 		for i := range n {
-			stF32(dst[4*i:], float32(ldF64(src[8*i:])))
+			stF32(dst[4*i:4*i+4], float32(ldF64(src[8*i:8*i+8])))
 		}
 		return
 	case sd == F32 && dd == F16:
 		for i := range n {
-			stF16(dst[2*i:], ldF32(src[4*i:]))
+			stF16(dst[2*i:2*i+2], ldF32(src[4*i:4*i+4]))
 		}
 		return
 	case sd == F32 && dd == BF16:
 		for i := range n {
-			stBF16(dst[2*i:], ldF32(src[4*i:]))
+			stBF16(dst[2*i:2*i+2], ldF32(src[4*i:4*i+4]))
 		}
 		return
 	case sd == F16 && dd == F32:
 		for i := range n {
-			stF32(dst[4*i:], ldF16(src[2*i:]))
+			stF32(dst[4*i:4*i+4], ldF16(src[2*i:2*i+2]))
 		}
 		return
 	case sd == BF16 && dd == F32:
 		for i := range n {
-			stF32(dst[4*i:], ldBF16(src[2*i:]))
+			stF32(dst[4*i:4*i+4], ldBF16(src[2*i:2*i+2]))
 		}
 		return
 	}

@@ -174,3 +174,11 @@ func checkOp(op Op) {
 		panic(fmt.Sprintf("internal error: dtype: invalid %v", op))
 	}
 }
+
+// need panics unless b holds at least n bytes. Re-slicing b[:n] alone would
+// not catch a short slice that has spare capacity.
+func need(fn, what string, b []byte, n int) {
+	if len(b) < n {
+		panic(fmt.Sprintf("internal error: dtype.%s: %s has %d bytes, want at least %d", fn, what, len(b), n))
+	}
+}

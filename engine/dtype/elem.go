@@ -84,8 +84,6 @@ func i64Odd(v int64) float32 {
 	return f
 }
 
-func f16FromF64(v float64) float32 { return float16.Fromfloat32(f32Odd(v)).Float32() }
-
 // Float-to-integer conversions: truncate toward zero, saturate, NaN → 0.
 
 func satI64(v float64) int64 {

@@ -1,6 +1,7 @@
 package dtype
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 )
@@ -13,6 +14,7 @@ import (
 // are compensated (Neumaier summation, FMA-based products), so the result is
 // in practice the correctly rounded exact value. Avg divides the sum by the
 // rank count. Max and Min propagate NaN.
+//
 // Integers are reduced in int64 with wrapping, which equals wrapping at the
 // dtype width for sum, prod, max and min; Avg wraps the sum to the dtype
 // width first and then divides by the rank count, truncating toward zero, as
@@ -31,7 +33,7 @@ func Reduce(r RedOp, d DType, dst []byte, inputs [][]byte) {
 	}
 	n := len(dst) / sz
 	for _, in := range inputs {
-		_ = in[:n*sz] // fail before writing anything
+		need("Reduce", "an input", in, n*sz)
 	}
 	if d.IsFloat() {
 		for i := range n {
@@ -86,8 +88,8 @@ func Reduce(r RedOp, d DType, dst []byte, inputs [][]byte) {
 // rounding error as large as the simulated result's own, and Tolerance is
 // meant to bound the latter.
 func sumAt(d DType, inputs [][]byte, i int) float64 {
-	s, c := 0.0, 0.0
-	for _, in := range inputs {
+	s, c := Get(d, inputs[0], i), 0.0
+	for _, in := range inputs[1:] {
 		x := Get(d, in, i)
 		t := s + x
 		if math.Abs(s) >= math.Abs(x) {
@@ -97,8 +99,8 @@ func sumAt(d DType, inputs [][]byte, i int) float64 {
 		}
 		s = t
 	}
-	if math.IsInf(s, 0) || math.IsNaN(s) {
-		return s // the compensation would turn ±Inf into NaN
+	if c == 0 || math.IsInf(s, 0) || math.IsNaN(s) {
+		return s // keeps -0, and ±Inf (which the compensation would turn into NaN)
 	}
 	return s + c
 }
@@ -107,15 +109,15 @@ func sumAt(d DType, inputs [][]byte, i int) float64 {
 // error of each float64 multiplication (exact with FMA) along, for the same
 // reason as sumAt.
 func prodAt(d DType, inputs [][]byte, i int) float64 {
-	h, l := 1.0, 0.0
-	for _, in := range inputs {
+	h, l := Get(d, inputs[0], i), 0.0
+	for _, in := range inputs[1:] {
 		x := Get(d, in, i)
 		t := h * x
 		l = l*x + math.FMA(h, x, -t)
 		h = t
 	}
-	if math.IsInf(h, 0) || math.IsNaN(h) || math.IsNaN(l) {
-		return h
+	if l == 0 || math.IsInf(h, 0) || math.IsNaN(h) || math.IsNaN(l) {
+		return h // keeps -0 and infinities
 	}
 	return h + l
 }
@@ -135,27 +137,36 @@ func wrapInt(d DType, v int64) int64 {
 // got counts as equal to the reference want: |got-want| <= abs + rel·|want|.
 // See CountWrong for NaN and infinities.
 //
-// Integers are exact: (0, 0). Max and Min never round: (0, 0). For Sum, Avg
-// and Prod over p ranks, the simulated algorithm accumulates in the dtype,
-// pairwise, in an order of its choosing; with u = 2^-p the unit roundoff of
-// d (p = 24, 11, 8, 53 for f32, f16, bf16, f64) the bounds are
+// Integers are exact: (0, 0), for every reduction (wrapping sums and
+// products do not depend on the order). Max and Min never round: (0, 0).
+// For Sum, Avg and Prod over p ranks the simulated algorithm accumulates in
+// the dtype, pairwise, in an order of its choosing (ring, tree, ...). With u
+// the unit roundoff of d (2^-11 f16, 2^-8 bf16, 2^-24 f32, 2^-53 f64):
 //
-//	Sum:  abs = 2·u·ranks           rel = u·(2 + sqrt(ranks))
-//	Avg:  abs = 2·u                 rel = u·(3 + sqrt(ranks))
-//	Prod: abs = ranks·tiny          rel = 2·u·ranks
+//	Sum:  abs = 3·u·p   rel = u·(2 + 2·sqrt(p))
+//	Avg:  abs = 4·u     rel = u·(3 + 2·sqrt(p))
+//	Prod: abs = p·tiny  rel = 2·u·p
 //
 // where tiny is the smallest positive subnormal of d. The absolute terms
-// assume inputs of magnitude at most about 1, as Fill produces: the rounding
-// error of a sum with cancellation scales with the magnitude of the inputs,
-// not of the result. Sum's bound is about eight standard deviations of the
-// accumulated rounding error of a sequential (ring) sum of values uniform in
-// [-1, 1), and at least twice the largest error seen in the package's tests
-// over tree, ring and random orders; Avg's also covers dividing by the rank
-// count at the end or multiplying every input by 1/ranks first. Prod's
-// relative term is twice the rigorous first-order bound (ranks-1)·u; its
-// absolute term absorbs gradual underflow. For f64 the reference itself is
-// rounded in float64, which the same bounds cover.
+// assume inputs of magnitude at most about 1, as Fill produces: with
+// cancellation, the rounding error of a sum scales with the inputs, not with
+// the result. The sum bounds follow the statistics of accumulated rounding
+// (the error of a p-term sum of values in [-1, 1) grows like u·p in absolute
+// terms, that of same-signed values like u·sqrt(p) relative to the result);
+// the constants are at least twice the largest error seen in this package's
+// tests (ring, reversed, balanced-tree and random-tree orders; symmetric and
+// same-signed data; up to 64 ranks). Avg also allows dividing the sum by p,
+// multiplying it by 1/p, or scaling every input by 1/p before summing.
+// Prod's relative term is twice the first-order worst case (p-1)·u; its
+// absolute term absorbs gradual underflow.
+//
+// Fill data makes every sum of up to 64 ranks exact in any order, so Sum
+// results on Fill data are in practice bit-exact; the bounds matter for
+// Avg, Prod and other data. A rank count below 1 counts as 1.
 func Tolerance(d DType, r RedOp, ranks int) (abs, rel float64) {
+	if !r.Valid() {
+		panic(fmt.Sprintf("internal error: dtype: Tolerance with invalid %v", r))
+	}
 	if !d.IsFloat() {
 		return 0, 0
 	}
@@ -207,17 +218,32 @@ func CountWrong(d DType, r RedOp, ranks int, got, want []byte) (wrong int, first
 	}
 	if !d.IsFloat() {
 		for i := range m {
-			if !bytesEqual(got[i*sz:(i+1)*sz], want[i*sz:(i+1)*sz]) {
+			if !bytes.Equal(got[i*sz:(i+1)*sz], want[i*sz:(i+1)*sz]) {
 				note(i)
 			}
 		}
 	} else {
 		abs, rel := Tolerance(d, r, ranks)
-		for i := range m {
-			// Get is exact for floats; the dtype switch inside it is
-			// predictable and this is not the hot path.
-			if !floatClose(Get(d, got, i), Get(d, want, i), abs, rel) {
-				note(i)
+		switch d {
+		case F32:
+			for i := range m {
+				g, w := ldF32(got[4*i:4*i+4]), ldF32(want[4*i:4*i+4])
+				if g != w && !floatClose(float64(g), float64(w), abs, rel) {
+					note(i)
+				}
+			}
+		case F64:
+			for i := range m {
+				g, w := ldF64(got[8*i:8*i+8]), ldF64(want[8*i:8*i+8])
+				if g != w && !floatClose(g, w, abs, rel) {
+					note(i)
+				}
+			}
+		default:
+			for i := range m {
+				if !floatClose(Get(d, got, i), Get(d, want, i), abs, rel) {
+					note(i)
+				}
 			}
 		}
 	}
@@ -227,15 +253,8 @@ func CountWrong(d DType, r RedOp, ranks int, got, want []byte) (wrong int, first
 	return wrong, first
 }
 
-func bytesEqual(a, b []byte) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
+// floatClose reports whether g is within tolerance of w. The loops test
+// g != w first: floatClose is too large to inline, and most elements match.
 func floatClose(g, w, abs, rel float64) bool {
 	switch {
 	case g == w:

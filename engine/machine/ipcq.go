@@ -77,6 +77,8 @@ type QueuePair struct {
 	flushWaiter *sim.Proc
 
 	SendWait, RecvWait, FlushWait WaitInfo
+
+	freeMsgs []*Message // delivered messages, reused by Send
 }
 
 // Peer returns the peer's queue pair for the reverse direction.
@@ -270,24 +272,31 @@ type Message struct {
 // Send implements tl.send on p for rank's queue pair q [model.md §4]. It
 // blocks while the peer's ring is full, queues the DMA on vc_comm, and
 // returns after ipcq_overhead_ns.
-func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (*Message, error) {
+func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error {
 	if src.N > g.Cfg.SlotSize {
-		return nil, &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
+		return &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
 	}
 	n := uint64(g.Cfg.NSlots)
 	if err := g.wait(p, func() bool { return q.MyHead-q.PeerTailCache < n }, &q.sendWaiter, &q.SendWait); err != nil {
-		return nil, err
+		return err
 	}
 	slot := int(q.MyHead % n)
 	meta.Seq = q.MyHead
 	meta.NBytes = src.N
 	peer := q.peer
-	msg := &Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot}
+	var msg *Message
+	if n := len(q.freeMsgs); n > 0 {
+		msg = q.freeMsgs[n-1]
+		q.freeMsgs = q.freeMsgs[:n-1]
+	} else {
+		msg = &Message{}
+	}
+	*msg = Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot}
 	msg.Xfer = Transfer{Path: g.M.MemToMem(src.Mem, peer.Rx.Mem), N: src.N, VC: VCComm, Owner: msg}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
 	q.MyHead++
 	q.InFlight++
-	return msg, p.Sleep(g.Cfg.Overhead)
+	return p.Sleep(g.Cfg.Overhead)
 }
 
 // Complete is the DMA completion of a message: in one step [I6] the bytes
@@ -324,6 +333,8 @@ func (msg *Message) Complete(*Transfer) {
 			w.Wake()
 		}
 	}
+	// The message is done: observers have seen it, nobody else holds it.
+	q.freeMsgs = append(q.freeMsgs, msg)
 }
 
 // Received is the result of a recv: the slot (or dst after copy_to_dst).

@@ -63,6 +63,15 @@ type Machine struct {
 	pcieUp   []*Resource   // per SIP
 	pcieDown []*Resource
 	links    []*Resource // every link and port, in creation order (reports)
+
+	// paths caches routes by (kind, from, to) so the hot path allocates
+	// nothing; routes never change after New.
+	paths map[pathKey]Path
+}
+
+type pathKey struct {
+	kind     uint8 // 0 mem->mem, 1 mem->pe, 2 pe->mem, 3 pe->pe
+	from, to int
 }
 
 // New builds the machine hierarchy and its resources.
@@ -82,7 +91,7 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 			return nil, fmt.Errorf("machine: %s bandwidth must be > 0", lp.name)
 		}
 	}
-	m := &Machine{Sim: s, Params: p}
+	m := &Machine{Sim: s, Params: p, paths: map[pathKey]Path{}}
 	nCubes := p.Sips * p.CubesPerSip
 	res := func(name, kind string, lp LinkParams) *Resource {
 		r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency}
@@ -202,21 +211,37 @@ func (m *Machine) route(p Path, a, b location) Path {
 // MemToMem is the path of a DMA from src to dst memory: source port, links,
 // destination port.
 func (m *Machine) MemToMem(src, dst *Memory) Path {
+	k := pathKey{0, src.ID, dst.ID}
+	if p, ok := m.paths[k]; ok {
+		return p
+	}
 	p := Path{src.Port}
 	p = m.route(p, m.memLocation(src), m.memLocation(dst))
-	return append(p, dst.Port)
+	p = append(p, dst.Port)
+	m.paths[k] = p
+	return p
 }
 
 // MemToPE is the path of a load from mem into pe.
 func (m *Machine) MemToPE(mem *Memory, pe *PE) Path {
-	p := Path{mem.Port}
-	return m.route(p, m.memLocation(mem), location{pe: pe, cube: pe.Cube})
+	k := pathKey{1, mem.ID, pe.ID}
+	if p, ok := m.paths[k]; ok {
+		return p
+	}
+	p := m.route(Path{mem.Port}, m.memLocation(mem), location{pe: pe, cube: pe.Cube})
+	m.paths[k] = p
+	return p
 }
 
 // PEToMem is the path of a store from pe into mem.
 func (m *Machine) PEToMem(pe *PE, mem *Memory) Path {
-	p := m.route(nil, location{pe: pe, cube: pe.Cube}, m.memLocation(mem))
-	return append(p, mem.Port)
+	k := pathKey{2, pe.ID, mem.ID}
+	if p, ok := m.paths[k]; ok {
+		return p
+	}
+	p := append(m.route(nil, location{pe: pe, cube: pe.Cube}, m.memLocation(mem)), mem.Port)
+	m.paths[k] = p
+	return p
 }
 
 // PEToPE is the link path between two PEs (no memory ports): the credit

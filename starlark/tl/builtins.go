@@ -364,8 +364,7 @@ func builtinSend(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starla
 		return nil, err
 	}
 	k.Stats.Send++
-	_, err = g.Send(k.Proc, q, reg, machine.MsgMeta{DType: uint8(src.DT), Count: count})
-	return starlark.None, err
+	return starlark.None, g.Send(k.Proc, q, reg, machine.MsgMeta{DType: uint8(src.DT), Count: count})
 }
 
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
@@ -491,7 +490,7 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	if err := k.checkSlot(src, "copy src"); err != nil {
 		return nil, err
 	}
-	return &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg)}, nil
+	return &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: src}, nil
 }
 
 func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
@@ -515,10 +514,14 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 			return nil, err
 		}
 		h.value = starlark.None
-		if h.kind == "fetch" {
-			if err := k.checkSlot(h.src, "fetch"); err != nil {
+		// A slot read must still hold the message it was received as when
+		// the read completes (the source is read at completion).
+		if h.src != nil {
+			if err := k.checkSlot(h.src, h.kind+" src"); err != nil {
 				return nil, err
 			}
+		}
+		if h.kind == "fetch" {
 			h.value = &Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, k: k}
 		}
 	}
