@@ -41,6 +41,8 @@ type PE struct {
 	NocUp, NocDown       *Resource
 	Math                 *Resource
 	dma                  *dmaEngine
+
+	tcmPath, tcmCopyPath, mathPath Path // direct-access paths, built once
 }
 
 func (p *PE) String() string { return fmt.Sprintf("pe %d (%d.%d.%d)", p.ID, p.Sip, p.Cube, p.Local) }
@@ -129,6 +131,9 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 		pe.NocDown = res(fmt.Sprintf("pe_noc c%d->pe%d", cube, i), "pe_noc", p.PeNoc)
 		pe.Math = res(fmt.Sprintf("math pe%d", i), "math", p.Math)
 		pe.dma = newDMAEngine(s, p.VCWeightCompute, p.VCWeightComm)
+		pe.tcmPath = Path{pe.TCM.Port}
+		pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
+		pe.mathPath = Path{pe.Math}
 		m.PEs = append(m.PEs, pe)
 	}
 	return m, nil

@@ -34,8 +34,10 @@ type MemOp struct {
 	Done     bool
 	Xfer     Transfer
 
-	m      *Machine
-	waiter *sim.Proc
+	m       *Machine
+	waiter  *sim.Proc
+	direct  bool
+	startAt sim.Time
 	// OnDone, when set, runs in the event loop right after the data effect
 	// (the op_log and IPCQ copy_to_dst credit return hook in here).
 	OnDone func(op *MemOp)
@@ -77,9 +79,27 @@ func (op *MemOp) Wait(p *sim.Proc) error {
 
 func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	op.m = m
+	op.direct = direct
 	op.Xfer = Transfer{Path: path, N: n, VC: VCCompute, Owner: op}
+	if op.startAt > m.Sim.Now() {
+		m.Sim.At(op.startAt, op)
+		return op
+	}
 	m.Submit(op.PE, &op.Xfer, direct)
 	return op
+}
+
+// Fire issues a deferred operation at its start time.
+func (op *MemOp) Fire() { op.m.Submit(op.PE, &op.Xfer, op.direct) }
+
+// StoreAt is Store issued at time at (>= now) without blocking the caller:
+// a tile's math finishes at at, and the store follows it.
+func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
+	op := &MemOp{Kind: OpStore, PE: pe, Dst: dst, Data: data, startAt: at}
+	if dst.Mem == pe.TCM {
+		return m.issue(op, pe.tcmPath, dst.N, true)
+	}
+	return m.issue(op, m.PEToMem(pe, dst.Mem), dst.N, false)
 }
 
 // Fetch loads src into pe. Own TCM is read directly; anything else goes
@@ -87,7 +107,7 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
 	op := &MemOp{Kind: OpFetch, PE: pe, Src: src}
 	if src.Mem == pe.TCM {
-		return m.issue(op, Path{pe.TCM.Port}, src.N, true)
+		return m.issue(op, pe.tcmPath, src.N, true)
 	}
 	return m.issue(op, m.MemToPE(src.Mem, pe), src.N, false)
 }
@@ -96,7 +116,7 @@ func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
 func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
 	op := &MemOp{Kind: OpStore, PE: pe, Dst: dst, Data: data}
 	if dst.Mem == pe.TCM {
-		return m.issue(op, Path{pe.TCM.Port}, dst.N, true)
+		return m.issue(op, pe.tcmPath, dst.N, true)
 	}
 	return m.issue(op, m.PEToMem(pe, dst.Mem), dst.N, false)
 }
@@ -106,7 +126,7 @@ func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
 func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
 	op := &MemOp{Kind: OpCopy, PE: pe, Src: src, Dst: dst}
 	if src.Mem == pe.TCM && dst.Mem == pe.TCM {
-		return m.issue(op, Path{pe.TCM.Port, pe.TCM.Port}, src.N, true)
+		return m.issue(op, pe.tcmCopyPath, src.N, true)
 	}
 	return m.issue(op, m.MemToMem(src.Mem, dst.Mem), src.N, false)
 }
@@ -115,5 +135,5 @@ func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
 // whose operands are ready at t, and returns when the result is ready.
 func (m *Machine) MathReady(pe *PE, t sim.Time, n int64) sim.Time {
 	now := m.Sim.Now()
-	return Path{pe.Math}.book(now, max(t, now), n, nil)
+	return pe.mathPath.book(now, max(t, now), n, nil)
 }

@@ -19,10 +19,10 @@ type Resource struct {
 	Kind       string // pe_noc, ucie, pcie, tcm, sram, hbm, math
 	BytesPerUs int64  // bandwidth in bytes per microsecond (GB/s × 1000)
 	Latency    sim.Time
-	// holds lists, per source that booked the resource recently, the time up
-	// to which that source holds it. A DMA engine never waits for its own
-	// earlier bookings: its virtual-channel arbiter already paced them, and
-	// the time-shared injection keeps their sum within the bandwidth.
+	// holds are the bookings that have not ended yet. A DMA engine never
+	// waits for its own earlier bookings: its virtual-channel arbiter already
+	// paced them, and the time-shared injection keeps their sum within the
+	// bandwidth.
 	holds []hold
 
 	// Statistics for reports and the trace.
@@ -88,36 +88,39 @@ func (p Path) Service(n int64) sim.Time {
 }
 
 type hold struct {
-	source *dmaEngine // nil: direct PE access and math
-	until  sim.Time
+	source       *dmaEngine // nil: direct PE access and math
+	start, until sim.Time
 }
 
-// free is the earliest time source may start on r at or after t; it drops
-// holds that ended by now (no later booking can start before now).
-func (r *Resource) free(source *dmaEngine, t, now sim.Time) sim.Time {
+// free is the earliest time at or after t when source can hold r for d
+// without overlapping another source's booking. Bookings are served in
+// time order, so a transfer may use an idle gap before a booking made
+// earlier for a later time (what chunk-by-chunk service would do). Holds
+// that ended by now are dropped: no booking can start before now.
+func (r *Resource) free(source *dmaEngine, t, d, now sim.Time) sim.Time {
 	k := 0
 	for _, h := range r.holds {
-		if h.until <= now {
-			continue
-		}
-		r.holds[k] = h
-		k++
-		if h.source != source || source == nil {
-			t = max(t, h.until)
+		if h.until > now {
+			r.holds[k] = h
+			k++
 		}
 	}
 	r.holds = r.holds[:k]
+	for moved := true; moved; {
+		moved = false
+		for _, h := range r.holds {
+			if (h.source != source || source == nil) && h.start < t+max(d, 1) && t < h.until {
+				t, moved = h.until, true
+			}
+		}
+	}
 	return t
 }
 
-func (r *Resource) hold(source *dmaEngine, until sim.Time) {
-	for i := range r.holds {
-		if r.holds[i].source == source {
-			r.holds[i].until = max(r.holds[i].until, until)
-			return
-		}
+func (r *Resource) hold(source *dmaEngine, start, until sim.Time) {
+	if until > start {
+		r.holds = append(r.holds, hold{source, start, until})
 	}
-	r.holds = append(r.holds, hold{source, until})
 }
 
 // book reserves the path for n bytes whose head enters at t (>= now) on
@@ -126,10 +129,10 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine) sim.Time {
 	head := t   // when the head reaches resource i
 	lastIn := t // when the last byte reaches resource i from upstream
 	for _, r := range p {
-		start := r.free(source, head, now)
 		d := r.Xfer(n)
+		start := r.free(source, head, d, now)
 		end := max(start+d, lastIn)
-		r.hold(source, start+d)
+		r.hold(source, start, start+d)
 		r.Bytes += n
 		r.BusyTime += d
 		head = start + r.Latency

@@ -183,8 +183,10 @@ func (s *Sim) Err() error { return s.stopErr }
 // Run fires events until none remain or the run is stopped. It returns the
 // stop error, a *WatchdogError, or a *StallError when processes are still
 // blocked with nothing left that could wake them.
+//
+// Blocked processes stay suspended so that their state (what they wait for,
+// their script position) can be reported; call Close when done.
 func (s *Sim) Run() error {
-	defer s.closeProcs()
 	for len(s.events) > 0 && s.stopErr == nil {
 		if s.MaxTime > 0 && s.events[0].at > s.MaxTime {
 			s.now = s.MaxTime
@@ -205,8 +207,9 @@ func (s *Sim) Run() error {
 	return nil
 }
 
-// closeProcs unwinds coroutines that never finished so no goroutine leaks.
-func (s *Sim) closeProcs() {
+// Close unwinds coroutines that never finished so no goroutine leaks. Their
+// blocking calls return ErrKilled.
+func (s *Sim) Close() {
 	for _, p := range s.procs {
 		if !p.done && p.stop != nil {
 			p.killed = true

@@ -138,11 +138,13 @@ func simFailure(err error, file string) error {
 			f.Kind = ie.Kind
 		case strings.Contains(err.Error(), "too many steps"):
 			f.Code, f.Kind = ExitDeadlock, "StepLimit"
-			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
 		}
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
 			f.Msg = fmt.Sprintf("rank %d: %s", re.rank, ee.Msg)
+		}
+		if f.Kind == "StepLimit" {
+			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
 		}
 	}
 	if len(blocked) > 0 {

@@ -13,7 +13,7 @@ func BenchmarkRingAllreduce64(b *testing.B) {
 	for b.Loop() {
 		rep, err := Run("ring_allreduce", Options{
 			Embedded: kernbench.Files, WorldSize: 64, Sets: []string{"system.sips=2"},
-			Counts: []int64{1 << 18},
+			Counts: []int64{1 << 16},
 		})
 		if err != nil {
 			b.Fatal(err)

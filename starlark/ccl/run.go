@@ -494,6 +494,7 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 // run simulates to the end, converting a failed run into a Failure.
 func (w *world) run(tgt *target) error {
 	w.s.WaitWatchdog(sim.Time(tgt.settings.DeadlockTimeoutNs) * sim.Nanosecond)
+	defer w.s.Close()
 	if err := w.s.Run(); err != nil {
 		return simFailure(err, tgt.file)
 	}

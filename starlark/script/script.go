@@ -198,9 +198,18 @@ func hasLoadAttr(src []byte, pos syntax.Position) bool {
 	if int(pos.Line) < 1 || int(pos.Line) > len(lines) {
 		return false
 	}
+	// The parser reports the column just after the keyword: look back for
+	// ". load" (spaces allowed) ending there.
 	line := lines[pos.Line-1]
 	c := int(pos.Col) - 1
-	return c >= 1 && c <= len(line) && line[c-1] == '.' && strings.HasPrefix(line[c:], "load")
+	if c < 0 || c > len(line) {
+		return false
+	}
+	before := strings.TrimRight(line[:c], " \t")
+	if !strings.HasSuffix(before, "load") {
+		return false
+	}
+	return strings.HasSuffix(strings.TrimRight(strings.TrimSuffix(before, "load"), " \t"), ".")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -461,11 +461,10 @@ func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
 	if p.Count != t.Count {
 		return nil, errorf("OutOfBounds", "%s: rank %d: tile has %d elements, ptr has %d", fn, k.Rank, t.Count, p.Count)
 	}
-	if err := k.sleepUntil(t.Ready); err != nil {
-		return nil, err
-	}
+	// The store starts when the tile's math is done; the caller does not
+	// wait for that (store_async) unless it waits for the handle.
 	k.Stats.Store++
-	return &handle{kind: "store", op: k.M.Store(k.PE, p.Reg, t.Data)}, nil
+	return &handle{kind: "store", op: k.M.StoreAt(k.PE, p.Reg, t.Data, t.Ready)}, nil
 }
 
 func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {

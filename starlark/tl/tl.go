@@ -144,11 +144,3 @@ func (k *Kernel) mathReady(t sim.Time, n int64) sim.Time {
 	k.Stats.Math++
 	return k.M.MathReady(k.PE, t, n)
 }
-
-// sleepUntil advances the kernel's process to t (no-op if t <= now).
-func (k *Kernel) sleepUntil(t sim.Time) error {
-	if d := t - k.M.Sim.Now(); d > 0 {
-		return k.Proc.Sleep(d)
-	}
-	return nil
-}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the test binary double as the kernbench command: testscript
+// puts a "kernbench" executable on the scripts' $PATH that re-runs this
+// binary, which then calls Main instead of the tests.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"kernbench": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the CLI acceptance scenarios in testdata/script/*.txtar,
+// one scenario per file. Besides testscript's builtins they may use
+//
+//	kbexit N ARGS...
+//
+// which runs `kernbench ARGS...` and fails unless it exits with status N
+// exactly (the documented codes: 0 ok, 1 wrong result, 2 usage/config/load
+// error, 3 deadlock/watchdog/step limit, 4 runtime error). Its stdout and
+// stderr are checked by the following stdout/stderr lines as for exec.
+//
+// kbexit runs kernbench as a subprocess in the script's working directory
+// rather than calling Main in this process: Main resolves FILE.star,
+// --config and ./ccl.yaml against the process working directory, and the
+// scripts run in parallel, each in its own $WORK.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"kbexit": kbexit},
+	})
+}
+
+func kbexit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! kbexit (kbexit already checks the exact status)")
+	}
+	if len(args) < 1 {
+		ts.Fatalf("usage: kbexit STATUS [kernbench args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("kbexit: status %q is not an integer", args[0])
+	}
+	err = ts.Exec("kernbench", args[1:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	default:
+		ts.Fatalf("kbexit: running kernbench: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("kernbench %q exited with status %d, want %d", args[1:], got, want)
+	}
+}
