@@ -85,7 +85,6 @@ func TestRingAllreduceDTypesAndRedOps(t *testing.T) {
 // never faster than sleeping: a polling rank wakes on the next multiple of
 // poll_interval_ns instead of exactly when the pointer it waits on moves.
 // A coarse 1 µs interval must cost at least one interval.
-
 func TestRingAllreduceBackpressure(t *testing.T) {
 	for _, world := range []int{2, 4, 5, 8} {
 		for _, count := range []int64{1, 999, 4096} {
