@@ -160,6 +160,9 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 	if cfg.NSlots < 1 || cfg.SlotSize < 1 {
 		return nil, &InitError{fmt.Sprintf("ipcq: n_slots and slot_size must be >= 1 (got %d, %d)", cfg.NSlots, cfg.SlotSize)}
 	}
+	if cfg.Backpressure == Poll && cfg.PollInterval <= 0 {
+		return nil, &InitError{fmt.Sprintf("ipcq: poll_interval_ns must be > 0 in poll mode (got %v)", cfg.PollInterval)}
+	}
 	g := &Group{M: m, Cfg: cfg}
 	for r, pe := range m.Ranks {
 		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1}
