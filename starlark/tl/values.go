@@ -120,71 +120,109 @@ func (p *Ptr) view(start, count int64, what string) (*Ptr, error) {
 	return &q, nil
 }
 
-var ptrAttrs = []string{"addr", "chunk", "count", "dir", "dtype", "nbytes", "pe", "rank", "slice", "space", "tobytes", "tolist"}
+// Member documents one attribute or method of a Starlark value type; the
+// same tables drive Attr and the generated reference.
+type Member struct {
+	Name, Sig, Doc string
+	// Get returns the attribute value for a field (methods leave it nil).
+	Get func(recv starlark.Value) starlark.Value
+	// Call implements a method.
+	Call func(recv starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)
 
-func (p *Ptr) AttrNames() []string { return ptrAttrs }
-
-func (p *Ptr) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "space":
-		return starlark.String(p.Reg.Mem.Space.String()), nil
-	case "rank":
-		return starlark.MakeInt(p.Rank), nil
-	case "pe":
-		return starlark.MakeInt(p.Reg.Mem.PE), nil
-	case "addr":
-		return starlark.MakeUint64(p.Reg.Addr()), nil
-	case "dtype":
-		return starlark.String(p.DT.String()), nil
-	case "count":
-		return starlark.MakeInt64(p.Count), nil
-	case "nbytes":
-		return starlark.MakeInt64(p.Reg.N), nil
-	case "dir":
-		if p.Dir == "" {
-			return starlark.None, nil
-		}
-		return starlark.String(p.Dir), nil
-	case "slice":
-		return starlark.NewBuiltin("Ptr.slice", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			var start, count int
-			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 2, &start, &count); err != nil {
-				return nil, err
-			}
-			return p.view(int64(start), int64(count), ".slice")
-		}), nil
-	case "chunk":
-		return starlark.NewBuiltin("Ptr.chunk", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			var i, n int
-			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 2, &i, &n); err != nil {
-				return nil, err
-			}
-			if n <= 0 || p.Count%int64(n) != 0 {
-				return nil, errorf("OutOfBounds", "Ptr.chunk: %d elements do not split into %d equal parts", p.Count, n)
-			}
-			if i < 0 || i >= n {
-				return nil, errorf("OutOfBounds", "Ptr.chunk: part %d of %d does not exist", i, n)
-			}
-			c := p.Count / int64(n)
-			return p.view(int64(i)*c, c, ".chunk")
-		}), nil
-	case "tobytes":
-		return starlark.NewBuiltin("Ptr.tobytes", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
-				return nil, err
-			}
-			return starlark.Bytes(p.Reg.Bytes()), nil
-		}), nil
-	case "tolist":
-		return starlark.NewBuiltin("Ptr.tolist", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
-				return nil, err
-			}
-			return toList(p.DT, p.Reg.Bytes(), int(p.Count)), nil
-		}), nil
-	}
-	return nil, nil
+	builtin *starlark.Builtin
 }
+
+func bindMembers(ms []Member) map[string]*Member {
+	out := make(map[string]*Member, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		if m.Call != nil {
+			call := m.Call
+			m.builtin = starlark.NewBuiltin(m.Name, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				return call(b.Receiver(), b, args, kw)
+			})
+		}
+		out[m.Name] = m
+	}
+	return out
+}
+
+func memberAttr(members map[string]*Member, recv starlark.Value, name string) (starlark.Value, error) {
+	m, ok := members[name]
+	if !ok {
+		return nil, nil
+	}
+	if m.Get != nil {
+		return m.Get(recv), nil
+	}
+	return m.builtin.BindReceiver(recv), nil
+}
+
+func memberNames(ms []Member) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// PtrMembers are the attributes and methods of Ptr, sorted by name.
+var PtrMembers = []Member{
+	{Name: "addr", Sig: "addr", Doc: "Physical byte address of the first element.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeUint64(v.(*Ptr).Reg.Addr()) }},
+	{Name: "chunk", Sig: "chunk(i, n)", Doc: "The i-th of n equal parts (OutOfBounds if count is not divisible by n).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		p := v.(*Ptr)
+		var i, n int
+		if err := starlark.UnpackPositionalArgs("Ptr.chunk", args, kw, 2, &i, &n); err != nil {
+			return nil, err
+		}
+		if n <= 0 || p.Count%int64(n) != 0 {
+			return nil, errorf("OutOfBounds", "Ptr.chunk: %d elements do not split into %d equal parts", p.Count, n)
+		}
+		if i < 0 || i >= n {
+			return nil, errorf("OutOfBounds", "Ptr.chunk: part %d of %d does not exist", i, n)
+		}
+		c := p.Count / int64(n)
+		return p.view(int64(i)*c, c, ".chunk")
+	}},
+	{Name: "count", Sig: "count", Doc: "Number of elements (also len(p)).", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Ptr).Count) }},
+	{Name: "dir", Sig: "dir", Doc: "For a received message, the direction it arrived from; None otherwise.", Get: func(v starlark.Value) starlark.Value {
+		if d := v.(*Ptr).Dir; d != "" {
+			return starlark.String(d)
+		}
+		return starlark.None
+	}},
+	{Name: "dtype", Sig: "dtype", Doc: "Element type name (f32, f16, bf16, f64, i32, i64, u8).", Get: func(v starlark.Value) starlark.Value { return starlark.String(v.(*Ptr).DT.String()) }},
+	{Name: "nbytes", Sig: "nbytes", Doc: "Size in bytes (count × element size).", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Ptr).Reg.N) }},
+	{Name: "pe", Sig: "pe", Doc: "Global index of the PE owning the memory (-1 for cube SRAM).", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt(v.(*Ptr).Reg.Mem.PE) }},
+	{Name: "rank", Sig: "rank", Doc: "Rank the memory belongs to.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt(v.(*Ptr).Rank) }},
+	{Name: "slice", Sig: "slice(start, count)", Doc: "A view of count elements from start (OutOfBounds outside the view).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		var start, count int
+		if err := starlark.UnpackPositionalArgs("Ptr.slice", args, kw, 2, &start, &count); err != nil {
+			return nil, err
+		}
+		return v.(*Ptr).view(int64(start), int64(count), ".slice")
+	}},
+	{Name: "space", Sig: "space", Doc: `Memory kind: "tcm", "sram" or "hbm".`, Get: func(v starlark.Value) starlark.Value { return starlark.String(v.(*Ptr).Reg.Mem.Space.String()) }},
+	{Name: "tobytes", Sig: "tobytes()", Doc: "Current contents as bytes, read without simulated cost (host code, checks, tests).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if err := starlark.UnpackPositionalArgs("Ptr.tobytes", args, kw, 0); err != nil {
+			return nil, err
+		}
+		return starlark.Bytes(v.(*Ptr).Reg.Bytes()), nil
+	}},
+	{Name: "tolist", Sig: "tolist()", Doc: "Current contents as a list of numbers, read without simulated cost.", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if err := starlark.UnpackPositionalArgs("Ptr.tolist", args, kw, 0); err != nil {
+			return nil, err
+		}
+		p := v.(*Ptr)
+		return toList(p.DT, p.Reg.Bytes(), int(p.Count)), nil
+	}},
+}
+
+var ptrMembers = bindMembers(PtrMembers)
+
+func (p *Ptr) AttrNames() []string { return memberNames(PtrMembers) }
+
+func (p *Ptr) Attr(name string) (starlark.Value, error) { return memberAttr(ptrMembers, p, name) }
 
 func elemValue(dt dtype.DType, b []byte, i int) starlark.Value {
 	if dt.IsFloat() {
@@ -224,39 +262,40 @@ func (t *Tile) Type() string          { return "Tile" }
 func (t *Tile) Freeze()               {}
 func (t *Tile) Truth() starlark.Bool  { return true }
 func (t *Tile) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Tile") }
-func (t *Tile) AttrNames() []string   { return []string{"astype", "count", "dtype", "tolist"} }
 
-func (t *Tile) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "dtype":
-		return starlark.String(t.DT.String()), nil
-	case "count":
-		return starlark.MakeInt64(t.Count), nil
-	case "tolist":
-		return starlark.NewBuiltin("Tile.tolist", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
-				return nil, err
-			}
-			return toList(t.DT, t.Data, int(t.Count)), nil
-		}), nil
-	case "astype":
-		return starlark.NewBuiltin("Tile.astype", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			var name string
-			if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &name); err != nil {
-				return nil, err
-			}
-			dt, err := dtype.Parse(name)
-			if err != nil {
-				return nil, fmt.Errorf("Tile.astype: %w", err)
-			}
-			out := &Tile{DT: dt, Count: t.Count, Data: make([]byte, t.Count*int64(dt.Size())), k: t.k}
-			dtype.Convert(out.Data, dt, t.Data, t.DT)
-			out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
-			return out, nil
-		}), nil
-	}
-	return nil, nil
+// TileMembers are the attributes and methods of Tile, sorted by name.
+var TileMembers = []Member{
+	{Name: "astype", Sig: "astype(dtype)", Doc: "A converted copy (costs math time).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		t := v.(*Tile)
+		var name string
+		if err := starlark.UnpackPositionalArgs("Tile.astype", args, kw, 1, &name); err != nil {
+			return nil, err
+		}
+		dt, err := dtype.Parse(name)
+		if err != nil {
+			return nil, fmt.Errorf("Tile.astype: %w", err)
+		}
+		out := &Tile{DT: dt, Count: t.Count, Data: make([]byte, t.Count*int64(dt.Size())), k: t.k}
+		dtype.Convert(out.Data, dt, t.Data, t.DT)
+		out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
+		return out, nil
+	}},
+	{Name: "count", Sig: "count", Doc: "Number of elements.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Tile).Count) }},
+	{Name: "dtype", Sig: "dtype", Doc: "Element type name.", Get: func(v starlark.Value) starlark.Value { return starlark.String(v.(*Tile).DT.String()) }},
+	{Name: "tolist", Sig: "tolist()", Doc: "The values as a list (tests and small debug prints).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if err := starlark.UnpackPositionalArgs("Tile.tolist", args, kw, 0); err != nil {
+			return nil, err
+		}
+		t := v.(*Tile)
+		return toList(t.DT, t.Data, int(t.Count)), nil
+	}},
 }
+
+var tileMembers = bindMembers(TileMembers)
+
+func (t *Tile) AttrNames() []string { return memberNames(TileMembers) }
+
+func (t *Tile) Attr(name string) (starlark.Value, error) { return memberAttr(tileMembers, t, name) }
 
 var tileOps = map[syntax.Token]dtype.Op{syntax.PLUS: dtype.Add, syntax.MINUS: dtype.Sub, syntax.STAR: dtype.Mul, syntax.SLASH: dtype.Div}
 
