@@ -1,0 +1,218 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type logger struct {
+	s   *Sim
+	log *[]string
+	tag string
+}
+
+func (l logger) Fire() { *l.log = append(*l.log, fmt.Sprintf("%v %s", l.s.Now(), l.tag)) }
+
+// Rule (model.md §1): events fire in (time, scheduling sequence) order.
+func TestEventsOrderedByTimeThenSequence(t *testing.T) {
+	s := New()
+	var log []string
+	s.At(20, logger{s, &log, "c"})
+	s.At(10, logger{s, &log, "a"})
+	s.At(20, logger{s, &log, "d"})
+	s.At(10, logger{s, &log, "b"})
+	s.At(5, HandlerFunc(func() { s.At(10, logger{s, &log, "e (scheduled at 5)"}) }))
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0.01ns a", "0.01ns b", "0.01ns e (scheduled at 5)", "0.02ns c", "0.02ns d"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("firing order (-want +got):\n%s", diff)
+	}
+}
+
+func TestTimeString(t *testing.T) {
+	for _, tc := range []struct {
+		t    Time
+		want string
+	}{{0, "0ns"}, {1, "0.001ns"}, {1500, "1.5ns"}, {2 * Microsecond, "2000ns"}, {123456, "123.456ns"}} {
+		if got := tc.t.String(); got != tc.want {
+			t.Errorf("Time(%d).String() = %q, want %q", int64(tc.t), got, tc.want)
+		}
+	}
+}
+
+// Rule (model.md §1, --jitter-seed): same-time order is a reproducible
+// permutation per seed; seed 0 is FIFO.
+func TestJitterIsReproducible(t *testing.T) {
+	run := func(seed uint64) []string {
+		s := New()
+		s.SetJitter(seed)
+		var log []string
+		for i := 0; i < 8; i++ {
+			s.At(7, logger{s, &log, fmt.Sprint(i)})
+		}
+		if err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return log
+	}
+	if diff := cmp.Diff(run(42), run(42)); diff != "" {
+		t.Errorf("same seed, different order (-first +second):\n%s", diff)
+	}
+	fifo := run(0)
+	for i, l := range fifo {
+		if l != fmt.Sprintf("0.007ns %d", i) {
+			t.Fatalf("seed 0 is not FIFO: %v", fifo)
+		}
+	}
+	differs := false
+	for seed := uint64(1); seed < 10 && !differs; seed++ {
+		differs = !cmp.Equal(run(seed), fifo)
+	}
+	if !differs {
+		t.Error("no jitter seed in 1..9 changed the order of 8 same-time events")
+	}
+}
+
+// Sleep's in-place clock advance gives the same times as a real switch.
+func TestSleepFastPathMatchesEventPath(t *testing.T) {
+	trace := func(withNeighbour bool) []Time {
+		s := New()
+		var times []Time
+		s.Spawn("sleeper", func(p *Proc) {
+			for i := 0; i < 5; i++ {
+				if err := p.Sleep(Time(3 + i)); err != nil {
+					return
+				}
+				times = append(times, s.Now())
+			}
+		})
+		if withNeighbour {
+			// A process that keeps events pending forces real switches.
+			s.Spawn("ticker", func(p *Proc) {
+				for i := 0; i < 40; i++ {
+					_ = p.Sleep(1)
+				}
+			})
+		}
+		if err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return times
+	}
+	if diff := cmp.Diff(trace(true), trace(false)); diff != "" {
+		t.Errorf("sleep times differ with and without other events (-switched +in-place):\n%s", diff)
+	}
+}
+
+func TestParkWake(t *testing.T) {
+	s := New()
+	var waiter *Proc
+	var woke Time
+	waiter = s.Spawn("waiter", func(p *Proc) {
+		if err := p.Park(); err != nil {
+			t.Error(err)
+		}
+		woke = s.Now()
+	})
+	s.At(50, HandlerFunc(func() { waiter.Wake() }))
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if woke != 50 {
+		t.Errorf("woke at %v, want 50ps", woke)
+	}
+}
+
+// Rule (model.md §8 F3a): queue empty while processes wait → StallError
+// listing them; blocked calls return ErrKilled only after Close.
+func TestStallIsReportedWithBlockedProcesses(t *testing.T) {
+	s := New()
+	var parkErr error
+	s.Spawn("a", func(p *Proc) {
+		p.Wait, p.WaitSince = "recv W", s.Now()
+		parkErr = p.Park()
+	})
+	s.Spawn("b", func(p *Proc) { _ = p.Sleep(5) })
+	err := s.Run()
+	var stall *StallError
+	if !errors.As(err, &stall) {
+		t.Fatalf("Run = %v, want *StallError", err)
+	}
+	if len(stall.Blocked) != 1 || stall.Blocked[0].Name != "a" || stall.Blocked[0].Wait != "recv W" {
+		t.Errorf("blocked = %v, want [a waiting in recv W]", stall.Blocked)
+	}
+	if parkErr != nil {
+		t.Errorf("blocked process already unwound before Close: %v", parkErr)
+	}
+	s.Close()
+	if !errors.Is(parkErr, ErrKilled) {
+		t.Errorf("after Close, Park returned %v, want ErrKilled", parkErr)
+	}
+}
+
+// Rule (model.md §8 F3c): max_sim_time_ns stops a run that never ends.
+func TestWatchdogStopsRunawaySimulation(t *testing.T) {
+	s := New()
+	s.MaxTime = 1000
+	s.Spawn("spin", func(p *Proc) {
+		for {
+			if p.Sleep(7) != nil {
+				return
+			}
+		}
+	})
+	err := s.Run()
+	defer s.Close()
+	var wd *WatchdogError
+	if !errors.As(err, &wd) {
+		t.Fatalf("Run = %v, want *WatchdogError", err)
+	}
+	if s.Now() > 1000 {
+		t.Errorf("clock passed the limit: %v", s.Now())
+	}
+}
+
+// Rule (model.md §8 F3b): one untimed wait longer than the deadlock timeout
+// stops the run even while other processes keep events flowing (poll).
+func TestWaitWatchdogCatchesLongWait(t *testing.T) {
+	s := New()
+	s.Spawn("stuck", func(p *Proc) {
+		p.Wait, p.WaitSince = "send E", s.Now()
+		for {
+			if p.Sleep(10) != nil { // polling: never parked, still waiting
+				return
+			}
+		}
+	})
+	s.WaitWatchdog(1000)
+	err := s.Run()
+	defer s.Close()
+	var wt *WaitTimeoutError
+	if !errors.As(err, &wt) {
+		t.Fatalf("Run = %v, want *WaitTimeoutError", err)
+	}
+	if wt.Proc.Name != "stuck" {
+		t.Errorf("watchdog named %s, want stuck", wt.Proc.Name)
+	}
+	if s.Now() > 1500 {
+		t.Errorf("caught at %v, want within limit + limit/4 + poll", s.Now())
+	}
+}
+
+// The wait watchdog never keeps a finished simulation alive.
+func TestWaitWatchdogDoesNotExtendRun(t *testing.T) {
+	s := New()
+	s.Spawn("short", func(p *Proc) { _ = p.Sleep(10) })
+	s.WaitWatchdog(1000)
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Now() > 250 {
+		t.Errorf("run ended at %v, want right after the last real event (one watchdog period at most)", s.Now())
+	}
+}
