@@ -88,6 +88,7 @@ const defaultMaxSteps = 1_000_000_000
 
 func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer) error {
 	o.Embedded = kernbench.Files
+	o.Detail = o.verbose
 	o.Stderr = stderr
 	o.MaxSteps = o.maxSteps
 	if o.MaxSteps == 0 {
@@ -174,6 +175,15 @@ func printTable(w io.Writer, rep *ccl.Report, quiet bool) {
 			sum += r.BusBW
 		}
 		fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", sum/float64(len(rep.Results)))
+	}
+	for _, r := range rep.Results {
+		if len(r.Busiest) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "# busiest resources at %d bytes:\n", r.Bytes)
+		for _, u := range r.Busiest {
+			fmt.Fprintf(w, "#   %-24s %5.1f%%  %d bytes\n", u.Resource, 100*u.Utilisation, u.Bytes)
+		}
 	}
 	if quiet {
 		return

@@ -39,6 +39,8 @@ type Options struct {
 	MaxSteps   uint64
 	JitterSeed uint64
 	Verify     bool
+	// Detail adds the busiest resources to each result (-v).
+	Detail bool
 
 	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer // print() and diagnostics
@@ -76,7 +78,15 @@ type Result struct {
 	Phase2Match *bool      `json:"phase2_match"`
 	FirstWrong  *WrongElem `json:"first_wrong,omitempty"`
 	Ops         OpCounts   `json:"ops"`
+	Busiest     []Usage    `json:"busiest,omitempty"`
 	Events      uint64     `json:"events"`
+}
+
+// Usage is one resource's load over a run.
+type Usage struct {
+	Resource    string  `json:"resource"`
+	Bytes       int64   `json:"bytes"`
+	Utilisation float64 `json:"utilisation"`
 }
 
 // OpCounts are operation totals over ranks.
@@ -542,7 +552,25 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 	if res.LinkBW > 0 {
 		res.Eff = res.BusBW / res.LinkBW
 	}
+	if p.opts.Detail && end > 0 {
+		res.Busiest = busiest(w.m, end, 8)
+	}
 	return res
+}
+
+// busiest lists the n most utilised resources (busy time / run time), ties
+// broken by creation order so the list is deterministic.
+func busiest(m *machine.Machine, end sim.Time, n int) []Usage {
+	rs := append([]*machine.Resource(nil), m.Resources()...)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].BusyTime > rs[j].BusyTime })
+	var out []Usage
+	for _, r := range rs {
+		if len(out) == n || r.BusyTime == 0 {
+			break
+		}
+		out = append(out, Usage{Resource: r.Name, Bytes: r.Bytes, Utilisation: float64(r.BusyTime) / float64(end)})
+	}
+	return out
 }
 
 // runOnce simulates one size of the builtin collective bench.

@@ -1,0 +1,236 @@
+package tl_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/starlarktest"
+	"go.starlark.net/syntax"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/tl"
+)
+
+// The harness runs Starlark kernels on a small simulated machine: one SIP of
+// two cubes of four PEs, timing as in engine/machine's testParams, and a
+// ring of E/W IPCQ directions over the ranks. Each rank is a simulated
+// process that calls a fixture function as fn(rank, tl=tl).
+
+// testParams are the machine parameters of every harness world.
+func testParams() machine.Params {
+	ns := sim.Nanosecond
+	return machine.Params{
+		Sips: 1, CubesPerSip: 2, PesPerCube: 4,
+		PeNoc: machine.LinkParams{BytesPerUs: 128_000, Latency: 10 * ns},
+		Ucie:  machine.LinkParams{BytesPerUs: 64_000, Latency: 50 * ns},
+		Pcie:  machine.LinkParams{BytesPerUs: 32_000, Latency: 500 * ns},
+		Tcm:   machine.MemParams{Capacity: 1 << 20, LinkParams: machine.LinkParams{BytesPerUs: 512_000, Latency: 2 * ns}},
+		Sram:  machine.MemParams{Capacity: 8 << 20, LinkParams: machine.LinkParams{BytesPerUs: 256_000, Latency: 10 * ns}},
+		Hbm:   machine.MemParams{Capacity: 1 << 30, LinkParams: machine.LinkParams{BytesPerUs: 512_000, Latency: 100 * ns}},
+		Math:  machine.LinkParams{BytesPerUs: 256_000, Latency: 4 * ns},
+
+		VCWeightCompute: 1, VCWeightComm: 1,
+	}
+}
+
+// testIPCQ is the IPCQ configuration of every harness world.
+func testIPCQ() machine.IPCQConfig {
+	return machine.IPCQConfig{
+		BufferKind: machine.TCM, Backpressure: machine.Sleep,
+		NSlots: 4, SlotSize: 256, CreditBytes: 16,
+		Overhead: 2 * sim.Nanosecond, PollInterval: 10 * sim.Nanosecond,
+	}
+}
+
+// ringLinks is ring_1d: E goes to rank+1, W to rank-1, each the other's
+// reverse.
+func ringLinks(n int) [][]machine.Link {
+	links := make([][]machine.Link, n)
+	for r := range n {
+		links[r] = []machine.Link{
+			{Dir: "E", Peer: (r + 1) % n, PeerDir: "W"},
+			{Dir: "W", Peer: (r + n - 1) % n, PeerDir: "E"},
+		}
+	}
+	return links
+}
+
+// world is one simulation with its machine and installed process group.
+type world struct {
+	s       *sim.Sim
+	m       *machine.Machine
+	g       *machine.Group
+	n       int
+	kernels []*tl.Kernel
+	errs    []error // each rank's kernel error
+}
+
+func newWorld(t *testing.T, n int) *world {
+	t.Helper()
+	s := sim.New()
+	m, err := machine.New(s, testParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Place(n); err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Install(ringLinks(n), testIPCQ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{s: s, m: m, g: g, n: n, kernels: make([]*tl.Kernel, n), errs: make([]error, n)}
+}
+
+// kernel makes rank r's tl value running in proc.
+func (w *world) kernel(r int, proc *sim.Proc) *tl.Kernel {
+	return tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: w.n, RedOp: dtype.Sum, Proc: proc})
+}
+
+// run calls fn(rank, tl=tl) on every rank as concurrent simulated processes
+// and returns the simulation's error: the first kernel error (wrapped with
+// its rank), a deadlock, or nil. Each rank's own error is in w.errs.
+func (w *world) run(t *testing.T, fn starlark.Callable) error {
+	t.Helper()
+	for r := range w.n {
+		th := &starlark.Thread{Name: fmt.Sprintf("rank %d", r)}
+		th.Print = func(_ *starlark.Thread, msg string) { t.Logf("rank %d: %s", r, msg) }
+		starlarktest.SetReporter(th, t)
+		w.s.Spawn(th.Name, func(proc *sim.Proc) {
+			k := w.kernel(r, proc)
+			w.kernels[r] = k
+			_, err := starlark.Call(th, fn, starlark.Tuple{starlark.MakeInt(r)}, []starlark.Tuple{{starlark.String("tl"), k}})
+			k.Release()
+			if err != nil && !errors.Is(err, sim.ErrKilled) {
+				w.errs[r] = err
+				w.s.Stop(fmt.Errorf("rank %d: %w", r, err))
+			}
+		})
+	}
+	w.s.WaitWatchdog(10 * sim.Millisecond)
+	defer w.s.Close()
+	return w.s.Run()
+}
+
+// hw describes the machine to fixtures so they compute expected times from
+// the parameters rather than hard-coding them.
+func hw() *starlarkstruct.Struct {
+	p, q := testParams(), testIPCQ()
+	port := func(lp machine.LinkParams) starlark.Value {
+		return starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
+			"latency_ns":   starlark.Float(lp.Latency.Ns()),
+			"bytes_per_ns": starlark.Float(float64(lp.BytesPerUs) / 1000),
+		})
+	}
+	return starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
+		"tcm":          port(p.Tcm.LinkParams),
+		"sram":         port(p.Sram.LinkParams),
+		"hbm":          port(p.Hbm.LinkParams),
+		"pe_noc":       port(p.PeNoc),
+		"math":         port(p.Math),
+		"tcm_capacity": starlark.MakeInt64(p.Tcm.Capacity),
+		"n_slots":      starlark.MakeInt(q.NSlots),
+		"slot_size":    starlark.MakeInt64(q.SlotSize),
+		"overhead_ns":  starlark.Float(q.Overhead.Ns()),
+	})
+}
+
+var fileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+
+// loadFixture executes testdata/name with assert and hw predeclared.
+func loadFixture(t *testing.T, name string) starlark.StringDict {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := starlarktest.LoadAssertModule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	predeclared := starlark.StringDict{
+		"assert": am["assert"],
+		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
+		"hw":     hw(),
+	}
+	th := &starlark.Thread{Name: "load " + name}
+	starlarktest.SetReporter(th, t)
+	globals, err := starlark.ExecFileOptions(fileOptions, th, path, src, predeclared)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return globals
+}
+
+// fixtureFunc returns the function name of a loaded fixture.
+func fixtureFunc(t *testing.T, globals starlark.StringDict, name string) starlark.Callable {
+	t.Helper()
+	fn, ok := globals[name].(starlark.Callable)
+	if !ok {
+		t.Fatalf("fixture has no function %q", name)
+	}
+	return fn
+}
+
+// worldSize is the fixture's WORLD_SIZE (default 2).
+func worldSize(t *testing.T, globals starlark.StringDict) int {
+	t.Helper()
+	v, ok := globals["WORLD_SIZE"]
+	if !ok {
+		return 2
+	}
+	n, err := starlark.AsInt32(v)
+	if err != nil {
+		t.Fatalf("WORLD_SIZE: %v", err)
+	}
+	return n
+}
+
+// TestStarFixtures runs every test_* function of every testdata/*.star file
+// as a kernel on all ranks of a fresh world; assert failures are reported
+// through the testing.T, and a kernel error or deadlock fails the test.
+func TestStarFixtures(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.star"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no testdata/*.star fixtures")
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			globals := loadFixture(t, name)
+			var tests []string
+			for k := range globals {
+				if strings.HasPrefix(k, "test_") {
+					tests = append(tests, k)
+				}
+			}
+			sort.Strings(tests)
+			n := worldSize(t, globals)
+			for _, tn := range tests {
+				t.Run(tn, func(t *testing.T) {
+					w := newWorld(t, n)
+					if err := w.run(t, fixtureFunc(t, globals, tn)); err != nil {
+						var ee *starlark.EvalError
+						if errors.As(err, &ee) {
+							t.Fatalf("%s\n%s", err, ee.Backtrace())
+						}
+						t.Fatal(err)
+					}
+				})
+			}
+		})
+	}
+}
