@@ -127,6 +127,17 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 	return 0, &OutOfMemoryError{Mem: m, Requested: n}
 }
 
+// Reserve makes room for n more bytes of allocations without further
+// growth copies (a hint from callers that know their sizes up front).
+func (m *Memory) Reserve(n int64) {
+	want := min(m.Capacity, m.used+n+allocAlign)
+	if want > int64(len(m.data)) {
+		nd := make([]byte, want)
+		copy(nd, m.data)
+		m.data = nd
+	}
+}
+
 // Free releases an allocation made by Alloc.
 func (m *Memory) Free(off, n int64) {
 	size := (n + allocAlign - 1) / allocAlign * allocAlign

@@ -42,6 +42,7 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
 	for r := 0; r < p.world; r++ {
 		mem := dataMemory(m.Ranks[r], p.dataSpace)
+		mem.Reserve((sc + rc) * sz)
 		alloc := func(n int64, what string) (machine.Region, error) {
 			off, err := mem.Alloc(n * sz)
 			if err != nil {
@@ -91,7 +92,7 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 // Wrong, FirstWrong and Verified.
 func (b *bench) verify(res *Result) {
 	p := b.p
-	want := p.coll.Expected(p.dt, p.red, p.opts.Root, b.count, b.inputs, b.before)
+	want := p.coll.Expected(p.dt, p.red, p.root, b.count, b.inputs, b.before)
 	ranks := 1
 	if p.coll.Reduces {
 		ranks = p.world

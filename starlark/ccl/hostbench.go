@@ -73,7 +73,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 			"redop":      starlark.String(p.red.String()),
 			"seed":       starlark.MakeUint64(p.opts.Seed),
 			"in_place":   starlark.Bool(p.opts.InPlace),
-			"root":       starlark.MakeInt(p.opts.Root),
+			"root":       starlark.MakeInt(p.root),
 			"collective": starlark.String(p.coll.Name),
 		}),
 		InitGroup: func(int) (*machine.Group, error) {

@@ -312,6 +312,7 @@ type plan struct {
 	dataSpace machine.Space
 	opts      Options
 	params    []starlark.Tuple
+	root      int // root rank of broadcast and reduce
 }
 
 func usage(format string, args ...any) error {
@@ -384,8 +385,14 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	if p.dataSpace, err = machine.ParseSpace(ds); err != nil {
 		return nil, usage("--data-space: %v", err)
 	}
-	if opts.Root < 0 || opts.Root >= p.world {
-		return nil, usage("root %d is outside world_size %d", opts.Root, p.world)
+	p.root = opts.Root
+	if tgt.entry != nil && opts.Root == 0 {
+		if v, ok := tgt.entry.Params["root"].(int64); ok {
+			p.root = int(v)
+		}
+	}
+	if p.root < 0 || p.root >= p.world {
+		return nil, usage("root %d is outside world_size %d", p.root, p.world)
 	}
 	switch {
 	case len(opts.Counts) > 0:
@@ -413,8 +420,15 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 			if err != nil {
 				return nil, usage("%s: algorithms.%s.params.%s: %v", tgt.settings.Algorithm, tgt.name, k, err)
 			}
+			if k == "root" {
+				continue // passed below, after --root is applied
+			}
 			p.params = append(p.params, starlark.Tuple{starlark.String(k), v})
 		}
+	}
+	// Rooted collectives get their root as a keyword argument.
+	if p.coll.Name == "broadcast" || p.coll.Name == "reduce" {
+		p.params = append(p.params, starlark.Tuple{starlark.String("root"), starlark.MakeInt(p.root)})
 	}
 	return p, nil
 }
