@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,6 +22,7 @@ type runOptions struct {
 	ccl.Options
 	count    int64
 	bench    string
+	oplog    string
 	bytes    string
 	json     bool
 	quiet    bool
@@ -74,6 +77,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
 	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
+	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^9)")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
@@ -109,6 +113,16 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		o.Sizes = []int64{n}
 	}
+	if o.oplog != "" {
+		f, err := os.Create(o.oplog)
+		if err != nil {
+			return usageErr(stderr, o.json, "--oplog: "+err.Error())
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		defer bw.Flush()
+		o.OpLog = bw
+	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)
 	wall := time.Since(start).Seconds()
@@ -137,6 +151,10 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		printTable(stdout, rep, o.quiet)
 	}
 	for _, r := range rep.Results {
+		if r.Phase2Match != nil && !*r.Phase2Match {
+			fmt.Fprintf(stderr, "kernbench: two-pass verification failed at %d bytes: %s\n", r.Bytes, r.Phase2)
+			return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("phase 2 mismatch")}
+		}
 		if r.Wrong > 0 {
 			fw := r.FirstWrong
 			fmt.Fprintf(stderr, "kernbench: %d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"kernbench/engine/dtype"
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 )
 
@@ -319,6 +321,11 @@ func (msg *Message) Complete(*Transfer) {
 		peer.PeerHeadCache++
 	}
 	q.InFlight--
+	if l := g.M.Log; l != nil {
+		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
+			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.String(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.String(),
+			NBytes: msg.Src.N, DType: dtypeName(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq})
+	}
 	if g.OnDeliver != nil {
 		g.OnDeliver(q, msg)
 	}
@@ -391,6 +398,11 @@ func (g *Group) Take(q *QueuePair, creditNow bool) Received {
 	meta := q.Slots[idx]
 	r := Received{Q: q, Meta: meta, Slot: q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes), Gen: q.SlotGen[idx], Idx: idx}
 	q.MyTail++
+	if l := g.M.Log; l != nil && creditNow {
+		now := g.M.Sim.Now()
+		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: "return_slot",
+			Src: r.Slot.Addr(), SrcSp: r.Slot.Mem.Space.String(), NBytes: meta.NBytes, DType: dtypeName(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
+	}
 	if g.OnRecv != nil {
 		g.OnRecv(q, meta, r.Slot, g.M.Sim.Now())
 	}
@@ -441,4 +453,11 @@ func (g *Group) Flush(p *sim.Proc, ep *Endpoint, q *QueuePair) error {
 		}
 	}
 	return nil
+}
+
+func dtypeName(d uint8) string {
+	if dt := dtype.DType(d); dt.Valid() {
+		return dt.String()
+	}
+	return ""
 }

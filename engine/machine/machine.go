@@ -7,6 +7,7 @@ package machine
 import (
 	"fmt"
 
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 )
 
@@ -36,6 +37,7 @@ type Params struct {
 // PE is one processing element.
 type PE struct {
 	ID, Sip, Cube, Local int // global index; sip; global cube index; index in cube
+	Rank                 int // rank placed on this PE, -1 if none
 	TCM, HBM             *Memory
 	SRAM                 *Memory // the cube's shared SRAM
 	NocUp, NocDown       *Resource
@@ -65,6 +67,10 @@ type Machine struct {
 	pcieUp   []*Resource   // per SIP
 	pcieDown []*Resource
 	links    []*Resource // every link and port, in creation order (reports)
+
+	// Log, when set, receives an OpRecord for every data operation
+	// (phase 1 of the two-pass verification).
+	Log *oplog.Log
 
 	// paths caches routes by (kind, from, to) so the hot path allocates
 	// nothing; routes never change after New.
@@ -124,7 +130,7 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	}
 	for i := 0; i < nCubes*p.PesPerCube; i++ {
 		cube := i / p.PesPerCube
-		pe := &PE{ID: i, Sip: cube / p.CubesPerSip, Cube: cube, Local: i % p.PesPerCube, SRAM: m.sram[cube]}
+		pe := &PE{ID: i, Sip: cube / p.CubesPerSip, Cube: cube, Local: i % p.PesPerCube, SRAM: m.sram[cube], Rank: -1}
 		pe.TCM = mem(TCM, i, cube, p.Tcm, fmt.Sprintf("tcm pe%d", i))
 		pe.HBM = mem(HBM, i, cube, p.Hbm, fmt.Sprintf("hbm pe%d", i))
 		pe.NocUp = res(fmt.Sprintf("pe_noc pe%d->c%d", i, cube), "pe_noc", p.PeNoc)
@@ -172,6 +178,7 @@ func (m *Machine) Place(worldSize int) error {
 		}
 		seen[id] = true
 		m.Ranks[r] = m.PEs[id]
+		m.PEs[id].Rank = r
 	}
 	return nil
 }
@@ -267,4 +274,13 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 	}
 	t.eng = pe.dma
 	pe.dma.submit(t)
+}
+
+// Image copies every memory's bytes (for phase 2 of the verification).
+func (m *Machine) Image() oplog.Image {
+	im := make(oplog.Image, len(m.Mems))
+	for i, mem := range m.Mems {
+		im[i] = mem.Snapshot()
+	}
+	return im
 }

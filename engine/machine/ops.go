@@ -1,6 +1,9 @@
 package machine
 
-import "kernbench/engine/sim"
+import (
+	"kernbench/engine/oplog"
+	"kernbench/engine/sim"
+)
 
 // OpKind names a memory operation.
 type OpKind uint8
@@ -33,6 +36,14 @@ type MemOp struct {
 	Data     []byte // fetch: the loaded bytes (valid when Done); store: bytes to write
 	Done     bool
 	Xfer     Transfer
+	// Name overrides the op_log name (e.g. "recv" for copy_to_dst).
+	Name string
+	// TileID is the fetched tile (fetch) or the stored tile (store) in the
+	// op_log's tile dataflow; 0 when no log is kept.
+	TileID int64
+	// Dir and Seq identify the message of a copy_to_dst recv.
+	Dir string
+	Seq uint64
 
 	m       *Machine
 	waiter  *sim.Proc
@@ -54,6 +65,9 @@ func (op *MemOp) Complete(*Transfer) {
 		copy(op.Dst.Bytes(), op.Src.Bytes())
 	}
 	op.Done = true
+	if l := op.m.Log; l != nil {
+		op.record(l)
+	}
 	if op.OnDone != nil {
 		op.OnDone(op)
 	}
@@ -136,4 +150,24 @@ func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
 func (m *Machine) MathReady(pe *PE, t sim.Time, n int64) sim.Time {
 	now := m.Sim.Now()
 	return pe.mathPath.book(now, max(t, now), n, nil)
+}
+
+func (op *MemOp) record(l *oplog.Log) {
+	r := &oplog.Record{Rank: op.PE.Rank, Kind: oplog.KindMemory, Name: op.Kind.String(),
+		TStart: op.Xfer.Issued, TEnd: op.m.Sim.Now()}
+	switch op.Kind {
+	case OpFetch:
+		r.Src, r.SrcSp, r.NBytes, r.TileOut = op.Src.Addr(), op.Src.Mem.Space.String(), op.Src.N, op.TileID
+	case OpStore:
+		r.Dst, r.DstSp, r.NBytes, r.TileA = op.Dst.Addr(), op.Dst.Mem.Space.String(), op.Dst.N, op.TileID
+	case OpCopy:
+		r.Src, r.SrcSp, r.Dst, r.DstSp, r.NBytes = op.Src.Addr(), op.Src.Mem.Space.String(), op.Dst.Addr(), op.Dst.Mem.Space.String(), op.Src.N
+	}
+	if op.Name != "" {
+		r.Name = op.Name
+	}
+	if op.Name == "recv" {
+		r.Kind, r.RecvMode, r.Dir, r.SenderSeq = oplog.KindIPCQ, "copy_to_dst", op.Dir, op.Seq
+	}
+	l.Add(r)
 }

@@ -97,6 +97,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 			}
 		},
 	}
+	w.snapshot()
 	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
 		torch := host.New(rt, r, p.world, proc)
 		_, err := starlark.Call(th, runRank, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(p.world), torch}, nil)
@@ -113,6 +114,10 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 	res := w.result(p, count, finish, stats)
 	res.Wrong, res.FirstWrong = wrong, first
 	res.Verified = checks > 0 && wrong == 0
+	if err := w.phase2(p, res); err != nil {
+		return nil, err
+	}
+	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
 	return res, nil
 }
 

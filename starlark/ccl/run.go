@@ -15,6 +15,7 @@ import (
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
@@ -41,6 +42,8 @@ type Options struct {
 	Verify     bool
 	// Detail adds the busiest resources to each result (-v).
 	Detail bool
+	// OpLog, when set, receives every run's op_log as JSON lines.
+	OpLog io.Writer
 
 	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer // print() and diagnostics
@@ -77,6 +80,7 @@ type Result struct {
 	Verified    bool       `json:"verified"`
 	Phase2Match *bool      `json:"phase2_match"`
 	FirstWrong  *WrongElem `json:"first_wrong,omitempty"`
+	Phase2      string     `json:"phase2_mismatch,omitempty"`
 	Ops         OpCounts   `json:"ops"`
 	Busiest     []Usage    `json:"busiest,omitempty"`
 	Events      uint64     `json:"events"`
@@ -478,9 +482,10 @@ func toStarlark(v any) (starlark.Value, error) {
 
 // world is one simulation's machine and (once installed) its process group.
 type world struct {
-	s *sim.Sim
-	m *machine.Machine
-	g *machine.Group
+	s       *sim.Sim
+	m       *machine.Machine
+	g       *machine.Group
+	initial oplog.Image // memory before the kernels ran (phase 2's start)
 }
 
 // newWorld builds a fresh simulation and machine and places the ranks.
@@ -495,7 +500,44 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if err := m.Place(p.world); err != nil {
 		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
 	}
+	if p.opts.Verify || p.opts.OpLog != nil {
+		m.Log = &oplog.Log{}
+	}
 	return &world{s: s, m: m}, nil
+}
+
+// snapshot records the initial memory image (phase 2 starts from it).
+func (w *world) snapshot() {
+	if w.m.Log != nil {
+		w.initial = w.m.Image()
+	}
+}
+
+// phase2 replays the op_log on the initial image and compares the result
+// with phase 1's memory; it fills Phase2Match and, on a mismatch, Phase2.
+func (w *world) phase2(p *plan, res *Result) error {
+	if w.m.Log == nil {
+		return nil
+	}
+	if p.opts.OpLog != nil {
+		if err := w.m.Log.WriteJSONLines(p.opts.OpLog); err != nil {
+			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--oplog: %v", err), Err: err}
+		}
+	}
+	if !p.opts.Verify {
+		return nil
+	}
+	img := w.initial.Clone()
+	match := true
+	if err := oplog.Replay(img, w.m.Log.Records); err != nil {
+		match = false
+		res.Phase2 = err.Error()
+	} else if mm := oplog.Compare(img, w.m.Image(), w.m.Log.Records); mm != nil {
+		match = false
+		res.Phase2 = mm.String()
+	}
+	res.Phase2Match = &match
+	return nil
 }
 
 // install resolves the topology and installs the IPCQ group (init_process_group).
@@ -601,6 +643,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		return nil, err
 	}
 	stats := make([]tl.Stats, p.world)
+	w.snapshot()
 	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
 		k := tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc})
 		th.SetLocal(kernelKey, k)
@@ -617,6 +660,10 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if p.opts.Verify {
 		b.verify(res)
 	}
+	if err := w.phase2(p, res); err != nil {
+		return nil, err
+	}
+	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
 	return res, nil
 }
 

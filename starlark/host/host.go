@@ -168,6 +168,12 @@ func (t *Torch) alloc(fn string, n int64, dt dtype.DType) (*Tensor, error) {
 	return &Tensor{Ptr: tl.NewPtr(machine.Region{Mem: mem, Off: off}, dt, n, t.rank), torch: t}, nil
 }
 
+// written logs host-side writes into x for the phase-2 replay.
+func (t *Torch) written(x *Tensor) *Tensor {
+	tl.LogWrite(t.rt.M, t.rank, "host_write", x.Ptr.Reg, false)
+	return x
+}
+
 func dtypeArg(fn, s string) (dtype.DType, error) {
 	dt, err := dtype.Parse(s)
 	if err != nil {
@@ -209,7 +215,7 @@ func (t *Torch) filler(fn string, value float64, takesValue bool) func(*starlark
 		if f != 0 {
 			dtype.FillValue(dt, x.Ptr.Reg.Bytes(), f)
 		}
-		return x, nil
+		return t.written(x), nil
 	}
 }
 
@@ -235,7 +241,7 @@ func (t *Torch) rand(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	// The same generator as the builtin benches: seed plays the role of the
 	// rank, so torch.rand(..., seed=r) is rank r's builtin-bench input.
 	dtype.Fill(dt, x.Ptr.Reg.Bytes(), argSeed(t.rt.Args), seed)
-	return x, nil
+	return t.written(x), nil
 }
 
 func argSeed(args *starlarkstruct.Struct) uint64 {
@@ -268,7 +274,7 @@ func (t *Torch) arange(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	for i := 0; i < n; i++ {
 		dtype.Put(dt, buf, i, float64(i))
 	}
-	return x, nil
+	return t.written(x), nil
 }
 
 func (t *Torch) tensor(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -293,7 +299,7 @@ func (t *Torch) tensor(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 		}
 		dtype.Put(dt, buf, i, f)
 	}
-	return x, nil
+	return t.written(x), nil
 }
 
 func (t *Torch) emptyLike(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -301,7 +307,11 @@ func (t *Torch) emptyLike(_ *starlark.Thread, b *starlark.Builtin, args starlark
 	if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &x); err != nil {
 		return nil, err
 	}
-	return t.alloc(b.Name(), x.Ptr.Count, x.Ptr.DT)
+	y, err := t.alloc(b.Name(), x.Ptr.Count, x.Ptr.DT)
+	if err != nil {
+		return nil, err
+	}
+	return t.written(y), nil
 }
 
 // launch runs kernel(*args, tl=tl) on the rank's PE in this process and

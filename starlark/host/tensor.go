@@ -100,5 +100,5 @@ func (x *Tensor) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) 
 	default:
 		return nil, nil
 	}
-	return out, nil
+	return x.torch.written(out), nil
 }

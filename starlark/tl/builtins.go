@@ -7,6 +7,7 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
 )
 
 // handle is the result of an async tl call, completed by tl.wait.
@@ -264,6 +265,7 @@ func kernelBuiltins() []Builtin {
 				}
 				reg := machine.Region{Mem: mem, Off: off, N: n}
 				k.allocs = append(k.allocs, reg)
+				LogWrite(k.M, k.Rank, "alloc", reg, true)
 				return NewPtr(reg, d, int64(count), k.Rank), nil
 			}},
 		{"time", "time()", "Current simulated time in ns (float).",
@@ -278,6 +280,14 @@ func kernelBuiltins() []Builtin {
 				var name string
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &name); err != nil {
 					return nil, err
+				}
+				if l := k.M.Log; l != nil {
+					now := k.M.Sim.Now()
+					r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMarker, Name: name, TStart: now, TEnd: now, Args: map[string]string{}}
+					for _, kv := range kw {
+						r.Args[string(kv[0].(starlark.String))] = kv[1].String()
+					}
+					l.Add(r)
 				}
 				if k.Obs != nil {
 					kwt := make(starlark.Tuple, 0, len(kw))
@@ -324,6 +334,7 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 	if v != 0 {
 		dtype.FillValue(d, t.Data, v)
 	}
+	k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
 	return t, nil
 }
 
@@ -425,6 +436,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 	r := g.Take(q, false)
 	out, _ := dst.view(0, meta.Count, "")
 	op := k.M.Copy(k.PE, out.Reg, r.Slot)
+	op.Name, op.Dir, op.Seq = "recv", q.Dir, meta.Seq
 	if err := op.Wait(k.Proc); err != nil {
 		return nil, err
 	}
@@ -435,7 +447,11 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 
 func (k *Kernel) fetchAsync(p *Ptr) *handle {
 	k.Stats.Load++
-	return &handle{kind: "fetch", op: k.M.Fetch(k.PE, p.Reg), src: p}
+	op := k.M.Fetch(k.PE, p.Reg)
+	if l := k.M.Log; l != nil {
+		op.TileID = l.NewTile()
+	}
+	return &handle{kind: "fetch", op: op, src: p}
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -464,7 +480,9 @@ func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
 	// The store starts when the tile's math is done; the caller does not
 	// wait for that (store_async) unless it waits for the handle.
 	k.Stats.Store++
-	return &handle{kind: "store", op: k.M.StoreAt(k.PE, p.Reg, t.Data, t.Ready)}, nil
+	op := k.M.StoreAt(k.PE, p.Reg, t.Data, t.Ready)
+	op.TileID = t.ID
+	return &handle{kind: "store", op: op}, nil
 }
 
 func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -521,7 +539,7 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 			}
 		}
 		if h.kind == "fetch" {
-			h.value = &Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, k: k}
+			h.value = &Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, ID: h.op.TileID, k: k}
 		}
 	}
 	h.done = true

@@ -12,6 +12,7 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 )
 
@@ -143,4 +144,41 @@ func (k *Kernel) nSlots() int {
 func (k *Kernel) mathReady(t sim.Time, n int64) sim.Time {
 	k.Stats.Math++
 	return k.M.MathReady(k.PE, t, n)
+}
+
+// logMath records a tile computed from a (and b, or a scalar) in the op_log.
+func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Record)) {
+	l := k.M.Log
+	if l == nil {
+		return
+	}
+	out.ID = l.NewTile()
+	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
+		Op: op, TileOut: out.ID, DType: out.DT.String(), Count: out.Count, NBytes: int64(len(out.Data))}
+	if a != nil {
+		r.TileA = a.ID
+	}
+	if b != nil {
+		r.TileB = b.ID
+	}
+	if fill != nil {
+		fill(r)
+	}
+	l.Add(r)
+}
+
+// logWrite records bytes written into memory outside any simulated
+// operation (allocation zeroing, host writes), so phase 2 can replay them.
+func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zero bool) {
+	l := m.Log
+	if l == nil {
+		return
+	}
+	now := m.Sim.Now()
+	r := &oplog.Record{Rank: rank, Kind: oplog.KindMemory, Name: name, TStart: now, TEnd: now,
+		Dst: reg.Addr(), DstSp: reg.Mem.Space.String(), NBytes: reg.N}
+	if !zero {
+		r.Data = append([]byte(nil), reg.Bytes()...)
+	}
+	l.Add(r)
 }

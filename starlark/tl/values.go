@@ -9,6 +9,7 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 )
 
@@ -247,7 +248,9 @@ type Tile struct {
 	Count int64
 	Data  []byte
 	Ready sim.Time
-	k     *Kernel
+	// ID names the tile in the op_log's dataflow (0 when no log is kept).
+	ID int64
+	k  *Kernel
 }
 
 var (
@@ -278,6 +281,7 @@ var TileMembers = []Member{
 		out := &Tile{DT: dt, Count: t.Count, Data: make([]byte, t.Count*int64(dt.Size())), k: t.k}
 		dtype.Convert(out.Data, dt, t.Data, t.DT)
 		out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
+		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT.String(), dt.String(), int64(len(out.Data)) })
 		return out, nil
 	}},
 	{Name: "count", Sig: "count", Doc: "Number of elements.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Tile).Count) }},
@@ -323,6 +327,7 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 		out := t.like()
 		dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, side == starlark.Right)
 		out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
+		t.k.logMath(out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, side == starlark.Right })
 		return out, nil
 	}
 	return nil, nil
@@ -342,6 +347,7 @@ func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
 	out := a.like()
 	dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
 	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), int64(len(out.Data)))
+	a.k.logMath(out, op.String(), a, b, nil)
 	return out, nil
 }
 

@@ -1,0 +1,299 @@
+// Package oplog is kernbench's two-pass verification [model.md §7]: phase 1
+// (the timed simulation) appends an OpRecord for every data operation;
+// phase 2 (the DataExecutor) replays the records on a fresh copy of the
+// initial memory image, in the order their effects became visible, and the
+// result must equal phase 1's memory byte for byte.
+//
+// Tiles (PE registers) are tracked by id: a fetch produces a tile, math
+// makes a tile from tiles, a store writes a tile into memory. The package
+// depends only on engine/sim (time) and engine/dtype (math).
+package oplog
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/sim"
+)
+
+// Kinds of records.
+const (
+	KindIPCQ   = "ipcq"
+	KindMemory = "memory"
+	KindMath   = "math"
+	KindL3L2   = "l3l2"
+	KindMarker = "marker"
+)
+
+// Record is one data operation. Addresses are physical; Src/Dst are 0 when
+// unused. Effects are applied at TEnd (ties by Seq).
+type Record struct {
+	Seq    uint64   `json:"seq"`
+	Rank   int      `json:"rank"`
+	Kind   string   `json:"kind"`
+	Name   string   `json:"name"`
+	TStart sim.Time `json:"t_start_ps"`
+	TEnd   sim.Time `json:"t_end_ps"`
+
+	Src    uint64 `json:"src,omitempty"`
+	Dst    uint64 `json:"dst,omitempty"`
+	SrcSp  string `json:"src_space,omitempty"`
+	DstSp  string `json:"dst_space,omitempty"`
+	NBytes int64  `json:"nbytes"`
+	DType  string `json:"dtype,omitempty"`
+	Count  int64  `json:"count,omitempty"`
+
+	Dir       string `json:"dir,omitempty"`
+	SenderSeq uint64 `json:"sender_seq,omitempty"`
+	RecvMode  string `json:"recv_mode,omitempty"`
+
+	// Tile dataflow: a fetch or math result (TileOut), math operands
+	// (TileA, TileB; 0 = scalar), a store's source tile (TileA).
+	TileOut int64   `json:"tile_out,omitempty"`
+	TileA   int64   `json:"tile_a,omitempty"`
+	TileB   int64   `json:"tile_b,omitempty"`
+	Op      string  `json:"op,omitempty"`
+	Scalar  float64 `json:"scalar,omitempty"`
+	ScalarI int64   `json:"scalar_i,omitempty"`
+	Left    bool    `json:"scalar_left,omitempty"`
+	OutType string  `json:"out_dtype,omitempty"`
+
+	// Data carries bytes the replay cannot derive (host writes, constants).
+	Data []byte `json:"data,omitempty"`
+
+	// Args of a marker (tl.trace).
+	Args map[string]string `json:"args,omitempty"`
+}
+
+// Log collects records in phase 1.
+type Log struct {
+	Records []*Record
+	tiles   int64
+}
+
+// Add appends r, assigning its sequence number.
+func (l *Log) Add(r *Record) {
+	r.Seq = uint64(len(l.Records))
+	l.Records = append(l.Records, r)
+}
+
+// NewTile returns a fresh tile id.
+func (l *Log) NewTile() int64 {
+	l.tiles++
+	return l.tiles
+}
+
+// WriteJSONLines writes one JSON object per record, in sequence order.
+func (l *Log) WriteJSONLines(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	for _, r := range l.Records {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Image is a memory image: the bytes of every memory, indexed by memory id.
+// Address a belongs to memory (a >> AddrShift) - 1 at offset a & mask.
+type Image [][]byte
+
+// AddrShift must match engine/machine's physical address layout.
+const AddrShift = 40
+
+func (im Image) locate(addr uint64, n int64) ([]byte, error) {
+	id := int(addr>>AddrShift) - 1
+	off := int64(addr & (1<<AddrShift - 1))
+	if id < 0 || id >= len(im) {
+		return nil, fmt.Errorf("address %#x is in no memory", addr)
+	}
+	if need := off + n; need > int64(len(im[id])) {
+		grown := make([]byte, need)
+		copy(grown, im[id])
+		im[id] = grown
+	}
+	return im[id][off : off+n], nil
+}
+
+// Clone deep-copies an image.
+func (im Image) Clone() Image {
+	out := make(Image, len(im))
+	for i, b := range im {
+		out[i] = append([]byte(nil), b...)
+	}
+	return out
+}
+
+// Replay applies records to im in effect order (TEnd, then Seq) — the
+// DataExecutor. It fails on records it cannot apply (unknown tile, bad
+// address), which is itself a verification failure.
+func Replay(im Image, records []*Record) error {
+	order := append([]*Record(nil), records...)
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].TEnd != order[j].TEnd {
+			return order[i].TEnd < order[j].TEnd
+		}
+		return order[i].Seq < order[j].Seq
+	})
+	tiles := map[int64][]byte{}
+	tileType := map[int64]dtype.DType{}
+	for _, r := range order {
+		if err := apply(im, tiles, tileType, r); err != nil {
+			return fmt.Errorf("replay of record %d (%s %s, rank %d): %w", r.Seq, r.Kind, r.Name, r.Rank, err)
+		}
+	}
+	return nil
+}
+
+func apply(im Image, tiles map[int64][]byte, types map[int64]dtype.DType, r *Record) error {
+	switch {
+	case r.Kind == KindMarker:
+		return nil
+	case r.Kind == KindMath:
+		dt, err := dtype.Parse(r.DType)
+		if err != nil {
+			return err
+		}
+		out := make([]byte, r.NBytes)
+		switch r.Op {
+		case "const":
+			copy(out, r.Data)
+		case "convert":
+			a, ok := tiles[r.TileA]
+			if !ok {
+				return fmt.Errorf("unknown tile %d", r.TileA)
+			}
+			odt, err := dtype.Parse(r.OutType)
+			if err != nil {
+				return err
+			}
+			dtype.Convert(out, odt, a, dt)
+			dt = odt
+		default:
+			op, err := dtype.ParseOp(r.Op)
+			if err != nil {
+				return err
+			}
+			a, ok := tiles[r.TileA]
+			if !ok {
+				return fmt.Errorf("unknown tile %d", r.TileA)
+			}
+			if r.TileB == 0 {
+				dtype.BinaryScalar(op, dt, out, a, r.Scalar, r.ScalarI, r.Left)
+			} else {
+				b, ok := tiles[r.TileB]
+				if !ok {
+					return fmt.Errorf("unknown tile %d", r.TileB)
+				}
+				dtype.Binary(op, dt, out, a, b)
+			}
+		}
+		tiles[r.TileOut] = out
+		types[r.TileOut] = dt
+		return nil
+	case r.Name == "fetch":
+		src, err := im.locate(r.Src, r.NBytes)
+		if err != nil {
+			return err
+		}
+		tiles[r.TileOut] = append([]byte(nil), src...)
+		return nil
+	case r.Name == "store":
+		t, ok := tiles[r.TileA]
+		if !ok {
+			return fmt.Errorf("unknown tile %d", r.TileA)
+		}
+		dst, err := im.locate(r.Dst, r.NBytes)
+		if err != nil {
+			return err
+		}
+		copy(dst, t)
+		return nil
+	case r.Data != nil || r.Name == "alloc":
+		dst, err := im.locate(r.Dst, r.NBytes)
+		if err != nil {
+			return err
+		}
+		if r.Data == nil {
+			clear(dst)
+		} else {
+			copy(dst, r.Data)
+		}
+		return nil
+	case r.Src != 0 && r.Dst != 0:
+		// ipcq send, copy, recv copy_to_dst: bytes move src -> dst.
+		src, err := im.locate(r.Src, r.NBytes)
+		if err != nil {
+			return err
+		}
+		dst, err := im.locate(r.Dst, r.NBytes)
+		if err != nil {
+			return err
+		}
+		copy(dst, src)
+		return nil
+	}
+	// return_slot recv and other pointer-only records have no data effect.
+	return nil
+}
+
+// Mismatch describes the first byte where two images differ.
+type Mismatch struct {
+	Addr       uint64
+	Got, Want  byte // phase 2, phase 1
+	LastWriter *Record
+}
+
+func (m *Mismatch) String() string {
+	s := fmt.Sprintf("phase 2 differs from phase 1 at address %#x (phase 2 %#02x, phase 1 %#02x)", m.Addr, m.Got, m.Want)
+	if r := m.LastWriter; r != nil {
+		s += fmt.Sprintf("; last written by record %d (%s %s, rank %d, t_end %v)", r.Seq, r.Kind, r.Name, r.Rank, r.TEnd)
+	}
+	return s
+}
+
+// Compare returns the first difference between phase-2 and phase-1 images
+// (missing bytes read as zero), or nil.
+func Compare(phase2, phase1 Image, records []*Record) *Mismatch {
+	for id := 0; id < max(len(phase1), len(phase2)); id++ {
+		var a, b []byte
+		if id < len(phase2) {
+			a = phase2[id]
+		}
+		if id < len(phase1) {
+			b = phase1[id]
+		}
+		for i := 0; i < max(len(a), len(b)); i++ {
+			var x, y byte
+			if i < len(a) {
+				x = a[i]
+			}
+			if i < len(b) {
+				y = b[i]
+			}
+			if x != y {
+				addr := uint64(id+1)<<AddrShift | uint64(i)
+				return &Mismatch{Addr: addr, Got: x, Want: y, LastWriter: lastWriter(records, addr)}
+			}
+		}
+	}
+	return nil
+}
+
+// lastWriter is the record with the latest effect that wrote addr.
+func lastWriter(records []*Record, addr uint64) *Record {
+	var best *Record
+	for _, r := range records {
+		writes := r.Dst != 0 && r.Name != "fetch" && r.Kind != KindMath
+		if !writes || addr < r.Dst || addr >= r.Dst+uint64(r.NBytes) {
+			continue
+		}
+		if best == nil || r.TEnd > best.TEnd || (r.TEnd == best.TEnd && r.Seq > best.Seq) {
+			best = r
+		}
+	}
+	return best
+}
