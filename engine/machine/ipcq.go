@@ -44,6 +44,9 @@ type MsgMeta struct {
 	DType  uint8 // the sender's element type (engine/dtype value), 0 = raw
 	Count  int64
 	Seq    uint64 // sender_seq
+	// Origin is the caller's description of where the send was issued
+	// (the Starlark position), for hazard reports; opaque to the engine.
+	Origin any
 }
 
 // QueuePair is one direction of one rank's PE_IPCQ [D2]: its pointers, its
@@ -142,6 +145,10 @@ type Group struct {
 	M   *Machine
 	Cfg IPCQConfig
 	EPs []*Endpoint
+
+	// inflight are the sends whose DMA has not completed, in issue order:
+	// their sources must not be written (SendBufferHazard).
+	inflight []*Message
 
 	// Hooks observe message traffic (op_log, CCL trace). Optional.
 	OnDeliver func(q *QueuePair, msg *Message)
@@ -299,6 +306,7 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	*msg = Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot}
 	msg.Xfer = Transfer{Path: g.M.MemToMem(src.Mem, peer.Rx.Mem), N: src.N, VC: VCComm, Owner: msg}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
+	g.inflight = append(g.inflight, msg)
 	q.MyHead++
 	q.InFlight++
 	return p.Sleep(g.Cfg.Overhead)
@@ -321,6 +329,12 @@ func (msg *Message) Complete(*Transfer) {
 		peer.PeerHeadCache++
 	}
 	q.InFlight--
+	for i, m := range g.inflight {
+		if m == msg {
+			g.inflight = append(g.inflight[:i], g.inflight[i+1:]...)
+			break
+		}
+	}
 	if l := g.M.Log; l != nil {
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.String(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.String(),
@@ -460,4 +474,15 @@ func dtypeName(d uint8) string {
 		return dt.String()
 	}
 	return ""
+}
+
+// InFlightReading returns an unfinished send whose source overlaps dst, or
+// nil: writing dst now would change bytes the send has yet to read.
+func (g *Group) InFlightReading(dst Region) *Message {
+	for _, m := range g.inflight {
+		if m.Src.Overlaps(dst) {
+			return m
+		}
+	}
+	return nil
 }

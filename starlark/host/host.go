@@ -135,6 +135,9 @@ func (t *Torch) algorithm(_ *starlark.Thread, b *starlark.Builtin, args starlark
 // shape accepts (n,), [n], n or (a, b, …) and returns the element count.
 func shapeCount(fn string, v starlark.Value) (int64, error) {
 	if i, err := starlark.AsInt32(v); err == nil {
+		if i < 0 {
+			return 0, fmt.Errorf("%s: shape must hold non-negative ints, got %d", fn, i)
+		}
 		return int64(i), nil
 	}
 	it, ok := v.(starlark.Indexable)
@@ -261,6 +264,9 @@ func (t *Torch) arange(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	ds := "f32"
 	if err := starlark.UnpackArgs(b.Name(), args, kw, "n", &n, "dtype?", &ds); err != nil {
 		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%s: n must be non-negative, got %d", b.Name(), n)
 	}
 	dt, err := dtypeArg(b.Name(), ds)
 	if err != nil {

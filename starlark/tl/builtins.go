@@ -118,8 +118,18 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
 					return nil, err
 				}
-				if _, _, err := optDir(dir, b.Name()); err != nil {
+				d, has, err := optDir(dir, b.Name())
+				if err != nil {
 					return nil, err
+				}
+				if has {
+					g, err := k.group(b.Name())
+					if err != nil {
+						return nil, err
+					}
+					if _, err := g.Lookup(k.Rank, d, false); err != nil {
+						return nil, err
+					}
 				}
 				h := &handle{kind: "recv", dir: dir}
 				if dst != starlark.None {
@@ -224,11 +234,28 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "value", &v, "dtype", &dt); err != nil {
 					return nil, err
 				}
-				f, ok := starlark.AsFloat(v)
-				if !ok {
+				t, err := k.newTile(b.Name(), count, dt, 0)
+				if err != nil {
+					return nil, err
+				}
+				switch v := v.(type) {
+				case starlark.Int:
+					// Integers keep full precision for integer dtypes.
+					if i, ok := v.Int64(); ok && !t.DT.IsFloat() {
+						for e := 0; e < count; e++ {
+							dtype.PutInt(t.DT, t.Data, e, i)
+						}
+					} else {
+						f, _ := starlark.AsFloat(v)
+						dtype.FillValue(t.DT, t.Data, f)
+					}
+				case starlark.Float:
+					dtype.FillValue(t.DT, t.Data, float64(v))
+				default:
 					return nil, fmt.Errorf("%s: value must be a number, got %s", b.Name(), v.Type())
 				}
-				return k.newTile(b.Name(), count, dt, f)
+				k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
+				return t, nil
 			}},
 		{"maximum", "maximum(a, b)", "Elementwise maximum of two Tiles.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -334,11 +361,13 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 	if v != 0 {
 		dtype.FillValue(d, t.Data, v)
 	}
-	k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
+	if fn == "tl.zeros" {
+		k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
+	}
 	return t, nil
 }
 
-func builtinSend(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+func builtinSend(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	var dir string
 	var srcV, nbV starlark.Value = nil, starlark.None
 	if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir, "src", &srcV, "nbytes?", &nbV); err != nil {
@@ -375,7 +404,7 @@ func builtinSend(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starla
 		return nil, err
 	}
 	k.Stats.Send++
-	return starlark.None, g.Send(k.Proc, q, reg, machine.MsgMeta{DType: uint8(src.DT), Count: count})
+	return starlark.None, g.Send(k.Proc, q, reg, machine.MsgMeta{DType: uint8(src.DT), Count: count, Origin: th.CallFrame(1).Pos})
 }
 
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
@@ -433,8 +462,11 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 	if meta.NBytes > dst.Reg.N {
 		return nil, errorf("OutOfBounds", "rank %d recv %s: the message has %d bytes, dst holds %d", k.Rank, q.Dir, meta.NBytes, dst.Reg.N)
 	}
-	r := g.Take(q, false)
 	out, _ := dst.view(0, meta.Count, "")
+	if err := k.checkWrite(fn, out.Reg); err != nil {
+		return nil, err
+	}
+	r := g.Take(q, false)
 	op := k.M.Copy(k.PE, out.Reg, r.Slot)
 	op.Name, op.Dir, op.Seq = "recv", q.Dir, meta.Seq
 	if err := op.Wait(k.Proc); err != nil {
@@ -470,7 +502,26 @@ func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starla
 	return k.storeTile(b.Name(), p, t)
 }
 
+// checkWrite rejects a write into a range an unfinished send still reads.
+func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
+	if k.G == nil {
+		return nil
+	}
+	if m := k.G.InFlightReading(dst); m != nil {
+		where := ""
+		if m.Meta.Origin != nil {
+			where = fmt.Sprintf(" issued at %v", m.Meta.Origin)
+		}
+		return errorf("SendBufferHazard", "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (tl.flush(%q) first, or write elsewhere)",
+			fn, k.Rank, dst, m.Q.Rank, m.Q.Dir, m.Meta.Seq, where, m.Q.Dir)
+	}
+	return nil
+}
+
 func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
+	if err := k.checkWrite(fn, p.Reg); err != nil {
+		return nil, err
+	}
 	if p.DT != t.DT {
 		return nil, errorf("DtypeMismatch", "%s: rank %d: tile is %s, ptr is %s", fn, k.Rank, t.DT, p.DT)
 	}
@@ -505,6 +556,9 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 		return nil, errorf("OutOfBounds", "%s: rank %d: dst has %d elements, src has %d", b.Name(), k.Rank, dst.Count, src.Count)
 	}
 	if err := k.checkSlot(src, "copy src"); err != nil {
+		return nil, err
+	}
+	if err := k.checkWrite(b.Name(), dst.Reg); err != nil {
 		return nil, err
 	}
 	return &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: src}, nil

@@ -154,6 +154,13 @@ func loadFixture(t *testing.T, name string) starlark.StringDict {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return execSource(t, path, src)
+}
+
+// execSource executes a Starlark file with assert, struct and hw
+// predeclared and returns its globals.
+func execSource(t *testing.T, filename string, src []byte) starlark.StringDict {
+	t.Helper()
 	am, err := starlarktest.LoadAssertModule()
 	if err != nil {
 		t.Fatal(err)
@@ -163,11 +170,11 @@ func loadFixture(t *testing.T, name string) starlark.StringDict {
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
 		"hw":     hw(),
 	}
-	th := &starlark.Thread{Name: "load " + name}
+	th := &starlark.Thread{Name: "load " + filename}
 	starlarktest.SetReporter(th, t)
-	globals, err := starlark.ExecFileOptions(fileOptions, th, path, src, predeclared)
+	globals, err := starlark.ExecFileOptions(fileOptions, th, filename, src, predeclared)
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+		t.Fatalf("%s: %v", filename, err)
 	}
 	return globals
 }
@@ -234,3 +241,5 @@ func TestStarFixtures(t *testing.T) {
 		})
 	}
 }
+
+func setReporter(th *starlark.Thread, t *testing.T) { starlarktest.SetReporter(th, t) }

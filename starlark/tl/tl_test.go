@@ -1,0 +1,393 @@
+package tl_test
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/machine"
+	"kernbench/starlark/tl"
+)
+
+// errorKind is the kind of a tl failure as reports see it: a *tl.Error or a
+// *machine.IPCQError anywhere in the chain.
+func errorKind(err error) (kind, goType string) {
+	var te *tl.Error
+	var qe *machine.IPCQError
+	switch {
+	case errors.As(err, &te):
+		return te.Kind, "*tl.Error"
+	case errors.As(err, &qe):
+		return qe.Kind, "*machine.IPCQError"
+	}
+	return "", ""
+}
+
+// fixtureFrame is the position of the innermost fixture frame of err.
+func fixtureFrame(err error) string {
+	var ee *starlark.EvalError
+	if !errors.As(err, &ee) {
+		return ""
+	}
+	for i := len(ee.CallStack) - 1; i >= 0; i-- {
+		fr := ee.CallStack[i]
+		if strings.HasSuffix(fr.Pos.Filename(), ".star") {
+			return fmt.Sprintf("%s: in %s", fr.Pos, fr.Name)
+		}
+	}
+	return ""
+}
+
+// An uncaught tl error keeps its kind through Starlark's EvalError
+// wrapping (errors.As), names it in the message, and points at the line of
+// the failing call.
+func TestErrorKinds(t *testing.T) {
+	globals := loadFixture(t, "errors/raise.star")
+	const file = "testdata/errors/raise.star"
+	for _, tc := range []struct {
+		fn     string
+		rank   int
+		kind   string
+		goType string
+		msg    string
+		pos    string
+	}{
+		{"raise_invalid_direction_send", 0, "IpcqInvalidDirection", "*machine.IPCQError", `rank 0 has no direction "N" (installed: E, W)`, "6:16"},
+		{"raise_invalid_direction_peer", 1, "IpcqInvalidDirection", "*machine.IPCQError", `rank 1 has no direction "up" (installed: E, W)`, "10:16"},
+		{"raise_message_too_large", 0, "IpcqMessageTooLarge", "*tl.Error", "rank 0 send E: 260 bytes exceed slot_size 256", "14:16"},
+		{"raise_out_of_bounds", 0, "OutOfBounds", "*tl.Error", "Ptr.slice: elements [2, 5) are outside a view of 4 elements", "18:33"},
+		{"raise_dtype_mismatch_store", 1, "DtypeMismatch", "*tl.Error", "tl.store: rank 1: tile is i32, ptr is f32", "22:17"},
+		{"raise_dtype_mismatch_recv", 1, "DtypeMismatch", "*tl.Error", "rank 1 recv W: the message carries f32, dst is i32", "28:16"},
+		{"raise_stale_slot", 1, "StaleSlot", "*tl.Error", "rank 1 fetch src: the rx slot 0 of direction W was overwritten by a later message (received as generation 1, now 2)", "38:17"},
+		{"raise_out_of_memory", 0, "OutOfMemory", "*tl.Error", "tl.alloc: rank 0: tcm[pe 0]: cannot allocate 1048576 bytes (capacity 1048576, 2048 in use)", "42:17"},
+	} {
+		t.Run(tc.fn, func(t *testing.T) {
+			w := newWorld(t, 2)
+			err := w.run(t, fixtureFunc(t, globals, tc.fn))
+			if err == nil {
+				t.Fatal("run succeeded, want an error")
+			}
+			for r, e := range w.errs {
+				if (e != nil) != (r == tc.rank) {
+					t.Errorf("rank %d error = %v, want an error only on rank %d", r, e, tc.rank)
+				}
+			}
+			kind, goType := errorKind(err)
+			if kind != tc.kind || goType != tc.goType {
+				t.Errorf("error kind = %q (%s), want %q (%s); error: %v", kind, goType, tc.kind, tc.goType, err)
+			}
+			if want := tc.kind + ": " + tc.msg; !strings.Contains(err.Error(), want) {
+				t.Errorf("error = %q, want it to contain %q", err, want)
+			}
+			if !strings.HasPrefix(err.Error(), fmt.Sprintf("rank %d: ", tc.rank)) {
+				t.Errorf("error = %q, want it to start with the rank", err)
+			}
+			if got, want := fixtureFrame(err), fmt.Sprintf("%s:%s: in %s", file, tc.pos, tc.fn); got != want {
+				t.Errorf("innermost fixture frame = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// callBuiltin calls tl's builtin name outside any process (for builtins
+// that never block).
+func callBuiltin(t *testing.T, k *tl.Kernel, name string, args ...starlark.Value) (starlark.Value, error) {
+	t.Helper()
+	fn, err := k.Attr(name)
+	if err != nil || fn == nil {
+		t.Fatalf("tl.%s: %v", name, err)
+	}
+	return starlark.Call(&starlark.Thread{Name: "test"}, fn, args, nil)
+}
+
+// tl.alloc scratch memory is freed by Release: the same allocation after a
+// Release gets the same address, and every memory is back to what it held
+// before (the TCM keeps only the IPCQ rx rings).
+func TestAllocFreedOnRelease(t *testing.T) {
+	w := newWorld(t, 2)
+	pe := w.m.Ranks[0]
+	before := []int64{pe.TCM.Used(), pe.SRAM.Used(), pe.HBM.Used()}
+	k := w.kernel(0, nil)
+	alloc := func(count int, space string) *tl.Ptr {
+		t.Helper()
+		v, err := callBuiltin(t, k, "alloc", starlark.MakeInt(count), starlark.String("f32"), starlark.String(space))
+		if err != nil {
+			t.Fatalf("tl.alloc(%d, f32, %s): %v", count, space, err)
+		}
+		return v.(*tl.Ptr)
+	}
+	var first []uint64
+	for _, space := range []string{"tcm", "sram", "hbm"} {
+		p, q := alloc(1000, space), alloc(1000, space)
+		if p.Reg.Addr() == q.Reg.Addr() {
+			t.Errorf("%s: two live allocations share address %#x", space, p.Reg.Addr())
+		}
+		first = append(first, p.Reg.Addr())
+	}
+	k.Release()
+	after := []int64{pe.TCM.Used(), pe.SRAM.Used(), pe.HBM.Used()}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("bytes in use (tcm, sram, hbm) after Release (-before +after):\n%s", diff)
+	}
+	var again []uint64
+	for _, space := range []string{"tcm", "sram", "hbm"} {
+		again = append(again, alloc(1000, space).Reg.Addr())
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Errorf("addresses after Release (-first +again):\n%s", diff)
+	}
+	k.Release()
+	k.Release() // idempotent
+	if got := pe.TCM.Used(); got != before[0] {
+		t.Errorf("tcm in use after a second Release = %d, want %d", got, before[0])
+	}
+}
+
+// A kernel's scratch memory is freed when it returns, on every rank.
+func TestAllocFreedAfterKernel(t *testing.T) {
+	globals := loadFixture(t, "ptr.star")
+	w := newWorld(t, 2)
+	if err := w.run(t, fixtureFunc(t, globals, "test_alloc_every_space")); err != nil {
+		t.Fatal(err)
+	}
+	rings := int64(2 * testIPCQ().NSlots * int(testIPCQ().SlotSize)) // E and W
+	for r, pe := range w.m.Ranks {
+		if got := pe.TCM.Used(); got != rings {
+			t.Errorf("rank %d: tcm in use = %d, want the rx rings' %d", r, got, rings)
+		}
+		if got := pe.HBM.Used() + pe.SRAM.Used(); got != 0 {
+			t.Errorf("rank %d: hbm+sram in use = %d, want 0", r, got)
+		}
+	}
+}
+
+// Exhausting a space fails with OutOfMemory and names the rank; the failed
+// allocation takes nothing.
+func TestAllocExhaustion(t *testing.T) {
+	w := newWorld(t, 3)
+	k := w.kernel(2, nil)
+	used := w.m.Ranks[2].TCM.Used()
+	_, err := callBuiltin(t, k, "alloc", starlark.MakeInt(1<<18), starlark.String("f32"))
+	if kind, _ := errorKind(err); kind != "OutOfMemory" {
+		t.Fatalf("tl.alloc of the whole TCM: error %v (kind %q), want OutOfMemory", err, kind)
+	}
+	if !strings.Contains(err.Error(), "rank 2") {
+		t.Errorf("error %q does not name rank 2", err)
+	}
+	if got := w.m.Ranks[2].TCM.Used(); got != used {
+		t.Errorf("tcm in use after a failed alloc = %d, want %d", got, used)
+	}
+	// What is left still fits.
+	free := testParams().Tcm.Capacity - used
+	if _, err := callBuiltin(t, k, "alloc", starlark.MakeInt64(free), starlark.String("u8")); err != nil {
+		t.Errorf("tl.alloc of the remaining %d bytes: %v", free, err)
+	}
+	k.Release()
+}
+
+// The Builtins table is the single source of the reference docs: names are
+// unique and sorted, signatures start with the name, every entry has a doc,
+// and the tl value exposes exactly the builtins, the attributes and the
+// "load" alias.
+func TestBuiltinsTable(t *testing.T) {
+	seen := map[string]bool{}
+	var names []string
+	for _, b := range tl.Builtins {
+		if seen[b.Name] {
+			t.Errorf("builtin %q is registered twice", b.Name)
+		}
+		seen[b.Name] = true
+		names = append(names, b.Name)
+		if !strings.HasPrefix(b.Sig, b.Name+"(") {
+			t.Errorf("builtin %q: signature %q does not start with %q", b.Name, b.Sig, b.Name+"(")
+		}
+		if strings.TrimSpace(b.Doc) == "" {
+			t.Errorf("builtin %q has no doc", b.Name)
+		}
+		if b.Fn == nil {
+			t.Errorf("builtin %q has no implementation", b.Name)
+		}
+	}
+	if !sort.StringsAreSorted(names) {
+		t.Errorf("Builtins are not sorted by name: %v", names)
+	}
+	for _, a := range tl.Attributes {
+		if seen[a.Name] {
+			t.Errorf("attribute %q clashes with another builtin or attribute", a.Name)
+		}
+		seen[a.Name] = true
+		if a.Type == "" || strings.TrimSpace(a.Doc) == "" || a.Get == nil {
+			t.Errorf("attribute %q: type %q, doc %q, getter set %v; want all set", a.Name, a.Type, a.Doc, a.Get != nil)
+		}
+	}
+
+	// starlark-api.md §3 lists these; each must be registered.
+	for _, name := range []string{"rank", "world_size", "program_id", "directions", "slot_size", "n_slots", "peer",
+		"send", "recv", "recv_async", "wait", "flush", "fetch", "store", "fetch_async", "store_async", "copy_async",
+		"copy", "reduce", "zeros", "full", "alloc", "time", "trace", "maximum", "minimum"} {
+		if !seen[name] {
+			t.Errorf("tl.%s (starlark-api.md §3) is neither in Builtins nor in Attributes", name)
+		}
+	}
+
+	w := newWorld(t, 2)
+	k := w.kernel(0, nil)
+	want := []string{"load"}
+	for name := range seen {
+		want = append(want, name)
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, k.AttrNames()); diff != "" {
+		t.Errorf("tl AttrNames (-want +got):\n%s", diff)
+	}
+	for _, b := range tl.Builtins {
+		v, err := k.Attr(b.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, ok := v.(*starlark.Builtin)
+		if !ok {
+			t.Errorf("tl.%s is a %T, want a *starlark.Builtin", b.Name, v)
+			continue
+		}
+		if sb.Name() != "tl."+b.Name {
+			t.Errorf("tl.%s is named %q, want %q (messages read \"tl.%s: …\")", b.Name, sb.Name(), "tl."+b.Name, b.Name)
+		}
+	}
+	load, _ := k.Attr("load")
+	fetch, _ := k.Attr("fetch")
+	if load != fetch {
+		t.Errorf("tl.load = %v, want the fetch builtin %v", load, fetch)
+	}
+	if v, err := k.Attr("no_such_member"); v != nil || err != nil {
+		t.Errorf("tl.no_such_member = %v, %v; want nil, nil (Starlark reports the missing attribute)", v, err)
+	}
+}
+
+// recorder is a tl.Observer that keeps markers.
+type recorder struct{ got []string }
+
+func (r *recorder) Marker(k *tl.Kernel, name string, args starlark.Tuple) {
+	r.got = append(r.got, fmt.Sprintf("rank %d %s %s", k.Rank, name, args))
+}
+
+// runInline runs kernel(rank, tl) from src on a fresh world of n ranks,
+// with each rank's tl value adjusted by setup.
+func runInline(t *testing.T, n int, src string, setup func(k *tl.Kernel)) *world {
+	t.Helper()
+	globals := execSource(t, "inline.star", []byte(src))
+	w := newWorld(t, n)
+	fn := fixtureFunc(t, globals, "kernel")
+	if setup != nil {
+		// Wrap: make the kernel, adjust it, then call fn.
+		inner := fn
+		fn = starlark.NewBuiltin("setup", func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			setup(kw[0][1].(*tl.Kernel))
+			return starlark.Call(th, inner, args, kw)
+		})
+	}
+	if err := w.run(t, fn); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// tl.trace hands the marker and its keyword arguments to the observer.
+func TestTraceObserver(t *testing.T) {
+	rec := &recorder{}
+	runInline(t, 2, `
+def kernel(rank, tl):
+    assert.eq(tl.trace("start"), None)
+    tl.trace("step", i = rank, what = "x")
+    assert.fails(lambda: tl.trace(), "tl.trace: got 0 arguments, want 1")
+    assert.fails(lambda: tl.trace(1), "tl.trace: for parameter 1: got int, want string")
+`, func(k *tl.Kernel) { k.Obs = rec })
+	want := []string{
+		"rank 0 start ()", `rank 0 step (("i", 0), ("what", "x"))`,
+		"rank 1 start ()", `rank 1 step (("i", 1), ("what", "x"))`,
+	}
+	if diff := cmp.Diff(want, rec.got); diff != "" {
+		t.Errorf("markers (-want +got):\n%s", diff)
+	}
+	// Without an observer tl.trace is a no-op.
+	runInline(t, 1, `
+def kernel(rank, tl):
+    assert.eq(tl.trace("start", a = 1), None)
+`, nil)
+}
+
+// Stats count what each rank did: sends, receives, loads (including
+// tl.reduce's operand fetches), stores and tile math.
+func TestStats(t *testing.T) {
+	w := runInline(t, 2, `
+def kernel(rank, tl):
+    p = tl.alloc(4, "f32")
+    if rank == 0:
+        tl.send("E", p)
+        tl.send("E", p)
+        tl.flush()
+    else:
+        tl.recv("W")
+        tl.recv("W", dst = p)
+        t = tl.fetch(p) + 1
+        t = tl.maximum(t * 2, t).astype("f64")
+        tl.store(tl.alloc(4, "f64"), t)
+        tl.reduce(p, p, tl.fetch(p))
+`, nil)
+	got := []tl.Stats{*w.kernels[0].Stats, *w.kernels[1].Stats}
+	want := []tl.Stats{
+		{Send: 2},
+		{Recv: 2, Load: 3, Store: 2, Math: 5},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stats per rank (-want +got):\n%s", diff)
+	}
+}
+
+// Without an installed process group the identity and geometry still
+// answer, and IPCQ calls fail with IpcqInvalidDirection.
+func TestNoGroup(t *testing.T) {
+	w := newWorld(t, 1)
+	k := tl.New(&tl.Kernel{M: w.m, PE: w.m.Ranks[0], Rank: 0, World: 1})
+	am := execSource(t, "nogroup.star", []byte(`
+def check(tl):
+    assert.eq(tl.directions(), [])
+    assert.eq(tl.slot_size, 0)
+    assert.eq(tl.n_slots, 0)
+    assert.eq(tl.world_size, 1)
+    assert.eq(tl.flush(), None)
+    p = tl.alloc(1, "f32")
+    for f in [lambda: tl.peer("E"), lambda: tl.send("E", p), lambda: tl.recv(), lambda: tl.recv("E")]:
+        assert.fails(f, "IpcqInvalidDirection: tl.[a-z]+: no IPCQ process group is installed for rank 0")
+`))
+	th := &starlark.Thread{Name: "nogroup"}
+	setReporter(th, t)
+	if _, err := starlark.Call(th, am["check"], starlark.Tuple{k}, nil); err != nil {
+		t.Fatal(err)
+	}
+	k.Release()
+}
+
+// The same kernels on a fresh world end at the same simulated time after
+// the same number of events.
+func TestDeterministic(t *testing.T) {
+	globals := loadFixture(t, "ipcq.star")
+	for _, fn := range []string{"test_recv_any_round_robin", "test_backpressure_blocks_until_credit", "test_stale_slot"} {
+		var runs []string
+		for range 2 {
+			w := newWorld(t, 2)
+			if err := w.run(t, fixtureFunc(t, globals, fn)); err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, fmt.Sprintf("t=%v events=%d", w.s.Now(), w.s.Events()))
+		}
+		if runs[0] != runs[1] {
+			t.Errorf("%s: first run %s, second run %s", fn, runs[0], runs[1])
+		}
+	}
+}
