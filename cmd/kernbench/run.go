@@ -22,6 +22,10 @@ type runOptions struct {
 	ccl.Options
 	count    int64
 	bench    string
+	sweep    string
+	minBytes string
+	maxBytes string
+	factor   float64
 	oplog    string
 	bytes    string
 	json     bool
@@ -70,6 +74,10 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.StringVar(&o.Collective, "collective", "", "allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall")
 	f.Int64Var(&o.count, "count", 0, "elements per rank buffer")
 	f.StringVar(&o.bytes, "bytes", "", "bytes per rank buffer, e.g. 64K, 4M (default 1M)")
+	f.StringVar(&o.sweep, "sweep", "", "size sweep MIN:MAX[:FACTOR] in bytes, e.g. 1K:4M (factor 2), one row per size")
+	f.StringVarP(&o.minBytes, "minbytes", "b", "", "nccl-tests style: smallest size of a sweep")
+	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "nccl-tests style: largest size of a sweep")
+	f.Float64VarP(&o.factor, "stepfactor", "f", 2, "nccl-tests style: size multiplier between sweep rows")
 	f.StringVar(&o.DType, "dtype", "f32", "f32 | f16 | bf16 | f64 | i32 | i64 | u8")
 	f.StringVar(&o.RedOp, "redop", "sum", "sum | prod | max | min | avg")
 	f.BoolVar(&o.InPlace, "in-place", false, "use one buffer for send and recv (NCCL in-place)")
@@ -98,10 +106,33 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.MaxSteps == 0 {
 		o.MaxSteps = defaultMaxSteps
 	}
-	if cmd.Flags().Changed("count") && o.bytes != "" {
-		return usageErr(stderr, o.json, "--count and --bytes are mutually exclusive")
+	sizeFlags := 0
+	for _, set := range []bool{cmd.Flags().Changed("count"), o.bytes != "", o.sweep != "", o.minBytes != "" || o.maxBytes != ""} {
+		if set {
+			sizeFlags++
+		}
 	}
-	if cmd.Flags().Changed("count") {
+	if sizeFlags > 1 {
+		return usageErr(stderr, o.json, "--count, --bytes, --sweep and -b/-e are mutually exclusive")
+	}
+	if o.sweep != "" || o.minBytes != "" || o.maxBytes != "" {
+		spec := o.sweep
+		if spec == "" {
+			lo, hi := o.minBytes, o.maxBytes
+			if lo == "" {
+				lo = hi
+			}
+			if hi == "" {
+				hi = lo
+			}
+			spec = fmt.Sprintf("%s:%s:%g", lo, hi, o.factor)
+		}
+		sizes, err := parseSweep(spec)
+		if err != nil {
+			return usageErr(stderr, o.json, err.Error())
+		}
+		o.Sizes = sizes
+	} else if cmd.Flags().Changed("count") {
 		if o.count < 0 {
 			return usageErr(stderr, o.json, fmt.Sprintf("--count must be >= 0 (got %d)", o.count))
 		}
@@ -216,4 +247,35 @@ func printTable(w io.Writer, rep *ccl.Report, quiet bool) {
 
 func wallString(s float64) string {
 	return strings.TrimSpace(fmt.Sprintf("%.3fs", s))
+}
+
+// parseSweep turns MIN:MAX[:FACTOR] into the list of sizes min, min×f, …
+// up to max (inclusive), like nccl-tests' -b/-e/-f.
+func parseSweep(spec string) ([]int64, error) {
+	parts := strings.Split(spec, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return nil, fmt.Errorf("--sweep %q: want MIN:MAX[:FACTOR], e.g. 1K:4M or 1K:4M:4", spec)
+	}
+	lo, err := config.ParseSize(parts[0])
+	if err != nil {
+		return nil, fmt.Errorf("--sweep %q: %v", spec, err)
+	}
+	hi, err := config.ParseSize(parts[1])
+	if err != nil {
+		return nil, fmt.Errorf("--sweep %q: %v", spec, err)
+	}
+	factor := 2.0
+	if len(parts) == 3 {
+		if factor, err = strconv.ParseFloat(parts[2], 64); err != nil || factor <= 1 {
+			return nil, fmt.Errorf("--sweep %q: FACTOR must be a number > 1", spec)
+		}
+	}
+	if lo <= 0 || hi < lo {
+		return nil, fmt.Errorf("--sweep %q: want 0 < MIN <= MAX", spec)
+	}
+	var sizes []int64
+	for v := float64(lo); int64(v) <= hi && len(sizes) < 1000; v *= factor {
+		sizes = append(sizes, int64(v))
+	}
+	return sizes, nil
 }
