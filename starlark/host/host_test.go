@@ -258,10 +258,11 @@ func TestNegativeShapeInt(t *testing.T) {
 	f := newFixture(t, 0, 1, 0, machine.HBM)
 	runStar(t, f.torch, `
 def test(torch):
-    # BUG (reported): a bare negative int reaches the allocator and fails
-    # with "negative allocation size -4" instead of a shape error.
+    # A bare negative int used to reach the allocator ("negative
+    # allocation size -4").
     assert.fails(lambda: torch.zeros(-1), "torch.zeros: shape must hold non-negative ints, got -1")
-    assert.fails(lambda: torch.arange(-1), "torch.arange: .*non-negative")
+    assert.fails(lambda: torch.arange(-1), "torch.arange: n must be non-negative, got -1")
+    assert.fails(lambda: torch.full(-2, 1.0), "torch.full: shape must hold non-negative ints, got -2")
 `)
 }
 

@@ -432,3 +432,25 @@ func TestExtraPredeclared(t *testing.T) {
 		t.Errorf("OUT = %s, want (42, \"mine\")", got)
 	}
 }
+
+// print called directly from Go (a bench's run_rank or an algorithm's
+// neighbors bound to print) has no Starlark caller; it must still print
+// rather than panic.
+func TestPrintCalledFromGo(t *testing.T) {
+	var stderr bytes.Buffer
+	l := &script.Loader{Stderr: &stderr}
+	th := l.NewThread("go caller")
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("print called from Go panicked: %v", r)
+			}
+		}()
+		if _, err := starlark.Call(th, starlark.Universe["print"], starlark.Tuple{starlark.String("hi")}, nil); err != nil {
+			t.Errorf("print: %v", err)
+		}
+	}()
+	if !strings.Contains(stderr.String(), "hi") {
+		t.Errorf("stderr = %q, want the message", stderr.String())
+	}
+}
