@@ -101,6 +101,9 @@ const defaultMaxSteps = 1_000_000_000
 func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer) error {
 	o.Embedded = kernbench.Files
 	o.Detail = o.verbose
+	if v := os.Getenv("KERNBENCH_CCL_TRACE"); v != "" && v != "0" {
+		o.CCLTrace = stderr
+	}
 	o.Stderr = stderr
 	o.MaxSteps = o.maxSteps
 	if o.MaxSteps == 0 {

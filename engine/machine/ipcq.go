@@ -151,6 +151,7 @@ type Group struct {
 	inflight []*Message
 
 	// Hooks observe message traffic (op_log, CCL trace). Optional.
+	OnSend    func(q *QueuePair, meta MsgMeta, at sim.Time)
 	OnDeliver func(q *QueuePair, msg *Message)
 	OnRecv    func(q *QueuePair, meta MsgMeta, slot Region, at sim.Time)
 }
@@ -307,6 +308,9 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	msg.Xfer = Transfer{Path: g.M.MemToMem(src.Mem, peer.Rx.Mem), N: src.N, VC: VCComm, Owner: msg}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
 	g.inflight = append(g.inflight, msg)
+	if g.OnSend != nil {
+		g.OnSend(q, msg.Meta, g.M.Sim.Now())
+	}
 	q.MyHead++
 	q.InFlight++
 	return p.Sleep(g.Cfg.Overhead)

@@ -44,6 +44,9 @@ type Options struct {
 	Detail bool
 	// OpLog, when set, receives every run's op_log as JSON lines.
 	OpLog io.Writer
+	// CCLTrace, when set, receives one line per send and recv
+	// (KERNBENCH_CCL_TRACE=1).
+	CCLTrace io.Writer
 
 	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer // print() and diagnostics
@@ -553,6 +556,14 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 	}
 	if w.g, err = w.m.Install(links, icfg); err != nil {
 		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	if out := p.opts.CCLTrace; out != nil {
+		w.g.OnSend = func(q *machine.QueuePair, meta machine.MsgMeta, at sim.Time) {
+			fmt.Fprintf(out, "t=%v rank=%d op=send dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)
+		}
+		w.g.OnRecv = func(q *machine.QueuePair, meta machine.MsgMeta, _ machine.Region, at sim.Time) {
+			fmt.Fprintf(out, "t=%v rank=%d op=recv dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)
+		}
 	}
 	return nil
 }
