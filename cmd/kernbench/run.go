@@ -27,6 +27,7 @@ type runOptions struct {
 	maxBytes string
 	factor   float64
 	oplog    string
+	dot      string
 	bytes    string
 	json     bool
 	quiet    bool
@@ -85,6 +86,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
 	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
+	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
 	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^9)")
@@ -171,6 +173,14 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			}
 			rep.Error = f.Out()
 			writeJSON(stdout, rep)
+		}
+		if o.dot != "" && len(f.WaitFor) > 0 {
+			if df, derr := os.Create(o.dot); derr == nil {
+				_ = f.WriteDOT(df)
+				df.Close()
+			} else {
+				fmt.Fprintf(stderr, "kernbench: --dot: %v\n", derr)
+			}
 		}
 		fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
 		if f.Detail != "" && f.Detail != f.Msg {

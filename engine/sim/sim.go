@@ -202,7 +202,13 @@ func (s *Sim) Run() error {
 		return s.stopErr
 	}
 	if blocked := s.Blocked(); len(blocked) > 0 {
-		return &StallError{At: s.now, Blocked: blocked}
+		// The system froze when the last process began to wait (the clock
+		// may have moved on through watchdog checks since).
+		var at Time
+		for _, p := range blocked {
+			at = max(at, p.WaitSince)
+		}
+		return &StallError{At: at, Blocked: blocked}
 	}
 	return nil
 }

@@ -164,7 +164,10 @@ func simFailure(err error, file string) error {
 				}
 			}
 		}
+		edges := waitGraph(blocked)
+		bld.WriteString(describeWaitGraph(edges))
 		f.Detail = strings.TrimRight(bld.String(), "\n")
+		f.WaitFor = edges
 	}
 	return f
 }

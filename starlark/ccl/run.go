@@ -140,7 +140,12 @@ type Failure struct {
 	Detail    string // multi-line report (backtrace, blocked processes)
 	Backtrace []string
 	Err       error
+	// WaitFor is the wait-for graph of a deadlock.
+	WaitFor []waitEdge
 }
+
+// WriteDOT writes the failure's wait-for graph as Graphviz DOT (--dot).
+func (f *Failure) WriteDOT(w io.Writer) error { return writeDOT(w, f.WaitFor) }
 
 func (f *Failure) Error() string { return f.Msg }
 func (f *Failure) Unwrap() error { return f.Err }

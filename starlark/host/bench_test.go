@@ -230,3 +230,53 @@ def run_rank(rank, world_size, torch):
 		t.Errorf("row %+v: want verified, time > 0, 2 loads and 2 stores", r)
 	}
 }
+
+// A kernel launched before init_process_group has no IPCQ directions; its
+// IPCQ calls fail with IpcqInvalidDirection.
+func TestBenchLaunchWithoutProcessGroup(t *testing.T) {
+	bench := writeBench(t, `
+def k(x, tl):
+    if tl.directions() != [] or tl.n_slots != 0:
+        fail("directions %s, n_slots %d before init_process_group" % (tl.directions(), tl.n_slots))
+    tl.send("E", x)
+
+def run_rank(rank, world_size, torch):
+    torch.launch("k", k, torch.zeros(4))
+`)
+	_, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{4}})
+	var f *ccl.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("error = %v, want a *ccl.Failure", err)
+	}
+	if f.Kind != "IpcqInvalidDirection" || !strings.Contains(f.Msg, "no IPCQ process group is installed for rank 0") {
+		t.Errorf("failure kind %q message %q, want IpcqInvalidDirection: no IPCQ process group", f.Kind, f.Msg)
+	}
+}
+
+// print in a bench goes to Stderr with its position; inside a launched
+// kernel it also carries the simulated time and the rank.
+func TestBenchPrint(t *testing.T) {
+	bench := writeBench(t, `
+def k(x, tl):
+    print("in kernel", len(x))
+
+def run_rank(rank, world_size, torch):
+    if rank == 1:
+        print("host side")
+        torch.launch("k", k, torch.zeros(3))
+`)
+	var stderr strings.Builder
+	if _, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{4}, Stderr: &stderr}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("stderr has %d lines, want 2:\n%s", len(lines), stderr.String())
+	}
+	if want := bench + ":7:14: "; !strings.HasPrefix(lines[0], want) || !strings.HasSuffix(lines[0], "host side") {
+		t.Errorf("host print = %q, want %q…host side", lines[0], want)
+	}
+	if want := bench + ":3:10: [t=0ns rank=1] in kernel 3"; lines[1] != want {
+		t.Errorf("kernel print = %q, want %q", lines[1], want)
+	}
+}

@@ -76,6 +76,12 @@ type world struct {
 
 func newWorld(t *testing.T, n int) *world {
 	t.Helper()
+	return newWorldCfg(t, n, testIPCQ())
+}
+
+// newWorldCfg is newWorld with another IPCQ configuration.
+func newWorldCfg(t *testing.T, n int, cfg machine.IPCQConfig) *world {
+	t.Helper()
 	s := sim.New()
 	m, err := machine.New(s, testParams())
 	if err != nil {
@@ -84,7 +90,7 @@ func newWorld(t *testing.T, n int) *world {
 	if err := m.Place(n); err != nil {
 		t.Fatal(err)
 	}
-	g, err := m.Install(ringLinks(n), testIPCQ())
+	g, err := m.Install(ringLinks(n), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +129,8 @@ func (w *world) run(t *testing.T, fn starlark.Callable) error {
 
 // hw describes the machine to fixtures so they compute expected times from
 // the parameters rather than hard-coding them.
-func hw() *starlarkstruct.Struct {
-	p, q := testParams(), testIPCQ()
+func hw(q machine.IPCQConfig) *starlarkstruct.Struct {
+	p := testParams()
 	port := func(lp machine.LinkParams) starlark.Value {
 		return starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
 			"latency_ns":   starlark.Float(lp.Latency.Ns()),
@@ -141,6 +147,9 @@ func hw() *starlarkstruct.Struct {
 		"n_slots":      starlark.MakeInt(q.NSlots),
 		"slot_size":    starlark.MakeInt64(q.SlotSize),
 		"overhead_ns":  starlark.Float(q.Overhead.Ns()),
+		"buffer_kind":  starlark.String(q.BufferKind.String()),
+		"poll":         starlark.Bool(q.Backpressure == machine.Poll),
+		"poll_ns":      starlark.Float(q.PollInterval.Ns()),
 	})
 }
 
@@ -149,17 +158,29 @@ var fileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: t
 // loadFixture executes testdata/name with assert and hw predeclared.
 func loadFixture(t *testing.T, name string) starlark.StringDict {
 	t.Helper()
+	return loadFixtureCfg(t, name, testIPCQ())
+}
+
+// loadFixtureCfg is loadFixture with hw describing another IPCQ
+// configuration.
+func loadFixtureCfg(t *testing.T, name string, cfg machine.IPCQConfig) starlark.StringDict {
+	t.Helper()
 	path := filepath.Join("testdata", name)
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return execSource(t, path, src)
+	return execSourceCfg(t, path, src, cfg)
 }
 
 // execSource executes a Starlark file with assert, struct and hw
 // predeclared and returns its globals.
 func execSource(t *testing.T, filename string, src []byte) starlark.StringDict {
+	t.Helper()
+	return execSourceCfg(t, filename, src, testIPCQ())
+}
+
+func execSourceCfg(t *testing.T, filename string, src []byte, cfg machine.IPCQConfig) starlark.StringDict {
 	t.Helper()
 	am, err := starlarktest.LoadAssertModule()
 	if err != nil {
@@ -168,7 +189,7 @@ func execSource(t *testing.T, filename string, src []byte) starlark.StringDict {
 	predeclared := starlark.StringDict{
 		"assert": am["assert"],
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
-		"hw":     hw(),
+		"hw":     hw(cfg),
 	}
 	th := &starlark.Thread{Name: "load " + filename}
 	starlarktest.SetReporter(th, t)
@@ -203,9 +224,36 @@ func worldSize(t *testing.T, globals starlark.StringDict) int {
 	return n
 }
 
-// TestStarFixtures runs every test_* function of every testdata/*.star file
-// as a kernel on all ranks of a fresh world; assert failures are reported
-// through the testing.T, and a kernel error or deadlock fails the test.
+// runFixture runs every test_* function of testdata/name as a kernel on all
+// ranks of a fresh world with the IPCQ configuration cfg; assert failures
+// are reported through the testing.T, and a kernel error or deadlock fails
+// the test.
+func runFixture(t *testing.T, name string, cfg machine.IPCQConfig) {
+	t.Helper()
+	globals := loadFixtureCfg(t, name, cfg)
+	var tests []string
+	for k := range globals {
+		if strings.HasPrefix(k, "test_") {
+			tests = append(tests, k)
+		}
+	}
+	sort.Strings(tests)
+	n := worldSize(t, globals)
+	for _, tn := range tests {
+		t.Run(tn, func(t *testing.T) {
+			w := newWorldCfg(t, n, cfg)
+			if err := w.run(t, fixtureFunc(t, globals, tn)); err != nil {
+				var ee *starlark.EvalError
+				if errors.As(err, &ee) {
+					t.Fatalf("%s\n%s", err, ee.Backtrace())
+				}
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestStarFixtures runs every testdata/*.star fixture.
 func TestStarFixtures(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.star"))
 	if err != nil {
@@ -216,28 +264,27 @@ func TestStarFixtures(t *testing.T) {
 	}
 	for _, f := range files {
 		name := filepath.Base(f)
-		t.Run(name, func(t *testing.T) {
-			globals := loadFixture(t, name)
-			var tests []string
-			for k := range globals {
-				if strings.HasPrefix(k, "test_") {
-					tests = append(tests, k)
-				}
-			}
-			sort.Strings(tests)
-			n := worldSize(t, globals)
-			for _, tn := range tests {
-				t.Run(tn, func(t *testing.T) {
-					w := newWorld(t, n)
-					if err := w.run(t, fixtureFunc(t, globals, tn)); err != nil {
-						var ee *starlark.EvalError
-						if errors.As(err, &ee) {
-							t.Fatalf("%s\n%s", err, ee.Backtrace())
-						}
-						t.Fatal(err)
-					}
-				})
-			}
+		t.Run(name, func(t *testing.T) { runFixture(t, name, testIPCQ()) })
+	}
+}
+
+// The IPCQ fixtures hold for every buffer kind and for poll backpressure
+// (model.md §4: results are identical, only timing differs; the fixtures
+// compute the timing they check from hw).
+func TestIPCQFixtureVariants(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		edit func(*machine.IPCQConfig)
+	}{
+		{"hbm_rings", func(c *machine.IPCQConfig) { c.BufferKind = machine.HBM }},
+		{"sram_rings", func(c *machine.IPCQConfig) { c.BufferKind = machine.SRAM }},
+		{"poll", func(c *machine.IPCQConfig) { c.Backpressure = machine.Poll }},
+		{"poll_sram_rings", func(c *machine.IPCQConfig) { c.Backpressure, c.BufferKind = machine.Poll, machine.SRAM }},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			cfg := testIPCQ()
+			v.edit(&cfg)
+			runFixture(t, "ipcq.star", cfg)
 		})
 	}
 }

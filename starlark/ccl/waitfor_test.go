@@ -1,0 +1,45 @@
+package ccl
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFindCycle(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edges []waitEdge
+		want  []int
+	}{
+		{"ring of 3", []waitEdge{{0, 2, "recv W"}, {1, 0, "recv W"}, {2, 1, "recv W"}}, []int{0, 2, 1, 0}},
+		{"pair", []waitEdge{{0, 1, "send E"}, {1, 0, "send E"}}, []int{0, 1, 0}},
+		{"chain without cycle", []waitEdge{{0, 1, "recv W"}, {1, 2, "recv W"}}, nil},
+		{"cycle not through rank 0", []waitEdge{{0, 1, "recv W"}, {1, 2, "recv W"}, {2, 1, "send E"}}, []int{1, 2, 1}},
+	} {
+		if diff := cmp.Diff(tc.want, findCycle(tc.edges)); diff != "" {
+			t.Errorf("%s: cycle (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// The DOT output is well formed: one node per rank, one edge per wait,
+// cycle edges in red, balanced braces.
+func TestWriteDOT(t *testing.T) {
+	var b strings.Builder
+	edges := []waitEdge{{0, 1, "send E"}, {1, 0, "send E"}, {2, 0, "recv W"}}
+	if err := writeDOT(&b, edges); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{"digraph waitfor {", `r0 [label="rank 0"];`, `r2 [label="rank 2"];`,
+		`r0 -> r1 [label="send E", color=red, penwidth=2];`, `r2 -> r0 [label="recv W"];`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("DOT lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "{") != strings.Count(got, "}") || !strings.HasSuffix(got, "}\n") {
+		t.Errorf("DOT is not balanced:\n%s", got)
+	}
+}
