@@ -323,6 +323,12 @@ func (msg *Message) Complete(*Transfer) {
 	q := msg.Q
 	peer := q.peer
 	g := q.ep.g
+	// Overwriting a slot that an unfinished send is forwarding (zero-copy
+	// from a return_slot Ptr) would change what that send delivers.
+	if m := g.InFlightReading(msg.Dst); m != nil && m != msg {
+		g.M.Sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
+			q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
+	}
 	copy(msg.Dst.Bytes(), msg.Src.Bytes())
 	peer.Slots[msg.Slot] = msg.Meta
 	peer.SlotGen[msg.Slot]++
@@ -489,4 +495,11 @@ func (g *Group) InFlightReading(dst Region) *Message {
 		}
 	}
 	return nil
+}
+
+func originText(o any) string {
+	if o == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (issued at %v)", o)
 }

@@ -151,10 +151,10 @@ func (s *Sim) WaitWatchdog(limit Time) {
 			}
 		}
 		if len(s.events) > 0 {
-			s.After(period, check)
+			s.schedule(s.now+period, check, true)
 		}
 	}
-	s.After(period, check)
+	s.schedule(s.now+period, check, true)
 }
 
 // WaitTimeoutError: one untimed wait exceeded the deadlock timeout.

@@ -54,9 +54,10 @@ type HandlerFunc func()
 func (f HandlerFunc) Fire() { f() }
 
 type event struct {
-	at  Time
-	key uint64 // scheduling sequence (or its jittered permutation)
-	h   Handler
+	at     Time
+	key    uint64 // scheduling sequence (or its jittered permutation)
+	h      Handler
+	daemon bool // bookkeeping (watchdog checks), not simulated work
 }
 
 func (a *event) less(b *event) bool {
@@ -73,6 +74,9 @@ type Sim struct {
 	events []event
 	jitter *rand.Rand
 	fired  uint64
+	// lastWork is the time of the last event that was simulated work (not
+	// a watchdog check): when a stalled system froze.
+	lastWork Time
 
 	procs   []*Proc
 	running *Proc
@@ -104,7 +108,9 @@ func (s *Sim) Now() Time { return s.now }
 func (s *Sim) Events() uint64 { return s.fired }
 
 // At schedules h to fire at time t (t >= Now).
-func (s *Sim) At(t Time, h Handler) {
+func (s *Sim) At(t Time, h Handler) { s.schedule(t, h, false) }
+
+func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 	if t < s.now {
 		panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
 	}
@@ -113,7 +119,7 @@ func (s *Sim) At(t Time, h Handler) {
 	if s.jitter != nil {
 		key = s.jitter.Uint64()
 	}
-	s.events = append(s.events, event{at: t, key: key, h: h})
+	s.events = append(s.events, event{at: t, key: key, h: h, daemon: daemon})
 	s.up(len(s.events) - 1)
 }
 
@@ -195,20 +201,19 @@ func (s *Sim) Run() error {
 		}
 		e := s.pop()
 		s.now = e.at
-		s.fired++
+		if !e.daemon {
+			s.fired++
+			s.lastWork = e.at
+		}
 		e.h.Fire()
 	}
 	if s.stopErr != nil {
 		return s.stopErr
 	}
 	if blocked := s.Blocked(); len(blocked) > 0 {
-		// The system froze when the last process began to wait (the clock
-		// may have moved on through watchdog checks since).
-		var at Time
-		for _, p := range blocked {
-			at = max(at, p.WaitSince)
-		}
-		return &StallError{At: at, Blocked: blocked}
+		// The system froze after its last piece of work (the clock may have
+		// moved on through watchdog checks since).
+		return &StallError{At: s.lastWork, Blocked: blocked}
 	}
 	return nil
 }

@@ -125,6 +125,10 @@ func simFailure(err error, file string) error {
 		code, kind, blocked = ExitDeadlock, "Watchdog", wd.Blocked
 	}
 	f := &Failure{Code: code, Kind: kind, Rank: -1, Msg: err.Error(), Err: err}
+	var ie *machine.IPCQError
+	if errors.As(err, &ie) {
+		f.Kind = ie.Kind // an engine-detected failure (e.g. StaleSlot at delivery)
+	}
 	var re *rankError
 	if errors.As(err, &re) {
 		f.Rank = re.rank

@@ -112,7 +112,11 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 		if l.Stderr == nil {
 			return
 		}
-		pos := th.CallFrame(1).Pos
+		// print called from Go (no Starlark caller) has no position.
+		pos := th.Name
+		if th.CallStackDepth() > 1 {
+			pos = th.CallFrame(1).Pos.String()
+		}
 		prefix := ""
 		if l.PrintPrefix != nil {
 			prefix = l.PrintPrefix(th)

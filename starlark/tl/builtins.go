@@ -19,6 +19,17 @@ type handle struct {
 	dst   *Ptr
 	done  bool
 	value starlark.Value
+	// stale is the StaleSlot error found when a read of a slot completed.
+	stale error
+}
+
+// watchSlot checks, when the read completes, that a slot source still held
+// the message it was received as (the bytes are read at completion).
+func (k *Kernel) watchSlot(h *handle) {
+	if h.src == nil || h.src.Slot == nil {
+		return
+	}
+	h.op.OnDone = func(*machine.MemOp) { h.stale = k.checkSlot(h.src, h.kind+" src") }
 }
 
 func (h *handle) String() string        { return fmt.Sprintf("<%s handle>", h.kind) }
@@ -443,7 +454,6 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 	} else if q, err = g.WaitAny(k.Proc, k.EP); err != nil {
 		return nil, err
 	}
-	k.Stats.Recv++
 	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
 	dt := dtype.DType(meta.DType)
 	if !dt.Valid() {
@@ -451,6 +461,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 	}
 	if dst == nil {
 		r := g.Take(q, true)
+		k.Stats.Recv++
 		p := NewPtr(r.Slot, dt, meta.Count, k.Rank)
 		p.Dir = q.Dir
 		p.Slot = &SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
@@ -467,6 +478,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 		return nil, err
 	}
 	r := g.Take(q, false)
+	k.Stats.Recv++
 	op := k.M.Copy(k.PE, out.Reg, r.Slot)
 	op.Name, op.Dir, op.Seq = "recv", q.Dir, meta.Seq
 	if err := op.Wait(k.Proc); err != nil {
@@ -483,7 +495,9 @@ func (k *Kernel) fetchAsync(p *Ptr) *handle {
 	if l := k.M.Log; l != nil {
 		op.TileID = l.NewTile()
 	}
-	return &handle{kind: "fetch", op: op, src: p}
+	h := &handle{kind: "fetch", op: op, src: p}
+	k.watchSlot(h)
+	return h
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -561,7 +575,9 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	if err := k.checkWrite(b.Name(), dst.Reg); err != nil {
 		return nil, err
 	}
-	return &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: src}, nil
+	h := &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: src}
+	k.watchSlot(h)
+	return h, nil
 }
 
 func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
@@ -585,12 +601,10 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 			return nil, err
 		}
 		h.value = starlark.None
-		// A slot read must still hold the message it was received as when
-		// the read completes (the source is read at completion).
-		if h.src != nil {
-			if err := k.checkSlot(h.src, h.kind+" src"); err != nil {
-				return nil, err
-			}
+		// A slot read must still have held the message it was received as
+		// when the read completed (the source is read at completion).
+		if h.stale != nil {
+			return nil, h.stale
 		}
 		if h.kind == "fetch" {
 			h.value = &Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, ID: h.op.TileID, k: k}
