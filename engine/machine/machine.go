@@ -32,6 +32,9 @@ type Params struct {
 	Math                          LinkParams
 	VCWeightCompute, VCWeightComm int64
 	Placement                     []int // rank -> global PE index (nil: identity)
+	// Untimed makes every transfer, latency and math operation take no
+	// time: the mock runtime, where only the order of events matters.
+	Untimed bool
 }
 
 // PE is one processing element.
@@ -90,12 +93,17 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	if p.VCWeightCompute < 1 || p.VCWeightComm < 1 {
 		return nil, fmt.Errorf("machine: vc_weights must be >= 1 (got compute %d, comm %d)", p.VCWeightCompute, p.VCWeightComm)
 	}
+	if p.Untimed {
+		for _, lp := range []*LinkParams{&p.PeNoc, &p.Ucie, &p.Pcie, &p.Tcm.LinkParams, &p.Sram.LinkParams, &p.Hbm.LinkParams, &p.Math} {
+			*lp = LinkParams{}
+		}
+	}
 	for _, lp := range []struct {
 		name string
 		bw   int64
 	}{{"pe_noc", p.PeNoc.BytesPerUs}, {"ucie", p.Ucie.BytesPerUs}, {"pcie", p.Pcie.BytesPerUs},
 		{"tcm", p.Tcm.BytesPerUs}, {"sram", p.Sram.BytesPerUs}, {"hbm", p.Hbm.BytesPerUs}, {"math", p.Math.BytesPerUs}} {
-		if lp.bw <= 0 {
+		if lp.bw <= 0 && !p.Untimed {
 			return nil, fmt.Errorf("machine: %s bandwidth must be > 0", lp.name)
 		}
 	}

@@ -32,7 +32,7 @@ type Resource struct {
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
 func (r *Resource) Xfer(n int64) sim.Time {
-	if n <= 0 {
+	if n <= 0 || r.BytesPerUs == 0 { // 0: an untimed (mock) machine
 		return 0
 	}
 	return sim.Time((n*1_000_000 + r.BytesPerUs - 1) / r.BytesPerUs)

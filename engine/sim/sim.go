@@ -90,9 +90,10 @@ type Sim struct {
 // New returns an empty simulation at time 0.
 func New() *Sim { return &Sim{events: make([]event, 0, 1024)} }
 
-// SetJitter makes the order of events scheduled for the same time a
-// reproducible pseudo-random permutation of scheduling order (schedule
-// exploration). Seed 0 restores plain FIFO order.
+// SetJitter makes the order in which processes resume at the same instant
+// a reproducible pseudo-random permutation (schedule exploration); hardware
+// events of that instant run first, in scheduling order. Seed 0 restores
+// plain FIFO order for everything.
 func (s *Sim) SetJitter(seed uint64) {
 	if seed == 0 {
 		s.jitter = nil
@@ -117,7 +118,13 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 	s.seq++
 	key := s.seq
 	if s.jitter != nil {
-		key = s.jitter.Uint64()
+		// Jitter permutes which runnable process goes next: process
+		// resumptions at one instant run in a seeded random order, after
+		// the instant's hardware events (which keep their FIFO order, as
+		// hardware completing within an instant would).
+		if _, isProc := h.(*Proc); isProc {
+			key = 1<<63 | s.jitter.Uint64()>>1
+		}
 	}
 	s.events = append(s.events, event{at: t, key: key, h: h, daemon: daemon})
 	s.up(len(s.events) - 1)

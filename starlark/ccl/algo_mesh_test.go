@@ -136,6 +136,41 @@ func TestMeshAlgorithmsDTypesAndRedOps(t *testing.T) {
 	}
 }
 
+// Buffers above the kernels' tcm_limit (256 KiB) are reduced in recvbuf
+// itself rather than in a TCM work copy; so are buffers that already live
+// in TCM (--data-space tcm). Both paths with ragged counts, in place and
+// out of place, and an avg whose division happens on that path.
+func TestMeshAlgorithmsWorkInRecvbuf(t *testing.T) {
+	cases := []struct {
+		file string
+		mc   meshCase
+	}{
+		{meshFile, meshShapeCase(2, 3)},
+		{meshFile, meshShapeCase(4, 2)},
+		{meshFile, meshShapeCase(1, 5)},
+		{meshFile, meshShapeCase(3, 1)},
+		{meshCustom, meshCase{"world=6", 6, nil}},
+		{meshCustom, meshCase{"world=7", 7, nil}},
+		{meshRD, meshCase{"world=2", 2, nil}},
+		{meshRD, meshCase{"world=8", 8, nil}},
+	}
+	for _, c := range cases {
+		for _, inPlace := range []bool{false, true} {
+			name := fmt.Sprintf("%s/%s/in_place=%v", strings.TrimPrefix(c.file, "algorithms/"), c.mc.name, inPlace)
+			t.Run(name+"/data=tcm", func(t *testing.T) {
+				rep := meshRun(t, c.file, Options{WorldSize: c.mc.world, Sets: c.mc.sets, InPlace: inPlace,
+					Counts: []int64{1, 37, 1000, 5000}, DataSpace: "tcm"})
+				meshCheck(t, rep)
+			})
+			t.Run(name+"/data=hbm/large", func(t *testing.T) {
+				rep := meshRun(t, c.file, Options{WorldSize: c.mc.world, Sets: c.mc.sets, InPlace: inPlace,
+					Counts: []int64{70001}, DType: "i32", RedOp: "avg"})
+				meshCheck(t, rep)
+			})
+		}
+	}
+}
+
 // rd_allreduce needs a power-of-two world size: its neighbors() hook fails
 // for 6 ranks, which is an init error (exit 2) naming the problem, before
 // anything runs.
@@ -194,19 +229,21 @@ func meshLinkParams(t *testing.T, sets []string) (alpha, beta, betaHBM float64) 
 
 // The simulated time on an otherwise idle machine is within 2 % of the
 // docstring formulas, computed from the link parameters. Ranks of one cube
-// (8 PEs), so every hop is hbm -> pe_noc -> pe_noc -> tcm. Each piece a
-// rank sends costs its DMA nbytes/beta; a reduced piece also costs an HBM
-// fetch of the local operand and an HBM store of the result, a gathered
-// piece an HBM store (the DMA's two channels share its injection time), so
+// (8 PEs), so every hop crosses pe_noc up and pe_noc down; 512 KiB per rank
+// is above the kernels' tcm_limit, so the buffers are reduced in HBM. A
+// rank's DMA carries its sends (nbytes/beta each) and, sharing its
+// injection time, the HBM fetches of local operands and the HBM stores of
+// results (nbytes/beta_hbm each):
 //
-//	rd:   T = sum_k 2 alpha + b_k (2/beta + 3/beta_hbm),  b_k = n e / 2^(k+1)
-//	mesh: T = 3 alpha + (B_r + B_c)(2/beta + 3/beta_hbm),
+//	rd:   T = sum_k [2 alpha + b_k (2/beta + 3/beta_hbm)],  b_k = n e / 2^(k+1)
+//	mesh: T = 3 alpha + 2 (B_r + B_c)/beta
+//	          + (2 B_r + 2 B_c + n e/C + n e/(R C))/beta_hbm,
 //	      B_r = (C-1) n e / C, B_c = (R-1) n e / (R C)
 //
-// (the classic alpha-beta formula is the beta_hbm -> infinity limit, also
-// checked with memory bandwidths raised).
+// The classic alpha-beta formula is the beta_hbm -> infinity limit, also
+// checked, with the memory bandwidths raised.
 func TestMeshCostFormula(t *testing.T) {
-	const count = 65536 // f32: 256 KiB per rank
+	const count = 131072 // f32: 512 KiB per rank
 	const e = 4.0
 	n := float64(count)
 	for _, fast := range []bool{false, true} {
@@ -215,13 +252,12 @@ func TestMeshCostFormula(t *testing.T) {
 			sets = append(sets, "system.memory.hbm.bandwidth_gbps=1000000", "system.memory.tcm.bandwidth_gbps=1000000")
 		}
 		alpha, beta, betaHBM := meshLinkParams(t, sets)
-		perByte := 2/beta + 3/betaHBM
 
 		t.Run(fmt.Sprintf("rd_allreduce/world=8/fast_memory=%v", fast), func(t *testing.T) {
 			const p, levels = 8, 3
 			want := 0.0
 			for k := 0; k < levels; k++ {
-				want += 2*alpha + n*e/math.Pow(2, float64(k+1))*perByte
+				want += 2*alpha + n*e/math.Pow(2, float64(k+1))*(2/beta+3/betaHBM)
 			}
 			rep := meshRun(t, meshRD, Options{WorldSize: p, Sets: sets, Counts: []int64{count}})
 			meshCheck(t, rep)
@@ -231,7 +267,7 @@ func TestMeshCostFormula(t *testing.T) {
 			const rows, cols = 2, 4
 			br := (cols - 1) * n * e / cols
 			bc := (rows - 1) * n * e / (rows * cols)
-			want := 3*alpha + (br+bc)*perByte
+			want := 3*alpha + 2*(br+bc)/beta + (2*br+2*bc+n*e/cols+n*e/(rows*cols))/betaHBM
 			rep := meshRun(t, meshFile, Options{WorldSize: rows * cols, Counts: []int64{count},
 				Sets: append([]string{fmt.Sprintf("defaults.mesh_shape=[%d,%d]", rows, cols)}, sets...)})
 			meshCheck(t, rep)

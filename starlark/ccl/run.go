@@ -47,6 +47,14 @@ type Options struct {
 	// CCLTrace, when set, receives one line per send and recv
 	// (KERNBENCH_CCL_TRACE=1).
 	CCLTrace io.Writer
+	// Untimed runs on a machine where nothing takes time (the mock
+	// runtime): only the order of events matters, and JitterSeed picks it.
+	Untimed bool
+	// KeepOutputs copies every rank's recv buffer into Result.Outputs.
+	KeepOutputs bool
+	// Params are extra keyword arguments for kernel(), over the ccl.yaml
+	// entry's params.
+	Params []starlark.Tuple
 
 	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer // print() and diagnostics
@@ -86,7 +94,9 @@ type Result struct {
 	Phase2      string     `json:"phase2_mismatch,omitempty"`
 	Ops         OpCounts   `json:"ops"`
 	Busiest     []Usage    `json:"busiest,omitempty"`
-	Events      uint64     `json:"events"`
+	// Outputs are the recv buffers after the run (Options.KeepOutputs).
+	Outputs [][]byte `json:"-"`
+	Events  uint64   `json:"events"`
 }
 
 // Usage is one resource's load over a run.
@@ -438,6 +448,16 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 			p.params = append(p.params, starlark.Tuple{starlark.String(k), v})
 		}
 	}
+	// Extra params (mock runs) replace same-named entry params.
+	for _, kv := range opts.Params {
+		for i := 0; i < len(p.params); i++ {
+			if p.params[i][0] == kv[0] {
+				p.params = append(p.params[:i], p.params[i+1:]...)
+				i--
+			}
+		}
+		p.params = append(p.params, kv)
+	}
 	// Rooted collectives get their root as a keyword argument.
 	if p.coll.Name == "broadcast" || p.coll.Name == "reduce" {
 		p.params = append(p.params, starlark.Tuple{starlark.String("root"), starlark.MakeInt(p.root)})
@@ -501,7 +521,9 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	s := sim.New()
 	s.SetJitter(p.opts.JitterSeed)
 	s.MaxTime = sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
-	m, err := machine.New(s, machineParams(cfg.System, set))
+	mp := machineParams(cfg.System, set)
+	mp.Untimed = p.opts.Untimed
+	m, err := machine.New(s, mp)
 	if err != nil {
 		return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
 	}
@@ -558,6 +580,9 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 	icfg, err := ipcqConfig(set)
 	if err != nil {
 		return &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	if p.opts.Untimed {
+		icfg.Overhead, icfg.Backpressure = 0, machine.Sleep
 	}
 	if w.g, err = w.m.Install(links, icfg); err != nil {
 		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
@@ -675,6 +700,11 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	res := w.result(p, count, finish, stats)
 	if p.opts.Verify {
 		b.verify(res)
+	}
+	if p.opts.KeepOutputs {
+		for _, r := range b.recv {
+			res.Outputs = append(res.Outputs, append([]byte(nil), r.Reg.Bytes()...))
+		}
 	}
 	if err := w.phase2(p, res); err != nil {
 		return nil, err

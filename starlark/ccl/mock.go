@@ -1,0 +1,111 @@
+package ccl
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/dtype"
+	"kernbench/starlark/script"
+)
+
+// MockOptions configure RunKernelInMock.
+type MockOptions struct {
+	Path       string // the algorithm file, relative to Dir, then algorithms/
+	Dir        string // folder of the calling test file ("" = working directory)
+	WorldSize  int
+	Count      int64
+	DType      string
+	Collective string
+	Topology   string
+	RedOp      string
+	InPlace    bool
+	Root       int
+	Params     []starlark.Tuple
+	Schedules  int    // interleavings to explore (>= 1)
+	Seed       uint64 // picks the interleavings
+	Sets       []string
+	Embedded   fs.FS
+	Stderr     io.Writer
+}
+
+// MockResult is what a mock run reports.
+type MockResult struct {
+	Wrong           int64 // wrong elements, summed over schedules
+	FailingSchedule int   // first schedule with a wrong element, -1 if none
+	Sends, Recvs    int64 // of one schedule (the same in every schedule)
+	Outputs         [][]byte
+	DType           dtype.DType
+	Schedules       int
+}
+
+// mockSeed is schedule i's jitter seed: schedule 0 of seed 0 is plain
+// scheduling order; every other (seed, i) is a reproducible permutation of
+// same-time events, i.e. of which runnable rank goes next.
+func mockSeed(seed uint64, i int) uint64 {
+	if seed == 0 && i == 0 {
+		return 0
+	}
+	z := seed*0x9e3779b97f4a7c15 + uint64(i+1)*0xbf58476d1ce4e5b9
+	z ^= z >> 31
+	return z | 1
+}
+
+// RunKernelInMock runs an algorithm in the mock runtime: the same kernels
+// and tl API on a machine where nothing takes time, FIFO per direction with
+// the configured ring depth, and a deterministic order of runnable ranks
+// (schedule i of Schedules explores another order). A deadlock is an error
+// whose message contains "deadlock" and every blocked rank's position.
+func RunKernelInMock(o MockOptions) (*MockResult, error) {
+	path := o.Path
+	src := script.Source{Embedded: o.Embedded}
+	if cand := filepath.Join(o.Dir, path); o.Dir != "" && src.Exists(cand) {
+		path = cand
+	} else if !src.Exists(path) {
+		if alt := filepath.Join("algorithms", path); src.Exists(alt) {
+			path = alt
+		}
+	}
+	if o.Schedules < 1 {
+		o.Schedules = 1
+	}
+	res := &MockResult{FailingSchedule: -1, Schedules: o.Schedules}
+	for i := 0; i < o.Schedules; i++ {
+		rep, err := Run(path, Options{
+			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
+			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, InPlace: o.InPlace, Root: o.Root,
+			Verify: true, Untimed: true, KeepOutputs: true, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
+			Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: 100_000_000,
+		})
+		if err != nil {
+			if f, ok := err.(*Failure); ok {
+				msg := f.Msg
+				if f.Detail != "" && f.Detail != f.Msg {
+					msg += "\n" + f.Detail
+				}
+				if o.Schedules > 1 {
+					msg = fmt.Sprintf("schedule %d of %d (seed %d): %s", i, o.Schedules, o.Seed, msg)
+				}
+				return nil, &Failure{Code: f.Code, Kind: f.Kind, Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err}
+			}
+			return nil, err
+		}
+		r := rep.Results[0]
+		if i == 0 || (r.Wrong > 0 && res.FailingSchedule < 0) {
+			res.Outputs = r.Outputs
+			res.Sends, res.Recvs = r.Ops.Send, r.Ops.Recv
+			res.DType, _ = dtype.Parse(r.DType)
+		}
+		if r.Wrong > 0 && res.FailingSchedule < 0 {
+			res.FailingSchedule = i
+		}
+		res.Wrong += r.Wrong
+		if r.Phase2Match != nil && !*r.Phase2Match {
+			return nil, &Failure{Code: ExitWrong, Kind: "Phase2Mismatch", Rank: -1, Msg: fmt.Sprintf("schedule %d: %s", i, r.Phase2)}
+		}
+	}
+	return res, nil
+}

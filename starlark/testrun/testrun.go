@@ -1,0 +1,217 @@
+// Package testrun is `kernbench test`: it finds *_test.star files, runs
+// every top-level test_* function with go.starlark.net's assert module
+// predeclared and @kernbench//testing.star loadable (run_kernel_in_mock),
+// and reports go-test-like results.
+package testrun
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/starlarktest"
+
+	"kernbench/engine/dtype"
+	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
+)
+
+// Options configure a test run.
+type Options struct {
+	Run      *regexp.Regexp // only tests whose name matches (nil = all)
+	Verbose  bool
+	Embedded fs.FS
+	Stderr   io.Writer // print() output of tests and kernels
+	MaxSteps uint64
+}
+
+// Result is one test function's outcome.
+type Result struct {
+	File     string   `json:"file"`
+	Name     string   `json:"name"`
+	Pass     bool     `json:"pass"`
+	Messages []string `json:"messages,omitempty"`
+	Seconds  float64  `json:"seconds"`
+}
+
+// Discover lists the *_test.star files under paths (files or folders,
+// recursively), sorted. With no paths it searches the working directory.
+func Discover(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("kernbench test: %v", err)
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(path, "_test.star") {
+				out = append(out, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("kernbench test: %v", err)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// reporter collects assertion failures of one test.
+type reporter struct{ msgs []string }
+
+func (r *reporter) Error(args ...any) {
+	r.msgs = append(r.msgs, strings.TrimSpace(fmt.Sprint(args...)))
+}
+
+// RunFile runs every test_* function of file in source order.
+func RunFile(file string, o Options) ([]Result, error) {
+	assert, err := starlarktest.LoadAssertModule()
+	if err != nil {
+		return nil, fmt.Errorf("internal error: assert module: %v", err)
+	}
+	loader := &script.Loader{
+		Src:         script.Source{Embedded: o.Embedded},
+		Search:      "algorithms",
+		Predeclared: starlark.StringDict{"assert": assert["assert"]},
+		Builtin:     map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), o)},
+		MaxSteps:    o.MaxSteps,
+		Stderr:      o.Stderr,
+	}
+	globals, err := loader.Load(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s", script.Format(err))
+	}
+	type test struct {
+		name string
+		fn   *starlark.Function
+	}
+	var tests []test
+	for name, v := range globals {
+		if fn, ok := v.(*starlark.Function); ok && strings.HasPrefix(name, "test_") {
+			if o.Run == nil || o.Run.MatchString(name) {
+				tests = append(tests, test{name, fn})
+			}
+		}
+	}
+	sort.Slice(tests, func(i, j int) bool {
+		pi, pj := tests[i].fn.Position(), tests[j].fn.Position()
+		if pi.Line != pj.Line {
+			return pi.Line < pj.Line
+		}
+		return tests[i].name < tests[j].name
+	})
+	var results []Result
+	for _, t := range tests {
+		th := loader.NewThread(t.name)
+		rep := &reporter{}
+		starlarktest.SetReporter(th, rep)
+		start := time.Now()
+		if t.fn.NumParams() > 0 {
+			rep.msgs = append(rep.msgs, fmt.Sprintf("%s: %s takes parameters; test functions take none", t.fn.Position(), t.name))
+		} else if _, err := starlark.Call(th, t.fn, nil, nil); err != nil {
+			rep.msgs = append(rep.msgs, script.Format(err))
+		}
+		results = append(results, Result{File: file, Name: t.name, Pass: len(rep.msgs) == 0, Messages: rep.msgs, Seconds: time.Since(start).Seconds()})
+	}
+	return results, nil
+}
+
+// Module is @kernbench//testing.star for tests in folder dir.
+func Module(dir string, o Options) starlark.StringDict {
+	return starlark.StringDict{
+		"run_kernel_in_mock": starlark.NewBuiltin("run_kernel_in_mock", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			return runKernelInMock(dir, o, th, b, args, kw)
+		}),
+		"run_l3": starlark.NewBuiltin("run_l3", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+			return nil, fmt.Errorf("run_l3: the L3/L2 orchestration runtime is not part of this build yet")
+		}),
+	}
+}
+
+func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	var (
+		path                        string
+		world                       = 4
+		count                       = 1024
+		dt                          = "f32"
+		collective, topology, redop string
+		params                      *starlark.Dict
+		schedules                   = 1
+		seed                        = 0
+		inPlace                     bool
+		root                        = 0
+		sets                        *starlark.List
+	)
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "path", &path, "world_size?", &world, "count?", &count, "dtype?", &dt,
+		"collective?", &collective, "topology?", &topology, "redop?", &redop, "params?", &params,
+		"schedules?", &schedules, "seed?", &seed, "in_place?", &inPlace, "root?", &root, "set?", &sets); err != nil {
+		return nil, err
+	}
+	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, Count: int64(count), DType: dt, Collective: collective,
+		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed),
+		Embedded: o.Embedded, Stderr: o.Stderr}
+	if params != nil {
+		for _, kv := range params.Items() {
+			if _, ok := kv[0].(starlark.String); !ok {
+				return nil, fmt.Errorf("%s: params keys must be strings, got %s", b.Name(), kv[0].Type())
+			}
+			mo.Params = append(mo.Params, starlark.Tuple{kv[0], kv[1]})
+		}
+	}
+	if sets != nil {
+		for i := 0; i < sets.Len(); i++ {
+			s, ok := starlark.AsString(sets.Index(i))
+			if !ok {
+				return nil, fmt.Errorf("%s: set must be a list of \"key.path=value\" strings", b.Name())
+			}
+			mo.Sets = append(mo.Sets, s)
+		}
+	}
+	res, err := ccl.RunKernelInMock(mo)
+	if err != nil {
+		return nil, fmt.Errorf("%s(%q): %v", b.Name(), path, err)
+	}
+	outs := make([]starlark.Value, len(res.Outputs))
+	for r, buf := range res.Outputs {
+		n := len(buf) / res.DType.Size()
+		vals := make([]starlark.Value, n)
+		for i := range vals {
+			if res.DType.IsFloat() {
+				vals[i] = starlark.Float(dtype.Get(res.DType, buf, i))
+			} else {
+				vals[i] = starlark.MakeInt64(dtype.GetInt(res.DType, buf, i))
+			}
+		}
+		outs[r] = starlark.NewList(vals)
+	}
+	return starlarkstruct.FromStringDict(starlark.String("mock_result"), starlark.StringDict{
+		"wrong":            starlark.MakeInt64(res.Wrong),
+		"sends":            starlark.MakeInt64(res.Sends),
+		"recvs":            starlark.MakeInt64(res.Recvs),
+		"outputs":          starlark.NewList(outs),
+		"schedules":        starlark.MakeInt(res.Schedules),
+		"failing_schedule": starlark.MakeInt(res.FailingSchedule),
+	}), nil
+}
