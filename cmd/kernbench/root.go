@@ -31,7 +31,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	root := newRootCmd(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(goTestFlags(args))
 	err := root.Execute()
 	if err == nil {
 		return ccl.ExitOK
@@ -88,4 +88,19 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// goTestFlags lets `kernbench test` take go test's single-dash -run and -v
+// spellings (pflag reads "-run" as three shorthand flags).
+func goTestFlags(args []string) []string {
+	if len(args) == 0 || args[0] != "test" {
+		return args
+	}
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if a == "-run" || strings.HasPrefix(a, "-run=") {
+			out[i] = "-" + a
+		}
+	}
+	return out
 }
