@@ -1,0 +1,179 @@
+package ccl
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"kernbench/engine/topology"
+	"kernbench/starlark/script"
+)
+
+// CheckOptions configure Check.
+type CheckOptions struct {
+	ConfigPath string
+	Sets       []string
+	WorldSizes []int // neighbors() is validated for each (default 1..16)
+	Embedded   fs.FS
+}
+
+// Check loads, lints and validates an algorithm without simulating: the
+// file parses and resolves (every resolve error), kernel exists with a
+// signature the benches can call, neighbors() gives valid maps for the
+// world sizes, and the ccl.yaml entry (if any) fits. It returns every
+// problem found, each starting with file:line:col where one is known.
+func Check(file string, o CheckOptions) []string {
+	cfg, cfgDir, err := LoadConfig(o.ConfigPath, o.Sets, o.Embedded)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	src := script.Source{Embedded: o.Embedded}
+	tgt, err := resolveTarget(file, cfg, cfgDir, src)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000}
+	if cfgDir == "" {
+		loader.Search = "algorithms"
+	}
+	globals, err := loader.Load(tgt.file)
+	if err != nil {
+		return loadProblems(err)
+	}
+	var problems []string
+	add := func(pos syntax.Position, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if pos.IsValid() {
+			msg = pos.String() + ": " + msg
+		} else {
+			msg = tgt.file + ": " + msg
+		}
+		problems = append(problems, msg)
+	}
+	if _, isBench := globals["run_rank"]; isBench {
+		if _, ok := globals["run_rank"].(starlark.Callable); !ok {
+			add(syntax.Position{}, "run_rank must be a function")
+		}
+		return problems
+	}
+	v, ok := globals["kernel"]
+	switch {
+	case !ok:
+		add(syntax.Position{}, "no %q function found in %q", "kernel", tgt.file)
+	default:
+		fn, ok := v.(*starlark.Function)
+		if !ok {
+			add(syntax.Position{}, "%q must be a function (got a %s)", "kernel", v.Type())
+			break
+		}
+		params := map[string]bool{}
+		if tgt.entry != nil {
+			for k := range tgt.entry.Params {
+				params[k] = true
+			}
+		}
+		for _, p := range kernelSignature(fn, params) {
+			add(fn.Position(), "%s", p)
+		}
+	}
+	var hook starlark.Callable
+	if v, ok := globals["neighbors"]; ok {
+		fn, ok := v.(*starlark.Function)
+		if !ok {
+			add(syntax.Position{}, "%q must be a function (got a %s)", "neighbors", v.Type())
+		} else if fn.NumParams() != 3 && !fn.HasVarargs() {
+			add(fn.Position(), "neighbors must take (rank, world_size, neighbor_map), it takes %d parameter(s)", fn.NumParams())
+		} else {
+			hook = fn
+		}
+	}
+	p, err := makePlan(tgt, globals, hook != nil, Options{Root: 0})
+	if err != nil {
+		problems = append(problems, err.Error())
+		return problems
+	}
+	if topology.RequiresNeighborsHook(p.topology) && hook == nil {
+		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.topology)
+		return problems
+	}
+	sizes := o.WorldSizes
+	if len(sizes) == 0 {
+		for w := 1; w <= 16; w++ {
+			sizes = append(sizes, w)
+		}
+	}
+	var admissible []string
+	for _, w := range sizes {
+		_, _, err := neighborTables(tgt.file, p.topology, w, tgt.settings.MeshShape, hook, loader.NewThread("check"))
+		if err == nil {
+			admissible = append(admissible, fmt.Sprint(w))
+			continue
+		}
+		var ve *topology.ValidationError
+		if errors.As(err, &ve) || hook != nil {
+			// An invalid map from the hook is a mistake at any size; a
+			// builtin topology merely not admitting a size is not.
+			if ve != nil || !strings.Contains(err.Error(), "not a square") {
+				problems = append(problems, fmt.Sprintf("world_size %d: %s", w, script.Format(err)))
+			}
+		}
+	}
+	if len(admissible) == 0 {
+		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.topology)
+	}
+	return problems
+}
+
+// kernelSignature lists why the benches could not call fn as
+// kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params).
+func kernelSignature(fn *starlark.Function, params map[string]bool) []string {
+	var out []string
+	n := fn.NumParams()
+	if fn.HasKwargs() {
+		n--
+	}
+	if fn.HasVarargs() {
+		n--
+	}
+	positional := n - fn.NumKwonlyParams()
+	if positional < 4 && !fn.HasVarargs() {
+		out = append(out, fmt.Sprintf("kernel takes %d positional parameter(s); the benches pass 4 (sendbuf, recvbuf, rank, world_size)", positional))
+	}
+	hasTL := false
+	for i := 0; i < n; i++ {
+		name, _ := fn.Param(i)
+		if name == "tl" {
+			hasTL = true
+			if i < 4 && i < positional {
+				out = append(out, fmt.Sprintf("kernel's parameter %d is tl, but the benches pass (sendbuf, recvbuf, rank, world_size) positionally and tl by keyword", i+1))
+			}
+			continue
+		}
+		if i >= 4 && fn.ParamDefault(i) == nil && !params[name] {
+			out = append(out, fmt.Sprintf("kernel parameter %q has no default and no ccl.yaml params entry supplies it", name))
+		}
+	}
+	if !hasTL && !fn.HasKwargs() {
+		out = append(out, "kernel has no tl parameter (it is passed by keyword: def kernel(sendbuf, recvbuf, rank, world_size, tl))")
+	}
+	return out
+}
+
+// loadProblems splits a load failure into one problem per error.
+func loadProblems(err error) []string {
+	var el resolve.ErrorList
+	if errors.As(err, &el) {
+		out := make([]string, len(el))
+		for i, e := range el {
+			out[i] = e.Error()
+		}
+		return out
+	}
+	return []string{script.Format(err)}
+}
