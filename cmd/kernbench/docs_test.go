@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,5 +30,30 @@ func TestDocsInSync(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), out.String()); diff != "" {
 		t.Errorf("docs/builtins.md is stale; run go test ./cmd/kernbench -run TestDocsInSync -update (-want +got):\n%s", diff)
+	}
+}
+
+// The stubs are valid Python syntax (checked with python3 when present) and
+// name every builtin.
+func TestDocsStubs(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if code := Main([]string{"docs", "--stubs", dir}, &out, &out); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	data, err := os.ReadFile(dir + "/kernbench_tl.pyi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"class TL:", "def send(self, dir, src, nbytes=None)", "def recv(self, dir=None, dst=None)", "class Ptr:", "def slice(self, start, count)", "class Tile:"} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("stubs lack %q", want)
+		}
+	}
+	if py, err := exec.LookPath("python3"); err == nil {
+		cmd := exec.Command(py, "-c", "import ast,sys; ast.parse(open(sys.argv[1]).read())", dir+"/kernbench_tl.pyi")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("stubs are not valid Python: %v\n%s", err, msg)
+		}
 	}
 }
