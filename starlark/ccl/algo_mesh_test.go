@@ -92,6 +92,7 @@ func TestMeshAlgorithmsWorldSizesAndCounts(t *testing.T) {
 			for _, inPlace := range []bool{false, true} {
 				name := fmt.Sprintf("%s/%s/in_place=%v", strings.TrimSuffix(strings.TrimPrefix(file, "algorithms/"), ".star"), c.name, inPlace)
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					rep := meshRun(t, file, Options{WorldSize: c.world, Sets: c.sets, InPlace: inPlace,
 						Counts: meshCounts, DType: "f32", RedOp: "sum"})
 					if rep.WorldSize != c.world {
@@ -124,6 +125,7 @@ func TestMeshAlgorithmsDTypesAndRedOps(t *testing.T) {
 			for _, op := range []string{"sum", "prod", "max", "min", "avg"} {
 				name := fmt.Sprintf("%s/%s/%s/%s", strings.TrimPrefix(c.file, "algorithms/"), c.mc.name, dt, op)
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					rep := meshRun(t, c.file, Options{WorldSize: c.mc.world, Sets: c.mc.sets,
 						Counts: []int64{1000}, DType: dt, RedOp: op, InPlace: op == "avg"})
 					if r := rep.Results[0]; r.DType != dt || r.RedOp != op {
@@ -158,11 +160,13 @@ func TestMeshAlgorithmsWorkInRecvbuf(t *testing.T) {
 		for _, inPlace := range []bool{false, true} {
 			name := fmt.Sprintf("%s/%s/in_place=%v", strings.TrimPrefix(c.file, "algorithms/"), c.mc.name, inPlace)
 			t.Run(name+"/data=tcm", func(t *testing.T) {
+				t.Parallel()
 				rep := meshRun(t, c.file, Options{WorldSize: c.mc.world, Sets: c.mc.sets, InPlace: inPlace,
 					Counts: []int64{1, 37, 1000, 5000}, DataSpace: "tcm"})
 				meshCheck(t, rep)
 			})
 			t.Run(name+"/data=hbm/large", func(t *testing.T) {
+				t.Parallel()
 				rep := meshRun(t, c.file, Options{WorldSize: c.mc.world, Sets: c.mc.sets, InPlace: inPlace,
 					Counts: []int64{70001}, DType: "i32", RedOp: "avg"})
 				meshCheck(t, rep)

@@ -42,16 +42,18 @@ func treeCheck(t *testing.T, rep *Report) {
 	}
 }
 
-// treeRoots are the roots tried for a rooted collective: 0, the last rank
-// (a leaf) and the middle rank.
+// treeRoots are the roots tried for a rooted collective: 0 and, with more
+// than one rank, a non-zero one: the last rank (a leaf, often the deepest)
+// for even world sizes, the middle rank (an inner rank or a leaf on the
+// other side of the tree) for odd ones.
 func treeRoots(world int) []int {
-	roots := []int{0}
-	for _, r := range []int{world - 1, world / 2} {
-		if r > 0 && r != roots[len(roots)-1] {
-			roots = append(roots, r)
-		}
+	switch {
+	case world == 1:
+		return []int{0}
+	case world%2 == 0:
+		return []int{0, world - 1}
 	}
-	return roots
+	return []int{0, world / 2}
 }
 
 var treeAlgos = []struct {
@@ -288,16 +290,15 @@ func TestTreeBroadcastCostFormula(t *testing.T) {
 		world, root int
 		placement   []int
 	}
-	var cases []tc
-	for _, w := range []int{2, 3, 5, 7, 8} {
-		for _, r := range treeRoots(w) {
-			cases = append(cases, tc{w, r, nil})
-		}
-		if w > 2 {
-			cases = append(cases, tc{w, 1, nil}) // a root with a parent and children
-		}
+	cases := []tc{
+		{2, 0, nil}, {2, 1, nil}, // a chain
+		{3, 0, nil}, {3, 1, nil}, // two children; a leaf root
+		{5, 0, nil}, {5, 1, nil}, {5, 2, nil}, // one-child rank; a root with a parent and two children
+		{7, 0, nil}, {7, 3, nil}, {7, 6, nil}, // full tree
+		{8, 0, nil}, {8, 1, nil}, {8, 7, nil}, // a one-child rank on the deepest path
+		{2, 0, []int{0, 8}},         // across two cubes (ucie)
+		{4, 3, []int{0, 8, 16, 24}}, // a chain 3-1-0-2 across four cubes
 	}
-	cases = append(cases, tc{2, 0, []int{0, 8}}, tc{4, 3, []int{0, 8, 16, 24}})
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("world=%d/root=%d/placement=%v", c.world, c.root, c.placement), func(t *testing.T) {
 			sets := append([]string(nil), treeIdle...)
