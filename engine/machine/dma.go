@@ -114,7 +114,7 @@ func (e *dmaEngine) submit(t *Transfer) {
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started = now
 	t.remaining = int64(t.Path.Service(t.N)) * e.total
-	t.pathEnd = t.Path.book(now, now, t.N, e)
+	t.pathEnd = t.Path.book(now, now, t.N, e, t.VC)
 }
 
 // reschedule makes sure an engine event exists at the earliest injection end.

@@ -277,7 +277,7 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 	now := m.Sim.Now()
 	if direct {
 		t.Issued, t.Started = now, now
-		m.Sim.At(t.Path.book(now, now, t.N, nil), t)
+		m.Sim.At(t.Path.book(now, now, t.N, nil, 0), t)
 		return
 	}
 	t.eng = pe.dma

@@ -259,3 +259,49 @@ func TestAllocFreeCoalesce(t *testing.T) {
 		t.Error("oversized alloc succeeded")
 	}
 }
+
+// Rule (model.md §2): traffic shares a link; together, sources never push
+// more than its bandwidth, even when one source's bookings are pushed back
+// by another's (a regression: a source used to overlap its own delayed
+// bookings).
+func TestSharedLinkNeverExceedsBandwidth(t *testing.T) {
+	m := newTestMachine(t, testParams())
+	const per, n = 100, int64(4096)
+	var last sim.Time
+	dst := m.PEs[0].TCM
+	for _, src := range []*PE{m.PEs[1], m.PEs[2]} {
+		src := src
+		left := per
+		var d *chainRecorder
+		d = &chainRecorder{sim: m.Sim, next: func() {
+			last = max(last, m.Sim.Now())
+			if left > 0 {
+				left--
+				m.Submit(src, &Transfer{Path: m.MemToMem(src.TCM, dst), N: n, VC: VCComm, Owner: d}, false)
+			}
+		}}
+		// Keep several transfers queued per source, like a window of sends.
+		for k := 0; k < 4 && left > 0; k++ {
+			left--
+			m.Submit(src, &Transfer{Path: m.MemToMem(src.TCM, dst), N: n, VC: VCComm, Owner: d}, false)
+		}
+	}
+	if err := m.Sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	link := m.PEs[0].NocDown
+	minTime := link.Xfer(2 * per * n)
+	if last < minTime {
+		t.Errorf("%d bytes crossed %s by %v, faster than its bandwidth allows (%v)", 2*per*n, link.Name, last, minTime)
+	}
+	if link.BusyTime > last {
+		t.Errorf("%s busy %v within %v: over 100%% utilisation", link.Name, link.BusyTime, last)
+	}
+}
+
+type chainRecorder struct {
+	sim  *sim.Sim
+	next func()
+}
+
+func (c *chainRecorder) Complete(*Transfer) { c.next() }

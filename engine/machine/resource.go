@@ -19,10 +19,10 @@ type Resource struct {
 	Kind       string // pe_noc, ucie, pcie, tcm, sram, hbm, math
 	BytesPerUs int64  // bandwidth in bytes per microsecond (GB/s × 1000)
 	Latency    sim.Time
-	// holds are the bookings that have not ended yet. A DMA engine never
-	// waits for its own earlier bookings: its virtual-channel arbiter already
-	// paced them, and the time-shared injection keeps their sum within the
-	// bandwidth.
+	// holds are the bookings that have not ended yet. A DMA engine's two
+	// virtual channels do not wait for each other's bookings (the engine's
+	// arbiter already shares its injection between them); all other
+	// bookings are served in time order without overlapping.
 	holds []hold
 
 	// Statistics for reports and the trace.
@@ -89,6 +89,7 @@ func (p Path) Service(n int64) sim.Time {
 
 type hold struct {
 	source       *dmaEngine // nil: direct PE access and math
+	vc           VC
 	start, until sim.Time
 }
 
@@ -97,7 +98,7 @@ type hold struct {
 // time order, so a transfer may use an idle gap before a booking made
 // earlier for a later time (what chunk-by-chunk service would do). Holds
 // that ended by now are dropped: no booking can start before now.
-func (r *Resource) free(source *dmaEngine, t, d, now sim.Time) sim.Time {
+func (r *Resource) free(source *dmaEngine, vc VC, t, d, now sim.Time) sim.Time {
 	k := 0
 	for _, h := range r.holds {
 		if h.until > now {
@@ -109,7 +110,12 @@ func (r *Resource) free(source *dmaEngine, t, d, now sim.Time) sim.Time {
 	for moved := true; moved; {
 		moved = false
 		for _, h := range r.holds {
-			if (h.source != source || source == nil) && h.start < t+max(d, 1) && t < h.until {
+			// The other virtual channel of the same DMA engine does not
+			// block: the engine's arbiter already shares the injection
+			// between them. Everything else, including the same channel's
+			// earlier transfers, is served in time order.
+			sibling := source != nil && h.source == source && h.vc != vc
+			if !sibling && h.start < t+max(d, 1) && t < h.until {
 				t, moved = h.until, true
 			}
 		}
@@ -117,22 +123,22 @@ func (r *Resource) free(source *dmaEngine, t, d, now sim.Time) sim.Time {
 	return t
 }
 
-func (r *Resource) hold(source *dmaEngine, start, until sim.Time) {
+func (r *Resource) hold(source *dmaEngine, vc VC, start, until sim.Time) {
 	if until > start {
-		r.holds = append(r.holds, hold{source, start, until})
+		r.holds = append(r.holds, hold{source, vc, start, until})
 	}
 }
 
 // book reserves the path for n bytes whose head enters at t (>= now) on
 // behalf of source and returns the time the last byte arrives at the far end.
-func (p Path) book(now, t sim.Time, n int64, source *dmaEngine) sim.Time {
+func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC) sim.Time {
 	head := t   // when the head reaches resource i
 	lastIn := t // when the last byte reaches resource i from upstream
 	for _, r := range p {
 		d := r.Xfer(n)
-		start := r.free(source, head, d, now)
+		start := r.free(source, vc, head, d, now)
 		end := max(start+d, lastIn)
-		r.hold(source, start, start+d)
+		r.hold(source, vc, start, start+d)
 		r.Bytes += n
 		r.BusyTime += d
 		head = start + r.Latency
