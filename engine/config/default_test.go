@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,8 +75,15 @@ func TestDefault(t *testing.T) {
 	if c.File != DefaultName {
 		t.Errorf("File = %q, want %q", c.File, DefaultName)
 	}
-	if diff := cmp.Diff([]string{"ring_allreduce"}, c.AlgorithmNames); diff != "" {
-		t.Errorf("AlgorithmNames (-want +got):\n%s", diff)
+	// Every shipped entry names a module that exists, and the default
+	// algorithm is one of them.
+	if _, ok := c.Algorithms[c.Defaults.Algorithm]; !ok {
+		t.Errorf("defaults.algorithm %q has no entry", c.Defaults.Algorithm)
+	}
+	for _, name := range c.AlgorithmNames {
+		if _, err := os.Stat(filepath.Join("..", "..", c.Algorithms[name].Module)); err != nil {
+			t.Errorf("algorithms.%s.module: %v", name, err)
+		}
 	}
 	s, err := c.Settings(c.Defaults.Algorithm)
 	if err != nil {
