@@ -37,13 +37,17 @@ func meshRun(t *testing.T, file string, o Options) *Report {
 	return rep
 }
 
-// meshCheck fails unless every row was verified with no wrong element.
+// meshCheck fails unless every row was verified with no wrong element and
+// the phase-2 replay of the op_log (when done) agrees.
 func meshCheck(t *testing.T, rep *Report) {
 	t.Helper()
 	for _, r := range rep.Results {
 		if r.Wrong != 0 || !r.Verified {
 			t.Errorf("count %d %s %s in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
 				r.Count, r.DType, r.RedOp, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
+		}
+		if r.Phase2Match != nil && !*r.Phase2Match {
+			t.Errorf("count %d %s %s in_place=%v: phase-2 replay of the op_log does not match the run", r.Count, r.DType, r.RedOp, r.InPlace)
 		}
 	}
 }
@@ -169,6 +173,35 @@ func TestMeshAlgorithmsWorkInRecvbuf(t *testing.T) {
 				t.Parallel()
 				rep := meshRun(t, c.file, Options{WorldSize: c.mc.world, Sets: c.mc.sets, InPlace: inPlace,
 					Counts: []int64{70001}, DType: "i32", RedOp: "avg"})
+				meshCheck(t, rep)
+			})
+		}
+	}
+}
+
+// The IPCQ receive rings may live in SRAM or HBM too. A slot there is read
+// through the DMA, possibly behind queued loads and stores, so the kernels
+// copy it out (recv dst=) instead of risking StaleSlot; 20000 elements at
+// 8 ranks is enough for a sender to reuse a slot before a late read.
+func TestMeshAlgorithmsBufferKinds(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		mc   meshCase
+	}{
+		{meshFile, meshShapeCase(2, 4)},
+		{meshCustom, meshCase{"world=8", 8, nil}},
+		{meshRD, meshCase{"world=8", 8, nil}},
+	} {
+		for _, kind := range []string{"sram", "hbm"} {
+			name := fmt.Sprintf("%s/%s/%s", strings.TrimPrefix(c.file, "algorithms/"), c.mc.name, kind)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				rep := meshRun(t, c.file, Options{WorldSize: c.mc.world, InPlace: kind == "hbm",
+					Sets:   append([]string{"defaults.buffer_kind=" + kind}, c.mc.sets...),
+					Counts: []int64{37, 20000}})
+				if rep.BufferKind != kind {
+					t.Errorf("buffer_kind = %q, want %q", rep.BufferKind, kind)
+				}
 				meshCheck(t, rep)
 			})
 		}

@@ -115,6 +115,9 @@ func Check(file string, o CheckOptions) []string {
 			admissible = append(admissible, fmt.Sprint(w))
 			continue
 		}
+		if isFail(err) {
+			continue // neighbors() rejects this size on purpose (a documented restriction)
+		}
 		var ve *topology.ValidationError
 		if errors.As(err, &ve) || hook != nil {
 			// An invalid map from the hook is a mistake at any size; a
@@ -176,4 +179,11 @@ func loadProblems(err error) []string {
 		return out
 	}
 	return []string{script.Format(err)}
+}
+
+// isFail reports an error raised by the script's own fail(): an intended
+// rejection rather than a bug.
+func isFail(err error) bool {
+	var ee *starlark.EvalError
+	return errors.As(err, &ee) && strings.HasPrefix(ee.Msg, "fail: ")
 }

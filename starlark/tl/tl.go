@@ -65,6 +65,12 @@ var Attributes = []Attribute{
 	{"world_size", "int", "Number of ranks in the process group.", func(k *Kernel) starlark.Value { return starlark.MakeInt(k.World) }},
 	{"slot_size", "int", "Bytes per IPCQ message at most (the rx slot size in force).", func(k *Kernel) starlark.Value { return starlark.MakeInt64(k.slotSize()) }},
 	{"n_slots", "int", "IPCQ ring depth per direction (messages in flight at most).", func(k *Kernel) starlark.Value { return starlark.MakeInt(k.nSlots()) }},
+	{"buffer_kind", "str", `Where this rank's IPCQ rx rings live ("tcm", "hbm", "sram"); a kernel that reads received slots in place may copy them out first when they are not in its own TCM.`, func(k *Kernel) starlark.Value {
+		if k.G == nil {
+			return starlark.None
+		}
+		return starlark.String(k.G.Cfg.BufferKind.String())
+	}},
 	{"redop", "str", `The collective's reduction ("sum", "prod", "max", "min", "avg"); pass it to tl.reduce, which accumulates "avg" as a sum (divide by world_size at the end).`, func(k *Kernel) starlark.Value { return starlark.String(k.RedOp.String()) }},
 }
 
