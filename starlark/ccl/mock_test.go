@@ -1,0 +1,51 @@
+package ccl
+
+import (
+	"fmt"
+	"testing"
+
+	"kernbench"
+	"kernbench/engine/config"
+	"kernbench/engine/dtype"
+)
+
+// The mock runtime agrees with the full simulation on the final data of
+// every shipped algorithm (issue: mock runtime), and finds nothing wrong
+// over several interleavings.
+func TestMockAgreesWithSimulation(t *testing.T) {
+	cfg := config.Default()
+	sizes := map[string][]int{ // admissible world sizes per topology
+		"ring_1d": {1, 3, 4}, "ring_1d_unidir": {1, 3, 4}, "tree_binary": {1, 3, 6},
+		"mesh_2d": {1, 4, 9}, "custom": {1, 2, 4},
+	}
+	for _, name := range cfg.AlgorithmNames {
+		a := cfg.Algorithms[name]
+		for _, ws := range sizes[a.Topology] {
+			t.Run(fmt.Sprintf("%s/world=%d", name, ws), func(t *testing.T) {
+				const count = 777
+				full, err := Run(name, Options{Embedded: kernbench.Files, WorldSize: ws, Counts: []int64{count}, Verify: true, KeepOutputs: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mock, err := RunKernelInMock(MockOptions{Path: a.Module, Embedded: kernbench.Files, WorldSize: ws, Count: count, Schedules: 3, Seed: 5})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if full.Results[0].Wrong != 0 || mock.Wrong != 0 {
+					t.Fatalf("wrong elements: simulation %d, mock %d", full.Results[0].Wrong, mock.Wrong)
+				}
+				dt, _ := dtype.Parse(full.Results[0].DType)
+				for r := range full.Results[0].Outputs {
+					// Same reduction order, so float results agree within
+					// the reference tolerance (in practice bit for bit).
+					if w, i := dtype.CountWrong(dt, dtype.Sum, ws, mock.Outputs[r], full.Results[0].Outputs[r]); w > 0 {
+						t.Errorf("rank %d: mock and simulation differ at %d element(s), first index %d", r, w, i)
+					}
+				}
+				if full.Results[0].Ops.Send != mock.Sends {
+					t.Errorf("sends: simulation %d, mock %d", full.Results[0].Ops.Send, mock.Sends)
+				}
+			})
+		}
+	}
+}
