@@ -28,6 +28,7 @@ type runOptions struct {
 	factor   float64
 	oplog    string
 	dot      string
+	trace    string
 	bytes    string
 	json     bool
 	quiet    bool
@@ -86,6 +87,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
 	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
+	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
 	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
@@ -158,6 +160,16 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		bw := bufio.NewWriter(f)
 		defer bw.Flush()
 		o.OpLog = bw
+	}
+	if o.trace != "" {
+		f, err := os.Create(o.trace)
+		if err != nil {
+			return usageErr(stderr, o.json, "--trace: "+err.Error())
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		defer bw.Flush()
+		o.Trace = bw
 	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)

@@ -1,6 +1,9 @@
 package machine
 
-import "kernbench/engine/sim"
+import (
+	"kernbench/engine/sim"
+	"kernbench/engine/trace"
+)
 
 // VC is a DMA virtual channel.
 type VC uint8
@@ -30,6 +33,9 @@ type Transfer struct {
 	N     int64
 	VC    VC
 	Owner Completer
+
+	// Label names the transfer in the trace ("send E #3", "fetch", …).
+	Label string
 
 	Issued   sim.Time // when it was submitted
 	Started  sim.Time // when its channel began injecting it
@@ -61,6 +67,8 @@ func (t *Transfer) Fire() {
 // Events: one per transfer for its injection end and one for its
 // completion; no event per chunk.
 type dmaEngine struct {
+	m       *Machine
+	pe      *PE
 	sim     *sim.Sim
 	weights [2]int64
 	total   int64
@@ -149,6 +157,17 @@ func (e *dmaEngine) Fire() {
 				e.tail[v] = nil
 			}
 			h.next = nil
+			if tr := e.m.Trace; tr != nil {
+				tid, track := trace.TidVCCompute, "vc_compute"
+				if v == VCComm {
+					tid, track = trace.TidVCComm, "vc_comm"
+				}
+				label := h.Label
+				if label == "" {
+					label = track
+				}
+				tr.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
+			}
 			done := max(h.pathEnd, now+h.Path.Latency())
 			e.sim.At(done, h)
 			if n := e.head[v]; n != nil {

@@ -306,6 +306,9 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	}
 	*msg = Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot}
 	msg.Xfer = Transfer{Path: g.M.MemToMem(src.Mem, peer.Rx.Mem), N: src.N, VC: VCComm, Owner: msg}
+	if g.M.Trace != nil {
+		msg.Xfer.Label = fmt.Sprintf("send %s #%d -> rank %d", q.Dir, meta.Seq, q.Peer)
+	}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
 	g.inflight = append(g.inflight, msg)
 	if g.OnSend != nil {
@@ -313,6 +316,9 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	}
 	q.MyHead++
 	q.InFlight++
+	if tr := g.M.Trace; tr != nil {
+		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, g.M.Sim.Now(), float64(q.MyHead-q.PeerTailCache))
+	}
 	return p.Sleep(g.Cfg.Overhead)
 }
 
@@ -349,6 +355,10 @@ func (msg *Message) Complete(*Transfer) {
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.String(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.String(),
 			NBytes: msg.Src.N, DType: dtypeName(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq})
+	}
+	if tr := g.M.Trace; tr != nil {
+		pid := peer.ep.PE.ID + 1
+		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), g.M.Sim.Now(), map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
 	}
 	if g.OnDeliver != nil {
 		g.OnDeliver(q, msg)
@@ -457,6 +467,9 @@ func (c *creditEvent) Fire() {
 	s := q.peer
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
+	}
+	if tr := s.ep.g.M.Trace; tr != nil {
+		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.g.M.Sim.Now(), float64(s.MyHead-s.PeerTailCache))
 	}
 	if w := s.sendWaiter; w != nil {
 		s.sendWaiter = nil

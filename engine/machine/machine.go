@@ -9,6 +9,7 @@ import (
 
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/engine/trace"
 )
 
 // LinkParams describe a directed link or a memory port's timing.
@@ -74,6 +75,9 @@ type Machine struct {
 	// Log, when set, receives an OpRecord for every data operation
 	// (phase 1 of the two-pass verification).
 	Log *oplog.Log
+
+	// Trace, when set (EnableTrace), receives the timeline.
+	Trace *trace.Recorder
 
 	// paths caches routes by (kind, from, to) so the hot path allocates
 	// nothing; routes never change after New.
@@ -145,6 +149,7 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 		pe.NocDown = res(fmt.Sprintf("pe_noc c%d->pe%d", cube, i), "pe_noc", p.PeNoc)
 		pe.Math = res(fmt.Sprintf("math pe%d", i), "math", p.Math)
 		pe.dma = newDMAEngine(s, p.VCWeightCompute, p.VCWeightComm)
+		pe.dma.m, pe.dma.pe = m, pe
 		pe.tcmPath = Path{pe.TCM.Port}
 		pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
 		pe.mathPath = Path{pe.Math}
@@ -291,4 +296,18 @@ func (m *Machine) Image() oplog.Image {
 		im[i] = mem.Snapshot()
 	}
 	return im
+}
+
+// EnableTrace starts recording the timeline into rec: PE processes, DMA
+// channel slices, deliveries, credit and link counters.
+func (m *Machine) EnableTrace(rec *trace.Recorder) {
+	m.Trace = rec
+	for _, pe := range m.Ranks {
+		rec.Process(pe.ID+1, fmt.Sprintf("rank %d (%s)", pe.Rank, pe.Coord(m.Params.CubesPerSip)))
+	}
+	for _, r := range m.links {
+		if r.Kind == "pe_noc" || r.Kind == "ucie" || r.Kind == "pcie" {
+			r.trace = rec
+		}
+	}
 }

@@ -95,6 +95,9 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	op.m = m
 	op.direct = direct
 	op.Xfer = Transfer{Path: path, N: n, VC: VCCompute, Owner: op}
+	if m.Trace != nil {
+		op.Xfer.Label = op.Kind.String()
+	}
 	if op.startAt > m.Sim.Now() {
 		m.Sim.At(op.startAt, op)
 		return op

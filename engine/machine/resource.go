@@ -1,6 +1,9 @@
 package machine
 
-import "kernbench/engine/sim"
+import (
+	"kernbench/engine/sim"
+	"kernbench/engine/trace"
+)
 
 // Resource is one serial piece of the fabric: a directed link or a memory
 // port. It has a bandwidth, a latency and a reservation horizon.
@@ -24,6 +27,8 @@ type Resource struct {
 	// arbiter already shares its injection between them); all other
 	// bookings are served in time order without overlapping.
 	holds []hold
+
+	trace *trace.Recorder // links only, when tracing
 
 	// Statistics for reports and the trace.
 	Bytes    int64
@@ -139,6 +144,10 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC) sim.Time 
 		start := r.free(source, vc, head, d, now)
 		end := max(start+d, lastIn)
 		r.hold(source, vc, start, start+d)
+		if r.trace != nil && d > 0 {
+			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
+			r.trace.Counter(trace.LinksPid, r.Name, start+d, 0)
+		}
 		r.Bytes += n
 		r.BusyTime += d
 		head = start + r.Latency

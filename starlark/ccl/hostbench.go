@@ -43,7 +43,12 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	}
 	rep := &Report{Algorithm: p.algoName, File: benchFile, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String()}
-	for _, count := range p.counts {
+	traceOut := p.opts.Trace
+	for i, count := range p.counts {
+		p.opts.Trace = nil
+		if i == len(p.counts)-1 {
+			p.opts.Trace = traceOut // one timeline: the last size
+		}
 		res, err := runHostOnce(p, cfg, tgt, loader, kernel, hook, runRank, count)
 		if err != nil {
 			return rep, err

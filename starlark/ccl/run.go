@@ -17,6 +17,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/engine/trace"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	// CCLTrace, when set, receives one line per send and recv
 	// (KERNBENCH_CCL_TRACE=1).
 	CCLTrace io.Writer
+	// Trace, when set, receives the timeline (Chrome Trace Event JSON) of
+	// the run; with several sizes, of the last one.
+	Trace io.Writer
 	// Untimed runs on a machine where nothing takes time (the mock
 	// runtime): only the order of events matters, and JitterSeed picks it.
 	Untimed bool
@@ -288,7 +292,12 @@ func Run(arg string, opts Options) (*Report, error) {
 	}
 	rep := &Report{Algorithm: plan.algoName, File: tgt.file, Collective: plan.coll.Name, Topology: plan.topology,
 		WorldSize: plan.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: plan.dataSpace.String()}
-	for _, count := range plan.counts {
+	traceOut := plan.opts.Trace
+	for i, count := range plan.counts {
+		plan.opts.Trace = nil
+		if i == len(plan.counts)-1 {
+			plan.opts.Trace = traceOut // one timeline: the last size
+		}
 		res, err := runOnce(plan, cfg, tgt, loader, kernel, hook, count)
 		if err != nil {
 			return rep, err
@@ -510,10 +519,12 @@ func toStarlark(v any) (starlark.Value, error) {
 
 // world is one simulation's machine and (once installed) its process group.
 type world struct {
-	s       *sim.Sim
-	m       *machine.Machine
-	g       *machine.Group
-	initial oplog.Image // memory before the kernels ran (phase 2's start)
+	s        *sim.Sim
+	m        *machine.Machine
+	g        *machine.Group
+	initial  oplog.Image // memory before the kernels ran (phase 2's start)
+	trace    *trace.Recorder
+	traceOut io.Writer
 }
 
 // newWorld builds a fresh simulation and machine and places the ranks.
@@ -533,7 +544,12 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
-	return &world{s: s, m: m}, nil
+	w := &world{s: s, m: m, traceOut: p.opts.Trace}
+	if p.opts.Trace != nil {
+		w.trace = trace.New()
+		m.EnableTrace(w.trace)
+	}
+	return w, nil
 }
 
 // snapshot records the initial memory image (phase 2 starts from it).
@@ -601,11 +617,20 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 // run simulates to the end, converting a failed run into a Failure.
 func (w *world) run(tgt *target) error {
 	w.s.WaitWatchdog(sim.Time(tgt.settings.DeadlockTimeoutNs) * sim.Nanosecond)
-	defer w.s.Close()
+	var failure error
 	if err := w.s.Run(); err != nil {
-		return simFailure(err, tgt.file)
+		// Read the blocked processes' state before Close unwinds them.
+		failure = simFailure(err, tgt.file)
 	}
-	return nil
+	w.s.Close()
+	if w.trace != nil {
+		// Written even when the run failed: the timeline up to the failure
+		// is what explains it (blocked operations end when the run ended).
+		if werr := w.trace.WriteJSON(w.traceOut); werr != nil && failure == nil {
+			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
+		}
+	}
+	return failure
 }
 
 // spawn starts one process per rank running body; a body error stops the

@@ -8,6 +8,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
+	"kernbench/engine/trace"
 )
 
 // handle is the result of an async tl call, completed by tl.wait.
@@ -415,7 +416,13 @@ func builtinSend(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starl
 		return nil, err
 	}
 	k.Stats.Send++
-	return starlark.None, g.Send(k.Proc, q, reg, machine.MsgMeta{DType: uint8(src.DT), Count: count, Origin: th.CallFrame(1).Pos})
+	if err := g.Send(k.Proc, q, reg, machine.MsgMeta{DType: uint8(src.DT), Count: count, Origin: th.CallFrame(1).Pos}); err != nil {
+		return nil, err
+	}
+	if tr := k.M.Trace; tr != nil {
+		tr.FlowStart(flowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, trace.TidKernel, k.sliceStart)
+	}
+	return starlark.None, nil
 }
 
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
@@ -458,6 +465,9 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 	dt := dtype.DType(meta.DType)
 	if !dt.Valid() {
 		dt = dtype.U8
+	}
+	if tr := k.M.Trace; tr != nil {
+		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, trace.TidKernel, k.sliceStart)
 	}
 	if dst == nil {
 		r := g.Take(q, true)
@@ -672,3 +682,5 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 	_, err = k.wait(b.Name(), h)
 	return starlark.None, err
 }
+
+func flowKey(rank int, dir string, seq uint64) string { return fmt.Sprintf("%d/%s/%d", rank, dir, seq) }

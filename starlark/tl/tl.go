@@ -14,6 +14,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/engine/trace"
 )
 
 // Stats counts a rank's operations (for the report's "ops").
@@ -41,7 +42,12 @@ type Kernel struct {
 
 	allocs []machine.Region
 	attrs  map[string]starlark.Value
+	// sliceStart is when the traced operation in progress began.
+	sliceStart sim.Time
 }
+
+// tracedOps are the tl operations drawn on the kernel track.
+var tracedOps = map[string]bool{"send": true, "recv": true, "wait": true, "flush": true, "fetch": true, "store": true, "copy": true, "reduce": true}
 
 var _ starlark.HasAttrs = (*Kernel)(nil)
 
@@ -90,9 +96,22 @@ func New(k *Kernel) *Kernel {
 	k.attrs = make(map[string]starlark.Value, len(Builtins)+len(Attributes)+1)
 	for i := range Builtins {
 		b := &Builtins[i]
-		k.attrs[b.Name] = starlark.NewBuiltin("tl."+b.Name, func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		fn := func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 			return b.Fn(k, th, sb, args, kw)
-		})
+		}
+		if k.M.Trace != nil && tracedOps[b.Name] {
+			// The kernel's track: one slice per operation that can take
+			// simulated time (operations of one rank never overlap).
+			name := "tl." + b.Name
+			fn = func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				start := k.M.Sim.Now()
+				k.sliceStart = start
+				v, err := b.Fn(k, th, sb, args, kw)
+				k.M.Trace.Slice(k.PE.ID+1, trace.TidKernel, "kernel", name, start, k.M.Sim.Now(), nil)
+				return v, err
+			}
+		}
+		k.attrs[b.Name] = starlark.NewBuiltin("tl."+b.Name, fn)
 	}
 	// "load" is a Starlark keyword, so tl.load cannot be written; getattr(tl,
 	// "load") still finds the fetch builtin.

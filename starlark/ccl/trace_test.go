@@ -1,0 +1,103 @@
+package ccl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"testing"
+
+	"kernbench"
+)
+
+type traceDoc struct {
+	TraceEvents []struct {
+		Name string         `json:"name"`
+		Ph   string         `json:"ph"`
+		Ts   float64        `json:"ts"`
+		Dur  float64        `json:"dur"`
+		Pid  int            `json:"pid"`
+		Tid  int            `json:"tid"`
+		ID   string         `json:"id"`
+		Args map[string]any `json:"args"`
+	} `json:"traceEvents"`
+}
+
+// The trace (cli.md: --trace) is well-formed JSON; slices on one track
+// never overlap; every flow has both ends; tracks and processes are named.
+func TestTraceIsValid(t *testing.T) {
+	for _, tc := range []struct {
+		algo  string
+		world int
+	}{{"ring_allreduce", 4}, {"tree_allreduce", 5}, {"rd_allreduce", 4}} {
+		t.Run(tc.algo, func(t *testing.T) {
+			var buf bytes.Buffer
+			rep, err := Run(tc.algo, Options{Embedded: kernbench.Files, WorldSize: tc.world, Counts: []int64{3000}, Trace: &buf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc traceDoc
+			if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+				t.Fatalf("trace is not valid JSON: %v", err)
+			}
+			type span struct{ start, end float64 }
+			tracks := map[[2]int][]span{}
+			names := map[[2]int]string{}
+			procs := map[int]string{}
+			starts, ends := map[string]int{}, map[string]int{}
+			counts := map[string]int{}
+			for _, e := range doc.TraceEvents {
+				counts[e.Ph]++
+				switch e.Ph {
+				case "X":
+					tracks[[2]int{e.Pid, e.Tid}] = append(tracks[[2]int{e.Pid, e.Tid}], span{e.Ts, e.Ts + e.Dur})
+				case "M":
+					if e.Name == "thread_name" {
+						names[[2]int{e.Pid, e.Tid}] = e.Args["name"].(string)
+					} else if e.Name == "process_name" {
+						procs[e.Pid] = e.Args["name"].(string)
+					}
+				case "s":
+					starts[e.ID]++
+				case "f":
+					ends[e.ID]++
+				}
+			}
+			for k, spans := range tracks {
+				if names[k] == "" {
+					t.Errorf("track %v has no thread_name", k)
+				}
+				sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+				for i := 1; i < len(spans); i++ {
+					if spans[i].start < spans[i-1].end-1e-9 {
+						t.Errorf("track %v (%s): slices overlap: %v and %v", k, names[k], spans[i-1], spans[i])
+						break
+					}
+				}
+			}
+			for id := range starts {
+				if starts[id] != 1 || ends[id] != 1 {
+					t.Errorf("flow %s has %d start(s) and %d end(s)", id, starts[id], ends[id])
+				}
+			}
+			if len(starts) != len(ends) {
+				t.Errorf("%d flow starts, %d flow ends", len(starts), len(ends))
+			}
+			if int64(len(starts)) != rep.Results[0].Ops.Recv {
+				t.Errorf("%d flows for %d receives", len(starts), rep.Results[0].Ops.Recv)
+			}
+			for r := 0; r < tc.world; r++ {
+				found := false
+				for _, n := range procs {
+					found = found || len(n) > 5 && n[:5+len(fmt.Sprint(r))] == fmt.Sprintf("rank %d", r)
+				}
+				if !found {
+					t.Errorf("no process named for rank %d: %v", r, procs)
+				}
+			}
+			if procs[1_000_000] != "links" || counts["C"] == 0 {
+				t.Errorf("links process %q, %d counter events", procs[1_000_000], counts["C"])
+			}
+		})
+	}
+}
