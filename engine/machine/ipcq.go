@@ -430,6 +430,12 @@ func (g *Group) Take(q *QueuePair, creditNow bool) Received {
 	n := uint64(g.Cfg.NSlots)
 	idx := int(q.MyTail % n)
 	meta := q.Slots[idx]
+	// I7 (and I6 behind it): a slot visible through peer_head_cache holds
+	// exactly the message the pointer says, and I1: it is taken once.
+	if q.PeerHeadCache <= q.MyTail || meta.Seq != q.MyTail || q.SlotGen[idx] == 0 {
+		g.M.Sim.Stop(&InvariantError{"I7", fmt.Sprintf("rank %d recv %s: slot %d holds seq %d (generation %d), expected seq %d with peer_head_cache=%d > my_tail=%d",
+			q.Rank, q.Dir, idx, meta.Seq, q.SlotGen[idx], q.MyTail, q.PeerHeadCache, q.MyTail)})
+	}
 	r := Received{Q: q, Meta: meta, Slot: q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes), Gen: q.SlotGen[idx], Idx: idx}
 	q.MyTail++
 	if l := g.M.Log; l != nil && creditNow {
@@ -465,6 +471,12 @@ func (c *creditEvent) Fire() {
 		q.credits, q.creditHead = q.credits[:0], 0
 	}
 	s := q.peer
+	// I2: pointers only move forward; a credit never passes the receiver's
+	// tail nor the sender's head.
+	if v < s.PeerTailCache || v > q.MyTail || v > s.MyHead {
+		s.ep.g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
+			s.Rank, s.Dir, v, s.PeerTailCache, q.MyTail, s.MyHead)})
+	}
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
 	}
@@ -515,4 +527,39 @@ func originText(o any) string {
 		return ""
 	}
 	return fmt.Sprintf(" (issued at %v)", o)
+}
+
+// InvariantError is a broken simulation invariant (model.md §8, I1–I7).
+type InvariantError struct {
+	Name string // "I1" … "I7"
+	Msg  string
+}
+
+func (e *InvariantError) Error() string { return "invariant " + e.Name + " violated: " + e.Msg }
+
+// CheckQuiescent checks invariants that must hold when a run has ended:
+// I1 (every message sent was received exactly once: nothing is left in a
+// ring, nothing in flight) and I2/I4 (pointer order, one buffer kind).
+func (g *Group) CheckQuiescent() error {
+	var problems []string
+	for _, ep := range g.EPs {
+		for _, q := range ep.QPs {
+			if q.Rx.Mem.Space != g.Cfg.BufferKind {
+				problems = append(problems, fmt.Sprintf("I4: rank %d %s rx ring in %v, group buffer_kind %v", q.Rank, q.Dir, q.Rx.Mem.Space, g.Cfg.BufferKind))
+			}
+			if !(q.MyTail <= q.PeerHeadCache && q.PeerHeadCache <= q.peer.MyHead && q.peer.PeerTailCache <= q.MyTail) {
+				problems = append(problems, fmt.Sprintf("I2: rank %d %s: my_tail=%d peer_head_cache=%d, peer my_head=%d peer_tail_cache=%d",
+					q.Rank, q.Dir, q.MyTail, q.PeerHeadCache, q.peer.MyHead, q.peer.PeerTailCache))
+			}
+			if left := q.peer.MyHead - q.MyTail; left > 0 {
+				problems = append(problems, fmt.Sprintf("I1: rank %d sent %d message(s) on %s that rank %d never received on %s",
+					q.Peer, left, q.PeerDir, q.Rank, q.Dir))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return &InvariantError{Name: strings.SplitN(problems[0], ":", 2)[0], Msg: strings.Join(problems, "; ")}
+	}
+	return nil
 }

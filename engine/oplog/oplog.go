@@ -297,3 +297,33 @@ func lastWriter(records []*Record, addr uint64) *Record {
 	}
 	return best
 }
+
+// CheckCausality checks invariant I5: every receive has a send of the same
+// message (same slot, same sender_seq) whose DMA completed no later than
+// the receive began. It returns a description of the first violation.
+func CheckCausality(records []*Record) string {
+	type key struct {
+		slot uint64
+		seq  uint64
+	}
+	sends := map[key]*Record{}
+	for _, r := range records {
+		if r.Kind == KindIPCQ && r.Name == "send" {
+			sends[key{r.Dst, r.SenderSeq}] = r
+		}
+	}
+	for _, r := range records {
+		if r.Kind != KindIPCQ || r.Name != "recv" {
+			continue
+		}
+		s, ok := sends[key{r.Src, r.SenderSeq}]
+		switch {
+		case !ok:
+			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d at %v) has no matching send", r.Seq, r.Rank, r.Dir, r.SenderSeq, r.TStart)
+		case s.TEnd > r.TStart:
+			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d) began at %v before its send (record %d, rank %d) completed at %v",
+				r.Seq, r.Rank, r.Dir, r.SenderSeq, r.TStart, s.Seq, s.Rank, s.TEnd)
+		}
+	}
+	return ""
+}

@@ -112,3 +112,20 @@ func TestReplayRejectsUnknownTile(t *testing.T) {
 		t.Errorf("Replay = %v, want unknown tile error", err)
 	}
 }
+
+// Rule I5 (model.md §8): send → DMA complete → recv in the op_log.
+func TestCheckCausality(t *testing.T) {
+	send := &Record{Seq: 0, Kind: KindIPCQ, Name: "send", Dst: addr(1, 0), SenderSeq: 3, TEnd: 50}
+	ok := &Record{Seq: 1, Kind: KindIPCQ, Name: "recv", Src: addr(1, 0), SenderSeq: 3, TStart: 50, TEnd: 50}
+	early := &Record{Seq: 1, Kind: KindIPCQ, Name: "recv", Src: addr(1, 0), SenderSeq: 3, TStart: 49, TEnd: 49}
+	orphan := &Record{Seq: 1, Kind: KindIPCQ, Name: "recv", Src: addr(1, 0), SenderSeq: 4, TStart: 60, TEnd: 60}
+	if msg := CheckCausality([]*Record{send, ok}); msg != "" {
+		t.Errorf("valid order reported: %s", msg)
+	}
+	if msg := CheckCausality([]*Record{send, early}); !strings.HasPrefix(msg, "I5: ") || !strings.Contains(msg, "before its send") {
+		t.Errorf("recv before send completion: got %q", msg)
+	}
+	if msg := CheckCausality([]*Record{send, orphan}); !strings.Contains(msg, "no matching send") {
+		t.Errorf("recv without send: got %q", msg)
+	}
+}

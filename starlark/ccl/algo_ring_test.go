@@ -56,6 +56,7 @@ func TestRingAlgoWorldSizesCountsInPlace(t *testing.T) {
 		for world := 1; world <= 16; world++ {
 			for _, inPlace := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/world=%d/in_place=%v", a.file, world, inPlace), func(t *testing.T) {
+					t.Parallel()
 					rep := ringalgoRun(t, a.file, Options{WorldSize: world, InPlace: inPlace, Counts: counts,
 						Collective: a.collective, DType: "f32", RedOp: "sum"})
 					if rep.Collective != a.collective || rep.Topology != a.topology || rep.WorldSize != world {
@@ -88,6 +89,7 @@ func TestRingAlgoDTypesAndRedOps(t *testing.T) {
 			for _, dt := range dtypes {
 				for _, op := range redops {
 					t.Run(fmt.Sprintf("%s/world=%d/%s/%s", a.file, world, dt, op), func(t *testing.T) {
+						t.Parallel()
 						rep := ringalgoRun(t, a.file, Options{WorldSize: world, Counts: []int64{1000, 37},
 							Collective: a.collective, DType: dt, RedOp: op, InPlace: op == "avg"})
 						for _, r := range rep.Results {
@@ -110,6 +112,7 @@ func TestRingAlgoAlltoallRelay(t *testing.T) {
 		for _, world := range []int{2, 3, 4, 7, 16} {
 			for _, inPlace := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/world=%d/in_place=%v", topo, world, inPlace), func(t *testing.T) {
+					t.Parallel()
 					rep := ringalgoRun(t, "alltoall.star", Options{WorldSize: world, Topology: topo, InPlace: inPlace,
 						Counts: []int64{0, 1, 37, 1000}, Collective: "alltoall", DType: "f16"})
 					if rep.Topology != topo {
@@ -121,10 +124,29 @@ func TestRingAlgoAlltoallRelay(t *testing.T) {
 		}
 	}
 	t.Run("world=33/two_sips", func(t *testing.T) {
+		t.Parallel()
 		rep := ringalgoRun(t, "alltoall.star", Options{WorldSize: 33, Counts: []int64{37}, Collective: "alltoall",
 			Sets: []string{"system.sips=2"}})
 		ringalgoCheck(t, rep)
 	})
+}
+
+// The rx rings may live in any memory kind (slots are then read through
+// DMA), and the bench's buffers in TCM or SRAM.
+func TestRingAlgoBufferKinds(t *testing.T) {
+	for _, a := range ringalgoAlgorithms {
+		for _, kind := range []string{"hbm", "sram"} {
+			t.Run(fmt.Sprintf("%s/%s", a.file, kind), func(t *testing.T) {
+				t.Parallel()
+				rep := ringalgoRun(t, a.file, Options{WorldSize: 8, Counts: []int64{37, 5000}, Collective: a.collective,
+					DataSpace: map[string]string{"hbm": "tcm", "sram": "sram"}[kind], Sets: []string{"defaults.buffer_kind=" + kind}})
+				if rep.BufferKind != kind {
+					t.Errorf("buffer_kind = %q, want %q", rep.BufferKind, kind)
+				}
+				ringalgoCheck(t, rep)
+			})
+		}
+	}
 }
 
 // ringalgoMachine is the part of the machine the allgather cost formula
@@ -153,52 +175,64 @@ func (m ringalgoMachine) sets() []string {
 }
 
 // ringalgoAllgatherFormula is the cost formula of ring_allgather.star's
-// docstring for p ranks placed on consecutive PEs (8 per cube), n bytes per
-// rank and 4 KiB slots: B and a are the bandwidth and latency of the slowest
-// ring hop, B_m the HBM holding the buffers, B_t the TCM holding rx slots
-// and the staging ring.
+// docstring for p ranks on consecutive PEs (8 per cube), n bytes per rank
+// and 4 KiB slots: B and a are the bandwidth and latency of the slowest ring
+// hop, B_m and B_t those of the HBM holding the buffers and of the TCM
+// holding rx slots and staging. The k = 1 form assumes equal hops (p <= 8).
 func ringalgoAllgatherFormula(m ringalgoMachine, p int, n float64, inPlace bool) float64 {
 	const slot = 4096
 	b, a := m.nocBW, 2*m.nocLat
 	if p > 8 {
 		b, a = math.Min(m.nocBW, m.ucieBW), 2*m.nocLat+m.ucieLat
 	}
-	own := n / m.hbmBW // the own chunk's local copy
+	c := n / m.hbmBW // the own chunk's copy
 	if inPlace {
-		own = 0
+		c = 0
 	}
-	k := math.Ceil(n / slot)
-	if k >= 2 {
-		return float64(p-1)*n*(1/b+1/m.hbmBW) + own + a
+	q := float64(p)
+	if math.Ceil(n/slot) >= 2 {
+		return (q-1)*n*(1/b+1/m.hbmBW) + c + a
 	}
-	return float64(p-1)*(a+n/b+2*n/m.tcmBW) + own
+	return (q-1)*(a+n/b) + (2*q-3)*n/m.tcmBW + n/m.hbmBW + c
 }
 
 // On an idle machine with overheads and memory latencies zeroed, the
-// simulated allgather time is within 2 % of its docstring formula, for
-// several world sizes (including a ring through two cubes), in both the
-// pipelined (several slots per chunk) and the store-and-forward regime, and
-// for two sets of link parameters.
+// simulated allgather time is within 2 % of its docstring formula: pipelined
+// (several slots per chunk) at 2..16 ranks, including rings through two
+// cubes, and store-and-forward (one slot or less per chunk) inside a cube,
+// for two sets of link and memory parameters.
 func TestRingAlgoAllgatherCostFormula(t *testing.T) {
 	machines := []ringalgoMachine{
-		{nocBW: 128, nocLat: 10, ucieBW: 64, ucieLat: 50, hbmBW: 512, tcmBW: 512}, // the shipped links
+		{nocBW: 128, nocLat: 10, ucieBW: 64, ucieLat: 50, hbmBW: 512, tcmBW: 512}, // the shipped values
 		{nocBW: 100, nocLat: 25, ucieBW: 40, ucieLat: 80, hbmBW: 1024, tcmBW: 512},
 	}
+	type point struct {
+		p     int
+		count int64
+	}
+	var points []point
+	for _, p := range []int{2, 3, 5, 8} {
+		for _, count := range []int64{37, 1000, 16384} {
+			points = append(points, point{p, count})
+		}
+	}
+	points = append(points, point{8, 65536}, point{9, 16384}, point{12, 16384}, point{16, 16384})
 	for mi, m := range machines {
-		for _, p := range []int{2, 3, 5, 8, 12} {
-			for _, count := range []int64{1000, 16384, 65536} {
-				for _, inPlace := range []bool{false, true} {
-					t.Run(fmt.Sprintf("machine=%d/world=%d/count=%d/in_place=%v", mi, p, count, inPlace), func(t *testing.T) {
-						rep := ringalgoRun(t, "ring_allgather.star", Options{WorldSize: p, Counts: []int64{count},
-							InPlace: inPlace, Collective: "allgather", DType: "f32", Sets: m.sets()})
-						ringalgoCheck(t, rep)
-						got := rep.Results[0].SimTimeNs
-						want := ringalgoAllgatherFormula(m, p, float64(count*4), inPlace)
-						if math.Abs(got-want) > 0.02*want {
-							t.Errorf("sim_time = %.1f ns, formula %.1f ns (%+.2f %%); want within 2 %%", got, want, 100*(got-want)/want)
-						}
-					})
-				}
+		for _, pt := range points {
+			for _, inPlace := range []bool{false, true} {
+				t.Run(fmt.Sprintf("machine=%d/world=%d/count=%d/in_place=%v", mi, pt.p, pt.count, inPlace), func(t *testing.T) {
+					t.Parallel()
+					rep := ringalgoRun(t, "ring_allgather.star", Options{WorldSize: pt.p, Counts: []int64{pt.count},
+						InPlace: inPlace, Collective: "allgather", DType: "f32", Sets: m.sets()})
+					ringalgoCheck(t, rep)
+					got := rep.Results[0].SimTimeNs
+					want := ringalgoAllgatherFormula(m, pt.p, float64(pt.count*4), inPlace)
+					if math.Abs(got-want) > 0.02*want {
+						t.Errorf("sim_time = %.1f ns, formula %.1f ns (%+.2f %%); want within 2 %%", got, want, 100*(got-want)/want)
+					} else {
+						t.Logf("sim_time = %.1f ns, formula %.1f ns (%+.2f %%)", got, want, 100*(got-want)/want)
+					}
+				})
 			}
 		}
 	}

@@ -126,8 +126,12 @@ func simFailure(err error, file string) error {
 	}
 	f := &Failure{Code: code, Kind: kind, Rank: -1, Msg: err.Error(), Err: err}
 	var ie *machine.IPCQError
-	if errors.As(err, &ie) {
+	var inv *machine.InvariantError
+	switch {
+	case errors.As(err, &ie):
 		f.Kind = ie.Kind // an engine-detected failure (e.g. StaleSlot at delivery)
+	case errors.As(err, &inv):
+		f.Kind = "InvariantViolation"
 	}
 	var re *rankError
 	if errors.As(err, &re) {

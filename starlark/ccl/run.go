@@ -575,7 +575,10 @@ func (w *world) phase2(p *plan, res *Result) error {
 	}
 	img := w.initial.Clone()
 	match := true
-	if err := oplog.Replay(img, w.m.Log.Records); err != nil {
+	if msg := oplog.CheckCausality(w.m.Log.Records); msg != "" {
+		match = false
+		res.Phase2 = msg
+	} else if err := oplog.Replay(img, w.m.Log.Records); err != nil {
 		match = false
 		res.Phase2 = err.Error()
 	} else if mm := oplog.Compare(img, w.m.Image(), w.m.Log.Records); mm != nil {
@@ -621,6 +624,10 @@ func (w *world) run(tgt *target) error {
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
 		failure = simFailure(err, tgt.file)
+	} else if w.g != nil {
+		if err := w.g.CheckQuiescent(); err != nil {
+			failure = &Failure{Code: ExitRuntime, Kind: "InvariantViolation", Rank: -1, Msg: err.Error(), Err: err}
+		}
 	}
 	w.s.Close()
 	if w.trace != nil {
@@ -653,7 +660,11 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 
 // result fills the timing and bandwidth columns of a row.
 func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats) *Result {
-	res := &Result{Count: count, Bytes: count * int64(p.dt.Size()), DType: p.dt.String(), RedOp: p.red.String(), InPlace: p.opts.InPlace, Events: w.s.Events()}
+	// Like nccl-tests, the size of a row is the larger per-rank buffer
+	// (allgather's recvbuf, reduce_scatter's sendbuf, alltoall's buffers):
+	// algbw counts all the data a rank ends up with or started from.
+	elems := max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world))
+	res := &Result{Count: elems, Bytes: elems * int64(p.dt.Size()), DType: p.dt.String(), RedOp: p.red.String(), InPlace: p.opts.InPlace, Events: w.s.Events()}
 	var end sim.Time
 	for r := range finish {
 		end = max(end, finish[r])
