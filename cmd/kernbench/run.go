@@ -28,6 +28,7 @@ type runOptions struct {
 	factor   float64
 	oplog    string
 	dot      string
+	dumpPtrs bool
 	trace    string
 	bytes    string
 	json     bool
@@ -88,23 +89,28 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
+	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
 	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
-	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^9)")
+	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
 	return cmd
 }
 
-// defaultMaxSteps bounds a runaway kernel: a billion Starlark steps is far
-// beyond any shipped algorithm and stops a spinning script in seconds.
-const defaultMaxSteps = 1_000_000_000
+// defaultMaxSteps bounds a runaway kernel per rank: 10^8 Starlark steps is
+// ~100x what a shipped algorithm needs at 64 ranks x 16 MiB and stops a
+// spinning script within a few seconds.
+const defaultMaxSteps = 100_000_000
 
 func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer) error {
 	o.Embedded = kernbench.Files
 	o.Detail = o.verbose
+	if o.dumpPtrs {
+		o.DumpPointers = stderr
+	}
 	if v := os.Getenv("KERNBENCH_CCL_TRACE"); v != "" && v != "0" {
 		o.CCLTrace = stderr
 	}

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -562,4 +563,15 @@ func (g *Group) CheckQuiescent() error {
 		return &InvariantError{Name: strings.SplitN(problems[0], ":", 2)[0], Msg: strings.Join(problems, "; ")}
 	}
 	return nil
+}
+
+// DumpPointers writes every queue pair's pointers, one line each, in rank
+// and direction order (--dump-pointers, and deadlock reports).
+func (g *Group) DumpPointers(w io.Writer) {
+	for _, ep := range g.EPs {
+		for _, q := range ep.QPs {
+			fmt.Fprintf(w, "rank %d %-6s peer %d/%-6s my_head=%d my_tail=%d peer_head_cache=%d peer_tail_cache=%d in_flight=%d rx=%v\n",
+				q.Rank, q.Dir, q.Peer, q.PeerDir, q.MyHead, q.MyTail, q.PeerHeadCache, q.PeerTailCache, q.InFlight, q.Rx)
+		}
+	}
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// Trace, when set, receives the timeline (Chrome Trace Event JSON) of
 	// the run; with several sizes, of the last one.
 	Trace io.Writer
+	// DumpPointers, when set, receives every queue pair's pointers at the
+	// end of each run (also after a failure).
+	DumpPointers io.Writer
 	// Untimed runs on a machine where nothing takes time (the mock
 	// runtime): only the order of events matters, and JitterSeed picks it.
 	Untimed bool
@@ -525,6 +528,7 @@ type world struct {
 	initial  oplog.Image // memory before the kernels ran (phase 2's start)
 	trace    *trace.Recorder
 	traceOut io.Writer
+	dump     io.Writer
 }
 
 // newWorld builds a fresh simulation and machine and places the ranks.
@@ -544,7 +548,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
-	w := &world{s: s, m: m, traceOut: p.opts.Trace}
+	w := &world{s: s, m: m, traceOut: p.opts.Trace, dump: p.opts.DumpPointers}
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
 		m.EnableTrace(w.trace)
@@ -628,6 +632,10 @@ func (w *world) run(tgt *target) error {
 		if err := w.g.CheckQuiescent(); err != nil {
 			failure = &Failure{Code: ExitRuntime, Kind: "InvariantViolation", Rank: -1, Msg: err.Error(), Err: err}
 		}
+	}
+	if w.g != nil && w.dump != nil {
+		fmt.Fprintf(w.dump, "# queue pair pointers at t=%v\n", w.s.Now())
+		w.g.DumpPointers(w.dump)
 	}
 	w.s.Close()
 	if w.trace != nil {
