@@ -55,8 +55,8 @@ func (t *Transfer) Fire() {
 }
 
 // dmaEngine is a PE's DMA with two virtual channels. Each channel serves its
-// transfers in order; when both channels have work the engine's injection
-// time is shared between them in proportion to vc_weights (generalised
+// transfers in order; when both channels inject into the PE's NoC up-link
+// its time is shared between them in proportion to vc_weights (generalised
 // processor sharing, the fluid limit of chunk-by-chunk weighted round-robin:
 // every completion is within one chunk of the chunk-level model). A
 // transfer's injection takes its path's bottleneck time when it runs alone,
@@ -82,12 +82,27 @@ func newDMAEngine(s *sim.Sim, compute, comm int64) *dmaEngine {
 	return &dmaEngine{sim: s, weights: [2]int64{compute, comm}, total: compute + comm, nextAt: sim.Never}
 }
 
-// rate is the injection progress per picosecond of a channel's head.
+// rate is the injection progress per picosecond of a channel's head. The
+// channels split the PE's injection link (its NoC up-link) by weight when
+// both heads inject into it [D8: "the same link is shared, its bandwidth
+// split between the two channels"]; a transfer that stays inside the PE
+// (own HBM to registers, say) does not take a share from the other.
 func (e *dmaEngine) rate(v VC) int64 {
-	if e.head[1-v] == nil {
+	h, o := e.head[v], e.head[1-v]
+	if h == nil || o == nil || !e.injects(h) || !e.injects(o) {
 		return e.total
 	}
 	return e.weights[v]
+}
+
+// injects reports whether t leaves the PE through its NoC up-link.
+func (e *dmaEngine) injects(t *Transfer) bool {
+	for _, r := range t.Path {
+		if r == e.pe.NocUp {
+			return true
+		}
+	}
+	return false
 }
 
 // advance brings the remaining work of both heads up to now.

@@ -149,11 +149,10 @@ func TestVCWeightsShareInjection(t *testing.T) {
 			pe := m.PEs[0]
 			big := int64(1 << 20)
 			small := int64(4096)
-			// A long compute copy HBM->HBM (local) and a comm send to PE 1;
-			// both start with the HBM port, so use different memories: the
-			// compute copy stays in TCM-free local HBM, the send reads TCM.
+			// A long compute copy into PE 1's HBM and a comm send to PE 1's
+			// TCM: both inject into PE 0's NoC up-link, so they split it.
 			dc, dm := &doneRecorder{sim: m.Sim}, &doneRecorder{sim: m.Sim}
-			cpath := Path{pe.HBM.Port}
+			cpath := m.MemToMem(pe.HBM, m.PEs[1].HBM)
 			spath := m.MemToMem(pe.TCM, m.PEs[1].TCM)
 			m.Submit(pe, &Transfer{Path: cpath, N: big, VC: VCCompute, Owner: dc}, false)
 			m.Submit(pe, &Transfer{Path: spath, N: small, VC: VCComm, Owner: dm}, false)
@@ -187,7 +186,9 @@ func TestVCModelMatchesChunkReference(t *testing.T) {
 			p.VCWeightCompute, p.VCWeightComm = w.compute, w.comm
 			m := newTestMachine(t, p)
 			pe := m.PEs[0]
-			path := Path{pe.HBM.Port} // one resource: the engine is the only arbiter
+			// Both channels inject into PE 0's NoC up-link, the bottleneck
+			// of the path: the engine's arbiter is what shares it.
+			path := m.MemToMem(pe.TCM, m.PEs[1].TCM)
 			var recs [2][]*doneRecorder
 			for v := VC(0); v < 2; v++ {
 				for _, n := range sizes[v] {
@@ -199,8 +200,9 @@ func TestVCModelMatchesChunkReference(t *testing.T) {
 			if err := m.Sim.Run(); err != nil {
 				t.Fatal(err)
 			}
-			ref := chunkWRR(sizes, [2]int64{w.compute, w.comm}, chunk, path[0])
-			chunkTime := path[0].Xfer(chunk)
+			link := pe.NocUp
+			ref := chunkWRR(sizes, [2]int64{w.compute, w.comm}, chunk, link)
+			chunkTime := link.Xfer(chunk)
 			for v := 0; v < 2; v++ {
 				for i, d := range recs[v] {
 					got := d.at - path.Latency()
@@ -305,3 +307,20 @@ type chainRecorder struct {
 }
 
 func (c *chainRecorder) Complete(*Transfer) { c.next() }
+
+// Rule (D8): the channels split a link both inject into; a transfer that
+// stays inside the PE (a load from its own HBM) takes nothing from a send.
+func TestVCLocalTrafficDoesNotSlowSends(t *testing.T) {
+	m := newTestMachine(t, testParams())
+	pe := m.PEs[0]
+	dc, dm := &doneRecorder{sim: m.Sim}, &doneRecorder{sim: m.Sim}
+	spath := m.MemToMem(pe.TCM, m.PEs[1].TCM)
+	m.Submit(pe, &Transfer{Path: m.MemToPE(pe.HBM, pe), N: 1 << 20, VC: VCCompute, Owner: dc}, false)
+	m.Submit(pe, &Transfer{Path: spath, N: 4096, VC: VCComm, Owner: dm}, false)
+	if err := m.Sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if want := spath.IdleTime(4096); dm.at != want {
+		t.Errorf("send done at %v, want the idle time %v (a local load does not share the NoC)", dm.at, want)
+	}
+}

@@ -179,21 +179,23 @@ func (m ringalgoMachine) sets() []string {
 // and 4 KiB slots: B and a are the bandwidth and latency of the slowest ring
 // hop, B_m and B_t those of the HBM holding the buffers and of the TCM
 // holding rx slots and staging. The k = 1 form assumes equal hops (p <= 8).
-func ringalgoAllgatherFormula(m ringalgoMachine, p int, n float64, inPlace bool) float64 {
+func ringalgoAllgatherFormula(m ringalgoMachine, p int, n float64, _ bool) float64 {
 	const slot = 4096
 	b, a := m.nocBW, 2*m.nocLat
 	if p > 8 {
 		b, a = math.Min(m.nocBW, m.ucieBW), 2*m.nocLat+m.ucieLat
 	}
-	c := n / m.hbmBW // the own chunk's copy
-	if inPlace {
-		c = 0
-	}
 	q := float64(p)
 	if math.Ceil(n/slot) >= 2 {
-		return (q-1)*n*(1/b+1/m.hbmBW) + c + a
+		// Pipelined: the link is the bottleneck; the HBM stores of received
+		// pieces and the own chunk's copy stay inside the PE and overlap the
+		// sends (they do not share the NoC injection, D8). One slot's TCM
+		// staging store is the pipeline fill.
+		return (q-1)*n/b + a + slot/m.tcmBW
 	}
-	return (q-1)*(a+n/b) + (2*q-3)*n/m.tcmBW + n/m.hbmBW + c
+	// Store-and-forward: each hop adds its latency, its transfer and the
+	// TCM staging (slot read, staging store) of the forwarded piece.
+	return (q-1)*(a+n/b) + (2*q-3)*n/m.tcmBW
 }
 
 // On an idle machine with overheads and memory latencies zeroed, the
