@@ -157,25 +157,21 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		o.Sizes = []int64{n}
 	}
-	if o.oplog != "" {
-		f, err := os.Create(o.oplog)
+	for _, out := range []struct {
+		flag, path string
+		dst        *io.Writer
+	}{{"--oplog", o.oplog, &o.OpLog}, {"--trace", o.trace, &o.Trace}} {
+		if out.path == "" {
+			continue
+		}
+		f, err := os.Create(out.path)
 		if err != nil {
-			return usageErr(stderr, o.json, "--oplog: "+err.Error())
+			return usageErr(stderr, o.json, out.flag+": "+err.Error())
 		}
 		defer f.Close()
 		bw := bufio.NewWriter(f)
 		defer bw.Flush()
-		o.OpLog = bw
-	}
-	if o.trace != "" {
-		f, err := os.Create(o.trace)
-		if err != nil {
-			return usageErr(stderr, o.json, "--trace: "+err.Error())
-		}
-		defer f.Close()
-		bw := bufio.NewWriter(f)
-		defer bw.Flush()
-		o.Trace = bw
+		*out.dst = bw
 	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)

@@ -41,21 +41,9 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Algorithm: p.algoName, File: benchFile, Collective: p.coll.Name, Topology: p.topology,
-		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String()}
-	traceOut := p.opts.Trace
-	for i, count := range p.counts {
-		p.opts.Trace = nil
-		if i == len(p.counts)-1 {
-			p.opts.Trace = traceOut // one timeline: the last size
-		}
-		res, err := runHostOnce(p, cfg, tgt, loader, kernel, hook, runRank, count)
-		if err != nil {
-			return rep, err
-		}
-		rep.Results = append(rep.Results, *res)
-	}
-	return rep, nil
+	return p.sweep(tgt, benchFile, func(count int64) (*Result, error) {
+		return runHostOnce(p, cfg, tgt, loader, kernel, hook, runRank, count)
+	})
 }
 
 func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, runRank starlark.Callable, count int64) (*Result, error) {

@@ -293,15 +293,24 @@ func Run(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Algorithm: plan.algoName, File: tgt.file, Collective: plan.coll.Name, Topology: plan.topology,
-		WorldSize: plan.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: plan.dataSpace.String()}
-	traceOut := plan.opts.Trace
-	for i, count := range plan.counts {
-		plan.opts.Trace = nil
-		if i == len(plan.counts)-1 {
-			plan.opts.Trace = traceOut // one timeline: the last size
+	return plan.sweep(tgt, tgt.file, func(count int64) (*Result, error) {
+		return runOnce(plan, cfg, tgt, loader, kernel, hook, count)
+	})
+}
+
+// sweep runs one simulation per size and collects the report; only the
+// last size records a timeline (one trace document per run).
+func (p *plan) sweep(tgt *target, file string, once func(count int64) (*Result, error)) (*Report, error) {
+	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
+		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String()}
+	traceOut := p.opts.Trace
+	defer func() { p.opts.Trace = traceOut }()
+	for i, count := range p.counts {
+		p.opts.Trace = nil
+		if i == len(p.counts)-1 {
+			p.opts.Trace = traceOut
 		}
-		res, err := runOnce(plan, cfg, tgt, loader, kernel, hook, count)
+		res, err := once(count)
 		if err != nil {
 			return rep, err
 		}
