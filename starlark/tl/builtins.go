@@ -431,8 +431,14 @@ func (k *Kernel) checkSlot(p *Ptr, use string) error {
 	if p.Slot == nil || p.Slot.Q.SlotGen[p.Slot.Idx] == p.Slot.Gen {
 		return nil
 	}
-	return errorf("StaleSlot", "rank %d %s: the rx slot %d of direction %s was overwritten by a later message (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
-		k.Rank, use, p.Slot.Idx, p.Slot.Q.Dir, p.Slot.Gen, p.Slot.Q.SlotGen[p.Slot.Idx], len(p.Slot.Q.SlotGen))
+	q := p.Slot.Q
+	by := q.Slots[p.Slot.Idx] // the message that overwrote it
+	where := ""
+	if by.Origin != nil {
+		where = fmt.Sprintf(" issued at %v", by.Origin)
+	}
+	return errorf("StaleSlot", "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
+		k.Rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.SlotGen[p.Slot.Idx], len(q.SlotGen))
 }
 
 func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, error) {
