@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"kernbench/starlark/orch"
 	"kernbench/starlark/tl"
 )
 
@@ -30,7 +31,7 @@ Ptr and Tile for editors and Starlark language servers.`,
 					return err
 				}
 			}
-			_, err := fmt.Fprint(stdout, tl.Reference())
+			_, err := fmt.Fprint(stdout, tl.Reference()+"\n"+orch.Reference())
 			return err
 		},
 	}

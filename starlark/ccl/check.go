@@ -12,6 +12,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"kernbench/engine/topology"
+	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 )
 
@@ -38,7 +39,7 @@ func Check(file string, o CheckOptions) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
 	}
@@ -56,11 +57,13 @@ func Check(file string, o CheckOptions) []string {
 		}
 		problems = append(problems, msg)
 	}
-	if _, isBench := globals["run_rank"]; isBench {
-		if _, ok := globals["run_rank"].(starlark.Callable); !ok {
-			add(syntax.Position{}, "run_rank must be a function")
+	for _, entry := range []string{"run_rank", "main"} { // host and L3 benches
+		if v, isBench := globals[entry]; isBench && globals["kernel"] == nil {
+			if _, ok := v.(starlark.Callable); !ok {
+				add(syntax.Position{}, "%s must be a function", entry)
+			}
+			return problems
 		}
-		return problems
 	}
 	v, ok := globals["kernel"]
 	switch {

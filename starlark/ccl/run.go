@@ -18,6 +18,7 @@ import (
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
+	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
@@ -261,7 +262,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Stderr: opts.Stderr}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
 	}
@@ -276,6 +277,13 @@ func Run(arg string, opts Options) (*Report, error) {
 			return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())}
 		}
 		return runHostBench(tgt.file, rr, cfg, cfgDir, loader, opts)
+	}
+	if v, ok := globals["main"]; ok && globals["kernel"] == nil {
+		mf, ok := v.(starlark.Callable)
+		if !ok {
+			return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())}
+		}
+		return runL3Bench(tgt.file, mf, cfg, loader, opts)
 	}
 	kernel, err := entryPoint(globals, tgt.file, "kernel")
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 )
 
@@ -94,7 +95,7 @@ func RunFile(file string, o Options) ([]Result, error) {
 	loader := &script.Loader{
 		Src:         script.Source{Embedded: o.Embedded},
 		Search:      "algorithms",
-		Predeclared: starlark.StringDict{"assert": assert["assert"]},
+		Predeclared: predeclared(assert["assert"]),
 		Builtin:     map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), o)},
 		MaxSteps:    o.MaxSteps,
 		Stderr:      o.Stderr,
@@ -144,8 +145,8 @@ func Module(dir string, o Options) starlark.StringDict {
 		"run_kernel_in_mock": starlark.NewBuiltin("run_kernel_in_mock", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 			return runKernelInMock(dir, o, th, b, args, kw)
 		}),
-		"run_l3": starlark.NewBuiltin("run_l3", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
-			return nil, fmt.Errorf("run_l3: the L3/L2 orchestration runtime is not part of this build yet")
+		"run_l3": starlark.NewBuiltin("run_l3", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			return runL3(o, th, b, args, kw)
 		}),
 	}
 }
@@ -214,4 +215,48 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 		"schedules":        starlark.MakeInt(res.Schedules),
 		"failing_schedule": starlark.MakeInt(res.FailingSchedule),
 	}), nil
+}
+
+// predeclared are the names every *_test.star file sees: assert and the
+// L3/L2 constants and helpers (NotifyOp, WaitCmp, Opcode, pack_u64, …).
+func predeclared(assert starlark.Value) starlark.StringDict {
+	d := orch.Predeclared()
+	d["assert"] = assert
+	return d
+}
+
+// runL3 is run_l3(main, config={}): main(orch) on a fresh simulated machine,
+// returning None when main and the L2 work it submitted have finished. An
+// error raised in main or an L2 function is raised again (so assert.fails
+// can match it); config holds --set style overrides ("key.path" → value).
+func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	var fn starlark.Callable
+	var cfg *starlark.Dict
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "main", &fn, "config?", &cfg); err != nil {
+		return nil, err
+	}
+	var sets []string
+	if cfg != nil {
+		for _, kv := range cfg.Items() {
+			k, ok := starlark.AsString(kv[0])
+			if !ok {
+				return nil, fmt.Errorf("%s: config keys must be strings, got %s", b.Name(), kv[0].Type())
+			}
+			v := kv[1].String()
+			if s, ok := starlark.AsString(kv[1]); ok {
+				v = s
+			} else if bv, ok := kv[1].(starlark.Bool); ok {
+				v = strings.ToLower(bv.String())
+			}
+			sets = append(sets, k+"="+v)
+		}
+	}
+	if err := ccl.RunL3(fn, th, sets, o.Embedded); err != nil {
+		msg := err.Error()
+		if f, ok := err.(*ccl.Failure); ok && f.Detail != "" && !strings.Contains(msg, f.Detail) {
+			msg += "\n" + f.Detail
+		}
+		return nil, fmt.Errorf("%s: %s", b.Name(), msg)
+	}
+	return starlark.None, nil
 }

@@ -1,0 +1,200 @@
+package ccl
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/config"
+	"kernbench/engine/l3l2"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/orch"
+	"kernbench/starlark/script"
+	"kernbench/starlark/tl"
+)
+
+// runL3Bench runs an L3 bench file: main(orch) as the L3 host process on a
+// fresh machine with an L3-L2 hub (starlark-api.md §5). L2 functions it
+// submits run as further processes; the run ends when main and every L2
+// process have returned (a never-returning L2 ends in the deadlock watchdog
+// or max_sim_time_ns). One result row: the simulated time and the operation
+// counts of the kernels launched from L2.
+func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loader *script.Loader, opts Options) (*Report, error) {
+	set := cfg.Defaults
+	rep := &Report{Algorithm: strings.TrimSuffix(filepath.Base(file), ".star"), File: file, Collective: "l3l2", Topology: "none",
+		WorldSize: 1, BufferKind: set.BufferKind, Backpressure: set.Backpressure, DataSpace: "hbm"}
+	res, err := runL3Once(file, mainFn, cfg, loader.NewThread, opts)
+	if err != nil {
+		return rep, err
+	}
+	rep.Results = append(rep.Results, *res)
+	return rep, nil
+}
+
+// RunL3 runs main(orch) on a fresh simulated machine (timing on; the
+// default ccl.yaml — ./ccl.yaml if present — plus the --set style
+// overrides sets) and returns when main and the L2 work it submitted have
+// finished. An error raised in main or in an L2 function is returned as a
+// *Failure whose message contains the original one. New threads print and
+// load like th.
+func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedded fs.FS) error {
+	cfg, _, err := LoadConfig("", sets, embedded)
+	if err != nil {
+		return err
+	}
+	newThread := func(name string) *starlark.Thread {
+		return &starlark.Thread{Name: name, Print: th.Print, Load: th.Load}
+	}
+	_, err = runL3Once("run_l3", mainFn, cfg, newThread, Options{})
+	return err
+}
+
+// l3ProcError is a failure raised while an L3 or L2 process ran.
+type l3ProcError struct {
+	proc string
+	err  error
+}
+
+func (e *l3ProcError) Error() string { return e.proc + ": " + e.err.Error() }
+func (e *l3ProcError) Unwrap() error { return e.err }
+
+// l3Kind is the error kind of an L3/L2 failure: the engine's kind or code
+// when the error came from the l3l2 layer.
+func l3Kind(err error) string {
+	var qe *l3l2.QueueError
+	var re *l3l2.RegionError
+	var ee *l3l2.EndpointError
+	var te *l3l2.TimeoutError
+	var ae *l3l2.ArgError
+	var tle *tl.Error
+	switch {
+	case errors.As(err, &qe):
+		return string(qe.Kind)
+	case errors.As(err, &re):
+		return string(re.Code)
+	case errors.As(err, &ee):
+		return string(ee.Kind)
+	case errors.As(err, &te):
+		return "Timeout"
+	case errors.As(err, &ae):
+		return "ValueError"
+	case errors.As(err, &tle):
+		return tle.Kind
+	}
+	msg := err.Error()
+	for _, k := range []string{"REMOTE_ABORTED", "ValueError", "timed out"} {
+		if strings.Contains(msg, k) {
+			if k == "timed out" {
+				return "Timeout"
+			}
+			return k
+		}
+	}
+	return "RuntimeError"
+}
+
+func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThread func(string) *starlark.Thread, opts Options) (*Result, error) {
+	set := cfg.Defaults
+	p := &plan{opts: opts, world: 1}
+	w, err := newWorld(p, cfg, set)
+	if err != nil {
+		return nil, err
+	}
+	bp := machine.Sleep
+	if set.Backpressure == "poll" {
+		bp = machine.Poll
+	}
+	hub, err := l3l2.NewHub(w.m, l3l2.Options{Backpressure: bp, PollInterval: sim.Time(set.PollIntervalNs) * sim.Nanosecond})
+	if err != nil {
+		w.s.Close()
+		return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	var stats tl.Stats
+	stop := func(proc *sim.Proc, err error) {
+		if err != nil && !errors.Is(err, sim.ErrKilled) {
+			w.s.Stop(&l3ProcError{proc: proc.Name, err: err})
+		}
+	}
+	rt := &orch.Runtime{Hub: hub, NewThread: newThread, KernelKey: kernelKey, Stats: &stats, OnError: stop}
+	w.snapshot()
+	th := newThread("l3 main")
+	var mainEnd sim.Time
+	proc := w.s.Spawn("l3 main", func(proc *sim.Proc) {
+		orch.SetProc(th, proc)
+		_, err := starlark.Call(th, mainFn, starlark.Tuple{orch.New(rt)}, nil)
+		mainEnd = w.s.Now()
+		stop(proc, err)
+	})
+	proc.Data = th
+	runErr := w.runL3(set)
+	hub.ReleaseAll()
+	if runErr != nil {
+		return nil, runErr
+	}
+	// The run ends when main and the last L2 process have returned (later
+	// events are bookkeeping such as the watchdog's check).
+	end := max(mainEnd, rt.L2End)
+	res := &Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true,
+		Ops: OpCounts{Send: stats.Send, Recv: stats.Recv, Load: stats.Load, Store: stats.Store, Math: stats.Math}}
+	if p.opts.Detail && end > 0 {
+		res.Busiest = busiest(w.m, end, 8)
+	}
+	if err := w.phase2(p, res); err != nil {
+		return nil, err
+	}
+	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
+	return res, nil
+}
+
+// l3Failure converts a failed L3 run into a Failure: errors raised in main
+// or an L2 function exit 4 with the kind taken from the error.
+func l3Failure(err error) error {
+	f, ok := simFailure(err, "").(*Failure)
+	if !ok {
+		return err
+	}
+	var pe *l3ProcError
+	if !errors.As(err, &pe) {
+		return f
+	}
+	f.Code, f.Kind = ExitRuntime, l3Kind(pe.err)
+	f.Backtrace = script.Backtrace(pe.err)
+	f.Detail = script.Format(pe.err)
+	var ee *starlark.EvalError
+	if errors.As(pe.err, &ee) {
+		f.Msg = fmt.Sprintf("%s: %s", pe.proc, ee.Msg)
+	}
+	if strings.Contains(pe.err.Error(), "too many steps") {
+		f.Code, f.Kind = ExitDeadlock, "StepLimit"
+	}
+	return f
+}
+
+// runL3 simulates to the end like world.run, and before unwinding the
+// processes still alive it cancels their Starlark threads: L2 calls return
+// None/False on failure (also when the run ended under them), so a script
+// looping on them would otherwise never unwind.
+func (w *world) runL3(set config.Settings) error {
+	w.s.WaitWatchdog(sim.Time(set.DeadlockTimeoutNs) * sim.Nanosecond)
+	var failure error
+	if err := w.s.Run(); err != nil {
+		failure = l3Failure(err) // reads the blocked processes before Close
+	}
+	for _, p := range w.s.Blocked() {
+		if th, ok := p.Data.(*starlark.Thread); ok {
+			th.Cancel("the simulation ended")
+		}
+	}
+	w.s.Close()
+	if w.trace != nil {
+		if werr := w.trace.WriteJSON(w.traceOut); werr != nil && failure == nil {
+			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
+		}
+	}
+	return failure
+}

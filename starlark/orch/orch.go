@@ -1,0 +1,284 @@
+// Package orch is the Starlark face of the L3-L2 host↔device layer
+// (engine/l3l2; starlark-api.md §5): the `orch` object passed to an L3
+// bench's main(orch), the `l2` object passed to functions submitted with
+// orch.submit_next_level, the region, counter, queue and endpoint values they
+// return, and the predeclared NotifyOp, WaitCmp, Opcode and pack/unpack
+// helpers.
+//
+// Every function is registered once in the Builtins table (receiver, name,
+// signature, doc) and every value attribute in Attributes; Reference renders
+// both for the docs. The functions are thin wrappers: the engine does the
+// work and charges simulated time to the process of the calling thread (set
+// with SetProc).
+//
+// Error conventions (§5): on L3, a blocking call that times out raises an
+// error containing "timed out" (or REMOTE_ABORTED), protocol failures raise
+// with their kind in the message, try_* calls return False/None for
+// no-progress. On L2, calls return False/None on failure and the endpoint's
+// error() says why; malformed calls (bad arguments, handles that are not
+// active where the call only reads) raise on both levels.
+package orch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/l3l2"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/tl"
+)
+
+// Runtime is what the run pipeline provides to the orch and l2 objects of
+// one simulation.
+type Runtime struct {
+	Hub *l3l2.Hub
+	// NewThread makes the Starlark thread of a submitted L2 process.
+	NewThread func(name string) *starlark.Thread
+	// KernelKey is the thread-local key under which a kernel launched by
+	// l2.launch is stored while it runs (print prefixes).
+	KernelKey string
+	// Stats accumulates the operation counts of launched kernels.
+	Stats *tl.Stats
+	// OnError receives the error of an L2 process that raised (the runtime
+	// stops the run with it).
+	OnError func(proc *sim.Proc, err error)
+
+	// L2Procs are the submitted L2 processes, in submission order.
+	L2Procs []*sim.Proc
+	// L2End is the latest time an L2 process returned.
+	L2End sim.Time
+}
+
+// M is the simulated machine.
+func (rt *Runtime) M() *machine.Machine { return rt.Hub.Machine() }
+
+// ProcKey is the thread-local key of the simulated process a thread runs in.
+const ProcKey = "kernbench.orch.proc"
+
+// SetProc records that th runs in simulated process p: builtins called on
+// th charge their time to p.
+func SetProc(th *starlark.Thread, p *sim.Proc) { th.SetLocal(ProcKey, p) }
+
+func procOf(th *starlark.Thread) *sim.Proc {
+	p, _ := th.Local(ProcKey).(*sim.Proc)
+	return p
+}
+
+// Call is one builtin invocation.
+type Call struct {
+	Obj  *Obj // the receiver (nil for global functions)
+	Th   *starlark.Thread
+	B    *starlark.Builtin
+	Args starlark.Tuple
+	Kw   []starlark.Tuple
+	P    *sim.Proc // the calling thread's process (nil: untimed)
+}
+
+// Unpack is starlark.UnpackArgs on the call's arguments.
+func (c *Call) Unpack(pairs ...any) error {
+	return starlark.UnpackArgs(c.B.Name(), c.Args, c.Kw, pairs...)
+}
+
+// Builtin documents and implements one function.
+type Builtin struct {
+	Recv string // receiver kind ("orch", "region", …); "" for a predeclared function
+	Name string
+	Sig  string // Python-style signature, without the receiver
+	Doc  string
+	Fn   func(c *Call) (starlark.Value, error)
+}
+
+// Attribute documents a value attribute of a receiver kind.
+type Attribute struct {
+	Recv, Name, Type, Doc string
+	Get                   func(o *Obj) starlark.Value
+}
+
+// Kinds lists the receiver kinds in documentation order, with a sentence
+// each.
+var Kinds = []struct{ Name, Doc string }{
+	{"orch", "The L3 host orchestrator, passed to `main(orch)`."},
+	{"region", "An L3 region handle (`orch.create_l3_l2_region`); its operations cross PCIe."},
+	{"counter", "An L3 int32 signal counter of a region (`region.counter(offset)`)."},
+	{"queue", "The L3 (initiator) side of an SPSC message queue (`orch.create_worker_chip_queue`)."},
+	{"queue.input", "`queue.input`: L3 enqueues messages for L2."},
+	{"queue.output", "`queue.output`: L3 receives L2's messages."},
+	{"message", "An L3 output message handle (active until released)."},
+	{"l2", "The L2 (AICPU) orchestrator, passed to a function submitted with `orch.submit_next_level`."},
+	{"endpoint", "The L2 side of an SPSC queue (`l2.spsc_queue_endpoint`)."},
+	{"endpoint.input", "`endpoint.input()`: L2 consumes L3's messages."},
+	{"endpoint.output", "`endpoint.output()`: L2 produces messages for L3."},
+	{"handle", "An L2 input handle (`seq`, `opcode`, `nbytes`, `payload_offset`)."},
+	{"reservation", "An L2 output reservation (`seq`, `nbytes`, `payload_offset`)."},
+	{"region_endpoint", "The L2 side of a region (`l2.region_endpoint`); operations are local HBM accesses."},
+}
+
+// Builtins is the registration table of every function, sorted by receiver
+// (in Kinds order, predeclared functions last) and name.
+var Builtins []Builtin
+
+// Attributes is the registration table of value attributes.
+var Attributes []Attribute
+
+var (
+	byRecv   = map[string][]*Builtin{}
+	attrRecv = map[string][]*Attribute{}
+)
+
+func init() {
+	Builtins = builtins()
+	Attributes = attributes()
+	order := map[string]int{}
+	for i, k := range Kinds {
+		order[k.Name] = i
+	}
+	order[""] = len(Kinds)
+	sort.SliceStable(Builtins, func(i, j int) bool {
+		a, b := Builtins[i], Builtins[j]
+		if a.Recv != b.Recv {
+			return order[a.Recv] < order[b.Recv]
+		}
+		return a.Name < b.Name
+	})
+	for i := range Builtins {
+		b := &Builtins[i]
+		byRecv[b.Recv] = append(byRecv[b.Recv], b)
+	}
+	for i := range Attributes {
+		a := &Attributes[i]
+		attrRecv[a.Recv] = append(attrRecv[a.Recv], a)
+	}
+}
+
+// Obj is every orch/l2 value: a receiver kind, the engine object behind it
+// and its bound builtins.
+type Obj struct {
+	Kind  string
+	Recv  any
+	RT    *Runtime
+	attrs map[string]starlark.Value
+	// extra holds per-object values (queue.input, queue.region, l2 state).
+	extra map[string]starlark.Value
+}
+
+var _ starlark.HasAttrs = (*Obj)(nil)
+
+func newObj(rt *Runtime, kind string, recv any) *Obj {
+	o := &Obj{Kind: kind, Recv: recv, RT: rt, attrs: map[string]starlark.Value{}}
+	for _, b := range byRecv[kind] {
+		b := b
+		o.attrs[b.Name] = starlark.NewBuiltin(kind+"."+b.Name, func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			return b.Fn(&Call{Obj: o, Th: th, B: sb, Args: args, Kw: kw, P: procOf(th)})
+		})
+	}
+	return o
+}
+
+func (o *Obj) set(name string, v starlark.Value) {
+	if o.extra == nil {
+		o.extra = map[string]starlark.Value{}
+	}
+	o.extra[name] = v
+}
+
+func (o *Obj) String() string {
+	switch r := o.Recv.(type) {
+	case *l3l2.Region:
+		return fmt.Sprintf("<region id=%d %s>", r.ID(), r.State())
+	case *l3l2.Queue:
+		return fmt.Sprintf("<queue depth=%d %s>", r.Layout().Depth, r.State())
+	case *l3l2.Message:
+		return fmt.Sprintf("<message seq=%d %s nbytes=%d>", r.Seq, r.Opcode, r.NBytes)
+	case *l3l2.InputHandle:
+		return fmt.Sprintf("<handle seq=%d %s nbytes=%d>", r.Seq, r.Opcode, r.NBytes)
+	case *l3l2.Reservation:
+		return fmt.Sprintf("<reservation seq=%d nbytes=%d>", r.Seq, r.NBytes)
+	case *L2:
+		return fmt.Sprintf("<l2 worker=%d>", r.Worker)
+	}
+	return "<" + o.Kind + ">"
+}
+func (o *Obj) Type() string          { return o.Kind }
+func (o *Obj) Freeze()               {}
+func (o *Obj) Truth() starlark.Bool  { return true }
+func (o *Obj) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: %s", o.Kind) }
+
+// Attr returns a bound builtin, a per-object value or a computed attribute.
+func (o *Obj) Attr(name string) (starlark.Value, error) {
+	if v, ok := o.attrs[name]; ok {
+		return v, nil
+	}
+	if v, ok := o.extra[name]; ok && !strings.HasPrefix(name, "_") {
+		return v, nil
+	}
+	for _, a := range attrRecv[o.Kind] {
+		if a.Name == name && a.Get != nil {
+			return a.Get(o), nil
+		}
+	}
+	return nil, nil
+}
+
+// AttrNames lists every attribute, sorted.
+func (o *Obj) AttrNames() []string {
+	seen := map[string]bool{}
+	for n := range o.attrs {
+		seen[n] = true
+	}
+	for n := range o.extra {
+		if !strings.HasPrefix(n, "_") {
+			seen[n] = true
+		}
+	}
+	for _, a := range attrRecv[o.Kind] {
+		if a.Get != nil {
+			seen[a.Name] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New returns the orch object of an L3 bench (main(orch)).
+func New(rt *Runtime) *Obj { return newObj(rt, "orch", rt) }
+
+// L2 is the state behind one submitted L2 process's `l2` object.
+type L2 struct {
+	Worker  int
+	Scalars []uint64
+	// lastDecodeErr is why the last decode_endpoint_binding failed.
+	lastDecodeErr string
+}
+
+// Predeclared returns the names every L3/L2 .star file sees: NotifyOp,
+// WaitCmp, Opcode and the pack/unpack helpers.
+func Predeclared() starlark.StringDict {
+	d := starlark.StringDict{
+		"NotifyOp": constStruct("NotifyOp", []string{"Set", "Add"}, []int64{int64(l3l2.NotifySet), int64(l3l2.NotifyAdd)}),
+		"WaitCmp": constStruct("WaitCmp", []string{"EQ", "NE", "GT", "GE", "LT", "LE"},
+			[]int64{int64(l3l2.WaitEQ), int64(l3l2.WaitNE), int64(l3l2.WaitGT), int64(l3l2.WaitGE), int64(l3l2.WaitLT), int64(l3l2.WaitLE)}),
+		"Opcode": constStruct("Opcode", []string{"DATA", "STOP", "ERROR"}, []int64{int64(l3l2.OpData), int64(l3l2.OpStop), int64(l3l2.OpError)}),
+	}
+	for _, b := range byRecv[""] {
+		b := b
+		d[b.Name] = starlark.NewBuiltin(b.Name, func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			return b.Fn(&Call{Th: th, B: sb, Args: args, Kw: kw, P: procOf(th)})
+		})
+	}
+	return d
+}
+
+// Constants documents the predeclared constant namespaces.
+var Constants = []struct{ Name, Values, Doc string }{
+	{"NotifyOp", "Set=0, Add=1", "How `notify` changes a counter (Add wraps at 32 bits and is not atomic)."},
+	{"WaitCmp", "EQ=0, NE=1, GT=2, GE=3, LT=4, LE=5", "Comparison `observed ⋄ value` of a test or wait, as signed int32."},
+	{"Opcode", "DATA=1, STOP=2, ERROR=3", "Queue message opcodes (STOP only on input, through `request_stop`)."},
+}
