@@ -291,6 +291,40 @@ func charge(p *sim.Proc, d sim.Time) error {
 	return p.Sleep(d)
 }
 
+// charge costs the caller d and draws the operation on the timeline.
+func (pt *port) charge(p *sim.Proc, d sim.Time, what string) error {
+	if p == nil || d == 0 {
+		return nil
+	}
+	start := p.Sim().Now()
+	err := p.Sleep(d)
+	if what != "counter wait (matched)" {
+		pt.traceSpan(what, start, p.Sim().Now())
+	}
+	return err
+}
+
+// traceSpan draws an L3 (host, over PCIe) or L2 (chip) region operation on
+// the chip's "l3 host" or "l2 orchestrator" track when tracing is on.
+func (pt *port) traceSpan(what string, start, end sim.Time) {
+	tr := pt.st.h.m.Trace
+	if tr == nil || end <= start {
+		return
+	}
+	pid := pt.st.pe.ID + 1
+	tid, track := traceTidL2, "l2 orchestrator"
+	if pt.host {
+		tid, track = traceTidL3, "l3 host"
+	}
+	tr.Slice(pid, tid, track, what, start, end, map[string]any{"region": pt.st.id})
+}
+
+// Trace tracks of L3/L2 operations within a chip's PE 0 process.
+const (
+	traceTidL3 = 40
+	traceTidL2 = 41
+)
+
 func (pt *port) counterOff(addr uint64) int64 {
 	return pt.st.counters.Off + int64(addr-pt.st.counters.Addr())
 }
@@ -338,7 +372,7 @@ func (pt *port) notify(p *sim.Proc, addr uint64, value int32, op NotifyOp, name 
 	}
 	start := pt.st.h.m.Sim.Now()
 	old := pt.load32(addr)
-	if err := charge(p, pt.write.IdleTime(CounterBytes)); err != nil {
+	if err := pt.charge(p, pt.write.IdleTime(CounterBytes), "counter notify"); err != nil {
 		return err
 	}
 	if err := pt.ok(); err != nil {
@@ -362,7 +396,7 @@ func (pt *port) test(p *sim.Proc, addr uint64, value int32, cmp WaitCmp) (TestRe
 		return TestResult{}, err
 	}
 	obs := pt.load32(addr)
-	return TestResult{Matched: cmp.Eval(obs, value), Observed: obs}, charge(p, pt.read.IdleTime(CounterBytes))
+	return TestResult{Matched: cmp.Eval(obs, value), Observed: obs}, pt.charge(p, pt.read.IdleTime(CounterBytes), "counter test")
 }
 
 // writePayload copies data to payload offset off: it travels for
@@ -372,7 +406,7 @@ func (pt *port) writePayload(p *sim.Proc, off uint64, data []byte, name string) 
 		return err
 	}
 	start := pt.st.h.m.Sim.Now()
-	if err := charge(p, pt.write.IdleTime(int64(len(data)))); err != nil {
+	if err := pt.charge(p, pt.write.IdleTime(int64(len(data))), "payload write"); err != nil {
 		return err
 	}
 	if err := pt.ok(); err != nil {
@@ -391,7 +425,7 @@ func (pt *port) readPayload(p *sim.Proc, off, n uint64) ([]byte, error) {
 		return nil, err
 	}
 	out := append([]byte(nil), pt.st.payload.Sub(int64(off), int64(n)).Bytes()...)
-	return out, charge(p, pt.read.IdleTime(int64(n)))
+	return out, pt.charge(p, pt.read.IdleTime(int64(n)), "payload read")
 }
 
 func (h *Hub) logWrite(name string, reg machine.Region, start sim.Time, withData bool) {
@@ -454,7 +488,9 @@ func (pt *port) wait(p *sim.Proc, op string, addr uint64, value int32, cmp WaitC
 		}
 		obs = pt.load32(addr)
 		if cmp.Eval(obs, value) {
-			return obs, true, charge(p, pt.read.IdleTime(CounterBytes))
+			err := pt.charge(p, pt.read.IdleTime(CounterBytes), "counter wait (matched)")
+			pt.traceSpan("counter wait", t0, s.Now())
+			return obs, true, err
 		}
 		now := s.Now()
 		if now >= deadline {

@@ -101,3 +101,35 @@ func TestTraceIsValid(t *testing.T) {
 		})
 	}
 }
+
+// L3 host and L2 orchestrator region and queue operations appear on their
+// own tracks (issue: L3-L2 trace), without overlapping slices.
+func TestTraceShowsL3L2Operations(t *testing.T) {
+	for _, bench := range []string{"benches/l3l2_stream.star", "benches/l3l2_queue.star"} {
+		var buf bytes.Buffer
+		if _, err := Run(bench, Options{Embedded: kernbench.Files, Trace: &buf}); err != nil {
+			t.Fatalf("%s: %v", bench, err)
+		}
+		var doc traceDoc
+		if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatalf("%s: trace is not valid JSON: %v", bench, err)
+		}
+		tracks := map[string]int{}
+		last := map[[2]int]float64{}
+		for _, e := range doc.TraceEvents {
+			if e.Ph == "M" && e.Name == "thread_name" {
+				tracks[e.Args["name"].(string)]++
+			}
+			if e.Ph == "X" {
+				k := [2]int{e.Pid, e.Tid}
+				if e.Ts < last[k]-1e-9 {
+					t.Errorf("%s: overlapping slices on track %v at %v", bench, k, e.Ts)
+				}
+				last[k] = e.Ts + e.Dur
+			}
+		}
+		if tracks["l3 host"] == 0 || tracks["l2 orchestrator"] == 0 {
+			t.Errorf("%s: tracks %v lack l3 host / l2 orchestrator", bench, tracks)
+		}
+	}
+}
