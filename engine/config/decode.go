@@ -315,6 +315,9 @@ func (d *decoder) yamlError(err error, data []byte) error {
 		line = badCharLine(data)
 	case slices.Contains(yamlParserProblems, msg):
 		line++
+	case msg == "found a tab character that violates indentation":
+		// yaml.v3 names the line of the token before the tab.
+		line = tabIndentLine(data, line)
 	case line == 0:
 		line = 1
 	}
@@ -322,6 +325,17 @@ func (d *decoder) yamlError(err error, data []byte) error {
 		return &Error{Pos: d.name, Msg: msg}
 	}
 	return &Error{Pos: d.name + ":" + strconv.Itoa(line), Msg: msg}
+}
+
+// tabIndentLine returns the first line at or after from whose indentation
+// holds a tab (from when there is none).
+func tabIndentLine(data []byte, from int) int {
+	for i, l := range strings.Split(string(data), "\n") {
+		if i+1 >= from && strings.Contains(l[:len(l)-len(strings.TrimLeft(l, " \t"))], "\t") {
+			return i + 1
+		}
+	}
+	return from
 }
 
 // badCharLine returns the line of the first byte that is not UTF-8 or is a

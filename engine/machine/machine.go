@@ -129,10 +129,11 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	}
 	m.ucie = make([][]*Resource, nCubes)
 	for c := 0; c < nCubes; c++ {
-		m.ucie[c] = make([]*Resource, nCubes)
-		for d := 0; d < nCubes; d++ {
-			if c != d && c/p.CubesPerSip == d/p.CubesPerSip {
-				m.ucie[c][d] = res(fmt.Sprintf("ucie c%d->c%d", c, d), "ucie", p.Ucie)
+		m.ucie[c] = make([]*Resource, p.CubesPerSip) // indexed by the peer's cube within the SIP
+		base := c / p.CubesPerSip * p.CubesPerSip
+		for d := base; d < base+p.CubesPerSip; d++ {
+			if c != d {
+				m.ucie[c][d-base] = res(fmt.Sprintf("ucie c%d->c%d", c, d), "ucie", p.Ucie)
 			}
 		}
 	}
@@ -222,7 +223,7 @@ func (m *Machine) route(p Path, a, b location) Path {
 	if a.cube != b.cube {
 		cps := m.Params.CubesPerSip
 		if a.cube/cps == b.cube/cps {
-			p = append(p, m.ucie[a.cube][b.cube])
+			p = append(p, m.ucie[a.cube][b.cube%cps])
 		} else {
 			p = append(p, m.pcieUp[a.cube/cps], m.pcieDown[b.cube/cps])
 		}

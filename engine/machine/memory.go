@@ -99,6 +99,9 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 	if n < 0 {
 		return 0, fmt.Errorf("%v: negative allocation size %d", m, n)
 	}
+	if n > m.Capacity {
+		return 0, &OutOfMemoryError{Mem: m, Requested: n}
+	}
 	size := (n + allocAlign - 1) / allocAlign * allocAlign
 	if size == 0 {
 		size = allocAlign

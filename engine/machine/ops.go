@@ -1,6 +1,8 @@
 package machine
 
 import (
+	"fmt"
+
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 )
@@ -75,6 +77,21 @@ func (op *MemOp) Complete(*Transfer) {
 		op.waiter = nil
 		w.Wake()
 	}
+}
+
+// String describes the operation in deadlock and watchdog reports.
+func (op *MemOp) String() string {
+	name := op.Name
+	if name == "" {
+		name = op.Kind.String()
+	}
+	switch op.Kind {
+	case OpFetch:
+		return fmt.Sprintf("%s %v on %v", name, op.Src, op.PE)
+	case OpStore:
+		return fmt.Sprintf("%s %v on %v", name, op.Dst, op.PE)
+	}
+	return fmt.Sprintf("%s %v -> %v on %v", name, op.Src, op.Dst, op.PE)
 }
 
 // Wait blocks p until the operation completed.

@@ -39,6 +39,10 @@ func dataMemory(pe *machine.PE, s machine.Space) *machine.Memory {
 func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 	b := &bench{p: p, count: count}
 	sz := int64(p.dt.Size())
+	if mem := dataMemory(m.Ranks[0], p.dataSpace); count > mem.Capacity/sz {
+		return nil, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: 0,
+			Msg: fmt.Sprintf("bench: rank 0 buffers (%d × %s) does not fit: %v holds %d bytes; use a smaller --count", count, p.dt, mem, mem.Capacity)}
+	}
 	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
 	for r := 0; r < p.world; r++ {
 		mem := dataMemory(m.Ranks[r], p.dataSpace)

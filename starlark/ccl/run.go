@@ -224,7 +224,12 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "))}
 		}
 		set, _ := cfg.Settings(arg)
-		return &target{name: arg, file: filepath.Join(cfgDir, a.Module), entry: a, settings: set}, nil
+		file := filepath.Join(cfgDir, a.Module)
+		if !src.Exists(file) {
+			return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1,
+				Msg: fmt.Sprintf("%s:%d: algorithms.%s.module: %s: no such file", cfg.File, a.Line, arg, file)}
+		}
+		return &target{name: arg, file: file, entry: a, settings: set}, nil
 	}
 	t := &target{file: arg, settings: cfg.Defaults}
 	if !src.Exists(arg) {
@@ -349,7 +354,20 @@ func entryPoint(globals starlark.StringDict, file, name string) (starlark.Callab
 }
 
 func loadFailure(err error) error {
-	return &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: script.Format(err), Err: err}
+	return stepLimit(&Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: script.Format(err), Err: err})
+}
+
+// stepLimit turns a failure caused by the Starlark step limit outside a
+// kernel (a module's top level, neighbors()) into a step-limit failure:
+// exit 3 and the --max-steps hint, as inside kernels.
+func stepLimit(f *Failure) *Failure {
+	var ee *starlark.EvalError
+	if errors.As(f.Err, &ee) && strings.Contains(ee.Msg, "too many steps") {
+		f.Code, f.Kind = ExitDeadlock, "StepLimit"
+		f.Msg = ee.Msg + " (raise --max-steps if the script is meant to run this long)"
+		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
+	}
+	return f
 }
 
 type plan struct {
@@ -615,7 +633,7 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 	set := tgt.settings
 	links, _, err := neighborTables(tgt.file, p.topology, p.world, set.MeshShape, hook, loader.NewThread("init"))
 	if err != nil {
-		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: script.Format(err), Err: err}
+		return stepLimit(&Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: script.Format(err), Err: err})
 	}
 	icfg, err := ipcqConfig(set)
 	if err != nil {

@@ -125,6 +125,20 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 	}
 	if l.MaxSteps > 0 {
 		th.SetMaxExecutionSteps(l.MaxSteps)
+		grace := 0
+		th.OnMaxSteps = func(th *starlark.Thread) {
+			// go.starlark.net gives a loop's back edge the position of the
+			// function itself: allow a few more steps so the backtrace
+			// points into the loop, not at the def line.
+			if grace < 16 && th.CallStackDepth() > 0 {
+				if fn, ok := th.DebugFrame(0).Callable().(*starlark.Function); ok && fn.Position() == th.CallFrame(0).Pos {
+					grace++
+					th.SetMaxExecutionSteps(th.ExecutionSteps() + 1)
+					return
+				}
+			}
+			th.Cancel("too many steps")
+		}
 	}
 	return th
 }

@@ -297,6 +297,9 @@ func kernelBuiltins() []Builtin {
 					return nil, fmt.Errorf("%s: %w", b.Name(), err)
 				}
 				mem := map[machine.Space]*machine.Memory{machine.TCM: k.PE.TCM, machine.HBM: k.PE.HBM, machine.SRAM: k.PE.SRAM}[sp]
+				if int64(count) > mem.Capacity/int64(d.Size()) {
+					return nil, errorf("OutOfMemory", "%s: rank %d: %v: cannot allocate %d × %s (capacity %d bytes)", b.Name(), k.Rank, mem, count, d, mem.Capacity)
+				}
 				n := int64(count) * int64(d.Size())
 				off, err := mem.Alloc(n)
 				if err != nil {
@@ -368,6 +371,9 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 	}
 	if count < 0 {
 		return nil, fmt.Errorf("%s: count must be >= 0, got %d", fn, count)
+	}
+	if limit := k.PE.HBM.Capacity; int64(count) > limit/int64(d.Size()) {
+		return nil, errorf("OutOfMemory", "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
 	}
 	t := &Tile{DT: d, Count: int64(count), Data: make([]byte, count*d.Size()), Ready: k.M.Sim.Now(), k: k}
 	if v != 0 {

@@ -111,7 +111,7 @@ func (p *Ptr) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (sta
 }
 
 func (p *Ptr) view(start, count int64, what string) (*Ptr, error) {
-	if start < 0 || count < 0 || start+count > p.Count {
+	if start < 0 || count < 0 || start > p.Count || count > p.Count-start {
 		return nil, errorf("OutOfBounds", "Ptr%s: elements [%d, %d) are outside a view of %d elements", what, start, start+count, p.Count)
 	}
 	q := *p

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// badDir holds the bad-input corpus: one file per failure the spec names.
+const badDir = "../../testdata/bad"
+
+// badCaseTimeout bounds one case; every case is expected to end in well
+// under a second or two (a hang is a failure, not a slow test).
+const badCaseTimeout = 30 * time.Second
+
+// knownBugs lists corpus entries whose expected (correct) behaviour the
+// current code does not show yet. Each is skipped with its reason instead of
+// being run; remove the entry when the bug is fixed. KERNBENCH_BAD_RUN_KNOWN=1
+// runs them anyway (except those in fatalBugs), to see which are fixed.
+var knownBugs = map[string]string{}
+
+// fatalBugs are known bugs that kill the process (not recoverable panics):
+// never run in-process.
+var fatalBugs = map[string]bool{}
+
+// badCase is one parsed corpus file.
+type badCase struct {
+	name      string   // file name inside badDir
+	args      []string // kernbench arguments, $FILE substituted
+	exit      int
+	stderr    []string // fragments that must appear on stderr
+	notStderr []string // fragments that must not appear on stderr
+	stdout    []string // fragments that must appear on stdout
+	copies    []string // support files (relative to badDir) copied next to the case
+}
+
+var headerRE = regexp.MustCompile(`^#\s*(args|exit|stderr|!stderr|stdout|copy):\s?(.*)$`)
+
+// parseBadCase reads the leading comment lines of a corpus file:
+//
+//	# args: run --world-size 4 --count 64    (kernbench arguments)
+//	# exit: 4                                (exact exit status)
+//	# stderr: IpcqInvalidDirection           (repeatable; each must appear)
+//	# !stderr: fragment                      (repeatable; must not appear)
+//	# stdout: fragment                       (repeatable; each must appear)
+//	# copy: support/other.star               (repeatable; copied next to the file)
+//
+// $FILE in args and fragments is the case file's name. A .star case whose
+// args do not mention $FILE gets its name inserted after the subcommand.
+// Other comment lines are free text; the header ends at the first line that
+// is not a comment.
+func parseBadCase(name string, data []byte) (*badCase, error) {
+	c := &badCase{name: name, exit: -1}
+	sawArgs := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		m := headerRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		val := strings.ReplaceAll(strings.TrimSpace(m[2]), "$FILE", name)
+		switch m[1] {
+		case "args":
+			args, err := splitArgs(m[2])
+			if err != nil {
+				return nil, err
+			}
+			hasFile := false
+			for i := range args {
+				if strings.Contains(args[i], "$FILE") {
+					hasFile = true
+					args[i] = strings.ReplaceAll(args[i], "$FILE", name)
+				}
+			}
+			if !hasFile {
+				if filepath.Ext(name) != ".star" || len(args) == 0 {
+					return nil, fmt.Errorf("args must mention $FILE")
+				}
+				args = append([]string{args[0], name}, args[1:]...)
+			}
+			c.args, sawArgs = args, true
+		case "exit":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 0 || n > 4 {
+				return nil, fmt.Errorf("exit: want 0..4, got %q", val)
+			}
+			c.exit = n
+		case "stderr":
+			c.stderr = append(c.stderr, val)
+		case "!stderr":
+			c.notStderr = append(c.notStderr, val)
+		case "stdout":
+			c.stdout = append(c.stdout, val)
+		case "copy":
+			c.copies = append(c.copies, val)
+		}
+	}
+	switch {
+	case !sawArgs:
+		return nil, fmt.Errorf("no '# args:' header")
+	case c.exit < 0:
+		return nil, fmt.Errorf("no '# exit:' header")
+	case c.exit != 0 && len(c.stderr) == 0:
+		return nil, fmt.Errorf("a failing case needs at least one '# stderr:' fragment")
+	}
+	return c, nil
+}
+
+// splitArgs splits a header's arguments on blanks; single or double quotes
+// group words ('--set=system.placement=[0, 0]').
+func splitArgs(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inArg := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inArg = r, true
+		case r == ' ' || r == '\t':
+			if inArg {
+				out = append(out, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		default:
+			cur.WriteRune(r)
+			inArg = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("args: unterminated quote in %q", s)
+	}
+	if inArg {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// TestBadInputCorpus runs every file of testdata/bad/ through Main in a
+// fresh directory holding a copy of it and checks the exit status and the
+// diagnostics its header promises. Main never lets a panic out, but a
+// recovered panic is still a bug: "internal error" on stderr fails the case.
+func TestBadInputCorpus(t *testing.T) {
+	t.Setenv("KERNBENCH_CCL_TRACE", "")
+	entries, err := os.ReadDir(badDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	hung := ""
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if e.IsDir() || (ext != ".star" && ext != ".yaml") {
+			continue
+		}
+		n++
+		t.Run(strings.TrimSuffix(name, ext)+strings.ReplaceAll(ext, ".", "_"), func(t *testing.T) {
+			if hung != "" {
+				t.Skipf("not run: %s did not finish and may still be running", hung)
+			}
+			data, err := os.ReadFile(filepath.Join(badDir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := parseBadCase(name, data)
+			if err != nil {
+				t.Fatalf("%s: bad header: %v", name, err)
+			}
+			if reason, ok := knownBugs[name]; ok && (os.Getenv("KERNBENCH_BAD_RUN_KNOWN") == "" || fatalBugs[name]) {
+				t.Skip(reason)
+			}
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, cp := range c.copies {
+				b, err := os.ReadFile(filepath.Join(badDir, cp))
+				if err != nil {
+					t.Fatalf("copy: %v", err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, filepath.Base(cp)), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Chdir(dir)
+
+			var stdout, stderr bytes.Buffer
+			done := make(chan int, 1)
+			start := time.Now()
+			go func() {
+				code := -1
+				defer func() {
+					// Main recovers its own panics; this catches one that
+					// escapes it anyway, so the other cases still run.
+					if r := recover(); r != nil {
+						fmt.Fprintf(&stderr, "panic escaped Main: %v\n%s", r, debug.Stack())
+						code = -2
+					}
+					done <- code
+				}()
+				code = Main(c.args, &stdout, &stderr)
+			}()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(badCaseTimeout):
+				hung = name
+				t.Fatalf("kernbench %s did not finish within %v (hang)", strings.Join(c.args, " "), badCaseTimeout)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("kernbench %s took %v; a bad input must fail within seconds", strings.Join(c.args, " "), d.Round(time.Millisecond))
+			}
+
+			errText, outText := stderr.String(), stdout.String()
+			var problems []string
+			for _, bad := range []string{"internal error", "panic escaped Main", "\ngoroutine "} {
+				if strings.Contains(errText, bad) {
+					problems = append(problems, fmt.Sprintf("stderr contains %q: a Go panic reached the user", bad))
+				}
+			}
+			if code != c.exit {
+				problems = append(problems, fmt.Sprintf("exit status %d, want %d", code, c.exit))
+			}
+			for _, f := range c.stderr {
+				if !strings.Contains(errText, f) {
+					problems = append(problems, fmt.Sprintf("stderr lacks %q", f))
+				}
+			}
+			for _, f := range c.notStderr {
+				if strings.Contains(errText, f) {
+					problems = append(problems, fmt.Sprintf("stderr contains %q", f))
+				}
+			}
+			for _, f := range c.stdout {
+				if !strings.Contains(outText, f) {
+					problems = append(problems, fmt.Sprintf("stdout lacks %q", f))
+				}
+			}
+			// Data goes to stdout, diagnostics to stderr: a failed run
+			// prints nothing on stdout (except the --json document).
+			if c.exit >= 2 && outText != "" && !hasArg(c.args, "--json") {
+				problems = append(problems, fmt.Sprintf("exit %d with output on stdout", c.exit))
+			}
+			if len(problems) > 0 {
+				t.Errorf("kernbench %s:\n  %s\n--- stderr (%d bytes):\n%s\n--- stdout:\n%s", strings.Join(c.args, " "),
+					strings.Join(problems, "\n  "), len(errText), clip(errText, 3000), clip(outText, 1000))
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatalf("no cases in %s", badDir)
+	}
+}
+
+func hasArg(args []string, a string) bool {
+	for _, x := range args {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("\n… (%d more bytes)", len(s)-n)
+}
+
+// TestParseBadCase pins the header format of the corpus.
+func TestParseBadCase(t *testing.T) {
+	c, err := parseBadCase("x.star", []byte("# args: run --count 8 '--set=a.b=[0, 1]'\n# exit: 4\n# free text\n# stderr: $FILE:3:\n# !stderr: nope\ndef kernel(): pass\n# stderr: ignored\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"run", "x.star", "--count", "8", "--set=a.b=[0, 1]"}
+	if strings.Join(c.args, "|") != strings.Join(want, "|") {
+		t.Errorf("args = %q, want %q", c.args, want)
+	}
+	if c.exit != 4 || len(c.stderr) != 1 || c.stderr[0] != "x.star:3:" || len(c.notStderr) != 1 {
+		t.Errorf("parsed %+v", c)
+	}
+	if _, err := parseBadCase("y.yaml", []byte("# args: run ring_allreduce\n# exit: 2\n# stderr: x\n")); err == nil {
+		t.Error("a .yaml case without $FILE must be rejected")
+	}
+	if _, err := parseBadCase("y.star", []byte("# args: run\n# exit: 2\n")); err == nil {
+		t.Error("a failing case without stderr fragments must be rejected")
+	}
+}
