@@ -89,6 +89,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
+	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
 	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE")

@@ -147,6 +147,10 @@ type Group struct {
 	Cfg IPCQConfig
 	EPs []*Endpoint
 
+	// Paranoid re-checks every queue pair's pointer relations (I2) after
+	// each delivery and credit: costly, for --check and tests.
+	Paranoid bool
+
 	// inflight are the sends whose DMA has not completed, in issue order:
 	// their sources must not be written (SendBufferHazard).
 	inflight []*Message
@@ -380,6 +384,9 @@ func (msg *Message) Complete(*Transfer) {
 	}
 	// The message is done: observers have seen it, nobody else holds it.
 	q.freeMsgs = append(q.freeMsgs, msg)
+	if g.Paranoid {
+		g.scan()
+	}
 }
 
 // Received is the result of a recv: the slot (or dst after copy_to_dst).
@@ -487,6 +494,23 @@ func (c *creditEvent) Fire() {
 	if w := s.sendWaiter; w != nil {
 		s.sendWaiter = nil
 		w.Wake()
+	}
+	if g := s.ep.g; g.Paranoid {
+		g.scan()
+	}
+}
+
+// scan checks I2 on every queue pair (the --check mode).
+func (g *Group) scan() {
+	for _, ep := range g.EPs {
+		for _, q := range ep.QPs {
+			p := q.peer
+			if !(q.MyTail <= q.PeerHeadCache && q.PeerHeadCache <= p.MyHead && p.PeerTailCache <= q.MyTail && p.MyHead-p.PeerTailCache <= uint64(g.Cfg.NSlots)) {
+				g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: my_tail=%d peer_head_cache=%d; rank %d %s: my_head=%d peer_tail_cache=%d (n_slots %d)",
+					q.Rank, q.Dir, q.MyTail, q.PeerHeadCache, p.Rank, p.Dir, p.MyHead, p.PeerTailCache, g.Cfg.NSlots)})
+				return
+			}
+		}
 	}
 }
 

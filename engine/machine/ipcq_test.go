@@ -1496,3 +1496,34 @@ func TestIPCQ_WaitAny_RoundRobinStartsAfterLastPolled(t *testing.T) {
 		})
 	}
 }
+
+// Rule I2 under --check (Group.Paranoid): a corrupted pointer is caught at
+// the next delivery or credit, named by its invariant.
+func TestIPCQ_Paranoid_CatchesBrokenPointerI2(t *testing.T) {
+	s := sim.New()
+	m, err := New(s, testParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Place(2); err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Install([][]Link{{{Dir: "E", Peer: 1, PeerDir: "W"}}, {{Dir: "W", Peer: 0, PeerDir: "E"}}},
+		IPCQConfig{BufferKind: TCM, Backpressure: Sleep, NSlots: 4, SlotSize: 64, CreditBytes: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Paranoid = true
+	east := g.EPs[0].QP("E")
+	off, _ := m.PEs[0].TCM.Alloc(64)
+	s.Spawn("sender", func(p *sim.Proc) {
+		_ = g.Send(p, east, Region{m.PEs[0].TCM, off, 16}, MsgMeta{})
+		east.peer.MyTail = 7 // corrupt the receiver's tail behind the engine's back
+	})
+	err = s.Run()
+	defer s.Close()
+	var inv *InvariantError
+	if !errors.As(err, &inv) || inv.Name != "I2" {
+		t.Fatalf("Run = %v, want an I2 InvariantError", err)
+	}
+}

@@ -52,6 +52,9 @@ type Options struct {
 	// Trace, when set, receives the timeline (Chrome Trace Event JSON) of
 	// the run; with several sizes, of the last one.
 	Trace io.Writer
+	// Check re-verifies every queue pair's pointer invariants after each
+	// delivery and credit (--check; costly).
+	Check bool
 	// DumpPointers, when set, receives every queue pair's pointers at the
 	// end of each run (also after a failure).
 	DumpPointers io.Writer
@@ -645,6 +648,7 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 	if w.g, err = w.m.Install(links, icfg); err != nil {
 		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
 	}
+	w.g.Paranoid = p.opts.Check
 	if out := p.opts.CCLTrace; out != nil {
 		w.g.OnSend = func(q *machine.QueuePair, meta machine.MsgMeta, at sim.Time) {
 			fmt.Fprintf(out, "t=%v rank=%d op=send dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)
