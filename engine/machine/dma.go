@@ -42,6 +42,7 @@ type Transfer struct {
 	Finished sim.Time // when its data effect happened
 
 	eng       *dmaEngine
+	injects   bool  // leaves the PE through its NoC up-link (set at submit)
 	remaining int64 // injection work left, in ps × weight sum
 	pathEnd   sim.Time
 	next      *Transfer
@@ -89,15 +90,15 @@ func newDMAEngine(s *sim.Sim, compute, comm int64) *dmaEngine {
 // (own HBM to registers, say) does not take a share from the other.
 func (e *dmaEngine) rate(v VC) int64 {
 	h, o := e.head[v], e.head[1-v]
-	if h == nil || o == nil || !e.injects(h) || !e.injects(o) {
+	if h == nil || o == nil || !h.injects || !o.injects {
 		return e.total
 	}
 	return e.weights[v]
 }
 
-// injects reports whether t leaves the PE through its NoC up-link.
-func (e *dmaEngine) injects(t *Transfer) bool {
-	for _, r := range t.Path {
+// injects reports whether path leaves the PE through its NoC up-link.
+func (e *dmaEngine) injects(path Path) bool {
+	for _, r := range path {
 		if r == e.pe.NocUp {
 			return true
 		}
@@ -123,6 +124,7 @@ func (e *dmaEngine) submit(t *Transfer) {
 	now := e.sim.Now()
 	e.advance(now)
 	t.Issued = now
+	t.injects = e.injects(t.Path)
 	v := t.VC
 	if e.tail[v] == nil {
 		e.head[v], e.tail[v] = t, t

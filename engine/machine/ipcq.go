@@ -85,6 +85,9 @@ type QueuePair struct {
 	SendWait, RecvWait, FlushWait WaitInfo
 
 	freeMsgs []*Message // delivered messages, reused by Send
+	// inflight are this side's sends whose DMA has not completed, in issue
+	// order: their sources must not be written (SendBufferHazard).
+	inflight []*Message
 }
 
 // Peer returns the peer's queue pair for the reverse direction.
@@ -150,10 +153,6 @@ type Group struct {
 	// Paranoid re-checks every queue pair's pointer relations (I2) after
 	// each delivery and credit: costly, for --check and tests.
 	Paranoid bool
-
-	// inflight are the sends whose DMA has not completed, in issue order:
-	// their sources must not be written (SendBufferHazard).
-	inflight []*Message
 
 	// Hooks observe message traffic (op_log, CCL trace). Optional.
 	OnSend    func(q *QueuePair, meta MsgMeta, at sim.Time)
@@ -315,7 +314,7 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		msg.Xfer.Label = fmt.Sprintf("send %s #%d -> rank %d", q.Dir, meta.Seq, q.Peer)
 	}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
-	g.inflight = append(g.inflight, msg)
+	q.inflight = append(q.inflight, msg)
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
 	}
@@ -350,9 +349,9 @@ func (msg *Message) Complete(*Transfer) {
 		peer.PeerHeadCache++
 	}
 	q.InFlight--
-	for i, m := range g.inflight {
+	for i, m := range q.inflight { // almost always the first: DMAs complete in order
 		if m == msg {
-			g.inflight = append(g.inflight[:i], g.inflight[i+1:]...)
+			q.inflight = append(q.inflight[:i], q.inflight[i+1:]...)
 			break
 		}
 	}
@@ -539,9 +538,26 @@ func dtypeName(d uint8) string {
 // InFlightReading returns an unfinished send whose source overlaps dst, or
 // nil: writing dst now would change bytes the send has yet to read.
 func (g *Group) InFlightReading(dst Region) *Message {
-	for _, m := range g.inflight {
-		if m.Src.Overlaps(dst) {
-			return m
+	// Only sends of ranks that can read dst's memory matter: the PE that
+	// owns a TCM or HBM slice, or the PEs of a cube sharing its SRAM.
+	eps := g.EPs
+	if dst.Mem.PE >= 0 {
+		r := g.M.PEs[dst.Mem.PE].Rank
+		if r < 0 || r >= len(g.EPs) {
+			return nil
+		}
+		eps = g.EPs[r : r+1]
+	}
+	for _, ep := range eps {
+		if dst.Mem.PE < 0 && ep.PE.Cube != dst.Mem.Cube {
+			continue
+		}
+		for _, q := range ep.QPs {
+			for _, m := range q.inflight {
+				if m.Src.Overlaps(dst) {
+					return m
+				}
+			}
 		}
 	}
 	return nil

@@ -144,40 +144,53 @@ func (s *Sim) NextEventTime() Time {
 // Pending reports the number of scheduled events.
 func (s *Sim) Pending() int { return len(s.events) }
 
+// The event queue is a 4-ary min-heap: shallower than a binary heap, so a
+// pop moves an event through fewer levels (measured faster for the few
+// hundred pending events of a 64-rank run).
+const heapArity = 4
+
 func (s *Sim) up(i int) {
 	ev := s.events
+	e := ev[i]
 	for i > 0 {
-		p := (i - 1) / 2
-		if !ev[i].less(&ev[p]) {
+		p := (i - 1) / heapArity
+		if !e.less(&ev[p]) {
 			break
 		}
-		ev[i], ev[p] = ev[p], ev[i]
+		ev[i] = ev[p]
 		i = p
 	}
+	ev[i] = e
 }
 
 func (s *Sim) pop() event {
 	ev := s.events
 	top := ev[0]
 	n := len(ev) - 1
-	ev[0] = ev[n]
+	last := ev[n]
 	ev[n] = event{}
 	ev = ev[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
+	if n > 0 {
+		i := 0
+		for {
+			c := heapArity*i + 1
+			if c >= n {
+				break
+			}
+			m := c
+			end := min(c+heapArity, n)
+			for k := c + 1; k < end; k++ {
+				if ev[k].less(&ev[m]) {
+					m = k
+				}
+			}
+			if !ev[m].less(&last) {
+				break
+			}
+			ev[i] = ev[m]
+			i = m
 		}
-		m := l
-		if r := l + 1; r < n && ev[r].less(&ev[l]) {
-			m = r
-		}
-		if !ev[m].less(&ev[i]) {
-			break
-		}
-		ev[i], ev[m] = ev[m], ev[i]
-		i = m
+		ev[i] = last
 	}
 	s.events = ev
 	return top
