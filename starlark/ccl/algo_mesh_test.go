@@ -25,31 +25,14 @@ var meshCounts = []int64{0, 1, 37, 1000, 5000}
 // meshRun runs file with reference verification on top of o.
 func meshRun(t *testing.T, file string, o Options) *Report {
 	t.Helper()
-	o.Embedded = kernbench.Files
-	o.Verify = true
-	rep, err := Run(file, o)
-	if err != nil {
-		t.Fatalf("Run(%s, world %d, sets %v) failed: %v", file, o.WorldSize, o.Sets, err)
-	}
-	if len(rep.Results) != len(o.Counts) {
-		t.Fatalf("got %d result rows, want %d", len(rep.Results), len(o.Counts))
-	}
-	return rep
+	return runVerified(t, file, o)
 }
 
 // meshCheck fails unless every row was verified with no wrong element and
 // the phase-2 replay of the op_log (when done) agrees.
 func meshCheck(t *testing.T, rep *Report) {
 	t.Helper()
-	for _, r := range rep.Results {
-		if r.Wrong != 0 || !r.Verified {
-			t.Errorf("count %d %s %s in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
-				r.Count, r.DType, r.RedOp, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
-		}
-		if r.Phase2Match != nil && !*r.Phase2Match {
-			t.Errorf("count %d %s %s in_place=%v: phase-2 replay of the op_log does not match the run", r.Count, r.DType, r.RedOp, r.InPlace)
-		}
-	}
+	checkCorrect(t, rep)
 }
 
 type meshCase struct {

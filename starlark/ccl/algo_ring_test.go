@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"testing"
-
-	"kernbench"
 )
 
 // The ring-family algorithms under algorithms/ (run as files, without a
@@ -24,27 +22,13 @@ var ringalgoAlgorithms = []struct {
 // verification on top of o, and checks that every count got its row.
 func ringalgoRun(t *testing.T, file string, o Options) *Report {
 	t.Helper()
-	o.Embedded = kernbench.Files
-	o.Verify = true
-	rep, err := Run("algorithms/"+file, o)
-	if err != nil {
-		t.Fatalf("Run(%s, %+v) failed: %v", file, o, err)
-	}
-	if len(rep.Results) != len(o.Counts) {
-		t.Fatalf("%s: got %d result rows, want %d", file, len(rep.Results), len(o.Counts))
-	}
-	return rep
+	return runVerified(t, "algorithms/"+file, o)
 }
 
 // ringalgoCheck fails unless every row was verified with no wrong element.
 func ringalgoCheck(t *testing.T, rep *Report) {
 	t.Helper()
-	for _, r := range rep.Results {
-		if r.Wrong != 0 || !r.Verified {
-			t.Errorf("%s count %d %s %s in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
-				rep.Algorithm, r.Count, r.DType, r.RedOp, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
-		}
-	}
+	checkCorrect(t, rep)
 }
 
 // Every algorithm is correct for world sizes 1..16 (one and two cubes of the

@@ -15,18 +15,9 @@ import (
 // treeRun runs algorithms/<algo>.star with reference verification.
 func treeRun(t *testing.T, algo string, o Options) *Report {
 	t.Helper()
-	o.Embedded = kernbench.Files
-	o.Verify = true
-	rep, err := Run("algorithms/"+algo+".star", o)
-	if err != nil {
-		t.Fatalf("Run(%s, world %d, root %d, counts %v, %s %s, in_place %v, sets %v) failed: %v",
-			algo, o.WorldSize, o.Root, o.Counts, o.DType, o.RedOp, o.InPlace, o.Sets, err)
-	}
+	rep := runVerified(t, "algorithms/"+algo+".star", o)
 	if rep.Topology != "tree_binary" {
 		t.Errorf("%s: topology %q, want tree_binary", algo, rep.Topology)
-	}
-	if len(rep.Results) != len(o.Counts) {
-		t.Fatalf("%s: got %d result rows, want %d", algo, len(rep.Results), len(o.Counts))
 	}
 	return rep
 }
@@ -34,12 +25,7 @@ func treeRun(t *testing.T, algo string, o Options) *Report {
 // treeCheck fails unless every row was verified with no wrong element.
 func treeCheck(t *testing.T, rep *Report) {
 	t.Helper()
-	for _, r := range rep.Results {
-		if r.Wrong != 0 || !r.Verified {
-			t.Errorf("%s world %d count %d %s %s in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
-				rep.Algorithm, rep.WorldSize, r.Count, r.DType, r.RedOp, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
-		}
-	}
+	checkCorrect(t, rep)
 }
 
 // treeRoots are the roots tried for a rooted collective: 0 and, with more

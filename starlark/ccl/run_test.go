@@ -14,14 +14,22 @@ import (
 // reference verification, on top of the given options.
 func runRing(t *testing.T, o Options) *Report {
 	t.Helper()
+	return runVerified(t, "ring_allreduce", o)
+}
+
+// runVerified runs target with the embedded ccl.yaml and reference
+// verification on top of o, and checks that every count got its row.
+func runVerified(t *testing.T, target string, o Options) *Report {
+	t.Helper()
 	o.Embedded = kernbench.Files
 	o.Verify = true
-	rep, err := Run("ring_allreduce", o)
+	rep, err := Run(target, o)
 	if err != nil {
-		t.Fatalf("Run(ring_allreduce, %+v) failed: %v", o, err)
+		t.Fatalf("Run(%s, world %d, root %d, counts %v, %s %s, in_place %v, sets %v) failed: %v",
+			target, o.WorldSize, o.Root, o.Counts, o.DType, o.RedOp, o.InPlace, o.Sets, err)
 	}
 	if len(rep.Results) != len(o.Counts) {
-		t.Fatalf("got %d result rows, want %d", len(rep.Results), len(o.Counts))
+		t.Fatalf("%s: got %d result rows, want %d", target, len(rep.Results), len(o.Counts))
 	}
 	return rep
 }
@@ -31,8 +39,12 @@ func checkCorrect(t *testing.T, rep *Report) {
 	t.Helper()
 	for _, r := range rep.Results {
 		if r.Wrong != 0 || !r.Verified {
-			t.Errorf("count %d %s %s in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
-				r.Count, r.DType, r.RedOp, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
+			t.Errorf("%s world %d count %d %s %s in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
+				rep.Algorithm, rep.WorldSize, r.Count, r.DType, r.RedOp, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
+		}
+		if r.Phase2Match != nil && !*r.Phase2Match {
+			t.Errorf("%s world %d count %d %s %s in_place=%v: phase-2 replay does not match: %s",
+				rep.Algorithm, rep.WorldSize, r.Count, r.DType, r.RedOp, r.InPlace, r.Phase2)
 		}
 	}
 }
