@@ -339,6 +339,11 @@ func printPrefix(th *starlark.Thread) string {
 	if k, ok := th.Local(kernelKey).(*tl.Kernel); ok && k != nil {
 		return fmt.Sprintf("[t=%v rank=%d] ", k.M.Sim.Now(), k.Rank)
 	}
+	// L3 main and L2 orchestrators (and host benches between launches):
+	// the simulated time and the process's name.
+	if p, ok := th.Local(orch.ProcKey).(*sim.Proc); ok && p != nil {
+		return fmt.Sprintf("[t=%v %s] ", p.Sim().Now(), p.Name)
+	}
 	return ""
 }
 
