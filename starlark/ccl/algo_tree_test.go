@@ -309,3 +309,32 @@ func TestTreeBroadcastCostFormula(t *testing.T) {
 		})
 	}
 }
+
+// tree_reduce's docstring formula for root 0 on a full tree of depth D in
+// one cube, T = (k + D - 1) * 2s/B + D * (alpha + t_comb), holds within 2 %
+// with overheads zeroed (alpha = two pe_noc hops, t_comb = 2s/bw_tcm with
+// instant math).
+func TestTreeReduceCostFormula(t *testing.T) {
+	sets := []string{"defaults.ipcq_overhead_ns=0", "system.memory.tcm.latency_ns=0", "system.memory.hbm.latency_ns=0",
+		"system.memory.sram.latency_ns=0", "system.math.bytes_per_ns=1000000", "system.math.latency_ns=0"}
+	cfg, _, err := LoadConfig("", sets, kernbench.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := cfg.System
+	const k, count = 64, 64 * 1024 // 64 pieces of 4 KiB (f32)
+	s := float64(count/k) * 4
+	alpha := 2 * sys.Links.PeNoc.LatencyNs
+	tComb := 2 * s / sys.Memory.Tcm.BandwidthGBps
+	for _, tc := range []struct{ world, depth int }{{3, 1}, {7, 2}} {
+		t.Run(fmt.Sprintf("world=%d", tc.world), func(t *testing.T) {
+			rep := treeRun(t, "tree_reduce", Options{WorldSize: tc.world, Counts: []int64{count}, Sets: sets})
+			treeCheck(t, rep)
+			want := float64(k+tc.depth-1)*2*s/sys.Links.PeNoc.BandwidthGBps + float64(tc.depth)*(alpha+tComb)
+			got := rep.Results[0].SimTimeNs
+			if math.Abs(got-want) > 0.02*want {
+				t.Errorf("sim_time = %.1f ns, formula %.1f ns (%+.2f %%); want within 2 %%", got, want, 100*(got-want)/want)
+			}
+		})
+	}
+}
