@@ -174,8 +174,19 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		defer bw.Flush()
 		*out.dst = bw
 	}
+	// Progress only on an interactive terminal: never in pipes, logs or CI.
+	if f, ok := stderr.(*os.File); ok && !o.quiet && !o.json {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			o.Progress = func(i, n int, count int64) {
+				fmt.Fprintf(stderr, "\r\x1b[K[%d/%d] simulating count %d…", i+1, n, count)
+			}
+		}
+	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)
+	if o.Progress != nil {
+		fmt.Fprint(stderr, "\r\x1b[K")
+	}
 	wall := time.Since(start).Seconds()
 	if err != nil {
 		f, ok := err.(*ccl.Failure)

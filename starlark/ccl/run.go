@@ -52,6 +52,8 @@ type Options struct {
 	// Trace, when set, receives the timeline (Chrome Trace Event JSON) of
 	// the run; with several sizes, of the last one.
 	Trace io.Writer
+	// Progress, when set, is told before each size of a sweep is simulated.
+	Progress func(i, n int, count int64)
 	// Check re-verifies every queue pair's pointer invariants after each
 	// delivery and credit (--check; costly).
 	Check bool
@@ -322,6 +324,9 @@ func (p *plan) sweep(tgt *target, file string, once func(count int64) (*Result, 
 	traceOut := p.opts.Trace
 	defer func() { p.opts.Trace = traceOut }()
 	for i, count := range p.counts {
+		if p.opts.Progress != nil {
+			p.opts.Progress(i, len(p.counts), count)
+		}
 		p.opts.Trace = nil
 		if i == len(p.counts)-1 {
 			p.opts.Trace = traceOut
