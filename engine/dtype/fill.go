@@ -57,6 +57,13 @@ func Fill(d DType, b []byte, seed uint64, rank int) {
 	if d.IsFloat() {
 		e := fillGridExp[d]
 		scale := math.Ldexp(1, -e)
+		if d == F32 { // the common case, without Put's per-element dispatch
+			for i := range n {
+				k := int64(next()>>(63-e)) - 1<<e
+				stF32(b[4*i:], float32(float64(k)*scale))
+			}
+			return
+		}
 		for i := range n {
 			k := int64(next()>>(63-e)) - 1<<e // top e+1 bits
 			Put(d, b, i, float64(k)*scale)    // exact
