@@ -251,6 +251,46 @@ func expectedOffset(cursor, n, arenaOffset, arenaBytes uint64) uint64 {
 
 // advanceCursor moves a byte cursor past a payload of n > 0 bytes placed as
 // expectedOffset says (the skipped tail of the arena counts as used).
+// place is where a producer puts the next n payload bytes: the arena offset
+// and its new tail cursor (skipping to the arena start rather than
+// wrapping), or ok == false while the arena lacks room. Zero-byte messages
+// take no space (offset 0).
+func place(head, tail, n, arenaOffset, arenaBytes uint64) (offset, newTail uint64, ok bool) {
+	if n == 0 {
+		return 0, tail, true
+	}
+	end := advanceCursor(tail, n, arenaBytes)
+	if end-head > arenaBytes {
+		return 0, tail, false
+	}
+	return expectedOffset(tail, n, arenaOffset, arenaBytes), end, true
+}
+
+// replayReleased advances a producer's payload head over the descriptors
+// its consumer released, slots [from, to) of the ring at ringOffset,
+// checking each is the message it wrote (seq, then payload offset); bad
+// reports a mismatch (the caller poisons).
+func replayReleased(l Layout, what string, ringOffset, arenaOffset, arenaBytes, from, to uint64, payHead *uint64,
+	read func(off uint64) (desc, error), bad func(format string, args ...any) error) error {
+	for i := from; i < to; i++ {
+		d, err := read(l.slotOffset(ringOffset, i))
+		if err != nil {
+			return err
+		}
+		if d.seq != i+1 {
+			return bad("%s release replay seq mismatch (slot seq %d, want %d)", what, d.seq, i+1)
+		}
+		if d.nbytes == 0 {
+			continue
+		}
+		if want := expectedOffset(*payHead, d.nbytes, arenaOffset, arenaBytes); d.offset != want {
+			return bad("payload replay offset mismatch (offset %d, want %d)", d.offset, want)
+		}
+		*payHead = advanceCursor(*payHead, d.nbytes, arenaBytes)
+	}
+	return nil
+}
+
 func advanceCursor(cursor, n, arenaBytes uint64) uint64 {
 	pos := cursor % arenaBytes
 	if pos+n > arenaBytes {

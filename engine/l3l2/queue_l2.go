@@ -492,40 +492,23 @@ func (out *EndpointOutput) TryReserve(p *sim.Proc, nbytes uint64) (*Reservation,
 	if err := e.refresh(p, op, OutputDescHeadOffset, &out.head); err != nil {
 		return nil, err
 	}
-	for i := old; i < out.head; i++ {
-		d, err := e.readDesc(p, op, l.slotOffset(l.OutputDescOffset, i))
-		if err != nil {
-			return nil, err
-		}
-		if d.seq != i+1 {
-			return nil, e.poison(p, QueueInvalidDescriptor, op, "output release replay seq mismatch (slot seq %d, want %d)", d.seq, i+1)
-		}
-		if d.nbytes == 0 {
-			continue
-		}
-		if want := expectedOffset(out.payHead, d.nbytes, l.OutputArenaOffset, l.OutputArenaBytes); d.offset != want {
-			return nil, e.poison(p, QueueInvalidDescriptor, op, "payload replay offset mismatch (offset %d, want %d)", d.offset, want)
-		}
-		out.payHead = advanceCursor(out.payHead, d.nbytes, l.OutputArenaBytes)
+	if err := replayReleased(l, "output", l.OutputDescOffset, l.OutputArenaOffset, l.OutputArenaBytes, old, out.head, &out.payHead,
+		func(off uint64) (desc, error) { return e.readDesc(p, op, off) },
+		func(format string, args ...any) error {
+			return e.poison(p, QueueInvalidDescriptor, op, format, args...)
+		}); err != nil {
+		return nil, err
 	}
 	if out.tail-out.head >= l.Depth {
 		return nil, nil // ring full
 	}
-	var payOff uint64
-	next := out.payTl
+	payOff, next, ok := place(out.payHead, out.payTl, nbytes, l.OutputArenaOffset, l.OutputArenaBytes)
+	if !ok {
+		return nil, nil // arena full
+	}
 	view := e.st.payload.Sub(0, 0)
 	if nbytes > 0 {
-		pos := next % l.OutputArenaBytes
-		if pos+nbytes > l.OutputArenaBytes {
-			next += l.OutputArenaBytes - pos
-			pos = 0
-		}
-		if next+nbytes-out.payHead > l.OutputArenaBytes {
-			return nil, nil // arena full
-		}
-		payOff = l.OutputArenaOffset + pos
 		view = e.st.payload.Sub(int64(payOff), int64(nbytes))
-		next += nbytes
 	}
 	out.payTl = next
 	out.active = &Reservation{Seq: out.tail + 1, PayloadOffset: payOff, NBytes: nbytes, view: view, owner: e, valid: true}

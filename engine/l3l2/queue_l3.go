@@ -350,37 +350,21 @@ func (q *Queue) tryEnqueue(p *sim.Proc, op string, data []byte, opcode Opcode) (
 	if err := q.refresh(p, op, InputDescHeadOffset, &q.inHead); err != nil {
 		return false, err
 	}
-	for i := old; i < q.inHead; i++ {
-		d, err := q.readDesc(p, op, l.slotOffset(l.InputDescOffset, i))
-		if err != nil {
-			return false, err
-		}
-		if d.seq != i+1 {
-			return false, q.poison(p, QueueInvalidDescriptor, op, "input release replay seq mismatch (slot seq %d, want %d)", d.seq, i+1)
-		}
-		if d.nbytes == 0 {
-			continue
-		}
-		if want := expectedOffset(q.inPayHead, d.nbytes, l.InputArenaOffset, l.InputArenaBytes); d.offset != want {
-			return false, q.poison(p, QueueInvalidDescriptor, op, "payload replay offset mismatch (offset %d, want %d)", d.offset, want)
-		}
-		q.inPayHead = advanceCursor(q.inPayHead, d.nbytes, l.InputArenaBytes)
+	if err := replayReleased(l, "input", l.InputDescOffset, l.InputArenaOffset, l.InputArenaBytes, old, q.inHead, &q.inPayHead,
+		func(off uint64) (desc, error) { return q.readDesc(p, op, off) },
+		func(format string, args ...any) error {
+			return q.poison(p, QueueInvalidDescriptor, op, format, args...)
+		}); err != nil {
+		return false, err
 	}
 	if q.inTail-q.inHead >= l.Depth {
 		return false, nil // ring full
 	}
-	var payOff uint64
-	next := q.inPayTail
+	payOff, next, ok := place(q.inPayHead, q.inPayTail, n, l.InputArenaOffset, l.InputArenaBytes)
+	if !ok {
+		return false, nil // arena full
+	}
 	if n > 0 {
-		pos := next % l.InputArenaBytes
-		if pos+n > l.InputArenaBytes {
-			next += l.InputArenaBytes - pos
-			pos = 0
-		}
-		if next+n-q.inPayHead > l.InputArenaBytes {
-			return false, nil // arena full
-		}
-		payOff = l.InputArenaOffset + pos
 		if err := q.pt.writePayload(p, payOff, data, "l3_payload_write"); err != nil {
 			return false, q.failed(p, op, err)
 		}
@@ -389,7 +373,7 @@ func (q *Queue) tryEnqueue(p *sim.Proc, op string, data []byte, opcode Opcode) (
 		return false, err
 	}
 	q.inTail++
-	q.inPayTail = next + n
+	q.inPayTail = next
 	if err := q.publish(p, op, InputDescTailOffset, q.inTail); err != nil {
 		return false, err
 	}
