@@ -81,6 +81,9 @@ type QueuePair struct {
 	// InFlight is the number of this side's sends whose DMA has not completed.
 	InFlight    int
 	flushWaiter *sim.Proc
+	// sentWaiters wait for one of this side's sends to complete (a
+	// primitive about to rewrite a staging buffer a send still reads).
+	sentWaiters []*sim.Proc
 
 	SendWait, RecvWait, FlushWait WaitInfo
 
@@ -375,6 +378,11 @@ func (msg *Message) Complete(*Transfer) {
 		peer.ep.anyWaiter = nil
 		w.Wake()
 	}
+	for i, w := range q.sentWaiters {
+		q.sentWaiters[i] = nil
+		w.Wake()
+	}
+	q.sentWaiters = q.sentWaiters[:0]
 	if q.InFlight == 0 {
 		if w := q.flushWaiter; w != nil {
 			q.flushWaiter = nil
@@ -526,6 +534,25 @@ func (g *Group) Flush(p *sim.Proc, ep *Endpoint, q *QueuePair) error {
 		}
 	}
 	return nil
+}
+
+// WaitUnread blocks p until no unfinished send of the group reads reg, so
+// reg may be rewritten without a SendBufferHazard.
+func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
+	for {
+		m := g.InFlightReading(reg)
+		if m == nil {
+			return nil
+		}
+		q := m.Q
+		q.sentWaiters = append(q.sentWaiters, p)
+		p.Wait, p.WaitSince = &q.FlushWait, g.M.Sim.Now()
+		err := p.Park()
+		p.Wait = nil
+		if err != nil {
+			return err
+		}
+	}
 }
 
 func dtypeName(d uint8) string {

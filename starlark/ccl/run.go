@@ -784,7 +784,11 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
 		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
 		_, err := starlark.Call(th, kernel, args, kw)
-		k.Release()
+		if err == nil {
+			err = k.Finish()
+		} else {
+			k.Release()
+		}
 		return err
 	})
 	if err := w.run(tgt); err != nil {

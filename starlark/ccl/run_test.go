@@ -93,36 +93,46 @@ func TestRingAllreduceDTypesAndRedOps(t *testing.T) {
 	}
 }
 
-// Sleep and poll backpressure both give the right answer, and polling is
+// Sleep and poll backpressure both give the right answer, and for a
+// kernel with a fixed schedule (the message-by-message ring) polling is
 // never faster than sleeping: a polling rank wakes on the next multiple of
 // poll_interval_ns instead of exactly when the pointer it waits on moves.
-// A coarse 1 µs interval must cost at least one interval.
+// A coarse 1 µs interval must cost at least one interval. (The primitives'
+// ring adapts to what has arrived, e.g. whether a deferred send goes out
+// before a wait, so a later wake-up may happen to give a better schedule:
+// for it only the results and the coarse bound are checked.)
 func TestRingAllreduceBackpressure(t *testing.T) {
-	for _, world := range []int{2, 4, 5, 8} {
-		for _, count := range []int64{1, 999, 4096} {
-			t.Run(fmt.Sprintf("world=%d/count=%d", world, count), func(t *testing.T) {
-				run := func(backpressure string, sets ...string) float64 {
-					sets = append(sets, "defaults.backpressure="+backpressure)
-					rep := runRing(t, Options{WorldSize: world, Counts: []int64{count}, Sets: sets})
-					checkCorrect(t, rep)
-					if rep.Backpressure != backpressure {
-						t.Errorf("backpressure = %q, want %q", rep.Backpressure, backpressure)
-					}
-					return rep.Results[0].SimTimeNs
-				}
-				sleep := run("sleep")
-				poll := run("poll")
-				fine := run("poll", "defaults.poll_interval_ns=1")
-				coarse := run("poll", "defaults.poll_interval_ns=1000")
-				t.Logf("sim_time_ns: sleep %v, poll every 10 ns %v, 1 ns %v, 1 µs %v", sleep, poll, fine, coarse)
-				if coarse < sleep+1000 {
-					t.Errorf("poll every 1 µs took %v ns, want >= sleep %v ns + 1000", coarse, sleep)
-				}
-				if poll < sleep || fine < sleep {
-					t.Errorf("polling beat exact wake-ups: sleep %v ns, poll every 10 ns %v ns, every 1 ns %v ns", sleep, poll, fine)
-				}
-			})
+	for _, algo := range []string{"ring_allreduce_manual", "ring_allreduce"} {
+		for _, world := range []int{2, 4, 5, 8} {
+			for _, count := range []int64{1, 999, 4096} {
+				t.Run(fmt.Sprintf("%s/world=%d/count=%d", algo, world, count), func(t *testing.T) {
+					testBackpressure(t, algo, world, count, algo == "ring_allreduce_manual")
+				})
+			}
 		}
+	}
+}
+
+func testBackpressure(t *testing.T, algo string, world int, count int64, fixedSchedule bool) {
+	run := func(backpressure string, sets ...string) float64 {
+		sets = append(sets, "defaults.backpressure="+backpressure)
+		rep := runVerified(t, algo, Options{WorldSize: world, Counts: []int64{count}, Sets: sets})
+		checkCorrect(t, rep)
+		if rep.Backpressure != backpressure {
+			t.Errorf("backpressure = %q, want %q", rep.Backpressure, backpressure)
+		}
+		return rep.Results[0].SimTimeNs
+	}
+	sleep := run("sleep")
+	poll := run("poll")
+	fine := run("poll", "defaults.poll_interval_ns=1")
+	coarse := run("poll", "defaults.poll_interval_ns=1000")
+	t.Logf("sim_time_ns: sleep %v, poll every 10 ns %v, 1 ns %v, 1 µs %v", sleep, poll, fine, coarse)
+	if coarse < sleep+1000 {
+		t.Errorf("poll every 1 µs took %v ns, want >= sleep %v ns + 1000", coarse, sleep)
+	}
+	if fixedSchedule && (poll < sleep || fine < sleep) {
+		t.Errorf("polling beat exact wake-ups: sleep %v ns, poll every 10 ns %v ns, every 1 ns %v ns", sleep, poll, fine)
 	}
 }
 

@@ -349,8 +349,13 @@ func (t *Torch) launch(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 	prev := th.Local(t.rt.ThreadKey)
 	th.SetLocal(t.rt.ThreadKey, k)
 	defer th.SetLocal(t.rt.ThreadKey, prev)
-	defer k.Release()
-	if _, err := starlark.Call(th, kernel, kargs, kwargs); err != nil {
+	_, err := starlark.Call(th, kernel, kargs, kwargs)
+	if err == nil {
+		err = k.Finish()
+	} else {
+		k.Release()
+	}
+	if err != nil {
 		return nil, err
 	}
 	return starlark.None, nil

@@ -902,8 +902,13 @@ func launch(c *Call, l2 *L2) (starlark.Value, error) {
 		c.Th.SetLocal(rt.KernelKey, k)
 		defer c.Th.SetLocal(rt.KernelKey, prev)
 	}
-	defer k.Release()
-	if _, err := starlark.Call(c.Th, kernel, c.Args[1:], kw); err != nil {
+	_, err := starlark.Call(c.Th, kernel, c.Args[1:], kw)
+	if err == nil {
+		err = k.Finish()
+	} else {
+		k.Release()
+	}
+	if err != nil {
 		return nil, err
 	}
 	return starlark.None, nil

@@ -1,6 +1,7 @@
 package tl
 
 import (
+	"errors"
 	"fmt"
 
 	"go.starlark.net/starlark"
@@ -8,6 +9,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
+	"kernbench/engine/sim"
 	"kernbench/engine/trace"
 )
 
@@ -114,8 +116,10 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.MakeInt(q.Peer), nil
 			}},
-		{"send", "send(dir, src, nbytes=None)", "Blocking send of src (a Ptr) to the peer of dir. Blocks only while the peer's ring is full; returns once the message is queued on DMA vc_comm (after ipcq_overhead_ns). src stays in flight until the DMA completes. nbytes (default src.nbytes) must be <= slot_size (IpcqMessageTooLarge).",
+		{"send", "send(dir, src, nbytes=None, piece_bytes=None)", "Blocking send of src (a Ptr, or its first nbytes) to the peer of dir, as ceil(nbytes / slot_size) messages: full slots, then the rest (piece_bytes, at most slot_size, makes the messages smaller; the receiver must cut its buffer the same way). Blocks only while the peer's ring is full; returns once the last message is queued on DMA vc_comm (ipcq_overhead_ns per message). src stays in flight until the DMAs complete (tl.flush).",
 			builtinSend},
+		{"send_async", "send_async(dir, src, nbytes=None, piece_bytes=None)", "Non-blocking tl.send: its messages are issued in the background as credits allow, and the kernel goes on at once. tl.wait(handle) returns when the last message has been issued; until then no other send may use dir (DirectionInUse). src stays in flight until the DMAs complete (tl.flush).",
+			builtinSendAsync},
 		{"recv", "recv(dir=None, dst=None)", "Blocking receive. Returns the rx slot itself (return_slot, zero-copy; valid until the ring wraps) or dst after the slot was copied there (copy_to_dst). dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype and count.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir, dst starlark.Value = starlark.None, starlark.None
@@ -159,11 +163,13 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &v); err != nil {
 					return nil, err
 				}
-				h, ok := v.(*handle)
-				if !ok {
-					return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
+				switch h := v.(type) {
+				case *handle:
+					return k.wait(b.Name(), h)
+				case *sendHandle:
+					return starlark.None, k.joinSends(h.q)
 				}
-				return k.wait(b.Name(), h)
+				return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
 			}},
 		{"flush", "flush(dir=None)", "Block until every send this rank issued (on dir, or on all directions) has completed its DMA, so its source may be reused.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -175,6 +181,13 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
+				if !has {
+					// Everything this kernel issued: stores of the fused
+					// primitives too.
+					if err := k.drainWrites(); err != nil {
+						return nil, err
+					}
+				}
 				if k.G == nil {
 					return starlark.None, nil
 				}
@@ -184,6 +197,9 @@ func kernelBuiltins() []Builtin {
 						return nil, err
 					}
 				}
+				if err := k.joinSends(q); err != nil {
+					return nil, err
+				}
 				return starlark.None, k.G.Flush(k.Proc, k.EP, q)
 			}},
 		{"fetch", "fetch(ptr)", `Load ptr into a Tile (the seed's tl.load; "load" is a Starlark keyword). Own TCM is read directly, anything else through DMA vc_compute.`,
@@ -192,7 +208,10 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				h := k.fetchAsync(p)
+				h, err := k.fetchAsync(p)
+				if err != nil {
+					return nil, err
+				}
 				return k.wait(b.Name(), h)
 			}},
 		{"fetch_async", "fetch_async(ptr)", "Issue a load without waiting; tl.wait(handle) returns the Tile.",
@@ -201,7 +220,7 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				return k.fetchAsync(p), nil
+				return k.fetchAsync(p)
 			}},
 		{"store", "store(ptr, tile)", "Store tile into ptr (same dtype and count). Waits for the tile's math to finish, then writes (own TCM directly, otherwise DMA vc_compute) and returns when the data is in memory.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -386,49 +405,218 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 }
 
 func builtinSend(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-	var dir string
-	var srcV, nbV starlark.Value = nil, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir, "src", &srcV, "nbytes?", &nbV); err != nil {
-		return nil, err
-	}
-	src, err := asPtr(srcV, b.Name(), "src")
+	q, src, piece, err := k.sendArgs(b, args, kw)
 	if err != nil {
 		return nil, err
+	}
+	return starlark.None, k.sendBuffer(q, src, piece, th.CallFrame(1).Pos)
+}
+
+// sendArgs unpacks (dir, src, nbytes=None, piece_bytes=None) of tl.send
+// and tl.send_async: the sending queue pair, the view of src to send and
+// the largest message in bytes.
+func (k *Kernel) sendArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*machine.QueuePair, *Ptr, int64, error) {
+	var dir string
+	var srcV, nbV, pieceV starlark.Value = nil, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir, "src", &srcV, "nbytes?", &nbV, "piece_bytes?", &pieceV); err != nil {
+		return nil, nil, 0, err
+	}
+	q, src, err := k.sendTarget(b, dir, srcV, nbV)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	piece, err := k.pieceBytes(b.Name(), pieceV)
+	return q, src, piece, err
+}
+
+// pieceBytes is the largest message of a buffer transfer: piece_bytes when
+// given (1 <= piece_bytes <= slot_size), else slot_size.
+func (k *Kernel) pieceBytes(fn string, v starlark.Value) (int64, error) {
+	if _, err := k.group(fn); err != nil {
+		return 0, err
+	}
+	if v == starlark.None {
+		return k.G.Cfg.SlotSize, nil
+	}
+	n, err := starlark.AsInt32(v)
+	if err != nil || n < 1 || int64(n) > k.G.Cfg.SlotSize {
+		return 0, fmt.Errorf("%s: piece_bytes must be an int from 1 to slot_size (%d), got %s", fn, k.G.Cfg.SlotSize, v)
+	}
+	return int64(n), nil
+}
+
+func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcV, nbV starlark.Value) (*machine.QueuePair, *Ptr, error) {
+	src, err := asPtr(srcV, b.Name(), "src")
+	if err != nil {
+		return nil, nil, err
 	}
 	g, err := k.group(b.Name())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	q, err := g.Lookup(k.Rank, dir, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	reg, count := src.Reg, src.Count
 	if nbV != starlark.None {
 		nb, err := starlark.AsInt32(nbV)
 		if err != nil || nb < 0 {
-			return nil, fmt.Errorf("%s: nbytes must be a non-negative int, got %s", b.Name(), nbV)
+			return nil, nil, fmt.Errorf("%s: nbytes must be a non-negative int, got %s", b.Name(), nbV)
 		}
-		if int64(nb) > src.Reg.N && int64(nb) <= g.Cfg.SlotSize {
-			return nil, errorf("OutOfBounds", "rank %d send %s: nbytes %d exceeds src (%d bytes)", k.Rank, dir, nb, src.Reg.N)
+		if int64(nb) > src.Reg.N {
+			return nil, nil, errorf("OutOfBounds", "rank %d send %s: nbytes %d exceeds src (%d bytes)", k.Rank, dir, nb, src.Reg.N)
 		}
-		reg.N = int64(nb)
-		count = int64(nb) / int64(src.DT.Size())
+		v := *src
+		v.Reg.N = int64(nb)
+		v.Count = int64(nb) / int64(src.DT.Size())
+		src = &v
 	}
-	if reg.N > g.Cfg.SlotSize {
-		return nil, errorf("IpcqMessageTooLarge", "rank %d send %s: %d bytes exceed slot_size %d (split the message)", k.Rank, dir, reg.N, g.Cfg.SlotSize)
+	return q, src, nil
+}
+
+// sendBuffer sends src on q as ceil(nbytes / slot_size) messages (one empty
+// message for an empty src), each a normal IPCQ message, and returns when
+// the last one has been issued.
+func (k *Kernel) sendBuffer(q *machine.QueuePair, src *Ptr, piece int64, origin any) error {
+	if err := k.prepareSend(q, src); err != nil {
+		return err
 	}
+	return k.sendPieces(k.Proc, q, src, piece, origin)
+}
+
+// prepareSend checks a send of src on q before its first message: the
+// source is a live slot, no store of the kernel is still writing it, and
+// no tl.send_async of the kernel is still sending on q.
+func (k *Kernel) prepareSend(q *machine.QueuePair, src *Ptr) error {
 	if err := k.checkSlot(src, "send src"); err != nil {
-		return nil, err
+		return err
 	}
+	if err := k.checkSendSide(q); err != nil {
+		return err
+	}
+	return k.settle(src.Reg)
+}
+
+// checkSendSide rejects a send on q while a tl.send_async of this kernel
+// is still issuing messages on it (their order would be undefined).
+func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
+	for _, h := range k.asyncSends {
+		if h.q == q && !h.done {
+			return errorf("DirectionInUse", "rank %d send %s: the send side of %s is still used by the tl.send_async issued at %v; tl.wait(its handle) first", k.Rank, q.Dir, q.Dir, h.origin)
+		}
+	}
+	return nil
+}
+
+// sendPieces issues the messages of src on q from process p, each of at
+// most piece bytes (whole elements).
+func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any) error {
+	if src.Reg.N <= piece {
+		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin)
+	}
+	per := piece / int64(src.DT.Size())
+	if per == 0 {
+		return errorf("IpcqMessageTooLarge", "rank %d send %s: one %s element (%d bytes) exceeds a message of %d bytes", k.Rank, q.Dir, src.DT, src.DT.Size(), piece)
+	}
+	sz := int64(src.DT.Size())
+	for lo := int64(0); lo < src.Count; lo += per {
+		n := min(per, src.Count-lo)
+		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin); err != nil {
+			return err
+		}
+	}
+	// Bytes of a raw view that do not fill an element still travel.
+	if rest := src.Reg.N - src.Count*sz; rest > 0 {
+		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin)
+	}
+	return nil
+}
+
+// sendMessage issues one IPCQ message of reg on q (at most slot_size) from
+// process p.
+func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any) error {
 	k.Stats.Send++
-	if err := g.Send(k.Proc, q, reg, machine.MsgMeta{DType: uint8(src.DT), Count: count, Origin: th.CallFrame(1).Pos}); err != nil {
-		return nil, err
+	if err := k.G.Send(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}); err != nil {
+		return err
 	}
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowStart(flowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, trace.TidKernel, k.sliceStart)
 	}
-	return starlark.None, nil
+	return nil
+}
+
+// sendHandle is a tl.send_async in progress: its own simulated process
+// issues the messages while the kernel goes on.
+type sendHandle struct {
+	q      *machine.QueuePair
+	origin any
+	done   bool
+	err    error
+	waiter *sim.Proc
+}
+
+func (h *sendHandle) String() string        { return fmt.Sprintf("<send %s handle>", h.q.Dir) }
+func (h *sendHandle) Type() string          { return "handle" }
+func (h *sendHandle) Freeze()               {}
+func (h *sendHandle) Truth() starlark.Bool  { return true }
+func (h *sendHandle) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: handle") }
+
+func builtinSendAsync(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	q, src, piece, err := k.sendArgs(b, args, kw)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.prepareSend(q, src); err != nil {
+		return nil, err
+	}
+	origin := th.CallFrame(1).Pos
+	h := &sendHandle{q: q, origin: origin}
+	k.asyncSends = append(k.asyncSends, h)
+	k.M.Sim.Spawn(fmt.Sprintf("rank %d tl.send_async(%q) issued at %v", k.Rank, q.Dir, origin), func(p *sim.Proc) {
+		h.err = k.sendPieces(p, q, src, piece, origin)
+		h.done = true
+		if h.err != nil && !errors.Is(h.err, sim.ErrKilled) {
+			k.M.Sim.Stop(fmt.Errorf("rank %d: tl.send_async issued at %v: %w", k.Rank, origin, h.err))
+		}
+		if w := h.waiter; w != nil {
+			h.waiter = nil
+			w.Wake()
+		}
+	})
+	return h, nil
+}
+
+// join blocks the kernel until the async send has issued its last message.
+func (k *Kernel) join(h *sendHandle) error {
+	for !h.done {
+		h.waiter = k.Proc
+		k.Proc.Wait, k.Proc.WaitSince = &h.q.SendWait, k.M.Sim.Now()
+		err := k.Proc.Park()
+		k.Proc.Wait = nil
+		if err != nil {
+			return err
+		}
+	}
+	return h.err
+}
+
+// joinSends waits for the kernel's async sends on q (every direction when
+// q is nil).
+func (k *Kernel) joinSends(q *machine.QueuePair) error {
+	live := k.asyncSends[:0]
+	for _, h := range k.asyncSends {
+		if q == nil || h.q == q {
+			if err := k.join(h); err != nil {
+				return err
+			}
+		}
+		if !h.done {
+			live = append(live, h)
+		}
+	}
+	clear(k.asyncSends[len(live):])
+	k.asyncSends = live
+	return nil
 }
 
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
@@ -489,29 +677,81 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 		p.Slot = &SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
 		return p, nil
 	}
-	if dst.DT != dt {
-		return nil, errorf("DtypeMismatch", "rank %d recv %s: the message carries %s, dst is %s", k.Rank, q.Dir, dt, dst.DT)
-	}
-	if meta.NBytes > dst.Reg.N {
-		return nil, errorf("OutOfBounds", "rank %d recv %s: the message has %d bytes, dst holds %d", k.Rank, q.Dir, meta.NBytes, dst.Reg.N)
-	}
-	out, _ := dst.view(0, meta.Count, "")
-	if err := k.checkWrite(fn, out.Reg); err != nil {
+	return k.recvInto(fn, q, dst)
+}
+
+// recvInto receives messages of q into consecutive parts of dst until dst
+// is full or a message shorter than slot_size ends the sender's buffer
+// (tl.send of a buffer: full slots, then the rest). Each message's copy out
+// of its slot is issued as soon as it arrives and its credit returns when
+// that copy completes, so the sender refills the ring while earlier copies
+// are still under way. It returns the view of dst that was written.
+func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr) (*Ptr, error) {
+	g := k.G
+	if err := k.settle(dst.Reg); err != nil {
 		return nil, err
 	}
-	r := g.Take(q, false)
-	k.Stats.Recv++
-	op := k.M.Copy(k.PE, out.Reg, r.Slot)
-	op.Name, op.Dir, op.Seq = "recv", q.Dir, meta.Seq
-	if err := op.Wait(k.Proc); err != nil {
-		return nil, err
+	k.dropPrefetched(dst.Reg)
+	var got int64 // bytes received so far
+	var pending []*machine.MemOp
+	for {
+		if got > 0 {
+			if err := g.WaitRecv(k.Proc, q); err != nil {
+				return nil, err
+			}
+		}
+		meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
+		dt := dtype.DType(meta.DType)
+		if !dt.Valid() {
+			dt = dtype.U8
+		}
+		if dst.DT != dt {
+			return nil, errorf("DtypeMismatch", "rank %d recv %s: the message carries %s, dst is %s", k.Rank, q.Dir, dt, dst.DT)
+		}
+		if meta.NBytes > dst.Reg.N-got {
+			if got == 0 {
+				return nil, errorf("OutOfBounds", "rank %d recv %s: the message has %d bytes, dst holds %d", k.Rank, q.Dir, meta.NBytes, dst.Reg.N)
+			}
+			return nil, errorf("OutOfBounds", "rank %d recv %s: message #%d has %d bytes, %d of dst's %d are left", k.Rank, q.Dir, meta.Seq, meta.NBytes, dst.Reg.N-got, dst.Reg.N)
+		}
+		if got > 0 {
+			if tr := k.M.Trace; tr != nil {
+				tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, trace.TidKernel, k.sliceStart)
+			}
+		}
+		part := dst.Reg.Sub(got, meta.NBytes)
+		if err := k.checkWrite(fn, part); err != nil {
+			return nil, err
+		}
+		r := g.Take(q, false)
+		k.Stats.Recv++
+		op := k.M.Copy(k.PE, part, r.Slot)
+		op.Name, op.Dir, op.Seq = "recv", q.Dir, meta.Seq
+		got += meta.NBytes
+		if got == dst.Reg.N || meta.NBytes < g.Cfg.SlotSize {
+			// The last message: wait for every copy, then return its credit.
+			pending = append(pending, op)
+			for _, op := range pending {
+				if err := op.Wait(k.Proc); err != nil {
+					return nil, err
+				}
+			}
+			g.Credit(q)
+			break
+		}
+		op.OnDone = func(*machine.MemOp) { g.Credit(q) }
+		pending = append(pending, op)
 	}
-	g.Credit(q)
+	esz := int64(dst.DT.Size())
+	out, _ := dst.view(0, got/esz, "")
 	out.Dir = q.Dir
 	return out, nil
 }
 
-func (k *Kernel) fetchAsync(p *Ptr) *handle {
+func (k *Kernel) fetchAsync(p *Ptr) (*handle, error) {
+	if err := k.settle(p.Reg); err != nil {
+		return nil, err
+	}
 	k.Stats.Load++
 	op := k.M.Fetch(k.PE, p.Reg)
 	if l := k.M.Log; l != nil {
@@ -519,7 +759,7 @@ func (k *Kernel) fetchAsync(p *Ptr) *handle {
 	}
 	h := &handle{kind: "fetch", op: op, src: p}
 	k.watchSlot(h)
-	return h
+	return h, nil
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -558,6 +798,10 @@ func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
 	if err := k.checkWrite(fn, p.Reg); err != nil {
 		return nil, err
 	}
+	if err := k.settle(p.Reg); err != nil {
+		return nil, err
+	}
+	k.dropPrefetched(p.Reg)
 	if p.DT != t.DT {
 		return nil, errorf("DtypeMismatch", "%s: rank %d: tile is %s, ptr is %s", fn, k.Rank, t.DT, p.DT)
 	}
@@ -597,6 +841,13 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	if err := k.checkWrite(b.Name(), dst.Reg); err != nil {
 		return nil, err
 	}
+	if err := k.settle(src.Reg); err != nil {
+		return nil, err
+	}
+	if err := k.settle(dst.Reg); err != nil {
+		return nil, err
+	}
+	k.dropPrefetched(dst.Reg)
 	h := &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: src}
 	k.watchSlot(h)
 	return h, nil
@@ -656,7 +907,10 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 		case *Tile:
 			return func() (*Tile, error) { return x, nil }, nil
 		case *Ptr:
-			h := k.fetchAsync(x)
+			h, err := k.fetchAsync(x)
+			if err != nil {
+				return nil, err
+			}
 			return func() (*Tile, error) {
 				t, err := k.wait(b.Name(), h)
 				if err != nil {

@@ -115,7 +115,11 @@ func (w *world) run(t *testing.T, fn starlark.Callable) error {
 			k := w.kernel(r, proc)
 			w.kernels[r] = k
 			_, err := starlark.Call(th, fn, starlark.Tuple{starlark.MakeInt(r)}, []starlark.Tuple{{starlark.String("tl"), k}})
-			k.Release()
+			if err == nil {
+				err = k.Finish()
+			} else {
+				k.Release()
+			}
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
 				w.errs[r] = err
 				w.s.Stop(fmt.Errorf("rank %d: %w", r, err))

@@ -8,11 +8,13 @@ import (
 // ErrorKinds are the exact error kinds tl builtins raise, with their meaning.
 var ErrorKinds = []struct{ Kind, Doc string }{
 	{"IpcqInvalidDirection", "the direction is not installed on this rank (or is receive-only and you sent on it)"},
-	{"IpcqMessageTooLarge", "a send of more than slot_size bytes"},
+	{"IpcqMessageTooLarge", "a single element larger than slot_size (tl.send cuts longer buffers into several messages)"},
 	{"OutOfBounds", "a view outside its Ptr, or operands whose counts differ"},
 	{"DtypeMismatch", "operands or a destination of another dtype (also a recv into a dst of another dtype)"},
 	{"StaleSlot", "a return_slot Ptr read after a later message overwrote its slot"},
-	{"OutOfMemory", "tl.alloc beyond the memory's capacity"},
+	{"SendBufferHazard", "a store, copy or recv into a range that an unfinished send still reads (tl.flush first)"},
+	{"DirectionInUse", "a send on a direction whose send side a tl.send_async is still using (tl.wait its handle first)"},
+	{"OutOfMemory", "tl.alloc beyond the memory's capacity (also the TCM staging of the fused primitives)"},
 }
 
 // Reference renders the builtin reference (docs/builtins.md) from the

@@ -41,13 +41,37 @@ type Kernel struct {
 	Obs   Observer
 
 	allocs []machine.Region
-	attrs  map[string]starlark.Value
+	// scratch is the fused primitives' TCM (inbox, staging ring).
+	scratch scratch
+	// pendingWrites are stores the fused primitives issued into their dst
+	// and did not wait for (so the next call starts at once). Any later
+	// operation of this kernel on an overlapping range waits for them
+	// first, and so does the kernel's end (Finish).
+	pendingWrites []*machine.MemOp
+	// deferred is the last forwarded piece of a fused primitive, sent by
+	// the next primitive or before any other operation of the kernel.
+	deferred *deferredSend
+	// asyncSends are the kernel's tl.send_async calls not yet joined.
+	asyncSends []*sendHandle
+	// prefetched are tl.prefetch loads waiting for their primitive.
+	prefetched []prefetchedLoad
+	attrs      map[string]starlark.Value
 	// sliceStart is when the traced operation in progress began.
 	sliceStart sim.Time
 }
 
 // tracedOps are the tl operations drawn on the kernel track.
-var tracedOps = map[string]bool{"send": true, "recv": true, "wait": true, "flush": true, "fetch": true, "store": true, "copy": true, "reduce": true}
+var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, "wait": true, "flush": true, "fetch": true, "store": true, "copy": true, "reduce": true,
+	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true}
+
+// keepsDeferredSend are the builtins that leave a fused primitive's
+// deferred send for later: the primitives themselves (which send it after
+// their first piece, or before they block) and operations that neither
+// block nor touch memory.
+var keepsDeferredSend = map[string]bool{
+	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "prefetch": true,
+	"program_id": true, "directions": true, "peer": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true,
+}
 
 var _ starlark.HasAttrs = (*Kernel)(nil)
 
@@ -84,7 +108,7 @@ var Attributes = []Attribute{
 var Builtins []Builtin
 
 func init() {
-	Builtins = kernelBuiltins()
+	Builtins = append(kernelBuiltins(), primitiveBuiltins()...)
 	sort.Slice(Builtins, func(i, j int) bool { return Builtins[i].Name < Builtins[j].Name })
 }
 
@@ -99,14 +123,28 @@ func New(k *Kernel) *Kernel {
 		fn := func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 			return b.Fn(k, th, sb, args, kw)
 		}
+		if !keepsDeferredSend[b.Name] {
+			// A fused primitive's last forwarded piece goes out before any
+			// other operation (which could block on its receiver).
+			inner := fn
+			fn = func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				if k.deferred != nil {
+					if err := k.sendDeferred(); err != nil {
+						return nil, err
+					}
+				}
+				return inner(th, sb, args, kw)
+			}
+		}
 		if k.M.Trace != nil && tracedOps[b.Name] {
 			// The kernel's track: one slice per operation that can take
 			// simulated time (operations of one rank never overlap).
 			name := "tl." + b.Name
+			untraced := fn
 			fn = func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				start := k.M.Sim.Now()
 				k.sliceStart = start
-				v, err := b.Fn(k, th, sb, args, kw)
+				v, err := untraced(th, sb, args, kw)
 				k.M.Trace.Slice(k.PE.ID+1, trace.TidKernel, "kernel", name, start, k.M.Sim.Now(), nil)
 				return v, err
 			}
@@ -142,6 +180,54 @@ func (k *Kernel) AttrNames() []string {
 	return names
 }
 
+// Finish is called in the kernel's process when the kernel function has
+// returned without error (otherwise Release): it sends a deferred piece,
+// joins tl.send_async calls, waits for the stores still under way (the kernel is done
+// when its data is in memory), then releases the kernel's memory.
+func (k *Kernel) Finish() error {
+	err := k.sendDeferred()
+	if err == nil {
+		err = k.joinSends(nil)
+	}
+	if err == nil {
+		err = k.drainWrites()
+	}
+	k.Release()
+	return err
+}
+
+// drainWrites waits for every store this kernel left under way.
+func (k *Kernel) drainWrites() error {
+	for _, op := range k.pendingWrites {
+		if err := op.Wait(k.Proc); err != nil {
+			return err
+		}
+	}
+	k.pendingWrites = k.pendingWrites[:0]
+	return nil
+}
+
+// settle waits until no store this kernel left under way writes into reg,
+// so that an operation on reg sees (or overwrites) the stored data.
+func (k *Kernel) settle(reg machine.Region) error {
+	live := k.pendingWrites[:0]
+	for _, op := range k.pendingWrites {
+		if !op.Done {
+			live = append(live, op)
+		}
+	}
+	clear(k.pendingWrites[len(live):])
+	k.pendingWrites = live
+	for _, op := range k.pendingWrites {
+		if !op.Done && op.Dst.Overlaps(reg) {
+			if err := op.Wait(k.Proc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Release frees the kernel's tl.alloc scratch memory (called when the
 // kernel returns).
 func (k *Kernel) Release() {
@@ -150,6 +236,8 @@ func (k *Kernel) Release() {
 		r.Mem.Free(r.Off, r.N)
 	}
 	k.allocs = nil
+	k.scratch = scratch{}
+	k.deferred, k.prefetched, k.asyncSends = nil, nil, nil
 }
 
 func (k *Kernel) slotSize() int64 {

@@ -59,7 +59,6 @@ func TestErrorKinds(t *testing.T) {
 	}{
 		{"raise_invalid_direction_send", 0, "IpcqInvalidDirection", "*machine.IPCQError", `rank 0 has no direction "N" (installed: E, W)`, "6:16"},
 		{"raise_invalid_direction_peer", 1, "IpcqInvalidDirection", "*machine.IPCQError", `rank 1 has no direction "up" (installed: E, W)`, "10:16"},
-		{"raise_message_too_large", 0, "IpcqMessageTooLarge", "*tl.Error", "rank 0 send E: 260 bytes exceed slot_size 256", "14:16"},
 		{"raise_out_of_bounds", 0, "OutOfBounds", "*tl.Error", "Ptr.slice: elements [2, 5) are outside a view of 4 elements", "18:33"},
 		{"raise_dtype_mismatch_store", 1, "DtypeMismatch", "*tl.Error", "tl.store: rank 1: tile is i32, ptr is f32", "22:17"},
 		{"raise_dtype_mismatch_recv", 1, "DtypeMismatch", "*tl.Error", "rank 1 recv W: the message carries f32, dst is i32", "28:16"},

@@ -324,11 +324,7 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 		} else {
 			i = int64(f)
 		}
-		out := t.like()
-		dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, side == starlark.Right)
-		out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
-		t.k.logMath(out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, side == starlark.Right })
-		return out, nil
+		return t.scalar(op, f, i, side == starlark.Right), nil
 	}
 	return nil, nil
 }

@@ -1,0 +1,477 @@
+package tl
+
+import (
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
+	"kernbench/engine/trace"
+)
+
+// The fused primitives (MSCCL's rrs, rrc, rrcs, rcs; NCCL's
+// recvReduceSend, recvReduceCopy, recvReduceCopySend, recvCopySend) work on
+// buffers of any length. The buffer is cut like tl.send cuts it (pieces of
+// slot_size bytes, the last one shorter) and every piece goes through the
+// same operations a hand-written kernel issues for one message, on the same
+// resources, pipelined in Go:
+//
+//   - the local operand's pieces are fetched up to n_slots ahead;
+//   - piece i is received: a slot in the PE's own TCM is taken (its credit
+//     returns at once) and fetched directly; a slot elsewhere is first
+//     copied into a TCM inbox (its credit returns after the copy);
+//   - it is combined with the local piece on the math unit (redop; avg
+//     accumulates as a sum and is divided by world_size when final);
+//   - it is stored into dst (asynchronously) and, when forwarded, into a
+//     TCM staging slot, whose send is issued one piece later, once that
+//     store is done, so piece i+1's receive and math overlap piece i's
+//     store.
+//
+// The calls return when the last piece has been sent; stores into dst may
+// still be under way, and any later operation of the kernel on dst (and
+// the kernel's end, and tl.flush()) waits for them.
+
+// fusedCall is one call of a fused primitive.
+type fusedCall struct {
+	name   string             // "tl.recv_reduce_send", …
+	in     *machine.QueuePair // receiving direction
+	local  *Ptr               // reduced with what arrives (nil: no reduction)
+	dst    *Ptr               // where the result is stored (nil: nowhere)
+	out    *machine.QueuePair // forwarding direction (nil: not forwarded)
+	final  bool               // divide by world_size when redop is avg
+	piece  int64              // bytes per message at most
+	origin any                // the Starlark position, for hazard reports
+}
+
+// primitiveSpec says which arguments a fused primitive takes.
+type primitiveSpec struct {
+	name                        string
+	local, dst, out, finalParam bool
+}
+
+func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	return func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		var inDir, outDir string
+		var localV, dstV starlark.Value
+		var pieceV starlark.Value = starlark.None
+		final := false
+		pairs := []any{"in_dir", &inDir}
+		if spec.local {
+			pairs = append(pairs, "local", &localV)
+		}
+		if spec.dst {
+			pairs = append(pairs, "dst", &dstV)
+		}
+		if spec.out {
+			pairs = append(pairs, "out_dir", &outDir)
+		}
+		if spec.finalParam {
+			pairs = append(pairs, "final?", &final)
+		}
+		pairs = append(pairs, "piece_bytes?", &pieceV)
+		if err := starlark.UnpackArgs(b.Name(), args, kw, pairs...); err != nil {
+			return nil, err
+		}
+		g, err := k.group(b.Name())
+		if err != nil {
+			return nil, err
+		}
+		c := &fusedCall{name: b.Name(), final: final, origin: th.CallFrame(1).Pos}
+		if c.piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
+			return nil, err
+		}
+		if c.in, err = g.Lookup(k.Rank, inDir, false); err != nil {
+			return nil, err
+		}
+		if spec.out {
+			if c.out, err = g.Lookup(k.Rank, outDir, true); err != nil {
+				return nil, err
+			}
+			if err := k.checkSendSide(c.out); err != nil {
+				return nil, err
+			}
+		}
+		if spec.local {
+			if c.local, err = asPtr(localV, b.Name(), "local"); err != nil {
+				return nil, err
+			}
+		}
+		if spec.dst {
+			if c.dst, err = asPtr(dstV, b.Name(), "dst"); err != nil {
+				return nil, err
+			}
+		}
+		if c.local != nil && c.dst != nil {
+			if c.local.DT != c.dst.DT {
+				return nil, errorf("DtypeMismatch", "%s: rank %d: local is %s, dst is %s", b.Name(), k.Rank, c.local.DT, c.dst.DT)
+			}
+			if c.local.Count != c.dst.Count {
+				return nil, errorf("OutOfBounds", "%s: rank %d: local has %d elements, dst has %d", b.Name(), k.Rank, c.local.Count, c.dst.Count)
+			}
+		}
+		return starlark.None, k.runFused(c)
+	}
+}
+
+// primitiveBuiltins are the fused primitives' entries in the tl table.
+func primitiveBuiltins() []Builtin {
+	const pieces = " Works on buffers of any length, cut into pieces of slot_size (or piece_bytes) bytes like tl.send; piece i is combined and forwarded as soon as it has arrived while piece i+1 may still be on the wire. The sender's buffer must have the same length and dtype."
+	const final = " final=True divides by world_size when the redop is avg (the last reduction of an allreduce)."
+	return []Builtin{
+		{"recv_reduce_send", "recv_reduce_send(in_dir, local, out_dir, piece_bytes=None)",
+			"Receive a buffer from in_dir, combine it with local (the run's redop) and send the result on out_dir (MSCCL rrs)." + pieces,
+			builtinFused(primitiveSpec{local: true, out: true})},
+		{"recv_reduce_copy", "recv_reduce_copy(in_dir, local, dst, final=False, piece_bytes=None)",
+			"Receive a buffer from in_dir, combine it with local and store the result into dst (MSCCL rrc; dst may be local)." + final + pieces,
+			builtinFused(primitiveSpec{local: true, dst: true, finalParam: true})},
+		{"recv_reduce_copy_send", "recv_reduce_copy_send(in_dir, local, dst, out_dir, final=False, piece_bytes=None)",
+			"Receive a buffer from in_dir, combine it with local, store the result into dst and send it on out_dir (MSCCL rrcs; dst may be local)." + final + pieces,
+			builtinFused(primitiveSpec{local: true, dst: true, out: true, finalParam: true})},
+		{"prefetch", "prefetch(local, piece_bytes=None)",
+			"Start loading the first n_slots pieces of local, the local operand of a fused primitive called later, so that its first pieces are ready when it starts (the next step of a pipeline). The loads are used by the first primitive whose local operand begins with the same pieces; a write to local before that discards them.",
+			builtinPrefetch},
+		{"recv_copy", "recv_copy(in_dir, dst, piece_bytes=None)",
+			"Receive a buffer from in_dir into dst the way the fused primitives do: each piece is loaded from its slot (the credit returns at once when the rings are in this PE's TCM) and stored into dst, and the call returns while the last stores finish (later operations on dst wait for them). tl.recv(dir, dst=) instead copies every slot by DMA and returns when the copies are done (MSCCL r)." + pieces,
+			builtinFused(primitiveSpec{dst: true})},
+		{"recv_copy_send", "recv_copy_send(in_dir, dst, out_dir, piece_bytes=None)",
+			"Receive a buffer from in_dir, store it into dst and send it on out_dir (MSCCL rcs)." + pieces,
+			builtinFused(primitiveSpec{dst: true, out: true})},
+	}
+}
+
+// operand is the buffer that fixes a call's element type and length.
+func (c *fusedCall) operand() *Ptr {
+	if c.local != nil {
+		return c.local
+	}
+	return c.dst
+}
+
+// runFused executes a fused primitive on the calling process.
+func (k *Kernel) runFused(c *fusedCall) error {
+	g := k.G
+	ref := c.operand()
+	dt := ref.DT
+	per := c.piece / int64(dt.Size())
+	if per == 0 {
+		return errorf("IpcqMessageTooLarge", "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
+	}
+	pieces := max(1, (ref.Count+per-1)/per)
+	piece := func(p *Ptr, i int64) *Ptr {
+		v, _ := p.view(i*per, min(per, p.Count-i*per), "")
+		return v
+	}
+	if c.dst != nil {
+		if err := k.checkWrite(c.name, c.dst.Reg); err != nil {
+			return err
+		}
+	}
+	if c.local != nil {
+		if err := k.checkSlot(c.local, c.name+" local"); err != nil {
+			return err
+		}
+	}
+
+	// Local operand pieces in flight, a window of n_slots (the first ones
+	// may have been issued by tl.prefetch).
+	window := int64(g.Cfg.NSlots)
+	var prefetch []*handle
+	var issued int64
+	if c.local != nil {
+		prefetch = make([]*handle, window)
+	}
+	var stores []*handle
+
+	// Piece i+1 is taken and its load issued before piece i's load is
+	// waited for, when it has already arrived: the loads of consecutive
+	// pieces overlap instead of queueing behind each other.
+	var next *handle
+	for i := int64(0); i < pieces; i++ {
+		for c.local != nil && issued < pieces && issued < i+window {
+			lp := piece(c.local, issued)
+			h := k.takePrefetched(lp.Reg)
+			if h == nil {
+				var err error
+				if h, err = k.fetchAsync(lp); err != nil {
+					return err
+				}
+			}
+			prefetch[issued%window] = h
+			issued++
+		}
+		cur := next
+		next = nil
+		if cur == nil {
+			// Never block while holding a deferred send: the piece we
+			// wait for may depend on it.
+			if !c.in.Ready() {
+				if err := k.sendDeferred(); err != nil {
+					return err
+				}
+			}
+			var err error
+			if cur, err = k.startPiece(c, piece(ref, i)); err != nil {
+				return err
+			}
+		}
+		if i+1 < pieces && c.in.Ready() {
+			var err error
+			if next, err = k.startPiece(c, piece(ref, i+1)); err != nil {
+				return err
+			}
+		}
+		v, err := k.wait(c.name, cur)
+		if err != nil {
+			return err
+		}
+		data := v.(*Tile)
+		if c.local != nil {
+			lv, err := k.wait(c.name, prefetch[i%window])
+			if err != nil {
+				return err
+			}
+			if data, err = tileBinary(k.RedOp.Pairwise(), data, lv.(*Tile), c.name); err != nil {
+				return err
+			}
+			if c.final && k.RedOp == dtype.Avg {
+				data = data.scalar(dtype.Div, float64(k.World), int64(k.World), false)
+			}
+		}
+		if c.dst != nil {
+			h, err := k.storeTile(c.name, piece(c.dst, i), data)
+			if err != nil {
+				return err
+			}
+			stores = append(stores, h)
+		}
+		if c.out != nil {
+			sp, err := k.stagingSlot(c.name, dt, data.Count)
+			if err != nil {
+				return err
+			}
+			h, err := k.storeTile(c.name, sp, data)
+			if err != nil {
+				return err
+			}
+			// Piece i-1 goes out now, piece i once piece i+1 has been
+			// combined (or before the kernel next blocks or does
+			// anything but another primitive).
+			if err := k.sendDeferred(); err != nil {
+				return err
+			}
+			k.deferred = &deferredSend{q: c.out, p: sp, store: h, origin: c.origin, fn: c.name}
+		}
+	}
+	// The stores into dst finish on their own: the next call starts at
+	// once, and whatever touches dst later waits for them (settle).
+	for _, h := range stores {
+		k.pendingWrites = append(k.pendingWrites, h.op)
+	}
+	return nil
+}
+
+// deferredSend is a forwarded piece whose send waits for the next piece
+// (or for the kernel's next operation that is not a fused primitive), so
+// that one piece's store overlaps the next one's receive and math, also
+// across consecutive primitive calls.
+type deferredSend struct {
+	q      *machine.QueuePair
+	p      *Ptr    // its staging slot
+	store  *handle // the store filling the staging slot
+	origin any
+	fn     string
+}
+
+// sendDeferred sends the deferred piece, if any.
+func (k *Kernel) sendDeferred() error {
+	d := k.deferred
+	if d == nil {
+		return nil
+	}
+	k.deferred = nil
+	if _, err := k.wait(d.fn, d.store); err != nil {
+		return err
+	}
+	return k.sendMessage(k.Proc, d.q, d.p.Reg, d.p.DT, d.p.Count, d.origin)
+}
+
+// takePrefetched returns and forgets a tl.prefetch load of exactly reg.
+func (k *Kernel) takePrefetched(reg machine.Region) *handle {
+	for i, p := range k.prefetched {
+		if p.reg == reg {
+			k.prefetched = append(k.prefetched[:i], k.prefetched[i+1:]...)
+			return p.h
+		}
+	}
+	return nil
+}
+
+// dropPrefetched forgets tl.prefetch loads that a write to reg makes stale.
+func (k *Kernel) dropPrefetched(reg machine.Region) {
+	if len(k.prefetched) == 0 {
+		return
+	}
+	live := k.prefetched[:0]
+	for _, p := range k.prefetched {
+		if !p.reg.Overlaps(reg) {
+			live = append(live, p)
+		}
+	}
+	k.prefetched = live
+}
+
+// prefetchedLoad is a load issued by tl.prefetch for a later primitive.
+type prefetchedLoad struct {
+	reg machine.Region
+	h   *handle
+}
+
+func builtinPrefetch(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	var v, pieceV starlark.Value = nil, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "local", &v, "piece_bytes?", &pieceV); err != nil {
+		return nil, err
+	}
+	p, err := asPtr(v, b.Name(), "local")
+	if err != nil {
+		return nil, err
+	}
+	piece, err := k.pieceBytes(b.Name(), pieceV)
+	if err != nil {
+		return nil, err
+	}
+	g := k.G
+	per := piece / int64(p.DT.Size())
+	if per == 0 {
+		return starlark.None, nil
+	}
+	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
+		v, _ := p.view(i*per, min(per, p.Count-i*per), "")
+		if k.takePrefetched(v.Reg) != nil {
+			continue
+		}
+		h, err := k.fetchAsync(v)
+		if err != nil {
+			return nil, err
+		}
+		k.prefetched = append(k.prefetched, prefetchedLoad{v.Reg, h})
+	}
+	return starlark.None, nil
+}
+
+// startPiece waits for the next message of c.in, which must carry want's
+// dtype and element count, takes it and issues its load; finish the load
+// with k.wait. A slot in the PE's own TCM is loaded in place (the load is
+// direct and done long before the sender can reuse the slot its credit
+// frees); a slot in HBM or SRAM is first copied into a TCM inbox (the
+// credit returns after the copy), as a recv(dst=) into a landing buffer.
+func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
+	g, q := k.G, c.in
+	if err := g.WaitRecv(k.Proc, q); err != nil {
+		return nil, err
+	}
+	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
+	if dt := dtype.DType(meta.DType); dt != want.DT {
+		name := "raw bytes"
+		if dt.Valid() {
+			name = dt.String()
+		}
+		return nil, errorf("DtypeMismatch", "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, want.DT)
+	}
+	if meta.Count != want.Count || meta.NBytes != want.Reg.N {
+		return nil, errorf("OutOfBounds", "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, want.Count)
+	}
+	if tr := k.M.Trace; tr != nil {
+		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, trace.TidKernel, k.sliceStart)
+	}
+	var src *Ptr
+	if q.Rx.Mem == k.PE.TCM {
+		r := g.Take(q, true)
+		k.Stats.Recv++
+		src = NewPtr(r.Slot, want.DT, meta.Count, k.Rank)
+		src.Slot = &SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
+	} else {
+		inbox, err := k.inboxFor(c.name, want.DT, meta.Count)
+		if err != nil {
+			return nil, err
+		}
+		if src, err = k.recvInto(c.name, q, inbox); err != nil {
+			return nil, err
+		}
+	}
+	return k.fetchAsync(src)
+}
+
+// scratch is a kernel's private TCM used by the fused primitives: a
+// landing slot for rings outside TCM and a staging ring for forwarded
+// pieces. It is allocated on first use and freed with the kernel's
+// tl.alloc memory.
+type scratch struct {
+	inbox     []machine.Region // two landing slots (one piece of lookahead)
+	nextInbox int
+	staging   []machine.Region
+	next      int
+}
+
+// inboxFor returns the next TCM landing view of count elements to receive
+// a slot into (two alternate, for the one piece of lookahead).
+func (k *Kernel) inboxFor(fn string, dt dtype.DType, count int64) (*Ptr, error) {
+	s := &k.scratch
+	if s.inbox == nil {
+		reg, err := k.allocScratch(fn, 2*k.G.Cfg.SlotSize)
+		if err != nil {
+			return nil, err
+		}
+		s.inbox = []machine.Region{reg.Sub(0, k.G.Cfg.SlotSize), reg.Sub(k.G.Cfg.SlotSize, k.G.Cfg.SlotSize)}
+	}
+	reg := s.inbox[s.nextInbox]
+	s.nextInbox = 1 - s.nextInbox
+	return NewPtr(reg, dt, count, k.Rank), nil
+}
+
+// stagingSlot returns the next TCM staging slot as a view of count
+// elements, once no send still reads it. The ring has n_slots + 2 slots:
+// a slot comes round again only after n_slots + 1 later sends, and a send
+// passes backpressure only when the message n_slots before it has been
+// received, so in a ring the wait is almost never taken.
+func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (*Ptr, error) {
+	s := &k.scratch
+	if s.staging == nil {
+		n := k.G.Cfg.NSlots + 2
+		reg, err := k.allocScratch(fn, int64(n)*k.G.Cfg.SlotSize)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < n; i++ {
+			s.staging = append(s.staging, reg.Sub(int64(i)*k.G.Cfg.SlotSize, k.G.Cfg.SlotSize))
+		}
+	}
+	reg := s.staging[s.next]
+	s.next = (s.next + 1) % len(s.staging)
+	p := NewPtr(reg, dt, count, k.Rank)
+	if err := k.G.WaitUnread(k.Proc, p.Reg); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// allocScratch takes n bytes of the PE's TCM for the kernel's lifetime.
+func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
+	mem := k.PE.TCM
+	off, err := mem.Alloc(n)
+	if err != nil {
+		return machine.Region{}, errorf("OutOfMemory", "%s: rank %d: the primitive needs %d bytes of TCM for its staging slots (%v); free TCM (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size, buffer_kind) or forward with tl.send", fn, k.Rank, n, err)
+	}
+	reg := machine.Region{Mem: mem, Off: off, N: n}
+	k.allocs = append(k.allocs, reg)
+	LogWrite(k.M, k.Rank, "alloc", reg, true)
+	return reg, nil
+}
+
+// scalar is t op s, costed and logged like a tile-by-scalar expression.
+func (t *Tile) scalar(op dtype.Op, f float64, i int64, right bool) *Tile {
+	out := t.like()
+	dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, right)
+	out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
+	t.k.logMath(out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, right })
+	return out
+}
