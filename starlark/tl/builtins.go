@@ -116,11 +116,27 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.MakeInt(q.Peer), nil
 			}},
+		{"ready", "ready(dir)", "True when a message is waiting on dir (a recv would not block). Never blocks: lets a kernel do other work first, as the fused primitives do.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var dir string
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir); err != nil {
+					return nil, err
+				}
+				g, err := k.group(b.Name())
+				if err != nil {
+					return nil, err
+				}
+				q, err := g.Lookup(k.Rank, dir, false)
+				if err != nil {
+					return nil, err
+				}
+				return starlark.Bool(q.Ready()), nil
+			}},
 		{"send", "send(dir, src, nbytes=None, piece_bytes=None)", "Blocking send of src (a Ptr, or its first nbytes) to the peer of dir, as ceil(nbytes / slot_size) messages: full slots, then the rest (piece_bytes, at most slot_size, makes the messages smaller; the receiver must cut its buffer the same way). Blocks only while the peer's ring is full; returns once the last message is queued on DMA vc_comm (ipcq_overhead_ns per message). src stays in flight until the DMAs complete (tl.flush).",
 			builtinSend},
 		{"send_async", "send_async(dir, src, nbytes=None, piece_bytes=None)", "Non-blocking tl.send: its messages are issued in the background as credits allow, and the kernel goes on at once. tl.wait(handle) returns when the last message has been issued; until then no other send may use dir (DirectionInUse). src stays in flight until the DMAs complete (tl.flush).",
 			builtinSendAsync},
-		{"recv", "recv(dir=None, dst=None)", "Blocking receive. Returns the rx slot itself (return_slot, zero-copy; valid until the ring wraps) or dst after the slot was copied there (copy_to_dst). dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype and count.",
+		{"recv", "recv(dir=None, dst=None)", "Blocking receive. Without dst: one message, as the rx slot itself (return_slot, zero-copy; valid until the ring wraps). With dst: as many messages as fill dst, each copied out of its slot by DMA (copy_to_dst; its credit returns when its copy is done, so the sender refills the ring meanwhile); a message shorter than slot_size ends the buffer early. Returns the view of dst that was written. dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir, dst starlark.Value = starlark.None, starlark.None
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {

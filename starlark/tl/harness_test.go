@@ -71,7 +71,8 @@ type world struct {
 	g       *machine.Group
 	n       int
 	kernels []*tl.Kernel
-	errs    []error // each rank's kernel error
+	errs    []error     // each rank's kernel error
+	redOp   dtype.RedOp // the collective's reduction (tl.redop)
 }
 
 func newWorld(t *testing.T, n int) *world {
@@ -94,12 +95,12 @@ func newWorldCfg(t *testing.T, n int, cfg machine.IPCQConfig) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{s: s, m: m, g: g, n: n, kernels: make([]*tl.Kernel, n), errs: make([]error, n)}
+	return &world{s: s, m: m, g: g, n: n, kernels: make([]*tl.Kernel, n), errs: make([]error, n), redOp: dtype.Sum}
 }
 
 // kernel makes rank r's tl value running in proc.
 func (w *world) kernel(r int, proc *sim.Proc) *tl.Kernel {
-	return tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: w.n, RedOp: dtype.Sum, Proc: proc})
+	return tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: w.n, RedOp: w.redOp, Proc: proc})
 }
 
 // run calls fn(rank, tl=tl) on every rank as concurrent simulated processes

@@ -70,8 +70,12 @@ var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, 
 // block nor touch memory.
 var keepsDeferredSend = map[string]bool{
 	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "prefetch": true,
-	"program_id": true, "directions": true, "peer": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true,
+	"program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true,
 }
+
+// threadKernelKey is the Starlark thread-local naming the kernel whose tl
+// builtins the thread last called (Ptr.tolist waits for its stores).
+const threadKernelKey = "kernbench.tl.kernel"
 
 var _ starlark.HasAttrs = (*Kernel)(nil)
 
@@ -121,6 +125,9 @@ func New(k *Kernel) *Kernel {
 	for i := range Builtins {
 		b := &Builtins[i]
 		fn := func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			if th.Local(threadKernelKey) != k {
+				th.SetLocal(threadKernelKey, k)
+			}
 			return b.Fn(k, th, sb, args, kw)
 		}
 		if !keepsDeferredSend[b.Name] {

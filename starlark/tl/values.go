@@ -129,6 +129,9 @@ type Member struct {
 	Get func(recv starlark.Value) starlark.Value
 	// Call implements a method.
 	Call func(recv starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)
+	// Reads marks a Ptr method that reads memory now: stores the calling
+	// kernel left under way into the view (fused primitives) finish first.
+	Reads bool
 
 	builtin *starlark.Builtin
 }
@@ -138,8 +141,15 @@ func bindMembers(ms []Member) map[string]*Member {
 	for i := range ms {
 		m := &ms[i]
 		if m.Call != nil {
-			call := m.Call
-			m.builtin = starlark.NewBuiltin(m.Name, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			call, reads := m.Call, m.Reads
+			m.builtin = starlark.NewBuiltin(m.Name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				if reads {
+					if k, ok := th.Local(threadKernelKey).(*Kernel); ok && k.Proc.Sim().Running() == k.Proc {
+						if err := k.settle(b.Receiver().(*Ptr).Reg); err != nil {
+							return nil, err
+						}
+					}
+				}
 				return call(b.Receiver(), b, args, kw)
 			})
 		}
@@ -204,13 +214,13 @@ var PtrMembers = []Member{
 		return v.(*Ptr).view(int64(start), int64(count), ".slice")
 	}},
 	{Name: "space", Sig: "space", Doc: `Memory kind: "tcm", "sram" or "hbm".`, Get: func(v starlark.Value) starlark.Value { return starlark.String(v.(*Ptr).Reg.Mem.Space.String()) }},
-	{Name: "tobytes", Sig: "tobytes()", Doc: "Current contents as bytes, read without simulated cost (host code, checks, tests).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "tobytes", Sig: "tobytes()", Doc: "Current contents as bytes, read without simulated cost (host code, checks, tests). In a kernel, stores a fused primitive left under way into the view finish first.", Reads: true, Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Ptr.tobytes", args, kw, 0); err != nil {
 			return nil, err
 		}
 		return starlark.Bytes(v.(*Ptr).Reg.Bytes()), nil
 	}},
-	{Name: "tolist", Sig: "tolist()", Doc: "Current contents as a list of numbers, read without simulated cost.", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "tolist", Sig: "tolist()", Doc: "Current contents as a list of numbers, read without simulated cost. In a kernel, stores a fused primitive left under way into the view finish first.", Reads: true, Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Ptr.tolist", args, kw, 0); err != nil {
 			return nil, err
 		}
