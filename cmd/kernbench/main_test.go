@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -38,8 +39,26 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"kbexit": kbexit},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"kbexit": kbexit, "dropwall": dropwall},
 	})
+}
+
+// dropwall FILE rewrites FILE without its wall-clock lines ("wall_s" in
+// JSON, "wall ...s" in tables), the only part of a report that may differ
+// between two runs of the same inputs.
+func dropwall(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: dropwall FILE")
+	}
+	var kept []string
+	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
+		if !strings.Contains(line, `"wall_s"`) && !strings.Contains(line, " wall ") {
+			kept = append(kept, line)
+		}
+	}
+	if err := os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		ts.Fatalf("dropwall: %v", err)
+	}
 }
 
 func kbexit(ts *testscript.TestScript, neg bool, args []string) {

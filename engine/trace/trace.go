@@ -20,6 +20,9 @@ const (
 	TidVCCompute = 2
 	TidVCComm    = 3
 	tidRxBase    = 10
+	// TidThreadStride separates the tracks of a kernel's tl.spawn
+	// threads: thread i draws on TidKernel + i*TidThreadStride.
+	TidThreadStride = 1000
 )
 
 // Event is one Chrome Trace Event.

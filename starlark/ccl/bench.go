@@ -156,6 +156,14 @@ func simFailure(err error, file string) error {
 		if errors.As(err, &ee) {
 			f.Msg = fmt.Sprintf("rank %d: %s", re.rank, ee.Msg)
 		}
+		var the *tl.ThreadError
+		if errors.As(err, &the) {
+			// A spawned thread failed: say which, and where it was spawned.
+			msg := strings.TrimPrefix(f.Msg, fmt.Sprintf("rank %d: ", re.rank))
+			f.Msg = fmt.Sprintf("rank %d %s: %s", re.rank, the.Thread, msg)
+			f.SpawnedAt = the.SpawnedAt
+			f.Detail += "\nthe thread was spawned at:\n  " + strings.Join(the.SpawnedAt, "\n  ")
+		}
 		if f.Kind == "StepLimit" {
 			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
 		}

@@ -142,6 +142,8 @@ type ErrorOut struct {
 	Message   string   `json:"message"`
 	Rank      *int     `json:"rank,omitempty"`
 	Backtrace []string `json:"backtrace,omitempty"`
+	// SpawnedAt is where a failing tl.spawn thread was spawned.
+	SpawnedAt []string `json:"spawned_at,omitempty"`
 }
 
 // Exit statuses (spec/cli.md).
@@ -162,6 +164,7 @@ type Failure struct {
 	Msg       string
 	Detail    string // multi-line report (backtrace, blocked processes)
 	Backtrace []string
+	SpawnedAt []string // a failing thread's spawn stack
 	Err       error
 	// WaitFor is the wait-for graph of a deadlock.
 	WaitFor []waitEdge
@@ -175,7 +178,7 @@ func (f *Failure) Unwrap() error { return f.Err }
 
 // Out converts the failure into the JSON error object.
 func (f *Failure) Out() *ErrorOut {
-	o := &ErrorOut{Kind: f.Kind, Message: f.Msg, Backtrace: f.Backtrace}
+	o := &ErrorOut{Kind: f.Kind, Message: f.Msg, Backtrace: f.Backtrace, SpawnedAt: f.SpawnedAt}
 	if f.Rank >= 0 {
 		r := f.Rank
 		o.Rank = &r
@@ -779,7 +782,13 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	stats := make([]tl.Stats, p.world)
 	w.snapshot()
 	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		k := tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc})
+		k := tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc,
+			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
+				th := loader.NewThread(name)
+				th.SetLocal(kernelKey, t)
+				return th
+			},
+			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }})
 		th.SetLocal(kernelKey, k)
 		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
 		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})

@@ -10,7 +10,6 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
-	"kernbench/engine/trace"
 )
 
 // handle is the result of an async tl call, completed by tl.wait.
@@ -20,6 +19,7 @@ type handle struct {
 	src   *Ptr // fetch source (for the tile's dtype/count)
 	dir   starlark.Value
 	dst   *Ptr
+	at    any // where a recv_async was issued
 	done  bool
 	value starlark.Value
 	// stale is the StaleSlot error found when a read of a slot completed.
@@ -116,6 +116,8 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.MakeInt(q.Peer), nil
 			}},
+		{"spawn", "spawn(fn, *args, **kwargs)", "Run fn(tl, *args, **kwargs) as another thread on this PE: a simulated process sharing the PE's DMA channels, math unit, memory ports and directions, with its own tl (pass it on; the thread's tl.rank etc. are the rank's). Returns a handle; tl.wait(handle) joins the thread and returns fn's result. The kernel ends when its threads have ended; an error in a thread fails the run with its backtrace and where it was spawned. A direction's send side and receive side are each used by one thread at a time (DirectionInUse).",
+			builtinSpawn},
 		{"ready", "ready(dir)", "True when a message is waiting on dir (a recv would not block). Never blocks: lets a kernel do other work first, as the fused primitives do.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir string
@@ -137,15 +139,15 @@ func kernelBuiltins() []Builtin {
 		{"send_async", "send_async(dir, src, nbytes=None, piece_bytes=None)", "Non-blocking tl.send: its messages are issued in the background as credits allow, and the kernel goes on at once. tl.wait(handle) returns when the last message has been issued; until then no other send may use dir (DirectionInUse). src stays in flight until the DMAs complete (tl.flush).",
 			builtinSendAsync},
 		{"recv", "recv(dir=None, dst=None)", "Blocking receive. Without dst: one message, as the rx slot itself (return_slot, zero-copy; valid until the ring wraps). With dst: as many messages as fill dst, each copied out of its slot by DMA (copy_to_dst; its credit returns when its copy is done, so the sender refills the ring meanwhile); a message shorter than slot_size ends the buffer early. Returns the view of dst that was written. dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir, dst starlark.Value = starlark.None, starlark.None
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
 					return nil, err
 				}
-				return k.recv(b.Name(), dir, dst)
+				return k.recv(b.Name(), dir, dst, th.CallFrame(1).Pos)
 			}},
 		{"recv_async", "recv_async(dir=None, dst=None)", "Non-blocking receive: returns a handle; tl.wait(handle) completes it like tl.recv and returns the Ptr.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir, dst starlark.Value = starlark.None, starlark.None
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
 					return nil, err
@@ -163,7 +165,7 @@ func kernelBuiltins() []Builtin {
 						return nil, err
 					}
 				}
-				h := &handle{kind: "recv", dir: dir}
+				h := &handle{kind: "recv", dir: dir, at: th.CallFrame(1).Pos}
 				if dst != starlark.None {
 					p, err := asPtr(dst, b.Name(), "dst")
 					if err != nil {
@@ -173,7 +175,7 @@ func kernelBuiltins() []Builtin {
 				}
 				return h, nil
 			}},
-		{"wait", "wait(handle)", "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async) or None (store_async, copy_async).",
+		{"wait", "wait(handle)", "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async), the thread function's return value (spawn; an error in the thread fails the run) or None (store_async, copy_async, send_async).",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var v starlark.Value
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &v); err != nil {
@@ -184,6 +186,8 @@ func kernelBuiltins() []Builtin {
 					return k.wait(b.Name(), h)
 				case *sendHandle:
 					return starlark.None, k.joinSends(h.q)
+				case *threadHandle:
+					return k.joinThread(h)
 				}
 				return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
 			}},
@@ -341,7 +345,7 @@ func kernelBuiltins() []Builtin {
 					return nil, errorf("OutOfMemory", "%s: rank %d: %v", b.Name(), k.Rank, err)
 				}
 				reg := machine.Region{Mem: mem, Off: off, N: n}
-				k.allocs = append(k.allocs, reg)
+				k.rootKernel().allocs = append(k.rootKernel().allocs, reg)
 				LogWrite(k.M, k.Rank, "alloc", reg, true)
 				return NewPtr(reg, d, int64(count), k.Rank), nil
 			}},
@@ -494,6 +498,11 @@ func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcV, nbV starlark.
 // message for an empty src), each a normal IPCQ message, and returns when
 // the last one has been issued.
 func (k *Kernel) sendBuffer(q *machine.QueuePair, src *Ptr, piece int64, origin any) error {
+	release, err := k.useSide(q, true, "tl.send", origin)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if err := k.prepareSend(q, src); err != nil {
 		return err
 	}
@@ -556,7 +565,7 @@ func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Regi
 		return err
 	}
 	if tr := k.M.Trace; tr != nil {
-		tr.FlowStart(flowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, trace.TidKernel, k.sliceStart)
+		tr.FlowStart(flowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
 	return nil
 }
@@ -586,11 +595,16 @@ func builtinSendAsync(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args 
 		return nil, err
 	}
 	origin := th.CallFrame(1).Pos
+	release, err := k.useSide(q, true, "tl.send_async", origin)
+	if err != nil {
+		return nil, err
+	}
 	h := &sendHandle{q: q, origin: origin}
 	k.asyncSends = append(k.asyncSends, h)
 	k.M.Sim.Spawn(fmt.Sprintf("rank %d tl.send_async(%q) issued at %v", k.Rank, q.Dir, origin), func(p *sim.Proc) {
 		h.err = k.sendPieces(p, q, src, piece, origin)
 		h.done = true
+		release()
 		if h.err != nil && !errors.Is(h.err, sim.ErrKilled) {
 			k.M.Sim.Stop(fmt.Errorf("rank %d: tl.send_async issued at %v: %w", k.Rank, origin, h.err))
 		}
@@ -651,7 +665,7 @@ func (k *Kernel) checkSlot(p *Ptr, use string) error {
 		k.Rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.SlotGen[p.Slot.Idx], len(q.SlotGen))
 }
 
-func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, error) {
+func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Value, error) {
 	g, err := k.group(fn)
 	if err != nil {
 		return nil, err
@@ -671,6 +685,11 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 		if q, err = g.Lookup(k.Rank, dir, false); err != nil {
 			return nil, err
 		}
+		release, err := k.useSide(q, false, fn, at)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		if err := g.WaitRecv(k.Proc, q); err != nil {
 			return nil, err
 		}
@@ -683,7 +702,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 		dt = dtype.U8
 	}
 	if tr := k.M.Trace; tr != nil {
-		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, trace.TidKernel, k.sliceStart)
+		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
 	if dst == nil {
 		r := g.Take(q, true)
@@ -693,7 +712,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 		p.Slot = &SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
 		return p, nil
 	}
-	return k.recvInto(fn, q, dst)
+	return k.recvInto(fn, q, dst, at)
 }
 
 // recvInto receives messages of q into consecutive parts of dst until dst
@@ -702,7 +721,12 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value) (starlark.Value, err
 // of its slot is issued as soon as it arrives and its credit returns when
 // that copy completes, so the sender refills the ring while earlier copies
 // are still under way. It returns the view of dst that was written.
-func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr) (*Ptr, error) {
+func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*Ptr, error) {
+	release, err := k.useSide(q, false, fn, at)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	g := k.G
 	if err := k.settle(dst.Reg); err != nil {
 		return nil, err
@@ -732,7 +756,7 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr) (*Ptr, erro
 		}
 		if got > 0 {
 			if tr := k.M.Trace; tr != nil {
-				tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, trace.TidKernel, k.sliceStart)
+				tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
 			}
 		}
 		part := dst.Reg.Sub(got, meta.NBytes)
@@ -794,8 +818,12 @@ func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starla
 	return k.storeTile(b.Name(), p, t)
 }
 
-// checkWrite rejects a write into a range an unfinished send still reads.
+// checkWrite rejects a write into a range an unfinished send still reads,
+// or that a primitive of another thread reads as its local operand.
 func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
+	if err := k.checkOperandWrite(fn, dst); err != nil {
+		return err
+	}
 	if k.G == nil {
 		return nil
 	}
@@ -880,7 +908,7 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 				return starlark.None
 			}
 			return h.dst
-		}())
+		}(), h.at)
 		if err != nil {
 			return nil, err
 		}

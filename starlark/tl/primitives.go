@@ -6,7 +6,6 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
-	"kernbench/engine/trace"
 )
 
 // The fused primitives (MSCCL's rrs, rrc, rrcs, rcs; NCCL's
@@ -150,6 +149,21 @@ func (c *fusedCall) operand() *Ptr {
 // runFused executes a fused primitive on the calling process.
 func (k *Kernel) runFused(c *fusedCall) error {
 	g := k.G
+	releaseIn, err := k.useSide(c.in, false, c.name, c.origin)
+	if err != nil {
+		return err
+	}
+	defer releaseIn()
+	if c.out != nil {
+		release, err := k.useSide(c.out, true, c.name, c.origin)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	if c.local != nil {
+		defer k.readingOperand(c.local.Reg, c.name, c.origin)()
+	}
 	ref := c.operand()
 	dt := ref.DT
 	per := c.piece / int64(dt.Size())
@@ -259,7 +273,13 @@ func (k *Kernel) runFused(c *fusedCall) error {
 			if err := k.sendDeferred(); err != nil {
 				return err
 			}
-			k.deferred = &deferredSend{q: c.out, p: sp, store: h, origin: c.origin, fn: c.name}
+			// The deferred piece keeps the send side in use until it is
+			// sent, which may be after this call.
+			release, err := k.useSide(c.out, true, c.name, c.origin)
+			if err != nil {
+				return err
+			}
+			k.deferred = &deferredSend{q: c.out, p: sp, store: h, origin: c.origin, fn: c.name, release: release}
 		}
 	}
 	// The stores into dst finish on their own: the next call starts at
@@ -280,6 +300,8 @@ type deferredSend struct {
 	store  *handle // the store filling the staging slot
 	origin any
 	fn     string
+	// release gives up the send side once the piece has been sent.
+	release func()
 }
 
 // sendDeferred sends the deferred piece, if any.
@@ -289,6 +311,7 @@ func (k *Kernel) sendDeferred() error {
 		return nil
 	}
 	k.deferred = nil
+	defer d.release()
 	if _, err := k.wait(d.fn, d.store); err != nil {
 		return err
 	}
@@ -381,7 +404,7 @@ func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
 		return nil, errorf("OutOfBounds", "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, want.Count)
 	}
 	if tr := k.M.Trace; tr != nil {
-		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, trace.TidKernel, k.sliceStart)
+		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
 	var src *Ptr
 	if q.Rx.Mem == k.PE.TCM {
@@ -394,7 +417,7 @@ func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
 		if err != nil {
 			return nil, err
 		}
-		if src, err = k.recvInto(c.name, q, inbox); err != nil {
+		if src, err = k.recvInto(c.name, q, inbox, c.origin); err != nil {
 			return nil, err
 		}
 	}
@@ -462,7 +485,7 @@ func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 		return machine.Region{}, errorf("OutOfMemory", "%s: rank %d: the primitive needs %d bytes of TCM for its staging slots (%v); free TCM (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size, buffer_kind) or forward with tl.send", fn, k.Rank, n, err)
 	}
 	reg := machine.Region{Mem: mem, Off: off, N: n}
-	k.allocs = append(k.allocs, reg)
+	k.rootKernel().allocs = append(k.rootKernel().allocs, reg)
 	LogWrite(k.M, k.Rank, "alloc", reg, true)
 	return reg, nil
 }

@@ -13,7 +13,8 @@ var ErrorKinds = []struct{ Kind, Doc string }{
 	{"DtypeMismatch", "operands or a destination of another dtype (also a recv into a dst of another dtype)"},
 	{"StaleSlot", "a return_slot Ptr read after a later message overwrote its slot"},
 	{"SendBufferHazard", "a store, copy or recv into a range that an unfinished send still reads (tl.flush first)"},
-	{"DirectionInUse", "a send on a direction whose send side a tl.send_async is still using (tl.wait its handle first)"},
+	{"DirectionInUse", "a send on a direction whose send side a tl.send_async is still using (tl.wait its handle first), or a direction side (send or receive) used by two threads of one rank at once"},
+	{"LocalOperandHazard", "a write by one thread into a buffer that a fused primitive of another thread still reads as its local operand"},
 	{"OutOfMemory", "tl.alloc beyond the memory's capacity (also the TCM staging of the fused primitives)"},
 }
 

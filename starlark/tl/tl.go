@@ -14,7 +14,6 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
-	"kernbench/engine/trace"
 )
 
 // Stats counts a rank's operations (for the report's "ops").
@@ -55,7 +54,28 @@ type Kernel struct {
 	asyncSends []*sendHandle
 	// prefetched are tl.prefetch loads waiting for their primitive.
 	prefetched []prefetchedLoad
-	attrs      map[string]starlark.Value
+
+	// NewThread makes the Starlark thread of a tl.spawn thread (the
+	// runner's loader thread: print, load, step limit); nil: a plain one.
+	NewThread func(name string, k *Kernel) *starlark.Thread
+	// Fail ends the run with a thread's error (the runner attributes it to
+	// the rank); nil: the simulation is stopped with it.
+	Fail func(err error)
+
+	// root is the rank's kernel when this is a tl.spawn thread (nil for
+	// the kernel itself); the root holds what threads share.
+	root *Kernel
+	// thread is this thread's number on its rank (0 for the kernel).
+	thread     int
+	threadName string
+	// children are the threads this kernel or thread spawned.
+	children []*threadHandle
+	// Only on the root: the number of threads spawned so far, the
+	// direction sides in use and the local operands being read.
+	nthreads int
+	sides    map[sideKey]*sideUse
+	reading  []*operandRead
+	attrs    map[string]starlark.Value
 	// sliceStart is when the traced operation in progress began.
 	sliceStart sim.Time
 }
@@ -70,7 +90,7 @@ var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, 
 // block nor touch memory.
 var keepsDeferredSend = map[string]bool{
 	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "prefetch": true,
-	"program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true,
+	"spawn": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true,
 }
 
 // threadKernelKey is the Starlark thread-local naming the kernel whose tl
@@ -152,7 +172,7 @@ func New(k *Kernel) *Kernel {
 				start := k.M.Sim.Now()
 				k.sliceStart = start
 				v, err := untraced(th, sb, args, kw)
-				k.M.Trace.Slice(k.PE.ID+1, trace.TidKernel, "kernel", name, start, k.M.Sim.Now(), nil)
+				k.M.Trace.Slice(k.PE.ID+1, k.tid(), k.track(), name, start, k.M.Sim.Now(), nil)
 				return v, err
 			}
 		}
@@ -192,14 +212,27 @@ func (k *Kernel) AttrNames() []string {
 // joins tl.send_async calls, waits for the stores still under way (the kernel is done
 // when its data is in memory), then releases the kernel's memory.
 func (k *Kernel) Finish() error {
+	err := k.finishOps()
+	k.Release()
+	return err
+}
+
+// finishOps completes what a kernel or thread leaves under way: its
+// deferred send, its tl.send_async calls, the threads it spawned and its
+// stores.
+func (k *Kernel) finishOps() error {
 	err := k.sendDeferred()
 	if err == nil {
 		err = k.joinSends(nil)
 	}
+	for _, h := range k.children {
+		if err == nil {
+			_, err = k.joinThread(h)
+		}
+	}
 	if err == nil {
 		err = k.drainWrites()
 	}
-	k.Release()
 	return err
 }
 

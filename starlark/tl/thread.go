@@ -1,0 +1,237 @@
+package tl
+
+import (
+	"errors"
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/engine/trace"
+)
+
+// Threads (tl.spawn) are further simulated processes on the same PE: they
+// share its DMA channels, math unit, memory ports, IPCQ endpoint and the
+// kernel's tl.alloc memory, and each has its own tl value (its own
+// staging, deferred send and pending stores). A direction's send side and
+// its receive side are each used by one thread at a time.
+
+// ThreadError is the failure of a tl.spawn thread: the thread's error (with
+// its Starlark backtrace) and where it was spawned.
+type ThreadError struct {
+	Rank      int
+	Thread    string   // "thread 1 (worker)"
+	SpawnedAt []string // the spawning call stack, outermost first, as "file:line:col: in fn"
+	Err       error
+}
+
+func (e *ThreadError) Error() string {
+	at := "?"
+	if n := len(e.SpawnedAt); n > 0 {
+		at = e.SpawnedAt[n-1]
+	}
+	return fmt.Sprintf("%s (spawned at %s): %v", e.Thread, at, e.Err)
+}
+func (e *ThreadError) Unwrap() error { return e.Err }
+
+// threadHandle is the handle tl.spawn returns; tl.wait joins it.
+type threadHandle struct {
+	k      *Kernel // the thread's tl
+	done   bool
+	value  starlark.Value
+	err    error
+	waiter *sim.Proc
+}
+
+func (h *threadHandle) String() string        { return fmt.Sprintf("<thread %s>", h.k.threadName) }
+func (h *threadHandle) Type() string          { return "handle" }
+func (h *threadHandle) Freeze()               {}
+func (h *threadHandle) Truth() starlark.Bool  { return true }
+func (h *threadHandle) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: handle") }
+
+func (k *Kernel) rootKernel() *Kernel {
+	if k.root != nil {
+		return k.root
+	}
+	return k
+}
+
+// tid is the trace track of this kernel or thread on its PE.
+func (k *Kernel) tid() int { return trace.TidKernel + k.thread*trace.TidThreadStride }
+
+func (k *Kernel) track() string {
+	if k.thread == 0 {
+		return "kernel"
+	}
+	return k.threadName
+}
+
+func (k *Kernel) fail(err error) {
+	if f := k.rootKernel().Fail; f != nil {
+		f(err)
+		return
+	}
+	k.M.Sim.Stop(err)
+}
+
+func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%s: want the function to run, as fn(tl, *args, **kwargs)", b.Name())
+	}
+	fn, ok := args[0].(starlark.Callable)
+	if !ok {
+		return nil, fmt.Errorf("%s: want a function, got %s", b.Name(), args[0].Type())
+	}
+	root := k.rootKernel()
+	root.nthreads++
+	child := &Kernel{M: k.M, G: k.G, EP: k.EP, PE: k.PE, Rank: k.Rank, World: k.World, RedOp: k.RedOp, Stats: k.Stats, Obs: k.Obs, root: root, thread: root.nthreads}
+	child.threadName = fmt.Sprintf("thread %d (%s)", child.thread, fn.Name())
+	New(child)
+	name := fmt.Sprintf("rank %d %s", k.Rank, child.threadName)
+	var sth *starlark.Thread
+	if root.NewThread != nil {
+		sth = root.NewThread(name, child)
+	} else {
+		sth = &starlark.Thread{Name: name, Print: th.Print, Load: th.Load}
+	}
+	h := &threadHandle{k: child}
+	k.children = append(k.children, h)
+	var spawnedAt []string
+	stack := th.CallStack()
+	for _, fr := range stack[:len(stack)-1] { // the last frame is tl.spawn itself
+		spawnedAt = append(spawnedAt, fmt.Sprintf("%s: in %s", fr.Pos, fr.Name))
+	}
+	callArgs := append(starlark.Tuple{child}, args[1:]...)
+	proc := k.M.Sim.Spawn(name, func(p *sim.Proc) {
+		child.Proc = p
+		v, err := starlark.Call(sth, fn, callArgs, kw)
+		if err == nil {
+			err = child.finishOps()
+		}
+		h.value, h.err, h.done = v, err, true
+		if err != nil && !errors.Is(err, sim.ErrKilled) {
+			h.err = &ThreadError{Rank: k.Rank, Thread: child.threadName, SpawnedAt: spawnedAt, Err: err}
+			k.fail(h.err)
+		}
+		if w := h.waiter; w != nil {
+			h.waiter = nil
+			w.Wake()
+		}
+	})
+	proc.Data = sth
+	return h, nil
+}
+
+// joinThread blocks until the thread has returned and gives its result.
+func (k *Kernel) joinThread(h *threadHandle) (starlark.Value, error) {
+	for !h.done {
+		h.waiter = k.Proc
+		k.Proc.Wait, k.Proc.WaitSince = h, k.M.Sim.Now()
+		err := k.Proc.Park()
+		k.Proc.Wait = nil
+		if err != nil {
+			return nil, err
+		}
+	}
+	if h.err != nil {
+		return nil, h.err
+	}
+	if h.value == nil {
+		return starlark.None, nil
+	}
+	return h.value, nil
+}
+
+// sideKey names one side of a queue pair: its send side or its receive
+// side.
+type sideKey struct {
+	q    *machine.QueuePair
+	send bool
+}
+
+// sideUse is a thread's operation in progress on a direction side.
+type sideUse struct {
+	k  *Kernel
+	op string
+	at any // the Starlark position
+	n  int // uses by k not yet released
+}
+
+// useSide marks q's send or receive side as used by this thread's
+// operation op until the returned release is called; another live thread
+// using it is a DirectionInUse error naming both positions. Uses by the
+// same thread nest: the side is free when each has been released.
+func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (release func(), err error) {
+	root := k.rootKernel()
+	if root.nthreads == 0 {
+		return func() {}, nil // one thread: nothing to arbitrate
+	}
+	if root.sides == nil {
+		root.sides = map[sideKey]*sideUse{}
+	}
+	key := sideKey{q, send}
+	u := root.sides[key]
+	if u != nil && u.k != k {
+		side := "receive"
+		if send {
+			side = "send"
+		}
+		return nil, errorf("DirectionInUse", "rank %d %s: %s at %v uses the %s side of %s while %s's %s at %v is using it (one thread per direction side at a time)",
+			k.Rank, k.track(), op, at, side, q.Dir, u.k.track(), u.op, u.at)
+	}
+	if u == nil {
+		u = &sideUse{k: k, op: op, at: at}
+		root.sides[key] = u
+	}
+	u.n++
+	released := false
+	return func() {
+		if released {
+			return
+		}
+		released = true
+		if u.n--; u.n == 0 && root.sides[key] == u {
+			delete(root.sides, key)
+		}
+	}, nil
+}
+
+// operandRead is a fused primitive reading its local operand (its loads
+// are issued over the whole call).
+type operandRead struct {
+	k   *Kernel
+	reg machine.Region
+	op  string
+	at  any
+}
+
+// readingOperand registers c's local operand as being read until done.
+func (k *Kernel) readingOperand(reg machine.Region, op string, at any) (done func()) {
+	root := k.rootKernel()
+	if root.nthreads == 0 {
+		return func() {}
+	}
+	r := &operandRead{k: k, reg: reg, op: op, at: at}
+	root.reading = append(root.reading, r)
+	return func() {
+		for i, x := range root.reading {
+			if x == r {
+				root.reading = append(root.reading[:i], root.reading[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// checkOperandWrite rejects a write into a local operand that a primitive
+// of another thread is still reading.
+func (k *Kernel) checkOperandWrite(fn string, dst machine.Region) error {
+	for _, r := range k.rootKernel().reading {
+		if r.k != k && r.reg.Overlaps(dst) {
+			return errorf("LocalOperandHazard", "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",
+				fn, k.Rank, k.track(), dst, r.k.track(), r.op, r.at)
+		}
+	}
+	return nil
+}
