@@ -15,6 +15,7 @@ import (
 
 	"kernbench"
 	"kernbench/engine/config"
+	"kernbench/engine/topology"
 	"kernbench/starlark/ccl"
 )
 
@@ -73,7 +74,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml to use (default ./ccl.yaml, else the embedded default)")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
-	f.StringVar(&o.Topology, "topology", "", "ring_1d | ring_1d_unidir | mesh_2d | tree_binary | none | custom")
+	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names, " | "))
 	f.StringVar(&o.Collective, "collective", "", "allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall")
 	f.Int64Var(&o.count, "count", 0, "elements per rank buffer")
 	f.StringVar(&o.bytes, "bytes", "", "bytes per rank buffer, e.g. 64K, 4M (default 1M)")

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"kernbench/engine/topology"
 )
 
 // DefaultName is the file name used for the embedded default configuration.
@@ -50,6 +52,7 @@ type Settings struct {
 	DeadlockTimeoutNs   int64     // deadlock_timeout_ns: >= 1
 	MaxSimTimeNs        int64     // max_sim_time_ns: >= 1
 	MeshShape           []int     // mesh_shape: optional [rows, cols], both >= 1
+	Channels            int       // channels: directions per neighbour of a builtin topology (0 = absent = 1)
 }
 
 // VCWeights are the weighted round-robin weights of a PE's two DMA virtual
@@ -74,6 +77,15 @@ type Algorithm struct {
 	overrides Settings
 }
 
+// ParamsOrNil is a's params, or nil when a is nil (a file run without a
+// ccl.yaml entry).
+func (a *Algorithm) ParamsOrNil() map[string]any {
+	if a == nil {
+		return nil
+	}
+	return a.Params
+}
+
 // System describes the simulated machine.
 type System struct {
 	Sips, CubesPerSip, PesPerCube int      // each >= 1
@@ -81,6 +93,22 @@ type System struct {
 	Memory                        Memories // memory:
 	Math                          Math     // math:
 	Placement                     []int    // placement: optional, rank r -> global PE index
+}
+
+// Location is where rank sits: its SIP, its cube within the SIP and its PE
+// within the cube (system.placement, else rank r on the r-th PE).
+func (s *System) Location(rank int) (sip, cube, pe int, err error) {
+	id := rank
+	if s.Placement != nil {
+		if rank >= len(s.Placement) {
+			return 0, 0, 0, fmt.Errorf("system.placement lists %d PEs, rank %d has none", len(s.Placement), rank)
+		}
+		id = s.Placement[rank]
+	}
+	if id < 0 || id >= s.NumPEs() {
+		return 0, 0, 0, fmt.Errorf("rank %d is on PE %d, outside the machine's %d PEs", rank, id, s.NumPEs())
+	}
+	return id / (s.CubesPerSip * s.PesPerCube), id / s.PesPerCube % s.CubesPerSip, id % s.PesPerCube, nil
 }
 
 // NumPEs is the number of PEs in the system.
@@ -110,7 +138,7 @@ type Math struct{ BytesPerNs, LatencyNs float64 }
 var (
 	bufferKinds   = []string{"tcm", "hbm", "sram"}
 	backpressures = []string{"sleep", "poll"}
-	topologies    = []string{"ring_1d", "ring_1d_unidir", "mesh_2d", "tree_binary", "none", "custom"}
+	topologies    = topology.Names // one list: the topology package declares them
 	collectives   = []string{"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"}
 )
 

@@ -96,6 +96,7 @@ func TestLoad(t *testing.T) {
 				"  deadlock_timeout_ns: 1000",
 				"  max_sim_time_ns: 2000",
 				"  mesh_shape: [1, 4]",
+				"  channels: 2",
 				"algorithms:",
 				"  a: {module: a.star}",
 			),
@@ -105,9 +106,9 @@ func TestLoad(t *testing.T) {
 					PollIntervalNs: 32, NSlots: 2, SlotSize: 64 << 10, VCChunkSize: 1536,
 					VCWeights:           VCWeights{Compute: c.Defaults.VCWeights.Compute, Comm: 3},
 					IpcqCreditSizeBytes: 8, IpcqOverheadNs: 0, DeadlockTimeoutNs: 1000, MaxSimTimeNs: 2000,
-					MeshShape: []int{1, 4},
+					MeshShape: []int{1, 4}, Channels: 2,
 				}
-			}, alg("a", "a.star", 17)),
+			}, alg("a", "a.star", 18)),
 		},
 		{
 			name: "system merges with the defaults key by key",
@@ -236,8 +237,8 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
-	const defaultsKeys = "algorithm, backpressure, buffer_kind, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size"
-	const entryKeys = "backpressure, buffer_kind, collective, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, module, n_slots, params, poll_interval_ns, slot_size, topology, vc_chunk_size, vc_weights, world_size"
+	const defaultsKeys = "algorithm, backpressure, buffer_kind, channels, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size"
+	const entryKeys = "backpressure, buffer_kind, channels, collective, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, module, n_slots, params, poll_interval_ns, slot_size, topology, vc_chunk_size, vc_weights, world_size"
 	tests := []struct {
 		name string
 		in   string
@@ -322,7 +323,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad per-algorithm buffer_kind", with("    buffer_kind: HBM"),
 			`ccl.yaml:6: algorithms.a.buffer_kind: got "HBM", want one of tcm, hbm, sram`},
 		{"bad topology", with("    topology: torus"),
-			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, none, custom`},
+			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
 		{"bad collective", with("    collective: all_reduce"),
 			`ccl.yaml:6: algorithms.a.collective: got "all_reduce", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall`},
 
@@ -448,7 +449,7 @@ func TestSetErrors(t *testing.T) {
 		{"unknown section", with(), []string{"default.n_slots=4"},
 			`--set default.n_slots=4: top level: unknown key "default" (allowed: algorithms, defaults, system)`},
 		{"unknown key", with(), []string{"defaults.n_slot=4"},
-			`--set defaults.n_slot=4: defaults: unknown key "n_slot" (allowed: algorithm, backpressure, buffer_kind, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size)`},
+			`--set defaults.n_slot=4: defaults: unknown key "n_slot" (allowed: algorithm, backpressure, buffer_kind, channels, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size)`},
 		{"unknown nested key", with(), []string{"system.links.ucie.bw=4"},
 			`--set system.links.ucie.bw=4: system.links.ucie: unknown key "bw" (allowed: bandwidth_gbps, latency_ns)`},
 		{"below a leaf", with(), []string{"defaults.n_slots.x=4"},
@@ -484,7 +485,7 @@ func TestSetErrors(t *testing.T) {
 		{"later set wins, earlier error gone", with(), []string{"defaults.n_slots=0", "defaults.n_slots=x"},
 			`--set defaults.n_slots=x: defaults.n_slots: got "x", want int`},
 		{"file error still reported from the file", with("    topology: torus"), []string{"defaults.n_slots=2"},
-			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, none, custom`},
+			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -592,7 +593,7 @@ func TestEnumLists(t *testing.T) {
 	want := [][]string{
 		{"tcm", "hbm", "sram"},
 		{"sleep", "poll"},
-		{"ring_1d", "ring_1d_unidir", "mesh_2d", "tree_binary", "none", "custom"},
+		{"ring_1d", "ring_1d_unidir", "mesh_2d", "tree_binary", "full_mesh", "none", "custom"},
 		{"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -113,6 +113,7 @@ var settingKeys = []settingKey{
 	setting("deadlock_timeout_ns", func(s *Settings) *int64 { return &s.DeadlockTimeoutNs }, minInt64(1)),
 	setting("max_sim_time_ns", func(s *Settings) *int64 { return &s.MaxSimTimeNs }, minInt64(1)),
 	setting("mesh_shape", func(s *Settings) *[]int { return &s.MeshShape }, meshShapeLeaf),
+	setting("channels", func(s *Settings) *int { return &s.Channels }, minInt(1)),
 }
 
 func settingKeyNamed(key string) *settingKey {

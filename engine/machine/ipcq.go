@@ -202,7 +202,8 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 			off, err := mem.Alloc(ring)
 			if err != nil {
 				need := ring * int64(len(ls))
-				return nil, &InitError{fmt.Sprintf("ipcq: rank %d: rx rings do not fit in %v: %d direction(s) × %d slots × %d bytes = %d bytes needed, %d free of %d",
+				return nil, &InitError{fmt.Sprintf("ipcq: rank %d: rx rings do not fit in %v: %d direction(s) × %d slots × %d bytes = %d bytes needed, %d free of %d; "+
+					"put them in a larger memory (buffer_kind: hbm or sram), shrink them (n_slots, slot_size), or install fewer directions (channels, topology)",
 					r, mem, len(ls), cfg.NSlots, cfg.SlotSize, need, mem.Capacity-mem.Used()+ringsSoFar(ep, ring), mem.Capacity)}
 			}
 			q := &QueuePair{Rank: r, Dir: l.Dir, Peer: l.Peer, PeerDir: l.PeerDir, RecvOnly: l.RecvOnly,

@@ -5,12 +5,41 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // Names lists the topology names a ccl.yaml algorithm entry may use, in the
 // order the documentation shows them.
-var Names = []string{"ring_1d", "ring_1d_unidir", "mesh_2d", "tree_binary", "none", "custom"}
+var Names = []string{"ring_1d", "ring_1d_unidir", "mesh_2d", "tree_binary", "full_mesh", "none", "custom"}
+
+// ChannelDir is the name of channel c of a builtin direction: the name
+// itself for channel 0, name_c for c >= 1 (E, E_1, E_2, ...). Each channel
+// is its own queue pair with its own rx ring.
+func ChannelDir(dir string, c int) string {
+	if c == 0 {
+		return dir
+	}
+	return dir + "_" + strconv.Itoa(c)
+}
+
+// SplitChannel is the inverse of ChannelDir: "E_2" → ("E", 2), "E" →
+// ("E", 0). A name without a numeric suffix (or with a suffix that starts
+// with 0) is channel 0 of itself.
+func SplitChannel(dir string) (base string, c int) {
+	i := strings.LastIndexByte(dir, '_')
+	if i <= 0 || i == len(dir)-1 || dir[i+1] == '0' {
+		return dir, 0
+	}
+	n, err := strconv.Atoi(dir[i+1:])
+	if err != nil || n < 1 {
+		return dir, 0
+	}
+	return dir[:i], n
+}
+
+// MeshPeerDir is full_mesh's direction towards peer: "r<peer>".
+func MeshPeerDir(peer int) string { return "r" + strconv.Itoa(peer) }
 
 // Topology is the neighbour map of every rank of a process group.
 type Topology struct {
@@ -54,15 +83,24 @@ func RequiresNeighborsHook(name string) bool {
 	return name == "custom"
 }
 
+// MaxChannels bounds channels: a direction per channel per neighbour is an
+// rx ring each, so a few are plenty.
+const MaxChannels = 64
+
 // Builtin returns the builtin neighbour maps of every rank for the named
-// topology. meshShape is nil or [R, C] and is read only by mesh_2d. See the
-// package documentation for the ring_1d_unidir and size-2 decisions.
-func Builtin(name string, worldSize int, meshShape []int) (*Topology, error) {
+// topology. meshShape is nil or [R, C] and is read only by mesh_2d.
+// channels (>= 1) installs that many directions per neighbour, named by
+// ChannelDir. See the package documentation for the ring_1d_unidir and
+// size-2 decisions.
+func Builtin(name string, worldSize int, meshShape []int, channels int) (*Topology, error) {
 	if !slices.Contains(Names, name) {
 		return nil, fmt.Errorf("unknown topology %q: want one of %s", name, strings.Join(Names, ", "))
 	}
 	if worldSize < 1 {
 		return nil, fmt.Errorf("%s: got world_size %d, want at least 1", name, worldSize)
+	}
+	if channels < 1 || channels > MaxChannels {
+		return nil, fmt.Errorf("%s: got channels %d, want 1 to %d", name, channels, MaxChannels)
 	}
 	var rows, cols int
 	if name == "mesh_2d" {
@@ -100,8 +138,36 @@ func Builtin(name string, worldSize int, meshShape []int) (*Topology, error) {
 				t.Maps[r]["child_right"] = c
 			}
 		}
+	case "full_mesh":
+		for r := range worldSize {
+			for peer := range worldSize {
+				if peer != r {
+					t.Maps[r][MeshPeerDir(peer)] = peer
+				}
+			}
+		}
 	case "none", "custom":
 		// Empty maps: the module's neighbors() builds them.
+	}
+	if channels > 1 {
+		for r, m := range t.Maps {
+			wide := make(map[string]int, len(m)*channels)
+			for d, peer := range m {
+				for c := range channels {
+					wide[ChannelDir(d, c)] = peer
+				}
+			}
+			t.Maps[r] = wide
+			if t.RecvOnly != nil {
+				ro := map[string]bool{}
+				for d, v := range t.RecvOnly[r] {
+					for c := range channels {
+						ro[ChannelDir(d, c)] = v
+					}
+				}
+				t.RecvOnly[r] = ro
+			}
+		}
 	}
 	return t, nil
 }

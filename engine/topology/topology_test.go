@@ -2,9 +2,12 @@ package topology
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 type dirs = map[string]int
@@ -89,7 +92,7 @@ func TestBuiltin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%d/%v", tt.name, tt.worldSize, tt.meshShape), func(t *testing.T) {
-			got, err := Builtin(tt.name, tt.worldSize, tt.meshShape)
+			got, err := Builtin(tt.name, tt.worldSize, tt.meshShape, 1)
 			if err != nil {
 				t.Fatalf("Builtin: %v", err)
 			}
@@ -107,8 +110,8 @@ func TestBuiltinErrors(t *testing.T) {
 		meshShape []int
 		want      string
 	}{
-		{"torus", 4, nil, `unknown topology "torus": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, none, custom`},
-		{"", 4, nil, `unknown topology "": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, none, custom`},
+		{"torus", 4, nil, `unknown topology "torus": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
+		{"", 4, nil, `unknown topology "": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
 		{"ring_1d", 0, nil, "ring_1d: got world_size 0, want at least 1"},
 		{"custom", -3, nil, "custom: got world_size -3, want at least 1"},
 		{"mesh_2d", -1, []int{1, 1}, "mesh_2d: got world_size -1, want at least 1"},
@@ -124,7 +127,7 @@ func TestBuiltinErrors(t *testing.T) {
 		{"mesh_2d", 4, []int{-2, -2}, "mesh_2d: mesh_shape [-2, -2] has a dimension below 1"},
 	}
 	for _, tt := range tests {
-		got, err := Builtin(tt.name, tt.worldSize, tt.meshShape)
+		got, err := Builtin(tt.name, tt.worldSize, tt.meshShape, 1)
 		if err == nil {
 			t.Errorf("Builtin(%q, %d, %v) = %v, want error %q", tt.name, tt.worldSize, tt.meshShape, got, tt.want)
 			continue
@@ -150,7 +153,7 @@ func TestBuiltinValidates(t *testing.T) {
 				}
 			}
 			for _, shape := range shapes {
-				topo, err := Builtin(name, p, shape)
+				topo, err := Builtin(name, p, shape, 1)
 				square := false
 				for s := 1; s*s <= p; s++ {
 					square = square || s*s == p
@@ -271,6 +274,18 @@ func checkShape(t *testing.T, topo *Topology, pairing Pairing, shape []int) {
 				}
 			}
 		}
+	case "full_mesh":
+		// A direction r<peer> to every other rank, paired with r<rank>.
+		for r, ps := range pairing {
+			if len(ps) != p-1 {
+				t.Errorf("%s: rank %d has %d directions, want %d", where, r, len(ps), p-1)
+			}
+			for _, pr := range ps {
+				if pr.Dir != MeshPeerDir(pr.Peer) || pr.PeerDir != MeshPeerDir(r) {
+					t.Errorf("%s: rank %d %s -> %d pairs with %s, want r%d -> r%d", where, r, pr.Dir, pr.Peer, pr.PeerDir, pr.Peer, r)
+				}
+			}
+		}
 	case "tree_binary":
 		children := 0
 		for r, m := range topo.Maps {
@@ -338,7 +353,7 @@ func TestBuiltinPairing(t *testing.T) {
 		{"none", 2, nil, Pairing{{}, {}}},
 	}
 	for _, tt := range tests {
-		topo, err := Builtin(tt.name, tt.worldSize, tt.meshShape)
+		topo, err := Builtin(tt.name, tt.worldSize, tt.meshShape, 1)
 		if err != nil {
 			t.Fatalf("Builtin(%s, %d, %v): %v", tt.name, tt.worldSize, tt.meshShape, err)
 		}
@@ -353,7 +368,7 @@ func TestBuiltinPairing(t *testing.T) {
 }
 
 func TestClone(t *testing.T) {
-	orig, err := Builtin("ring_1d_unidir", 3, nil)
+	orig, err := Builtin("ring_1d_unidir", 3, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,6 +427,88 @@ func TestReverse(t *testing.T) {
 		got, ok := Reverse(tt.dir)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("Reverse(%q) = %q, %v, want %q, %v", tt.dir, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestChannels: with channels K every builtin topology installs K
+// directions per neighbour (d, d_1, ... d_{K-1}), and channel c of a
+// direction pairs with channel c of the direction it pairs with at K = 1.
+func TestChannels(t *testing.T) {
+	for _, name := range Names {
+		for _, p := range []int{2, 3, 4, 9} {
+			one, err := Builtin(name, p, nil, 1)
+			if err != nil {
+				continue // mesh_2d at non-square sizes
+			}
+			onePairs, err := Validate(one)
+			if err != nil {
+				t.Fatalf("%s/%d: %v", name, p, err)
+			}
+			for _, k := range []int{1, 2, 4} {
+				topo, err := Builtin(name, p, nil, k)
+				if err != nil {
+					t.Fatalf("Builtin(%s, %d, nil, %d): %v", name, p, k, err)
+				}
+				pairs, err := Validate(topo)
+				if err != nil {
+					t.Fatalf("Validate(Builtin(%s, %d, nil, %d)): %v", name, p, k, err)
+				}
+				var want [][]Pair
+				for r := range onePairs {
+					var ps []Pair
+					for _, pr := range onePairs[r] {
+						for c := range k {
+							ps = append(ps, Pair{ChannelDir(pr.Dir, c), pr.Peer, ChannelDir(pr.PeerDir, c), pr.RecvOnly})
+						}
+					}
+					slices.SortFunc(ps, func(x, y Pair) int { return strings.Compare(x.Dir, y.Dir) })
+					want = append(want, ps)
+				}
+				if diff := cmp.Diff(want, [][]Pair(pairs), cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s/%d channels %d: pairing (-want +got):\n%s", name, p, k, diff)
+				}
+			}
+		}
+	}
+}
+
+func TestChannelNames(t *testing.T) {
+	for _, tt := range []struct {
+		dir  string
+		base string
+		c    int
+	}{
+		{"E", "E", 0}, {"E_1", "E", 1}, {"child_left_12", "child_left", 12}, {"child_left", "child_left", 0},
+		{"r3_2", "r3", 2}, {"x_0", "x_0", 0}, {"x_01", "x_01", 0}, {"_1", "_1", 0}, {"a_", "a_", 0},
+	} {
+		base, c := SplitChannel(tt.dir)
+		if base != tt.base || c != tt.c {
+			t.Errorf("SplitChannel(%q) = %q, %d; want %q, %d", tt.dir, base, c, tt.base, tt.c)
+		}
+		if c > 0 && ChannelDir(base, c) != tt.dir {
+			t.Errorf("ChannelDir(%q, %d) = %q, want %q", base, c, ChannelDir(base, c), tt.dir)
+		}
+	}
+	if _, err := Builtin("ring_1d", 4, nil, 0); err == nil || !strings.Contains(err.Error(), "channels 0") {
+		t.Errorf("channels 0: got %v, want an error naming it", err)
+	}
+}
+
+// TestChannelValidation: a custom map whose channels do not pair one to one
+// is rejected with a message naming the unpaired direction.
+func TestChannelValidation(t *testing.T) {
+	topo := &Topology{Name: "custom", Maps: []map[string]int{
+		{"E": 1, "E_1": 1, "W": 1, "W_1": 1},
+		{"E": 0, "E_1": 0, "W": 0, "W_2": 0},
+	}}
+	_, err := Validate(topo)
+	if err == nil {
+		t.Fatal("Validate succeeded, want an unpaired-channel error")
+	}
+	for _, want := range []string{"rank 0 E_1 -> 1, but rank 1 points back at 0 with E, E_1, W, W_2, want W_1", "rank 1 W_2 -> 0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error\n%v\nwant it to contain %q", err, want)
 		}
 	}
 }

@@ -59,9 +59,20 @@ func Reverse(dir string) (string, bool) {
 	return "", false
 }
 
-// reverses returns the directions that may pair with a builtin name, or nil
-// for a custom name.
+// reverses returns the directions that may pair with a builtin name (on
+// the same channel), or nil for a custom name.
 func reverses(dir string) []string {
+	base, c := SplitChannel(dir)
+	r := baseReverses(base)
+	if c > 0 {
+		for i := range r {
+			r[i] = ChannelDir(r[i], c)
+		}
+	}
+	return r
+}
+
+func baseReverses(dir string) []string {
 	switch dir {
 	case "E":
 		return []string{"W"}
@@ -80,8 +91,8 @@ func reverses(dir string) []string {
 }
 
 // canPair reports whether d on one rank and e on its peer may be the two ends
-// of one queue pair: builtin names by the fixed reverse rules, custom names
-// only with custom names. The relation is symmetric.
+// of one queue pair: builtin names by the fixed reverse rules (channel by
+// channel), custom names only with custom names. The relation is symmetric.
 func canPair(d, e string) bool {
 	rd, re := reverses(d), reverses(e)
 	if rd == nil || re == nil {
@@ -175,9 +186,26 @@ func Validate(t *Topology) (Pairing, error) {
 func pairBetween(a, b int, da, db []string) (pairs [][2]string, problems []Problem) {
 	candA := make([][]int, len(da)) // candA[i]: indices into db that may pair with da[i]
 	candB := make([][]int, len(db))
+	// Custom names carry no reverse rule; where several could pair, those
+	// on the same channel (r3_1 with r5_1 in a full_mesh of 2 channels)
+	// are preferred.
+	sameChannel := func(i, j int) bool {
+		_, ci := SplitChannel(da[i])
+		_, cj := SplitChannel(db[j])
+		return ci == cj
+	}
+	hasSame := func(i int, fromA bool) bool {
+		for k := range max(len(da), len(db)) {
+			if fromA && k < len(db) && canPair(da[i], db[k]) && sameChannel(i, k) ||
+				!fromA && k < len(da) && canPair(da[k], db[i]) && sameChannel(k, i) {
+				return true
+			}
+		}
+		return false
+	}
 	for i, d := range da {
 		for j, e := range db {
-			if canPair(d, e) {
+			if canPair(d, e) && (sameChannel(i, j) || !hasSame(i, true) && !hasSame(j, false)) {
 				candA[i] = append(candA[i], j)
 				candB[j] = append(candB[j], i)
 			}

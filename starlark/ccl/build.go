@@ -17,6 +17,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
+	"kernbench/starlark/tl"
 )
 
 // machineParams converts the system section and settings into engine units:
@@ -63,10 +64,60 @@ type InitError struct{ Err error }
 func (e *InitError) Error() string { return e.Err.Error() }
 func (e *InitError) Unwrap() error { return e.Err }
 
+// mapSpec is what a run's neighbour maps are built from.
+type mapSpec struct {
+	file      string
+	topology  string
+	world     int
+	meshShape []int
+	channels  int // 0 = 1
+	hook      starlark.Callable
+	params    []starlark.Tuple // the algorithm's params, for neighbors(**params)
+	sys       config.System    // for neighbors(location=, machine=)
+}
+
+func (s *mapSpec) spec(topology string, world int, set config.Settings) {
+	s.topology, s.world, s.meshShape, s.channels = topology, world, set.MeshShape, set.Channels
+}
+
+// hookKwargs are the keyword arguments neighbors() declares: any of the
+// algorithm's params it names (all of them when it takes **kwargs), and
+// location / machine when it names them.
+func (s *mapSpec) hookKwargs() []starlark.Tuple {
+	fn, ok := s.hook.(*starlark.Function)
+	if !ok {
+		return nil
+	}
+	named := map[string]bool{}
+	for i := range fn.NumParams() {
+		name, _ := fn.Param(i)
+		named[name] = true
+	}
+	var kw []starlark.Tuple
+	for _, kv := range s.params {
+		if k := string(kv[0].(starlark.String)); named[k] || fn.HasKwargs() {
+			kw = append(kw, kv)
+		}
+	}
+	if named["location"] {
+		kw = append(kw, starlark.Tuple{starlark.String("location"), tl.LocationFunc("location", func(rank int) (int, int, int, error) {
+			if rank < 0 || rank >= s.world {
+				return 0, 0, 0, fmt.Errorf("rank %d is outside [0, %d)", rank, s.world)
+			}
+			return s.sys.Location(rank)
+		})})
+	}
+	if named["machine"] {
+		kw = append(kw, starlark.Tuple{starlark.String("machine"), tl.MachineValue(s.sys.Sips, s.sys.CubesPerSip, s.sys.PesPerCube, s.world)})
+	}
+	return kw
+}
+
 // neighborTables builds every rank's neighbour map: the builtin generator,
 // then the module's neighbors() hook, then validation (I3).
-func neighborTables(file string, topo string, world int, meshShape []int, hook starlark.Callable, th *starlark.Thread) ([][]machine.Link, *topology.Topology, error) {
-	t, err := topology.Builtin(topo, world, meshShape)
+func neighborTables(s mapSpec, th *starlark.Thread) ([][]machine.Link, *topology.Topology, error) {
+	file, topo, world, hook := s.file, s.topology, s.world, s.hook
+	t, err := topology.Builtin(topo, world, s.meshShape, max(1, s.channels))
 	if err != nil {
 		return nil, nil, &InitError{fmt.Errorf("%s: %w", file, err)}
 	}
@@ -74,12 +125,13 @@ func neighborTables(file string, topo string, world int, meshShape []int, hook s
 		return nil, nil, &InitError{fmt.Errorf("%s: topology %q requires the module to define neighbors(rank, world_size, neighbor_map)", file, topo)}
 	}
 	if hook != nil {
+		kw := s.hookKwargs()
 		for r := 0; r < world; r++ {
 			d := starlark.NewDict(len(t.Maps[r]))
 			for _, dir := range sortedDirs(t.Maps[r]) {
 				_ = d.SetKey(starlark.String(dir), starlark.MakeInt(t.Maps[r][dir]))
 			}
-			v, err := starlark.Call(th, hook, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(world), d}, nil)
+			v, err := starlark.Call(th, hook, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(world), d}, kw)
 			if err != nil {
 				return nil, nil, &InitError{fmt.Errorf("%s: neighbors(%d, %d, ...) failed: %w", file, r, world, err)}
 			}

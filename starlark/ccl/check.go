@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
+	"kernbench/engine/config"
 	"kernbench/engine/topology"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
@@ -90,8 +91,8 @@ func Check(file string, o CheckOptions) []string {
 		fn, ok := v.(*starlark.Function)
 		if !ok {
 			add(syntax.Position{}, "%q must be a function (got a %s)", "neighbors", v.Type())
-		} else if fn.NumParams() != 3 && !fn.HasVarargs() {
-			add(fn.Position(), "neighbors must take (rank, world_size, neighbor_map), it takes %d parameter(s)", fn.NumParams())
+		} else if msg := hookSignature(fn, tgt.entry); msg != "" {
+			add(fn.Position(), "%s", msg)
 		} else {
 			hook = fn
 		}
@@ -113,7 +114,9 @@ func Check(file string, o CheckOptions) []string {
 	}
 	var admissible []string
 	for _, w := range sizes {
-		_, _, err := neighborTables(tgt.file, p.topology, w, tgt.settings.MeshShape, hook, loader.NewThread("check"))
+		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
+		spec.spec(p.topology, w, tgt.settings)
+		_, _, err := neighborTables(spec, loader.NewThread("check"))
 		if err == nil {
 			admissible = append(admissible, fmt.Sprint(w))
 			continue
@@ -134,6 +137,31 @@ func Check(file string, o CheckOptions) []string {
 		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.topology)
 	}
 	return problems
+}
+
+// hookSignature says why neighbors() cannot be called as
+// neighbors(rank, world_size, neighbor_map, **kw) with kw its declared
+// params, location and machine; "" when it can.
+func hookSignature(fn *starlark.Function, entry *config.Algorithm) string {
+	n := fn.NumParams()
+	if fn.HasKwargs() {
+		n--
+	}
+	if fn.HasVarargs() {
+		n--
+	}
+	positional := n - fn.NumKwonlyParams()
+	if positional < 3 && !fn.HasVarargs() {
+		return fmt.Sprintf("neighbors must take (rank, world_size, neighbor_map), it takes %d positional parameter(s)", positional)
+	}
+	for i := 3; i < n; i++ {
+		name, _ := fn.Param(i)
+		_, isParam := entry.ParamsOrNil()[name]
+		if fn.ParamDefault(i) == nil && !isParam && name != "location" && name != "machine" {
+			return fmt.Sprintf("neighbors parameter %q has no default and is neither location, machine nor a ccl.yaml params entry", name)
+		}
+	}
+	return ""
 }
 
 // kernelSignature lists why the benches could not call fn as

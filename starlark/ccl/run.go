@@ -575,6 +575,7 @@ func toStarlark(v any) (starlark.Value, error) {
 type world struct {
 	s        *sim.Sim
 	m        *machine.Machine
+	sys      config.System // the machine description (neighbors(location=, machine=))
 	g        *machine.Group
 	initial  oplog.Image // memory before the kernels ran (phase 2's start)
 	trace    *trace.Recorder
@@ -599,7 +600,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
-	w := &world{s: s, m: m, traceOut: p.opts.Trace, dump: p.opts.DumpPointers}
+	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, dump: p.opts.DumpPointers}
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
 		m.EnableTrace(w.trace)
@@ -647,7 +648,9 @@ func (w *world) phase2(p *plan, res *Result) error {
 // install resolves the topology and installs the IPCQ group (init_process_group).
 func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starlark.Callable) error {
 	set := tgt.settings
-	links, _, err := neighborTables(tgt.file, p.topology, p.world, set.MeshShape, hook, loader.NewThread("init"))
+	spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: w.sys}
+	spec.spec(p.topology, p.world, set)
+	links, _, err := neighborTables(spec, loader.NewThread("init"))
 	if err != nil {
 		return stepLimit(&Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: script.Format(err), Err: err})
 	}

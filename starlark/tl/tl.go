@@ -125,6 +125,11 @@ var Attributes = []Attribute{
 		}
 		return starlark.String(k.G.Cfg.BufferKind.String())
 	}},
+	{"machine", "struct", "The machine: struct(sips, cubes_per_sip, pes_per_cube, world_size); with tl.location, what a hierarchical algorithm needs instead of hard-coded cube sizes.", func(k *Kernel) starlark.Value {
+		p := k.M.Params
+		return MachineValue(p.Sips, p.CubesPerSip, p.PesPerCube, k.World)
+	}},
+	{"channels", "int", `Channels per neighbour the topology installed (ccl.yaml channels:, default 1); channel c of direction d is tl.channel(d, c).`, func(k *Kernel) starlark.Value { return starlark.MakeInt(k.channels()) }},
 	{"redop", "str", `The collective's reduction ("sum", "prod", "max", "min", "avg"); pass it to tl.reduce, which accumulates "avg" as a sum (divide by world_size at the end).`, func(k *Kernel) starlark.Value { return starlark.String(k.RedOp.String()) }},
 }
 
@@ -132,7 +137,7 @@ var Attributes = []Attribute{
 var Builtins []Builtin
 
 func init() {
-	Builtins = append(kernelBuiltins(), primitiveBuiltins()...)
+	Builtins = append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...)
 	sort.Slice(Builtins, func(i, j int) bool { return Builtins[i].Name < Builtins[j].Name })
 }
 
