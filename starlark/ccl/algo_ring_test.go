@@ -14,6 +14,7 @@ var ringalgoAlgorithms = []struct {
 }{
 	{"ring_reduce_scatter.star", "reduce_scatter", "ring_1d", true},
 	{"ring_allgather.star", "allgather", "ring_1d", false},
+	{"ring_allreduce_bidir.star", "allreduce", "ring_1d", true},
 	{"ring_allreduce_unidir.star", "allreduce", "ring_1d_unidir", true},
 	{"alltoall.star", "alltoall", "custom", false},
 }
