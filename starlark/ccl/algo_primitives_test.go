@@ -1,8 +1,10 @@
 package ccl
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"kernbench"
@@ -64,4 +66,42 @@ func TestRingAllreduceBidirFaster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hier_allreduce is correct wherever every cube in use holds the same
+// number of ranks (one cube, two, three, four; ranks spread by placement),
+// for ragged counts, in place and out of place.
+func TestHierAllreduce(t *testing.T) {
+	for _, tc := range []struct {
+		world int
+		sets  []string
+	}{
+		{1, nil}, {2, nil}, {5, nil}, {8, nil}, {16, nil}, {24, nil}, {32, nil},
+		{8, []string{"system.placement=[0,8,16,24,1,9,17,25]"}},
+		{4, []string{"system.sips=2", "system.cubes_per_sip=1", "system.pes_per_cube=2"}},
+	} {
+		for _, inPlace := range []bool{false, true} {
+			t.Run(fmt.Sprintf("world=%d/%v/in_place=%v", tc.world, tc.sets, inPlace), func(t *testing.T) {
+				t.Parallel()
+				rep := runVerified(t, "hier_allreduce", Options{WorldSize: tc.world, Sets: tc.sets, InPlace: inPlace,
+					Counts: []int64{0, 1, 37, 5000}, RedOp: "avg", DType: "f32"})
+				checkCorrect(t, rep)
+			})
+		}
+	}
+	t.Run("unequal cubes", func(t *testing.T) {
+		_, err := Run("hier_allreduce", Options{Embedded: kernbench.Files, WorldSize: 12, Counts: []int64{16}})
+		var f *Failure
+		if !errors.As(err, &f) || f.Code != ExitUsage || !strings.Contains(f.Msg, "cubes hold [8, 4] ranks") {
+			t.Errorf("world 12: got %v, want an init error (exit %d) naming the cube sizes", err, ExitUsage)
+		}
+	})
+	t.Run("faster than the flat ring across cubes", func(t *testing.T) {
+		flat := simTime(t, "ring_allreduce", 32, 4<<20)
+		hier := simTime(t, "hier_allreduce", 32, 4<<20)
+		t.Logf("32 ranks × 4 MiB: ring_allreduce %.0f ns, hier_allreduce %.0f ns: %.3f×", flat, hier, flat/hier)
+		if flat/hier < 1.2 {
+			t.Errorf("hier_allreduce %.0f ns vs ring_allreduce %.0f ns: want at least 1.2× faster", hier, flat)
+		}
+	})
 }
