@@ -113,12 +113,18 @@ func Check(file string, o CheckOptions) []string {
 		}
 	}
 	var admissible []string
+	dirs := map[string]bool{} // every direction installed at an admissible size
 	for _, w := range sizes {
 		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
 		spec.spec(p.topology, w, tgt.settings)
-		_, _, err := neighborTables(spec, loader.NewThread("check"))
+		links, _, err := neighborTables(spec, loader.NewThread("check"))
 		if err == nil {
 			admissible = append(admissible, fmt.Sprint(w))
+			for _, ls := range links {
+				for _, l := range ls {
+					dirs[l.Dir] = true
+				}
+			}
 			continue
 		}
 		if isFail(err) {
@@ -135,6 +141,10 @@ func Check(file string, o CheckOptions) []string {
 	}
 	if len(admissible) == 0 {
 		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.topology)
+		dirs = nil
+	}
+	if data, err := src.ReadFile(tgt.file); err == nil {
+		problems = append(problems, lintCalls(tgt.file, data, globals, dirs, max(1, tgt.settings.Channels), p.topology)...)
 	}
 	return problems
 }

@@ -1,0 +1,214 @@
+package ccl
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"kernbench/engine/topology"
+	"kernbench/starlark/script"
+)
+
+// kernbench check reads the algorithm's syntax tree for mistakes that
+// would otherwise fail only at run time: a direction written as a literal
+// that the topology never installs (a typo, or E_1 without channels: 2), a
+// tl.channel(dir, c) beyond the channels installed, and a tl.spawn whose
+// function cannot take the arguments it is given.
+
+// directionArgs names the direction parameters of the tl builtins that
+// move data (a missing direction there is always a mistake once the call
+// runs; tl.peer and tl.ready may probe for a direction, as an algorithm
+// that supports several topologies does): their positional indices and
+// keyword names.
+var directionArgs = map[string]struct {
+	positions []int
+	keywords  []string
+}{
+	"send":                  {[]int{0}, []string{"dir"}},
+	"send_async":            {[]int{0}, []string{"dir"}},
+	"recv":                  {[]int{0}, []string{"dir"}},
+	"recv_async":            {[]int{0}, []string{"dir"}},
+	"flush":                 {[]int{0}, []string{"dir"}},
+	"recv_copy":             {[]int{0}, []string{"in_dir"}},
+	"recv_reduce_copy":      {[]int{0}, []string{"in_dir"}},
+	"recv_reduce_send":      {[]int{0, 2}, []string{"in_dir", "out_dir"}},
+	"recv_copy_send":        {[]int{0, 2}, []string{"in_dir", "out_dir"}},
+	"recv_reduce_copy_send": {[]int{0, 3}, []string{"in_dir", "out_dir"}},
+}
+
+// lintCalls returns a problem for every literal direction not in dirs (the
+// union of what the topology installs on any rank at the admissible world
+// sizes; nil: unknown, skip), every tl.channel beyond channels and every
+// tl.spawn its function cannot accept. topo describes the topology for the
+// messages.
+func lintCalls(file string, src []byte, globals starlark.StringDict, dirs map[string]bool, channels int, topo string) []string {
+	f, err := script.FileOptions.Parse(file, src, 0)
+	if err != nil {
+		return nil // the loader has reported it
+	}
+	installed := slices.Sorted(func(yield func(string) bool) {
+		for d := range dirs {
+			if !yield(d) {
+				return
+			}
+		}
+	})
+	var problems []string
+	report := func(pos syntax.Position, format string, args ...any) {
+		problems = append(problems, pos.String()+": "+fmt.Sprintf(format, args...))
+	}
+	checkDir := func(call string, lit *syntax.Literal) {
+		name, ok := lit.Value.(string)
+		if !ok || dirs == nil || dirs[name] {
+			return
+		}
+		hint := ""
+		if base, c := topology.SplitChannel(name); c > 0 && dirs[base] {
+			hint = fmt.Sprintf(" (channel %d of %s needs channels: %d or more; this run installs %d)", c, base, c+1, channels)
+		}
+		report(lit.TokenPos, "tl.%s: direction %q is not installed by topology %s at any world size checked%s; installed: %s",
+			call, name, topo, hint, strings.Join(installed, ", "))
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok {
+			return true
+		}
+		dot, ok := call.Fn.(*syntax.DotExpr)
+		if !ok {
+			return true
+		}
+		method := dot.Name.Name
+		positional, keywords := splitArgs(call)
+		if da, ok := directionArgs[method]; ok {
+			for _, i := range da.positions {
+				if i < len(positional) {
+					if lit, ok := positional[i].(*syntax.Literal); ok {
+						checkDir(method, lit)
+					}
+				}
+			}
+			for _, k := range da.keywords {
+				if lit, ok := keywords[k].(*syntax.Literal); ok {
+					checkDir(method, lit)
+				}
+			}
+		}
+		switch method {
+		case "channel":
+			if len(positional) == 2 {
+				if c, ok := intLiteral(positional[1]); ok && c >= channels && dirs != nil {
+					report(call.Lparen, "tl.channel(..., %d): this run installs %d channel(s) per neighbour (channels: in ccl.yaml), so channel %d does not exist", c, channels, c)
+				}
+			}
+		case "spawn":
+			if msg := spawnProblem(call, positional, keywords, globals); msg != "" {
+				report(call.Lparen, "tl.spawn: %s", msg)
+			}
+		}
+		return true
+	})
+	return problems
+}
+
+// splitArgs returns a call's positional arguments and its keyword
+// arguments by name; a *args or **kwargs argument makes both unknowable
+// (nil, nil).
+func splitArgs(call *syntax.CallExpr) ([]syntax.Expr, map[string]syntax.Expr) {
+	var positional []syntax.Expr
+	keywords := map[string]syntax.Expr{}
+	for _, a := range call.Args {
+		switch a := a.(type) {
+		case *syntax.UnaryExpr:
+			if a.Op == syntax.STAR || a.Op == syntax.STARSTAR {
+				return nil, nil
+			}
+			positional = append(positional, a)
+		case *syntax.BinaryExpr:
+			if a.Op == syntax.EQ {
+				if id, ok := a.X.(*syntax.Ident); ok {
+					keywords[id.Name] = a.Y
+					continue
+				}
+			}
+			positional = append(positional, a)
+		default:
+			positional = append(positional, a)
+		}
+	}
+	return positional, keywords
+}
+
+func intLiteral(e syntax.Expr) (int, bool) {
+	lit, ok := e.(*syntax.Literal)
+	if !ok || lit.Token != syntax.INT {
+		return 0, false
+	}
+	n, err := strconv.Atoi(lit.Raw)
+	return n, err == nil
+}
+
+// spawnProblem says why tl.spawn(fn, args..., kw...) cannot call a global
+// function fn as fn(tl, args..., kw...); "" when it can or when fn is not
+// a global function of the file.
+func spawnProblem(call *syntax.CallExpr, positional []syntax.Expr, keywords map[string]syntax.Expr, globals starlark.StringDict) string {
+	if positional == nil && keywords == nil {
+		return "" // *args / **kwargs: not knowable here
+	}
+	if len(positional) == 0 {
+		return "want the function to run first: tl.spawn(fn, *args, **kwargs)"
+	}
+	id, ok := positional[0].(*syntax.Ident)
+	if !ok {
+		return ""
+	}
+	fn, ok := globals[id.Name].(*starlark.Function)
+	if !ok {
+		return ""
+	}
+	given := len(positional) // tl plus the arguments after fn
+	n := fn.NumParams()
+	if fn.HasVarargs() {
+		n--
+	}
+	if fn.HasKwargs() {
+		n--
+	}
+	positionalParams := n - fn.NumKwonlyParams()
+	if given > positionalParams && !fn.HasVarargs() {
+		return fmt.Sprintf("%s takes %d positional parameter(s) (tl first), it would get %d (tl and %d more)", fn.Name(), positionalParams, given, given-1)
+	}
+	bound := map[string]bool{}
+	for i := range n {
+		name, _ := fn.Param(i)
+		if i < given && i < positionalParams {
+			bound[name] = true
+		}
+	}
+	for k := range keywords {
+		known := false
+		for i := range n {
+			if name, _ := fn.Param(i); name == k {
+				known = true
+			}
+		}
+		if !known && !fn.HasKwargs() {
+			return fmt.Sprintf("%s has no parameter %q", fn.Name(), k)
+		}
+		bound[k] = true
+	}
+	for i := range n {
+		name, _ := fn.Param(i)
+		if !bound[name] && fn.ParamDefault(i) == nil {
+			if i == 0 {
+				return fmt.Sprintf("%s must take tl as its first parameter", fn.Name())
+			}
+			return fmt.Sprintf("%s's parameter %q gets no value (the thread runs %s(tl, ...) with the arguments after the function)", fn.Name(), name, fn.Name())
+		}
+	}
+	return ""
+}
