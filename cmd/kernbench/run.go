@@ -273,6 +273,10 @@ func printTable(w io.Writer, rep *ccl.Report, quiet bool) {
 		for _, u := range r.Busiest {
 			fmt.Fprintf(w, "#   %-24s %5.1f%%  %d bytes\n", u.Resource, 100*u.Utilisation, u.Bytes)
 		}
+		if in := r.Interp; in != nil && r.Ops.Send > 0 {
+			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls (%.1f steps, %.2f calls per message sent)\n",
+				r.Bytes, in.Steps, in.BuiltinCalls, float64(in.Steps)/float64(r.Ops.Send), float64(in.BuiltinCalls)/float64(r.Ops.Send))
+		}
 	}
 	if quiet {
 		return

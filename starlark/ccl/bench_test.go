@@ -9,30 +9,40 @@ import (
 )
 
 // BenchmarkRingAllreduce64 measures simulated IPCQ messages per second of
-// wall time for the shipped Starlark ring_allreduce at 64 ranks (2 SIPs),
-// messages = sends, phase 1 only (no verification), plus allocations per
-// message. Each op is a whole run: config, machine, topology, bench
-// buffers, simulation.
+// wall time for the shipped Starlark ring allreduce at 64 ranks (2 SIPs),
+// messages = sends, phase 1 only (no verification), plus allocations, and
+// the interpreter work (Starlark steps and tl builtin calls) per message:
+// ring_allreduce on the fused primitives against ring_allreduce_manual, the
+// same ring written message by message. Each op is a whole run: config,
+// machine, topology, bench buffers, simulation.
 func BenchmarkRingAllreduce64(b *testing.B) {
-	for _, count := range []int64{1 << 14, 1 << 18} {
-		b.Run(fmt.Sprintf("count=%d", count), func(b *testing.B) {
-			var sends int64
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			for b.Loop() {
-				rep, err := Run("ring_allreduce", Options{
-					Embedded: kernbench.Files, WorldSize: 64, Sets: []string{"system.sips=2"},
-					Counts: []int64{count},
-				})
-				if err != nil {
-					b.Fatal(err)
+	for _, algo := range []string{"ring_allreduce", "ring_allreduce_manual"} {
+		for _, count := range []int64{1 << 14, 1 << 19} {
+			b.Run(fmt.Sprintf("%s/count=%d", algo, count), func(b *testing.B) {
+				var sends, steps, calls int64
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for b.Loop() {
+					rep, err := Run(algo, Options{
+						Embedded: kernbench.Files, WorldSize: 64, Sets: []string{"system.sips=2"},
+						Counts: []int64{count}, Detail: true,
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					r := rep.Results[0]
+					sends += r.Ops.Send
+					steps += r.Interp.Steps
+					calls += r.Interp.BuiltinCalls
 				}
-				sends += rep.Results[0].Ops.Send
-			}
-			runtime.ReadMemStats(&after)
-			b.ReportMetric(float64(sends)/b.Elapsed().Seconds(), "msgs/s")
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(sends), "allocs/msg")
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(sends), "B/msg")
-		})
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(sends)/b.Elapsed().Seconds(), "msgs/s")
+				b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(sends), "µs/msg")
+				b.ReportMetric(float64(steps)/float64(sends), "steps/msg")
+				b.ReportMetric(float64(calls)/float64(sends), "calls/msg")
+				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(sends), "allocs/msg")
+				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(sends), "B/msg")
+			})
+		}
 	}
 }

@@ -107,6 +107,8 @@ type Result struct {
 	Phase2      string     `json:"phase2_mismatch,omitempty"`
 	Ops         OpCounts   `json:"ops"`
 	Busiest     []Usage    `json:"busiest,omitempty"`
+	// Interp is the interpreter work of the kernels (-v only).
+	Interp *InterpCounts `json:"starlark,omitempty"`
 	// Outputs are the recv buffers after the run (Options.KeepOutputs).
 	Outputs [][]byte `json:"-"`
 	Events  uint64   `json:"events"`
@@ -117,6 +119,13 @@ type Usage struct {
 	Resource    string  `json:"resource"`
 	Bytes       int64   `json:"bytes"`
 	Utilisation float64 `json:"utilisation"`
+}
+
+// InterpCounts are the Starlark steps and tl builtin calls of all ranks'
+// kernels and threads: what an interpreted kernel costs per message.
+type InterpCounts struct {
+	Steps        int64 `json:"steps"`
+	BuiltinCalls int64 `json:"builtin_calls"`
 }
 
 // OpCounts are operation totals over ranks.
@@ -750,6 +759,11 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 	}
 	if p.opts.Detail && end > 0 {
 		res.Busiest = busiest(w.m, end, 8)
+		res.Interp = &InterpCounts{}
+		for r := range stats {
+			res.Interp.Steps += stats[r].Steps
+			res.Interp.BuiltinCalls += stats[r].Calls
+		}
 	}
 	return res
 }
@@ -796,6 +810,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
 		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
 		_, err := starlark.Call(th, kernel, args, kw)
+		stats[r].Steps += int64(th.ExecutionSteps())
 		if err == nil {
 			err = k.Finish()
 		} else {

@@ -106,6 +106,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 	proc := k.M.Sim.Spawn(name, func(p *sim.Proc) {
 		child.Proc = p
 		v, err := starlark.Call(sth, fn, callArgs, kw)
+		child.Stats.Steps += int64(sth.ExecutionSteps())
 		if err == nil {
 			err = child.finishOps()
 		}

@@ -16,9 +16,12 @@ import (
 	"kernbench/engine/sim"
 )
 
-// Stats counts a rank's operations (for the report's "ops").
+// Stats counts a rank's operations (for the report's "ops") and the
+// interpreter work behind them: Starlark steps of the kernel and its
+// threads, and tl builtin calls.
 type Stats struct {
 	Send, Recv, Load, Store, Math int64
+	Steps, Calls                  int64
 }
 
 // Observer sees every data operation (the op_log and traces hook in here).
@@ -150,6 +153,7 @@ func New(k *Kernel) *Kernel {
 	for i := range Builtins {
 		b := &Builtins[i]
 		fn := func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			k.Stats.Calls++
 			if th.Local(threadKernelKey) != k {
 				th.SetLocal(threadKernelKey, k)
 			}
