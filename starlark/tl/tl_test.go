@@ -325,7 +325,7 @@ def kernel(rank, tl):
 }
 
 // Stats count what each rank did: sends, receives, loads (including
-// tl.reduce's operand fetches), stores and tile math.
+// tl.reduce's operand fetches), stores, tile math and tl calls.
 func TestStats(t *testing.T) {
 	w := runInline(t, 2, `
 def kernel(rank, tl):
@@ -344,8 +344,8 @@ def kernel(rank, tl):
 `, nil)
 	got := []tl.Stats{*w.kernels[0].Stats, *w.kernels[1].Stats}
 	want := []tl.Stats{
-		{Send: 2},
-		{Recv: 2, Load: 3, Store: 2, Math: 5},
+		{Send: 2, Calls: 4},
+		{Recv: 2, Load: 3, Store: 2, Math: 5, Calls: 9},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stats per rank (-want +got):\n%s", diff)
