@@ -70,24 +70,50 @@ how fast they are.
 func newVersionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print kernbench, Go and Starlark versions",
+		Short: "Print kernbench, Go and Starlark versions (and the VCS revision it was built from)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			version, star := "(devel)", "unknown"
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				if bi.Main.Version != "" {
-					version = bi.Main.Version
-				}
-				for _, d := range bi.Deps {
-					if d.Path == "go.starlark.net" {
-						star = d.Version
-					}
-				}
-			}
-			fmt.Fprintf(stdout, "kernbench %s\ngo %s\ngo.starlark.net %s\n", version, runtime.Version(), star)
+			bi, _ := debug.ReadBuildInfo()
+			fmt.Fprint(stdout, versionText(bi, runtime.Version()))
 			return nil
 		},
 	}
+}
+
+// versionText is what `kernbench version` prints: the module version
+// ("(devel)" for a build from a checkout), the revision, commit time and
+// dirty flag when the build recorded them (go build and go install in a
+// git checkout do; go run does not), and the Go and Starlark versions.
+func versionText(bi *debug.BuildInfo, goVersion string) string {
+	version, star := "(devel)", "unknown"
+	var rev, when, dirty string
+	if bi != nil {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == "go.starlark.net" {
+				star = d.Version
+			}
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				when = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = ", modified"
+				}
+			}
+		}
+	}
+	line := "kernbench " + version
+	if rev != "" {
+		line += fmt.Sprintf(" (revision %s, %s%s)", rev[:min(12, len(rev))], when, dirty)
+	}
+	return fmt.Sprintf("%s\ngo %s\ngo.starlark.net %s\n", line, goVersion, star)
 }
 
 // goTestFlags lets `kernbench test` take go test's single-dash -run and -v
