@@ -736,7 +736,11 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 	// (allgather's recvbuf, reduce_scatter's sendbuf, alltoall's buffers):
 	// algbw counts all the data a rank ends up with or started from.
 	elems := max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world))
-	res := &Result{Count: elems, Bytes: elems * int64(p.dt.Size()), DType: p.dt.String(), RedOp: p.red.String(), InPlace: p.opts.InPlace, Events: w.s.Events()}
+	redop := p.red.String()
+	if !p.coll.Reduces {
+		redop = "none" // as nccl-tests prints for collectives without a reduction
+	}
+	res := &Result{Count: elems, Bytes: elems * int64(p.dt.Size()), DType: p.dt.String(), RedOp: redop, InPlace: p.opts.InPlace, Events: w.s.Events()}
 	var end sim.Time
 	for r := range finish {
 		end = max(end, finish[r])
