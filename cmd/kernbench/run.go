@@ -41,10 +41,10 @@ type runOptions struct {
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run FILE.star | NAME | --bench BENCH [ALGORITHM]",
+		Use:   "run [FILE.star | NAME] | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
-		Long: `Run an algorithm file or an algorithm named in ccl.yaml on the simulated
-machine. The builtin bench of its collective allocates per-rank buffers,
+		Long: `Run an algorithm file or an algorithm named in ccl.yaml (without one:
+defaults.algorithm of ccl.yaml) on the simulated machine. The builtin bench of its collective allocates per-rank buffers,
 launches kernel() on every rank, checks the result against the collective's
 definition and prints one nccl-tests-style row per size.
 
@@ -54,7 +54,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 			if o.bench != "" {
 				return cobra.MaximumNArgs(1)(cmd, args)
 			}
-			return cobra.ExactArgs(1)(cmd, args)
+			return cobra.MaximumNArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target := ""
@@ -63,8 +63,15 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 				if len(args) == 1 {
 					o.Algorithm = args[0]
 				}
-			} else {
+			} else if len(args) == 1 {
 				target = args[0]
+			} else {
+				// No argument: the configuration's defaults.algorithm.
+				cfg, _, err := ccl.LoadConfig(o.ConfigPath, o.Sets, kernbench.Files)
+				if err != nil {
+					return usageErr(stderr, o.json, err.Error())
+				}
+				target = cfg.Defaults.Algorithm
 			}
 			return runRun(cmd, o, target, stdout, stderr)
 		},
