@@ -292,7 +292,11 @@ func printTable(w io.Writer, rep *ccl.Report, quiet bool) {
 	for _, r := range rep.Results {
 		events += r.Events
 	}
-	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d\n", rep.Algorithm, rep.File, rep.Collective, rep.Topology, rep.WorldSize)
+	topo := rep.Topology
+	if len(rep.MeshShape) == 2 {
+		topo += fmt.Sprintf(" %d x %d", rep.MeshShape[0], rep.MeshShape[1])
+	}
+	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d\n", rep.Algorithm, rep.File, rep.Collective, topo, rep.WorldSize)
 	fmt.Fprintf(w, "# buffer_kind %s, backpressure %s, data in %s; %d events simulated, wall %s\n", rep.BufferKind, rep.Backpressure, rep.DataSpace, events, wallString(rep.WallS))
 }
 

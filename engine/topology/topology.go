@@ -186,18 +186,18 @@ func ring(m []map[string]int) {
 }
 
 // meshDims returns the mesh rows and columns for worldSize ranks.
+// MeshDims is the rows × cols of mesh_2d for a world size: mesh_shape
+// when given, else the most square factorisation (rows <= cols: 8 → 2 × 4,
+// a prime p → 1 × p, a ring).
+func MeshDims(worldSize int, meshShape []int) (rows, cols int, err error) { return meshDims(worldSize, meshShape) }
+
 func meshDims(worldSize int, meshShape []int) (rows, cols int, err error) {
 	if meshShape == nil {
-		side := isqrt(worldSize)
-		if side*side != worldSize {
-			r := side
-			for worldSize%r != 0 {
-				r--
-			}
-			return 0, 0, fmt.Errorf("mesh_2d: world_size %d is not a square; set mesh_shape: [R, C] (e.g. [%d, %d])",
-				worldSize, r, worldSize/r)
+		r := max(1, isqrt(worldSize))
+		for worldSize%r != 0 {
+			r--
 		}
-		return side, side, nil
+		return r, worldSize / r, nil
 	}
 	if len(meshShape) != 2 {
 		return 0, 0, fmt.Errorf("mesh_2d: mesh_shape %s has %d dimensions, want 2 ([R, C])", shapeString(meshShape), len(meshShape))

@@ -115,10 +115,6 @@ func TestBuiltinErrors(t *testing.T) {
 		{"ring_1d", 0, nil, "ring_1d: got world_size 0, want at least 1"},
 		{"custom", -3, nil, "custom: got world_size -3, want at least 1"},
 		{"mesh_2d", -1, []int{1, 1}, "mesh_2d: got world_size -1, want at least 1"},
-		{"mesh_2d", 6, nil, "mesh_2d: world_size 6 is not a square; set mesh_shape: [R, C] (e.g. [2, 3])"},
-		{"mesh_2d", 12, nil, "mesh_2d: world_size 12 is not a square; set mesh_shape: [R, C] (e.g. [3, 4])"},
-		{"mesh_2d", 7, nil, "mesh_2d: world_size 7 is not a square; set mesh_shape: [R, C] (e.g. [1, 7])"},
-		{"mesh_2d", 2, nil, "mesh_2d: world_size 2 is not a square; set mesh_shape: [R, C] (e.g. [1, 2])"},
 		{"mesh_2d", 8, []int{2, 3}, "mesh_2d: mesh_shape [2, 3] has 6 ranks, world_size is 8"},
 		{"mesh_2d", 4, []int{4, 4}, "mesh_2d: mesh_shape [4, 4] has 16 ranks, world_size is 4"},
 		{"mesh_2d", 6, []int{2, 3, 1}, "mesh_2d: mesh_shape [2, 3, 1] has 3 dimensions, want 2 ([R, C])"},
@@ -154,16 +150,6 @@ func TestBuiltinValidates(t *testing.T) {
 			}
 			for _, shape := range shapes {
 				topo, err := Builtin(name, p, shape, 1)
-				square := false
-				for s := 1; s*s <= p; s++ {
-					square = square || s*s == p
-				}
-				if name == "mesh_2d" && shape == nil && !square {
-					if err == nil {
-						t.Errorf("Builtin(mesh_2d, %d, nil) succeeded, want a not-a-square error", p)
-					}
-					continue
-				}
 				if err != nil {
 					t.Errorf("Builtin(%s, %d, %v): %v", name, p, shape, err)
 					continue
@@ -224,10 +210,12 @@ func checkShape(t *testing.T, topo *Topology, pairing Pairing, shape []int) {
 		if shape != nil {
 			rows, cols = shape[0], shape[1]
 		} else {
-			for rows*rows < p {
-				rows++
+			// The most square factorisation, rows <= cols.
+			for r := 1; r*r <= p; r++ {
+				if p%r == 0 {
+					rows, cols = r, p/r
+				}
 			}
-			cols = rows
 		}
 		for r, m := range topo.Maps {
 			want := 0
@@ -509,6 +497,19 @@ func TestChannelValidation(t *testing.T) {
 	for _, want := range []string{"rank 0 E_1 -> 1, but rank 1 points back at 0 with E, E_1, W, W_2, want W_1", "rank 1 W_2 -> 0"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error\n%v\nwant it to contain %q", err, want)
+		}
+	}
+}
+
+// Without mesh_shape, mesh_2d takes the most square factorisation of the
+// world size (rows <= cols).
+func TestMeshDimsDefault(t *testing.T) {
+	for _, tc := range []struct{ p, rows, cols int }{
+		{1, 1, 1}, {2, 1, 2}, {4, 2, 2}, {6, 2, 3}, {7, 1, 7}, {8, 2, 4}, {12, 3, 4}, {16, 4, 4}, {18, 3, 6}, {32, 4, 8},
+	} {
+		rows, cols, err := MeshDims(tc.p, nil)
+		if err != nil || rows != tc.rows || cols != tc.cols {
+			t.Errorf("MeshDims(%d, nil) = %d, %d, %v; want %d, %d", tc.p, rows, cols, err, tc.rows, tc.cols)
 		}
 	}
 }

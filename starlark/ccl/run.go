@@ -17,6 +17,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/engine/topology"
 	"kernbench/engine/trace"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
@@ -79,6 +80,7 @@ type Report struct {
 	File         string    `json:"file"`
 	Collective   string    `json:"collective"`
 	Topology     string    `json:"topology"`
+	MeshShape    []int     `json:"mesh_shape,omitempty"` // mesh_2d: [rows, cols] in force
 	WorldSize    int       `json:"world_size"`
 	BufferKind   string    `json:"buffer_kind"`
 	Backpressure string    `json:"backpressure"`
@@ -333,6 +335,11 @@ func Run(arg string, opts Options) (*Report, error) {
 func (p *plan) sweep(tgt *target, file string, once func(count int64) (*Result, error)) (*Report, error) {
 	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String()}
+	if p.topology == "mesh_2d" {
+		if rows, cols, err := topology.MeshDims(p.world, tgt.settings.MeshShape); err == nil {
+			rep.MeshShape = []int{rows, cols}
+		}
+	}
 	traceOut := p.opts.Trace
 	defer func() { p.opts.Trace = traceOut }()
 	for i, count := range p.counts {
