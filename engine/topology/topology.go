@@ -189,7 +189,9 @@ func ring(m []map[string]int) {
 // MeshDims is the rows × cols of mesh_2d for a world size: mesh_shape
 // when given, else the most square factorisation (rows <= cols: 8 → 2 × 4,
 // a prime p → 1 × p, a ring).
-func MeshDims(worldSize int, meshShape []int) (rows, cols int, err error) { return meshDims(worldSize, meshShape) }
+func MeshDims(worldSize int, meshShape []int) (rows, cols int, err error) {
+	return meshDims(worldSize, meshShape)
+}
 
 func meshDims(worldSize int, meshShape []int) (rows, cols int, err error) {
 	if meshShape == nil {
