@@ -506,7 +506,7 @@ func (k *Kernel) sendBuffer(q *machine.QueuePair, src *Ptr, piece int64, origin 
 	if err := k.prepareSend(q, src); err != nil {
 		return err
 	}
-	return k.sendPieces(k.Proc, q, src, piece, origin)
+	return k.sendPieces(k.Proc, q, src, piece, origin, nil)
 }
 
 // prepareSend checks a send of src on q before its first message: the
@@ -535,7 +535,7 @@ func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 
 // sendPieces issues the messages of src on q from process p, each of at
 // most piece bytes (whole elements).
-func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any) error {
+func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
 	if src.Reg.N <= piece {
 		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin)
 	}
@@ -548,6 +548,9 @@ func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece i
 		n := min(per, src.Count-lo)
 		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin); err != nil {
 			return err
+		}
+		if h != nil {
+			h.unissued = src.Reg.Sub((lo+n)*sz, src.Reg.N-(lo+n)*sz)
 		}
 	}
 	// Bytes of a raw view that do not fill an element still travel.
@@ -573,8 +576,11 @@ func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Regi
 // sendHandle is a tl.send_async in progress: its own simulated process
 // issues the messages while the kernel goes on.
 type sendHandle struct {
-	q      *machine.QueuePair
-	origin any
+	q *machine.QueuePair
+	// unissued is the part of the source not sent yet (a send_async reads
+	// its source message by message, as credits allow).
+	unissued machine.Region
+	origin   any
 	done   bool
 	err    error
 	waiter *sim.Proc
@@ -599,10 +605,12 @@ func builtinSendAsync(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args 
 	if err != nil {
 		return nil, err
 	}
-	h := &sendHandle{q: q, origin: origin}
+	h := &sendHandle{q: q, unissued: src.Reg, origin: origin}
 	k.asyncSends = append(k.asyncSends, h)
+	root := k.rootKernel()
+	root.issuingSends = append(root.issuingSends, h)
 	k.M.Sim.Spawn(fmt.Sprintf("rank %d tl.send_async(%q) issued at %v", k.Rank, q.Dir, origin), func(p *sim.Proc) {
-		h.err = k.sendPieces(p, q, src, piece, origin)
+		h.err = k.sendPieces(p, q, src, piece, origin, h)
 		h.done = true
 		release()
 		if h.err != nil && !errors.Is(h.err, sim.ErrKilled) {
@@ -821,11 +829,40 @@ func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starla
 // checkWrite rejects a write into a range an unfinished send still reads,
 // or that a primitive of another thread reads as its local operand.
 func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
+	return k.checkWriteAt(fn, dst, true)
+}
+
+// checkWriteAt is checkWrite; unissued=false leaves out the parts of
+// tl.send_async sources not sent yet (a fused primitive checks its whole
+// dst up front, before any piece is written, and each piece again when it
+// is stored).
+func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) error {
 	if err := k.checkOperandWrite(fn, dst); err != nil {
 		return err
 	}
 	if k.G == nil {
 		return nil
+	}
+	// A tl.send_async reads its source message by message as credits
+	// allow: a write into a part it has not issued yet changes what is
+	// sent, in any thread of the rank.
+	root := k.rootKernel()
+	live := root.issuingSends[:0]
+	var hit *sendHandle
+	for _, h := range root.issuingSends {
+		if h.done {
+			continue
+		}
+		live = append(live, h)
+		if hit == nil && unissued && h.unissued.N > 0 && h.unissued.Overlaps(dst) {
+			hit = h
+		}
+	}
+	clear(root.issuingSends[len(live):])
+	root.issuingSends = live
+	if hit != nil {
+		return errorf("SendBufferHazard", "%s: rank %d writes %v while the tl.send_async(%q) issued at %v still reads it (tl.wait(its handle) and tl.flush(%q) first, or write elsewhere)",
+			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
 	}
 	if m := k.G.InFlightReading(dst); m != nil {
 		where := ""

@@ -176,7 +176,7 @@ func (k *Kernel) runFused(c *fusedCall) error {
 		return v
 	}
 	if c.dst != nil {
-		if err := k.checkWrite(c.name, c.dst.Reg); err != nil {
+		if err := k.checkWriteAt(c.name, c.dst.Reg, false); err != nil {
 			return err
 		}
 	}

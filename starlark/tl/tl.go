@@ -55,6 +55,10 @@ type Kernel struct {
 	deferred *deferredSend
 	// asyncSends are the kernel's tl.send_async calls not yet joined.
 	asyncSends []*sendHandle
+	// issuingSends (on the root only) are the rank's tl.send_async calls,
+	// from any thread, that may not have issued every message yet: their
+	// sources must not be written (SendBufferHazard).
+	issuingSends []*sendHandle
 	// prefetched are tl.prefetch loads waiting for their primitive.
 	prefetched []prefetchedLoad
 
