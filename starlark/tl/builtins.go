@@ -581,9 +581,9 @@ type sendHandle struct {
 	// its source message by message, as credits allow).
 	unissued machine.Region
 	origin   any
-	done   bool
-	err    error
-	waiter *sim.Proc
+	done     bool
+	err      error
+	waiter   *sim.Proc
 }
 
 func (h *sendHandle) String() string        { return fmt.Sprintf("<send %s handle>", h.q.Dir) }
