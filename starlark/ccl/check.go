@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.starlark.net/resolve"
@@ -66,6 +67,7 @@ func Check(file string, o CheckOptions) []string {
 			return problems
 		}
 	}
+	var kernelFn *starlark.Function
 	v, ok := globals["kernel"]
 	switch {
 	case !ok:
@@ -82,6 +84,7 @@ func Check(file string, o CheckOptions) []string {
 				params[k] = true
 			}
 		}
+		kernelFn = fn
 		for _, p := range kernelSignature(fn, params) {
 			add(fn.Position(), "%s", p)
 		}
@@ -101,6 +104,9 @@ func Check(file string, o CheckOptions) []string {
 	if err != nil {
 		problems = append(problems, err.Error())
 		return problems
+	}
+	if kernelFn != nil {
+		problems = append(problems, keywordProblems(kernelFn, p, cfg.File, tgt)...)
 	}
 	if topology.RequiresNeighborsHook(p.topology) && hook == nil {
 		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.topology)
@@ -172,6 +178,76 @@ func hookSignature(fn *starlark.Function, entry *config.Algorithm) string {
 		}
 	}
 	return ""
+}
+
+// keywordProblems lists the keyword arguments the bench will pass (the
+// ccl.yaml entry's params, root for broadcast and reduce) that kernel fn
+// cannot take, each with a "did you mean" when a parameter is close.
+func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target) []string {
+	if fn.HasKwargs() {
+		return nil
+	}
+	var names []string
+	for i := range fn.NumParams() {
+		name, _ := fn.Param(i)
+		names = append(names, name)
+	}
+	var out []string
+	for _, kv := range p.params {
+		k := string(kv[0].(starlark.String))
+		if slices.Contains(names, k) {
+			continue
+		}
+		hint := ""
+		if near := closest(k, names); near != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		if k == "root" && (p.coll.Name == "broadcast" || p.coll.Name == "reduce") {
+			if _, fromYAML := tgt.entry.ParamsOrNil()["root"]; !fromYAML {
+				out = append(out, fmt.Sprintf("%s: kernel has no parameter \"root\", which the %s bench passes by keyword: def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0)%s", fn.Position(), p.coll.Name, hint))
+				continue
+			}
+		}
+		where := cfgFile
+		if tgt.entry != nil && tgt.entry.Line > 0 {
+			where = fmt.Sprintf("%s:%d", cfgFile, tgt.entry.Line)
+		}
+		out = append(out, fmt.Sprintf("%s: algorithms.%s.params.%s: kernel (%s) has no parameter %q%s", where, tgt.name, k, fn.Position(), k, hint))
+	}
+	return out
+}
+
+// closest is the name within edit distance 2 of s (the nearest, first on
+// ties), or "".
+func closest(s string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // kernelSignature lists why the benches could not call fn as
