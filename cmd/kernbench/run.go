@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -190,6 +189,17 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			}
 		}
 	}
+	// The table's rows are printed as each size finishes.
+	rows := 0
+	if !o.json {
+		o.OnResult = func(r *ccl.Result) {
+			if rows == 0 {
+				fmt.Fprintln(stdout, tableHeader())
+			}
+			rows++
+			fmt.Fprintln(stdout, tableRow(r))
+		}
+	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)
 	if o.Progress != nil {
@@ -226,7 +236,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.json {
 		writeJSON(stdout, rep)
 	} else {
-		printTable(stdout, rep, o.quiet)
+		// Benches that build their report in one piece (L3) print here.
+		for i := rows; i < len(rep.Results); i++ {
+			o.OnResult(&rep.Results[i])
+		}
+		printSummary(stdout, rep, o.quiet)
 	}
 	for _, r := range rep.Results {
 		if r.Phase2Match != nil && !*r.Phase2Match {
@@ -253,18 +267,42 @@ func writeJSON(w io.Writer, v any) {
 	_ = enc.Encode(v)
 }
 
-// printTable prints the nccl-tests-shaped table and the summary.
-func printTable(w io.Writer, rep *ccl.Report, quiet bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "size\tcount\ttype\tredop\ttime(us)\talgbw(GB/s)\tbusbw(GB/s)\teff\t#wrong\t")
-	for _, r := range rep.Results {
-		wrong := strconv.FormatInt(r.Wrong, 10)
-		if !r.Verified && r.Wrong == 0 {
-			wrong = "N/A"
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.3f\t%s\t\n", r.Bytes, r.Count, r.DType, r.RedOp, r.SimTimeNs/1000, r.AlgBW, r.BusBW, r.Eff, wrong)
+// tableColumns are the report's columns and their widths: each at least
+// its header, size and count wide enough for 10 digits, so rows can be
+// printed as they finish and still line up.
+var tableColumns = []struct {
+	name  string
+	width int
+}{{"size", 10}, {"count", 10}, {"type", 4}, {"redop", 5}, {"time(us)", 10}, {"algbw(GB/s)", 11}, {"busbw(GB/s)", 11}, {"eff", 5}, {"#wrong", 6}}
+
+func tableLine(cells []string) string {
+	var b strings.Builder
+	for i, c := range cells {
+		fmt.Fprintf(&b, "  %*s", tableColumns[i].width, c)
 	}
-	tw.Flush()
+	return b.String()
+}
+
+func tableHeader() string {
+	names := make([]string, len(tableColumns))
+	for i, c := range tableColumns {
+		names[i] = c.name
+	}
+	return tableLine(names)
+}
+
+func tableRow(r *ccl.Result) string {
+	wrong := strconv.FormatInt(r.Wrong, 10)
+	if !r.Verified && r.Wrong == 0 {
+		wrong = "N/A"
+	}
+	return tableLine([]string{strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.Count, 10), r.DType, r.RedOp,
+		fmt.Sprintf("%.3f", r.SimTimeNs/1000), fmt.Sprintf("%.2f", r.AlgBW), fmt.Sprintf("%.2f", r.BusBW), fmt.Sprintf("%.3f", r.Eff), wrong})
+}
+
+// printSummary prints what follows the rows: the average busbw of a sweep,
+// the busiest resources (-v) and, unless quiet, the run's description.
+func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
 	if len(rep.Results) > 1 {
 		var sum float64
 		for _, r := range rep.Results {

@@ -55,6 +55,10 @@ type Options struct {
 	Trace io.Writer
 	// Progress, when set, is told before each size of a sweep is simulated.
 	Progress func(i, n int, count int64)
+	// OnResult, when set, receives each size's row as soon as it is done
+	// (the CLI prints rows as they finish, so a failure at a later size
+	// keeps them).
+	OnResult func(r *Result)
 	// Check re-verifies every queue pair's pointer invariants after each
 	// delivery and credit (--check; costly).
 	Check bool
@@ -355,6 +359,9 @@ func (p *plan) sweep(tgt *target, file string, once func(count int64) (*Result, 
 			return rep, err
 		}
 		rep.Results = append(rep.Results, *res)
+		if p.opts.OnResult != nil {
+			p.opts.OnResult(res)
+		}
 	}
 	return rep, nil
 }
