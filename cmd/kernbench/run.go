@@ -32,6 +32,7 @@ type runOptions struct {
 	trace    string
 	bytes    string
 	json     bool
+	jsonl    bool
 	quiet    bool
 	verbose  bool
 	maxSteps uint64
@@ -101,6 +102,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
 	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
+	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
@@ -126,6 +128,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	o.MaxSteps = o.maxSteps
 	if o.MaxSteps == 0 {
 		o.MaxSteps = defaultMaxSteps
+	}
+	if o.json && o.jsonl {
+		return usageErr(stderr, true, "--json and --jsonl are mutually exclusive")
 	}
 	sizeFlags := 0
 	for _, set := range []bool{cmd.Flags().Changed("count"), o.bytes != "", o.sweep != "", o.minBytes != "" || o.maxBytes != ""} {
@@ -191,7 +196,13 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	// The table's rows are printed as each size finishes.
 	rows := 0
-	if !o.json {
+	switch {
+	case o.jsonl:
+		o.OnResult = func(r *ccl.Result) {
+			rows++
+			writeJSONLine(stdout, r)
+		}
+	case !o.json:
 		o.OnResult = func(r *ccl.Result) {
 			if rows == 0 {
 				fmt.Fprintln(stdout, tableHeader())
@@ -211,12 +222,17 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if !ok {
 			f = &ccl.Failure{Code: ccl.ExitRuntime, Kind: "InternalError", Rank: -1, Msg: err.Error(), Err: err}
 		}
-		if o.json {
+		if o.json || o.jsonl {
 			if rep == nil {
 				rep = &ccl.Report{File: arg}
 			}
 			rep.Error = f.Out()
-			writeJSON(stdout, rep)
+			if o.jsonl {
+				rep.Results = nil
+				writeJSONLine(stdout, rep)
+			} else {
+				writeJSON(stdout, rep)
+			}
 		}
 		if o.dot != "" && len(f.WaitFor) > 0 {
 			if df, derr := os.Create(o.dot); derr == nil {
@@ -233,9 +249,17 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		return &exitError{code: f.Code, err: f}
 	}
 	rep.WallS = wall
-	if o.json {
+	switch {
+	case o.json:
 		writeJSON(stdout, rep)
-	} else {
+	case o.jsonl:
+		for i := rows; i < len(rep.Results); i++ {
+			o.OnResult(&rep.Results[i])
+		}
+		summary := *rep
+		summary.Results = nil
+		writeJSONLine(stdout, &summary)
+	default:
 		// Benches that build their report in one piece (L3) print here.
 		for i := rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
@@ -259,6 +283,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 func usageErr(stderr io.Writer, _ bool, msg string) error {
 	fmt.Fprintf(stderr, "kernbench: %s\n", msg)
 	return &exitError{code: ccl.ExitUsage, err: fmt.Errorf("%s", msg)}
+}
+
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) {
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 func writeJSON(w io.Writer, v any) {
