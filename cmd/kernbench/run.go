@@ -105,6 +105,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
+	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
 	return cmd
@@ -128,6 +129,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	o.MaxSteps = o.maxSteps
 	if o.MaxSteps == 0 {
 		o.MaxSteps = defaultMaxSteps
+	}
+	if o.Jobs < 1 {
+		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
 	}
 	if o.json && o.jsonl {
 		return usageErr(stderr, true, "--json and --jsonl are mutually exclusive")

@@ -41,7 +41,9 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	if err != nil {
 		return nil, err
 	}
-	return p.sweep(tgt, benchFile, func(count int64) (*Result, error) {
+	// Host benches run their sizes one after the other (the bench's own
+	// loader is shared by its run_rank calls).
+	return p.sweep(tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*Result, error) {
 		return runHostOnce(p, cfg, tgt, loader, kernel, hook, runRank, count)
 	})
 }

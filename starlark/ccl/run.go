@@ -1,6 +1,7 @@
 package ccl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.starlark.net/starlark"
 
@@ -55,6 +57,9 @@ type Options struct {
 	Trace io.Writer
 	// Progress, when set, is told before each size of a sweep is simulated.
 	Progress func(i, n int, count int64)
+	// Jobs > 1 runs up to that many sizes of a sweep at once (-j); the
+	// report and every output are the same as with 1.
+	Jobs int
 	// OnResult, when set, receives each size's row as soon as it is done
 	// (the CLI prints rows as they finish, so a failure at a later size
 	// keeps them).
@@ -325,24 +330,37 @@ func Run(arg string, opts Options) (*Report, error) {
 		}
 		hook = c
 	}
-	plan, err := makePlan(tgt, globals, hook != nil, opts)
+	pl, err := makePlan(tgt, globals, hook != nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	return plan.sweep(tgt, tgt.file, func(count int64) (*Result, error) {
-		return runOnce(plan, cfg, tgt, loader, kernel, hook, count)
+	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
+		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
 }
 
 // sweep runs one simulation per size and collects the report; only the
-// last size records a timeline (one trace document per run).
-func (p *plan) sweep(tgt *target, file string, once func(count int64) (*Result, error)) (*Report, error) {
+// last size records a timeline (one trace document per run). With
+// opts.Jobs > 1 and a loader, up to Jobs sizes run at once, each on its own
+// machine, writing its print output, op_log, CCL trace and pointer dumps
+// into buffers that are copied out in size order: the report and every
+// output are byte for byte those of a sequential sweep.
+func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error)) (*Report, error) {
 	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String()}
 	if p.topology == "mesh_2d" {
 		if rows, cols, err := topology.MeshDims(p.world, tgt.settings.MeshShape); err == nil {
 			rep.MeshShape = []int{rows, cols}
 		}
+	}
+	deliver := func(res *Result) {
+		rep.Results = append(rep.Results, *res)
+		if p.opts.OnResult != nil {
+			p.opts.OnResult(res)
+		}
+	}
+	if p.opts.Jobs > 1 && loader != nil && len(p.counts) > 1 {
+		return rep, p.parallelSweep(loader, once, deliver)
 	}
 	traceOut := p.opts.Trace
 	defer func() { p.opts.Trace = traceOut }()
@@ -354,17 +372,102 @@ func (p *plan) sweep(tgt *target, file string, once func(count int64) (*Result, 
 		if i == len(p.counts)-1 {
 			p.opts.Trace = traceOut
 		}
-		res, err := once(count)
+		res, err := once(p, loader, count)
 		if err != nil {
 			return rep, err
 		}
-		rep.Results = append(rep.Results, *res)
-		if p.opts.OnResult != nil {
-			p.opts.OnResult(res)
-		}
+		deliver(res)
 	}
 	return rep, nil
 }
+
+// pointOutput is what one size of a parallel sweep wrote.
+type pointOutput struct {
+	stderr, oplog, cclTrace, dump bytes.Buffer
+	res                           *Result
+	err                           error
+	done                          chan struct{}
+}
+
+// parallelSweep runs the sizes Jobs at a time and delivers them in order;
+// at the first size that fails (in size order) it stops starting new ones
+// and returns that error after the sizes before it are delivered.
+func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error), deliver func(*Result)) error {
+	n := len(p.counts)
+	points := make([]*pointOutput, n)
+	for i := range points {
+		points[i] = &pointOutput{done: make(chan struct{})}
+	}
+	slots := make(chan struct{}, p.opts.Jobs)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	go func() {
+		for i, count := range p.counts {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				for ; i < n; i++ {
+					points[i].err = errSweepStopped
+					close(points[i].done)
+				}
+				return
+			}
+			wg.Add(1)
+			go func(i int, count int64, out *pointOutput) {
+				defer wg.Done()
+				defer func() { <-slots }()
+				defer close(out.done)
+				pp := *p
+				pp.opts.Stderr = &out.stderr
+				if pp.opts.OpLog != nil {
+					pp.opts.OpLog = &out.oplog
+				}
+				if pp.opts.CCLTrace != nil {
+					pp.opts.CCLTrace = &out.cclTrace
+				}
+				if pp.opts.DumpPointers != nil {
+					pp.opts.DumpPointers = &out.dump
+				}
+				if i != n-1 {
+					pp.opts.Trace = nil
+				}
+				lc := *loader
+				lc.Stderr = &out.stderr
+				out.res, out.err = once(&pp, &lc, count)
+			}(i, count, points[i])
+		}
+	}()
+	var firstErr error
+	for i, out := range points {
+		if p.opts.Progress != nil && firstErr == nil {
+			p.opts.Progress(i, n, p.counts[i])
+		}
+		<-out.done
+		if firstErr != nil {
+			continue
+		}
+		for _, c := range []struct {
+			buf *bytes.Buffer
+			w   io.Writer
+		}{{&out.stderr, p.opts.Stderr}, {&out.oplog, p.opts.OpLog}, {&out.cclTrace, p.opts.CCLTrace}, {&out.dump, p.opts.DumpPointers}} {
+			if c.w != nil && c.buf.Len() > 0 {
+				_, _ = c.w.Write(c.buf.Bytes())
+			}
+		}
+		if out.err != nil {
+			firstErr = out.err
+			close(stop)
+			continue
+		}
+		deliver(out.res)
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// errSweepStopped marks sizes a parallel sweep did not start because an
+// earlier size failed.
+var errSweepStopped = errors.New("not run: an earlier size failed")
 
 func printPrefix(th *starlark.Thread) string {
 	if k, ok := th.Local(kernelKey).(*tl.Kernel); ok && k != nil {
