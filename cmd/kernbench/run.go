@@ -96,6 +96,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
 	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
+	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
@@ -132,6 +133,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	if o.Jobs < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
+	}
+	if o.TimingOnly && o.oplog != "" {
+		return usageErr(stderr, o.json, "--oplog records data, which --timing-only does not move")
 	}
 	if o.json && o.jsonl {
 		return usageErr(stderr, true, "--json and --jsonl are mutually exclusive")
@@ -368,7 +372,11 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
 		topo += fmt.Sprintf(" %d x %d", rep.MeshShape[0], rep.MeshShape[1])
 	}
 	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d\n", rep.Algorithm, rep.File, rep.Collective, topo, rep.WorldSize)
-	fmt.Fprintf(w, "# buffer_kind %s, backpressure %s, data in %s; %d events simulated, wall %s\n", rep.BufferKind, rep.Backpressure, rep.DataSpace, events, wallString(rep.WallS))
+	timing := ""
+	if rep.TimingOnly {
+		timing = " (timing only: no data moved)"
+	}
+	fmt.Fprintf(w, "# buffer_kind %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", rep.BufferKind, rep.Backpressure, rep.DataSpace, timing, events, wallString(rep.WallS))
 }
 
 func wallString(s float64) string {

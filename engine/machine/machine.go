@@ -79,6 +79,12 @@ type Machine struct {
 	// Trace, when set (EnableTrace), receives the timeline.
 	Trace *trace.Recorder
 
+	// TimingOnly (SetTimingOnly) moves no bytes: loads, stores, copies and
+	// IPCQ deliveries book the same resources at the same times and keep
+	// every pointer, credit and hazard check, but copy nothing, and no
+	// memory is ever backed.
+	TimingOnly bool
+
 	// paths caches routes by (kind, from, to) so the hot path allocates
 	// nothing; routes never change after New.
 	paths map[pathKey]Path
@@ -297,6 +303,15 @@ func (m *Machine) Image() oplog.Image {
 		im[i] = mem.Snapshot()
 	}
 	return im
+}
+
+// SetTimingOnly makes the machine move no bytes (see TimingOnly).
+func (m *Machine) SetTimingOnly() {
+	m.TimingOnly = true
+	for _, mem := range m.Mems {
+		mem.noData = true
+		mem.data = nil
+	}
 }
 
 // EnableTrace starts recording the timeline into rec: PE processes, DMA

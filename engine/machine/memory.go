@@ -59,8 +59,11 @@ type Memory struct {
 	Port     *Resource
 
 	data []byte
-	free []span // sorted, coalesced free spans
-	used int64
+	// noData: the machine moves no bytes (timing-only); the memory is
+	// never backed and Bytes returns nil.
+	noData bool
+	free   []span // sorted, coalesced free spans
+	used   int64
 }
 
 type span struct{ off, n int64 }
@@ -117,6 +120,9 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 			m.free[i] = span{s.off + size, s.n - size}
 		}
 		m.used += size
+		if m.noData {
+			return off, nil
+		}
 		if end := off + size; end > int64(len(m.data)) {
 			grow := max(end, min(m.Capacity, 2*int64(len(m.data))))
 			nd := make([]byte, grow)
@@ -133,6 +139,9 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 // Reserve makes room for n more bytes of allocations without further
 // growth copies (a hint from callers that know their sizes up front).
 func (m *Memory) Reserve(n int64) {
+	if m.noData {
+		return
+	}
 	want := min(m.Capacity, m.used+n+allocAlign)
 	if want > int64(len(m.data)) {
 		nd := make([]byte, want)
@@ -165,6 +174,9 @@ func (m *Memory) Free(off, n int64) {
 
 // Bytes returns the live bytes [off, off+n) of the memory (no copy).
 func (m *Memory) Bytes(off, n int64) []byte {
+	if m.noData {
+		return nil
+	}
 	if end := off + n; end > int64(len(m.data)) {
 		// Reading never-allocated space: grow so it reads as zeros.
 		nd := make([]byte, min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)))
@@ -173,6 +185,9 @@ func (m *Memory) Bytes(off, n int64) []byte {
 	}
 	return m.data[off : off+n]
 }
+
+// NoData reports whether the memory keeps no bytes (a timing-only machine).
+func (m *Memory) NoData() bool { return m.noData }
 
 // Snapshot copies the used bytes (for phase-2 comparison and tests).
 func (m *Memory) Snapshot() []byte { return append([]byte(nil), m.data...) }

@@ -58,12 +58,14 @@ type MemOp struct {
 
 // Complete applies the data effect and wakes a waiter.
 func (op *MemOp) Complete(*Transfer) {
-	switch op.Kind {
-	case OpFetch:
+	switch {
+	case op.m.TimingOnly:
+		// No bytes move; the fetched tile carries its length only.
+	case op.Kind == OpFetch:
 		op.Data = append(op.Data[:0], op.Src.Bytes()...)
-	case OpStore:
+	case op.Kind == OpStore:
 		copy(op.Dst.Bytes(), op.Data)
-	case OpCopy:
+	case op.Kind == OpCopy:
 		copy(op.Dst.Bytes(), op.Src.Bytes())
 	}
 	op.Done = true

@@ -79,13 +79,17 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 			if recvReg, err = alloc(rc, "recvbuf"); err != nil {
 				return nil, err
 			}
-			sentinel(p.dt, recvReg.Bytes())
+			if !m.TimingOnly {
+				sentinel(p.dt, recvReg.Bytes())
+			}
 		}
-		dtype.Fill(p.dt, sendReg.Bytes(), p.opts.Seed, r)
+		if !m.TimingOnly {
+			dtype.Fill(p.dt, sendReg.Bytes(), p.opts.Seed, r)
+		}
 		b.send = append(b.send, tl.NewPtr(sendReg, p.dt, sc, r))
 		b.recv = append(b.recv, tl.NewPtr(recvReg, p.dt, rc, r))
 	}
-	for r := 0; r < p.world; r++ {
+	for r := 0; r < p.world && !m.TimingOnly; r++ {
 		b.inputs = append(b.inputs, append([]byte(nil), b.send[r].Reg.Bytes()...))
 		b.before = append(b.before, append([]byte(nil), b.recv[r].Reg.Bytes()...))
 	}

@@ -57,6 +57,10 @@ type Options struct {
 	Trace io.Writer
 	// Progress, when set, is told before each size of a sweep is simulated.
 	Progress func(i, n int, count int64)
+	// TimingOnly moves and stores no bytes (--timing-only): the same
+	// simulated time, events and operation counts, without data, so no
+	// reference check and no phase 2; a kernel that reads values fails.
+	TimingOnly bool
 	// Jobs > 1 runs up to that many sizes of a sweep at once (-j); the
 	// report and every output are the same as with 1.
 	Jobs int
@@ -90,6 +94,7 @@ type Report struct {
 	Collective   string    `json:"collective"`
 	Topology     string    `json:"topology"`
 	MeshShape    []int     `json:"mesh_shape,omitempty"` // mesh_2d: [rows, cols] in force
+	TimingOnly   bool      `json:"timing_only,omitempty"`
 	WorldSize    int       `json:"world_size"`
 	BufferKind   string    `json:"buffer_kind"`
 	Backpressure string    `json:"backpressure"`
@@ -347,7 +352,8 @@ func Run(arg string, opts Options) (*Report, error) {
 // output are byte for byte those of a sequential sweep.
 func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error)) (*Report, error) {
 	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
-		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String()}
+		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String(),
+		TimingOnly: p.opts.TimingOnly}
 	if p.topology == "mesh_2d" {
 		if rows, cols, err := topology.MeshDims(p.world, tgt.settings.MeshShape); err == nil {
 			rep.MeshShape = []int{rows, cols}
@@ -723,7 +729,9 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if err := m.Place(p.world); err != nil {
 		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
 	}
-	if p.opts.Verify || p.opts.OpLog != nil {
+	if p.opts.TimingOnly {
+		m.SetTimingOnly()
+	} else if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
 	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, dump: p.opts.DumpPointers}
@@ -943,10 +951,10 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		return nil, err
 	}
 	res := w.result(p, count, finish, stats)
-	if p.opts.Verify {
+	if p.opts.Verify && !p.opts.TimingOnly {
 		b.verify(res)
 	}
-	if p.opts.KeepOutputs {
+	if p.opts.KeepOutputs && !p.opts.TimingOnly {
 		for _, r := range b.recv {
 			res.Outputs = append(res.Outputs, append([]byte(nil), r.Reg.Bytes()...))
 		}

@@ -290,7 +290,18 @@ func kernelBuiltins() []Builtin {
 					return nil, err
 				}
 				switch v := v.(type) {
+				case starlark.Int, starlark.Float:
+					if t.Data == nil {
+						break // timing-only: no values
+					}
+				default:
+					return nil, fmt.Errorf("%s: value must be a number, got %s", b.Name(), v.Type())
+				}
+				switch v := v.(type) {
 				case starlark.Int:
+					if t.Data == nil {
+						break
+					}
 					// Integers keep full precision for integer dtypes.
 					if i, ok := v.Int64(); ok && !t.DT.IsFloat() {
 						for e := 0; e < count; e++ {
@@ -301,9 +312,9 @@ func kernelBuiltins() []Builtin {
 						dtype.FillValue(t.DT, t.Data, f)
 					}
 				case starlark.Float:
-					dtype.FillValue(t.DT, t.Data, float64(v))
-				default:
-					return nil, fmt.Errorf("%s: value must be a number, got %s", b.Name(), v.Type())
+					if t.Data != nil {
+						dtype.FillValue(t.DT, t.Data, float64(v))
+					}
 				}
 				k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
 				return t, nil
@@ -414,8 +425,8 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 	if limit := k.PE.HBM.Capacity; int64(count) > limit/int64(d.Size()) {
 		return nil, errorf("OutOfMemory", "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
 	}
-	t := &Tile{DT: d, Count: int64(count), Data: make([]byte, count*d.Size()), Ready: k.M.Sim.Now(), k: k}
-	if v != 0 {
+	t := &Tile{DT: d, Count: int64(count), Data: k.newData(int64(count * d.Size())), Ready: k.M.Sim.Now(), k: k}
+	if v != 0 && t.Data != nil {
 		dtype.FillValue(d, t.Data, v)
 	}
 	if fn == "tl.zeros" {

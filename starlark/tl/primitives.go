@@ -493,8 +493,10 @@ func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 // scalar is t op s, costed and logged like a tile-by-scalar expression.
 func (t *Tile) scalar(op dtype.Op, f float64, i int64, right bool) *Tile {
 	out := t.like()
-	dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, right)
-	out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
+	if out.Data != nil {
+		dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, right)
+	}
+	out.Ready = t.k.mathReady(t.Ready, out.nbytes())
 	t.k.logMath(out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, right })
 	return out
 }

@@ -16,6 +16,7 @@ var ErrorKinds = []struct{ Kind, Doc string }{
 	{"DirectionInUse", "a send on a direction whose send side a tl.send_async is still using (tl.wait its handle first), or a direction side (send or receive) used by two threads of one rank at once"},
 	{"LocalOperandHazard", "a write by one thread into a buffer that a fused primitive of another thread still reads as its local operand"},
 	{"OutOfMemory", "tl.alloc beyond the memory's capacity (also the TCM staging of the fused primitives)"},
+	{"TimingOnly", "a kernel read simulated values (Tile.tolist, Ptr.tolist, Ptr.tobytes, p[i]) in a --timing-only run, which keeps no bytes"},
 }
 
 // Reference renders the builtin reference (docs/builtins.md) from the

@@ -320,7 +320,7 @@ func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	}
 	out.ID = l.NewTile()
 	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
-		Op: op, TileOut: out.ID, DType: out.DT.String(), Count: out.Count, NBytes: int64(len(out.Data))}
+		Op: op, TileOut: out.ID, DType: out.DT.String(), Count: out.Count, NBytes: out.nbytes()}
 	if a != nil {
 		r.TileA = a.ID
 	}

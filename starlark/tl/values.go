@@ -79,6 +79,27 @@ func (p *Ptr) Index(i int) starlark.Value {
 	return elemValue(p.DT, p.Reg.Bytes(), i)
 }
 
+// Get implements p[i] with an error path (starlark.Mapping is consulted
+// before Indexable): under --timing-only there are no values to read.
+func (p *Ptr) Get(k starlark.Value) (starlark.Value, bool, error) {
+	i, err := starlark.AsInt32(k)
+	if err != nil {
+		return nil, false, fmt.Errorf("Ptr index: %s", err)
+	}
+	n := int(p.Count)
+	orig := i
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return nil, false, fmt.Errorf("Ptr index %d out of range [%d:%d]", orig, -n, n)
+	}
+	if p.Reg.Mem.NoData() {
+		return nil, false, errTimingOnly("Ptr[i]")
+	}
+	return p.Index(i), true, nil
+}
+
 func (p *Ptr) CompareSameType(op syntax.Token, y starlark.Value, depth int) (bool, error) {
 	q := y.(*Ptr)
 	eq := p.Reg.Mem == q.Reg.Mem && p.Reg.Off == q.Reg.Off && p.DT == q.DT && p.Count == q.Count
@@ -218,13 +239,20 @@ var PtrMembers = []Member{
 		if err := starlark.UnpackPositionalArgs("Ptr.tobytes", args, kw, 0); err != nil {
 			return nil, err
 		}
-		return starlark.Bytes(v.(*Ptr).Reg.Bytes()), nil
+		p := v.(*Ptr)
+		if p.Reg.Mem.NoData() {
+			return nil, errTimingOnly("Ptr.tobytes")
+		}
+		return starlark.Bytes(p.Reg.Bytes()), nil
 	}},
 	{Name: "tolist", Sig: "tolist()", Doc: "Current contents as a list of numbers, read without simulated cost. In a kernel, stores a fused primitive left under way into the view finish first.", Reads: true, Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Ptr.tolist", args, kw, 0); err != nil {
 			return nil, err
 		}
 		p := v.(*Ptr)
+		if p.Reg.Mem.NoData() {
+			return nil, errTimingOnly("Ptr.tolist")
+		}
 		return toList(p.DT, p.Reg.Bytes(), int(p.Count)), nil
 	}},
 }
@@ -268,6 +296,26 @@ var (
 	_ starlark.HasBinary = (*Tile)(nil)
 )
 
+// nbytes is the size of the tile's elements (its Data is nil under
+// timing-only runs, which move no bytes).
+func (t *Tile) nbytes() int64 { return t.Count * int64(t.DT.Size()) }
+
+// newData is the backing of a new tile of n bytes: nil when the machine
+// moves no bytes.
+func (k *Kernel) newData(n int64) []byte {
+	if k.M.TimingOnly {
+		return nil
+	}
+	return make([]byte, n)
+}
+
+// errTimingOnly is the error of reading simulated values under
+// --timing-only, where no bytes are kept: a kernel whose control flow
+// depends on data cannot be timed without them.
+func errTimingOnly(what string) error {
+	return errorf("TimingOnly", "%s reads simulated data, which a timing-only run does not keep (tiles carry dtype and length only); run without --timing-only", what)
+}
+
 func (t *Tile) String() string {
 	return fmt.Sprintf("Tile(dtype=%s, count=%d)", t.DT, t.Count)
 }
@@ -288,10 +336,12 @@ var TileMembers = []Member{
 		if err != nil {
 			return nil, fmt.Errorf("Tile.astype: %w", err)
 		}
-		out := &Tile{DT: dt, Count: t.Count, Data: make([]byte, t.Count*int64(dt.Size())), k: t.k}
-		dtype.Convert(out.Data, dt, t.Data, t.DT)
-		out.Ready = t.k.mathReady(t.Ready, int64(len(out.Data)))
-		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT.String(), dt.String(), int64(len(out.Data)) })
+		out := &Tile{DT: dt, Count: t.Count, Data: t.k.newData(t.Count * int64(dt.Size())), k: t.k}
+		if out.Data != nil {
+			dtype.Convert(out.Data, dt, t.Data, t.DT)
+		}
+		out.Ready = t.k.mathReady(t.Ready, out.nbytes())
+		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT.String(), dt.String(), out.nbytes() })
 		return out, nil
 	}},
 	{Name: "count", Sig: "count", Doc: "Number of elements.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Tile).Count) }},
@@ -301,6 +351,9 @@ var TileMembers = []Member{
 			return nil, err
 		}
 		t := v.(*Tile)
+		if t.k != nil && t.k.M.TimingOnly {
+			return nil, errTimingOnly("Tile.tolist")
+		}
 		return toList(t.DT, t.Data, int(t.Count)), nil
 	}},
 }
@@ -340,7 +393,7 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 }
 
 func (t *Tile) like() *Tile {
-	return &Tile{DT: t.DT, Count: t.Count, Data: make([]byte, len(t.Data)), k: t.k}
+	return &Tile{DT: t.DT, Count: t.Count, Data: t.k.newData(t.nbytes()), k: t.k}
 }
 
 func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
@@ -351,8 +404,10 @@ func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
 		return nil, errorf("OutOfBounds", "%s: counts differ (%d and %d)", what, a.Count, b.Count)
 	}
 	out := a.like()
-	dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
-	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), int64(len(out.Data)))
+	if out.Data != nil {
+		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
+	}
+	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.nbytes())
 	a.k.logMath(out, op.String(), a, b, nil)
 	return out, nil
 }

@@ -1,0 +1,98 @@
+package ccl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kernbench"
+)
+
+// A timing-only run moves no bytes but simulates exactly what a full run
+// simulates: for every shipped algorithm, at several world sizes and sizes,
+// the simulated time, the number of events and every operation count are
+// equal; the reference check and phase 2 are reported as not run.
+func TestTimingOnlyMatchesFullRun(t *testing.T) {
+	cfg, _, err := LoadConfig("", nil, kernbench.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		SimTimeNs float64
+		Events    uint64
+		Ops       OpCounts
+	}
+	for _, algo := range cfg.AlgorithmNames {
+		for _, world := range []int{4, 8, 16} {
+			t.Run(fmt.Sprintf("%s/world=%d", algo, world), func(t *testing.T) {
+				t.Parallel()
+				counts := []int64{1, 1000, 1 << 16}
+				run := func(timingOnly bool) []row {
+					rep, err := Run(algo, Options{Embedded: kernbench.Files, WorldSize: world, Counts: counts, Verify: true, TimingOnly: timingOnly})
+					if err != nil {
+						t.Fatalf("timing_only=%v: %v", timingOnly, err)
+					}
+					var rows []row
+					for _, r := range rep.Results {
+						rows = append(rows, row{r.SimTimeNs, r.Events, r.Ops})
+						if timingOnly && (r.Verified || r.Phase2Match != nil || r.Wrong != 0) {
+							t.Errorf("timing-only row %d: verified %v, phase2_match %v, wrong %d; want not run", r.Count, r.Verified, r.Phase2Match, r.Wrong)
+						}
+						if !timingOnly && !r.Verified {
+							t.Errorf("full run row %d not verified: %d wrong", r.Count, r.Wrong)
+						}
+					}
+					if rep.TimingOnly != timingOnly {
+						t.Errorf("report timing_only = %v, want %v", rep.TimingOnly, timingOnly)
+					}
+					return rows
+				}
+				full, timing := run(false), run(true)
+				if diff := cmp.Diff(full, timing); diff != "" {
+					t.Errorf("timing-only run differs from the full run (-full +timing):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// Under --timing-only a kernel that reads values (control flow that could
+// depend on data) fails with TimingOnly at its position instead of
+// silently diverging from the full run.
+func TestTimingOnlyRejectsReadingValues(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, read string }{
+		{"tile", "tl.fetch(sendbuf).tolist()"},
+		{"ptr", "sendbuf.tolist()"},
+		{"bytes", "sendbuf.tobytes()"},
+		{"index", "sendbuf[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.name+".star")
+			src := "def kernel(sendbuf, recvbuf, rank, world_size, tl):\n    tl.copy(recvbuf, sendbuf)\n    x = " + tc.read + "\n"
+			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, Verify: true}); err != nil {
+				t.Fatalf("full run: %v", err)
+			}
+			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, TimingOnly: true})
+			var f *Failure
+			if !errors.As(err, &f) || f.Code != ExitRuntime || !strings.Contains(f.Msg, "TimingOnly") || !strings.Contains(f.Detail+f.Msg, tc.name+".star:3:") {
+				t.Errorf("timing-only run: %v (detail %q); want a TimingOnly error at %s.star:3", err, detailOf(f), tc.name)
+			}
+		})
+	}
+}
+
+func detailOf(f *Failure) string {
+	if f == nil {
+		return ""
+	}
+	return f.Detail
+}
