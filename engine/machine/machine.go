@@ -305,6 +305,17 @@ func (m *Machine) Image() oplog.Image {
 	return im
 }
 
+// LiveImage is the machine's memory as an image without copying it: each
+// entry is the memory's own bytes, valid until the memory next grows or is
+// written (phase 2 compares against it right after the run).
+func (m *Machine) LiveImage() oplog.Image {
+	im := make(oplog.Image, len(m.Mems))
+	for i, mem := range m.Mems {
+		im[i] = mem.data
+	}
+	return im
+}
+
 // SetTimingOnly makes the machine move no bytes (see TimingOnly).
 func (m *Machine) SetTimingOnly() {
 	m.TimingOnly = true

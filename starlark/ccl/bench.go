@@ -9,6 +9,7 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
@@ -89,11 +90,33 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 		b.send = append(b.send, tl.NewPtr(sendReg, p.dt, sc, r))
 		b.recv = append(b.recv, tl.NewPtr(recvReg, p.dt, rc, r))
 	}
-	for r := 0; r < p.world && !m.TimingOnly; r++ {
-		b.inputs = append(b.inputs, append([]byte(nil), b.send[r].Reg.Bytes()...))
-		b.before = append(b.before, append([]byte(nil), b.recv[r].Reg.Bytes()...))
-	}
 	return b, nil
+}
+
+// keepInputs records what the reference check compares against: every
+// rank's send and recv buffer before the run, as views of the pre-run
+// image (which phase 2 needs anyway), so the bench copies nothing. Without
+// verification there is nothing to keep.
+func (b *bench) keepInputs(initial oplog.Image) {
+	if !b.p.opts.Verify || initial == nil {
+		return
+	}
+	view := func(reg machine.Region) []byte {
+		img := initial[reg.Mem.ID]
+		if int64(len(img)) < reg.Off+reg.N {
+			// Never written: zeros (the image holds the used bytes only).
+			out := make([]byte, reg.N)
+			if reg.Off < int64(len(img)) {
+				copy(out, img[reg.Off:])
+			}
+			return out
+		}
+		return img[reg.Off : reg.Off+reg.N : reg.Off+reg.N]
+	}
+	for r := range b.send {
+		b.inputs = append(b.inputs, view(b.send[r].Reg))
+		b.before = append(b.before, view(b.recv[r].Reg))
+	}
 }
 
 // verify compares every rank's recv buffer with the reference and fills

@@ -763,7 +763,10 @@ func (w *world) phase2(p *plan, res *Result) error {
 	if !p.opts.Verify {
 		return nil
 	}
-	img := w.initial.Clone()
+	// The replay runs on the pre-run image itself (nothing needs it
+	// afterwards) and is compared with the live memory: no copies.
+	img := w.initial
+	w.initial = nil
 	match := true
 	if msg := oplog.CheckCausality(w.m.Log.Records); msg != "" {
 		match = false
@@ -771,7 +774,7 @@ func (w *world) phase2(p *plan, res *Result) error {
 	} else if err := oplog.Replay(img, w.m.Log.Records); err != nil {
 		match = false
 		res.Phase2 = err.Error()
-	} else if mm := oplog.Compare(img, w.m.Image(), w.m.Log.Records); mm != nil {
+	} else if mm := oplog.Compare(img, w.m.LiveImage(), w.m.Log.Records); mm != nil {
 		match = false
 		res.Phase2 = mm.String()
 	}
@@ -927,6 +930,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	}
 	stats := make([]tl.Stats, p.world)
 	w.snapshot()
+	b.keepInputs(w.initial)
 	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
 		k := tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
@@ -950,6 +954,9 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if err := w.run(tgt); err != nil {
 		return nil, err
 	}
+	if afterPhase1 != nil {
+		afterPhase1(w.m)
+	}
 	res := w.result(p, count, finish, stats)
 	if p.opts.Verify && !p.opts.TimingOnly {
 		b.verify(res)
@@ -965,6 +972,10 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
 	return res, nil
 }
+
+// afterPhase1, when set (tests only), runs on the machine after the kernels
+// and before the checks, e.g. to change memory behind the op_log's back.
+var afterPhase1 func(m *machine.Machine)
 
 // rankError is a failure raised while rank's kernel ran.
 type rankError struct {
