@@ -138,11 +138,37 @@ func Replay(im Image, records []*Record) error {
 		}
 		return order[i].Seq < order[j].Seq
 	})
+	// A tile's bytes are dropped after the last record that reads it, so
+	// the replay holds only the tiles still to be consumed, not every tile
+	// of the run.
+	lastUse := map[int64]int{}
+	for i, r := range order {
+		switch {
+		case r.Kind == KindMath:
+			lastUse[r.TileA], lastUse[r.TileB] = i, i
+		case r.Name == "store":
+			lastUse[r.TileA] = i
+		}
+	}
+	delete(lastUse, 0)
 	tiles := map[int64][]byte{}
 	tileType := map[int64]dtype.DType{}
-	for _, r := range order {
+	release := func(id int64, i int) {
+		if last, used := lastUse[id]; id != 0 && (!used || last <= i) {
+			delete(tiles, id)
+			delete(tileType, id)
+		}
+	}
+	for i, r := range order {
 		if err := apply(im, tiles, tileType, r); err != nil {
 			return fmt.Errorf("replay of record %d (%s %s, rank %d): %w", r.Seq, r.Kind, r.Name, r.Rank, err)
+		}
+		if r.Kind == KindMath || r.Name == "store" {
+			release(r.TileA, i)
+			release(r.TileB, i)
+		}
+		if r.Kind == KindMath || r.Name == "fetch" {
+			release(r.TileOut, i)
 		}
 	}
 	return nil
