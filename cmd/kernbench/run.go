@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"kernbench"
 	"kernbench/engine/config"
+	"kernbench/engine/dtype"
 	"kernbench/engine/topology"
 	"kernbench/starlark/ccl"
 )
@@ -149,8 +151,14 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if sizeFlags > 1 {
 		return usageErr(stderr, o.json, "--count, --bytes, --sweep and -b/-e are mutually exclusive")
 	}
+	if cmd.Flags().Changed("world-size") && o.WorldSize < 1 {
+		return usageErr(stderr, o.json, fmt.Sprintf("--world-size must be >= 1 (got %d)", o.WorldSize))
+	}
 	if o.sweep != "" || o.minBytes != "" || o.maxBytes != "" {
 		spec := o.sweep
+		if spec == "" && !(o.factor > 1 && !math.IsInf(o.factor, 0)) {
+			return usageErr(stderr, o.json, fmt.Sprintf("-f/--stepfactor must be a number > 1 (got %g)", o.factor))
+		}
 		if spec == "" {
 			lo, hi := o.minBytes, o.maxBytes
 			if lo == "" {
@@ -175,6 +183,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		n, err := config.ParseSize(o.bytes)
 		if err != nil {
 			return usageErr(stderr, o.json, "--bytes: "+err.Error())
+		}
+		if dt, err := dtype.Parse(o.DType); err == nil && n%int64(dt.Size()) != 0 {
+			return usageErr(stderr, o.json, fmt.Sprintf("--bytes %s is not a whole number of %s elements (%d bytes each); use a multiple of %d or --count", o.bytes, dt, dt.Size(), dt.Size()))
 		}
 		o.Sizes = []int64{n}
 	}
@@ -400,7 +411,7 @@ func parseSweep(spec string) ([]int64, error) {
 	}
 	factor := 2.0
 	if len(parts) == 3 {
-		if factor, err = strconv.ParseFloat(parts[2], 64); err != nil || factor <= 1 {
+		if factor, err = strconv.ParseFloat(parts[2], 64); err != nil || !(factor > 1) || math.IsInf(factor, 0) {
 			return nil, fmt.Errorf("--sweep %q: FACTOR must be a number > 1", spec)
 		}
 	}
