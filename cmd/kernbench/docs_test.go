@@ -45,7 +45,7 @@ func TestDocsStubs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"class TL:", "def send(self, dir, src, nbytes=None, piece_bytes=None)", "def recv_reduce_send(self, in_dir, local, out_dir, piece_bytes=None)", "def recv(self, dir=None, dst=None)", "class Ptr:", "def slice(self, start, count)", "class Tile:"} {
+	for _, want := range []string{"class TL:", "def send(self, dir, src, nbytes=None, piece_bytes=None)", "def recv_reduce_send(self, in_dir, local, out_dir, piece_bytes=None, prefetch=None)", "def recv(self, dir=None, dst=None)", "class Ptr:", "def slice(self, start, count)", "class Tile:"} {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("stubs lack %q", want)
 		}

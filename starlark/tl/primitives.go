@@ -67,7 +67,8 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		if spec.finalParam {
 			pairs = append(pairs, "final?", &final)
 		}
-		pairs = append(pairs, "piece_bytes?", &pieceV)
+		var prefetchV starlark.Value = starlark.None
+		pairs = append(pairs, "piece_bytes?", &pieceV, "prefetch?", &prefetchV)
 		if err := starlark.UnpackArgs(b.Name(), args, kw, pairs...); err != nil {
 			return nil, err
 		}
@@ -108,6 +109,17 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 				return nil, errorf("OutOfBounds", "%s: rank %d: local has %d elements, dst has %d", b.Name(), k.Rank, c.local.Count, c.dst.Count)
 			}
 		}
+		if prefetchV != starlark.None {
+			// The next primitive's local operand starts loading first, as a
+			// tl.prefetch call just before this one would (one call less).
+			next, err := asPtr(prefetchV, b.Name(), "prefetch")
+			if err != nil {
+				return nil, err
+			}
+			if err := k.prefetch(next, c.piece); err != nil {
+				return nil, err
+			}
+		}
 		return starlark.None, k.runFused(c)
 	}
 }
@@ -116,24 +128,25 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 func primitiveBuiltins() []Builtin {
 	const pieces = " Works on buffers of any length, cut into pieces of slot_size (or piece_bytes) bytes like tl.send; piece i is combined and forwarded as soon as it has arrived while piece i+1 may still be on the wire. The sender's buffer must have the same length and dtype."
 	const final = " final=True divides by world_size when the redop is avg (the last reduction of an allreduce)."
+	const prefetch = " prefetch=ptr first starts loading ptr as tl.prefetch(ptr) would (the next primitive's local operand), saving a call."
 	return []Builtin{
-		{"recv_reduce_send", "recv_reduce_send(in_dir, local, out_dir, piece_bytes=None)",
-			"Receive a buffer from in_dir, combine it with local (the run's redop) and send the result on out_dir (MSCCL rrs)." + pieces,
+		{"recv_reduce_send", "recv_reduce_send(in_dir, local, out_dir, piece_bytes=None, prefetch=None)",
+			"Receive a buffer from in_dir, combine it with local (the run's redop) and send the result on out_dir (MSCCL rrs)." + pieces + prefetch,
 			builtinFused(primitiveSpec{local: true, out: true})},
-		{"recv_reduce_copy", "recv_reduce_copy(in_dir, local, dst, final=False, piece_bytes=None)",
-			"Receive a buffer from in_dir, combine it with local and store the result into dst (MSCCL rrc; dst may be local)." + final + pieces,
+		{"recv_reduce_copy", "recv_reduce_copy(in_dir, local, dst, final=False, piece_bytes=None, prefetch=None)",
+			"Receive a buffer from in_dir, combine it with local and store the result into dst (MSCCL rrc; dst may be local)." + final + pieces + prefetch,
 			builtinFused(primitiveSpec{local: true, dst: true, finalParam: true})},
-		{"recv_reduce_copy_send", "recv_reduce_copy_send(in_dir, local, dst, out_dir, final=False, piece_bytes=None)",
-			"Receive a buffer from in_dir, combine it with local, store the result into dst and send it on out_dir (MSCCL rrcs; dst may be local)." + final + pieces,
+		{"recv_reduce_copy_send", "recv_reduce_copy_send(in_dir, local, dst, out_dir, final=False, piece_bytes=None, prefetch=None)",
+			"Receive a buffer from in_dir, combine it with local, store the result into dst and send it on out_dir (MSCCL rrcs; dst may be local)." + final + pieces + prefetch,
 			builtinFused(primitiveSpec{local: true, dst: true, out: true, finalParam: true})},
 		{"prefetch", "prefetch(local, piece_bytes=None)",
 			"Start loading the first n_slots pieces of local, the local operand of a fused primitive called later, so that its first pieces are ready when it starts (the next step of a pipeline). The loads are used by the first primitive whose local operand begins with the same pieces; a write to local before that discards them.",
 			builtinPrefetch},
-		{"recv_copy", "recv_copy(in_dir, dst, piece_bytes=None)",
-			"Receive a buffer from in_dir into dst the way the fused primitives do: each piece is loaded from its slot (the credit returns at once when the rings are in this PE's TCM) and stored into dst, and the call returns while the last stores finish (later operations on dst wait for them). tl.recv(dir, dst=) instead copies every slot by DMA and returns when the copies are done (MSCCL r)." + pieces,
+		{"recv_copy", "recv_copy(in_dir, dst, piece_bytes=None, prefetch=None)",
+			"Receive a buffer from in_dir into dst the way the fused primitives do: each piece is loaded from its slot (the credit returns at once when the rings are in this PE's TCM) and stored into dst, and the call returns while the last stores finish (later operations on dst wait for them). tl.recv(dir, dst=) instead copies every slot by DMA and returns when the copies are done (MSCCL r)." + pieces + prefetch,
 			builtinFused(primitiveSpec{dst: true})},
-		{"recv_copy_send", "recv_copy_send(in_dir, dst, out_dir, piece_bytes=None)",
-			"Receive a buffer from in_dir, store it into dst and send it on out_dir (MSCCL rcs)." + pieces,
+		{"recv_copy_send", "recv_copy_send(in_dir, dst, out_dir, piece_bytes=None, prefetch=None)",
+			"Receive a buffer from in_dir, store it into dst and send it on out_dir (MSCCL rcs)." + pieces + prefetch,
 			builtinFused(primitiveSpec{dst: true, out: true})},
 	}
 }
@@ -362,10 +375,16 @@ func builtinPrefetch(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args st
 	if err != nil {
 		return nil, err
 	}
+	return starlark.None, k.prefetch(p, piece)
+}
+
+// prefetch issues the loads of p's first n_slots pieces of piece bytes,
+// for the fused primitive that will take p as its local operand.
+func (k *Kernel) prefetch(p *Ptr, piece int64) error {
 	g := k.G
 	per := piece / int64(p.DT.Size())
 	if per == 0 {
-		return starlark.None, nil
+		return nil
 	}
 	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
 		v, _ := p.view(i*per, min(per, p.Count-i*per), "")
@@ -374,11 +393,11 @@ func builtinPrefetch(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args st
 		}
 		h, err := k.fetchAsync(v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		k.prefetched = append(k.prefetched, prefetchedLoad{v.Reg, h})
 	}
-	return starlark.None, nil
+	return nil
 }
 
 // startPiece waits for the next message of c.in, which must carry want's
