@@ -63,7 +63,7 @@ how fast they are.
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stdout, stderr), newTestCmd(stdout, stderr), newCheckCmd(stdout, stderr), newDocsCmd(stdout), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newTestCmd(stdout, stderr), newCheckCmd(stdout, stderr), newDocsCmd(stdout), newVersionCmd(stdout), newMergeCmd(stdout, stderr))
 	return root
 }
 

@@ -35,6 +35,8 @@ type runOptions struct {
 	bytes    string
 	json     bool
 	jsonl    bool
+	shard    string
+	shards   int
 	quiet    bool
 	verbose  bool
 	maxSteps uint64
@@ -109,6 +111,8 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
+	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
+	f.IntVar(&o.shards, "shards", 0, "number of shards when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
 	return cmd
@@ -188,6 +192,31 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			return usageErr(stderr, o.json, fmt.Sprintf("--bytes %s is not a whole number of %s elements (%d bytes each); use a multiple of %d or --count", o.bytes, dt, dt.Size(), dt.Size()))
 		}
 		o.Sizes = []int64{n}
+	}
+	shard, sharded, err := shardFromEnv(os.Getenv, o.shards)
+	if o.shard != "" {
+		shard, err = parseShard(o.shard)
+		sharded = true
+	}
+	if err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	if sharded {
+		if len(o.Counts) > 0 {
+			o.Counts = shard.pick(o.Counts)
+		} else {
+			if len(o.Sizes) == 0 {
+				o.Sizes = []int64{1 << 20}
+			}
+			o.Sizes = shard.pick(o.Sizes)
+		}
+		if len(o.Counts) == 0 && len(o.Sizes) == 0 {
+			fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shard.index, shard.count)
+			if o.json {
+				writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}})
+			}
+			return nil
+		}
 	}
 	for _, out := range []struct {
 		flag, path string
