@@ -108,26 +108,12 @@ func (h *Hub) chipPE(worker int) (*machine.PE, error) {
 	if worker < 0 || worker >= p.Sips {
 		return nil, fmt.Errorf("worker_id %d is not a chip of this machine (%d SIP(s))", worker, p.Sips)
 	}
-	return h.m.PEs[worker*p.CubesPerSip*p.PesPerCube], nil
+	return h.m.PE(worker * p.CubesPerSip * p.PesPerCube), nil
 }
 
-// hostPaths are the PCIe routes between the host and pe's HBM. The machine
-// keeps its per-SIP PCIe links unexported, so they are found by name
-// (docs: engine/machine "pcie host->sN" and "pcie sN->host").
+// hostPaths are the PCIe routes between the host and pe's HBM.
 func (h *Hub) hostPaths(pe *machine.PE) (down, up machine.Path, err error) {
-	var pDown, pUp *machine.Resource
-	wantDown, wantUp := fmt.Sprintf("pcie host->s%d", pe.Sip), fmt.Sprintf("pcie s%d->host", pe.Sip)
-	for _, r := range h.m.Resources() {
-		switch r.Name {
-		case wantDown:
-			pDown = r
-		case wantUp:
-			pUp = r
-		}
-	}
-	if pDown == nil || pUp == nil {
-		return nil, nil, fmt.Errorf("internal error: no PCIe links for SIP %d", pe.Sip)
-	}
+	pUp, pDown := h.m.PCIe(pe.Sip)
 	return machine.Path{pDown, pe.NocDown, pe.HBM.Port}, machine.Path{pe.HBM.Port, pe.NocUp, pUp}, nil
 }
 

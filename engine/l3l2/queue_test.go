@@ -1090,7 +1090,7 @@ func TestQueue_ViewsAreLiveRegions(t *testing.T) {
 	}
 	r, _ := e.Output().TryReserve(nil, 32)
 	ov, _ := e.Output().View(r)
-	pe := w.m.PEs[0]
+	pe := w.m.PE(0)
 	w.do(func(p *sim.Proc) { // a PE kernel: load the input, store into the output view
 		ld := w.m.Fetch(pe, v)
 		_ = ld.Wait(p)

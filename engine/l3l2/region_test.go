@@ -22,7 +22,7 @@ func TestRegion_Layout_PayloadAndCountersInChipHBM(t *testing.T) {
 	w := newWorld(t, Options{})
 	for _, worker := range []int{0, 1} {
 		r := w.region(worker, 100, 12)
-		pe := w.m.PEs[worker*testParams().PesPerCube]
+		pe := w.m.PE(worker * testParams().PesPerCube)
 		d := r.Descriptor()
 		if r.Payload().Mem != pe.HBM || r.Counters().Mem != pe.HBM {
 			t.Errorf("worker %d: region in %v/%v, want %v", worker, r.Payload().Mem, r.Counters().Mem, pe.HBM)
@@ -553,8 +553,8 @@ func TestRegion_ReleaseAll_ReleasesLiveRegions(t *testing.T) {
 	if q.State() != QueueReleased {
 		t.Errorf("queue %v", q.State())
 	}
-	for _, pe := range w.m.PEs {
-		if pe.HBM.Used() != 0 {
+	for id := range w.m.NumPEs() {
+		if pe := w.m.PE(id); pe.HBM.Used() != 0 {
 			t.Errorf("%v still uses %d bytes", pe.HBM, pe.HBM.Used())
 		}
 	}
@@ -593,7 +593,7 @@ func TestRegion_OplogReplayMatches(t *testing.T) {
 		}
 	})
 	im := initial.Clone()
-	if err := oplog.Replay(im, w.m.Log.Records); err != nil {
+	if err := oplog.Replay(&im, w.m.Log.Records); err != nil {
 		t.Fatal(err)
 	}
 	final := w.m.Image()

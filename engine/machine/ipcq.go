@@ -572,7 +572,7 @@ func (g *Group) InFlightReading(dst Region) *Message {
 	// owns a TCM or HBM slice, or the PEs of a cube sharing its SRAM.
 	eps := g.EPs
 	if dst.Mem.PE >= 0 {
-		r := g.M.PEs[dst.Mem.PE].Rank
+		r := g.M.PE(dst.Mem.PE).Rank
 		if r < 0 || r >= len(g.EPs) {
 			return nil
 		}

@@ -1515,9 +1515,9 @@ func TestIPCQ_Paranoid_CatchesBrokenPointerI2(t *testing.T) {
 	}
 	g.Paranoid = true
 	east := g.EPs[0].QP("E")
-	off, _ := m.PEs[0].TCM.Alloc(64)
+	off, _ := m.PE(0).TCM.Alloc(64)
 	s.Spawn("sender", func(p *sim.Proc) {
-		_ = g.Send(p, east, Region{m.PEs[0].TCM, off, 16}, MsgMeta{})
+		_ = g.Send(p, east, Region{m.PE(0).TCM, off, 16}, MsgMeta{})
 		east.peer.MyTail = 7 // corrupt the receiver's tail behind the engine's back
 	})
 	err = s.Run()

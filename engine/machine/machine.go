@@ -62,14 +62,17 @@ func (p *PE) Coord(cubesPerSip int) string {
 type Machine struct {
 	Sim    *sim.Sim
 	Params Params
-	PEs    []*PE
-	Mems   []*Memory
-	Ranks  []*PE // rank -> PE, set by Place
+	Mems   []*Memory // every memory materialised so far, by ID
+	Ranks  []*PE     // rank -> PE, set by Place
 
-	sram     []*Memory     // per cube
-	ucie     [][]*Resource // [cube][cube] within a SIP (nil across SIPs)
-	pcieUp   []*Resource   // per SIP
-	pcieDown []*Resource
+	// PEs, cube SRAMs and links are materialised on first use (PE, Place,
+	// routes), so a machine of a million PEs with 8 busy ones costs what 8
+	// cost. Creation order is deterministic: it follows the run.
+	pes      map[int]*PE
+	sram     map[int]*Memory      // per cube
+	ucie     map[[2]int]*Resource // [from cube, to cube] within a SIP
+	pcieUp   map[int]*Resource    // per SIP
+	pcieDown map[int]*Resource
 	links    []*Resource // every link and port, in creation order (reports)
 
 	// Log, when set, receives an OpRecord for every data operation
@@ -117,52 +120,91 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 			return nil, fmt.Errorf("machine: %s bandwidth must be > 0", lp.name)
 		}
 	}
-	m := &Machine{Sim: s, Params: p, paths: map[pathKey]Path{}}
-	nCubes := p.Sips * p.CubesPerSip
-	res := func(name, kind string, lp LinkParams) *Resource {
-		r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency}
-		m.links = append(m.links, r)
-		return r
-	}
-	mem := func(space Space, pe, cube int, mp MemParams, name string) *Memory {
-		port := res(name, space.String(), mp.LinkParams)
-		mm := newMemory(len(m.Mems), space, pe, cube, mp.Capacity, port)
-		m.Mems = append(m.Mems, mm)
-		return mm
-	}
-	for c := 0; c < nCubes; c++ {
-		m.sram = append(m.sram, mem(SRAM, -1, c, p.Sram, fmt.Sprintf("sram c%d", c)))
-	}
-	m.ucie = make([][]*Resource, nCubes)
-	for c := 0; c < nCubes; c++ {
-		m.ucie[c] = make([]*Resource, p.CubesPerSip) // indexed by the peer's cube within the SIP
-		base := c / p.CubesPerSip * p.CubesPerSip
-		for d := base; d < base+p.CubesPerSip; d++ {
-			if c != d {
-				m.ucie[c][d-base] = res(fmt.Sprintf("ucie c%d->c%d", c, d), "ucie", p.Ucie)
-			}
-		}
-	}
-	for sp := 0; sp < p.Sips; sp++ {
-		m.pcieUp = append(m.pcieUp, res(fmt.Sprintf("pcie s%d->host", sp), "pcie", p.Pcie))
-		m.pcieDown = append(m.pcieDown, res(fmt.Sprintf("pcie host->s%d", sp), "pcie", p.Pcie))
-	}
-	for i := 0; i < nCubes*p.PesPerCube; i++ {
-		cube := i / p.PesPerCube
-		pe := &PE{ID: i, Sip: cube / p.CubesPerSip, Cube: cube, Local: i % p.PesPerCube, SRAM: m.sram[cube], Rank: -1}
-		pe.TCM = mem(TCM, i, cube, p.Tcm, fmt.Sprintf("tcm pe%d", i))
-		pe.HBM = mem(HBM, i, cube, p.Hbm, fmt.Sprintf("hbm pe%d", i))
-		pe.NocUp = res(fmt.Sprintf("pe_noc pe%d->c%d", i, cube), "pe_noc", p.PeNoc)
-		pe.NocDown = res(fmt.Sprintf("pe_noc c%d->pe%d", cube, i), "pe_noc", p.PeNoc)
-		pe.Math = res(fmt.Sprintf("math pe%d", i), "math", p.Math)
-		pe.dma = newDMAEngine(s, p.VCWeightCompute, p.VCWeightComm)
-		pe.dma.m, pe.dma.pe = m, pe
-		pe.tcmPath = Path{pe.TCM.Port}
-		pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
-		pe.mathPath = Path{pe.Math}
-		m.PEs = append(m.PEs, pe)
+	m := &Machine{Sim: s, Params: p, paths: map[pathKey]Path{},
+		pes: map[int]*PE{}, sram: map[int]*Memory{}, ucie: map[[2]int]*Resource{}, pcieUp: map[int]*Resource{}, pcieDown: map[int]*Resource{}}
+	if m.NumPEs() <= 0 || m.NumPEs()/p.PesPerCube/p.CubesPerSip != p.Sips {
+		return nil, fmt.Errorf("machine: %d SIP(s) × %d cubes × %d PEs is too large", p.Sips, p.CubesPerSip, p.PesPerCube)
 	}
 	return m, nil
+}
+
+// NumPEs is the number of PEs of the machine (materialised or not).
+func (m *Machine) NumPEs() int { return m.Params.Sips * m.Params.CubesPerSip * m.Params.PesPerCube }
+
+func (m *Machine) resource(name, kind string, lp LinkParams) *Resource {
+	r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency}
+	m.links = append(m.links, r)
+	return r
+}
+
+func (m *Machine) memory(space Space, pe, cube int, mp MemParams, name string) *Memory {
+	port := m.resource(name, space.String(), mp.LinkParams)
+	mm := newMemory(len(m.Mems), space, pe, cube, mp.Capacity, port)
+	if m.TimingOnly {
+		mm.noData = true
+	}
+	m.Mems = append(m.Mems, mm)
+	return mm
+}
+
+// cubeSRAM is cube's shared SRAM.
+func (m *Machine) cubeSRAM(cube int) *Memory {
+	if mem, ok := m.sram[cube]; ok {
+		return mem
+	}
+	mem := m.memory(SRAM, -1, cube, m.Params.Sram, fmt.Sprintf("sram c%d", cube))
+	m.sram[cube] = mem
+	return mem
+}
+
+func (m *Machine) ucieLink(from, to int) *Resource {
+	k := [2]int{from, to}
+	if r, ok := m.ucie[k]; ok {
+		return r
+	}
+	r := m.resource(fmt.Sprintf("ucie c%d->c%d", from, to), "ucie", m.Params.Ucie)
+	m.ucie[k] = r
+	return r
+}
+
+func (m *Machine) pcieLink(sip int, up bool) *Resource {
+	links, name := m.pcieDown, fmt.Sprintf("pcie host->s%d", sip)
+	if up {
+		links, name = m.pcieUp, fmt.Sprintf("pcie s%d->host", sip)
+	}
+	if r, ok := links[sip]; ok {
+		return r
+	}
+	r := m.resource(name, "pcie", m.Params.Pcie)
+	links[sip] = r
+	return r
+}
+
+// PCIe returns SIP sip's links to the host switch (up) and from it (down).
+func (m *Machine) PCIe(sip int) (up, down *Resource) {
+	return m.pcieLink(sip, true), m.pcieLink(sip, false)
+}
+
+// PE returns PE id (0 <= id < NumPEs), materialising it on first use.
+func (m *Machine) PE(id int) *PE {
+	if pe, ok := m.pes[id]; ok {
+		return pe
+	}
+	p := m.Params
+	cube := id / p.PesPerCube
+	pe := &PE{ID: id, Sip: cube / p.CubesPerSip, Cube: cube, Local: id % p.PesPerCube, SRAM: m.cubeSRAM(cube), Rank: -1}
+	pe.TCM = m.memory(TCM, id, cube, p.Tcm, fmt.Sprintf("tcm pe%d", id))
+	pe.HBM = m.memory(HBM, id, cube, p.Hbm, fmt.Sprintf("hbm pe%d", id))
+	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", p.PeNoc)
+	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", p.PeNoc)
+	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", p.Math)
+	pe.dma = newDMAEngine(m.Sim, p.VCWeightCompute, p.VCWeightComm)
+	pe.dma.m, pe.dma.pe = m, pe
+	pe.tcmPath = Path{pe.TCM.Port}
+	pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
+	pe.mathPath = Path{pe.Math}
+	m.pes[id] = pe
+	return pe
 }
 
 // Resources lists every link, memory port and math unit in creation order.
@@ -175,10 +217,10 @@ func (m *Machine) Place(worldSize int) error {
 		return fmt.Errorf("world_size must be >= 1 (got %d)", worldSize)
 	}
 	pl := m.Params.Placement
-	if pl == nil && worldSize > len(m.PEs) {
+	if pl == nil && worldSize > m.NumPEs() {
 		perSip := m.Params.CubesPerSip * m.Params.PesPerCube
 		return fmt.Errorf("world_size %d exceeds the machine's %d PEs (%d SIP(s) × %d cubes × %d PEs); grow it with --set system.sips=%d",
-			worldSize, len(m.PEs), m.Params.Sips, m.Params.CubesPerSip, m.Params.PesPerCube, (worldSize+perSip-1)/perSip)
+			worldSize, m.NumPEs(), m.Params.Sips, m.Params.CubesPerSip, m.Params.PesPerCube, (worldSize+perSip-1)/perSip)
 	}
 	if pl != nil && len(pl) < worldSize {
 		return fmt.Errorf("system.placement lists %d PEs but world_size is %d", len(pl), worldSize)
@@ -190,15 +232,15 @@ func (m *Machine) Place(worldSize int) error {
 		if pl != nil {
 			id = pl[r]
 		}
-		if id < 0 || id >= len(m.PEs) {
-			return fmt.Errorf("system.placement: rank %d -> PE %d is outside the machine's %d PEs", r, id, len(m.PEs))
+		if id < 0 || id >= m.NumPEs() {
+			return fmt.Errorf("system.placement: rank %d -> PE %d is outside the machine's %d PEs", r, id, m.NumPEs())
 		}
 		if seen[id] {
 			return fmt.Errorf("system.placement: PE %d is used by two ranks", id)
 		}
 		seen[id] = true
-		m.Ranks[r] = m.PEs[id]
-		m.PEs[id].Rank = r
+		m.Ranks[r] = m.PE(id)
+		m.Ranks[r].Rank = r
 	}
 	return nil
 }
@@ -213,7 +255,7 @@ func (m *Machine) memLocation(mem *Memory) location {
 	if mem.Space == SRAM {
 		return location{cube: mem.Cube}
 	}
-	return location{pe: m.PEs[mem.PE], cube: mem.Cube}
+	return location{pe: m.PE(mem.PE), cube: mem.Cube}
 }
 
 // route appends the links from a to b. PE-local memories (tcm, hbm) sit at
@@ -229,9 +271,9 @@ func (m *Machine) route(p Path, a, b location) Path {
 	if a.cube != b.cube {
 		cps := m.Params.CubesPerSip
 		if a.cube/cps == b.cube/cps {
-			p = append(p, m.ucie[a.cube][b.cube%cps])
+			p = append(p, m.ucieLink(a.cube, b.cube))
 		} else {
-			p = append(p, m.pcieUp[a.cube/cps], m.pcieDown[b.cube/cps])
+			p = append(p, m.pcieLink(a.cube/cps, true), m.pcieLink(b.cube/cps, false))
 		}
 	}
 	if b.pe != nil {

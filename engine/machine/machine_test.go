@@ -79,7 +79,7 @@ func TestIdlePathFormulaExact(t *testing.T) {
 					}
 					t.Run(name, func(t *testing.T) {
 						m := newTestMachine(t, p)
-						a, b := m.PEs[tc.a], m.PEs[tc.b]
+						a, b := m.PE(tc.a), m.PE(tc.b)
 						src := map[Space]*Memory{TCM: a.TCM, SRAM: a.SRAM, HBM: a.HBM}[srcSpace]
 						dst := map[Space]*Memory{TCM: b.TCM, SRAM: b.SRAM, HBM: b.HBM}[dstSpace]
 						// Expected links: SRAM sits at the cube router, so the
@@ -121,13 +121,13 @@ func TestTwoFlowsShareLink(t *testing.T) {
 	n := int64(64 << 10)
 	// PE 0 and PE 1 both write into PE 2's HBM: the NoC link into PE 2 is shared.
 	d0, d1 := &doneRecorder{sim: m.Sim}, &doneRecorder{sim: m.Sim}
-	dst := m.PEs[2].HBM
-	m.Submit(m.PEs[0], &Transfer{Path: m.MemToMem(m.PEs[0].HBM, dst), N: n, VC: VCComm, Owner: d0}, false)
-	m.Submit(m.PEs[1], &Transfer{Path: m.MemToMem(m.PEs[1].HBM, dst), N: n, VC: VCComm, Owner: d1}, false)
+	dst := m.PE(2).HBM
+	m.Submit(m.PE(0), &Transfer{Path: m.MemToMem(m.PE(0).HBM, dst), N: n, VC: VCComm, Owner: d0}, false)
+	m.Submit(m.PE(1), &Transfer{Path: m.MemToMem(m.PE(1).HBM, dst), N: n, VC: VCComm, Owner: d1}, false)
 	if err := m.Sim.Run(); err != nil {
 		t.Fatal(err)
 	}
-	path := m.MemToMem(m.PEs[0].HBM, dst)
+	path := m.MemToMem(m.PE(0).HBM, dst)
 	alone := path.IdleTime(n)
 	serve := path.Service(n)
 	if d0.at != alone {
@@ -146,14 +146,14 @@ func TestVCWeightsShareInjection(t *testing.T) {
 			p := testParams()
 			p.VCWeightCompute, p.VCWeightComm = w.compute, w.comm
 			m := newTestMachine(t, p)
-			pe := m.PEs[0]
+			pe := m.PE(0)
 			big := int64(1 << 20)
 			small := int64(4096)
 			// A long compute copy into PE 1's HBM and a comm send to PE 1's
 			// TCM: both inject into PE 0's NoC up-link, so they split it.
 			dc, dm := &doneRecorder{sim: m.Sim}, &doneRecorder{sim: m.Sim}
-			cpath := m.MemToMem(pe.HBM, m.PEs[1].HBM)
-			spath := m.MemToMem(pe.TCM, m.PEs[1].TCM)
+			cpath := m.MemToMem(pe.HBM, m.PE(1).HBM)
+			spath := m.MemToMem(pe.TCM, m.PE(1).TCM)
 			m.Submit(pe, &Transfer{Path: cpath, N: big, VC: VCCompute, Owner: dc}, false)
 			m.Submit(pe, &Transfer{Path: spath, N: small, VC: VCComm, Owner: dm}, false)
 			if err := m.Sim.Run(); err != nil {
@@ -185,10 +185,10 @@ func TestVCModelMatchesChunkReference(t *testing.T) {
 			p := testParams()
 			p.VCWeightCompute, p.VCWeightComm = w.compute, w.comm
 			m := newTestMachine(t, p)
-			pe := m.PEs[0]
+			pe := m.PE(0)
 			// Both channels inject into PE 0's NoC up-link, the bottleneck
 			// of the path: the engine's arbiter is what shares it.
-			path := m.MemToMem(pe.TCM, m.PEs[1].TCM)
+			path := m.MemToMem(pe.TCM, m.PE(1).TCM)
 			var recs [2][]*doneRecorder
 			for v := VC(0); v < 2; v++ {
 				for _, n := range sizes[v] {
@@ -244,7 +244,7 @@ func chunkWRR(sizes [2][]int64, weight [2]int64, chunk int64, r *Resource) [2][]
 
 func TestAllocFreeCoalesce(t *testing.T) {
 	m := newTestMachine(t, testParams())
-	mem := m.PEs[0].TCM
+	mem := m.PE(0).TCM
 	a, _ := mem.Alloc(100)
 	b, _ := mem.Alloc(64)
 	c, _ := mem.Alloc(1)
@@ -270,8 +270,8 @@ func TestSharedLinkNeverExceedsBandwidth(t *testing.T) {
 	m := newTestMachine(t, testParams())
 	const per, n = 100, int64(4096)
 	var last sim.Time
-	dst := m.PEs[0].TCM
-	for _, src := range []*PE{m.PEs[1], m.PEs[2]} {
+	dst := m.PE(0).TCM
+	for _, src := range []*PE{m.PE(1), m.PE(2)} {
 		src := src
 		left := per
 		var d *chainRecorder
@@ -291,7 +291,7 @@ func TestSharedLinkNeverExceedsBandwidth(t *testing.T) {
 	if err := m.Sim.Run(); err != nil {
 		t.Fatal(err)
 	}
-	link := m.PEs[0].NocDown
+	link := m.PE(0).NocDown
 	minTime := link.Xfer(2 * per * n)
 	if last < minTime {
 		t.Errorf("%d bytes crossed %s by %v, faster than its bandwidth allows (%v)", 2*per*n, link.Name, last, minTime)
@@ -312,9 +312,9 @@ func (c *chainRecorder) Complete(*Transfer) { c.next() }
 // stays inside the PE (a load from its own HBM) takes nothing from a send.
 func TestVCLocalTrafficDoesNotSlowSends(t *testing.T) {
 	m := newTestMachine(t, testParams())
-	pe := m.PEs[0]
+	pe := m.PE(0)
 	dc, dm := &doneRecorder{sim: m.Sim}, &doneRecorder{sim: m.Sim}
-	spath := m.MemToMem(pe.TCM, m.PEs[1].TCM)
+	spath := m.MemToMem(pe.TCM, m.PE(1).TCM)
 	m.Submit(pe, &Transfer{Path: m.MemToPE(pe.HBM, pe), N: 1 << 20, VC: VCCompute, Owner: dc}, false)
 	m.Submit(pe, &Transfer{Path: spath, N: 4096, VC: VCComm, Owner: dm}, false)
 	if err := m.Sim.Run(); err != nil {
@@ -322,5 +322,36 @@ func TestVCLocalTrafficDoesNotSlowSends(t *testing.T) {
 	}
 	if want := spath.IdleTime(4096); dm.at != want {
 		t.Errorf("send done at %v, want the idle time %v (a local load does not share the NoC)", dm.at, want)
+	}
+}
+
+// PEs, cube SRAMs and links are materialised on first use: a machine of a
+// million SIPs (32 M PEs) with 8 placed ranks holds the memories and links
+// of those 8 PEs and their cube, and routes between two SIPs still find
+// their PCIe links.
+func TestMachineMaterialisedOnUse(t *testing.T) {
+	p := testParams()
+	p.Sips = 1_000_000
+	m := newTestMachine(t, p)
+	if got, want := m.NumPEs(), 1_000_000*p.CubesPerSip*p.PesPerCube; got != want {
+		t.Fatalf("NumPEs = %d, want %d", got, want)
+	}
+	if err := m.Place(8); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.Mems); n > 8*2+2 {
+		t.Errorf("%d memories after placing 8 ranks, want at most %d (their TCM and HBM, their cubes' SRAM)", n, 8*2+2)
+	}
+	far := m.PE(m.NumPEs() - 1)
+	path := m.MemToMem(m.Ranks[0].HBM, far.HBM)
+	var names []string
+	for _, r := range path {
+		names = append(names, r.Name)
+	}
+	last := m.NumPEs() - 1
+	want := []string{"hbm pe0", "pe_noc pe0->c0", "pcie s0->host", fmt.Sprintf("pcie host->s%d", 999_999),
+		fmt.Sprintf("pe_noc c%d->pe%d", far.Cube, last), fmt.Sprintf("hbm pe%d", last)}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("route rank 0 -> last PE (-want +got):\n%s", diff)
 	}
 }

@@ -104,12 +104,17 @@ type Image [][]byte
 // AddrShift must match engine/machine's physical address layout.
 const AddrShift = 40
 
-func (im Image) locate(addr uint64, n int64) ([]byte, error) {
+func (img *Image) locate(addr uint64, n int64) ([]byte, error) {
 	id := int(addr>>AddrShift) - 1
 	off := int64(addr & (1<<AddrShift - 1))
-	if id < 0 || id >= len(im) {
+	if id < 0 || id >= maxMemories {
 		return nil, fmt.Errorf("address %#x is in no memory", addr)
 	}
+	// A memory materialised after the image was taken starts as zeros.
+	for id >= len(*img) {
+		*img = append(*img, nil)
+	}
+	im := *img
 	if need := off + n; need > int64(len(im[id])) {
 		grown := make([]byte, need)
 		copy(grown, im[id])
@@ -117,6 +122,10 @@ func (im Image) locate(addr uint64, n int64) ([]byte, error) {
 	}
 	return im[id][off : off+n], nil
 }
+
+// maxMemories bounds the memory IDs an address may name (a machine
+// materialises only the memories it uses, far fewer).
+const maxMemories = 1 << 26
 
 // Clone deep-copies an image.
 func (im Image) Clone() Image {
@@ -127,10 +136,11 @@ func (im Image) Clone() Image {
 	return out
 }
 
-// Replay applies records to im in effect order (TEnd, then Seq) — the
+// Replay applies records to *im in effect order (growing it for memories
+// materialised after the image was taken) (TEnd, then Seq) — the
 // DataExecutor. It fails on records it cannot apply (unknown tile, bad
 // address), which is itself a verification failure.
-func Replay(im Image, records []*Record) error {
+func Replay(im *Image, records []*Record) error {
 	order := append([]*Record(nil), records...)
 	sort.SliceStable(order, func(i, j int) bool {
 		if order[i].TEnd != order[j].TEnd {
@@ -174,7 +184,7 @@ func Replay(im Image, records []*Record) error {
 	return nil
 }
 
-func apply(im Image, tiles map[int64][]byte, types map[int64]dtype.DType, r *Record) error {
+func apply(im *Image, tiles map[int64][]byte, types map[int64]dtype.DType, r *Record) error {
 	switch {
 	case r.Kind == KindMarker:
 		return nil

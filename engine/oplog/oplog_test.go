@@ -38,7 +38,7 @@ func scenario() (Image, []*Record) {
 func TestReplayAppliesDataflow(t *testing.T) {
 	initial, recs := scenario()
 	img := initial.Clone()
-	if err := Replay(img, recs); err != nil {
+	if err := Replay(&img, recs); err != nil {
 		t.Fatal(err)
 	}
 	want := Image{
@@ -63,12 +63,12 @@ func TestPhase2CatchesEffectAppliedOutOfOrder(t *testing.T) {
 	phase1 := initial.Clone()
 	wrongOrder := []*Record{recs[0], recs[1], recs[2], recs[4], recs[5], recs[3], recs[6], recs[7]}
 	for _, r := range wrongOrder {
-		if err := apply(phase1, map[int64][]byte{1: {1, 0, 0, 0}, 2: {2, 0, 0, 0}, 3: {3, 0, 0, 0}}, map[int64]dtype.DType{}, r); err != nil {
+		if err := apply(&phase1, map[int64][]byte{1: {1, 0, 0, 0}, 2: {2, 0, 0, 0}, 3: {3, 0, 0, 0}}, map[int64]dtype.DType{}, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	phase2 := initial.Clone()
-	if err := Replay(phase2, recs); err != nil {
+	if err := Replay(&phase2, recs); err != nil {
 		t.Fatal(err)
 	}
 	m := Compare(phase2, phase1, recs)
@@ -91,12 +91,12 @@ func TestPhase2CatchesEffectAppliedOutOfOrder(t *testing.T) {
 func TestPhase2CatchesUnrecordedWrite(t *testing.T) {
 	initial, recs := scenario()
 	phase1 := initial.Clone()
-	if err := Replay(phase1, recs); err != nil {
+	if err := Replay(&phase1, recs); err != nil {
 		t.Fatal(err)
 	}
 	phase1[1][7] = 0xEE
 	phase2 := initial.Clone()
-	if err := Replay(phase2, recs); err != nil {
+	if err := Replay(&phase2, recs); err != nil {
 		t.Fatal(err)
 	}
 	m := Compare(phase2, phase1, recs)
@@ -107,7 +107,7 @@ func TestPhase2CatchesUnrecordedWrite(t *testing.T) {
 
 func TestReplayRejectsUnknownTile(t *testing.T) {
 	img := Image{make([]byte, 8)}
-	err := Replay(img, []*Record{{Kind: KindMemory, Name: "store", Dst: addr(0, 0), NBytes: 4, TileA: 99}})
+	err := Replay(&img, []*Record{{Kind: KindMemory, Name: "store", Dst: addr(0, 0), NBytes: 4, TileA: 99}})
 	if err == nil || !strings.Contains(err.Error(), "unknown tile 99") {
 		t.Errorf("Replay = %v, want unknown tile error", err)
 	}

@@ -771,7 +771,7 @@ func (w *world) phase2(p *plan, res *Result) error {
 	if msg := oplog.CheckCausality(w.m.Log.Records); msg != "" {
 		match = false
 		res.Phase2 = msg
-	} else if err := oplog.Replay(img, w.m.Log.Records); err != nil {
+	} else if err := oplog.Replay(&img, w.m.Log.Records); err != nil {
 		match = false
 		res.Phase2 = err.Error()
 	} else if mm := oplog.Compare(img, w.m.LiveImage(), w.m.Log.Records); mm != nil {

@@ -894,8 +894,8 @@ func launch(c *Call, l2 *L2) (starlark.Value, error) {
 	if pe < 0 || pe >= per {
 		return nil, fmt.Errorf("%s: pe %d is not a PE of chip %d (%d PEs)", c.B.Name(), pe, l2.Worker, per)
 	}
-	target := m.PEs[l2.Worker*per+pe]
-	k := tl.New(&tl.Kernel{M: m, PE: target, Rank: target.ID, World: len(m.PEs), Proc: c.P, Stats: rt.Stats})
+	target := m.PE(l2.Worker*per + pe)
+	k := tl.New(&tl.Kernel{M: m, PE: target, Rank: target.ID, World: m.NumPEs(), Proc: c.P, Stats: rt.Stats})
 	kw = append(kw, starlark.Tuple{starlark.String("tl"), k})
 	if rt.KernelKey != "" {
 		prev := c.Th.Local(rt.KernelKey)
