@@ -159,14 +159,7 @@ func Check(file string, o CheckOptions) []string {
 // neighbors(rank, world_size, neighbor_map, **kw) with kw its declared
 // params, location and machine; "" when it can.
 func hookSignature(fn *starlark.Function, entry *config.Algorithm) string {
-	n := fn.NumParams()
-	if fn.HasKwargs() {
-		n--
-	}
-	if fn.HasVarargs() {
-		n--
-	}
-	positional := n - fn.NumKwonlyParams()
+	n, positional := paramCounts(fn)
 	if positional < 3 && !fn.HasVarargs() {
 		return fmt.Sprintf("neighbors must take (rank, world_size, neighbor_map), it takes %d positional parameter(s)", positional)
 	}
@@ -250,18 +243,24 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// paramCounts is fn's number of named parameters (without *args and
+// **kwargs) and how many of them may be passed positionally.
+func paramCounts(fn *starlark.Function) (named, positional int) {
+	named = fn.NumParams()
+	if fn.HasKwargs() {
+		named--
+	}
+	if fn.HasVarargs() {
+		named--
+	}
+	return named, named - fn.NumKwonlyParams()
+}
+
 // kernelSignature lists why the benches could not call fn as
 // kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params).
 func kernelSignature(fn *starlark.Function, params map[string]bool) []string {
 	var out []string
-	n := fn.NumParams()
-	if fn.HasKwargs() {
-		n--
-	}
-	if fn.HasVarargs() {
-		n--
-	}
-	positional := n - fn.NumKwonlyParams()
+	n, positional := paramCounts(fn)
 	if positional < 4 && !fn.HasVarargs() {
 		out = append(out, fmt.Sprintf("kernel takes %d positional parameter(s); the benches pass 4 (sendbuf, recvbuf, rank, world_size)", positional))
 	}

@@ -171,14 +171,7 @@ func spawnProblem(call *syntax.CallExpr, positional []syntax.Expr, keywords map[
 		return ""
 	}
 	given := len(positional) // tl plus the arguments after fn
-	n := fn.NumParams()
-	if fn.HasVarargs() {
-		n--
-	}
-	if fn.HasKwargs() {
-		n--
-	}
-	positionalParams := n - fn.NumKwonlyParams()
+	n, positionalParams := paramCounts(fn)
 	if given > positionalParams && !fn.HasVarargs() {
 		return fmt.Sprintf("%s takes %d positional parameter(s) (tl first), it would get %d (tl and %d more)", fn.Name(), positionalParams, given, given-1)
 	}
