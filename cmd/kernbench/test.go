@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,6 +64,13 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load.`,
 					for _, m := range r.Messages {
 						fmt.Fprintln(stdout, indent(m))
 					}
+				}
+				if len(results) == 0 && o.Run == nil {
+					hint := ""
+					if !strings.HasSuffix(f, "_test.star") {
+						hint = " (an algorithm? run it with kernbench run, and test it from a NAME_test.star file)"
+					}
+					fmt.Fprintf(stderr, "kernbench: %s defines no test_* functions%s\n", f, hint)
 				}
 				status := "ok  "
 				if fileFailed > 0 {
