@@ -343,9 +343,7 @@ func (msg *Message) Complete(*Transfer) {
 		g.M.Sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
 			q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
 	}
-	if !g.M.TimingOnly {
-		copy(msg.Dst.Bytes(), msg.Src.Bytes())
-	}
+	copy(msg.Dst.Bytes(), msg.Src.Bytes()) // nothing under timing-only (no bytes)
 	peer.Slots[msg.Slot] = msg.Meta
 	peer.SlotGen[msg.Slot]++
 	peer.arrived[msg.Slot] = true
@@ -572,7 +570,7 @@ func (g *Group) InFlightReading(dst Region) *Message {
 	// owns a TCM or HBM slice, or the PEs of a cube sharing its SRAM.
 	eps := g.EPs
 	if dst.Mem.PE >= 0 {
-		r := g.M.PE(dst.Mem.PE).Rank
+		r := dst.Mem.owner.Rank
 		if r < 0 || r >= len(g.EPs) {
 			return nil
 		}

@@ -195,6 +195,7 @@ func (m *Machine) PE(id int) *PE {
 	pe := &PE{ID: id, Sip: cube / p.CubesPerSip, Cube: cube, Local: id % p.PesPerCube, SRAM: m.cubeSRAM(cube), Rank: -1}
 	pe.TCM = m.memory(TCM, id, cube, p.Tcm, fmt.Sprintf("tcm pe%d", id))
 	pe.HBM = m.memory(HBM, id, cube, p.Hbm, fmt.Sprintf("hbm pe%d", id))
+	pe.TCM.owner, pe.HBM.owner = pe, pe
 	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", p.PeNoc)
 	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", p.PeNoc)
 	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", p.Math)
@@ -255,7 +256,7 @@ func (m *Machine) memLocation(mem *Memory) location {
 	if mem.Space == SRAM {
 		return location{cube: mem.Cube}
 	}
-	return location{pe: m.PE(mem.PE), cube: mem.Cube}
+	return location{pe: mem.owner, cube: mem.Cube}
 }
 
 // route appends the links from a to b. PE-local memories (tcm, hbm) sit at

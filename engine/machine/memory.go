@@ -62,8 +62,11 @@ type Memory struct {
 	// noData: the machine moves no bytes (timing-only); the memory is
 	// never backed and Bytes returns nil.
 	noData bool
-	free   []span // sorted, coalesced free spans
-	used   int64
+	// owner is the PE of a tcm or hbm memory (nil for sram): hazard checks
+	// on every write find the rank without a lookup.
+	owner *PE
+	free  []span // sorted, coalesced free spans
+	used  int64
 }
 
 type span struct{ off, n int64 }

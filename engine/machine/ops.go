@@ -58,14 +58,14 @@ type MemOp struct {
 
 // Complete applies the data effect and wakes a waiter.
 func (op *MemOp) Complete(*Transfer) {
-	switch {
-	case op.m.TimingOnly:
-		// No bytes move; the fetched tile carries its length only.
-	case op.Kind == OpFetch:
+	// A timing-only machine's memories have no bytes (Bytes is nil), so
+	// these move nothing and a fetched tile carries its length only.
+	switch op.Kind {
+	case OpFetch:
 		op.Data = append(op.Data[:0], op.Src.Bytes()...)
-	case op.Kind == OpStore:
+	case OpStore:
 		copy(op.Dst.Bytes(), op.Data)
-	case op.Kind == OpCopy:
+	case OpCopy:
 		copy(op.Dst.Bytes(), op.Src.Bytes())
 	}
 	op.Done = true

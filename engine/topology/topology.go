@@ -105,7 +105,7 @@ func Builtin(name string, worldSize int, meshShape []int, channels int) (*Topolo
 	var rows, cols int
 	if name == "mesh_2d" {
 		var err error
-		if rows, cols, err = meshDims(worldSize, meshShape); err != nil {
+		if rows, cols, err = MeshDims(worldSize, meshShape); err != nil {
 			return nil, err
 		}
 	}
@@ -185,15 +185,10 @@ func ring(m []map[string]int) {
 	}
 }
 
-// meshDims returns the mesh rows and columns for worldSize ranks.
 // MeshDims is the rows × cols of mesh_2d for a world size: mesh_shape
 // when given, else the most square factorisation (rows <= cols: 8 → 2 × 4,
 // a prime p → 1 × p, a ring).
 func MeshDims(worldSize int, meshShape []int) (rows, cols int, err error) {
-	return meshDims(worldSize, meshShape)
-}
-
-func meshDims(worldSize int, meshShape []int) (rows, cols int, err error) {
 	if meshShape == nil {
 		r := max(1, isqrt(worldSize))
 		for worldSize%r != 0 {

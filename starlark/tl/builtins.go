@@ -289,22 +289,12 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				switch v := v.(type) {
-				case starlark.Int, starlark.Float:
-					if t.Data == nil {
-						break // timing-only: no values
-					}
-				default:
-					return nil, fmt.Errorf("%s: value must be a number, got %s", b.Name(), v.Type())
-				}
+				// Under --timing-only t.Data is empty and nothing is filled.
 				switch v := v.(type) {
 				case starlark.Int:
-					if t.Data == nil {
-						break
-					}
 					// Integers keep full precision for integer dtypes.
 					if i, ok := v.Int64(); ok && !t.DT.IsFloat() {
-						for e := 0; e < count; e++ {
+						for e := range len(t.Data) / t.DT.Size() {
 							dtype.PutInt(t.DT, t.Data, e, i)
 						}
 					} else {
@@ -312,9 +302,9 @@ func kernelBuiltins() []Builtin {
 						dtype.FillValue(t.DT, t.Data, f)
 					}
 				case starlark.Float:
-					if t.Data != nil {
-						dtype.FillValue(t.DT, t.Data, float64(v))
-					}
+					dtype.FillValue(t.DT, t.Data, float64(v))
+				default:
+					return nil, fmt.Errorf("%s: value must be a number, got %s", b.Name(), v.Type())
 				}
 				k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
 				return t, nil
@@ -426,7 +416,7 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 		return nil, errorf("OutOfMemory", "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
 	}
 	t := &Tile{DT: d, Count: int64(count), Data: k.newData(int64(count * d.Size())), Ready: k.M.Sim.Now(), k: k}
-	if v != 0 && t.Data != nil {
+	if v != 0 {
 		dtype.FillValue(d, t.Data, v)
 	}
 	if fn == "tl.zeros" {
