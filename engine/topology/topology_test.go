@@ -483,7 +483,7 @@ func TestChannelNames(t *testing.T) {
 	}
 }
 
-// TestChannelValidation: a custom map whose channels do not pair one to one
+// TestChannelValidation (invariant I3): a custom map whose channels do not pair one to one
 // is rejected with a message naming the unpaired direction.
 func TestChannelValidation(t *testing.T) {
 	topo := &Topology{Name: "custom", Maps: []map[string]int{

@@ -15,7 +15,7 @@ import (
 	"kernbench/engine/topology"
 )
 
-// With channels: K every builtin topology installs K directions per
+// Invariant I3 with channels: with channels: K every builtin topology installs K directions per
 // neighbour, d, d_1, … d_{K-1}, and channel c of d is one queue pair with
 // channel c of d's reverse on the peer: a message sent on E_2 arrives on the
 // peer's W_2 (ring_1d, mesh_2d; K = 1, 2, 4). testdata/channel_handshake.star

@@ -98,7 +98,7 @@ func detailOf(f *Failure) string {
 	return f.Detail
 }
 
-// Phase 2 replays the op_log on the pre-run image and compares it with the
+// Two-pass verification (phase 2): replays the op_log on the pre-run image and compares it with the
 // live memory: a write that bypassed the op_log (here one byte of rank 3's
 // rx ring, which the reference check does not look at) is a mismatch.
 func TestPhase2CatchesUnloggedWrite(t *testing.T) {
