@@ -46,3 +46,32 @@ func BenchmarkRingAllreduce64(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRingTimingOnly measures the --timing-only job of the performance
+// targets: ring_allreduce with 4 KiB messages, N × 32 KiB per rank, whole
+// run (config, machine, simulation), no bytes moved. µs/msg is wall time
+// per simulated send.
+func BenchmarkRingTimingOnly(b *testing.B) {
+	for _, world := range []int{64, 256} {
+		b.Run(fmt.Sprintf("N=%d", world), func(b *testing.B) {
+			var sends int64
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				rep, err := Run("ring_allreduce", Options{
+					Embedded: kernbench.Files, WorldSize: world,
+					Sets:   []string{fmt.Sprintf("system.sips=%d", (world+31)/32)},
+					Counts: []int64{int64(world) * 32 * 1024 / 4}, TimingOnly: true,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				sends += rep.Results[0].Ops.Send
+			}
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(sends), "µs/msg")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(sends), "allocs/msg")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(sends), "B/msg")
+		})
+	}
+}
