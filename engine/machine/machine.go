@@ -91,6 +91,11 @@ type Machine struct {
 	// paths caches routes by (kind, from, to) so the hot path allocates
 	// nothing; routes never change after New.
 	paths map[pathKey]Path
+
+	// freeOps are completed memory operations handed back with Recycle:
+	// the fused primitives issue several per message, and reusing them
+	// keeps the garbage collector out of the simulation's hot path.
+	freeOps []*MemOp
 }
 
 type pathKey struct {

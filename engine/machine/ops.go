@@ -54,6 +54,41 @@ type MemOp struct {
 	// OnDone, when set, runs in the event loop right after the data effect
 	// (the op_log and IPCQ copy_to_dst credit return hook in here).
 	OnDone func(op *MemOp)
+	// Watcher, when set, is told right after OnDone: a hook for callers
+	// that already have a value to hang it on (no closure per operation).
+	Watcher OpWatcher
+}
+
+// OpWatcher is told when a memory operation completes.
+type OpWatcher interface {
+	OpDone(op *MemOp)
+}
+
+// newOp returns a cleared operation, reusing a recycled one.
+func (m *Machine) newOp() *MemOp {
+	if n := len(m.freeOps); n > 0 {
+		op := m.freeOps[n-1]
+		m.freeOps = m.freeOps[:n-1]
+		return op
+	}
+	return &MemOp{}
+}
+
+// Recycle hands back a completed operation that nothing refers to any
+// more, for a later Fetch, Store or Copy to reuse. keepData says whether
+// its Data buffer may be reused too (false while a tile still holds a
+// fetch's bytes or a store's source). Operations still under way are left
+// alone.
+func (m *Machine) Recycle(op *MemOp, keepData bool) {
+	if op == nil || !op.Done || op.waiter != nil {
+		return
+	}
+	var data []byte
+	if keepData {
+		data = op.Data[:0]
+	}
+	*op = MemOp{Data: data}
+	m.freeOps = append(m.freeOps, op)
 }
 
 // Complete applies the data effect and wakes a waiter.
@@ -74,6 +109,9 @@ func (op *MemOp) Complete(*Transfer) {
 	}
 	if op.OnDone != nil {
 		op.OnDone(op)
+	}
+	if op.Watcher != nil {
+		op.Watcher.OpDone(op)
 	}
 	if w := op.waiter; w != nil {
 		op.waiter = nil
@@ -131,7 +169,8 @@ func (op *MemOp) Fire() { op.m.Submit(op.PE, &op.Xfer, op.direct) }
 // StoreAt is Store issued at time at (>= now) without blocking the caller:
 // a tile's math finishes at at, and the store follows it.
 func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
-	op := &MemOp{Kind: OpStore, PE: pe, Dst: dst, Data: data, startAt: at}
+	op := m.newOp()
+	op.Kind, op.PE, op.Dst, op.Data, op.startAt = OpStore, pe, dst, data, at
 	if dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, dst.N, true)
 	}
@@ -141,7 +180,8 @@ func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
 // Fetch loads src into pe. Own TCM is read directly; anything else goes
 // through the PE's DMA on vc_compute.
 func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
-	op := &MemOp{Kind: OpFetch, PE: pe, Src: src}
+	op := m.newOp()
+	op.Kind, op.PE, op.Src = OpFetch, pe, src
 	if src.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, src.N, true)
 	}
@@ -150,7 +190,8 @@ func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
 
 // Store writes data (len == dst.N) from pe into dst.
 func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
-	op := &MemOp{Kind: OpStore, PE: pe, Dst: dst, Data: data}
+	op := m.newOp()
+	op.Kind, op.PE, op.Dst, op.Data = OpStore, pe, dst, data
 	if dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, dst.N, true)
 	}
@@ -160,7 +201,8 @@ func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
 // Copy copies src to dst (same length) on pe's behalf: directly when both are
 // in pe's own TCM, otherwise by DMA on vc_compute.
 func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
-	op := &MemOp{Kind: OpCopy, PE: pe, Src: src, Dst: dst}
+	op := m.newOp()
+	op.Kind, op.PE, op.Src, op.Dst = OpCopy, pe, src, dst
 	if src.Mem == pe.TCM && dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmCopyPath, src.N, true)
 	}

@@ -61,6 +61,13 @@ type Kernel struct {
 	issuingSends []*sendHandle
 	// prefetched are tl.prefetch loads waiting for their primitive.
 	prefetched []prefetchedLoad
+	// Reused by the fused primitives so that a piece allocates nothing:
+	// the deferred send's storage, handles of completed private loads,
+	// the window of local-operand loads and the dst stores of a call.
+	deferredBuf deferredSend
+	freeHandles []*handle
+	window      []*handle
+	stores      []*machine.MemOp
 
 	// NewThread makes the Starlark thread of a tl.spawn thread (the
 	// runner's loader thread: print, load, step limit); nil: a plain one.
@@ -256,6 +263,10 @@ func (k *Kernel) drainWrites() error {
 			return err
 		}
 	}
+	for _, op := range k.pendingWrites {
+		k.M.Recycle(op, false)
+	}
+	clear(k.pendingWrites)
 	k.pendingWrites = k.pendingWrites[:0]
 	return nil
 }
@@ -267,6 +278,9 @@ func (k *Kernel) settle(reg machine.Region) error {
 	for _, op := range k.pendingWrites {
 		if !op.Done {
 			live = append(live, op)
+		} else {
+			// Only this list knew the store (its tile's bytes may live on).
+			k.M.Recycle(op, false)
 		}
 	}
 	clear(k.pendingWrites[len(live):])
