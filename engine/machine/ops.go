@@ -64,14 +64,21 @@ type OpWatcher interface {
 	OpDone(op *MemOp)
 }
 
-// newOp returns a cleared operation, reusing a recycled one.
-func (m *Machine) newOp() *MemOp {
+// newOp returns a cleared operation, reusing a recycled one; a fetch
+// keeps the recycled operation's buffer for its bytes, other kinds hand
+// it back to the pool.
+func (m *Machine) newOp(kind OpKind) *MemOp {
 	if n := len(m.freeOps); n > 0 {
 		op := m.freeOps[n-1]
 		m.freeOps = m.freeOps[:n-1]
+		if kind != OpFetch && cap(op.Data) > 0 {
+			m.PutBuffer(op.Data)
+			op.Data = nil
+		}
+		op.Kind = kind
 		return op
 	}
-	return &MemOp{}
+	return &MemOp{Kind: kind}
 }
 
 // Recycle hands back a completed operation that nothing refers to any
@@ -97,7 +104,11 @@ func (op *MemOp) Complete(*Transfer) {
 	// these move nothing and a fetched tile carries its length only.
 	switch op.Kind {
 	case OpFetch:
-		op.Data = append(op.Data[:0], op.Src.Bytes()...)
+		src := op.Src.Bytes()
+		if src != nil && cap(op.Data) < len(src) {
+			op.Data = op.m.Buffer(int64(len(src)))
+		}
+		op.Data = append(op.Data[:0], src...)
 	case OpStore:
 		copy(op.Dst.Bytes(), op.Data)
 	case OpCopy:
@@ -169,8 +180,8 @@ func (op *MemOp) Fire() { op.m.Submit(op.PE, &op.Xfer, op.direct) }
 // StoreAt is Store issued at time at (>= now) without blocking the caller:
 // a tile's math finishes at at, and the store follows it.
 func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
-	op := m.newOp()
-	op.Kind, op.PE, op.Dst, op.Data, op.startAt = OpStore, pe, dst, data, at
+	op := m.newOp(OpStore)
+	op.PE, op.Dst, op.Data, op.startAt = pe, dst, data, at
 	if dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, dst.N, true)
 	}
@@ -180,8 +191,8 @@ func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
 // Fetch loads src into pe. Own TCM is read directly; anything else goes
 // through the PE's DMA on vc_compute.
 func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
-	op := m.newOp()
-	op.Kind, op.PE, op.Src = OpFetch, pe, src
+	op := m.newOp(OpFetch)
+	op.PE, op.Src = pe, src
 	if src.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, src.N, true)
 	}
@@ -190,8 +201,8 @@ func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
 
 // Store writes data (len == dst.N) from pe into dst.
 func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
-	op := m.newOp()
-	op.Kind, op.PE, op.Dst, op.Data = OpStore, pe, dst, data
+	op := m.newOp(OpStore)
+	op.PE, op.Dst, op.Data = pe, dst, data
 	if dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, dst.N, true)
 	}
@@ -201,8 +212,8 @@ func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
 // Copy copies src to dst (same length) on pe's behalf: directly when both are
 // in pe's own TCM, otherwise by DMA on vc_compute.
 func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
-	op := m.newOp()
-	op.Kind, op.PE, op.Src, op.Dst = OpCopy, pe, src, dst
+	op := m.newOp(OpCopy)
+	op.PE, op.Src, op.Dst = pe, src, dst
 	if src.Mem == pe.TCM && dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmCopyPath, src.N, true)
 	}

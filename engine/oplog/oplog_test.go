@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"kernbench/engine/dtype"
 )
 
 func addr(mem int, off uint64) uint64 { return uint64(mem+1)<<AddrShift | off }
@@ -62,8 +60,12 @@ func TestPhase2CatchesEffectAppliedOutOfOrder(t *testing.T) {
 	// Phase 1 as it (wrongly) happened: copy and send before the store.
 	phase1 := initial.Clone()
 	wrongOrder := []*Record{recs[0], recs[1], recs[2], recs[4], recs[5], recs[3], recs[6], recs[7]}
+	rp := &replayer{im: &phase1, tiles: make([]replayTile, 4), free: map[int64][][]byte{}}
+	for id := int64(1); id <= 3; id++ {
+		rp.tiles[id] = replayTile{data: []byte{byte(id), 0, 0, 0}, live: true}
+	}
 	for _, r := range wrongOrder {
-		if err := apply(&phase1, map[int64][]byte{1: {1, 0, 0, 0}, 2: {2, 0, 0, 0}, 3: {3, 0, 0, 0}}, map[int64]dtype.DType{}, r); err != nil {
+		if err := rp.apply(r); err != nil {
 			t.Fatal(err)
 		}
 	}

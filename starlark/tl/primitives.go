@@ -261,7 +261,7 @@ func (k *Kernel) runFused(c *fusedCall) error {
 				return err
 			}
 			in := data
-			if data, err = combine(k.RedOp.Pairwise(), &in, &lv, c.name, nil); err != nil {
+			if data, err = combine(k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
 				return err
 			}
 			// Both loads are consumed: their operations and bytes are
@@ -276,12 +276,16 @@ func (k *Kernel) runFused(c *fusedCall) error {
 			// The loaded bytes are what gets stored: the tile keeps them.
 			k.recycle(cur, false)
 		}
+		// The piece's bytes go back to the machine's pool once its stores
+		// have copied them (none under timing-only).
+		owner := k.newTileBuf(data.Data)
 		if c.dst != nil {
 			dp := piece(c.dst, i)
 			op, err := k.storeOp(c.name, &dp, &data)
 			if err != nil {
 				return err
 			}
+			owner.watch(op)
 			stores = append(stores, op)
 		}
 		if c.out != nil {
@@ -293,6 +297,7 @@ func (k *Kernel) runFused(c *fusedCall) error {
 			if err != nil {
 				return err
 			}
+			owner.watch(op)
 			// Piece i-1 goes out now, piece i once piece i+1 has been
 			// combined (or before the kernel next blocks or does
 			// anything but another primitive).
@@ -315,6 +320,48 @@ func (k *Kernel) runFused(c *fusedCall) error {
 	clear(stores)
 	k.stores = stores[:0]
 	return nil
+}
+
+// tileBuf owns the bytes of a fused primitive's piece while its stores
+// copy them: the last store to complete hands them back to the machine.
+type tileBuf struct {
+	k       *Kernel
+	data    []byte
+	pending int
+}
+
+// newTileBuf takes ownership of data (nil under timing-only: no owner).
+func (k *Kernel) newTileBuf(data []byte) *tileBuf {
+	if data == nil {
+		return nil
+	}
+	var b *tileBuf
+	if n := len(k.freeTileBufs); n > 0 {
+		b = k.freeTileBufs[n-1]
+		k.freeTileBufs = k.freeTileBufs[:n-1]
+	} else {
+		b = &tileBuf{k: k}
+	}
+	b.data, b.pending = data, 0
+	return b
+}
+
+// watch makes the store op one more reader of the bytes.
+func (b *tileBuf) watch(op *machine.MemOp) {
+	if b == nil {
+		return
+	}
+	b.pending++
+	op.Watcher = b
+}
+
+// OpDone runs when one of the stores has copied the bytes.
+func (b *tileBuf) OpDone(*machine.MemOp) {
+	if b.pending--; b.pending == 0 {
+		b.k.M.PutBuffer(b.data)
+		b.data = nil
+		b.k.freeTileBufs = append(b.k.freeTileBufs, b)
+	}
 }
 
 // deferredSend is a forwarded piece whose send waits for the next piece

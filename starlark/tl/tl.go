@@ -64,10 +64,11 @@ type Kernel struct {
 	// Reused by the fused primitives so that a piece allocates nothing:
 	// the deferred send's storage, handles of completed private loads,
 	// the window of local-operand loads and the dst stores of a call.
-	deferredBuf deferredSend
-	freeHandles []*handle
-	window      []*handle
-	stores      []*machine.MemOp
+	deferredBuf  deferredSend
+	freeHandles  []*handle
+	freeTileBufs []*tileBuf
+	window       []*handle
+	stores       []*machine.MemOp
 
 	// NewThread makes the Starlark thread of a tl.spawn thread (the
 	// runner's loader thread: print, load, step limit); nil: a plain one.
