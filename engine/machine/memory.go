@@ -3,6 +3,8 @@ package machine
 import (
 	"fmt"
 	"sort"
+
+	"kernbench/engine/oplog"
 )
 
 // Space names a kind of memory.
@@ -25,6 +27,19 @@ func ParseSpace(s string) (Space, error) {
 		return HBM, nil
 	}
 	return 0, fmt.Errorf("unknown memory space %q (want tcm, sram or hbm)", s)
+}
+
+// Log is the space as the op_log names it.
+func (s Space) Log() oplog.Space {
+	switch s {
+	case TCM:
+		return oplog.SpaceTCM
+	case SRAM:
+		return oplog.SpaceSRAM
+	case HBM:
+		return oplog.SpaceHBM
+	}
+	return 0
 }
 
 func (s Space) String() string {

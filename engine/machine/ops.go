@@ -232,17 +232,17 @@ func (op *MemOp) record(l *oplog.Log) {
 		TStart: op.Xfer.Issued, TEnd: op.m.Sim.Now()}
 	switch op.Kind {
 	case OpFetch:
-		r.Src, r.SrcSp, r.NBytes, r.TileOut = op.Src.Addr(), op.Src.Mem.Space.String(), op.Src.N, op.TileID
+		r.Src, r.SrcSp, r.NBytes, r.TileOut = op.Src.Addr(), op.Src.Mem.Space.Log(), op.Src.N, op.TileID
 	case OpStore:
-		r.Dst, r.DstSp, r.NBytes, r.TileA = op.Dst.Addr(), op.Dst.Mem.Space.String(), op.Dst.N, op.TileID
+		r.Dst, r.DstSp, r.NBytes, r.TileA = op.Dst.Addr(), op.Dst.Mem.Space.Log(), op.Dst.N, op.TileID
 	case OpCopy:
-		r.Src, r.SrcSp, r.Dst, r.DstSp, r.NBytes = op.Src.Addr(), op.Src.Mem.Space.String(), op.Dst.Addr(), op.Dst.Mem.Space.String(), op.Src.N
+		r.Src, r.SrcSp, r.Dst, r.DstSp, r.NBytes = op.Src.Addr(), op.Src.Mem.Space.Log(), op.Dst.Addr(), op.Dst.Mem.Space.Log(), op.Src.N
 	}
 	if op.Name != "" {
 		r.Name = op.Name
 	}
 	if op.Name == "recv" {
-		r.Kind, r.RecvMode, r.Dir, r.SenderSeq = oplog.KindIPCQ, "copy_to_dst", op.Dir, op.Seq
+		r.Kind, r.RecvMode, r.Dir, r.SenderSeq = oplog.KindIPCQ, oplog.CopyToDst, op.Dir, op.Seq
 	}
 	l.Add(r)
 }

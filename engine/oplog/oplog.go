@@ -21,18 +21,110 @@ import (
 	"kernbench/engine/sim"
 )
 
+// Kind is what a record describes.
+type Kind uint8
+
 // Kinds of records.
 const (
-	KindIPCQ   = "ipcq"
-	KindMemory = "memory"
-	KindMath   = "math"
-	KindL3L2   = "l3l2"
-	KindMarker = "marker"
+	KindIPCQ Kind = iota + 1
+	KindMemory
+	KindMath
+	KindL3L2
+	KindMarker
 )
 
+var kindNames = [...]string{KindIPCQ: "ipcq", KindMemory: "memory", KindMath: "math", KindL3L2: "l3l2", KindMarker: "marker"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Space is the memory kind of an address (the JSON names tcm, sram, hbm).
+type Space uint8
+
+// The memory kinds, numbered as engine/machine numbers them.
+const (
+	SpaceTCM Space = iota + 1
+	SpaceSRAM
+	SpaceHBM
+)
+
+var spaceNames = [...]string{SpaceTCM: "tcm", SpaceSRAM: "sram", SpaceHBM: "hbm"}
+
+func (s Space) String() string {
+	if int(s) < len(spaceNames) {
+		return spaceNames[s]
+	}
+	return fmt.Sprintf("space(%d)", uint8(s))
+}
+
+// RecvMode is how a receive handed its message to the kernel.
+type RecvMode uint8
+
+// The receive modes.
+const (
+	ReturnSlot RecvMode = iota + 1 // the kernel got a view of the rx slot
+	CopyToDst                      // the slot was copied into the kernel's dst
+)
+
+func (m RecvMode) String() string {
+	switch m {
+	case ReturnSlot:
+		return "return_slot"
+	case CopyToDst:
+		return "copy_to_dst"
+	}
+	return ""
+}
+
 // Record is one data operation. Addresses are physical; Src/Dst are 0 when
-// unused. Effects are applied at TEnd (ties by Seq).
+// unused. Effects are applied at TEnd (ties by Seq). Enumerations are
+// small integers (a large run keeps millions of records); the JSON form
+// spells them out.
 type Record struct {
+	Seq   uint64
+	Rank  int
+	Kind  Kind
+	SrcSp Space
+	DstSp Space
+	// RecvMode, DType and OutType: 0 when they do not apply.
+	RecvMode RecvMode
+	DType    dtype.DType
+	OutType  dtype.DType
+	Left     bool // the scalar is the left operand
+	Name     string
+	TStart   sim.Time
+	TEnd     sim.Time
+
+	Src    uint64
+	Dst    uint64
+	NBytes int64
+	Count  int64
+
+	Dir       string
+	SenderSeq uint64
+
+	// Tile dataflow: a fetch or math result (TileOut), math operands
+	// (TileA, TileB; 0 = scalar), a store's source tile (TileA).
+	TileOut int64
+	TileA   int64
+	TileB   int64
+	Op      string
+	Scalar  float64
+	ScalarI int64
+
+	// Data carries bytes the replay cannot derive (host writes, constants).
+	Data []byte
+
+	// Args of a marker (tl.trace).
+	Args map[string]string
+}
+
+// recordJSON is Record's JSON form (--oplog), one object per line.
+type recordJSON struct {
 	Seq    uint64   `json:"seq"`
 	Rank   int      `json:"rank"`
 	Kind   string   `json:"kind"`
@@ -52,8 +144,6 @@ type Record struct {
 	SenderSeq uint64 `json:"sender_seq,omitempty"`
 	RecvMode  string `json:"recv_mode,omitempty"`
 
-	// Tile dataflow: a fetch or math result (TileOut), math operands
-	// (TileA, TileB; 0 = scalar), a store's source tile (TileA).
 	TileOut int64   `json:"tile_out,omitempty"`
 	TileA   int64   `json:"tile_a,omitempty"`
 	TileB   int64   `json:"tile_b,omitempty"`
@@ -63,23 +153,51 @@ type Record struct {
 	Left    bool    `json:"scalar_left,omitempty"`
 	OutType string  `json:"out_dtype,omitempty"`
 
-	// Data carries bytes the replay cannot derive (host writes, constants).
-	Data []byte `json:"data,omitempty"`
-
-	// Args of a marker (tl.trace).
+	Data []byte            `json:"data,omitempty"`
 	Args map[string]string `json:"args,omitempty"`
 }
 
-// Log collects records in phase 1.
+// MarshalJSON writes the record with its enumerations spelled out.
+func (r *Record) MarshalJSON() ([]byte, error) {
+	j := recordJSON{Seq: r.Seq, Rank: r.Rank, Kind: r.Kind.String(), Name: r.Name, TStart: r.TStart, TEnd: r.TEnd,
+		Src: r.Src, Dst: r.Dst, NBytes: r.NBytes, Count: r.Count, Dir: r.Dir, SenderSeq: r.SenderSeq, RecvMode: r.RecvMode.String(),
+		TileOut: r.TileOut, TileA: r.TileA, TileB: r.TileB, Op: r.Op, Scalar: r.Scalar, ScalarI: r.ScalarI, Left: r.Left,
+		Data: r.Data, Args: r.Args}
+	if r.SrcSp != 0 {
+		j.SrcSp = r.SrcSp.String()
+	}
+	if r.DstSp != 0 {
+		j.DstSp = r.DstSp.String()
+	}
+	if r.DType.Valid() {
+		j.DType = r.DType.String()
+	}
+	if r.OutType.Valid() {
+		j.OutType = r.OutType.String()
+	}
+	return json.Marshal(j)
+}
+
+// Log collects records in phase 1. Records live in slabs of recordSlab
+// (one allocation per slab, not per record).
 type Log struct {
 	Records []*Record
 	tiles   int64
+	slab    []Record
 }
 
-// Add appends r, assigning its sequence number.
+const recordSlab = 1024
+
+// Add appends a copy of r, assigning its sequence number.
 func (l *Log) Add(r *Record) {
-	r.Seq = uint64(len(l.Records))
-	l.Records = append(l.Records, r)
+	if len(l.slab) == cap(l.slab) {
+		l.slab = make([]Record, 0, recordSlab)
+	}
+	l.slab = append(l.slab, *r)
+	kept := &l.slab[len(l.slab)-1]
+	kept.Seq = uint64(len(l.Records))
+	r.Seq = kept.Seq
+	l.Records = append(l.Records, kept)
 }
 
 // NewTile returns a fresh tile id.
@@ -251,9 +369,9 @@ func (rp *replayer) apply(r *Record) error {
 	case r.Kind == KindMarker:
 		return nil
 	case r.Kind == KindMath:
-		dt, err := dtype.Parse(r.DType)
-		if err != nil {
-			return err
+		dt := r.DType
+		if !dt.Valid() {
+			return fmt.Errorf("math record without a valid dtype (%d)", dt)
 		}
 		if r.NBytes < 0 {
 			return fmt.Errorf("negative size %d", r.NBytes)
@@ -268,9 +386,9 @@ func (rp *replayer) apply(r *Record) error {
 			if err != nil {
 				return err
 			}
-			odt, err := dtype.Parse(r.OutType)
-			if err != nil {
-				return err
+			odt := r.OutType
+			if !odt.Valid() {
+				return fmt.Errorf("convert record without a valid out dtype (%d)", odt)
 			}
 			dtype.Convert(out, odt, a, dt)
 			dt = odt

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"kernbench/engine/dtype"
 )
 
 func addr(mem int, off uint64) uint64 { return uint64(mem+1)<<AddrShift | off }
@@ -20,12 +22,12 @@ func scenario() (Image, []*Record) {
 	recs := []*Record{
 		{Kind: KindMemory, Name: "fetch", Src: addr(0, 0), NBytes: 4, TileOut: 1, TEnd: 10},
 		{Kind: KindMemory, Name: "fetch", Src: addr(0, 4), NBytes: 4, TileOut: 2, TEnd: 11},
-		{Kind: KindMath, Name: "math", Op: "add", DType: "i32", NBytes: 4, TileA: 1, TileB: 2, TileOut: 3, TEnd: 15},
+		{Kind: KindMath, Name: "math", Op: "add", DType: dtype.I32, NBytes: 4, TileA: 1, TileB: 2, TileOut: 3, TEnd: 15},
 		{Kind: KindMemory, Name: "store", Dst: addr(0, 8), NBytes: 4, TileA: 3, TEnd: 20},
 		{Kind: KindMemory, Name: "copy", Src: addr(0, 8), Dst: addr(0, 12), NBytes: 4, TEnd: 30},
 		{Kind: KindIPCQ, Name: "send", Src: addr(0, 12), Dst: addr(1, 4), NBytes: 4, TEnd: 40},
 		{Kind: KindMemory, Name: "host_write", Dst: addr(1, 0), NBytes: 2, Data: []byte{9, 9}, TEnd: 41},
-		{Kind: KindIPCQ, Name: "recv", RecvMode: "return_slot", Src: addr(1, 4), NBytes: 4, TEnd: 45},
+		{Kind: KindIPCQ, Name: "recv", RecvMode: ReturnSlot, Src: addr(1, 4), NBytes: 4, TEnd: 45},
 	}
 	for i, r := range recs {
 		r.Seq = uint64(i)
@@ -129,5 +131,23 @@ func TestCheckCausality(t *testing.T) {
 	}
 	if msg := CheckCausality([]*Record{send, orphan}); !strings.Contains(msg, "no matching send") {
 		t.Errorf("recv without send: got %q", msg)
+	}
+}
+
+// The JSON form of a record (--oplog) spells the enumerations out, leaves
+// out what does not apply, and is one line per record.
+func TestRecordJSON(t *testing.T) {
+	var l Log
+	l.Add(&Record{Rank: 2, Kind: KindMath, Name: "math", Op: "convert", DType: dtype.F32, OutType: dtype.BF16, NBytes: 8, TileA: 4, TileOut: 5, TEnd: 7})
+	l.Add(&Record{Rank: 1, Kind: KindIPCQ, Name: "recv", RecvMode: CopyToDst, Src: 1 << AddrShift, SrcSp: SpaceTCM, Dst: 2 << AddrShift, DstSp: SpaceHBM, NBytes: 4, Dir: "E", SenderSeq: 3})
+	var b strings.Builder
+	if err := l.WriteJSONLines(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"seq":0,"rank":2,"kind":"math","name":"math","t_start_ps":0,"t_end_ps":7,"nbytes":8,"dtype":"f32","tile_out":5,"tile_a":4,"op":"convert","out_dtype":"bf16"}
+{"seq":1,"rank":1,"kind":"ipcq","name":"recv","t_start_ps":0,"t_end_ps":0,"src":1099511627776,"dst":2199023255552,"src_space":"tcm","dst_space":"hbm","nbytes":4,"dir":"E","sender_seq":3,"recv_mode":"copy_to_dst"}
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("JSON lines (-want +got):\n%s", diff)
 	}
 }

@@ -335,7 +335,7 @@ func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	}
 	out.ID = l.NewTile()
 	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
-		Op: op, TileOut: out.ID, DType: out.DT.String(), Count: out.Count, NBytes: out.nbytes()}
+		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.nbytes()}
 	if a != nil {
 		r.TileA = a.ID
 	}
@@ -357,7 +357,7 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	}
 	now := m.Sim.Now()
 	r := &oplog.Record{Rank: rank, Kind: oplog.KindMemory, Name: name, TStart: now, TEnd: now,
-		Dst: reg.Addr(), DstSp: reg.Mem.Space.String(), NBytes: reg.N}
+		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if !zero {
 		r.Data = append([]byte(nil), reg.Bytes()...)
 	}

@@ -355,7 +355,7 @@ var TileMembers = []Member{
 			dtype.Convert(out.Data, dt, t.Data, t.DT)
 		}
 		out.Ready = t.k.mathReady(t.Ready, out.nbytes())
-		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT.String(), dt.String(), out.nbytes() })
+		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.nbytes() })
 		return out, nil
 	}},
 	{Name: "count", Sig: "count", Doc: "Number of elements.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Tile).Count) }},
