@@ -30,6 +30,9 @@ func validate(a *Algo) ErrorList {
 	return v.errs
 }
 
+// MaxGPUs bounds ngpus (far beyond any simulated machine).
+const MaxGPUs = 1 << 16
+
 type validator struct {
 	a    *Algo
 	errs ErrorList
@@ -44,8 +47,12 @@ func (v *validator) header() {
 	if !slices.Contains(Collectives, a.Coll) {
 		v.errorf(a.Line, "collective %q is not one kernbench can check (want one of %s)", a.Coll, strings.Join(Collectives, ", "))
 	}
-	if a.NGPUs < 1 {
+	switch {
+	case a.NGPUs < 1:
 		v.errorf(a.Line, "ngpus %d: want at least 1", a.NGPUs)
+	case a.NGPUs > MaxGPUs:
+		// The gpu table is allocated by ngpus: a typo must not exhaust memory.
+		v.errorf(a.Line, "ngpus %d: want at most %d", a.NGPUs, MaxGPUs)
 	}
 	if a.NChunksPerLoop < 1 {
 		v.errorf(a.Line, "nchunksperloop %d: want at least 1", a.NChunksPerLoop)
