@@ -3,6 +3,7 @@ package ccl
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,33 @@ func TestMSCCLCheck(t *testing.T) {
 	want := []string{bad + ":1: gpu 1 is missing (ngpus=2 wants ids 0..1)"}
 	if diff := cmp.Diff(want, Check(bad, CheckOptions{Embedded: kernbench.Files})); diff != "" {
 		t.Errorf("check problems (-want +got):\n%s", diff)
+	}
+}
+
+// An imported schedule takes the simulated time of the same schedule
+// written by hand on the primitives (testdata/msccl/handwritten), within
+// 2 %: the import adds no simulated work of its own.
+func TestMSCCLMatchesHandWritten(t *testing.T) {
+	cases := []struct{ xml, star string }{
+		{"allreduce_ring_ch2", "ring_ch2.star"},
+		{"allreduce_binomial_tree1", "binomial_tree1.star"},
+	}
+	for _, c := range cases {
+		for _, world := range []int{4, 8, 16} {
+			t.Run(fmt.Sprintf("%s_%d", c.xml, world), func(t *testing.T) {
+				t.Parallel()
+				counts := []int64{524288}
+				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), Options{Counts: counts})
+				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: true})
+				checkCorrect(t, imported)
+				checkCorrect(t, hand)
+				for i := range counts {
+					x, h := imported.Results[i].SimTimeNs, hand.Results[i].SimTimeNs
+					if d := math.Abs(x-h) / h; d > 0.02 {
+						t.Errorf("count %d: imported %.3f us, by hand %.3f us: %.2f %% apart, want at most 2 %%", counts[i], x/1000, h/1000, 100*d)
+					}
+				}
+			})
+		}
 	}
 }
