@@ -45,12 +45,13 @@ type runOptions struct {
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run [FILE.star | NAME] | --bench BENCH [ALGORITHM]",
+		Use:   "run [FILE.star | FILE.xml | NAME] | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
 		Long: `Run an algorithm file or an algorithm named in ccl.yaml (without one:
 defaults.algorithm of ccl.yaml) on the simulated machine. The builtin bench of its collective allocates per-rank buffers,
 launches kernel() on every rank, checks the result against the collective's
-definition and prints one nccl-tests-style row per size.
+definition and prints one nccl-tests-style row per size. An .xml file is an
+MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 3 deadlock or watchdog or step limit, 4 error raised while running.`,

@@ -291,6 +291,9 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 
 // Run executes `kernbench run arg`.
 func Run(arg string, opts Options) (*Report, error) {
+	if IsMSCCL(arg) {
+		return runMSCCL(arg, opts)
+	}
 	cfg, cfgDir, err := LoadConfig(opts.ConfigPath, opts.Sets, opts.Embedded)
 	if err != nil {
 		return nil, err

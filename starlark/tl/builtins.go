@@ -205,7 +205,7 @@ func kernelBuiltins() []Builtin {
 				}
 				return h, nil
 			}},
-		{"wait", "wait(handle)", "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async), the thread function's return value (spawn; an error in the thread fails the run) or None (store_async, copy_async, send_async).",
+		{"wait", "wait(handle)", "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async), the thread function's return value (spawn; an error in the thread fails the run) or None (store_async, copy_async, send_async). With an event (tl.event), blocks until it is signalled and returns None.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var v starlark.Value
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &v); err != nil {
@@ -218,6 +218,8 @@ func kernelBuiltins() []Builtin {
 					return starlark.None, k.joinSends(h.q)
 				case *threadHandle:
 					return k.joinThread(h)
+				case *Event:
+					return starlark.None, k.waitEvent(b.Name(), h)
 				}
 				return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
 			}},

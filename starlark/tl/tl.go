@@ -97,7 +97,7 @@ type Kernel struct {
 
 // tracedOps are the tl operations drawn on the kernel track.
 var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, "wait": true, "flush": true, "fetch": true, "store": true, "copy": true, "reduce": true,
-	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true}
+	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "signal": true}
 
 // keepsDeferredSend are the builtins that leave a fused primitive's
 // deferred send for later: the primitives themselves (which send it after
@@ -105,7 +105,7 @@ var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, 
 // block nor touch memory.
 var keepsDeferredSend = map[string]bool{
 	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "prefetch": true,
-	"spawn": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true,
+	"spawn": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true, "event": true,
 }
 
 // threadKernelKey is the Starlark thread-local naming the kernel whose tl
@@ -152,7 +152,7 @@ var Attributes = []Attribute{
 var Builtins []Builtin
 
 func init() {
-	Builtins = append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...)
+	Builtins = append(append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...), eventBuiltins()...)
 	sort.Slice(Builtins, func(i, j int) bool { return Builtins[i].Name < Builtins[j].Name })
 }
 
