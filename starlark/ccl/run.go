@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -387,6 +388,15 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 	return rep, nil
 }
 
+// InternalError is a panic (a bug in kernbench) caught on a goroutine of
+// its own and carried to the caller with the goroutine's backtrace.
+type InternalError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *InternalError) Error() string { return fmt.Sprintf("internal error: %v", e.Value) }
+
 // pointOutput is what one size of a parallel sweep wrote.
 type pointOutput struct {
 	stderr, oplog, cclTrace, dump bytes.Buffer
@@ -423,6 +433,13 @@ func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *s
 				defer wg.Done()
 				defer func() { <-slots }()
 				defer close(out.done)
+				// A panic here would kill the process past the CLI's error
+				// boundary: carry it to the delivering goroutine instead.
+				defer func() {
+					if r := recover(); r != nil {
+						out.err = &InternalError{Value: r, Stack: debug.Stack()}
+					}
+				}()
 				pp := *p
 				pp.opts.Stderr = &out.stderr
 				if pp.opts.OpLog != nil {
@@ -451,6 +468,11 @@ func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *s
 		<-out.done
 		if firstErr != nil {
 			continue
+		}
+		if ie := (*InternalError)(nil); errors.As(out.err, &ie) {
+			close(stop)
+			wg.Wait()
+			panic(ie) // to the CLI's error boundary, as in a sequential sweep
 		}
 		for _, c := range []struct {
 			buf *bytes.Buffer
