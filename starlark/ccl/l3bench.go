@@ -196,5 +196,5 @@ func (w *world) runL3(set config.Settings) error {
 			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
 		}
 	}
-	return failure
+	return w.writeFailedOplog(failure)
 }

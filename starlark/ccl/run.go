@@ -734,7 +734,22 @@ type world struct {
 	initial  oplog.Image // memory before the kernels ran (phase 2's start)
 	trace    *trace.Recorder
 	traceOut io.Writer
+	oplogOut io.Writer // --oplog: written by phase2, or by run when the run failed
 	dump     io.Writer
+}
+
+// writeFailedOplog writes the op_log of a failed run, the operations up
+// to the failure: the run's other outputs (--trace, --dot) explain a
+// failure too, and an empty --oplog file would look like a run that did
+// nothing. Phase 2, which writes it for a finished run, is not reached.
+func (w *world) writeFailedOplog(failure error) error {
+	if failure == nil || w.oplogOut == nil || w.m.Log == nil {
+		return failure
+	}
+	// A write error is not reported: the run's own failure is what the
+	// user needs to see.
+	_ = w.m.Log.WriteJSONLines(w.oplogOut)
+	return failure
 }
 
 // newWorld builds a fresh simulation and machine and places the ranks.
@@ -756,7 +771,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	} else if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
-	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, dump: p.opts.DumpPointers}
+	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers}
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
 		m.EnableTrace(w.trace)
@@ -859,7 +874,7 @@ func (w *world) run(tgt *target) error {
 			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
 		}
 	}
-	return failure
+	return w.writeFailedOplog(failure)
 }
 
 // spawn starts one process per rank running body; a body error stops the
