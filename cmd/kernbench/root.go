@@ -118,15 +118,15 @@ func versionText(bi *debug.BuildInfo, goVersion string) string {
 	return fmt.Sprintf("%s\ngo %s\ngo.starlark.net %s\n", line, goVersion, star)
 }
 
-// goTestFlags lets `kernbench test` take go test's single-dash -run and -v
-// spellings (pflag reads "-run" as three shorthand flags).
+// goTestFlags lets `kernbench test` take go test's single-dash -run,
+// -timeout and -v spellings (pflag reads "-run" as three shorthand flags).
 func goTestFlags(args []string) []string {
 	if len(args) == 0 || args[0] != "test" {
 		return args
 	}
 	out := append([]string(nil), args...)
 	for i, a := range out {
-		if a == "-run" || strings.HasPrefix(a, "-run=") {
+		if a == "-run" || strings.HasPrefix(a, "-run=") || a == "-timeout" || strings.HasPrefix(a, "-timeout=") {
 			out[i] = "-" + a
 		}
 	}

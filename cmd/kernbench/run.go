@@ -21,6 +21,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/topology"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
 )
 
 type runOptions struct {
@@ -43,6 +44,7 @@ type runOptions struct {
 	quiet    bool
 	verbose  bool
 	maxSteps uint64
+	timeout  time.Duration
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -112,6 +114,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
+	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
@@ -140,6 +143,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.MaxSteps == 0 {
 		o.MaxSteps = defaultMaxSteps
 	}
+	if o.timeout < 0 {
+		return usageErr(stderr, o.json, fmt.Sprintf("--timeout must be >= 0 (got %v)", o.timeout))
+	}
+	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
+	defer o.Watchdog.Stop()
 	if o.Jobs < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
 	}

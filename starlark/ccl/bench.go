@@ -178,6 +178,8 @@ func simFailure(err error, file string) error {
 			f.Kind = ie.Kind
 		case strings.Contains(err.Error(), "too many steps"):
 			f.Code, f.Kind = ExitDeadlock, "StepLimit"
+		case script.IsTimeout(err):
+			f.Code, f.Kind = ExitDeadlock, "Timeout"
 		}
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
@@ -191,8 +193,11 @@ func simFailure(err error, file string) error {
 			f.SpawnedAt = the.SpawnedAt
 			f.Detail += "\nthe thread was spawned at:\n  " + strings.Join(the.SpawnedAt, "\n  ")
 		}
-		if f.Kind == "StepLimit" {
+		switch f.Kind {
+		case "StepLimit":
 			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
+		case "Timeout":
+			f.Msg += " (raise --timeout if the kernel is meant to run this long)"
 		}
 	}
 	if len(blocked) > 0 {

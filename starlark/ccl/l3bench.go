@@ -172,6 +172,9 @@ func l3Failure(err error) error {
 	if strings.Contains(pe.err.Error(), "too many steps") {
 		f.Code, f.Kind = ExitDeadlock, "StepLimit"
 	}
+	if script.IsTimeout(pe.err) {
+		f.Code, f.Kind = ExitDeadlock, "Timeout"
+	}
 	return f
 }
 

@@ -44,6 +44,9 @@ type Options struct {
 	DataSpace  string // tcm | sram | hbm (default hbm)
 	Root       int
 	MaxSteps   uint64
+	// Watchdog, when set, stops the run's Starlark threads at a wall-clock
+	// limit (--timeout): exit 3, like the step limit.
+	Watchdog   *script.Watchdog
 	JitterSeed uint64
 	Verify     bool
 	// Detail adds the busiest resources to each result (-v).
@@ -221,11 +224,11 @@ func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, str
 	var err error
 	switch {
 	case path != "":
-		data, err = os.ReadFile(path)
+		data, err = script.ReadInput(path)
 	default:
 		if _, statErr := os.Stat("ccl.yaml"); statErr == nil {
 			name, dir = "ccl.yaml", "."
-			data, err = os.ReadFile(name)
+			data, err = script.ReadInput(name)
 		} else {
 			name, dir = "ccl.yaml (embedded default)", ""
 			data = config.DefaultYAML()
@@ -301,7 +304,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
 	}
@@ -535,6 +538,11 @@ func stepLimit(f *Failure) *Failure {
 	if errors.As(f.Err, &ee) && strings.Contains(ee.Msg, "too many steps") {
 		f.Code, f.Kind = ExitDeadlock, "StepLimit"
 		f.Msg = ee.Msg + " (raise --max-steps if the script is meant to run this long)"
+		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
+	}
+	if errors.As(f.Err, &ee) && script.IsTimeout(ee) {
+		f.Code, f.Kind = ExitDeadlock, "Timeout"
+		f.Msg = ee.Msg + " (raise --timeout if the script is meant to run this long)"
 		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
 	}
 	return f

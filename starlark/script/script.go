@@ -39,11 +39,11 @@ type Source struct {
 
 // ReadFile returns the contents of name, or an error naming it.
 func (s Source) ReadFile(name string) ([]byte, error) {
-	data, err := os.ReadFile(name)
+	data, err := ReadInput(name)
 	if err == nil {
 		return data, nil
 	}
-	if s.Embedded != nil && !filepath.IsAbs(name) {
+	if s.Embedded != nil && !filepath.IsAbs(name) && isNotExist(err) {
 		if d, e2 := fs.ReadFile(s.Embedded, path.Clean(filepath.ToSlash(name))); e2 == nil {
 			return d, nil
 		}
@@ -81,6 +81,9 @@ type Loader struct {
 	Stderr io.Writer
 	// PrintPrefix, when set, adds context such as "[t=… rank=…] " to print.
 	PrintPrefix func(th *starlark.Thread) string
+	// Watchdog, when set, cancels every thread of this loader at its
+	// wall-clock limit (--timeout).
+	Watchdog *Watchdog
 
 	cache map[string]*entry
 }
@@ -140,6 +143,7 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 			th.Cancel("too many steps")
 		}
 	}
+	l.Watchdog.Watch(th)
 	return th
 }
 
