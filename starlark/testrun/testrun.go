@@ -94,23 +94,62 @@ func (r *reporter) Error(args ...any) {
 	r.msgs = append(r.msgs, strings.TrimSpace(fmt.Sprint(args...)))
 }
 
-// RunFile runs every test_* function of file in source order.
-func RunFile(file string, o Options) ([]Result, error) {
+// CheckFile lints a test file as kernbench test loads it (assert
+// predeclared, @kernbench//testing.star loadable) without running its
+// tests: every load problem and every test_* function that takes
+// parameters. It also returns the number of test_* functions.
+func CheckFile(file string, o Options) (problems []string, tests int) {
+	loader, err := newLoader(file, &o)
+	if err != nil {
+		return []string{err.Error()}, 0
+	}
+	defer o.watchdog.Stop()
+	globals, err := loader.Load(file)
+	if err != nil {
+		return ccl.LoadProblems(err), 0
+	}
+	names := make([]string, 0, len(globals))
+	for name := range globals {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if fn, ok := globals[name].(*starlark.Function); ok && strings.HasPrefix(name, "test_") {
+			tests++
+			if fn.NumParams() > 0 {
+				problems = append(problems, fmt.Sprintf("%s: %s takes parameters; test functions take none", fn.Position(), name))
+			}
+		}
+	}
+	return problems, tests
+}
+
+// newLoader is the loader of a test file: assert predeclared,
+// @kernbench//testing.star loadable, o's step and time limits.
+func newLoader(file string, o *Options) (*script.Loader, error) {
 	assert, err := starlarktest.LoadAssertModule()
 	if err != nil {
 		return nil, fmt.Errorf("internal error: assert module: %v", err)
 	}
 	o.watchdog = script.NewWatchdog(o.Timeout, fmt.Sprintf("-timeout %v (per test file)", o.Timeout))
-	defer o.watchdog.Stop()
-	loader := &script.Loader{
+	return &script.Loader{
 		Watchdog:    o.watchdog,
 		Src:         script.Source{Embedded: o.Embedded},
 		Search:      "algorithms",
 		Predeclared: predeclared(assert["assert"]),
-		Builtin:     map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), o)},
+		Builtin:     map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), *o)},
 		MaxSteps:    o.MaxSteps,
 		Stderr:      o.Stderr,
+	}, nil
+}
+
+// RunFile runs every test_* function of file in source order.
+func RunFile(file string, o Options) ([]Result, error) {
+	loader, err := newLoader(file, &o)
+	if err != nil {
+		return nil, err
 	}
+	defer o.watchdog.Stop()
 	globals, err := loader.Load(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s", script.Format(err))
