@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/topology"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
 )
 
 type runOptions struct {
@@ -40,6 +44,7 @@ type runOptions struct {
 	quiet    bool
 	verbose  bool
 	maxSteps uint64
+	timeout  time.Duration
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -82,7 +87,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star (host code) with defaults.algorithm, or with the algorithm given as argument")
+	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star, or the bench file at a path (host code), with defaults.algorithm, or with the algorithm given as argument")
 	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml to use (default ./ccl.yaml, else the embedded default)")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
@@ -106,10 +111,11 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
-	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE")
+	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE; a failed run writes the operations up to the failure")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
+	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
@@ -138,6 +144,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.MaxSteps == 0 {
 		o.MaxSteps = defaultMaxSteps
 	}
+	if o.timeout < 0 {
+		return usageErr(stderr, o.json, fmt.Sprintf("--timeout must be >= 0 (got %v)", o.timeout))
+	}
+	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
+	defer o.Watchdog.Stop()
 	if o.Jobs < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
 	}
@@ -219,6 +230,10 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			return nil
 		}
 	}
+	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot}); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	var outputs []*outputFile
 	for _, out := range []struct {
 		flag, path string
 		dst        *io.Writer
@@ -230,11 +245,19 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if err != nil {
 			return usageErr(stderr, o.json, out.flag+": "+err.Error())
 		}
-		defer f.Close()
-		bw := bufio.NewWriter(f)
-		defer bw.Flush()
-		*out.dst = bw
+		of := &outputFile{flag: out.flag, f: f}
+		of.w = bufio.NewWriter(of.counter())
+		outputs = append(outputs, of)
+		*out.dst = of.w
 	}
+	// Every output file is complete when the command returns, also when
+	// the run failed; one that received nothing (the run failed before
+	// simulating) is removed rather than left empty, and said so.
+	defer func() {
+		for _, of := range outputs {
+			of.close(stderr)
+		}
+	}()
 	// Progress only on an interactive terminal: never in pipes, logs or CI.
 	if f, ok := stderr.(*os.File); ok && !o.quiet && !o.json {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
@@ -453,4 +476,67 @@ func parseSweep(spec string) ([]int64, error) {
 		sizes = append(sizes, int64(v))
 	}
 	return sizes, nil
+}
+
+// outputFile is an output file given by a flag (--oplog, --trace).
+type outputFile struct {
+	flag    string
+	f       *os.File
+	w       *bufio.Writer
+	written int64
+}
+
+func (of *outputFile) counter() io.Writer { return countingWriter{of} }
+
+type countingWriter struct{ of *outputFile }
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.of.f.Write(b)
+	c.of.written += int64(n)
+	return n, err
+}
+
+// close flushes and closes the file, removing it when nothing was written
+// (only a regular file: --oplog /dev/stdout is not removed).
+func (of *outputFile) close(stderr io.Writer) {
+	err := of.w.Flush()
+	st, serr := of.f.Stat()
+	regular := serr == nil && st.Mode().IsRegular()
+	if cerr := of.f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.f.Name(), err)
+	case of.written == 0 && regular:
+		_ = os.Remove(of.f.Name())
+		fmt.Fprintf(stderr, "kernbench: %s %s: not written (the run recorded nothing)\n", of.flag, of.f.Name())
+	}
+}
+
+// distinctOutputs refuses one file named by two output flags: both would
+// write into it and leave neither readable.
+func distinctOutputs(paths map[string]string) error {
+	flags := slices.Sorted(maps.Keys(paths))
+	for i, a := range flags {
+		for _, b := range flags[i+1:] {
+			if paths[a] != "" && paths[b] != "" && samePath(paths[a], paths[b]) {
+				return fmt.Errorf("%s and %s name the same file %s; give each its own file", a, b, paths[a])
+			}
+		}
+	}
+	return nil
+}
+
+// samePath reports whether a and b are one file: the same cleaned absolute
+// path, or (when both exist) the same file reached through links.
+func samePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	if err1 == nil && err2 == nil && aa == bb {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
