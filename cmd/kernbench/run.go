@@ -45,12 +45,15 @@ type runOptions struct {
 	verbose  bool
 	maxSteps uint64
 	timeout  time.Duration
+	vary     []string
+	csv      string
+	plot     string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run [FILE.star | FILE.xml | NAME] | --bench BENCH [ALGORITHM]",
+		Use:   "run [FILE.star | FILE.xml | NAME]... | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
 		Long: `Run an algorithm file or an algorithm named in ccl.yaml (without one:
 defaults.algorithm of ccl.yaml) on the simulated machine. The builtin bench of its collective allocates per-rank buffers,
@@ -58,13 +61,18 @@ launches kernel() on every rank, checks the result against the collective's
 definition and prints one nccl-tests-style row per size. An .xml file is an
 MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 
+Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
+combination) run on the same bench and sizes and print one table with a
+column naming each; --csv and --plot write the figures for a spreadsheet
+or as a busbw-against-size chart.
+
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 3 deadlock or watchdog or step limit, 4 error raised while running.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.bench != "" {
 				return cobra.MaximumNArgs(1)(cmd, args)
 			}
-			return cobra.MaximumNArgs(1)(cmd, args)
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target := ""
@@ -73,6 +81,8 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 				if len(args) == 1 {
 					o.Algorithm = args[0]
 				}
+			} else if len(args) > 1 || len(o.vary) > 0 {
+				return runRun(cmd, o, "", stdout, stderr, args...)
 			} else if len(args) == 1 {
 				target = args[0]
 			} else {
@@ -120,6 +130,9 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
 	f.IntVar(&o.shards, "shards", 0, "number of shards when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
+	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (repeatable: every combination), in one table")
+	f.StringVar(&o.csv, "csv", "", "also write the results as CSV to FILE (one line per algorithm and size)")
+	f.StringVar(&o.plot, "plot", "", "also draw busbw against size (one line per algorithm) as SVG to FILE")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
 	return cmd
@@ -130,7 +143,9 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 // spinning script within a few seconds.
 const defaultMaxSteps = 100_000_000
 
-func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer) error {
+// runRun runs arg, or with compare set (several algorithms or --vary)
+// every variant of those targets (none: defaults.algorithm).
+func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer, compare ...string) error {
 	o.Embedded = kernbench.Files
 	o.Detail = o.verbose
 	if o.dumpPtrs {
@@ -230,8 +245,22 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			return nil
 		}
 	}
-	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot}); err != nil {
+	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot}); err != nil {
 		return usageErr(stderr, o.json, err.Error())
+	}
+	if compare != nil || len(o.vary) > 0 {
+		axes, err := parseVary(o.vary)
+		if err != nil {
+			return usageErr(stderr, o.json, err.Error())
+		}
+		if len(compare) == 0 {
+			cfg, _, err := ccl.LoadConfig(o.ConfigPath, o.Sets, kernbench.Files)
+			if err != nil {
+				return usageErr(stderr, o.json, err.Error())
+			}
+			compare = []string{cfg.Defaults.Algorithm}
+		}
+		return runCompare(o, expandVariants(compare, axes), stdout, stderr)
 	}
 	var outputs []*outputFile
 	for _, out := range []struct {
@@ -321,6 +350,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		return &exitError{code: f.Code, err: f}
 	}
 	rep.WallS = wall
+	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
 	switch {
 	case o.json:
 		writeJSON(stdout, rep)
