@@ -120,6 +120,12 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 	if !o.json && !o.jsonl {
 		fmt.Fprintf(stdout, "%-*s%s\n", width, "algorithm", tableHeader())
 	}
+	// The first variant's collective is the comparison's: rows of another
+	// collective measure other buffers (its bench and busbw differ).
+	var collective struct {
+		sync.Mutex
+		name, label string
+	}
 	runOne := func(i int, jobs int, rowsTo io.Writer, errTo io.Writer) {
 		v := variants[i]
 		oc := outs[i]
@@ -128,6 +134,19 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		opts.Jobs = jobs
 		opts.Stderr = errTo
 		opts.Progress = nil
+		opts.OnStart = func(rep *ccl.Report) error {
+			collective.Lock()
+			defer collective.Unlock()
+			if collective.name == "" {
+				collective.name, collective.label = rep.Collective, v.label
+				return nil
+			}
+			if rep.Collective != collective.name {
+				return &ccl.Failure{Code: ccl.ExitUsage, Kind: "UsageError", Rank: -1,
+					Msg: fmt.Sprintf("collective %s, but %s runs %s: compare algorithms of one collective", rep.Collective, collective.label, collective.name)}
+			}
+			return nil
+		}
 		opts.OnResult = func(r *ccl.Result) { row(rowsTo, v.label, r) }
 		oc.rep, oc.err = ccl.Run(v.target, opts)
 	}

@@ -61,6 +61,10 @@ type Options struct {
 	Trace io.Writer
 	// Progress, when set, is told before each size of a sweep is simulated.
 	Progress func(i, n int, count int64)
+	// OnStart, when set, sees the report's header (algorithm, collective,
+	// topology) before the first size runs; an error it returns ends the
+	// run (a comparison refuses an algorithm of another collective).
+	OnStart func(*Report) error
 	// TimingOnly moves and stores no bytes (--timing-only): the same
 	// simulated time, events and operation counts, without data, so no
 	// reference check and no phase 2; a kernel that reads values fails.
@@ -364,6 +368,11 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 	if p.topology == "mesh_2d" {
 		if rows, cols, err := topology.MeshDims(p.world, tgt.settings.MeshShape); err == nil {
 			rep.MeshShape = []int{rows, cols}
+		}
+	}
+	if p.opts.OnStart != nil {
+		if err := p.opts.OnStart(rep); err != nil {
+			return rep, err
 		}
 	}
 	deliver := func(res *Result) {
