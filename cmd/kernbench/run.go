@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -368,7 +369,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		for i := rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
 		}
-		printSummary(stdout, rep, o.quiet)
+		printSummary(stdout, rep, o.quiet, o.verbose)
 	}
 	for _, r := range rep.Results {
 		if r.Phase2Match != nil && !*r.Phase2Match {
@@ -435,7 +436,7 @@ func tableRow(r *ccl.Result) string {
 
 // printSummary prints what follows the rows: the average busbw of a sweep,
 // the busiest resources (-v) and, unless quiet, the run's description.
-func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
+func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 	if len(rep.Results) > 1 {
 		var sum float64
 		for _, r := range rep.Results {
@@ -451,6 +452,13 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
 		for _, u := range r.Busiest {
 			fmt.Fprintf(w, "#   %-24s %5.1f%%  %d bytes\n", u.Resource, 100*u.Utilisation, u.Bytes)
 		}
+		if len(r.Classes) > 0 {
+			var parts []string
+			for _, c := range r.Classes {
+				parts = append(parts, fmt.Sprintf("%s x%d busiest %.1f%% mean %.1f%%", c.Kind, c.Count, 100*c.Busiest, 100*c.Mean))
+			}
+			fmt.Fprintf(w, "# resources by kind at %d bytes: %s\n", r.Bytes, strings.Join(parts, "; "))
+		}
 		if in := r.Interp; in != nil && r.Ops.Send > 0 {
 			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls (%.1f steps, %.2f calls per message sent)\n",
 				r.Bytes, in.Steps, in.BuiltinCalls, float64(in.Steps)/float64(r.Ops.Send), float64(in.BuiltinCalls)/float64(r.Ops.Send))
@@ -458,6 +466,12 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
 	}
 	if quiet {
 		return
+	}
+	for i, r := range rep.Results {
+		// The largest size (every size with -v): what the ranks waited for.
+		if r.Time != nil && (i == len(rep.Results)-1 || verbose) {
+			fmt.Fprintf(w, "# time at %d bytes: rank %d (most blocked) %s; all ranks %s\n", r.Bytes, r.Time.MostBlocked.Rank, timeShares(r.Time.MostBlocked), timeShares(r.Time.All))
+		}
 	}
 	var events uint64
 	for _, r := range rep.Results {
@@ -473,6 +487,32 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
 		timing = " (timing only: no data moved)"
 	}
 	fmt.Fprintf(w, "# buffer_kind %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", rep.BufferKind, rep.Backpressure, rep.DataSpace, timing, events, wallString(rep.WallS))
+}
+
+// timeShares is a split as percentages, largest first, zeros left out:
+// "memory 90.6%, send 5.7%, recv 3.5%".
+func timeShares(t ccl.TimeSplit) string {
+	parts := []struct {
+		name string
+		ns   float64
+	}{{"memory", t.MemoryNs}, {"send", t.SendNs}, {"recv", t.RecvNs}, {"flush", t.FlushNs}, {"other", t.OtherNs}}
+	total := 0.0
+	for _, p := range parts {
+		total += p.ns
+	}
+	slices.SortStableFunc(parts, func(a, b struct {
+		name string
+		ns   float64
+	}) int {
+		return cmp.Compare(b.ns, a.ns)
+	})
+	var out []string
+	for _, p := range parts {
+		if pct := 100 * p.ns / total; pct >= 0.05 {
+			out = append(out, fmt.Sprintf("%s %.1f%%", p.name, pct))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func wallString(s float64) string {

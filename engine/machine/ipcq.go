@@ -235,6 +235,20 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 
 func ringsSoFar(ep *Endpoint, ring int64) int64 { return int64(len(ep.QPs)) * ring }
 
+// What a process does while its simulated time passes (sim.Proc.Activity),
+// for the report of where a rank's time went.
+const (
+	ActOther    uint8 = iota // not classified (thread joins, events, sleeps)
+	ActSend                  // issuing sends: per-message overhead, waiting for credits
+	ActRecv                  // waiting for a message to arrive
+	ActMemory                // waiting for loads, stores, copies and the math before them
+	ActFlush                 // waiting for sends' DMAs to finish reading their source
+	NumActivities
+)
+
+// ActivityNames are the report's names of the activities.
+var ActivityNames = [NumActivities]string{ActOther: "other", ActSend: "send", ActRecv: "recv", ActMemory: "memory", ActFlush: "flush"}
+
 // wait blocks p until cond holds, sleeping (woken by *slot's owner) or
 // polling every poll interval.
 func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitInfo) error {
@@ -243,6 +257,14 @@ func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitI
 	}
 	p.Wait, p.WaitSince = info, g.M.Sim.Now()
 	defer func() { p.Wait = nil }()
+	switch info.Op {
+	case "send":
+		defer p.Doing(p.Doing(ActSend))
+	case "flush":
+		defer p.Doing(p.Doing(ActFlush))
+	default:
+		defer p.Doing(p.Doing(ActRecv))
+	}
 	for !cond() {
 		var err error
 		if g.Cfg.Backpressure == Poll {
@@ -319,6 +341,7 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
 	q.inflight = append(q.inflight, msg)
+	defer p.Doing(p.Doing(ActSend))
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
 	}
@@ -548,7 +571,9 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 		q := m.Q
 		q.sentWaiters = append(q.sentWaiters, p)
 		p.Wait, p.WaitSince = &q.FlushWait, g.M.Sim.Now()
+		prev := p.Doing(ActFlush)
 		err := p.Park()
+		p.Doing(prev)
 		p.Wait = nil
 		if err != nil {
 			return err

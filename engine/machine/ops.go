@@ -147,6 +147,10 @@ func (op *MemOp) String() string {
 
 // Wait blocks p until the operation completed.
 func (op *MemOp) Wait(p *sim.Proc) error {
+	if op.Done {
+		return nil
+	}
+	defer p.Doing(p.Doing(ActMemory))
 	for !op.Done {
 		op.waiter = p
 		p.Wait, p.WaitSince = op, p.Sim().Now()

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -131,6 +133,11 @@ type Result struct {
 	Phase2      string     `json:"phase2_mismatch,omitempty"`
 	Ops         OpCounts   `json:"ops"`
 	Busiest     []Usage    `json:"busiest,omitempty"`
+	// Time is where the ranks' time went (per rank with -v).
+	Time *TimeSummary `json:"time,omitempty"`
+	// Classes sums the resources by kind (with -v): links (pe_noc,
+	// ucie, pcie), memory ports (tcm, sram, hbm) and math units.
+	Classes []ClassUsage `json:"resource_classes,omitempty"`
 	// Interp is the interpreter work of the kernels (-v only).
 	Interp *InterpCounts `json:"starlark,omitempty"`
 	// Outputs are the recv buffers after the run (Options.KeepOutputs).
@@ -758,6 +765,8 @@ type world struct {
 	dump     io.Writer
 	// releaseHeap gives up the GC headroom taken for the image (snapshot).
 	releaseHeap func()
+	// spent is each rank's kernel process time by activity (spawn).
+	spent [][sim.MaxActivities]sim.Time
 }
 
 // close ends the world's hold on the collector's settings.
@@ -917,11 +926,13 @@ func (w *world) run(tgt *target) error {
 // simulation. It returns each rank's finish time (filled as they end).
 func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlark.Thread, p *sim.Proc) error) []sim.Time {
 	finish := make([]sim.Time, n)
+	w.spent = make([][sim.MaxActivities]sim.Time, n)
 	for r := 0; r < n; r++ {
 		th := loader.NewThread(fmt.Sprintf("rank %d", r))
 		proc := w.s.Spawn(fmt.Sprintf("rank %d", r), func(proc *sim.Proc) {
 			err := body(r, th, proc)
 			finish[r] = w.s.Now()
+			w.spent[r] = proc.Spent
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
 				w.s.Stop(&rankError{rank: r, err: err})
 			}
@@ -952,6 +963,7 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 		res.Ops.Math += stats[r].Math
 	}
 	res.SimTimeNs = end.Ns()
+	res.Time = summarizeTime(w.spent, p.opts.Detail)
 	if end > 0 {
 		res.AlgBW = float64(res.Bytes) / end.Ns()
 	}
@@ -964,6 +976,7 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 	}
 	if p.opts.Detail && end > 0 {
 		res.Busiest = busiest(w.m, end, 8)
+		res.Classes = resourceClasses(w.m, end)
 		res.Interp = &InterpCounts{}
 		for r := range stats {
 			res.Interp.Steps += stats[r].Steps
@@ -984,6 +997,43 @@ func busiest(m *machine.Machine, end sim.Time, n int) []Usage {
 			break
 		}
 		out = append(out, Usage{Resource: r.Name, Bytes: r.Bytes, Utilisation: float64(r.BusyTime) / float64(end)})
+	}
+	return out
+}
+
+// ClassUsage is the use of one kind of resource over a run.
+type ClassUsage struct {
+	Kind  string `json:"kind"`
+	Count int    `json:"count"` // resources of the kind that carried data
+	Bytes int64  `json:"bytes"`
+	// Busiest and Mean utilisation among those resources.
+	Busiest float64 `json:"busiest"`
+	Mean    float64 `json:"mean"`
+}
+
+// resourceClasses groups the used resources by kind, in kind order.
+func resourceClasses(m *machine.Machine, end sim.Time) []ClassUsage {
+	byKind := map[string]*ClassUsage{}
+	for _, r := range m.Resources() {
+		if r.BusyTime == 0 {
+			continue
+		}
+		c := byKind[r.Kind]
+		if c == nil {
+			c = &ClassUsage{Kind: r.Kind}
+			byKind[r.Kind] = c
+		}
+		u := float64(r.BusyTime) / float64(end)
+		c.Count++
+		c.Bytes += r.Bytes
+		c.Busiest = max(c.Busiest, u)
+		c.Mean += u
+	}
+	var out []ClassUsage
+	for _, k := range slices.Sorted(maps.Keys(byKind)) {
+		c := byKind[k]
+		c.Mean /= float64(c.Count)
+		out = append(out, *c)
 	}
 	return out
 }
