@@ -238,11 +238,11 @@ func ringsSoFar(ep *Endpoint, ring int64) int64 { return int64(len(ep.QPs)) * ri
 // What a process does while its simulated time passes (sim.Proc.Activity),
 // for the report of where a rank's time went.
 const (
-	ActOther    uint8 = iota // not classified (thread joins, events, sleeps)
-	ActSend                  // issuing sends: per-message overhead, waiting for credits
-	ActRecv                  // waiting for a message to arrive
-	ActMemory                // waiting for loads, stores, copies and the math before them
-	ActFlush                 // waiting for sends' DMAs to finish reading their source
+	ActOther  uint8 = iota // not classified (thread joins, events, sleeps)
+	ActSend                // issuing sends: per-message overhead, waiting for credits
+	ActRecv                // waiting for a message to arrive
+	ActMemory              // waiting for loads, stores, copies and the math before them
+	ActFlush               // waiting for sends' DMAs to finish reading their source
 	NumActivities
 )
 
