@@ -66,6 +66,10 @@ type QueuePair struct {
 
 	Rx    Region // n_slots × slot_size in buffer_kind memory
 	Slots []MsgMeta
+	// sendFrom is the memory the last send left from and sendPath its
+	// route into the peer's rx ring.
+	sendFrom *Memory
+	sendPath Path
 	// SlotGen counts deliveries into each slot; a return_slot Ptr remembers
 	// its generation so a later overwrite can be recognised (StaleSlot).
 	SlotGen []uint64
@@ -335,7 +339,12 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		msg = &Message{}
 	}
 	*msg = Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot}
-	msg.Xfer = Transfer{Path: g.M.MemToMem(src.Mem, peer.Rx.Mem), N: src.N, VC: VCComm, Owner: msg}
+	if q.sendFrom != src.Mem {
+		// Sends of a direction mostly leave from one memory (a staging
+		// ring, a buffer): the route is looked up once for it.
+		q.sendFrom, q.sendPath = src.Mem, g.M.MemToMem(src.Mem, peer.Rx.Mem)
+	}
+	msg.Xfer = Transfer{Path: q.sendPath, N: src.N, VC: VCComm, Owner: msg}
 	if g.M.Trace != nil {
 		msg.Xfer.Label = fmt.Sprintf("send %s #%d -> rank %d", q.Dir, meta.Seq, q.Peer)
 	}

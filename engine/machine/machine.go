@@ -49,6 +49,11 @@ type PE struct {
 	dma                  *dmaEngine
 
 	tcmPath, tcmCopyPath, mathPath Path // direct-access paths, built once
+	// The last load source and store destination and their paths: a
+	// kernel mostly reads and writes the same memories, and the machine's
+	// route map is a cache miss away at a thousand PEs.
+	loadFrom, storeTo   *Memory
+	loadPath, storePath Path
 }
 
 func (p *PE) String() string { return fmt.Sprintf("pe %d (%d.%d.%d)", p.ID, p.Sip, p.Cube, p.Local) }
@@ -338,6 +343,15 @@ func (m *Machine) MemToMem(src, dst *Memory) Path {
 
 // MemToPE is the path of a load from mem into pe.
 func (m *Machine) MemToPE(mem *Memory, pe *PE) Path {
+	if pe.loadFrom == mem {
+		return pe.loadPath
+	}
+	p := m.memToPE(mem, pe)
+	pe.loadFrom, pe.loadPath = mem, p
+	return p
+}
+
+func (m *Machine) memToPE(mem *Memory, pe *PE) Path {
 	k := pathKey{1, mem.ID, pe.ID}
 	if p, ok := m.paths[k]; ok {
 		return p
@@ -349,6 +363,15 @@ func (m *Machine) MemToPE(mem *Memory, pe *PE) Path {
 
 // PEToMem is the path of a store from pe into mem.
 func (m *Machine) PEToMem(pe *PE, mem *Memory) Path {
+	if pe.storeTo == mem {
+		return pe.storePath
+	}
+	p := m.peToMem(pe, mem)
+	pe.storeTo, pe.storePath = mem, p
+	return p
+}
+
+func (m *Machine) peToMem(pe *PE, mem *Memory) Path {
 	k := pathKey{2, pe.ID, mem.ID}
 	if p, ok := m.paths[k]; ok {
 		return p
