@@ -14,4 +14,4 @@ count=${COUNT:-5}
 export GOMAXPROCS=${GOMAXPROCS:-1}
 go test ./engine/sim -run '^$' -bench 'EventLoop|ProcSwitch' -benchmem -count "$count"
 go test ./engine/machine -run '^$' -bench 'IPCQRing64' -benchmem -count "$count"
-go test ./starlark/ccl -run '^$' -bench 'RingAllreduce64' -benchmem -count "$count" -benchtime 3x
+go test ./starlark/ccl -run '^$' -bench 'RingAllreduce64|RingTimingOnly/N=64|RingVerified64' -benchmem -count "$count" -benchtime 3x

@@ -78,14 +78,15 @@ func main() {
 	bin := flag.String("bin", "", "kernbench binary to measure (default: build ./cmd/kernbench)")
 	write := flag.String("write", "", "replace the generated section of this markdown file")
 	full := flag.Bool("full", false, "also run the long jobs (N=1024, 16384 ranks)")
+	goBench := flag.Bool("gobench", true, "also run the engine's Go benchmarks (event loop, process switch, IPCQ ring, the shipped ring end to end)")
 	flag.Parse()
-	if err := run(*bin, *write, *full); err != nil {
+	if err := run(*bin, *write, *full, *goBench); err != nil {
 		fmt.Fprintln(os.Stderr, "perfreport:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, write string, full bool) error {
+func run(bin, write string, full, goBench bool) error {
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "perfreport")
 		if err != nil {
@@ -112,11 +113,46 @@ func run(bin, write string, full bool) error {
 		results = append(results, r)
 	}
 	table := render(results)
+	if goBench {
+		lines, err := goBenchmarks()
+		if err != nil {
+			return err
+		}
+		table += "\nGo benchmarks (`GOMAXPROCS=1 go test -run '^$' -bench … -benchmem`, one run each):\n\n```\n" + strings.Join(lines, "\n") + "\n```\n"
+	}
 	if write == "" {
 		fmt.Print(table)
 		return nil
 	}
 	return splice(write, table)
+}
+
+// goBenchmarks are the Go benchmarks of the engine and the end-to-end
+// ring, one run each on one core; it returns their result lines.
+var goBenchmarkRuns = [][]string{
+	{"./engine/sim", "EventLoop|ProcSwitch", "1s"},
+	{"./engine/machine", "IPCQRing64", "1s"},
+	{"./starlark/ccl", "RingTimingOnly/N=64|RingVerified64|RingAllreduce64", "2x"},
+}
+
+func goBenchmarks() ([]string, error) {
+	var lines []string
+	for _, b := range goBenchmarkRuns {
+		fmt.Fprintf(os.Stderr, "perfreport: go test %s -bench %s ...\n", b[0], b[1])
+		cmd := exec.Command("go", "test", b[0], "-run", "^$", "-bench", b[1], "-benchmem", "-benchtime", b[2], "-count", "1")
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("go test %s: %v: %s%s", b[0], err, out.String(), errOut.String())
+		}
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(l, "Benchmark") {
+				lines = append(lines, strings.Join(strings.Fields(l), " "))
+			}
+		}
+	}
+	return lines, nil
 }
 
 // measure runs one job as a child process on one core.
