@@ -121,6 +121,22 @@ func (w *WaitInfo) String() string {
 	return fmt.Sprintf("rank %d %s %s: %d send(s) in flight", q.Rank, w.Op, q.Dir, q.InFlight)
 }
 
+// Summary is the wait without the ranks and pointers that make each rank's
+// wait its own ("recv W, no data"): deadlock reports group ranks whose
+// waits and positions are the same.
+func (w *WaitInfo) Summary() string {
+	if w.QP == nil {
+		return w.Op
+	}
+	switch w.Op {
+	case "send":
+		return fmt.Sprintf("send %s, ring full", w.QP.Dir)
+	case "recv":
+		return fmt.Sprintf("recv %s, no data", w.QP.Dir)
+	}
+	return fmt.Sprintf("%s %s, sends in flight", w.Op, w.QP.Dir)
+}
+
 // Endpoint is one rank's PE_IPCQ: its queue pairs sorted by direction.
 type Endpoint struct {
 	Rank       int

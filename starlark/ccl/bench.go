@@ -222,19 +222,7 @@ func simFailure(err error, file string) error {
 	if len(blocked) > 0 {
 		var bld strings.Builder
 		fmt.Fprintf(&bld, "%d process(es) blocked:\n", len(blocked))
-		for _, p := range blocked {
-			fmt.Fprintf(&bld, "  %s", p.Name)
-			if p.Wait != nil {
-				fmt.Fprintf(&bld, ": waiting in %v since t=%v", p.Wait, p.WaitSince)
-			}
-			bld.WriteByte('\n')
-			if th, ok := p.Data.(*starlark.Thread); ok {
-				stack := th.CallStack()
-				for i := len(stack) - 1; i >= 0; i-- {
-					fmt.Fprintf(&bld, "    %s: in %s\n", stack[i].Pos, stack[i].Name)
-				}
-			}
-		}
+		bld.WriteString(describeBlocked(blocked))
 		edges := waitGraph(blocked)
 		bld.WriteString(describeWaitGraph(edges))
 		f.Detail = strings.TrimRight(bld.String(), "\n")

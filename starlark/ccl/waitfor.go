@@ -3,8 +3,11 @@ package ccl
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+
+	"go.starlark.net/starlark"
 
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
@@ -109,7 +112,15 @@ func describeWaitGraph(edges []waitEdge) string {
 	cycle := findCycle(edges)
 	var b strings.Builder
 	b.WriteString("wait-for graph (A -> B: rank A waits for rank B):\n")
-	for _, e := range edges {
+	// A large graph keeps its first and last edges; the cycle line below
+	// still names the cycle.
+	for i, e := range edges {
+		if len(edges) > maxListed && i >= maxListed-3 && i < len(edges)-2 {
+			if i == maxListed-3 {
+				fmt.Fprintf(&b, "  ... %d more edge(s)\n", len(edges)-maxListed+1)
+			}
+			continue
+		}
 		mark := ""
 		if inCycle(cycle, e.From, e.To) {
 			mark = "   <- cycle"
@@ -117,16 +128,28 @@ func describeWaitGraph(edges []waitEdge) string {
 		fmt.Fprintf(&b, "  rank %d -> rank %d  (%s)%s\n", e.From, e.To, e.Why, mark)
 	}
 	if cycle != nil {
-		parts := make([]string, len(cycle))
+		var parts []string
 		for i, r := range cycle {
-			parts[i] = fmt.Sprintf("rank %d", r)
+			if len(cycle) > maxListed && i >= maxListed-3 && i < len(cycle)-2 {
+				if i == maxListed-3 {
+					parts = append(parts, "...")
+				}
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("rank %d", r))
 		}
 		fmt.Fprintf(&b, "cycle: %s", strings.Join(parts, " -> "))
+		if len(cycle) > maxListed {
+			fmt.Fprintf(&b, " (%d ranks)", len(cycle)-1)
+		}
 	} else {
 		b.WriteString("no cycle: a process waits for one that is blocked elsewhere or finished")
 	}
 	return b.String()
 }
+
+// maxListed bounds the edges and cycle members a report lists one by one.
+const maxListed = 16
 
 // writeDOT writes the wait-for graph in Graphviz DOT, cycle edges in red.
 func writeDOT(w io.Writer, edges []waitEdge) error {
@@ -152,4 +175,123 @@ func writeDOT(w io.Writer, edges []waitEdge) error {
 	b.WriteString("}\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// summarizer is a wait that can describe itself without the rank-specific
+// details (machine.WaitInfo).
+type summarizer interface{ Summary() string }
+
+// describeBlocked lists the blocked processes with what they wait for and
+// where. Processes of several ranks in the same state (the same kind of
+// wait at the same positions) are one entry, "ranks 4-63 (60): waiting in
+// recv W, no data", so that a large deadlock stays readable; a process
+// alone in its state is listed with its full wait.
+func describeBlocked(blocked []*sim.Proc) string {
+	type group struct {
+		procs []*sim.Proc
+		state string // summary of the wait and the stack, for grouping
+	}
+	var groups []*group
+	byState := map[string]*group{}
+	for _, p := range blocked {
+		stack := stackLines(p)
+		state := ""
+		if s, ok := p.Wait.(summarizer); ok {
+			// Only ranks' main processes group ("rank N"); threads keep
+			// their own lines.
+			if _, err := fmt.Sscanf(p.Name, "rank %d", new(int)); err == nil && !strings.Contains(p.Name, "thread") {
+				state = s.Summary() + "\n" + stack
+			}
+		}
+		if g := byState[state]; state != "" && g != nil {
+			g.procs = append(g.procs, p)
+			continue
+		}
+		g := &group{procs: []*sim.Proc{p}, state: state}
+		groups = append(groups, g)
+		if state != "" {
+			byState[state] = g
+		}
+	}
+	// In the order of the blocked list: a group at its first member, and
+	// the members of a group too small to shorten anything one by one
+	// (two lines are as short as a group's).
+	var b strings.Builder
+	written := map[*group]bool{}
+	for _, p := range blocked {
+		var g *group
+		for _, c := range groups {
+			if slices.Contains(c.procs, p) {
+				g = c
+				break
+			}
+		}
+		if len(g.procs) >= minGroup && written[g] {
+			continue
+		}
+		written[g] = true
+		if len(g.procs) < minGroup {
+			fmt.Fprintf(&b, "  %s", p.Name)
+			if p.Wait != nil {
+				fmt.Fprintf(&b, ": waiting in %v since t=%v", p.Wait, p.WaitSince)
+			}
+		} else {
+			p = g.procs[0]
+			ranks := make([]int, len(g.procs))
+			for i, q := range g.procs {
+				fmt.Sscanf(q.Name, "rank %d", &ranks[i])
+			}
+			fmt.Fprintf(&b, "  ranks %s (%d): waiting in %s", rankRanges(ranks), len(ranks), p.Wait.(summarizer).Summary())
+			first, last := p.WaitSince, p.WaitSince
+			for _, q := range g.procs {
+				first, last = min(first, q.WaitSince), max(last, q.WaitSince)
+			}
+			if first == last {
+				fmt.Fprintf(&b, " since t=%v", first)
+			} else {
+				fmt.Fprintf(&b, " since t=%v to %v", first, last)
+			}
+		}
+		b.WriteByte('\n')
+		b.WriteString(stackLines(p))
+	}
+	return b.String()
+}
+
+// minGroup is the fewest processes a deadlock report lists as one group.
+const minGroup = 3
+
+// stackLines is p's Starlark call stack, innermost first, one indented
+// line per frame.
+func stackLines(p *sim.Proc) string {
+	th, ok := p.Data.(*starlark.Thread)
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	stack := th.CallStack()
+	for i := len(stack) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "    %s: in %s\n", stack[i].Pos, stack[i].Name)
+	}
+	return b.String()
+}
+
+// rankRanges writes sorted ranks as ranges: "0-3, 5, 7-9".
+func rankRanges(ranks []int) string {
+	rs := slices.Clone(ranks)
+	slices.Sort(rs)
+	var parts []string
+	for i := 0; i < len(rs); {
+		j := i
+		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", rs[i], rs[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(rs[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
