@@ -383,13 +383,49 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 		f, _ := starlark.AsFloat(y)
 		var i int64
 		if yi, ok := y.(starlark.Int); ok {
-			i, _ = yi.Int64()
+			var fits bool
+			if i, fits = yi.Int64(); !fits && !t.DT.IsFloat() {
+				// It used to become 0 silently.
+				return nil, fmt.Errorf("Tile %s: %v does not fit in 64 bits", tok, y)
+			}
 		} else {
 			i = int64(f)
 		}
-		return t.scalar(op, f, i, side == starlark.Right), nil
+		right := side == starlark.Right
+		if op == dtype.Div && !t.DT.IsFloat() {
+			if !right && i == 0 {
+				return nil, intDivZero(tok, "the divisor", -1)
+			}
+			if right {
+				if e := zeroElement(t); e >= 0 {
+					return nil, intDivZero(tok, "the divisor Tile", e)
+				}
+			}
+		}
+		return t.scalar(op, f, i, right), nil
 	}
 	return nil, nil
+}
+
+// zeroElement is the index of t's first zero element, or -1 (also when t
+// has no data: --timing-only).
+func zeroElement(t *Tile) int {
+	for e := range len(t.Data) / t.DT.Size() {
+		if dtype.GetInt(t.DT, t.Data, e) == 0 {
+			return e
+		}
+	}
+	return -1
+}
+
+// intDivZero is the error of an integer Tile division by zero, which used
+// to give 0 silently (floats give ±Inf or NaN, as IEEE 754 says).
+func intDivZero(tok syntax.Token, what string, e int) error {
+	at := ""
+	if e >= 0 {
+		at = fmt.Sprintf(" (element %d)", e)
+	}
+	return errorf("ZeroDivision", "Tile %s: integer division by zero: %s is 0%s", tok, what, at)
 }
 
 func (t *Tile) like() *Tile {
@@ -402,6 +438,11 @@ func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
 	}
 	if a.Count != b.Count {
 		return nil, errorf("OutOfBounds", "%s: counts differ (%d and %d)", what, a.Count, b.Count)
+	}
+	if op == dtype.Div && !a.DT.IsFloat() {
+		if e := zeroElement(b); e >= 0 {
+			return nil, errorf("ZeroDivision", "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
+		}
 	}
 	out := a.like()
 	if out.Data != nil {
