@@ -132,14 +132,29 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	})
 	proc.Data = th
 	runErr := w.runL3(set)
+	var unfinished []string
+	if runErr == nil {
+		unfinished = hub.Unfinished()
+	}
 	hub.ReleaseAll()
 	if runErr != nil {
 		return nil, runErr
 	}
+	if len(unfinished) > 0 {
+		// Work still queued when main returned is dropped without a
+		// trace: say so, and fail under --strict.
+		msg := "L3 main returned with unfinished work: " + strings.Join(unfinished, "; ")
+		if p.opts.Strict {
+			return nil, &Failure{Code: ExitRuntime, Kind: "Unfinished", Rank: -1, Msg: msg + " (--strict)"}
+		}
+		if p.opts.Stderr != nil {
+			fmt.Fprintf(p.opts.Stderr, "kernbench: warning: %s\n", msg)
+		}
+	}
 	// The run ends when main and the last L2 process have returned (later
 	// events are bookkeeping such as the watchdog's check).
 	end := max(mainEnd, rt.L2End)
-	res := &Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true,
+	res := &Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true, Unfinished: unfinished,
 		Ops: OpCounts{Send: stats.Send, Recv: stats.Recv, Load: stats.Load, Store: stats.Store, Math: stats.Math}}
 	if p.opts.Detail && end > 0 {
 		res.Busiest = busiest(w.m, end, 8)

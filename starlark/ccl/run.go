@@ -44,6 +44,9 @@ type Options struct {
 	DataSpace  string // tcm | sram | hbm (default hbm)
 	Root       int
 	MaxSteps   uint64
+	// Strict turns warnings about lost work into errors: an L3 main that
+	// returns with messages still queued or regions live (exit 4).
+	Strict bool
 	// Watchdog, when set, stops the run's Starlark threads at a wall-clock
 	// limit (--timeout): exit 3, like the step limit.
 	Watchdog   *script.Watchdog
@@ -127,6 +130,10 @@ type Result struct {
 	Phase2      string     `json:"phase2_mismatch,omitempty"`
 	Ops         OpCounts   `json:"ops"`
 	Busiest     []Usage    `json:"busiest,omitempty"`
+	// Unfinished is what an L3 orchestration left behind when main
+	// returned (queued messages, regions never freed); an error under
+	// Options.Strict.
+	Unfinished []string `json:"unfinished,omitempty"`
 	// Interp is the interpreter work of the kernels (-v only).
 	Interp *InterpCounts `json:"starlark,omitempty"`
 	// Outputs are the recv buffers after the run (Options.KeepOutputs).

@@ -47,6 +47,9 @@ func asPtr(v starlark.Value, fn, arg string) (*Ptr, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %s must be a Ptr, got %s", fn, arg, v.Type())
 	}
+	if err := p.checkLease(); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", fn, arg, err)
+	}
 	return p, nil
 }
 

@@ -37,6 +37,25 @@ type Ptr struct {
 	// Slot identifies a return_slot Ptr's rx slot and its generation at
 	// receipt (StaleSlot detection).
 	Slot *SlotRef
+	// Lease, when set, says whether the memory still belongs to the view
+	// (an L2 queue's input handle or output reservation): a view used
+	// after its handle was released or its reservation published would
+	// read later messages or change a sent one.
+	Lease Lease
+}
+
+// Lease is the validity of a view whose memory is lent (Ptr.Lease).
+type Lease interface {
+	// Check is nil while the view may be used, else the stale-view error.
+	Check() error
+}
+
+// checkLease is p's stale-view error, if any.
+func (p *Ptr) checkLease() error {
+	if p.Lease == nil {
+		return nil
+	}
+	return p.Lease.Check()
 }
 
 // SlotRef names an rx slot generation.
@@ -94,6 +113,9 @@ func (p *Ptr) Get(k starlark.Value) (starlark.Value, bool, error) {
 	if i < 0 || i >= n {
 		return nil, false, fmt.Errorf("Ptr index %d out of range [%d:%d]", orig, -n, n)
 	}
+	if err := p.checkLease(); err != nil {
+		return nil, false, fmt.Errorf("Ptr[i]: %w", err)
+	}
 	if p.Reg.Mem.NoData() {
 		return nil, false, errTimingOnly("Ptr[i]")
 	}
@@ -127,6 +149,9 @@ func (p *Ptr) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (sta
 			return nil, nil
 		}
 		k = -k
+	}
+	if err := p.checkLease(); err != nil {
+		return nil, fmt.Errorf("Ptr %s: %w", op, err)
 	}
 	return p.view(int64(k), p.Count-int64(k), "+")
 }
@@ -261,7 +286,14 @@ var ptrMembers = bindMembers(PtrMembers)
 
 func (p *Ptr) AttrNames() []string { return memberNames(PtrMembers) }
 
-func (p *Ptr) Attr(name string) (starlark.Value, error) { return memberAttr(ptrMembers, p, name) }
+func (p *Ptr) Attr(name string) (starlark.Value, error) {
+	if _, ok := ptrMembers[name]; ok {
+		if err := p.checkLease(); err != nil {
+			return nil, fmt.Errorf("Ptr.%s: %w", name, err)
+		}
+	}
+	return memberAttr(ptrMembers, p, name)
+}
 
 func elemValue(dt dtype.DType, b []byte, i int) starlark.Value {
 	if dt.IsFloat() {
