@@ -20,31 +20,33 @@ import (
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
 	"kernbench/engine/topology"
+	"kernbench/engine/trace"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/script"
 )
 
 type runOptions struct {
 	ccl.Options
-	count    int64
-	bench    string
-	sweep    string
-	minBytes string
-	maxBytes string
-	factor   float64
-	oplog    string
-	dot      string
-	dumpPtrs bool
-	trace    string
-	bytes    string
-	json     bool
-	jsonl    bool
-	shard    string
-	shards   int
-	quiet    bool
-	verbose  bool
-	maxSteps uint64
-	timeout  time.Duration
+	count                  int64
+	bench                  string
+	sweep                  string
+	minBytes               string
+	maxBytes               string
+	factor                 float64
+	oplog                  string
+	dot                    string
+	dumpPtrs               bool
+	trace                  string
+	traceRanks, traceKinds string
+	bytes                  string
+	json                   bool
+	jsonl                  bool
+	shard                  string
+	shards                 int
+	quiet                  bool
+	verbose                bool
+	maxSteps               uint64
+	timeout                time.Duration
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -107,6 +109,8 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
+	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay)")
+	f.StringVar(&o.traceKinds, "trace-kinds", "", "with --trace, keep only these kinds of events: "+strings.Join(trace.Kinds, ", ")+" (comma-separated)")
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
@@ -228,6 +232,25 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 				writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}})
 			}
 			return nil
+		}
+	}
+	if (o.traceRanks != "" || o.traceKinds != "") && o.trace == "" {
+		return usageErr(stderr, o.json, "--trace-ranks and --trace-kinds limit a trace: give --trace FILE too")
+	}
+	if o.traceRanks != "" {
+		ranks, err := parseRankList(o.traceRanks)
+		if err != nil {
+			return usageErr(stderr, o.json, err.Error())
+		}
+		o.TraceRanks = ranks
+	}
+	if o.traceKinds != "" {
+		for _, k := range strings.Split(o.traceKinds, ",") {
+			k = strings.TrimSpace(k)
+			if !slices.Contains(trace.Kinds, k) {
+				return usageErr(stderr, o.json, fmt.Sprintf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds, ", ")))
+			}
+			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
 	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot}); err != nil {
@@ -539,4 +562,30 @@ func samePath(a, b string) bool {
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// parseRankList reads --trace-ranks: ranks and ranges, like 0,3,8-15.
+func parseRankList(s string) ([]int, error) {
+	bad := fmt.Errorf("--trace-ranks %q: want ranks and ranges like 0,3,8-15", s)
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, bad
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, bad
+			}
+		}
+		if b-a > 1<<20 {
+			return nil, fmt.Errorf("--trace-ranks %q: range %d-%d is too long", s, a, b)
+		}
+		for r := a; r <= b; r++ {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

@@ -210,7 +210,7 @@ func (w *world) runL3(set config.Settings) error {
 	}
 	w.s.Close()
 	if w.trace != nil {
-		if werr := w.trace.WriteJSON(w.traceOut); werr != nil && failure == nil {
+		if werr := w.writeTrace(); werr != nil && failure == nil {
 			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
 		}
 	}

@@ -62,6 +62,10 @@ type Options struct {
 	// Trace, when set, receives the timeline (Chrome Trace Event JSON) of
 	// the run; with several sizes, of the last one.
 	Trace io.Writer
+	// TraceRanks and TraceKinds, when set, limit the trace to those ranks
+	// (links stay) and those event kinds (trace.Kinds).
+	TraceRanks []int
+	TraceKinds []string
 	// Progress, when set, is told before each size of a sweep is simulated.
 	Progress func(i, n int, count int64)
 	// TimingOnly moves and stores no bytes (--timing-only): the same
@@ -756,6 +760,18 @@ type world struct {
 	traceOut io.Writer
 	oplogOut io.Writer // --oplog: written by phase2, or by run when the run failed
 	dump     io.Writer
+	warn     io.Writer // warnings (stderr); may be nil
+}
+
+// manyTraceEvents is where a trace gets slow to open: the run says so.
+var manyTraceEvents = 1_000_000 // a variable for tests
+
+// writeTrace writes the trace, after a warning when it is very large.
+func (w *world) writeTrace() error {
+	if n := w.trace.Len(); n > manyTraceEvents && w.warn != nil {
+		fmt.Fprintf(w.warn, "kernbench: warning: the trace has %d events (over a million; a viewer may be slow to open it): --trace-ranks LIST and --trace-kinds LIST keep fewer\n", n)
+	}
+	return w.trace.WriteJSON(w.traceOut)
 }
 
 // writeFailedOplog writes the op_log of a failed run, the operations up
@@ -791,9 +807,21 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	} else if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
-	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers}
+	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr}
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
+		var pids []int
+		if p.opts.TraceRanks != nil {
+			pids = []int{}
+			for _, r := range p.opts.TraceRanks {
+				if r < 0 || r >= len(m.Ranks) {
+					return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1,
+						Msg: fmt.Sprintf("--trace-ranks: rank %d is not in this run of %d rank(s)", r, len(m.Ranks))}
+				}
+				pids = append(pids, m.Ranks[r].ID+1)
+			}
+		}
+		w.trace.Only(pids, p.opts.TraceKinds)
 		m.EnableTrace(w.trace)
 	}
 	return w, nil
@@ -890,7 +918,7 @@ func (w *world) run(tgt *target) error {
 	if w.trace != nil {
 		// Written even when the run failed: the timeline up to the failure
 		// is what explains it (blocked operations end when the run ended).
-		if werr := w.trace.WriteJSON(w.traceOut); werr != nil && failure == nil {
+		if werr := w.writeTrace(); werr != nil && failure == nil {
 			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
 		}
 	}
