@@ -275,7 +275,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	// Every output file is complete when the command returns, also when
 	// the run failed; one that received nothing (the run failed before
-	// simulating) is removed rather than left empty, and said so.
+	// simulating) is removed rather than left empty.
 	defer func() {
 		for _, of := range outputs {
 			of.close(stderr)
@@ -532,8 +532,9 @@ func (of *outputFile) close(stderr io.Writer) {
 	case err != nil:
 		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.f.Name(), err)
 	case of.written == 0 && regular:
+		// The run failed before recording anything (its error says why):
+		// no empty file that looks like a run that did nothing.
 		_ = os.Remove(of.f.Name())
-		fmt.Fprintf(stderr, "kernbench: %s %s: not written (the run recorded nothing)\n", of.flag, of.f.Name())
 	}
 }
 
