@@ -42,12 +42,22 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 // finished. An error raised in main or in an L2 function is returned as a
 // *Failure whose message contains the original one. New threads print and
 // load like th.
-func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedded fs.FS) error {
+//
+// limits, when given, bounds the new threads as a Loader does (the step
+// limit and wall-clock watchdog of the calling test): an L2 function that
+// never returns must not hang kernbench test.
+func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedded fs.FS, limits ...*script.Loader) error {
 	cfg, _, err := LoadConfig("", sets, embedded)
 	if err != nil {
 		return err
 	}
 	newThread := func(name string) *starlark.Thread {
+		if len(limits) > 0 && limits[0] != nil {
+			l := *limits[0]
+			n := l.NewThread(name)
+			n.Print, n.Load = th.Print, th.Load
+			return n
+		}
 		return &starlark.Thread{Name: name, Print: th.Print, Load: th.Load}
 	}
 	_, err = runL3Once("run_l3", mainFn, cfg, newThread, Options{})
