@@ -183,3 +183,66 @@ func TestQueue_InputViewsNeverShowOtherMessages(t *testing.T) {
 		}
 	}
 }
+
+// Issue 13 (5), property: in random sequences of reserve, write and
+// publish (legal and not) and L3 dequeues, a reservation view is usable
+// exactly while its reservation is active, and every message L3 receives
+// holds what was written before its publish.
+func TestQueue_OutputViewsNeverChangeSentMessages(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		w := newWorld(t, Options{})
+		q := w.queue(4, 64, 256)
+		e := w.endpoint(q, 1)
+		var active *Reservation
+		var published []*Reservation
+		want := map[uint64][]byte{} // seq -> bytes at publish
+		next := byte(0)
+		w.do(func(p *sim.Proc) {
+			for step := 0; step < 60 && e.Live(); step++ {
+				switch rng.IntN(4) {
+				case 0:
+					if active == nil {
+						if r, err := e.Output().TryReserve(p, uint64(1+rng.IntN(40))); err == nil && r != nil {
+							active = r
+						}
+					}
+				case 1:
+					if active != nil {
+						data := pattern(next, int(active.NBytes))
+						next++
+						if err := e.Output().Write(p, active, data, 0); err != nil {
+							t.Fatalf("seed %d: write: %v", seed, err)
+						}
+					}
+				case 2:
+					if active != nil {
+						reg, _ := e.Output().View(active)
+						want[active.Seq] = append([]byte(nil), reg.Bytes()...)
+						if err := e.Output().Publish(p, active, OpData); err != nil {
+							t.Fatalf("seed %d: publish: %v", seed, err)
+						}
+						published = append(published, active)
+						active = nil
+					}
+				case 3:
+					m, got, err := q.Output.TryDequeue(p)
+					if err != nil {
+						t.Fatalf("seed %d: dequeue: %v", seed, err)
+					}
+					if m != nil && !bytes.Equal(got, want[m.Seq]) {
+						t.Fatalf("seed %d: message %d is %x, published %x", seed, m.Seq, got, want[m.Seq])
+					}
+				}
+				if active != nil && e.Output().ViewStale(active) != nil {
+					t.Fatalf("seed %d: active reservation's view is stale", seed)
+				}
+				for _, r := range published {
+					if qkind(e.Output().ViewStale(r)) != QueueOwnership {
+						t.Fatalf("seed %d: published reservation %d: view not stale", seed, r.Seq)
+					}
+				}
+			}
+		})
+	}
+}
