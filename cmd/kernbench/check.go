@@ -17,14 +17,15 @@ func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := ccl.CheckOptions{Embedded: kernbench.Files}
 	var sizes string
 	cmd := &cobra.Command{
-		Use:   "check FILE.star | NAME",
+		Use:   "check FILE.star | FILE.xml | NAME",
 		Short: "Load, lint and validate an algorithm without simulating",
 		Long: `Check an algorithm without running it: the file parses and resolves
 (every error is listed), kernel exists with a signature the benches can call,
 neighbors() builds valid maps for each world size, and its ccl.yaml entry
 fits. A NAME_test.star file is checked as kernbench test loads it (assert
 predeclared, @kernbench//testing.star loadable; test_* functions take no
-parameters). Exit status 0 when clean, 2 with file:line:col for every problem.`,
+parameters). An MSCCL .xml schedule is parsed and validated (docs/msccl.md).
+Exit status 0 when clean, 2 with file:line:col for every problem.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if sizes != "" {

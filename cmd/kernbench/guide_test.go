@@ -18,13 +18,24 @@ import (
 // right after a ```sh block holds result rows that the block's first
 // command must print.
 func TestAuthorGuide(t *testing.T) {
+	runGuide(t, "../../docs/ccl-author-guide.md")
+}
+
+// TestMSCCLGuide runs docs/msccl.md the same way (```xml blocks whose
+// first line is "<!-- file: NAME -->" are written to NAME).
+func TestMSCCLGuide(t *testing.T) {
+	runGuide(t, "../../docs/msccl.md")
+}
+
+func runGuide(t *testing.T, path string) {
 	t.Parallel()
-	script, err := guideScript("../../docs/ccl-author-guide.md")
+	script, err := guideScript(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "author_guide.txtar"), []byte(script), 0o644); err != nil {
+	name := strings.TrimSuffix(filepath.Base(path), ".md") + ".txtar"
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	testscript.Run(t, testscript.Params{
@@ -56,6 +67,9 @@ func guideScript(path string) (string, error) {
 			switch {
 			case lang == "python" && len(block) > 0 && strings.HasPrefix(block[0], "# file: "):
 				name := strings.TrimPrefix(block[0], "# file: ")
+				files = append(files, fmt.Sprintf("-- %s --\n%s\n", name, strings.Join(block, "\n")))
+			case lang == "xml" && len(block) > 0 && strings.HasPrefix(block[0], "<!-- file: ") && strings.HasSuffix(block[0], " -->"):
+				name := strings.TrimSuffix(strings.TrimPrefix(block[0], "<!-- file: "), " -->")
 				files = append(files, fmt.Sprintf("-- %s --\n%s\n", name, strings.Join(block, "\n")))
 			case lang == "sh":
 				prevFirstCmd = -1

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,17 +48,26 @@ type runOptions struct {
 	verbose                bool
 	maxSteps               uint64
 	timeout                time.Duration
+	vary                   []string
+	csv                    string
+	plot                   string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run [FILE.star | NAME] | --bench BENCH [ALGORITHM]",
+		Use:   "run [FILE.star | FILE.xml | NAME]... | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
 		Long: `Run an algorithm file or an algorithm named in ccl.yaml (without one:
 defaults.algorithm of ccl.yaml) on the simulated machine. The builtin bench of its collective allocates per-rank buffers,
 launches kernel() on every rank, checks the result against the collective's
-definition and prints one nccl-tests-style row per size.
+definition and prints one nccl-tests-style row per size. An .xml file is an
+MSCCL schedule (docs/msccl.md), run through the same bench and checks.
+
+Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
+combination) run on the same bench and sizes and print one table with a
+column naming each; --csv and --plot write the figures for a spreadsheet
+or as a busbw-against-size chart.
 
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 3 deadlock or watchdog or step limit, 4 error raised while running.`,
@@ -65,7 +75,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 			if o.bench != "" {
 				return cobra.MaximumNArgs(1)(cmd, args)
 			}
-			return cobra.MaximumNArgs(1)(cmd, args)
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target := ""
@@ -74,6 +84,8 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 				if len(args) == 1 {
 					o.Algorithm = args[0]
 				}
+			} else if len(args) > 1 || len(o.vary) > 0 {
+				return runRun(cmd, o, "", stdout, stderr, args...)
 			} else if len(args) == 1 {
 				target = args[0]
 			} else {
@@ -124,6 +136,9 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
 	f.IntVar(&o.shards, "shards", 0, "number of shards when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
+	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (repeatable: every combination), in one table")
+	f.StringVar(&o.csv, "csv", "", "also write the results as CSV to FILE (one line per algorithm and size)")
+	f.StringVar(&o.plot, "plot", "", "also draw busbw against size (one line per algorithm) as SVG to FILE")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
 	return cmd
@@ -134,7 +149,9 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 // spinning script within a few seconds.
 const defaultMaxSteps = 100_000_000
 
-func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer) error {
+// runRun runs arg, or with compare set (several algorithms or --vary)
+// every variant of those targets (none: defaults.algorithm).
+func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer, compare ...string) error {
 	o.Embedded = kernbench.Files
 	o.Detail = o.verbose
 	if o.dumpPtrs {
@@ -253,8 +270,22 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
-	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot}); err != nil {
+	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot}); err != nil {
 		return usageErr(stderr, o.json, err.Error())
+	}
+	if compare != nil || len(o.vary) > 0 {
+		axes, err := parseVary(o.vary)
+		if err != nil {
+			return usageErr(stderr, o.json, err.Error())
+		}
+		if len(compare) == 0 {
+			cfg, _, err := ccl.LoadConfig(o.ConfigPath, o.Sets, kernbench.Files)
+			if err != nil {
+				return usageErr(stderr, o.json, err.Error())
+			}
+			compare = []string{cfg.Defaults.Algorithm}
+		}
+		return runCompare(o, expandVariants(compare, axes), stdout, stderr)
 	}
 	var outputs []*outputFile
 	for _, out := range []struct {
@@ -344,6 +375,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		return &exitError{code: f.Code, err: f}
 	}
 	rep.WallS = wall
+	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
 	switch {
 	case o.json:
 		writeJSON(stdout, rep)
@@ -359,7 +393,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		for i := rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
 		}
-		printSummary(stdout, rep, o.quiet)
+		printSummary(stdout, rep, o.quiet, o.verbose)
 	}
 	for _, r := range rep.Results {
 		if r.Phase2Match != nil && !*r.Phase2Match {
@@ -426,7 +460,7 @@ func tableRow(r *ccl.Result) string {
 
 // printSummary prints what follows the rows: the average busbw of a sweep,
 // the busiest resources (-v) and, unless quiet, the run's description.
-func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
+func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 	if len(rep.Results) > 1 {
 		var sum float64
 		for _, r := range rep.Results {
@@ -442,6 +476,13 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
 		for _, u := range r.Busiest {
 			fmt.Fprintf(w, "#   %-24s %5.1f%%  %d bytes\n", u.Resource, 100*u.Utilisation, u.Bytes)
 		}
+		if len(r.Classes) > 0 {
+			var parts []string
+			for _, c := range r.Classes {
+				parts = append(parts, fmt.Sprintf("%s x%d busiest %.1f%% mean %.1f%%", c.Kind, c.Count, 100*c.Busiest, 100*c.Mean))
+			}
+			fmt.Fprintf(w, "# resources by kind at %d bytes: %s\n", r.Bytes, strings.Join(parts, "; "))
+		}
 		if in := r.Interp; in != nil && r.Ops.Send > 0 {
 			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls (%.1f steps, %.2f calls per message sent)\n",
 				r.Bytes, in.Steps, in.BuiltinCalls, float64(in.Steps)/float64(r.Ops.Send), float64(in.BuiltinCalls)/float64(r.Ops.Send))
@@ -449,6 +490,12 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
 	}
 	if quiet {
 		return
+	}
+	for i, r := range rep.Results {
+		// The largest size (every size with -v): what the ranks waited for.
+		if r.Time != nil && (i == len(rep.Results)-1 || verbose) {
+			fmt.Fprintf(w, "# time at %d bytes: rank %d (most blocked) %s; all ranks %s\n", r.Bytes, r.Time.MostBlocked.Rank, timeShares(r.Time.MostBlocked), timeShares(r.Time.All))
+		}
 	}
 	var events uint64
 	for _, r := range rep.Results {
@@ -464,6 +511,32 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet bool) {
 		timing = " (timing only: no data moved)"
 	}
 	fmt.Fprintf(w, "# buffer_kind %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", rep.BufferKind, rep.Backpressure, rep.DataSpace, timing, events, wallString(rep.WallS))
+}
+
+// timeShares is a split as percentages, largest first, zeros left out:
+// "memory 90.6%, send 5.7%, recv 3.5%".
+func timeShares(t ccl.TimeSplit) string {
+	parts := []struct {
+		name string
+		ns   float64
+	}{{"memory", t.MemoryNs}, {"send", t.SendNs}, {"recv", t.RecvNs}, {"flush", t.FlushNs}, {"other", t.OtherNs}}
+	total := 0.0
+	for _, p := range parts {
+		total += p.ns
+	}
+	slices.SortStableFunc(parts, func(a, b struct {
+		name string
+		ns   float64
+	}) int {
+		return cmp.Compare(b.ns, a.ns)
+	})
+	var out []string
+	for _, p := range parts {
+		if pct := 100 * p.ns / total; pct >= 0.05 {
+			out = append(out, fmt.Sprintf("%s %.1f%%", p.name, pct))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func wallString(s float64) string {

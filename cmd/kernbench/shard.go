@@ -97,7 +97,7 @@ appears twice is an error. wall_s is the sum of the shards' wall times.`,
 			for i := range rep.Results {
 				fmt.Fprintln(stdout, tableRow(&rep.Results[i]))
 			}
-			printSummary(stdout, rep, quiet)
+			printSummary(stdout, rep, quiet, false)
 			return nil
 		},
 	}

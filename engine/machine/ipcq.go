@@ -235,6 +235,20 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 
 func ringsSoFar(ep *Endpoint, ring int64) int64 { return int64(len(ep.QPs)) * ring }
 
+// What a process does while its simulated time passes (sim.Proc.Activity),
+// for the report of where a rank's time went.
+const (
+	ActOther  uint8 = iota // not classified (thread joins, events, sleeps)
+	ActSend                // issuing sends: per-message overhead, waiting for credits
+	ActRecv                // waiting for a message to arrive
+	ActMemory              // waiting for loads, stores, copies and the math before them
+	ActFlush               // waiting for sends' DMAs to finish reading their source
+	NumActivities
+)
+
+// ActivityNames are the report's names of the activities.
+var ActivityNames = [NumActivities]string{ActOther: "other", ActSend: "send", ActRecv: "recv", ActMemory: "memory", ActFlush: "flush"}
+
 // wait blocks p until cond holds, sleeping (woken by *slot's owner) or
 // polling every poll interval.
 func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitInfo) error {
@@ -243,6 +257,14 @@ func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitI
 	}
 	p.Wait, p.WaitSince = info, g.M.Sim.Now()
 	defer func() { p.Wait = nil }()
+	switch info.Op {
+	case "send":
+		defer p.Doing(p.Doing(ActSend))
+	case "flush":
+		defer p.Doing(p.Doing(ActFlush))
+	default:
+		defer p.Doing(p.Doing(ActRecv))
+	}
 	for !cond() {
 		var err error
 		if g.Cfg.Backpressure == Poll {
@@ -319,6 +341,7 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
 	q.inflight = append(q.inflight, msg)
+	defer p.Doing(p.Doing(ActSend))
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
 	}
@@ -361,8 +384,8 @@ func (msg *Message) Complete(*Transfer) {
 	}
 	if l := g.M.Log; l != nil {
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
-			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.String(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.String(),
-			NBytes: msg.Src.N, DType: dtypeName(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq})
+			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
+			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq})
 	}
 	if tr := g.M.Trace; tr != nil {
 		pid := peer.ep.PE.ID + 1
@@ -456,8 +479,8 @@ func (g *Group) Take(q *QueuePair, creditNow bool) Received {
 	q.MyTail++
 	if l := g.M.Log; l != nil && creditNow {
 		now := g.M.Sim.Now()
-		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: "return_slot",
-			Src: r.Slot.Addr(), SrcSp: r.Slot.Mem.Space.String(), NBytes: meta.NBytes, DType: dtypeName(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
+		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
+			Src: r.Slot.Addr(), SrcSp: r.Slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
 	}
 	if g.OnRecv != nil {
 		g.OnRecv(q, meta, r.Slot, g.M.Sim.Now())
@@ -548,19 +571,14 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 		q := m.Q
 		q.sentWaiters = append(q.sentWaiters, p)
 		p.Wait, p.WaitSince = &q.FlushWait, g.M.Sim.Now()
+		prev := p.Doing(ActFlush)
 		err := p.Park()
+		p.Doing(prev)
 		p.Wait = nil
 		if err != nil {
 			return err
 		}
 	}
-}
-
-func dtypeName(d uint8) string {
-	if dt := dtype.DType(d); dt.Valid() {
-		return dt.String()
-	}
-	return ""
 }
 
 // InFlightReading returns an unfinished send whose source overlaps dst, or

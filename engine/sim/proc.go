@@ -33,6 +33,23 @@ type Proc struct {
 	Timed bool
 	// Data is the owner's per-process state (e.g. the Starlark thread).
 	Data any
+	// Activity is what the process does while simulated time passes for
+	// it (an index the blocking layer chooses; 0 = unclassified), and
+	// Spent accumulates that time per activity: every picosecond of a
+	// process's life is spent suspended in Sleep or Park, so Spent sums
+	// to the time it ran for.
+	Activity uint8
+	Spent    [MaxActivities]Time
+}
+
+// MaxActivities bounds Proc.Activity.
+const MaxActivities = 8
+
+// Doing sets the process's activity and returns the previous one, to
+// restore when the blocking call returns.
+func (p *Proc) Doing(a uint8) (prev uint8) {
+	prev, p.Activity = p.Activity, a
+	return prev
 }
 
 // Spawn creates a process that starts at the current time (after events
@@ -75,7 +92,10 @@ func (p *Proc) Fire() {
 
 // suspend hands control back to the loop; false means the run is over.
 func (p *Proc) suspend() error {
-	if !p.yield(struct{}{}) || p.killed {
+	t0 := p.sim.now
+	ok := p.yield(struct{}{})
+	p.Spent[p.Activity] += p.sim.now - t0
+	if !ok || p.killed {
 		return ErrKilled
 	}
 	return nil
@@ -91,6 +111,7 @@ func (p *Proc) Sleep(d Time) error {
 	s := p.sim
 	t := Add(s.now, d)
 	if t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil {
+		p.Spent[p.Activity] += t - s.now
 		s.now = t
 		return nil
 	}

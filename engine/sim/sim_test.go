@@ -288,3 +288,37 @@ func TestAddMulSaturate(t *testing.T) {
 		}
 	}
 }
+
+// A process's Spent splits its whole life by the activity set while it was
+// suspended: sleeps (also those that advance the clock without a switch)
+// and parks, and sums to the time it ran for.
+func TestSpentSplitsAProcessLife(t *testing.T) {
+	s := New()
+	var waiter *Proc
+	var end Time
+	waiter = s.Spawn("waiter", func(p *Proc) {
+		p.Doing(1)
+		_ = p.Sleep(100) // nothing else pending: the clock moves in place
+		prev := p.Doing(2)
+		_ = p.Park() // woken at 250 by the event below
+		p.Doing(prev)
+		_ = p.Sleep(30)
+		end = s.Now()
+	})
+	s.At(250, HandlerFunc(func() { waiter.Wake() }))
+	s.At(400, HandlerFunc(func() {}))
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	want := [MaxActivities]Time{1: 100 + 30, 2: 150}
+	if diff := cmp.Diff(want, waiter.Spent); diff != "" {
+		t.Errorf("Spent (-want +got):\n%s", diff)
+	}
+	var sum Time
+	for _, d := range waiter.Spent {
+		sum += d
+	}
+	if sum != end {
+		t.Errorf("Spent sums to %v, the process ran until %v", sum, end)
+	}
+}

@@ -32,6 +32,9 @@ type CheckOptions struct {
 // world sizes, and the ccl.yaml entry (if any) fits. It returns every
 // problem found, each starting with file:line:col where one is known.
 func Check(file string, o CheckOptions) []string {
+	if IsMSCCL(file) {
+		return checkMSCCL(file, o)
+	}
 	cfg, cfgDir, err := LoadConfig(o.ConfigPath, o.Sets, o.Embedded)
 	if err != nil {
 		return []string{err.Error()}

@@ -32,6 +32,10 @@ type MockOptions struct {
 	Stderr     io.Writer
 	MaxSteps   uint64           // Starlark step limit per rank (0: 10^8)
 	Watchdog   *script.Watchdog // wall-clock limit of the calling test (nil: none)
+	// TimingOnly moves no bytes (run_kernel_in_mock(timing_only=True)):
+	// control flow, deadlocks and message counts of large world sizes
+	// without their memory; nothing is verified.
+	TimingOnly bool
 }
 
 // MockResult is what a mock run reports.
@@ -82,7 +86,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 		rep, err := Run(path, Options{
 			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, InPlace: o.InPlace, Root: o.Root,
-			Verify: true, Untimed: true, KeepOutputs: true, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
+			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
 			Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog,
 		})
 		if err != nil {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -68,6 +70,10 @@ type Options struct {
 	TraceKinds []string
 	// Progress, when set, is told before each size of a sweep is simulated.
 	Progress func(i, n int, count int64)
+	// OnStart, when set, sees the report's header (algorithm, collective,
+	// topology) before the first size runs; an error it returns ends the
+	// run (a comparison refuses an algorithm of another collective).
+	OnStart func(*Report) error
 	// TimingOnly moves and stores no bytes (--timing-only): the same
 	// simulated time, events and operation counts, without data, so no
 	// reference check and no phase 2; a kernel that reads values fails.
@@ -138,6 +144,11 @@ type Result struct {
 	// returned (queued messages, regions never freed); an error under
 	// Options.Strict.
 	Unfinished []string `json:"unfinished,omitempty"`
+	// Time is where the ranks' time went (per rank with -v).
+	Time *TimeSummary `json:"time,omitempty"`
+	// Classes sums the resources by kind (with -v): links (pe_noc,
+	// ucie, pcie), memory ports (tcm, sram, hbm) and math units.
+	Classes []ClassUsage `json:"resource_classes,omitempty"`
 	// Interp is the interpreter work of the kernels (-v only).
 	Interp *InterpCounts `json:"starlark,omitempty"`
 	// Outputs are the recv buffers after the run (Options.KeepOutputs).
@@ -306,6 +317,9 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 
 // Run executes `kernbench run arg`.
 func Run(arg string, opts Options) (*Report, error) {
+	if IsMSCCL(arg) {
+		return runMSCCL(arg, opts)
+	}
 	cfg, cfgDir, err := LoadConfig(opts.ConfigPath, opts.Sets, opts.Embedded)
 	if err != nil {
 		return nil, err
@@ -377,6 +391,11 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 	if p.topology == "mesh_2d" {
 		if rows, cols, err := topology.MeshDims(p.world, tgt.settings.MeshShape); err == nil {
 			rep.MeshShape = []int{rows, cols}
+		}
+	}
+	if p.opts.OnStart != nil {
+		if err := p.opts.OnStart(rep); err != nil {
+			return rep, err
 		}
 	}
 	deliver := func(res *Result) {
@@ -761,6 +780,18 @@ type world struct {
 	oplogOut io.Writer // --oplog: written by phase2, or by run when the run failed
 	dump     io.Writer
 	warn     io.Writer // warnings (stderr); may be nil
+	// releaseHeap gives up the GC headroom taken for the image (snapshot).
+	releaseHeap func()
+	// spent is each rank's kernel process time by activity (spawn).
+	spent [][sim.MaxActivities]sim.Time
+}
+
+// close ends the world's hold on the collector's settings.
+func (w *world) close() {
+	if w.releaseHeap != nil {
+		w.releaseHeap()
+		w.releaseHeap = nil
+	}
 }
 
 // manyTraceEvents is where a trace gets slow to open: the run says so.
@@ -831,6 +862,12 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 func (w *world) snapshot() {
 	if w.m.Log != nil {
 		w.initial = w.m.Image()
+		var n int64
+		for _, b := range w.initial {
+			n += int64(len(b))
+		}
+		// The image and the memory it copies live until phase 2 is done.
+		w.releaseHeap = holdLargeHeap(2 * n)
 	}
 }
 
@@ -929,11 +966,13 @@ func (w *world) run(tgt *target) error {
 // simulation. It returns each rank's finish time (filled as they end).
 func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlark.Thread, p *sim.Proc) error) []sim.Time {
 	finish := make([]sim.Time, n)
+	w.spent = make([][sim.MaxActivities]sim.Time, n)
 	for r := 0; r < n; r++ {
 		th := loader.NewThread(fmt.Sprintf("rank %d", r))
 		proc := w.s.Spawn(fmt.Sprintf("rank %d", r), func(proc *sim.Proc) {
 			err := body(r, th, proc)
 			finish[r] = w.s.Now()
+			w.spent[r] = proc.Spent
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
 				w.s.Stop(&rankError{rank: r, err: err})
 			}
@@ -964,6 +1003,7 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 		res.Ops.Math += stats[r].Math
 	}
 	res.SimTimeNs = end.Ns()
+	res.Time = summarizeTime(w.spent, p.opts.Detail)
 	if end > 0 {
 		res.AlgBW = float64(res.Bytes) / end.Ns()
 	}
@@ -976,6 +1016,7 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 	}
 	if p.opts.Detail && end > 0 {
 		res.Busiest = busiest(w.m, end, 8)
+		res.Classes = resourceClasses(w.m, end)
 		res.Interp = &InterpCounts{}
 		for r := range stats {
 			res.Interp.Steps += stats[r].Steps
@@ -1000,12 +1041,50 @@ func busiest(m *machine.Machine, end sim.Time, n int) []Usage {
 	return out
 }
 
+// ClassUsage is the use of one kind of resource over a run.
+type ClassUsage struct {
+	Kind  string `json:"kind"`
+	Count int    `json:"count"` // resources of the kind that carried data
+	Bytes int64  `json:"bytes"`
+	// Busiest and Mean utilisation among those resources.
+	Busiest float64 `json:"busiest"`
+	Mean    float64 `json:"mean"`
+}
+
+// resourceClasses groups the used resources by kind, in kind order.
+func resourceClasses(m *machine.Machine, end sim.Time) []ClassUsage {
+	byKind := map[string]*ClassUsage{}
+	for _, r := range m.Resources() {
+		if r.BusyTime == 0 {
+			continue
+		}
+		c := byKind[r.Kind]
+		if c == nil {
+			c = &ClassUsage{Kind: r.Kind}
+			byKind[r.Kind] = c
+		}
+		u := float64(r.BusyTime) / float64(end)
+		c.Count++
+		c.Bytes += r.Bytes
+		c.Busiest = max(c.Busiest, u)
+		c.Mean += u
+	}
+	var out []ClassUsage
+	for _, k := range slices.Sorted(maps.Keys(byKind)) {
+		c := byKind[k]
+		c.Mean /= float64(c.Count)
+		out = append(out, *c)
+	}
+	return out
+}
+
 // runOnce simulates one size of the builtin collective bench.
 func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
 	w, err := newWorld(p, cfg, tgt.settings)
 	if err != nil {
 		return nil, err
 	}
+	defer w.close()
 	if err := w.install(p, tgt, loader, hook); err != nil {
 		return nil, err
 	}

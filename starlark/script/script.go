@@ -35,10 +35,17 @@ var FileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: t
 // the embedded copy of the shipped algorithms and benches.
 type Source struct {
 	Embedded fs.FS // may be nil
+	// Overlay holds files made by the program itself (e.g. the kernel that
+	// runs an imported MSCCL schedule), found by exact name before the
+	// disk and the embedded copy.
+	Overlay map[string][]byte
 }
 
 // ReadFile returns the contents of name, or an error naming it.
 func (s Source) ReadFile(name string) ([]byte, error) {
+	if data, ok := s.Overlay[name]; ok {
+		return data, nil
+	}
 	data, err := ReadInput(name)
 	if err == nil {
 		return data, nil
@@ -56,6 +63,9 @@ func (s Source) ReadFile(name string) ([]byte, error) {
 
 // Exists reports whether ReadFile would find name.
 func (s Source) Exists(name string) bool {
+	if _, ok := s.Overlay[name]; ok {
+		return true
+	}
 	if _, err := os.Stat(name); err == nil {
 		return true
 	}

@@ -66,6 +66,14 @@ type Kernel struct {
 	issuingSends []*sendHandle
 	// prefetched are tl.prefetch loads waiting for their primitive.
 	prefetched []prefetchedLoad
+	// Reused by the fused primitives so that a piece allocates nothing:
+	// the deferred send's storage, handles of completed private loads,
+	// the window of local-operand loads and the dst stores of a call.
+	deferredBuf  deferredSend
+	freeHandles  []*handle
+	freeTileBufs []*tileBuf
+	window       []*handle
+	stores       []*machine.MemOp
 
 	// NewThread makes the Starlark thread of a tl.spawn thread (the
 	// runner's loader thread: print, load, step limit); nil: a plain one.
@@ -94,7 +102,7 @@ type Kernel struct {
 
 // tracedOps are the tl operations drawn on the kernel track.
 var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, "wait": true, "flush": true, "fetch": true, "store": true, "copy": true, "reduce": true,
-	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true}
+	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "signal": true}
 
 // keepsDeferredSend are the builtins that leave a fused primitive's
 // deferred send for later: the primitives themselves (which send it after
@@ -102,7 +110,7 @@ var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, 
 // block nor touch memory.
 var keepsDeferredSend = map[string]bool{
 	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "prefetch": true,
-	"spawn": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true,
+	"spawn": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true, "event": true,
 }
 
 // threadKernelKey is the Starlark thread-local naming the kernel whose tl
@@ -149,7 +157,7 @@ var Attributes = []Attribute{
 var Builtins []Builtin
 
 func init() {
-	Builtins = append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...)
+	Builtins = append(append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...), eventBuiltins()...)
 	sort.Slice(Builtins, func(i, j int) bool { return Builtins[i].Name < Builtins[j].Name })
 }
 
@@ -261,6 +269,10 @@ func (k *Kernel) drainWrites() error {
 			return err
 		}
 	}
+	for _, op := range k.pendingWrites {
+		k.M.Recycle(op, false)
+	}
+	clear(k.pendingWrites)
 	k.pendingWrites = k.pendingWrites[:0]
 	return nil
 }
@@ -272,6 +284,9 @@ func (k *Kernel) settle(reg machine.Region) error {
 	for _, op := range k.pendingWrites {
 		if !op.Done {
 			live = append(live, op)
+		} else {
+			// Only this list knew the store (its tile's bytes may live on).
+			k.M.Recycle(op, false)
 		}
 	}
 	clear(k.pendingWrites[len(live):])
@@ -325,7 +340,7 @@ func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	}
 	out.ID = l.NewTile()
 	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
-		Op: op, TileOut: out.ID, DType: out.DT.String(), Count: out.Count, NBytes: out.nbytes()}
+		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.nbytes()}
 	if a != nil {
 		r.TileA = a.ID
 	}
@@ -347,7 +362,7 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	}
 	now := m.Sim.Now()
 	r := &oplog.Record{Rank: rank, Kind: oplog.KindMemory, Name: name, TStart: now, TEnd: now,
-		Dst: reg.Addr(), DstSp: reg.Mem.Space.String(), NBytes: reg.N}
+		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if !zero {
 		r.Data = append([]byte(nil), reg.Bytes()...)
 	}

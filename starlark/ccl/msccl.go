@@ -1,0 +1,244 @@
+package ccl
+
+import (
+	_ "embed"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+
+	"kernbench/engine/msccl"
+	"kernbench/engine/topology"
+	"kernbench/starlark/orch"
+	"kernbench/starlark/script"
+)
+
+// An MSCCL XML schedule runs through the same path as a .star algorithm:
+// engine/msccl parses and validates it, and msccl_runner.star is its
+// kernel (one tl.spawn thread per thread block, each step one tl
+// primitive) and its neighbors() hook (the directions its thread blocks
+// use). The bench, reference check, phase 2, traces and deadlock reports
+// are those of every run.
+
+//go:embed msccl_runner.star
+var mscclRunner []byte
+
+// mscclRunnerName is the runner's file name in backtraces.
+const mscclRunnerName = "msccl_runner.star"
+
+// IsMSCCL reports whether a run or check argument names an MSCCL XML file.
+func IsMSCCL(arg string) bool { return strings.EqualFold(filepath.Ext(arg), ".xml") }
+
+// loadMSCCL reads and validates an MSCCL XML file; every problem is an
+// exit-2 failure with the file's line.
+func loadMSCCL(arg string, src script.Source) (*msccl.Algo, error) {
+	data, err := src.ReadFile(arg)
+	if err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	a, err := msccl.Parse(arg, data)
+	if err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "MSCCLError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	return a, nil
+}
+
+// mscclDir names the direction of a gpu towards peer on channel ch: one
+// queue pair per (peer, channel), as an MSCCL connection.
+func mscclDir(peer, ch int) string {
+	return topology.ChannelDir(fmt.Sprintf("g%d", peer), ch)
+}
+
+// mscclNeighbors is every rank's map of direction -> peer: a direction for
+// each (peer, channel) a thread block sends to or receives from, on both
+// ends (a queue pair has both).
+func mscclNeighbors(a *msccl.Algo) []map[string]int {
+	maps := make([]map[string]int, a.NGPUs)
+	for i := range maps {
+		maps[i] = map[string]int{}
+	}
+	for _, g := range a.GPUs {
+		for _, tb := range g.TBs {
+			for _, peer := range []int{tb.Send, tb.Recv} {
+				if peer >= 0 {
+					maps[g.ID][mscclDir(peer, tb.Chan)] = peer
+					maps[peer][mscclDir(g.ID, tb.Chan)] = g.ID
+				}
+			}
+		}
+	}
+	return maps
+}
+
+// mscclParams are the runner's keyword arguments: the schedule and the
+// neighbour maps, frozen (parallel sweeps share them).
+func mscclParams(a *msccl.Algo) []starlark.Tuple {
+	str := func(kv starlark.StringDict) starlark.Value {
+		return starlarkstruct.FromStringDict(starlarkstruct.Default, kv)
+	}
+	depended := map[msccl.StepRef]bool{}
+	for _, g := range a.GPUs {
+		for _, tb := range g.TBs {
+			for _, st := range tb.Steps {
+				if st.DepID >= 0 {
+					depended[msccl.StepRef{GPU: g.ID, TB: st.DepID, S: st.Deps}] = true
+				}
+			}
+		}
+	}
+	var gpus []starlark.Value
+	maxCnt := 1
+	for _, g := range a.GPUs {
+		signals := starlark.NewDict(0)
+		var tbs []starlark.Value
+		for _, tb := range g.TBs {
+			var steps []starlark.Value
+			for _, st := range tb.Steps {
+				maxCnt = max(maxCnt, st.Cnt)
+				var src, dst, dep starlark.Value = starlark.None, starlark.None, starlark.None
+				if st.Reads() {
+					src = starlark.String(st.SrcBuf.String())
+				}
+				if st.Writes() {
+					dst = starlark.String(st.DstBuf.String())
+				}
+				if st.DepID >= 0 {
+					dep = starlark.Tuple{starlark.MakeInt(st.DepID), starlark.MakeInt(st.Deps)}
+				}
+				// Every step another waits for signals, whatever its
+				// hasdep says: the runtimes rely on hasdep, we need not.
+				signal := depended[msccl.StepRef{GPU: g.ID, TB: tb.ID, S: st.S}]
+				if signal {
+					_ = signals.SetKey(starlark.Tuple{starlark.MakeInt(tb.ID), starlark.MakeInt(st.S)}, starlark.MakeInt(st.Line))
+				}
+				steps = append(steps, starlark.Tuple{starlark.String(st.Type), src, starlark.MakeInt(st.SrcOff), dst, starlark.MakeInt(st.DstOff),
+					starlark.MakeInt(st.Cnt), dep, starlark.Bool(signal), starlark.MakeInt(st.Line)})
+			}
+			dir := func(peer int) starlark.Value {
+				if peer < 0 {
+					return starlark.None
+				}
+				return starlark.String(mscclDir(peer, tb.Chan))
+			}
+			tbs = append(tbs, str(starlark.StringDict{"id": starlark.MakeInt(tb.ID), "send": dir(tb.Send), "recv": dir(tb.Recv), "steps": starlark.NewList(steps)}))
+		}
+		gpus = append(gpus, str(starlark.StringDict{"i_chunks": starlark.MakeInt(g.IChunks), "o_chunks": starlark.MakeInt(g.OChunks),
+			"s_chunks": starlark.MakeInt(g.SChunks), "tbs": starlark.NewList(tbs), "signals": signals}))
+	}
+	sched := str(starlark.StringDict{"file": starlark.String(a.File), "nchunksperloop": starlark.MakeInt(a.NChunksPerLoop), "max_cnt": starlark.MakeInt(maxCnt), "gpus": starlark.NewList(gpus)})
+	var maps []starlark.Value
+	for _, m := range mscclNeighbors(a) {
+		d := starlark.NewDict(len(m))
+		for _, k := range sortedDirs(m) {
+			_ = d.SetKey(starlark.String(k), starlark.MakeInt(m[k]))
+		}
+		maps = append(maps, d)
+	}
+	nm := starlark.NewList(maps)
+	sched.Freeze()
+	nm.Freeze()
+	return []starlark.Tuple{{starlark.String("schedule"), sched}, {starlark.String("neighbor_maps"), nm}}
+}
+
+// mscclChunks checks that a size of the run cuts into the schedule's
+// chunks: the larger per-rank buffer into nchunksperloop equal chunks, and
+// every gpu's declared input and output chunks within its buffers.
+func mscclChunks(a *msccl.Algo, p *plan) error {
+	for _, count := range p.counts {
+		sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
+		if p.opts.InPlace && p.coll.Name == "allgather" {
+			sc = count
+		}
+		big := max(sc, rc)
+		if big%int64(a.NChunksPerLoop) != 0 {
+			return usage("%s: count %d: the %s buffer of %d elements does not cut into nchunksperloop=%d equal chunks; use a count whose larger buffer is a multiple of %d",
+				a.File, count, p.coll.Name, big, a.NChunksPerLoop, a.NChunksPerLoop)
+		}
+		chunk := big / int64(a.NChunksPerLoop)
+		if chunk == 0 {
+			continue
+		}
+		for _, g := range a.GPUs {
+			if n := int64(g.IChunks) * chunk; n > sc {
+				return usage("%s:%d: gpu %d declares i_chunks=%d (%d elements at count %d), but its %s sendbuf holds %d", a.File, g.Line, g.ID, g.IChunks, n, count, p.coll.Name, sc)
+			}
+			if n := int64(g.OChunks) * chunk; n > rc {
+				return usage("%s:%d: gpu %d declares o_chunks=%d (%d elements at count %d), but its %s recvbuf holds %d", a.File, g.Line, g.ID, g.OChunks, n, count, p.coll.Name, rc)
+			}
+		}
+	}
+	return nil
+}
+
+// runMSCCL is `kernbench run FILE.xml`.
+func runMSCCL(arg string, opts Options) (*Report, error) {
+	cfg, _, err := LoadConfig(opts.ConfigPath, opts.Sets, opts.Embedded)
+	if err != nil {
+		return nil, err
+	}
+	src := script.Source{Embedded: opts.Embedded, Overlay: map[string][]byte{mscclRunnerName: mscclRunner}}
+	a, err := loadMSCCL(arg, src)
+	if err != nil {
+		return nil, err
+	}
+	// The file fixes what a .star algorithm leaves to flags.
+	switch {
+	case opts.WorldSize != 0 && opts.WorldSize != a.NGPUs:
+		return nil, usage("%s is a schedule for ngpus=%d ranks; drop --world-size %d", arg, a.NGPUs, opts.WorldSize)
+	case opts.Collective != "" && opts.Collective != a.Coll:
+		return nil, usage("%s is an %s schedule; drop --collective %s", arg, a.Coll, opts.Collective)
+	case opts.Topology != "":
+		return nil, usage("%s: an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology %s", arg, opts.Topology)
+	case opts.InPlace && !a.InPlace:
+		return nil, usage("%s is an out-of-place schedule (inplace=0); drop --in-place", arg)
+	case opts.RedOp == "avg":
+		return nil, usage("%s: --redop avg is not supported for MSCCL schedules (the XML does not say which reduction of an element is its last, where avg divides)", arg)
+	}
+	opts.WorldSize, opts.Collective, opts.Topology, opts.InPlace = a.NGPUs, a.Coll, "custom", a.InPlace
+	opts.Params = append(append([]starlark.Tuple(nil), opts.Params...), mscclParams(a)...)
+	loader := &script.Loader{Src: src, Search: "algorithms", MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared(), PrintPrefix: printPrefix}
+	globals, err := loader.Load(mscclRunnerName)
+	if err != nil {
+		return nil, loadFailure(err)
+	}
+	kernel, err := entryPoint(globals, mscclRunnerName, "kernel")
+	if err != nil {
+		return nil, err
+	}
+	hook, err := entryPoint(globals, mscclRunnerName, "neighbors")
+	if err != nil {
+		return nil, err
+	}
+	name := a.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(arg), filepath.Ext(arg))
+	}
+	set := cfg.Defaults
+	set.Channels = 1 // the directions carry the channels (g<peer>_<chan>)
+	tgt := &target{name: name, file: arg, settings: set}
+	pl, err := makePlan(tgt, globals, true, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := mscclChunks(a, pl); err != nil {
+		return nil, err
+	}
+	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
+		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
+	})
+}
+
+// checkMSCCL is `kernbench check FILE.xml`: the file parses and validates,
+// and its neighbour map is consistent.
+func checkMSCCL(arg string, o CheckOptions) []string {
+	a, err := loadMSCCL(arg, script.Source{Embedded: o.Embedded})
+	if err != nil {
+		return strings.Split(err.Error(), "\n")
+	}
+	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: mscclNeighbors(a)}); err != nil {
+		return []string{fmt.Sprintf("%s: %v", arg, err)}
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package ccl
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kernbench"
+	"kernbench/engine/msccl"
+	"kernbench/engine/topology"
+)
+
+const mscclTestdata = "../../testdata/msccl"
+
+// The schedules generated from msccl-tools' examples (testdata/msccl,
+// generate.sh), each at 4, 8 and 16 ranks.
+var mscclSchedules = []struct {
+	prefix, collective string
+	sets               []string
+}{
+	{"allreduce_ring_ch2", "allreduce", nil},
+	{"allreduce_binomial_tree1", "allreduce", nil},
+	{"allreduce_binomial_tree2", "allreduce", nil},
+	{"allreduce_rdh", "allreduce", nil},
+	// 16 ranks of the hierarchical schedule use 27 queue pairs on some
+	// ranks: their rx rings do not fit TCM next to the threads' staging.
+	{"allreduce_hierarchical", "allreduce", []string{"defaults.buffer_kind=hbm"}},
+	{"allgather_ring_ch2", "allgather", nil},
+	{"alltoall_allpairs", "alltoall", nil},
+	{"alltoall_two_step", "alltoall", nil},
+}
+
+// Every generated schedule computes its collective (#wrong 0) and replays
+// (phase2_match) through the ordinary run path, for an empty buffer, one
+// loop iteration and several with a short last one.
+func TestMSCCLSchedulesVerify(t *testing.T) {
+	for _, s := range mscclSchedules {
+		for _, world := range []int{4, 8, 16} {
+			file := filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", s.prefix, world))
+			t.Run(filepath.Base(file), func(t *testing.T) {
+				t.Parallel()
+				rep := runVerified(t, file, Options{Counts: []int64{0, 4096, 36000}, Sets: s.sets})
+				got := []any{rep.Collective, rep.WorldSize, rep.Topology}
+				if diff := cmp.Diff([]any{s.collective, world, "custom"}, got); diff != "" {
+					t.Errorf("collective, world size, topology (-want +got):\n%s", diff)
+				}
+				checkCorrect(t, rep)
+				for _, r := range rep.Results {
+					if r.Phase2Match == nil || !*r.Phase2Match {
+						t.Errorf("count %d: phase2_match = %v, want true", r.Count, r.Phase2Match)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Other element types and reductions, and other orders of ready threads
+// (the schedules with cross-thread-block dependencies).
+func TestMSCCLDtypesRedopsJitter(t *testing.T) {
+	cases := []struct {
+		file, dtype, redop string
+		jitter             uint64
+	}{
+		{"allreduce_ring_ch2_8.xml", "f16", "sum", 0},
+		{"allreduce_ring_ch2_8.xml", "bf16", "max", 0},
+		{"allreduce_rdh_8.xml", "i32", "prod", 0},
+		{"allreduce_hierarchical_8.xml", "f32", "min", 0},
+		{"allreduce_rdh_8.xml", "f32", "sum", 1},
+		{"allreduce_hierarchical_8.xml", "f32", "sum", 2},
+		{"allreduce_binomial_tree2_8.xml", "f32", "sum", 3},
+		{"alltoall_two_step_8.xml", "i64", "sum", 4},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%s/%s/jitter=%d", c.file, c.dtype, c.redop, c.jitter), func(t *testing.T) {
+			t.Parallel()
+			rep := runVerified(t, filepath.Join(mscclTestdata, c.file), Options{Counts: []int64{8192}, DType: c.dtype, RedOp: c.redop, JitterSeed: c.jitter})
+			checkCorrect(t, rep)
+		})
+	}
+}
+
+// What the file fixes cannot be changed by flags; each conflict is a
+// usage error (exit 2) that says what to drop.
+func TestMSCCLFlagConflicts(t *testing.T) {
+	file := filepath.Join(mscclTestdata, "alltoall_allpairs_4.xml")
+	inplace := filepath.Join(mscclTestdata, "allreduce_ring_ch2_4.xml")
+	cases := []struct {
+		name string
+		file string
+		o    Options
+		want string
+	}{
+		{"world size", file, Options{WorldSize: 8}, file + " is a schedule for ngpus=4 ranks; drop --world-size 8"},
+		{"collective", file, Options{Collective: "allgather"}, file + " is an alltoall schedule; drop --collective allgather"},
+		{"topology", file, Options{Topology: "ring_1d"}, file + ": an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology ring_1d"},
+		{"in place", file, Options{InPlace: true}, file + " is an out-of-place schedule (inplace=0); drop --in-place"},
+		{"avg", inplace, Options{RedOp: "avg"}, inplace + ": --redop avg is not supported for MSCCL schedules (the XML does not say which reduction of an element is its last, where avg divides)"},
+		{"ragged", inplace, Options{Counts: []int64{6}}, inplace + ": count 6: the allreduce buffer of 6 elements does not cut into nchunksperloop=4 equal chunks; use a count whose larger buffer is a multiple of 4"},
+		{"missing", "nowhere.xml", Options{}, "nowhere.xml: no such file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.o.Embedded = kernbench.Files
+			_, err := Run(c.file, c.o)
+			var f *Failure
+			if !errors.As(err, &f) {
+				t.Fatalf("Run: %v, want a *Failure", err)
+			}
+			if diff := cmp.Diff([]any{ExitUsage, c.want}, []any{f.Code, f.Msg}); diff != "" {
+				t.Errorf("exit status and message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An in-place schedule runs in place without --in-place: the file says so.
+func TestMSCCLInPlaceFromFile(t *testing.T) {
+	rep := runVerified(t, filepath.Join(mscclTestdata, "allgather_ring_ch2_4.xml"), Options{Counts: []int64{1024}})
+	checkCorrect(t, rep)
+	if !rep.Results[0].InPlace {
+		t.Errorf("in_place = false, want true (the file has inplace=1)")
+	}
+}
+
+// The neighbour map has one direction per (peer, channel) a thread block
+// uses, on both ends, named g<peer>[_<chan>], and it validates.
+func TestMSCCLNeighbors(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(mscclTestdata, "allreduce_ring_ch2_4.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := msccl.Parse("ring.xml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps := mscclNeighbors(a)
+	want := []map[string]int{
+		{"g1": 1, "g1_1": 1, "g3": 3, "g3_1": 3},
+		{"g0": 0, "g0_1": 0, "g2": 2, "g2_1": 2},
+		{"g1": 1, "g1_1": 1, "g3": 3, "g3_1": 3},
+		{"g0": 0, "g0_1": 0, "g2": 2, "g2_1": 2},
+	}
+	if diff := cmp.Diff(want, maps); diff != "" {
+		t.Errorf("neighbour maps (-want +got):\n%s", diff)
+	}
+	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: maps}); err != nil {
+		t.Error(err)
+	}
+}
+
+// kernbench check on an XML file validates without simulating.
+func TestMSCCLCheck(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(mscclTestdata, "*.xml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schedules in %s: %v", mscclTestdata, err)
+	}
+	for _, f := range files {
+		if problems := Check(f, CheckOptions{Embedded: kernbench.Files}); len(problems) > 0 {
+			t.Errorf("check %s:\n%s", f, strings.Join(problems, "\n"))
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.xml")
+	if err := os.WriteFile(bad, []byte("<algo ngpus=\"2\" coll=\"allreduce\" nchunksperloop=\"1\">\n<gpu id=\"0\" i_chunks=\"1\" o_chunks=\"0\"/>\n</algo>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{bad + ":1: gpu 1 is missing (ngpus=2 wants ids 0..1)"}
+	if diff := cmp.Diff(want, Check(bad, CheckOptions{Embedded: kernbench.Files})); diff != "" {
+		t.Errorf("check problems (-want +got):\n%s", diff)
+	}
+}
+
+// An imported schedule takes the simulated time of the same schedule
+// written by hand on the primitives (testdata/msccl/handwritten), within
+// 2 %: the import adds no simulated work of its own.
+func TestMSCCLMatchesHandWritten(t *testing.T) {
+	cases := []struct{ xml, star string }{
+		{"allreduce_ring_ch2", "ring_ch2.star"},
+		{"allreduce_binomial_tree1", "binomial_tree1.star"},
+	}
+	for _, c := range cases {
+		for _, world := range []int{4, 8, 16} {
+			t.Run(fmt.Sprintf("%s_%d", c.xml, world), func(t *testing.T) {
+				t.Parallel()
+				counts := []int64{524288}
+				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), Options{Counts: counts})
+				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: true})
+				checkCorrect(t, imported)
+				checkCorrect(t, hand)
+				for i := range counts {
+					x, h := imported.Results[i].SimTimeNs, hand.Results[i].SimTimeNs
+					if d := math.Abs(x-h) / h; d > 0.02 {
+						t.Errorf("count %d: imported %.3f us, by hand %.3f us: %.2f %% apart, want at most 2 %%", counts[i], x/1000, h/1000, 100*d)
+					}
+				}
+			})
+		}
+	}
+}

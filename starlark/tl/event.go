@@ -1,0 +1,100 @@
+package tl
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/sim"
+)
+
+// Event is a one-shot flag between the threads of one rank (tl.event): one
+// thread sets it with tl.signal once its work is in memory, others block
+// in tl.wait until then. It is how a thread waits for a step of another
+// thread (MSCCL's cross-thread-block dependencies) without joining it.
+type Event struct {
+	rank    int
+	name    string
+	set     bool
+	setAt   any // where tl.signal set it (for messages)
+	waiters []*sim.Proc
+}
+
+func (e *Event) String() string {
+	if e.name == "" {
+		return fmt.Sprintf("<event of rank %d>", e.rank)
+	}
+	return fmt.Sprintf("<event %q of rank %d>", e.name, e.rank)
+}
+func (e *Event) Type() string          { return "event" }
+func (e *Event) Freeze()               {}
+func (e *Event) Truth() starlark.Bool  { return starlark.Bool(e.set) }
+func (e *Event) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: event") }
+
+func (k *Kernel) checkEvent(fn string, e *Event) error {
+	if e.rank != k.Rank {
+		return fmt.Errorf("%s: %v belongs to rank %d, not rank %d (events synchronise the threads of one rank)", fn, e, e.rank, k.Rank)
+	}
+	return nil
+}
+
+// waitEvent blocks until e is set. A blocked waiter shows the event in
+// deadlock reports.
+func (k *Kernel) waitEvent(fn string, e *Event) error {
+	if err := k.checkEvent(fn, e); err != nil {
+		return err
+	}
+	for !e.set {
+		e.waiters = append(e.waiters, k.Proc)
+		k.Proc.Wait, k.Proc.WaitSince = e, k.M.Sim.Now()
+		err := k.Proc.Park()
+		k.Proc.Wait = nil
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// signalEvent sets e after this thread's stores are in memory (a thread
+// that waits for e may read what this one wrote) and wakes its waiters.
+// The sources of this thread's sends may still be in flight: tl.flush(dir)
+// first when a waiter will overwrite them.
+func (k *Kernel) signalEvent(fn string, e *Event, at any) error {
+	if err := k.checkEvent(fn, e); err != nil {
+		return err
+	}
+	if e.set {
+		return fmt.Errorf("%s: %v was already signalled at %v (an event is set once)", fn, e, e.setAt)
+	}
+	if err := k.drainWrites(); err != nil {
+		return err
+	}
+	e.set, e.setAt = true, at
+	for _, w := range e.waiters {
+		w.Wake()
+	}
+	e.waiters = nil
+	return nil
+}
+
+func eventBuiltins() []Builtin {
+	return []Builtin{
+		{"event", "event(name=\"\")", "A new one-shot event of this rank, for ordering work between its threads: tl.signal(ev) sets it, tl.wait(ev) blocks until it is set (at once when it already is). name appears in deadlock reports. Pass it to threads as a tl.spawn argument.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				name := ""
+				if err := starlark.UnpackArgs(b.Name(), args, kw, "name?", &name); err != nil {
+					return nil, err
+				}
+				return &Event{rank: k.Rank, name: name}, nil
+			}},
+		{"signal", "signal(ev)", "Set the event ev once the calling thread's earlier work is in memory (its deferred send is issued and the stores of its fused primitives are done), and wake the threads waiting for it. An event is set once; signalling it again is an error. The sources of the thread's sends may still be in flight: tl.flush(dir) first if a waiting thread will overwrite them.",
+			func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var e *Event
+				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &e); err != nil {
+					return nil, err
+				}
+				return starlark.None, k.signalEvent(b.Name(), e, th.CallFrame(1).Pos)
+			}},
+	}
+}

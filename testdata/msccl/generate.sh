@@ -1,0 +1,37 @@
+#!/bin/sh
+# Regenerates the MSCCL XML files of this directory from msccl-tools'
+# MSCCLang examples (github.com/microsoft/msccl-tools, commit 030a750) and
+# binomial_tree.py. Usage, from this directory:
+#
+#   sh generate.sh /path/to/msccl-tools
+#
+# The shim/ folder stands in for lxml, z3, tabulate, argcomplete and
+# humanfriendly, which msccl-tools imports but XML generation does not need
+# (PyPI is not reachable where these files were made); python3 3.11.
+set -eu
+tools=$(cd "$1" && pwd)
+here=$(pwd)
+ex="$tools/examples/mscclang"
+export PYTHONPATH="$here/shim:$tools"
+gen() { # gen OUT SCRIPT ARGS...
+	out=$1; shift
+	python3 "$@" > "$out.tmp"
+	# Check() prints its verdict after the XML; keep the XML only.
+	sed -n '/^<algo/,/^<\/algo>/p' "$out.tmp" > "$out"
+	rm "$out.tmp"
+}
+for n in 4 8 16; do
+	gen allreduce_ring_ch2_$n.xml "$ex/allreduce_a100_ring.py" $n 2 1
+	gen allreduce_binomial_tree1_$n.xml binomial_tree.py $n 1
+	gen allreduce_binomial_tree2_$n.xml binomial_tree.py $n 2
+	gen allreduce_rdh_$n.xml "$ex/allreduce_recursive_doubling_halving.py" $n 1
+	gen allgather_ring_ch2_$n.xml "$ex/allgather_ring.py" $n 2 1
+	gen alltoall_allpairs_$n.xml "$ex/alltoall_allpairs.py" $n 1
+done
+# Hierarchical algorithms: GPUS_PER_NODE × NODES.
+gen allreduce_hierarchical_4.xml "$ex/hierarchical_allreduce.py" 2 2 1
+gen allreduce_hierarchical_8.xml "$ex/hierarchical_allreduce.py" 4 2 1
+gen allreduce_hierarchical_16.xml "$ex/hierarchical_allreduce.py" 4 4 1
+gen alltoall_two_step_4.xml "$ex/alltoall_a100_two_step.py" 2 2
+gen alltoall_two_step_8.xml "$ex/alltoall_a100_two_step.py" 2 4
+gen alltoall_two_step_16.xml "$ex/alltoall_a100_two_step.py" 4 4

@@ -1,0 +1,3 @@
+# Stand-in for argcomplete (shell completion of msccl's own CLI, unused).
+def autocomplete(*args, **kwargs):
+    pass
