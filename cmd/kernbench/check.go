@@ -5,17 +5,20 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
 	"kernbench/starlark/testrun"
 )
 
 func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := ccl.CheckOptions{Embedded: kernbench.Files}
 	var sizes string
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "check FILE.star | FILE.xml | NAME",
 		Short: "Load, lint and validate an algorithm without simulating",
@@ -28,6 +31,11 @@ parameters). An MSCCL .xml schedule is parsed and validated (docs/msccl.md).
 Exit status 0 when clean, 2 with file:line:col for every problem.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout < 0 {
+				return usageErr(stderr, false, fmt.Sprintf("--timeout must be >= 0 (got %v)", timeout))
+			}
+			o.Watchdog = script.NewWatchdog(timeout, "--timeout "+timeout.String())
+			defer o.Watchdog.Stop()
 			if sizes != "" {
 				ws, err := parseSizes(sizes)
 				if err != nil {
@@ -40,7 +48,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 				// A test file is checked as kernbench test loads it: with
 				// assert and @kernbench//testing.star, not as an algorithm.
 				var n int
-				problems, n = testrun.CheckFile(args[0], testrun.Options{Embedded: kernbench.Files, MaxSteps: 10_000_000})
+				problems, n = testrun.CheckFile(args[0], testrun.Options{Embedded: kernbench.Files, MaxSteps: 10_000_000, Timeout: timeout})
 				if len(problems) == 0 {
 					fmt.Fprintf(stdout, "%s: ok (a test file, %d test_* function(s))\n", args[0], n)
 					return nil
@@ -61,6 +69,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 	}
 	cmd.Flags().StringVar(&o.ConfigPath, "config", "", "ccl.yaml to use")
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "wall-clock limit of the checked file's Starlark (top level, neighbors()); 0 = none")
 	cmd.Flags().StringVar(&sizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16)")
 	return cmd
 }

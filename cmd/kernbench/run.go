@@ -21,34 +21,36 @@ import (
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
 	"kernbench/engine/topology"
+	"kernbench/engine/trace"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/script"
 )
 
 type runOptions struct {
 	ccl.Options
-	count    int64
-	bench    string
-	sweep    string
-	minBytes string
-	maxBytes string
-	factor   float64
-	oplog    string
-	dot      string
-	dumpPtrs bool
-	trace    string
-	bytes    string
-	json     bool
-	jsonl    bool
-	shard    string
-	shards   int
-	quiet    bool
-	verbose  bool
-	maxSteps uint64
-	timeout  time.Duration
-	vary     []string
-	csv      string
-	plot     string
+	count                  int64
+	bench                  string
+	sweep                  string
+	minBytes               string
+	maxBytes               string
+	factor                 float64
+	oplog                  string
+	dot                    string
+	dumpPtrs               bool
+	trace                  string
+	traceRanks, traceKinds string
+	bytes                  string
+	json                   bool
+	jsonl                  bool
+	shard                  string
+	shards                 int
+	quiet                  bool
+	verbose                bool
+	maxSteps               uint64
+	timeout                time.Duration
+	vary                   []string
+	csv                    string
+	plot                   string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -119,6 +121,8 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
+	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay)")
+	f.StringVar(&o.traceKinds, "trace-kinds", "", "with --trace, keep only these kinds of events: "+strings.Join(trace.Kinds, ", ")+" (comma-separated)")
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
@@ -126,6 +130,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
+	f.BoolVar(&o.Strict, "strict", false, "treat lost work as an error (exit 4): an L3 main that returns with messages still queued or regions never freed (a warning otherwise)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
@@ -246,6 +251,25 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			return nil
 		}
 	}
+	if (o.traceRanks != "" || o.traceKinds != "") && o.trace == "" {
+		return usageErr(stderr, o.json, "--trace-ranks and --trace-kinds limit a trace: give --trace FILE too")
+	}
+	if o.traceRanks != "" {
+		ranks, err := parseRankList(o.traceRanks)
+		if err != nil {
+			return usageErr(stderr, o.json, err.Error())
+		}
+		o.TraceRanks = ranks
+	}
+	if o.traceKinds != "" {
+		for _, k := range strings.Split(o.traceKinds, ",") {
+			k = strings.TrimSpace(k)
+			if !slices.Contains(trace.Kinds, k) {
+				return usageErr(stderr, o.json, fmt.Sprintf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds, ", ")))
+			}
+			o.TraceKinds = append(o.TraceKinds, k)
+		}
+	}
 	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot}); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
@@ -282,7 +306,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	// Every output file is complete when the command returns, also when
 	// the run failed; one that received nothing (the run failed before
-	// simulating) is removed rather than left empty, and said so.
+	// simulating) is removed rather than left empty.
 	defer func() {
 		for _, of := range outputs {
 			of.close(stderr)
@@ -581,8 +605,9 @@ func (of *outputFile) close(stderr io.Writer) {
 	case err != nil:
 		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.f.Name(), err)
 	case of.written == 0 && regular:
+		// The run failed before recording anything (its error says why):
+		// no empty file that looks like a run that did nothing.
 		_ = os.Remove(of.f.Name())
-		fmt.Fprintf(stderr, "kernbench: %s %s: not written (the run recorded nothing)\n", of.flag, of.f.Name())
 	}
 }
 
@@ -611,4 +636,30 @@ func samePath(a, b string) bool {
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// parseRankList reads --trace-ranks: ranks and ranges, like 0,3,8-15.
+func parseRankList(s string) ([]int, error) {
+	bad := fmt.Errorf("--trace-ranks %q: want ranks and ranges like 0,3,8-15", s)
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, bad
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, bad
+			}
+		}
+		if b-a > 1<<20 {
+			return nil, fmt.Errorf("--trace-ranks %q: range %d-%d is too long", s, a, b)
+		}
+		for r := a; r <= b; r++ {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

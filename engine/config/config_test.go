@@ -493,6 +493,14 @@ func TestSetErrors(t *testing.T) {
 			`--set defaults.max_sim_time_ns=9223372036854775807: defaults.max_sim_time_ns: got 9223372036854775807, want <= 1000000000000000 (about 11.6 days)`},
 		{"vc weight overflows injection time", with(), []string{"defaults.vc_weights={compute: 1, comm: 1000001}"},
 			`--set defaults.vc_weights={compute: 1, comm: 1000001}: defaults.vc_weights.comm: got 1000001, want <= 1000000`},
+		// Issue 13 (1): n_slots × slot_size cannot overflow, and the
+		// per-slot bookkeeping (host memory) stays small.
+		{"n_slots too many", with(), []string{"defaults.n_slots=100000000"},
+			`--set defaults.n_slots=100000000: defaults.n_slots: got 100000000, want <= 65536`},
+		{"slot_size too large", with(), []string{"defaults.slot_size=2G"},
+			`--set defaults.slot_size=2G: defaults.slot_size: got "2G", want <= 1073741824`},
+		{"credit too large", with(), []string{"defaults.ipcq_credit_size_bytes=9223372036854775807"},
+			`--set defaults.ipcq_credit_size_bytes=9223372036854775807: defaults.ipcq_credit_size_bytes: got 9223372036854775807, want <= 1048576`},
 		{"later set wins, earlier error gone", with(), []string{"defaults.n_slots=0", "defaults.n_slots=x"},
 			`--set defaults.n_slots=x: defaults.n_slots: got "x", want int`},
 		{"file error still reported from the file", with("    topology: torus"), []string{"defaults.n_slots=2"},

@@ -31,7 +31,13 @@ const (
 	maxDurationNs    = 1e12 // poll_interval_ns, ipcq_overhead_ns: 1000 s
 	maxTimeoutNs     = 1e15 // deadlock_timeout_ns, max_sim_time_ns: about 11.6 days
 	maxVCWeight      = 1e6  // vc_weights: weights multiply injection times
-	maxPEs           = math.MaxInt32
+	// A queue pair keeps per-slot state in host memory and its ring is
+	// n_slots × slot_size bytes: both bounded so the product cannot
+	// overflow and the bookkeeping stays small.
+	maxNSlots      = 1 << 16
+	maxSlotSize    = 1 << 30 // 1 GiB
+	maxCreditBytes = 1 << 20 // a credit is a pointer update (default 16 B)
+	maxPEs         = math.MaxInt32
 )
 
 // decode decodes a ccl.yaml. Keys missing from defaults: and system: keep
@@ -130,11 +136,11 @@ var settingKeys = []settingKey{
 	setting("backpressure", func(s *Settings) *string { return &s.Backpressure },
 		func(p *string) *rule { return enumLeaf(p, backpressures, false) }),
 	setting("poll_interval_ns", func(s *Settings) *int64 { return &s.PollIntervalNs }, durationNs(1, maxDurationNs)),
-	setting("n_slots", func(s *Settings) *int { return &s.NSlots }, minInt(1)),
-	setting("slot_size", func(s *Settings) *int64 { return &s.SlotSize }, sizeLeaf),
+	setting("n_slots", func(s *Settings) *int { return &s.NSlots }, func(p *int) *rule { return boundedIntLeaf(p, 1, maxNSlots) }),
+	setting("slot_size", func(s *Settings) *int64 { return &s.SlotSize }, func(p *int64) *rule { return boundedSizeLeaf(p, maxSlotSize) }),
 	setting("vc_chunk_size", func(s *Settings) *int64 { return &s.VCChunkSize }, sizeLeaf),
 	setting("vc_weights", func(s *Settings) *VCWeights { return &s.VCWeights }, vcWeightsRule),
-	setting("ipcq_credit_size_bytes", func(s *Settings) *int64 { return &s.IpcqCreditSizeBytes }, minInt64(1)),
+	setting("ipcq_credit_size_bytes", func(s *Settings) *int64 { return &s.IpcqCreditSizeBytes }, func(p *int64) *rule { return boundedIntLeaf(p, 1, maxCreditBytes) }),
 	setting("ipcq_overhead_ns", func(s *Settings) *int64 { return &s.IpcqOverheadNs }, durationNs(0, maxDurationNs)),
 	setting("deadlock_timeout_ns", func(s *Settings) *int64 { return &s.DeadlockTimeoutNs }, durationNs(1, maxTimeoutNs)),
 	setting("max_sim_time_ns", func(s *Settings) *int64 { return &s.MaxSimTimeNs }, durationNs(1, maxTimeoutNs)),
@@ -375,6 +381,20 @@ func setIntValue[T int | int64](d *decoder, p *T, v, min int64, n *yaml.Node, pa
 	}
 	*p = T(v)
 	return nil
+}
+
+// boundedSizeLeaf is sizeLeaf with an upper bound.
+func boundedSizeLeaf(p *int64, max int64) *rule {
+	inner := sizeLeaf(p)
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		if err := inner.leaf(d, n, path); err != nil {
+			return err
+		}
+		if *p > max {
+			return d.errorf(n, "%s: got %s, want <= %d", path, describe(n), max)
+		}
+		return nil
+	}}
 }
 
 func sizeLeaf(p *int64) *rule {

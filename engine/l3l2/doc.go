@@ -133,7 +133,16 @@
 //   - A blocking L3 enqueue of more than the arena is an *ArgError (it can
 //     never succeed); try_enqueue returns false.
 //   - L2 read/view/write with a handle that is not active raise an
-//     *ArgError (no poison), mirroring L3 read.
+//     *ArgError (no poison), mirroring L3 read. A view obtained while the
+//     handle (reservation) was active and used after its release (publish)
+//     is a stale-view QueueError, OWNERSHIP input.view (output.view), also
+//     without poison (ViewStale; the Starlark Ptr checks it on every use).
+//   - A second endpoint on a binding whose endpoint is live is OWNERSHIP at
+//     init (no abort flag): an SPSC queue has one consumer.
+//   - A blocking L2 reserve of more than the output arena is BAD_ARGUMENT
+//     (terminal, no abort flag); try_reserve stays plain no-progress.
+//   - Hub.Unfinished lists what L3 main left behind: messages queued in
+//     either direction, queues and regions never freed.
 //   - A single-writer violation refuses the write; on L3 it poisons the
 //     region (SINGLE_WRITER), on L2 it is SIGNAL_PROTOCOL. Writers are "L3
 //     host" and "L2 <process name>".

@@ -98,6 +98,9 @@ type regionState struct {
 	l3       *Region
 	freed    bool              // physically released
 	lines    map[uint64]string // line address -> its writer
+	// endpoint is the queue endpoint built on this region's binding (a
+	// queue is single-producer single-consumer: one L2 endpoint).
+	endpoint *QueueEndpoint
 
 	hostDown, hostUp, local machine.Path
 }

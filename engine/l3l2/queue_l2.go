@@ -120,7 +120,14 @@ func (h *Hub) QueueEndpoint(b Binding, maxInflight uint64) *QueueEndpoint {
 		e.setErr(QueueBadArgument, OpInit, "invalid input window max_inflight=%d (want 1..%d)", maxInflight, l.Depth)
 		return e
 	}
+	if prev := st.endpoint; prev != nil && prev.Live() {
+		// Two live consumers of one SPSC queue would both peek and
+		// release the same messages: the second is refused.
+		e.setErr(QueueOwnership, OpInit, "the binding already has a live endpoint (one endpoint per queue)")
+		return e
+	}
 	e.st, e.pt = st, localPort(st)
+	st.endpoint = e
 	e.live = true
 	return e
 }
@@ -402,6 +409,28 @@ func (in *EndpointInput) View(h *InputHandle) (machine.Region, error) {
 	return ent.h.view, nil
 }
 
+// Operations named by stale-view errors: a use of an input view after its
+// handle was released, or of an output view after its reservation was
+// published.
+const (
+	OpInputView  = "input.view"
+	OpOutputView = "output.view"
+)
+
+// ViewStale is nil while h is active (its view may be used), else the
+// stale-view error: an OWNERSHIP QueueError naming input.view. A released
+// handle's payload bytes belong to later messages, so a view kept past
+// release would show them (a kernel's receive slot raises StaleSlot for
+// the same mistake). It does not poison the queue.
+func (in *EndpointInput) ViewStale(h *InputHandle) error {
+	if ent := in.entry(h); ent != nil && !ent.completed {
+		return nil
+	}
+	e := in.e
+	return &QueueError{Kind: QueueOwnership, Op: OpInputView, Session: e.binding.SessionInstanceIDBits, Transaction: e.binding.TransactionID,
+		Msg: fmt.Sprintf("stale view: input handle seq %d was released; its payload now belongs to later messages (read or copy it before releasing)", h.Seq)}
+}
+
 // Read copies the payload of an active handle (a local HBM read).
 func (in *EndpointInput) Read(p *sim.Proc, h *InputHandle) ([]byte, error) {
 	e := in.e
@@ -474,7 +503,8 @@ func (in *EndpointInput) Drained() bool { return in.drained }
 
 // TryReserve reserves nbytes of the output arena and the next ring slot:
 // nil (no error) when the ring or the arena is full or nbytes exceeds the
-// arena. A second reservation while one is active is OWNERSHIP poison.
+// arena (l3l2.md: plain no-progress). A second reservation while one is
+// active is OWNERSHIP poison.
 func (out *EndpointOutput) TryReserve(p *sim.Proc, nbytes uint64) (*Reservation, error) {
 	e := out.e
 	const op = OpOutputTryReserve
@@ -517,14 +547,17 @@ func (out *EndpointOutput) TryReserve(p *sim.Proc, nbytes uint64) (*Reservation,
 }
 
 // Reserve is TryReserve waiting up to timeout for room; timeout 0 is a
-// live no-attempt.
+// live no-attempt. nbytes larger than the whole arena can never succeed:
+// it is BAD_ARGUMENT (terminal, no abort flag, as init's), as a blocking
+// L3 enqueue of such a payload is a bad argument, rather than a None with
+// error kind NONE that looks like backpressure.
 func (out *EndpointOutput) Reserve(p *sim.Proc, nbytes uint64, timeout sim.Time) (*Reservation, error) {
 	var r *Reservation
 	if err := out.e.ready(); err != nil {
 		return nil, err
 	}
 	if nbytes > out.e.layout.OutputArenaBytes {
-		return nil, nil // can never fit: no progress, no wait
+		return nil, out.e.setErr(QueueBadArgument, "output.reserve", "reservation of %d bytes is larger than the output arena (%d bytes): it can never fit", nbytes, out.e.layout.OutputArenaBytes)
 	}
 	err := out.e.blocking(p, "output.reserve", timeout, OutputDescHeadOffset, &out.head, func() (bool, error) {
 		var err error
@@ -540,6 +573,18 @@ func (out *EndpointOutput) Reserve(p *sim.Proc, nbytes uint64, timeout sim.Time)
 func (out *EndpointOutput) isActive(r *Reservation) bool {
 	a := out.active
 	return a != nil && r != nil && r.valid && r.owner == out.e && r.Seq == a.Seq && r.PayloadOffset == a.PayloadOffset && r.NBytes == a.NBytes && r.view == a.view
+}
+
+// ViewStale is nil while r is the active reservation, else the stale-view
+// error (OWNERSHIP, output.view): after publish the payload is L3's
+// message, and writing through the old view would change what L3 receives.
+func (out *EndpointOutput) ViewStale(r *Reservation) error {
+	if out.isActive(r) {
+		return nil
+	}
+	e := out.e
+	return &QueueError{Kind: QueueOwnership, Op: OpOutputView, Session: e.binding.SessionInstanceIDBits, Transaction: e.binding.TransactionID,
+		Msg: fmt.Sprintf("stale view: output reservation seq %d is no longer active (published); writing through it would change a sent message", r.Seq)}
 }
 
 // View is the live view of the active reservation's payload span, for a

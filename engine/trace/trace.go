@@ -47,16 +47,62 @@ type Recorder struct {
 	names   map[[2]int]string // (pid, tid) -> thread name
 	procs   map[int]string
 	rxTids  map[string]int // "pid/dir" -> tid
+	rxNames map[[2]int]string
 	pending map[string]Event
 	flows   int
+
+	// Filter (Only): nil keeps everything.
+	pids    map[int]bool    // PE processes kept (the links process is a kind)
+	kinds   map[string]bool // kinds kept
+	dropped int             // events not recorded because of the filter
 }
+
+// Kinds are the event kinds --trace-kinds selects: kernel (kernel and
+// thread slices), dma (vc_compute and vc_comm slices), rx (deliveries into
+// rx rings), flows (send → recv arrows), credits (queue-pair credit
+// counters), links (link busy counters), l3l2 (L3 and L2 region
+// operations).
+var Kinds = []string{"kernel", "dma", "rx", "flows", "credits", "links", "l3l2"}
+
+// Only limits the recording to the PE processes pids (nil: all; pid = PE
+// id + 1) and the kinds named (nil: all; see Kinds). Filtering while
+// recording keeps a large run's trace, and its memory, small.
+func (r *Recorder) Only(pids []int, kinds []string) {
+	if pids != nil {
+		r.pids = make(map[int]bool, len(pids))
+		for _, p := range pids {
+			r.pids[p] = true
+		}
+	}
+	if kinds != nil {
+		r.kinds = make(map[string]bool, len(kinds))
+		for _, k := range kinds {
+			r.kinds[k] = true
+		}
+	}
+}
+
+// keep reports whether an event of kind on process pid is recorded.
+func (r *Recorder) keep(pid int, kind string) bool {
+	ok := (r.kinds == nil || r.kinds[kind]) && (r.pids == nil || pid == LinksPid || r.pids[pid])
+	if !ok {
+		r.dropped++
+	}
+	return ok
+}
+
+// Len is the number of events recorded (metadata not included).
+func (r *Recorder) Len() int { return len(r.events) }
+
+// Dropped is the number of events the filter (Only) left out.
+func (r *Recorder) Dropped() int { return r.dropped }
 
 // LinksPid is the process holding the link counters.
 const LinksPid = 1_000_000
 
 // New returns an empty recorder.
 func New() *Recorder {
-	return &Recorder{names: map[[2]int]string{}, procs: map[int]string{LinksPid: "links"}, rxTids: map[string]int{}, pending: map[string]Event{}}
+	return &Recorder{names: map[[2]int]string{}, procs: map[int]string{LinksPid: "links"}, rxTids: map[string]int{}, rxNames: map[[2]int]string{}, pending: map[string]Event{}}
 }
 
 func us(t sim.Time) float64 { return float64(t) / 1e6 }
@@ -73,9 +119,23 @@ func (r *Recorder) thread(pid, tid int, name string) {
 // Slice records a complete slice on a track (slices of one track must not
 // overlap; callers trace serial resources only).
 func (r *Recorder) Slice(pid, tid int, track, name string, start, end sim.Time, args map[string]any) {
+	if !r.keep(pid, sliceKind(track)) {
+		return
+	}
 	r.thread(pid, tid, track)
 	d := us(end - start)
 	r.events = append(r.events, Event{Name: name, Cat: track, Ph: "X", Ts: us(start), Dur: &d, Pid: pid, Tid: tid, Args: args})
+}
+
+// sliceKind is the kind of a slice on track.
+func sliceKind(track string) string {
+	switch track {
+	case "vc_compute", "vc_comm":
+		return "dma"
+	case "l3 host", "l2 orchestrator":
+		return "l3l2"
+	}
+	return "kernel"
 }
 
 // RxTid is the track of a PE's rx ring for a direction.
@@ -85,24 +145,40 @@ func (r *Recorder) RxTid(pid int, dir string) int {
 	if !ok {
 		tid = tidRxBase + len(r.rxTids)
 		r.rxTids[key] = tid
-		r.thread(pid, tid, "rx "+dir)
+		r.rxNames[[2]int{pid, tid}] = "rx " + dir // named when an event is kept
 	}
 	return tid
 }
 
 // Instant records a point event on a track.
 func (r *Recorder) Instant(pid, tid int, name string, at sim.Time, args map[string]any) {
+	if !r.keep(pid, "rx") {
+		return
+	}
+	if name, ok := r.rxNames[[2]int{pid, tid}]; ok {
+		r.thread(pid, tid, name)
+	}
 	r.events = append(r.events, Event{Name: name, Ph: "i", S: "t", Ts: us(at), Pid: pid, Tid: tid, Args: args})
 }
 
 // Counter records a counter value of a process.
 func (r *Recorder) Counter(pid int, name string, at sim.Time, value float64) {
+	kind := "credits"
+	if pid == LinksPid {
+		kind = "links"
+	}
+	if !r.keep(pid, kind) {
+		return
+	}
 	r.events = append(r.events, Event{Name: name, Ph: "C", Ts: us(at), Pid: pid, Args: map[string]any{"value": value}})
 }
 
 // FlowStart begins an arrow (a send) identified by key; only arrows whose
 // end is recorded are written.
 func (r *Recorder) FlowStart(key string, pid, tid int, at sim.Time) {
+	if !r.keep(pid, "flows") {
+		return
+	}
 	r.pending[key] = Event{Name: "message", Cat: "ipcq", Ph: "s", Ts: us(at), Pid: pid, Tid: tid}
 }
 
@@ -110,6 +186,10 @@ func (r *Recorder) FlowStart(key string, pid, tid int, at sim.Time) {
 func (r *Recorder) FlowEnd(key string, pid, tid int, at sim.Time) {
 	s, ok := r.pending[key]
 	if !ok {
+		return
+	}
+	if !r.keep(pid, "flows") {
+		delete(r.pending, key)
 		return
 	}
 	delete(r.pending, key)
@@ -125,6 +205,9 @@ func (r *Recorder) WriteJSON(w io.Writer) error {
 	var out []Event
 	pids := make([]int, 0, len(r.procs))
 	for pid := range r.procs {
+		if pid == LinksPid && r.kinds != nil && !r.kinds["links"] || pid != LinksPid && r.pids != nil && !r.pids[pid] {
+			continue // filtered out (Only)
+		}
 		pids = append(pids, pid)
 	}
 	sort.Ints(pids)

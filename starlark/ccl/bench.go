@@ -165,7 +165,13 @@ func simFailure(err error, file string) error {
 		code, kind, blocked = ExitDeadlock, "Watchdog", wd.Blocked
 	}
 	f := &Failure{Code: code, Kind: kind, Rank: -1, Msg: err.Error(), Err: err}
-	if op, ok := waitedOp(wt); ok {
+	if wi, ok := waitedRecvInFlight(wt); ok {
+		// The message it waits for is on its way: slow, not stuck.
+		f.Kind = "WaitTimeout"
+		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, rank %d's message to it is still in flight, "+
+			"but the configured latencies and bandwidths make it slower than the timeout; "+
+			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wi, wi.QP.Peer)
+	} else if op, ok := waitedOp(wt); ok {
 		// A memory operation always completes: a wait on one that passes
 		// the deadlock timeout is a slow machine (a huge latency, a tiny
 		// bandwidth), not a deadlock, and calling it one sends the user
@@ -239,4 +245,19 @@ func waitedOp(wt *sim.WaitTimeoutError) (*machine.MemOp, bool) {
 	}
 	op, ok := wt.Proc.Wait.(*machine.MemOp)
 	return op, ok && op != nil
+}
+
+// waitedRecvInFlight is the recv a WaitTimeoutError's process waits in
+// when a message toward it is still in flight (its sender's DMA has not
+// completed).
+func waitedRecvInFlight(wt *sim.WaitTimeoutError) (*machine.WaitInfo, bool) {
+	if wt == nil || wt.Proc == nil {
+		return nil, false
+	}
+	wi, ok := wt.Proc.Wait.(*machine.WaitInfo)
+	if !ok || wi == nil || wi.QP == nil || !strings.HasPrefix(wi.Op, "recv") {
+		return nil, false
+	}
+	peer := wi.QP.PeerQP()
+	return wi, peer != nil && peer.InFlight > 0
 }

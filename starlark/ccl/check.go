@@ -24,6 +24,9 @@ type CheckOptions struct {
 	Sets       []string
 	WorldSizes []int // neighbors() is validated for each (default 1..16)
 	Embedded   fs.FS
+	// Watchdog, when set, stops the checked file's Starlark (its top level,
+	// neighbors()) at a wall-clock limit: check runs the code it loads.
+	Watchdog *script.Watchdog
 }
 
 // Check loads, lints and validates an algorithm without simulating: the
@@ -44,7 +47,7 @@ func Check(file string, o CheckOptions) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000, Predeclared: orch.Predeclared()}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
 	}

@@ -42,12 +42,22 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 // finished. An error raised in main or in an L2 function is returned as a
 // *Failure whose message contains the original one. New threads print and
 // load like th.
-func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedded fs.FS) error {
+//
+// limits, when given, bounds the new threads as a Loader does (the step
+// limit and wall-clock watchdog of the calling test): an L2 function that
+// never returns must not hang kernbench test.
+func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedded fs.FS, limits ...*script.Loader) error {
 	cfg, _, err := LoadConfig("", sets, embedded)
 	if err != nil {
 		return err
 	}
 	newThread := func(name string) *starlark.Thread {
+		if len(limits) > 0 && limits[0] != nil {
+			l := *limits[0]
+			n := l.NewThread(name)
+			n.Print, n.Load = th.Print, th.Load
+			return n
+		}
 		return &starlark.Thread{Name: name, Print: th.Print, Load: th.Load}
 	}
 	_, err = runL3Once("run_l3", mainFn, cfg, newThread, Options{})
@@ -133,14 +143,29 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	})
 	proc.Data = th
 	runErr := w.runL3(set)
+	var unfinished []string
+	if runErr == nil {
+		unfinished = hub.Unfinished()
+	}
 	hub.ReleaseAll()
 	if runErr != nil {
 		return nil, runErr
 	}
+	if len(unfinished) > 0 {
+		// Work still queued when main returned is dropped without a
+		// trace: say so, and fail under --strict.
+		msg := "L3 main returned with unfinished work: " + strings.Join(unfinished, "; ")
+		if p.opts.Strict {
+			return nil, &Failure{Code: ExitRuntime, Kind: "Unfinished", Rank: -1, Msg: msg + " (--strict)"}
+		}
+		if p.opts.Stderr != nil {
+			fmt.Fprintf(p.opts.Stderr, "kernbench: warning: %s\n", msg)
+		}
+	}
 	// The run ends when main and the last L2 process have returned (later
 	// events are bookkeeping such as the watchdog's check).
 	end := max(mainEnd, rt.L2End)
-	res := &Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true,
+	res := &Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true, Unfinished: unfinished,
 		Ops: OpCounts{Send: stats.Send, Recv: stats.Recv, Load: stats.Load, Store: stats.Store, Math: stats.Math}}
 	if p.opts.Detail && end > 0 {
 		res.Busiest = busiest(w.m, end, 8)
@@ -196,7 +221,7 @@ func (w *world) runL3(set config.Settings) error {
 	}
 	w.s.Close()
 	if w.trace != nil {
-		if werr := w.trace.WriteJSON(w.traceOut); werr != nil && failure == nil {
+		if werr := w.writeTrace(); werr != nil && failure == nil {
 			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
 		}
 	}

@@ -46,6 +46,9 @@ type Options struct {
 	DataSpace  string // tcm | sram | hbm (default hbm)
 	Root       int
 	MaxSteps   uint64
+	// Strict turns warnings about lost work into errors: an L3 main that
+	// returns with messages still queued or regions live (exit 4).
+	Strict bool
 	// Watchdog, when set, stops the run's Starlark threads at a wall-clock
 	// limit (--timeout): exit 3, like the step limit.
 	Watchdog   *script.Watchdog
@@ -61,6 +64,10 @@ type Options struct {
 	// Trace, when set, receives the timeline (Chrome Trace Event JSON) of
 	// the run; with several sizes, of the last one.
 	Trace io.Writer
+	// TraceRanks and TraceKinds, when set, limit the trace to those ranks
+	// (links stay) and those event kinds (trace.Kinds).
+	TraceRanks []int
+	TraceKinds []string
 	// Progress, when set, is told before each size of a sweep is simulated.
 	Progress func(i, n int, count int64)
 	// OnStart, when set, sees the report's header (algorithm, collective,
@@ -133,6 +140,10 @@ type Result struct {
 	Phase2      string     `json:"phase2_mismatch,omitempty"`
 	Ops         OpCounts   `json:"ops"`
 	Busiest     []Usage    `json:"busiest,omitempty"`
+	// Unfinished is what an L3 orchestration left behind when main
+	// returned (queued messages, regions never freed); an error under
+	// Options.Strict.
+	Unfinished []string `json:"unfinished,omitempty"`
 	// Time is where the ranks' time went (per rank with -v).
 	Time *TimeSummary `json:"time,omitempty"`
 	// Classes sums the resources by kind (with -v): links (pe_noc,
@@ -317,6 +328,11 @@ func Run(arg string, opts Options) (*Report, error) {
 	tgt, err := resolveTarget(arg, cfg, cfgDir, src)
 	if err != nil {
 		return nil, err
+	}
+	if n, def := tgt.settings.VCChunkSize, config.Default().Defaults.VCChunkSize; n != def && opts.Stderr != nil {
+		// The DMA model is the fluid limit of chunked service: the chunk
+		// size changes no result, and a user who set it must know.
+		fmt.Fprintf(opts.Stderr, "kernbench: warning: vc_chunk_size %d has no effect: links and DMA channels are modelled as the limit of chunk-by-chunk service (within one chunk of it), whatever the chunk size\n", n)
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
@@ -763,6 +779,7 @@ type world struct {
 	traceOut io.Writer
 	oplogOut io.Writer // --oplog: written by phase2, or by run when the run failed
 	dump     io.Writer
+	warn     io.Writer // warnings (stderr); may be nil
 	// releaseHeap gives up the GC headroom taken for the image (snapshot).
 	releaseHeap func()
 	// spent is each rank's kernel process time by activity (spawn).
@@ -775,6 +792,17 @@ func (w *world) close() {
 		w.releaseHeap()
 		w.releaseHeap = nil
 	}
+}
+
+// manyTraceEvents is where a trace gets slow to open: the run says so.
+var manyTraceEvents = 1_000_000 // a variable for tests
+
+// writeTrace writes the trace, after a warning when it is very large.
+func (w *world) writeTrace() error {
+	if n := w.trace.Len(); n > manyTraceEvents && w.warn != nil {
+		fmt.Fprintf(w.warn, "kernbench: warning: the trace has %d events (over a million; a viewer may be slow to open it): --trace-ranks LIST and --trace-kinds LIST keep fewer\n", n)
+	}
+	return w.trace.WriteJSON(w.traceOut)
 }
 
 // writeFailedOplog writes the op_log of a failed run, the operations up
@@ -810,9 +838,21 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	} else if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
-	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers}
+	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr}
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
+		var pids []int
+		if p.opts.TraceRanks != nil {
+			pids = []int{}
+			for _, r := range p.opts.TraceRanks {
+				if r < 0 || r >= len(m.Ranks) {
+					return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1,
+						Msg: fmt.Sprintf("--trace-ranks: rank %d is not in this run of %d rank(s)", r, len(m.Ranks))}
+				}
+				pids = append(pids, m.Ranks[r].ID+1)
+			}
+		}
+		w.trace.Only(pids, p.opts.TraceKinds)
 		m.EnableTrace(w.trace)
 	}
 	return w, nil
@@ -915,7 +955,7 @@ func (w *world) run(tgt *target) error {
 	if w.trace != nil {
 		// Written even when the run failed: the timeline up to the failure
 		// is what explains it (blocked operations end when the run ended).
-		if werr := w.trace.WriteJSON(w.traceOut); werr != nil && failure == nil {
+		if werr := w.writeTrace(); werr != nil && failure == nil {
 			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
 		}
 	}

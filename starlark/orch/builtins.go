@@ -513,7 +513,7 @@ func l2Builtins() []Builtin {
 				return starlark.String(l2(c).lastDecodeErr), nil
 			}},
 		{"l2", "spsc_queue_endpoint", "spsc_queue_endpoint(binding, max_inflight=1)",
-			"The L2 endpoint of a decoded binding, with an input window of `max_inflight` (1..depth) DATA/ERROR handles plus one STOP slot. Check `live()`; init failures are in `error()`.",
+			"The L2 endpoint of a decoded binding, with an input window of `max_inflight` (1..depth) DATA/ERROR handles plus one STOP slot. Check `live()`; init failures are in `error()` (a second endpoint while one is live on the binding: OWNERSHIP).",
 			func(c *Call) (starlark.Value, error) {
 				var bv starlark.Value
 				window := 1
@@ -625,7 +625,7 @@ func l2Builtins() []Builtin {
 				}
 				return starlark.Bytes(b), nil
 			}},
-		{"endpoint.input", "view", `view(handle, dtype="u8")`, "A Ptr over the payload of an active input handle (live, no copy; a kernel reading it pays).",
+		{"endpoint.input", "view", `view(handle, dtype="u8")`, "A Ptr over the payload of an active input handle (live, no copy; a kernel reading it pays). Used after the handle's release (the bytes then belong to later messages) it raises a stale-view error, kind OWNERSHIP, op input.view.",
 			func(c *Call) (starlark.Value, error) {
 				var hv starlark.Value
 				dt := "u8"
@@ -636,11 +636,16 @@ func l2Builtins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				reg, err := ein(c).View(h)
+				in := ein(c)
+				reg, err := in.View(h)
 				if err != nil {
 					return none(l2Err(err))
 				}
-				return view(c.B.Name(), reg, dt)
+				v, err := view(c.B.Name(), reg, dt)
+				if err == nil {
+					v.Lease = leaseFunc(func() error { return in.ViewStale(h) })
+				}
+				return v, err
 			}},
 		{"endpoint.input", "release", "release(handle)",
 			"Release an input handle (out of order allowed; the physical head advances over the released FIFO prefix). Returns False on error (a wrong handle poisons).",
@@ -663,7 +668,7 @@ func l2Builtins() []Builtin {
 				return starlark.Bool(ein(c).Drained()), nil
 			}},
 		{"endpoint.output", "reserve", "reserve(nbytes, timeout_ns)",
-			"Wait up to `timeout_ns` for ring and arena space; returns a reservation or None.",
+			"Wait up to `timeout_ns` for ring and arena space; returns a reservation or None. `nbytes` larger than the whole output arena can never fit: None with error kind BAD_ARGUMENT (terminal).",
 			func(c *Call) (starlark.Value, error) {
 				var n, ns int64
 				if err := c.Unpack("nbytes", &n, "timeout_ns", &ns); err != nil {
@@ -708,7 +713,7 @@ func l2Builtins() []Builtin {
 				}
 				return boolRes(eout(c).Write(c.P, r, []byte(data), uint64(off)))
 			}},
-		{"endpoint.output", "view", `view(reservation, dtype="u8")`, "A Ptr over the reservation's payload (a kernel can store straight into it).",
+		{"endpoint.output", "view", `view(reservation, dtype="u8")`, "A Ptr over the reservation's payload (a kernel can store straight into it). Used after publish (it would change the sent message) it raises a stale-view error, kind OWNERSHIP, op output.view.",
 			func(c *Call) (starlark.Value, error) {
 				var rv starlark.Value
 				dt := "u8"
@@ -719,11 +724,16 @@ func l2Builtins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				reg, err := eout(c).View(r)
+				out := eout(c)
+				reg, err := out.View(r)
 				if err != nil {
 					return none(l2Err(err))
 				}
-				return view(c.B.Name(), reg, dt)
+				v, err := view(c.B.Name(), reg, dt)
+				if err == nil {
+					v.Lease = leaseFunc(func() error { return out.ViewStale(r) })
+				}
+				return v, err
 			}},
 		{"endpoint.output", "publish", "publish(reservation, opcode=Opcode.DATA)", "Publish the reservation as a message; returns False on error (unknown, stale or double publish poisons).",
 			func(c *Call) (starlark.Value, error) {

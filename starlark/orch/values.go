@@ -236,6 +236,11 @@ func bindingArg(fn string, v starlark.Value) (l3l2.Binding, error) {
 }
 
 // view makes a Ptr of dtype dt over reg (a live view, no copy).
+// leaseFunc is a tl.Lease from a function.
+type leaseFunc func() error
+
+func (f leaseFunc) Check() error { return f() }
+
 func view(fn string, reg machine.Region, dt string) (*tl.Ptr, error) {
 	d, err := dtype.Parse(dt)
 	if err != nil {

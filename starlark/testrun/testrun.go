@@ -318,7 +318,7 @@ func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 			sets = append(sets, k+"="+v)
 		}
 	}
-	if err := ccl.RunL3(fn, th, sets, o.Embedded); err != nil {
+	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{MaxSteps: o.MaxSteps, Watchdog: o.watchdog}); err != nil {
 		msg := err.Error()
 		if f, ok := err.(*ccl.Failure); ok && f.Detail != "" && !strings.Contains(msg, f.Detail) {
 			msg += "\n" + f.Detail

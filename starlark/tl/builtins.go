@@ -3,6 +3,7 @@ package tl
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"go.starlark.net/starlark"
 
@@ -75,6 +76,9 @@ func asPtr(v starlark.Value, fn, arg string) (*Ptr, error) {
 	p, ok := v.(*Ptr)
 	if !ok {
 		return nil, fmt.Errorf("%s: %s must be a Ptr, got %s", fn, arg, v.Type())
+	}
+	if err := p.checkLease(); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", fn, arg, err)
 	}
 	return p, nil
 }
@@ -164,7 +168,7 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.Bool(q.Ready()), nil
 			}},
-		{"send", "send(dir, src, nbytes=None, piece_bytes=None)", "Blocking send of src (a Ptr, or its first nbytes) to the peer of dir, as ceil(nbytes / slot_size) messages: full slots, then the rest (piece_bytes, at most slot_size, makes the messages smaller; the receiver must cut its buffer the same way). Blocks only while the peer's ring is full; returns once the last message is queued on DMA vc_comm (ipcq_overhead_ns per message). src stays in flight until the DMAs complete (tl.flush).",
+		{"send", "send(dir, src, nbytes=None, piece_bytes=None)", "Blocking send of src (a Ptr, or its first nbytes, a whole number of elements) to the peer of dir, as ceil(nbytes / slot_size) messages: full slots, then the rest (piece_bytes, at most slot_size, makes the messages smaller; the receiver must cut its buffer the same way). Blocks only while the peer's ring is full; returns once the last message is queued on DMA vc_comm (ipcq_overhead_ns per message). src stays in flight until the DMAs complete (tl.flush).",
 			builtinSend},
 		{"send_async", "send_async(dir, src, nbytes=None, piece_bytes=None)", "Non-blocking tl.send: its messages are issued in the background as credits allow, and the kernel goes on at once. tl.wait(handle) returns when the last message has been issued; until then no other send may use dir (DirectionInUse). src stays in flight until the DMAs complete (tl.flush).",
 			builtinSendAsync},
@@ -309,7 +313,7 @@ func kernelBuiltins() []Builtin {
 				}
 				return k.newTile(b.Name(), count, dt, 0)
 			}},
-		{"full", "full(count, value, dtype)", "A new Tile of count copies of value.",
+		{"full", "full(count, value, dtype)", "A new Tile of count copies of value. For an integer dtype value must be an integer it holds (i32, i64 or u8 range): anything else is an error, not wrapped or saturated.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var count int
 				var v starlark.Value
@@ -319,6 +323,9 @@ func kernelBuiltins() []Builtin {
 				}
 				t, err := k.newTile(b.Name(), count, dt, 0)
 				if err != nil {
+					return nil, err
+				}
+				if err := checkIntValue(b.Name(), t.DT, v); err != nil {
 					return nil, err
 				}
 				// Under --timing-only t.Data is empty and nothing is filled.
@@ -518,6 +525,10 @@ func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcV, nbV starlark.
 		}
 		if int64(nb) > src.Reg.N {
 			return nil, nil, errorf("OutOfBounds", "rank %d send %s: nbytes %d exceeds src (%d bytes)", k.Rank, dir, nb, src.Reg.N)
+		}
+		if sz := int64(src.DT.Size()); int64(nb)%sz != 0 {
+			// It used to send nb/sz whole elements: nbytes=3 of f32 sent 0.
+			return nil, nil, errorf("OutOfBounds", "rank %d send %s: nbytes %d is not a whole number of %s elements (%d bytes each)", k.Rank, dir, nb, src.DT, sz)
 		}
 		v := *src
 		v.Reg.N = int64(nb)
@@ -934,6 +945,9 @@ func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
 	if err := k.checkWrite(fn, p.Reg); err != nil {
 		return nil, err
 	}
+	if err := k.checkWriteWrite(fn, p.Reg); err != nil {
+		return nil, err
+	}
 	if err := k.settle(p.Reg); err != nil {
 		return nil, err
 	}
@@ -949,6 +963,7 @@ func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
 	k.Stats.Store++
 	op := k.M.StoreAt(k.PE, p.Reg, t.Data, t.Ready)
 	op.TileID = t.ID
+	k.noteWrite(fn, op)
 	return op, nil
 }
 
@@ -977,6 +992,9 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	if err := k.checkWrite(b.Name(), dst.Reg); err != nil {
 		return nil, err
 	}
+	if err := k.checkWriteWrite(b.Name(), dst.Reg); err != nil {
+		return nil, err
+	}
 	if err := k.settle(src.Reg); err != nil {
 		return nil, err
 	}
@@ -985,6 +1003,7 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	}
 	k.dropPrefetched(dst.Reg)
 	h := &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: *src}
+	k.noteWrite(b.Name(), h.op)
 	k.watchSlot(h)
 	return h, nil
 }
@@ -1086,3 +1105,42 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 }
 
 func flowKey(rank int, dir string, seq uint64) string { return fmt.Sprintf("%d/%s/%d", rank, dir, seq) }
+
+// intRanges are the values an integer dtype holds.
+var intRanges = map[dtype.DType][2]int64{
+	dtype.I32: {math.MinInt32, math.MaxInt32},
+	dtype.I64: {math.MinInt64, math.MaxInt64},
+	dtype.U8:  {0, math.MaxUint8},
+}
+
+// checkIntValue refuses a value an integer dtype cannot hold exactly: out
+// of range (it used to wrap or saturate silently) or with a fraction.
+func checkIntValue(fn string, d dtype.DType, v starlark.Value) error {
+	r, isInt := intRanges[d]
+	if !isInt {
+		return nil
+	}
+	var i int64
+	switch v := v.(type) {
+	case starlark.Int:
+		var ok bool
+		if i, ok = v.Int64(); !ok {
+			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+		}
+	case starlark.Float:
+		f := float64(v)
+		if f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("%s: value %v is not an integer, and %s holds integers", fn, v, d)
+		}
+		if f < -0x1p63 || f >= 0x1p63 {
+			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+		}
+		i = int64(f)
+	default:
+		return nil // the caller reports a value that is not a number
+	}
+	if i < r[0] || i > r[1] {
+		return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+	}
+	return nil
+}

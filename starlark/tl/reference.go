@@ -17,6 +17,8 @@ var ErrorKinds = []struct{ Kind, Doc string }{
 	{"LocalOperandHazard", "a write by one thread into a buffer that a fused primitive of another thread still reads as its local operand"},
 	{"OutOfMemory", "tl.alloc beyond the memory's capacity (also the TCM staging of the fused primitives)"},
 	{"TimingOnly", "a kernel read simulated values (Tile.tolist, Ptr.tolist, Ptr.tobytes, p[i]) in a --timing-only run, which keeps no bytes"},
+	{"WriteWriteHazard", "a store or copy into a range that an earlier store or copy of the rank (tl.store_async, tl.copy_async, another thread) is still writing: tl.wait its handle first"},
+	{"ZeroDivision", "an integer Tile divided by zero (by a 0 scalar or a Tile with a 0 element); float Tiles give ±inf or NaN"},
 }
 
 // Reference renders the builtin reference (docs/builtins.md) from the
@@ -50,7 +52,7 @@ the caller's position, simulated time and rank).
 	for _, m := range PtrMembers {
 		fmt.Fprintf(&b, "| `p.%s` | %s |\n", m.Sig, escape(m.Doc))
 	}
-	b.WriteString("\n## Tile\n\nData loaded into the PE. Immutable; `+ - * /` with a Tile of the same dtype and count or with a number make a new Tile whose math costs PE_MATH time (the script continues; a store waits for the result).\n\n| member | meaning |\n| --- | --- |\n")
+	b.WriteString("\n## Tile\n\nData loaded into the PE. Immutable; `+ - * /` with a Tile of the same dtype and count or with a number make a new Tile whose math costs PE_MATH time (the script continues; a store waits for the result). Integer dtypes wrap on overflow and divide truncating toward zero; dividing by zero is a ZeroDivision error, and a number beyond 64 bits an error.\n\n| member | meaning |\n| --- | --- |\n")
 	for _, m := range TileMembers {
 		fmt.Fprintf(&b, "| `t.%s` | %s |\n", m.Sig, escape(m.Doc))
 	}

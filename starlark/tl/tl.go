@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
@@ -53,6 +54,10 @@ type Kernel struct {
 	// deferred is the last forwarded piece of a fused primitive, sent by
 	// the next primitive or before any other operation of the kernel.
 	deferred *deferredSend
+	// writes (on the root only) are the rank's tl.store/copy (and _async)
+	// writes that may not be done: a second write into an overlapping
+	// range before the first is done races (WriteWriteHazard).
+	writes []issuedWrite
 	// asyncSends are the kernel's tl.send_async calls not yet joined.
 	asyncSends []*sendHandle
 	// issuingSends (on the root only) are the rank's tl.send_async calls,
@@ -362,4 +367,56 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 		r.Data = append([]byte(nil), reg.Bytes()...)
 	}
 	l.Add(r)
+}
+
+// issuedWrite is a write the kernel issued: its operation and call site.
+type issuedWrite struct {
+	op *machine.MemOp
+	fn string
+	at syntax.Position
+}
+
+// callSite is the Starlark position of the tl call running on k's thread
+// (the caller of the builtin), or the zero position.
+func (k *Kernel) callSite() syntax.Position {
+	if th, ok := k.Proc.Data.(*starlark.Thread); ok && th.CallStackDepth() > 1 {
+		return th.CallFrame(1).Pos
+	}
+	return syntax.Position{}
+}
+
+// checkWriteWrite refuses a write into dst while an earlier write of the
+// rank into an overlapping range is not done: the two complete in an order
+// that depends on the memories and paths involved (the winner changed
+// with --data-space), so the result would be a race, not a program.
+func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
+	root := k.rootKernel()
+	live := root.writes[:0]
+	for _, w := range root.writes {
+		if !w.op.Done {
+			live = append(live, w)
+		}
+	}
+	clear(root.writes[len(live):])
+	root.writes = live
+	for _, w := range root.writes {
+		if w.op.Dst.Overlaps(dst) {
+			at := ""
+			if w.at.IsValid() {
+				at = " issued at " + w.at.String()
+			}
+			return errorf("WriteWriteHazard", "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
+				fn, k.Rank, dst, w.fn, at, w.op.Dst)
+		}
+	}
+	return nil
+}
+
+// noteWrite records a write issued by fn (see checkWriteWrite).
+func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
+	if op.Done {
+		return
+	}
+	root := k.rootKernel()
+	root.writes = append(root.writes, issuedWrite{op: op, fn: fn, at: k.callSite()})
 }

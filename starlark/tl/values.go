@@ -37,6 +37,25 @@ type Ptr struct {
 	// Slot identifies a return_slot Ptr's rx slot and its generation at
 	// receipt (StaleSlot detection); Slot.Q is nil for any other Ptr.
 	Slot SlotRef
+	// Lease, when set, says whether the memory still belongs to the view
+	// (an L2 queue's input handle or output reservation): a view used
+	// after its handle was released or its reservation published would
+	// read later messages or change a sent one.
+	Lease Lease
+}
+
+// Lease is the validity of a view whose memory is lent (Ptr.Lease).
+type Lease interface {
+	// Check is nil while the view may be used, else the stale-view error.
+	Check() error
+}
+
+// checkLease is p's stale-view error, if any.
+func (p *Ptr) checkLease() error {
+	if p.Lease == nil {
+		return nil
+	}
+	return p.Lease.Check()
 }
 
 // slotStale reports whether p is a received slot that a later message has
@@ -100,6 +119,9 @@ func (p *Ptr) Get(k starlark.Value) (starlark.Value, bool, error) {
 	if i < 0 || i >= n {
 		return nil, false, fmt.Errorf("Ptr index %d out of range [%d:%d]", orig, -n, n)
 	}
+	if err := p.checkLease(); err != nil {
+		return nil, false, fmt.Errorf("Ptr[i]: %w", err)
+	}
 	if p.Reg.Mem.NoData() {
 		return nil, false, errTimingOnly("Ptr[i]")
 	}
@@ -133,6 +155,9 @@ func (p *Ptr) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (sta
 			return nil, nil
 		}
 		k = -k
+	}
+	if err := p.checkLease(); err != nil {
+		return nil, fmt.Errorf("Ptr %s: %w", op, err)
 	}
 	return p.view(int64(k), p.Count-int64(k), "+")
 }
@@ -275,7 +300,14 @@ var ptrMembers = bindMembers(PtrMembers)
 
 func (p *Ptr) AttrNames() []string { return memberNames(PtrMembers) }
 
-func (p *Ptr) Attr(name string) (starlark.Value, error) { return memberAttr(ptrMembers, p, name) }
+func (p *Ptr) Attr(name string) (starlark.Value, error) {
+	if _, ok := ptrMembers[name]; ok {
+		if err := p.checkLease(); err != nil {
+			return nil, fmt.Errorf("Ptr.%s: %w", name, err)
+		}
+	}
+	return memberAttr(ptrMembers, p, name)
+}
 
 func elemValue(dt dtype.DType, b []byte, i int) starlark.Value {
 	if dt.IsFloat() {
@@ -397,13 +429,49 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 		f, _ := starlark.AsFloat(y)
 		var i int64
 		if yi, ok := y.(starlark.Int); ok {
-			i, _ = yi.Int64()
+			var fits bool
+			if i, fits = yi.Int64(); !fits && !t.DT.IsFloat() {
+				// It used to become 0 silently.
+				return nil, fmt.Errorf("Tile %s: %v does not fit in 64 bits", tok, y)
+			}
 		} else {
 			i = int64(f)
 		}
-		return t.scalar(op, f, i, side == starlark.Right), nil
+		right := side == starlark.Right
+		if op == dtype.Div && !t.DT.IsFloat() {
+			if !right && i == 0 {
+				return nil, intDivZero(tok, "the divisor", -1)
+			}
+			if right {
+				if e := zeroElement(t); e >= 0 {
+					return nil, intDivZero(tok, "the divisor Tile", e)
+				}
+			}
+		}
+		return t.scalar(op, f, i, right), nil
 	}
 	return nil, nil
+}
+
+// zeroElement is the index of t's first zero element, or -1 (also when t
+// has no data: --timing-only).
+func zeroElement(t *Tile) int {
+	for e := range len(t.Data) / t.DT.Size() {
+		if dtype.GetInt(t.DT, t.Data, e) == 0 {
+			return e
+		}
+	}
+	return -1
+}
+
+// intDivZero is the error of an integer Tile division by zero, which used
+// to give 0 silently (floats give ±Inf or NaN, as IEEE 754 says).
+func intDivZero(tok syntax.Token, what string, e int) error {
+	at := ""
+	if e >= 0 {
+		at = fmt.Sprintf(" (element %d)", e)
+	}
+	return errorf("ZeroDivision", "Tile %s: integer division by zero: %s is 0%s", tok, what, at)
 }
 
 func (t *Tile) like() *Tile {
@@ -442,6 +510,11 @@ func combine(op dtype.Op, a, b *Tile, what string, buf []byte) (Tile, error) {
 	}
 	if a.Count != b.Count {
 		return Tile{}, errorf("OutOfBounds", "%s: counts differ (%d and %d)", what, a.Count, b.Count)
+	}
+	if op == dtype.Div && !a.DT.IsFloat() {
+		if e := zeroElement(b); e >= 0 {
+			return Tile{}, errorf("ZeroDivision", "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
+		}
 	}
 	out := a.likeValue(buf)
 	if out.Data != nil {

@@ -1,0 +1,56 @@
+package l3l2
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Unfinished lists what an orchestration left behind when L3 main
+// returned: messages L3 enqueued that L2 never released, messages L2
+// published that L3 never released, and regions (queues included) L3 never
+// freed. Each line names the region; none means a clean finish. A run
+// whose L3 main returns with work still queued has silently dropped it,
+// so the caller reports these (a warning, an error under --strict).
+// Poisoned queues are not listed: their failure was reported already.
+func (h *Hub) Unfinished() []string {
+	var out []string
+	inQueue := make(map[*regionState]bool, len(h.queues))
+	for _, q := range h.queues {
+		st := q.region.st
+		inQueue[st] = true
+		if q.state != QueueLive {
+			continue
+		}
+		if c := counterBytes(st); c != nil {
+			// Counters hold the low 32 bits of the monotonic values.
+			if n := uint32(q.inTail) - c(InputDescHeadOffset); n > 0 {
+				out = append(out, fmt.Sprintf("queue %d (worker %d): %d input message(s) enqueued by L3 were never released by L2", st.id, st.worker, n))
+			}
+			if n := c(OutputDescTailOffset) - uint32(q.outHead); n > 0 {
+				out = append(out, fmt.Sprintf("queue %d (worker %d): %d output message(s) published by L2 were never released by L3", st.id, st.worker, n))
+			}
+		}
+		out = append(out, fmt.Sprintf("queue %d (worker %d) was never freed (q.free())", st.id, st.worker))
+	}
+	for _, st := range h.regions {
+		if !inQueue[st] && st.l3 != nil && st.l3.state == RegionLive {
+			out = append(out, fmt.Sprintf("region %d (worker %d) was never freed (region.free())", st.id, st.worker))
+		}
+	}
+	return out
+}
+
+// counterBytes reads a region's 32-bit counters without simulated cost, or
+// is nil when the memory keeps no bytes (--timing-only).
+func counterBytes(st *regionState) func(off uint64) uint32 {
+	if st.counters.Mem == nil || st.counters.Mem.NoData() {
+		return nil
+	}
+	b := st.counters.Bytes()
+	return func(off uint64) uint32 {
+		if off+4 > uint64(len(b)) {
+			return 0
+		}
+		return binary.LittleEndian.Uint32(b[off:])
+	}
+}
