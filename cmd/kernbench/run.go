@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ type runOptions struct {
 	dot      string
 	dumpPtrs bool
 	trace    string
+	export   string
 	bytes    string
 	json     bool
 	jsonl    bool
@@ -102,6 +104,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
+	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
@@ -260,6 +263,10 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			fmt.Fprintln(stdout, tableRow(r))
 		}
 	}
+	var exported bytes.Buffer
+	if o.export != "" {
+		o.ExportMSCCL = &exported
+	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)
 	if o.Progress != nil {
@@ -298,6 +305,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		return &exitError{code: f.Code, err: f}
 	}
 	rep.WallS = wall
+	if o.export != "" {
+		if err := os.WriteFile(o.export, exported.Bytes(), 0o644); err != nil {
+			return usageErr(stderr, o.json, "--export-msccl: "+err.Error())
+		}
+	}
 	switch {
 	case o.json:
 		writeJSON(stdout, rep)

@@ -96,7 +96,9 @@ func mscclParams(a *msccl.Algo) []starlark.Tuple {
 		for _, tb := range g.TBs {
 			var steps []starlark.Value
 			for _, st := range tb.Steps {
-				maxCnt = max(maxCnt, st.Cnt)
+				if st.Sends() || st.Recvs() {
+					maxCnt = max(maxCnt, st.Cnt) // what must fit a ring
+				}
 				var src, dst, dep starlark.Value = starlark.None, starlark.None, starlark.None
 				if st.Reads() {
 					src = starlark.String(st.SrcBuf.String())

@@ -82,6 +82,9 @@ type Options struct {
 	// Params are extra keyword arguments for kernel(), over the ccl.yaml
 	// entry's params.
 	Params []starlark.Tuple
+	// ExportMSCCL, when set, receives the run's schedule as MSCCL XML
+	// (--export-msccl; one size only).
+	ExportMSCCL io.Writer
 
 	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer // print() and diagnostics
@@ -629,6 +632,9 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 			return nil, usage("count must be >= 0 (got %d)", c)
 		}
 	}
+	if opts.ExportMSCCL != nil && len(p.counts) != 1 {
+		return nil, usage("--export-msccl writes the schedule of one size; got %d sizes", len(p.counts))
+	}
 	if tgt.entry != nil {
 		keys := make([]string, 0, len(tgt.entry.Params))
 		for k := range tgt.entry.Params {
@@ -934,14 +940,22 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	stats := make([]tl.Stats, p.world)
 	w.snapshot()
 	b.keepInputs(w.initial)
+	var rec *exportRecorder
+	if p.opts.ExportMSCCL != nil {
+		rec = newExportRecorder(p.world)
+	}
 	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		k := tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc,
+		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
 				th := loader.NewThread(name)
 				th.SetLocal(kernelKey, t)
 				return th
 			},
-			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }})
+			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }}
+		if rec != nil {
+			kt.Rec = rec
+		}
+		k := tl.New(kt)
 		th.SetLocal(kernelKey, k)
 		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
 		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
@@ -973,6 +987,15 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		return nil, err
 	}
 	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
+	if rec != nil {
+		a, err := rec.build(p, b, w.g, count)
+		if err == nil {
+			err = writeExport(a, p.opts.ExportMSCCL)
+		}
+		if err != nil {
+			return nil, &Failure{Code: ExitUsage, Kind: "ExportError", Rank: -1, Msg: err.Error(), Err: err}
+		}
+	}
 	return res, nil
 }
 
