@@ -64,22 +64,39 @@ func TestMSCCLExportRoundTrip(t *testing.T) {
 // What MSCCL XML cannot express is refused with the operation and its
 // position; so is a sweep (a schedule is for one size).
 func TestMSCCLExportRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	loads := write("loads.star", `def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    t = tl.fetch(sendbuf)
+    tl.store(recvbuf, t)
+`)
+	slot := write("slot.star", `def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    tl.send("E", sendbuf)
+    m = tl.recv("W")
+    tl.copy(recvbuf, m)
+`)
 	cases := []struct {
-		algo string
-		o    Options
-		want string
+		name, algo string
+		o          Options
+		want       string
 	}{
-		{"tree_allreduce", Options{WorldSize: 4, Counts: []int64{4096}},
-			"--export-msccl: rank 0: tl.fetch_async at algorithms/tree_allreduce.star:153:42 cannot be expressed in MSCCL XML"},
-		{"alltoall", Options{WorldSize: 4, Counts: []int64{4096}},
-			"--export-msccl: rank 0: tl.recv at algorithms/alltoall.star:171:27 receives a message into its rx slot: MSCCL XML can express tl.recv(dir, dst=buffer) only"},
-		{"ring_allreduce_bidir", Options{WorldSize: 4, Counts: []int64{4096, 8192}},
+		{"loads", loads, Options{WorldSize: 2, Counts: []int64{64}},
+			"--export-msccl: rank 0: tl.fetch at " + loads + ":2:17 cannot be expressed in MSCCL XML"},
+		{"rx slot", slot, Options{WorldSize: 2, Counts: []int64{64}},
+			"--export-msccl: rank 0: tl.recv at " + slot + ":3:16 receives a message into its rx slot: MSCCL XML can express tl.recv(dir, dst=buffer) only"},
+		{"sweep", "ring_allreduce_bidir", Options{WorldSize: 4, Counts: []int64{4096, 8192}},
 			"--export-msccl writes the schedule of one size; got 2 sizes"},
-		{"ring_allreduce_bidir", Options{WorldSize: 4, Counts: []int64{4096}, RedOp: "avg"},
-			"tl.recv_reduce_copy_send at algorithms/ring_allreduce.star:72:37 divides by world_size (redop avg), which MSCCL XML cannot express"},
+		{"avg", "ring_allreduce_bidir", Options{WorldSize: 4, Counts: []int64{4096}, RedOp: "avg"},
+			"divides by world_size (redop avg), which MSCCL XML cannot express"},
 	}
 	for _, c := range cases {
-		t.Run(c.algo, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			var xml bytes.Buffer
 			c.o.ExportMSCCL, c.o.Embedded, c.o.Verify = &xml, kernbench.Files, true
 			_, err := Run(c.algo, c.o)
