@@ -488,3 +488,40 @@ func ExampleCountWrong() {
 	fmt.Println(wrong, first)
 	// Output: 0 -1
 }
+
+// sumBlocks must give sumAt's bits for every element, including signed
+// zeros, infinities and NaN, at lengths around the block size.
+func TestSumBlocksMatchesSumAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1e308, -1e308, 1e-300}
+	for _, d := range []DType{F32, F16, BF16, F64} {
+		for _, n := range []int{1, sumBlock - 1, sumBlock, sumBlock + 3, 3*sumBlock + 1} {
+			inputs := make([][]byte, 5)
+			for k := range inputs {
+				inputs[k] = make([]byte, n*d.Size())
+				for i := range n {
+					v := rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6))
+					if rng.IntN(50) == 0 {
+						v = specials[rng.IntN(len(specials))]
+					}
+					Put(d, inputs[k], i, v)
+				}
+			}
+			for _, avg := range []bool{false, true} {
+				got := make([]byte, n*d.Size())
+				sumBlocks(d, got, inputs, n, avg)
+				want := make([]byte, n*d.Size())
+				for i := range n {
+					acc := sumAt(d, inputs, i)
+					if avg {
+						acc /= float64(len(inputs))
+					}
+					Put(d, want, i, acc)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%v n=%d avg=%v: sumBlocks differs from sumAt", d, n, avg)
+				}
+			}
+		}
+	}
+}

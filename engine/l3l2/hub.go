@@ -420,7 +420,7 @@ func (h *Hub) logWrite(name string, reg machine.Region, start sim.Time, withData
 		return
 	}
 	r := &oplog.Record{Rank: -1, Kind: oplog.KindL3L2, Name: name, TStart: start, TEnd: h.m.Sim.Now(),
-		Dst: reg.Addr(), DstSp: reg.Mem.Space.String(), NBytes: reg.N}
+		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if withData {
 		r.Data = append([]byte(nil), reg.Bytes()...)
 	}

@@ -361,8 +361,8 @@ func (msg *Message) Complete(*Transfer) {
 	}
 	if l := g.M.Log; l != nil {
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
-			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.String(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.String(),
-			NBytes: msg.Src.N, DType: dtypeName(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq})
+			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
+			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq})
 	}
 	if tr := g.M.Trace; tr != nil {
 		pid := peer.ep.PE.ID + 1
@@ -456,8 +456,8 @@ func (g *Group) Take(q *QueuePair, creditNow bool) Received {
 	q.MyTail++
 	if l := g.M.Log; l != nil && creditNow {
 		now := g.M.Sim.Now()
-		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: "return_slot",
-			Src: r.Slot.Addr(), SrcSp: r.Slot.Mem.Space.String(), NBytes: meta.NBytes, DType: dtypeName(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
+		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
+			Src: r.Slot.Addr(), SrcSp: r.Slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
 	}
 	if g.OnRecv != nil {
 		g.OnRecv(q, meta, r.Slot, g.M.Sim.Now())
@@ -554,13 +554,6 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 			return err
 		}
 	}
-}
-
-func dtypeName(d uint8) string {
-	if dt := dtype.DType(d); dt.Valid() {
-		return dt.String()
-	}
-	return ""
 }
 
 // InFlightReading returns an unfinished send whose source overlaps dst, or

@@ -91,7 +91,46 @@ type Machine struct {
 	// paths caches routes by (kind, from, to) so the hot path allocates
 	// nothing; routes never change after New.
 	paths map[pathKey]Path
+
+	// freeOps are completed memory operations handed back with Recycle:
+	// the fused primitives issue several per message, and reusing them
+	// keeps the garbage collector out of the simulation's hot path.
+	freeOps []*MemOp
+	// freeBufs are byte buffers of finished tiles (PutBuffer), reused by
+	// later loads and tile math: fresh memory costs a page fault per 4 KiB
+	// on first touch, which dominated the data path.
+	freeBufs [][]byte
 }
+
+// Buffer returns n bytes (contents undefined) for a tile, reusing a
+// buffer handed back with PutBuffer when one is large enough; nil when the
+// machine moves no bytes.
+func (m *Machine) Buffer(n int64) []byte {
+	if m.TimingOnly {
+		return nil
+	}
+	for i := len(m.freeBufs) - 1; i >= 0 && i >= len(m.freeBufs)-4; i-- {
+		if b := m.freeBufs[i]; int64(cap(b)) >= n {
+			last := len(m.freeBufs) - 1
+			m.freeBufs[i] = m.freeBufs[last]
+			m.freeBufs[last] = nil
+			m.freeBufs = m.freeBufs[:last]
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// PutBuffer hands back a tile's bytes that nothing reads any more.
+func (m *Machine) PutBuffer(b []byte) {
+	if cap(b) == 0 || len(m.freeBufs) >= maxFreeBufs {
+		return
+	}
+	m.freeBufs = append(m.freeBufs, b[:0])
+}
+
+// maxFreeBufs bounds the buffer pool (a few per PE in flight is typical).
+const maxFreeBufs = 1 << 14
 
 type pathKey struct {
 	kind     uint8 // 0 mem->mem, 1 mem->pe, 2 pe->mem, 3 pe->pe

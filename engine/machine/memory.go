@@ -3,6 +3,8 @@ package machine
 import (
 	"fmt"
 	"sort"
+
+	"kernbench/engine/oplog"
 )
 
 // Space names a kind of memory.
@@ -25,6 +27,19 @@ func ParseSpace(s string) (Space, error) {
 		return HBM, nil
 	}
 	return 0, fmt.Errorf("unknown memory space %q (want tcm, sram or hbm)", s)
+}
+
+// Log is the space as the op_log names it.
+func (s Space) Log() oplog.Space {
+	switch s {
+	case TCM:
+		return oplog.SpaceTCM
+	case SRAM:
+		return oplog.SpaceSRAM
+	case HBM:
+		return oplog.SpaceHBM
+	}
+	return 0
 }
 
 func (s Space) String() string {
@@ -67,6 +82,9 @@ type Memory struct {
 	owner *PE
 	free  []span // sorted, coalesced free spans
 	used  int64
+	// allocHigh is the end of the highest allocation or Bytes view so
+	// far: data beyond it has never been handed out, so it is still zero.
+	allocHigh int64
 }
 
 type span struct{ off, n int64 }
@@ -126,14 +144,18 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		if m.noData {
 			return off, nil
 		}
-		if end := off + size; end > int64(len(m.data)) {
+		end := off + size
+		if end > int64(len(m.data)) {
 			grow := max(end, min(m.Capacity, 2*int64(len(m.data))))
 			nd := make([]byte, grow)
 			copy(nd, m.data)
 			m.data = nd
-		} else {
-			clear(m.data[off : off+size])
 		}
+		// Bytes above every earlier allocation were never written and are
+		// still zero: clearing them would touch fresh pages a first time
+		// before the caller fills them.
+		clear(m.data[off:min(end, max(off, m.allocHigh))])
+		m.allocHigh = max(m.allocHigh, end)
 		return off, nil
 	}
 	return 0, &OutOfMemoryError{Mem: m, Requested: n}
@@ -186,6 +208,8 @@ func (m *Memory) Bytes(off, n int64) []byte {
 		copy(nd, m.data)
 		m.data = nd
 	}
+	// Whoever holds the slice may write it: it counts as handed out.
+	m.allocHigh = max(m.allocHigh, off+n)
 	return m.data[off : off+n]
 }
 

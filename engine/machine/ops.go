@@ -54,6 +54,48 @@ type MemOp struct {
 	// OnDone, when set, runs in the event loop right after the data effect
 	// (the op_log and IPCQ copy_to_dst credit return hook in here).
 	OnDone func(op *MemOp)
+	// Watcher, when set, is told right after OnDone: a hook for callers
+	// that already have a value to hang it on (no closure per operation).
+	Watcher OpWatcher
+}
+
+// OpWatcher is told when a memory operation completes.
+type OpWatcher interface {
+	OpDone(op *MemOp)
+}
+
+// newOp returns a cleared operation, reusing a recycled one; a fetch
+// keeps the recycled operation's buffer for its bytes, other kinds hand
+// it back to the pool.
+func (m *Machine) newOp(kind OpKind) *MemOp {
+	if n := len(m.freeOps); n > 0 {
+		op := m.freeOps[n-1]
+		m.freeOps = m.freeOps[:n-1]
+		if kind != OpFetch && cap(op.Data) > 0 {
+			m.PutBuffer(op.Data)
+			op.Data = nil
+		}
+		op.Kind = kind
+		return op
+	}
+	return &MemOp{Kind: kind}
+}
+
+// Recycle hands back a completed operation that nothing refers to any
+// more, for a later Fetch, Store or Copy to reuse. keepData says whether
+// its Data buffer may be reused too (false while a tile still holds a
+// fetch's bytes or a store's source). Operations still under way are left
+// alone.
+func (m *Machine) Recycle(op *MemOp, keepData bool) {
+	if op == nil || !op.Done || op.waiter != nil {
+		return
+	}
+	var data []byte
+	if keepData {
+		data = op.Data[:0]
+	}
+	*op = MemOp{Data: data}
+	m.freeOps = append(m.freeOps, op)
 }
 
 // Complete applies the data effect and wakes a waiter.
@@ -62,7 +104,11 @@ func (op *MemOp) Complete(*Transfer) {
 	// these move nothing and a fetched tile carries its length only.
 	switch op.Kind {
 	case OpFetch:
-		op.Data = append(op.Data[:0], op.Src.Bytes()...)
+		src := op.Src.Bytes()
+		if src != nil && cap(op.Data) < len(src) {
+			op.Data = op.m.Buffer(int64(len(src)))
+		}
+		op.Data = append(op.Data[:0], src...)
 	case OpStore:
 		copy(op.Dst.Bytes(), op.Data)
 	case OpCopy:
@@ -74,6 +120,9 @@ func (op *MemOp) Complete(*Transfer) {
 	}
 	if op.OnDone != nil {
 		op.OnDone(op)
+	}
+	if op.Watcher != nil {
+		op.Watcher.OpDone(op)
 	}
 	if w := op.waiter; w != nil {
 		op.waiter = nil
@@ -131,7 +180,8 @@ func (op *MemOp) Fire() { op.m.Submit(op.PE, &op.Xfer, op.direct) }
 // StoreAt is Store issued at time at (>= now) without blocking the caller:
 // a tile's math finishes at at, and the store follows it.
 func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
-	op := &MemOp{Kind: OpStore, PE: pe, Dst: dst, Data: data, startAt: at}
+	op := m.newOp(OpStore)
+	op.PE, op.Dst, op.Data, op.startAt = pe, dst, data, at
 	if dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, dst.N, true)
 	}
@@ -141,7 +191,8 @@ func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
 // Fetch loads src into pe. Own TCM is read directly; anything else goes
 // through the PE's DMA on vc_compute.
 func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
-	op := &MemOp{Kind: OpFetch, PE: pe, Src: src}
+	op := m.newOp(OpFetch)
+	op.PE, op.Src = pe, src
 	if src.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, src.N, true)
 	}
@@ -150,7 +201,8 @@ func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
 
 // Store writes data (len == dst.N) from pe into dst.
 func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
-	op := &MemOp{Kind: OpStore, PE: pe, Dst: dst, Data: data}
+	op := m.newOp(OpStore)
+	op.PE, op.Dst, op.Data = pe, dst, data
 	if dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, dst.N, true)
 	}
@@ -160,7 +212,8 @@ func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
 // Copy copies src to dst (same length) on pe's behalf: directly when both are
 // in pe's own TCM, otherwise by DMA on vc_compute.
 func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
-	op := &MemOp{Kind: OpCopy, PE: pe, Src: src, Dst: dst}
+	op := m.newOp(OpCopy)
+	op.PE, op.Src, op.Dst = pe, src, dst
 	if src.Mem == pe.TCM && dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmCopyPath, src.N, true)
 	}
@@ -179,17 +232,17 @@ func (op *MemOp) record(l *oplog.Log) {
 		TStart: op.Xfer.Issued, TEnd: op.m.Sim.Now()}
 	switch op.Kind {
 	case OpFetch:
-		r.Src, r.SrcSp, r.NBytes, r.TileOut = op.Src.Addr(), op.Src.Mem.Space.String(), op.Src.N, op.TileID
+		r.Src, r.SrcSp, r.NBytes, r.TileOut = op.Src.Addr(), op.Src.Mem.Space.Log(), op.Src.N, op.TileID
 	case OpStore:
-		r.Dst, r.DstSp, r.NBytes, r.TileA = op.Dst.Addr(), op.Dst.Mem.Space.String(), op.Dst.N, op.TileID
+		r.Dst, r.DstSp, r.NBytes, r.TileA = op.Dst.Addr(), op.Dst.Mem.Space.Log(), op.Dst.N, op.TileID
 	case OpCopy:
-		r.Src, r.SrcSp, r.Dst, r.DstSp, r.NBytes = op.Src.Addr(), op.Src.Mem.Space.String(), op.Dst.Addr(), op.Dst.Mem.Space.String(), op.Src.N
+		r.Src, r.SrcSp, r.Dst, r.DstSp, r.NBytes = op.Src.Addr(), op.Src.Mem.Space.Log(), op.Dst.Addr(), op.Dst.Mem.Space.Log(), op.Src.N
 	}
 	if op.Name != "" {
 		r.Name = op.Name
 	}
 	if op.Name == "recv" {
-		r.Kind, r.RecvMode, r.Dir, r.SenderSeq = oplog.KindIPCQ, "copy_to_dst", op.Dir, op.Seq
+		r.Kind, r.RecvMode, r.Dir, r.SenderSeq = oplog.KindIPCQ, oplog.CopyToDst, op.Dir, op.Seq
 	}
 	l.Add(r)
 }

@@ -10,27 +10,121 @@
 package oplog
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/sim"
 )
 
+// Kind is what a record describes.
+type Kind uint8
+
 // Kinds of records.
 const (
-	KindIPCQ   = "ipcq"
-	KindMemory = "memory"
-	KindMath   = "math"
-	KindL3L2   = "l3l2"
-	KindMarker = "marker"
+	KindIPCQ Kind = iota + 1
+	KindMemory
+	KindMath
+	KindL3L2
+	KindMarker
 )
 
+var kindNames = [...]string{KindIPCQ: "ipcq", KindMemory: "memory", KindMath: "math", KindL3L2: "l3l2", KindMarker: "marker"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Space is the memory kind of an address (the JSON names tcm, sram, hbm).
+type Space uint8
+
+// The memory kinds, numbered as engine/machine numbers them.
+const (
+	SpaceTCM Space = iota + 1
+	SpaceSRAM
+	SpaceHBM
+)
+
+var spaceNames = [...]string{SpaceTCM: "tcm", SpaceSRAM: "sram", SpaceHBM: "hbm"}
+
+func (s Space) String() string {
+	if int(s) < len(spaceNames) {
+		return spaceNames[s]
+	}
+	return fmt.Sprintf("space(%d)", uint8(s))
+}
+
+// RecvMode is how a receive handed its message to the kernel.
+type RecvMode uint8
+
+// The receive modes.
+const (
+	ReturnSlot RecvMode = iota + 1 // the kernel got a view of the rx slot
+	CopyToDst                      // the slot was copied into the kernel's dst
+)
+
+func (m RecvMode) String() string {
+	switch m {
+	case ReturnSlot:
+		return "return_slot"
+	case CopyToDst:
+		return "copy_to_dst"
+	}
+	return ""
+}
+
 // Record is one data operation. Addresses are physical; Src/Dst are 0 when
-// unused. Effects are applied at TEnd (ties by Seq).
+// unused. Effects are applied at TEnd (ties by Seq). Enumerations are
+// small integers (a large run keeps millions of records); the JSON form
+// spells them out.
 type Record struct {
+	Seq   uint64
+	Rank  int
+	Kind  Kind
+	SrcSp Space
+	DstSp Space
+	// RecvMode, DType and OutType: 0 when they do not apply.
+	RecvMode RecvMode
+	DType    dtype.DType
+	OutType  dtype.DType
+	Left     bool // the scalar is the left operand
+	Name     string
+	TStart   sim.Time
+	TEnd     sim.Time
+
+	Src    uint64
+	Dst    uint64
+	NBytes int64
+	Count  int64
+
+	Dir       string
+	SenderSeq uint64
+
+	// Tile dataflow: a fetch or math result (TileOut), math operands
+	// (TileA, TileB; 0 = scalar), a store's source tile (TileA).
+	TileOut int64
+	TileA   int64
+	TileB   int64
+	Op      string
+	Scalar  float64
+	ScalarI int64
+
+	// Data carries bytes the replay cannot derive (host writes, constants).
+	Data []byte
+
+	// Args of a marker (tl.trace).
+	Args map[string]string
+}
+
+// recordJSON is Record's JSON form (--oplog), one object per line.
+type recordJSON struct {
 	Seq    uint64   `json:"seq"`
 	Rank   int      `json:"rank"`
 	Kind   string   `json:"kind"`
@@ -50,8 +144,6 @@ type Record struct {
 	SenderSeq uint64 `json:"sender_seq,omitempty"`
 	RecvMode  string `json:"recv_mode,omitempty"`
 
-	// Tile dataflow: a fetch or math result (TileOut), math operands
-	// (TileA, TileB; 0 = scalar), a store's source tile (TileA).
 	TileOut int64   `json:"tile_out,omitempty"`
 	TileA   int64   `json:"tile_a,omitempty"`
 	TileB   int64   `json:"tile_b,omitempty"`
@@ -61,23 +153,51 @@ type Record struct {
 	Left    bool    `json:"scalar_left,omitempty"`
 	OutType string  `json:"out_dtype,omitempty"`
 
-	// Data carries bytes the replay cannot derive (host writes, constants).
-	Data []byte `json:"data,omitempty"`
-
-	// Args of a marker (tl.trace).
+	Data []byte            `json:"data,omitempty"`
 	Args map[string]string `json:"args,omitempty"`
 }
 
-// Log collects records in phase 1.
+// MarshalJSON writes the record with its enumerations spelled out.
+func (r *Record) MarshalJSON() ([]byte, error) {
+	j := recordJSON{Seq: r.Seq, Rank: r.Rank, Kind: r.Kind.String(), Name: r.Name, TStart: r.TStart, TEnd: r.TEnd,
+		Src: r.Src, Dst: r.Dst, NBytes: r.NBytes, Count: r.Count, Dir: r.Dir, SenderSeq: r.SenderSeq, RecvMode: r.RecvMode.String(),
+		TileOut: r.TileOut, TileA: r.TileA, TileB: r.TileB, Op: r.Op, Scalar: r.Scalar, ScalarI: r.ScalarI, Left: r.Left,
+		Data: r.Data, Args: r.Args}
+	if r.SrcSp != 0 {
+		j.SrcSp = r.SrcSp.String()
+	}
+	if r.DstSp != 0 {
+		j.DstSp = r.DstSp.String()
+	}
+	if r.DType.Valid() {
+		j.DType = r.DType.String()
+	}
+	if r.OutType.Valid() {
+		j.OutType = r.OutType.String()
+	}
+	return json.Marshal(j)
+}
+
+// Log collects records in phase 1. Records live in slabs of recordSlab
+// (one allocation per slab, not per record).
 type Log struct {
 	Records []*Record
 	tiles   int64
+	slab    []Record
 }
 
-// Add appends r, assigning its sequence number.
+const recordSlab = 1024
+
+// Add appends a copy of r, assigning its sequence number.
 func (l *Log) Add(r *Record) {
-	r.Seq = uint64(len(l.Records))
-	l.Records = append(l.Records, r)
+	if len(l.slab) == cap(l.slab) {
+		l.slab = make([]Record, 0, recordSlab)
+	}
+	l.slab = append(l.slab, *r)
+	kept := &l.slab[len(l.slab)-1]
+	kept.Seq = uint64(len(l.Records))
+	r.Seq = kept.Seq
+	l.Records = append(l.Records, kept)
 }
 
 // NewTile returns a fresh tile id.
@@ -141,70 +261,134 @@ func (im Image) Clone() Image {
 // DataExecutor. It fails on records it cannot apply (unknown tile, bad
 // address), which is itself a verification failure.
 func Replay(im *Image, records []*Record) error {
+	// Records are appended as effects happen, except math (logged when
+	// issued, effective when its result is ready): usually nearly sorted.
 	order := append([]*Record(nil), records...)
-	sort.SliceStable(order, func(i, j int) bool {
-		if order[i].TEnd != order[j].TEnd {
-			return order[i].TEnd < order[j].TEnd
-		}
-		return order[i].Seq < order[j].Seq
-	})
-	// A tile's bytes are dropped after the last record that reads it, so
-	// the replay holds only the tiles still to be consumed, not every tile
-	// of the run.
-	lastUse := map[int64]int{}
+	if !slices.IsSortedFunc(order, effectOrder) {
+		slices.SortStableFunc(order, effectOrder)
+	}
+	// Tile ids are dense (Log.NewTile), so tiles live in slices by id. A
+	// tile's bytes are released after the last record that reads it and
+	// reused for a later tile, so the replay holds only the tiles still to
+	// be consumed, not every tile of the run.
+	var maxID int64
+	for _, r := range order {
+		maxID = max(maxID, r.TileOut, r.TileA, r.TileB)
+	}
+	rp := &replayer{im: im, tiles: make([]replayTile, maxID+1), lastUse: make([]int32, maxID+1), free: map[int64][][]byte{}}
 	for i, r := range order {
 		switch {
 		case r.Kind == KindMath:
-			lastUse[r.TileA], lastUse[r.TileB] = i, i
+			rp.lastUse[max(r.TileA, 0)], rp.lastUse[max(r.TileB, 0)] = int32(i), int32(i)
 		case r.Name == "store":
-			lastUse[r.TileA] = i
-		}
-	}
-	delete(lastUse, 0)
-	tiles := map[int64][]byte{}
-	tileType := map[int64]dtype.DType{}
-	release := func(id int64, i int) {
-		if last, used := lastUse[id]; id != 0 && (!used || last <= i) {
-			delete(tiles, id)
-			delete(tileType, id)
+			rp.lastUse[max(r.TileA, 0)] = int32(i)
 		}
 	}
 	for i, r := range order {
-		if err := apply(im, tiles, tileType, r); err != nil {
+		if err := rp.apply(r); err != nil {
 			return fmt.Errorf("replay of record %d (%s %s, rank %d): %w", r.Seq, r.Kind, r.Name, r.Rank, err)
 		}
 		if r.Kind == KindMath || r.Name == "store" {
-			release(r.TileA, i)
-			release(r.TileB, i)
+			rp.release(r.TileA, i)
+			rp.release(r.TileB, i)
 		}
 		if r.Kind == KindMath || r.Name == "fetch" {
-			release(r.TileOut, i)
+			rp.release(r.TileOut, i)
 		}
 	}
 	return nil
 }
 
-func apply(im *Image, tiles map[int64][]byte, types map[int64]dtype.DType, r *Record) error {
+// effectOrder orders records by when their effect happened (TEnd, then Seq).
+func effectOrder(a, b *Record) int {
+	if a.TEnd != b.TEnd {
+		return cmp.Compare(a.TEnd, b.TEnd)
+	}
+	return cmp.Compare(a.Seq, b.Seq)
+}
+
+// replayer is the DataExecutor's state: the image and the live tiles.
+type replayer struct {
+	im      *Image
+	tiles   []replayTile
+	lastUse []int32 // index in effect order of the last record reading a tile
+	// free holds released tile buffers by length, for later tiles.
+	free map[int64][][]byte
+}
+
+type replayTile struct {
+	data []byte
+	dt   dtype.DType
+	live bool
+}
+
+// tile returns a live tile's bytes.
+func (rp *replayer) tile(id int64) ([]byte, error) {
+	if id <= 0 || id >= int64(len(rp.tiles)) || !rp.tiles[id].live {
+		return nil, fmt.Errorf("unknown tile %d", id)
+	}
+	return rp.tiles[id].data, nil
+}
+
+// buffer returns n bytes for a new tile (contents undefined).
+func (rp *replayer) buffer(n int64) []byte {
+	if l := rp.free[n]; len(l) > 0 {
+		b := l[len(l)-1]
+		rp.free[n] = l[:len(l)-1]
+		return b
+	}
+	return make([]byte, n)
+}
+
+func (rp *replayer) put(id int64, data []byte, dt dtype.DType) error {
+	if id <= 0 || id >= int64(len(rp.tiles)) {
+		return fmt.Errorf("tile id %d out of range", id)
+	}
+	if old := rp.tiles[id]; old.live {
+		rp.free[int64(len(old.data))] = append(rp.free[int64(len(old.data))], old.data)
+	}
+	rp.tiles[id] = replayTile{data: data, dt: dt, live: true}
+	return nil
+}
+
+// release drops tile id after record i if no later record reads it.
+func (rp *replayer) release(id int64, i int) {
+	if id <= 0 || id >= int64(len(rp.tiles)) || !rp.tiles[id].live {
+		return
+	}
+	if last := rp.lastUse[id]; last <= int32(i) {
+		t := rp.tiles[id]
+		rp.free[int64(len(t.data))] = append(rp.free[int64(len(t.data))], t.data)
+		rp.tiles[id] = replayTile{}
+	}
+}
+
+func (rp *replayer) apply(r *Record) error {
+	im := rp.im
 	switch {
 	case r.Kind == KindMarker:
 		return nil
 	case r.Kind == KindMath:
-		dt, err := dtype.Parse(r.DType)
-		if err != nil {
-			return err
+		dt := r.DType
+		if !dt.Valid() {
+			return fmt.Errorf("math record without a valid dtype (%d)", dt)
 		}
-		out := make([]byte, r.NBytes)
+		if r.NBytes < 0 {
+			return fmt.Errorf("negative size %d", r.NBytes)
+		}
+		out := rp.buffer(r.NBytes)
 		switch r.Op {
 		case "const":
+			clear(out)
 			copy(out, r.Data)
 		case "convert":
-			a, ok := tiles[r.TileA]
-			if !ok {
-				return fmt.Errorf("unknown tile %d", r.TileA)
-			}
-			odt, err := dtype.Parse(r.OutType)
+			a, err := rp.tile(r.TileA)
 			if err != nil {
 				return err
+			}
+			odt := r.OutType
+			if !odt.Valid() {
+				return fmt.Errorf("convert record without a valid out dtype (%d)", odt)
 			}
 			dtype.Convert(out, odt, a, dt)
 			dt = odt
@@ -213,34 +397,33 @@ func apply(im *Image, tiles map[int64][]byte, types map[int64]dtype.DType, r *Re
 			if err != nil {
 				return err
 			}
-			a, ok := tiles[r.TileA]
-			if !ok {
-				return fmt.Errorf("unknown tile %d", r.TileA)
+			a, err := rp.tile(r.TileA)
+			if err != nil {
+				return err
 			}
 			if r.TileB == 0 {
 				dtype.BinaryScalar(op, dt, out, a, r.Scalar, r.ScalarI, r.Left)
 			} else {
-				b, ok := tiles[r.TileB]
-				if !ok {
-					return fmt.Errorf("unknown tile %d", r.TileB)
+				b, err := rp.tile(r.TileB)
+				if err != nil {
+					return err
 				}
 				dtype.Binary(op, dt, out, a, b)
 			}
 		}
-		tiles[r.TileOut] = out
-		types[r.TileOut] = dt
-		return nil
+		return rp.put(r.TileOut, out, dt)
 	case r.Name == "fetch":
 		src, err := im.locate(r.Src, r.NBytes)
 		if err != nil {
 			return err
 		}
-		tiles[r.TileOut] = append([]byte(nil), src...)
-		return nil
+		out := rp.buffer(r.NBytes)
+		copy(out, src)
+		return rp.put(r.TileOut, out, 0)
 	case r.Name == "store":
-		t, ok := tiles[r.TileA]
-		if !ok {
-			return fmt.Errorf("unknown tile %d", r.TileA)
+		t, err := rp.tile(r.TileA)
+		if err != nil {
+			return err
 		}
 		dst, err := im.locate(r.Dst, r.NBytes)
 		if err != nil {
@@ -302,6 +485,11 @@ func Compare(phase2, phase1 Image, records []*Record) *Mismatch {
 		if id < len(phase1) {
 			b = phase1[id]
 		}
+		// Equal memories (nearly always) are compared at memory speed;
+		// the byte loop only locates a difference (missing bytes are 0).
+		if n := min(len(a), len(b)); bytes.Equal(a[:n], b[:n]) && allZero(a[n:]) && allZero(b[n:]) {
+			continue
+		}
 		for i := 0; i < max(len(a), len(b)); i++ {
 			var x, y byte
 			if i < len(a) {
@@ -318,6 +506,20 @@ func Compare(phase2, phase1 Image, records []*Record) *Mismatch {
 	}
 	return nil
 }
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), len(zeroPage))
+		if !bytes.Equal(b[:n], zeroPage[:n]) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+var zeroPage [4096]byte
 
 // lastWriter is the record with the latest effect that wrote addr.
 func lastWriter(records []*Record, addr uint64) *Record {

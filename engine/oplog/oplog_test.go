@@ -22,12 +22,12 @@ func scenario() (Image, []*Record) {
 	recs := []*Record{
 		{Kind: KindMemory, Name: "fetch", Src: addr(0, 0), NBytes: 4, TileOut: 1, TEnd: 10},
 		{Kind: KindMemory, Name: "fetch", Src: addr(0, 4), NBytes: 4, TileOut: 2, TEnd: 11},
-		{Kind: KindMath, Name: "math", Op: "add", DType: "i32", NBytes: 4, TileA: 1, TileB: 2, TileOut: 3, TEnd: 15},
+		{Kind: KindMath, Name: "math", Op: "add", DType: dtype.I32, NBytes: 4, TileA: 1, TileB: 2, TileOut: 3, TEnd: 15},
 		{Kind: KindMemory, Name: "store", Dst: addr(0, 8), NBytes: 4, TileA: 3, TEnd: 20},
 		{Kind: KindMemory, Name: "copy", Src: addr(0, 8), Dst: addr(0, 12), NBytes: 4, TEnd: 30},
 		{Kind: KindIPCQ, Name: "send", Src: addr(0, 12), Dst: addr(1, 4), NBytes: 4, TEnd: 40},
 		{Kind: KindMemory, Name: "host_write", Dst: addr(1, 0), NBytes: 2, Data: []byte{9, 9}, TEnd: 41},
-		{Kind: KindIPCQ, Name: "recv", RecvMode: "return_slot", Src: addr(1, 4), NBytes: 4, TEnd: 45},
+		{Kind: KindIPCQ, Name: "recv", RecvMode: ReturnSlot, Src: addr(1, 4), NBytes: 4, TEnd: 45},
 	}
 	for i, r := range recs {
 		r.Seq = uint64(i)
@@ -62,8 +62,12 @@ func TestPhase2CatchesEffectAppliedOutOfOrder(t *testing.T) {
 	// Phase 1 as it (wrongly) happened: copy and send before the store.
 	phase1 := initial.Clone()
 	wrongOrder := []*Record{recs[0], recs[1], recs[2], recs[4], recs[5], recs[3], recs[6], recs[7]}
+	rp := &replayer{im: &phase1, tiles: make([]replayTile, 4), free: map[int64][][]byte{}}
+	for id := int64(1); id <= 3; id++ {
+		rp.tiles[id] = replayTile{data: []byte{byte(id), 0, 0, 0}, live: true}
+	}
 	for _, r := range wrongOrder {
-		if err := apply(&phase1, map[int64][]byte{1: {1, 0, 0, 0}, 2: {2, 0, 0, 0}, 3: {3, 0, 0, 0}}, map[int64]dtype.DType{}, r); err != nil {
+		if err := rp.apply(r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,5 +131,23 @@ func TestCheckCausality(t *testing.T) {
 	}
 	if msg := CheckCausality([]*Record{send, orphan}); !strings.Contains(msg, "no matching send") {
 		t.Errorf("recv without send: got %q", msg)
+	}
+}
+
+// The JSON form of a record (--oplog) spells the enumerations out, leaves
+// out what does not apply, and is one line per record.
+func TestRecordJSON(t *testing.T) {
+	var l Log
+	l.Add(&Record{Rank: 2, Kind: KindMath, Name: "math", Op: "convert", DType: dtype.F32, OutType: dtype.BF16, NBytes: 8, TileA: 4, TileOut: 5, TEnd: 7})
+	l.Add(&Record{Rank: 1, Kind: KindIPCQ, Name: "recv", RecvMode: CopyToDst, Src: 1 << AddrShift, SrcSp: SpaceTCM, Dst: 2 << AddrShift, DstSp: SpaceHBM, NBytes: 4, Dir: "E", SenderSeq: 3})
+	var b strings.Builder
+	if err := l.WriteJSONLines(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"seq":0,"rank":2,"kind":"math","name":"math","t_start_ps":0,"t_end_ps":7,"nbytes":8,"dtype":"f32","tile_out":5,"tile_a":4,"op":"convert","out_dtype":"bf16"}
+{"seq":1,"rank":1,"kind":"ipcq","name":"recv","t_start_ps":0,"t_end_ps":0,"src":1099511627776,"dst":2199023255552,"src_space":"tcm","dst_space":"hbm","nbytes":4,"dir":"E","sender_seq":3,"recv_mode":"copy_to_dst"}
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("JSON lines (-want +got):\n%s", diff)
 	}
 }

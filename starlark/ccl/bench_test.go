@@ -75,3 +75,24 @@ func BenchmarkRingTimingOnly(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRingVerified64 is the verified job of the performance targets:
+// ring_allreduce at 64 ranks × 2 MiB (4 KiB messages), data moved, the
+// reference check and the phase-2 replay included.
+func BenchmarkRingVerified64(b *testing.B) {
+	var sends int64
+	for b.Loop() {
+		rep, err := Run("ring_allreduce", Options{
+			Embedded: kernbench.Files, WorldSize: 64, Sets: []string{"system.sips=2"},
+			Counts: []int64{1 << 19}, Verify: true,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := rep.Results[0]; r.Wrong != 0 || r.Phase2Match == nil || !*r.Phase2Match {
+			b.Fatalf("wrong %d, phase2 %v", r.Wrong, r.Phase2Match)
+		}
+		sends += rep.Results[0].Ops.Send
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(sends), "µs/msg")
+}

@@ -53,6 +53,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 	if err != nil {
 		return nil, err
 	}
+	defer w.close()
 	stats := make([]tl.Stats, p.world)
 	var wrong int64
 	var first *WrongElem

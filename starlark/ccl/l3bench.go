@@ -105,6 +105,7 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	if err != nil {
 		return nil, err
 	}
+	defer w.close()
 	bp := machine.Sleep
 	if set.Backpressure == "poll" {
 		bp = machine.Poll

@@ -714,14 +714,24 @@ func toStarlark(v any) (starlark.Value, error) {
 
 // world is one simulation's machine and (once installed) its process group.
 type world struct {
-	s        *sim.Sim
-	m        *machine.Machine
-	sys      config.System // the machine description (neighbors(location=, machine=))
-	g        *machine.Group
-	initial  oplog.Image // memory before the kernels ran (phase 2's start)
-	trace    *trace.Recorder
-	traceOut io.Writer
-	dump     io.Writer
+	s       *sim.Sim
+	m       *machine.Machine
+	sys     config.System // the machine description (neighbors(location=, machine=))
+	g       *machine.Group
+	initial oplog.Image // memory before the kernels ran (phase 2's start)
+	// releaseHeap gives up the GC headroom taken for the image (snapshot).
+	releaseHeap func()
+	trace       *trace.Recorder
+	traceOut    io.Writer
+	dump        io.Writer
+}
+
+// close ends the world's hold on the collector's settings.
+func (w *world) close() {
+	if w.releaseHeap != nil {
+		w.releaseHeap()
+		w.releaseHeap = nil
+	}
 }
 
 // newWorld builds a fresh simulation and machine and places the ranks.
@@ -755,6 +765,12 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 func (w *world) snapshot() {
 	if w.m.Log != nil {
 		w.initial = w.m.Image()
+		var n int64
+		for _, b := range w.initial {
+			n += int64(len(b))
+		}
+		// The image and the memory it copies live until phase 2 is done.
+		w.releaseHeap = holdLargeHeap(2 * n)
 	}
 }
 
@@ -930,6 +946,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if err != nil {
 		return nil, err
 	}
+	defer w.close()
 	if err := w.install(p, tgt, loader, hook); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 type handle struct {
 	kind  string // fetch, store, copy, recv
 	op    *machine.MemOp
-	src   *Ptr // fetch source (for the tile's dtype/count)
+	src   Ptr // fetch or copy source (the tile's dtype/count, its rx slot)
 	dir   starlark.Value
 	dst   *Ptr
 	at    any // where a recv_async was issued
@@ -24,15 +24,45 @@ type handle struct {
 	value starlark.Value
 	// stale is the StaleSlot error found when a read of a slot completed.
 	stale error
+	k     *Kernel
 }
 
 // watchSlot checks, when the read completes, that a slot source still held
 // the message it was received as (the bytes are read at completion).
 func (k *Kernel) watchSlot(h *handle) {
-	if h.src == nil || h.src.Slot == nil {
+	if h.src.Slot.Q == nil {
 		return
 	}
-	h.op.OnDone = func(*machine.MemOp) { h.stale = k.checkSlot(h.src, h.kind+" src") }
+	h.k = k
+	h.op.Watcher = h
+}
+
+// OpDone is the slot check of watchSlot.
+func (h *handle) OpDone(*machine.MemOp) {
+	if h.src.slotStale() {
+		h.stale = h.k.checkSlot(&h.src, h.kind+" src")
+	}
+}
+
+// newHandle returns a cleared handle, reusing one the fused primitives
+// recycled.
+func (k *Kernel) newHandle() *handle {
+	if n := len(k.freeHandles); n > 0 {
+		h := k.freeHandles[n-1]
+		k.freeHandles = k.freeHandles[:n-1]
+		return h
+	}
+	return &handle{}
+}
+
+// recycle hands a private handle whose operation has completed (a fused
+// primitive's load) and the operation back for reuse; keepData: no tile
+// holds the loaded bytes any more, so the next load may overwrite them.
+// Handles given to Starlark are never recycled.
+func (k *Kernel) recycle(h *handle, keepData bool) {
+	k.M.Recycle(h.op, keepData)
+	*h = handle{}
+	k.freeHandles = append(k.freeHandles, h)
 }
 
 func (h *handle) String() string        { return fmt.Sprintf("<%s handle>", h.kind) }
@@ -230,7 +260,7 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				h, err := k.fetchAsync(p)
+				h, err := k.fetchAsync(*p)
 				if err != nil {
 					return nil, err
 				}
@@ -242,7 +272,7 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				return k.fetchAsync(p)
+				return k.fetchAsync(*p)
 			}},
 		{"store", "store(ptr, tile)", "Store tile into ptr (same dtype and count). Waits for the tile's math to finish, then writes (own TCM directly, otherwise DMA vc_compute) and returns when the data is in memory.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -663,7 +693,7 @@ func (k *Kernel) joinSends(q *machine.QueuePair) error {
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
 // was received (the ring wrapped).
 func (k *Kernel) checkSlot(p *Ptr, use string) error {
-	if p.Slot == nil || p.Slot.Q.SlotGen[p.Slot.Idx] == p.Slot.Gen {
+	if !p.slotStale() {
 		return nil
 	}
 	q := p.Slot.Q
@@ -720,7 +750,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Va
 		k.Stats.Recv++
 		p := NewPtr(r.Slot, dt, meta.Count, k.Rank)
 		p.Dir = q.Dir
-		p.Slot = &SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
+		p.Slot = SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
 		return p, nil
 	}
 	return k.recvInto(fn, q, dst, at)
@@ -799,7 +829,7 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 	return out, nil
 }
 
-func (k *Kernel) fetchAsync(p *Ptr) (*handle, error) {
+func (k *Kernel) fetchAsync(p Ptr) (*handle, error) {
 	if err := k.settle(p.Reg); err != nil {
 		return nil, err
 	}
@@ -808,9 +838,22 @@ func (k *Kernel) fetchAsync(p *Ptr) (*handle, error) {
 	if l := k.M.Log; l != nil {
 		op.TileID = l.NewTile()
 	}
-	h := &handle{kind: "fetch", op: op, src: p}
+	h := k.newHandle()
+	h.kind, h.op, h.src = "fetch", op, p
 	k.watchSlot(h)
 	return h, nil
+}
+
+// loaded waits for a load and returns its tile; the handle must be one
+// nobody else holds, for the caller recycles it once the tile is used.
+func (k *Kernel) loaded(h *handle) (Tile, error) {
+	if err := h.op.Wait(k.Proc); err != nil {
+		return Tile{}, err
+	}
+	if h.stale != nil {
+		return Tile{}, h.stale
+	}
+	return Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, ID: h.op.TileID, k: k}, nil
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -879,6 +922,15 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 }
 
 func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
+	op, err := k.storeOp(fn, p, t)
+	if err != nil {
+		return nil, err
+	}
+	return &handle{kind: "store", op: op}, nil
+}
+
+// storeOp issues the store of t into p once t's math is done.
+func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
 	if err := k.checkWrite(fn, p.Reg); err != nil {
 		return nil, err
 	}
@@ -897,7 +949,7 @@ func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
 	k.Stats.Store++
 	op := k.M.StoreAt(k.PE, p.Reg, t.Data, t.Ready)
 	op.TileID = t.ID
-	return &handle{kind: "store", op: op}, nil
+	return op, nil
 }
 
 func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -932,7 +984,7 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 		return nil, err
 	}
 	k.dropPrefetched(dst.Reg)
-	h := &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: src}
+	h := &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: *src}
 	k.watchSlot(h)
 	return h, nil
 }
@@ -991,7 +1043,7 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 		case *Tile:
 			return func() (*Tile, error) { return x, nil }, nil
 		case *Ptr:
-			h, err := k.fetchAsync(x)
+			h, err := k.fetchAsync(*x)
 			if err != nil {
 				return nil, err
 			}

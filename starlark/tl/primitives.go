@@ -184,10 +184,8 @@ func (k *Kernel) runFused(c *fusedCall) error {
 		return errorf("IpcqMessageTooLarge", "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
 	}
 	pieces := max(1, (ref.Count+per-1)/per)
-	piece := func(p *Ptr, i int64) *Ptr {
-		v, _ := p.view(i*per, min(per, p.Count-i*per), "")
-		return v
-	}
+	// Pieces are views by value: a piece allocates nothing in Go.
+	piece := func(p *Ptr, i int64) Ptr { return p.sub(i*per, min(per, p.Count-i*per)) }
 	if c.dst != nil {
 		if err := k.checkWriteAt(c.name, c.dst.Reg, false); err != nil {
 			return err
@@ -205,9 +203,13 @@ func (k *Kernel) runFused(c *fusedCall) error {
 	var prefetch []*handle
 	var issued int64
 	if c.local != nil {
-		prefetch = make([]*handle, window)
+		if int64(cap(k.window)) < window {
+			k.window = make([]*handle, window)
+		}
+		prefetch = k.window[:window]
+		defer clear(prefetch)
 	}
-	var stores []*handle
+	stores := k.stores[:0]
 
 	// Piece i+1 is taken and its load issued before piece i's load is
 	// waited for, when it has already arrived: the loads of consecutive
@@ -247,39 +249,55 @@ func (k *Kernel) runFused(c *fusedCall) error {
 				return err
 			}
 		}
-		v, err := k.wait(c.name, cur)
+		data, err := k.loaded(cur)
 		if err != nil {
 			return err
 		}
-		data := v.(*Tile)
 		if c.local != nil {
-			lv, err := k.wait(c.name, prefetch[i%window])
+			lh := prefetch[i%window]
+			prefetch[i%window] = nil
+			lv, err := k.loaded(lh)
 			if err != nil {
 				return err
 			}
-			if data, err = tileBinary(k.RedOp.Pairwise(), data, lv.(*Tile), c.name); err != nil {
+			in := data
+			if data, err = combine(k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
 				return err
 			}
+			// Both loads are consumed: their operations and bytes are
+			// reused by later loads.
+			k.recycle(cur, true)
+			k.recycle(lh, true)
 			if c.final && k.RedOp == dtype.Avg {
-				data = data.scalar(dtype.Div, float64(k.World), int64(k.World), false)
+				in := data
+				data = in.scalarValue(dtype.Div, float64(k.World), int64(k.World), false, in.Data)
 			}
+		} else {
+			// The loaded bytes are what gets stored: the tile keeps them.
+			k.recycle(cur, false)
 		}
+		// The piece's bytes go back to the machine's pool once its stores
+		// have copied them (none under timing-only).
+		owner := k.newTileBuf(data.Data)
 		if c.dst != nil {
-			h, err := k.storeTile(c.name, piece(c.dst, i), data)
+			dp := piece(c.dst, i)
+			op, err := k.storeOp(c.name, &dp, &data)
 			if err != nil {
 				return err
 			}
-			stores = append(stores, h)
+			owner.watch(op)
+			stores = append(stores, op)
 		}
 		if c.out != nil {
 			sp, err := k.stagingSlot(c.name, dt, data.Count)
 			if err != nil {
 				return err
 			}
-			h, err := k.storeTile(c.name, sp, data)
+			op, err := k.storeOp(c.name, &sp, &data)
 			if err != nil {
 				return err
 			}
+			owner.watch(op)
 			// Piece i-1 goes out now, piece i once piece i+1 has been
 			// combined (or before the kernel next blocks or does
 			// anything but another primitive).
@@ -292,15 +310,58 @@ func (k *Kernel) runFused(c *fusedCall) error {
 			if err != nil {
 				return err
 			}
-			k.deferred = &deferredSend{q: c.out, p: sp, store: h, origin: c.origin, fn: c.name, release: release}
+			k.deferredBuf = deferredSend{q: c.out, p: sp, store: op, origin: c.origin, fn: c.name, release: release}
+			k.deferred = &k.deferredBuf
 		}
 	}
 	// The stores into dst finish on their own: the next call starts at
 	// once, and whatever touches dst later waits for them (settle).
-	for _, h := range stores {
-		k.pendingWrites = append(k.pendingWrites, h.op)
-	}
+	k.pendingWrites = append(k.pendingWrites, stores...)
+	clear(stores)
+	k.stores = stores[:0]
 	return nil
+}
+
+// tileBuf owns the bytes of a fused primitive's piece while its stores
+// copy them: the last store to complete hands them back to the machine.
+type tileBuf struct {
+	k       *Kernel
+	data    []byte
+	pending int
+}
+
+// newTileBuf takes ownership of data (nil under timing-only: no owner).
+func (k *Kernel) newTileBuf(data []byte) *tileBuf {
+	if data == nil {
+		return nil
+	}
+	var b *tileBuf
+	if n := len(k.freeTileBufs); n > 0 {
+		b = k.freeTileBufs[n-1]
+		k.freeTileBufs = k.freeTileBufs[:n-1]
+	} else {
+		b = &tileBuf{k: k}
+	}
+	b.data, b.pending = data, 0
+	return b
+}
+
+// watch makes the store op one more reader of the bytes.
+func (b *tileBuf) watch(op *machine.MemOp) {
+	if b == nil {
+		return
+	}
+	b.pending++
+	op.Watcher = b
+}
+
+// OpDone runs when one of the stores has copied the bytes.
+func (b *tileBuf) OpDone(*machine.MemOp) {
+	if b.pending--; b.pending == 0 {
+		b.k.M.PutBuffer(b.data)
+		b.data = nil
+		b.k.freeTileBufs = append(b.k.freeTileBufs, b)
+	}
 }
 
 // deferredSend is a forwarded piece whose send waits for the next piece
@@ -309,8 +370,8 @@ func (k *Kernel) runFused(c *fusedCall) error {
 // across consecutive primitive calls.
 type deferredSend struct {
 	q      *machine.QueuePair
-	p      *Ptr    // its staging slot
-	store  *handle // the store filling the staging slot
+	p      Ptr            // its staging slot
+	store  *machine.MemOp // the store filling the staging slot
 	origin any
 	fn     string
 	// release gives up the send side once the piece has been sent.
@@ -319,15 +380,18 @@ type deferredSend struct {
 
 // sendDeferred sends the deferred piece, if any.
 func (k *Kernel) sendDeferred() error {
-	d := k.deferred
-	if d == nil {
+	if k.deferred == nil {
 		return nil
 	}
+	d := *k.deferred
 	k.deferred = nil
 	defer d.release()
-	if _, err := k.wait(d.fn, d.store); err != nil {
+	if err := d.store.Wait(k.Proc); err != nil {
 		return err
 	}
+	// The staging slot holds the bytes now; the tile that was stored may
+	// still be stored elsewhere, so its bytes are not reused.
+	k.M.Recycle(d.store, false)
 	return k.sendMessage(k.Proc, d.q, d.p.Reg, d.p.DT, d.p.Count, d.origin)
 }
 
@@ -387,7 +451,7 @@ func (k *Kernel) prefetch(p *Ptr, piece int64) error {
 		return nil
 	}
 	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
-		v, _ := p.view(i*per, min(per, p.Count-i*per), "")
+		v := p.sub(i*per, min(per, p.Count-i*per))
 		if k.takePrefetched(v.Reg) != nil {
 			continue
 		}
@@ -406,7 +470,7 @@ func (k *Kernel) prefetch(p *Ptr, piece int64) error {
 // direct and done long before the sender can reuse the slot its credit
 // frees); a slot in HBM or SRAM is first copied into a TCM inbox (the
 // credit returns after the copy), as a recv(dst=) into a landing buffer.
-func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
+func (k *Kernel) startPiece(c *fusedCall, want Ptr) (*handle, error) {
 	g, q := k.G, c.in
 	if err := g.WaitRecv(k.Proc, q); err != nil {
 		return nil, err
@@ -425,20 +489,22 @@ func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
-	var src *Ptr
+	var src Ptr
 	if q.Rx.Mem == k.PE.TCM {
 		r := g.Take(q, true)
 		k.Stats.Recv++
-		src = NewPtr(r.Slot, want.DT, meta.Count, k.Rank)
-		src.Slot = &SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
+		src = Ptr{Reg: r.Slot, DT: want.DT, Count: meta.Count, Rank: k.Rank, Slot: SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}}
+		src.Reg.N = meta.Count * int64(want.DT.Size())
 	} else {
 		inbox, err := k.inboxFor(c.name, want.DT, meta.Count)
 		if err != nil {
 			return nil, err
 		}
-		if src, err = k.recvInto(c.name, q, inbox, c.origin); err != nil {
+		got, err := k.recvInto(c.name, q, inbox, c.origin)
+		if err != nil {
 			return nil, err
 		}
+		src = *got
 	}
 	return k.fetchAsync(src)
 }
@@ -475,13 +541,13 @@ func (k *Kernel) inboxFor(fn string, dt dtype.DType, count int64) (*Ptr, error) 
 // a slot comes round again only after n_slots + 1 later sends, and a send
 // passes backpressure only when the message n_slots before it has been
 // received, so in a ring the wait is almost never taken.
-func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (*Ptr, error) {
+func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (Ptr, error) {
 	s := &k.scratch
 	if s.staging == nil {
 		n := k.G.Cfg.NSlots + 2
 		reg, err := k.allocScratch(fn, int64(n)*k.G.Cfg.SlotSize)
 		if err != nil {
-			return nil, err
+			return Ptr{}, err
 		}
 		for i := 0; i < n; i++ {
 			s.staging = append(s.staging, reg.Sub(int64(i)*k.G.Cfg.SlotSize, k.G.Cfg.SlotSize))
@@ -489,9 +555,10 @@ func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (*Ptr, erro
 	}
 	reg := s.staging[s.next]
 	s.next = (s.next + 1) % len(s.staging)
-	p := NewPtr(reg, dt, count, k.Rank)
+	reg.N = count * int64(dt.Size())
+	p := Ptr{Reg: reg, DT: dt, Count: count, Rank: k.Rank}
 	if err := k.G.WaitUnread(k.Proc, p.Reg); err != nil {
-		return nil, err
+		return Ptr{}, err
 	}
 	return p, nil
 }
@@ -511,11 +578,18 @@ func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 
 // scalar is t op s, costed and logged like a tile-by-scalar expression.
 func (t *Tile) scalar(op dtype.Op, f float64, i int64, right bool) *Tile {
-	out := t.like()
+	out := t.scalarValue(op, f, i, right, nil)
+	return &out
+}
+
+// scalarValue is scalar into a tile backed by buf when it is large enough
+// (buf may be t's own bytes: the operation is elementwise).
+func (t *Tile) scalarValue(op dtype.Op, f float64, i int64, right bool, buf []byte) Tile {
+	out := t.likeValue(buf)
 	if out.Data != nil {
 		dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, right)
 	}
 	out.Ready = t.k.mathReady(t.Ready, out.nbytes())
-	t.k.logMath(out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, right })
+	t.k.logMath(&out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, right })
 	return out
 }

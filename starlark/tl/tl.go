@@ -61,6 +61,14 @@ type Kernel struct {
 	issuingSends []*sendHandle
 	// prefetched are tl.prefetch loads waiting for their primitive.
 	prefetched []prefetchedLoad
+	// Reused by the fused primitives so that a piece allocates nothing:
+	// the deferred send's storage, handles of completed private loads,
+	// the window of local-operand loads and the dst stores of a call.
+	deferredBuf  deferredSend
+	freeHandles  []*handle
+	freeTileBufs []*tileBuf
+	window       []*handle
+	stores       []*machine.MemOp
 
 	// NewThread makes the Starlark thread of a tl.spawn thread (the
 	// runner's loader thread: print, load, step limit); nil: a plain one.
@@ -267,6 +275,10 @@ func (k *Kernel) drainWrites() error {
 			return err
 		}
 	}
+	for _, op := range k.pendingWrites {
+		k.M.Recycle(op, false)
+	}
+	clear(k.pendingWrites)
 	k.pendingWrites = k.pendingWrites[:0]
 	return nil
 }
@@ -278,6 +290,9 @@ func (k *Kernel) settle(reg machine.Region) error {
 	for _, op := range k.pendingWrites {
 		if !op.Done {
 			live = append(live, op)
+		} else {
+			// Only this list knew the store (its tile's bytes may live on).
+			k.M.Recycle(op, false)
 		}
 	}
 	clear(k.pendingWrites[len(live):])
@@ -331,7 +346,7 @@ func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	}
 	out.ID = l.NewTile()
 	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
-		Op: op, TileOut: out.ID, DType: out.DT.String(), Count: out.Count, NBytes: out.nbytes()}
+		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.nbytes()}
 	if a != nil {
 		r.TileA = a.ID
 	}
@@ -353,7 +368,7 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	}
 	now := m.Sim.Now()
 	r := &oplog.Record{Rank: rank, Kind: oplog.KindMemory, Name: name, TStart: now, TEnd: now,
-		Dst: reg.Addr(), DstSp: reg.Mem.Space.String(), NBytes: reg.N}
+		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if !zero {
 		r.Data = append([]byte(nil), reg.Bytes()...)
 	}

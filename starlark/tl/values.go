@@ -35,8 +35,14 @@ type Ptr struct {
 	Rank  int    // owning rank (-1: not a rank's memory)
 	Dir   string // direction a received message arrived from ("" otherwise)
 	// Slot identifies a return_slot Ptr's rx slot and its generation at
-	// receipt (StaleSlot detection).
-	Slot *SlotRef
+	// receipt (StaleSlot detection); Slot.Q is nil for any other Ptr.
+	Slot SlotRef
+}
+
+// slotStale reports whether p is a received slot that a later message has
+// overwritten.
+func (p *Ptr) slotStale() bool {
+	return p.Slot.Q != nil && p.Slot.Q.SlotGen[p.Slot.Idx] != p.Slot.Gen
 }
 
 // SlotRef names an rx slot generation.
@@ -135,11 +141,19 @@ func (p *Ptr) view(start, count int64, what string) (*Ptr, error) {
 	if start < 0 || count < 0 || start > p.Count || count > p.Count-start {
 		return nil, errorf("OutOfBounds", "Ptr%s: elements [%d, %d) are outside a view of %d elements", what, start, start+count, p.Count)
 	}
+	q := p.sub(start, count)
+	return &q, nil
+}
+
+// sub is the view of count elements from start, as a value (the fused
+// primitives cut their buffers into pieces without allocating); the
+// caller keeps it inside p.
+func (p *Ptr) sub(start, count int64) Ptr {
 	q := *p
 	sz := int64(p.DT.Size())
 	q.Reg = machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + start*sz, N: count * sz}
 	q.Count = count
-	return &q, nil
+	return q
 }
 
 // Member documents one attribute or method of a Starlark value type; the
@@ -341,7 +355,7 @@ var TileMembers = []Member{
 			dtype.Convert(out.Data, dt, t.Data, t.DT)
 		}
 		out.Ready = t.k.mathReady(t.Ready, out.nbytes())
-		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT.String(), dt.String(), out.nbytes() })
+		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.nbytes() })
 		return out, nil
 	}},
 	{Name: "count", Sig: "count", Doc: "Number of elements.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Tile).Count) }},
@@ -393,22 +407,48 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 }
 
 func (t *Tile) like() *Tile {
-	return &Tile{DT: t.DT, Count: t.Count, Data: t.k.newData(t.nbytes()), k: t.k}
+	out := t.likeValue(nil)
+	return &out
+}
+
+// likeValue is a tile of t's dtype and count whose bytes are buf when it
+// is large enough (a fused primitive's recycled buffer), new ones
+// otherwise (none under timing-only).
+func (t *Tile) likeValue(buf []byte) Tile {
+	out := Tile{DT: t.DT, Count: t.Count, k: t.k}
+	if !t.k.M.TimingOnly {
+		if n := t.nbytes(); int64(cap(buf)) >= n {
+			out.Data = buf[:n]
+		} else {
+			out.Data = make([]byte, n)
+		}
+	}
+	return out
 }
 
 func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
+	out, err := combine(op, a, b, what, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// combine is a op b into a new tile (backed by buf when it is large
+// enough), costed on the math unit and logged.
+func combine(op dtype.Op, a, b *Tile, what string, buf []byte) (Tile, error) {
 	if a.DT != b.DT {
-		return nil, errorf("DtypeMismatch", "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
+		return Tile{}, errorf("DtypeMismatch", "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
 	}
 	if a.Count != b.Count {
-		return nil, errorf("OutOfBounds", "%s: counts differ (%d and %d)", what, a.Count, b.Count)
+		return Tile{}, errorf("OutOfBounds", "%s: counts differ (%d and %d)", what, a.Count, b.Count)
 	}
-	out := a.like()
+	out := a.likeValue(buf)
 	if out.Data != nil {
 		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
 	}
 	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.nbytes())
-	a.k.logMath(out, op.String(), a, b, nil)
+	a.k.logMath(&out, op.String(), a, b, nil)
 	return out, nil
 }
 

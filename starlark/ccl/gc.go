@@ -1,0 +1,55 @@
+package ccl
+
+import (
+	"os"
+	"runtime/debug"
+	"sync"
+)
+
+// A verified run holds two large pointer-free blocks for its whole length:
+// the simulated memory and the pre-run image phase 2 replays onto. With
+// Go's default GOGC=100 the heap may grow to twice them before the next
+// collection, so peak RSS would be about double what the run needs. While
+// such runs are active the collector keeps a headroom of about 15 % of
+// those bytes (at least 64 MiB) instead; collections stay cheap because
+// the big blocks hold no pointers to scan. A GOGC set in the environment
+// wins.
+
+var largeHeap struct {
+	sync.Mutex
+	bytes int64 // held by active runs
+	saved int   // the GC percent before the first of them
+}
+
+const minHeadroom = 64 << 20
+
+// holdLargeHeap registers n bytes held for the rest of a run and returns
+// the function that gives them up.
+func holdLargeHeap(n int64) (release func()) {
+	if n < 4*minHeadroom || os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	largeHeap.Lock()
+	defer largeHeap.Unlock()
+	if largeHeap.bytes == 0 {
+		largeHeap.saved = debug.SetGCPercent(100)
+	}
+	largeHeap.bytes += n
+	tuneGC()
+	return func() {
+		largeHeap.Lock()
+		defer largeHeap.Unlock()
+		largeHeap.bytes -= n
+		if largeHeap.bytes == 0 {
+			debug.SetGCPercent(largeHeap.saved)
+			return
+		}
+		tuneGC()
+	}
+}
+
+func tuneGC() {
+	b := largeHeap.bytes
+	headroom := max(minHeadroom, b*15/100)
+	debug.SetGCPercent(int(min(100, max(10, headroom*100/b))))
+}
