@@ -198,6 +198,12 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 	case opts.RedOp == "avg":
 		return nil, usage("%s: --redop avg is not supported for MSCCL schedules (the XML does not say which reduction of an element is its last, where avg divides)", arg)
 	}
+	if root, ok := mscclRoot(a); ok {
+		if opts.Root != 0 && opts.Root != root {
+			return nil, usage("%s: the schedule's %s root is rank %d (the only rank that %s); drop --root %d", arg, a.Coll, root, map[bool]string{true: "receives nothing", false: "sends nothing"}[a.Coll == "broadcast"], opts.Root)
+		}
+		opts.Root = root
+	}
 	opts.WorldSize, opts.Collective, opts.Topology, opts.InPlace = a.NGPUs, a.Coll, "custom", a.InPlace
 	opts.Params = append(append([]starlark.Tuple(nil), opts.Params...), mscclParams(a)...)
 	loader := &script.Loader{Src: src, Search: "algorithms", MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared(), PrintPrefix: printPrefix}
@@ -243,4 +249,28 @@ func checkMSCCL(arg string, o CheckOptions) []string {
 		return []string{fmt.Sprintf("%s: %v", arg, err)}
 	}
 	return nil
+}
+
+// mscclRoot finds the root of a broadcast (the one rank that receives
+// nothing) or a reduce (the one rank that sends nothing): the XML has no
+// root attribute, the reference check needs one.
+func mscclRoot(a *msccl.Algo) (int, bool) {
+	if a.Coll != "broadcast" && a.Coll != "reduce" {
+		return 0, false
+	}
+	root, n := 0, 0
+	for _, g := range a.GPUs {
+		quiet := true
+		for _, tb := range g.TBs {
+			for _, st := range tb.Steps {
+				if a.Coll == "broadcast" && st.Recvs() || a.Coll == "reduce" && st.Sends() {
+					quiet = false
+				}
+			}
+		}
+		if quiet {
+			root, n = g.ID, n+1
+		}
+	}
+	return root, n == 1
 }
