@@ -141,7 +141,11 @@ func (b *bench) verify(res *Result) {
 
 // simFailure turns the error that ended a simulation into a Failure with the
 // right exit status and a report of every blocked process.
-func simFailure(err error, file string) error {
+func simFailure(err error, file string) error { return simFailureNoted(err, file, nil) }
+
+// simFailureNoted is simFailure with note adding a line (when it returns
+// one) under each blocked process's backtrace.
+func simFailureNoted(err error, file string, note func(p *sim.Proc) string) error {
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
@@ -208,6 +212,11 @@ func simFailure(err error, file string) error {
 				stack := th.CallStack()
 				for i := len(stack) - 1; i >= 0; i-- {
 					fmt.Fprintf(&bld, "    %s: in %s\n", stack[i].Pos, stack[i].Name)
+				}
+			}
+			if note != nil {
+				if n := note(p); n != "" {
+					fmt.Fprintf(&bld, "    %s\n", n)
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"go.starlark.net/starlarkstruct"
 
 	"kernbench/engine/msccl"
+	"kernbench/engine/sim"
 	"kernbench/engine/topology"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
@@ -234,7 +235,12 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
-		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
+		// Each size has its own record of where the thread blocks are.
+		pr := &mscclProgress{file: a.File, at: map[*starlark.Thread]progressAt{}}
+		pp := *p
+		pp.params = append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("progress"), pr.builtin()})
+		pp.procNote = pr.note
+		return runOnce(&pp, cfg, tgt, loader, kernel, hook, count)
 	})
 }
 
@@ -273,4 +279,36 @@ func mscclRoot(a *msccl.Algo) (int, bool) {
 		}
 	}
 	return root, n == 1
+}
+
+// mscclProgress records the step each thread block (Starlark thread) has
+// started, so that a deadlock report names it in the XML.
+type mscclProgress struct {
+	file string
+	at   map[*starlark.Thread]progressAt
+}
+
+type progressAt struct{ rank, tb, step, line, iteration int }
+
+func (pr *mscclProgress) builtin() *starlark.Builtin {
+	return starlark.NewBuiltin("progress", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		var at progressAt
+		if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 5, &at.rank, &at.tb, &at.step, &at.line, &at.iteration); err != nil {
+			return nil, err
+		}
+		pr.at[th] = at
+		return starlark.None, nil
+	})
+}
+
+func (pr *mscclProgress) note(p *sim.Proc) string {
+	th, ok := p.Data.(*starlark.Thread)
+	if !ok {
+		return ""
+	}
+	at, ok := pr.at[th]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("at gpu %d tb %d step %d (%s:%d), loop iteration %d", at.rank, at.tb, at.step, pr.file, at.line, at.iteration)
 }

@@ -536,6 +536,8 @@ type plan struct {
 	opts      Options
 	params    []starlark.Tuple
 	root      int // root rank of broadcast and reduce
+	// procNote, when set, is passed to the run's world (see world.procNote).
+	procNote func(p *sim.Proc) string
 }
 
 func usage(format string, args ...any) error {
@@ -724,6 +726,9 @@ type world struct {
 	trace       *trace.Recorder
 	traceOut    io.Writer
 	dump        io.Writer
+	// procNote adds a line about a blocked process to deadlock reports
+	// (an MSCCL run names the step each thread block is at).
+	procNote func(p *sim.Proc) string
 }
 
 // close ends the world's hold on the collector's settings.
@@ -844,7 +849,7 @@ func (w *world) run(tgt *target) error {
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = simFailure(err, tgt.file)
+		failure = simFailureNoted(err, tgt.file, w.procNote)
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			failure = &Failure{Code: ExitRuntime, Kind: "InvariantViolation", Rank: -1, Msg: err.Error(), Err: err}
@@ -946,6 +951,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if err != nil {
 		return nil, err
 	}
+	w.procNote = p.procNote
 	defer w.close()
 	if err := w.install(p, tgt, loader, hook); err != nil {
 		return nil, err
