@@ -196,8 +196,20 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 			r.refuse(k, name, at, "combines Tiles: MSCCL XML reduces buffers only")
 			return
 		}
-		if op := k.RedOp.String(); op != "sum" && arg(args, kw, 3, "op") != nil && fmt.Sprint(arg(args, kw, 3, "op")) != fmt.Sprintf("%q", op) {
-			r.refuse(k, name, at, "reduces with an op other than the run's redop")
+		// An MSCCL re combines with the collective's reduction; tl.reduce's
+		// op defaults to sum, and avg accumulates as a sum.
+		got, want := "sum", k.RedOp.String()
+		if v, ok := arg(args, kw, 3, "op").(starlark.String); ok {
+			got = string(v)
+		}
+		if got == "avg" {
+			got = "sum"
+		}
+		if want == "avg" {
+			want = "sum"
+		}
+		if got != want {
+			r.refuse(k, name, at, fmt.Sprintf("reduces with op %q, not the run's redop %q: an MSCCL re step uses the collective's reduction", got, k.RedOp.String()))
 			return
 		}
 		switch {

@@ -81,11 +81,17 @@ func TestMSCCLExportRefused(t *testing.T) {
     m = tl.recv("W")
     tl.copy(recvbuf, m)
 `)
+	maxop := write("maxop.star", `def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    tl.copy(recvbuf, sendbuf)
+    tl.reduce(recvbuf, recvbuf, sendbuf, op = "max")
+`)
 	cases := []struct {
 		name, algo string
 		o          Options
 		want       string
 	}{
+		{"reduce op", maxop, Options{WorldSize: 1, Counts: []int64{64}},
+			"--export-msccl: rank 0: tl.reduce at " + maxop + ":3:14 reduces with op \"max\", not the run's redop \"sum\""},
 		{"loads", loads, Options{WorldSize: 2, Counts: []int64{64}},
 			"--export-msccl: rank 0: tl.fetch at " + loads + ":2:17 cannot be expressed in MSCCL XML"},
 		{"rx slot", slot, Options{WorldSize: 2, Counts: []int64{64}},
