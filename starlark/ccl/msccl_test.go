@@ -189,6 +189,7 @@ func TestMSCCLMatchesHandWritten(t *testing.T) {
 		{"allreduce_binomial_tree1", "binomial_tree1.star", 524288, true},
 		{"allgather_ring_ch2", "allgather_ring_ch2.star", 65536, true},
 		{"alltoall_allpairs", "alltoall_allpairs.star", 16384, false},
+		{"allreduce_rdh", "rdh.star", 262144, true},
 	}
 	for _, c := range cases {
 		for _, world := range []int{4, 8, 16} {
