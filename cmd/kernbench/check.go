@@ -10,6 +10,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/testrun"
 )
 
 func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -21,7 +22,9 @@ func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Check an algorithm without running it: the file parses and resolves
 (every error is listed), kernel exists with a signature the benches can call,
 neighbors() builds valid maps for each world size, and its ccl.yaml entry
-fits. An MSCCL .xml schedule is parsed and validated (docs/msccl.md).
+fits. A NAME_test.star file is checked as kernbench test loads it (assert
+predeclared, @kernbench//testing.star loadable; test_* functions take no
+parameters). An MSCCL .xml schedule is parsed and validated (docs/msccl.md).
 Exit status 0 when clean, 2 with file:line:col for every problem.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -32,7 +35,19 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 				}
 				o.WorldSizes = ws
 			}
-			problems := ccl.Check(args[0], o)
+			var problems []string
+			if strings.HasSuffix(args[0], "_test.star") {
+				// A test file is checked as kernbench test loads it: with
+				// assert and @kernbench//testing.star, not as an algorithm.
+				var n int
+				problems, n = testrun.CheckFile(args[0], testrun.Options{Embedded: kernbench.Files, MaxSteps: 10_000_000})
+				if len(problems) == 0 {
+					fmt.Fprintf(stdout, "%s: ok (a test file, %d test_* function(s))\n", args[0], n)
+					return nil
+				}
+			} else {
+				problems = ccl.Check(args[0], o)
+			}
 			for _, p := range problems {
 				fmt.Fprintln(stderr, p)
 			}

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"kernbench/starlark/ccl"
 )
 
 // TestMain lets the test binary double as the kernbench command: testscript
@@ -84,5 +87,44 @@ func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("kernbench %q exited with status %d, want %d", args[1:], got, want)
+	}
+}
+
+// Issue 13 (1): a panic reaches the user as one line asking for a bug
+// report; the backtrace only with -v.
+func TestReportInternal(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		r       any
+		verbose bool
+		want    string
+	}{
+		{"plain", "internal error: negative sleep", false,
+			"kernbench: internal error: negative sleep (a bug in kernbench, not in your input: please report it with the command line and input files; run with -v for the backtrace)\n"},
+		{"from a sweep worker", &ccl.InternalError{Value: "boom\nsecond line", Stack: []byte("goroutine 7 [running]:\n")}, false,
+			"kernbench: internal error: boom second line (a bug in kernbench, not in your input: please report it with the command line and input files; run with -v for the backtrace)\n"},
+		{"verbose", &ccl.InternalError{Value: "boom", Stack: []byte("goroutine 7 [running]:\n")}, true,
+			"kernbench: internal error: boom (a bug in kernbench, not in your input: please report it with the command line and input files; backtrace below)\ngoroutine 7 [running]:\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			reportInternal(&b, tc.r, tc.verbose)
+			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"run", "x.star"}, false},
+		{[]string{"run", "x.star", "-v"}, true},
+		{[]string{"test", "--verbose"}, true},
+		{[]string{"run", "x.star", "--", "-v"}, false},
+	} {
+		if got := verboseArg(tc.args); got != tc.want {
+			t.Errorf("verboseArg(%q) = %v, want %v", tc.args, got, tc.want)
+		}
 	}
 }

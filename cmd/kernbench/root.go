@@ -22,11 +22,13 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 
 // Main runs the CLI and returns the exit status. Panics never reach the
-// user as Go tracebacks: they are reported as internal errors (status 4).
+// user as Go tracebacks: they are reported as internal errors (status 4)
+// on one line asking for a bug report; the backtrace follows only with
+// -v, where it helps the report.
 func Main(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "kernbench: internal error: %v\n%s", r, debug.Stack())
+			reportInternal(stderr, r, verboseArg(args))
 			code = ccl.ExitRuntime
 		}
 	}()
@@ -116,17 +118,51 @@ func versionText(bi *debug.BuildInfo, goVersion string) string {
 	return fmt.Sprintf("%s\ngo %s\ngo.starlark.net %s\n", line, goVersion, star)
 }
 
-// goTestFlags lets `kernbench test` take go test's single-dash -run and -v
-// spellings (pflag reads "-run" as three shorthand flags).
+// goTestFlags lets `kernbench test` take go test's single-dash -run,
+// -timeout and -v spellings (pflag reads "-run" as three shorthand flags).
 func goTestFlags(args []string) []string {
 	if len(args) == 0 || args[0] != "test" {
 		return args
 	}
 	out := append([]string(nil), args...)
 	for i, a := range out {
-		if a == "-run" || strings.HasPrefix(a, "-run=") {
+		if a == "-run" || strings.HasPrefix(a, "-run=") || a == "-timeout" || strings.HasPrefix(a, "-timeout=") {
 			out[i] = "-" + a
 		}
 	}
 	return out
+}
+
+// reportInternal prints a recovered panic: what went wrong and a request
+// for a bug report on one line, then (verbose) the backtrace of the
+// goroutine that panicked.
+func reportInternal(w io.Writer, r any, verbose bool) {
+	msg, stack := fmt.Sprint(r), debug.Stack()
+	var ie *ccl.InternalError
+	if err, ok := r.(error); ok && errors.As(err, &ie) {
+		msg, stack = fmt.Sprint(ie.Value), ie.Stack
+	}
+	msg = strings.TrimPrefix(msg, "internal error: ")
+	hint := "run with -v for the backtrace"
+	if verbose {
+		hint = "backtrace below"
+	}
+	fmt.Fprintf(w, "kernbench: internal error: %s (a bug in kernbench, not in your input: please report it with the command line and input files; %s)\n",
+		strings.ReplaceAll(msg, "\n", " "), hint)
+	if verbose {
+		w.Write(stack)
+	}
+}
+
+// verboseArg reports whether args ask for -v/--verbose (before a "--").
+func verboseArg(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-v", "--verbose", "-v=true", "--verbose=true":
+			return true
+		}
+	}
+	return false
 }

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/topology"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
 )
 
 type runOptions struct {
@@ -42,12 +46,16 @@ type runOptions struct {
 	quiet    bool
 	verbose  bool
 	maxSteps uint64
+	timeout  time.Duration
+	vary     []string
+	csv      string
+	plot     string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run [FILE.star | FILE.xml | NAME] | --bench BENCH [ALGORITHM]",
+		Use:   "run [FILE.star | FILE.xml | NAME]... | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
 		Long: `Run an algorithm file or an algorithm named in ccl.yaml (without one:
 defaults.algorithm of ccl.yaml) on the simulated machine. The builtin bench of its collective allocates per-rank buffers,
@@ -55,13 +63,18 @@ launches kernel() on every rank, checks the result against the collective's
 definition and prints one nccl-tests-style row per size. An .xml file is an
 MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 
+Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
+combination) run on the same bench and sizes and print one table with a
+column naming each; --csv and --plot write the figures for a spreadsheet
+or as a busbw-against-size chart.
+
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 3 deadlock or watchdog or step limit, 4 error raised while running.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.bench != "" {
 				return cobra.MaximumNArgs(1)(cmd, args)
 			}
-			return cobra.MaximumNArgs(1)(cmd, args)
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target := ""
@@ -70,6 +83,8 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 				if len(args) == 1 {
 					o.Algorithm = args[0]
 				}
+			} else if len(args) > 1 || len(o.vary) > 0 {
+				return runRun(cmd, o, "", stdout, stderr, args...)
 			} else if len(args) == 1 {
 				target = args[0]
 			} else {
@@ -84,7 +99,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star (host code) with defaults.algorithm, or with the algorithm given as argument")
+	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star, or the bench file at a path (host code), with defaults.algorithm, or with the algorithm given as argument")
 	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml to use (default ./ccl.yaml, else the embedded default)")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
@@ -109,14 +124,18 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
-	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE")
+	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE; a failed run writes the operations up to the failure")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
+	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
 	f.IntVar(&o.shards, "shards", 0, "number of shards when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
+	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (repeatable: every combination), in one table")
+	f.StringVar(&o.csv, "csv", "", "also write the results as CSV to FILE (one line per algorithm and size)")
+	f.StringVar(&o.plot, "plot", "", "also draw busbw against size (one line per algorithm) as SVG to FILE")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
 	return cmd
@@ -127,7 +146,9 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 // spinning script within a few seconds.
 const defaultMaxSteps = 100_000_000
 
-func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer) error {
+// runRun runs arg, or with compare set (several algorithms or --vary)
+// every variant of those targets (none: defaults.algorithm).
+func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer, compare ...string) error {
 	o.Embedded = kernbench.Files
 	o.Detail = o.verbose
 	if o.dumpPtrs {
@@ -141,6 +162,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.MaxSteps == 0 {
 		o.MaxSteps = defaultMaxSteps
 	}
+	if o.timeout < 0 {
+		return usageErr(stderr, o.json, fmt.Sprintf("--timeout must be >= 0 (got %v)", o.timeout))
+	}
+	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
+	defer o.Watchdog.Stop()
 	if o.Jobs < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
 	}
@@ -222,6 +248,24 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			return nil
 		}
 	}
+	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot}); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	if compare != nil || len(o.vary) > 0 {
+		axes, err := parseVary(o.vary)
+		if err != nil {
+			return usageErr(stderr, o.json, err.Error())
+		}
+		if len(compare) == 0 {
+			cfg, _, err := ccl.LoadConfig(o.ConfigPath, o.Sets, kernbench.Files)
+			if err != nil {
+				return usageErr(stderr, o.json, err.Error())
+			}
+			compare = []string{cfg.Defaults.Algorithm}
+		}
+		return runCompare(o, expandVariants(compare, axes), stdout, stderr)
+	}
+	var outputs []*outputFile
 	for _, out := range []struct {
 		flag, path string
 		dst        *io.Writer
@@ -233,11 +277,19 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if err != nil {
 			return usageErr(stderr, o.json, out.flag+": "+err.Error())
 		}
-		defer f.Close()
-		bw := bufio.NewWriter(f)
-		defer bw.Flush()
-		*out.dst = bw
+		of := &outputFile{flag: out.flag, f: f}
+		of.w = bufio.NewWriter(of.counter())
+		outputs = append(outputs, of)
+		*out.dst = of.w
 	}
+	// Every output file is complete when the command returns, also when
+	// the run failed; one that received nothing (the run failed before
+	// simulating) is removed rather than left empty, and said so.
+	defer func() {
+		for _, of := range outputs {
+			of.close(stderr)
+		}
+	}()
 	// Progress only on an interactive terminal: never in pipes, logs or CI.
 	if f, ok := stderr.(*os.File); ok && !o.quiet && !o.json {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
@@ -309,6 +361,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if err := os.WriteFile(o.export, exported.Bytes(), 0o644); err != nil {
 			return usageErr(stderr, o.json, "--export-msccl: "+err.Error())
 		}
+	}
+	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
+		return usageErr(stderr, o.json, err.Error())
 	}
 	switch {
 	case o.json:
@@ -465,4 +520,67 @@ func parseSweep(spec string) ([]int64, error) {
 		sizes = append(sizes, int64(v))
 	}
 	return sizes, nil
+}
+
+// outputFile is an output file given by a flag (--oplog, --trace).
+type outputFile struct {
+	flag    string
+	f       *os.File
+	w       *bufio.Writer
+	written int64
+}
+
+func (of *outputFile) counter() io.Writer { return countingWriter{of} }
+
+type countingWriter struct{ of *outputFile }
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.of.f.Write(b)
+	c.of.written += int64(n)
+	return n, err
+}
+
+// close flushes and closes the file, removing it when nothing was written
+// (only a regular file: --oplog /dev/stdout is not removed).
+func (of *outputFile) close(stderr io.Writer) {
+	err := of.w.Flush()
+	st, serr := of.f.Stat()
+	regular := serr == nil && st.Mode().IsRegular()
+	if cerr := of.f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.f.Name(), err)
+	case of.written == 0 && regular:
+		_ = os.Remove(of.f.Name())
+		fmt.Fprintf(stderr, "kernbench: %s %s: not written (the run recorded nothing)\n", of.flag, of.f.Name())
+	}
+}
+
+// distinctOutputs refuses one file named by two output flags: both would
+// write into it and leave neither readable.
+func distinctOutputs(paths map[string]string) error {
+	flags := slices.Sorted(maps.Keys(paths))
+	for i, a := range flags {
+		for _, b := range flags[i+1:] {
+			if paths[a] != "" && paths[b] != "" && samePath(paths[a], paths[b]) {
+				return fmt.Errorf("%s and %s name the same file %s; give each its own file", a, b, paths[a])
+			}
+		}
+	}
+	return nil
+}
+
+// samePath reports whether a and b are one file: the same cleaned absolute
+// path, or (when both exist) the same file reached through links.
+func samePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	if err1 == nil && err2 == nil && aa == bb {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }

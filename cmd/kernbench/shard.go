@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
 )
 
 // A sweep can be split over machines: --shard I/N runs every N-th size
@@ -112,7 +112,7 @@ func mergeReports(files []string) (*ccl.Report, error) {
 	var first string
 	seen := map[int64]string{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := script.ReadInput(f)
 		if err != nil {
 			return nil, err
 		}

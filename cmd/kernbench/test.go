@@ -5,6 +5,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,8 @@ import (
 func newTestCmd(stdout, stderr io.Writer) *cobra.Command {
 	var run string
 	var verbose, asJSON bool
+	var maxSteps uint64
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "test [PATH...]",
 		Short: "Run *_test.star files (test_* functions) in the mock runtime",
@@ -25,9 +28,25 @@ working directory), run every top-level test_* function with assert
 predeclared and @kernbench//testing.star (run_kernel_in_mock) loadable, and
 print go-test-like results ending in "N passed, N failed".
 
-Exit status: 0 all passed, 1 a test failed, 2 a test file did not load.`,
+Each test file has -timeout (default 10m, like go test) of wall-clock time;
+at the limit its running test and the rest of the file stop. A test that
+runs longer than 10s is reported on stderr every 10s.
+
+Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
+3 a test file passed its -timeout.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := testrun.Options{Verbose: verbose, Embedded: kernbench.Files, Stderr: stderr, MaxSteps: defaultMaxSteps}
+			if timeout < 0 {
+				return usageErr(stderr, asJSON, fmt.Sprintf("-timeout must be >= 0 (got %v)", timeout))
+			}
+			if maxSteps == 0 {
+				maxSteps = defaultMaxSteps
+			}
+			// print() of the tests and the progress reporter share stderr.
+			stderr := &lockedWriter{w: stderr}
+			prog := newTestProgress(stderr, progressEvery)
+			defer prog.stop()
+			o := testrun.Options{Verbose: verbose, Embedded: kernbench.Files, Stderr: stderr, MaxSteps: maxSteps,
+				Timeout: timeout, OnTest: prog.start}
 			if run != "" {
 				re, err := regexp.Compile(run)
 				if err != nil {
@@ -40,10 +59,12 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load.`,
 				return usageErr(stderr, asJSON, err.Error())
 			}
 			var all []testrun.Result
-			passed, failed, broken := 0, 0, 0
+			passed, failed, broken, timedOut := 0, 0, 0, 0
 			for _, f := range files {
 				start := time.Now()
+				prog.start(f, "loading")
 				results, err := testrun.RunFile(f, o)
+				prog.start("", "")
 				if err != nil {
 					broken++
 					fmt.Fprintf(stdout, "FAIL %s [load error]\n%s\n", f, indent(err.Error()))
@@ -60,6 +81,9 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load.`,
 					}
 					failed++
 					fileFailed++
+					if r.TimedOut {
+						timedOut++
+					}
 					fmt.Fprintf(stdout, "--- FAIL: %s (%.2fs)\n", r.Name, r.Seconds)
 					for _, m := range r.Messages {
 						fmt.Fprintln(stdout, indent(m))
@@ -86,6 +110,8 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load.`,
 			switch {
 			case broken > 0:
 				return &exitError{code: ccl.ExitUsage, err: fmt.Errorf("%d test file(s) did not load", broken)}
+			case timedOut > 0:
+				return &exitError{code: ccl.ExitDeadlock, err: fmt.Errorf("%d test(s) passed -timeout", timedOut)}
 			case failed > 0:
 				return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("%d test(s) failed", failed)}
 			}
@@ -95,6 +121,8 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load.`,
 	cmd.Flags().StringVar(&run, "run", "", "run only tests whose name matches this regular expression")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing tests too")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "also print the results as one JSON document")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "wall-clock limit of each test file (0 = none); also -timeout")
+	cmd.Flags().Uint64Var(&maxSteps, "max-steps", 0, "Starlark step limit per thread, tests and the kernels they run (0 = default 10^8)")
 	return cmd
 }
 
@@ -107,4 +135,65 @@ func indent(s string) string {
 		}
 	}
 	return out
+}
+
+// progressEvery is how often a long test is reported on stderr.
+const progressEvery = 10 * time.Second
+
+// lockedWriter serialises writes from the tests and the progress reporter.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// testProgress says on stderr which test is running when one takes long:
+// a test that runs for minutes must not look like a hang, and fast runs
+// stay silent (and deterministic).
+type testProgress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	current string
+	since   time.Time
+	ticker  *time.Ticker
+	done    chan struct{}
+}
+
+func newTestProgress(w io.Writer, every time.Duration) *testProgress {
+	p := &testProgress{w: w, ticker: time.NewTicker(every), done: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case <-p.done:
+				return
+			case now := <-p.ticker.C:
+				p.mu.Lock()
+				if p.current != "" {
+					fmt.Fprintf(p.w, "kernbench test: %s still running (%s)\n", p.current, now.Sub(p.since).Round(time.Second))
+				}
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p
+}
+
+// start is testrun's OnTest: name is now running ("" file: nothing is).
+func (p *testProgress) start(file, name string) {
+	p.mu.Lock()
+	p.current, p.since = "", time.Now()
+	if file != "" {
+		p.current = file + ": " + name
+	}
+	p.mu.Unlock()
+}
+
+func (p *testProgress) stop() {
+	p.ticker.Stop()
+	close(p.done)
 }

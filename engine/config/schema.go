@@ -19,9 +19,18 @@ import (
 
 // Bounds that keep values representable by the engine: bandwidths become
 // integer bytes per microsecond and times integer picoseconds.
+//
+// Simulated time is int64 picoseconds and may not pass sim.Horizon (2^62 ps,
+// about 53 days): every duration here is at most 1000 s and the
+// simulated-time watchdog at most 10^15 ns (about 11.6 days), so a
+// configured value converted to ps cannot overflow and sums of them stay
+// far below the horizon.
 const (
 	maxBandwidthGBps = 1e9  // 1e12 bytes per µs
 	maxLatencyNs     = 1e12 // 1e15 ps, 1000 s
+	maxDurationNs    = 1e12 // poll_interval_ns, ipcq_overhead_ns: 1000 s
+	maxTimeoutNs     = 1e15 // deadlock_timeout_ns, max_sim_time_ns: about 11.6 days
+	maxVCWeight      = 1e6  // vc_weights: weights multiply injection times
 	maxPEs           = math.MaxInt32
 )
 
@@ -94,6 +103,23 @@ func setting[T any](key string, get func(*Settings) *T, mk func(*T) *rule) setti
 func minInt(min int64) func(*int) *rule     { return func(p *int) *rule { return intLeaf(p, min) } }
 func minInt64(min int64) func(*int64) *rule { return func(p *int64) *rule { return intLeaf(p, min) } }
 
+// durationNs is an integer number of ns in [min, max].
+func durationNs(min, max int64) func(*int64) *rule {
+	what := map[int64]string{maxDurationNs: "1000 s", maxTimeoutNs: "about 11.6 days"}[max]
+	return func(p *int64) *rule {
+		return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+			v, err := d.scalarInt(n, path)
+			if err != nil {
+				return err
+			}
+			if v > max {
+				return d.errorf(n, "%s: got %s, want <= %d (%s)", path, describe(n), max, what)
+			}
+			return setIntValue(d, p, v, min, n, path)
+		}}
+	}
+}
+
 // settingKeys lists the keys of defaults: in file order; "algorithm" is
 // first and is not allowed per algorithm.
 var settingKeys = []settingKey{
@@ -103,15 +129,15 @@ var settingKeys = []settingKey{
 		func(p *string) *rule { return enumLeaf(p, bufferKinds, false) }),
 	setting("backpressure", func(s *Settings) *string { return &s.Backpressure },
 		func(p *string) *rule { return enumLeaf(p, backpressures, false) }),
-	setting("poll_interval_ns", func(s *Settings) *int64 { return &s.PollIntervalNs }, minInt64(1)),
+	setting("poll_interval_ns", func(s *Settings) *int64 { return &s.PollIntervalNs }, durationNs(1, maxDurationNs)),
 	setting("n_slots", func(s *Settings) *int { return &s.NSlots }, minInt(1)),
 	setting("slot_size", func(s *Settings) *int64 { return &s.SlotSize }, sizeLeaf),
 	setting("vc_chunk_size", func(s *Settings) *int64 { return &s.VCChunkSize }, sizeLeaf),
 	setting("vc_weights", func(s *Settings) *VCWeights { return &s.VCWeights }, vcWeightsRule),
 	setting("ipcq_credit_size_bytes", func(s *Settings) *int64 { return &s.IpcqCreditSizeBytes }, minInt64(1)),
-	setting("ipcq_overhead_ns", func(s *Settings) *int64 { return &s.IpcqOverheadNs }, minInt64(0)),
-	setting("deadlock_timeout_ns", func(s *Settings) *int64 { return &s.DeadlockTimeoutNs }, minInt64(1)),
-	setting("max_sim_time_ns", func(s *Settings) *int64 { return &s.MaxSimTimeNs }, minInt64(1)),
+	setting("ipcq_overhead_ns", func(s *Settings) *int64 { return &s.IpcqOverheadNs }, durationNs(0, maxDurationNs)),
+	setting("deadlock_timeout_ns", func(s *Settings) *int64 { return &s.DeadlockTimeoutNs }, durationNs(1, maxTimeoutNs)),
+	setting("max_sim_time_ns", func(s *Settings) *int64 { return &s.MaxSimTimeNs }, durationNs(1, maxTimeoutNs)),
 	setting("mesh_shape", func(s *Settings) *[]int { return &s.MeshShape }, meshShapeLeaf),
 	setting("channels", func(s *Settings) *int { return &s.Channels }, minInt(1)),
 }
@@ -159,8 +185,8 @@ func defaultAlgorithmLeaf(p *string) *rule {
 
 func vcWeightsRule(w *VCWeights) *rule {
 	return &rule{fields: []field{
-		{key: "compute", rule: intLeaf(&w.Compute, 1)},
-		{key: "comm", rule: intLeaf(&w.Comm, 1)},
+		{key: "compute", rule: boundedIntLeaf(&w.Compute, 1, maxVCWeight)},
+		{key: "comm", rule: boundedIntLeaf(&w.Comm, 1, maxVCWeight)},
 	}}
 }
 
@@ -320,6 +346,20 @@ func intLeaf[T int | int64](p *T, min int64) *rule {
 		v, err := d.scalarInt(n, path)
 		if err != nil {
 			return err
+		}
+		return setIntValue(d, p, v, min, n, path)
+	}}
+}
+
+// boundedIntLeaf decodes an int in [min, max].
+func boundedIntLeaf[T int | int64](p *T, min, max int64) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		v, err := d.scalarInt(n, path)
+		if err != nil {
+			return err
+		}
+		if v > max {
+			return d.errorf(n, "%s: got %s, want <= %d", path, describe(n), max)
 		}
 		return setIntValue(d, p, v, min, n, path)
 	}}

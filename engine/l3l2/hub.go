@@ -514,8 +514,12 @@ func (h *Hub) nextPoll(t0, now, deadline sim.Time) sim.Time {
 	if from >= deadline {
 		return deadline
 	}
-	k := (from - t0 + iv - 1) / iv
-	if next := t0 + k*iv; next < deadline {
+	d := from - t0 // k = ⌈d/iv⌉ without overflow of d+iv near Never
+	k := d / iv
+	if d%iv != 0 {
+		k++
+	}
+	if next := sim.Add(t0, sim.Mul(iv, int64(k))); next < deadline {
 		return next
 	}
 	return deadline

@@ -111,13 +111,23 @@ func (e *dmaEngine) advance(now sim.Time) {
 	if dt := int64(now - e.last); dt > 0 {
 		r0, r1 := e.rate(0), e.rate(1)
 		if h := e.head[0]; h != nil {
-			h.remaining -= r0 * dt
+			h.remaining = progress(h.remaining, r0, dt)
 		}
 		if h := e.head[1]; h != nil {
-			h.remaining -= r1 * dt
+			h.remaining = progress(h.remaining, r1, dt)
 		}
 	}
 	e.last = now
+}
+
+// progress is what remains of rem after dt picoseconds at rate r, without
+// overflow of r·dt (a saturated remaining time meets a long interval only
+// in runs the watchdog ends).
+func progress(rem, r, dt int64) int64 {
+	if r != 0 && dt > max(rem, 0)/r+1 {
+		return min(rem, 0)
+	}
+	return rem - r*dt
 }
 
 func (e *dmaEngine) submit(t *Transfer) {
@@ -138,7 +148,7 @@ func (e *dmaEngine) submit(t *Transfer) {
 
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started = now
-	t.remaining = int64(t.Path.Service(t.N)) * e.total
+	t.remaining = int64(sim.Mul(t.Path.Service(t.N), e.total))
 	t.pathEnd = t.Path.book(now, now, t.N, e, t.VC)
 }
 
@@ -148,7 +158,8 @@ func (e *dmaEngine) reschedule() {
 	for v := VC(0); v < 2; v++ {
 		if h := e.head[v]; h != nil {
 			r := e.rate(v)
-			at := e.last + sim.Time((max(h.remaining, 0)+r-1)/r)
+			rem := max(h.remaining, 0)
+			at := sim.Add(e.last, sim.Time(rem/r+min(rem%r, 1)))
 			next = min(next, at)
 		}
 	}
@@ -185,7 +196,7 @@ func (e *dmaEngine) Fire() {
 				}
 				tr.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
 			}
-			done := max(h.pathEnd, now+h.Path.Latency())
+			done := max(h.pathEnd, sim.Add(now, h.Path.Latency()))
 			e.sim.At(done, h)
 			if n := e.head[v]; n != nil {
 				e.start(n, now)

@@ -614,8 +614,16 @@ func (g *Group) CheckQuiescent() error {
 					q.Rank, q.Dir, q.MyTail, q.PeerHeadCache, q.peer.MyHead, q.peer.PeerTailCache))
 			}
 			if left := q.peer.MyHead - q.MyTail; left > 0 {
-				problems = append(problems, fmt.Sprintf("I1: rank %d sent %d message(s) on %s that rank %d never received on %s",
-					q.Peer, left, q.PeerDir, q.Rank, q.Dir))
+				// Name the first unreceived send's position: it is the
+				// line to look at (a missing recv pairs with it).
+				first := ""
+				if n := uint64(len(q.Slots)); n > 0 {
+					if m := q.Slots[q.MyTail%n]; m.Seq == q.MyTail && m.Origin != nil {
+						first = fmt.Sprintf(" (the first, #%d, sent at %v)", m.Seq, m.Origin)
+					}
+				}
+				problems = append(problems, fmt.Sprintf("I1: rank %d sent %d message(s) on %s that rank %d never received on %s%s",
+					q.Peer, left, q.PeerDir, q.Rank, q.Dir, first))
 			}
 		}
 	}

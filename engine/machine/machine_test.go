@@ -355,3 +355,23 @@ func TestMachineMaterialisedOnUse(t *testing.T) {
 		t.Errorf("route rank 0 -> last PE (-want +got):\n%s", diff)
 	}
 }
+
+// Issue 13 (1): a transfer time that does not fit in int64 ps saturates
+// (the watchdog then ends the run) instead of wrapping negative.
+func TestXferSaturates(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n, bwUs int64
+		want    sim.Time
+	}{
+		{"exact", 4096, 1000, 4096 * sim.Nanosecond},
+		{"rounded up", 1, 3, 333334},
+		{"n·10⁶ beyond int64", 1 << 50, 1 << 20, sim.Time(1<<30) * 1_000_000},
+		{"beyond Never", 1 << 62, 1, sim.Never},
+	} {
+		r := &Resource{BytesPerUs: tc.bwUs}
+		if got := r.Xfer(tc.n); got != tc.want {
+			t.Errorf("%s: Xfer(%d) at %d B/µs = %d, want %d", tc.name, tc.n, tc.bwUs, got, tc.want)
+		}
+	}
+}

@@ -167,6 +167,9 @@ func (m *Memory) Reserve(n int64) {
 	if m.noData {
 		return
 	}
+	if m.used+n > m.Capacity {
+		return // the allocations will fail: back nothing
+	}
 	want := min(m.Capacity, m.used+n+allocAlign)
 	if want > int64(len(m.data)) {
 		nd := make([]byte, want)

@@ -3,6 +3,7 @@ package machine
 import (
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
+	"math/bits"
 )
 
 // Resource is one serial piece of the fabric: a directed link or a memory
@@ -40,7 +41,20 @@ func (r *Resource) Xfer(n int64) sim.Time {
 	if n <= 0 || r.BytesPerUs == 0 { // 0: an untimed (mock) machine
 		return 0
 	}
-	return sim.Time((n*1_000_000 + r.BytesPerUs - 1) / r.BytesPerUs)
+	// n·10⁶ overflows int64 from about 9.2 TB: compute in 128 bits and
+	// saturate, so a huge transfer takes "forever" (the watchdog ends the
+	// run) instead of a wrapped, negative time.
+	hi, lo := bits.Mul64(uint64(n), 1_000_000)
+	lo, carry := bits.Add64(lo, uint64(r.BytesPerUs-1), 0)
+	hi += carry
+	if hi >= uint64(r.BytesPerUs) {
+		return sim.Never
+	}
+	q, _ := bits.Div64(hi, lo, uint64(r.BytesPerUs))
+	if q > uint64(sim.Never) {
+		return sim.Never
+	}
+	return sim.Time(q)
 }
 
 // BandwidthGBps is the bandwidth in GB/s (bytes per ns).
@@ -78,7 +92,7 @@ func (p Path) IdleTime(n int64) sim.Time {
 			worst = x
 		}
 	}
-	return p.Latency() + worst
+	return sim.Add(p.Latency(), worst)
 }
 
 // Service is the time n bytes occupy the bottleneck of the path.
@@ -120,7 +134,7 @@ func (r *Resource) free(source *dmaEngine, vc VC, t, d, now sim.Time) sim.Time {
 			// between them. Everything else, including the same channel's
 			// earlier transfers, is served in time order.
 			sibling := source != nil && h.source == source && h.vc != vc
-			if !sibling && h.start < t+max(d, 1) && t < h.until {
+			if !sibling && h.start < sim.Add(t, max(d, 1)) && t < h.until {
 				t, moved = h.until, true
 			}
 		}
@@ -142,16 +156,17 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC) sim.Time 
 	for _, r := range p {
 		d := r.Xfer(n)
 		start := r.free(source, vc, head, d, now)
-		end := max(start+d, lastIn)
-		r.hold(source, vc, start, start+d)
+		until := sim.Add(start, d) // saturating: times never wrap
+		end := max(until, lastIn)
+		r.hold(source, vc, start, until)
 		if r.trace != nil && d > 0 {
 			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
-			r.trace.Counter(trace.LinksPid, r.Name, start+d, 0)
+			r.trace.Counter(trace.LinksPid, r.Name, until, 0)
 		}
 		r.Bytes += n
-		r.BusyTime += d
-		head = start + r.Latency
-		lastIn = end + r.Latency
+		r.BusyTime = sim.Add(r.BusyTime, d)
+		head = sim.Add(start, r.Latency)
+		lastIn = sim.Add(end, r.Latency)
 	}
 	return lastIn
 }

@@ -89,8 +89,8 @@ func (p *Proc) Sleep(d Time) error {
 		panic("internal error: negative sleep")
 	}
 	s := p.sim
-	t := s.now + d
-	if t < s.NextEventTime() && (s.MaxTime == 0 || t <= s.MaxTime) && s.stopErr == nil {
+	t := Add(s.now, d)
+	if t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil {
 		s.now = t
 		return nil
 	}
@@ -151,10 +151,10 @@ func (s *Sim) WaitWatchdog(limit Time) {
 			}
 		}
 		if len(s.events) > 0 {
-			s.schedule(s.now+period, check, true)
+			s.schedule(Add(s.now, period), check, true)
 		}
 	}
-	s.schedule(s.now+period, check, true)
+	s.schedule(Add(s.now, period), check, true)
 }
 
 // WaitTimeoutError: one untimed wait exceeded the deadlock timeout.

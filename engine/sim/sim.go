@@ -28,6 +28,30 @@ const (
 // Never is a time later than any event.
 const Never Time = 1<<63 - 1
 
+// Horizon is the latest simulated time a run may reach, 2^62 ps (about 53
+// days). Every time and duration the engine computes is at most Never and
+// sums saturate (Add), so the clock can never wrap; an event beyond the
+// horizon (or beyond MaxTime) stops the run with a *WatchdogError instead
+// of firing. Configured limits (max_sim_time_ns) stay below it.
+const Horizon Time = 1 << 62
+
+// Add is a + b for non-negative times, saturating at Never instead of
+// wrapping around to a negative time.
+func Add(a, b Time) Time {
+	if b > Never-a {
+		return Never
+	}
+	return a + b
+}
+
+// Mul is d × n for a non-negative duration and count, saturating at Never.
+func Mul(d Time, n int64) Time {
+	if n != 0 && d > Never/Time(n) {
+		return Never
+	}
+	return d * Time(n)
+}
+
 // Ns converts t to (possibly fractional) nanoseconds for reports.
 func (t Time) Ns() float64 { return float64(t) / float64(Nanosecond) }
 
@@ -131,7 +155,7 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 }
 
 // After schedules h to fire d after now.
-func (s *Sim) After(d Time, h Handler) { s.At(s.now+d, h) }
+func (s *Sim) After(d Time, h Handler) { s.At(Add(s.now, d), h) }
 
 // NextEventTime is the time of the earliest pending event, or Never.
 func (s *Sim) NextEventTime() Time {
@@ -206,6 +230,15 @@ func (s *Sim) Stop(err error) {
 // Err is the error the run was stopped with, if any.
 func (s *Sim) Err() error { return s.stopErr }
 
+// limit is the time no event may pass: MaxTime, or the Horizon when
+// MaxTime is unset or beyond it.
+func (s *Sim) limit() Time {
+	if s.MaxTime <= 0 || s.MaxTime > Horizon {
+		return Horizon
+	}
+	return s.MaxTime
+}
+
 // Run fires events until none remain or the run is stopped. It returns the
 // stop error, a *WatchdogError, or a *StallError when processes are still
 // blocked with nothing left that could wake them.
@@ -213,10 +246,12 @@ func (s *Sim) Err() error { return s.stopErr }
 // Blocked processes stay suspended so that their state (what they wait for,
 // their script position) can be reported; call Close when done.
 func (s *Sim) Run() error {
+	limit := s.limit()
+	horizon := limit != s.MaxTime
 	for len(s.events) > 0 && s.stopErr == nil {
-		if s.MaxTime > 0 && s.events[0].at > s.MaxTime {
-			s.now = s.MaxTime
-			s.Stop(&WatchdogError{Limit: s.MaxTime, Blocked: s.Blocked()})
+		if s.events[0].at > limit {
+			s.now = limit
+			s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: s.events[0].at, Blocked: s.Blocked()})
 			break
 		}
 		e := s.pop()
@@ -277,12 +312,18 @@ func (e *StallError) Error() string {
 	return fmt.Sprintf("deadlock at t=%v: no pending events while %d process(es) are blocked", e.At, len(e.Blocked))
 }
 
-// WatchdogError: the simulated-time limit was reached.
+// WatchdogError: the simulated-time limit was reached: the next event is
+// later than MaxTime, or (Horizon) later than the simulator's Horizon.
 type WatchdogError struct {
 	Limit   Time
+	Horizon bool // Limit is the simulator's Horizon, not MaxTime
+	Next    Time // time of the event that would have passed Limit (Never: beyond any representable time)
 	Blocked []*Proc
 }
 
 func (e *WatchdogError) Error() string {
+	if e.Horizon {
+		return fmt.Sprintf("simulated-time watchdog: the run would pass the simulator's maximum time (%v) with %d process(es) unfinished", e.Limit, len(e.Blocked))
+	}
 	return fmt.Sprintf("simulated-time watchdog: the run passed max_sim_time_ns (%v) with %d process(es) unfinished", e.Limit, len(e.Blocked))
 }

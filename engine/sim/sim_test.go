@@ -223,3 +223,68 @@ func TestWaitWatchdogDoesNotExtendRun(t *testing.T) {
 		t.Errorf("run ended at %v, want right after the last real event (one watchdog period at most)", s.Now())
 	}
 }
+
+// Issue 13 (1): simulated time never wraps. Sleeps whose sum passes int64
+// saturate and stop the run at the horizon (no MaxTime) or at MaxTime,
+// instead of going backwards or panicking.
+func TestTimeNeverWraps(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		maxTime Time
+		want    Time
+		horizon bool
+	}{
+		{"no watchdog", 0, Horizon, true},
+		{"watchdog", 5 * Second, 5 * Second, false},
+		{"watchdog beyond the horizon", Never, Horizon, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New()
+			s.MaxTime = tc.maxTime
+			s.Spawn("long", func(p *Proc) {
+				for p.Sleep(Never/3) == nil {
+				}
+			})
+			s.Spawn("other", func(p *Proc) { // keeps the event path busy too
+				for p.Sleep(Second) == nil {
+				}
+			})
+			err := s.Run()
+			defer s.Close()
+			var wd *WatchdogError
+			if !errors.As(err, &wd) {
+				t.Fatalf("Run = %v, want *WatchdogError", err)
+			}
+			got := struct {
+				Limit, Now Time
+				Horizon    bool
+			}{wd.Limit, s.Now(), wd.Horizon}
+			want := struct {
+				Limit, Now Time
+				Horizon    bool
+			}{tc.want, tc.want, tc.horizon}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("watchdog (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAddMulSaturate(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		got, want Time
+	}{
+		{"add", Add(3, 4), 7},
+		{"add at the edge", Add(Never-1, 1), Never},
+		{"add past the edge", Add(Never-1, 2), Never},
+		{"add Never", Add(Horizon, Never), Never},
+		{"mul", Mul(3, 4), 12},
+		{"mul by 0", Mul(Never, 0), 0},
+		{"mul past the edge", Mul(Horizon, 2), Never},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, tc.got, tc.want)
+		}
+	}
+}

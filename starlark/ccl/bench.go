@@ -37,12 +37,21 @@ func dataMemory(pe *machine.PE, s machine.Space) *machine.Memory {
 	return pe.HBM
 }
 
+// fitHint says what makes a bench's buffers fit: HBM, the largest memory,
+// unless they are there already (then only a smaller size helps).
+func fitHint(s machine.Space) string {
+	if s == machine.HBM {
+		return "use a smaller --count or --bytes (or a larger system.memory.hbm.capacity)"
+	}
+	return "try --data-space hbm or a smaller --count or --bytes"
+}
+
 func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 	b := &bench{p: p, count: count}
 	sz := int64(p.dt.Size())
 	if mem := dataMemory(m.Ranks[0], p.dataSpace); count > mem.Capacity/sz {
 		return nil, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: 0,
-			Msg: fmt.Sprintf("bench: rank 0 buffers (%d × %s) does not fit: %v holds %d bytes; use a smaller --count", count, p.dt, mem, mem.Capacity)}
+			Msg: fmt.Sprintf("bench: rank 0 buffers (%d × %s) does not fit: %v holds %d bytes; %s", count, p.dt, mem, mem.Capacity, fitHint(p.dataSpace))}
 	}
 	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
 	for r := 0; r < p.world; r++ {
@@ -52,7 +61,7 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 			off, err := mem.Alloc(n * sz)
 			if err != nil {
 				return machine.Region{}, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: r,
-					Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; try --data-space hbm or a smaller --count", r, what, n, p.dt, err), Err: err}
+					Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; %s", r, what, n, p.dt, err, fitHint(p.dataSpace)), Err: err}
 			}
 			return machine.Region{Mem: mem, Off: off, N: n * sz}, nil
 		}
@@ -160,6 +169,16 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 		code, kind, blocked = ExitDeadlock, "Watchdog", wd.Blocked
 	}
 	f := &Failure{Code: code, Kind: kind, Rank: -1, Msg: err.Error(), Err: err}
+	if op, ok := waitedOp(wt); ok {
+		// A memory operation always completes: a wait on one that passes
+		// the deadlock timeout is a slow machine (a huge latency, a tiny
+		// bandwidth), not a deadlock, and calling it one sends the user
+		// looking for a bug in the algorithm.
+		f.Kind = "WaitTimeout"
+		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) for its %s: not a deadlock, a memory operation "+
+			"always completes, but the configured latencies and bandwidths make this one slower than the timeout; "+
+			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, op)
+	}
 	var ie *machine.IPCQError
 	var inv *machine.InvariantError
 	switch {
@@ -182,6 +201,8 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 			f.Kind = ie.Kind
 		case strings.Contains(err.Error(), "too many steps"):
 			f.Code, f.Kind = ExitDeadlock, "StepLimit"
+		case script.IsTimeout(err):
+			f.Code, f.Kind = ExitDeadlock, "Timeout"
 		}
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
@@ -195,8 +216,11 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 			f.SpawnedAt = the.SpawnedAt
 			f.Detail += "\nthe thread was spawned at:\n  " + strings.Join(the.SpawnedAt, "\n  ")
 		}
-		if f.Kind == "StepLimit" {
+		switch f.Kind {
+		case "StepLimit":
 			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
+		case "Timeout":
+			f.Msg += " (raise --timeout if the kernel is meant to run this long)"
 		}
 	}
 	if len(blocked) > 0 {
@@ -226,4 +250,14 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 		f.WaitFor = edges
 	}
 	return f
+}
+
+// waitedOp is the memory operation a WaitTimeoutError's process waits
+// for, if it waits for one.
+func waitedOp(wt *sim.WaitTimeoutError) (*machine.MemOp, bool) {
+	if wt == nil || wt.Proc == nil {
+		return nil, false
+	}
+	op, ok := wt.Proc.Wait.(*machine.MemOp)
+	return op, ok && op != nil
 }

@@ -288,6 +288,10 @@ func kernelSignature(fn *starlark.Function, params map[string]bool) []string {
 }
 
 // loadProblems splits a load failure into one problem per error.
+// LoadProblems lists a load error's problems: every resolve error, or
+// the formatted error.
+func LoadProblems(err error) []string { return loadProblems(err) }
+
 func loadProblems(err error) []string {
 	var el resolve.ErrorList
 	if errors.As(err, &el) {

@@ -3,6 +3,7 @@ package ccl
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -117,5 +118,12 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 	return res, nil
 }
 
-// BenchFile is the path of a named bench in benches/.
-func BenchFile(name string) string { return filepath.Join("benches", name+".star") }
+// BenchFile is the path of a named bench in benches/; a name that is a
+// path already (it has a folder or ends in .star) is used as given, so an
+// absolute path is not turned into benches/ABS.star.
+func BenchFile(name string) string {
+	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) || strings.HasSuffix(name, ".star") {
+		return name
+	}
+	return filepath.Join("benches", name+".star")
+}

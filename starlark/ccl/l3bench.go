@@ -173,6 +173,9 @@ func l3Failure(err error) error {
 	if strings.Contains(pe.err.Error(), "too many steps") {
 		f.Code, f.Kind = ExitDeadlock, "StepLimit"
 	}
+	if script.IsTimeout(pe.err) {
+		f.Code, f.Kind = ExitDeadlock, "Timeout"
+	}
 	return f
 }
 
@@ -197,5 +200,5 @@ func (w *world) runL3(set config.Settings) error {
 			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
 		}
 	}
-	return failure
+	return w.writeFailedOplog(failure)
 }

@@ -30,6 +30,12 @@ type MockOptions struct {
 	Sets       []string
 	Embedded   fs.FS
 	Stderr     io.Writer
+	MaxSteps   uint64           // Starlark step limit per rank (0: 10^8)
+	Watchdog   *script.Watchdog // wall-clock limit of the calling test (nil: none)
+	// TimingOnly moves no bytes (run_kernel_in_mock(timing_only=True)):
+	// control flow, deadlocks and message counts of large world sizes
+	// without their memory; nothing is verified.
+	TimingOnly bool
 }
 
 // MockResult is what a mock run reports.
@@ -72,13 +78,16 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 	if o.Schedules < 1 {
 		o.Schedules = 1
 	}
+	if o.MaxSteps == 0 {
+		o.MaxSteps = 100_000_000
+	}
 	res := &MockResult{FailingSchedule: -1, Schedules: o.Schedules}
 	for i := 0; i < o.Schedules; i++ {
 		rep, err := Run(path, Options{
 			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, InPlace: o.InPlace, Root: o.Root,
-			Verify: true, Untimed: true, KeepOutputs: true, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
-			Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: 100_000_000,
+			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
+			Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog,
 		})
 		if err != nil {
 			if f, ok := err.(*Failure); ok {

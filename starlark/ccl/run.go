@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +44,9 @@ type Options struct {
 	DataSpace  string // tcm | sram | hbm (default hbm)
 	Root       int
 	MaxSteps   uint64
+	// Watchdog, when set, stops the run's Starlark threads at a wall-clock
+	// limit (--timeout): exit 3, like the step limit.
+	Watchdog   *script.Watchdog
 	JitterSeed uint64
 	Verify     bool
 	// Detail adds the busiest resources to each result (-v).
@@ -57,6 +61,10 @@ type Options struct {
 	Trace io.Writer
 	// Progress, when set, is told before each size of a sweep is simulated.
 	Progress func(i, n int, count int64)
+	// OnStart, when set, sees the report's header (algorithm, collective,
+	// topology) before the first size runs; an error it returns ends the
+	// run (a comparison refuses an algorithm of another collective).
+	OnStart func(*Report) error
 	// TimingOnly moves and stores no bytes (--timing-only): the same
 	// simulated time, events and operation counts, without data, so no
 	// reference check and no phase 2; a kernel that reads values fails.
@@ -223,11 +231,11 @@ func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, str
 	var err error
 	switch {
 	case path != "":
-		data, err = os.ReadFile(path)
+		data, err = script.ReadInput(path)
 	default:
 		if _, statErr := os.Stat("ccl.yaml"); statErr == nil {
 			name, dir = "ccl.yaml", "."
-			data, err = os.ReadFile(name)
+			data, err = script.ReadInput(name)
 		} else {
 			name, dir = "ccl.yaml (embedded default)", ""
 			data = config.DefaultYAML()
@@ -306,7 +314,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
 	}
@@ -365,6 +373,11 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 			rep.MeshShape = []int{rows, cols}
 		}
 	}
+	if p.opts.OnStart != nil {
+		if err := p.opts.OnStart(rep); err != nil {
+			return rep, err
+		}
+	}
 	deliver := func(res *Result) {
 		rep.Results = append(rep.Results, *res)
 		if p.opts.OnResult != nil {
@@ -392,6 +405,15 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 	}
 	return rep, nil
 }
+
+// InternalError is a panic (a bug in kernbench) caught on a goroutine of
+// its own and carried to the caller with the goroutine's backtrace.
+type InternalError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *InternalError) Error() string { return fmt.Sprintf("internal error: %v", e.Value) }
 
 // pointOutput is what one size of a parallel sweep wrote.
 type pointOutput struct {
@@ -429,6 +451,13 @@ func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *s
 				defer wg.Done()
 				defer func() { <-slots }()
 				defer close(out.done)
+				// A panic here would kill the process past the CLI's error
+				// boundary: carry it to the delivering goroutine instead.
+				defer func() {
+					if r := recover(); r != nil {
+						out.err = &InternalError{Value: r, Stack: debug.Stack()}
+					}
+				}()
 				pp := *p
 				pp.opts.Stderr = &out.stderr
 				if pp.opts.OpLog != nil {
@@ -457,6 +486,11 @@ func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *s
 		<-out.done
 		if firstErr != nil {
 			continue
+		}
+		if ie := (*InternalError)(nil); errors.As(out.err, &ie) {
+			close(stop)
+			wg.Wait()
+			panic(ie) // to the CLI's error boundary, as in a sequential sweep
 		}
 		for _, c := range []struct {
 			buf *bytes.Buffer
@@ -519,6 +553,11 @@ func stepLimit(f *Failure) *Failure {
 	if errors.As(f.Err, &ee) && strings.Contains(ee.Msg, "too many steps") {
 		f.Code, f.Kind = ExitDeadlock, "StepLimit"
 		f.Msg = ee.Msg + " (raise --max-steps if the script is meant to run this long)"
+		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
+	}
+	if errors.As(f.Err, &ee) && script.IsTimeout(ee) {
+		f.Code, f.Kind = ExitDeadlock, "Timeout"
+		f.Msg = ee.Msg + " (raise --timeout if the script is meant to run this long)"
 		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
 	}
 	return f
@@ -716,16 +755,17 @@ func toStarlark(v any) (starlark.Value, error) {
 
 // world is one simulation's machine and (once installed) its process group.
 type world struct {
-	s       *sim.Sim
-	m       *machine.Machine
-	sys     config.System // the machine description (neighbors(location=, machine=))
-	g       *machine.Group
-	initial oplog.Image // memory before the kernels ran (phase 2's start)
+	s        *sim.Sim
+	m        *machine.Machine
+	sys      config.System // the machine description (neighbors(location=, machine=))
+	g        *machine.Group
+	initial  oplog.Image // memory before the kernels ran (phase 2's start)
+	trace    *trace.Recorder
+	traceOut io.Writer
+	oplogOut io.Writer // --oplog: written by phase2, or by run when the run failed
+	dump     io.Writer
 	// releaseHeap gives up the GC headroom taken for the image (snapshot).
 	releaseHeap func()
-	trace       *trace.Recorder
-	traceOut    io.Writer
-	dump        io.Writer
 	// procNote adds a line about a blocked process to deadlock reports
 	// (an MSCCL run names the step each thread block is at).
 	procNote func(p *sim.Proc) string
@@ -737,6 +777,20 @@ func (w *world) close() {
 		w.releaseHeap()
 		w.releaseHeap = nil
 	}
+}
+
+// writeFailedOplog writes the op_log of a failed run, the operations up
+// to the failure: the run's other outputs (--trace, --dot) explain a
+// failure too, and an empty --oplog file would look like a run that did
+// nothing. Phase 2, which writes it for a finished run, is not reached.
+func (w *world) writeFailedOplog(failure error) error {
+	if failure == nil || w.oplogOut == nil || w.m.Log == nil {
+		return failure
+	}
+	// A write error is not reported: the run's own failure is what the
+	// user needs to see.
+	_ = w.m.Log.WriteJSONLines(w.oplogOut)
+	return failure
 }
 
 // newWorld builds a fresh simulation and machine and places the ranks.
@@ -758,7 +812,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	} else if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
-	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, dump: p.opts.DumpPointers}
+	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers}
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
 		m.EnableTrace(w.trace)
@@ -867,7 +921,7 @@ func (w *world) run(tgt *target) error {
 			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
 		}
 	}
-	return failure
+	return w.writeFailedOplog(failure)
 }
 
 // spawn starts one process per rank running body; a body error stops the

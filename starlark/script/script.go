@@ -46,11 +46,11 @@ func (s Source) ReadFile(name string) ([]byte, error) {
 	if data, ok := s.Overlay[name]; ok {
 		return data, nil
 	}
-	data, err := os.ReadFile(name)
+	data, err := ReadInput(name)
 	if err == nil {
 		return data, nil
 	}
-	if s.Embedded != nil && !filepath.IsAbs(name) {
+	if s.Embedded != nil && !filepath.IsAbs(name) && isNotExist(err) {
 		if d, e2 := fs.ReadFile(s.Embedded, path.Clean(filepath.ToSlash(name))); e2 == nil {
 			return d, nil
 		}
@@ -91,6 +91,9 @@ type Loader struct {
 	Stderr io.Writer
 	// PrintPrefix, when set, adds context such as "[t=… rank=…] " to print.
 	PrintPrefix func(th *starlark.Thread) string
+	// Watchdog, when set, cancels every thread of this loader at its
+	// wall-clock limit (--timeout).
+	Watchdog *Watchdog
 
 	cache map[string]*entry
 }
@@ -135,21 +138,36 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 	}
 	if l.MaxSteps > 0 {
 		th.SetMaxExecutionSteps(l.MaxSteps)
-		grace := 0
+		grace, same := 0, true
+		var first syntax.Position
 		th.OnMaxSteps = func(th *starlark.Thread) {
 			// go.starlark.net gives a loop's back edge the position of the
-			// function itself: allow a few more steps so the backtrace
-			// points into the loop, not at the def line.
-			if grace < 16 && th.CallStackDepth() > 0 {
-				if fn, ok := th.DebugFrame(0).Callable().(*starlark.Function); ok && fn.Position() == th.CallFrame(0).Pos {
+			// function itself (or of the instruction before it): allow a
+			// few more steps so the backtrace points into the loop, not
+			// at the def line. A loop of nothing but jumps (while True:
+			// pass) never moves: then the message names the loops.
+			reason := "too many steps"
+			if th.CallStackDepth() > 0 {
+				fn, isFn := th.DebugFrame(0).Callable().(*starlark.Function)
+				pos := th.CallFrame(0).Pos
+				if grace == 0 {
+					first = pos
+				} else if pos != first {
+					same = false
+				}
+				if isFn && grace < 16 && (same || pos == fn.Position()) {
 					grace++
 					th.SetMaxExecutionSteps(th.ExecutionSteps() + 1)
 					return
 				}
+				if isFn && same {
+					reason += l.loopsOf(fn)
+				}
 			}
-			th.Cancel("too many steps")
+			th.Cancel(reason)
 		}
 	}
+	l.Watchdog.Watch(th)
 	return th
 }
 
@@ -289,4 +307,44 @@ func IsLoadError(err error) bool {
 	var se syntax.Error
 	var el resolve.ErrorList
 	return errors.As(err, &se) || errors.As(err, &el)
+}
+
+// loopsOf names the loops of fn, for a step limit that Starlark reports at
+// fn's def line: " in the loop at f.star:3:5" or " in one of the loops at
+// …" ("" when the source cannot be read).
+func (l *Loader) loopsOf(fn *starlark.Function) string {
+	pos := fn.Position()
+	data, err := l.Src.ReadFile(pos.Filename())
+	if err != nil {
+		return ""
+	}
+	f, err := FileOptions.Parse(pos.Filename(), data, 0)
+	if err != nil {
+		return ""
+	}
+	var loops []string
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if def, ok := n.(*syntax.DefStmt); ok && def.Name.NamePos.Line == pos.Line {
+			syntax.Walk(def, func(n syntax.Node) bool {
+				switch n := n.(type) {
+				case *syntax.DefStmt, *syntax.LambdaExpr:
+					return n == def // nested functions have their own frames
+				case *syntax.WhileStmt:
+					loops = append(loops, n.While.String())
+				case *syntax.ForStmt:
+					loops = append(loops, n.For.String())
+				}
+				return true
+			})
+			return false
+		}
+		return true
+	})
+	switch len(loops) {
+	case 0:
+		return ""
+	case 1:
+		return " in the loop at " + loops[0]
+	}
+	return " in one of the loops at " + strings.Join(loops, ", ")
 }

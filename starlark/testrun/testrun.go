@@ -31,7 +31,14 @@ type Options struct {
 	Verbose  bool
 	Embedded fs.FS
 	Stderr   io.Writer // print() output of tests and kernels
-	MaxSteps uint64
+	MaxSteps uint64    // Starlark step limit of each thread (tests and the kernels they run)
+	// Timeout bounds one test file's wall-clock time (0: none): at the
+	// limit the running test and the rest of the file stop with an error.
+	Timeout time.Duration
+	// OnTest, when set, is called as each test starts (progress reports).
+	OnTest func(file, name string)
+
+	watchdog *script.Watchdog // the running file's Timeout
 }
 
 // Result is one test function's outcome.
@@ -40,6 +47,7 @@ type Result struct {
 	Name     string   `json:"name"`
 	Pass     bool     `json:"pass"`
 	Messages []string `json:"messages,omitempty"`
+	TimedOut bool     `json:"timed_out,omitempty"` // stopped by the file's -timeout
 	Seconds  float64  `json:"seconds"`
 }
 
@@ -86,20 +94,62 @@ func (r *reporter) Error(args ...any) {
 	r.msgs = append(r.msgs, strings.TrimSpace(fmt.Sprint(args...)))
 }
 
-// RunFile runs every test_* function of file in source order.
-func RunFile(file string, o Options) ([]Result, error) {
+// CheckFile lints a test file as kernbench test loads it (assert
+// predeclared, @kernbench//testing.star loadable) without running its
+// tests: every load problem and every test_* function that takes
+// parameters. It also returns the number of test_* functions.
+func CheckFile(file string, o Options) (problems []string, tests int) {
+	loader, err := newLoader(file, &o)
+	if err != nil {
+		return []string{err.Error()}, 0
+	}
+	defer o.watchdog.Stop()
+	globals, err := loader.Load(file)
+	if err != nil {
+		return ccl.LoadProblems(err), 0
+	}
+	names := make([]string, 0, len(globals))
+	for name := range globals {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if fn, ok := globals[name].(*starlark.Function); ok && strings.HasPrefix(name, "test_") {
+			tests++
+			if fn.NumParams() > 0 {
+				problems = append(problems, fmt.Sprintf("%s: %s takes parameters; test functions take none", fn.Position(), name))
+			}
+		}
+	}
+	return problems, tests
+}
+
+// newLoader is the loader of a test file: assert predeclared,
+// @kernbench//testing.star loadable, o's step and time limits.
+func newLoader(file string, o *Options) (*script.Loader, error) {
 	assert, err := starlarktest.LoadAssertModule()
 	if err != nil {
 		return nil, fmt.Errorf("internal error: assert module: %v", err)
 	}
-	loader := &script.Loader{
+	o.watchdog = script.NewWatchdog(o.Timeout, fmt.Sprintf("-timeout %v (per test file)", o.Timeout))
+	return &script.Loader{
+		Watchdog:    o.watchdog,
 		Src:         script.Source{Embedded: o.Embedded},
 		Search:      "algorithms",
 		Predeclared: predeclared(assert["assert"]),
-		Builtin:     map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), o)},
+		Builtin:     map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), *o)},
 		MaxSteps:    o.MaxSteps,
 		Stderr:      o.Stderr,
+	}, nil
+}
+
+// RunFile runs every test_* function of file in source order.
+func RunFile(file string, o Options) ([]Result, error) {
+	loader, err := newLoader(file, &o)
+	if err != nil {
+		return nil, err
 	}
+	defer o.watchdog.Stop()
 	globals, err := loader.Load(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s", script.Format(err))
@@ -125,16 +175,21 @@ func RunFile(file string, o Options) ([]Result, error) {
 	})
 	var results []Result
 	for _, t := range tests {
+		if o.OnTest != nil {
+			o.OnTest(file, t.name)
+		}
 		th := loader.NewThread(t.name)
+		err = nil
 		rep := &reporter{}
 		starlarktest.SetReporter(th, rep)
 		start := time.Now()
 		if t.fn.NumParams() > 0 {
 			rep.msgs = append(rep.msgs, fmt.Sprintf("%s: %s takes parameters; test functions take none", t.fn.Position(), t.name))
-		} else if _, err := starlark.Call(th, t.fn, nil, nil); err != nil {
+		} else if _, err = starlark.Call(th, t.fn, nil, nil); err != nil {
 			rep.msgs = append(rep.msgs, script.Format(err))
 		}
-		results = append(results, Result{File: file, Name: t.name, Pass: len(rep.msgs) == 0, Messages: rep.msgs, Seconds: time.Since(start).Seconds()})
+		results = append(results, Result{File: file, Name: t.name, Pass: len(rep.msgs) == 0, Messages: rep.msgs,
+			TimedOut: script.IsTimeout(err), Seconds: time.Since(start).Seconds()})
 	}
 	return results, nil
 }
@@ -164,15 +219,16 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 		inPlace                     bool
 		root                        = 0
 		sets                        *starlark.List
+		timingOnly                  bool
 	)
 	if err := starlark.UnpackArgs(b.Name(), args, kw, "path", &path, "world_size?", &world, "count?", &count, "dtype?", &dt,
 		"collective?", &collective, "topology?", &topology, "redop?", &redop, "params?", &params,
-		"schedules?", &schedules, "seed?", &seed, "in_place?", &inPlace, "root?", &root, "set?", &sets); err != nil {
+		"schedules?", &schedules, "seed?", &seed, "in_place?", &inPlace, "root?", &root, "set?", &sets, "timing_only?", &timingOnly); err != nil {
 		return nil, err
 	}
 	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, Count: int64(count), DType: dt, Collective: collective,
-		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed),
-		Embedded: o.Embedded, Stderr: o.Stderr}
+		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
+		Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog}
 	if params != nil {
 		for _, kv := range params.Items() {
 			if _, ok := kv[0].(starlark.String); !ok {
@@ -193,6 +249,17 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 	res, err := ccl.RunKernelInMock(mo)
 	if err != nil {
 		return nil, fmt.Errorf("%s(%q): %v", b.Name(), path, err)
+	}
+	if timingOnly {
+		// No bytes were moved: there are no outputs to check.
+		return starlarkstruct.FromStringDict(starlark.String("mock_result"), starlark.StringDict{
+			"wrong":            starlark.None,
+			"sends":            starlark.MakeInt64(res.Sends),
+			"recvs":            starlark.MakeInt64(res.Recvs),
+			"outputs":          starlark.None,
+			"schedules":        starlark.MakeInt(res.Schedules),
+			"failing_schedule": starlark.MakeInt(-1),
+		}), nil
 	}
 	outs := make([]starlark.Value, len(res.Outputs))
 	for r, buf := range res.Outputs {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// plotBusBW draws busbw against size, one line per run (a log2 size axis,
+// as sweeps double), and returns the SVG.
+func plotBusBW(reps []labeled) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = "bus bandwidth"
+	p.X.Label.Text = "size per rank (bytes)"
+	p.Y.Label.Text = "busbw (GB/s)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.TickerFunc(sizeTicks)
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	lines := 0
+	for i, l := range reps {
+		var pts plotter.XYs
+		for _, r := range l.rep.Results {
+			if r.Bytes > 0 { // a log axis has no 0
+				pts = append(pts, plotter.XY{X: float64(r.Bytes), Y: r.BusBW})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", l.label, err)
+		}
+		line.Color = plotutil.Color(i)
+		points.Color = plotutil.Color(i)
+		points.Shape = plotutil.Shape(i)
+		p.Add(line, points)
+		p.Legend.Add(l.label, line, points)
+		lines++
+	}
+	if lines == 0 {
+		return nil, fmt.Errorf("no sizes above 0 bytes to plot")
+	}
+	c := vgsvg.NewWith(vgsvg.UseWH(7*vg.Inch, 4.5*vg.Inch), vgsvg.EmbedFonts(false))
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// sizeTicks labels powers of two between min and max with byte sizes
+// (1K, 64K, 4M), thinning them to at most about eight labels.
+func sizeTicks(min, max float64) []plot.Tick {
+	lo, hi := int(math.Floor(math.Log2(min))), int(math.Ceil(math.Log2(max)))
+	step := 1
+	for (hi-lo)/step > 8 {
+		step *= 2
+	}
+	var ticks []plot.Tick
+	for e := lo; e <= hi; e++ {
+		v := math.Exp2(float64(e))
+		if v < min || v > max {
+			continue
+		}
+		label := ""
+		if (e-lo)%step == 0 {
+			label = sizeLabel(int64(v))
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+	}
+	return ticks
+}
+
+// sizeLabel is n in the units sizes are given in (4096 → 4K).
+func sizeLabel(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
+		}
+	}
+	return fmt.Sprint(n)
+}
