@@ -248,8 +248,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			return nil
 		}
 	}
-	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot}); err != nil {
+	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}); err != nil {
 		return usageErr(stderr, o.json, err.Error())
+	}
+	if o.export != "" && (compare != nil || len(o.vary) > 0) {
+		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
 	if compare != nil || len(o.vary) > 0 {
 		axes, err := parseVary(o.vary)
