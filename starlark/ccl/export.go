@@ -129,10 +129,18 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 	if err != nil || r.err != nil {
 		return
 	}
+	// An operand that is not a Ptr (a Tile given to tl.reduce) has no
+	// place in the XML: noted here, refused below.
+	missing := false
 	ptr := func(i int, key string) *tl.Ptr {
-		p, _ := arg(args, kw, i, key).(*tl.Ptr)
+		p, ok := arg(args, kw, i, key).(*tl.Ptr)
+		if !ok {
+			missing = true
+			return &tl.Ptr{}
+		}
 		return p
 	}
+	const notBuffer = "has an operand that is not a buffer (a Tile): MSCCL XML moves buffers only"
 	dir := func(i int, key string, sending bool) *machine.QueuePair {
 		s, ok := arg(args, kw, i, key).(starlark.String)
 		if !ok || k.G == nil {
@@ -158,6 +166,10 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 			dst, src := ptr(0, "dst"), ptr(1, "src")
 			a.kind, a.src, a.dst, a.n = "cpy", src.Reg, dst.Reg, dst.Reg.N
 			a.local = result
+		}
+		if missing {
+			r.refuse(k, name, at, notBuffer)
+			return
 		}
 		// Its step goes where it is joined (tl.wait, or the end of the
 		// kernel): an MSCCL thread block cannot overlap its steps, and the
@@ -192,8 +204,8 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 		op.kind, op.src, op.dst, op.n = "cpy", src.Reg, dst.Reg, dst.Reg.N
 	case "reduce":
 		dst, a, b := ptr(0, "dst"), ptr(1, "a"), ptr(2, "b")
-		if dst == nil || a == nil || b == nil {
-			r.refuse(k, name, at, "combines Tiles: MSCCL XML reduces buffers only")
+		if missing {
+			r.refuse(k, name, at, notBuffer)
 			return
 		}
 		// An MSCCL re combines with the collective's reduction; tl.reduce's
@@ -260,6 +272,10 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 		}
 		return
 	default:
+		return
+	}
+	if missing {
+		r.refuse(k, name, at, notBuffer)
 		return
 	}
 	r.add(k, op)

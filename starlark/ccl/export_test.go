@@ -85,11 +85,16 @@ func TestMSCCLExportRefused(t *testing.T) {
     tl.copy(recvbuf, sendbuf)
     tl.reduce(recvbuf, recvbuf, sendbuf, op = "max")
 `)
+	tile := write("tile.star", `def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    tl.reduce(recvbuf, sendbuf, tl.zeros(len(sendbuf), sendbuf.dtype))
+`)
 	cases := []struct {
 		name, algo string
 		o          Options
 		want       string
 	}{
+		{"tile operand", tile, Options{WorldSize: 1, Counts: []int64{64}},
+			"--export-msccl: rank 0: tl.reduce at " + tile + ":2:14 has an operand that is not a buffer (a Tile): MSCCL XML moves buffers only"},
 		{"reduce op", maxop, Options{WorldSize: 1, Counts: []int64{64}},
 			"--export-msccl: rank 0: tl.reduce at " + maxop + ":3:14 reduces with op \"max\", not the run's redop \"sum\""},
 		{"loads", loads, Options{WorldSize: 2, Counts: []int64{64}},
