@@ -34,6 +34,9 @@ var mscclSchedules = []struct {
 	{"allgather_ring_ch2", "allgather", nil},
 	{"alltoall_allpairs", "alltoall", nil},
 	{"alltoall_two_step", "alltoall", nil},
+	// One thread block, and so one channel, per chunk: at 16 ranks the 32
+	// rx rings fill TCM.
+	{"reduce_scatter_ring", "reduce_scatter", []string{"defaults.buffer_kind=hbm"}},
 }
 
 // Every generated schedule computes its collective (#wrong 0) and replays
