@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -38,6 +39,7 @@ type runOptions struct {
 	dot                    string
 	dumpPtrs               bool
 	trace                  string
+	export                 string
 	traceRanks, traceKinds string
 	bytes                  string
 	json                   bool
@@ -120,6 +122,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
+	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
 	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay)")
 	f.StringVar(&o.traceKinds, "trace-kinds", "", "with --trace, keep only these kinds of events: "+strings.Join(trace.Kinds, ", ")+" (comma-separated)")
@@ -270,8 +273,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
-	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot}); err != nil {
+	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}); err != nil {
 		return usageErr(stderr, o.json, err.Error())
+	}
+	if o.export != "" && (compare != nil || len(o.vary) > 0) {
+		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
 	if compare != nil || len(o.vary) > 0 {
 		axes, err := parseVary(o.vary)
@@ -337,6 +343,10 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			fmt.Fprintln(stdout, tableRow(r))
 		}
 	}
+	var exported bytes.Buffer
+	if o.export != "" {
+		o.ExportMSCCL = &exported
+	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)
 	if o.Progress != nil {
@@ -375,6 +385,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		return &exitError{code: f.Code, err: f}
 	}
 	rep.WallS = wall
+	if o.export != "" {
+		if err := os.WriteFile(o.export, exported.Bytes(), 0o644); err != nil {
+			return usageErr(stderr, o.json, "--export-msccl: "+err.Error())
+		}
+	}
 	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}

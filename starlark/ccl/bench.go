@@ -150,7 +150,11 @@ func (b *bench) verify(res *Result) {
 
 // simFailure turns the error that ended a simulation into a Failure with the
 // right exit status and a report of every blocked process.
-func simFailure(err error, file string) error {
+func simFailure(err error, file string) error { return simFailureNoted(err, file, nil) }
+
+// simFailureNoted is simFailure with note adding a line (when it returns
+// one) under each blocked process's backtrace.
+func simFailureNoted(err error, file string, note func(p *sim.Proc) string) error {
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
@@ -228,7 +232,7 @@ func simFailure(err error, file string) error {
 	if len(blocked) > 0 {
 		var bld strings.Builder
 		fmt.Fprintf(&bld, "%d process(es) blocked:\n", len(blocked))
-		bld.WriteString(describeBlocked(blocked))
+		bld.WriteString(describeBlocked(blocked, note))
 		edges := waitGraph(blocked)
 		bld.WriteString(describeWaitGraph(edges))
 		f.Detail = strings.TrimRight(bld.String(), "\n")

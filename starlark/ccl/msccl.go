@@ -10,6 +10,7 @@ import (
 	"go.starlark.net/starlarkstruct"
 
 	"kernbench/engine/msccl"
+	"kernbench/engine/sim"
 	"kernbench/engine/topology"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
@@ -96,7 +97,9 @@ func mscclParams(a *msccl.Algo) []starlark.Tuple {
 		for _, tb := range g.TBs {
 			var steps []starlark.Value
 			for _, st := range tb.Steps {
-				maxCnt = max(maxCnt, st.Cnt)
+				if st.Sends() || st.Recvs() {
+					maxCnt = max(maxCnt, st.Cnt) // what must fit a ring
+				}
 				var src, dst, dep starlark.Value = starlark.None, starlark.None, starlark.None
 				if st.Reads() {
 					src = starlark.String(st.SrcBuf.String())
@@ -196,6 +199,12 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 	case opts.RedOp == "avg":
 		return nil, usage("%s: --redop avg is not supported for MSCCL schedules (the XML does not say which reduction of an element is its last, where avg divides)", arg)
 	}
+	if root, ok := mscclRoot(a); ok {
+		if opts.Root != 0 && opts.Root != root {
+			return nil, usage("%s: the schedule's %s root is rank %d (the only rank that %s); drop --root %d", arg, a.Coll, root, map[bool]string{true: "receives nothing", false: "sends nothing"}[a.Coll == "broadcast"], opts.Root)
+		}
+		opts.Root = root
+	}
 	opts.WorldSize, opts.Collective, opts.Topology, opts.InPlace = a.NGPUs, a.Coll, "custom", a.InPlace
 	opts.Params = append(append([]starlark.Tuple(nil), opts.Params...), mscclParams(a)...)
 	loader := &script.Loader{Src: src, Search: "algorithms", MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared(), PrintPrefix: printPrefix}
@@ -226,7 +235,12 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
-		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
+		// Each size has its own record of where the thread blocks are.
+		pr := &mscclProgress{file: a.File, at: map[*starlark.Thread]progressAt{}}
+		pp := *p
+		pp.params = append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("progress"), pr.builtin()})
+		pp.procNote = pr.note
+		return runOnce(&pp, cfg, tgt, loader, kernel, hook, count)
 	})
 }
 
@@ -241,4 +255,60 @@ func checkMSCCL(arg string, o CheckOptions) []string {
 		return []string{fmt.Sprintf("%s: %v", arg, err)}
 	}
 	return nil
+}
+
+// mscclRoot finds the root of a broadcast (the one rank that receives
+// nothing) or a reduce (the one rank that sends nothing): the XML has no
+// root attribute, the reference check needs one.
+func mscclRoot(a *msccl.Algo) (int, bool) {
+	if a.Coll != "broadcast" && a.Coll != "reduce" {
+		return 0, false
+	}
+	root, n := 0, 0
+	for _, g := range a.GPUs {
+		quiet := true
+		for _, tb := range g.TBs {
+			for _, st := range tb.Steps {
+				if a.Coll == "broadcast" && st.Recvs() || a.Coll == "reduce" && st.Sends() {
+					quiet = false
+				}
+			}
+		}
+		if quiet {
+			root, n = g.ID, n+1
+		}
+	}
+	return root, n == 1
+}
+
+// mscclProgress records the step each thread block (Starlark thread) has
+// started, so that a deadlock report names it in the XML.
+type mscclProgress struct {
+	file string
+	at   map[*starlark.Thread]progressAt
+}
+
+type progressAt struct{ rank, tb, step, line, iteration int }
+
+func (pr *mscclProgress) builtin() *starlark.Builtin {
+	return starlark.NewBuiltin("progress", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		var at progressAt
+		if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 5, &at.rank, &at.tb, &at.step, &at.line, &at.iteration); err != nil {
+			return nil, err
+		}
+		pr.at[th] = at
+		return starlark.None, nil
+	})
+}
+
+func (pr *mscclProgress) note(p *sim.Proc) string {
+	th, ok := p.Data.(*starlark.Thread)
+	if !ok {
+		return ""
+	}
+	at, ok := pr.at[th]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("at gpu %d tb %d step %d (%s:%d), loop iteration %d", at.rank, at.tb, at.step, pr.file, at.line, at.iteration)
 }

@@ -34,6 +34,9 @@ var mscclSchedules = []struct {
 	{"allgather_ring_ch2", "allgather", nil},
 	{"alltoall_allpairs", "alltoall", nil},
 	{"alltoall_two_step", "alltoall", nil},
+	// One thread block, and so one channel, per chunk: at 16 ranks the 32
+	// rx rings fill TCM.
+	{"reduce_scatter_ring", "reduce_scatter", []string{"defaults.buffer_kind=hbm"}},
 }
 
 // Every generated schedule computes its collective (#wrong 0) and replays
@@ -180,17 +183,24 @@ func TestMSCCLCheck(t *testing.T) {
 // written by hand on the primitives (testdata/msccl/handwritten), within
 // 2 %: the import adds no simulated work of its own.
 func TestMSCCLMatchesHandWritten(t *testing.T) {
-	cases := []struct{ xml, star string }{
-		{"allreduce_ring_ch2", "ring_ch2.star"},
-		{"allreduce_binomial_tree1", "binomial_tree1.star"},
+	cases := []struct {
+		xml, star string
+		count     int64
+		inPlace   bool
+	}{
+		{"allreduce_ring_ch2", "ring_ch2.star", 524288, true},
+		{"allreduce_binomial_tree1", "binomial_tree1.star", 524288, true},
+		{"allgather_ring_ch2", "allgather_ring_ch2.star", 65536, true},
+		{"alltoall_allpairs", "alltoall_allpairs.star", 16384, false},
+		{"allreduce_rdh", "rdh.star", 262144, true},
 	}
 	for _, c := range cases {
 		for _, world := range []int{4, 8, 16} {
 			t.Run(fmt.Sprintf("%s_%d", c.xml, world), func(t *testing.T) {
 				t.Parallel()
-				counts := []int64{524288}
+				counts := []int64{c.count}
 				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), Options{Counts: counts})
-				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: true})
+				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: c.inPlace})
 				checkCorrect(t, imported)
 				checkCorrect(t, hand)
 				for i := range counts {

@@ -99,6 +99,9 @@ type Options struct {
 	// Params are extra keyword arguments for kernel(), over the ccl.yaml
 	// entry's params.
 	Params []starlark.Tuple
+	// ExportMSCCL, when set, receives the run's schedule as MSCCL XML
+	// (--export-msccl; one size only).
+	ExportMSCCL io.Writer
 
 	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer // print() and diagnostics
@@ -595,6 +598,8 @@ type plan struct {
 	opts      Options
 	params    []starlark.Tuple
 	root      int // root rank of broadcast and reduce
+	// procNote, when set, is passed to the run's world (see world.procNote).
+	procNote func(p *sim.Proc) string
 }
 
 func usage(format string, args ...any) error {
@@ -691,6 +696,9 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 			return nil, usage("count must be >= 0 (got %d)", c)
 		}
 	}
+	if opts.ExportMSCCL != nil && len(p.counts) != 1 {
+		return nil, usage("--export-msccl writes the schedule of one size; got %d sizes", len(p.counts))
+	}
 	if tgt.entry != nil {
 		keys := make([]string, 0, len(tgt.entry.Params))
 		for k := range tgt.entry.Params {
@@ -784,6 +792,9 @@ type world struct {
 	releaseHeap func()
 	// spent is each rank's kernel process time by activity (spawn).
 	spent [][sim.MaxActivities]sim.Time
+	// procNote adds a line about a blocked process to deadlock reports
+	// (an MSCCL run names the step each thread block is at).
+	procNote func(p *sim.Proc) string
 }
 
 // close ends the world's hold on the collector's settings.
@@ -941,7 +952,7 @@ func (w *world) run(tgt *target) error {
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = simFailure(err, tgt.file)
+		failure = simFailureNoted(err, tgt.file, w.procNote)
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			failure = &Failure{Code: ExitRuntime, Kind: "InvariantViolation", Rank: -1, Msg: err.Error(), Err: err}
@@ -1084,6 +1095,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if err != nil {
 		return nil, err
 	}
+	w.procNote = p.procNote
 	defer w.close()
 	if err := w.install(p, tgt, loader, hook); err != nil {
 		return nil, err
@@ -1095,14 +1107,22 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	stats := make([]tl.Stats, p.world)
 	w.snapshot()
 	b.keepInputs(w.initial)
+	var rec *exportRecorder
+	if p.opts.ExportMSCCL != nil {
+		rec = newExportRecorder(p.world)
+	}
 	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		k := tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc,
+		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
 				th := loader.NewThread(name)
 				th.SetLocal(kernelKey, t)
 				return th
 			},
-			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }})
+			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }}
+		if rec != nil {
+			kt.Rec = rec
+		}
+		k := tl.New(kt)
 		th.SetLocal(kernelKey, k)
 		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
 		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
@@ -1134,6 +1154,15 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		return nil, err
 	}
 	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
+	if rec != nil {
+		a, err := rec.build(p, b, w.g, count)
+		if err == nil {
+			err = writeExport(a, p.opts.ExportMSCCL)
+		}
+		if err != nil {
+			return nil, &Failure{Code: ExitUsage, Kind: "ExportError", Rank: -1, Msg: err.Error(), Err: err}
+		}
+	}
 	return res, nil
 }
 

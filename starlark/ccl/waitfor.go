@@ -186,7 +186,7 @@ type summarizer interface{ Summary() string }
 // wait at the same positions) are one entry, "ranks 4-63 (60): waiting in
 // recv W, no data", so that a large deadlock stays readable; a process
 // alone in its state is listed with its full wait.
-func describeBlocked(blocked []*sim.Proc) string {
+func describeBlocked(blocked []*sim.Proc, note func(p *sim.Proc) string) string {
 	type group struct {
 		procs []*sim.Proc
 		state string // summary of the wait and the stack, for grouping
@@ -195,6 +195,11 @@ func describeBlocked(blocked []*sim.Proc) string {
 	byState := map[string]*group{}
 	for _, p := range blocked {
 		stack := stackLines(p)
+		if note != nil {
+			if n := note(p); n != "" {
+				stack += "    " + n + "\n"
+			}
+		}
 		state := ""
 		if s, ok := p.Wait.(summarizer); ok {
 			// Only ranks' main processes group ("rank N"); threads keep
@@ -254,6 +259,11 @@ func describeBlocked(blocked []*sim.Proc) string {
 		}
 		b.WriteByte('\n')
 		b.WriteString(stackLines(p))
+		if note != nil {
+			if n := note(p); n != "" {
+				fmt.Fprintf(&b, "    %s\n", n)
+			}
+		}
 	}
 	return b.String()
 }

@@ -81,6 +81,8 @@ type Kernel struct {
 	// Fail ends the run with a thread's error (the runner attributes it to
 	// the rank); nil: the simulation is stopped with it.
 	Fail func(err error)
+	// Rec, when set, sees every tl call of the kernel and its threads.
+	Rec Recorder
 
 	// root is the rank's kernel when this is a tl.spawn thread (nil for
 	// the kernel itself); the root holds what threads share.
@@ -187,6 +189,15 @@ func New(k *Kernel) *Kernel {
 					}
 				}
 				return inner(th, sb, args, kw)
+			}
+		}
+		if k.Rec != nil {
+			recorded := fn
+			fn = func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				k.Rec.Call(k, b.Name, args, kw, th.CallFrame(1).Pos)
+				v, err := recorded(th, sb, args, kw)
+				k.Rec.Return(k, b.Name, args, kw, v, err)
+				return v, err
 			}
 		}
 		if k.M.Trace != nil && tracedOps[b.Name] {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates the MSCCL XML files of this directory from msccl-tools'
-# MSCCLang examples (github.com/microsoft/msccl-tools, commit 030a750) and
-# binomial_tree.py. Usage, from this directory:
+# MSCCLang examples (github.com/microsoft/msccl-tools, commit 030a750),
+# binomial_tree.py and reduce_scatter_ring.py. Usage, from this directory:
 #
 #   sh generate.sh /path/to/msccl-tools
 #
@@ -13,6 +13,10 @@ tools=$(cd "$1" && pwd)
 here=$(pwd)
 ex="$tools/examples/mscclang"
 export PYTHONPATH="$here/shim:$tools"
+# Not every file is byte-stable: for some schedules (allreduce_rdh_16,
+# alltoall_two_step_8 and _16 here) msccl-tools orders steps differently
+# from run to run, even with PYTHONHASHSEED fixed. The committed files are
+# one run; another run gives an equivalent schedule in another order.
 gen() { # gen OUT SCRIPT ARGS...
 	out=$1; shift
 	python3 "$@" > "$out.tmp"
@@ -27,6 +31,7 @@ for n in 4 8 16; do
 	gen allreduce_rdh_$n.xml "$ex/allreduce_recursive_doubling_halving.py" $n 1
 	gen allgather_ring_ch2_$n.xml "$ex/allgather_ring.py" $n 2 1
 	gen alltoall_allpairs_$n.xml "$ex/alltoall_allpairs.py" $n 1
+	gen reduce_scatter_ring_$n.xml reduce_scatter_ring.py $n
 done
 # Hierarchical algorithms: GPUS_PER_NODE × NODES.
 gen allreduce_hierarchical_4.xml "$ex/hierarchical_allreduce.py" 2 2 1
