@@ -227,6 +227,23 @@ func kernelBuiltins() []Builtin {
 				}
 				return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
 			}},
+		{"done", "done(handle)", "True when the operation of an async handle has completed, so tl.wait(handle) would not block (a recv_async handle: once waited for; a thread: once it returned). Never blocks: a kernel that issues many stores can drop the finished handles instead of keeping one per piece to the end.",
+			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var v starlark.Value
+				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &v); err != nil {
+					return nil, err
+				}
+				switch h := v.(type) {
+				case *handle:
+					// A recv_async receives when it is waited for.
+					return starlark.Bool(h.done || (h.kind != "recv" && h.op != nil && h.op.Done && h.stale == nil)), nil
+				case *sendHandle:
+					return starlark.Bool(h.done), nil
+				case *threadHandle:
+					return starlark.Bool(h.done), nil
+				}
+				return nil, fmt.Errorf("%s: want a handle from a *_async call or tl.spawn, got %s", b.Name(), v.Type())
+			}},
 		{"flush", "flush(dir=None)", "Block until every send this rank issued (on dir, or on all directions) has completed its DMA, so its source may be reused.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir starlark.Value = starlark.None

@@ -112,7 +112,7 @@ var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, 
 // block nor touch memory.
 var keepsDeferredSend = map[string]bool{
 	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "prefetch": true,
-	"spawn": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true, "event": true,
+	"spawn": true, "done": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true, "event": true,
 }
 
 // threadKernelKey is the Starlark thread-local naming the kernel whose tl
