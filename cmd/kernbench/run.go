@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
 	"kernbench/engine/topology"
@@ -107,7 +108,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
 	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names, " | "))
-	f.StringVar(&o.Collective, "collective", "", "allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall")
+	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))
 	f.Int64Var(&o.count, "count", 0, "elements per rank buffer")
 	f.StringVar(&o.bytes, "bytes", "", "bytes per rank buffer, e.g. 64K, 4M (default 1M)")
 	f.StringVar(&o.sweep, "sweep", "", "size sweep MIN:MAX[:FACTOR] in bytes, e.g. 1K:4M (factor 2), one row per size")

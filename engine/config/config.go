@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"kernbench/engine/collective"
 	"kernbench/engine/topology"
 )
 
@@ -139,7 +140,7 @@ var (
 	bufferKinds   = []string{"tcm", "hbm", "sram"}
 	backpressures = []string{"sleep", "poll"}
 	topologies    = topology.Names // one list: the topology package declares them
-	collectives   = []string{"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"}
+	collectives   = collective.Names()
 )
 
 // BufferKinds lists the values of buffer_kind.

@@ -8,9 +8,10 @@
 //
 // What lives here:
 //
-//   - [Builtin] generates the builtin topologies named in [Names] for a world
-//     size (ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none,
-//     custom), with one or more channels per neighbour.
+//   - [Table] declares the builtin topologies once (name, directions,
+//     generator); [Names], config validation, the CLI's help and the
+//     documentation follow it. [Builtin] generates one for a world size,
+//     with one or more channels per neighbour.
 //   - [Validate] checks invariant I3 after an algorithm's neighbors() hook
 //     has had its say, and returns the [Pairing]: for every (rank,
 //     direction) the direction on the peer that forms the other end of the

@@ -9,9 +9,59 @@ import (
 	"strings"
 )
 
+// Spec is one builtin topology: its name, the directions it installs (as
+// the documentation describes them) and its generator.
+type Spec struct {
+	Name string
+	// Directions describes rank r's directions, in Markdown (the author
+	// guide's topology table shows exactly this text).
+	Directions string
+	// NeedsHook: the algorithm module must define neighbors() (see
+	// RequiresNeighborsHook).
+	NeedsHook bool
+	// build installs the directions into t.Maps (one empty map per rank);
+	// rows × cols is mesh_2d's shape.
+	build func(t *Topology, rows, cols int)
+}
+
+// Table lists the builtin topologies, in the order messages and the
+// documentation show them. Config validation, the CLI's help and the
+// documentation are derived from it (a test in cmd/kernbench checks them).
+var Table = []Spec{
+	{Name: "ring_1d", Directions: "`E` → r+1, `W` → r−1 (mod world_size)",
+		build: func(t *Topology, _, _ int) { ring(t.Maps) }},
+	{Name: "ring_1d_unidir", Directions: "`E` → r+1 to send, `W` ← r−1 to receive",
+		build: ringUnidir},
+	{Name: "mesh_2d", Directions: "ranks row by row on a rows × cols torus: `N`/`S` → row ∓ 1, `W`/`E` → column ∓ 1 (the most square rows × cols for the world size, 8 → 2 × 4, or `mesh_shape: [R, C]`)",
+		build: func(t *Topology, rows, cols int) { mesh(t.Maps, rows, cols) }},
+	{Name: "tree_binary", Directions: "`parent`, `child_left`, `child_right` (heap order, root 0)",
+		build: treeBinary},
+	{Name: "full_mesh", Directions: "`r<j>` → rank j for every other rank j",
+		build: fullMesh},
+	{Name: "none", Directions: "whatever your `neighbors()` returns (Step 4)",
+		build: func(*Topology, int, int) {}}, // empty maps: neighbors() builds them
+	{Name: "custom", Directions: "whatever your `neighbors()` returns (Step 4)", NeedsHook: true,
+		build: func(*Topology, int, int) {}},
+}
+
 // Names lists the topology names a ccl.yaml algorithm entry may use, in the
-// order the documentation shows them.
-var Names = []string{"ring_1d", "ring_1d_unidir", "mesh_2d", "tree_binary", "full_mesh", "none", "custom"}
+// order of Table.
+var Names = func() []string {
+	out := make([]string, len(Table))
+	for i, s := range Table {
+		out[i] = s.Name
+	}
+	return out
+}()
+
+// lookup finds a topology of Table by name.
+func lookup(name string) (Spec, bool) {
+	i := slices.IndexFunc(Table, func(s Spec) bool { return s.Name == name })
+	if i < 0 {
+		return Spec{}, false
+	}
+	return Table[i], true
+}
 
 // ChannelDir is the name of channel c of a builtin direction: the name
 // itself for channel 0, name_c for c >= 1 (E, E_1, E_2, ...). Each channel
@@ -80,7 +130,8 @@ func (t *Topology) Clone() *Topology {
 // algorithm module to define neighbors(): only "custom" does ("none" starts
 // from the same empty maps but leaves the hook optional).
 func RequiresNeighborsHook(name string) bool {
-	return name == "custom"
+	s, ok := lookup(name)
+	return ok && s.NeedsHook
 }
 
 // MaxChannels bounds channels: a direction per channel per neighbour is an
@@ -93,7 +144,8 @@ const MaxChannels = 64
 // ChannelDir. See the package documentation for the ring_1d_unidir and
 // size-2 decisions.
 func Builtin(name string, worldSize int, meshShape []int, channels int) (*Topology, error) {
-	if !slices.Contains(Names, name) {
+	spec, ok := lookup(name)
+	if !ok {
 		return nil, fmt.Errorf("unknown topology %q: want one of %s", name, strings.Join(Names, ", "))
 	}
 	if worldSize < 1 {
@@ -113,42 +165,7 @@ func Builtin(name string, worldSize int, meshShape []int, channels int) (*Topolo
 	for r := range t.Maps {
 		t.Maps[r] = map[string]int{}
 	}
-	switch name {
-	case "ring_1d":
-		ring(t.Maps)
-	case "ring_1d_unidir":
-		ring(t.Maps)
-		if worldSize > 1 {
-			t.RecvOnly = make([]map[string]bool, worldSize)
-			for r := range t.RecvOnly {
-				t.RecvOnly[r] = map[string]bool{"W": true}
-			}
-		}
-	case "mesh_2d":
-		mesh(t.Maps, rows, cols)
-	case "tree_binary":
-		for r := range worldSize {
-			if r > 0 {
-				t.Maps[r]["parent"] = (r - 1) / 2
-			}
-			if c := 2*r + 1; c < worldSize {
-				t.Maps[r]["child_left"] = c
-			}
-			if c := 2*r + 2; c < worldSize {
-				t.Maps[r]["child_right"] = c
-			}
-		}
-	case "full_mesh":
-		for r := range worldSize {
-			for peer := range worldSize {
-				if peer != r {
-					t.Maps[r][MeshPeerDir(peer)] = peer
-				}
-			}
-		}
-	case "none", "custom":
-		// Empty maps: the module's neighbors() builds them.
-	}
+	spec.build(t, rows, cols)
 	if channels > 1 {
 		for r, m := range t.Maps {
 			wide := make(map[string]int, len(m)*channels)
@@ -170,6 +187,45 @@ func Builtin(name string, worldSize int, meshShape []int, channels int) (*Topolo
 		}
 	}
 	return t, nil
+}
+
+// ringUnidir is ring_1d with W receive-only on every rank.
+func ringUnidir(t *Topology, _, _ int) {
+	ring(t.Maps)
+	if len(t.Maps) > 1 {
+		t.RecvOnly = make([]map[string]bool, len(t.Maps))
+		for r := range t.RecvOnly {
+			t.RecvOnly[r] = map[string]bool{"W": true}
+		}
+	}
+}
+
+// treeBinary installs the heap-ordered binary tree rooted at rank 0.
+func treeBinary(t *Topology, _, _ int) {
+	worldSize := len(t.Maps)
+	for r := range worldSize {
+		if r > 0 {
+			t.Maps[r]["parent"] = (r - 1) / 2
+		}
+		if c := 2*r + 1; c < worldSize {
+			t.Maps[r]["child_left"] = c
+		}
+		if c := 2*r + 2; c < worldSize {
+			t.Maps[r]["child_right"] = c
+		}
+	}
+}
+
+// fullMesh installs MeshPeerDir(peer) towards every other rank.
+func fullMesh(t *Topology, _, _ int) {
+	worldSize := len(t.Maps)
+	for r := range worldSize {
+		for peer := range worldSize {
+			if peer != r {
+				t.Maps[r][MeshPeerDir(peer)] = peer
+			}
+		}
+	}
 }
 
 // ring installs E=(r+1)%p and W=(r-1+p)%p on every rank; a single rank has

@@ -76,10 +76,12 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 				return nil, err
 			}
 			sendReg, recvReg = whole.Sub(0, sc*sz), whole.Sub(0, rc*sz)
-			switch p.coll.Name {
-			case "reduce_scatter":
+			// (the count-sized buffer of a collective whose other buffer
+			// holds count × world_size elements).
+			switch {
+			case p.coll.SendMul && !p.coll.RecvMul:
 				recvReg = whole.Sub(int64(r)*count*sz, count*sz)
-			case "allgather":
+			case p.coll.RecvMul && !p.coll.SendMul:
 				sendReg = whole.Sub(int64(r)*count*sz, count*sz)
 			}
 		} else {

@@ -3,49 +3,35 @@ package ccl
 import (
 	"fmt"
 	"math"
+	"strings"
 
+	"kernbench/engine/collective"
 	"kernbench/engine/dtype"
 )
 
-// Collective describes a builtin collective bench: buffer sizes (in
-// multiples of count), the nccl-tests bus bandwidth factor, and the
-// reference result.
+// Collective is a builtin collective of the collective table with the
+// bench's behaviour attached: buffer sizes and the reference result.
 type Collective struct {
-	Name             string
-	SendMul, RecvMul bool // buffer holds count × world_size elements
-	Reduces          bool
+	collective.Collective
 }
 
-// Collectives are the six builtin collectives, in the spec's order.
-var Collectives = []Collective{
-	{Name: "allreduce", Reduces: true},
-	{Name: "reduce_scatter", SendMul: true, Reduces: true},
-	{Name: "allgather", RecvMul: true},
-	{Name: "broadcast"},
-	{Name: "reduce", Reduces: true},
-	{Name: "alltoall", SendMul: true, RecvMul: true},
-}
+// Collectives are the builtin collectives, in the table's order
+// (engine/collective declares them).
+var Collectives = func() []Collective {
+	out := make([]Collective, len(collective.Table))
+	for i, c := range collective.Table {
+		out[i] = Collective{c}
+	}
+	return out
+}()
 
 // LookupCollective finds a collective by name.
 func LookupCollective(name string) (Collective, error) {
-	for _, c := range Collectives {
-		if c.Name == name {
-			return c, nil
-		}
+	c, ok := collective.Lookup(name)
+	if !ok {
+		return Collective{}, fmt.Errorf("unknown collective %q (want one of %s)", name, strings.Join(collective.Names(), ", "))
 	}
-	return Collective{}, fmt.Errorf("unknown collective %q (want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall)", name)
-}
-
-// BusFactor is nccl-tests' busbw/algbw factor for p ranks.
-func (c Collective) BusFactor(p int) float64 {
-	fp := float64(p)
-	switch c.Name {
-	case "allreduce":
-		return 2 * (fp - 1) / fp
-	case "reduce_scatter", "allgather", "alltoall":
-		return (fp - 1) / fp
-	}
-	return 1
+	return Collective{c}, nil
 }
 
 func (c Collective) sendCount(count int64, p int) int64 {
