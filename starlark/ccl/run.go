@@ -935,6 +935,9 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
 	}
 	w.g.Paranoid = p.opts.Check
+	// Nothing takes time in the mock: a send stays in flight for the
+	// hazard checks until its receiver takes it or the sender flushes.
+	w.g.HoldSends = p.opts.Untimed
 	if out := p.opts.CCLTrace; out != nil {
 		w.g.OnSend = func(q *machine.QueuePair, meta machine.MsgMeta, at sim.Time) {
 			fmt.Fprintf(out, "t=%v rank=%d op=send dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)
