@@ -418,6 +418,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if r.Wrong > 0 {
 			fw := r.FirstWrong
 			fmt.Fprintf(stderr, "kernbench: %d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
+			fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
 			return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("verification failed")}
 		}
 	}
@@ -677,4 +678,50 @@ func parseRankList(s string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// Caps of wrongRangesText: ranks listed, ranges listed per rank.
+const (
+	maxWrongRanks       = 8
+	maxWrongRangesShown = 4
+)
+
+// wrongRangesText lists the wrong elements of each rank as merged index
+// ranges, one line per rank (capped), saying which ranges still hold the
+// recvbuf sentinel, i.e. were never written.
+func wrongRangesText(rws []ccl.RankWrong) string {
+	var b strings.Builder
+	unwritten := false
+	for i, rw := range rws {
+		if i == maxWrongRanks {
+			fmt.Fprintf(&b, "  … and %d more rank(s) with wrong elements\n", len(rws)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  rank %d: %d wrong at ", rw.Rank, rw.Wrong)
+		for j, g := range rw.Ranges {
+			if j == maxWrongRangesShown {
+				break
+			}
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			if g.End == g.Start+1 {
+				fmt.Fprintf(&b, "%d", g.Start)
+			} else {
+				fmt.Fprintf(&b, "[%d, %d)", g.Start, g.End)
+			}
+			if g.Sentinel {
+				b.WriteString(" never written")
+				unwritten = true
+			}
+		}
+		if more := len(rw.Ranges) - min(len(rw.Ranges), maxWrongRangesShown) + rw.More; more > 0 {
+			fmt.Fprintf(&b, ", and %d more range(s)", more)
+		}
+		b.WriteString("\n")
+	}
+	if unwritten {
+		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers)\n")
+	}
+	return b.String()
 }

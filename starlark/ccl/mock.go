@@ -46,6 +46,10 @@ type MockResult struct {
 	Outputs         [][]byte
 	DType           dtype.DType
 	Schedules       int
+	// FirstWrong and WrongRanges describe the wrong elements of the first
+	// failing schedule (nil when nothing is wrong).
+	FirstWrong  *WrongElem
+	WrongRanges []RankWrong
 }
 
 // mockSeed is schedule i's jitter seed: schedule 0 is plain scheduling
@@ -111,6 +115,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 		}
 		if r.Wrong > 0 && res.FailingSchedule < 0 {
 			res.FailingSchedule = i
+			res.FirstWrong, res.WrongRanges = r.FirstWrong, r.WrongRanges
 		}
 		res.Wrong += r.Wrong
 		if r.Phase2Match != nil && !*r.Phase2Match {
