@@ -286,6 +286,7 @@ func checkResults(reps []labeled, stderr io.Writer) error {
 			if r.Wrong > 0 {
 				fw := r.FirstWrong
 				fmt.Fprintf(stderr, "kernbench: %s: %d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", l.label, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
+				fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
 				return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("verification failed")}
 			}
 		}

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -302,23 +304,34 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if out.path == "" {
 			continue
 		}
-		f, err := os.Create(out.path)
+		of, err := createOutput(out.flag, out.path)
 		if err != nil {
 			return usageErr(stderr, o.json, out.flag+": "+err.Error())
 		}
-		of := &outputFile{flag: out.flag, f: f}
-		of.w = bufio.NewWriter(of.counter())
 		outputs = append(outputs, of)
 		*out.dst = of.w
 	}
-	// Every output file is complete when the command returns, also when
-	// the run failed; one that received nothing (the run failed before
-	// simulating) is removed rather than left empty.
-	defer func() {
+	// Every output file is complete, and in place, before anything is
+	// printed on stdout (a reader such as `| head` may end the process
+	// there), also when the run failed; one that received nothing (the run
+	// failed before simulating) is removed rather than left empty. Until
+	// then the table's rows wait in rowBuf.
+	var rowBuf bytes.Buffer
+	table, held := io.Writer(stdout), len(outputs) > 0
+	if held {
+		table = &rowBuf
+	}
+	closeOutputs := func() {
 		for _, of := range outputs {
 			of.close(stderr)
 		}
-	}()
+		outputs = nil
+		if held {
+			table, held = stdout, false
+			_, _ = rowBuf.WriteTo(stdout)
+		}
+	}
+	defer closeOutputs()
 	// Progress only on an interactive terminal: never in pipes, logs or CI.
 	if f, ok := stderr.(*os.File); ok && !o.quiet && !o.json {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
@@ -333,15 +346,15 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	case o.jsonl:
 		o.OnResult = func(r *ccl.Result) {
 			rows++
-			writeJSONLine(stdout, r)
+			writeJSONLine(table, r)
 		}
 	case !o.json:
 		o.OnResult = func(r *ccl.Result) {
 			if rows == 0 {
-				fmt.Fprintln(stdout, tableHeader())
+				fmt.Fprintln(table, tableHeader())
 			}
 			rows++
-			fmt.Fprintln(stdout, tableRow(r))
+			fmt.Fprintln(table, tableRow(r))
 		}
 	}
 	var exported bytes.Buffer
@@ -354,6 +367,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		fmt.Fprint(stderr, "\r\x1b[K")
 	}
 	wall := time.Since(start).Seconds()
+	closeOutputs()
 	if err != nil {
 		f, ok := err.(*ccl.Failure)
 		if !ok {
@@ -372,10 +386,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			}
 		}
 		if o.dot != "" && len(f.WaitFor) > 0 {
-			if df, derr := os.Create(o.dot); derr == nil {
-				_ = f.WriteDOT(df)
-				df.Close()
-			} else {
+			var dot bytes.Buffer
+			_ = f.WriteDOT(&dot)
+			if derr := writeFileAtomic(o.dot, dot.Bytes()); derr != nil {
 				fmt.Fprintf(stderr, "kernbench: --dot: %v\n", derr)
 			}
 		}
@@ -387,7 +400,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	rep.WallS = wall
 	if o.export != "" {
-		if err := os.WriteFile(o.export, exported.Bytes(), 0o644); err != nil {
+		if err := writeFileAtomic(o.export, exported.Bytes()); err != nil {
 			return usageErr(stderr, o.json, "--export-msccl: "+err.Error())
 		}
 	}
@@ -419,6 +432,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if r.Wrong > 0 {
 			fw := r.FirstWrong
 			fmt.Fprintf(stderr, "kernbench: %d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
+			fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
 			return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("verification failed")}
 		}
 	}
@@ -590,12 +604,38 @@ func parseSweep(spec string) ([]int64, error) {
 	return sizes, nil
 }
 
-// outputFile is an output file given by a flag (--oplog, --trace).
+// outputFile is an output file given by a flag (--oplog, --trace). It is
+// written to a temporary file in the same folder and renamed into place
+// when complete, so a reader never sees half a file (nor a previous run's
+// file half overwritten) even if the process is killed; a path that is not
+// a regular file (/dev/stdout, a pipe) is written directly.
 type outputFile struct {
 	flag    string
+	path    string
 	f       *os.File
 	w       *bufio.Writer
 	written int64
+	tmp     bool // f is a temporary file to rename to path
+}
+
+func createOutput(flag, path string) (*outputFile, error) {
+	of := &outputFile{flag: flag, path: path}
+	var err error
+	if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+		of.f, err = os.Create(path)
+	} else {
+		if serr == nil || errors.Is(serr, fs.ErrNotExist) {
+			of.f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+		} else {
+			err = serr
+		}
+		of.tmp = true
+	}
+	if err != nil {
+		return nil, err
+	}
+	of.w = bufio.NewWriter(of.counter())
+	return of, nil
 }
 
 func (of *outputFile) counter() io.Writer { return countingWriter{of} }
@@ -612,18 +652,29 @@ func (c countingWriter) Write(b []byte) (int, error) {
 // (only a regular file: --oplog /dev/stdout is not removed).
 func (of *outputFile) close(stderr io.Writer) {
 	err := of.w.Flush()
-	st, serr := of.f.Stat()
-	regular := serr == nil && st.Mode().IsRegular()
+	if err == nil && of.tmp {
+		err = of.f.Chmod(0o644) // as a file the command creates directly
+	}
 	if cerr := of.f.Close(); err == nil {
 		err = cerr
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.f.Name(), err)
-	case of.written == 0 && regular:
+		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.path, err)
+		if of.tmp {
+			_ = os.Remove(of.f.Name())
+		}
+	case of.written == 0 && of.tmp:
 		// The run failed before recording anything (its error says why):
-		// no empty file that looks like a run that did nothing.
+		// no empty file that looks like a run that did nothing, nor an
+		// earlier run's file that looks like this one's.
 		_ = os.Remove(of.f.Name())
+		_ = os.Remove(of.path)
+	case of.tmp:
+		if err := os.Rename(of.f.Name(), of.path); err != nil {
+			fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.path, err)
+			_ = os.Remove(of.f.Name())
+		}
 	}
 }
 
@@ -678,4 +729,50 @@ func parseRankList(s string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// Caps of wrongRangesText: ranks listed, ranges listed per rank.
+const (
+	maxWrongRanks       = 8
+	maxWrongRangesShown = 4
+)
+
+// wrongRangesText lists the wrong elements of each rank as merged index
+// ranges, one line per rank (capped), saying which ranges still hold the
+// recvbuf sentinel, i.e. were never written.
+func wrongRangesText(rws []ccl.RankWrong) string {
+	var b strings.Builder
+	unwritten := false
+	for i, rw := range rws {
+		if i == maxWrongRanks {
+			fmt.Fprintf(&b, "  … and %d more rank(s) with wrong elements\n", len(rws)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  rank %d: %d wrong at ", rw.Rank, rw.Wrong)
+		for j, g := range rw.Ranges {
+			if j == maxWrongRangesShown {
+				break
+			}
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			if g.End == g.Start+1 {
+				fmt.Fprintf(&b, "%d", g.Start)
+			} else {
+				fmt.Fprintf(&b, "[%d, %d)", g.Start, g.End)
+			}
+			if g.Sentinel {
+				b.WriteString(" never written")
+				unwritten = true
+			}
+		}
+		if more := len(rw.Ranges) - min(len(rw.Ranges), maxWrongRangesShown) + rw.More; more > 0 {
+			fmt.Fprintf(&b, ", and %d more range(s)", more)
+		}
+		b.WriteString("\n")
+	}
+	if unwritten {
+		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers)\n")
+	}
+	return b.String()
 }

@@ -254,6 +254,12 @@ func tinyFloat(d DType) float64 {
 // (whatever their payloads); a NaN or an infinity equals only itself;
 // integers must match exactly.
 func CountWrong(d DType, r RedOp, ranks int, got, want []byte) (wrong int, first int) {
+	return EachWrong(d, r, ranks, got, want, nil)
+}
+
+// EachWrong is CountWrong calling each (when not nil) with the index of
+// every wrong element, in increasing order.
+func EachWrong(d DType, r RedOp, ranks int, got, want []byte, each func(i int)) (wrong int, first int) {
 	sz := d.Size()
 	if sz == 0 {
 		panic(badDType(d))
@@ -266,6 +272,9 @@ func CountWrong(d DType, r RedOp, ranks int, got, want []byte) (wrong int, first
 			first = i
 		}
 		wrong++
+		if each != nil {
+			each(i)
+		}
 	}
 	if !d.IsFloat() {
 		for i := range m {

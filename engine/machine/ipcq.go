@@ -95,6 +95,9 @@ type QueuePair struct {
 	// inflight are this side's sends whose DMA has not completed, in issue
 	// order: their sources must not be written (SendBufferHazard).
 	inflight []*Message
+	// held are sends whose DMA has completed but that the peer has not
+	// taken and no flush has covered, in issue order (Group.HoldSends).
+	held []*Message
 }
 
 // Peer returns the peer's queue pair for the reverse direction.
@@ -176,6 +179,14 @@ type Group struct {
 	// Paranoid re-checks every queue pair's pointer relations (I2) after
 	// each delivery and credit: costly, for --check and tests.
 	Paranoid bool
+
+	// HoldSends keeps a send in flight for InFlightReading after its DMA
+	// completed, until the receiver takes the message or a flush of the
+	// sender covers it. On the untimed mock machine DMAs complete at once,
+	// so hazards are judged on the order of operations instead: a kernel
+	// that rewrites a send's source before either is wrong on a timed
+	// machine too, whenever the DMA is slower.
+	HoldSends bool
 
 	// Hooks observe message traffic (op_log, CCL trace). Optional.
 	OnSend    func(q *QueuePair, meta MsgMeta, at sim.Time)
@@ -387,7 +398,7 @@ func (msg *Message) Complete(*Transfer) {
 	g := q.ep.g
 	// Overwriting a slot that an unfinished send is forwarding (zero-copy
 	// from a return_slot Ptr) would change what that send delivers.
-	if m := g.InFlightReading(msg.Dst); m != nil && m != msg {
+	if m := g.inFlightReading(msg.Dst, false); m != nil && m != msg {
 		g.M.Sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
 			q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
 	}
@@ -406,6 +417,10 @@ func (msg *Message) Complete(*Transfer) {
 			q.inflight = append(q.inflight[:i], q.inflight[i+1:]...)
 			break
 		}
+	}
+	if g.HoldSends && peer.MyTail <= msg.Meta.Seq {
+		held := *msg
+		q.held = append(q.held, &held)
 	}
 	if l := g.M.Log; l != nil {
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
@@ -502,6 +517,7 @@ func (g *Group) Take(q *QueuePair, creditNow bool) Received {
 	}
 	r := Received{Q: q, Meta: meta, Slot: q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes), Gen: q.SlotGen[idx], Idx: idx}
 	q.MyTail++
+	q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
 	if l := g.M.Log; l != nil && creditNow {
 		now := g.M.Sim.Now()
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
@@ -581,15 +597,39 @@ func (g *Group) Flush(p *sim.Proc, ep *Endpoint, q *QueuePair) error {
 		if err := g.wait(p, func() bool { return q.InFlight == 0 }, &q.flushWaiter, &q.FlushWait); err != nil {
 			return err
 		}
+		clear(q.held)
+		q.held = q.held[:0]
 	}
 	return nil
+}
+
+// release drops the held sends of q for which done is true.
+func (q *QueuePair) release(done func(*Message) bool) {
+	if len(q.held) == 0 {
+		return
+	}
+	live := q.held[:0]
+	for _, m := range q.held {
+		if !done(m) {
+			live = append(live, m)
+		}
+	}
+	clear(q.held[len(live):])
+	q.held = live
 }
 
 // WaitUnread blocks p until no unfinished send of the group reads reg, so
 // reg may be rewritten without a SendBufferHazard.
 func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
+	// Waiting for the DMAs is all a timed machine could do: held sends
+	// reading reg count as completed.
+	for _, ep := range g.EPs {
+		for _, q := range ep.QPs {
+			q.release(func(m *Message) bool { return m.Src.Overlaps(reg) })
+		}
+	}
 	for {
-		m := g.InFlightReading(reg)
+		m := g.inFlightReading(reg, false)
 		if m == nil {
 			return nil
 		}
@@ -607,8 +647,13 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 }
 
 // InFlightReading returns an unfinished send whose source overlaps dst, or
-// nil: writing dst now would change bytes the send has yet to read.
+// nil: writing dst now would change bytes the send has yet to read. With
+// HoldSends, sends held after their DMA count as unfinished.
 func (g *Group) InFlightReading(dst Region) *Message {
+	return g.inFlightReading(dst, true)
+}
+
+func (g *Group) inFlightReading(dst Region, held bool) *Message {
 	// Only sends of ranks that can read dst's memory matter: the PE that
 	// owns a TCM or HBM slice, or the PEs of a cube sharing its SRAM.
 	eps := g.EPs
@@ -627,6 +672,13 @@ func (g *Group) InFlightReading(dst Region) *Message {
 			for _, m := range q.inflight {
 				if m.Src.Overlaps(dst) {
 					return m
+				}
+			}
+			if held {
+				for _, m := range q.held {
+					if m.Src.Overlaps(dst) {
+						return m
+					}
 				}
 			}
 		}

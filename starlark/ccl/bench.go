@@ -141,9 +141,16 @@ func (b *bench) verify(res *Result) {
 	}
 	for r := 0; r < p.world; r++ {
 		got := b.recv[r].Reg.Bytes()
-		wrong, first := dtype.CountWrong(p.dt, p.red, ranks, got, want[r])
+		rb := rangeBuilder{rw: RankWrong{Rank: r}}
+		if !p.opts.InPlace {
+			rb.isSentinel = func(i int) bool { return isSentinel(p.dt, got, i) }
+		}
+		wrong, first := dtype.EachWrong(p.dt, p.red, ranks, got, want[r], rb.add)
 		if wrong > 0 && res.FirstWrong == nil {
 			res.FirstWrong = &WrongElem{Rank: r, Index: first, Got: dtype.Format(p.dt, got, first), Want: dtype.Format(p.dt, want[r], first)}
+		}
+		if wrong > 0 {
+			res.WrongRanges = append(res.WrongRanges, rb.rw)
 		}
 		res.Wrong += int64(wrong)
 	}

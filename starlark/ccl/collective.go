@@ -103,6 +103,25 @@ func (c Collective) Expected(dt dtype.DType, red dtype.RedOp, root int, count in
 	return out
 }
 
+// isSentinel reports whether element i of b (a recv buffer filled by
+// sentinel) still holds the sentinel: the kernel never wrote it. Elements
+// past the end of b (a short buffer) are not.
+func isSentinel(dt dtype.DType, b []byte, i int) bool {
+	sz := dt.Size()
+	if (i+1)*sz > len(b) {
+		return false
+	}
+	if dt.IsFloat() {
+		return math.IsNaN(dtype.Get(dt, b, i))
+	}
+	for _, c := range b[i*sz : (i+1)*sz] {
+		if c != 0xA5 {
+			return false
+		}
+	}
+	return true
+}
+
 // sentinel fills an out-of-place recv buffer so untouched elements count as
 // wrong: NaN for floats, 0xA5 bytes for integers (outside the Fill range).
 func sentinel(dt dtype.DType, b []byte) {

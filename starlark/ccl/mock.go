@@ -46,13 +46,18 @@ type MockResult struct {
 	Outputs         [][]byte
 	DType           dtype.DType
 	Schedules       int
+	// FirstWrong and WrongRanges describe the wrong elements of the first
+	// failing schedule (nil when nothing is wrong).
+	FirstWrong  *WrongElem
+	WrongRanges []RankWrong
 }
 
-// mockSeed is schedule i's jitter seed: schedule 0 of seed 0 is plain
-// scheduling order; every other (seed, i) is a reproducible permutation of
+// mockSeed is schedule i's jitter seed: schedule 0 is plain scheduling
+// order whatever the seed (so schedules=N never explores less than
+// schedules=1 did); every other (seed, i) is a reproducible permutation of
 // same-time events, i.e. of which runnable rank goes next.
 func mockSeed(seed uint64, i int) uint64 {
-	if seed == 0 && i == 0 {
+	if i == 0 {
 		return 0
 	}
 	z := seed*0x9e3779b97f4a7c15 + uint64(i+1)*0xbf58476d1ce4e5b9
@@ -110,6 +115,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 		}
 		if r.Wrong > 0 && res.FailingSchedule < 0 {
 			res.FailingSchedule = i
+			res.FirstWrong, res.WrongRanges = r.FirstWrong, r.WrongRanges
 		}
 		res.Wrong += r.Wrong
 		if r.Phase2Match != nil && !*r.Phase2Match {

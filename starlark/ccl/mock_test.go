@@ -49,3 +49,16 @@ func TestMockAgreesWithSimulation(t *testing.T) {
 		}
 	}
 }
+
+// Rule (issue 12 item 4): schedules=N always includes the default order as
+// schedule 0, whatever the seed, and the other schedules differ from it.
+func TestMockScheduleZeroIsDefaultOrder(t *testing.T) {
+	for _, seed := range []uint64{0, 1, 5, 1 << 40} {
+		if s := mockSeed(seed, 0); s != 0 {
+			t.Errorf("seed %d: schedule 0 has jitter seed %d, want 0 (the default order)", seed, s)
+		}
+		if s := mockSeed(seed, 1); s == 0 {
+			t.Errorf("seed %d: schedule 1 is the default order again", seed)
+		}
+	}
+}

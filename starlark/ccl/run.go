@@ -140,9 +140,11 @@ type Result struct {
 	Verified    bool       `json:"verified"`
 	Phase2Match *bool      `json:"phase2_match"`
 	FirstWrong  *WrongElem `json:"first_wrong,omitempty"`
-	Phase2      string     `json:"phase2_mismatch,omitempty"`
-	Ops         OpCounts   `json:"ops"`
-	Busiest     []Usage    `json:"busiest,omitempty"`
+	// WrongRanges are the wrong elements of each rank that has some.
+	WrongRanges []RankWrong `json:"wrong_ranges,omitempty"`
+	Phase2      string      `json:"phase2_mismatch,omitempty"`
+	Ops         OpCounts    `json:"ops"`
+	Busiest     []Usage     `json:"busiest,omitempty"`
 	// Unfinished is what an L3 orchestration left behind when main
 	// returned (queued messages, regions never freed); an error under
 	// Options.Strict.
@@ -188,6 +190,56 @@ type WrongElem struct {
 	Index int    `json:"index"`
 	Got   string `json:"got"`
 	Want  string `json:"want"`
+}
+
+// RankWrong are one rank's wrong elements as merged index ranges: at most
+// MaxWrongRanges, More counts the ranges left out.
+type RankWrong struct {
+	Rank   int          `json:"rank"`
+	Wrong  int          `json:"wrong"`
+	Ranges []WrongRange `json:"ranges"`
+	More   int          `json:"more_ranges,omitempty"`
+}
+
+// WrongRange is the element indices [Start, End) of a recv buffer that
+// differ from the reference. Sentinel: every one of them still holds the
+// value the out-of-place recvbuf was filled with (NaN for floats, 0xA5
+// bytes for integers), i.e. the kernel never wrote them.
+type WrongRange struct {
+	Start    int  `json:"start"`
+	End      int  `json:"end"`
+	Sentinel bool `json:"sentinel,omitempty"`
+}
+
+// MaxWrongRanges bounds the ranges kept per rank (RankWrong.More counts the rest).
+const MaxWrongRanges = 16
+
+// rangeBuilder merges the increasing wrong indices of one rank into
+// ranges of consecutive indices with the same sentinel state.
+type rangeBuilder struct {
+	rw         RankWrong
+	isSentinel func(i int) bool // nil: the buffer had no sentinel (in place)
+	open       bool             // a run is under way (kept or only counted)
+	end        int
+	sentinel   bool
+}
+
+func (b *rangeBuilder) add(i int) {
+	b.rw.Wrong++
+	s := b.isSentinel != nil && b.isSentinel(i)
+	if b.open && b.end == i && b.sentinel == s {
+		b.end++
+		if b.rw.More == 0 {
+			b.rw.Ranges[len(b.rw.Ranges)-1].End++
+		}
+		return
+	}
+	b.open, b.end, b.sentinel = true, i+1, s
+	if len(b.rw.Ranges) < MaxWrongRanges {
+		b.rw.Ranges = append(b.rw.Ranges, WrongRange{Start: i, End: i + 1, Sentinel: s})
+	} else {
+		b.rw.More++
+	}
 }
 
 // ErrorOut is the error object of the JSON report.
@@ -935,6 +987,9 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
 	}
 	w.g.Paranoid = p.opts.Check
+	// Nothing takes time in the mock: a send stays in flight for the
+	// hazard checks until its receiver takes it or the sender flushes.
+	w.g.HoldSends = p.opts.Untimed
 	if out := p.opts.CCLTrace; out != nil {
 		w.g.OnSend = func(q *machine.QueuePair, meta machine.MsgMeta, at sim.Time) {
 			fmt.Fprintf(out, "t=%v rank=%d op=send dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)

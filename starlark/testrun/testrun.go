@@ -254,6 +254,8 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 		// No bytes were moved: there are no outputs to check.
 		return starlarkstruct.FromStringDict(starlark.String("mock_result"), starlark.StringDict{
 			"wrong":            starlark.None,
+			"first_wrong":      starlark.None,
+			"wrong_ranges":     starlark.None,
 			"sends":            starlark.MakeInt64(res.Sends),
 			"recvs":            starlark.MakeInt64(res.Recvs),
 			"outputs":          starlark.None,
@@ -274,7 +276,29 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 		}
 		outs[r] = starlark.NewList(vals)
 	}
+	firstWrong := starlark.Value(starlark.None)
+	if fw := res.FirstWrong; fw != nil {
+		firstWrong = starlarkstruct.FromStringDict(starlark.String("wrong_element"), starlark.StringDict{
+			"rank": starlark.MakeInt(fw.Rank), "index": starlark.MakeInt(fw.Index),
+			"got": starlark.String(fw.Got), "want": starlark.String(fw.Want),
+		})
+	}
+	ranges := make([]starlark.Value, 0, len(res.WrongRanges))
+	for _, rw := range res.WrongRanges {
+		rs := make([]starlark.Value, len(rw.Ranges))
+		for i, g := range rw.Ranges {
+			rs[i] = starlarkstruct.FromStringDict(starlark.String("wrong_range"), starlark.StringDict{
+				"start": starlark.MakeInt(g.Start), "end": starlark.MakeInt(g.End), "sentinel": starlark.Bool(g.Sentinel),
+			})
+		}
+		ranges = append(ranges, starlarkstruct.FromStringDict(starlark.String("rank_wrong"), starlark.StringDict{
+			"rank": starlark.MakeInt(rw.Rank), "wrong": starlark.MakeInt(rw.Wrong),
+			"ranges": starlark.NewList(rs), "more_ranges": starlark.MakeInt(rw.More),
+		}))
+	}
 	return starlarkstruct.FromStringDict(starlark.String("mock_result"), starlark.StringDict{
+		"first_wrong":      firstWrong,
+		"wrong_ranges":     starlark.NewList(ranges),
 		"wrong":            starlark.MakeInt64(res.Wrong),
 		"sends":            starlark.MakeInt64(res.Sends),
 		"recvs":            starlark.MakeInt64(res.Recvs),

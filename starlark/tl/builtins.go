@@ -281,7 +281,7 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				h, err := k.fetchAsync(*p)
+				h, err := k.fetchAsync(b.Name(), *p)
 				if err != nil {
 					return nil, err
 				}
@@ -293,7 +293,7 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				return k.fetchAsync(*p)
+				return k.fetchAsync(b.Name(), *p)
 			}},
 		{"store", "store(ptr, tile)", "Store tile into ptr (same dtype and count). Waits for the tile's math to finish, then writes (own TCM directly, otherwise DMA vc_compute) and returns when the data is in memory.",
 			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -580,6 +580,9 @@ func (k *Kernel) prepareSend(q *machine.QueuePair, src *Ptr) error {
 	if err := k.checkSendSide(q); err != nil {
 		return err
 	}
+	if err := k.checkPendingRead("tl.send", src.Reg); err != nil {
+		return err
+	}
 	return k.settle(src.Reg)
 }
 
@@ -857,7 +860,10 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 	return out, nil
 }
 
-func (k *Kernel) fetchAsync(p Ptr) (*handle, error) {
+func (k *Kernel) fetchAsync(fn string, p Ptr) (*handle, error) {
+	if err := k.checkPendingRead(fn, p.Reg); err != nil {
+		return nil, err
+	}
 	if err := k.settle(p.Reg); err != nil {
 		return nil, err
 	}
@@ -954,7 +960,9 @@ func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &handle{kind: "store", op: op}, nil
+	h := &handle{kind: "store", op: op}
+	k.noteHandle(op, h)
+	return h, nil
 }
 
 // storeOp issues the store of t into p once t's math is done.
@@ -1006,6 +1014,9 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	if err := k.checkSlot(src, "copy src"); err != nil {
 		return nil, err
 	}
+	if err := k.checkPendingRead(b.Name(), src.Reg); err != nil {
+		return nil, err
+	}
 	if err := k.checkWrite(b.Name(), dst.Reg); err != nil {
 		return nil, err
 	}
@@ -1021,6 +1032,7 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	k.dropPrefetched(dst.Reg)
 	h := &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: *src}
 	k.noteWrite(b.Name(), h.op)
+	k.noteHandle(h.op, h)
 	k.watchSlot(h)
 	return h, nil
 }
@@ -1079,7 +1091,7 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 		case *Tile:
 			return func() (*Tile, error) { return x, nil }, nil
 		case *Ptr:
-			h, err := k.fetchAsync(*x)
+			h, err := k.fetchAsync(b.Name(), *x)
 			if err != nil {
 				return nil, err
 			}

@@ -116,7 +116,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 			if err != nil {
 				return nil, err
 			}
-			if err := k.prefetch(next, c.piece); err != nil {
+			if err := k.prefetch(b.Name(), next, c.piece); err != nil {
 				return nil, err
 			}
 		}
@@ -221,7 +221,7 @@ func (k *Kernel) runFused(c *fusedCall) error {
 			h := k.takePrefetched(lp.Reg)
 			if h == nil {
 				var err error
-				if h, err = k.fetchAsync(lp); err != nil {
+				if h, err = k.fetchAsync(c.name, lp); err != nil {
 					return err
 				}
 			}
@@ -439,12 +439,12 @@ func builtinPrefetch(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args st
 	if err != nil {
 		return nil, err
 	}
-	return starlark.None, k.prefetch(p, piece)
+	return starlark.None, k.prefetch(b.Name(), p, piece)
 }
 
 // prefetch issues the loads of p's first n_slots pieces of piece bytes,
 // for the fused primitive that will take p as its local operand.
-func (k *Kernel) prefetch(p *Ptr, piece int64) error {
+func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 	g := k.G
 	per := piece / int64(p.DT.Size())
 	if per == 0 {
@@ -455,7 +455,7 @@ func (k *Kernel) prefetch(p *Ptr, piece int64) error {
 		if k.takePrefetched(v.Reg) != nil {
 			continue
 		}
-		h, err := k.fetchAsync(v)
+		h, err := k.fetchAsync(fn, v)
 		if err != nil {
 			return err
 		}
@@ -506,7 +506,7 @@ func (k *Kernel) startPiece(c *fusedCall, want Ptr) (*handle, error) {
 		}
 		src = *got
 	}
-	return k.fetchAsync(src)
+	return k.fetchAsync(c.name, src)
 }
 
 // scratch is a kernel's private TCM used by the fused primitives: a

@@ -7,6 +7,7 @@ package tl
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -385,6 +386,52 @@ type issuedWrite struct {
 	op *machine.MemOp
 	fn string
 	at syntax.Position
+	// h is the handle of a tl.store_async or tl.copy_async (nil for the
+	// rest): on the untimed mock machine its write counts as pending until
+	// h is waited, as nothing takes time there (PendingStoreHazard).
+	h *handle
+}
+
+// pendingFor reports whether w still writes its range for a read: its op
+// is not done or, untimed, its async handle is not waited yet.
+func (w *issuedWrite) pendingFor(untimed bool) bool {
+	return !w.op.Done || (untimed && w.h != nil && !w.h.done)
+}
+
+// noteHandle attaches h, the handle a kernel got for op, to op's entry in
+// the issued writes if op was a tl.*_async call.
+func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
+	root := k.rootKernel()
+	for i := len(root.writes) - 1; i >= 0; i-- {
+		if w := &root.writes[i]; w.op == op {
+			if strings.HasSuffix(w.fn, "_async") {
+				w.h = h
+			}
+			return
+		}
+	}
+}
+
+// checkPendingRead refuses a read of reg (a send's source, a fetch, a copy's
+// source) while a tl.store_async or tl.copy_async of the rank that was not
+// waited for still writes an overlapping range: what is read would depend
+// on which finishes first.
+func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
+	root := k.rootKernel()
+	untimed := k.M.Params.Untimed
+	for i := range root.writes {
+		w := &root.writes[i]
+		if w.h == nil || !w.pendingFor(untimed) || !w.op.Dst.Overlaps(reg) {
+			continue
+		}
+		at := ""
+		if w.at.IsValid() {
+			at = " issued at " + w.at.String()
+		}
+		return errorf("PendingStoreHazard", "%s: rank %d reads %v while the %s%s still writes %v (tl.wait(its handle) first)",
+			fn, k.Rank, reg, w.fn, at, w.op.Dst)
+	}
+	return nil
 }
 
 // callSite is the Starlark position of the tl call running on k's thread
@@ -403,15 +450,16 @@ func (k *Kernel) callSite() syntax.Position {
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	root := k.rootKernel()
 	live := root.writes[:0]
+	untimed := k.M.Params.Untimed
 	for _, w := range root.writes {
-		if !w.op.Done {
+		if w.pendingFor(untimed) {
 			live = append(live, w)
 		}
 	}
 	clear(root.writes[len(live):])
 	root.writes = live
 	for _, w := range root.writes {
-		if w.op.Dst.Overlaps(dst) {
+		if !w.op.Done && w.op.Dst.Overlaps(dst) {
 			at := ""
 			if w.at.IsValid() {
 				at = " issued at " + w.at.String()
