@@ -297,19 +297,16 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 	if !src.Exists(arg) {
 		return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)}
 	}
-	// The file's ccl.yaml entry, if any: same module path, else same base name.
+	// The file's ccl.yaml entry, if any: the one whose module is this very
+	// file. A file that merely shares a shipped algorithm's base name (a
+	// user's own rd_allreduce.star) is not that algorithm and must not
+	// receive its params or topology.
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	for _, n := range cfg.AlgorithmNames {
 		a := cfg.Algorithms[n]
 		if abs(filepath.Join(cfgDir, a.Module)) == abs(arg) {
 			t.name, t.entry = n, a
 			break
-		}
-	}
-	if t.entry == nil {
-		base := strings.TrimSuffix(filepath.Base(arg), ".star")
-		if a, ok := cfg.Algorithms[base]; ok && filepath.Base(a.Module) == filepath.Base(arg) {
-			t.name, t.entry = base, a
 		}
 	}
 	if t.entry != nil {
