@@ -67,7 +67,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.ConfigPath, "config", "", "ccl.yaml to use")
+	cmd.Flags().StringVar(&o.ConfigPath, "config", "", "ccl.yaml laid over the embedded default (default ./ccl.yaml if present)")
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "wall-clock limit of the checked file's Starlark (top level, neighbors()); 0 = none")
 	cmd.Flags().StringVar(&sizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16)")

@@ -50,6 +50,10 @@ func Check(file string, o CheckOptions) []string {
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
+	} else {
+		// A local ccl.yaml lies over the embedded one: its modules may
+		// load the shipped helpers.
+		loader.Fallback = "algorithms"
 	}
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
