@@ -43,6 +43,10 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 				}
 				o.WorldSizes = ws
 			}
+			if o.ShowMap < 0 {
+				return usageErr(stderr, false, fmt.Sprintf("--show-map must be >= 1 (got %d)", o.ShowMap))
+			}
+			o.MapOut = stdout
 			var problems []string
 			if strings.HasSuffix(args[0], "_test.star") {
 				// A test file is checked as kernbench test loads it: with
@@ -67,9 +71,10 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.ConfigPath, "config", "", "ccl.yaml to use")
+	cmd.Flags().StringVar(&o.ConfigPath, "config", "", "ccl.yaml laid over the embedded default (default ./ccl.yaml if present)")
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "wall-clock limit of the checked file's Starlark (top level, neighbors()); 0 = none")
+	cmd.Flags().IntVar(&o.ShowMap, "show-map", 0, "print the neighbour map at this world size and the links each direction crosses (pe_noc, ucie, pcie)")
 	cmd.Flags().StringVar(&sizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16)")
 	return cmd
 }

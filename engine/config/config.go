@@ -68,6 +68,10 @@ type Algorithm struct {
 	Collective string         // collective: "" or one of Collectives()
 	Params     map[string]any // params: int64, float64, string, bool, []any, map[string]any values
 	Line       int            // line of the entry's key in the file (0 if created by --set)
+	// Shipped: module comes from the embedded default (LoadOverlay), so
+	// it is relative to the working directory or the embedded files, not
+	// to the local ccl.yaml's directory.
+	Shipped bool
 
 	// OverrideKeys names the defaults keys this entry sets for itself,
 	// sorted; Config.Settings applies them.

@@ -35,6 +35,9 @@ type decoder struct {
 	name string
 	// origin marks the nodes created by a --set item, with that item.
 	origin map[*yaml.Node]string
+	// from names the file of the nodes that come from another file than
+	// name: the embedded default under a local ccl.yaml (LoadOverlay).
+	from   map[*yaml.Node]string
 	budget int
 	// defaultAlgorithm is the node of defaults.algorithm, kept for the
 	// check that it names an algorithm.
@@ -46,10 +49,14 @@ func (d *decoder) pos(n *yaml.Node) string {
 	if item, ok := d.origin[n]; ok {
 		return "--set " + item
 	}
-	if n == nil || n.Line == 0 {
-		return d.name
+	name := d.name
+	if f, ok := d.from[n]; ok {
+		name = f
 	}
-	return d.name + ":" + strconv.Itoa(n.Line)
+	if n == nil || n.Line == 0 {
+		return name
+	}
+	return name + ":" + strconv.Itoa(n.Line)
 }
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) error {

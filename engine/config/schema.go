@@ -48,6 +48,12 @@ func decode(name string, data []byte, sets []string, base *Config) (*Config, err
 	if err != nil {
 		return nil, err
 	}
+	return d.decodeRoot(root, sets, base)
+}
+
+// decodeRoot applies sets to the tree at root and decodes it.
+func (d *decoder) decodeRoot(root *yaml.Node, sets []string, base *Config) (*Config, error) {
+	name := d.name
 	if len(sets) > 0 && (root.Kind == yaml.MappingNode || isNull(root)) {
 		if isNull(root) {
 			*root = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: root.Line, Column: root.Column}
@@ -221,7 +227,7 @@ func algorithmsRule(c *Config) *rule {
 
 func algorithmRule(a *Algorithm) *rule {
 	fields := []field{
-		{key: "module", required: true, rule: moduleLeaf(&a.Module)},
+		{key: "module", required: true, rule: moduleLeaf(&a.Module, &a.Shipped)},
 		{key: "topology", rule: enumLeaf(&a.Topology, topologies, false)},
 		{key: "collective", rule: enumLeaf(&a.Collective, collectives, true)},
 		{key: "params", rule: paramsRule(&a.Params)},
@@ -321,8 +327,9 @@ func enumLeaf(p *string, allowed []string, emptyOK bool) *rule {
 	}}
 }
 
-func moduleLeaf(p *string) *rule {
+func moduleLeaf(p *string, shipped *bool) *rule {
 	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		*shipped = d.from[n] != ""
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 			return d.errorf(n, "%s: got %s, want string", path, describe(n))
 		}

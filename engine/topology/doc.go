@@ -36,6 +36,12 @@
 // whose peer end is receive-only in the same way. RecvOnly entries that name
 // directions a neighbors() hook removed are ignored.
 //
+// One-way maps: after a neighbors() hook, [ImplyReceiveEnds] gives the peer
+// of every direction whose reverse name the peer lacks that reverse,
+// receive-only, the same shape as ring_1d_unidir. It fills in nothing where
+// the reverse is ambiguous (parent), undefined (custom names) or already
+// taken, so those mistakes still reach Validate.
+//
 // Size-2 rings and mesh dimensions of size 2: E and W (or N and S) of a rank
 // both point at the same peer. They are still two distinct queue pairs: E of
 // A pairs with W of B and W of A with E of B, exactly as in a longer ring. A

@@ -292,3 +292,27 @@ func showList(dirs []string) string {
 	}
 	return strings.Join(shown, ", ")
 }
+
+// Capped is Error with only the problems of the first ranks ranks (in rank
+// order), then a line "and N more at M more ranks" for the rest.
+func (e *ValidationError) Capped(ranks int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "topology %q (world_size %d): inconsistent neighbour map:", e.Topology, e.WorldSize)
+	seen := map[int]bool{}
+	var restProblems int
+	restRanks := map[int]bool{}
+	for _, p := range e.Problems {
+		if !seen[p.Rank] && len(seen) >= ranks {
+			restProblems++
+			restRanks[p.Rank] = true
+			continue
+		}
+		seen[p.Rank] = true
+		b.WriteString("\n  ")
+		b.WriteString(p.Msg)
+	}
+	if restProblems > 0 {
+		fmt.Fprintf(&b, "\n  and %d more at %d more rank(s)", restProblems, len(restRanks))
+	}
+	return b.String()
+}

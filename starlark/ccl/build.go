@@ -153,6 +153,11 @@ func neighborTables(s mapSpec, th *starlark.Thread) ([][]machine.Link, *topology
 			}
 		}
 	}
+	if hook != nil {
+		// A one-way map ({"E": (rank + 2) % world_size}) gets the
+		// receiving ends it implies on the peers.
+		topology.ImplyReceiveEnds(t)
+	}
 	pairing, err := topology.Validate(t)
 	if err != nil {
 		return nil, nil, &InitError{fmt.Errorf("%s: %w", file, err)}

@@ -3,8 +3,11 @@ package ccl
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -13,6 +16,8 @@ import (
 	"go.starlark.net/syntax"
 
 	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
 	"kernbench/engine/topology"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
@@ -27,6 +32,10 @@ type CheckOptions struct {
 	// Watchdog, when set, stops the checked file's Starlark (its top level,
 	// neighbors()) at a wall-clock limit: check runs the code it loads.
 	Watchdog *script.Watchdog
+	// ShowMap > 0 writes the neighbour map at that world size, with the
+	// physical route of every direction, to MapOut.
+	ShowMap int
+	MapOut  io.Writer
 }
 
 // Check loads, lints and validates an algorithm without simulating: the
@@ -50,6 +59,10 @@ func Check(file string, o CheckOptions) []string {
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
+	} else {
+		// A local ccl.yaml lies over the embedded one: its modules may
+		// load the shipped helpers.
+		loader.Fallback = "algorithms"
 	}
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
@@ -125,6 +138,7 @@ func Check(file string, o CheckOptions) []string {
 		}
 	}
 	var admissible []string
+	var failures []sizeFailure
 	dirs := map[string]bool{} // every direction installed at an admissible size
 	for _, w := range sizes {
 		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
@@ -147,8 +161,20 @@ func Check(file string, o CheckOptions) []string {
 			// An invalid map from the hook is a mistake at any size; a
 			// builtin topology merely not admitting a size is not.
 			if ve != nil || !strings.Contains(err.Error(), "not a square") {
-				problems = append(problems, fmt.Sprintf("world_size %d: %s", w, script.Format(err)))
+				failures = append(failures, newSizeFailure(w, tgt.file, err, ve))
 			}
+		}
+	}
+	problems = append(problems, groupSizeFailures(failures)...)
+	if o.ShowMap > 0 && o.MapOut != nil {
+		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
+		spec.spec(p.topology, o.ShowMap, tgt.settings)
+		links, _, err := neighborTables(spec, loader.NewThread("check"))
+		if err == nil {
+			err = writeMap(o.MapOut, tgt, p.topology, links, machineParams(cfg.System, tgt.settings))
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("--show-map %d: %s", o.ShowMap, script.Format(err)))
 		}
 	}
 	if len(admissible) == 0 {
@@ -312,4 +338,115 @@ func loadProblems(err error) []string {
 func isFail(err error) bool {
 	var ee *starlark.EvalError
 	return errors.As(err, &ee) && strings.HasPrefix(ee.Msg, "fail: ")
+}
+
+// checkRanksShown is how many ranks of one world size's bad neighbour map
+// check lists before "and N more".
+const checkRanksShown = 3
+
+// sizeFailure is why the neighbour maps of one world size are invalid.
+type sizeFailure struct {
+	w    int
+	text string // the report, capped to checkRanksShown ranks
+	key  string // the problems with every number blanked: alike failures share it
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+func newSizeFailure(w int, file string, err error, ve *topology.ValidationError) sizeFailure {
+	if ve == nil {
+		text := script.Format(err)
+		return sizeFailure{w: w, text: text, key: digits.ReplaceAllString(text, "#")}
+	}
+	shapes := map[string]bool{}
+	for _, p := range ve.Problems {
+		shapes[digits.ReplaceAllString(p.Msg, "#")] = true
+	}
+	return sizeFailure{w: w, text: file + ": " + ve.Capped(checkRanksShown), key: strings.Join(slices.Sorted(maps.Keys(shapes)), "\n")}
+}
+
+// groupSizeFailures reports world sizes that fail alike (the same problems
+// up to rank numbers) as one entry showing the first of them, so a one-way
+// map gives a few lines rather than one per rank per world size.
+func groupSizeFailures(fs []sizeFailure) []string {
+	var order []string
+	groups := map[string][]sizeFailure{}
+	for _, f := range fs {
+		if groups[f.key] == nil {
+			order = append(order, f.key)
+		}
+		groups[f.key] = append(groups[f.key], f)
+	}
+	var out []string
+	for _, k := range order {
+		g := groups[k]
+		if len(g) == 1 {
+			out = append(out, fmt.Sprintf("world_size %d: %s", g[0].w, g[0].text))
+			continue
+		}
+		ws := make([]int, len(g))
+		for i, f := range g {
+			ws[i] = f.w
+		}
+		out = append(out, fmt.Sprintf("world_sizes %s fail alike (%d sizes); world_size %d: %s", sizeRanges(ws), len(ws), g[0].w, g[0].text))
+	}
+	return out
+}
+
+// sizeRanges writes sorted sizes as "3-5, 8, 10-16".
+func sizeRanges(ws []int) string {
+	var parts []string
+	for i := 0; i < len(ws); {
+		j := i
+		for j+1 < len(ws) && ws[j+1] == ws[j]+1 {
+			j++
+		}
+		switch {
+		case j == i:
+			parts = append(parts, fmt.Sprint(ws[i]))
+		default:
+			parts = append(parts, fmt.Sprintf("%d-%d", ws[i], ws[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeMap prints every rank's directions at one world size: the peer, the
+// peer's end of the queue pair, and the links a message from the rank to
+// that peer crosses (pe_noc up and down inside a cube, ucie between cubes,
+// pcie between SIPs), as placed on the configured machine.
+func writeMap(w io.Writer, tgt *target, topo string, links [][]machine.Link, mp machine.Params) error {
+	m, err := machine.New(sim.New(), mp)
+	if err != nil {
+		return err
+	}
+	if err := m.Place(len(links)); err != nil {
+		return err
+	}
+	name := tgt.name
+	if name == "" {
+		name = tgt.file
+	}
+	fmt.Fprintf(w, "neighbour map of %s: topology %s, world_size %d\n", name, topo, len(links))
+	for r, ls := range links {
+		pe := m.Ranks[r]
+		fmt.Fprintf(w, "rank %d (sip %d, cube %d, pe %d):", r, pe.Sip, pe.Cube, pe.Local)
+		if len(ls) == 0 {
+			fmt.Fprint(w, " no directions")
+		}
+		fmt.Fprintln(w)
+		for _, l := range ls {
+			var hops []string
+			for _, res := range m.PEToPE(pe, m.Ranks[l.Peer]) {
+				hops = append(hops, res.Name)
+			}
+			ro := ""
+			if l.RecvOnly {
+				ro = ", receive only"
+			}
+			fmt.Fprintf(w, "  %-4s -> rank %d (its %s%s): %s\n", l.Dir, l.Peer, l.PeerDir, ro, strings.Join(hops, " > "))
+		}
+	}
+	return nil
 }

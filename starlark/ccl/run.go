@@ -292,9 +292,10 @@ func (f *Failure) Out() *ErrorOut {
 	return o
 }
 
-// LoadConfig reads --config, ./ccl.yaml, or the embedded default, applying
-// --set overrides. It returns the config and its directory (module paths are
-// relative to it; "" for the embedded one).
+// LoadConfig reads --config or ./ccl.yaml laid over the embedded default
+// (config.LoadOverlay), or the embedded default alone, applying --set
+// overrides. It returns the config and its directory (module paths of its
+// own entries are relative to it, see moduleFile; "" for the embedded one).
 func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, string, error) {
 	name, dir := path, filepath.Dir(path)
 	var data []byte
@@ -314,7 +315,11 @@ func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, str
 	if err != nil {
 		return nil, "", &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err}
 	}
-	cfg, err := config.Load(name, data, sets)
+	load := config.LoadOverlay
+	if dir == "" {
+		load = config.Load
+	}
+	cfg, err := load(name, data, sets)
 	if err != nil {
 		return nil, "", &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
 	}
@@ -329,6 +334,16 @@ type target struct {
 	settings config.Settings
 }
 
+// moduleFile is the path of a's module: relative to the directory of the
+// ccl.yaml that names it, cfgDir for a local one and the working directory
+// (then the embedded files) for a shipped entry.
+func moduleFile(a *config.Algorithm, cfgDir string) string {
+	if a.Shipped {
+		return a.Module
+	}
+	return filepath.Join(cfgDir, a.Module)
+}
+
 func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Source) (*target, error) {
 	isFile := strings.HasSuffix(arg, ".star") || strings.ContainsRune(arg, '/')
 	if !isFile {
@@ -338,10 +353,14 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "))}
 		}
 		set, _ := cfg.Settings(arg)
-		file := filepath.Join(cfgDir, a.Module)
+		file := moduleFile(a, cfgDir)
 		if !src.Exists(file) {
+			cfgFile := cfg.File
+			if a.Shipped {
+				cfgFile = config.DefaultName + " (embedded default)"
+			}
 			return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1,
-				Msg: fmt.Sprintf("%s:%d: algorithms.%s.module: %s: no such file", cfg.File, a.Line, arg, file)}
+				Msg: fmt.Sprintf("%s:%d: algorithms.%s.module: %s: no such file", cfgFile, a.Line, arg, file)}
 		}
 		return &target{name: arg, file: file, entry: a, settings: set}, nil
 	}
@@ -349,19 +368,16 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 	if !src.Exists(arg) {
 		return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)}
 	}
-	// The file's ccl.yaml entry, if any: same module path, else same base name.
+	// The file's ccl.yaml entry, if any: the one whose module is this very
+	// file. A file that merely shares a shipped algorithm's base name (a
+	// user's own rd_allreduce.star) is not that algorithm and must not
+	// receive its params or topology.
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	for _, n := range cfg.AlgorithmNames {
 		a := cfg.Algorithms[n]
-		if abs(filepath.Join(cfgDir, a.Module)) == abs(arg) {
+		if abs(moduleFile(a, cfgDir)) == abs(arg) {
 			t.name, t.entry = n, a
 			break
-		}
-	}
-	if t.entry == nil {
-		base := strings.TrimSuffix(filepath.Base(arg), ".star")
-		if a, ok := cfg.Algorithms[base]; ok && filepath.Base(a.Module) == filepath.Base(arg) {
-			t.name, t.entry = base, a
 		}
 	}
 	if t.entry != nil {
@@ -392,6 +408,10 @@ func Run(arg string, opts Options) (*Report, error) {
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
+	} else {
+		// A local ccl.yaml lies over the embedded one: its modules may
+		// load the shipped helpers.
+		loader.Fallback = "algorithms"
 	}
 	loader.PrintPrefix = printPrefix
 	globals, err := loader.Load(tgt.file)

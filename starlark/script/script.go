@@ -85,6 +85,9 @@ type Loader struct {
 	Builtin map[string]starlark.StringDict
 	// Search is the folder tried after the loading file's own folder.
 	Search string
+	// Fallback is the folder tried after Search (the shipped algorithms
+	// folder when Search is a local ccl.yaml's).
+	Fallback string
 	// MaxSteps bounds each file's top-level execution (0 = unbounded).
 	MaxSteps uint64
 	// Stderr receives print() output.
@@ -181,8 +184,11 @@ func (l *Loader) resolvePath(from, module string) string {
 	if l.Src.Exists(cand) {
 		return cand
 	}
-	if l.Search != "" {
-		if alt := filepath.Join(l.Search, module); l.Src.Exists(alt) {
+	for _, dir := range []string{l.Search, l.Fallback} {
+		if dir == "" {
+			continue
+		}
+		if alt := filepath.Join(dir, module); l.Src.Exists(alt) {
 			return alt
 		}
 	}
