@@ -35,6 +35,7 @@ type MemoryEstimate struct {
 	Image   int64 `json:"image"`   // the pre-run image a verified run keeps for phase 2
 	Rings   int64 `json:"rings"`   // IPCQ receive rings (backed as messages land)
 	OpLog   int64 `json:"oplog"`   // op_log records (a lower bound: see estimateRecords)
+	Phase2  int64 `json:"phase2"`  // the replay's working set (verified runs)
 	Ranks   int64 `json:"ranks"`   // per-rank machine, process and interpreter state
 	Runtime int64 `json:"runtime"` // the program itself and the collector's headroom
 }
@@ -42,7 +43,7 @@ type MemoryEstimate struct {
 // Total is the estimate's sum.
 func (e MemoryEstimate) Total() int64 {
 	t := int64(0)
-	for _, n := range []int64{e.Data, e.Image, e.Rings, e.OpLog, e.Ranks, e.Runtime} {
+	for _, n := range []int64{e.Data, e.Image, e.Rings, e.OpLog, e.Phase2, e.Ranks, e.Runtime} {
 		t = sat(t, n)
 	}
 	return t
@@ -58,7 +59,7 @@ func (e MemoryEstimate) parts() string {
 	for _, p := range []struct {
 		name string
 		n    int64
-	}{{"simulated memory", e.Data}, {"pre-run image", e.Image}, {"IPCQ rings", e.Rings}, {"op_log", e.OpLog}, {"ranks", e.Ranks}, {"runtime", e.Runtime}} {
+	}{{"simulated memory", e.Data}, {"pre-run image", e.Image}, {"IPCQ rings", e.Rings}, {"op_log", e.OpLog}, {"phase 2", e.Phase2}, {"ranks", e.Ranks}, {"runtime", e.Runtime}} {
 		if p.n > 0 {
 			parts = append(parts, p.name+" "+FormatBytes(p.n))
 		}
@@ -69,10 +70,10 @@ func (e MemoryEstimate) parts() string {
 // Calibration: peak RSS (/usr/bin/time -f %M) against the estimate (-v),
 // ring_allreduce, default ccl.yaml with system.sips=8, Go 1.26, amd64:
 //
-//	64 ranks × 2M, verified             647 MiB measured, estimate 739 MiB (+14 %)
-//	64 ranks × 2M, --verify-data=false  298 MiB measured, estimate 334 MiB (+12 %)
-//	 8 ranks × 4M, verified             175 MiB measured, estimate 197 MiB (+13 %)
-//	256 ranks × 2M, --timing-only        70 MiB measured, estimate  72 MiB (+3 %)
+//	64 ranks × 2M, verified             646 MiB measured, estimate 729 MiB (+13 %)
+//	64 ranks × 2M, --verify-data=false  297 MiB measured, estimate 322 MiB (+8 %)
+//	 8 ranks × 4M, verified             175 MiB measured, estimate 194 MiB (+11 %)
+//	256 ranks × 2M, --timing-only        71 MiB measured, estimate  72 MiB (+1 %)
 //
 // The constants below come from those runs: per rank, the PE's
 // resources, its kernel's coroutine and Starlark thread (the timing-only
@@ -87,6 +88,10 @@ const (
 	perRankBytes  = 192 << 10
 	runtimeBytes  = 24 << 20
 	recordsPerMsg = 5.5 // measured on ring_allreduce (-v): send, recv, loads, stores, math
+	// phase2PerRecord is the replay's working set per record: its copy of
+	// the record order (a pointer) and a tile slot (oplog.Replay; the
+	// tiles' bytes are recycled as they are consumed).
+	phase2PerRecord = 48
 )
 
 // recordBytes is the size of one op_log record in the log: the Record and
@@ -115,12 +120,17 @@ func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
 		e.Image = sat(e.Data, e.Rings)
 	}
 	if logged {
+		records := p.estimateRecords(count, rg)
 		// ×1.5: the growth copies of Log.Records and the collector's headroom.
-		e.OpLog = satMul(p.estimateRecords(count, rg), recordBytes*3/2)
+		e.OpLog = satMul(records, recordBytes*3/2)
+		if p.opts.Verify {
+			e.Phase2 = satMul(records, phase2PerRecord)
+		}
 	}
 	// The simulated memory and the image are pointer-free blocks the
-	// collector keeps a 15 % headroom for (gc.go).
-	e.Runtime = sat(e.Runtime, sat(e.Data, e.Image)/100*15)
+	// collector keeps a headroom of up to 15 % for (gc.go); garbage fills
+	// about two thirds of it at the peak (the calibration runs).
+	e.Runtime = sat(e.Runtime, sat(e.Data, e.Image)/100*10)
 	return e
 }
 
@@ -196,8 +206,8 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 		alts = append(alts, "a smaller --bytes (none fits at this world size)")
 	}
 	return e, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: -1,
-		Msg: fmt.Sprintf("this run needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-			FormatBytes(e.Total()), e.parts(), FormatBytes(limit), strings.Join(alts, ", "))}
+		Msg: fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
+			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), FormatBytes(limit), strings.Join(alts, ", "))}
 }
 
 // flagSize writes n as a size flag takes it (64K, 1M).
@@ -418,8 +428,16 @@ func (w *world) installGuard(limit int64) {
 		return
 	}
 	w.s.Guard = func() error {
-		h := over()
-		if h == 0 {
+		if over() == 0 {
+			return nil
+		}
+		// Part of what the runtime holds may be garbage or freed pages
+		// not yet returned (an earlier size's image): collect and return
+		// them before calling the run out of memory.
+		debug.FreeOSMemory()
+		h := sampleMemory()
+		memGuard.held.Store(h)
+		if h <= limit {
 			return nil
 		}
 		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: h, Limit: limit}
