@@ -23,7 +23,7 @@ var fuzzSetKeys = []string{
 
 // fuzzFlags are the run flags FuzzRunFlag sets (each with a fuzzed value).
 var fuzzFlags = []string{"--bytes", "--count", "--sweep", "-f", "--dtype", "--redop", "--root", "--data-space",
-	"--jitter-seed", "--max-steps", "--trace-ranks", "--trace-kinds", "-j", "--shard", "--world-size"}
+	"--jitter-seed", "--max-steps", "--trace-ranks", "--trace-kinds", "-j", "--shard", "--world-size", "--max-memory"}
 
 // runFuzzed runs kernbench with args and fails on what must never happen:
 // a panic reaching the user, a status outside the documented 0..4, a run

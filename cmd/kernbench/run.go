@@ -53,6 +53,7 @@ type runOptions struct {
 	verbose                bool
 	maxSteps               uint64
 	timeout                time.Duration
+	maxMemory              string
 	vary                   []string
 	csv                    string
 	plot                   string
@@ -74,8 +75,18 @@ combination) run on the same bench and sizes and print one table with a
 column naming each; --csv and --plot write the figures for a spreadsheet
 or as a busbw-against-size chart.
 
-Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
-3 deadlock or watchdog or step limit, 4 error raised while running.`,
+Host memory is bounded by --max-memory (default: 80% of the memory
+available to the process, cgroup limit included): a run whose estimate
+(simulated memory, the pre-run image of a verified run, IPCQ rings,
+op_log) is over it is refused before it starts, naming what would fit
+(--timing-only, --verify-data=false, a smaller --bytes); one that passes
+it while simulating stops with "out of memory at t=…" (exit 3). -v prints
+the estimate and the op_log's cost per record and per message.
+
+Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error
+(including a run estimated over --max-memory), 3 deadlock or watchdog or
+step limit or --max-memory passed while simulating, 4 error raised while
+running.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.bench != "" {
 				return cobra.MaximumNArgs(1)(cmd, args)
@@ -137,6 +148,7 @@ Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error,
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per rank (0 = default 10^8)")
 	f.BoolVar(&o.Strict, "strict", false, "treat lost work as an error (exit 4): an L3 main that returns with messages still queued or regions never freed (a warning otherwise)")
+	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (default: 80% of the memory available to the process, cgroup limit included); a run estimated over it is refused (exit 2, naming what fits), one that passes it while simulating stops (exit 3)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
@@ -178,6 +190,18 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	defer o.Watchdog.Stop()
 	if o.Jobs < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
+	}
+	if o.maxMemory != "" {
+		n, err := config.ParseSize(o.maxMemory)
+		if err != nil || n <= 0 {
+			if err == nil {
+				err = fmt.Errorf("must be > 0 (got %s)", o.maxMemory)
+			}
+			return usageErr(stderr, o.json, "--max-memory: "+err.Error())
+		}
+		o.MaxMemory = n
+	} else {
+		o.MaxMemory = ccl.DefaultMaxMemory()
 	}
 	if o.TimingOnly && o.oplog != "" {
 		return usageErr(stderr, o.json, "--oplog records data, which --timing-only does not move")
@@ -516,6 +540,13 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 		if in := r.Interp; in != nil && r.Ops.Send > 0 {
 			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls (%.1f steps, %.2f calls per message sent)\n",
 				r.Bytes, in.Steps, in.BuiltinCalls, float64(in.Steps)/float64(r.Ops.Send), float64(in.BuiltinCalls)/float64(r.Ops.Send))
+		}
+		if e := r.HostMemory; e != nil {
+			fmt.Fprintf(w, "# host memory at %d bytes: estimate %v\n", r.Bytes, e)
+		}
+		if c := r.OpLog; c != nil {
+			fmt.Fprintf(w, "# op_log at %d bytes: %d records, %.0f bytes of host memory each, %.2f records per message sent\n",
+				r.Bytes, c.Records, c.BytesPerRecord, c.RecordsPerMessage)
 		}
 	}
 	if quiet {

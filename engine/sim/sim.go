@@ -109,7 +109,15 @@ type Sim struct {
 	// MaxTime is the simulated-time watchdog (0 = none): the run stops with
 	// a *WatchdogError when the next event would pass it.
 	MaxTime Time
+	// Guard, when set, is called every GuardEvery events; an error it
+	// returns stops the run. It must only read state outside the
+	// simulation (a host-memory ceiling): it may end a run, never change
+	// what the run simulates.
+	Guard func() error
 }
+
+// GuardEvery is how many events pass between two calls of Sim.Guard.
+const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
 func New() *Sim { return &Sim{events: make([]event, 0, 1024)} }
@@ -248,7 +256,17 @@ func (s *Sim) limit() Time {
 func (s *Sim) Run() error {
 	limit := s.limit()
 	horizon := limit != s.MaxTime
+	var sinceGuard int
 	for len(s.events) > 0 && s.stopErr == nil {
+		if s.Guard != nil {
+			if sinceGuard++; sinceGuard == GuardEvery {
+				sinceGuard = 0
+				if err := s.Guard(); err != nil {
+					s.Stop(err)
+					break
+				}
+			}
+		}
 		if s.events[0].at > limit {
 			s.now = limit
 			s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: s.events[0].at, Blocked: s.Blocked()})

@@ -322,3 +322,41 @@ func TestSpentSplitsAProcessLife(t *testing.T) {
 		t.Errorf("Spent sums to %v, the process ran until %v", sum, end)
 	}
 }
+
+// A Guard is asked every GuardEvery events; its error stops the run
+// there, and a guard that never objects changes nothing.
+func TestGuardStopsOnlyWhenItObjects(t *testing.T) {
+	run := func(guard func(s *Sim) func() error) (fired uint64, calls int, err error) {
+		s := New()
+		for i := 0; i < 10*GuardEvery; i++ {
+			s.At(Time(i), HandlerFunc(func() {}))
+		}
+		if guard != nil {
+			g := guard(s)
+			s.Guard = func() error { calls++; return g() }
+		}
+		err = s.Run()
+		return s.Events(), calls, err
+	}
+	stop := errors.New("over the limit")
+	fired, calls, err := run(func(s *Sim) func() error {
+		return func() error {
+			if s.Events() >= 3*GuardEvery {
+				return stop
+			}
+			return nil
+		}
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("Run = %v, want the guard's error", err)
+	}
+	// The guard objects at its fourth call (after 3×GuardEvery-1 events).
+	if diff := cmp.Diff([]any{uint64(4*GuardEvery - 1), 4}, []any{fired, calls}); diff != "" {
+		t.Errorf("events fired, guard calls (-want +got):\n%s", diff)
+	}
+	quiet, _, err := run(func(*Sim) func() error { return func() error { return nil } })
+	none, _, err2 := run(nil)
+	if err != nil || err2 != nil || quiet != none || none != 10*GuardEvery {
+		t.Errorf("a guard that never objects: %d events (err %v), without a guard %d (err %v), want %d", quiet, err, none, err2, 10*GuardEvery)
+	}
+}

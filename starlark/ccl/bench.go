@@ -46,12 +46,43 @@ func fitHint(s machine.Space) string {
 	return "try --data-space hbm or a smaller --count or --bytes"
 }
 
+// checkFits refuses a count whose buffers cannot fit the simulated memory
+// at all (before the host-memory estimate: the simulated machine's limit
+// is the one to name).
+func checkFits(p *plan, m *machine.Machine, count int64) error {
+	sz := int64(p.dt.Size())
+	if mem := dataMemory(m.Ranks[0], p.dataSpace); count > mem.Capacity/sz {
+		return &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: 0,
+			Msg: fmt.Sprintf("bench: rank 0 buffers (%d × %s) does not fit: %v holds %d bytes; %s", count, p.dt, mem, mem.Capacity, fitHint(p.dataSpace))}
+	}
+	return nil
+}
+
+// buffersFit reports whether every rank's bench buffers fit its data
+// memory; when they do not, newBench says so (the host-memory estimate
+// would name the wrong limit).
+func buffersFit(p *plan, m *machine.Machine, count int64) bool {
+	sz := int64(p.dt.Size())
+	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
+	for r := 0; r < p.world; r++ {
+		mem := dataMemory(m.Ranks[r], p.dataSpace)
+		free := (mem.Capacity - mem.Used()) / sz
+		need := sc + rc
+		if p.opts.InPlace {
+			need = max(sc, rc)
+		}
+		if sc > free || rc > free || need > free {
+			return false
+		}
+	}
+	return true
+}
+
 func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 	b := &bench{p: p, count: count}
 	sz := int64(p.dt.Size())
-	if mem := dataMemory(m.Ranks[0], p.dataSpace); count > mem.Capacity/sz {
-		return nil, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: 0,
-			Msg: fmt.Sprintf("bench: rank 0 buffers (%d × %s) does not fit: %v holds %d bytes; %s", count, p.dt, mem, mem.Capacity, fitHint(p.dataSpace))}
+	if err := checkFits(p, m, count); err != nil {
+		return nil, err
 	}
 	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
 	for r := 0; r < p.world; r++ {
@@ -176,6 +207,9 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 		code, kind, blocked = ExitDeadlock, "Deadlock", wt.Blocked
 	case errors.As(err, &wd):
 		code, kind, blocked = ExitDeadlock, "Watchdog", wd.Blocked
+	}
+	if oom := (*OutOfMemoryError)(nil); errors.As(err, &oom) {
+		code, kind = ExitDeadlock, "OutOfMemory"
 	}
 	f := &Failure{Code: code, Kind: kind, Rank: -1, Msg: err.Error(), Err: err}
 	if wi, ok := waitedRecvInFlight(wt); ok {

@@ -102,6 +102,10 @@ type Options struct {
 	// ExportMSCCL, when set, receives the run's schedule as MSCCL XML
 	// (--export-msccl; one size only).
 	ExportMSCCL io.Writer
+	// MaxMemory bounds the host memory of a run (--max-memory; 0 = no
+	// bound): a size whose estimate is over it is refused (exit 2), and a
+	// run that passes it anyway stops (exit 3, OutOfMemory).
+	MaxMemory int64
 
 	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer // print() and diagnostics
@@ -156,6 +160,10 @@ type Result struct {
 	Classes []ClassUsage `json:"resource_classes,omitempty"`
 	// Interp is the interpreter work of the kernels (-v only).
 	Interp *InterpCounts `json:"starlark,omitempty"`
+	// HostMemory is the run's host memory estimate (-v only).
+	HostMemory *MemoryEstimate `json:"host_memory_estimate,omitempty"`
+	// OpLog is what the op_log cost in host memory (-v only).
+	OpLog *OpLogCost `json:"oplog,omitempty"`
 	// Outputs are the recv buffers after the run (Options.KeepOutputs).
 	Outputs [][]byte `json:"-"`
 	Events  uint64   `json:"events"`
@@ -862,6 +870,8 @@ type world struct {
 	warn     io.Writer // warnings (stderr); may be nil
 	// releaseHeap gives up the GC headroom taken for the image (snapshot).
 	releaseHeap func()
+	// releaseGuard ends the world's registration with the memory guard.
+	releaseGuard func()
 	// spent is each rank's kernel process time by activity (spawn).
 	spent [][sim.MaxActivities]sim.Time
 	// procNote adds a line about a blocked process to deadlock reports
@@ -874,6 +884,10 @@ func (w *world) close() {
 	if w.releaseHeap != nil {
 		w.releaseHeap()
 		w.releaseHeap = nil
+	}
+	if w.releaseGuard != nil {
+		w.releaseGuard()
+		w.releaseGuard = nil
 	}
 }
 
@@ -922,6 +936,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 		m.Log = &oplog.Log{}
 	}
 	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr}
+	w.installGuard(p.opts.MaxMemory)
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
 		var pids []int
@@ -1108,6 +1123,7 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 			res.Interp.Steps += stats[r].Steps
 			res.Interp.BuiltinCalls += stats[r].Calls
 		}
+		res.OpLog = opLogCost(w.m.Log, res.Ops.Send)
 	}
 	return res
 }
@@ -1175,6 +1191,15 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if err := w.install(p, tgt, loader, hook); err != nil {
 		return nil, err
 	}
+	var est MemoryEstimate
+	if err := checkFits(p, w.m, count); err != nil {
+		return nil, err
+	}
+	if buffersFit(p, w.m, count) {
+		if est, err = p.checkMemory(count, ringsOf(w.g)); err != nil {
+			return nil, err
+		}
+	}
 	b, err := newBench(p, w.m, count)
 	if err != nil {
 		return nil, err
@@ -1217,6 +1242,9 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		afterPhase1(w.m)
 	}
 	res := w.result(p, count, finish, stats)
+	if p.opts.Detail {
+		res.HostMemory = &est
+	}
 	if p.opts.Verify && !p.opts.TimingOnly {
 		b.verify(res)
 	}

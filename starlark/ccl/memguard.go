@@ -1,0 +1,476 @@
+package ccl
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
+	"kernbench/engine/sim"
+)
+
+// The memory guard (--max-memory). Host memory is what a run can run out
+// of long before its simulated machine does: the simulated memory of the
+// bench's buffers, the pre-run image phase 2 keeps, the op_log (a record
+// per data operation) and per-rank state. Before a run the estimate below
+// is compared with the limit (over it: exit 2, naming what would fit);
+// during the run a Go soft memory limit keeps the collector working near
+// it, and a heap that passes the limit anyway ends the run with exit 3
+// instead of the Go runtime's fatal error.
+
+// MemoryEstimate is the expected peak host memory of one simulation, by
+// part, in bytes.
+type MemoryEstimate struct {
+	Data    int64 `json:"data"`    // simulated memory behind the bench's buffers
+	Image   int64 `json:"image"`   // the pre-run image a verified run keeps for phase 2
+	Rings   int64 `json:"rings"`   // IPCQ receive rings (backed as messages land)
+	OpLog   int64 `json:"oplog"`   // op_log records (a lower bound: see estimateRecords)
+	Phase2  int64 `json:"phase2"`  // the replay's working set (verified runs)
+	Ranks   int64 `json:"ranks"`   // per-rank machine, process and interpreter state
+	Runtime int64 `json:"runtime"` // the program itself and the collector's headroom
+}
+
+// Total is the estimate's sum.
+func (e MemoryEstimate) Total() int64 {
+	t := int64(0)
+	for _, n := range []int64{e.Data, e.Image, e.Rings, e.OpLog, e.Phase2, e.Ranks, e.Runtime} {
+		t = sat(t, n)
+	}
+	return t
+}
+
+func (e MemoryEstimate) String() string {
+	return fmt.Sprintf("%s (%s)", FormatBytes(e.Total()), e.parts())
+}
+
+// parts lists the estimate's nonzero parts.
+func (e MemoryEstimate) parts() string {
+	var parts []string
+	for _, p := range []struct {
+		name string
+		n    int64
+	}{{"simulated memory", e.Data}, {"pre-run image", e.Image}, {"IPCQ rings", e.Rings}, {"op_log", e.OpLog}, {"phase 2", e.Phase2}, {"ranks", e.Ranks}, {"runtime", e.Runtime}} {
+		if p.n > 0 {
+			parts = append(parts, p.name+" "+FormatBytes(p.n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Calibration: peak RSS (/usr/bin/time -f %M) against the estimate (-v),
+// ring_allreduce, default ccl.yaml with system.sips=8, Go 1.26, amd64:
+//
+//	64 ranks × 2M, verified             646 MiB measured, estimate 729 MiB (+13 %)
+//	64 ranks × 2M, --verify-data=false  297 MiB measured, estimate 322 MiB (+8 %)
+//	 8 ranks × 4M, verified             175 MiB measured, estimate 194 MiB (+11 %)
+//	256 ranks × 2M, --timing-only        71 MiB measured, estimate  72 MiB (+1 %)
+//
+// The constants below come from those runs: per rank, the PE's
+// resources, its kernel's coroutine and Starlark thread (the timing-only
+// run); per op_log record, the Record and its pointer in Log.Records
+// (208 bytes, -v prints it) and recordsPerMsg as -v measures it on
+// ring_allreduce; the runtime, what a small run of the binary holds.
+// The op_log part is a lower bound: ring_allreduce at 1024 ranks × 4K
+// sends 2 × 1023 four-byte messages per rank where the estimate counts
+// two 4 KiB ones, and held 2.8 GiB after 6 minutes; the run-time guard
+// is what stops such runs.
+const (
+	perRankBytes  = 192 << 10
+	runtimeBytes  = 24 << 20
+	recordsPerMsg = 5.5 // measured on ring_allreduce (-v): send, recv, loads, stores, math
+	// phase2PerRecord is the replay's working set per record: its copy of
+	// the record order (a pointer) and a tile slot (oplog.Replay; the
+	// tiles' bytes are recycled as they are consumed).
+	phase2PerRecord = 48
+)
+
+// recordBytes is the size of one op_log record in the log: the Record and
+// its pointer in Log.Records.
+var recordBytes = int64(unsafe.Sizeof(oplog.Record{})) + 8
+
+// estimateMemory is the estimate for one size: count elements per rank,
+// rg the installed receive rings.
+func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
+	e := MemoryEstimate{Ranks: int64(p.world) * perRankBytes, Runtime: runtimeBytes}
+	if p.opts.TimingOnly {
+		return e // no byte is backed and no op_log kept
+	}
+	sz := int64(p.dt.Size())
+	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
+	per := satMul(sat(sc, rc), sz)
+	if p.opts.InPlace {
+		per = satMul(max(sc, rc), sz)
+	}
+	e.Data = satMul(per, int64(p.world))
+	e.Rings = satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
+	logged := p.opts.Verify || p.opts.OpLog != nil
+	if p.opts.Verify {
+		// The image holds the used bytes of every memory: the buffers
+		// and the rings below them.
+		e.Image = sat(e.Data, e.Rings)
+	}
+	if logged {
+		records := p.estimateRecords(count, rg)
+		// ×1.5: the growth copies of Log.Records and the collector's headroom.
+		e.OpLog = satMul(records, recordBytes*3/2)
+		if p.opts.Verify {
+			e.Phase2 = satMul(records, phase2PerRecord)
+		}
+	}
+	// The simulated memory and the image are pointer-free blocks the
+	// collector keeps a headroom of up to 15 % for (gc.go); garbage fills
+	// about two thirds of it at the peak (the calibration runs).
+	e.Runtime = sat(e.Runtime, sat(e.Data, e.Image)/100*10)
+	return e
+}
+
+// estimateRecords is a lower bound on the op_log records of a run: every
+// rank moves at least the collective's bus bytes (BusFactor × buffer) in
+// messages of at most one slot, and a message costs about recordsPerMsg
+// records. Algorithms that send more, smaller messages (a ring over many
+// ranks with tiny chunks) log more: the run-time guard catches those.
+func (p *plan) estimateRecords(count int64, rg rings) int64 {
+	if rg.QPs == 0 || rg.SlotSize <= 0 {
+		return 0
+	}
+	buf := float64(max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)) * int64(p.dt.Size()))
+	msgs := math.Ceil(p.coll.BusFactor(p.world) * buf / float64(rg.SlotSize))
+	r := msgs * recordsPerMsg * float64(p.world)
+	if r > math.MaxInt64/4 {
+		return math.MaxInt64 / 4
+	}
+	return int64(r)
+}
+
+func sat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// checkMemory refuses a size whose estimate is over opts.MaxMemory (exit
+// 2), naming what would fit.
+func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
+	limit := p.opts.MaxMemory
+	e := p.estimateMemory(count, rg)
+	if limit <= 0 || e.Total() <= limit {
+		return e, nil
+	}
+	var alts []string
+	try := func(flag string, mod func(q *plan)) {
+		q := *p
+		mod(&q)
+		t := q.estimateMemory(count, rg).Total()
+		fit := "fits"
+		if t > limit {
+			fit = "too large too"
+		}
+		alts = append(alts, fmt.Sprintf("%s (about %s: %s)", flag, FormatBytes(t), fit))
+	}
+	if !p.opts.TimingOnly {
+		try("--timing-only", func(q *plan) { q.opts.TimingOnly = true })
+		if p.opts.Verify {
+			try("--verify-data=false", func(q *plan) { q.opts.Verify = false })
+		}
+	}
+	// The largest power-of-two buffer (whole elements) that fits.
+	sz := int64(p.dt.Size())
+	fitBytes := int64(-1)
+	for b := int64(1) << 40; b >= sz; b /= 2 {
+		if b/sz < count && p.estimateMemory(b/sz, rg).Total() <= limit {
+			fitBytes = b / sz * sz
+			break
+		}
+	}
+	if fitBytes > 0 {
+		alts = append(alts, fmt.Sprintf("--bytes %s or smaller (about %s)", flagSize(fitBytes), FormatBytes(p.estimateMemory(fitBytes/sz, rg).Total())))
+	} else {
+		alts = append(alts, "a smaller --bytes (none fits at this world size)")
+	}
+	return e, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: -1,
+		Msg: fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
+			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), FormatBytes(limit), strings.Join(alts, ", "))}
+}
+
+// flagSize writes n as a size flag takes it (64K, 1M).
+func flagSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.n && n%u.n == 0 {
+			return fmt.Sprintf("%d%s", n/u.n, u.s)
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// OpLogCost is what the op_log of a run cost (-v): its records, their
+// host bytes each (the Record, its pointer and the data it carries) and
+// records per message sent.
+type OpLogCost struct {
+	Records           int64   `json:"records"`
+	BytesPerRecord    float64 `json:"bytes_per_record"`
+	RecordsPerMessage float64 `json:"records_per_message,omitempty"`
+}
+
+func opLogCost(l *oplog.Log, sent int64) *OpLogCost {
+	if l == nil || len(l.Records) == 0 {
+		return nil
+	}
+	n := int64(len(l.Records))
+	total := n * recordBytes
+	for _, r := range l.Records {
+		total += int64(cap(r.Data))
+		for k, v := range r.Args {
+			total += int64(len(k) + len(v) + 32)
+		}
+	}
+	c := &OpLogCost{Records: n, BytesPerRecord: float64(total) / float64(n)}
+	if sent > 0 {
+		c.RecordsPerMessage = float64(n) / float64(sent)
+	}
+	return c
+}
+
+// FormatBytes prints n in binary units with one decimal (2.0 GiB).
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, u := float64(n), "KMGTPE"
+	i := -1
+	for f >= unit && i < len(u)-1 {
+		f /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", f, u[i])
+}
+
+// DefaultMaxMemory is --max-memory's default: 80 % of the memory
+// available to the process, the smaller of the cgroup's limit (v2
+// memory.max, v1 memory.limit_in_bytes) and the system's MemAvailable
+// (MemTotal when the kernel does not report it). 0 when none is known.
+func DefaultMaxMemory() int64 {
+	return availableMemory(os.ReadFile) / 5 * 4
+}
+
+// availableMemory is the memory available to the process, from the files
+// read reads (0 when none says).
+func availableMemory(read func(string) ([]byte, error)) int64 {
+	var avail int64
+	take := func(n int64) {
+		if n > 0 && (avail == 0 || n < avail) {
+			avail = n
+		}
+	}
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		if b, err := read(f); err == nil {
+			// "max" (v2) or a huge number (v1) mean no limit.
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n < 1<<60 {
+				take(n)
+			}
+		}
+	}
+	if b, err := read("/proc/meminfo"); err == nil {
+		fields := map[string]int64{}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			f := strings.Fields(string(line))
+			if len(f) >= 2 {
+				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					fields[strings.TrimSuffix(f[0], ":")] = n * 1024 // kB
+				}
+			}
+		}
+		if n, ok := fields["MemAvailable"]; ok {
+			take(n)
+		} else {
+			take(fields["MemTotal"])
+		}
+	}
+	return avail
+}
+
+// The run-time guard. While runs with a limit are active, the Go soft
+// memory limit is 90 % of the smallest of them (the collector works harder
+// near it), and a ticker samples the memory the runtime holds; once that
+// passes a run's limit, the run's Sim.Guard stops it at its next check.
+// The sampling only ever ends runs: what a run simulates is the same with
+// or without it. The soft limit composes with holdLargeHeap's GC percent:
+// the collector runs at whichever of the two triggers first.
+
+var memGuard struct {
+	sync.Mutex
+	limits []int64 // of active runs
+	saved  int64   // the soft limit before the first of them
+	stop   chan struct{}
+	held   atomic.Int64 // the last sample
+}
+
+// memSampleEvery is the ticker's period.
+const memSampleEvery = 10 * time.Millisecond
+
+// guardMemory registers a run with a limit and returns the function that
+// reports the memory held when it is over the limit (else 0), and the one
+// that ends the registration.
+func guardMemory(limit int64) (over func() int64, release func()) {
+	if limit <= 0 {
+		return func() int64 { return 0 }, func() {}
+	}
+	memGuard.Lock()
+	defer memGuard.Unlock()
+	if len(memGuard.limits) == 0 {
+		memGuard.saved = debug.SetMemoryLimit(-1)
+		memGuard.held.Store(sampleMemory())
+		memGuard.stop = make(chan struct{})
+		go sampleLoop(memGuard.stop)
+	}
+	memGuard.limits = append(memGuard.limits, limit)
+	setSoftLimit()
+	over = func() int64 {
+		if h := memGuard.held.Load(); h > limit {
+			return h
+		}
+		return 0
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			memGuard.Lock()
+			defer memGuard.Unlock()
+			for i, l := range memGuard.limits {
+				if l == limit {
+					memGuard.limits = append(memGuard.limits[:i], memGuard.limits[i+1:]...)
+					break
+				}
+			}
+			if len(memGuard.limits) == 0 {
+				close(memGuard.stop)
+				debug.SetMemoryLimit(memGuard.saved)
+				return
+			}
+			setSoftLimit()
+		})
+	}
+	return over, release
+}
+
+func setSoftLimit() {
+	soft := int64(math.MaxInt64)
+	for _, l := range memGuard.limits {
+		soft = min(soft, l/10*9)
+	}
+	debug.SetMemoryLimit(min(soft, memGuard.saved))
+}
+
+func sampleLoop(stop chan struct{}) {
+	t := time.NewTicker(memSampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			memGuard.held.Store(sampleMemory())
+		}
+	}
+}
+
+// sampleMemory is the memory the Go runtime holds from the system and has
+// not returned: close to the process's resident set.
+func sampleMemory() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+}
+
+// OutOfMemoryError ends a run whose host memory passed --max-memory.
+type OutOfMemoryError struct {
+	At       sim.Time
+	Messages uint64
+	Held     int64
+	Limit    int64
+}
+
+func (e *OutOfMemoryError) Error() string {
+	return fmt.Sprintf("out of memory at t=%v, %d messages simulated: the run holds %s of host memory, over --max-memory %s; "+
+		"try --timing-only, a smaller --bytes or --verify-data=false, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), FormatBytes(e.Limit))
+}
+
+// installGuard makes the world's simulation stop when the process passes
+// limit.
+func (w *world) installGuard(limit int64) {
+	over, release := guardMemory(limit)
+	w.releaseGuard = release
+	if limit <= 0 {
+		return
+	}
+	w.s.Guard = func() error {
+		if over() == 0 {
+			return nil
+		}
+		// Part of what the runtime holds may be garbage or freed pages
+		// not yet returned (an earlier size's image): collect and return
+		// them before calling the run out of memory.
+		debug.FreeOSMemory()
+		h := sampleMemory()
+		memGuard.held.Store(h)
+		if h <= limit {
+			return nil
+		}
+		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: h, Limit: limit}
+	}
+}
+
+// messages is the number of messages sent so far.
+func (w *world) messages() uint64 {
+	var n uint64
+	if w.g != nil {
+		for _, ep := range w.g.EPs {
+			for _, q := range ep.QPs {
+				n += q.MyHead
+			}
+		}
+	}
+	return n
+}
+
+// rings are a group's installed receive rings.
+type rings struct {
+	QPs      int // queue pairs, one ring each
+	NSlots   int
+	SlotSize int64
+}
+
+func ringsOf(g *machine.Group) rings {
+	if g == nil {
+		return rings{}
+	}
+	r := rings{NSlots: g.Cfg.NSlots, SlotSize: g.Cfg.SlotSize}
+	for _, ep := range g.EPs {
+		r.QPs += len(ep.QPs)
+	}
+	return r
+}

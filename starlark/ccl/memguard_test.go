@@ -1,0 +1,159 @@
+package ccl
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kernbench/engine/dtype"
+)
+
+func testPlan(t *testing.T, coll string, world int, opts Options) *plan {
+	t.Helper()
+	c, err := LookupCollective(coll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &plan{world: world, coll: c, dt: dtype.F32, opts: opts}
+}
+
+func TestEstimateMemory(t *testing.T) {
+	const mib = 1 << 20
+	rg := rings{QPs: 16, NSlots: 8, SlotSize: 4096} // 8 ranks, two directions each
+	ringBytes := int64(16 * 8 * 4096)
+	ranks := int64(8 * perRankBytes)
+	// ring allreduce at 8 ranks × 1 MiB: 1.75 MiB of bus bytes per rank in
+	// 4 KiB messages, 448 per rank.
+	records := int64(448 * 8 * recordsPerMsg)
+	tests := []struct {
+		name  string
+		coll  string
+		count int64
+		opts  Options
+		want  MemoryEstimate
+	}{
+		{"verified", "allreduce", mib / 4, Options{Verify: true},
+			MemoryEstimate{Data: 16 * mib, Image: 16*mib + ringBytes, Rings: ringBytes, OpLog: records * recordBytes * 3 / 2, Phase2: records * phase2PerRecord, Ranks: ranks,
+				Runtime: runtimeBytes + (32*mib+ringBytes)/100*10}},
+		{"unverified", "allreduce", mib / 4, Options{},
+			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Ranks: ranks, Runtime: runtimeBytes + 16*mib/100*10}},
+		{"unverified with --oplog keeps the log", "allreduce", mib / 4, Options{OpLog: &strings.Builder{}},
+			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, OpLog: records * recordBytes * 3 / 2, Ranks: ranks, Runtime: runtimeBytes + 16*mib/100*10}},
+		{"in place: one buffer", "allreduce", mib / 4, Options{InPlace: true},
+			MemoryEstimate{Data: 8 * mib, Rings: ringBytes, Ranks: ranks, Runtime: runtimeBytes + 8*mib/100*10}},
+		{"timing only: no data, no log", "allreduce", mib / 4, Options{TimingOnly: true, Verify: true},
+			MemoryEstimate{Ranks: ranks, Runtime: runtimeBytes}},
+		{"allgather: the recv buffer is world × count", "allgather", mib / 4, Options{},
+			MemoryEstimate{Data: 8 * 9 * mib, Rings: ringBytes, Ranks: ranks, Runtime: runtimeBytes + 72*mib/100*10}},
+		{"huge sizes saturate", "allreduce", 1 << 61, Options{Verify: true},
+			MemoryEstimate{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPlan(t, tt.coll, 8, tt.opts)
+			got := p.estimateMemory(tt.count, rg)
+			if strings.HasPrefix(tt.name, "huge") {
+				// Only: nothing wraps negative.
+				if got.Total() <= 0 || got.Data <= 0 {
+					t.Errorf("estimate wrapped: %+v", got)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("estimateMemory (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckMemory(t *testing.T) {
+	rg := rings{QPs: 16, NSlots: 8, SlotSize: 4096}
+	tests := []struct {
+		name  string
+		limit int64
+		opts  Options
+		want  []string // substrings of the message; nil = accepted
+	}{
+		{"no limit", 0, Options{Verify: true}, nil},
+		{"fits", 1 << 30, Options{Verify: true}, nil},
+		{"over: names the estimate and every alternative", 128 << 20, Options{Verify: true},
+			[]string{"this run (4M per rank buffer) needs about 194.4 MiB of host memory (simulated memory 64.0 MiB, pre-run image 64.5 MiB", "over --max-memory 128.0 MiB",
+				"--timing-only (about 25.5 MiB: fits)", "--verify-data=false (about 96.4 MiB: fits)", "--bytes 2M or smaller (about ", "raise --max-memory"}},
+		{"nothing fits", 10 << 20, Options{Verify: true},
+			[]string{"--timing-only (about 25.5 MiB: too large too)", "--verify-data=false (about 96.4 MiB: too large too)", "none fits at this world size"}},
+		{"unverified: no --verify-data=false", 32 << 20, Options{},
+			[]string{"--timing-only (about", "--bytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.MaxMemory = tt.limit
+			p := testPlan(t, "allreduce", 8, tt.opts)
+			_, err := p.checkMemory(1<<20, rg) // 4 MiB buffers, 64 MiB of data
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var f *Failure
+			if !errors.As(err, &f) {
+				t.Fatalf("got %v, want a Failure", err)
+			}
+			if diff := cmp.Diff([]any{ExitUsage, "OutOfMemory"}, []any{f.Code, f.Kind}); diff != "" {
+				t.Errorf("code, kind (-want +got):\n%s", diff)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(f.Msg, w) {
+					t.Errorf("message lacks %q:\n%s", w, f.Msg)
+				}
+			}
+			if tt.opts.Verify == false && strings.Contains(f.Msg, "--verify-data=false") {
+				t.Errorf("suggests --verify-data=false to an unverified run:\n%s", f.Msg)
+			}
+		})
+	}
+}
+
+func TestAvailableMemory(t *testing.T) {
+	const meminfo = "MemTotal:       16000000 kB\nMemFree:         1000000 kB\nMemAvailable:    8000000 kB\n"
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if s, ok := m[name]; ok {
+				return []byte(s), nil
+			}
+			return nil, fs.ErrNotExist
+		}
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  int64
+	}{
+		{"meminfo only", map[string]string{"/proc/meminfo": meminfo}, 8000000 * 1024},
+		{"cgroup v2 limit below", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "2147483648\n"}, 2 << 30},
+		{"cgroup v2 without limit", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "max\n"}, 8000000 * 1024},
+		{"cgroup v1 limit below", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory/memory.limit_in_bytes": "1073741824\n"}, 1 << 30},
+		{"cgroup v1 unlimited", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, 8000000 * 1024},
+		{"cgroup limit above what is available", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "68719476736"}, 8000000 * 1024},
+		{"old kernel: MemTotal", map[string]string{"/proc/meminfo": "MemTotal:       4000000 kB\n"}, 4000000 * 1024},
+		{"nothing known", map[string]string{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := availableMemory(files(tt.files)); got != tt.want {
+				t.Errorf("availableMemory = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFlagSize(t *testing.T) {
+	got := []string{flagSize(4 << 20), flagSize(1 << 30), flagSize(96 << 10), flagSize(1000), flagSize(3 << 19)}
+	want := []string{"4M", "1G", "96K", "1000", "1536K"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("flagSize (-want +got):\n%s", diff)
+	}
+}
