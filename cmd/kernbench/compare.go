@@ -275,17 +275,22 @@ func compareFailure(o *runOptions, variants []variant, rep *ccl.Report, err erro
 	return &exitError{code: f.Code, err: f}
 }
 
-// checkResults turns a wrong result or a phase-2 mismatch into exit 1.
+// checkResults turns a wrong result or a phase-2 mismatch into exit 1; a
+// run's messages name it by its label when it has one (a comparison).
 func checkResults(reps []labeled, stderr io.Writer) error {
 	for _, l := range reps {
+		prefix := "kernbench: "
+		if l.label != "" {
+			prefix += l.label + ": "
+		}
 		for _, r := range l.rep.Results {
 			if r.Phase2Match != nil && !*r.Phase2Match {
-				fmt.Fprintf(stderr, "kernbench: %s: two-pass verification failed at %d bytes: %s\n", l.label, r.Bytes, r.Phase2)
+				fmt.Fprintf(stderr, "%stwo-pass verification failed at %d bytes: %s\n", prefix, r.Bytes, r.Phase2)
 				return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("phase 2 mismatch")}
 			}
 			if r.Wrong > 0 {
 				fw := r.FirstWrong
-				fmt.Fprintf(stderr, "kernbench: %s: %d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", l.label, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
+				fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
 				fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
 				return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("verification failed")}
 			}

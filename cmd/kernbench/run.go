@@ -448,19 +448,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		printSummary(stdout, rep, o.quiet, o.verbose)
 	}
-	for _, r := range rep.Results {
-		if r.Phase2Match != nil && !*r.Phase2Match {
-			fmt.Fprintf(stderr, "kernbench: two-pass verification failed at %d bytes: %s\n", r.Bytes, r.Phase2)
-			return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("phase 2 mismatch")}
-		}
-		if r.Wrong > 0 {
-			fw := r.FirstWrong
-			fmt.Fprintf(stderr, "kernbench: %d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
-			fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
-			return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("verification failed")}
-		}
-	}
-	return nil
+	return checkResults([]labeled{{"", rep}}, stderr)
 }
 
 func usageErr(stderr io.Writer, _ bool, msg string) error {

@@ -124,6 +124,10 @@ func (w *WaitInfo) String() string {
 	return fmt.Sprintf("rank %d %s %s: %d send(s) in flight", q.Rank, w.Op, q.Dir, q.InFlight)
 }
 
+// OpDone returns the credit of a copy_to_dst receive when the copy out of
+// its slot completes (the queue pair is the copy's Watcher).
+func (q *QueuePair) OpDone(*MemOp) { q.ep.g.Credit(q) }
+
 // Summary is the wait without the ranks and pointers that make each rank's
 // wait its own ("recv W, no data"): deadlock reports group ranks whose
 // waits and positions are the same.

@@ -51,11 +51,10 @@ type MemOp struct {
 	waiter  *sim.Proc
 	direct  bool
 	startAt sim.Time
-	// OnDone, when set, runs in the event loop right after the data effect
-	// (the op_log and IPCQ copy_to_dst credit return hook in here).
-	OnDone func(op *MemOp)
-	// Watcher, when set, is told right after OnDone: a hook for callers
-	// that already have a value to hang it on (no closure per operation).
+	// Watcher, when set, is told in the event loop right after the data
+	// effect (a slot read's staleness check, a copy_to_dst receive's
+	// credit return, a stored tile's buffer release): a hook on a value
+	// the caller already has, so an operation costs no closure.
 	Watcher OpWatcher
 }
 
@@ -117,9 +116,6 @@ func (op *MemOp) Complete(*Transfer) {
 	op.Done = true
 	if l := op.m.Log; l != nil {
 		op.record(l)
-	}
-	if op.OnDone != nil {
-		op.OnDone(op)
 	}
 	if op.Watcher != nil {
 		op.Watcher.OpDone(op)

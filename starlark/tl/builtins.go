@@ -851,7 +851,7 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 			g.Credit(q)
 			break
 		}
-		op.OnDone = func(*machine.MemOp) { g.Credit(q) }
+		op.Watcher = q // its credit returns when the copy completes
 		pending = append(pending, op)
 	}
 	esz := int64(dst.DT.Size())
