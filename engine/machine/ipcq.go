@@ -192,6 +192,13 @@ type Group struct {
 	// machine too, whenever the DMA is slower.
 	HoldSends bool
 
+	// cubeEPs lists the endpoints of each cube (by global cube index):
+	// the ranks whose sends may read that cube's SRAM. Built at install,
+	// so a hazard check touches only the ranks that can matter instead of
+	// all of them (the check runs per piece; a scan over every rank made
+	// its cost grow with the world size).
+	cubeEPs map[int][]*Endpoint
+
 	// Hooks observe message traffic (op_log, CCL trace). Optional.
 	OnSend    func(q *QueuePair, meta MsgMeta, at sim.Time)
 	OnDeliver func(q *QueuePair, msg *Message)
@@ -250,6 +257,10 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 			ep.QPs = append(ep.QPs, q)
 		}
 		g.EPs = append(g.EPs, ep)
+	}
+	g.cubeEPs = make(map[int][]*Endpoint)
+	for _, ep := range g.EPs {
+		g.cubeEPs[ep.PE.Cube] = append(g.cubeEPs[ep.PE.Cube], ep)
 	}
 	// Wire each queue pair to its peer's reverse direction.
 	for _, ep := range g.EPs {
@@ -627,7 +638,7 @@ func (q *QueuePair) release(done func(*Message) bool) {
 func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 	// Waiting for the DMAs is all a timed machine could do: held sends
 	// reading reg count as completed.
-	for _, ep := range g.EPs {
+	for _, ep := range g.readers(reg) {
 		for _, q := range ep.QPs {
 			q.release(func(m *Message) bool { return m.Src.Overlaps(reg) })
 		}
@@ -650,6 +661,19 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 	}
 }
 
+// readers are the endpoints whose sends can read reg's memory: the PE that
+// owns a TCM or HBM slice, or the PEs of a cube sharing its SRAM.
+func (g *Group) readers(reg Region) []*Endpoint {
+	if reg.Mem.PE >= 0 {
+		r := reg.Mem.owner.Rank
+		if r < 0 || r >= len(g.EPs) {
+			return nil
+		}
+		return g.EPs[r : r+1]
+	}
+	return g.cubeEPs[reg.Mem.Cube]
+}
+
 // InFlightReading returns an unfinished send whose source overlaps dst, or
 // nil: writing dst now would change bytes the send has yet to read. With
 // HoldSends, sends held after their DMA count as unfinished.
@@ -658,20 +682,7 @@ func (g *Group) InFlightReading(dst Region) *Message {
 }
 
 func (g *Group) inFlightReading(dst Region, held bool) *Message {
-	// Only sends of ranks that can read dst's memory matter: the PE that
-	// owns a TCM or HBM slice, or the PEs of a cube sharing its SRAM.
-	eps := g.EPs
-	if dst.Mem.PE >= 0 {
-		r := dst.Mem.owner.Rank
-		if r < 0 || r >= len(g.EPs) {
-			return nil
-		}
-		eps = g.EPs[r : r+1]
-	}
-	for _, ep := range eps {
-		if dst.Mem.PE < 0 && ep.PE.Cube != dst.Mem.Cube {
-			continue
-		}
+	for _, ep := range g.readers(dst) {
 		for _, q := range ep.QPs {
 			for _, m := range q.inflight {
 				if m.Src.Overlaps(dst) {

@@ -1527,3 +1527,52 @@ func TestIPCQ_Paranoid_CatchesBrokenPointerI2(t *testing.T) {
 		t.Fatalf("Run = %v, want an I2 InvariantError", err)
 	}
 }
+
+// Rule (model.md §6, send-buffer hazard): a send reads its source until its
+// DMA completes, so a write into that source is a hazard for exactly the
+// ranks that can address that memory: the owner of a TCM or HBM slice, and
+// every PE of the cube whose SRAM it is. The check looks only at those
+// ranks (not at every rank of the world); this pins that the narrowed scan
+// still finds the send from every rank that can see the memory and from no
+// other.
+func TestIPCQ_SendBufferHazard_ReadersOfAMemory(t *testing.T) {
+	cfg := ipcqTestCfg(HBM, Sleep, 4, 4096)
+	// testParams: 4 PEs per cube, so ranks 0–3 share cube 0's SRAM and
+	// ranks 4–7 cube 1's.
+	m, g := installIPCQ(t, testParams(), ringLinks(8), cfg)
+	sram0 := srcBuf(t, m.Ranks[0].SRAM, payload(0, 0, 4096))
+	sram1 := srcBuf(t, m.Ranks[4].SRAM, payload(4, 0, 4096))
+	hbm2 := srcBuf(t, m.Ranks[2].HBM, payload(2, 0, 4096))
+	var sends []*Message
+	m.Sim.Spawn("rank1", func(p *sim.Proc) {
+		// Rank 1 sends out of its cube's SRAM, rank 2 out of its HBM.
+		if err := g.Send(p, lookup(t, g, 1, "E", true), sram0, MsgMeta{}); err != nil {
+			t.Error(err)
+		}
+	})
+	m.Sim.Spawn("rank2", func(p *sim.Proc) {
+		if err := g.Send(p, lookup(t, g, 2, "E", true), hbm2, MsgMeta{}); err != nil {
+			t.Error(err)
+		}
+		// Both DMAs are in flight now (4 KiB take longer than the
+		// overhead): ask who reads what.
+		for _, reg := range []Region{sram0.Sub(100, 8), sram1.Sub(100, 8), hbm2.Sub(0, 1), Region{Mem: m.Ranks[3].HBM, Off: 0, N: 64}} {
+			sends = append(sends, g.InFlightReading(reg))
+		}
+	})
+	if err := m.Sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sends {
+		if s == nil {
+			got = append(got, "none")
+		} else {
+			got = append(got, fmt.Sprintf("rank %d %s", s.Q.Rank, s.Q.Dir))
+		}
+	}
+	want := []string{"rank 1 E", "none", "rank 2 E", "none"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sends reading each region while in flight (-want +got):\n%s", diff)
+	}
+}
