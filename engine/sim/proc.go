@@ -171,7 +171,7 @@ func (s *Sim) WaitWatchdog(limit Time) {
 				return
 			}
 		}
-		if len(s.events) > 0 {
+		if s.Pending() > 0 {
 			s.schedule(Add(s.now, period), check, true)
 		}
 	}

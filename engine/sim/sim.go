@@ -96,6 +96,15 @@ type Sim struct {
 	now    Time
 	seq    uint64
 	events []event
+	// instant holds events scheduled for the current instant (now) while
+	// the clock stands there, in scheduling order, from instantHead on.
+	// They are scheduled after every heap event of this instant (those
+	// were scheduled before the clock got here), so they fire after them,
+	// in FIFO order: the order the heap would give, at the cost of an
+	// append instead of a sift through the heap. Process wake-ups are most
+	// of them. Not used under jitter, whose keys are not FIFO.
+	instant     []event
+	instantHead int
 	jitter *rand.Rand
 	fired  uint64
 	// lastWork is the time of the last event that was simulated work (not
@@ -158,6 +167,10 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 			key = 1<<63 | s.jitter.Uint64()>>1
 		}
 	}
+	if t == s.now && s.jitter == nil {
+		s.instant = append(s.instant, event{at: t, key: key, h: h, daemon: daemon})
+		return
+	}
 	s.events = append(s.events, event{at: t, key: key, h: h, daemon: daemon})
 	s.up(len(s.events) - 1)
 }
@@ -167,6 +180,9 @@ func (s *Sim) After(d Time, h Handler) { s.At(Add(s.now, d), h) }
 
 // NextEventTime is the time of the earliest pending event, or Never.
 func (s *Sim) NextEventTime() Time {
+	if s.instantHead < len(s.instant) {
+		return s.now
+	}
 	if len(s.events) == 0 {
 		return Never
 	}
@@ -174,7 +190,25 @@ func (s *Sim) NextEventTime() Time {
 }
 
 // Pending reports the number of scheduled events.
-func (s *Sim) Pending() int { return len(s.events) }
+func (s *Sim) Pending() int { return len(s.events) + len(s.instant) - s.instantHead }
+
+// next removes and returns the event that fires next: a heap event of this
+// instant first (scheduled earlier), then the instant queue, then the
+// heap's earliest. ok is false when nothing is pending.
+func (s *Sim) next() (e event, ok bool) {
+	if s.instantHead < len(s.instant) && (len(s.events) == 0 || s.events[0].at > s.now) {
+		e = s.instant[s.instantHead]
+		s.instant[s.instantHead] = event{}
+		if s.instantHead++; s.instantHead == len(s.instant) {
+			s.instant, s.instantHead = s.instant[:0], 0
+		}
+		return e, true
+	}
+	if len(s.events) == 0 {
+		return event{}, false
+	}
+	return s.pop(), true
+}
 
 // The event queue is a 4-ary min-heap: shallower than a binary heap, so a
 // pop moves an event through fewer levels (measured faster for the few
@@ -257,7 +291,7 @@ func (s *Sim) Run() error {
 	limit := s.limit()
 	horizon := limit != s.MaxTime
 	var sinceGuard int
-	for len(s.events) > 0 && s.stopErr == nil {
+	for s.Pending() > 0 && s.stopErr == nil {
 		if s.Guard != nil {
 			if sinceGuard++; sinceGuard == GuardEvery {
 				sinceGuard = 0
@@ -267,12 +301,12 @@ func (s *Sim) Run() error {
 				}
 			}
 		}
-		if s.events[0].at > limit {
+		if next := s.NextEventTime(); next > limit {
 			s.now = limit
-			s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: s.events[0].at, Blocked: s.Blocked()})
+			s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
 			break
 		}
-		e := s.pop()
+		e, _ := s.next()
 		s.now = e.at
 		if !e.daemon {
 			s.fired++
