@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"kernbench/engine/config"
@@ -154,7 +154,7 @@ func parseDoc(path string) (*doc, error) {
 		start     int  // line of the block's opening fence
 		inBlock   bool // inside a fenced block
 		skip      bool // the current block is marked not run
-		marked    bool // the previous line is a skip marker
+		marked    int  // line of a skip marker waiting for its block, 0 if none
 		prevLang  = "" // language of the block before (for output blocks)
 		text      bool // text between that block and this one
 		prevFirst = -1 // index in d.lines of that block's first command's checks
@@ -162,11 +162,11 @@ func parseDoc(path string) (*doc, error) {
 	for i, line := range strings.Split(string(data), "\n") {
 		if !inBlock && !strings.HasPrefix(line, "```") {
 			text = text || strings.TrimSpace(line) != ""
-			if marked && strings.TrimSpace(line) != "" {
-				return nil, fmt.Errorf("%s:%d: a not-run marker must come right before a ``` block", path, i)
+			if marked > 0 && strings.TrimSpace(line) != "" {
+				return nil, fmt.Errorf("%s:%d: a not-run marker must come right before a ``` block", path, marked)
 			}
 			if skipMarker.MatchString(strings.TrimSpace(line)) {
-				marked = true
+				marked = i + 1
 			} else if strings.Contains(line, "not run in tests") && strings.HasPrefix(strings.TrimSpace(line), "<!--") {
 				return nil, fmt.Errorf("%s:%d: write the marker as <!-- not run in tests: REASON -->", path, i+1)
 			}
@@ -178,7 +178,7 @@ func parseDoc(path string) (*doc, error) {
 		}
 		if !inBlock {
 			inBlock, lang, block, start = true, strings.TrimSpace(strings.TrimPrefix(line, "```")), nil, i+1
-			skip, marked = marked, false
+			skip, marked = marked > 0, 0
 			continue
 		}
 		inBlock = false
@@ -214,8 +214,8 @@ func parseDoc(path string) (*doc, error) {
 	if inBlock {
 		return nil, fmt.Errorf("%s: unterminated ``` block", path)
 	}
-	if marked {
-		return nil, fmt.Errorf("%s: a not-run marker at the end, before no block", path)
+	if marked > 0 {
+		return nil, fmt.Errorf("%s:%d: a not-run marker before no block", path, marked)
 	}
 	return d, nil
 }
@@ -230,7 +230,7 @@ func (d *doc) commandBlock(block []string) (int, error) {
 		l := block[i]
 		for strings.HasSuffix(l, `\`) && i+1 < len(block) {
 			i++
-			l = strings.TrimSuffix(l, `\`) + " " + strings.TrimSpace(block[i])
+			l = strings.TrimRight(strings.TrimSuffix(l, `\`), " ") + " " + strings.TrimSpace(block[i])
 		}
 		lines = append(lines, l)
 	}
@@ -255,9 +255,6 @@ func (d *doc) commandBlock(block []string) (int, error) {
 		}
 		if strings.ContainsAny(args, "\"|;&<>`") {
 			return -1, fmt.Errorf("%q: quote with '…' and run one command per line (the test runs each line as one kernbench command)", l)
-		}
-		if _, err := strconv.Atoi(status); err != nil {
-			return -1, err
 		}
 		d.lines = append(d.lines, "kbdoc "+status+" "+args)
 		d.commands++
@@ -284,4 +281,83 @@ func outputChecks(lines []string) []string {
 		out = append(out, "stdout '"+strings.ReplaceAll(pattern, "'", "''")+"'")
 	}
 	return out
+}
+
+// parseDoc turns each documented convention into the script lines it
+// should, and rejects what it cannot run.
+func TestParseDoc(t *testing.T) {
+	for _, tc := range []struct {
+		name, md string
+		lines    []string
+		files    []string
+		yaml     []yamlBlock
+		err      string
+	}{{
+		name:  "output block after a sh block checks the first command",
+		md:    "```sh\nkernbench run a  # comment\nkernbench check a  # exit 2\n```\n\n```\n  size  x\n```\n",
+		lines: []string{"kbdoc 0 run a", `stdout '^  size  x$'`, "kbdoc 2 check a"},
+	}, {
+		name:  "a block after text is not output",
+		md:    "```sh\nkernbench run a\n```\ntext\n```\nnot output\n```\n",
+		lines: []string{"kbdoc 0 run a"},
+	}, {
+		name:  "a prompted command is followed by its output; ... matches anything",
+		md:    "```console\n$ go run ./cmd/kernbench run a\nrow (1)\n# wall ...s\n\n$ kernbench version\n```\n",
+		lines: []string{"kbdoc 0 run a", `stdout '^row \(1\)$'`, `stdout '^# wall .*s$'`, "kbdoc 0 version"},
+	}, {
+		name:  "continued lines, redirections, other programs",
+		md:    "```sh\ngo test ./...\nkernbench run a \\\n  --json > out.json\n```\n",
+		lines: []string{"kbdoc 0 run a --json", "cp stdout out.json"},
+	}, {
+		name:  "a quote in the expected output",
+		md:    "```console\n$ kernbench run a\nit's\n```\n",
+		lines: []string{"kbdoc 0 run a", `stdout '^it''s$'`},
+	}, {
+		name:  "files and ccl.yaml examples",
+		md:    "```python\n# file: a.star\nX = 1\n```\n```xml\n<!-- file: a.xml -->\n<algo/>\n```\n```yaml\ndefaults: {}\n```\n",
+		files: []string{"-- a.star --\n# file: a.star\nX = 1\n", "-- a.xml --\n<!-- file: a.xml -->\n<algo/>\n"},
+		yaml:  []yamlBlock{{line: 10, text: "defaults: {}"}},
+	}, {
+		name:  "a marked block is skipped, its output block too",
+		md:    "<!-- not run in tests: Slurm -->\n```sh\nkernbench run \"$X\"\n```\n\n```\nrow\n```\n<!-- not run in tests: not a ccl.yaml -->\n```yaml\nkind: Job\n```\n",
+		lines: nil,
+	}, {
+		name: "a marker without a reason",
+		md:   "<!-- not run in tests -->\n```sh\nkernbench run a\n```\n",
+		err:  "doc.md:1: write the marker as <!-- not run in tests: REASON -->",
+	}, {
+		name: "a marker away from its block",
+		md:   "<!-- not run in tests: slow -->\ntext\n```sh\nkernbench run a\n```\n",
+		err:  "doc.md:1: a not-run marker must come right before a ``` block",
+	}, {
+		name: "shell syntax the test cannot run",
+		md:   "```sh\nkernbench run a | head\n```\n",
+		err:  `doc.md:1: "kernbench run a | head": quote with '…' and run one command per line (the test runs each line as one kernbench command)`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "doc.md")
+			if err := os.WriteFile(path, []byte(tc.md), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d, err := parseDoc(path)
+			if tc.err != "" {
+				if err == nil || strings.ReplaceAll(err.Error(), filepath.Dir(path)+"/", "") != tc.err {
+					t.Fatalf("got error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.lines, d.lines); diff != "" {
+				t.Errorf("script lines (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.files, d.files); diff != "" {
+				t.Errorf("files (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.yaml, d.yaml, cmp.AllowUnexported(yamlBlock{})); diff != "" {
+				t.Errorf("ccl.yaml examples (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
