@@ -361,3 +361,45 @@ func TestParseDoc(t *testing.T) {
 		})
 	}
 }
+
+// The documents point only at files of the repository, and those exist:
+// relative Markdown links, and `docs/NAME.md` mentioned in code spans.
+func TestDocLinks(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append([]string{"../../README.md"}, docs...)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	span := regexp.MustCompile("`(docs/[A-Za-z0-9_.-]+\\.md)`")
+	checked := 0
+	for _, path := range docs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(path, "../../")
+		if strings.Contains(string(data), "../shared") || strings.Contains(string(data), "shared/spec") {
+			t.Errorf("%s points outside the repository (../shared)", name)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") {
+				continue
+			}
+			checked++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(path), target)); err != nil {
+				t.Errorf("%s links to %s, which does not exist", name, m[1])
+			}
+		}
+		for _, m := range span.FindAllStringSubmatch(string(data), -1) {
+			checked++
+			if _, err := os.Stat(filepath.Join("../..", m[1])); err != nil {
+				t.Errorf("%s names %s, which does not exist", name, m[1])
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("checked %d links; the test reads the documents wrongly", checked)
+	}
+}
