@@ -130,6 +130,41 @@ func TestTablesAgree(t *testing.T) {
 		}
 	})
 
+	t.Run("topologies doc", func(t *testing.T) {
+		// Every topology has its section (a heading may name several:
+		// "## none and custom").
+		var headings []string
+		for _, line := range strings.Split(readDoc(t, "../../docs/topologies.md"), "\n") {
+			if h, ok := strings.CutPrefix(line, "## "); ok {
+				headings = append(headings, h)
+			}
+		}
+		for _, name := range topos {
+			if !slices.ContainsFunc(headings, func(h string) bool { return slices.Contains(strings.Fields(h), name) }) {
+				t.Errorf("docs/topologies.md has no section on %s (headings: %q)", name, headings)
+			}
+		}
+	})
+
+	t.Run("report doc busbw factors", func(t *testing.T) {
+		factor := map[collective.Bus]string{collective.BusOne: "1", collective.BusShare: "(p − 1)/p", collective.BusTwice: "2(p − 1)/p"}
+		var got, want [][]string
+		for _, row := range mdTable(t, readDoc(t, "../../docs/report.md"), "| collective | factor | why |") {
+			for name := range strings.SplitSeq(row[0], ", ") {
+				got = append(got, []string{name, row[1]})
+			}
+		}
+		for _, c := range collective.Table {
+			want = append(want, []string{c.Name, factor[c.Bus]})
+		}
+		less := func(a, b []string) int { return strings.Compare(a[0], b[0]) }
+		slices.SortFunc(got, less)
+		slices.SortFunc(want, less)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("docs/report.md busbw factor table (-table +doc):\n%s", diff)
+		}
+	})
+
 	t.Run("msccl doc", func(t *testing.T) {
 		doc := readDoc(t, "../../docs/msccl.md")
 		if line := "`coll` is one of " + strings.Join(msccl.Collectives, ", ") + " |"; !strings.Contains(doc, line) {
