@@ -105,8 +105,8 @@ type Sim struct {
 	// of them. Not used under jitter, whose keys are not FIFO.
 	instant     []event
 	instantHead int
-	jitter *rand.Rand
-	fired  uint64
+	jitter      *rand.Rand
+	fired       uint64
 	// lastWork is the time of the last event that was simulated work (not
 	// a watchdog check): when a stalled system froze.
 	lastWork Time
