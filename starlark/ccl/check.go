@@ -337,8 +337,8 @@ func loadProblems(err error) []string {
 // isFail reports an error raised by the script's own fail(): an intended
 // rejection rather than a bug.
 func isFail(err error) bool {
-	var ee *starlark.EvalError
-	return errors.As(err, &ee) && strings.HasPrefix(ee.Msg, "fail: ")
+	var fe *script.FailError
+	return errors.As(err, &fe)
 }
 
 // checkRanksShown is how many ranks of one world size's bad neighbour map

@@ -110,6 +110,7 @@ type entry struct {
 // Predeclared returns the names every file sees.
 func (l *Loader) predeclared() starlark.StringDict {
 	d := starlark.StringDict{
+		"fail":   failBuiltin,
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
 		"json":   json.Module,
 		"math":   math.Module,
