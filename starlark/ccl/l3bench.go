@@ -154,7 +154,7 @@ func l3Failure(err error) error {
 	if !errors.As(err, &pe) {
 		return f
 	}
-	f.setKind(errkind.L3Of(pe.err))
+	f.setKind(errkind.Of(pe.err))
 	f.Backtrace = script.Backtrace(pe.err)
 	f.Detail = script.Format(pe.err)
 	var ee *starlark.EvalError

@@ -220,19 +220,6 @@ func limit(err error) *Kind {
 	return nil
 }
 
-// L3Of is the kind of an error raised by an L3 main or an L2 function:
-// the limits and the l3l2 errors, else what Of says (a tl kind, or
-// RuntimeError).
-func L3Of(err error) *Kind {
-	if k := limit(err); k != nil {
-		return k
-	}
-	if k := l3Kind(err); k != nil {
-		return k
-	}
-	return Of(err)
-}
-
 func l3Kind(err error) *Kind {
 	var qe *l3l2.QueueError
 	var re *l3l2.RegionError
