@@ -11,6 +11,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
 	"kernbench/starlark/testrun"
 )
@@ -65,7 +66,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			}
 			if len(problems) > 0 {
 				fmt.Fprintf(stderr, "%s: %d problem(s)\n", args[0], len(problems))
-				return &exitError{code: ccl.ExitUsage, err: fmt.Errorf("check failed")}
+				return &exitError{kind: errkind.CheckFailed, err: fmt.Errorf("check failed")}
 			}
 			fmt.Fprintf(stdout, "%s: ok\n", args[0])
 			return nil

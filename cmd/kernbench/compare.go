@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
 )
 
 // A comparison (`kernbench run A B …`, `--vary key=v1,v2`) runs one
@@ -142,8 +143,8 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 				return nil
 			}
 			if rep.Collective != collective.name {
-				return &ccl.Failure{Code: ccl.ExitUsage, Kind: "UsageError", Rank: -1,
-					Msg: fmt.Sprintf("collective %s, but %s runs %s: compare algorithms of one collective", rep.Collective, collective.label, collective.name)}
+				return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1,
+					Msg: fmt.Sprintf("collective %s, but %s runs %s: compare algorithms of one collective", rep.Collective, collective.label, collective.name)})
 			}
 			return nil
 		}
@@ -258,7 +259,7 @@ type compareReport struct {
 func compareFailure(o *runOptions, variants []variant, rep *ccl.Report, err error, i int, stdout, stderr io.Writer) error {
 	f, ok := err.(*ccl.Failure)
 	if !ok {
-		f = &ccl.Failure{Code: ccl.ExitRuntime, Kind: "InternalError", Rank: -1, Msg: err.Error(), Err: err}
+		f = ccl.WithKind(errkind.Internal, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if o.json || o.jsonl {
 		if rep == nil {
@@ -272,7 +273,7 @@ func compareFailure(o *runOptions, variants []variant, rep *ccl.Report, err erro
 	if f.Detail != "" && f.Detail != f.Msg {
 		fmt.Fprintln(stderr, f.Detail)
 	}
-	return &exitError{code: f.Code, err: f}
+	return &exitError{kind: f.ErrorKind(), err: f}
 }
 
 // checkResults turns a wrong result or a phase-2 mismatch into exit 1; a
@@ -286,13 +287,13 @@ func checkResults(reps []labeled, stderr io.Writer) error {
 		for _, r := range l.rep.Results {
 			if r.Phase2Match != nil && !*r.Phase2Match {
 				fmt.Fprintf(stderr, "%stwo-pass verification failed at %d bytes: %s\n", prefix, r.Bytes, r.Phase2)
-				return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("phase 2 mismatch")}
+				return &exitError{kind: errkind.Phase2Mismatch, err: fmt.Errorf("phase 2 mismatch")}
 			}
 			if r.Wrong > 0 {
 				fw := r.FirstWrong
 				fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
 				fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
-				return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("verification failed")}
+				return &exitError{kind: errkind.WrongResult, err: fmt.Errorf("verification failed")}
 			}
 		}
 	}

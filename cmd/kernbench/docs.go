@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/tl"
 )
@@ -31,7 +32,7 @@ Ptr and Tile for editors and Starlark language servers.`,
 					return err
 				}
 			}
-			_, err := fmt.Fprint(stdout, tl.Reference()+"\n"+orch.Reference())
+			_, err := fmt.Fprint(stdout, tl.Reference()+"\n"+orch.Reference()+"\n"+errkind.Reference())
 			return err
 		},
 	}

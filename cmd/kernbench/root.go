@@ -11,15 +11,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
 )
 
-// exitError carries an exit status through cobra.
+// exitError is an error the command has reported already, carried through
+// cobra with its kind; the kind gives the exit status (errkind.Status).
 type exitError struct {
-	code int
+	kind *errkind.Kind
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string            { return e.err.Error() }
+func (e *exitError) Unwrap() error            { return e.err }
+func (e *exitError) ErrorKind() *errkind.Kind { return e.kind }
 
 // Main runs the CLI and returns the exit status. Panics never reach the
 // user as Go tracebacks: they are reported as internal errors (status 4)
@@ -29,25 +33,27 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			reportInternal(stderr, r, verboseArg(args))
-			code = ccl.ExitRuntime
+			code = errkind.Internal.Status
 		}
 	}()
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(goTestFlags(args))
 	err := root.Execute()
 	if err == nil {
-		return ccl.ExitOK
+		return errkind.ExitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return ee.code
+		return errkind.Status(ee)
 	}
-	// Flag and argument errors from cobra.
+	// Flag and argument errors from cobra. Cobra's errors are untyped:
+	// the text is read only to avoid pointing at --help twice, not to
+	// classify the error (every one of them is a usage error).
 	fmt.Fprintf(stderr, "kernbench: %v\n", err)
 	if !strings.Contains(err.Error(), "--help") {
 		fmt.Fprintln(stderr, "Run 'kernbench --help' for usage.")
 	}
-	return ccl.ExitUsage
+	return errkind.Usage.Status
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -27,6 +27,7 @@ import (
 	"kernbench/engine/topology"
 	"kernbench/engine/trace"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
 )
 
@@ -395,7 +396,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if err != nil {
 		f, ok := err.(*ccl.Failure)
 		if !ok {
-			f = &ccl.Failure{Code: ccl.ExitRuntime, Kind: "InternalError", Rank: -1, Msg: err.Error(), Err: err}
+			f = ccl.WithKind(errkind.Internal, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
 		if o.json || o.jsonl {
 			if rep == nil {
@@ -420,7 +421,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if f.Detail != "" && f.Detail != f.Msg {
 			fmt.Fprintln(stderr, f.Detail)
 		}
-		return &exitError{code: f.Code, err: f}
+		return &exitError{kind: f.ErrorKind(), err: f}
 	}
 	rep.WallS = wall
 	if o.export != "" {
@@ -453,7 +454,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 
 func usageErr(stderr io.Writer, _ bool, msg string) error {
 	fmt.Fprintf(stderr, "kernbench: %s\n", msg)
-	return &exitError{code: ccl.ExitUsage, err: fmt.Errorf("%s", msg)}
+	return &exitError{kind: errkind.Usage, err: fmt.Errorf("%s", msg)}
 }
 
 // writeJSONLine writes v as one line of JSON.

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
-	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/testrun"
 )
 
@@ -109,11 +109,11 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 			switch {
 			case broken > 0:
-				return &exitError{code: ccl.ExitUsage, err: fmt.Errorf("%d test file(s) did not load", broken)}
+				return &exitError{kind: errkind.Load, err: fmt.Errorf("%d test file(s) did not load", broken)}
 			case timedOut > 0:
-				return &exitError{code: ccl.ExitDeadlock, err: fmt.Errorf("%d test(s) passed -timeout", timedOut)}
+				return &exitError{kind: errkind.TestTimeout, err: fmt.Errorf("%d test(s) passed -timeout", timedOut)}
 			case failed > 0:
-				return &exitError{code: ccl.ExitWrong, err: fmt.Errorf("%d test(s) failed", failed)}
+				return &exitError{kind: errkind.TestFailed, err: fmt.Errorf("%d test(s) failed", failed)}
 			}
 			return nil
 		},

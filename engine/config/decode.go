@@ -300,7 +300,9 @@ var yamlParserProblems = []string{
 }
 
 // yamlError turns a yaml.v3 syntax error into an *Error with the file name
-// and a 1-based line.
+// and a 1-based line. yaml.v3's syntax errors are untyped (text only), so
+// this is the one place that reads error messages: a third-party library's,
+// never kernbench's own (those are typed, see starlark/errkind).
 func (d *decoder) yamlError(err error, data []byte) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0

@@ -241,6 +241,13 @@ func ring(m []map[string]int) {
 	}
 }
 
+// SizeError is a builtin topology that does not admit a world size (a
+// mesh_shape of another size): not a mistake in a module checked over a
+// range of sizes.
+type SizeError struct{ msg string }
+
+func (e *SizeError) Error() string { return e.msg }
+
 // MeshDims is the rows × cols of mesh_2d for a world size: mesh_shape
 // when given, else the most square factorisation (rows <= cols: 8 → 2 × 4,
 // a prime p → 1 × p, a ring).
@@ -260,7 +267,7 @@ func MeshDims(worldSize int, meshShape []int) (rows, cols int, err error) {
 		return 0, 0, fmt.Errorf("mesh_2d: mesh_shape %s has a dimension below 1", shapeString(meshShape))
 	}
 	if worldSize%rows != 0 || worldSize/rows != cols { // rows*cols could overflow
-		return 0, 0, fmt.Errorf("mesh_2d: mesh_shape %s has %d ranks, world_size is %d", shapeString(meshShape), rows*cols, worldSize)
+		return 0, 0, &SizeError{fmt.Sprintf("mesh_2d: mesh_shape %s has %d ranks, world_size is %d", shapeString(meshShape), rows*cols, worldSize)}
 	}
 	return rows, cols, nil
 }

@@ -11,6 +11,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
@@ -52,8 +53,8 @@ func fitHint(s machine.Space) string {
 func checkFits(p *plan, m *machine.Machine, count int64) error {
 	sz := int64(p.dt.Size())
 	if mem := dataMemory(m.Ranks[0], p.dataSpace); count > mem.Capacity/sz {
-		return &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: 0,
-			Msg: fmt.Sprintf("bench: rank 0 buffers (%d × %s) does not fit: %v holds %d bytes; %s", count, p.dt, mem, mem.Capacity, fitHint(p.dataSpace))}
+		return WithKind(errkind.MemoryLimit, &Failure{Rank: 0,
+			Msg: fmt.Sprintf("bench: rank 0 buffers (%d × %s) does not fit: %v holds %d bytes; %s", count, p.dt, mem, mem.Capacity, fitHint(p.dataSpace))})
 	}
 	return nil
 }
@@ -91,8 +92,8 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 		alloc := func(n int64, what string) (machine.Region, error) {
 			off, err := mem.Alloc(n * sz)
 			if err != nil {
-				return machine.Region{}, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: r,
-					Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; %s", r, what, n, p.dt, err, fitHint(p.dataSpace)), Err: err}
+				return machine.Region{}, WithKind(errkind.MemoryLimit, &Failure{Rank: r,
+					Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; %s", r, what, n, p.dt, err, fitHint(p.dataSpace)), Err: err})
 			}
 			return machine.Region{Mem: mem, Off: off, N: n * sz}, nil
 		}
@@ -199,22 +200,18 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
 	var blocked []*sim.Proc
-	code, kind := ExitRuntime, "RuntimeError"
 	switch {
 	case errors.As(err, &stall):
-		code, kind, blocked = ExitDeadlock, "Deadlock", stall.Blocked
+		blocked = stall.Blocked
 	case errors.As(err, &wt):
-		code, kind, blocked = ExitDeadlock, "Deadlock", wt.Blocked
+		blocked = wt.Blocked
 	case errors.As(err, &wd):
-		code, kind, blocked = ExitDeadlock, "Watchdog", wd.Blocked
+		blocked = wd.Blocked
 	}
-	if oom := (*OutOfMemoryError)(nil); errors.As(err, &oom) {
-		code, kind = ExitDeadlock, "OutOfMemory"
-	}
-	f := &Failure{Code: code, Kind: kind, Rank: -1, Msg: err.Error(), Err: err}
+	f := WithKind(errkind.Of(err), &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	if wi, ok := waitedRecvInFlight(wt); ok {
 		// The message it waits for is on its way: slow, not stuck.
-		f.Kind = "WaitTimeout"
+		f.setKind(errkind.WaitTimeout)
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, rank %d's message to it is still in flight, "+
 			"but the configured latencies and bandwidths make it slower than the timeout; "+
 			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wi, wi.QP.Peer)
@@ -223,36 +220,16 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 		// the deadlock timeout is a slow machine (a huge latency, a tiny
 		// bandwidth), not a deadlock, and calling it one sends the user
 		// looking for a bug in the algorithm.
-		f.Kind = "WaitTimeout"
+		f.setKind(errkind.WaitTimeout)
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) for its %s: not a deadlock, a memory operation "+
 			"always completes, but the configured latencies and bandwidths make this one slower than the timeout; "+
 			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, op)
-	}
-	var ie *machine.IPCQError
-	var inv *machine.InvariantError
-	switch {
-	case errors.As(err, &ie):
-		f.Kind = ie.Kind // an engine-detected failure (e.g. StaleSlot at delivery)
-	case errors.As(err, &inv):
-		f.Kind = "InvariantViolation"
 	}
 	var re *rankError
 	if errors.As(err, &re) {
 		f.Rank = re.rank
 		f.Backtrace = script.Backtrace(re.err)
 		f.Detail = script.Format(re.err)
-		var te *tl.Error
-		var ie *machine.IPCQError
-		switch {
-		case errors.As(err, &te):
-			f.Kind = te.Kind
-		case errors.As(err, &ie):
-			f.Kind = ie.Kind
-		case strings.Contains(err.Error(), "too many steps"):
-			f.Code, f.Kind = ExitDeadlock, "StepLimit"
-		case script.IsTimeout(err):
-			f.Code, f.Kind = ExitDeadlock, "Timeout"
-		}
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
 			f.Msg = fmt.Sprintf("rank %d: %s", re.rank, ee.Msg)
@@ -265,10 +242,10 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 			f.SpawnedAt = the.SpawnedAt
 			f.Detail += "\nthe thread was spawned at:\n  " + strings.Join(the.SpawnedAt, "\n  ")
 		}
-		switch f.Kind {
-		case "StepLimit":
+		switch f.ErrorKind() {
+		case errkind.StepLimit:
 			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
-		case "Timeout":
+		case errkind.Timeout:
 			f.Msg += " (raise --timeout if the kernel is meant to run this long)"
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
+	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
 
@@ -133,6 +134,7 @@ func neighborTables(s mapSpec, th *starlark.Thread) ([][]machine.Link, *topology
 			}
 			v, err := starlark.Call(th, hook, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(world), d}, kw)
 			if err != nil {
+				err = script.Stopped(th, err)
 				return nil, nil, &InitError{fmt.Errorf("%s: neighbors(%d, %d, ...) failed: %w", file, r, world, err)}
 			}
 			if v != starlark.None {

@@ -157,10 +157,11 @@ func Check(file string, o CheckOptions) []string {
 			continue // neighbors() rejects this size on purpose (a documented restriction)
 		}
 		var ve *topology.ValidationError
+		var se *topology.SizeError
 		if errors.As(err, &ve) || hook != nil {
 			// An invalid map from the hook is a mistake at any size; a
 			// builtin topology merely not admitting a size is not.
-			if ve != nil || !strings.Contains(err.Error(), "not a square") {
+			if ve != nil || !errors.As(err, &se) {
 				failures = append(failures, newSizeFailure(w, tgt.file, err, ve))
 			}
 		}
@@ -336,8 +337,8 @@ func loadProblems(err error) []string {
 // isFail reports an error raised by the script's own fail(): an intended
 // rejection rather than a bug.
 func isFail(err error) bool {
-	var ee *starlark.EvalError
-	return errors.As(err, &ee) && strings.HasPrefix(ee.Msg, "fail: ")
+	var fe *script.FailError
+	return errors.As(err, &fe)
 }
 
 // checkRanksShown is how many ranks of one world size's bad neighbour map

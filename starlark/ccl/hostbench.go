@@ -11,6 +11,7 @@ import (
 	"kernbench/engine/config"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/host"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
@@ -30,8 +31,8 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	}
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1,
-			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.file, script.Format(err)), Err: err}
+		return nil, WithKind(errkind.Init, &Failure{Rank: -1,
+			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.file, script.Format(err)), Err: err})
 	}
 	kernel, err := entryPoint(globals, tgt.file, "kernel")
 	if err != nil {
@@ -98,7 +99,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
 		torch := host.New(rt, r, p.world, proc)
 		_, err := starlark.Call(th, runRank, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(p.world), torch}, nil)
-		return err
+		return script.Stopped(th, err)
 	})
 	if err := w.run(tgt); err != nil {
 		if initErr != nil {

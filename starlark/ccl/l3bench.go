@@ -13,6 +13,7 @@ import (
 	"kernbench/engine/l3l2"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
@@ -73,41 +74,6 @@ type l3ProcError struct {
 func (e *l3ProcError) Error() string { return e.proc + ": " + e.err.Error() }
 func (e *l3ProcError) Unwrap() error { return e.err }
 
-// l3Kind is the error kind of an L3/L2 failure: the engine's kind or code
-// when the error came from the l3l2 layer.
-func l3Kind(err error) string {
-	var qe *l3l2.QueueError
-	var re *l3l2.RegionError
-	var ee *l3l2.EndpointError
-	var te *l3l2.TimeoutError
-	var ae *l3l2.ArgError
-	var tle *tl.Error
-	switch {
-	case errors.As(err, &qe):
-		return string(qe.Kind)
-	case errors.As(err, &re):
-		return string(re.Code)
-	case errors.As(err, &ee):
-		return string(ee.Kind)
-	case errors.As(err, &te):
-		return "Timeout"
-	case errors.As(err, &ae):
-		return "ValueError"
-	case errors.As(err, &tle):
-		return tle.Kind
-	}
-	msg := err.Error()
-	for _, k := range []string{"REMOTE_ABORTED", "ValueError", "timed out"} {
-		if strings.Contains(msg, k) {
-			if k == "timed out" {
-				return "Timeout"
-			}
-			return k
-		}
-	}
-	return "RuntimeError"
-}
-
 func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThread func(string) *starlark.Thread, opts Options) (*Result, error) {
 	set := cfg.Defaults
 	p := &plan{opts: opts, world: 1}
@@ -123,7 +89,7 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	hub, err := l3l2.NewHub(w.m, l3l2.Options{Backpressure: bp, PollInterval: sim.Time(set.PollIntervalNs) * sim.Nanosecond})
 	if err != nil {
 		w.s.Close()
-		return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	var stats tl.Stats
 	stop := func(proc *sim.Proc, err error) {
@@ -139,7 +105,7 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 		orch.SetProc(th, proc)
 		_, err := starlark.Call(th, mainFn, starlark.Tuple{orch.New(rt)}, nil)
 		mainEnd = w.s.Now()
-		stop(proc, err)
+		stop(proc, script.Stopped(th, err))
 	})
 	proc.Data = th
 	runErr := w.runL3(set)
@@ -156,7 +122,7 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 		// trace: say so, and fail under --strict.
 		msg := "L3 main returned with unfinished work: " + strings.Join(unfinished, "; ")
 		if p.opts.Strict {
-			return nil, &Failure{Code: ExitRuntime, Kind: "Unfinished", Rank: -1, Msg: msg + " (--strict)"}
+			return nil, WithKind(errkind.Unfinished, &Failure{Rank: -1, Msg: msg + " (--strict)"})
 		}
 		if p.opts.Stderr != nil {
 			fmt.Fprintf(p.opts.Stderr, "kernbench: warning: %s\n", msg)
@@ -188,18 +154,12 @@ func l3Failure(err error) error {
 	if !errors.As(err, &pe) {
 		return f
 	}
-	f.Code, f.Kind = ExitRuntime, l3Kind(pe.err)
+	f.setKind(errkind.Of(pe.err))
 	f.Backtrace = script.Backtrace(pe.err)
 	f.Detail = script.Format(pe.err)
 	var ee *starlark.EvalError
 	if errors.As(pe.err, &ee) {
 		f.Msg = fmt.Sprintf("%s: %s", pe.proc, ee.Msg)
-	}
-	if strings.Contains(pe.err.Error(), "too many steps") {
-		f.Code, f.Kind = ExitDeadlock, "StepLimit"
-	}
-	if script.IsTimeout(pe.err) {
-		f.Code, f.Kind = ExitDeadlock, "Timeout"
 	}
 	return f
 }
@@ -216,13 +176,13 @@ func (w *world) runL3(set config.Settings) error {
 	}
 	for _, p := range w.s.Blocked() {
 		if th, ok := p.Data.(*starlark.Thread); ok {
-			th.Cancel("the simulation ended")
+			script.Cancel(th, "the simulation ended")
 		}
 	}
 	w.s.Close()
 	if w.trace != nil {
 		if werr := w.writeTrace(); werr != nil && failure == nil {
-			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
+			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
 		}
 	}
 	return w.writeFailedOplog(failure)

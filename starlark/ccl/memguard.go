@@ -17,6 +17,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
 )
 
 // The memory guard (--max-memory). Host memory is what a run can run out
@@ -205,9 +206,9 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 	} else {
 		alts = append(alts, "a smaller --bytes (none fits at this world size)")
 	}
-	return e, &Failure{Code: ExitUsage, Kind: "OutOfMemory", Rank: -1,
+	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1,
 		Msg: fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), FormatBytes(limit), strings.Join(alts, ", "))}
+			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), FormatBytes(limit), strings.Join(alts, ", "))})
 }
 
 // flagSize writes n as a size flag takes it (64K, 1M).
@@ -413,6 +414,9 @@ type OutOfMemoryError struct {
 	Held     int64
 	Limit    int64
 }
+
+// ErrorKind is errkind.HostMemory (exit 3, as a run stopped by a limit).
+func (e *OutOfMemoryError) ErrorKind() *errkind.Kind { return errkind.HostMemory }
 
 func (e *OutOfMemoryError) Error() string {
 	return fmt.Sprintf("out of memory at t=%v, %d messages simulated: the run holds %s of host memory, over --max-memory %s; "+

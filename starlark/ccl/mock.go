@@ -9,6 +9,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/dtype"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
 )
 
@@ -103,7 +104,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 				if o.Schedules > 1 {
 					msg = fmt.Sprintf("schedule %d of %d (seed %d): %s", i, o.Schedules, o.Seed, msg)
 				}
-				return nil, &Failure{Code: f.Code, Kind: f.Kind, Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err}
+				return nil, WithKind(f.kind, &Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
 			}
 			return nil, err
 		}
@@ -119,7 +120,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 		}
 		res.Wrong += r.Wrong
 		if r.Phase2Match != nil && !*r.Phase2Match {
-			return nil, &Failure{Code: ExitWrong, Kind: "Phase2Mismatch", Rank: -1, Msg: fmt.Sprintf("schedule %d: %s", i, r.Phase2)}
+			return nil, WithKind(errkind.Phase2Mismatch, &Failure{Rank: -1, Msg: fmt.Sprintf("schedule %d: %s", i, r.Phase2)})
 		}
 	}
 	return res, nil

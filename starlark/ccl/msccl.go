@@ -12,6 +12,7 @@ import (
 	"kernbench/engine/msccl"
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 )
@@ -37,11 +38,11 @@ func IsMSCCL(arg string) bool { return strings.EqualFold(filepath.Ext(arg), ".xm
 func loadMSCCL(arg string, src script.Source) (*msccl.Algo, error) {
 	data, err := src.ReadFile(arg)
 	if err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: err.Error(), Err: err}
+		return nil, WithKind(errkind.Usage, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	a, err := msccl.Parse(arg, data)
 	if err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "MSCCLError", Rank: -1, Msg: err.Error(), Err: err}
+		return nil, WithKind(errkind.MSCCL, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return a, nil
 }

@@ -24,6 +24,7 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
 	"kernbench/engine/trace"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
@@ -260,20 +261,23 @@ type ErrorOut struct {
 	SpawnedAt []string `json:"spawned_at,omitempty"`
 }
 
-// Exit statuses (spec/cli.md).
+// Exit statuses, as errkind declares them.
 const (
-	ExitOK       = 0
-	ExitWrong    = 1
-	ExitUsage    = 2
-	ExitDeadlock = 3
-	ExitRuntime  = 4
+	ExitOK       = errkind.ExitOK
+	ExitWrong    = errkind.ExitWrong
+	ExitUsage    = errkind.ExitUsage
+	ExitDeadlock = errkind.ExitDeadlock
+	ExitRuntime  = errkind.ExitRuntime
 )
 
-// Failure is an error with its exit status, kind, rank and the full text
-// the user sees on stderr.
+// Failure is an error with its kind, rank and the full text the user sees
+// on stderr. Code and Kind are its kind's exit status and name: set them
+// with WithKind or setKind, never by hand, so that every status comes from
+// errkind.Table.
 type Failure struct {
 	Code      int
 	Kind      string
+	kind      *errkind.Kind
 	Rank      int // -1 when no rank is involved
 	Msg       string
 	Detail    string // multi-line report (backtrace, blocked processes)
@@ -289,6 +293,17 @@ func (f *Failure) WriteDOT(w io.Writer) error { return writeDOT(w, f.WaitFor) }
 
 func (f *Failure) Error() string { return f.Msg }
 func (f *Failure) Unwrap() error { return f.Err }
+
+// ErrorKind is the failure's kind (errkind.Kinded).
+func (f *Failure) ErrorKind() *errkind.Kind { return f.kind }
+
+// WithKind gives f the kind k (its name and exit status) and returns f.
+func WithKind(k *errkind.Kind, f *Failure) *Failure {
+	f.setKind(k)
+	return f
+}
+
+func (f *Failure) setKind(k *errkind.Kind) { f.kind, f.Code, f.Kind = k, k.Status, k.Name }
 
 // Out converts the failure into the JSON error object.
 func (f *Failure) Out() *ErrorOut {
@@ -321,7 +336,7 @@ func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, str
 		}
 	}
 	if err != nil {
-		return nil, "", &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err}
+		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err})
 	}
 	load := config.LoadOverlay
 	if dir == "" {
@@ -329,7 +344,7 @@ func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, str
 	}
 	cfg, err := load(name, data, sets)
 	if err != nil {
-		return nil, "", &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return cfg, dir, nil
 }
@@ -357,8 +372,8 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 	if !isFile {
 		a, ok := cfg.Algorithms[arg]
 		if !ok {
-			return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1,
-				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "))}
+			return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
+				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "))})
 		}
 		set, _ := cfg.Settings(arg)
 		file := moduleFile(a, cfgDir)
@@ -367,14 +382,14 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 			if a.Shipped {
 				cfgFile = config.DefaultName + " (embedded default)"
 			}
-			return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1,
-				Msg: fmt.Sprintf("%s:%d: algorithms.%s.module: %s: no such file", cfgFile, a.Line, arg, file)}
+			return nil, WithKind(errkind.Config, &Failure{Rank: -1,
+				Msg: fmt.Sprintf("%s:%d: algorithms.%s.module: %s: no such file", cfgFile, a.Line, arg, file)})
 		}
 		return &target{name: arg, file: file, entry: a, settings: set}, nil
 	}
 	t := &target{file: arg, settings: cfg.Defaults}
 	if !src.Exists(arg) {
-		return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)}
+		return nil, WithKind(errkind.Usage, &Failure{Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)})
 	}
 	// The file's ccl.yaml entry, if any: the one whose module is this very
 	// file. A file that merely shares a shipped algorithm's base name (a
@@ -429,14 +444,14 @@ func Run(arg string, opts Options) (*Report, error) {
 	if v, ok := globals["run_rank"]; ok {
 		rr, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())}
+			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
 		}
 		return runHostBench(tgt.file, rr, cfg, cfgDir, loader, opts)
 	}
 	if v, ok := globals["main"]; ok && globals["kernel"] == nil {
 		mf, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())}
+			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
 		}
 		return runL3Bench(tgt.file, mf, cfg, loader, opts)
 	}
@@ -448,7 +463,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	if v, ok := globals["neighbors"]; ok {
 		c, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.file, v.Type())}
+			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.file, v.Type())})
 		}
 		hook = c
 	}
@@ -635,32 +650,36 @@ const kernelKey = "kernbench.kernel"
 func entryPoint(globals starlark.StringDict, file, name string) (starlark.Callable, error) {
 	v, ok := globals[name]
 	if !ok {
-		return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("no %q function found in %q", name, file)}
+		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("no %q function found in %q", name, file)})
 	}
 	c, ok := v.(starlark.Callable)
 	if !ok {
-		return nil, &Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", name, v.Type())}
+		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", name, v.Type())})
 	}
 	return c, nil
 }
 
 func loadFailure(err error) error {
-	return stepLimit(&Failure{Code: ExitUsage, Kind: "LoadError", Rank: -1, Msg: script.Format(err), Err: err})
+	return stepLimit(WithKind(errkind.Load, &Failure{Rank: -1, Msg: script.Format(err), Err: err}))
 }
 
-// stepLimit turns a failure caused by the Starlark step limit outside a
-// kernel (a module's top level, neighbors()) into a step-limit failure:
-// exit 3 and the --max-steps hint, as inside kernels.
+// stepLimit turns a failure caused by the Starlark step limit or the
+// wall-clock timeout outside a kernel (a module's top level, neighbors())
+// into a step-limit or timeout failure: exit 3 and the hint, as inside
+// kernels.
 func stepLimit(f *Failure) *Failure {
 	var ee *starlark.EvalError
-	if errors.As(f.Err, &ee) && strings.Contains(ee.Msg, "too many steps") {
-		f.Code, f.Kind = ExitDeadlock, "StepLimit"
-		f.Msg = ee.Msg + " (raise --max-steps if the script is meant to run this long)"
-		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
+	if !errors.As(f.Err, &ee) {
+		return f
 	}
-	if errors.As(f.Err, &ee) && script.IsTimeout(ee) {
-		f.Code, f.Kind = ExitDeadlock, "Timeout"
-		f.Msg = ee.Msg + " (raise --timeout if the script is meant to run this long)"
+	switch k := errkind.Of(f.Err); k {
+	case errkind.StepLimit, errkind.Timeout:
+		flag := "--max-steps"
+		if k == errkind.Timeout {
+			flag = "--timeout"
+		}
+		f.setKind(k)
+		f.Msg = ee.Msg + " (raise " + flag + " if the script is meant to run this long)"
 		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
 	}
 	return f
@@ -683,7 +702,7 @@ type plan struct {
 }
 
 func usage(format string, args ...any) error {
-	return &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1, Msg: fmt.Sprintf(format, args...)}
+	return WithKind(errkind.Usage, &Failure{Rank: -1, Msg: fmt.Sprintf(format, args...)})
 }
 
 func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Options) (*plan, error) {
@@ -925,10 +944,10 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	mp.Untimed = p.opts.Untimed
 	m, err := machine.New(s, mp)
 	if err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if err := m.Place(p.world); err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
+		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if p.opts.TimingOnly {
 		m.SetTimingOnly()
@@ -944,8 +963,8 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 			pids = []int{}
 			for _, r := range p.opts.TraceRanks {
 				if r < 0 || r >= len(m.Ranks) {
-					return nil, &Failure{Code: ExitUsage, Kind: "UsageError", Rank: -1,
-						Msg: fmt.Sprintf("--trace-ranks: rank %d is not in this run of %d rank(s)", r, len(m.Ranks))}
+					return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
+						Msg: fmt.Sprintf("--trace-ranks: rank %d is not in this run of %d rank(s)", r, len(m.Ranks))})
 				}
 				pids = append(pids, m.Ranks[r].ID+1)
 			}
@@ -977,7 +996,7 @@ func (w *world) phase2(p *plan, res *Result) error {
 	}
 	if p.opts.OpLog != nil {
 		if err := w.m.Log.WriteJSONLines(p.opts.OpLog); err != nil {
-			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--oplog: %v", err), Err: err}
+			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--oplog: %v", err), Err: err})
 		}
 	}
 	if !p.opts.Verify {
@@ -1009,17 +1028,17 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 	spec.spec(p.topology, p.world, set)
 	links, _, err := neighborTables(spec, loader.NewThread("init"))
 	if err != nil {
-		return stepLimit(&Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: script.Format(err), Err: err})
+		return stepLimit(WithKind(errkind.Init, &Failure{Rank: -1, Msg: script.Format(err), Err: err}))
 	}
 	icfg, err := ipcqConfig(set)
 	if err != nil {
-		return &Failure{Code: ExitUsage, Kind: "ConfigError", Rank: -1, Msg: err.Error(), Err: err}
+		return WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if p.opts.Untimed {
 		icfg.Overhead, icfg.Backpressure = 0, machine.Sleep
 	}
 	if w.g, err = w.m.Install(links, icfg); err != nil {
-		return &Failure{Code: ExitUsage, Kind: "InitError", Rank: -1, Msg: err.Error(), Err: err}
+		return WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	w.g.Paranoid = p.opts.Check
 	// Nothing takes time in the mock: a send stays in flight for the
@@ -1045,7 +1064,7 @@ func (w *world) run(tgt *target) error {
 		failure = simFailureNoted(err, tgt.file, w.procNote)
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
-			failure = &Failure{Code: ExitRuntime, Kind: "InvariantViolation", Rank: -1, Msg: err.Error(), Err: err}
+			failure = WithKind(errkind.Invariant, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
 	}
 	if w.g != nil && w.dump != nil {
@@ -1057,7 +1076,7 @@ func (w *world) run(tgt *target) error {
 		// Written even when the run failed: the timeline up to the failure
 		// is what explains it (blocked operations end when the run ended).
 		if werr := w.writeTrace(); werr != nil && failure == nil {
-			return &Failure{Code: ExitUsage, Kind: "IOError", Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr}
+			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
 		}
 	}
 	return w.writeFailedOplog(failure)
@@ -1227,6 +1246,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
 		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
 		_, err := starlark.Call(th, kernel, args, kw)
+		err = script.Stopped(th, err)
 		stats[r].Steps += int64(th.ExecutionSteps())
 		if err == nil {
 			err = k.Finish()
@@ -1263,7 +1283,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 			err = writeExport(a, p.opts.ExportMSCCL)
 		}
 		if err != nil {
-			return nil, &Failure{Code: ExitUsage, Kind: "ExportError", Rank: -1, Msg: err.Error(), Err: err}
+			return nil, WithKind(errkind.Export, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
 	}
 	return res, nil

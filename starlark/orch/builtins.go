@@ -10,6 +10,7 @@ import (
 
 	"kernbench/engine/l3l2"
 	"kernbench/engine/sim"
+	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
 
@@ -250,6 +251,7 @@ func (rt *Runtime) submit(fn starlark.Callable, worker int, scalars []uint64) {
 	proc := s.Spawn(name, func(p *sim.Proc) {
 		SetProc(th, p)
 		_, err := starlark.Call(th, fn, starlark.Tuple{obj}, nil)
+		err = script.Stopped(th, err)
 		rt.L2End = max(rt.L2End, s.Now())
 		if err != nil && !errors.Is(err, sim.ErrKilled) && rt.OnError != nil {
 			rt.OnError(p, err)

@@ -110,6 +110,7 @@ type entry struct {
 // Predeclared returns the names every file sees.
 func (l *Loader) predeclared() starlark.StringDict {
 	d := starlark.StringDict{
+		"fail":   failBuiltin,
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
 		"json":   json.Module,
 		"math":   math.Module,
@@ -124,6 +125,7 @@ func (l *Loader) predeclared() starlark.StringDict {
 // position, whose load uses this loader, and which is bounded by MaxSteps.
 func (l *Loader) NewThread(name string) *starlark.Thread {
 	th := &starlark.Thread{Name: name, Load: l.load}
+	th.SetLocal(stateKey, &cancelRecord{})
 	th.Print = func(th *starlark.Thread, msg string) {
 		if l.Stderr == nil {
 			return
@@ -167,7 +169,7 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 					reason += l.loopsOf(fn)
 				}
 			}
-			th.Cancel(reason)
+			cancel(th, ErrStepLimit, reason)
 		}
 	}
 	l.Watchdog.Watch(th)
@@ -226,7 +228,7 @@ func (l *Loader) Load(p string) (starlark.StringDict, error) {
 	if err == nil {
 		th := l.NewThread("load " + p)
 		e.globals, err = starlark.ExecFileOptions(FileOptions, th, p, data, l.predeclared())
-		err = Annotate(err, data)
+		err = Stopped(th, Annotate(err, data))
 	}
 	e.err, e.loading = err, false
 	return e.globals, err

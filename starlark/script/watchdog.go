@@ -1,17 +1,15 @@
 package script
 
 import (
-	"errors"
-	"strings"
 	"sync"
 	"time"
 
 	"go.starlark.net/starlark"
 )
 
-// timeoutMarker starts the cancel reason of a wall-clock timeout, so that
-// IsTimeout can tell it from the step limit and other cancellations.
-const timeoutMarker = "wall-clock timeout"
+// timeoutReason starts the cancel reason of a wall-clock timeout (the
+// message users see; IsTimeout reads the typed cause, not this text).
+const timeoutReason = "wall-clock timeout"
 
 // Watchdog cancels every Starlark thread it watches once a wall-clock limit
 // has passed. The step limit cannot stop everything: a loop that squares
@@ -20,7 +18,7 @@ const timeoutMarker = "wall-clock timeout"
 // A nil *Watchdog watches nothing.
 type Watchdog struct {
 	mu      sync.Mutex
-	threads []*starlark.Thread
+	threads []watched
 	reason  string // "" until the limit passed
 	timer   *time.Timer
 }
@@ -35,9 +33,9 @@ func NewWatchdog(d time.Duration, what string) *Watchdog {
 	w.timer = time.AfterFunc(d, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.reason = timeoutMarker + ": stopped after " + what
-		for _, th := range w.threads {
-			th.Cancel(w.reason)
+		w.reason = timeoutReason + ": stopped after " + what
+		for _, t := range w.threads {
+			t.cancel(w.reason)
 		}
 		w.threads = nil
 	})
@@ -49,17 +47,18 @@ func (w *Watchdog) Watch(th *starlark.Thread) {
 	if w == nil {
 		return
 	}
+	rec := record(th)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.reason != "" {
-		th.Cancel(w.reason)
+		cancelRecorded(th, rec, ErrTimeout, w.reason)
 		return
 	}
 	if len(w.threads) >= 1024 && len(w.threads) == cap(w.threads) {
 		// Forget finished threads (sweeps make new ones per size).
 		k := 0
 		for _, t := range w.threads {
-			if t.ExecutionSteps() == 0 || t.CallStackDepth() > 0 {
+			if t.th.ExecutionSteps() == 0 || t.th.CallStackDepth() > 0 {
 				w.threads[k] = t
 				k++
 			}
@@ -67,8 +66,17 @@ func (w *Watchdog) Watch(th *starlark.Thread) {
 		clear(w.threads[k:])
 		w.threads = w.threads[:k]
 	}
-	w.threads = append(w.threads, th)
+	w.threads = append(w.threads, watched{th, rec})
 }
+
+// watched is a thread and its cancel record, read when it is watched: the
+// timer's goroutine must not read the thread's locals.
+type watched struct {
+	th  *starlark.Thread
+	rec *cancelRecord
+}
+
+func (t watched) cancel(reason string) { cancelRecorded(t.th, t.rec, ErrTimeout, reason) }
 
 // Stop releases the timer; threads already cancelled stay cancelled.
 func (w *Watchdog) Stop() {
@@ -79,13 +87,4 @@ func (w *Watchdog) Stop() {
 	w.mu.Lock()
 	w.threads = nil
 	w.mu.Unlock()
-}
-
-// IsTimeout reports whether err comes from a thread a Watchdog cancelled.
-func IsTimeout(err error) bool {
-	var ee *starlark.EvalError
-	if errors.As(err, &ee) {
-		return strings.Contains(ee.Msg, timeoutMarker)
-	}
-	return err != nil && strings.Contains(err.Error(), timeoutMarker)
 }

@@ -186,6 +186,7 @@ func RunFile(file string, o Options) ([]Result, error) {
 		if t.fn.NumParams() > 0 {
 			rep.msgs = append(rep.msgs, fmt.Sprintf("%s: %s takes parameters; test functions take none", t.fn.Position(), t.name))
 		} else if _, err = starlark.Call(th, t.fn, nil, nil); err != nil {
+			err = script.Stopped(th, err)
 			rep.msgs = append(rep.msgs, script.Format(err))
 		}
 		results = append(results, Result{File: file, Name: t.name, Pass: len(rep.msgs) == 0, Messages: rep.msgs,
@@ -344,10 +345,20 @@ func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	}
 	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{MaxSteps: o.MaxSteps, Watchdog: o.watchdog}); err != nil {
 		msg := err.Error()
-		if f, ok := err.(*ccl.Failure); ok && f.Detail != "" && !strings.Contains(msg, f.Detail) {
+		if f, ok := err.(*ccl.Failure); ok && f.Detail != "" && f.Detail != f.Msg {
 			msg += "\n" + f.Detail
 		}
-		return nil, fmt.Errorf("%s: %s", b.Name(), msg)
+		return nil, &runL3Error{msg: b.Name() + ": " + msg, err: err}
 	}
 	return starlark.None, nil
 }
+
+// runL3Error is run_l3's failure raised again in the test: the report's
+// text (message and detail), and the failure underneath for errors.As.
+type runL3Error struct {
+	msg string
+	err error
+}
+
+func (e *runL3Error) Error() string { return e.msg }
+func (e *runL3Error) Unwrap() error { return e.err }

@@ -11,6 +11,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
 )
 
 // handle is the result of an async tl call, completed by tl.wait.
@@ -95,7 +96,7 @@ func optDir(v starlark.Value, fn string) (string, bool, error) {
 
 func (k *Kernel) group(fn string) (*machine.Group, error) {
 	if k.G == nil {
-		return nil, errorf("IpcqInvalidDirection", "%s: no IPCQ process group is installed for rank %d", fn, k.Rank)
+		return nil, errorf(errkind.IpcqInvalidDirection, "%s: no IPCQ process group is installed for rank %d", fn, k.Rank)
 	}
 	return k.G, nil
 }
@@ -394,12 +395,12 @@ func kernelBuiltins() []Builtin {
 				}
 				mem := map[machine.Space]*machine.Memory{machine.TCM: k.PE.TCM, machine.HBM: k.PE.HBM, machine.SRAM: k.PE.SRAM}[sp]
 				if int64(count) > mem.Capacity/int64(d.Size()) {
-					return nil, errorf("OutOfMemory", "%s: rank %d: %v: cannot allocate %d × %s (capacity %d bytes)", b.Name(), k.Rank, mem, count, d, mem.Capacity)
+					return nil, errorf(errkind.TLOutOfMemory, "%s: rank %d: %v: cannot allocate %d × %s (capacity %d bytes)", b.Name(), k.Rank, mem, count, d, mem.Capacity)
 				}
 				n := int64(count) * int64(d.Size())
 				off, err := mem.Alloc(n)
 				if err != nil {
-					return nil, errorf("OutOfMemory", "%s: rank %d: %v", b.Name(), k.Rank, err)
+					return nil, errorf(errkind.TLOutOfMemory, "%s: rank %d: %v", b.Name(), k.Rank, err)
 				}
 				reg := machine.Region{Mem: mem, Off: off, N: n}
 				k.rootKernel().allocs = append(k.rootKernel().allocs, reg)
@@ -469,7 +470,7 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 		return nil, fmt.Errorf("%s: count must be >= 0, got %d", fn, count)
 	}
 	if limit := k.PE.HBM.Capacity; int64(count) > limit/int64(d.Size()) {
-		return nil, errorf("OutOfMemory", "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
+		return nil, errorf(errkind.TLOutOfMemory, "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
 	}
 	t := &Tile{DT: d, Count: int64(count), Data: k.newData(int64(count * d.Size())), Ready: k.M.Sim.Now(), k: k}
 	if v != 0 {
@@ -541,11 +542,11 @@ func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcV, nbV starlark.
 			return nil, nil, fmt.Errorf("%s: nbytes must be a non-negative int, got %s", b.Name(), nbV)
 		}
 		if int64(nb) > src.Reg.N {
-			return nil, nil, errorf("OutOfBounds", "rank %d send %s: nbytes %d exceeds src (%d bytes)", k.Rank, dir, nb, src.Reg.N)
+			return nil, nil, errorf(errkind.OutOfBounds, "rank %d send %s: nbytes %d exceeds src (%d bytes)", k.Rank, dir, nb, src.Reg.N)
 		}
 		if sz := int64(src.DT.Size()); int64(nb)%sz != 0 {
 			// It used to send nb/sz whole elements: nbytes=3 of f32 sent 0.
-			return nil, nil, errorf("OutOfBounds", "rank %d send %s: nbytes %d is not a whole number of %s elements (%d bytes each)", k.Rank, dir, nb, src.DT, sz)
+			return nil, nil, errorf(errkind.OutOfBounds, "rank %d send %s: nbytes %d is not a whole number of %s elements (%d bytes each)", k.Rank, dir, nb, src.DT, sz)
 		}
 		v := *src
 		v.Reg.N = int64(nb)
@@ -591,7 +592,7 @@ func (k *Kernel) prepareSend(q *machine.QueuePair, src *Ptr) error {
 func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 	for _, h := range k.asyncSends {
 		if h.q == q && !h.done {
-			return errorf("DirectionInUse", "rank %d send %s: the send side of %s is still used by the tl.send_async issued at %v; tl.wait(its handle) first", k.Rank, q.Dir, q.Dir, h.origin)
+			return errorf(errkind.DirectionInUse, "rank %d send %s: the send side of %s is still used by the tl.send_async issued at %v; tl.wait(its handle) first", k.Rank, q.Dir, q.Dir, h.origin)
 		}
 	}
 	return nil
@@ -605,7 +606,7 @@ func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece i
 	}
 	per := piece / int64(src.DT.Size())
 	if per == 0 {
-		return errorf("IpcqMessageTooLarge", "rank %d send %s: one %s element (%d bytes) exceeds a message of %d bytes", k.Rank, q.Dir, src.DT, src.DT.Size(), piece)
+		return errorf(errkind.IpcqMessageTooLarge, "rank %d send %s: one %s element (%d bytes) exceeds a message of %d bytes", k.Rank, q.Dir, src.DT, src.DT.Size(), piece)
 	}
 	sz := int64(src.DT.Size())
 	for lo := int64(0); lo < src.Count; lo += per {
@@ -733,7 +734,7 @@ func (k *Kernel) checkSlot(p *Ptr, use string) error {
 	if by.Origin != nil {
 		where = fmt.Sprintf(" issued at %v", by.Origin)
 	}
-	return errorf("StaleSlot", "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
+	return errorf(errkind.StaleSlot, "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
 		k.Rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.SlotGen[p.Slot.Idx], len(q.SlotGen))
 }
 
@@ -818,13 +819,13 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 			dt = dtype.U8
 		}
 		if dst.DT != dt {
-			return nil, errorf("DtypeMismatch", "rank %d recv %s: the message carries %s, dst is %s", k.Rank, q.Dir, dt, dst.DT)
+			return nil, errorf(errkind.DtypeMismatch, "rank %d recv %s: the message carries %s, dst is %s", k.Rank, q.Dir, dt, dst.DT)
 		}
 		if meta.NBytes > dst.Reg.N-got {
 			if got == 0 {
-				return nil, errorf("OutOfBounds", "rank %d recv %s: the message has %d bytes, dst holds %d", k.Rank, q.Dir, meta.NBytes, dst.Reg.N)
+				return nil, errorf(errkind.OutOfBounds, "rank %d recv %s: the message has %d bytes, dst holds %d", k.Rank, q.Dir, meta.NBytes, dst.Reg.N)
 			}
-			return nil, errorf("OutOfBounds", "rank %d recv %s: message #%d has %d bytes, %d of dst's %d are left", k.Rank, q.Dir, meta.Seq, meta.NBytes, dst.Reg.N-got, dst.Reg.N)
+			return nil, errorf(errkind.OutOfBounds, "rank %d recv %s: message #%d has %d bytes, %d of dst's %d are left", k.Rank, q.Dir, meta.Seq, meta.NBytes, dst.Reg.N-got, dst.Reg.N)
 		}
 		if got > 0 {
 			if tr := k.M.Trace; tr != nil {
@@ -941,7 +942,7 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	clear(root.issuingSends[len(live):])
 	root.issuingSends = live
 	if hit != nil {
-		return errorf("SendBufferHazard", "%s: rank %d writes %v while the tl.send_async(%q) issued at %v still reads it (tl.wait(its handle) and tl.flush(%q) first, or write elsewhere)",
+		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v still reads it (tl.wait(its handle) and tl.flush(%q) first, or write elsewhere)",
 			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
 	}
 	if m := k.G.InFlightReading(dst); m != nil {
@@ -949,7 +950,7 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 		if m.Meta.Origin != nil {
 			where = fmt.Sprintf(" issued at %v", m.Meta.Origin)
 		}
-		return errorf("SendBufferHazard", "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (tl.flush(%q) first, or write elsewhere)",
+		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (tl.flush(%q) first, or write elsewhere)",
 			fn, k.Rank, dst, m.Q.Rank, m.Q.Dir, m.Meta.Seq, where, m.Q.Dir)
 	}
 	return nil
@@ -978,10 +979,10 @@ func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
 	}
 	k.dropPrefetched(p.Reg)
 	if p.DT != t.DT {
-		return nil, errorf("DtypeMismatch", "%s: rank %d: tile is %s, ptr is %s", fn, k.Rank, t.DT, p.DT)
+		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d: tile is %s, ptr is %s", fn, k.Rank, t.DT, p.DT)
 	}
 	if p.Count != t.Count {
-		return nil, errorf("OutOfBounds", "%s: rank %d: tile has %d elements, ptr has %d", fn, k.Rank, t.Count, p.Count)
+		return nil, errorf(errkind.OutOfBounds, "%s: rank %d: tile has %d elements, ptr has %d", fn, k.Rank, t.Count, p.Count)
 	}
 	// The store starts when the tile's math is done; the caller does not
 	// wait for that (store_async) unless it waits for the handle.
@@ -1006,10 +1007,10 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 		return nil, err
 	}
 	if dst.DT != src.DT {
-		return nil, errorf("DtypeMismatch", "%s: rank %d: dst is %s, src is %s", b.Name(), k.Rank, dst.DT, src.DT)
+		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d: dst is %s, src is %s", b.Name(), k.Rank, dst.DT, src.DT)
 	}
 	if dst.Count != src.Count {
-		return nil, errorf("OutOfBounds", "%s: rank %d: dst has %d elements, src has %d", b.Name(), k.Rank, dst.Count, src.Count)
+		return nil, errorf(errkind.OutOfBounds, "%s: rank %d: dst has %d elements, src has %d", b.Name(), k.Rank, dst.Count, src.Count)
 	}
 	if err := k.checkSlot(src, "copy src"); err != nil {
 		return nil, err

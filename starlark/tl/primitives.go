@@ -6,6 +6,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
+	"kernbench/starlark/errkind"
 )
 
 // The fused primitives (MSCCL's rrs, rrc, rrcs, rcs; NCCL's
@@ -103,10 +104,10 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		}
 		if c.local != nil && c.dst != nil {
 			if c.local.DT != c.dst.DT {
-				return nil, errorf("DtypeMismatch", "%s: rank %d: local is %s, dst is %s", b.Name(), k.Rank, c.local.DT, c.dst.DT)
+				return nil, errorf(errkind.DtypeMismatch, "%s: rank %d: local is %s, dst is %s", b.Name(), k.Rank, c.local.DT, c.dst.DT)
 			}
 			if c.local.Count != c.dst.Count {
-				return nil, errorf("OutOfBounds", "%s: rank %d: local has %d elements, dst has %d", b.Name(), k.Rank, c.local.Count, c.dst.Count)
+				return nil, errorf(errkind.OutOfBounds, "%s: rank %d: local has %d elements, dst has %d", b.Name(), k.Rank, c.local.Count, c.dst.Count)
 			}
 		}
 		if prefetchV != starlark.None {
@@ -181,7 +182,7 @@ func (k *Kernel) runFused(c *fusedCall) error {
 	dt := ref.DT
 	per := c.piece / int64(dt.Size())
 	if per == 0 {
-		return errorf("IpcqMessageTooLarge", "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
+		return errorf(errkind.IpcqMessageTooLarge, "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
 	}
 	pieces := max(1, (ref.Count+per-1)/per)
 	// Pieces are views by value: a piece allocates nothing in Go.
@@ -481,10 +482,10 @@ func (k *Kernel) startPiece(c *fusedCall, want Ptr) (*handle, error) {
 		if dt.Valid() {
 			name = dt.String()
 		}
-		return nil, errorf("DtypeMismatch", "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, want.DT)
+		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, want.DT)
 	}
 	if meta.Count != want.Count || meta.NBytes != want.Reg.N {
-		return nil, errorf("OutOfBounds", "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, want.Count)
+		return nil, errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, want.Count)
 	}
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
@@ -568,7 +569,7 @@ func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 	mem := k.PE.TCM
 	off, err := mem.Alloc(n)
 	if err != nil {
-		return machine.Region{}, errorf("OutOfMemory", "%s: rank %d: the primitive needs %d bytes of TCM for its staging slots (%v); free TCM (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size, buffer_kind) or forward with tl.send", fn, k.Rank, n, err)
+		return machine.Region{}, errorf(errkind.TLOutOfMemory, "%s: rank %d: the primitive needs %d bytes of TCM for its staging slots (%v); free TCM (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size, buffer_kind) or forward with tl.send", fn, k.Rank, n, err)
 	}
 	reg := machine.Region{Mem: mem, Off: off, N: n}
 	k.rootKernel().allocs = append(k.rootKernel().allocs, reg)

@@ -3,28 +3,13 @@ package tl
 import (
 	"fmt"
 	"strings"
-)
 
-// ErrorKinds are the exact error kinds tl builtins raise, with their meaning.
-var ErrorKinds = []struct{ Kind, Doc string }{
-	{"IpcqInvalidDirection", "the direction is not installed on this rank (or is receive-only and you sent on it)"},
-	{"IpcqMessageTooLarge", "a single element larger than slot_size (tl.send cuts longer buffers into several messages)"},
-	{"OutOfBounds", "a view outside its Ptr, or operands whose counts differ"},
-	{"DtypeMismatch", "operands or a destination of another dtype (also a recv into a dst of another dtype)"},
-	{"StaleSlot", "a return_slot Ptr read after a later message overwrote its slot"},
-	{"SendBufferHazard", "a store, copy or recv into a range that an unfinished send still reads (tl.flush first)"},
-	{"DirectionInUse", "a send on a direction whose send side a tl.send_async is still using (tl.wait its handle first), or a direction side (send or receive) used by two threads of one rank at once"},
-	{"LocalOperandHazard", "a write by one thread into a buffer that a fused primitive of another thread still reads as its local operand"},
-	{"OutOfMemory", "tl.alloc beyond the memory's capacity (also the TCM staging of the fused primitives)"},
-	{"TimingOnly", "a kernel read simulated values (Tile.tolist, Ptr.tolist, Ptr.tobytes, p[i]) in a --timing-only run, which keeps no bytes"},
-	{"PendingStoreHazard", "a send, fetch or copy (also tl.reduce's operands, a fused primitive's local operand) reads a range that a tl.store_async or tl.copy_async of the rank still writes: tl.wait its handle first (the mock counts the write as pending until that wait, as nothing takes time there)"},
-	{"WriteWriteHazard", "a store or copy into a range that an earlier store or copy of the rank (tl.store_async, tl.copy_async, another thread) is still writing: tl.wait its handle first"},
-	{"ZeroDivision", "an integer Tile divided by zero (by a 0 scalar or a Tile with a 0 element); float Tiles give ±inf or NaN"},
-}
+	"kernbench/starlark/errkind"
+)
 
 // Reference renders the builtin reference (docs/builtins.md) from the
 // registration tables: tl attributes and functions, Ptr and Tile members,
-// error kinds.
+// and the tl error kinds declared in errkind.Table.
 func Reference() string {
 	var b strings.Builder
 	b.WriteString(`# kernbench builtin reference
@@ -58,8 +43,10 @@ the caller's position, simulated time and rank).
 		fmt.Fprintf(&b, "| `t.%s` | %s |\n", m.Sig, escape(m.Doc))
 	}
 	b.WriteString("\n## Error kinds\n\nThe kind appears in the message and in `--json` output (`error.kind`).\n\n| kind | raised when |\n| --- | --- |\n")
-	for _, e := range ErrorKinds {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", e.Kind, e.Doc)
+	for _, k := range errkind.Table {
+		if k.Group == errkind.TL {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", k.Name, k.Doc)
+		}
 	}
 	return b.String()
 }

@@ -9,6 +9,8 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
 )
 
 // Threads (tl.spawn) are further simulated processes on the same PE: they
@@ -106,6 +108,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 	proc := k.M.Sim.Spawn(name, func(p *sim.Proc) {
 		child.Proc = p
 		v, err := starlark.Call(sth, fn, callArgs, kw)
+		err = script.Stopped(sth, err)
 		child.Stats.Steps += int64(sth.ExecutionSteps())
 		if err == nil {
 			err = child.finishOps()
@@ -178,7 +181,7 @@ func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (re
 		if send {
 			side = "send"
 		}
-		return nil, errorf("DirectionInUse", "rank %d %s: %s at %v uses the %s side of %s while %s's %s at %v is using it (one thread per direction side at a time)",
+		return nil, errorf(errkind.DirectionInUse, "rank %d %s: %s at %v uses the %s side of %s while %s's %s at %v is using it (one thread per direction side at a time)",
 			k.Rank, k.track(), op, at, side, q.Dir, u.k.track(), u.op, u.at)
 	}
 	if u == nil {
@@ -230,7 +233,7 @@ func (k *Kernel) readingOperand(reg machine.Region, op string, at any) (done fun
 func (k *Kernel) checkOperandWrite(fn string, dst machine.Region) error {
 	for _, r := range k.rootKernel().reading {
 		if r.k != k && r.reg.Overlaps(dst) {
-			return errorf("LocalOperandHazard", "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",
+			return errorf(errkind.LocalOperandHazard, "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",
 				fn, k.Rank, k.track(), dst, r.k.track(), r.op, r.at)
 		}
 	}

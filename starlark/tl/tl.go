@@ -16,6 +16,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
 )
 
 // Stats counts a rank's operations (for the report's "ops") and the
@@ -428,7 +429,7 @@ func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 		if w.at.IsValid() {
 			at = " issued at " + w.at.String()
 		}
-		return errorf("PendingStoreHazard", "%s: rank %d reads %v while the %s%s still writes %v (tl.wait(its handle) first)",
+		return errorf(errkind.PendingStoreHazard, "%s: rank %d reads %v while the %s%s still writes %v (tl.wait(its handle) first)",
 			fn, k.Rank, reg, w.fn, at, w.op.Dst)
 	}
 	return nil
@@ -464,7 +465,7 @@ func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 			if w.at.IsValid() {
 				at = " issued at " + w.at.String()
 			}
-			return errorf("WriteWriteHazard", "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
+			return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
 				fn, k.Rank, dst, w.fn, at, w.op.Dst)
 		}
 	}

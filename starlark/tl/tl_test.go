@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/machine"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/tl"
 )
 
@@ -88,6 +89,10 @@ func TestErrorKinds(t *testing.T) {
 			kind, goType := errorKind(err)
 			if kind != tc.kind || goType != tc.goType {
 				t.Errorf("error kind = %q (%s), want %q (%s); error: %v", kind, goType, tc.kind, tc.goType, err)
+			}
+			// The classifier sees the same kind through the wrapping, exit 4.
+			if k := errkind.Of(err); k.Name != tc.kind || k.Group != errkind.TL || k.Status != errkind.ExitRuntime {
+				t.Errorf("errkind.Of = %s (group %v, exit %d), want the tl kind %s (exit 4)", k.Name, k.Group, k.Status, tc.kind)
 			}
 			if want := tc.kind + ": " + tc.msg; !strings.Contains(err.Error(), want) {
 				t.Errorf("error = %q, want it to contain %q", err, want)

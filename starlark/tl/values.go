@@ -11,20 +11,25 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
 )
 
 // Error is a tl failure with an exact kind (IpcqInvalidDirection,
 // OutOfBounds, DtypeMismatch, …). It survives Starlark's EvalError wrapping
 // (errors.As), so reports can name the kind.
 type Error struct {
-	Kind string
+	Kind string // kind.Name
 	Msg  string
+	kind *errkind.Kind
 }
 
 func (e *Error) Error() string { return e.Kind + ": " + e.Msg }
 
-func errorf(kind, format string, args ...any) error {
-	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+// ErrorKind is the declared kind (errkind.Kinded).
+func (e *Error) ErrorKind() *errkind.Kind { return e.kind }
+
+func errorf(kind *errkind.Kind, format string, args ...any) error {
+	return &Error{Kind: kind.Name, Msg: fmt.Sprintf(format, args...), kind: kind}
 }
 
 // Ptr is a typed view of simulated memory.
@@ -164,7 +169,7 @@ func (p *Ptr) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (sta
 
 func (p *Ptr) view(start, count int64, what string) (*Ptr, error) {
 	if start < 0 || count < 0 || start > p.Count || count > p.Count-start {
-		return nil, errorf("OutOfBounds", "Ptr%s: elements [%d, %d) are outside a view of %d elements", what, start, start+count, p.Count)
+		return nil, errorf(errkind.OutOfBounds, "Ptr%s: elements [%d, %d) are outside a view of %d elements", what, start, start+count, p.Count)
 	}
 	q := p.sub(start, count)
 	return &q, nil
@@ -247,10 +252,10 @@ var PtrMembers = []Member{
 			return nil, err
 		}
 		if n <= 0 || p.Count%int64(n) != 0 {
-			return nil, errorf("OutOfBounds", "Ptr.chunk: %d elements do not split into %d equal parts", p.Count, n)
+			return nil, errorf(errkind.OutOfBounds, "Ptr.chunk: %d elements do not split into %d equal parts", p.Count, n)
 		}
 		if i < 0 || i >= n {
-			return nil, errorf("OutOfBounds", "Ptr.chunk: part %d of %d does not exist", i, n)
+			return nil, errorf(errkind.OutOfBounds, "Ptr.chunk: part %d of %d does not exist", i, n)
 		}
 		c := p.Count / int64(n)
 		return p.view(int64(i)*c, c, ".chunk")
@@ -359,7 +364,7 @@ func (k *Kernel) newData(n int64) []byte {
 // --timing-only, where no bytes are kept: a kernel whose control flow
 // depends on data cannot be timed without them.
 func errTimingOnly(what string) error {
-	return errorf("TimingOnly", "%s reads simulated data, which a timing-only run does not keep (tiles carry dtype and length only); run without --timing-only", what)
+	return errorf(errkind.TimingOnly, "%s reads simulated data, which a timing-only run does not keep (tiles carry dtype and length only); run without --timing-only", what)
 }
 
 func (t *Tile) String() string {
@@ -471,7 +476,7 @@ func intDivZero(tok syntax.Token, what string, e int) error {
 	if e >= 0 {
 		at = fmt.Sprintf(" (element %d)", e)
 	}
-	return errorf("ZeroDivision", "Tile %s: integer division by zero: %s is 0%s", tok, what, at)
+	return errorf(errkind.ZeroDivision, "Tile %s: integer division by zero: %s is 0%s", tok, what, at)
 }
 
 func (t *Tile) like() *Tile {
@@ -506,14 +511,14 @@ func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
 // enough), costed on the math unit and logged.
 func combine(op dtype.Op, a, b *Tile, what string, buf []byte) (Tile, error) {
 	if a.DT != b.DT {
-		return Tile{}, errorf("DtypeMismatch", "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
+		return Tile{}, errorf(errkind.DtypeMismatch, "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
 	}
 	if a.Count != b.Count {
-		return Tile{}, errorf("OutOfBounds", "%s: counts differ (%d and %d)", what, a.Count, b.Count)
+		return Tile{}, errorf(errkind.OutOfBounds, "%s: counts differ (%d and %d)", what, a.Count, b.Count)
 	}
 	if op == dtype.Div && !a.DT.IsFloat() {
 		if e := zeroElement(b); e >= 0 {
-			return Tile{}, errorf("ZeroDivision", "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
+			return Tile{}, errorf(errkind.ZeroDivision, "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
 		}
 	}
 	out := a.likeValue(buf)
