@@ -72,17 +72,6 @@ func (h *handle) Freeze()               {}
 func (h *handle) Truth() starlark.Bool  { return true }
 func (h *handle) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: handle") }
 
-func asPtr(v starlark.Value, fn, arg string) (*Ptr, error) {
-	p, ok := v.(*Ptr)
-	if !ok {
-		return nil, fmt.Errorf("%s: %s must be a Ptr, got %s", fn, arg, v.Type())
-	}
-	if err := p.checkLease(); err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", fn, arg, err)
-	}
-	return p, nil
-}
-
 func optDir(v starlark.Value, fn string) (string, bool, error) {
 	switch v := v.(type) {
 	case starlark.NoneType:
@@ -182,7 +171,8 @@ func kernelBuiltins() []Builtin {
 			}},
 		{Name: "recv_async", Sig: "recv_async(dir=None, dst=None)", Doc: "Non-blocking receive: returns a handle; tl.wait(handle) completes it like tl.recv and returns the Ptr.",
 			Fn: func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-				var dir, dst starlark.Value = starlark.None, starlark.None
+				var dir starlark.Value = starlark.None
+				var dst PtrArg
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
 					return nil, err
 				}
@@ -200,8 +190,8 @@ func kernelBuiltins() []Builtin {
 					}
 				}
 				h := &handle{kind: "recv", dir: dir, at: th.CallFrame(1).Pos}
-				if dst != starlark.None {
-					p, err := asPtr(dst, b.Name(), "dst")
+				if dst.Given() {
+					p, err := dst.Ptr(b.Name(), "dst")
 					if err != nil {
 						return nil, err
 					}
@@ -439,14 +429,6 @@ func kernelBuiltins() []Builtin {
 	}
 }
 
-func unpackPtr(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple, name string) (*Ptr, error) {
-	var v starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kw, name, &v); err != nil {
-		return nil, err
-	}
-	return asPtr(v, b.Name(), name)
-}
-
 func tileFn(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple, op dtype.Op) (starlark.Value, error) {
 	var x, y starlark.Value
 	if err := starlark.UnpackArgs(b.Name(), args, kw, "a", &x, "b", &y); err != nil {
@@ -494,16 +476,17 @@ func builtinSend(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starl
 // the largest message in bytes.
 func (k *Kernel) sendArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*machine.QueuePair, *Ptr, int64, error) {
 	var dir string
-	var srcV, nbV, pieceV starlark.Value = nil, starlark.None, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir, "src", &srcV, "nbytes?", &nbV, "piece_bytes?", &pieceV); err != nil {
+	var src PtrArg
+	var nbV, pieceV starlark.Value = starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir, "src", &src, "nbytes?", &nbV, "piece_bytes?", &pieceV); err != nil {
 		return nil, nil, 0, err
 	}
-	q, src, err := k.sendTarget(b, dir, srcV, nbV)
+	q, p, err := k.sendTarget(b, dir, &src, nbV)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	piece, err := k.pieceBytes(b.Name(), pieceV)
-	return q, src, piece, err
+	return q, p, piece, err
 }
 
 // pieceBytes is the largest message of a buffer transfer: piece_bytes when
@@ -522,8 +505,8 @@ func (k *Kernel) pieceBytes(fn string, v starlark.Value) (int64, error) {
 	return int64(n), nil
 }
 
-func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcV, nbV starlark.Value) (*machine.QueuePair, *Ptr, error) {
-	src, err := asPtr(srcV, b.Name(), "src")
+func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcArg *PtrArg, nbV starlark.Value) (*machine.QueuePair, *Ptr, error) {
+	src, err := srcArg.Ptr(b.Name(), "src")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -891,17 +874,18 @@ func (k *Kernel) loaded(h *handle) (Tile, error) {
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
-	var pv, tv starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "ptr", &pv, "tile", &tv); err != nil {
+	var pa PtrArg
+	var ta TileArg
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "ptr", &pa, "tile", &ta); err != nil {
 		return nil, err
 	}
-	p, err := asPtr(pv, b.Name(), "ptr")
+	p, err := pa.Ptr(b.Name(), "ptr")
 	if err != nil {
 		return nil, err
 	}
-	t, ok := tv.(*Tile)
-	if !ok {
-		return nil, fmt.Errorf("%s: tile must be a Tile, got %s", b.Name(), tv.Type())
+	t, err := ta.Tile(b.Name(), "tile")
+	if err != nil {
+		return nil, err
 	}
 	return k.storeTile(b.Name(), p, t)
 }
@@ -993,15 +977,15 @@ func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
 }
 
 func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
-	var dv, sv starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &dv, "src", &sv); err != nil {
+	var da, sa PtrArg
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &da, "src", &sa); err != nil {
 		return nil, err
 	}
-	dst, err := asPtr(dv, b.Name(), "dst")
+	dst, err := da.Ptr(b.Name(), "dst")
 	if err != nil {
 		return nil, err
 	}
-	src, err := asPtr(sv, b.Name(), "src")
+	src, err := sa.Ptr(b.Name(), "src")
 	if err != nil {
 		return nil, err
 	}
@@ -1072,12 +1056,13 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 }
 
 func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-	var dv, av, bv starlark.Value
+	var da PtrArg
+	var av, bv starlark.Value
 	opName := "sum"
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &dv, "a", &av, "b", &bv, "op?", &opName); err != nil {
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &da, "a", &av, "b", &bv, "op?", &opName); err != nil {
 		return nil, err
 	}
-	dst, err := asPtr(dv, b.Name(), "dst")
+	dst, err := da.Ptr(b.Name(), "dst")
 	if err != nil {
 		return nil, err
 	}

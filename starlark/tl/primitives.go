@@ -51,15 +51,15 @@ type primitiveSpec struct {
 func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	return func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var inDir, outDir string
-		var localV, dstV starlark.Value
+		var local, dst, prefetch PtrArg
 		var pieceV starlark.Value = starlark.None
 		final := false
 		pairs := []any{"in_dir", &inDir}
 		if spec.local {
-			pairs = append(pairs, "local", &localV)
+			pairs = append(pairs, "local", &local)
 		}
 		if spec.dst {
-			pairs = append(pairs, "dst", &dstV)
+			pairs = append(pairs, "dst", &dst)
 		}
 		if spec.out {
 			pairs = append(pairs, "out_dir", &outDir)
@@ -67,8 +67,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		if spec.finalParam {
 			pairs = append(pairs, "final?", &final)
 		}
-		var prefetchV starlark.Value = starlark.None
-		pairs = append(pairs, "piece_bytes?", &pieceV, "prefetch?", &prefetchV)
+		pairs = append(pairs, "piece_bytes?", &pieceV, "prefetch?", &prefetch)
 		if err := starlark.UnpackArgs(b.Name(), args, kw, pairs...); err != nil {
 			return nil, err
 		}
@@ -92,12 +91,12 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 			}
 		}
 		if spec.local {
-			if c.local, err = asPtr(localV, b.Name(), "local"); err != nil {
+			if c.local, err = local.Ptr(b.Name(), "local"); err != nil {
 				return nil, err
 			}
 		}
 		if spec.dst {
-			if c.dst, err = asPtr(dstV, b.Name(), "dst"); err != nil {
+			if c.dst, err = dst.Ptr(b.Name(), "dst"); err != nil {
 				return nil, err
 			}
 		}
@@ -109,10 +108,10 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 				return nil, errorf("OutOfBounds", "%s: rank %d: local has %d elements, dst has %d", b.Name(), k.Rank, c.local.Count, c.dst.Count)
 			}
 		}
-		if prefetchV != starlark.None {
+		if prefetch.Given() {
 			// The next primitive's local operand starts loading first, as a
 			// tl.prefetch call just before this one would (one call less).
-			next, err := asPtr(prefetchV, b.Name(), "prefetch")
+			next, err := prefetch.Ptr(b.Name(), "prefetch")
 			if err != nil {
 				return nil, err
 			}
@@ -427,11 +426,12 @@ type prefetchedLoad struct {
 }
 
 func builtinPrefetch(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-	var v, pieceV starlark.Value = nil, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "local", &v, "piece_bytes?", &pieceV); err != nil {
+	var local PtrArg
+	var pieceV starlark.Value = starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "local", &local, "piece_bytes?", &pieceV); err != nil {
 		return nil, err
 	}
-	p, err := asPtr(v, b.Name(), "local")
+	p, err := local.Ptr(b.Name(), "local")
 	if err != nil {
 		return nil, err
 	}
