@@ -1,7 +1,9 @@
 // Package host is the Starlark API of host benches: the PyTorch-shaped
 // `torch` object passed to run_rank(rank, world_size, torch), with
 // torch.distributed, tensors in simulated device memory, torch.launch and
-// torch.check (starlark-api.md §4).
+// torch.check (starlark-api.md §4). Its members are registered in
+// starlark/registry tables (TorchTable, DistributedTable, TensorTable),
+// from which the reference and the stubs are rendered.
 package host
 
 import (

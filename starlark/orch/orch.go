@@ -6,10 +6,11 @@
 // helpers.
 //
 // Every function is registered once in the Builtins table (receiver, name,
-// signature, doc) and every value attribute in Attributes; Reference renders
-// both for the docs. The functions are thin wrappers: the engine does the
-// work and charges simulated time to the process of the calling thread (set
-// with SetProc).
+// signature, doc) and every value attribute in Attributes; init turns them
+// into one starlark/registry table per receiver kind, from which Attr binds
+// the shared builtins and Reference and Stubs render the docs. The
+// functions are thin wrappers: the engine does the work and charges
+// simulated time to the process of the calling thread (set with SetProc).
 //
 // Error conventions (§5): on L3, a blocking call that times out raises an
 // error containing "timed out" (or REMOTE_ABORTED), protocol failures raise

@@ -1,7 +1,8 @@
 // Package tl is the Starlark face of one rank's PE: the `tl` object passed
 // to every kernel, and the Ptr and Tile values it works with. Every builtin
-// is registered once in the Builtins table (name, signature, doc), from
-// which `kernbench docs` writes the reference.
+// is registered once, in a starlark/registry table (TL, PtrTable,
+// TileTable: name, signature, doc, function), from which `kernbench docs`
+// writes the reference and the stubs.
 package tl
 
 import (
