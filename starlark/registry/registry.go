@@ -58,7 +58,6 @@ type Receiver interface {
 // Table is the registration of one receiver's members.
 type Table[R starlark.Value] struct {
 	name   string
-	prefix string
 	fields []Field[R]
 	meths  []Method[R]
 
@@ -78,7 +77,7 @@ type member[R starlark.Value] struct {
 // read "tl.send: …"). New panics on a name registered twice: that is a
 // programming error found by any test that loads the package.
 func New[R starlark.Value](name, prefix string, fields []Field[R], methods []Method[R]) *Table[R] {
-	t := &Table[R]{name: name, prefix: prefix, fields: fields, meths: methods,
+	t := &Table[R]{name: name, fields: fields, meths: methods,
 		index: make(map[string]member[R], len(fields)+len(methods))}
 	add := func(n string, m member[R]) {
 		if _, dup := t.index[n]; dup {
@@ -130,9 +129,6 @@ func (t *Table[R]) Has(name string) bool {
 
 // MethodList is the registered methods, in table order.
 func (t *Table[R]) MethodList() []Method[R] { return t.meths }
-
-// FieldList is the registered fields, in table order.
-func (t *Table[R]) FieldList() []Field[R] { return t.fields }
 
 func (t *Table[R]) Name() string   { return t.name }
 func (t *Table[R]) GoType() string { return reflect.TypeFor[R]().String() }
