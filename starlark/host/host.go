@@ -1,7 +1,9 @@
 // Package host is the Starlark API of host benches: the PyTorch-shaped
 // `torch` object passed to run_rank(rank, world_size, torch), with
 // torch.distributed, tensors in simulated device memory, torch.launch and
-// torch.check (starlark-api.md §4).
+// torch.check (starlark-api.md §4). Its members are registered in
+// starlark/registry tables (TorchTable, DistributedTable, TensorTable),
+// from which the reference and the stubs are rendered.
 package host
 
 import (
@@ -13,6 +15,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/starlark/registry"
 	"kernbench/starlark/tl"
 )
 
@@ -53,40 +56,53 @@ type Torch struct {
 	world int
 	proc  *sim.Proc
 	group *machine.Group
-	attrs starlark.StringDict
+	// dist is torch.distributed: the distributed table's builtins bound to
+	// this Torch, in a struct as scripts have always seen it.
+	dist *starlarkstruct.Struct
 }
 
 var _ starlark.HasAttrs = (*Torch)(nil)
 
+// torchMethod is the signature of torch's and torch.distributed's methods.
+type torchMethod = func(t *Torch, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)
+
+// TorchTable is the torch object's attributes and functions.
+var TorchTable = registry.New("torch", "torch.", []registry.Field[*Torch]{
+	{Name: "args", Type: "struct", Doc: "The bench parameters from the command line (--arg name=value, and seed).", Get: func(t *Torch) starlark.Value { return t.rt.Args }},
+	{Name: "distributed", Type: "torch.distributed", Doc: "The process-group API (torch.distributed below).", Get: func(t *Torch) starlark.Value { return t.dist }},
+}, []registry.Method[*Torch]{
+	{Name: "arange", Sig: `arange(n, dtype="f32")`, Doc: "A new tensor 0, 1, …, n-1 in the rank's data memory.", Fn: (*Torch).arange},
+	{Name: "check", Sig: "check(y, expected, ranks=world_size)", Doc: "Count the elements of tensor y that differ from expected (a tensor or a list) beyond the dtype's tolerance for a reduction over `ranks` inputs; reported as the rank's wrong elements, never raises for wrong data. Returns the count.", Fn: (*Torch).check},
+	{Name: "empty_like", Sig: "empty_like(x)", Doc: "A new tensor of x's dtype and count.", Fn: (*Torch).emptyLike},
+	{Name: "full", Sig: `full(shape, value, dtype="f32")`, Doc: "A new tensor of shape (an int or a tuple of ints) filled with value.", Fn: filler(0, true)},
+	{Name: "launch", Sig: "launch(name, kernel, *args, **kwargs)", Doc: "Run kernel(*args, **kwargs, tl=tl) on the rank's PE and return when it finishes (simulated time advances). Tensors are passed as their Ptrs; the algorithm's kernel also gets its ccl.yaml parameters.", Fn: (*Torch).launch},
+	{Name: "ones", Sig: `ones(shape, dtype="f32")`, Doc: "A new tensor of shape filled with ones.", Fn: filler(1, false)},
+	{Name: "rand", Sig: `rand(shape, dtype="f32", seed=0)`, Doc: "A new tensor of shape with the builtin benches' input data: seed plays the rank, so torch.rand(..., seed=r) is rank r's builtin-bench input.", Fn: (*Torch).rand},
+	{Name: "tensor", Sig: `tensor(data, dtype="f32")`, Doc: "A new tensor holding the numbers of list data.", Fn: (*Torch).tensor},
+	{Name: "zeros", Sig: `zeros(shape, dtype="f32")`, Doc: "A new tensor of shape filled with zeros.", Fn: filler(0, false)},
+})
+
+// DistributedTable is torch.distributed's functions (bound to the rank's
+// Torch).
+var DistributedTable = registry.New("torch.distributed", "torch.distributed.", nil, []registry.Method[*Torch]{
+	{Name: "algorithm", Sig: "algorithm()", Doc: "The algorithm chosen by ccl.yaml or the command line: struct(name, kernel).", Fn: (*Torch).algorithm},
+	{Name: "get_rank", Sig: "get_rank()", Doc: "This process's rank.", Fn: func(t *Torch, _ *starlark.Thread, _ *starlark.Builtin, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		return starlark.MakeInt(t.rank), nil
+	}},
+	{Name: "get_world_size", Sig: "get_world_size()", Doc: "The number of ranks.", Fn: func(t *Torch, _ *starlark.Thread, _ *starlark.Builtin, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		return starlark.MakeInt(t.world), nil
+	}},
+	{Name: "init_process_group", Sig: `init_process_group(backend="ahbm", world_size=world_size, rank=rank)`, Doc: "Install the IPCQ process group of ccl.yaml (once; ADR D10): host code never sees IPCQ settings. world_size and rank must be this process's.", Fn: (*Torch).initProcessGroup},
+})
+
 // New makes the torch object for rank, running in process p.
 func New(rt *Runtime, rank, world int, p *sim.Proc) *Torch {
 	t := &Torch{rt: rt, rank: rank, world: world, proc: p}
-	b := func(name string, fn func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)) *starlark.Builtin {
-		return starlark.NewBuiltin(name, fn)
+	dist := starlark.StringDict{}
+	for _, m := range DistributedTable.MethodList() {
+		dist[m.Name] = DistributedTable.Builtin(m.Name).BindReceiver(t)
 	}
-	dist := starlarkstruct.FromStringDict(starlark.String("torch.distributed"), starlark.StringDict{
-		"init_process_group": b("torch.distributed.init_process_group", t.initProcessGroup),
-		"algorithm":          b("torch.distributed.algorithm", t.algorithm),
-		"get_rank": b("torch.distributed.get_rank", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
-			return starlark.MakeInt(rank), nil
-		}),
-		"get_world_size": b("torch.distributed.get_world_size", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
-			return starlark.MakeInt(world), nil
-		}),
-	})
-	t.attrs = starlark.StringDict{
-		"distributed": dist,
-		"args":        rt.Args,
-		"zeros":       b("torch.zeros", t.filler("torch.zeros", 0, false)),
-		"ones":        b("torch.ones", t.filler("torch.ones", 1, false)),
-		"full":        b("torch.full", t.filler("torch.full", 0, true)),
-		"rand":        b("torch.rand", t.rand),
-		"arange":      b("torch.arange", t.arange),
-		"tensor":      b("torch.tensor", t.tensor),
-		"empty_like":  b("torch.empty_like", t.emptyLike),
-		"launch":      b("torch.launch", t.launch),
-		"check":       b("torch.check", t.check),
-	}
+	t.dist = starlarkstruct.FromStringDict(starlark.String("torch.distributed"), dist)
 	return t
 }
 
@@ -96,12 +112,9 @@ func (t *Torch) Freeze()               {}
 func (t *Torch) Truth() starlark.Bool  { return true }
 func (t *Torch) Hash() (uint32, error) { return uint32(t.rank), nil }
 func (t *Torch) Attr(name string) (starlark.Value, error) {
-	if v, ok := t.attrs[name]; ok {
-		return v, nil
-	}
-	return nil, nil
+	return TorchTable.Attr(t, name)
 }
-func (t *Torch) AttrNames() []string { return t.attrs.Keys() }
+func (t *Torch) AttrNames() []string { return TorchTable.AttrNames() }
 
 func (t *Torch) initProcessGroup(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	backend, world, rank := "ahbm", t.world, t.rank
@@ -185,8 +198,11 @@ func dtypeArg(fn, s string) (dtype.DType, error) {
 	return dt, nil
 }
 
-func (t *Torch) filler(fn string, value float64, takesValue bool) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
-	return func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+// filler is torch.zeros (value 0), torch.ones (1) and torch.full
+// (takesValue: the fill value is an argument).
+func filler(value float64, takesValue bool) torchMethod {
+	return func(t *Torch, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		fn := b.Name()
 		var shape starlark.Value
 		var fill starlark.Value = starlark.Float(value)
 		ds := "f32"

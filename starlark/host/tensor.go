@@ -7,6 +7,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"kernbench/engine/dtype"
+	"kernbench/starlark/registry"
 	"kernbench/starlark/tl"
 )
 
@@ -42,34 +43,27 @@ func (x *Tensor) list() *starlark.List {
 	return l.(*starlark.List)
 }
 
-func (x *Tensor) AttrNames() []string {
-	return []string{"chunk", "count", "data", "dtype", "nbytes", "ptr"}
-}
+// TensorTable is a tensor's attributes and methods.
+var TensorTable = registry.New("tensor", "tensor.", []registry.Field[*Tensor]{
+	{Name: "count", Type: "int", Doc: "Number of elements.", Get: func(x *Tensor) starlark.Value { return starlark.MakeInt64(x.Ptr.Count) }},
+	{Name: "data", Type: "list", Doc: "The values as a list (read after the launch; no simulated cost).", Get: func(x *Tensor) starlark.Value { return x.list() }},
+	{Name: "dtype", Type: "str", Doc: "Element type name.", Get: func(x *Tensor) starlark.Value { return starlark.String(x.Ptr.DT.String()) }},
+	{Name: "nbytes", Type: "int", Doc: "Size in bytes.", Get: func(x *Tensor) starlark.Value { return starlark.MakeInt64(x.Ptr.Reg.N) }},
+	{Name: "ptr", Type: "Ptr", Doc: "Its Ptr (what a kernel gets when the tensor is passed to torch.launch).", Get: func(x *Tensor) starlark.Value { return x.Ptr }},
+}, []registry.Method[*Tensor]{
+	{Name: "chunk", Sig: "chunk(i, n)", Doc: "The i-th of n equal parts, as a tensor (Ptr.chunk).", Fn: func(x *Tensor, th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		c, _ := x.Ptr.Attr("chunk")
+		v, err := starlark.Call(th, c, args, kw)
+		if err != nil {
+			return nil, err
+		}
+		return &Tensor{Ptr: v.(*tl.Ptr), torch: x.torch}, nil
+	}},
+})
 
-func (x *Tensor) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "data":
-		return x.list(), nil
-	case "ptr":
-		return x.Ptr, nil
-	case "dtype":
-		return starlark.String(x.Ptr.DT.String()), nil
-	case "count":
-		return starlark.MakeInt64(x.Ptr.Count), nil
-	case "nbytes":
-		return starlark.MakeInt64(x.Ptr.Reg.N), nil
-	case "chunk":
-		return starlark.NewBuiltin("tensor.chunk", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			c, _ := x.Ptr.Attr("chunk")
-			v, err := starlark.Call(th, c, args, kw)
-			if err != nil {
-				return nil, err
-			}
-			return &Tensor{Ptr: v.(*tl.Ptr), torch: x.torch}, nil
-		}), nil
-	}
-	return nil, nil
-}
+func (x *Tensor) AttrNames() []string { return TensorTable.AttrNames() }
+
+func (x *Tensor) Attr(name string) (starlark.Value, error) { return TensorTable.Attr(x, name) }
 
 var hostOps = map[syntax.Token]dtype.Op{syntax.PLUS: dtype.Add, syntax.MINUS: dtype.Sub, syntax.STAR: dtype.Mul, syntax.SLASH: dtype.Div}
 

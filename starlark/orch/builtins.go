@@ -391,11 +391,11 @@ func queueBuiltins() []Builtin {
 		{"queue.output", "read", "read(message)",
 			"The payload of the active `message` as bytes (a wrong handle raises without poisoning).",
 			func(c *Call) (starlark.Value, error) {
-				var mv starlark.Value
+				var mv messageArg
 				if err := c.Unpack("message", &mv); err != nil {
 					return nil, err
 				}
-				m, err := recvOf[*l3l2.Message](c.B.Name(), "message", mv)
+				m, err := mv.get(c.B.Name(), "message")
 				if err != nil {
 					return nil, err
 				}
@@ -408,11 +408,11 @@ func queueBuiltins() []Builtin {
 		{"queue.output", "release", "release(message)",
 			"Release the active `message` (a wrong handle poisons).",
 			func(c *Call) (starlark.Value, error) {
-				var mv starlark.Value
+				var mv messageArg
 				if err := c.Unpack("message", &mv); err != nil {
 					return nil, err
 				}
-				m, err := recvOf[*l3l2.Message](c.B.Name(), "message", mv)
+				m, err := mv.get(c.B.Name(), "message")
 				if err != nil {
 					return nil, err
 				}
@@ -613,11 +613,11 @@ func l2Builtins() []Builtin {
 			}},
 		{"endpoint.input", "read", "read(handle)", "The payload of an active input handle as bytes (None on an endpoint error).",
 			func(c *Call) (starlark.Value, error) {
-				var hv starlark.Value
+				var hv handleArg
 				if err := c.Unpack("handle", &hv); err != nil {
 					return nil, err
 				}
-				h, err := recvOf[*l3l2.InputHandle](c.B.Name(), "handle", hv)
+				h, err := hv.get(c.B.Name(), "handle")
 				if err != nil {
 					return nil, err
 				}
@@ -629,12 +629,12 @@ func l2Builtins() []Builtin {
 			}},
 		{"endpoint.input", "view", `view(handle, dtype="u8")`, "A Ptr over the payload of an active input handle (live, no copy; a kernel reading it pays). Used after the handle's release (the bytes then belong to later messages) it raises a stale-view error, kind OWNERSHIP, op input.view.",
 			func(c *Call) (starlark.Value, error) {
-				var hv starlark.Value
+				var hv handleArg
 				dt := "u8"
 				if err := c.Unpack("handle", &hv, "dtype?", &dt); err != nil {
 					return nil, err
 				}
-				h, err := recvOf[*l3l2.InputHandle](c.B.Name(), "handle", hv)
+				h, err := hv.get(c.B.Name(), "handle")
 				if err != nil {
 					return nil, err
 				}
@@ -652,11 +652,11 @@ func l2Builtins() []Builtin {
 		{"endpoint.input", "release", "release(handle)",
 			"Release an input handle (out of order allowed; the physical head advances over the released FIFO prefix). Returns False on error (a wrong handle poisons).",
 			func(c *Call) (starlark.Value, error) {
-				var hv starlark.Value
+				var hv handleArg
 				if err := c.Unpack("handle", &hv); err != nil {
 					return nil, err
 				}
-				h, err := recvOf[*l3l2.InputHandle](c.B.Name(), "handle", hv)
+				h, err := hv.get(c.B.Name(), "handle")
 				if err != nil {
 					return nil, err
 				}
@@ -700,13 +700,13 @@ func l2Builtins() []Builtin {
 			}},
 		{"endpoint.output", "write", "write(reservation, data, offset=0)", "Copy `data` (bytes) into the reservation at `offset`; returns False on error.",
 			func(c *Call) (starlark.Value, error) {
-				var rv starlark.Value
+				var rv reservationArg
 				var data starlark.Bytes
 				var off int64
 				if err := c.Unpack("reservation", &rv, "data", &data, "offset?", &off); err != nil {
 					return nil, err
 				}
-				r, err := recvOf[*l3l2.Reservation](c.B.Name(), "reservation", rv)
+				r, err := rv.get(c.B.Name(), "reservation")
 				if err != nil {
 					return nil, err
 				}
@@ -717,12 +717,12 @@ func l2Builtins() []Builtin {
 			}},
 		{"endpoint.output", "view", `view(reservation, dtype="u8")`, "A Ptr over the reservation's payload (a kernel can store straight into it). Used after publish (it would change the sent message) it raises a stale-view error, kind OWNERSHIP, op output.view.",
 			func(c *Call) (starlark.Value, error) {
-				var rv starlark.Value
+				var rv reservationArg
 				dt := "u8"
 				if err := c.Unpack("reservation", &rv, "dtype?", &dt); err != nil {
 					return nil, err
 				}
-				r, err := recvOf[*l3l2.Reservation](c.B.Name(), "reservation", rv)
+				r, err := rv.get(c.B.Name(), "reservation")
 				if err != nil {
 					return nil, err
 				}
@@ -739,12 +739,12 @@ func l2Builtins() []Builtin {
 			}},
 		{"endpoint.output", "publish", "publish(reservation, opcode=Opcode.DATA)", "Publish the reservation as a message; returns False on error (unknown, stale or double publish poisons).",
 			func(c *Call) (starlark.Value, error) {
-				var rv starlark.Value
+				var rv reservationArg
 				op := int64(l3l2.OpData)
 				if err := c.Unpack("reservation", &rv, "opcode?", &op); err != nil {
 					return nil, err
 				}
-				r, err := recvOf[*l3l2.Reservation](c.B.Name(), "reservation", rv)
+				r, err := rv.get(c.B.Name(), "reservation")
 				if err != nil {
 					return nil, err
 				}

@@ -6,10 +6,11 @@
 // helpers.
 //
 // Every function is registered once in the Builtins table (receiver, name,
-// signature, doc) and every value attribute in Attributes; Reference renders
-// both for the docs. The functions are thin wrappers: the engine does the
-// work and charges simulated time to the process of the calling thread (set
-// with SetProc).
+// signature, doc) and every value attribute in Attributes; init turns them
+// into one starlark/registry table per receiver kind, from which Attr binds
+// the shared builtins and Reference and Stubs render the docs. The
+// functions are thin wrappers: the engine does the work and charges
+// simulated time to the process of the calling thread (set with SetProc).
 //
 // Error conventions (§5): on L3, a blocking call that times out raises an
 // error containing "timed out" (or REMOTE_ABORTED), protocol failures raise
@@ -29,6 +30,7 @@ import (
 	"kernbench/engine/l3l2"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/starlark/registry"
 	"kernbench/starlark/tl"
 )
 
@@ -124,10 +126,10 @@ var Builtins []Builtin
 // Attributes is the registration table of value attributes.
 var Attributes []Attribute
 
-var (
-	byRecv   = map[string][]*Builtin{}
-	attrRecv = map[string][]*Attribute{}
-)
+// tables are the method tables of the receiver kinds, and of the
+// predeclared helpers under "": each Builtin is one shared builtin, bound
+// to an object when a script reads the attribute.
+var tables = map[string]*registry.Table[*Obj]{}
 
 func init() {
 	Builtins = builtins()
@@ -144,23 +146,35 @@ func init() {
 		}
 		return a.Name < b.Name
 	})
-	for i := range Builtins {
-		b := &Builtins[i]
-		byRecv[b.Recv] = append(byRecv[b.Recv], b)
+	fields := map[string][]registry.Field[*Obj]{}
+	for _, a := range Attributes {
+		fields[a.Recv] = append(fields[a.Recv], registry.Field[*Obj]{Name: a.Name, Type: a.Type, Doc: a.Doc, Get: a.Get})
 	}
-	for i := range Attributes {
-		a := &Attributes[i]
-		attrRecv[a.Recv] = append(attrRecv[a.Recv], a)
+	methods := map[string][]registry.Method[*Obj]{}
+	for _, b := range Builtins {
+		methods[b.Recv] = append(methods[b.Recv], registry.Method[*Obj]{Name: b.Name, Sig: b.Sig, Doc: b.Doc, Fn: callOrch(b.Fn)})
+	}
+	for _, k := range Kinds {
+		tables[k.Name] = registry.New(k.Name, k.Name+".", fields[k.Name], methods[k.Name])
+	}
+	tables[""] = registry.New("", "", nil, methods[""])
+}
+
+// callOrch adapts an orch function to its table: the call's receiver,
+// thread, arguments and the calling thread's process, in one Call.
+func callOrch(fn func(c *Call) (starlark.Value, error)) func(o *Obj, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	return func(o *Obj, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		return fn(&Call{Obj: o, Th: th, B: b, Args: args, Kw: kw, P: procOf(th)})
 	}
 }
 
 // Obj is every orch/l2 value: a receiver kind, the engine object behind it
-// and its bound builtins.
+// and the kind's table.
 type Obj struct {
 	Kind  string
 	Recv  any
 	RT    *Runtime
-	attrs map[string]starlark.Value
+	table *registry.Table[*Obj]
 	// extra holds per-object values (queue.input, queue.region, l2 state).
 	extra map[string]starlark.Value
 }
@@ -168,14 +182,7 @@ type Obj struct {
 var _ starlark.HasAttrs = (*Obj)(nil)
 
 func newObj(rt *Runtime, kind string, recv any) *Obj {
-	o := &Obj{Kind: kind, Recv: recv, RT: rt, attrs: map[string]starlark.Value{}}
-	for _, b := range byRecv[kind] {
-		b := b
-		o.attrs[b.Name] = starlark.NewBuiltin(kind+"."+b.Name, func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			return b.Fn(&Call{Obj: o, Th: th, B: sb, Args: args, Kw: kw, P: procOf(th)})
-		})
-	}
-	return o
+	return &Obj{Kind: kind, Recv: recv, RT: rt, table: tables[kind]}
 }
 
 func (o *Obj) set(name string, v starlark.Value) {
@@ -207,41 +214,26 @@ func (o *Obj) Freeze()               {}
 func (o *Obj) Truth() starlark.Bool  { return true }
 func (o *Obj) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: %s", o.Kind) }
 
-// Attr returns a bound builtin, a per-object value or a computed attribute.
+// Attr returns a bound builtin, a computed attribute or a per-object value.
 func (o *Obj) Attr(name string) (starlark.Value, error) {
-	if v, ok := o.attrs[name]; ok {
-		return v, nil
+	if v, err := o.table.Attr(o, name); v != nil || err != nil {
+		return v, err
 	}
 	if v, ok := o.extra[name]; ok && !strings.HasPrefix(name, "_") {
 		return v, nil
 	}
-	for _, a := range attrRecv[o.Kind] {
-		if a.Name == name && a.Get != nil {
-			return a.Get(o), nil
-		}
-	}
 	return nil, nil
 }
 
-// AttrNames lists every attribute, sorted.
+// AttrNames lists every attribute, sorted: the kind's table (whose fields
+// without a getter are the per-object values) and any other per-object
+// value.
 func (o *Obj) AttrNames() []string {
-	seen := map[string]bool{}
-	for n := range o.attrs {
-		seen[n] = true
-	}
+	out := o.table.AttrNames()
 	for n := range o.extra {
-		if !strings.HasPrefix(n, "_") {
-			seen[n] = true
+		if !strings.HasPrefix(n, "_") && !o.table.Has(n) {
+			out = append(out, n)
 		}
-	}
-	for _, a := range attrRecv[o.Kind] {
-		if a.Get != nil {
-			seen[a.Name] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
 	}
 	sort.Strings(out)
 	return out
@@ -267,11 +259,8 @@ func Predeclared() starlark.StringDict {
 			[]int64{int64(l3l2.WaitEQ), int64(l3l2.WaitNE), int64(l3l2.WaitGT), int64(l3l2.WaitGE), int64(l3l2.WaitLT), int64(l3l2.WaitLE)}),
 		"Opcode": constStruct("Opcode", []string{"DATA", "STOP", "ERROR"}, []int64{int64(l3l2.OpData), int64(l3l2.OpStop), int64(l3l2.OpError)}),
 	}
-	for _, b := range byRecv[""] {
-		b := b
-		d[b.Name] = starlark.NewBuiltin(b.Name, func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			return b.Fn(&Call{Th: th, B: sb, Args: args, Kw: kw, P: procOf(th)})
-		})
+	for _, m := range tables[""].MethodList() {
+		d[m.Name] = tables[""].Builtin(m.Name)
 	}
 	return d
 }

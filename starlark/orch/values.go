@@ -145,12 +145,20 @@ func opcode(fn string, v int64) (l3l2.Opcode, error) {
 	return l3l2.Opcode(v), nil
 }
 
-// recvOf extracts the engine object of a handle argument.
-func recvOf[T any](fn, what string, v starlark.Value) (T, error) {
+// objArg is an argument that must be an orch object of engine type T (a
+// message, an input handle, a reservation), as a starlark.Unpacker. Unpack
+// keeps the value; get checks it after UnpackArgs, with the builtin's own
+// message ("queue.output.read: message must be a message, got int").
+type objArg[T any] struct{ v starlark.Value }
+
+func (a *objArg[T]) Unpack(v starlark.Value) error { a.v = v; return nil }
+
+// get is the engine object of the argument what of builtin fn.
+func (a *objArg[T]) get(fn, what string) (T, error) {
 	var zero T
-	o, ok := v.(*Obj)
+	o, ok := a.v.(*Obj)
 	if !ok {
-		return zero, fmt.Errorf("%s: %s must be a %s, got %s", fn, what, what, v.Type())
+		return zero, fmt.Errorf("%s: %s must be a %s, got %s", fn, what, what, a.v.Type())
 	}
 	r, ok := o.Recv.(T)
 	if !ok {
@@ -158,6 +166,18 @@ func recvOf[T any](fn, what string, v starlark.Value) (T, error) {
 	}
 	return r, nil
 }
+
+type (
+	messageArg     = objArg[*l3l2.Message]
+	handleArg      = objArg[*l3l2.InputHandle]
+	reservationArg = objArg[*l3l2.Reservation]
+)
+
+var (
+	_ starlark.Unpacker = (*messageArg)(nil)
+	_ starlark.Unpacker = (*handleArg)(nil)
+	_ starlark.Unpacker = (*reservationArg)(nil)
+)
 
 // l2Err applies the L2 convention: malformed calls (*l3l2.ArgError) raise,
 // anything else is recorded by the endpoint (error()) and the call returns

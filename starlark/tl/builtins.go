@@ -73,17 +73,6 @@ func (h *handle) Freeze()               {}
 func (h *handle) Truth() starlark.Bool  { return true }
 func (h *handle) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: handle") }
 
-func asPtr(v starlark.Value, fn, arg string) (*Ptr, error) {
-	p, ok := v.(*Ptr)
-	if !ok {
-		return nil, fmt.Errorf("%s: %s must be a Ptr, got %s", fn, arg, v.Type())
-	}
-	if err := p.checkLease(); err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", fn, arg, err)
-	}
-	return p, nil
-}
-
 func optDir(v starlark.Value, fn string) (string, bool, error) {
 	switch v := v.(type) {
 	case starlark.NoneType:
@@ -111,8 +100,8 @@ func parseDType(fn string, v string) (dtype.DType, error) {
 
 func kernelBuiltins() []Builtin {
 	return []Builtin{
-		{"program_id", "program_id(axis=0)", "The rank for axis 0 (Triton style); 0 for other axes.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "program_id", Sig: "program_id(axis=0)", Doc: "The rank for axis 0 (Triton style); 0 for other axes.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				axis := 0
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "axis?", &axis); err != nil {
 					return nil, err
@@ -122,8 +111,8 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.MakeInt(0), nil
 			}},
-		{"directions", "directions()", "Sorted list of the IPCQ directions installed on this rank.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "directions", Sig: "directions()", Doc: "Sorted list of the IPCQ directions installed on this rank.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
 					return nil, err
 				}
@@ -135,8 +124,8 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.NewList(out), nil
 			}},
-		{"peer", "peer(dir)", "The peer rank of direction dir (IpcqInvalidDirection if not installed).",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "peer", Sig: "peer(dir)", Doc: "The peer rank of direction dir (IpcqInvalidDirection if not installed).",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir string
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir); err != nil {
 					return nil, err
@@ -151,10 +140,10 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.MakeInt(q.Peer), nil
 			}},
-		{"spawn", "spawn(fn, *args, **kwargs)", "Run fn(tl, *args, **kwargs) as another thread on this PE: a simulated process sharing the PE's DMA channels, math unit, memory ports and directions, with its own tl (pass it on; the thread's tl.rank etc. are the rank's). Returns a handle; tl.wait(handle) joins the thread and returns fn's result. The kernel ends when its threads have ended; an error in a thread fails the run with its backtrace and where it was spawned. A direction's send side and receive side are each used by one thread at a time (DirectionInUse).",
-			builtinSpawn},
-		{"ready", "ready(dir)", "True when a message is waiting on dir (a recv would not block). Never blocks: lets a kernel do other work first, as the fused primitives do.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "spawn", Sig: "spawn(fn, *args, **kwargs)", Doc: "Run fn(tl, *args, **kwargs) as another thread on this PE: a simulated process sharing the PE's DMA channels, math unit, memory ports and directions, with its own tl (pass it on; the thread's tl.rank etc. are the rank's). Returns a handle; tl.wait(handle) joins the thread and returns fn's result. The kernel ends when its threads have ended; an error in a thread fails the run with its backtrace and where it was spawned. A direction's send side and receive side are each used by one thread at a time (DirectionInUse).",
+			Fn: builtinSpawn},
+		{Name: "ready", Sig: "ready(dir)", Doc: "True when a message is waiting on dir (a recv would not block). Never blocks: lets a kernel do other work first, as the fused primitives do.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir string
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir); err != nil {
 					return nil, err
@@ -169,21 +158,22 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.Bool(q.Ready()), nil
 			}},
-		{"send", "send(dir, src, nbytes=None, piece_bytes=None)", "Blocking send of src (a Ptr, or its first nbytes, a whole number of elements) to the peer of dir, as ceil(nbytes / slot_size) messages: full slots, then the rest (piece_bytes, at most slot_size, makes the messages smaller; the receiver must cut its buffer the same way). Blocks only while the peer's ring is full; returns once the last message is queued on DMA vc_comm (ipcq_overhead_ns per message). src stays in flight until the DMAs complete (tl.flush).",
-			builtinSend},
-		{"send_async", "send_async(dir, src, nbytes=None, piece_bytes=None)", "Non-blocking tl.send: its messages are issued in the background as credits allow, and the kernel goes on at once. tl.wait(handle) returns when the last message has been issued; until then no other send may use dir (DirectionInUse). src stays in flight until the DMAs complete (tl.flush).",
-			builtinSendAsync},
-		{"recv", "recv(dir=None, dst=None)", "Blocking receive. Without dst: one message, as the rx slot itself (return_slot, zero-copy; valid until the ring wraps). With dst: as many messages as fill dst, each copied out of its slot by DMA (copy_to_dst; its credit returns when its copy is done, so the sender refills the ring meanwhile); a message shorter than slot_size ends the buffer early. Returns the view of dst that was written. dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype.",
-			func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "send", Sig: "send(dir, src, nbytes=None, piece_bytes=None)", Doc: "Blocking send of src (a Ptr, or its first nbytes, a whole number of elements) to the peer of dir, as ceil(nbytes / slot_size) messages: full slots, then the rest (piece_bytes, at most slot_size, makes the messages smaller; the receiver must cut its buffer the same way). Blocks only while the peer's ring is full; returns once the last message is queued on DMA vc_comm (ipcq_overhead_ns per message). src stays in flight until the DMAs complete (tl.flush).",
+			Fn: builtinSend},
+		{Name: "send_async", Sig: "send_async(dir, src, nbytes=None, piece_bytes=None)", Doc: "Non-blocking tl.send: its messages are issued in the background as credits allow, and the kernel goes on at once. tl.wait(handle) returns when the last message has been issued; until then no other send may use dir (DirectionInUse). src stays in flight until the DMAs complete (tl.flush).",
+			Fn: builtinSendAsync},
+		{Name: "recv", Sig: "recv(dir=None, dst=None)", Doc: "Blocking receive. Without dst: one message, as the rx slot itself (return_slot, zero-copy; valid until the ring wraps). With dst: as many messages as fill dst, each copied out of its slot by DMA (copy_to_dst; its credit returns when its copy is done, so the sender refills the ring meanwhile); a message shorter than slot_size ends the buffer early. Returns the view of dst that was written. dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype.",
+			Fn: func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir, dst starlark.Value = starlark.None, starlark.None
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
 					return nil, err
 				}
 				return k.recv(b.Name(), dir, dst, th.CallFrame(1).Pos)
 			}},
-		{"recv_async", "recv_async(dir=None, dst=None)", "Non-blocking receive: returns a handle; tl.wait(handle) completes it like tl.recv and returns the Ptr.",
-			func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-				var dir, dst starlark.Value = starlark.None, starlark.None
+		{Name: "recv_async", Sig: "recv_async(dir=None, dst=None)", Doc: "Non-blocking receive: returns a handle; tl.wait(handle) completes it like tl.recv and returns the Ptr.",
+			Fn: func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+				var dir starlark.Value = starlark.None
+				var dst PtrArg
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
 					return nil, err
 				}
@@ -201,8 +191,8 @@ func kernelBuiltins() []Builtin {
 					}
 				}
 				h := &handle{kind: "recv", dir: dir, at: th.CallFrame(1).Pos}
-				if dst != starlark.None {
-					p, err := asPtr(dst, b.Name(), "dst")
+				if dst.Given() {
+					p, err := dst.Ptr(b.Name(), "dst")
 					if err != nil {
 						return nil, err
 					}
@@ -210,8 +200,8 @@ func kernelBuiltins() []Builtin {
 				}
 				return h, nil
 			}},
-		{"wait", "wait(handle)", "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async), the thread function's return value (spawn; an error in the thread fails the run) or None (store_async, copy_async, send_async). With an event (tl.event), blocks until it is signalled and returns None.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "wait", Sig: "wait(handle)", Doc: "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async), the thread function's return value (spawn; an error in the thread fails the run) or None (store_async, copy_async, send_async). With an event (tl.event), blocks until it is signalled and returns None.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var v starlark.Value
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &v); err != nil {
 					return nil, err
@@ -228,8 +218,8 @@ func kernelBuiltins() []Builtin {
 				}
 				return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
 			}},
-		{"done", "done(handle)", "True when the operation of an async handle has completed, so tl.wait(handle) would not block (a recv_async handle: once waited for; a thread: once it returned). Never blocks: a kernel that issues many stores can drop the finished handles instead of keeping one per piece to the end.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "done", Sig: "done(handle)", Doc: "True when the operation of an async handle has completed, so tl.wait(handle) would not block (a recv_async handle: once waited for; a thread: once it returned). Never blocks: a kernel that issues many stores can drop the finished handles instead of keeping one per piece to the end.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var v starlark.Value
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &v); err != nil {
 					return nil, err
@@ -245,8 +235,8 @@ func kernelBuiltins() []Builtin {
 				}
 				return nil, fmt.Errorf("%s: want a handle from a *_async call or tl.spawn, got %s", b.Name(), v.Type())
 			}},
-		{"flush", "flush(dir=None)", "Block until every send this rank issued (on dir, or on all directions) has completed its DMA, so its source may be reused.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "flush", Sig: "flush(dir=None)", Doc: "Block until every send this rank issued (on dir, or on all directions) has completed its DMA, so its source may be reused.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir starlark.Value = starlark.None
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir); err != nil {
 					return nil, err
@@ -276,8 +266,8 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.None, k.G.Flush(k.Proc, k.EP, q)
 			}},
-		{"fetch", "fetch(ptr)", `Load ptr into a Tile (the seed's tl.load; "load" is a Starlark keyword). Own TCM is read directly, anything else through DMA vc_compute.`,
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "fetch", Sig: "fetch(ptr)", Doc: `Load ptr into a Tile (the seed's tl.load; "load" is a Starlark keyword). Own TCM is read directly, anything else through DMA vc_compute.`,
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				p, err := unpackPtr(b, args, kw, "ptr")
 				if err != nil {
 					return nil, err
@@ -288,42 +278,42 @@ func kernelBuiltins() []Builtin {
 				}
 				return k.wait(b.Name(), h)
 			}},
-		{"fetch_async", "fetch_async(ptr)", "Issue a load without waiting; tl.wait(handle) returns the Tile.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "fetch_async", Sig: "fetch_async(ptr)", Doc: "Issue a load without waiting; tl.wait(handle) returns the Tile.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				p, err := unpackPtr(b, args, kw, "ptr")
 				if err != nil {
 					return nil, err
 				}
 				return k.fetchAsync(b.Name(), *p)
 			}},
-		{"store", "store(ptr, tile)", "Store tile into ptr (same dtype and count). Waits for the tile's math to finish, then writes (own TCM directly, otherwise DMA vc_compute) and returns when the data is in memory.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "store", Sig: "store(ptr, tile)", Doc: "Store tile into ptr (same dtype and count). Waits for the tile's math to finish, then writes (own TCM directly, otherwise DMA vc_compute) and returns when the data is in memory.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				h, err := k.storeArgs(b, args, kw)
 				if err != nil {
 					return nil, err
 				}
 				return k.wait(b.Name(), h)
 			}},
-		{"store_async", "store_async(ptr, tile)", "Issue a store without waiting; tl.wait(handle) returns None when the data is in memory.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "store_async", Sig: "store_async(ptr, tile)", Doc: "Issue a store without waiting; tl.wait(handle) returns None when the data is in memory.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				return k.storeArgs(b, args, kw)
 			}},
-		{"copy", "copy(dst, src)", "Local copy of src into dst (same dtype and count): direct within own TCM, otherwise DMA vc_compute. Returns when done.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "copy", Sig: "copy(dst, src)", Doc: "Local copy of src into dst (same dtype and count): direct within own TCM, otherwise DMA vc_compute. Returns when done.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				h, err := k.copyArgs(b, args, kw)
 				if err != nil {
 					return nil, err
 				}
 				return k.wait(b.Name(), h)
 			}},
-		{"copy_async", "copy_async(dst, src)", "Issue a copy without waiting; tl.wait(handle) returns None when done.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "copy_async", Sig: "copy_async(dst, src)", Doc: "Issue a copy without waiting; tl.wait(handle) returns None when done.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				return k.copyArgs(b, args, kw)
 			}},
-		{"reduce", "reduce(dst, a, b, op=\"sum\")", `dst = a op b elementwise, as load, load, math, store. a and b are Ptrs or Tiles; op is sum, prod, max, min or avg (avg accumulates as sum). Returns when dst is written.`,
-			builtinReduce},
-		{"zeros", "zeros(count, dtype)", "A new Tile of count zeros.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "reduce", Sig: "reduce(dst, a, b, op=\"sum\")", Doc: `dst = a op b elementwise, as load, load, math, store. a and b are Ptrs or Tiles; op is sum, prod, max, min or avg (avg accumulates as sum). Returns when dst is written.`,
+			Fn: builtinReduce},
+		{Name: "zeros", Sig: "zeros(count, dtype)", Doc: "A new Tile of count zeros.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var count int
 				var dt string
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "dtype", &dt); err != nil {
@@ -331,8 +321,8 @@ func kernelBuiltins() []Builtin {
 				}
 				return k.newTile(b.Name(), count, dt, 0)
 			}},
-		{"full", "full(count, value, dtype)", "A new Tile of count copies of value. For an integer dtype value must be an integer it holds (i32, i64 or u8 range): anything else is an error, not wrapped or saturated.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "full", Sig: "full(count, value, dtype)", Doc: "A new Tile of count copies of value. For an integer dtype value must be an integer it holds (i32, i64 or u8 range): anything else is an error, not wrapped or saturated.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var count int
 				var v starlark.Value
 				var dt string
@@ -366,16 +356,16 @@ func kernelBuiltins() []Builtin {
 				k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
 				return t, nil
 			}},
-		{"maximum", "maximum(a, b)", "Elementwise maximum of two Tiles.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "maximum", Sig: "maximum(a, b)", Doc: "Elementwise maximum of two Tiles.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				return tileFn(b, args, kw, dtype.Max)
 			}},
-		{"minimum", "minimum(a, b)", "Elementwise minimum of two Tiles.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "minimum", Sig: "minimum(a, b)", Doc: "Elementwise minimum of two Tiles.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				return tileFn(b, args, kw, dtype.Min)
 			}},
-		{"alloc", "alloc(count, dtype, space=\"tcm\")", "Per-rank scratch memory (tcm or hbm of this PE, or its cube's sram), zeroed, freed when the kernel returns. Fails when the space is exhausted.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "alloc", Sig: "alloc(count, dtype, space=\"tcm\")", Doc: "Per-rank scratch memory (tcm or hbm of this PE, or its cube's sram), zeroed, freed when the kernel returns. Fails when the space is exhausted.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var count int
 				var dt string
 				space := "tcm"
@@ -407,15 +397,15 @@ func kernelBuiltins() []Builtin {
 				LogWrite(k.M, k.Rank, "alloc", reg, true)
 				return NewPtr(reg, d, int64(count), k.Rank), nil
 			}},
-		{"time", "time()", "Current simulated time in ns (float).",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "time", Sig: "time()", Doc: "Current simulated time in ns (float).",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
 					return nil, err
 				}
 				return starlark.Float(k.M.Sim.Now().Ns()), nil
 			}},
-		{"trace", "trace(name, **args)", "A user marker in the trace and op_log at the current time.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "trace", Sig: "trace(name, **args)", Doc: "A user marker in the trace and op_log at the current time.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var name string
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &name); err != nil {
 					return nil, err
@@ -438,14 +428,6 @@ func kernelBuiltins() []Builtin {
 				return starlark.None, nil
 			}},
 	}
-}
-
-func unpackPtr(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple, name string) (*Ptr, error) {
-	var v starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kw, name, &v); err != nil {
-		return nil, err
-	}
-	return asPtr(v, b.Name(), name)
 }
 
 func tileFn(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple, op dtype.Op) (starlark.Value, error) {
@@ -495,16 +477,17 @@ func builtinSend(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starl
 // the largest message in bytes.
 func (k *Kernel) sendArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*machine.QueuePair, *Ptr, int64, error) {
 	var dir string
-	var srcV, nbV, pieceV starlark.Value = nil, starlark.None, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir, "src", &srcV, "nbytes?", &nbV, "piece_bytes?", &pieceV); err != nil {
+	var src PtrArg
+	var nbV, pieceV starlark.Value = starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dir", &dir, "src", &src, "nbytes?", &nbV, "piece_bytes?", &pieceV); err != nil {
 		return nil, nil, 0, err
 	}
-	q, src, err := k.sendTarget(b, dir, srcV, nbV)
+	q, p, err := k.sendTarget(b, dir, &src, nbV)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	piece, err := k.pieceBytes(b.Name(), pieceV)
-	return q, src, piece, err
+	return q, p, piece, err
 }
 
 // pieceBytes is the largest message of a buffer transfer: piece_bytes when
@@ -523,8 +506,8 @@ func (k *Kernel) pieceBytes(fn string, v starlark.Value) (int64, error) {
 	return int64(n), nil
 }
 
-func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcV, nbV starlark.Value) (*machine.QueuePair, *Ptr, error) {
-	src, err := asPtr(srcV, b.Name(), "src")
+func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcArg *PtrArg, nbV starlark.Value) (*machine.QueuePair, *Ptr, error) {
+	src, err := srcArg.Ptr(b.Name(), "src")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -892,17 +875,18 @@ func (k *Kernel) loaded(h *handle) (Tile, error) {
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
-	var pv, tv starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "ptr", &pv, "tile", &tv); err != nil {
+	var pa PtrArg
+	var ta TileArg
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "ptr", &pa, "tile", &ta); err != nil {
 		return nil, err
 	}
-	p, err := asPtr(pv, b.Name(), "ptr")
+	p, err := pa.Ptr(b.Name(), "ptr")
 	if err != nil {
 		return nil, err
 	}
-	t, ok := tv.(*Tile)
-	if !ok {
-		return nil, fmt.Errorf("%s: tile must be a Tile, got %s", b.Name(), tv.Type())
+	t, err := ta.Tile(b.Name(), "tile")
+	if err != nil {
+		return nil, err
 	}
 	return k.storeTile(b.Name(), p, t)
 }
@@ -994,15 +978,15 @@ func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
 }
 
 func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
-	var dv, sv starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &dv, "src", &sv); err != nil {
+	var da, sa PtrArg
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &da, "src", &sa); err != nil {
 		return nil, err
 	}
-	dst, err := asPtr(dv, b.Name(), "dst")
+	dst, err := da.Ptr(b.Name(), "dst")
 	if err != nil {
 		return nil, err
 	}
-	src, err := asPtr(sv, b.Name(), "src")
+	src, err := sa.Ptr(b.Name(), "src")
 	if err != nil {
 		return nil, err
 	}
@@ -1073,12 +1057,13 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 }
 
 func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-	var dv, av, bv starlark.Value
+	var da PtrArg
+	var av, bv starlark.Value
 	opName := "sum"
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &dv, "a", &av, "b", &bv, "op?", &opName); err != nil {
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &da, "a", &av, "b", &bv, "op?", &opName); err != nil {
 		return nil, err
 	}
-	dst, err := asPtr(dv, b.Name(), "dst")
+	dst, err := da.Ptr(b.Name(), "dst")
 	if err != nil {
 		return nil, err
 	}

@@ -72,12 +72,12 @@ func (k *Kernel) channels() int {
 
 func locationBuiltins() []Builtin {
 	return []Builtin{
-		{"location", "location(rank)", "Where a rank sits on the machine: struct(sip, cube, pe) with its SIP, its cube within that SIP and its PE within that cube (system.placement applies). Two ranks share a cube when sip and cube are equal.",
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "location", Sig: "location(rank)", Doc: "Where a rank sits on the machine: struct(sip, cube, pe) with its SIP, its cube within that SIP and its PE within that cube (system.placement applies). Two ranks share a cube when sip and cube are equal.",
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				return callLocation(b, args, kw, k.location)
 			}},
-		{"channel", "channel(dir, c)", `The name of channel c of direction dir on a topology with channels: K: dir itself for c = 0, dir + "_" + str(c) for c >= 1 (tl.channel("E", 2) == "E_2"). Each channel is its own queue pair with its own rx ring.`,
-			func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		{Name: "channel", Sig: "channel(dir, c)", Doc: `The name of channel c of direction dir on a topology with channels: K: dir itself for c = 0, dir + "_" + str(c) for c >= 1 (tl.channel("E", 2) == "E_2"). Each channel is its own queue pair with its own rx ring.`,
+			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir string
 				var c int
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 2, &dir, &c); err != nil {

@@ -52,15 +52,15 @@ type primitiveSpec struct {
 func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	return func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var inDir, outDir string
-		var localV, dstV starlark.Value
+		var local, dst, prefetch PtrArg
 		var pieceV starlark.Value = starlark.None
 		final := false
 		pairs := []any{"in_dir", &inDir}
 		if spec.local {
-			pairs = append(pairs, "local", &localV)
+			pairs = append(pairs, "local", &local)
 		}
 		if spec.dst {
-			pairs = append(pairs, "dst", &dstV)
+			pairs = append(pairs, "dst", &dst)
 		}
 		if spec.out {
 			pairs = append(pairs, "out_dir", &outDir)
@@ -68,8 +68,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		if spec.finalParam {
 			pairs = append(pairs, "final?", &final)
 		}
-		var prefetchV starlark.Value = starlark.None
-		pairs = append(pairs, "piece_bytes?", &pieceV, "prefetch?", &prefetchV)
+		pairs = append(pairs, "piece_bytes?", &pieceV, "prefetch?", &prefetch)
 		if err := starlark.UnpackArgs(b.Name(), args, kw, pairs...); err != nil {
 			return nil, err
 		}
@@ -93,12 +92,12 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 			}
 		}
 		if spec.local {
-			if c.local, err = asPtr(localV, b.Name(), "local"); err != nil {
+			if c.local, err = local.Ptr(b.Name(), "local"); err != nil {
 				return nil, err
 			}
 		}
 		if spec.dst {
-			if c.dst, err = asPtr(dstV, b.Name(), "dst"); err != nil {
+			if c.dst, err = dst.Ptr(b.Name(), "dst"); err != nil {
 				return nil, err
 			}
 		}
@@ -110,10 +109,10 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 				return nil, errorf(errkind.OutOfBounds, "%s: rank %d: local has %d elements, dst has %d", b.Name(), k.Rank, c.local.Count, c.dst.Count)
 			}
 		}
-		if prefetchV != starlark.None {
+		if prefetch.Given() {
 			// The next primitive's local operand starts loading first, as a
 			// tl.prefetch call just before this one would (one call less).
-			next, err := asPtr(prefetchV, b.Name(), "prefetch")
+			next, err := prefetch.Ptr(b.Name(), "prefetch")
 			if err != nil {
 				return nil, err
 			}
@@ -131,24 +130,24 @@ func primitiveBuiltins() []Builtin {
 	const final = " final=True divides by world_size when the redop is avg (the last reduction of an allreduce)."
 	const prefetch = " prefetch=ptr first starts loading ptr as tl.prefetch(ptr) would (the next primitive's local operand), saving a call."
 	return []Builtin{
-		{"recv_reduce_send", "recv_reduce_send(in_dir, local, out_dir, piece_bytes=None, prefetch=None)",
-			"Receive a buffer from in_dir, combine it with local (the run's redop) and send the result on out_dir (MSCCL rrs)." + pieces + prefetch,
-			builtinFused(primitiveSpec{local: true, out: true})},
-		{"recv_reduce_copy", "recv_reduce_copy(in_dir, local, dst, final=False, piece_bytes=None, prefetch=None)",
-			"Receive a buffer from in_dir, combine it with local and store the result into dst (MSCCL rrc; dst may be local)." + final + pieces + prefetch,
-			builtinFused(primitiveSpec{local: true, dst: true, finalParam: true})},
-		{"recv_reduce_copy_send", "recv_reduce_copy_send(in_dir, local, dst, out_dir, final=False, piece_bytes=None, prefetch=None)",
-			"Receive a buffer from in_dir, combine it with local, store the result into dst and send it on out_dir (MSCCL rrcs; dst may be local)." + final + pieces + prefetch,
-			builtinFused(primitiveSpec{local: true, dst: true, out: true, finalParam: true})},
-		{"prefetch", "prefetch(local, piece_bytes=None)",
-			"Start loading the first n_slots pieces of local, the local operand of a fused primitive called later, so that its first pieces are ready when it starts (the next step of a pipeline). The loads are used by the first primitive whose local operand begins with the same pieces; a write to local before that discards them.",
-			builtinPrefetch},
-		{"recv_copy", "recv_copy(in_dir, dst, piece_bytes=None, prefetch=None)",
-			"Receive a buffer from in_dir into dst the way the fused primitives do: each piece is loaded from its slot (the credit returns at once when the rings are in this PE's TCM) and stored into dst, and the call returns while the last stores finish (later operations on dst wait for them). tl.recv(dir, dst=) instead copies every slot by DMA and returns when the copies are done (MSCCL r)." + pieces + prefetch,
-			builtinFused(primitiveSpec{dst: true})},
-		{"recv_copy_send", "recv_copy_send(in_dir, dst, out_dir, piece_bytes=None, prefetch=None)",
-			"Receive a buffer from in_dir, store it into dst and send it on out_dir (MSCCL rcs)." + pieces + prefetch,
-			builtinFused(primitiveSpec{dst: true, out: true})},
+		{Name: "recv_reduce_send", Sig: "recv_reduce_send(in_dir, local, out_dir, piece_bytes=None, prefetch=None)",
+			Doc: "Receive a buffer from in_dir, combine it with local (the run's redop) and send the result on out_dir (MSCCL rrs)." + pieces + prefetch,
+			Fn:  builtinFused(primitiveSpec{local: true, out: true})},
+		{Name: "recv_reduce_copy", Sig: "recv_reduce_copy(in_dir, local, dst, final=False, piece_bytes=None, prefetch=None)",
+			Doc: "Receive a buffer from in_dir, combine it with local and store the result into dst (MSCCL rrc; dst may be local)." + final + pieces + prefetch,
+			Fn:  builtinFused(primitiveSpec{local: true, dst: true, finalParam: true})},
+		{Name: "recv_reduce_copy_send", Sig: "recv_reduce_copy_send(in_dir, local, dst, out_dir, final=False, piece_bytes=None, prefetch=None)",
+			Doc: "Receive a buffer from in_dir, combine it with local, store the result into dst and send it on out_dir (MSCCL rrcs; dst may be local)." + final + pieces + prefetch,
+			Fn:  builtinFused(primitiveSpec{local: true, dst: true, out: true, finalParam: true})},
+		{Name: "prefetch", Sig: "prefetch(local, piece_bytes=None)",
+			Doc: "Start loading the first n_slots pieces of local, the local operand of a fused primitive called later, so that its first pieces are ready when it starts (the next step of a pipeline). The loads are used by the first primitive whose local operand begins with the same pieces; a write to local before that discards them.",
+			Fn:  builtinPrefetch},
+		{Name: "recv_copy", Sig: "recv_copy(in_dir, dst, piece_bytes=None, prefetch=None)",
+			Doc: "Receive a buffer from in_dir into dst the way the fused primitives do: each piece is loaded from its slot (the credit returns at once when the rings are in this PE's TCM) and stored into dst, and the call returns while the last stores finish (later operations on dst wait for them). tl.recv(dir, dst=) instead copies every slot by DMA and returns when the copies are done (MSCCL r)." + pieces + prefetch,
+			Fn:  builtinFused(primitiveSpec{dst: true})},
+		{Name: "recv_copy_send", Sig: "recv_copy_send(in_dir, dst, out_dir, piece_bytes=None, prefetch=None)",
+			Doc: "Receive a buffer from in_dir, store it into dst and send it on out_dir (MSCCL rcs)." + pieces + prefetch,
+			Fn:  builtinFused(primitiveSpec{dst: true, out: true})},
 	}
 }
 
@@ -428,11 +427,12 @@ type prefetchedLoad struct {
 }
 
 func builtinPrefetch(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-	var v, pieceV starlark.Value = nil, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kw, "local", &v, "piece_bytes?", &pieceV); err != nil {
+	var local PtrArg
+	var pieceV starlark.Value = starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kw, "local", &local, "piece_bytes?", &pieceV); err != nil {
 		return nil, err
 	}
-	p, err := asPtr(v, b.Name(), "local")
+	p, err := local.Ptr(b.Name(), "local")
 	if err != nil {
 		return nil, err
 	}

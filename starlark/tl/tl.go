@@ -1,7 +1,8 @@
 // Package tl is the Starlark face of one rank's PE: the `tl` object passed
 // to every kernel, and the Ptr and Tile values it works with. Every builtin
-// is registered once in the Builtins table (name, signature, doc), from
-// which `kernbench docs` writes the reference.
+// is registered once, in a starlark/registry table (TL, PtrTable,
+// TileTable: name, signature, doc, function), from which `kernbench docs`
+// writes the reference and the stubs.
 package tl
 
 import (
@@ -17,6 +18,7 @@ import (
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/registry"
 )
 
 // Stats counts a rank's operations (for the report's "ops") and the
@@ -123,99 +125,109 @@ const threadKernelKey = "kernbench.tl.kernel"
 
 var _ starlark.HasAttrs = (*Kernel)(nil)
 
-// Builtin documents and implements one tl member.
-type Builtin struct {
-	Name string // e.g. "send" (shown as tl.send)
-	Sig  string // Python-style signature, for docs and stubs
-	Doc  string
-	Fn   func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)
-}
+// Builtin documents and implements one tl function: an entry of tl's
+// method table (its Fn gets the kernel the builtin is bound to).
+type Builtin = registry.Method[*Kernel]
 
-// Attribute documents a plain tl attribute.
-type Attribute struct {
-	Name, Type, Doc string
-	Get             func(k *Kernel) starlark.Value
-}
+// Attribute documents a plain tl attribute (its value is computed once,
+// when the kernel's tl is made).
+type Attribute = registry.Field[*Kernel]
 
 // Attributes lists tl's value attributes.
 var Attributes = []Attribute{
-	{"rank", "int", "This rank's index in the process group.", func(k *Kernel) starlark.Value { return starlark.MakeInt(k.Rank) }},
-	{"world_size", "int", "Number of ranks in the process group.", func(k *Kernel) starlark.Value { return starlark.MakeInt(k.World) }},
-	{"slot_size", "int", "Bytes per IPCQ message at most (the rx slot size in force).", func(k *Kernel) starlark.Value { return starlark.MakeInt64(k.slotSize()) }},
-	{"n_slots", "int", "IPCQ ring depth per direction (messages in flight at most).", func(k *Kernel) starlark.Value { return starlark.MakeInt(k.nSlots()) }},
-	{"buffer_kind", "str", `Where this rank's IPCQ rx rings live ("tcm", "hbm", "sram"); a kernel that reads received slots in place may copy them out first when they are not in its own TCM.`, func(k *Kernel) starlark.Value {
+	{Name: "rank", Type: "int", Doc: "This rank's index in the process group.", Get: func(k *Kernel) starlark.Value { return starlark.MakeInt(k.Rank) }},
+	{Name: "world_size", Type: "int", Doc: "Number of ranks in the process group.", Get: func(k *Kernel) starlark.Value { return starlark.MakeInt(k.World) }},
+	{Name: "slot_size", Type: "int", Doc: "Bytes per IPCQ message at most (the rx slot size in force).", Get: func(k *Kernel) starlark.Value { return starlark.MakeInt64(k.slotSize()) }},
+	{Name: "n_slots", Type: "int", Doc: "IPCQ ring depth per direction (messages in flight at most).", Get: func(k *Kernel) starlark.Value { return starlark.MakeInt(k.nSlots()) }},
+	{Name: "buffer_kind", Type: "str", Doc: `Where this rank's IPCQ rx rings live ("tcm", "hbm", "sram"); a kernel that reads received slots in place may copy them out first when they are not in its own TCM.`, Get: func(k *Kernel) starlark.Value {
 		if k.G == nil {
 			return starlark.None
 		}
 		return starlark.String(k.G.Cfg.BufferKind.String())
 	}},
-	{"machine", "struct", "The machine: struct(sips, cubes_per_sip, pes_per_cube, world_size); with tl.location, what a hierarchical algorithm needs instead of hard-coded cube sizes.", func(k *Kernel) starlark.Value {
+	{Name: "machine", Type: "struct", Doc: "The machine: struct(sips, cubes_per_sip, pes_per_cube, world_size); with tl.location, what a hierarchical algorithm needs instead of hard-coded cube sizes.", Get: func(k *Kernel) starlark.Value {
 		p := k.M.Params
 		return MachineValue(p.Sips, p.CubesPerSip, p.PesPerCube, k.World)
 	}},
-	{"channels", "int", `Channels per neighbour the topology installed (ccl.yaml channels:, default 1); channel c of direction d is tl.channel(d, c).`, func(k *Kernel) starlark.Value { return starlark.MakeInt(k.channels()) }},
-	{"redop", "str", `The collective's reduction ("sum", "prod", "max", "min", "avg"); pass it to tl.reduce, which accumulates "avg" as a sum (divide by world_size at the end).`, func(k *Kernel) starlark.Value { return starlark.String(k.RedOp.String()) }},
+	{Name: "channels", Type: "int", Doc: `Channels per neighbour the topology installed (ccl.yaml channels:, default 1); channel c of direction d is tl.channel(d, c).`, Get: func(k *Kernel) starlark.Value { return starlark.MakeInt(k.channels()) }},
+	{Name: "redop", Type: "str", Doc: `The collective's reduction ("sum", "prod", "max", "min", "avg"); pass it to tl.reduce, which accumulates "avg" as a sum (divide by world_size at the end).`, Get: func(k *Kernel) starlark.Value { return starlark.String(k.RedOp.String()) }},
 }
 
 // Builtins is the registration table of tl's functions, sorted by name.
 var Builtins []Builtin
 
+// TL is tl's method and field table: one shared builtin per function,
+// bound to each kernel's tl (the functions run through callTL).
+var TL *registry.Table[*Kernel]
+
 func init() {
 	Builtins = append(append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...), eventBuiltins()...)
 	sort.Slice(Builtins, func(i, j int) bool { return Builtins[i].Name < Builtins[j].Name })
+	methods := make([]Builtin, len(Builtins))
+	for i, b := range Builtins {
+		methods[i] = b
+		methods[i].Fn = callTL(b)
+	}
+	TL = registry.New("tl", "tl.", Attributes, methods)
 }
 
-// New makes the tl value for a kernel launch.
+// callTL wraps the function of b with what every tl call does: count it,
+// note the thread's kernel, send a fused primitive's deferred piece first
+// (unless b keeps it), show the call to a Recorder and draw it on the
+// kernel's trace track. The choices that depend on b are made here, once;
+// a call allocates nothing more than b itself.
+func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	name, fn := b.Name, b.Fn
+	keeps, traced := keepsDeferredSend[name], tracedOps[name]
+	traceName := "tl." + name
+	run := func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if !keeps && k.deferred != nil {
+			// A fused primitive's last forwarded piece goes out before any
+			// other operation (which could block on its receiver).
+			if err := k.sendDeferred(); err != nil {
+				return nil, err
+			}
+		}
+		k.Stats.Calls++
+		if th.Local(threadKernelKey) != k {
+			th.SetLocal(threadKernelKey, k)
+		}
+		return fn(k, th, sb, args, kw)
+	}
+	call := func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if k.Rec == nil {
+			return run(k, th, sb, args, kw)
+		}
+		k.Rec.Call(k, name, args, kw, th.CallFrame(1).Pos)
+		v, err := run(k, th, sb, args, kw)
+		k.Rec.Return(k, name, args, kw, v, err)
+		return v, err
+	}
+	if !traced {
+		return call
+	}
+	return func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if k.M.Trace == nil {
+			return call(k, th, sb, args, kw)
+		}
+		// The kernel's track: one slice per operation that can take
+		// simulated time (operations of one rank never overlap).
+		start := k.M.Sim.Now()
+		k.sliceStart = start
+		v, err := call(k, th, sb, args, kw)
+		k.M.Trace.Slice(k.PE.ID+1, k.tid(), k.track(), traceName, start, k.M.Sim.Now(), nil)
+		return v, err
+	}
+}
+
+// New makes the tl value for a kernel launch: tl's builtins bound to k.
 func New(k *Kernel) *Kernel {
 	if k.Stats == nil {
 		k.Stats = &Stats{}
 	}
 	k.attrs = make(map[string]starlark.Value, len(Builtins)+len(Attributes)+1)
-	for i := range Builtins {
-		b := &Builtins[i]
-		fn := func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			k.Stats.Calls++
-			if th.Local(threadKernelKey) != k {
-				th.SetLocal(threadKernelKey, k)
-			}
-			return b.Fn(k, th, sb, args, kw)
-		}
-		if !keepsDeferredSend[b.Name] {
-			// A fused primitive's last forwarded piece goes out before any
-			// other operation (which could block on its receiver).
-			inner := fn
-			fn = func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-				if k.deferred != nil {
-					if err := k.sendDeferred(); err != nil {
-						return nil, err
-					}
-				}
-				return inner(th, sb, args, kw)
-			}
-		}
-		if k.Rec != nil {
-			recorded := fn
-			fn = func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-				k.Rec.Call(k, b.Name, args, kw, th.CallFrame(1).Pos)
-				v, err := recorded(th, sb, args, kw)
-				k.Rec.Return(k, b.Name, args, kw, v, err)
-				return v, err
-			}
-		}
-		if k.M.Trace != nil && tracedOps[b.Name] {
-			// The kernel's track: one slice per operation that can take
-			// simulated time (operations of one rank never overlap).
-			name := "tl." + b.Name
-			untraced := fn
-			fn = func(th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-				start := k.M.Sim.Now()
-				k.sliceStart = start
-				v, err := untraced(th, sb, args, kw)
-				k.M.Trace.Slice(k.PE.ID+1, k.tid(), k.track(), name, start, k.M.Sim.Now(), nil)
-				return v, err
-			}
-		}
-		k.attrs[b.Name] = starlark.NewBuiltin("tl."+b.Name, fn)
+	for _, b := range Builtins {
+		k.attrs[b.Name] = TL.Builtin(b.Name).BindReceiver(k)
 	}
 	// "load" is a Starlark keyword, so tl.load cannot be written; getattr(tl,
 	// "load") still finds the fetch builtin.

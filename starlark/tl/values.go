@@ -12,6 +12,7 @@ import (
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/registry"
 )
 
 // Error is a tl failure with an exact kind (IpcqInvalidDirection,
@@ -186,67 +187,37 @@ func (p *Ptr) sub(start, count int64) Ptr {
 	return q
 }
 
-// Member documents one attribute or method of a Starlark value type; the
-// same tables drive Attr and the generated reference.
-type Member struct {
-	Name, Sig, Doc string
-	// Get returns the attribute value for a field (methods leave it nil).
-	Get func(recv starlark.Value) starlark.Value
-	// Call implements a method.
-	Call func(recv starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)
-	// Reads marks a Ptr method that reads memory now: stores the calling
-	// kernel left under way into the view (fused primitives) finish first.
-	Reads bool
-
-	builtin *starlark.Builtin
-}
-
-func bindMembers(ms []Member) map[string]*Member {
-	out := make(map[string]*Member, len(ms))
-	for i := range ms {
-		m := &ms[i]
-		if m.Call != nil {
-			call, reads := m.Call, m.Reads
-			m.builtin = starlark.NewBuiltin(m.Name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-				if reads {
-					if k, ok := th.Local(threadKernelKey).(*Kernel); ok && k.Proc.Sim().Running() == k.Proc {
-						if err := k.settle(b.Receiver().(*Ptr).Reg); err != nil {
-							return nil, err
-						}
-					}
-				}
-				return call(b.Receiver(), b, args, kw)
-			})
+// readsNow wraps a Ptr method that reads memory now: in a kernel, the
+// stores the calling kernel left under way into the view (fused
+// primitives) finish first.
+func readsNow(fn func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)) func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	return func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if k, ok := th.Local(threadKernelKey).(*Kernel); ok && k.Proc.Sim().Running() == k.Proc {
+			if err := k.settle(p.Reg); err != nil {
+				return nil, err
+			}
 		}
-		out[m.Name] = m
+		return fn(p, th, b, args, kw)
 	}
-	return out
 }
 
-func memberAttr(members map[string]*Member, recv starlark.Value, name string) (starlark.Value, error) {
-	m, ok := members[name]
-	if !ok {
-		return nil, nil
-	}
-	if m.Get != nil {
-		return m.Get(recv), nil
-	}
-	return m.builtin.BindReceiver(recv), nil
-}
-
-func memberNames(ms []Member) []string {
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = m.Name
-	}
-	return out
-}
-
-// PtrMembers are the attributes and methods of Ptr, sorted by name.
-var PtrMembers = []Member{
-	{Name: "addr", Sig: "addr", Doc: "Physical byte address of the first element.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeUint64(v.(*Ptr).Reg.Addr()) }},
-	{Name: "chunk", Sig: "chunk(i, n)", Doc: "The i-th of n equal parts (OutOfBounds if count is not divisible by n).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-		p := v.(*Ptr)
+// PtrTable is Ptr's attributes and methods, each sorted by name.
+var PtrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
+	{Name: "addr", Type: "int", Doc: "Physical byte address of the first element.", Get: func(p *Ptr) starlark.Value { return starlark.MakeUint64(p.Reg.Addr()) }},
+	{Name: "count", Type: "int", Doc: "Number of elements (also len(p)).", Get: func(p *Ptr) starlark.Value { return starlark.MakeInt64(p.Count) }},
+	{Name: "dir", Type: "str", Doc: "For a received message, the direction it arrived from; None otherwise.", Get: func(p *Ptr) starlark.Value {
+		if d := p.Dir; d != "" {
+			return starlark.String(d)
+		}
+		return starlark.None
+	}},
+	{Name: "dtype", Type: "str", Doc: "Element type name (f32, f16, bf16, f64, i32, i64, u8).", Get: func(p *Ptr) starlark.Value { return starlark.String(p.DT.String()) }},
+	{Name: "nbytes", Type: "int", Doc: "Size in bytes (count × element size).", Get: func(p *Ptr) starlark.Value { return starlark.MakeInt64(p.Reg.N) }},
+	{Name: "pe", Type: "int", Doc: "Global index of the PE owning the memory (-1 for cube SRAM).", Get: func(p *Ptr) starlark.Value { return starlark.MakeInt(p.Reg.Mem.PE) }},
+	{Name: "rank", Type: "int", Doc: "Rank the memory belongs to.", Get: func(p *Ptr) starlark.Value { return starlark.MakeInt(p.Rank) }},
+	{Name: "space", Type: "str", Doc: `Memory kind: "tcm", "sram" or "hbm".`, Get: func(p *Ptr) starlark.Value { return starlark.String(p.Reg.Mem.Space.String()) }},
+}, []registry.Method[*Ptr]{
+	{Name: "chunk", Sig: "chunk(i, n)", Doc: "The i-th of n equal parts (OutOfBounds if count is not divisible by n).", Fn: func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var i, n int
 		if err := starlark.UnpackPositionalArgs("Ptr.chunk", args, kw, 2, &i, &n); err != nil {
 			return nil, err
@@ -260,58 +231,42 @@ var PtrMembers = []Member{
 		c := p.Count / int64(n)
 		return p.view(int64(i)*c, c, ".chunk")
 	}},
-	{Name: "count", Sig: "count", Doc: "Number of elements (also len(p)).", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Ptr).Count) }},
-	{Name: "dir", Sig: "dir", Doc: "For a received message, the direction it arrived from; None otherwise.", Get: func(v starlark.Value) starlark.Value {
-		if d := v.(*Ptr).Dir; d != "" {
-			return starlark.String(d)
-		}
-		return starlark.None
-	}},
-	{Name: "dtype", Sig: "dtype", Doc: "Element type name (f32, f16, bf16, f64, i32, i64, u8).", Get: func(v starlark.Value) starlark.Value { return starlark.String(v.(*Ptr).DT.String()) }},
-	{Name: "nbytes", Sig: "nbytes", Doc: "Size in bytes (count × element size).", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Ptr).Reg.N) }},
-	{Name: "pe", Sig: "pe", Doc: "Global index of the PE owning the memory (-1 for cube SRAM).", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt(v.(*Ptr).Reg.Mem.PE) }},
-	{Name: "rank", Sig: "rank", Doc: "Rank the memory belongs to.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt(v.(*Ptr).Rank) }},
-	{Name: "slice", Sig: "slice(start, count)", Doc: "A view of count elements from start (OutOfBounds outside the view).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "slice", Sig: "slice(start, count)", Doc: "A view of count elements from start (OutOfBounds outside the view).", Fn: func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var start, count int
 		if err := starlark.UnpackPositionalArgs("Ptr.slice", args, kw, 2, &start, &count); err != nil {
 			return nil, err
 		}
-		return v.(*Ptr).view(int64(start), int64(count), ".slice")
+		return p.view(int64(start), int64(count), ".slice")
 	}},
-	{Name: "space", Sig: "space", Doc: `Memory kind: "tcm", "sram" or "hbm".`, Get: func(v starlark.Value) starlark.Value { return starlark.String(v.(*Ptr).Reg.Mem.Space.String()) }},
-	{Name: "tobytes", Sig: "tobytes()", Doc: "Current contents as bytes, read without simulated cost (host code, checks, tests). In a kernel, stores a fused primitive left under way into the view finish first.", Reads: true, Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "tobytes", Sig: "tobytes()", Doc: "Current contents as bytes, read without simulated cost (host code, checks, tests). In a kernel, stores a fused primitive left under way into the view finish first.", Fn: readsNow(func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Ptr.tobytes", args, kw, 0); err != nil {
 			return nil, err
 		}
-		p := v.(*Ptr)
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tobytes")
 		}
 		return starlark.Bytes(p.Reg.Bytes()), nil
-	}},
-	{Name: "tolist", Sig: "tolist()", Doc: "Current contents as a list of numbers, read without simulated cost. In a kernel, stores a fused primitive left under way into the view finish first.", Reads: true, Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	})},
+	{Name: "tolist", Sig: "tolist()", Doc: "Current contents as a list of numbers, read without simulated cost. In a kernel, stores a fused primitive left under way into the view finish first.", Fn: readsNow(func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Ptr.tolist", args, kw, 0); err != nil {
 			return nil, err
 		}
-		p := v.(*Ptr)
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tolist")
 		}
 		return toList(p.DT, p.Reg.Bytes(), int(p.Count)), nil
-	}},
-}
+	})},
+})
 
-var ptrMembers = bindMembers(PtrMembers)
-
-func (p *Ptr) AttrNames() []string { return memberNames(PtrMembers) }
+func (p *Ptr) AttrNames() []string { return PtrTable.AttrNames() }
 
 func (p *Ptr) Attr(name string) (starlark.Value, error) {
-	if _, ok := ptrMembers[name]; ok {
+	if PtrTable.Has(name) {
 		if err := p.checkLease(); err != nil {
 			return nil, fmt.Errorf("Ptr.%s: %w", name, err)
 		}
 	}
-	return memberAttr(ptrMembers, p, name)
+	return PtrTable.Attr(p, name)
 }
 
 func elemValue(dt dtype.DType, b []byte, i int) starlark.Value {
@@ -375,10 +330,12 @@ func (t *Tile) Freeze()               {}
 func (t *Tile) Truth() starlark.Bool  { return true }
 func (t *Tile) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Tile") }
 
-// TileMembers are the attributes and methods of Tile, sorted by name.
-var TileMembers = []Member{
-	{Name: "astype", Sig: "astype(dtype)", Doc: "A converted copy (costs math time).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-		t := v.(*Tile)
+// TileTable is Tile's attributes and methods, each sorted by name.
+var TileTable = registry.New("Tile", "", []registry.Field[*Tile]{
+	{Name: "count", Type: "int", Doc: "Number of elements.", Get: func(t *Tile) starlark.Value { return starlark.MakeInt64(t.Count) }},
+	{Name: "dtype", Type: "str", Doc: "Element type name.", Get: func(t *Tile) starlark.Value { return starlark.String(t.DT.String()) }},
+}, []registry.Method[*Tile]{
+	{Name: "astype", Sig: "astype(dtype)", Doc: "A converted copy (costs math time).", Fn: func(t *Tile, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var name string
 		if err := starlark.UnpackPositionalArgs("Tile.astype", args, kw, 1, &name); err != nil {
 			return nil, err
@@ -395,25 +352,20 @@ var TileMembers = []Member{
 		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.nbytes() })
 		return out, nil
 	}},
-	{Name: "count", Sig: "count", Doc: "Number of elements.", Get: func(v starlark.Value) starlark.Value { return starlark.MakeInt64(v.(*Tile).Count) }},
-	{Name: "dtype", Sig: "dtype", Doc: "Element type name.", Get: func(v starlark.Value) starlark.Value { return starlark.String(v.(*Tile).DT.String()) }},
-	{Name: "tolist", Sig: "tolist()", Doc: "The values as a list (tests and small debug prints).", Call: func(v starlark.Value, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "tolist", Sig: "tolist()", Doc: "The values as a list (tests and small debug prints).", Fn: func(t *Tile, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Tile.tolist", args, kw, 0); err != nil {
 			return nil, err
 		}
-		t := v.(*Tile)
 		if t.k != nil && t.k.M.TimingOnly {
 			return nil, errTimingOnly("Tile.tolist")
 		}
 		return toList(t.DT, t.Data, int(t.Count)), nil
 	}},
-}
+})
 
-var tileMembers = bindMembers(TileMembers)
+func (t *Tile) AttrNames() []string { return TileTable.AttrNames() }
 
-func (t *Tile) AttrNames() []string { return memberNames(TileMembers) }
-
-func (t *Tile) Attr(name string) (starlark.Value, error) { return memberAttr(tileMembers, t, name) }
+func (t *Tile) Attr(name string) (starlark.Value, error) { return TileTable.Attr(t, name) }
 
 var tileOps = map[syntax.Token]dtype.Op{syntax.PLUS: dtype.Add, syntax.MINUS: dtype.Sub, syntax.STAR: dtype.Mul, syntax.SLASH: dtype.Div}
 
