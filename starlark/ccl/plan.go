@@ -1,0 +1,372 @@
+package ccl
+
+// The plan of a run: the validated sizes, bench and settings (makePlan),
+// and the sweep over sizes, in order or in parallel (-j).
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/engine/topology"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
+)
+
+// sweep runs one simulation per size and collects the report; only the
+// last size records a timeline (one trace document per run). With
+// opts.Jobs > 1 and a loader, up to Jobs sizes run at once, each on its own
+// machine, writing its print output, op_log, CCL trace and pointer dumps
+// into buffers that are copied out in size order: the report and every
+// output are byte for byte those of a sequential sweep.
+func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error)) (*Report, error) {
+	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
+		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String(),
+		TimingOnly: p.opts.TimingOnly}
+	if p.topology == "mesh_2d" {
+		if rows, cols, err := topology.MeshDims(p.world, tgt.settings.MeshShape); err == nil {
+			rep.MeshShape = []int{rows, cols}
+		}
+	}
+	if p.opts.OnStart != nil {
+		if err := p.opts.OnStart(rep); err != nil {
+			return rep, err
+		}
+	}
+	deliver := func(res *Result) {
+		rep.Results = append(rep.Results, *res)
+		if p.opts.OnResult != nil {
+			p.opts.OnResult(res)
+		}
+	}
+	if p.opts.Jobs > 1 && loader != nil && len(p.counts) > 1 {
+		return rep, p.parallelSweep(loader, once, deliver)
+	}
+	traceOut := p.opts.Trace
+	defer func() { p.opts.Trace = traceOut }()
+	for i, count := range p.counts {
+		if p.opts.Progress != nil {
+			p.opts.Progress(i, len(p.counts), count)
+		}
+		p.opts.Trace = nil
+		if i == len(p.counts)-1 {
+			p.opts.Trace = traceOut
+		}
+		res, err := once(p, loader, count)
+		if err != nil {
+			return rep, err
+		}
+		deliver(res)
+	}
+	return rep, nil
+}
+
+// InternalError is a panic (a bug in kernbench) caught on a goroutine of
+// its own and carried to the caller with the goroutine's backtrace.
+type InternalError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *InternalError) Error() string { return fmt.Sprintf("internal error: %v", e.Value) }
+
+// pointOutput is what one size of a parallel sweep wrote.
+type pointOutput struct {
+	stderr, oplog, cclTrace, dump bytes.Buffer
+	res                           *Result
+	err                           error
+	done                          chan struct{}
+}
+
+// parallelSweep runs the sizes Jobs at a time and delivers them in order;
+// at the first size that fails (in size order) it stops starting new ones
+// and returns that error after the sizes before it are delivered.
+func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error), deliver func(*Result)) error {
+	n := len(p.counts)
+	points := make([]*pointOutput, n)
+	for i := range points {
+		points[i] = &pointOutput{done: make(chan struct{})}
+	}
+	slots := make(chan struct{}, p.opts.Jobs)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	go func() {
+		for i, count := range p.counts {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				for ; i < n; i++ {
+					points[i].err = errSweepStopped
+					close(points[i].done)
+				}
+				return
+			}
+			wg.Add(1)
+			go func(i int, count int64, out *pointOutput) {
+				defer wg.Done()
+				defer func() { <-slots }()
+				defer close(out.done)
+				// A panic here would kill the process past the CLI's error
+				// boundary: carry it to the delivering goroutine instead.
+				defer func() {
+					if r := recover(); r != nil {
+						out.err = &InternalError{Value: r, Stack: debug.Stack()}
+					}
+				}()
+				pp := *p
+				pp.opts.Stderr = &out.stderr
+				if pp.opts.OpLog != nil {
+					pp.opts.OpLog = &out.oplog
+				}
+				if pp.opts.CCLTrace != nil {
+					pp.opts.CCLTrace = &out.cclTrace
+				}
+				if pp.opts.DumpPointers != nil {
+					pp.opts.DumpPointers = &out.dump
+				}
+				if i != n-1 {
+					pp.opts.Trace = nil
+				}
+				lc := *loader
+				lc.Stderr = &out.stderr
+				out.res, out.err = once(&pp, &lc, count)
+			}(i, count, points[i])
+		}
+	}()
+	var firstErr error
+	for i, out := range points {
+		if p.opts.Progress != nil && firstErr == nil {
+			p.opts.Progress(i, n, p.counts[i])
+		}
+		<-out.done
+		if firstErr != nil {
+			continue
+		}
+		if ie := (*InternalError)(nil); errors.As(out.err, &ie) {
+			close(stop)
+			wg.Wait()
+			panic(ie) // to the CLI's error boundary, as in a sequential sweep
+		}
+		for _, c := range []struct {
+			buf *bytes.Buffer
+			w   io.Writer
+		}{{&out.stderr, p.opts.Stderr}, {&out.oplog, p.opts.OpLog}, {&out.cclTrace, p.opts.CCLTrace}, {&out.dump, p.opts.DumpPointers}} {
+			if c.w != nil && c.buf.Len() > 0 {
+				_, _ = c.w.Write(c.buf.Bytes())
+			}
+		}
+		if out.err != nil {
+			firstErr = out.err
+			close(stop)
+			continue
+		}
+		deliver(out.res)
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// errSweepStopped marks sizes a parallel sweep did not start because an
+// earlier size failed.
+var errSweepStopped = errors.New("not run: an earlier size failed")
+
+type plan struct {
+	algoName  string
+	world     int
+	topology  string
+	coll      Collective
+	dt        dtype.DType
+	red       dtype.RedOp
+	counts    []int64
+	dataSpace machine.Space
+	opts      Options
+	params    []starlark.Tuple
+	root      int // root rank of broadcast and reduce
+	// procNote, when set, is passed to the run's world (see world.procNote).
+	procNote func(p *sim.Proc) string
+}
+
+func usage(format string, args ...any) error {
+	return WithKind(errkind.Usage, &Failure{Rank: -1, Msg: fmt.Sprintf(format, args...)})
+}
+
+func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Options) (*plan, error) {
+	p := &plan{opts: opts, algoName: tgt.name}
+	if p.algoName == "" {
+		p.algoName = strings.TrimSuffix(filepath.Base(tgt.file), ".star")
+	}
+	p.world = tgt.settings.WorldSize
+	if opts.WorldSize > 0 {
+		p.world = opts.WorldSize
+	} else if opts.WorldSize < 0 {
+		return nil, usage("--world-size must be >= 1 (got %d)", opts.WorldSize)
+	}
+	// Topology: flag, ccl.yaml entry, module TOPOLOGY, then the default.
+	switch {
+	case opts.Topology != "":
+		p.topology = opts.Topology
+	case tgt.entry != nil:
+		p.topology = tgt.entry.Topology
+	case globals["TOPOLOGY"] != nil:
+		s, ok := globals["TOPOLOGY"].(starlark.String)
+		if !ok {
+			return nil, usage("%s: TOPOLOGY must be a string", tgt.file)
+		}
+		p.topology = string(s)
+	case hasHook:
+		p.topology = "none"
+	default:
+		p.topology = "ring_1d"
+	}
+	coll := "allreduce"
+	switch {
+	case opts.Collective != "":
+		coll = opts.Collective
+	case tgt.entry != nil && tgt.entry.Collective != "":
+		coll = tgt.entry.Collective
+	case globals["COLLECTIVE"] != nil:
+		s, ok := globals["COLLECTIVE"].(starlark.String)
+		if !ok {
+			return nil, usage("%s: COLLECTIVE must be a string", tgt.file)
+		}
+		coll = string(s)
+	}
+	var err error
+	if p.coll, err = LookupCollective(coll); err != nil {
+		return nil, usage("%v", err)
+	}
+	dt := opts.DType
+	if dt == "" {
+		dt = "f32"
+	}
+	if p.dt, err = dtype.Parse(dt); err != nil {
+		return nil, usage("--dtype: %v", err)
+	}
+	red := opts.RedOp
+	if red == "" {
+		red = "sum"
+	}
+	if p.red, err = dtype.ParseRedOp(red); err != nil {
+		return nil, usage("--redop: %v", err)
+	}
+	ds := opts.DataSpace
+	if ds == "" {
+		ds = "hbm"
+	}
+	if p.dataSpace, err = machine.ParseSpace(ds); err != nil {
+		return nil, usage("--data-space: %v", err)
+	}
+	p.root = opts.Root
+	if tgt.entry != nil && opts.Root == 0 {
+		if v, ok := tgt.entry.Params["root"].(int64); ok {
+			p.root = int(v)
+		}
+	}
+	if p.root < 0 || p.root >= p.world {
+		return nil, usage("root %d is outside world_size %d", p.root, p.world)
+	}
+	switch {
+	case len(opts.Counts) > 0:
+		p.counts = opts.Counts
+	case len(opts.Sizes) > 0:
+		for _, b := range opts.Sizes {
+			p.counts = append(p.counts, b/int64(p.dt.Size()))
+		}
+	default:
+		p.counts = []int64{(1 << 20) / int64(p.dt.Size())}
+	}
+	for _, c := range p.counts {
+		if c < 0 {
+			return nil, usage("count must be >= 0 (got %d)", c)
+		}
+	}
+	if opts.ExportMSCCL != nil && len(p.counts) != 1 {
+		return nil, usage("--export-msccl writes the schedule of one size; got %d sizes", len(p.counts))
+	}
+	if tgt.entry != nil {
+		keys := make([]string, 0, len(tgt.entry.Params))
+		for k := range tgt.entry.Params {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, err := toStarlark(tgt.entry.Params[k])
+			if err != nil {
+				return nil, usage("%s: algorithms.%s.params.%s: %v", tgt.settings.Algorithm, tgt.name, k, err)
+			}
+			if k == "root" {
+				continue // passed below, after --root is applied
+			}
+			p.params = append(p.params, starlark.Tuple{starlark.String(k), v})
+		}
+	}
+	// Extra params (mock runs) replace same-named entry params.
+	for _, kv := range opts.Params {
+		for i := 0; i < len(p.params); i++ {
+			if p.params[i][0] == kv[0] {
+				p.params = append(p.params[:i], p.params[i+1:]...)
+				i--
+			}
+		}
+		p.params = append(p.params, kv)
+	}
+	// Rooted collectives get their root as a keyword argument.
+	if p.coll.Name == "broadcast" || p.coll.Name == "reduce" {
+		p.params = append(p.params, starlark.Tuple{starlark.String("root"), starlark.MakeInt(p.root)})
+	}
+	return p, nil
+}
+
+func toStarlark(v any) (starlark.Value, error) {
+	switch v := v.(type) {
+	case nil:
+		return starlark.None, nil
+	case bool:
+		return starlark.Bool(v), nil
+	case int64:
+		return starlark.MakeInt64(v), nil
+	case int:
+		return starlark.MakeInt(v), nil
+	case float64:
+		return starlark.Float(v), nil
+	case string:
+		return starlark.String(v), nil
+	case []any:
+		out := make([]starlark.Value, len(v))
+		for i, x := range v {
+			sv, err := toStarlark(x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = sv
+		}
+		return starlark.NewList(out), nil
+	case map[string]any:
+		d := starlark.NewDict(len(v))
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sv, err := toStarlark(v[k])
+			if err != nil {
+				return nil, err
+			}
+			_ = d.SetKey(starlark.String(k), sv)
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("unsupported value %v (%T)", v, v)
+}

@@ -1,0 +1,316 @@
+package ccl
+
+// The report of a run: results per size, wrong-element ranges, failures
+// with their kind, and the resource use behind the -v summary.
+
+import (
+	"io"
+	"maps"
+	"slices"
+	"sort"
+
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/tl"
+)
+
+// Report is the result of a run, shaped like `--json` output.
+type Report struct {
+	Algorithm    string    `json:"algorithm"`
+	File         string    `json:"file"`
+	Collective   string    `json:"collective"`
+	Topology     string    `json:"topology"`
+	MeshShape    []int     `json:"mesh_shape,omitempty"` // mesh_2d: [rows, cols] in force
+	TimingOnly   bool      `json:"timing_only,omitempty"`
+	WorldSize    int       `json:"world_size"`
+	BufferKind   string    `json:"buffer_kind"`
+	Backpressure string    `json:"backpressure"`
+	DataSpace    string    `json:"data_space"`
+	Results      []Result  `json:"results"`
+	WallS        float64   `json:"wall_s"`
+	Error        *ErrorOut `json:"error,omitempty"`
+}
+
+// Result is one size's row.
+type Result struct {
+	Bytes       int64      `json:"bytes"`
+	Count       int64      `json:"count"`
+	DType       string     `json:"dtype"`
+	RedOp       string     `json:"redop"`
+	InPlace     bool       `json:"in_place"`
+	SimTimeNs   float64    `json:"sim_time_ns"`
+	AlgBW       float64    `json:"algbw_gbps"`
+	BusBW       float64    `json:"busbw_gbps"`
+	LinkBW      float64    `json:"link_bw_gbps"`
+	Eff         float64    `json:"eff"`
+	Wrong       int64      `json:"wrong"`
+	Verified    bool       `json:"verified"`
+	Phase2Match *bool      `json:"phase2_match"`
+	FirstWrong  *WrongElem `json:"first_wrong,omitempty"`
+	// WrongRanges are the wrong elements of each rank that has some.
+	WrongRanges []RankWrong `json:"wrong_ranges,omitempty"`
+	Phase2      string      `json:"phase2_mismatch,omitempty"`
+	Ops         OpCounts    `json:"ops"`
+	Busiest     []Usage     `json:"busiest,omitempty"`
+	// Unfinished is what an L3 orchestration left behind when main
+	// returned (queued messages, regions never freed); an error under
+	// Options.Strict.
+	Unfinished []string `json:"unfinished,omitempty"`
+	// Time is where the ranks' time went (per rank with -v).
+	Time *TimeSummary `json:"time,omitempty"`
+	// Classes sums the resources by kind (with -v): links (pe_noc,
+	// ucie, pcie), memory ports (tcm, sram, hbm) and math units.
+	Classes []ClassUsage `json:"resource_classes,omitempty"`
+	// Interp is the interpreter work of the kernels (-v only).
+	Interp *InterpCounts `json:"starlark,omitempty"`
+	// HostMemory is the run's host memory estimate (-v only).
+	HostMemory *MemoryEstimate `json:"host_memory_estimate,omitempty"`
+	// OpLog is what the op_log cost in host memory (-v only).
+	OpLog *OpLogCost `json:"oplog,omitempty"`
+	// Outputs are the recv buffers after the run (Options.KeepOutputs).
+	Outputs [][]byte `json:"-"`
+	Events  uint64   `json:"events"`
+}
+
+// Usage is one resource's load over a run.
+type Usage struct {
+	Resource    string  `json:"resource"`
+	Bytes       int64   `json:"bytes"`
+	Utilisation float64 `json:"utilisation"`
+}
+
+// InterpCounts are the Starlark steps and tl builtin calls of all ranks'
+// kernels and threads: what an interpreted kernel costs per message.
+type InterpCounts struct {
+	Steps        int64 `json:"steps"`
+	BuiltinCalls int64 `json:"builtin_calls"`
+}
+
+// OpCounts are operation totals over ranks.
+type OpCounts struct {
+	Send  int64 `json:"send"`
+	Recv  int64 `json:"recv"`
+	Load  int64 `json:"load"`
+	Store int64 `json:"store"`
+	Math  int64 `json:"math"`
+}
+
+// WrongElem is the first element that differs from the reference.
+type WrongElem struct {
+	Rank  int    `json:"rank"`
+	Index int    `json:"index"`
+	Got   string `json:"got"`
+	Want  string `json:"want"`
+}
+
+// RankWrong are one rank's wrong elements as merged index ranges: at most
+// MaxWrongRanges, More counts the ranges left out.
+type RankWrong struct {
+	Rank   int          `json:"rank"`
+	Wrong  int          `json:"wrong"`
+	Ranges []WrongRange `json:"ranges"`
+	More   int          `json:"more_ranges,omitempty"`
+}
+
+// WrongRange is the element indices [Start, End) of a recv buffer that
+// differ from the reference. Sentinel: every one of them still holds the
+// value the out-of-place recvbuf was filled with (NaN for floats, 0xA5
+// bytes for integers), i.e. the kernel never wrote them.
+type WrongRange struct {
+	Start    int  `json:"start"`
+	End      int  `json:"end"`
+	Sentinel bool `json:"sentinel,omitempty"`
+}
+
+// MaxWrongRanges bounds the ranges kept per rank (RankWrong.More counts the rest).
+const MaxWrongRanges = 16
+
+// rangeBuilder merges the increasing wrong indices of one rank into
+// ranges of consecutive indices with the same sentinel state.
+type rangeBuilder struct {
+	rw         RankWrong
+	isSentinel func(i int) bool // nil: the buffer had no sentinel (in place)
+	open       bool             // a run is under way (kept or only counted)
+	end        int
+	sentinel   bool
+}
+
+func (b *rangeBuilder) add(i int) {
+	b.rw.Wrong++
+	s := b.isSentinel != nil && b.isSentinel(i)
+	if b.open && b.end == i && b.sentinel == s {
+		b.end++
+		if b.rw.More == 0 {
+			b.rw.Ranges[len(b.rw.Ranges)-1].End++
+		}
+		return
+	}
+	b.open, b.end, b.sentinel = true, i+1, s
+	if len(b.rw.Ranges) < MaxWrongRanges {
+		b.rw.Ranges = append(b.rw.Ranges, WrongRange{Start: i, End: i + 1, Sentinel: s})
+	} else {
+		b.rw.More++
+	}
+}
+
+// ErrorOut is the error object of the JSON report.
+type ErrorOut struct {
+	Kind      string   `json:"kind"`
+	Message   string   `json:"message"`
+	Rank      *int     `json:"rank,omitempty"`
+	Backtrace []string `json:"backtrace,omitempty"`
+	// SpawnedAt is where a failing tl.spawn thread was spawned.
+	SpawnedAt []string `json:"spawned_at,omitempty"`
+}
+
+// Exit statuses, as errkind declares them.
+const (
+	ExitOK       = errkind.ExitOK
+	ExitWrong    = errkind.ExitWrong
+	ExitUsage    = errkind.ExitUsage
+	ExitDeadlock = errkind.ExitDeadlock
+	ExitRuntime  = errkind.ExitRuntime
+)
+
+// Failure is an error with its kind, rank and the full text the user sees
+// on stderr. Code and Kind are its kind's exit status and name: set them
+// with WithKind or setKind, never by hand, so that every status comes from
+// errkind.Table.
+type Failure struct {
+	Code      int
+	Kind      string
+	kind      *errkind.Kind
+	Rank      int // -1 when no rank is involved
+	Msg       string
+	Detail    string // multi-line report (backtrace, blocked processes)
+	Backtrace []string
+	SpawnedAt []string // a failing thread's spawn stack
+	Err       error
+	// WaitFor is the wait-for graph of a deadlock.
+	WaitFor []waitEdge
+}
+
+// WriteDOT writes the failure's wait-for graph as Graphviz DOT (--dot).
+func (f *Failure) WriteDOT(w io.Writer) error { return writeDOT(w, f.WaitFor) }
+
+func (f *Failure) Error() string { return f.Msg }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// ErrorKind is the failure's kind (errkind.Kinded).
+func (f *Failure) ErrorKind() *errkind.Kind { return f.kind }
+
+// WithKind gives f the kind k (its name and exit status) and returns f.
+func WithKind(k *errkind.Kind, f *Failure) *Failure {
+	f.setKind(k)
+	return f
+}
+
+func (f *Failure) setKind(k *errkind.Kind) { f.kind, f.Code, f.Kind = k, k.Status, k.Name }
+
+// Out converts the failure into the JSON error object.
+func (f *Failure) Out() *ErrorOut {
+	o := &ErrorOut{Kind: f.Kind, Message: f.Msg, Backtrace: f.Backtrace, SpawnedAt: f.SpawnedAt}
+	if f.Rank >= 0 {
+		r := f.Rank
+		o.Rank = &r
+	}
+	return o
+}
+
+// result fills the timing and bandwidth columns of a row.
+func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats) *Result {
+	// Like nccl-tests, the size of a row is the larger per-rank buffer
+	// (allgather's recvbuf, reduce_scatter's sendbuf, alltoall's buffers):
+	// algbw counts all the data a rank ends up with or started from.
+	elems := max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world))
+	redop := p.red.String()
+	if !p.coll.Reduces {
+		redop = "none" // as nccl-tests prints for collectives without a reduction
+	}
+	res := &Result{Count: elems, Bytes: elems * int64(p.dt.Size()), DType: p.dt.String(), RedOp: redop, InPlace: p.opts.InPlace, Events: w.s.Events()}
+	var end sim.Time
+	for r := range finish {
+		end = max(end, finish[r])
+		res.Ops.Send += stats[r].Send
+		res.Ops.Recv += stats[r].Recv
+		res.Ops.Load += stats[r].Load
+		res.Ops.Store += stats[r].Store
+		res.Ops.Math += stats[r].Math
+	}
+	res.SimTimeNs = end.Ns()
+	res.Time = summarizeTime(w.spent, p.opts.Detail)
+	if end > 0 {
+		res.AlgBW = float64(res.Bytes) / end.Ns()
+	}
+	res.BusBW = res.AlgBW * p.coll.BusFactor(p.world)
+	if w.g != nil {
+		res.LinkBW = linkBandwidth(w.m, w.g)
+	}
+	if res.LinkBW > 0 {
+		res.Eff = res.BusBW / res.LinkBW
+	}
+	if p.opts.Detail && end > 0 {
+		res.Busiest = busiest(w.m, end, 8)
+		res.Classes = resourceClasses(w.m, end)
+		res.Interp = &InterpCounts{}
+		for r := range stats {
+			res.Interp.Steps += stats[r].Steps
+			res.Interp.BuiltinCalls += stats[r].Calls
+		}
+		res.OpLog = opLogCost(w.m.Log, res.Ops.Send)
+	}
+	return res
+}
+
+// busiest lists the n most utilised resources (busy time / run time), ties
+// broken by creation order so the list is deterministic.
+func busiest(m *machine.Machine, end sim.Time, n int) []Usage {
+	rs := append([]*machine.Resource(nil), m.Resources()...)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].BusyTime > rs[j].BusyTime })
+	var out []Usage
+	for _, r := range rs {
+		if len(out) == n || r.BusyTime == 0 {
+			break
+		}
+		out = append(out, Usage{Resource: r.Name, Bytes: r.Bytes, Utilisation: float64(r.BusyTime) / float64(end)})
+	}
+	return out
+}
+
+// ClassUsage is the use of one kind of resource over a run.
+type ClassUsage struct {
+	Kind  string `json:"kind"`
+	Count int    `json:"count"` // resources of the kind that carried data
+	Bytes int64  `json:"bytes"`
+	// Busiest and Mean utilisation among those resources.
+	Busiest float64 `json:"busiest"`
+	Mean    float64 `json:"mean"`
+}
+
+// resourceClasses groups the used resources by kind, in kind order.
+func resourceClasses(m *machine.Machine, end sim.Time) []ClassUsage {
+	byKind := map[string]*ClassUsage{}
+	for _, r := range m.Resources() {
+		if r.BusyTime == 0 {
+			continue
+		}
+		c := byKind[r.Kind]
+		if c == nil {
+			c = &ClassUsage{Kind: r.Kind}
+			byKind[r.Kind] = c
+		}
+		u := float64(r.BusyTime) / float64(end)
+		c.Count++
+		c.Bytes += r.Bytes
+		c.Busiest = max(c.Busiest, u)
+		c.Mean += u
+	}
+	var out []ClassUsage
+	for _, k := range slices.Sorted(maps.Keys(byKind)) {
+		c := byKind[k]
+		c.Mean /= float64(c.Count)
+		out = append(out, *c)
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package ccl
+
+// Target resolution: which configuration, module file and ccl.yaml entry a
+// `kernbench run ARG` means, and the module's entry points.
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/config"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
+)
+
+// LoadConfig reads --config or ./ccl.yaml laid over the embedded default
+// (config.LoadOverlay), or the embedded default alone, applying --set
+// overrides. It returns the config and its directory (module paths of its
+// own entries are relative to it, see moduleFile; "" for the embedded one).
+func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, string, error) {
+	name, dir := path, filepath.Dir(path)
+	var data []byte
+	var err error
+	switch {
+	case path != "":
+		data, err = script.ReadInput(path)
+	default:
+		if _, statErr := os.Stat("ccl.yaml"); statErr == nil {
+			name, dir = "ccl.yaml", "."
+			data, err = script.ReadInput(name)
+		} else {
+			name, dir = "ccl.yaml (embedded default)", ""
+			data = config.DefaultYAML()
+		}
+	}
+	if err != nil {
+		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err})
+	}
+	load := config.LoadOverlay
+	if dir == "" {
+		load = config.Load
+	}
+	cfg, err := load(name, data, sets)
+	if err != nil {
+		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	return cfg, dir, nil
+}
+
+// target is what `kernbench run X` resolved to.
+type target struct {
+	name     string // algorithm name ("" if the file has no ccl.yaml entry)
+	file     string
+	entry    *config.Algorithm
+	settings config.Settings
+}
+
+// moduleFile is the path of a's module: relative to the directory of the
+// ccl.yaml that names it, cfgDir for a local one and the working directory
+// (then the embedded files) for a shipped entry.
+func moduleFile(a *config.Algorithm, cfgDir string) string {
+	if a.Shipped {
+		return a.Module
+	}
+	return filepath.Join(cfgDir, a.Module)
+}
+
+func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Source) (*target, error) {
+	isFile := strings.HasSuffix(arg, ".star") || strings.ContainsRune(arg, '/')
+	if !isFile {
+		a, ok := cfg.Algorithms[arg]
+		if !ok {
+			return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
+				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "))})
+		}
+		set, _ := cfg.Settings(arg)
+		file := moduleFile(a, cfgDir)
+		if !src.Exists(file) {
+			cfgFile := cfg.File
+			if a.Shipped {
+				cfgFile = config.DefaultName + " (embedded default)"
+			}
+			return nil, WithKind(errkind.Config, &Failure{Rank: -1,
+				Msg: fmt.Sprintf("%s:%d: algorithms.%s.module: %s: no such file", cfgFile, a.Line, arg, file)})
+		}
+		return &target{name: arg, file: file, entry: a, settings: set}, nil
+	}
+	t := &target{file: arg, settings: cfg.Defaults}
+	if !src.Exists(arg) {
+		return nil, WithKind(errkind.Usage, &Failure{Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)})
+	}
+	// The file's ccl.yaml entry, if any: the one whose module is this very
+	// file. A file that merely shares a shipped algorithm's base name (a
+	// user's own rd_allreduce.star) is not that algorithm and must not
+	// receive its params or topology.
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	for _, n := range cfg.AlgorithmNames {
+		a := cfg.Algorithms[n]
+		if abs(moduleFile(a, cfgDir)) == abs(arg) {
+			t.name, t.entry = n, a
+			break
+		}
+	}
+	if t.entry != nil {
+		t.settings, _ = cfg.Settings(t.name)
+	}
+	return t, nil
+}
+
+const kernelKey = "kernbench.kernel"
+
+func entryPoint(globals starlark.StringDict, file, name string) (starlark.Callable, error) {
+	v, ok := globals[name]
+	if !ok {
+		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("no %q function found in %q", name, file)})
+	}
+	c, ok := v.(starlark.Callable)
+	if !ok {
+		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", name, v.Type())})
+	}
+	return c, nil
+}
+
+func loadFailure(err error) error {
+	return stepLimit(WithKind(errkind.Load, &Failure{Rank: -1, Msg: script.Format(err), Err: err}))
+}

@@ -1,0 +1,247 @@
+package ccl
+
+// The world of one simulated size: simulation, machine, placed ranks and
+// installed queue pairs, the ranks' processes, the pre-run image and phase 2.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
+	"kernbench/engine/sim"
+	"kernbench/engine/trace"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
+)
+
+// world is one simulation's machine and (once installed) its process group.
+type world struct {
+	s        *sim.Sim
+	m        *machine.Machine
+	sys      config.System // the machine description (neighbors(location=, machine=))
+	g        *machine.Group
+	initial  oplog.Image // memory before the kernels ran (phase 2's start)
+	trace    *trace.Recorder
+	traceOut io.Writer
+	oplogOut io.Writer // --oplog: written by phase2, or by run when the run failed
+	dump     io.Writer
+	warn     io.Writer // warnings (stderr); may be nil
+	// releaseHeap gives up the GC headroom taken for the image (snapshot).
+	releaseHeap func()
+	// releaseGuard ends the world's registration with the memory guard.
+	releaseGuard func()
+	// spent is each rank's kernel process time by activity (spawn).
+	spent [][sim.MaxActivities]sim.Time
+	// procNote adds a line about a blocked process to deadlock reports
+	// (an MSCCL run names the step each thread block is at).
+	procNote func(p *sim.Proc) string
+}
+
+// close ends the world's hold on the collector's settings.
+func (w *world) close() {
+	if w.releaseHeap != nil {
+		w.releaseHeap()
+		w.releaseHeap = nil
+	}
+	if w.releaseGuard != nil {
+		w.releaseGuard()
+		w.releaseGuard = nil
+	}
+}
+
+// manyTraceEvents is where a trace gets slow to open: the run says so.
+var manyTraceEvents = 1_000_000 // a variable for tests
+
+// writeTrace writes the trace, after a warning when it is very large.
+func (w *world) writeTrace() error {
+	if n := w.trace.Len(); n > manyTraceEvents && w.warn != nil {
+		fmt.Fprintf(w.warn, "kernbench: warning: the trace has %d events (over a million; a viewer may be slow to open it): --trace-ranks LIST and --trace-kinds LIST keep fewer\n", n)
+	}
+	return w.trace.WriteJSON(w.traceOut)
+}
+
+// writeFailedOplog writes the op_log of a failed run, the operations up
+// to the failure: the run's other outputs (--trace, --dot) explain a
+// failure too, and an empty --oplog file would look like a run that did
+// nothing. Phase 2, which writes it for a finished run, is not reached.
+func (w *world) writeFailedOplog(failure error) error {
+	if failure == nil || w.oplogOut == nil || w.m.Log == nil {
+		return failure
+	}
+	// A write error is not reported: the run's own failure is what the
+	// user needs to see.
+	_ = w.m.Log.WriteJSONLines(w.oplogOut)
+	return failure
+}
+
+// newWorld builds a fresh simulation and machine and places the ranks.
+func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) {
+	s := sim.New()
+	s.SetJitter(p.opts.JitterSeed)
+	s.MaxTime = sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
+	mp := machineParams(cfg.System, set)
+	mp.Untimed = p.opts.Untimed
+	m, err := machine.New(s, mp)
+	if err != nil {
+		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if err := m.Place(p.world); err != nil {
+		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if p.opts.TimingOnly {
+		m.SetTimingOnly()
+	} else if p.opts.Verify || p.opts.OpLog != nil {
+		m.Log = &oplog.Log{}
+	}
+	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr}
+	w.installGuard(p.opts.MaxMemory)
+	if p.opts.Trace != nil {
+		w.trace = trace.New()
+		var pids []int
+		if p.opts.TraceRanks != nil {
+			pids = []int{}
+			for _, r := range p.opts.TraceRanks {
+				if r < 0 || r >= len(m.Ranks) {
+					return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
+						Msg: fmt.Sprintf("--trace-ranks: rank %d is not in this run of %d rank(s)", r, len(m.Ranks))})
+				}
+				pids = append(pids, m.Ranks[r].ID+1)
+			}
+		}
+		w.trace.Only(pids, p.opts.TraceKinds)
+		m.EnableTrace(w.trace)
+	}
+	return w, nil
+}
+
+// snapshot records the initial memory image (phase 2 starts from it).
+func (w *world) snapshot() {
+	if w.m.Log != nil {
+		w.initial = w.m.Image()
+		var n int64
+		for _, b := range w.initial {
+			n += int64(len(b))
+		}
+		// The image and the memory it copies live until phase 2 is done.
+		w.releaseHeap = holdLargeHeap(2 * n)
+	}
+}
+
+// phase2 replays the op_log on the initial image and compares the result
+// with phase 1's memory; it fills Phase2Match and, on a mismatch, Phase2.
+func (w *world) phase2(p *plan, res *Result) error {
+	if w.m.Log == nil {
+		return nil
+	}
+	if p.opts.OpLog != nil {
+		if err := w.m.Log.WriteJSONLines(p.opts.OpLog); err != nil {
+			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--oplog: %v", err), Err: err})
+		}
+	}
+	if !p.opts.Verify {
+		return nil
+	}
+	// The replay runs on the pre-run image itself (nothing needs it
+	// afterwards) and is compared with the live memory: no copies.
+	img := w.initial
+	w.initial = nil
+	match := true
+	if msg := oplog.CheckCausality(w.m.Log.Records); msg != "" {
+		match = false
+		res.Phase2 = msg
+	} else if err := oplog.Replay(&img, w.m.Log.Records); err != nil {
+		match = false
+		res.Phase2 = err.Error()
+	} else if mm := oplog.Compare(img, w.m.LiveImage(), w.m.Log.Records); mm != nil {
+		match = false
+		res.Phase2 = mm.String()
+	}
+	res.Phase2Match = &match
+	return nil
+}
+
+// install resolves the topology and installs the IPCQ group (init_process_group).
+func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starlark.Callable) error {
+	set := tgt.settings
+	spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: w.sys}
+	spec.spec(p.topology, p.world, set)
+	links, _, err := neighborTables(spec, loader.NewThread("init"))
+	if err != nil {
+		return stepLimit(WithKind(errkind.Init, &Failure{Rank: -1, Msg: script.Format(err), Err: err}))
+	}
+	icfg, err := ipcqConfig(set)
+	if err != nil {
+		return WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if p.opts.Untimed {
+		icfg.Overhead, icfg.Backpressure = 0, machine.Sleep
+	}
+	if w.g, err = w.m.Install(links, icfg); err != nil {
+		return WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	w.g.Paranoid = p.opts.Check
+	// Nothing takes time in the mock: a send stays in flight for the
+	// hazard checks until its receiver takes it or the sender flushes.
+	w.g.HoldSends = p.opts.Untimed
+	if out := p.opts.CCLTrace; out != nil {
+		w.g.OnSend = func(q *machine.QueuePair, meta machine.MsgMeta, at sim.Time) {
+			fmt.Fprintf(out, "t=%v rank=%d op=send dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)
+		}
+		w.g.OnRecv = func(q *machine.QueuePair, meta machine.MsgMeta, _ machine.Region, at sim.Time) {
+			fmt.Fprintf(out, "t=%v rank=%d op=recv dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)
+		}
+	}
+	return nil
+}
+
+// run simulates to the end, converting a failed run into a Failure.
+func (w *world) run(tgt *target) error {
+	w.s.WaitWatchdog(sim.Time(tgt.settings.DeadlockTimeoutNs) * sim.Nanosecond)
+	var failure error
+	if err := w.s.Run(); err != nil {
+		// Read the blocked processes' state before Close unwinds them.
+		failure = simFailureNoted(err, tgt.file, w.procNote)
+	} else if w.g != nil {
+		if err := w.g.CheckQuiescent(); err != nil {
+			failure = WithKind(errkind.Invariant, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		}
+	}
+	if w.g != nil && w.dump != nil {
+		fmt.Fprintf(w.dump, "# queue pair pointers at t=%v\n", w.s.Now())
+		w.g.DumpPointers(w.dump)
+	}
+	w.s.Close()
+	if w.trace != nil {
+		// Written even when the run failed: the timeline up to the failure
+		// is what explains it (blocked operations end when the run ended).
+		if werr := w.writeTrace(); werr != nil && failure == nil {
+			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
+		}
+	}
+	return w.writeFailedOplog(failure)
+}
+
+// spawn starts one process per rank running body; a body error stops the
+// simulation. It returns each rank's finish time (filled as they end).
+func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlark.Thread, p *sim.Proc) error) []sim.Time {
+	finish := make([]sim.Time, n)
+	w.spent = make([][sim.MaxActivities]sim.Time, n)
+	for r := 0; r < n; r++ {
+		th := loader.NewThread(fmt.Sprintf("rank %d", r))
+		proc := w.s.Spawn(fmt.Sprintf("rank %d", r), func(proc *sim.Proc) {
+			err := body(r, th, proc)
+			finish[r] = w.s.Now()
+			w.spent[r] = proc.Spent
+			if err != nil && !errors.Is(err, sim.ErrKilled) {
+				w.s.Stop(&rankError{rank: r, err: err})
+			}
+		})
+		proc.Data = th
+	}
+	return finish
+}
