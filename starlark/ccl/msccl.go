@@ -96,7 +96,7 @@ func mscclParams(a *msccl.Algo) []starlark.Tuple {
 		var tbs []starlark.Value
 		for _, tb := range g.TBs {
 			var steps []starlark.Value
-			for _, st := range tb.Steps {
+			for i, st := range tb.Steps {
 				if st.Sends() || st.Recvs() {
 					maxCnt = max(maxCnt, st.Cnt) // what must fit a ring
 				}
@@ -117,7 +117,7 @@ func mscclParams(a *msccl.Algo) []starlark.Tuple {
 					_ = signals.SetKey(starlark.Tuple{starlark.MakeInt(tb.ID), starlark.MakeInt(st.S)}, starlark.MakeInt(st.Line))
 				}
 				steps = append(steps, starlark.Tuple{starlark.String(st.Type), src, starlark.MakeInt(st.SrcOff), dst, starlark.MakeInt(st.DstOff),
-					starlark.MakeInt(st.Cnt), dep, starlark.Bool(signal), starlark.MakeInt(st.Line)})
+					starlark.MakeInt(st.Cnt), dep, starlark.Bool(signal), starlark.MakeInt(st.Line), starlark.Bool(prefetchNext(g, tb, i, a.InPlace))})
 			}
 			dir := func(peer int) starlark.Value {
 				if peer < 0 {
@@ -143,6 +143,51 @@ func mscclParams(a *msccl.Algo) []starlark.Tuple {
 	sched.Freeze()
 	nm.Freeze()
 	return []starlark.Tuple{{starlark.String("schedule"), sched}, {starlark.String("neighbor_maps"), nm}}
+}
+
+// prefetchNext reports whether step i of thread block tb may start loading
+// the local operand of the thread block's next step, as a kernel on the
+// fused primitives passes prefetch= (ring_allreduce): the next step
+// combines a local operand (rrs, rrc, rrcs), waits for no other thread
+// block, and nothing else writes that operand meanwhile (step i, or
+// another thread block of the gpu, whose writes a load issued early could
+// miss). In place, i and o may alias: a write to the other one counts.
+func prefetchNext(g msccl.GPU, tb msccl.TB, i int, inPlace bool) bool {
+	if i+1 >= len(tb.Steps) {
+		return false
+	}
+	next, cur := tb.Steps[i+1], tb.Steps[i]
+	switch next.Type {
+	case "rrs", "rrc", "rrcs":
+	default:
+		return false
+	}
+	if next.DepID >= 0 {
+		return false
+	}
+	overlaps := func(w msccl.Step) bool {
+		if !w.Writes() {
+			return false
+		}
+		if w.DstBuf != next.SrcBuf {
+			return inPlace && w.DstBuf != msccl.Scratch && next.SrcBuf != msccl.Scratch
+		}
+		return w.DstOff < next.SrcOff+next.Cnt && next.SrcOff < w.DstOff+w.Cnt
+	}
+	if overlaps(cur) {
+		return false
+	}
+	for _, other := range g.TBs {
+		if other.ID == tb.ID {
+			continue
+		}
+		for _, w := range other.Steps {
+			if overlaps(w) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // mscclChunks checks that a size of the run cuts into the schedule's
