@@ -187,20 +187,24 @@ func TestMSCCLMatchesHandWritten(t *testing.T) {
 		xml, star string
 		count     int64
 		inPlace   bool
+		sets      []string
 	}{
-		{"allreduce_ring_ch2", "ring_ch2.star", 524288, true},
-		{"allreduce_binomial_tree1", "binomial_tree1.star", 524288, true},
-		{"allgather_ring_ch2", "allgather_ring_ch2.star", 65536, true},
-		{"alltoall_allpairs", "alltoall_allpairs.star", 16384, false},
-		{"allreduce_rdh", "rdh.star", 262144, true},
+		{"allreduce_ring_ch2", "ring_ch2.star", 524288, true, nil},
+		{"allreduce_binomial_tree1", "binomial_tree1.star", 524288, true, nil},
+		{"allreduce_binomial_tree2", "binomial_tree2.star", 524288, true, nil},
+		{"allgather_ring_ch2", "allgather_ring_ch2.star", 65536, true, nil},
+		{"alltoall_allpairs", "alltoall_allpairs.star", 16384, false, nil},
+		{"allreduce_rdh", "rdh.star", 262144, true, nil},
+		// A channel per chunk: at 16 ranks the rx rings fill TCM.
+		{"reduce_scatter_ring", "reduce_scatter_ring.star", 65536, true, []string{"defaults.buffer_kind=hbm"}},
 	}
 	for _, c := range cases {
 		for _, world := range []int{4, 8, 16} {
 			t.Run(fmt.Sprintf("%s_%d", c.xml, world), func(t *testing.T) {
 				t.Parallel()
 				counts := []int64{c.count}
-				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), Options{Counts: counts})
-				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: c.inPlace})
+				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), Options{Counts: counts, Sets: c.sets})
+				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: c.inPlace, Sets: c.sets})
 				checkCorrect(t, imported)
 				checkCorrect(t, hand)
 				for i := range counts {
