@@ -195,6 +195,8 @@ func TestMSCCLMatchesHandWritten(t *testing.T) {
 		{"alltoall_allpairs", "alltoall_allpairs.star", 16384, false, nil},
 		{"alltoall_two_step", "alltoall_two_step.star", 16384, false, nil},
 		{"allreduce_rdh", "rdh.star", 262144, true, nil},
+		// 16 ranks use 27 queue pairs on some ranks (see mscclSchedules).
+		{"allreduce_hierarchical", "hierarchical.star", 524288, true, []string{"defaults.buffer_kind=hbm"}},
 		// A channel per chunk: at 16 ranks the rx rings fill TCM.
 		{"reduce_scatter_ring", "reduce_scatter_ring.star", 65536, true, []string{"defaults.buffer_kind=hbm"}},
 	}
@@ -215,37 +217,6 @@ func TestMSCCLMatchesHandWritten(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// The hierarchical allreduce written by hand (testdata/msccl/handwritten/
-// hierarchical.star) does what allreduce_hierarchical_N.xml does, chunk by
-// chunk, but not in the same time: the XML's time is that of msccl-tools'
-// packing of the chunks' steps into channels and thread blocks (its flow
-// channel assignment and greedy thread-block assignment in chunk-step
-// order), which the kernel, one thread and channel per chunk, does not
-// reproduce. docs/msccl.md has the figures; here both must verify and the
-// times are logged.
-func TestMSCCLHierarchicalHandWritten(t *testing.T) {
-	sets := []string{"defaults.buffer_kind=hbm"}
-	for _, world := range []int{4, 8, 16} {
-		t.Run(fmt.Sprint(world), func(t *testing.T) {
-			t.Parallel()
-			counts := []int64{524288}
-			imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("allreduce_hierarchical_%d.xml", world)), Options{Counts: counts, Sets: sets})
-			hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", "hierarchical.star"), Options{Counts: counts, WorldSize: world, InPlace: true, Sets: sets})
-			checkCorrect(t, imported)
-			checkCorrect(t, hand)
-			for _, rep := range []*Report{imported, hand} {
-				for _, r := range rep.Results {
-					if r.Phase2Match == nil || !*r.Phase2Match {
-						t.Errorf("%s: phase2_match = %v, want true", rep.Algorithm, r.Phase2Match)
-					}
-				}
-			}
-			x, h := imported.Results[0].SimTimeNs, hand.Results[0].SimTimeNs
-			t.Logf("imported %.3f us, by hand %.3f us (%+.1f %%)", x/1000, h/1000, 100*(x-h)/h)
-		})
 	}
 }
 
