@@ -51,5 +51,14 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		_ = a.Matches()
+		// --redop avg's analysis runs on any valid schedule of a
+		// reduction; its only error is a step completing part of its
+		// chunks.
+		a.Coll = "allreduce"
+		if _, err := a.Completing(nil); err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("Completing: error %T, want *Error: %v", err, err)
+			}
+		}
 	})
 }

@@ -171,15 +171,25 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 			r.refuse(k, name, at, notBuffer)
 			return
 		}
-		// Its step goes where it is joined (tl.wait, or the end of the
-		// kernel): an MSCCL thread block cannot overlap its steps, and the
-		// calls the kernel made meanwhile must not queue behind it.
 		if l := r.last[k]; l != nil {
 			a.deps = append(a.deps, l)
 		}
 		a.deps = append(a.deps, r.pending[k]...)
 		r.async[result] = a
 		r.asyncOrder = append(r.asyncOrder, a)
+		if name == "send_async" {
+			// Its step goes where it is issued, in the thread block of its
+			// connection: the importer runs an s step in the background
+			// until that thread block's next send, as the kernel did, so
+			// the calls made meanwhile (a round's last receive) overlap it.
+			// The thread's later calls do not wait for it (r.last stays),
+			// only those after its tl.wait.
+			r.join(a)
+			return
+		}
+		// A copy's step goes where it is joined (tl.wait, or the end of
+		// the kernel): an MSCCL thread block cannot overlap its steps, and
+		// the calls the kernel made meanwhile must not queue behind it.
 		return
 	case "recv":
 		dst := ptr(1, "dst")

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -75,8 +76,9 @@ func mscclNeighbors(a *msccl.Algo) []map[string]int {
 }
 
 // mscclParams are the runner's keyword arguments: the schedule and the
-// neighbour maps, frozen (parallel sweeps share them).
-func mscclParams(a *msccl.Algo) []starlark.Tuple {
+// neighbour maps, frozen (parallel sweeps share them). final are the steps
+// that divide the sum by the world size (--redop avg; nil otherwise).
+func mscclParams(a *msccl.Algo, final map[msccl.StepRef]bool) []starlark.Tuple {
 	str := func(kv starlark.StringDict) starlark.Value {
 		return starlarkstruct.FromStringDict(starlarkstruct.Default, kv)
 	}
@@ -97,7 +99,7 @@ func mscclParams(a *msccl.Algo) []starlark.Tuple {
 		var tbs []starlark.Value
 		for _, tb := range g.TBs {
 			var steps []starlark.Value
-			for _, st := range tb.Steps {
+			for i, st := range tb.Steps {
 				if st.Sends() || st.Recvs() {
 					maxCnt = max(maxCnt, st.Cnt) // what must fit a ring
 				}
@@ -118,7 +120,8 @@ func mscclParams(a *msccl.Algo) []starlark.Tuple {
 					_ = signals.SetKey(starlark.Tuple{starlark.MakeInt(tb.ID), starlark.MakeInt(st.S)}, starlark.MakeInt(st.Line))
 				}
 				steps = append(steps, starlark.Tuple{starlark.String(st.Type), src, starlark.MakeInt(st.SrcOff), dst, starlark.MakeInt(st.DstOff),
-					starlark.MakeInt(st.Cnt), dep, starlark.Bool(signal), starlark.MakeInt(st.Line)})
+					starlark.MakeInt(st.Cnt), dep, starlark.Bool(signal), starlark.MakeInt(st.Line), starlark.Bool(prefetchNext(g, tb, i, a.InPlace)),
+					starlark.Bool(final[msccl.StepRef{GPU: g.ID, TB: tb.ID, S: st.S}])})
 			}
 			dir := func(peer int) starlark.Value {
 				if peer < 0 {
@@ -144,6 +147,101 @@ func mscclParams(a *msccl.Algo) []starlark.Tuple {
 	sched.Freeze()
 	nm.Freeze()
 	return []starlark.Tuple{{starlark.String("schedule"), sched}, {starlark.String("neighbor_maps"), nm}}
+}
+
+// prefetchNext reports whether step i of thread block tb may start loading
+// the local operand of the thread block's next step, as a kernel on the
+// fused primitives passes prefetch= (ring_allreduce): the next step
+// combines a local operand (rrs, rrc, rrcs), waits for no other thread
+// block, and nothing else writes that operand meanwhile (step i, or
+// another thread block of the gpu, whose writes a load issued early could
+// miss). In place, i and o may alias: a write to the other one counts.
+func prefetchNext(g msccl.GPU, tb msccl.TB, i int, inPlace bool) bool {
+	if i+1 >= len(tb.Steps) {
+		return false
+	}
+	next, cur := tb.Steps[i+1], tb.Steps[i]
+	switch next.Type {
+	case "rrs", "rrc", "rrcs":
+	default:
+		return false
+	}
+	if next.DepID >= 0 {
+		return false
+	}
+	overlaps := func(w msccl.Step) bool {
+		if !w.Writes() {
+			return false
+		}
+		if w.DstBuf != next.SrcBuf {
+			return inPlace && w.DstBuf != msccl.Scratch && next.SrcBuf != msccl.Scratch
+		}
+		return w.DstOff < next.SrcOff+next.Cnt && next.SrcOff < w.DstOff+w.Cnt
+	}
+	if overlaps(cur) {
+		return false
+	}
+	for _, other := range g.TBs {
+		if other.ID == tb.ID {
+			continue
+		}
+		for _, w := range other.Steps {
+			if overlaps(w) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// mscclAvg finds where --redop avg divides: the reductions that complete a
+// chunk's sum (the XML does not mark them). Those must be rrc or rrcs,
+// the primitives that can divide what they store (final=True); an rrs
+// sends the complete sum without storing it and tl.reduce (re) has no
+// such option, so a schedule completing a sum there is refused.
+func mscclAvg(a *msccl.Algo) (map[msccl.StepRef]bool, error) {
+	final, err := a.Completing(mscclAlias(a))
+	if err != nil {
+		return nil, &Failure{Code: ExitUsage, Kind: "MSCCLError", Rank: -1, Msg: err.Error(), Err: err}
+	}
+	var refs []msccl.StepRef
+	for ref := range final {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		x, y := refs[i], refs[j]
+		return x.GPU < y.GPU || x.GPU == y.GPU && (x.TB < y.TB || x.TB == y.TB && x.S < y.S)
+	})
+	for _, ref := range refs {
+		st := a.GPUs[ref.GPU].TBs[ref.TB].Steps[ref.S]
+		if st.Type == "rrs" || st.Type == "re" {
+			return nil, usage("%s:%d: --redop avg: gpu %d tb %d step %d (%s) completes a sum, where avg divides by the world size; kernbench divides in the step that stores the complete sum (rrc or rrcs), and %s cannot", a.File, st.Line, ref.GPU, ref.TB, ref.S, st.Type, st.Type)
+		}
+	}
+	return final, nil
+}
+
+// mscclAlias says which chunks of i and o share memory in an in-place
+// schedule, as NCCL aliases them: allreduce and reduce use one buffer,
+// reduce_scatter's recvbuf is the rank's chunk of sendbuf, allgather's
+// sendbuf the rank's chunk of recvbuf. Chunks are named by the larger
+// buffer.
+func mscclAlias(a *msccl.Algo) msccl.Alias {
+	if !a.InPlace {
+		return nil
+	}
+	per := a.NChunksPerLoop / a.NGPUs // chunks of the smaller buffer
+	return func(g int, b msccl.Buffer, idx int) (msccl.Buffer, int) {
+		switch {
+		case (a.Coll == "allreduce" || a.Coll == "reduce") && b == msccl.Output:
+			return msccl.Input, idx
+		case a.Coll == "reduce_scatter" && b == msccl.Output:
+			return msccl.Input, g*per + idx
+		case a.Coll == "allgather" && b == msccl.Input:
+			return msccl.Output, g*per + idx
+		}
+		return b, idx
+	}
 }
 
 // mscclChunks checks that a size of the run cuts into the schedule's
@@ -197,8 +295,12 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		return nil, usage("%s: an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology %s", arg, opts.Topology)
 	case opts.InPlace && !a.InPlace:
 		return nil, usage("%s is an out-of-place schedule (inplace=0); drop --in-place", arg)
-	case opts.RedOp == "avg":
-		return nil, usage("%s: --redop avg is not supported for MSCCL schedules (the XML does not say which reduction of an element is its last, where avg divides)", arg)
+	}
+	var final map[msccl.StepRef]bool
+	if opts.RedOp == "avg" {
+		if final, err = mscclAvg(a); err != nil {
+			return nil, err
+		}
 	}
 	if root, ok := mscclRoot(a); ok {
 		if opts.Root != 0 && opts.Root != root {
@@ -207,7 +309,7 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		opts.Root = root
 	}
 	opts.WorldSize, opts.Collective, opts.Topology, opts.InPlace = a.NGPUs, a.Coll, "custom", a.InPlace
-	opts.Params = append(append([]starlark.Tuple(nil), opts.Params...), mscclParams(a)...)
+	opts.Params = append(append([]starlark.Tuple(nil), opts.Params...), mscclParams(a, final)...)
 	loader := &script.Loader{Src: src, Search: "algorithms", MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared(), PrintPrefix: printPrefix}
 	globals, err := loader.Load(mscclRunnerName)
 	if err != nil {

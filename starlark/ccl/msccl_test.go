@@ -104,7 +104,6 @@ func TestMSCCLFlagConflicts(t *testing.T) {
 		{"collective", file, Options{Collective: "allgather"}, file + " is an alltoall schedule; drop --collective allgather"},
 		{"topology", file, Options{Topology: "ring_1d"}, file + ": an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology ring_1d"},
 		{"in place", file, Options{InPlace: true}, file + " is an out-of-place schedule (inplace=0); drop --in-place"},
-		{"avg", inplace, Options{RedOp: "avg"}, inplace + ": --redop avg is not supported for MSCCL schedules (the XML does not say which reduction of an element is its last, where avg divides)"},
 		{"ragged", inplace, Options{Counts: []int64{6}}, inplace + ": count 6: the allreduce buffer of 6 elements does not cut into nchunksperloop=4 equal chunks; use a count whose larger buffer is a multiple of 4"},
 		{"missing", "nowhere.xml", Options{}, "nowhere.xml: no such file"},
 	}
@@ -187,20 +186,27 @@ func TestMSCCLMatchesHandWritten(t *testing.T) {
 		xml, star string
 		count     int64
 		inPlace   bool
+		sets      []string
 	}{
-		{"allreduce_ring_ch2", "ring_ch2.star", 524288, true},
-		{"allreduce_binomial_tree1", "binomial_tree1.star", 524288, true},
-		{"allgather_ring_ch2", "allgather_ring_ch2.star", 65536, true},
-		{"alltoall_allpairs", "alltoall_allpairs.star", 16384, false},
-		{"allreduce_rdh", "rdh.star", 262144, true},
+		{"allreduce_ring_ch2", "ring_ch2.star", 524288, true, nil},
+		{"allreduce_binomial_tree1", "binomial_tree1.star", 524288, true, nil},
+		{"allreduce_binomial_tree2", "binomial_tree2.star", 524288, true, nil},
+		{"allgather_ring_ch2", "allgather_ring_ch2.star", 65536, true, nil},
+		{"alltoall_allpairs", "alltoall_allpairs.star", 16384, false, nil},
+		{"alltoall_two_step", "alltoall_two_step.star", 16384, false, nil},
+		{"allreduce_rdh", "rdh.star", 262144, true, nil},
+		// 16 ranks use 27 queue pairs on some ranks (see mscclSchedules).
+		{"allreduce_hierarchical", "hierarchical.star", 524288, true, []string{"defaults.buffer_kind=hbm"}},
+		// A channel per chunk: at 16 ranks the rx rings fill TCM.
+		{"reduce_scatter_ring", "reduce_scatter_ring.star", 65536, true, []string{"defaults.buffer_kind=hbm"}},
 	}
 	for _, c := range cases {
 		for _, world := range []int{4, 8, 16} {
 			t.Run(fmt.Sprintf("%s_%d", c.xml, world), func(t *testing.T) {
 				t.Parallel()
 				counts := []int64{c.count}
-				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), Options{Counts: counts})
-				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: c.inPlace})
+				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), Options{Counts: counts, Sets: c.sets})
+				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: c.inPlace, Sets: c.sets})
 				checkCorrect(t, imported)
 				checkCorrect(t, hand)
 				for i := range counts {
@@ -211,5 +217,63 @@ func TestMSCCLMatchesHandWritten(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// --redop avg divides where a chunk's sum completes, which kernbench finds
+// by following the contributions through the schedule: every generated
+// schedule of a reduction verifies with avg (an undivided sum would be
+// #wrong), in place and out of place, with a short last loop iteration.
+func TestMSCCLAvg(t *testing.T) {
+	for _, s := range mscclSchedules {
+		if s.collective != "allreduce" && s.collective != "reduce_scatter" {
+			continue
+		}
+		for _, world := range []int{4, 8} {
+			file := filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", s.prefix, world))
+			t.Run(filepath.Base(file), func(t *testing.T) {
+				t.Parallel()
+				for _, dtype := range []string{"f32", "bf16"} {
+					rep := runVerified(t, file, Options{Counts: []int64{36000}, Sets: s.sets, RedOp: "avg", DType: dtype})
+					checkCorrect(t, rep)
+				}
+			})
+		}
+	}
+}
+
+// A schedule whose sum completes in a step that cannot divide (an rrs
+// sends the sum without storing it) runs with sum but not with avg: exit
+// 2 naming the step and its line.
+func TestMSCCLAvgRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rrs_completes.xml")
+	src := `<algo name="rrs_completes" nchannels="1" nchunksperloop="1" ngpus="2" coll="allreduce" inplace="1">
+  <gpu id="0" i_chunks="1" o_chunks="0" s_chunks="0">
+    <tb id="0" send="1" recv="1" chan="0">
+      <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
+      <step s="1" type="r" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
+      <step s="2" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
+    </tb>
+  </gpu>
+  <gpu id="1" i_chunks="1" o_chunks="0" s_chunks="0">
+    <tb id="0" send="0" recv="0" chan="0">
+      <step s="0" type="rrs" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
+      <step s="1" type="r" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
+    </tb>
+  </gpu>
+</algo>
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkCorrect(t, runVerified(t, file, Options{Counts: []int64{4096}}))
+	_, err := Run(file, Options{Counts: []int64{4096}, RedOp: "avg", Embedded: kernbench.Files})
+	var f *Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("Run: %v, want a *Failure", err)
+	}
+	want := file + ":11: --redop avg: gpu 1 tb 0 step 0 (rrs) completes a sum, where avg divides by the world size; kernbench divides in the step that stores the complete sum (rrc or rrcs), and rrs cannot"
+	if diff := cmp.Diff([]any{ExitUsage, want}, []any{f.Code, f.Msg}); diff != "" {
+		t.Errorf("exit status and message (-want +got):\n%s", diff)
 	}
 }
