@@ -83,10 +83,10 @@ func (e MemoryEstimate) parts() string {
 // (estimateRecords). Runs dominated by many small messages, against peak
 // RSS (same machine; the first estimate counted full-slot messages only):
 //
-//	alltoall 64 × 4K (ring relay)   457 MiB measured, estimate 608 MiB (was 122 MiB)
-//	rd_allreduce 256 × 4K           267 MiB measured, estimate 292 MiB
-//	tree_allreduce 256 × 4K          97 MiB measured, estimate 191 MiB
-//	tree_allreduce 1024 × 4K        315 MiB measured, estimate 746 MiB
+//	alltoall 64 × 4K (ring relay)   470 MiB measured, estimate 608 MiB (was 122 MiB)
+//	rd_allreduce 256 × 4K           261 MiB measured, estimate 292 MiB (was 212 MiB)
+//	tree_allreduce 256 × 4K          93 MiB measured, estimate 191 MiB
+//	tree_allreduce 1024 × 4K        328 MiB measured, estimate 747 MiB
 //
 // (the table above predates the bound and the pointer headroom below,
 // which add about a fifth to its verified rows.)
