@@ -272,6 +272,48 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), FormatBytes(limit), strings.Join(alts, ", "))}
 }
 
+// memBudget shares --max-memory between the sizes a -j sweep simulates at
+// once: each was checked against the whole limit alone, so together they
+// could pass it and end the sweep at the run-time guard. A size starts
+// once its estimate fits next to those running; one that fits alone
+// always starts, at the latest when the others are done. Only when sizes
+// run changes, never what they report.
+type memBudget struct {
+	mu    sync.Mutex
+	freed *sync.Cond
+	limit int64
+	used  int64
+}
+
+func newMemBudget(limit int64) *memBudget {
+	if limit <= 0 {
+		return nil
+	}
+	b := &memBudget{limit: limit}
+	b.freed = sync.NewCond(&b.mu)
+	return b
+}
+
+// acquire waits until n more bytes fit (or nothing else runs) and returns
+// the function that gives them back. A nil budget admits everything.
+func (b *memBudget) acquire(n int64) (release func()) {
+	if b == nil {
+		return func() {}
+	}
+	b.mu.Lock()
+	for b.used > 0 && b.used > b.limit-n {
+		b.freed.Wait()
+	}
+	b.used += n
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.used -= n
+		b.mu.Unlock()
+		b.freed.Broadcast()
+	}
+}
+
 // flagSize writes n as a size flag takes it (64K, 1M).
 func flagSize(n int64) string {
 	for _, u := range []struct {

@@ -8,6 +8,7 @@ import (
 	"kernbench"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -220,4 +221,37 @@ func TestEstimateMessagesBoundsShippedAlgorithms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A -j sweep's sizes share --max-memory: a size waits while its estimate
+// does not fit next to the running ones, and one over the limit alone
+// still runs once nothing else does.
+func TestMemBudget(t *testing.T) {
+	b := newMemBudget(100)
+	relA := b.acquire(60)
+	started := make(chan struct{})
+	go func() {
+		rel := b.acquire(50) // 60 + 50 > 100: waits for A
+		close(started)
+		rel()
+	}()
+	select {
+	case <-started:
+		t.Fatal("a size started while its estimate did not fit next to the running one")
+	case <-time.After(50 * time.Millisecond):
+	}
+	relA()
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting size did not start once the running one was done")
+	}
+	relC := b.acquire(30)
+	relD := b.acquire(70) // 30 + 70 fits exactly
+	relC()
+	relD()
+	relBig := b.acquire(500) // alone: runs
+	relBig()
+	var none *memBudget
+	none.acquire(1 << 60)() // no limit: admits everything
 }

@@ -537,6 +537,8 @@ func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *s
 	}
 	slots := make(chan struct{}, p.opts.Jobs)
 	stop := make(chan struct{})
+	p.budget = newMemBudget(p.opts.MaxMemory)
+	defer func() { p.budget = nil }()
 	var wg sync.WaitGroup
 	go func() {
 		for i, count := range p.counts {
@@ -680,6 +682,8 @@ type plan struct {
 	root      int // root rank of broadcast and reduce
 	// procNote, when set, is passed to the run's world (see world.procNote).
 	procNote func(p *sim.Proc) string
+	// budget shares --max-memory between the sizes of a -j sweep.
+	budget *memBudget
 }
 
 func usage(format string, args ...any) error {
@@ -1200,6 +1204,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 			return nil, err
 		}
 	}
+	defer p.budget.acquire(est.Total())()
 	b, err := newBench(p, w.m, count)
 	if err != nil {
 		return nil, err
