@@ -28,7 +28,7 @@ func TestEstimateMemory(t *testing.T) {
 	const mib = 1 << 20
 	rg := rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4} // a ring of 8 ranks, two directions each
 	ringBytes := int64(16 * 8 * 4096)
-	ranks := int64(8 * perRankBytes)
+	ranks := int64(8 * (perRankBytes + 8*4*perStepBytes))
 	// ring allreduce at 8 ranks × 1 MiB: 1.75 MiB of bus bytes per rank in
 	// 4 KiB messages, 448 per rank, and a partly filled one for each of
 	// 8 × 4 steps.
@@ -85,10 +85,10 @@ func TestCheckMemory(t *testing.T) {
 		{"no limit", 0, Options{Verify: true}, nil},
 		{"fits", 1 << 30, Options{Verify: true}, nil},
 		{"over: names the estimate and every alternative", 128 << 20, Options{Verify: true},
-			[]string{"this run (4M per rank buffer) needs about 217.0 MiB of host memory (simulated memory 64.0 MiB, pre-run image 64.5 MiB", "over --max-memory 128.0 MiB",
-				"--timing-only (about 25.5 MiB: fits)", "--verify-data=false (about 97.1 MiB: fits)", "--bytes 2M or smaller (about ", "raise --max-memory"}},
+			[]string{"this run (4M per rank buffer) needs about 217.1 MiB of host memory (simulated memory 64.0 MiB, pre-run image 64.5 MiB", "over --max-memory 128.0 MiB",
+				"--timing-only (about 25.5 MiB: fits)", "--verify-data=false (about 97.2 MiB: fits)", "--bytes 2M or smaller (about ", "raise --max-memory"}},
 		{"nothing fits", 10 << 20, Options{Verify: true},
-			[]string{"--timing-only (about 25.5 MiB: too large too)", "--verify-data=false (about 97.1 MiB: too large too)", "none fits at this world size"}},
+			[]string{"--timing-only (about 25.5 MiB: too large too)", "--verify-data=false (about 97.2 MiB: too large too)", "none fits at this world size"}},
 		{"unverified: no --verify-data=false", 32 << 20, Options{},
 			[]string{"--timing-only (about", "--bytes"}},
 	}
