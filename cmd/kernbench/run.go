@@ -617,12 +617,25 @@ func parseSweep(spec string) ([]int64, error) {
 	if lo <= 0 || hi < lo {
 		return nil, fmt.Errorf("--sweep %q: want 0 < MIN <= MAX", spec)
 	}
+	// The steps are counted first: a FACTOR a hair over 1 would take for
+	// ever, and a sweep that stopped at a row cap would silently leave out
+	// the sizes the user asked for up to MAX. The loop compares floats: a
+	// huge FACTOR makes v infinite, whose int64 is negative.
+	if steps := math.Log(float64(hi)/float64(lo)) / math.Log(factor); steps >= maxSweepSizes {
+		return nil, fmt.Errorf("--sweep %q: about %.0f sizes, more than %d; use a larger FACTOR or a narrower MIN:MAX", spec, steps+1, maxSweepSizes)
+	}
 	var sizes []int64
-	for v := float64(lo); int64(v) <= hi && len(sizes) < 1000; v *= factor {
-		sizes = append(sizes, int64(v))
+	for v := float64(lo); v <= float64(hi); v *= factor {
+		// A FACTOR close to 1 rounds several steps to one size: one row.
+		if n := int64(v); len(sizes) == 0 || n != sizes[len(sizes)-1] {
+			sizes = append(sizes, n)
+		}
 	}
 	return sizes, nil
 }
+
+// maxSweepSizes bounds the rows of a sweep.
+const maxSweepSizes = 1000
 
 // outputFile is an output file given by a flag (--oplog, --trace). It is
 // written to a temporary file in the same folder and renamed into place

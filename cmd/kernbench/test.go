@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/engine/config"
+	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/testrun"
 )
@@ -19,6 +21,7 @@ func newTestCmd(stdout, stderr io.Writer) *cobra.Command {
 	var run string
 	var verbose, asJSON bool
 	var maxSteps uint64
+	var maxMemory string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "test [PATH...]",
@@ -32,8 +35,14 @@ Each test file has -timeout (default 10m, like go test) of wall-clock time;
 at the limit its running test and the rest of the file stop. A test that
 runs longer than 10s is reported on stderr every 10s.
 
+Host memory is bounded as in kernbench run (--max-memory, default 80% of
+the memory available): a mock run or run_l3 estimated over it fails its
+test; one that passes it while simulating stops with "out of memory at
+t=…" and exit status 3.
+
 Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
-3 a test file passed its -timeout.`,
+3 a test file passed its -timeout or a test's simulation passed
+--max-memory.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout < 0 {
 				return usageErr(stderr, asJSON, fmt.Sprintf("-timeout must be >= 0 (got %v)", timeout))
@@ -41,12 +50,23 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			if maxSteps == 0 {
 				maxSteps = defaultMaxSteps
 			}
+			limit := ccl.DefaultMaxMemory()
+			if maxMemory != "" {
+				n, err := config.ParseSize(maxMemory)
+				if err != nil || n <= 0 {
+					if err == nil {
+						err = fmt.Errorf("must be > 0 (got %s)", maxMemory)
+					}
+					return usageErr(stderr, asJSON, "--max-memory: "+err.Error())
+				}
+				limit = n
+			}
 			// print() of the tests and the progress reporter share stderr.
 			stderr := &lockedWriter{w: stderr}
 			prog := newTestProgress(stderr, progressEvery)
 			defer prog.stop()
 			o := testrun.Options{Verbose: verbose, Embedded: kernbench.Files, Stderr: stderr, MaxSteps: maxSteps,
-				Timeout: timeout, OnTest: prog.start}
+				Timeout: timeout, MaxMemory: limit, OnTest: prog.start}
 			if run != "" {
 				re, err := regexp.Compile(run)
 				if err != nil {
@@ -59,7 +79,7 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 				return usageErr(stderr, asJSON, err.Error())
 			}
 			var all []testrun.Result
-			passed, failed, broken, timedOut := 0, 0, 0, 0
+			passed, failed, broken, timedOut, outOfMemory := 0, 0, 0, 0, 0
 			for _, f := range files {
 				start := time.Now()
 				prog.start(f, "loading")
@@ -83,6 +103,9 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 					fileFailed++
 					if r.TimedOut {
 						timedOut++
+					}
+					if r.OutOfMemory {
+						outOfMemory++
 					}
 					fmt.Fprintf(stdout, "--- FAIL: %s (%.2fs)\n", r.Name, r.Seconds)
 					for _, m := range r.Messages {
@@ -112,6 +135,8 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 				return &exitError{kind: errkind.Load, err: fmt.Errorf("%d test file(s) did not load", broken)}
 			case timedOut > 0:
 				return &exitError{kind: errkind.TestTimeout, err: fmt.Errorf("%d test(s) passed -timeout", timedOut)}
+			case outOfMemory > 0:
+				return &exitError{kind: errkind.HostMemory, err: fmt.Errorf("%d test(s) passed --max-memory", outOfMemory)}
 			case failed > 0:
 				return &exitError{kind: errkind.TestFailed, err: fmt.Errorf("%d test(s) failed", failed)}
 			}
@@ -122,6 +147,7 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing tests too")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "also print the results as one JSON document")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "wall-clock limit of each test file (0 = none); also -timeout")
+	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "host memory each simulation of a test may use, e.g. 4G (default: 80% of the memory available to the process, cgroup limit included)")
 	cmd.Flags().Uint64Var(&maxSteps, "max-steps", 0, "Starlark step limit per thread, tests and the kernels they run (0 = default 10^8)")
 	return cmd
 }

@@ -77,6 +77,12 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 		InitGroup: func(int) (*machine.Group, error) {
 			if w.g == nil && initErr == nil {
 				initErr = w.install(p, tgt, loader, hook)
+				if initErr == nil {
+					// The bench's buffers are args.count elements per
+					// rank, as the builtin bench's: the same estimate,
+					// now that the rings are known.
+					_, initErr = p.checkMemory(count, ringsOf(w.g))
+				}
 			}
 			return w.g, initErr
 		},

@@ -61,7 +61,11 @@ func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedde
 		}
 		return &starlark.Thread{Name: name, Print: th.Print, Load: th.Load}
 	}
-	_, err = runL3Once("run_l3", mainFn, cfg, newThread, Options{})
+	opts := Options{}
+	if len(limits) > 0 && limits[0] != nil {
+		opts.MaxMemory = limits[0].MaxMemory
+	}
+	_, err = runL3Once("run_l3", mainFn, cfg, newThread, opts)
 	return err
 }
 

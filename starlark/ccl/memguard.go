@@ -35,7 +35,7 @@ type MemoryEstimate struct {
 	Data    int64 `json:"data"`    // simulated memory behind the bench's buffers
 	Image   int64 `json:"image"`   // the pre-run image a verified run keeps for phase 2
 	Rings   int64 `json:"rings"`   // IPCQ receive rings (backed as messages land)
-	OpLog   int64 `json:"oplog"`   // op_log records (a lower bound: see estimateRecords)
+	OpLog   int64 `json:"oplog"`   // op_log records (an upper bound: see estimateRecords)
 	Phase2  int64 `json:"phase2"`  // the replay's working set (verified runs)
 	Ranks   int64 `json:"ranks"`   // per-rank machine, process and interpreter state
 	Runtime int64 `json:"runtime"` // the program itself and the collector's headroom
@@ -79,16 +79,42 @@ func (e MemoryEstimate) parts() string {
 // The constants below come from those runs: per rank, the PE's
 // resources, its kernel's coroutine and Starlark thread (the timing-only
 // run); per op_log record, the Record and its pointer in Log.Records
-// (208 bytes, -v prints it) and recordsPerMsg as -v measures it on
-// ring_allreduce; the runtime, what a small run of the binary holds.
-// The op_log part is a lower bound: ring_allreduce at 1024 ranks × 4K
-// sends 2 × 1023 four-byte messages per rank where the estimate counts
-// two 4 KiB ones, and held 2.8 GiB after 6 minutes; the run-time guard
-// is what stops such runs.
+// (208 bytes, -v prints it); the runtime, what a small run of the binary
+// holds. The op_log part is an upper bound on the records
+// (estimateRecords). Runs dominated by many small messages, against peak
+// RSS (same machine; the first estimate counted full-slot messages only):
+//
+//	alltoall 64 × 4K (ring relay)   470 MiB measured, estimate 608 MiB (was 122 MiB)
+//	rd_allreduce 256 × 4K           261 MiB measured, estimate 292 MiB (was 212 MiB)
+//	tree_allreduce 256 × 4K          93 MiB measured, estimate 191 MiB
+//	tree_allreduce 1024 × 4K        328 MiB measured, estimate 747 MiB
+//
+// (the table above predates the bound, the pointer headroom and the
+// per-step state below, which add about a fifth to its verified rows and
+// make its timing-only row 100 MiB.)
+//
+// Not counted: what a kernel allocates itself (scratch, staging) and the
+// collector's headroom of up to the live heap while it is under 256 MiB
+// (holdLargeHeap): a small unverified run may peak at twice its estimate,
+// far below any limit that matters.
 const (
-	perRankBytes  = 192 << 10
-	runtimeBytes  = 24 << 20
-	recordsPerMsg = 5.5 // measured on ring_allreduce (-v): send, recv, loads, stores, math
+	perRankBytes = 192 << 10
+	runtimeBytes = 24 << 20
+	// recordsPerMsg bounds the records a message costs (send, recv,
+	// loads, stores, math): -v measures 4.0 (alltoall) to 6.0
+	// (ring_reduce_scatter, mesh_allreduce) on the shipped algorithms.
+	recordsPerMsg = 6.5
+	// perStepBytes: a rank's kernel state per step of its algorithm
+	// (estimateMessages' steps), with the collector's headroom. Measured
+	// on ring_allreduce --timing-only at 4K: 256 ranks 64 MiB, 512 ranks
+	// 178 MiB, 1024 ranks 625 MiB peak RSS (estimates 100, 232 and
+	// 664 MiB; perRankBytes alone gave 72, 120 and 216).
+	perStepBytes = 112
+	// minPieceBytes: the smallest piece a pipeline cuts a chunk into
+	// (estimateMessages).
+	minPieceBytes = 512
+	// recordsPerRank: the bench's own records (host writes of the inputs).
+	recordsPerRank = 16
 	// phase2PerRecord is the replay's working set per record: its copy of
 	// the record order (a pointer) and a tile slot (oplog.Replay; the
 	// tiles' bytes are recycled as they are consumed).
@@ -102,7 +128,14 @@ var recordBytes = int64(unsafe.Sizeof(oplog.Record{})) + 8
 // estimateMemory is the estimate for one size: count elements per rank,
 // rg the installed receive rings.
 func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
-	e := MemoryEstimate{Ranks: int64(p.world) * perRankBytes, Runtime: runtimeBytes}
+	// Per rank: its machine and interpreter state, and what its kernel
+	// keeps per step (a ring's table of p chunk views: 1024 ranks hold
+	// 1024² of them, --timing-only or not).
+	steps := int64(0)
+	if rg.QPs > 0 {
+		steps = 8 * int64(max(1, rg.Reach))
+	}
+	e := MemoryEstimate{Ranks: satMul(int64(p.world), sat(perRankBytes, satMul(steps, perStepBytes))), Runtime: runtimeBytes}
 	if p.opts.TimingOnly {
 		return e // no byte is backed and no op_log kept
 	}
@@ -132,25 +165,68 @@ func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
 	// collector keeps a headroom of up to 15 % for (gc.go); garbage fills
 	// about two thirds of it at the peak (the calibration runs).
 	e.Runtime = sat(e.Runtime, sat(e.Data, e.Image)/100*10)
+	// The op_log, the replay's records and the ranks' state hold
+	// pointers; between collections the heap grows by up to half of them
+	// (measured on alltoall 64 × 4K and rd_allreduce 256 × 4K, where they
+	// dominate).
+	e.Runtime = sat(e.Runtime, sat(e.OpLog, sat(e.Phase2, e.Ranks))/2)
 	return e
 }
 
-// estimateRecords is a lower bound on the op_log records of a run: every
-// rank moves at least the collective's bus bytes (BusFactor × buffer) in
-// messages of at most one slot, and a message costs about recordsPerMsg
-// records. Algorithms that send more, smaller messages (a ring over many
-// ranks with tiny chunks) log more: the run-time guard catches those.
+// estimateRecords bounds the op_log records of a run from above: every
+// rank's messages (estimateMessages) at recordsPerMsg records each, plus
+// the bench's own records per rank.
 func (p *plan) estimateRecords(count int64, rg rings) int64 {
 	if rg.QPs == 0 || rg.SlotSize <= 0 {
 		return 0
 	}
-	buf := float64(max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)) * int64(p.dt.Size()))
-	msgs := math.Ceil(p.coll.BusFactor(p.world) * buf / float64(rg.SlotSize))
-	r := msgs * recordsPerMsg * float64(p.world)
+	r := (p.estimateMessages(count, rg)*recordsPerMsg + recordsPerRank) * float64(p.world)
 	if r > math.MaxInt64/4 {
 		return math.MaxInt64 / 4
 	}
 	return int64(r)
+}
+
+// estimateMessages is an upper bound on the messages one rank sends, for
+// the shipped algorithms and others built like them:
+//
+//   - full slots: the collective's bus bytes (BusFactor × buffer) in
+//     slot_size messages, plus one partly filled message per step.
+//   - small chunks: an algorithm sends at least one message per step
+//     however small its chunk (1024 ranks × 4K: 2 × 1023 messages of one
+//     f32 each, where the bus bytes fill two slots), and pipelines a
+//     chunk (buffer / p) in up to min(n_slots, chunk / 512 bytes) pieces
+//     (no shipped pipeline cuts a piece under 512 bytes). Steps are at
+//     most 8 × the reach of the neighbor map, the hops from rank 0 to the
+//     farthest rank: a bidirectional ring of p ranks reaches p/2 and its
+//     two pipelined rings take 4(p - 1) steps; recursive doubling reaches
+//     log2 p.
+//   - an alltoall sends a chunk to every other rank in messages of at most
+//     a slot; with d < p - 1 directions per rank each is relayed over about
+//     p/d hops (the ring relay: p(p - 1)/2 chunks per rank).
+//
+// TestEstimateMessagesBoundsShippedAlgorithms pins the bound against the
+// shipped algorithms.
+func (p *plan) estimateMessages(count int64, rg rings) float64 {
+	if rg.QPs == 0 || rg.SlotSize <= 0 {
+		return 0
+	}
+	world := float64(p.world)
+	elems := max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world))
+	sz, slot := float64(p.dt.Size()), float64(rg.SlotSize)
+	steps := 8 * float64(max(1, rg.Reach))
+	if p.coll.Name == "alltoall" {
+		dirs := float64(rg.QPs) / world
+		return (world-1)*max(1, math.Ceil(float64(count)*sz/slot))*max(1, world/dirs) + steps
+	}
+	full := math.Ceil(p.coll.BusFactor(p.world) * float64(elems) * sz / slot)
+	chunk := float64(elems) * sz / world
+	pieces := min(float64(rg.NSlots), max(1, math.Ceil(chunk/minPieceBytes)))
+	m := max(full, steps*pieces)
+	if chunk >= slot {
+		m += steps // a partly filled last message per step
+	}
+	return m
 }
 
 func sat(a, b int64) int64 {
@@ -209,6 +285,48 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1,
 		Msg: fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
 			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), FormatBytes(limit), strings.Join(alts, ", "))})
+}
+
+// memBudget shares --max-memory between the sizes a -j sweep simulates at
+// once: each was checked against the whole limit alone, so together they
+// could pass it and end the sweep at the run-time guard. A size starts
+// once its estimate fits next to those running; one that fits alone
+// always starts, at the latest when the others are done. Only when sizes
+// run changes, never what they report.
+type memBudget struct {
+	mu    sync.Mutex
+	freed *sync.Cond
+	limit int64
+	used  int64
+}
+
+func newMemBudget(limit int64) *memBudget {
+	if limit <= 0 {
+		return nil
+	}
+	b := &memBudget{limit: limit}
+	b.freed = sync.NewCond(&b.mu)
+	return b
+}
+
+// acquire waits until n more bytes fit (or nothing else runs) and returns
+// the function that gives them back. A nil budget admits everything.
+func (b *memBudget) acquire(n int64) (release func()) {
+	if b == nil {
+		return func() {}
+	}
+	b.mu.Lock()
+	for b.used > 0 && b.used > b.limit-n {
+		b.freed.Wait()
+	}
+	b.used += n
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.used -= n
+		b.mu.Unlock()
+		b.freed.Broadcast()
+	}
 }
 
 // flagSize writes n as a size flag takes it (64K, 1M).
@@ -466,6 +584,9 @@ type rings struct {
 	QPs      int // queue pairs, one ring each
 	NSlots   int
 	SlotSize int64
+	// Reach is the most hops a message from rank 0 needs to reach a rank
+	// over the installed directions (0: no direction sends anywhere).
+	Reach int
 }
 
 func ringsOf(g *machine.Group) rings {
@@ -476,5 +597,34 @@ func ringsOf(g *machine.Group) rings {
 	for _, ep := range g.EPs {
 		r.QPs += len(ep.QPs)
 	}
+	r.Reach = reach(g)
 	return r
+}
+
+// reach is the eccentricity of rank 0 in the graph of send directions
+// (breadth-first; ranks it cannot reach do not count).
+func reach(g *machine.Group) int {
+	if len(g.EPs) == 0 {
+		return 0
+	}
+	dist := make([]int, len(g.EPs))
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[0] = 0
+	far := 0
+	queue := []int{0}
+	for len(queue) > 0 {
+		r := queue[0]
+		queue = queue[1:]
+		for _, q := range g.EPs[r].QPs {
+			if q.RecvOnly || q.Peer < 0 || q.Peer >= len(dist) || dist[q.Peer] >= 0 {
+				continue
+			}
+			dist[q.Peer] = dist[r] + 1
+			far = max(far, dist[q.Peer])
+			queue = append(queue, q.Peer)
+		}
+	}
+	return far
 }

@@ -33,6 +33,7 @@ type MockOptions struct {
 	Stderr     io.Writer
 	MaxSteps   uint64           // Starlark step limit per rank (0: 10^8)
 	Watchdog   *script.Watchdog // wall-clock limit of the calling test (nil: none)
+	MaxMemory  int64            // host memory bound (kernbench test --max-memory; 0: none)
 	// TimingOnly moves no bytes (run_kernel_in_mock(timing_only=True)):
 	// control flow, deadlocks and message counts of large world sizes
 	// without their memory; nothing is verified.
@@ -93,7 +94,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, InPlace: o.InPlace, Root: o.Root,
 			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
-			Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog,
+			Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
 		})
 		if err != nil {
 			if f, ok := err.(*Failure); ok {

@@ -100,6 +100,8 @@ func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *s
 	}
 	slots := make(chan struct{}, p.opts.Jobs)
 	stop := make(chan struct{})
+	p.budget = newMemBudget(p.opts.MaxMemory)
+	defer func() { p.budget = nil }()
 	var wg sync.WaitGroup
 	go func() {
 		for i, count := range p.counts {
@@ -195,6 +197,8 @@ type plan struct {
 	root      int // root rank of broadcast and reduce
 	// procNote, when set, is passed to the run's world (see world.procNote).
 	procNote func(p *sim.Proc) string
+	// budget shares --max-memory between the sizes of a -j sweep.
+	budget *memBudget
 }
 
 func usage(format string, args ...any) error {

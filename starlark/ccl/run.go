@@ -221,6 +221,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 			return nil, err
 		}
 	}
+	defer p.budget.acquire(est.Total())()
 	b, err := newBench(p, w.m, count)
 	if err != nil {
 		return nil, err

@@ -97,6 +97,9 @@ type Loader struct {
 	// Watchdog, when set, cancels every thread of this loader at its
 	// wall-clock limit (--timeout).
 	Watchdog *Watchdog
+	// MaxMemory bounds the host memory of the simulations this loader's
+	// code starts (run_l3 in kernbench test; 0 = none): --max-memory.
+	MaxMemory int64
 
 	cache map[string]*entry
 }

@@ -5,6 +5,7 @@
 package testrun
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -35,6 +36,10 @@ type Options struct {
 	// Timeout bounds one test file's wall-clock time (0: none): at the
 	// limit the running test and the rest of the file stop with an error.
 	Timeout time.Duration
+	// MaxMemory bounds the host memory of each simulation a test starts
+	// (0: none), as kernbench run's --max-memory does: an estimate over it
+	// is refused, one that passes it while simulating stops.
+	MaxMemory int64
 	// OnTest, when set, is called as each test starts (progress reports).
 	OnTest func(file, name string)
 
@@ -48,7 +53,9 @@ type Result struct {
 	Pass     bool     `json:"pass"`
 	Messages []string `json:"messages,omitempty"`
 	TimedOut bool     `json:"timed_out,omitempty"` // stopped by the file's -timeout
-	Seconds  float64  `json:"seconds"`
+	// OutOfMemory: a simulation the test started passed --max-memory.
+	OutOfMemory bool    `json:"out_of_memory,omitempty"`
+	Seconds     float64 `json:"seconds"`
 }
 
 // Discover lists the *_test.star files under paths (files or folders,
@@ -190,9 +197,16 @@ func RunFile(file string, o Options) ([]Result, error) {
 			rep.msgs = append(rep.msgs, script.Format(err))
 		}
 		results = append(results, Result{File: file, Name: t.name, Pass: len(rep.msgs) == 0, Messages: rep.msgs,
-			TimedOut: script.IsTimeout(err), Seconds: time.Since(start).Seconds()})
+			TimedOut: script.IsTimeout(err), OutOfMemory: isOutOfMemory(err), Seconds: time.Since(start).Seconds()})
 	}
 	return results, nil
+}
+
+// isOutOfMemory reports whether err comes from a simulation stopped by
+// the memory guard.
+func isOutOfMemory(err error) bool {
+	var oom *ccl.OutOfMemoryError
+	return errors.As(err, &oom)
 }
 
 // Module is @kernbench//testing.star for tests in folder dir.
@@ -229,7 +243,7 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 	}
 	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, Count: int64(count), DType: dt, Collective: collective,
 		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
-		Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog}
+		Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}
 	if params != nil {
 		for _, kv := range params.Items() {
 			if _, ok := kv[0].(starlark.String); !ok {
@@ -249,7 +263,7 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 	}
 	res, err := ccl.RunKernelInMock(mo)
 	if err != nil {
-		return nil, fmt.Errorf("%s(%q): %v", b.Name(), path, err)
+		return nil, fmt.Errorf("%s(%q): %w", b.Name(), path, err)
 	}
 	if timingOnly {
 		// No bytes were moved: there are no outputs to check.
@@ -343,7 +357,7 @@ func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 			sets = append(sets, k+"="+v)
 		}
 	}
-	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{MaxSteps: o.MaxSteps, Watchdog: o.watchdog}); err != nil {
+	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}); err != nil {
 		msg := err.Error()
 		if f, ok := err.(*ccl.Failure); ok && f.Detail != "" && f.Detail != f.Msg {
 			msg += "\n" + f.Detail
@@ -354,7 +368,8 @@ func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 }
 
 // runL3Error is run_l3's failure raised again in the test: the report's
-// text (message and detail), and the failure underneath for errors.As.
+// text (message and detail), and the failure underneath for errors.As
+// (the kind's classifier, the memory guard's stop).
 type runL3Error struct {
 	msg string
 	err error
