@@ -294,22 +294,62 @@ func Format(err error) string {
 	}
 	var ee *starlark.EvalError
 	if errors.As(err, &ee) {
-		return ee.Backtrace()
+		// go.starlark.net's EvalError.Backtrace layout, with runs of one
+		// repeated frame collapsed (frameLines).
+		stack := ee.CallStack
+		suffix := ""
+		if last := len(stack) - 1; last >= 0 && stack[last].Pos.Filename() == "<builtin>" {
+			suffix = " in " + stack[last].Name
+			stack = stack[:last]
+		}
+		var b strings.Builder
+		if len(stack) > 0 {
+			b.WriteString("Traceback (most recent call last):\n")
+		}
+		for _, l := range frameLines(stack) {
+			b.WriteString("  " + l + "\n")
+		}
+		fmt.Fprintf(&b, "Error%s: %s", suffix, ee.Msg)
+		return b.String()
 	}
 	return err.Error()
 }
 
-// Backtrace lists the frames of an EvalError as "file:line:col: in fn".
+// shownRepeats is how many consecutive identical frames a backtrace shows
+// before it says how many more there are.
+const shownRepeats = 3
+
+// frameLines renders a call stack as "file:line:col: in fn" lines, a run of
+// more than shownRepeats identical frames (deep recursion: a stack
+// overflow is 100000 of them) cut to shownRepeats lines and one
+// "[the frame above repeats N more times]", as Python does.
+func frameLines(stack starlark.CallStack) []string {
+	var out []string
+	for i := 0; i < len(stack); {
+		line := fmt.Sprintf("%s: in %s", stack[i].Pos, stack[i].Name)
+		j := i + 1
+		for j < len(stack) && stack[j] == stack[i] {
+			j++
+		}
+		for k := 0; k < min(j-i, shownRepeats); k++ {
+			out = append(out, line)
+		}
+		if n := j - i - shownRepeats; n > 0 {
+			out = append(out, fmt.Sprintf("[the frame above repeats %d more times]", n))
+		}
+		i = j
+	}
+	return out
+}
+
+// Backtrace lists the frames of an EvalError as "file:line:col: in fn"
+// (repeated frames collapsed as in Format).
 func Backtrace(err error) []string {
 	var ee *starlark.EvalError
 	if !errors.As(err, &ee) {
 		return nil
 	}
-	var out []string
-	for _, fr := range ee.CallStack {
-		out = append(out, fmt.Sprintf("%s: in %s", fr.Pos, fr.Name))
-	}
-	return out
+	return frameLines(ee.CallStack)
 }
 
 // IsLoadError reports whether err happened before any simulation: syntax or

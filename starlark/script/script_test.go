@@ -454,3 +454,30 @@ func TestPrintCalledFromGo(t *testing.T) {
 		t.Errorf("stderr = %q, want the message", stderr.String())
 	}
 }
+
+// A backtrace of deep recursion shows a run of one repeated frame as three
+// lines and a count (a stack overflow is 100000 frames, which used to be
+// 100000 lines of stderr); frames that differ are all shown.
+func TestFormatCollapsesRepeatedFrames(t *testing.T) {
+	l := &script.Loader{}
+	_, err := l.Load("testdata/recursion_error.star")
+	if err == nil {
+		t.Fatal("recursion_error.star loaded")
+	}
+	wantBT := []string{
+		"testdata/recursion_error.star:9:10: in <toplevel>",
+		"testdata/recursion_error.star:7:16: in twice",
+		"testdata/recursion_error.star:4:16: in down",
+		"testdata/recursion_error.star:4:16: in down",
+		"testdata/recursion_error.star:4:16: in down",
+		"[the frame above repeats 7 more times]",
+		"testdata/recursion_error.star:3:18: in down",
+	}
+	if diff := cmp.Diff(wantBT, script.Backtrace(err)); diff != "" {
+		t.Errorf("Backtrace (-want +got):\n%s", diff)
+	}
+	want := "Traceback (most recent call last):\n  " + strings.Join(wantBT, "\n  ") + "\nError: floored division by zero"
+	if got := script.Format(err); got != want {
+		t.Errorf("Format =\n%s\nwant\n%s", got, want)
+	}
+}
