@@ -47,6 +47,12 @@ type Kernel struct {
 	Stats *Stats
 	Obs   Observer
 
+	// inFused is set while a fused primitive runs; fusedSite caches its
+	// call site for the writes of all its pieces (callSite).
+	inFused        bool
+	fusedSite      syntax.Position
+	fusedSiteKnown bool
+
 	allocs []machine.Region
 	// scratch is the fused primitives' TCM (inbox, staging ring).
 	scratch scratch
@@ -450,6 +456,18 @@ func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 // callSite is the Starlark position of the tl call running on k's thread
 // (the caller of the builtin), or the zero position.
 func (k *Kernel) callSite() syntax.Position {
+	if k.inFused {
+		// One fused call writes every piece from the same Starlark
+		// position: look it up (a line-table decode) once per call.
+		if !k.fusedSiteKnown {
+			k.fusedSite, k.fusedSiteKnown = k.lookupCallSite(), true
+		}
+		return k.fusedSite
+	}
+	return k.lookupCallSite()
+}
+
+func (k *Kernel) lookupCallSite() syntax.Position {
 	if th, ok := k.Proc.Data.(*starlark.Thread); ok && th.CallStackDepth() > 1 {
 		return th.CallFrame(1).Pos
 	}
