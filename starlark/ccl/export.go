@@ -62,6 +62,7 @@ type exportRecorder struct {
 	events     map[*tl.Event]*exportOp      // the op an event was signalled after
 	async      map[starlark.Value]*exportOp // send_async / copy_async handles
 	asyncOrder []*exportOp                  // the same, in call order
+	copying    map[*tl.Kernel]*exportOp     // each thread's tl.copy_async not yet joined
 	ops        []*exportOp
 	allocs     [][]machine.Region             // per rank, in allocation order
 	at         map[*tl.Kernel]syntax.Position // where each thread's current call is
@@ -70,7 +71,7 @@ type exportRecorder struct {
 
 func newExportRecorder(world int) *exportRecorder {
 	return &exportRecorder{last: map[*tl.Kernel]*exportOp{}, pending: map[*tl.Kernel][]*exportOp{},
-		events: map[*tl.Event]*exportOp{}, async: map[starlark.Value]*exportOp{}, allocs: make([][]machine.Region, world), at: map[*tl.Kernel]syntax.Position{}}
+		events: map[*tl.Event]*exportOp{}, async: map[starlark.Value]*exportOp{}, copying: map[*tl.Kernel]*exportOp{}, allocs: make([][]machine.Region, world), at: map[*tl.Kernel]syntax.Position{}}
 }
 
 // exportNeutral are the tl calls that move no data and order nothing.
@@ -173,6 +174,14 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 			r.refuse(k, name, at, notBuffer)
 			return
 		}
+		if c := r.copying[k]; c != nil && name == "copy_async" {
+			// Each copy in flight needs a thread block of its own, chained
+			// to the thread's other steps by depid/deps; run that way a
+			// schedule of overlapping copies (tree_broadcast) takes several
+			// times the kernel's time, so it is not written at all.
+			r.refuse(k, name, at, fmt.Sprintf("starts a copy while the one from %v is still in flight: MSCCL XML runs a thread block's steps one after another, and copies overlapping each other and the thread's sends and receives have no faithful schedule there; tl.wait each copy before the next (or use tl.copy)", c.at))
+			return
+		}
 		if l := r.last[k]; l != nil {
 			a.deps = append(a.deps, l)
 		}
@@ -189,6 +198,7 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 			r.join(a)
 			return
 		}
+		r.copying[k] = a
 		// A copy's step goes where it is joined (tl.wait, or the end of
 		// the kernel): an MSCCL thread block cannot overlap its steps, and
 		// the calls the kernel made meanwhile must not queue behind it.
@@ -264,6 +274,9 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 	case "wait":
 		h := arg(args, kw, 0, "handle")
 		if a, ok := r.async[h]; ok {
+			if r.copying[a.thread] == a {
+				delete(r.copying, a.thread)
+			}
 			r.join(a)
 			if a.seq > 0 {
 				r.pending[k] = append(r.pending[k], a)
