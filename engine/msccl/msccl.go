@@ -23,7 +23,12 @@ type Algo struct {
 	NChunksPerLoop int
 	NGPUs          int
 	InPlace        bool
-	GPUs           []GPU // indexed by id
+	// PieceBytes is the size of the messages a connection carries
+	// (kernbench_piece_bytes, written by kernbench's export): 0 when the
+	// file does not say, and a runner fills one FIFO slot per message.
+	// The MSCCL runtimes look attributes up by name and ignore this one.
+	PieceBytes int
+	GPUs       []GPU // indexed by id
 }
 
 // GPU is one rank's part of the schedule.

@@ -134,6 +134,10 @@ func (p *parser) start(a **Algo, parent string, e *element) bool {
 			NChunksPerLoop: p.num(e, "nchunksperloop", true, 0),
 			NGPUs:          p.num(e, "ngpus", true, 0),
 			InPlace:        p.num(e, "inplace", false, 0) != 0,
+			PieceBytes:     p.num(e, PieceBytesAttr, false, 0),
+		}
+		if v, ok := p.attr(e, PieceBytesAttr); ok && (*a).PieceBytes < 1 && isInt(v) {
+			p.errorf(e.line, "<algo %s=%q>: want a positive number of bytes", PieceBytesAttr, v)
 		}
 		if p.str(e, "outofplace", false) == "1" {
 			(*a).InPlace = false
@@ -203,6 +207,13 @@ func (p *parser) num(e *element, name string, required bool, def int) int {
 		return def
 	}
 	return n
+}
+
+// isInt reports whether an attribute value is an integer (num reports
+// those that are not).
+func isInt(v string) bool {
+	_, err := strconv.Atoi(strings.TrimSpace(v))
+	return err == nil
 }
 
 func (p *parser) buf(e *element, name string) Buffer {

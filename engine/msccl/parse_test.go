@@ -1,6 +1,7 @@
 package msccl
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,33 @@ func TestParseStructure(t *testing.T) {
 	}
 }
 
+// kernbench_piece_bytes (the message size of a kernbench export) is read
+// and written back; a file without it has none.
+func TestPieceBytesRoundTrip(t *testing.T) {
+	a, err := Parse("pair.xml", []byte(twoGPUs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.PieceBytes != 0 {
+		t.Errorf("PieceBytes = %d without the attribute, want 0", a.PieceBytes)
+	}
+	a.PieceBytes = 2048
+	var buf bytes.Buffer
+	if err := a.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), ` inplace="1" kernbench_piece_bytes="2048">`) {
+		t.Errorf("written <algo> lacks kernbench_piece_bytes:\n%s", buf.String())
+	}
+	b, err := Parse("pair.xml", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.PieceBytes != 2048 {
+		t.Errorf("PieceBytes read back = %d, want 2048", b.PieceBytes)
+	}
+}
+
 // Each edit of twoGPUs breaks one rule; the error names the file and line.
 func TestParseErrors(t *testing.T) {
 	cases := []struct {
@@ -78,6 +106,8 @@ func TestParseErrors(t *testing.T) {
 		{"step outside tb", `  <gpu id="1" i_chunks="2" o_chunks="0" s_chunks="1">`, `  <step s="0" type="nop"/><gpu id="1" i_chunks="2" o_chunks="0" s_chunks="1">`, []string{"f.xml:8: <step> inside <algo>: want it inside <tb>"}},
 		{"missing attribute", ` ngpus="2"`, ``, []string{"f.xml:1: <algo> has no ngpus attribute"}},
 		{"bad number", `nchunksperloop="2"`, `nchunksperloop="two"`, []string{`f.xml:1: <algo nchunksperloop="two">: want an integer in [-1, 2^30]`}},
+		{"piece bytes zero", ` inplace="1">`, ` inplace="1" kernbench_piece_bytes="0">`, []string{`f.xml:1: <algo kernbench_piece_bytes="0">: want a positive number of bytes`}},
+		{"piece bytes not a number", ` inplace="1">`, ` inplace="1" kernbench_piece_bytes="2K">`, []string{`f.xml:1: <algo kernbench_piece_bytes="2K">: want an integer in [-1, 2^30]`}},
 		{"huge ngpus", `ngpus="2"`, `ngpus="1000000000"`, []string{"f.xml:1: ngpus 1000000000: want at most 65536"}},
 		{"unknown collective", `coll="allreduce"`, `coll="alltonext"`, []string{`f.xml:1: collective "alltonext" is not one kernbench can check (want one of allreduce, allgather, reduce_scatter, alltoall, broadcast, reduce)`}},
 		{"gpu twice", `<gpu id="1"`, `<gpu id="0"`, []string{"f.xml:1: gpu 1 is missing (ngpus=2 wants ids 0..1)", "f.xml:8: gpu 0 is defined twice (first at line 2)"}},

@@ -22,8 +22,14 @@ func (a *Algo) Write(w io.Writer) error {
 	if proto == "" {
 		proto = "Simple"
 	}
-	fmt.Fprintf(bw, "<algo name=%s proto=%s nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" coll=%s inplace=\"%d\">\n",
+	fmt.Fprintf(bw, "<algo name=%s proto=%s nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" coll=%s inplace=\"%d\"",
 		attr(a.Name), attr(proto), a.NChannels, a.NChunksPerLoop, a.NGPUs, attr(a.Coll), inplace)
+	if a.PieceBytes > 0 {
+		// Last, so that a runtime keeping a fixed number of attributes
+		// (16 in NCCL-MSCCL and RCCL) drops this one first.
+		fmt.Fprintf(bw, " %s=\"%d\"", PieceBytesAttr, a.PieceBytes)
+	}
+	fmt.Fprintln(bw, ">")
 	for _, g := range a.GPUs {
 		fmt.Fprintf(bw, "  <gpu id=\"%d\" i_chunks=\"%d\" o_chunks=\"%d\" s_chunks=\"%d\">\n", g.ID, g.IChunks, g.OChunks, g.SChunks)
 		for _, tb := range g.TBs {
@@ -59,6 +65,10 @@ func (a *Algo) Write(w io.Writer) error {
 	fmt.Fprintln(bw, "</algo>")
 	return bw.Flush()
 }
+
+// PieceBytesAttr is kernbench's own <algo> attribute: the size of the
+// messages a connection carries, which MSCCL's format has no field for.
+const PieceBytesAttr = "kernbench_piece_bytes"
 
 // attr quotes an attribute value, escaping what XML requires.
 func attr(s string) string {

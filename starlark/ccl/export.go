@@ -32,6 +32,7 @@ type exportOp struct {
 	send, recv *machine.QueuePair
 	src, dst   machine.Region // src: what is read besides the message; dst: what is written
 	n          int64          // bytes moved
+	msg        int64          // the size of the messages it sends (piece_bytes, else slot_size); 0 if it sends none
 	deps       []*exportOp    // ops of other threads (or earlier ops) it waits for
 	local      any            // a copy_async's own thread block key
 	joined     bool           // an async op's step is placed
@@ -61,6 +62,7 @@ type exportRecorder struct {
 	events     map[*tl.Event]*exportOp      // the op an event was signalled after
 	async      map[starlark.Value]*exportOp // send_async / copy_async handles
 	asyncOrder []*exportOp                  // the same, in call order
+	copying    map[*tl.Kernel]*exportOp     // each thread's tl.copy_async not yet joined
 	ops        []*exportOp
 	allocs     [][]machine.Region             // per rank, in allocation order
 	at         map[*tl.Kernel]syntax.Position // where each thread's current call is
@@ -69,7 +71,7 @@ type exportRecorder struct {
 
 func newExportRecorder(world int) *exportRecorder {
 	return &exportRecorder{last: map[*tl.Kernel]*exportOp{}, pending: map[*tl.Kernel][]*exportOp{},
-		events: map[*tl.Event]*exportOp{}, async: map[starlark.Value]*exportOp{}, allocs: make([][]machine.Region, world), at: map[*tl.Kernel]syntax.Position{}}
+		events: map[*tl.Event]*exportOp{}, async: map[starlark.Value]*exportOp{}, copying: map[*tl.Kernel]*exportOp{}, allocs: make([][]machine.Region, world), at: map[*tl.Kernel]syntax.Position{}}
 }
 
 // exportNeutral are the tl calls that move no data and order nothing.
@@ -162,6 +164,7 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 		if name == "send_async" {
 			src := ptr(1, "src")
 			a.kind, a.send, a.src, a.n = "s", dir(0, "dir", true), src.Reg, src.Reg.N
+			a.msg = msgBytes(k, name, args, kw)
 		} else {
 			dst, src := ptr(0, "dst"), ptr(1, "src")
 			a.kind, a.src, a.dst, a.n = "cpy", src.Reg, dst.Reg, dst.Reg.N
@@ -169,6 +172,14 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 		}
 		if missing {
 			r.refuse(k, name, at, notBuffer)
+			return
+		}
+		if c := r.copying[k]; c != nil && name == "copy_async" {
+			// Each copy in flight needs a thread block of its own, chained
+			// to the thread's other steps by depid/deps; run that way a
+			// schedule of overlapping copies (tree_broadcast) takes several
+			// times the kernel's time, so it is not written at all.
+			r.refuse(k, name, at, fmt.Sprintf("starts a copy while the one from %v is still in flight: MSCCL XML runs a thread block's steps one after another, and copies overlapping each other and the thread's sends and receives have no faithful schedule there; tl.wait each copy before the next (or use tl.copy)", c.at))
 			return
 		}
 		if l := r.last[k]; l != nil {
@@ -187,6 +198,7 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 			r.join(a)
 			return
 		}
+		r.copying[k] = a
 		// A copy's step goes where it is joined (tl.wait, or the end of
 		// the kernel): an MSCCL thread block cannot overlap its steps, and
 		// the calls the kernel made meanwhile must not queue behind it.
@@ -262,6 +274,9 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 	case "wait":
 		h := arg(args, kw, 0, "handle")
 		if a, ok := r.async[h]; ok {
+			if r.copying[a.thread] == a {
+				delete(r.copying, a.thread)
+			}
 			r.join(a)
 			if a.seq > 0 {
 				r.pending[k] = append(r.pending[k], a)
@@ -288,7 +303,25 @@ func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, 
 		r.refuse(k, name, at, notBuffer)
 		return
 	}
+	if op.send != nil {
+		op.msg = msgBytes(k, name, args, kw)
+	}
 	r.add(k, op)
+}
+
+// piecePos is where piece_bytes stands among the positional arguments of
+// the calls that send.
+var piecePos = map[string]int{"send": 3, "send_async": 3, "recv_copy_send": 3, "recv_reduce_send": 3, "recv_reduce_copy_send": 5}
+
+// msgBytes is the size of the messages a sending call cuts its data into:
+// its piece_bytes, else a slot.
+func msgBytes(k *tl.Kernel, name string, args starlark.Tuple, kw []starlark.Tuple) int64 {
+	if v, ok := arg(args, kw, piecePos[name], "piece_bytes").(starlark.Int); ok {
+		if n, ok := v.Int64(); ok {
+			return n
+		}
+	}
+	return k.G.Cfg.SlotSize
 }
 
 // add appends an op of thread k: it waits for what the thread waited for
@@ -396,7 +429,7 @@ func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64)
 	}
 	big := max(b.send[0].Reg.N, b.recv[0].Reg.N)
 	a := &msccl.Algo{Name: p.algoName, Coll: p.coll.Name, Proto: "Simple", NGPUs: p.world, InPlace: p.opts.InPlace,
-		NChunksPerLoop: int(big / chunk)}
+		NChunksPerLoop: int(big / chunk), PieceBytes: int(r.pieceBytes(g))}
 	// Channels: the queue pairs between two ranks, in the lower rank's
 	// direction order, are channels 0, 1, ...
 	chans := map[*machine.QueuePair]int{}
@@ -556,6 +589,28 @@ func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64)
 		a.GPUs = append(a.GPUs, gpu)
 	}
 	return a, nil
+}
+
+// pieceBytes is the message size to write as kernbench_piece_bytes: the
+// one every send of the run used, when that is less than a slot (0: full
+// slots, which is what a runner without the attribute sends). Sends of
+// different sizes have no single value; the file then says nothing and
+// the importer sends full slots.
+func (r *exportRecorder) pieceBytes(g *machine.Group) int64 {
+	var msg int64
+	for _, op := range r.ops {
+		switch {
+		case op.msg == 0:
+		case msg == 0:
+			msg = op.msg
+		case op.msg != msg:
+			return 0
+		}
+	}
+	if msg >= g.Cfg.SlotSize {
+		return 0
+	}
+	return msg
 }
 
 // writeExport writes the schedule after checking that it reads back as a

@@ -134,7 +134,12 @@ func mscclParams(a *msccl.Algo, final map[msccl.StepRef]bool) []starlark.Tuple {
 		gpus = append(gpus, str(starlark.StringDict{"i_chunks": starlark.MakeInt(g.IChunks), "o_chunks": starlark.MakeInt(g.OChunks),
 			"s_chunks": starlark.MakeInt(g.SChunks), "tbs": starlark.NewList(tbs), "signals": signals}))
 	}
-	sched := str(starlark.StringDict{"file": starlark.String(a.File), "nchunksperloop": starlark.MakeInt(a.NChunksPerLoop), "max_cnt": starlark.MakeInt(maxCnt), "gpus": starlark.NewList(gpus)})
+	var pieceBytes starlark.Value = starlark.None
+	if a.PieceBytes > 0 {
+		pieceBytes = starlark.MakeInt(a.PieceBytes)
+	}
+	sched := str(starlark.StringDict{"file": starlark.String(a.File), "nchunksperloop": starlark.MakeInt(a.NChunksPerLoop), "max_cnt": starlark.MakeInt(maxCnt),
+		"piece_bytes": pieceBytes, "gpus": starlark.NewList(gpus)})
 	var maps []starlark.Value
 	for _, m := range mscclNeighbors(a) {
 		d := starlark.NewDict(len(m))
