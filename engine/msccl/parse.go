@@ -142,6 +142,10 @@ func (p *parser) start(a **Algo, parent string, e *element) bool {
 		if p.str(e, "outofplace", false) == "1" {
 			(*a).InPlace = false
 		}
+		if (*a).Coll == "reducescatter" {
+			// The MSCCL runtimes' spelling; msccl-tools writes reduce_scatter.
+			(*a).Coll = "reduce_scatter"
+		}
 	case "gpu":
 		(*a).GPUs = append((*a).GPUs, GPU{Line: e.line,
 			ID:      p.num(e, "id", true, -1),

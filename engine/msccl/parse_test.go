@@ -75,7 +75,7 @@ func TestPieceBytesRoundTrip(t *testing.T) {
 	if err := a.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), ` inplace="1" kernbench_piece_bytes="2048">`) {
+	if !strings.Contains(buf.String(), ` kernbench_piece_bytes="2048">`) {
 		t.Errorf("written <algo> lacks kernbench_piece_bytes:\n%s", buf.String())
 	}
 	b, err := Parse("pair.xml", buf.Bytes())
@@ -186,5 +186,41 @@ func TestErrorListBounded(t *testing.T) {
 	lines := strings.Split(l.Error(), "\n")
 	if len(lines) != maxErrors+1 || lines[maxErrors] != "f.xml: ... and 5 more problem(s)" {
 		t.Errorf("got %d lines ending %q", len(lines), lines[len(lines)-1])
+	}
+}
+
+// The newer MSCCL runtimes (msccl-executor-nccl, RCCL) look up inplace,
+// outofplace, minBytes and maxBytes on <algo> by name and refuse a file
+// without them; an export carries all four (out of place here), and reads
+// back as it was written. Their spelling of the collective, reducescatter,
+// is read as reduce_scatter.
+func TestWriteHasRuntimeAttributes(t *testing.T) {
+	a, err := Parse("pair.xml", []byte(twoGPUs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.InPlace = false
+	var buf bytes.Buffer
+	if err := a.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{` inplace="0"`, ` outofplace="1"`, ` minBytes="0"`, ` maxBytes="9223372036854775807"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("written <algo> lacks%s:\n%s", want, buf.String())
+		}
+	}
+	b, err := Parse("pair.xml", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.InPlace {
+		t.Error("read back in place, written out of place")
+	}
+	rs, err := Parse("rs.xml", []byte(strings.Replace(twoGPUs, `coll="allreduce"`, `coll="reducescatter"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Coll != "reduce_scatter" {
+		t.Errorf(`coll="reducescatter" read as %q, want reduce_scatter`, rs.Coll)
 	}
 }
