@@ -159,7 +159,7 @@ running.`,
 	f.StringVar(&o.csv, "csv", "", "also write the results as CSV to FILE (one line per algorithm and size)")
 	f.StringVar(&o.plot, "plot", "", "also draw busbw against size (one line per algorithm) as SVG to FILE")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print, per size: the busiest links and resources by kind, Starlark steps and tl calls, the host-memory estimate, the op_log cost and the time split; on an error, the Go backtrace")
 	return cmd
 }
 
