@@ -760,6 +760,25 @@ const (
 // wrongRangesText lists the wrong elements of each rank as merged index
 // ranges, one line per rank (capped), saying which ranges still hold the
 // recvbuf sentinel, i.e. were never written.
+// avgHint explains the commonest avg mistake when the first wrong
+// element shows it: the value is world_size times the average, so the call
+// that completed the sum did not divide (final=True). "" otherwise.
+func avgHint(redop string, world int, fw *ccl.WrongElem) string {
+	if redop != "avg" || world < 2 || fw == nil {
+		return ""
+	}
+	got, err1 := strconv.ParseFloat(fw.Got, 64)
+	want, err2 := strconv.ParseFloat(fw.Want, 64)
+	if err1 != nil || err2 != nil || want == 0 || math.IsNaN(got) || math.IsNaN(want) || math.IsInf(got, 0) || math.IsInf(want, 0) {
+		return ""
+	}
+	sum := want * float64(world)
+	if math.Abs(got-sum) > 1e-2*math.Abs(sum) {
+		return ""
+	}
+	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True)\n", world)
+}
+
 func wrongRangesText(rws []ccl.RankWrong) string {
 	var b strings.Builder
 	unwritten := false
