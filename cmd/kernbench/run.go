@@ -66,9 +66,10 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "run [FILE.star | FILE.xml | NAME]... | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
 		Long: `Run an algorithm file or an algorithm named in ccl.yaml (without one:
-defaults.algorithm of ccl.yaml) on the simulated machine. The builtin bench of its collective allocates per-rank buffers,
-launches kernel() on every rank, checks the result against the collective's
-definition and prints one nccl-tests-style row per size. An .xml file is an
+defaults.algorithm of ccl.yaml) on the simulated machine. The builtin
+bench of its collective allocates per-rank buffers, launches kernel() on
+every rank, checks the result against the collective's definition and
+prints one nccl-tests-style row per size. An .xml file is an
 MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 
 Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
@@ -134,7 +135,7 @@ running.`,
 	f.BoolVar(&o.InPlace, "in-place", false, "use one buffer for send and recv (NCCL in-place)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the deterministic input data")
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
-	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
+	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce (0 by default), passed to kernel() as the keyword root")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
