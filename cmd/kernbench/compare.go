@@ -292,6 +292,7 @@ func checkResults(reps []labeled, stderr io.Writer) error {
 			if r.Wrong > 0 {
 				fw := r.FirstWrong
 				fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
+				fmt.Fprint(stderr, avgHint(r.RedOp, l.rep.WorldSize, fw))
 				fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
 				return &exitError{kind: errkind.WrongResult, err: fmt.Errorf("verification failed")}
 			}

@@ -66,9 +66,10 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "run [FILE.star | FILE.xml | NAME]... | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
 		Long: `Run an algorithm file or an algorithm named in ccl.yaml (without one:
-defaults.algorithm of ccl.yaml) on the simulated machine. The builtin bench of its collective allocates per-rank buffers,
-launches kernel() on every rank, checks the result against the collective's
-definition and prints one nccl-tests-style row per size. An .xml file is an
+defaults.algorithm of ccl.yaml) on the simulated machine. The builtin
+bench of its collective allocates per-rank buffers, launches kernel() on
+every rank, checks the result against the collective's definition and
+prints one nccl-tests-style row per size. An .xml file is an
 MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 
 Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
@@ -134,7 +135,7 @@ running.`,
 	f.BoolVar(&o.InPlace, "in-place", false, "use one buffer for send and recv (NCCL in-place)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the deterministic input data")
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
-	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce")
+	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce (0 by default), passed to kernel() as the keyword root")
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
@@ -159,7 +160,7 @@ running.`,
 	f.StringVar(&o.csv, "csv", "", "also write the results as CSV to FILE (one line per algorithm and size)")
 	f.StringVar(&o.plot, "plot", "", "also draw busbw against size (one line per algorithm) as SVG to FILE")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "more detail")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print, per size: the busiest links and resources by kind, Starlark steps and tl calls, the host-memory estimate, the op_log cost and the time split; on an error, the Go backtrace")
 	return cmd
 }
 
@@ -773,6 +774,25 @@ const (
 // wrongRangesText lists the wrong elements of each rank as merged index
 // ranges, one line per rank (capped), saying which ranges still hold the
 // recvbuf sentinel, i.e. were never written.
+// avgHint explains the commonest avg mistake when the first wrong
+// element shows it: the value is world_size times the average, so the call
+// that completed the sum did not divide (final=True). "" otherwise.
+func avgHint(redop string, world int, fw *ccl.WrongElem) string {
+	if redop != "avg" || world < 2 || fw == nil {
+		return ""
+	}
+	got, err1 := strconv.ParseFloat(fw.Got, 64)
+	want, err2 := strconv.ParseFloat(fw.Want, 64)
+	if err1 != nil || err2 != nil || want == 0 || math.IsNaN(got) || math.IsNaN(want) || math.IsInf(got, 0) || math.IsInf(want, 0) {
+		return ""
+	}
+	sum := want * float64(world)
+	if math.Abs(got-sum) > 1e-2*math.Abs(sum) {
+		return ""
+	}
+	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True)\n", world)
+}
+
 func wrongRangesText(rws []ccl.RankWrong) string {
 	var b strings.Builder
 	unwritten := false

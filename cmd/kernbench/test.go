@@ -78,6 +78,15 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			if err != nil {
 				return usageErr(stderr, asJSON, err.Error())
 			}
+			if len(files) == 0 {
+				// Like go test's "no test files": a run from the wrong folder
+				// should not look like a clean pass.
+				where := "the working directory"
+				if len(args) > 0 {
+					where = strings.Join(args, ", ")
+				}
+				fmt.Fprintf(stderr, "kernbench: no *_test.star files in %s\n", where)
+			}
 			var all []testrun.Result
 			passed, failed, broken, timedOut, outOfMemory := 0, 0, 0, 0, 0
 			for _, f := range files {

@@ -289,6 +289,27 @@ func paramCounts(fn *starlark.Function) (named, positional int) {
 	return named, named - fn.NumKwonlyParams()
 }
 
+// callProblems lists why the bench of plan p cannot call kernel: its
+// signature and the keyword arguments it would pass that kernel cannot
+// take, in check's words. run refuses such a kernel before simulating
+// (exit 2) rather than failing on every rank with Starlark's "got multiple
+// values for parameter", whose position is the kernel's first statement.
+func callProblems(kernel starlark.Callable, p *plan, cfgFile string, tgt *target) []string {
+	fn, ok := kernel.(*starlark.Function)
+	if !ok {
+		return nil
+	}
+	params := map[string]bool{}
+	for _, kv := range p.params {
+		params[string(kv[0].(starlark.String))] = true
+	}
+	var out []string
+	for _, msg := range kernelSignature(fn, params) {
+		out = append(out, fn.Position().String()+": "+msg)
+	}
+	return append(out, keywordProblems(fn, p, cfgFile, tgt)...)
+}
+
 // kernelSignature lists why the benches could not call fn as
 // kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params).
 func kernelSignature(fn *starlark.Function, params map[string]bool) []string {

@@ -11,6 +11,7 @@ import (
 
 	"kernbench/engine/topology"
 	"kernbench/starlark/script"
+	"kernbench/starlark/tl"
 )
 
 // kernbench check reads the algorithm's syntax tree for mistakes that
@@ -74,6 +75,9 @@ func lintCalls(file string, src []byte, globals starlark.StringDict, dirs map[st
 			call, name, topo, hint, strings.Join(installed, ", "))
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if dot, ok := n.(*syntax.DotExpr); ok {
+			checkTLName(dot, report)
+		}
 		call, ok := n.(*syntax.CallExpr)
 		if !ok {
 			return true
@@ -113,6 +117,33 @@ func lintCalls(file string, src []byte, globals starlark.StringDict, dirs map[st
 		return true
 	})
 	return problems
+}
+
+// tlNames are the fields and methods of tl.
+var tlNames = func() []string {
+	var names []string
+	for _, b := range tl.Builtins {
+		names = append(names, b.Name)
+	}
+	for _, a := range tl.Attributes {
+		names = append(names, a.Name)
+	}
+	return names
+}()
+
+// checkTLName reports tl.NAME where tl has no NAME: a misspelt primitive
+// otherwise fails only when a rank reaches the line. Only a receiver
+// spelt tl is checked, the name the benches pass it by.
+func checkTLName(dot *syntax.DotExpr, report func(syntax.Position, string, ...any)) {
+	id, ok := dot.X.(*syntax.Ident)
+	if !ok || id.Name != "tl" || slices.Contains(tlNames, dot.Name.Name) {
+		return
+	}
+	hint := ""
+	if near := closest(dot.Name.Name, tlNames); near != "" {
+		hint = fmt.Sprintf(" (did you mean tl.%s?)", near)
+	}
+	report(dot.Name.NamePos, "tl has no .%s field or method%s", dot.Name.Name, hint)
 }
 
 // splitArgs returns a call's positional arguments and its keyword

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"go.starlark.net/starlark"
 
@@ -161,6 +162,9 @@ func Run(arg string, opts Options) (*Report, error) {
 	pl, err := makePlan(tgt, globals, hook != nil, opts)
 	if err != nil {
 		return nil, err
+	}
+	if problems := callProblems(kernel, pl, cfg.File, tgt); len(problems) > 0 {
+		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}
 	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)

@@ -74,8 +74,12 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 	if !isFile {
 		a, ok := cfg.Algorithms[arg]
 		if !ok {
+			hint := ""
+			if near := closest(arg, cfg.AlgorithmNames); near != "" {
+				hint = fmt.Sprintf("; did you mean %q?", near)
+			}
 			return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
-				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "))})
+				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)%s", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "), hint)})
 		}
 		set, _ := cfg.Settings(arg)
 		file := moduleFile(a, cfgDir)

@@ -571,7 +571,7 @@ func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 	mem := k.PE.TCM
 	off, err := mem.Alloc(n)
 	if err != nil {
-		return machine.Region{}, errorf(errkind.TLOutOfMemory, "%s: rank %d: the primitive needs %d bytes of TCM for its staging slots (%v); free TCM (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size, buffer_kind) or forward with tl.send", fn, k.Rank, n, err)
+		return machine.Region{}, errorf(errkind.TLOutOfMemory, "%s: rank %d: the primitive needs %d bytes of TCM for its staging slots (%v); free TCM (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size; --set defaults.buffer_kind=hbm moves the rx rings out of TCM) or forward with tl.send", fn, k.Rank, n, err)
 	}
 	reg := machine.Region{Mem: mem, Off: off, N: n}
 	k.rootKernel().allocs = append(k.rootKernel().allocs, reg)
