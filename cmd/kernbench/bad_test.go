@@ -10,8 +10,11 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"kernbench/starlark/script"
 )
 
 // badDir holds the bad-input corpus: one file per failure the spec names.
@@ -168,14 +171,15 @@ func splitArgs(s string) ([]string, error) {
 // fresh directory holding a copy of it and checks the exit status and the
 // diagnostics its header promises. Main never lets a panic out, but a
 // recovered panic is still a bug: "internal error" on stderr fails the case.
+// The cases run in parallel, in-process, each with its directory as the
+// working directory and no environment variables (script.Env).
 func TestBadInputCorpus(t *testing.T) {
-	t.Setenv("KERNBENCH_CCL_TRACE", "")
 	entries, err := os.ReadDir(badDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	hung := ""
+	var hung atomic.Pointer[string]
 	for _, e := range entries {
 		name := e.Name()
 		ext := filepath.Ext(name)
@@ -184,8 +188,9 @@ func TestBadInputCorpus(t *testing.T) {
 		}
 		n++
 		t.Run(strings.TrimSuffix(name, ext)+strings.ReplaceAll(ext, ".", "_"), func(t *testing.T) {
-			if hung != "" {
-				t.Skipf("not run: %s did not finish and may still be running", hung)
+			t.Parallel()
+			if h := hung.Load(); h != nil {
+				t.Skipf("not run: %s did not finish and may still be running", *h)
 			}
 			data, err := os.ReadFile(filepath.Join(badDir, name))
 			if err != nil {
@@ -211,7 +216,7 @@ func TestBadInputCorpus(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			t.Chdir(dir)
+			env := script.Env{Dir: dir, Getenv: func(string) string { return "" }}
 
 			var stdout, stderr bytes.Buffer
 			done := make(chan int, 1)
@@ -227,13 +232,13 @@ func TestBadInputCorpus(t *testing.T) {
 					}
 					done <- code
 				}()
-				code = Main(c.args, &stdout, &stderr)
+				code = mainIn(env, c.args, &stdout, &stderr)
 			}()
 			var code int
 			select {
 			case code = <-done:
 			case <-time.After(badCaseTimeout):
-				hung = name
+				hung.Store(&name)
 				t.Fatalf("kernbench %s did not finish within %v (hang)", strings.Join(c.args, " "), badCaseTimeout)
 			}
 			if d := time.Since(start); d > 5*time.Second {

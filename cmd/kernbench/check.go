@@ -16,8 +16,8 @@ import (
 	"kernbench/starlark/testrun"
 )
 
-func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := ccl.CheckOptions{Embedded: kernbench.Files}
+func newCheckCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
+	o := ccl.CheckOptions{Env: env, Embedded: kernbench.Files}
 	var sizes string
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -55,7 +55,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 				// A test file is checked as kernbench test loads it: with
 				// assert and @kernbench//testing.star, not as an algorithm.
 				var n int
-				problems, n = testrun.CheckFile(args[0], testrun.Options{Embedded: kernbench.Files, MaxSteps: 10_000_000, Timeout: timeout})
+				problems, n = testrun.CheckFile(args[0], testrun.Options{Env: env, Embedded: kernbench.Files, MaxSteps: 10_000_000, Timeout: timeout})
 				if len(problems) == 0 {
 					fmt.Fprintf(stdout, "%s: ok (a test file, %d test_* function(s))\n", args[0], n)
 					return nil

@@ -13,6 +13,7 @@ import (
 
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
 )
 
 // A comparison (`kernbench run A B …`, `--vary key=v1,v2`) runs one
@@ -308,7 +309,7 @@ func writeExtras(o *runOptions, reps []labeled) error {
 		if err := writeCSV(&b, reps); err != nil {
 			return fmt.Errorf("--csv: %v", err)
 		}
-		if err := writeFileAtomic(o.csv, b.Bytes()); err != nil {
+		if err := writeFileAtomic(o.Env, o.csv, b.Bytes()); err != nil {
 			return fmt.Errorf("--csv: %v", err)
 		}
 	}
@@ -317,7 +318,7 @@ func writeExtras(o *runOptions, reps []labeled) error {
 		if err != nil {
 			return fmt.Errorf("--plot: %v", err)
 		}
-		if err := writeFileAtomic(o.plot, svg); err != nil {
+		if err := writeFileAtomic(o.Env, o.plot, svg); err != nil {
 			return fmt.Errorf("--plot: %v", err)
 		}
 	}
@@ -347,12 +348,14 @@ func writeCSV(w io.Writer, reps []labeled) error {
 	return cw.Error()
 }
 
-// writeFileAtomic writes data to a temporary file next to path and
-// renames it into place, so path is either absent or complete.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+// writeFileAtomic writes data to a temporary file next to path (in env's
+// working directory) and renames it into place, so path is either absent
+// or complete.
+func writeFileAtomic(env script.Env, path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(env.Path(dir), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return err
+		return env.UserError(err, dir)
 	}
 	_, werr := tmp.Write(data)
 	if werr == nil {
@@ -363,10 +366,10 @@ func writeFileAtomic(path string, data []byte) error {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
+		werr = os.Rename(tmp.Name(), env.Path(path))
 	}
 	if werr != nil {
 		_ = os.Remove(tmp.Name())
 	}
-	return werr
+	return env.UserError(werr, dir)
 }

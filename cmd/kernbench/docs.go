@@ -11,10 +11,11 @@ import (
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/host"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
 
-func newDocsCmd(stdout io.Writer) *cobra.Command {
+func newDocsCmd(env script.Env, stdout io.Writer) *cobra.Command {
 	var stubs string
 	cmd := &cobra.Command{
 		Use:   "docs",
@@ -26,12 +27,12 @@ language servers: DIR/kernbench_tl.pyi (tl, Ptr, Tile), DIR/kernbench_torch.pyi
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if stubs != "" {
-				if err := os.MkdirAll(stubs, 0o755); err != nil {
-					return err
+				if err := os.MkdirAll(env.Path(stubs), 0o755); err != nil {
+					return env.UserError(err, stubs)
 				}
 				for _, f := range stubFiles {
-					if err := os.WriteFile(filepath.Join(stubs, f.name), []byte(f.render()), 0o644); err != nil {
-						return err
+					if err := os.WriteFile(filepath.Join(env.Path(stubs), f.name), []byte(f.render()), 0o644); err != nil {
+						return env.UserError(err, stubs)
 					}
 				}
 			}

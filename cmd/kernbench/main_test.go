@@ -1,22 +1,27 @@
 package main
 
 import (
-	"errors"
+	"bytes"
 	"os"
-	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
 )
 
 // TestMain lets the test binary double as the kernbench command: testscript
 // puts a "kernbench" executable on the scripts' $PATH that re-runs this
-// binary, which then calls Main instead of the tests.
+// binary, which then calls Main instead of the tests. Scripts reach it
+// with `exec kernbench`, which keeps the real entry point (os.Args, exit
+// status, the process's own stdout and stderr) under test; kbexit runs
+// kernbench in-process.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"kernbench": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
@@ -32,11 +37,6 @@ func TestMain(m *testing.M) {
 // exactly (the documented codes: 0 ok, 1 wrong result, 2 usage/config/load
 // error, 3 deadlock/watchdog/step limit, 4 runtime error). Its stdout and
 // stderr are checked by the following stdout/stderr lines as for exec.
-//
-// kbexit runs kernbench as a subprocess in the script's working directory
-// rather than calling Main in this process: Main resolves FILE.star,
-// --config and ./ccl.yaml against the process working directory, and the
-// scripts run in parallel, each in its own $WORK.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
@@ -64,6 +64,15 @@ func dropwall(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// memoryGuard serialises the in-process commands that set --max-memory:
+// the memory guard measures, and its soft limit bounds, the whole process
+// (ccl's guardMemory), so another script's runs would count against such
+// a command's limit. The rest run side by side (read lock).
+var memoryGuard sync.RWMutex
+
+// kbexit runs kernbench in this process (mainIn), in the script's working
+// directory and with its environment variables, so the scripts run in
+// parallel without a process per command.
 func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! kbexit (kbexit already checks the exact status)")
@@ -75,18 +84,23 @@ func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("kbexit: status %q is not an integer", args[0])
 	}
-	err = ts.Exec("kernbench", args[1:]...)
-	got := 0
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		got = ee.ExitCode()
-	default:
-		ts.Fatalf("kbexit: running kernbench: %v", err)
+	args = args[1:]
+	if slices.ContainsFunc(args, func(a string) bool { return a == "--max-memory" || strings.HasPrefix(a, "--max-memory=") }) {
+		memoryGuard.Lock()
+		defer memoryGuard.Unlock()
+	} else {
+		memoryGuard.RLock()
+		defer memoryGuard.RUnlock()
 	}
+	// A command may write from several goroutines (as to a file
+	// descriptor); the script's buffers take one write at a time.
+	var stdout, stderr bytes.Buffer
+	env := script.Env{Dir: ts.MkAbs("."), Getenv: ts.Getenv}
+	got := mainIn(env, args, &lockedWriter{w: &stdout}, &lockedWriter{w: &stderr})
+	ts.Stdout().Write(stdout.Bytes())
+	ts.Stderr().Write(stderr.Bytes())
 	if got != want {
-		ts.Fatalf("kernbench %q exited with status %d, want %d", args[1:], got, want)
+		ts.Fatalf("kernbench %q exited with status %d, want %d", args, got, want)
 	}
 }
 

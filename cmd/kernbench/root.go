@@ -12,6 +12,7 @@ import (
 
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
 )
 
 // exitError is an error the command has reported already, carried through
@@ -25,18 +26,26 @@ func (e *exitError) Error() string            { return e.err.Error() }
 func (e *exitError) Unwrap() error            { return e.err }
 func (e *exitError) ErrorKind() *errkind.Kind { return e.kind }
 
-// Main runs the CLI and returns the exit status. Panics never reach the
-// user as Go tracebacks: they are reported as internal errors (status 4)
-// on one line asking for a bug report; the backtrace follows only with
-// -v, where it helps the report.
-func Main(args []string, stdout, stderr io.Writer) (code int) {
+// Main runs the CLI in the process's working directory and environment
+// and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	return mainIn(script.Env{}, args, stdout, stderr)
+}
+
+// mainIn runs the CLI in env: every relative path it reads or writes is
+// taken in env.Dir and every environment variable it reads comes from
+// env, so tests run commands in-process and side by side, each in its
+// own directory. Panics never reach the user as Go tracebacks: they are
+// reported as internal errors (status 4) on one line asking for a bug
+// report; the backtrace follows only with -v, where it helps the report.
+func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			reportInternal(stderr, r, verboseArg(args))
 			code = errkind.Internal.Status
 		}
 	}()
-	root := newRootCmd(stdout, stderr)
+	root := newRootCmd(env, stdout, stderr)
 	root.SetArgs(goTestFlags(args))
 	err := root.Execute()
 	if err == nil {
@@ -56,7 +65,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	return errkind.Usage.Status
 }
 
-func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+func newRootCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kernbench",
 		Short: "Write, run and verify collective-communication algorithms on a simulated accelerator",
@@ -71,7 +80,7 @@ how fast they are.
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stdout, stderr), newTestCmd(stdout, stderr), newCheckCmd(stdout, stderr), newDocsCmd(stdout), newVersionCmd(stdout), newMergeCmd(stdout, stderr))
+	root.AddCommand(newRunCmd(env, stdout, stderr), newTestCmd(env, stdout, stderr), newCheckCmd(env, stdout, stderr), newDocsCmd(env, stdout), newVersionCmd(stdout), newMergeCmd(env, stdout, stderr))
 	return root
 }
 

@@ -60,8 +60,9 @@ type runOptions struct {
 	plot                   string
 }
 
-func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+func newRunCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{}
+	o.Env = env
 	cmd := &cobra.Command{
 		Use:   "run [FILE.star | FILE.xml | NAME]... | --bench BENCH [ALGORITHM]",
 		Short: "Run an algorithm (with its collective's builtin bench) and report time, bandwidth and correctness",
@@ -108,7 +109,7 @@ running.`,
 				target = args[0]
 			} else {
 				// No argument: the configuration's defaults.algorithm.
-				cfg, _, err := ccl.LoadConfig(o.ConfigPath, o.Sets, kernbench.Files)
+				cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 				if err != nil {
 					return usageErr(stderr, o.json, err.Error())
 				}
@@ -177,7 +178,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.dumpPtrs {
 		o.DumpPointers = stderr
 	}
-	if v := os.Getenv("KERNBENCH_CCL_TRACE"); v != "" && v != "0" {
+	if v := o.Env.Var("KERNBENCH_CCL_TRACE"); v != "" && v != "0" {
 		o.CCLTrace = stderr
 	}
 	o.Stderr = stderr
@@ -258,7 +259,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		o.Sizes = []int64{n}
 	}
-	shard, sharded, err := shardFromEnv(os.Getenv, o.shards)
+	shard, sharded, err := shardFromEnv(o.Env.Var, o.shards)
 	if o.shard != "" {
 		shard, err = parseShard(o.shard)
 		sharded = true
@@ -302,7 +303,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
-	if err := distinctOutputs(map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}); err != nil {
+	if err := distinctOutputs(o.Env, map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
 	if o.export != "" && (compare != nil || len(o.vary) > 0) {
@@ -314,7 +315,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			return usageErr(stderr, o.json, err.Error())
 		}
 		if len(compare) == 0 {
-			cfg, _, err := ccl.LoadConfig(o.ConfigPath, o.Sets, kernbench.Files)
+			cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 			if err != nil {
 				return usageErr(stderr, o.json, err.Error())
 			}
@@ -330,7 +331,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if out.path == "" {
 			continue
 		}
-		of, err := createOutput(out.flag, out.path)
+		of, err := createOutput(o.Env, out.flag, out.path)
 		if err != nil {
 			return usageErr(stderr, o.json, out.flag+": "+err.Error())
 		}
@@ -414,7 +415,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if o.dot != "" && len(f.WaitFor) > 0 {
 			var dot bytes.Buffer
 			_ = f.WriteDOT(&dot)
-			if derr := writeFileAtomic(o.dot, dot.Bytes()); derr != nil {
+			if derr := writeFileAtomic(o.Env, o.dot, dot.Bytes()); derr != nil {
 				fmt.Fprintf(stderr, "kernbench: --dot: %v\n", derr)
 			}
 		}
@@ -426,7 +427,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	rep.WallS = wall
 	if o.export != "" {
-		if err := writeFileAtomic(o.export, exported.Bytes()); err != nil {
+		if err := writeFileAtomic(o.Env, o.export, exported.Bytes()); err != nil {
 			return usageErr(stderr, o.json, "--export-msccl: "+err.Error())
 		}
 	}
@@ -644,6 +645,7 @@ const maxSweepSizes = 1000
 // file half overwritten) even if the process is killed; a path that is not
 // a regular file (/dev/stdout, a pipe) is written directly.
 type outputFile struct {
+	env     script.Env // path is relative to env.Dir
 	flag    string
 	path    string
 	f       *os.File
@@ -652,14 +654,17 @@ type outputFile struct {
 	tmp     bool // f is a temporary file to rename to path
 }
 
-func createOutput(flag, path string) (*outputFile, error) {
-	of := &outputFile{flag: flag, path: path}
+func createOutput(env script.Env, flag, path string) (*outputFile, error) {
+	of := &outputFile{env: env, flag: flag, path: path}
 	var err error
-	if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
-		of.f, err = os.Create(path)
+	if st, serr := env.Stat(path); serr == nil && !st.Mode().IsRegular() {
+		of.f, err = os.Create(env.Path(path))
+		err = env.UserError(err, path)
 	} else {
 		if serr == nil || errors.Is(serr, fs.ErrNotExist) {
-			of.f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+			dir := filepath.Dir(path)
+			of.f, err = os.CreateTemp(env.Path(dir), "."+filepath.Base(path)+".*")
+			err = env.UserError(err, dir)
 		} else {
 			err = serr
 		}
@@ -694,7 +699,7 @@ func (of *outputFile) close(stderr io.Writer) {
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.path, err)
+		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.path, of.env.UserError(err, filepath.Dir(of.path)))
 		if of.tmp {
 			_ = os.Remove(of.f.Name())
 		}
@@ -703,10 +708,10 @@ func (of *outputFile) close(stderr io.Writer) {
 		// no empty file that looks like a run that did nothing, nor an
 		// earlier run's file that looks like this one's.
 		_ = os.Remove(of.f.Name())
-		_ = os.Remove(of.path)
+		_ = os.Remove(of.env.Path(of.path))
 	case of.tmp:
-		if err := os.Rename(of.f.Name(), of.path); err != nil {
-			fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.path, err)
+		if err := os.Rename(of.f.Name(), of.env.Path(of.path)); err != nil {
+			fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.path, of.env.UserError(err, filepath.Dir(of.path)))
 			_ = os.Remove(of.f.Name())
 		}
 	}
@@ -714,11 +719,11 @@ func (of *outputFile) close(stderr io.Writer) {
 
 // distinctOutputs refuses one file named by two output flags: both would
 // write into it and leave neither readable.
-func distinctOutputs(paths map[string]string) error {
+func distinctOutputs(env script.Env, paths map[string]string) error {
 	flags := slices.Sorted(maps.Keys(paths))
 	for i, a := range flags {
 		for _, b := range flags[i+1:] {
-			if paths[a] != "" && paths[b] != "" && samePath(paths[a], paths[b]) {
+			if paths[a] != "" && paths[b] != "" && samePath(env, paths[a], paths[b]) {
 				return fmt.Errorf("%s and %s name the same file %s; give each its own file", a, b, paths[a])
 			}
 		}
@@ -728,14 +733,14 @@ func distinctOutputs(paths map[string]string) error {
 
 // samePath reports whether a and b are one file: the same cleaned absolute
 // path, or (when both exist) the same file reached through links.
-func samePath(a, b string) bool {
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
+func samePath(env script.Env, a, b string) bool {
+	aa, err1 := env.Abs(a)
+	bb, err2 := env.Abs(b)
 	if err1 == nil && err2 == nil && aa == bb {
 		return true
 	}
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
+	sa, err1 := env.Stat(a)
+	sb, err2 := env.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 

@@ -71,7 +71,7 @@ func (s shardSpec) pick(points []int64) []int64 {
 	return out
 }
 
-func newMergeCmd(stdout, stderr io.Writer) *cobra.Command {
+func newMergeCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "merge REPORT.json...",
@@ -83,7 +83,7 @@ reports must come from the same algorithm and settings; a size that
 appears twice is an error. wall_s is the sum of the shards' wall times.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, files []string) error {
-			rep, err := mergeReports(files)
+			rep, err := mergeReports(env, files)
 			if err != nil {
 				return usageErr(stderr, asJSON, err.Error())
 			}
@@ -106,13 +106,14 @@ appears twice is an error. wall_s is the sum of the shards' wall times.`,
 	return cmd
 }
 
-// mergeReports reads shard reports and joins them.
-func mergeReports(files []string) (*ccl.Report, error) {
+// mergeReports reads shard reports (in env's working directory) and
+// joins them.
+func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 	var merged *ccl.Report
 	var first string
 	seen := map[int64]string{}
 	for _, f := range files {
-		data, err := script.ReadInput(f)
+		data, err := env.ReadInput(f)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"kernbench/engine/msccl"
 	"kernbench/engine/topology"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
 )
 
 // The collectives and topologies are declared once, in engine/collective's
@@ -91,7 +92,7 @@ func TestTablesAgree(t *testing.T) {
 	})
 
 	t.Run("cli help", func(t *testing.T) {
-		run := newRunCmd(io.Discard, io.Discard)
+		run := newRunCmd(script.Env{}, io.Discard, io.Discard)
 		for flag, names := range map[string][]string{"collective": colls, "topology": topos} {
 			if got, want := run.Flags().Lookup(flag).Usage, strings.Join(names, " | "); got != want {
 				t.Errorf("run --%s help: got %q, want %q", flag, got, want)

@@ -14,10 +14,11 @@ import (
 	"kernbench/engine/config"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
 	"kernbench/starlark/testrun"
 )
 
-func newTestCmd(stdout, stderr io.Writer) *cobra.Command {
+func newTestCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	var run string
 	var verbose, asJSON bool
 	var maxSteps uint64
@@ -65,7 +66,7 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			stderr := &lockedWriter{w: stderr}
 			prog := newTestProgress(stderr, progressEvery)
 			defer prog.stop()
-			o := testrun.Options{Verbose: verbose, Embedded: kernbench.Files, Stderr: stderr, MaxSteps: maxSteps,
+			o := testrun.Options{Verbose: verbose, Env: env, Embedded: kernbench.Files, Stderr: stderr, MaxSteps: maxSteps,
 				Timeout: timeout, MaxMemory: limit, OnTest: prog.start}
 			if run != "" {
 				re, err := regexp.Compile(run)
@@ -74,7 +75,7 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 				}
 				o.Run = re
 			}
-			files, err := testrun.Discover(args)
+			files, err := testrun.Discover(env, args)
 			if err != nil {
 				return usageErr(stderr, asJSON, err.Error())
 			}

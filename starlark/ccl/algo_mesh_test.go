@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"kernbench"
+	"kernbench/starlark/script"
 )
 
 // Tests of the 2-D mesh, custom torus and recursive halving-doubling
@@ -234,7 +235,7 @@ var meshZeroOverheads = []string{
 // stores use.
 func meshLinkParams(t *testing.T, sets []string) (alpha, beta, betaHBM float64) {
 	t.Helper()
-	cfg, _, err := LoadConfig("", sets, kernbench.Files)
+	cfg, _, err := LoadConfig(script.Env{}, "", sets, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,8 @@ import (
 type CheckOptions struct {
 	ConfigPath string
 	Sets       []string
-	WorldSizes []int // neighbors() is validated for each (default 1..16)
+	WorldSizes []int      // neighbors() is validated for each (default 1..16)
+	Env        script.Env // the working directory and environment variables
 	Embedded   fs.FS
 	// Watchdog, when set, stops the checked file's Starlark (its top level,
 	// neighbors()) at a wall-clock limit: check runs the code it loads.
@@ -47,11 +48,11 @@ func Check(file string, o CheckOptions) []string {
 	if IsMSCCL(file) {
 		return checkMSCCL(file, o)
 	}
-	cfg, cfgDir, err := LoadConfig(o.ConfigPath, o.Sets, o.Embedded)
+	cfg, cfgDir, err := LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	src := script.Source{Embedded: o.Embedded}
+	src := script.Source{Env: o.Env, Embedded: o.Embedded}
 	tgt, err := resolveTarget(file, cfg, cfgDir, src)
 	if err != nil {
 		return []string{err.Error()}

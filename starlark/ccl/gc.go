@@ -12,8 +12,9 @@ import (
 // collection, so peak RSS would be about double what the run needs. While
 // such runs are active the collector keeps a headroom of about 15 % of
 // those bytes (at least 64 MiB) instead; collections stay cheap because
-// the big blocks hold no pointers to scan. A GOGC set in the environment
-// wins.
+// the big blocks hold no pointers to scan. A GOGC set in the process's
+// environment wins (the runtime's setting: os.Getenv, not a command's
+// script.Env). The count is process-wide and safe for runs side by side.
 
 var largeHeap struct {
 	sync.Mutex

@@ -46,9 +46,14 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 //
 // limits, when given, bounds the new threads as a Loader does (the step
 // limit and wall-clock watchdog of the calling test): an L2 function that
-// never returns must not hang kernbench test.
+// never returns must not hang kernbench test. Its Src.Env is where
+// ./ccl.yaml is looked for.
 func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedded fs.FS, limits ...*script.Loader) error {
-	cfg, _, err := LoadConfig("", sets, embedded)
+	var env script.Env
+	if len(limits) > 0 && limits[0] != nil {
+		env = limits[0].Src.Env
+	}
+	cfg, _, err := LoadConfig(env, "", sets, embedded)
 	if err != nil {
 		return err
 	}

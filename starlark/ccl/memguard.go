@@ -434,8 +434,11 @@ func availableMemory(read func(string) ([]byte, error)) int64 {
 // near it), and a ticker samples the memory the runtime holds; once that
 // passes a run's limit, the run's Sim.Guard stops it at its next check.
 // The sampling only ever ends runs: what a run simulates is the same with
-// or without it. The soft limit composes with holdLargeHeap's GC percent:
-// the collector runs at whichever of the two triggers first.
+// or without it. Both the limit and the sample are the process's: runs
+// side by side in one process (-j, or the CLI tests' in-process commands)
+// are measured together, which is why those tests run a command with
+// --max-memory alone. The soft limit composes with holdLargeHeap's GC
+// percent: the collector runs at whichever of the two triggers first.
 
 var memGuard struct {
 	sync.Mutex

@@ -29,6 +29,7 @@ type MockOptions struct {
 	Schedules  int    // interleavings to explore (>= 1)
 	Seed       uint64 // picks the interleavings
 	Sets       []string
+	Env        script.Env // the working directory and environment variables
 	Embedded   fs.FS
 	Stderr     io.Writer
 	MaxSteps   uint64           // Starlark step limit per rank (0: 10^8)
@@ -74,7 +75,7 @@ func mockSeed(seed uint64, i int) uint64 {
 // whose message contains "deadlock" and every blocked rank's position.
 func RunKernelInMock(o MockOptions) (*MockResult, error) {
 	path := o.Path
-	src := script.Source{Embedded: o.Embedded}
+	src := script.Source{Env: o.Env, Embedded: o.Embedded}
 	if cand := filepath.Join(o.Dir, path); o.Dir != "" && src.Exists(cand) {
 		path = cand
 	} else if !src.Exists(path) {
@@ -94,7 +95,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, InPlace: o.InPlace, Root: o.Root,
 			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
-			Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
+			Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
 		})
 		if err != nil {
 			if f, ok := err.(*Failure); ok {

@@ -281,11 +281,11 @@ func mscclChunks(a *msccl.Algo, p *plan) error {
 
 // runMSCCL is `kernbench run FILE.xml`.
 func runMSCCL(arg string, opts Options) (*Report, error) {
-	cfg, _, err := LoadConfig(opts.ConfigPath, opts.Sets, opts.Embedded)
+	cfg, _, err := LoadConfig(opts.Env, opts.ConfigPath, opts.Sets, opts.Embedded)
 	if err != nil {
 		return nil, err
 	}
-	src := script.Source{Embedded: opts.Embedded, Overlay: map[string][]byte{mscclRunnerName: mscclRunner}}
+	src := script.Source{Env: opts.Env, Embedded: opts.Embedded, Overlay: map[string][]byte{mscclRunnerName: mscclRunner}}
 	a, err := loadMSCCL(arg, src)
 	if err != nil {
 		return nil, err
@@ -355,7 +355,7 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 // checkMSCCL is `kernbench check FILE.xml`: the file parses and validates,
 // and its neighbour map is consistent.
 func checkMSCCL(arg string, o CheckOptions) []string {
-	a, err := loadMSCCL(arg, script.Source{Embedded: o.Embedded})
+	a, err := loadMSCCL(arg, script.Source{Env: o.Env, Embedded: o.Embedded})
 	if err != nil {
 		return strings.Split(err.Error(), "\n")
 	}

@@ -97,8 +97,9 @@ type Options struct {
 	// run that passes it anyway stops (exit 3, OutOfMemory).
 	MaxMemory int64
 
-	Embedded fs.FS     // the shipped ccl.yaml, algorithms and benches
-	Stderr   io.Writer // print() and diagnostics
+	Env      script.Env // the working directory and environment variables
+	Embedded fs.FS      // the shipped ccl.yaml, algorithms and benches
+	Stderr   io.Writer  // print() and diagnostics
 }
 
 // Run executes `kernbench run arg`.
@@ -106,11 +107,11 @@ func Run(arg string, opts Options) (*Report, error) {
 	if IsMSCCL(arg) {
 		return runMSCCL(arg, opts)
 	}
-	cfg, cfgDir, err := LoadConfig(opts.ConfigPath, opts.Sets, opts.Embedded)
+	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.Sets, opts.Embedded)
 	if err != nil {
 		return nil, err
 	}
-	src := script.Source{Embedded: opts.Embedded}
+	src := script.Source{Env: opts.Env, Embedded: opts.Embedded}
 	tgt, err := resolveTarget(arg, cfg, cfgDir, src)
 	if err != nil {
 		return nil, err

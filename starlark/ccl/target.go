@@ -6,7 +6,6 @@ package ccl
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,21 +16,22 @@ import (
 	"kernbench/starlark/script"
 )
 
-// LoadConfig reads --config or ./ccl.yaml laid over the embedded default
-// (config.LoadOverlay), or the embedded default alone, applying --set
-// overrides. It returns the config and its directory (module paths of its
-// own entries are relative to it, see moduleFile; "" for the embedded one).
-func LoadConfig(path string, sets []string, embedded fs.FS) (*config.Config, string, error) {
+// LoadConfig reads --config or ./ccl.yaml (both in env's working
+// directory) laid over the embedded default (config.LoadOverlay), or the
+// embedded default alone, applying --set overrides. It returns the config
+// and its directory (module paths of its own entries are relative to it,
+// see moduleFile; "" for the embedded one).
+func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*config.Config, string, error) {
 	name, dir := path, filepath.Dir(path)
 	var data []byte
 	var err error
 	switch {
 	case path != "":
-		data, err = script.ReadInput(path)
+		data, err = env.ReadInput(path)
 	default:
-		if _, statErr := os.Stat("ccl.yaml"); statErr == nil {
+		if _, statErr := env.Stat("ccl.yaml"); statErr == nil {
 			name, dir = "ccl.yaml", "."
-			data, err = script.ReadInput(name)
+			data, err = env.ReadInput(name)
 		} else {
 			name, dir = "ccl.yaml (embedded default)", ""
 			data = config.DefaultYAML()
@@ -101,7 +101,7 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 	// file. A file that merely shares a shipped algorithm's base name (a
 	// user's own rd_allreduce.star) is not that algorithm and must not
 	// receive its params or topology.
-	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	abs := func(p string) string { a, _ := src.Env.Abs(p); return a }
 	for _, n := range cfg.AlgorithmNames {
 		a := cfg.Algorithms[n]
 		if abs(moduleFile(a, cfgDir)) == abs(arg) {

@@ -12,6 +12,7 @@ import (
 
 	"kernbench"
 	"kernbench/engine/machine"
+	"kernbench/starlark/script"
 )
 
 // A timing-only run moves no bytes but simulates exactly what a full run
@@ -19,7 +20,7 @@ import (
 // the simulated time, the number of events and every operation count are
 // equal; the reference check and phase 2 are reported as not run.
 func TestTimingOnlyMatchesFullRun(t *testing.T) {
-	cfg, _, err := LoadConfig("", nil, kernbench.Files)
+	cfg, _, err := LoadConfig(script.Env{}, "", nil, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

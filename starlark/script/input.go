@@ -22,8 +22,8 @@ const DefaultMaxInputSize = 16 << 20
 const MaxInputEnv = "KERNBENCH_MAX_INPUT_SIZE"
 
 // maxInputSize is DefaultMaxInputSize or the valid value of MaxInputEnv.
-func maxInputSize() (int64, error) {
-	v := os.Getenv(MaxInputEnv)
+func (e Env) maxInputSize() (int64, error) {
+	v := e.Var(MaxInputEnv)
 	if v == "" {
 		return DefaultMaxInputSize, nil
 	}
@@ -38,9 +38,10 @@ func maxInputSize() (int64, error) {
 // read: a FIFO would block the open or the read for ever and a device such
 // as /dev/zero never ends, so both are refused by what they are before they
 // are opened. A file larger than the input size limit is refused too.
-// Errors name the file; a missing file is fs.ErrNotExist.
-func ReadInput(name string) ([]byte, error) {
-	st, err := os.Stat(name)
+// Errors name the file as given; a missing file is fs.ErrNotExist. A
+// relative name is read in e.Dir.
+func (e Env) ReadInput(name string) ([]byte, error) {
+	st, err := e.Stat(name)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -51,22 +52,22 @@ func ReadInput(name string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file (%s): kernbench reads only regular files, so that a read always ends", name, fileKind(st.Mode()))
 	}
-	limit, err := maxInputSize()
+	limit, err := e.maxInputSize()
 	if err != nil {
 		return nil, err
 	}
 	if st.Size() > limit {
 		return nil, tooLarge(name, limit)
 	}
-	f, err := os.Open(name)
+	f, err := os.Open(e.Path(name))
 	if err != nil {
-		return nil, err
+		return nil, e.UserError(err, name)
 	}
 	defer f.Close()
 	// The file may have grown since Stat: read at most limit+1 bytes.
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, e.UserError(err, name)
 	}
 	if int64(len(data)) > limit {
 		return nil, tooLarge(name, limit)

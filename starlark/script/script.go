@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -31,9 +30,10 @@ import (
 // ordinary loops and helpers).
 var FileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
 
-// Source reads script files. Relative paths are tried on disk first, then in
-// the embedded copy of the shipped algorithms and benches.
+// Source reads script files. Relative paths are tried on disk first (in
+// Env.Dir), then in the embedded copy of the shipped algorithms and benches.
 type Source struct {
+	Env      Env   // the working directory and environment of the command
 	Embedded fs.FS // may be nil
 	// Overlay holds files made by the program itself (e.g. the kernel that
 	// runs an imported MSCCL schedule), found by exact name before the
@@ -46,7 +46,7 @@ func (s Source) ReadFile(name string) ([]byte, error) {
 	if data, ok := s.Overlay[name]; ok {
 		return data, nil
 	}
-	data, err := ReadInput(name)
+	data, err := s.Env.ReadInput(name)
 	if err == nil {
 		return data, nil
 	}
@@ -66,7 +66,7 @@ func (s Source) Exists(name string) bool {
 	if _, ok := s.Overlay[name]; ok {
 		return true
 	}
-	if _, err := os.Stat(name); err == nil {
+	if _, err := s.Env.Stat(name); err == nil {
 		return true
 	}
 	if s.Embedded != nil && !filepath.IsAbs(name) {

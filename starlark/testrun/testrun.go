@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -30,6 +29,7 @@ import (
 type Options struct {
 	Run      *regexp.Regexp // only tests whose name matches (nil = all)
 	Verbose  bool
+	Env      script.Env // the working directory and environment variables
 	Embedded fs.FS
 	Stderr   io.Writer // print() output of tests and kernels
 	MaxSteps uint64    // Starlark step limit of each thread (tests and the kernels they run)
@@ -59,14 +59,15 @@ type Result struct {
 }
 
 // Discover lists the *_test.star files under paths (files or folders,
-// recursively), sorted. With no paths it searches the working directory.
-func Discover(paths []string) ([]string, error) {
+// recursively; relative ones in env's working directory), sorted, named
+// as paths name them. With no paths it searches the working directory.
+func Discover(env script.Env, paths []string) ([]string, error) {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
 	var out []string
 	for _, p := range paths {
-		st, err := os.Stat(p)
+		st, err := env.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("kernbench test: %v", err)
 		}
@@ -74,20 +75,25 @@ func Discover(paths []string) ([]string, error) {
 			out = append(out, p)
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		root := env.Path(p)
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 				return filepath.SkipDir
 			}
 			if !d.IsDir() && strings.HasSuffix(path, "_test.star") {
-				out = append(out, path)
+				rel, err := filepath.Rel(root, path)
+				if err != nil {
+					return err
+				}
+				out = append(out, filepath.Join(p, rel))
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("kernbench test: %v", err)
+			return nil, fmt.Errorf("kernbench test: %v", env.UserError(err, p))
 		}
 	}
 	sort.Strings(out)
@@ -141,7 +147,7 @@ func newLoader(file string, o *Options) (*script.Loader, error) {
 	o.watchdog = script.NewWatchdog(o.Timeout, fmt.Sprintf("-timeout %v (per test file)", o.Timeout))
 	return &script.Loader{
 		Watchdog:    o.watchdog,
-		Src:         script.Source{Embedded: o.Embedded},
+		Src:         script.Source{Env: o.Env, Embedded: o.Embedded},
 		Search:      "algorithms",
 		Predeclared: predeclared(assert["assert"]),
 		Builtin:     map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), *o)},
@@ -243,7 +249,7 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 	}
 	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, Count: int64(count), DType: dt, Collective: collective,
 		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
-		Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}
+		Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}
 	if params != nil {
 		for _, kv := range params.Items() {
 			if _, ok := kv[0].(starlark.String); !ok {
@@ -357,7 +363,7 @@ func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 			sets = append(sets, k+"="+v)
 		}
 	}
-	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}); err != nil {
+	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{Src: script.Source{Env: o.Env}, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}); err != nil {
 		msg := err.Error()
 		if f, ok := err.(*ccl.Failure); ok && f.Detail != "" && f.Detail != f.Msg {
 			msg += "\n" + f.Detail
