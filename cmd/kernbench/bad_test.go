@@ -43,9 +43,14 @@ type badCase struct {
 	notStderr []string // fragments that must not appear on stderr
 	stdout    []string // fragments that must appear on stdout
 	copies    []string // support files (relative to badDir) copied next to the case
+	// serial, when set, says why the case does seconds of work before it
+	// fails (deep recursion grows a huge stack): it runs alone, before the
+	// parallel cases, and its bound is the process's CPU time, which other
+	// work on the machine does not inflate.
+	serial string
 }
 
-var headerRE = regexp.MustCompile(`^#\s*(args|exit|stderr|!stderr|stdout|copy):\s?(.*)$`)
+var headerRE = regexp.MustCompile(`^#\s*(args|exit|stderr|!stderr|stdout|copy|serial):\s?(.*)$`)
 
 // parseBadCase reads the leading comment lines of a corpus file:
 //
@@ -55,6 +60,7 @@ var headerRE = regexp.MustCompile(`^#\s*(args|exit|stderr|!stderr|stdout|copy):\
 //	# !stderr: fragment                      (repeatable; must not appear)
 //	# stdout: fragment                       (repeatable; each must appear)
 //	# copy: support/other.star               (repeatable; copied next to the file)
+//	# serial: reason                         (runs alone; CPU-time bound)
 //
 // $FILE in args and fragments is the case file's name. A .star case whose
 // args do not mention $FILE gets its name inserted after the subcommand.
@@ -117,6 +123,11 @@ func parseBadCase(name string, data []byte) (*badCase, error) {
 			c.stdout = append(c.stdout, val)
 		case "copy":
 			c.copies = append(c.copies, val)
+		case "serial":
+			if val == "" {
+				return nil, fmt.Errorf("serial: give the reason")
+			}
+			c.serial = val
 		}
 	}
 	switch {
@@ -188,10 +199,6 @@ func TestBadInputCorpus(t *testing.T) {
 		}
 		n++
 		t.Run(strings.TrimSuffix(name, ext)+strings.ReplaceAll(ext, ".", "_"), func(t *testing.T) {
-			t.Parallel()
-			if h := hung.Load(); h != nil {
-				t.Skipf("not run: %s did not finish and may still be running", *h)
-			}
 			data, err := os.ReadFile(filepath.Join(badDir, name))
 			if err != nil {
 				t.Fatal(err)
@@ -199,6 +206,12 @@ func TestBadInputCorpus(t *testing.T) {
 			c, err := parseBadCase(name, data)
 			if err != nil {
 				t.Fatalf("%s: bad header: %v", name, err)
+			}
+			if c.serial == "" {
+				t.Parallel()
+			}
+			if h := hung.Load(); h != nil {
+				t.Skipf("not run: %s did not finish and may still be running", *h)
 			}
 			if reason, ok := knownBugs[name]; ok && (os.Getenv("KERNBENCH_BAD_RUN_KNOWN") == "" || fatalBugs[name]) {
 				t.Skip(reason)
@@ -221,6 +234,7 @@ func TestBadInputCorpus(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			done := make(chan int, 1)
 			start := time.Now()
+			cpuStart, cpuKnown := processCPU()
 			go func() {
 				code := -1
 				defer func() {
@@ -241,7 +255,12 @@ func TestBadInputCorpus(t *testing.T) {
 				hung.Store(&name)
 				t.Fatalf("kernbench %s did not finish within %v (hang)", strings.Join(c.args, " "), badCaseTimeout)
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			if cpuEnd, _ := processCPU(); c.serial != "" && cpuKnown {
+				// Alone in the process: its CPU time is this case's.
+				if d := cpuEnd - cpuStart; d > 5*time.Second {
+					t.Errorf("kernbench %s used %v of CPU; a bad input must fail within seconds", strings.Join(c.args, " "), d.Round(time.Millisecond))
+				}
+			} else if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("kernbench %s took %v; a bad input must fail within seconds", strings.Join(c.args, " "), d.Round(time.Millisecond))
 			}
 
