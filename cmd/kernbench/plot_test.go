@@ -16,7 +16,7 @@ import (
 // byte-size labels on its log2 size axis; sizes of 0 bytes are left out.
 func TestPlotBusBW(t *testing.T) {
 	run := func(name string, bw ...float64) labeled {
-		rep := &ccl.Report{Algorithm: name}
+		rep := &ccl.Report{Algorithm: name, Collective: "allreduce", WorldSize: 8}
 		for i, b := range bw {
 			rep.Results = append(rep.Results, ccl.Result{Bytes: 1024 << (2 * i), BusBW: b})
 		}
@@ -53,7 +53,7 @@ func TestPlotBusBW(t *testing.T) {
 			inText = false
 		}
 	}
-	want := []string{"1K", "4K", "16K", "64K", "ring_allreduce", "tree_allreduce", "busbw (GB/s)", "size per rank (bytes)"}
+	want := []string{"allreduce bus bandwidth, 8 ranks", "1K", "4K", "16K", "64K", "ring_allreduce", "tree_allreduce", "busbw (GB/s)", "size per rank (bytes)"}
 	var missing []string
 	for _, w := range want {
 		found := false
