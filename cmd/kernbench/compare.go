@@ -239,8 +239,12 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		if !o.quiet {
 			for _, l := range reps {
 				r := l.rep
-				fmt.Fprintf(stdout, "# %s: %s, collective %s, topology %s, world_size %d, buffer_kind %s, backpressure %s, data in %s\n",
-					l.label, r.File, r.Collective, r.Topology, r.WorldSize, r.BufferKind, r.Backpressure, r.DataSpace)
+				root := ""
+				if r.Root != nil {
+					root = fmt.Sprintf(", root %d", *r.Root)
+				}
+				fmt.Fprintf(stdout, "# %s: %s, collective %s, topology %s, world_size %d%s, buffer_kind %s, backpressure %s, data in %s\n",
+					l.label, r.File, r.Collective, r.Topology, r.WorldSize, root, r.BufferKind, r.Backpressure, r.DataSpace)
 			}
 		}
 	}

@@ -557,7 +557,11 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 	if len(rep.MeshShape) == 2 {
 		topo += fmt.Sprintf(" %d x %d", rep.MeshShape[0], rep.MeshShape[1])
 	}
-	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d\n", rep.Algorithm, rep.File, rep.Collective, topo, rep.WorldSize)
+	root := ""
+	if rep.Root != nil {
+		root = fmt.Sprintf(", root %d", *rep.Root)
+	}
+	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d%s\n", rep.Algorithm, rep.File, rep.Collective, topo, rep.WorldSize, root)
 	timing := ""
 	if rep.TimingOnly {
 		timing = " (timing only: no data moved)"

@@ -155,7 +155,11 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 // sameRun describes what must agree between two shards' reports.
 func sameRun(a, b *ccl.Report) (string, string) {
 	key := func(r *ccl.Report) string {
-		return fmt.Sprintf("%s %s %s %s %v world_size %d %s %s %s timing_only=%v", r.Algorithm, r.File, r.Collective, r.Topology, r.MeshShape, r.WorldSize, r.BufferKind, r.Backpressure, r.DataSpace, r.TimingOnly)
+		root := ""
+		if r.Root != nil {
+			root = fmt.Sprintf(" root %d", *r.Root)
+		}
+		return fmt.Sprintf("%s %s %s %s %v world_size %d%s %s %s %s timing_only=%v", r.Algorithm, r.File, r.Collective, r.Topology, r.MeshShape, r.WorldSize, root, r.BufferKind, r.Backpressure, r.DataSpace, r.TimingOnly)
 	}
 	return key(a), key(b)
 }

@@ -34,6 +34,10 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String(),
 		TimingOnly: p.opts.TimingOnly}
+	if p.coll.Rooted() {
+		root := p.root
+		rep.Root = &root
+	}
 	if p.topology == "mesh_2d" {
 		if rows, cols, err := topology.MeshDims(p.world, tgt.settings.MeshShape); err == nil {
 			rep.MeshShape = []int{rows, cols}

@@ -22,6 +22,7 @@ type Report struct {
 	Collective   string    `json:"collective"`
 	Topology     string    `json:"topology"`
 	MeshShape    []int     `json:"mesh_shape,omitempty"` // mesh_2d: [rows, cols] in force
+	Root         *int      `json:"root,omitempty"`       // broadcast and reduce: the root rank
 	TimingOnly   bool      `json:"timing_only,omitempty"`
 	WorldSize    int       `json:"world_size"`
 	BufferKind   string    `json:"buffer_kind"`
