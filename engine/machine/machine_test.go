@@ -225,6 +225,33 @@ func TestVCShareStartsAtChunkBoundary(t *testing.T) {
 	}
 }
 
+// The DMA engine's round-robin allocates nothing per transfer once the
+// simulator's queue has grown (performance.md: nothing allocated per
+// message in the engine).
+func TestVCRoundRobinAllocatesNothing(t *testing.T) {
+	m := newTestMachine(t, testParams())
+	pe := m.PE(0)
+	path := m.MemToMem(pe.TCM, m.PE(1).TCM)
+	d := &doneRecorder{sim: m.Sim}
+	trs := []*Transfer{
+		{Path: path, N: 5000, VC: VCCompute, Owner: d},
+		{Path: path, N: 3000, VC: VCComm, Owner: d},
+		{Path: path, N: 7000, VC: VCComm, Owner: d},
+	}
+	run := func() {
+		for _, tr := range trs {
+			m.Submit(pe, tr, false)
+		}
+		if err := m.Sim.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if allocs := testing.AllocsPerRun(20, run); allocs != 0 {
+		t.Errorf("%v allocations per run of three shared transfers, want 0", allocs)
+	}
+}
+
 // vcCase is a set of transfers queued at time 0 on PE 0's two channels.
 type vcCase struct {
 	weights [2]int64
