@@ -359,6 +359,134 @@ func chunkWRR(sizes [2][]int64, paths [2][]Path, weight [2]int64, chunk int64) [
 	return out
 }
 
+// refTransfer is one transfer of the arrivals reference: submitted at at,
+// injecting into the up-link or not (a load from the PE's own HBM).
+type refTransfer struct {
+	at      sim.Time
+	n       int64
+	path    Path
+	injects bool
+}
+
+// The engine against a chunk-by-chunk reference with transfers submitted
+// over time, some of them local: the link goes from one user to two and
+// back, and a channel's local transfer runs alongside the other's sends.
+func TestVCModelMatchesChunkReferenceWithArrivals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 9))
+	chunks := []int64{1, 64, 256, 1000, 4096}
+	for range 300 {
+		p := testParams()
+		p.VCWeightCompute, p.VCWeightComm = 1+rng.Int64N(3), 1+rng.Int64N(3)
+		p.VCChunkSize = chunks[rng.IntN(len(chunks))]
+		m := newTestMachine(t, p)
+		pe := m.PE(0)
+		send, local := m.MemToMem(pe.TCM, m.PE(1).TCM), m.MemToPE(pe.HBM, pe)
+		var q [2][]refTransfer
+		var recs [2][]*doneRecorder
+		for v := VC(0); v < 2; v++ {
+			var at sim.Time
+			for range 1 + rng.IntN(5) {
+				at += sim.Time(rng.Int64N(int64(100 * sim.Nanosecond)))
+				tr := refTransfer{at: at, n: 1 + rng.Int64N(8000), path: send, injects: true}
+				if rng.IntN(3) == 0 {
+					tr.path, tr.injects = local, false
+				}
+				q[v] = append(q[v], tr)
+				d := &doneRecorder{sim: m.Sim}
+				recs[v] = append(recs[v], d)
+				x := &Transfer{Path: tr.path, N: tr.n, VC: v, Owner: d}
+				m.Sim.At(tr.at, sim.HandlerFunc(func() { m.Submit(pe, x, false) }))
+			}
+		}
+		if err := m.Sim.Run(); err != nil {
+			t.Fatal(err)
+		}
+		want := chunkArrivals(q, [2]int64{p.VCWeightCompute, p.VCWeightComm}, p.VCChunkSize)
+		var got [2][]sim.Time
+		for v := range 2 {
+			for i, d := range recs[v] {
+				got[v] = append(got[v], d.at-q[v][i].path.Latency())
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("weights %d:%d chunk %d queues %+v: injection ends (-chunk reference +model):\n%s", p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, diff)
+		}
+	}
+}
+
+// chunkArrivals serves two FIFO channels on a link one chunk at a time,
+// deciding at each chunk end: one channel with an injecting transfer ready
+// gets the next chunk; with both ready, weight[v] chunks of channel v per
+// round, and a new round starting with channel 0 whenever the link had one
+// user or none before. A local transfer takes its bottleneck time from its
+// start, apart from the link. Returns each transfer's injection end.
+func chunkArrivals(q [2][]refTransfer, weight [2]int64, chunk int64) [2][]sim.Time {
+	var out [2][]sim.Time
+	var idx [2]int
+	var sent [2]int64
+	var free [2]sim.Time // when the channel's previous transfer ended
+	var t sim.Time
+	users, turn, served := 0, 0, int64(0)
+	startOf := func(v int) sim.Time { return max(q[v][idx[v]].at, free[v]) }
+	finish := func(v int, at sim.Time) {
+		out[v] = append(out[v], at)
+		free[v], sent[v] = at, 0
+		idx[v]++
+	}
+	for idx[0] < len(q[0]) || idx[1] < len(q[1]) {
+		// Local transfers end on their own, by t.
+		for v := 0; v < 2; v++ {
+			for idx[v] < len(q[v]) && !q[v][idx[v]].injects {
+				tr := q[v][idx[v]]
+				end := startOf(v) + tr.path.Service(tr.n)
+				if end > t {
+					break
+				}
+				finish(v, end)
+			}
+		}
+		var ready []int
+		next := sim.Never
+		for v := 0; v < 2; v++ {
+			if idx[v] == len(q[v]) {
+				continue
+			}
+			tr := q[v][idx[v]]
+			switch start := startOf(v); {
+			case !tr.injects:
+				next = min(next, start+tr.path.Service(tr.n))
+			case start <= t:
+				ready = append(ready, v)
+			default:
+				next = min(next, start)
+			}
+		}
+		if len(ready) == 0 {
+			users, t = 0, next
+			continue
+		}
+		v := ready[0]
+		if len(ready) == 2 {
+			if users < 2 {
+				turn, served = 0, 0
+			}
+			if served == weight[turn] {
+				turn, served = 1-turn, 0
+			}
+			v = turn
+			served++
+		}
+		users = len(ready)
+		tr := q[v][idx[v]]
+		c := min(chunk, tr.n-sent[v])
+		t += tr.path.Service(sent[v]+c) - tr.path.Service(sent[v])
+		if sent[v] += c; sent[v] == tr.n {
+			finish(v, t)
+		}
+	}
+	return out
+}
+
 func TestAllocFreeCoalesce(t *testing.T) {
 	m := newTestMachine(t, testParams())
 	mem := m.PE(0).TCM
