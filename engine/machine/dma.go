@@ -41,12 +41,13 @@ type Transfer struct {
 	Started  sim.Time // when its channel began injecting it
 	Finished sim.Time // when its data effect happened
 
-	eng       *dmaEngine
-	injects   bool  // leaves the PE through its NoC up-link (set at submit)
-	remaining int64 // injection work left, in ps × weight sum
-	pathEnd   sim.Time
-	next      *Transfer
-	sim       *sim.Sim
+	eng     *dmaEngine
+	injects bool     // leaves the PE through its NoC up-link (set at submit)
+	done    int64    // bytes injected by time at (a chunk boundary when shared)
+	at      sim.Time // see done
+	pathEnd sim.Time
+	next    *Transfer
+	sim     *sim.Sim
 }
 
 // Fire is the transfer's completion event.
@@ -56,44 +57,53 @@ func (t *Transfer) Fire() {
 }
 
 // dmaEngine is a PE's DMA with two virtual channels. Each channel serves its
-// transfers in order; when both channels inject into the PE's NoC up-link
-// its time is shared between them in proportion to vc_weights (generalised
-// processor sharing, the fluid limit of chunk-by-chunk weighted round-robin:
-// every completion is within one chunk of the chunk-level model). A
-// transfer's injection takes its path's bottleneck time when it runs alone,
-// so an idle path costs exactly T(path, n). The path is booked when the
+// transfers in order, a transfer as a run of vc_chunk_size chunks (its last
+// one partial). When both channels' current transfers inject into the PE's
+// NoC up-link they take turns on it chunk by chunk, weighted round-robin
+// [D8]: a round is vc_weights[compute] chunks of vc_compute, then
+// vc_weights[comm] chunks of vc_comm; a channel whose transfer ends within
+// its turn goes on with its next transfer, and a channel with nothing left
+// gives the link to the other. When the link goes from one user to two, the
+// chunk in flight finishes and a new round starts with vc_compute. A
+// transfer that does not inject (own HBM to registers, say) runs alongside
+// and takes no turn.
+//
+// Chunk k of a transfer takes Service(end of chunk) − Service(start of
+// chunk) on its path: the times of its chunks add up to exactly
+// Service(n), so a transfer alone injects in its path's bottleneck time and
+// an idle path costs exactly T(path, n). The path is booked when the
 // transfer starts injecting; it completes at max(path booking end,
 // injection end + path latency).
 //
 // Events: one per transfer for its injection end and one for its
-// completion; no event per chunk.
+// completion, no event per chunk. While the set of busy channels stays the
+// same the round-robin is periodic, so the next injection end is arithmetic
+// on whole turns from the last point where that set changed (the anchor).
 type dmaEngine struct {
 	m       *Machine
 	pe      *PE
 	sim     *sim.Sim
 	weights [2]int64
-	total   int64
+	chunk   int64
 	head    [2]*Transfer
 	tail    [2]*Transfer
-	last    sim.Time // remaining counters are exact as of this time
 	nextAt  sim.Time // time of the live engine event (sim.Never if none)
+
+	// shared: both heads inject, and their progress is the round-robin
+	// from anchor, where head[v].done are chunk boundaries, it is turn's
+	// turn and turn has served served < weights[turn] chunks of it.
+	// Otherwise each head injects on its own from (at, done).
+	shared bool
+	anchor sim.Time
+	turn   VC
+	served int64
 }
 
-func newDMAEngine(s *sim.Sim, compute, comm int64) *dmaEngine {
-	return &dmaEngine{sim: s, weights: [2]int64{compute, comm}, total: compute + comm, nextAt: sim.Never}
-}
+// defaultVCChunkSize is ccl.yaml's default vc_chunk_size.
+const defaultVCChunkSize = 256
 
-// rate is the injection progress per picosecond of a channel's head. The
-// channels split the PE's injection link (its NoC up-link) by weight when
-// both heads inject into it [D8: "the same link is shared, its bandwidth
-// split between the two channels"]; a transfer that stays inside the PE
-// (own HBM to registers, say) does not take a share from the other.
-func (e *dmaEngine) rate(v VC) int64 {
-	h, o := e.head[v], e.head[1-v]
-	if h == nil || o == nil || !h.injects || !o.injects {
-		return e.total
-	}
-	return e.weights[v]
+func newDMAEngine(s *sim.Sim, compute, comm, chunk int64) *dmaEngine {
+	return &dmaEngine{sim: s, weights: [2]int64{compute, comm}, chunk: chunk, nextAt: sim.Never}
 }
 
 // injects reports whether path leaves the PE through its NoC up-link.
@@ -106,64 +116,152 @@ func (e *dmaEngine) injects(path Path) bool {
 	return false
 }
 
-// advance brings the remaining work of both heads up to now.
-func (e *dmaEngine) advance(now sim.Time) {
-	if dt := int64(now - e.last); dt > 0 {
-		r0, r1 := e.rate(0), e.rate(1)
-		if h := e.head[0]; h != nil {
-			h.remaining = progress(h.remaining, r0, dt)
-		}
-		if h := e.head[1]; h != nil {
-			h.remaining = progress(h.remaining, r1, dt)
-		}
+// injectTime is the injection time of bytes [from, to) of t: a difference
+// of its path's bottleneck times, so that consecutive chunks add up exactly.
+func injectTime(t *Transfer, from, to int64) sim.Time {
+	if to <= from {
+		return 0
 	}
-	e.last = now
+	end := t.Path.Service(to)
+	if end == sim.Never {
+		return sim.Never
+	}
+	return end - t.Path.Service(from)
 }
 
-// progress is what remains of rem after dt picoseconds at rate r, without
-// overflow of r·dt (a saturated remaining time meets a long interval only
-// in runs the watchdog ends).
-func progress(rem, r, dt int64) int64 {
-	if r != 0 && dt > max(rem, 0)/r+1 {
-		return min(rem, 0)
+// chunksLeft is how many chunks t still has to inject.
+func (e *dmaEngine) chunksLeft(t *Transfer) int64 {
+	left := t.N - t.done
+	if left <= 0 {
+		return 0
 	}
-	return rem - r*dt
+	return left/e.chunk + min(left%e.chunk, 1)
 }
+
+// after is t's injected bytes once k more chunks are through (k ≤ chunksLeft
+// keeps k·chunk below N − done: no overflow).
+func (e *dmaEngine) after(t *Transfer, k int64) int64 {
+	if k >= e.chunksLeft(t) {
+		return max(t.N, t.done)
+	}
+	return t.done + k*e.chunk
+}
+
+func ceilDiv(a, b int64) int64 { return a/b + min(a%b, 1) }
 
 func (e *dmaEngine) submit(t *Transfer) {
 	now := e.sim.Now()
-	e.advance(now)
 	t.Issued = now
 	t.injects = e.injects(t.Path)
 	v := t.VC
-	if e.tail[v] == nil {
-		e.head[v], e.tail[v] = t, t
-		e.start(t, now)
-	} else {
+	if e.tail[v] != nil {
+		// Queued behind the channel's head: the heads, and so every
+		// injection end, stay as they are.
 		e.tail[v].next = t
 		e.tail[v] = t
+		return
+	}
+	e.head[v], e.tail[v] = t, t
+	e.start(t, now)
+	if o := e.head[1-v]; o != nil && o.injects && t.injects {
+		e.share(now)
 	}
 	e.reschedule()
 }
 
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
-	t.Started = now
-	t.remaining = int64(sim.Mul(t.Path.Service(t.N), e.total))
+	t.Started, t.at, t.done = now, now, 0
 	t.pathEnd = t.Path.book(now, now, t.N, e, t.VC)
+}
+
+// share switches to round-robin at time now, when the second channel's
+// head starts injecting: a head already injecting finishes its chunk in
+// flight, and the first round starts with vc_compute at the later of the two
+// heads' chunk boundaries.
+func (e *dmaEngine) share(now sim.Time) {
+	e.shared, e.turn, e.served, e.anchor = true, VCCompute, 0, now
+	for _, h := range e.head {
+		if h.at < now && h.done < h.N {
+			// The first chunk boundary at or after now (binary search: the
+			// chunk in flight is not known without it, and this runs once
+			// per switch, not per chunk).
+			lo, hi := int64(1), e.chunksLeft(h)
+			for lo < hi {
+				mid := lo + (hi-lo)/2
+				if sim.Add(h.at, injectTime(h, h.done, e.after(h, mid))) >= now {
+					hi = mid
+				} else {
+					lo = mid + 1
+				}
+			}
+			end := e.after(h, lo)
+			h.at = sim.Add(h.at, injectTime(h, h.done, end))
+			h.done = end
+		}
+		e.anchor = max(e.anchor, h.at)
+	}
+}
+
+// next is the channel whose head ends its injection first and when
+// (sim.Never if both channels are idle; ties go to vc_compute).
+func (e *dmaEngine) next() (VC, sim.Time) {
+	if e.shared {
+		v, at, _, _, _ := e.roundRobin()
+		return v, at
+	}
+	v, first := VCCompute, sim.Never
+	for c := VC(0); c < 2; c++ {
+		if h := e.head[c]; h != nil {
+			if at := sim.Add(h.at, injectTime(h, h.done, h.N)); at < first {
+				v, first = c, at
+			}
+		}
+	}
+	return v, first
+}
+
+// roundRobin runs the shared round-robin from the anchor to the first end
+// of a head's injection: which channel's head ends, when, the other head's
+// injected bytes then, and whose turn it is then with how many of its
+// chunks served. Turns alternate a0 b0 a1 b1 … from the anchor, where a
+// is the channel whose turn it is (a0 is the rest of its turn) and b the
+// other; whole turns are counted, never single chunks.
+func (e *dmaEngine) roundRobin() (fin VC, at sim.Time, other int64, turn VC, served int64) {
+	a, b := e.turn, 1-e.turn
+	ha, hb := e.head[a], e.head[b]
+	// A head with nothing left (zero bytes, or its last chunk in flight
+	// when the link became shared) ends at the anchor and takes no turn.
+	if ha.done >= ha.N {
+		return a, e.anchor, hb.done, a, e.served
+	}
+	if hb.done >= hb.N {
+		return b, e.anchor, ha.done, a, e.served
+	}
+	ra, rb := e.chunksLeft(ha), e.chunksLeft(hb)
+	wa, wb := e.weights[a], e.weights[b]
+	p := wa - e.served // chunks left in a's current turn
+	var ja int64       // the turn of a in which its head ends
+	if ra > p {
+		ja = ceilDiv(ra-p, wa)
+	}
+	jb := ceilDiv(rb, wb) - 1 // the turn of b in which its head ends
+	if ja <= jb {
+		// a ends first, after b's turns 0 … ja−1 (ja·wb < rb chunks).
+		other = e.after(hb, ja*wb)
+		served = ra - p - (ja-1)*wa
+		if ja == 0 {
+			served = e.served + ra
+		}
+		return a, sim.Add(sim.Add(e.anchor, injectTime(ha, ha.done, ha.N)), injectTime(hb, hb.done, other)), other, a, served
+	}
+	// b ends first, after a's turns 0 … jb (p + jb·wa < ra chunks).
+	other = e.after(ha, p+jb*wa)
+	return b, sim.Add(sim.Add(e.anchor, injectTime(ha, ha.done, other)), injectTime(hb, hb.done, hb.N)), other, b, rb - jb*wb
 }
 
 // reschedule makes sure an engine event exists at the earliest injection end.
 func (e *dmaEngine) reschedule() {
-	next := sim.Never
-	for v := VC(0); v < 2; v++ {
-		if h := e.head[v]; h != nil {
-			r := e.rate(v)
-			rem := max(h.remaining, 0)
-			at := sim.Add(e.last, sim.Time(rem/r+min(rem%r, 1)))
-			next = min(next, at)
-		}
-	}
-	if next != e.nextAt && next != sim.Never {
+	if _, next := e.next(); next != e.nextAt && next != sim.Never {
 		e.nextAt = next
 		e.sim.At(next, e)
 	}
@@ -177,31 +275,57 @@ func (e *dmaEngine) Fire() {
 		return
 	}
 	e.nextAt = sim.Never
-	e.advance(now)
-	for v := VC(0); v < 2; v++ {
-		for h := e.head[v]; h != nil && h.remaining <= 0; h = e.head[v] {
-			e.head[v] = h.next
-			if h.next == nil {
-				e.tail[v] = nil
-			}
-			h.next = nil
-			if tr := e.m.Trace; tr != nil {
-				tid, track := trace.TidVCCompute, "vc_compute"
-				if v == VCComm {
-					tid, track = trace.TidVCComm, "vc_comm"
-				}
-				label := h.Label
-				if label == "" {
-					label = track
-				}
-				tr.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
-			}
-			done := max(h.pathEnd, sim.Add(now, h.Path.Latency()))
-			e.sim.At(done, h)
-			if n := e.head[v]; n != nil {
-				e.start(n, now)
-			}
+	for {
+		v, at := e.next()
+		if at > now {
+			break
 		}
+		e.end(v, now)
 	}
 	e.reschedule()
+}
+
+// end retires channel v's head, whose injection ends now, and starts the
+// channel's next transfer.
+func (e *dmaEngine) end(v VC, now sim.Time) {
+	h, o := e.head[v], e.head[1-v]
+	if e.shared {
+		// Re-anchor the round-robin here: a chunk boundary for both heads.
+		_, _, other, turn, served := e.roundRobin()
+		o.done, o.at = other, now
+		e.anchor, e.turn, e.served = now, turn, served
+	}
+	h.done = max(h.N, h.done)
+	e.head[v] = h.next
+	if h.next == nil {
+		e.tail[v] = nil
+	}
+	h.next = nil
+	if tr := e.m.Trace; tr != nil {
+		tid, track := trace.TidVCCompute, "vc_compute"
+		if v == VCComm {
+			tid, track = trace.TidVCComm, "vc_comm"
+		}
+		label := h.Label
+		if label == "" {
+			label = track
+		}
+		tr.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
+	}
+	e.sim.At(max(h.pathEnd, sim.Add(now, h.Path.Latency())), h)
+	n := e.head[v]
+	if n != nil {
+		e.start(n, now)
+	}
+	both := n != nil && o != nil && n.injects && o.injects
+	switch {
+	case both && e.shared:
+		if e.served >= e.weights[e.turn] {
+			e.turn, e.served = 1-e.turn, 0
+		}
+	case both:
+		e.share(now)
+	default:
+		e.shared = false
+	}
 }

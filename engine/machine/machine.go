@@ -32,7 +32,10 @@ type Params struct {
 	Tcm, Sram, Hbm                MemParams
 	Math                          LinkParams
 	VCWeightCompute, VCWeightComm int64
-	Placement                     []int // rank -> global PE index (nil: identity)
+	// VCChunkSize is the bytes of one round-robin turn slot between the
+	// DMA channels (vc_chunk_size); 0 takes ccl.yaml's default.
+	VCChunkSize int64
+	Placement   []int // rank -> global PE index (nil: identity)
 	// Untimed makes every transfer, latency and math operation take no
 	// time: the mock runtime, where only the order of events matters.
 	Untimed bool
@@ -150,6 +153,13 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	if p.VCWeightCompute < 1 || p.VCWeightComm < 1 {
 		return nil, fmt.Errorf("machine: vc_weights must be >= 1 (got compute %d, comm %d)", p.VCWeightCompute, p.VCWeightComm)
 	}
+	if p.VCChunkSize < 0 {
+		return nil, fmt.Errorf("machine: vc_chunk_size must be >= 1 (got %d)", p.VCChunkSize)
+	}
+	if p.VCChunkSize == 0 {
+		// Tests and tools that build Params by hand get the shipped default.
+		p.VCChunkSize = defaultVCChunkSize
+	}
 	if p.Untimed {
 		for _, lp := range []*LinkParams{&p.PeNoc, &p.Ucie, &p.Pcie, &p.Tcm.LinkParams, &p.Sram.LinkParams, &p.Hbm.LinkParams, &p.Math} {
 			*lp = LinkParams{}
@@ -243,7 +253,7 @@ func (m *Machine) PE(id int) *PE {
 	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", p.PeNoc)
 	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", p.PeNoc)
 	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", p.Math)
-	pe.dma = newDMAEngine(m.Sim, p.VCWeightCompute, p.VCWeightComm)
+	pe.dma = newDMAEngine(m.Sim, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
 	pe.dma.m, pe.dma.pe = m, pe
 	pe.tcmPath = Path{pe.TCM.Port}
 	pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}

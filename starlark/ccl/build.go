@@ -38,7 +38,8 @@ func machineParams(sys config.System, set config.Settings) machine.Params {
 		Tcm:   mem(sys.Memory.Tcm), Sram: mem(sys.Memory.Sram), Hbm: mem(sys.Memory.Hbm),
 		Math:            link(sys.Math.BytesPerNs, sys.Math.LatencyNs),
 		VCWeightCompute: int64(set.VCWeights.Compute), VCWeightComm: int64(set.VCWeights.Comm),
-		Placement: sys.Placement,
+		VCChunkSize: set.VCChunkSize,
+		Placement:   sys.Placement,
 	}
 }
 

@@ -116,11 +116,6 @@ func Run(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n, def := tgt.settings.VCChunkSize, config.Default().Defaults.VCChunkSize; n != def && opts.Stderr != nil {
-		// The DMA model is the fluid limit of chunked service: the chunk
-		// size changes no result, and a user who set it must know.
-		fmt.Fprintf(opts.Stderr, "kernbench: warning: vc_chunk_size %d has no effect: links and DMA channels are modelled as the limit of chunk-by-chunk service (within one chunk of it), whatever the chunk size\n", n)
-	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
