@@ -21,6 +21,9 @@ type Collective struct {
 	// Reduces: the result combines ranks' data with the run's redop (so
 	// the check allows rounding and --redop matters).
 	Reduces bool
+	// Rooted: the collective has a root rank (the kernel's `root` keyword,
+	// --root, the report's root).
+	Rooted bool
 	// Bus is nccl-tests' busbw/algbw factor, see BusFactor.
 	Bus Bus
 	// Result says what every rank's recv buffer holds afterwards, for the
@@ -49,9 +52,9 @@ var Table = []Collective{
 		Result: "recv of rank r = redop of chunk r of every send"},
 	{Name: "allgather", RecvMul: true, Bus: BusShare,
 		Result: "chunk r of every recv = send of rank r"},
-	{Name: "broadcast", Bus: BusOne,
+	{Name: "broadcast", Rooted: true, Bus: BusOne,
 		Result: "every recv = send of `root` (kernel keyword `root`)"},
-	{Name: "reduce", Reduces: true, Bus: BusOne,
+	{Name: "reduce", Reduces: true, Rooted: true, Bus: BusOne,
 		Result: "recv of `root` = redop; other ranks' recv unchanged"},
 	{Name: "alltoall", SendMul: true, RecvMul: true, Bus: BusShare,
 		Result: "chunk j of recv on rank r = chunk r of send on rank j"},

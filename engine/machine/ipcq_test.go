@@ -1528,7 +1528,7 @@ func TestIPCQ_Paranoid_CatchesBrokenPointerI2(t *testing.T) {
 	}
 }
 
-// Rule (model.md §6, send-buffer hazard): a send reads its source until its
+// Rule (model.md §5, SendBufferHazard): a send reads its source until its
 // DMA completes, so a write into that source is a hazard for exactly the
 // ranks that can address that memory: the owner of a TCM or HBM slice, and
 // every PE of the cube whose SRAM it is. The check looks only at those

@@ -179,7 +179,7 @@ func TestVCWeightsShareInjection(t *testing.T) {
 	}
 }
 
-// Rule (D8, vc_chunk_size): a channel that starts injecting while the other
+// Rule (model.md §2 and D8, vc_chunk_size): a channel that starts injecting while the other
 // injects alone waits for the chunk in flight; from that boundary the
 // channels take turns, vc_compute first. Weights 1:1, 2 ns per 256 bytes on
 // the up-link; the send (512 bytes) arrives at 3 ns.
@@ -260,8 +260,11 @@ type vcCase struct {
 	remote  [2][]bool // destination in the next cube (UCIe bottleneck) instead of PE 1's TCM
 }
 
-// The analytic DMA model against a chunk-by-chunk weighted round-robin
-// reference: every completion is exactly the reference's, for hand-picked
+// Rule (model.md §2, contention: "as if served chunk by chunk
+// (vc_chunk_size) … weighted round-robin between a PE's two virtual
+// channels", tested against a chunk-by-chunk reference). The analytic DMA
+// model against a chunk-by-chunk weighted round-robin reference: every
+// completion is exactly the reference's, for hand-picked
 // and random queues, weights and chunk sizes.
 func TestVCModelMatchesChunkReference(t *testing.T) {
 	var cases []vcCase
@@ -368,8 +371,8 @@ type refTransfer struct {
 	injects bool
 }
 
-// The engine against a chunk-by-chunk reference with transfers submitted
-// over time, some of them local: the link goes from one user to two and
+// Rule (model.md §2, the same chunk-by-chunk contention rule). The engine
+// against a chunk-by-chunk reference with transfers submitted over time, some of them local: the link goes from one user to two and
 // back, and a channel's local transfer runs alongside the other's sends.
 func TestVCModelMatchesChunkReferenceWithArrivals(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 9))

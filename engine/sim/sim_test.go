@@ -360,3 +360,30 @@ func TestGuardStopsOnlyWhenItObjects(t *testing.T) {
 		t.Errorf("a guard that never objects: %d events (err %v), without a guard %d (err %v), want %d", quiet, err, none, err2, 10*GuardEvery)
 	}
 }
+
+// Rule (model.md §1), for events scheduled for the current instant (they
+// go to the instant FIFO, not the heap): they fire after every event of
+// that instant scheduled earlier, in scheduling order, and before later
+// instants; the order is the one (time, sequence) gives.
+func TestEventsForTheCurrentInstantKeepSequenceOrder(t *testing.T) {
+	s := New()
+	var log []string
+	now := func(tag string, then ...Handler) Handler {
+		return HandlerFunc(func() {
+			log = append(log, fmt.Sprintf("%v %s", s.Now(), tag))
+			for _, h := range then {
+				s.At(s.Now(), h)
+			}
+		})
+	}
+	s.At(10, now("a", now("a1", now("a1x")), now("a2")))
+	s.At(10, now("b", now("b1")))
+	s.At(11, now("c"))
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0.01ns a", "0.01ns b", "0.01ns a1", "0.01ns a2", "0.01ns b1", "0.01ns a1x", "0.011ns c"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("firing order (-want +got):\n%s", diff)
+	}
+}

@@ -229,7 +229,7 @@ func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target
 		if near := closest(k, names); near != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", near)
 		}
-		if k == "root" && p.coll.Rooted() {
+		if k == "root" && p.coll.Rooted {
 			if _, fromYAML := tgt.entry.ParamsOrNil()["root"]; !fromYAML {
 				out = append(out, fmt.Sprintf("%s: kernel has no parameter \"root\", which the %s bench passes by keyword: def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0)%s", fn.Position(), p.coll.Name, hint))
 				continue

@@ -34,10 +34,6 @@ func LookupCollective(name string) (Collective, error) {
 	return Collective{c}, nil
 }
 
-// Rooted reports whether the collective has a root rank (the kernel's
-// `root` keyword): broadcast and reduce.
-func (c Collective) Rooted() bool { return c.Name == "broadcast" || c.Name == "reduce" }
-
 func (c Collective) sendCount(count int64, p int) int64 {
 	if c.SendMul {
 		return count * int64(p)

@@ -34,7 +34,7 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String(),
 		TimingOnly: p.opts.TimingOnly}
-	if p.coll.Rooted() {
+	if p.coll.Rooted {
 		root := p.root
 		rep.Root = &root
 	}
@@ -330,7 +330,7 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 		p.params = append(p.params, kv)
 	}
 	// Rooted collectives get their root as a keyword argument.
-	if p.coll.Name == "broadcast" || p.coll.Name == "reduce" {
+	if p.coll.Rooted {
 		p.params = append(p.params, starlark.Tuple{starlark.String("root"), starlark.MakeInt(p.root)})
 	}
 	return p, nil

@@ -342,14 +342,19 @@ func frameLines(stack starlark.CallStack) []string {
 	return out
 }
 
-// Backtrace lists the frames of an EvalError as "file:line:col: in fn"
-// (repeated frames collapsed as in Format).
+// Backtrace lists every frame of an EvalError as "file:line:col: in fn",
+// for --json (a list a program reads: nothing is collapsed there, unlike
+// Format's text).
 func Backtrace(err error) []string {
 	var ee *starlark.EvalError
 	if !errors.As(err, &ee) {
 		return nil
 	}
-	return frameLines(ee.CallStack)
+	var out []string
+	for _, fr := range ee.CallStack {
+		out = append(out, fmt.Sprintf("%s: in %s", fr.Pos, fr.Name))
+	}
+	return out
 }
 
 // IsLoadError reports whether err happened before any simulation: syntax or

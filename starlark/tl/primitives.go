@@ -162,7 +162,7 @@ func (c *fusedCall) operand() *Ptr {
 // runFused executes a fused primitive on the calling process.
 func (k *Kernel) runFused(c *fusedCall) error {
 	g := k.G
-	k.inFused, k.fusedSiteKnown = true, false
+	k.fusedSite, k.inFused = k.lookupCallSite(), true
 	defer func() { k.inFused = false }()
 	releaseIn, err := k.useSide(c.in, false, c.name, c.origin)
 	if err != nil {

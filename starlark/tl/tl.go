@@ -47,11 +47,10 @@ type Kernel struct {
 	Stats *Stats
 	Obs   Observer
 
-	// inFused is set while a fused primitive runs; fusedSite caches its
-	// call site for the writes of all its pieces (callSite).
-	inFused        bool
-	fusedSite      syntax.Position
-	fusedSiteKnown bool
+	// inFused is set while a fused primitive runs; fusedSite is its call
+	// site, for the writes of all its pieces (callSite).
+	inFused   bool
+	fusedSite syntax.Position
 
 	allocs []machine.Region
 	// scratch is the fused primitives' TCM (inbox, staging ring).
@@ -413,6 +412,14 @@ type issuedWrite struct {
 
 // pendingFor reports whether w still writes its range for a read: its op
 // is not done or, untimed, its async handle is not waited yet.
+// issuedAt is " issued at FILE:LINE:COL" for a hazard message, or "".
+func (w *issuedWrite) issuedAt() string {
+	if !w.at.IsValid() {
+		return ""
+	}
+	return " issued at " + w.at.String()
+}
+
 func (w *issuedWrite) pendingFor(untimed bool) bool {
 	return !w.op.Done || (untimed && w.h != nil && !w.h.done)
 }
@@ -443,25 +450,18 @@ func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 		if w.h == nil || !w.pendingFor(untimed) || !w.op.Dst.Overlaps(reg) {
 			continue
 		}
-		at := ""
-		if w.at.IsValid() {
-			at = " issued at " + w.at.String()
-		}
 		return errorf(errkind.PendingStoreHazard, "%s: rank %d reads %v while the %s%s still writes %v (tl.wait(its handle) first)",
-			fn, k.Rank, reg, w.fn, at, w.op.Dst)
+			fn, k.Rank, reg, w.fn, w.issuedAt(), w.op.Dst)
 	}
 	return nil
 }
 
 // callSite is the Starlark position of the tl call running on k's thread
-// (the caller of the builtin), or the zero position.
+// (the caller of the builtin), or the zero position. A fused primitive
+// writes every piece from one position: runFused looks it up (a line-table
+// decode) once per call.
 func (k *Kernel) callSite() syntax.Position {
 	if k.inFused {
-		// One fused call writes every piece from the same Starlark
-		// position: look it up (a line-table decode) once per call.
-		if !k.fusedSiteKnown {
-			k.fusedSite, k.fusedSiteKnown = k.lookupCallSite(), true
-		}
 		return k.fusedSite
 	}
 	return k.lookupCallSite()
@@ -491,12 +491,8 @@ func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	root.writes = live
 	for _, w := range root.writes {
 		if !w.op.Done && w.op.Dst.Overlaps(dst) {
-			at := ""
-			if w.at.IsValid() {
-				at = " issued at " + w.at.String()
-			}
 			return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
-				fn, k.Rank, dst, w.fn, at, w.op.Dst)
+				fn, k.Rank, dst, w.fn, w.issuedAt(), w.op.Dst)
 		}
 	}
 	return nil
