@@ -78,11 +78,20 @@ type HandlerFunc func()
 func (f HandlerFunc) Fire() { f() }
 
 type event struct {
-	at     Time
-	key    uint64 // scheduling sequence (or its jittered permutation)
-	h      Handler
-	daemon bool // bookkeeping (watchdog checks), not simulated work
+	at Time
+	// key orders events of one instant: the scheduling sequence (or its
+	// jittered permutation) shifted left by one, with daemonKey in the
+	// low bit for bookkeeping events (watchdog checks), which are not
+	// simulated work. Folding the flag into the key keeps an event at 32
+	// bytes, two to a cache line in the heap.
+	key uint64
+	h   Handler
 }
+
+// daemonKey marks a bookkeeping event in its key.
+const daemonKey = 1
+
+func (e *event) daemon() bool { return e.key&daemonKey != 0 }
 
 func (a *event) less(b *event) bool {
 	if a.at != b.at {
@@ -91,22 +100,38 @@ func (a *event) less(b *event) bool {
 	return a.key < b.key
 }
 
-// Sim is one simulation: clock, event heap and processes.
+// Sim is one simulation: clock, event queue and processes.
+//
+// Events fire in (time, scheduling sequence) order. Without jitter the
+// queue keeps one FIFO bucket per distinct pending time, in scheduling
+// order, and a heap of those times: events of one time append to their
+// bucket in sequence order, so draining buckets in time order fires them
+// in exactly (time, sequence) order, while the heap only sees each
+// distinct time once. Ranks of a symmetric collective do the same work at
+// the same instants, so a time holds several events (3 to 13 in the ring
+// benchmarks) and most events cost an append instead of a sift through a
+// heap. Under jitter, process keys are not in scheduling order, and every
+// event goes through the (time, key) heap instead.
 type Sim struct {
-	now    Time
-	seq    uint64
+	now Time
+	seq uint64
+	// cur is the bucket of the current instant while the clock stands at
+	// cur.at: events scheduled for now append to it and fire after the
+	// ones already there (they were scheduled earlier).
+	cur *bucket
+	// times is a min-heap of the other pending buckets' times, byTime
+	// finds a pending bucket by its time, and last is the bucket the
+	// latest event was scheduled into (consecutive events often share a
+	// time: no map lookup for them).
+	times   []*bucket
+	byTime  map[Time]*bucket
+	last    *bucket
+	spare   []*bucket
+	pending int // events in buckets, not yet fired
+	// events is the (time, key) heap used under jitter.
 	events []event
-	// instant holds events scheduled for the current instant (now) while
-	// the clock stands there, in scheduling order, from instantHead on.
-	// They are scheduled after every heap event of this instant (those
-	// were scheduled before the clock got here), so they fire after them,
-	// in FIFO order: the order the heap would give, at the cost of an
-	// append instead of a sift through the heap. Process wake-ups are most
-	// of them. Not used under jitter, whose keys are not FIFO.
-	instant     []event
-	instantHead int
-	jitter      *rand.Rand
-	fired       uint64
+	jitter *rand.Rand
+	fired  uint64
 	// lastWork is the time of the last event that was simulated work (not
 	// a watchdog check): when a stalled system froze.
 	lastWork Time
@@ -125,17 +150,35 @@ type Sim struct {
 	Guard func() error
 }
 
+// bucket is the FIFO of events pending at one time, from head on.
+type bucket struct {
+	at   Time
+	evs  []queued
+	head int
+}
+
+// queued is an event in a bucket (its time is the bucket's, its order its
+// place in the bucket).
+type queued struct {
+	h      Handler
+	daemon bool
+}
+
 // GuardEvery is how many events pass between two calls of Sim.Guard.
 const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
-func New() *Sim { return &Sim{events: make([]event, 0, 1024)} }
+func New() *Sim { return &Sim{byTime: map[Time]*bucket{}} }
 
 // SetJitter makes the order in which processes resume at the same instant
 // a reproducible pseudo-random permutation (schedule exploration); hardware
 // events of that instant run first, in scheduling order. Seed 0 restores
-// plain FIFO order for everything.
+// plain FIFO order for everything. It is called before the first event
+// is scheduled: the two orders keep their events in different queues.
 func (s *Sim) SetJitter(seed uint64) {
+	if s.Pending() > 0 || s.cur != nil {
+		panic("internal error: SetJitter after events were scheduled")
+	}
 	if seed == 0 {
 		s.jitter = nil
 		return
@@ -157,22 +200,62 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 		panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
 	}
 	s.seq++
-	key := s.seq
 	if s.jitter != nil {
+		key := s.seq << 1
 		// Jitter permutes which runnable process goes next: process
 		// resumptions at one instant run in a seeded random order, after
 		// the instant's hardware events (which keep their FIFO order, as
 		// hardware completing within an instant would).
 		if _, isProc := h.(*Proc); isProc {
-			key = 1<<63 | s.jitter.Uint64()>>1
+			key = 1<<63 | s.jitter.Uint64()>>2<<1
 		}
-	}
-	if t == s.now && s.jitter == nil {
-		s.instant = append(s.instant, event{at: t, key: key, h: h, daemon: daemon})
+		if daemon {
+			key |= daemonKey
+		}
+		s.events = append(s.events, event{at: t, key: key, h: h})
+		s.up(len(s.events) - 1)
 		return
 	}
-	s.events = append(s.events, event{at: t, key: key, h: h, daemon: daemon})
-	s.up(len(s.events) - 1)
+	b := s.last
+	if b == nil || b.at != t {
+		if c := s.cur; c != nil && c.at == t {
+			b = c
+		} else if b = s.byTime[t]; b == nil {
+			b = s.newBucket(t)
+		}
+		s.last = b
+	}
+	b.evs = append(b.evs, queued{h: h, daemon: daemon})
+	s.pending++
+}
+
+// newBucket makes the pending bucket of time t (t > now, or t == now
+// while no bucket is current).
+func (s *Sim) newBucket(t Time) *bucket {
+	var b *bucket
+	if n := len(s.spare); n > 0 {
+		b = s.spare[n-1]
+		s.spare = s.spare[:n-1]
+	} else {
+		b = &bucket{}
+	}
+	b.at = t
+	s.byTime[t] = b
+	s.times = append(s.times, b)
+	s.timesUp(len(s.times) - 1)
+	return b
+}
+
+// retire recycles the drained current bucket.
+func (s *Sim) retire() {
+	b := s.cur
+	s.cur = nil
+	if s.last == b {
+		s.last = nil
+	}
+	clear(b.evs)
+	b.evs, b.head = b.evs[:0], 0
+	s.spare = append(s.spare, b)
 }
 
 // After schedules h to fire d after now.
@@ -180,22 +263,77 @@ func (s *Sim) After(d Time, h Handler) { s.At(Add(s.now, d), h) }
 
 // NextEventTime is the time of the earliest pending event, or Never.
 func (s *Sim) NextEventTime() Time {
-	if s.instantHead < len(s.instant) {
-		return s.now
+	if s.jitter != nil || len(s.events) > 0 {
+		if len(s.events) == 0 {
+			return Never
+		}
+		return s.events[0].at
 	}
-	if len(s.events) == 0 {
+	if c := s.cur; c != nil && c.head < len(c.evs) {
+		return c.at
+	}
+	if len(s.times) == 0 {
 		return Never
 	}
-	return s.events[0].at
+	return s.times[0].at
 }
 
 // Pending reports the number of scheduled events.
-func (s *Sim) Pending() int { return len(s.events) + len(s.instant) - s.instantHead }
+func (s *Sim) Pending() int { return len(s.events) + s.pending }
 
-// The event queue is a 4-ary min-heap: shallower than a binary heap, so a
-// pop moves an event through fewer levels (measured faster for the few
+// The event heaps are 4-ary min-heaps: shallower than a binary heap, so a
+// pop moves an entry through fewer levels (measured faster for the few
 // hundred pending events of a 64-rank run).
 const heapArity = 4
+
+func (s *Sim) timesUp(i int) {
+	ts := s.times
+	b := ts[i]
+	for i > 0 {
+		p := (i - 1) / heapArity
+		if b.at >= ts[p].at {
+			break
+		}
+		ts[i] = ts[p]
+		i = p
+	}
+	ts[i] = b
+}
+
+// popTime removes and returns the bucket of the earliest pending time.
+func (s *Sim) popTime() *bucket {
+	ts := s.times
+	top := ts[0]
+	n := len(ts) - 1
+	last := ts[n]
+	ts[n] = nil
+	ts = ts[:n]
+	if n > 0 {
+		i := 0
+		for {
+			c := heapArity*i + 1
+			if c >= n {
+				break
+			}
+			m := c
+			end := min(c+heapArity, n)
+			for k := c + 1; k < end; k++ {
+				if ts[k].at < ts[m].at {
+					m = k
+				}
+			}
+			if ts[m].at >= last.at {
+				break
+			}
+			ts[i] = ts[m]
+			i = m
+		}
+		ts[i] = last
+	}
+	s.times = ts
+	delete(s.byTime, top.at)
+	return top
+}
 
 func (s *Sim) up(i int) {
 	ev := s.events
@@ -283,31 +421,52 @@ func (s *Sim) Run() error {
 				}
 			}
 		}
-		var e event
-		if s.instantHead < len(s.instant) && (len(s.events) == 0 || s.events[0].at > s.now) {
-			// The instant queue: after this instant's heap events, at
-			// the current time (never past the limit).
-			e = s.instant[s.instantHead]
-			s.instant[s.instantHead] = event{}
-			if s.instantHead++; s.instantHead == len(s.instant) {
-				s.instant, s.instantHead = s.instant[:0], 0
-			}
+		var h Handler
+		var at Time
+		var daemon bool
+		if c := s.cur; c != nil && c.head < len(c.evs) {
+			// The current instant's bucket, in scheduling order.
+			q := c.evs[c.head]
+			c.evs[c.head] = queued{}
+			c.head++
+			h, at, daemon = q.h, c.at, q.daemon
+			s.pending--
 		} else if len(s.events) > 0 {
+			// Jitter's heap.
 			if next := s.events[0].at; next > limit {
 				s.now = limit
 				s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
 				break
 			}
-			e = s.pop()
+			e := s.pop()
+			h, at, daemon = e.h, e.at, e.daemon()
+		} else if len(s.times) > 0 {
+			if next := s.times[0].at; next > limit {
+				s.now = limit
+				s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
+				break
+			}
+			if s.cur != nil {
+				s.retire()
+			}
+			// The next instant: its bucket becomes the current one (a
+			// bucket holds at least the event that made it).
+			c := s.popTime()
+			s.cur = c
+			q := c.evs[0]
+			c.evs[0] = queued{}
+			c.head = 1
+			h, at, daemon = q.h, c.at, q.daemon
+			s.pending--
 		} else {
 			break
 		}
-		s.now = e.at
-		if !e.daemon {
+		s.now = at
+		if !daemon {
 			s.fired++
-			s.lastWork = e.at
+			s.lastWork = at
 		}
-		e.h.Fire()
+		h.Fire()
 	}
 	if s.stopErr != nil {
 		return s.stopErr

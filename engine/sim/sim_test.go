@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -362,7 +363,7 @@ func TestGuardStopsOnlyWhenItObjects(t *testing.T) {
 }
 
 // Rule (model.md §1), for events scheduled for the current instant (they
-// go to the instant FIFO, not the heap): they fire after every event of
+// join the instant's bucket while it drains): they fire after every event of
 // that instant scheduled earlier, in scheduling order, and before later
 // instants; the order is the one (time, sequence) gives.
 func TestEventsForTheCurrentInstantKeepSequenceOrder(t *testing.T) {
@@ -386,4 +387,101 @@ func TestEventsForTheCurrentInstantKeepSequenceOrder(t *testing.T) {
 	if diff := cmp.Diff(want, log); diff != "" {
 		t.Errorf("firing order (-want +got):\n%s", diff)
 	}
+}
+
+// Rule (model.md §1), against a reference: the time buckets fire a random
+// cascade of events (several per time, some for the current instant, some
+// for times already pending, processes sleeping in place) in exactly the
+// order a plain (time, sequence) priority queue gives.
+func TestBucketsMatchTimeSequenceOrder(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		got := cascade(seed, func(s *Sim, at Time, h Handler) { s.At(at, h) })
+		if len(got) < 200 {
+			t.Fatalf("seed %d: only %d events fired", seed, len(got))
+		}
+		want := referenceOrder(seed)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("seed %d: firing order (-reference +buckets):\n%s", seed, diff)
+		}
+	}
+}
+
+// cascade runs a seeded random cascade on a Sim and logs "time id" per event.
+func cascade(seed uint64, at func(*Sim, Time, Handler)) []string {
+	s := New()
+	var log []string
+	rng := rand.New(rand.NewPCG(seed, 7))
+	id := 0
+	var spawn func(depth int) Handler
+	spawn = func(depth int) Handler {
+		me := id
+		id++
+		return HandlerFunc(func() {
+			log = append(log, fmt.Sprintf("%v #%d", s.Now(), me))
+			if depth == 0 {
+				return
+			}
+			for k := rng.IntN(3); k >= 0; k-- {
+				// Few distinct delays: many events share a time.
+				at(s, s.Now()+Time(rng.IntN(4)), spawn(depth-1))
+			}
+		})
+	}
+	for i := 0; i < 5; i++ {
+		at(s, Time(rng.IntN(3)), spawn(6))
+	}
+	if err := s.Run(); err != nil {
+		panic(err)
+	}
+	return log
+}
+
+// referenceOrder replays cascade's random choices on a list ordered by
+// (time, sequence), the definition the queue must follow.
+func referenceOrder(seed uint64) []string {
+	type ev struct {
+		at  Time
+		seq int
+		fn  func()
+	}
+	var queue []ev
+	var now Time
+	seq := 0
+	at := func(_ *Sim, t Time, h Handler) {
+		seq++
+		queue = append(queue, ev{t, seq, h.Fire})
+	}
+	var log []string
+	rng := rand.New(rand.NewPCG(seed, 7))
+	id := 0
+	var spawn func(depth int) Handler
+	spawn = func(depth int) Handler {
+		me := id
+		id++
+		return HandlerFunc(func() {
+			log = append(log, fmt.Sprintf("%v #%d", now, me))
+			if depth == 0 {
+				return
+			}
+			for k := rng.IntN(3); k >= 0; k-- {
+				at(nil, now+Time(rng.IntN(4)), spawn(depth-1))
+			}
+		})
+	}
+	for i := 0; i < 5; i++ {
+		at(nil, Time(rng.IntN(3)), spawn(6))
+	}
+	for len(queue) > 0 {
+		best := 0
+		for i, e := range queue {
+			if e.at < queue[best].at || e.at == queue[best].at && e.seq < queue[best].seq {
+				best = i
+			}
+		}
+		e := queue[best]
+		queue = append(queue[:best], queue[best+1:]...)
+		now = e.at
+		e.fn()
+	}
+	return log
 }
