@@ -42,12 +42,15 @@ type Transfer struct {
 	Finished sim.Time // when its data effect happened
 
 	eng     *dmaEngine
-	injects bool     // leaves the PE through its NoC up-link (set at submit)
-	done    int64    // bytes injected by time at (a chunk boundary when shared)
-	at      sim.Time // see done
-	pathEnd sim.Time
-	next    *Transfer
-	sim     *sim.Sim
+	injects bool // leaves the PE through its NoC up-link (set at submit)
+	// bottleneck is the path's slowest timed resource (nil: untimed), whose
+	// Xfer is the path's Service (set at submit).
+	bottleneck *Resource
+	done       int64    // bytes injected by time at (a chunk boundary when shared)
+	at         sim.Time // see done
+	pathEnd    sim.Time
+	next       *Transfer
+	sim        *sim.Sim
 }
 
 // Fire is the transfer's completion event.
@@ -117,16 +120,20 @@ func (e *dmaEngine) injects(path Path) bool {
 }
 
 // injectTime is the injection time of bytes [from, to) of t: a difference
-// of its path's bottleneck times, so that consecutive chunks add up exactly.
+// of its path's bottleneck times (Path.Service, through the resource that
+// sets it), so that consecutive chunks add up exactly.
 func injectTime(t *Transfer, from, to int64) sim.Time {
 	if to <= from {
 		return 0
 	}
-	end := t.Path.Service(to)
+	if t.bottleneck == nil {
+		return 0 // an untimed path
+	}
+	end := t.bottleneck.Xfer(to)
 	if end == sim.Never {
 		return sim.Never
 	}
-	return end - t.Path.Service(from)
+	return end - t.bottleneck.Xfer(from)
 }
 
 // chunksLeft is how many chunks t still has to inject.
@@ -153,6 +160,7 @@ func (e *dmaEngine) submit(t *Transfer) {
 	now := e.sim.Now()
 	t.Issued = now
 	t.injects = e.injects(t.Path)
+	t.bottleneck = t.Path.slowest()
 	v := t.VC
 	if e.tail[v] != nil {
 		// Queued behind the channel's head: the heads, and so every

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -620,6 +621,51 @@ func TestXferSaturates(t *testing.T) {
 		r := &Resource{BytesPerUs: tc.bwUs}
 		if got := r.Xfer(tc.n); got != tc.want {
 			t.Errorf("%s: Xfer(%d) at %d B/µs = %d, want %d", tc.name, tc.n, tc.bwUs, got, tc.want)
+		}
+	}
+}
+
+// Service is the largest Xfer over the path's resources (computed as the
+// slowest timed resource's Xfer), and Xfer's 64-bit fast path equals the
+// 128-bit rounding up to the saturation point.
+func TestServiceIsTheSlowestResourcesXfer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	xfer128 := func(r *Resource, n int64) sim.Time {
+		if n <= 0 || r.BytesPerUs == 0 {
+			return 0
+		}
+		q := new(big.Int).Mul(big.NewInt(n), big.NewInt(1_000_000))
+		q.Add(q, big.NewInt(r.BytesPerUs-1))
+		q.Quo(q, big.NewInt(r.BytesPerUs))
+		if !q.IsInt64() || q.Int64() >= int64(sim.Never) {
+			return sim.Never
+		}
+		return sim.Time(q.Int64())
+	}
+	sizes := []int64{0, 1, 63, 4096, 1<<43 - 1, 1 << 43, 1<<43 + 1, 1 << 50, 1<<63 - 1}
+	for i := 0; i < 2000; i++ {
+		var path Path
+		for k := rng.IntN(5); k >= 0; k-- {
+			bw := int64(0)
+			if rng.IntN(4) > 0 {
+				bw = 1 + rng.Int64N(1_000_000_000)
+			}
+			path = append(path, &Resource{BytesPerUs: bw})
+		}
+		n := sizes[rng.IntN(len(sizes))]
+		if rng.IntN(2) == 0 {
+			n = rng.Int64N(1 << 50)
+		}
+		var want sim.Time
+		for _, r := range path {
+			x := xfer128(r, n)
+			if got := r.Xfer(n); got != x {
+				t.Fatalf("Xfer(%d) at %d B/us = %v, want %v", n, r.BytesPerUs, got, x)
+			}
+			want = max(want, x)
+		}
+		if got := path.Service(n); got != want {
+			t.Fatalf("Service(%d) = %v, want the largest Xfer %v", n, got, want)
 		}
 	}
 }

@@ -41,6 +41,10 @@ func (r *Resource) Xfer(n int64) sim.Time {
 	if n <= 0 || r.BytesPerUs == 0 { // 0: an untimed (mock) machine
 		return 0
 	}
+	if uint64(n) < 1<<43 {
+		// n·10⁶ + bandwidth fits in 64 bits: one plain division.
+		return sim.Time((uint64(n)*1_000_000 + uint64(r.BytesPerUs-1)) / uint64(r.BytesPerUs))
+	}
 	// n·10⁶ overflows int64 from about 9.2 TB: compute in 128 bits and
 	// saturate, so a huge transfer takes "forever" (the watchdog ends the
 	// run) instead of a wrapped, negative time.
@@ -86,24 +90,29 @@ func (p Path) Bottleneck() int64 {
 // IdleTime is T(path, n) = Σ latency + n / min bandwidth, computed as the
 // booking would on an idle path (each term rounded up to a picosecond).
 func (p Path) IdleTime(n int64) sim.Time {
-	var worst sim.Time
-	for _, r := range p {
-		if x := r.Xfer(n); x > worst {
-			worst = x
-		}
-	}
-	return sim.Add(p.Latency(), worst)
+	return sim.Add(p.Latency(), p.Service(n))
 }
 
-// Service is the time n bytes occupy the bottleneck of the path.
+// Service is the time n bytes occupy the bottleneck of the path: the
+// largest Xfer over its resources, which is the Xfer of the slowest timed
+// one (Xfer never grows with bandwidth; an untimed resource takes 0), so
+// one division serves the whole path.
 func (p Path) Service(n int64) sim.Time {
-	var worst sim.Time
+	if r := p.slowest(); r != nil {
+		return r.Xfer(n)
+	}
+	return 0
+}
+
+// slowest is the path's timed resource of least bandwidth (nil if none).
+func (p Path) slowest() *Resource {
+	var slowest *Resource
 	for _, r := range p {
-		if x := r.Xfer(n); x > worst {
-			worst = x
+		if r.BytesPerUs != 0 && (slowest == nil || r.BytesPerUs < slowest.BytesPerUs) {
+			slowest = r
 		}
 	}
-	return worst
+	return slowest
 }
 
 type hold struct {
@@ -118,6 +127,9 @@ type hold struct {
 // earlier for a later time (what chunk-by-chunk service would do). Holds
 // that ended by now are dropped: no booking can start before now.
 func (r *Resource) free(source *dmaEngine, vc VC, t, d, now sim.Time) sim.Time {
+	if len(r.holds) == 0 {
+		return t // idle: nothing to wait for (the common case)
+	}
 	k := 0
 	for _, h := range r.holds {
 		if h.until > now {

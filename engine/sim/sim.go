@@ -124,7 +124,7 @@ type Sim struct {
 	// latest event was scheduled into (consecutive events often share a
 	// time: no map lookup for them).
 	times   []*bucket
-	byTime  map[Time]*bucket
+	byTime  timeIndex
 	last    *bucket
 	spare   []*bucket
 	pending int // events in buckets, not yet fired
@@ -168,7 +168,7 @@ type queued struct {
 const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
-func New() *Sim { return &Sim{byTime: map[Time]*bucket{}} }
+func New() *Sim { return &Sim{} }
 
 // SetJitter makes the order in which processes resume at the same instant
 // a reproducible pseudo-random permutation (schedule exploration); hardware
@@ -220,7 +220,7 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 	if b == nil || b.at != t {
 		if c := s.cur; c != nil && c.at == t {
 			b = c
-		} else if b = s.byTime[t]; b == nil {
+		} else if b = s.byTime.get(t); b == nil {
 			b = s.newBucket(t)
 		}
 		s.last = b
@@ -240,7 +240,7 @@ func (s *Sim) newBucket(t Time) *bucket {
 		b = &bucket{}
 	}
 	b.at = t
-	s.byTime[t] = b
+	s.byTime.put(b)
 	s.times = append(s.times, b)
 	s.timesUp(len(s.times) - 1)
 	return b
@@ -331,7 +331,7 @@ func (s *Sim) popTime() *bucket {
 		ts[i] = last
 	}
 	s.times = ts
-	delete(s.byTime, top.at)
+	s.byTime.remove(top.at)
 	return top
 }
 

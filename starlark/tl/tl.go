@@ -480,20 +480,31 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 // with --data-space), so the result would be a race, not a program.
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	root := k.rootKernel()
-	live := root.writes[:0]
 	untimed := k.M.Params.Untimed
-	for _, w := range root.writes {
-		if w.pendingFor(untimed) {
-			live = append(live, w)
+	// One pass drops the writes that are over and finds the first live one
+	// that overlaps dst (entries move only once one was dropped).
+	ws := root.writes
+	live := 0
+	hazard := -1
+	for i := range ws {
+		w := &ws[i]
+		if !w.pendingFor(untimed) {
+			continue
 		}
+		if hazard < 0 && !w.op.Done && w.op.Dst.Overlaps(dst) {
+			hazard = live
+		}
+		if live != i {
+			ws[live] = *w
+		}
+		live++
 	}
-	clear(root.writes[len(live):])
-	root.writes = live
-	for _, w := range root.writes {
-		if !w.op.Done && w.op.Dst.Overlaps(dst) {
-			return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
-				fn, k.Rank, dst, w.fn, w.issuedAt(), w.op.Dst)
-		}
+	clear(ws[live:])
+	root.writes = ws[:live]
+	if hazard >= 0 {
+		w := &root.writes[hazard]
+		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
+			fn, k.Rank, dst, w.fn, w.issuedAt(), w.op.Dst)
 	}
 	return nil
 }
