@@ -43,6 +43,14 @@ type fusedCall struct {
 	origin any                // the Starlark position, for hazard reports
 }
 
+// fusedArgs are a fused primitive's arguments as UnpackArgs fills them.
+type fusedArgs struct {
+	inDir, outDir        string
+	local, dst, prefetch PtrArg
+	pieceV               starlark.Value
+	final                bool
+}
+
 // primitiveSpec says which arguments a fused primitive takes.
 type primitiveSpec struct {
 	name                        string
@@ -51,32 +59,39 @@ type primitiveSpec struct {
 
 func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	return func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-		var inDir, outDir string
-		var local, dst, prefetch PtrArg
-		var pieceV starlark.Value = starlark.None
-		final := false
-		pairs := []any{"in_dir", &inDir}
+		// The arguments unpack into the kernel's reused slots: a call
+		// allocates nothing for them (a primitive runs once per few
+		// messages, and its allocations were most of a message's).
+		a := &k.fusedArgs
+		*a = fusedArgs{pieceV: starlark.None}
+		pairs := append(k.fusedPairs[:0], "in_dir", &a.inDir)
 		if spec.local {
-			pairs = append(pairs, "local", &local)
+			pairs = append(pairs, "local", &a.local)
 		}
 		if spec.dst {
-			pairs = append(pairs, "dst", &dst)
+			pairs = append(pairs, "dst", &a.dst)
 		}
 		if spec.out {
-			pairs = append(pairs, "out_dir", &outDir)
+			pairs = append(pairs, "out_dir", &a.outDir)
 		}
 		if spec.finalParam {
-			pairs = append(pairs, "final?", &final)
+			pairs = append(pairs, "final?", &a.final)
 		}
-		pairs = append(pairs, "piece_bytes?", &pieceV, "prefetch?", &prefetch)
-		if err := starlark.UnpackArgs(b.Name(), args, kw, pairs...); err != nil {
+		pairs = append(pairs, "piece_bytes?", &a.pieceV, "prefetch?", &a.prefetch)
+		k.fusedPairs = pairs
+		err := starlark.UnpackArgs(b.Name(), args, kw, pairs...)
+		clear(pairs)
+		if err != nil {
 			return nil, err
 		}
+		inDir, outDir, local, dst, prefetch, pieceV, final := a.inDir, a.outDir, a.local, a.dst, a.prefetch, a.pieceV, a.final
+		*a = fusedArgs{}
 		g, err := k.group(b.Name())
 		if err != nil {
 			return nil, err
 		}
-		c := &fusedCall{name: b.Name(), final: final, origin: th.CallFrame(1).Pos}
+		c := &k.fusedCallBuf
+		*c = fusedCall{name: b.Name(), final: final, origin: th.CallFrame(1).Pos}
 		if c.piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
 			return nil, err
 		}

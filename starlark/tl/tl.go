@@ -36,6 +36,13 @@ type Observer interface {
 
 // Kernel is one rank's execution context and its `tl` value.
 type Kernel struct {
+	// fusedArgs, fusedPairs and fusedCallBuf are a fused primitive call's
+	// argument slots and call record, reused call after call (a kernel's
+	// calls run one at a time; runFused keeps nothing of the record).
+	fusedArgs    fusedArgs
+	fusedPairs   []any
+	fusedCallBuf fusedCall
+
 	M     *machine.Machine
 	G     *machine.Group // may be nil when no IPCQ group is installed
 	EP    *machine.Endpoint
