@@ -42,6 +42,9 @@ type Kernel struct {
 	fusedArgs    fusedArgs
 	fusedPairs   []any
 	fusedCallBuf fusedCall
+	// asyncWrites counts the entries of writes that carry the handle of a
+	// tl.store_async or tl.copy_async (what checkPendingRead looks for).
+	asyncWrites int
 
 	M     *machine.Machine
 	G     *machine.Group // may be nil when no IPCQ group is installed
@@ -437,8 +440,9 @@ func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
 	root := k.rootKernel()
 	for i := len(root.writes) - 1; i >= 0; i-- {
 		if w := &root.writes[i]; w.op == op {
-			if strings.HasSuffix(w.fn, "_async") {
+			if strings.HasSuffix(w.fn, "_async") && w.h == nil {
 				w.h = h
+				root.asyncWrites++
 			}
 			return
 		}
@@ -451,6 +455,11 @@ func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
 // on which finishes first.
 func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 	root := k.rootKernel()
+	if root.asyncWrites == 0 {
+		// No tl.store_async or tl.copy_async among the issued writes (the
+		// fused primitives issue none): nothing to scan.
+		return nil
+	}
 	untimed := k.M.Params.Untimed
 	for i := range root.writes {
 		w := &root.writes[i]
@@ -496,6 +505,9 @@ func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	for i := range ws {
 		w := &ws[i]
 		if !w.pendingFor(untimed) {
+			if w.h != nil {
+				root.asyncWrites--
+			}
 			continue
 		}
 		if hazard < 0 && !w.op.Done && w.op.Dst.Overlaps(dst) {
