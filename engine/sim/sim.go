@@ -77,29 +77,6 @@ type HandlerFunc func()
 // Fire calls f.
 func (f HandlerFunc) Fire() { f() }
 
-type event struct {
-	at Time
-	// key orders events of one instant: the scheduling sequence (or its
-	// jittered permutation) shifted left by one, with daemonKey in the
-	// low bit for bookkeeping events (watchdog checks), which are not
-	// simulated work. Folding the flag into the key keeps an event at 32
-	// bytes, two to a cache line in the heap.
-	key uint64
-	h   Handler
-}
-
-// daemonKey marks a bookkeeping event in its key.
-const daemonKey = 1
-
-func (e *event) daemon() bool { return e.key&daemonKey != 0 }
-
-func (a *event) less(b *event) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	return a.key < b.key
-}
-
 // Sim is one simulation: clock, event queue and processes.
 //
 // Events fire in (time, scheduling sequence) order. Without jitter the
@@ -110,8 +87,8 @@ func (a *event) less(b *event) bool {
 // distinct time once. Ranks of a symmetric collective do the same work at
 // the same instants, so a time holds several events (3 to 13 in the ring
 // benchmarks) and most events cost an append instead of a sift through a
-// heap. Under jitter, process keys are not in scheduling order, and every
-// event goes through the (time, key) heap instead.
+// heap. Under jitter a bucket also keeps the instant's process wake-ups
+// apart, ordered by their random keys (see SetJitter).
 type Sim struct {
 	now Time
 	seq uint64
@@ -128,10 +105,8 @@ type Sim struct {
 	last    *bucket
 	spare   []*bucket
 	pending int // events in buckets, not yet fired
-	// events is the (time, key) heap used under jitter.
-	events []event
-	jitter *rand.Rand
-	fired  uint64
+	jitter  *rand.Rand
+	fired   uint64
 	// lastWork is the time of the last event that was simulated work (not
 	// a watchdog check): when a stalled system froze.
 	lastWork Time
@@ -150,11 +125,22 @@ type Sim struct {
 	Guard func() error
 }
 
-// bucket is the FIFO of events pending at one time, from head on.
+// bucket is the FIFO of events pending at one time, from head on. Under
+// jitter, process wake-ups go to procs instead, sorted by their random
+// keys from procsHead on, and fire after every other event of the
+// instant (including those scheduled while the instant's processes run).
 type bucket struct {
-	at   Time
-	evs  []queued
-	head int
+	at        Time
+	evs       []queued
+	head      int
+	procs     []jittered
+	procsHead int
+}
+
+// jittered is a process wake-up with its random key (jitter only).
+type jittered struct {
+	key uint64
+	h   Handler
 }
 
 // queued is an event in a bucket (its time is the bucket's, its order its
@@ -174,7 +160,7 @@ func New() *Sim { return &Sim{} }
 // a reproducible pseudo-random permutation (schedule exploration); hardware
 // events of that instant run first, in scheduling order. Seed 0 restores
 // plain FIFO order for everything. It is called before the first event
-// is scheduled: the two orders keep their events in different queues.
+// is scheduled (the order of events already queued would be a mix).
 func (s *Sim) SetJitter(seed uint64) {
 	if s.Pending() > 0 || s.cur != nil {
 		panic("internal error: SetJitter after events were scheduled")
@@ -200,21 +186,15 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 		panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
 	}
 	s.seq++
+	var jitterKey uint64
 	if s.jitter != nil {
-		key := s.seq << 1
 		// Jitter permutes which runnable process goes next: process
 		// resumptions at one instant run in a seeded random order, after
 		// the instant's hardware events (which keep their FIFO order, as
 		// hardware completing within an instant would).
 		if _, isProc := h.(*Proc); isProc {
-			key = 1<<63 | s.jitter.Uint64()>>2<<1
+			jitterKey = 1<<63 | s.jitter.Uint64()>>2<<1
 		}
-		if daemon {
-			key |= daemonKey
-		}
-		s.events = append(s.events, event{at: t, key: key, h: h})
-		s.up(len(s.events) - 1)
-		return
 	}
 	b := s.last
 	if b == nil || b.at != t {
@@ -225,9 +205,40 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 		}
 		s.last = b
 	}
-	b.evs = append(b.evs, queued{h: h, daemon: daemon})
 	s.pending++
+	if jitterKey != 0 {
+		b.addProc(jittered{jitterKey, h})
+		return
+	}
+	b.evs = append(b.evs, queued{h: h, daemon: daemon})
 }
+
+// addProc inserts a jittered wake-up in key order (buckets are small:
+// an insertion is cheaper than a heap, and jitter is for exploration).
+func (b *bucket) addProc(j jittered) {
+	i := len(b.procs)
+	b.procs = append(b.procs, j)
+	for i > b.procsHead && b.procs[i-1].key > j.key {
+		b.procs[i] = b.procs[i-1]
+		i--
+	}
+	b.procs[i] = j
+}
+
+// next takes the bucket's next event (it has one).
+func (b *bucket) next() (Handler, bool) {
+	if b.head < len(b.evs) {
+		q := b.evs[b.head]
+		b.head++
+		return q.h, q.daemon
+	}
+	h := b.procs[b.procsHead].h
+	b.procsHead++
+	return h, false
+}
+
+// drained reports whether every event of the bucket has fired.
+func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == len(b.procs) }
 
 // newBucket makes the pending bucket of time t (t > now, or t == now
 // while no bucket is current).
@@ -254,7 +265,8 @@ func (s *Sim) retire() {
 		s.last = nil
 	}
 	clear(b.evs)
-	b.evs, b.head = b.evs[:0], 0
+	clear(b.procs)
+	b.evs, b.head, b.procs, b.procsHead = b.evs[:0], 0, b.procs[:0], 0
 	s.spare = append(s.spare, b)
 }
 
@@ -263,13 +275,7 @@ func (s *Sim) After(d Time, h Handler) { s.At(Add(s.now, d), h) }
 
 // NextEventTime is the time of the earliest pending event, or Never.
 func (s *Sim) NextEventTime() Time {
-	if s.jitter != nil || len(s.events) > 0 {
-		if len(s.events) == 0 {
-			return Never
-		}
-		return s.events[0].at
-	}
-	if c := s.cur; c != nil && c.head < len(c.evs) {
+	if c := s.cur; c != nil && !c.drained() {
 		return c.at
 	}
 	if len(s.times) == 0 {
@@ -279,9 +285,9 @@ func (s *Sim) NextEventTime() Time {
 }
 
 // Pending reports the number of scheduled events.
-func (s *Sim) Pending() int { return len(s.events) + s.pending }
+func (s *Sim) Pending() int { return s.pending }
 
-// The event heaps are 4-ary min-heaps: shallower than a binary heap, so a
+// The heap of pending times is 4-ary: shallower than a binary heap, so a
 // pop moves an entry through fewer levels (measured faster for the few
 // hundred pending events of a 64-rank run).
 const heapArity = 4
@@ -335,53 +341,6 @@ func (s *Sim) popTime() *bucket {
 	return top
 }
 
-func (s *Sim) up(i int) {
-	ev := s.events
-	e := ev[i]
-	for i > 0 {
-		p := (i - 1) / heapArity
-		if !e.less(&ev[p]) {
-			break
-		}
-		ev[i] = ev[p]
-		i = p
-	}
-	ev[i] = e
-}
-
-func (s *Sim) pop() event {
-	ev := s.events
-	top := ev[0]
-	n := len(ev) - 1
-	last := ev[n]
-	ev[n] = event{}
-	ev = ev[:n]
-	if n > 0 {
-		i := 0
-		for {
-			c := heapArity*i + 1
-			if c >= n {
-				break
-			}
-			m := c
-			end := min(c+heapArity, n)
-			for k := c + 1; k < end; k++ {
-				if ev[k].less(&ev[m]) {
-					m = k
-				}
-			}
-			if !ev[m].less(&last) {
-				break
-			}
-			ev[i] = ev[m]
-			i = m
-		}
-		ev[i] = last
-	}
-	s.events = ev
-	return top
-}
-
 // Stop ends the run with err at the next loop iteration. The first error wins.
 func (s *Sim) Stop(err error) {
 	if s.stopErr == nil {
@@ -421,46 +380,28 @@ func (s *Sim) Run() error {
 				}
 			}
 		}
-		var h Handler
-		var at Time
-		var daemon bool
-		if c := s.cur; c != nil && c.head < len(c.evs) {
-			// The current instant's bucket, in scheduling order.
-			q := c.evs[c.head]
-			c.evs[c.head] = queued{}
-			c.head++
-			h, at, daemon = q.h, c.at, q.daemon
-			s.pending--
-		} else if len(s.events) > 0 {
-			// Jitter's heap.
-			if next := s.events[0].at; next > limit {
-				s.now = limit
-				s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
+		c := s.cur
+		if c == nil || c.drained() {
+			if len(s.times) == 0 {
 				break
 			}
-			e := s.pop()
-			h, at, daemon = e.h, e.at, e.daemon()
-		} else if len(s.times) > 0 {
 			if next := s.times[0].at; next > limit {
 				s.now = limit
 				s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
 				break
 			}
-			if s.cur != nil {
+			if c != nil {
 				s.retire()
 			}
 			// The next instant: its bucket becomes the current one (a
 			// bucket holds at least the event that made it).
-			c := s.popTime()
+			c = s.popTime()
 			s.cur = c
-			q := c.evs[0]
-			c.evs[0] = queued{}
-			c.head = 1
-			h, at, daemon = q.h, c.at, q.daemon
-			s.pending--
-		} else {
-			break
 		}
+		// The current instant's bucket, in scheduling order.
+		h, daemon := c.next()
+		s.pending--
+		at := c.at
 		s.now = at
 		if !daemon {
 			s.fired++
