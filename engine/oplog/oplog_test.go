@@ -1,12 +1,15 @@
 package oplog
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"kernbench/engine/dtype"
+	"kernbench/engine/sim"
 )
 
 func addr(mem int, off uint64) uint64 { return uint64(mem+1)<<AddrShift | off }
@@ -149,5 +152,39 @@ func TestRecordJSON(t *testing.T) {
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("JSON lines (-want +got):\n%s", diff)
+	}
+}
+
+// effectSorted merges the math records into the others instead of sorting
+// the whole log: it must give the stable sort's order for logs as phase 1
+// writes them (math logged early), for parts out of order, and for ties
+// (duplicate sequence numbers, as a hand-made log may have).
+func TestEffectSortedIsStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		n := rng.IntN(40)
+		recs := make([]*Record, n)
+		var now sim.Time
+		for i := range recs {
+			now += sim.Time(rng.IntN(3))
+			r := &Record{Kind: KindMemory, Seq: uint64(i), TEnd: now}
+			if rng.IntN(3) == 0 {
+				// Math is logged at issue and takes effect later.
+				r.Kind, r.TEnd = KindMath, now+sim.Time(rng.IntN(8)) // often out of order among themselves
+			}
+			switch {
+			case trial%5 == 1 && rng.IntN(10) == 0:
+				r.TEnd = sim.Time(rng.IntN(20)) // a part out of order
+			case trial%5 == 2 && i > 0 && rng.IntN(4) == 0:
+				r.Seq = recs[i-1].Seq // ties
+			}
+			recs[i] = r
+		}
+		want := append([]*Record(nil), recs...)
+		slices.SortStableFunc(want, effectOrder)
+		got := effectSorted(recs)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: effectSorted differs from the stable sort", trial)
+		}
 	}
 }
