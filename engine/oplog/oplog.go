@@ -302,11 +302,10 @@ func Replay(im *Image, records []*Record) error {
 // whole log (n log² n). A tie between the parts (whose log order the merge
 // does not know) takes the stable sort of the whole.
 func effectSorted(records []*Record) []*Record {
-	order := append([]*Record(nil), records...)
-	if slices.IsSortedFunc(order, effectOrder) {
-		return order
-	}
-	var late, rest []*Record // the math records; the others
+	order := make([]*Record, len(records))
+	// The math records and the others (sized for a ring's log: a tenth
+	// are math).
+	late, rest := make([]*Record, 0, len(records)/8+1), make([]*Record, 0, len(records))
 	for _, r := range records {
 		if r.Kind == KindMath {
 			late = append(late, r)
