@@ -124,3 +124,12 @@ func BenchmarkFillF32_4096(b *testing.B) {
 		Fill(F32, x, 1, 3)
 	}
 }
+
+func BenchmarkFillValueF32_2M(b *testing.B) {
+	x := make([]byte, 2<<20)
+	b.SetBytes(int64(len(x)))
+	b.ReportAllocs()
+	for b.Loop() {
+		FillValue(F32, x, 1.5)
+	}
+}

@@ -112,7 +112,18 @@ func FillValue(d DType, b []byte, v float64) {
 		return
 	}
 	Put(d, b, 0, v)
-	for k := sz; k < n; k *= 2 {
+	// Double the filled prefix up to a block that stays in the cache, then
+	// repeat that block: doubling all the way would read back megabytes
+	// of a large buffer (the sentinel of every recv buffer) from memory.
+	k := sz
+	for ; k < n && k < fillValueBlock; k *= 2 {
 		copy(b[k:n], b[:k])
 	}
+	for blk := k; k < n; k += blk {
+		copy(b[k:n], b[:blk])
+	}
 }
+
+// fillValueBlock is the prefix FillValue repeats (a multiple of every
+// element size once doubled up to it).
+const fillValueBlock = 4096
