@@ -77,6 +77,18 @@ func BenchmarkReduceSumF32_4096x8(b *testing.B) {
 	}
 }
 
+// BenchmarkReduceSumF32_4096x64 is the reference check of a 64-rank
+// allreduce, per 4 KiB of result.
+func BenchmarkReduceSumF32_4096x64(b *testing.B) {
+	ins := fillRanks(F32, 1, 64, 1024)
+	dst := make([]byte, 4096)
+	b.SetBytes(4096 * 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		Reduce(Sum, F32, dst, ins)
+	}
+}
+
 // The elementwise functions must not allocate.
 func TestNoAllocs(t *testing.T) {
 	for _, d := range All() {
@@ -101,5 +113,23 @@ func TestNoAllocs(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func BenchmarkFillF32_4096(b *testing.B) {
+	x := make([]byte, 4096)
+	b.SetBytes(4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		Fill(F32, x, 1, 3)
+	}
+}
+
+func BenchmarkFillValueF32_2M(b *testing.B) {
+	x := make([]byte, 2<<20)
+	b.SetBytes(int64(len(x)))
+	b.ReportAllocs()
+	for b.Loop() {
+		FillValue(F32, x, 1.5)
 	}
 }

@@ -80,6 +80,14 @@ func BinaryScalar(op Op, d DType, dst, a []byte, s float64, si int64, scalarLeft
 func binF32(op Op, dst, a, b []byte) {
 	n := len(dst) &^ 3
 	dst, a, b = dst[:n], a[:n], b[:n]
+	if dv, ok := f32View(dst); ok {
+		if av, ok := f32View(a); ok {
+			if bv, ok := f32View(b); ok {
+				binF32Native(op, dv, av, bv)
+				return
+			}
+		}
+	}
 	switch op {
 	case Add:
 		for i := 0; i+4 <= len(dst); i += 4 {
@@ -104,6 +112,38 @@ func binF32(op Op, dst, a, b []byte) {
 	case Min:
 		for i := 0; i+4 <= len(dst); i += 4 {
 			stF32(dst[i:i+4], min(ldF32(a[i:i+4]), ldF32(b[i:i+4])))
+		}
+	}
+}
+
+// binF32Native is binF32 on in-place views (f32View): the same float32
+// arithmetic without decoding.
+func binF32Native(op Op, dst, a, b []float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	switch op {
+	case Add:
+		for i := range dst {
+			dst[i] = a[i] + b[i]
+		}
+	case Sub:
+		for i := range dst {
+			dst[i] = a[i] - b[i]
+		}
+	case Mul:
+		for i := range dst {
+			dst[i] = a[i] * b[i]
+		}
+	case Div:
+		for i := range dst {
+			dst[i] = a[i] / b[i]
+		}
+	case Max:
+		for i := range dst {
+			dst[i] = max(a[i], b[i])
+		}
+	case Min:
+		for i := range dst {
+			dst[i] = min(a[i], b[i])
 		}
 	}
 }

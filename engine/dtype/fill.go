@@ -20,7 +20,11 @@ func smMix(z uint64) uint64 {
 // k·2^-e: e = p - 6 for a p-bit significand, so that every partial sum of up
 // to 64 values (|s| ≤ 64 = 2^6) is a multiple of 2^-e below 2^(p-e) in
 // magnitude, hence exactly representable.
-var fillGridExp = [...]int{F32: 24 - 6, F16: 11 - 6, BF16: 8 - 6, F64: 53 - 6}
+var fillGridExp = [...]int{F32: fillExpF32, F16: 11 - 6, BF16: 8 - 6, F64: 53 - 6}
+
+// fillExpF32 is f32's grid exponent, a constant for Fill's f32 loop (a
+// constant shift is one instruction; a variable one needs range checks).
+const fillExpF32 = 24 - 6
 
 // Fill writes deterministic pseudo-random test data for (seed, rank) into
 // the len(b)/d.Size() elements of b. Element i depends only on (seed, rank,
@@ -58,6 +62,16 @@ func Fill(d DType, b []byte, seed uint64, rank int) {
 		e := fillGridExp[d]
 		scale := math.Ldexp(1, -e)
 		if d == F32 { // the common case, without Put's per-element dispatch
+			if v, ok := f32View(b); ok {
+				// k has at most 19 bits and scale is a power of two: the
+				// float32 product is exact, the same value as Put's.
+				for i := range v {
+					state += smGamma
+					k := int64(smMix(state)>>(63-fillExpF32)) - 1<<fillExpF32
+					v[i] = float32(k) * (1.0 / (1 << fillExpF32))
+				}
+				return
+			}
 			for i := range n {
 				k := int64(next()>>(63-e)) - 1<<e
 				stF32(b[4*i:], float32(float64(k)*scale))
@@ -98,7 +112,18 @@ func FillValue(d DType, b []byte, v float64) {
 		return
 	}
 	Put(d, b, 0, v)
-	for k := sz; k < n; k *= 2 {
+	// Double the filled prefix up to a block that stays in the cache, then
+	// repeat that block: doubling all the way would read back megabytes
+	// of a large buffer (the sentinel of every recv buffer) from memory.
+	k := sz
+	for ; k < n && k < fillValueBlock; k *= 2 {
 		copy(b[k:n], b[:k])
 	}
+	for blk := k; k < n; k += blk {
+		copy(b[k:n], b[:blk])
+	}
 }
+
+// fillValueBlock is the prefix FillValue repeats (a multiple of every
+// element size once doubled up to it).
+const fillValueBlock = 4096

@@ -116,6 +116,11 @@ func TestFillValue(t *testing.T) {
 		{I32, 4 * 9, 2.7, 2},
 		{I64, 8 * 100, -1e30, math.MinInt64},
 		{U8, 1000, 300, 255},
+		// Past the repeated block, with a partial element at the end.
+		{F16, 2*5000 + 1, 0.5, 0.5},
+		{F32, 4*fillValueBlock + 4*3 + 2, -1.25, -1.25},
+		{I64, 8 * 1025, 7, 7},
+		{U8, 3*fillValueBlock + 5, 9, 9},
 	}
 	for _, tt := range tests {
 		b := bytes.Repeat([]byte{0xAA}, tt.bytes)

@@ -96,6 +96,12 @@ func sumBlocks(d DType, dst []byte, inputs [][]byte, n int, avg bool) {
 		decode(d, inputs[0], lo, s[:m])
 		clear(c[:m])
 		for _, in := range inputs[1:] {
+			if d == F32 {
+				if v, ok := f32View(in[4*lo : 4*(lo+m)]); ok {
+					twoSumBlock(s[:m], c[:m], v)
+					continue
+				}
+			}
 			decode(d, in, lo, x[:m])
 			for j := range m {
 				t := s[j] + x[j]
@@ -107,6 +113,15 @@ func sumBlocks(d DType, dst []byte, inputs [][]byte, n int, avg bool) {
 				s[j] = t
 			}
 		}
+		// Which NaN a sum of NaNs yields depends on the order of the
+		// operands the compiler picked for a loop: a NaN element is summed
+		// again by the definition, so its bits are those of sumAt whichever
+		// loop ran.
+		for j := range m {
+			if math.IsNaN(s[j]) {
+				s[j] = sumAt(d, inputs, lo+j)
+			}
+		}
 		for j := range m {
 			acc := s[j]
 			if c[j] != 0 && !math.IsInf(acc, 0) && !math.IsNaN(acc) {
@@ -115,14 +130,57 @@ func sumBlocks(d DType, dst []byte, inputs [][]byte, n int, avg bool) {
 			if avg {
 				acc /= float64(len(inputs))
 			}
-			Put(d, dst, lo+j, acc)
+			s[j] = acc
 		}
+		encode(d, dst, lo, s[:m])
+	}
+}
+
+// twoSumBlock adds x into s elementwise, accumulating each addition's
+// rounding error into c, with Knuth's branch-free TwoSum. For finite
+// operands whose sum does not overflow, TwoSum and the Fast2Sum of
+// Neumaier's loop both compute the exact rounding error, so the bits are
+// the same; with an infinity or NaN the sum is not finite, and the
+// compensation is then ignored. f32 inputs (below 2^128, at most a few
+// billion ranks) never overflow float64, so sumBlocks uses it for f32 only:
+// the branch on |s| >= |x| mispredicts often on random data.
+func twoSumBlock(s, c []float64, x []float32) {
+	c, x = c[:len(s)], x[:len(s)]
+	for j, a := range s {
+		b := float64(x[j])
+		t := a + b
+		bv := t - a
+		c[j] += (a - (t - bv)) + (b - bv)
+		s[j] = t
+	}
+}
+
+// encode writes vals as elements [lo, lo+len(vals)) of b, as Put does.
+func encode(d DType, b []byte, lo int, vals []float64) {
+	if d == F32 {
+		if v, ok := f32View(b[4*lo : 4*(lo+len(vals))]); ok {
+			v = v[:len(vals)]
+			for j, x := range vals {
+				v[j] = float32(x)
+			}
+			return
+		}
+	}
+	for j, x := range vals {
+		Put(d, b, lo+j, x)
 	}
 }
 
 // decode reads elements [lo, lo+len(out)) of b as float64.
 func decode(d DType, b []byte, lo int, out []float64) {
 	if d == F32 {
+		if v, ok := f32View(b[4*lo : 4*(lo+len(out))]); ok {
+			v = v[:len(out)]
+			for j, x := range v {
+				out[j] = float64(x)
+			}
+			return
+		}
 		for j := range out {
 			out[j] = float64(ldF32(b[4*(lo+j):]))
 		}
@@ -276,41 +334,56 @@ func EachWrong(d DType, r RedOp, ranks int, got, want []byte, each func(i int)) 
 			each(i)
 		}
 	}
-	if !d.IsFloat() {
-		for i := range m {
-			if !bytes.Equal(got[i*sz:(i+1)*sz], want[i*sz:(i+1)*sz]) {
-				note(i)
-			}
-		}
-	} else {
-		abs, rel := Tolerance(d, r, ranks)
-		switch d {
-		case F32:
-			for i := range m {
-				g, w := ldF32(got[4*i:4*i+4]), ldF32(want[4*i:4*i+4])
-				if g != w && !floatClose(float64(g), float64(w), abs, rel) {
-					note(i)
-				}
-			}
-		case F64:
-			for i := range m {
-				g, w := ldF64(got[8*i:8*i+8]), ldF64(want[8*i:8*i+8])
-				if g != w && !floatClose(g, w, abs, rel) {
-					note(i)
-				}
-			}
-		default:
-			for i := range m {
-				if !floatClose(Get(d, got, i), Get(d, want, i), abs, rel) {
-					note(i)
-				}
-			}
+	abs, rel := Tolerance(d, r, ranks)
+	// A block whose bytes are equal holds no wrong element (equal bits are
+	// equal values, and two NaNs count as equal): the element loop runs
+	// only where some bytes differ, which is rare.
+	for lo := 0; lo < m; lo += cmpBlock {
+		hi := min(lo+cmpBlock, m)
+		if !bytes.Equal(got[lo*sz:hi*sz], want[lo*sz:hi*sz]) {
+			eachWrongIn(d, abs, rel, got, want, lo, hi, note)
 		}
 	}
 	for i := m; i < n; i++ {
 		note(i)
 	}
 	return wrong, first
+}
+
+// cmpBlock is how many elements EachWrong compares as bytes at a time.
+const cmpBlock = 1024
+
+// eachWrongIn calls note with every wrong element of [lo, hi), in order.
+func eachWrongIn(d DType, abs, rel float64, got, want []byte, lo, hi int, note func(i int)) {
+	sz := d.Size()
+	switch d {
+	case F32:
+		for i := lo; i < hi; i++ {
+			g, w := ldF32(got[4*i:4*i+4]), ldF32(want[4*i:4*i+4])
+			if g != w && !floatClose(float64(g), float64(w), abs, rel) {
+				note(i)
+			}
+		}
+	case F64:
+		for i := lo; i < hi; i++ {
+			g, w := ldF64(got[8*i:8*i+8]), ldF64(want[8*i:8*i+8])
+			if g != w && !floatClose(g, w, abs, rel) {
+				note(i)
+			}
+		}
+	case F16, BF16:
+		for i := lo; i < hi; i++ {
+			if !floatClose(Get(d, got, i), Get(d, want, i), abs, rel) {
+				note(i)
+			}
+		}
+	default:
+		for i := lo; i < hi; i++ {
+			if !bytes.Equal(got[i*sz:(i+1)*sz], want[i*sz:(i+1)*sz]) {
+				note(i)
+			}
+		}
+	}
 }
 
 // floatClose reports whether g is within tolerance of w. The loops test
