@@ -425,8 +425,15 @@ func (k *Kernel) takePrefetched(reg machine.Region) *handle {
 
 // dropPrefetched forgets tl.prefetch loads that a write to reg makes stale.
 func (k *Kernel) dropPrefetched(reg machine.Region) {
-	if len(k.prefetched) == 0 {
-		return
+	stale := false
+	for _, p := range k.prefetched {
+		if p.reg.Overlaps(reg) {
+			stale = true
+			break
+		}
+	}
+	if !stale {
+		return // the common case: the write is not to a prefetched operand
 	}
 	live := k.prefetched[:0]
 	for _, p := range k.prefetched {

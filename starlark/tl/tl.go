@@ -320,17 +320,23 @@ func (k *Kernel) drainWrites() error {
 // settle waits until no store this kernel left under way writes into reg,
 // so that an operation on reg sees (or overwrites) the stored data.
 func (k *Kernel) settle(reg machine.Region) error {
-	live := k.pendingWrites[:0]
-	for _, op := range k.pendingWrites {
+	ws := k.pendingWrites
+	live := 0
+	for i, op := range ws {
 		if !op.Done {
-			live = append(live, op)
+			if live != i {
+				ws[live] = op
+			}
+			live++
 		} else {
 			// Only this list knew the store (its tile's bytes may live on).
 			k.M.Recycle(op, false)
 		}
 	}
-	clear(k.pendingWrites[len(live):])
-	k.pendingWrites = live
+	if live < len(ws) {
+		clear(ws[live:])
+		k.pendingWrites = ws[:live]
+	}
 	for _, op := range k.pendingWrites {
 		if !op.Done && op.Dst.Overlaps(reg) {
 			if err := op.Wait(k.Proc); err != nil {
