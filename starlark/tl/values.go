@@ -2,6 +2,7 @@ package tl
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -231,6 +232,27 @@ var PtrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		c := p.Count / int64(n)
 		return p.view(int64(i)*c, c, ".chunk")
 	}},
+	{Name: "parts", Sig: "parts(n)", Doc: "The n nearly equal parts of the view, as a list of views: part i is elements [i*count//n, (i+1)*count//n), so sizes differ by at most one element (n >= 1; parts are empty when n > count).", Fn: func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		var n int
+		if err := starlark.UnpackPositionalArgs("Ptr.parts", args, kw, 1, &n); err != nil {
+			return nil, err
+		}
+		if n < 1 {
+			return nil, errorf(errkind.OutOfBounds, "Ptr.parts: %d parts (want at least 1)", n)
+		}
+		if int64(n) > maxParts {
+			return nil, errorf(errkind.OutOfBounds, "Ptr.parts: %d parts is more than %d", n, maxParts)
+		}
+		// One list of views made in Go: a ring cuts each buffer into
+		// world_size chunks, which in Starlark was most of its setup.
+		views := make([]starlark.Value, n)
+		for i := range views {
+			lo, hi := partBound(int64(i), p.Count, int64(n)), partBound(int64(i+1), p.Count, int64(n))
+			q := p.sub(lo, hi-lo)
+			views[i] = &q
+		}
+		return starlark.NewList(views), nil
+	}},
 	{Name: "slice", Sig: "slice(start, count)", Doc: "A view of count elements from start (OutOfBounds outside the view).", Fn: func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var start, count int
 		if err := starlark.UnpackPositionalArgs("Ptr.slice", args, kw, 2, &start, &count); err != nil {
@@ -257,6 +279,18 @@ var PtrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		return toList(p.DT, p.Reg.Bytes(), int(p.Count)), nil
 	})},
 })
+
+// partBound is i·count/n rounded down, for 0 ≤ i ≤ n, in 128 bits (i·count
+// may pass int64 for a huge view).
+func partBound(i, count, n int64) int64 {
+	hi, lo := bits.Mul64(uint64(i), uint64(count))
+	q, _ := bits.Div64(hi, lo, uint64(n))
+	return int64(q)
+}
+
+// maxParts bounds Ptr.parts: a list of views is memory the step limit
+// does not count (a million views is far beyond any world size).
+const maxParts = 1 << 20
 
 func (p *Ptr) AttrNames() []string { return PtrTable.AttrNames() }
 
