@@ -1,5 +1,5 @@
 // Package sim is kernbench's deterministic discrete-event core: an exact
-// integer clock, an event heap ordered by (time, sequence), and simulated
+// integer clock, an event queue ordered by (time, sequence), and simulated
 // processes that run as coroutines (iter.Pull) switched only by the loop.
 //
 // It knows nothing about the machine or about Starlark; engine/machine builds
@@ -91,7 +91,6 @@ func (f HandlerFunc) Fire() { f() }
 // apart, ordered by their random keys (see SetJitter).
 type Sim struct {
 	now Time
-	seq uint64
 	// cur is the bucket of the current instant while the clock stands at
 	// cur.at: events scheduled for now append to it and fire after the
 	// ones already there (they were scheduled earlier).
@@ -185,7 +184,6 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 	if t < s.now {
 		panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
 	}
-	s.seq++
 	var jitterKey uint64
 	if s.jitter != nil {
 		// Jitter permutes which runnable process goes next: process
@@ -193,7 +191,7 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 		// the instant's hardware events (which keep their FIFO order, as
 		// hardware completing within an instant would).
 		if _, isProc := h.(*Proc); isProc {
-			jitterKey = 1<<63 | s.jitter.Uint64()>>2<<1
+			jitterKey = 1<<63 | s.jitter.Uint64()>>1
 		}
 	}
 	b := s.last
