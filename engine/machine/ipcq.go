@@ -392,6 +392,7 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
 	q.inflight = append(q.inflight, msg)
+	src.Mem.sendsReading++
 	defer p.Doing(p.Doing(ActSend))
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
@@ -430,12 +431,14 @@ func (msg *Message) Complete(*Transfer) {
 	for i, m := range q.inflight { // almost always the first: DMAs complete in order
 		if m == msg {
 			q.inflight = append(q.inflight[:i], q.inflight[i+1:]...)
+			msg.Src.Mem.sendsReading--
 			break
 		}
 	}
 	if g.HoldSends && peer.MyTail <= msg.Meta.Seq {
 		held := *msg
 		q.held = append(q.held, &held)
+		msg.Src.Mem.sendsReading++
 	}
 	if l := g.M.Log; l != nil {
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
@@ -612,10 +615,18 @@ func (g *Group) Flush(p *sim.Proc, ep *Endpoint, q *QueuePair) error {
 		if err := g.wait(p, func() bool { return q.InFlight == 0 }, &q.flushWaiter, &q.FlushWait); err != nil {
 			return err
 		}
-		clear(q.held)
-		q.held = q.held[:0]
+		q.dropHeld()
 	}
 	return nil
+}
+
+// dropHeld forgets every held send of q.
+func (q *QueuePair) dropHeld() {
+	for _, m := range q.held {
+		m.Src.Mem.sendsReading--
+	}
+	clear(q.held)
+	q.held = q.held[:0]
 }
 
 // release drops the held sends of q for which done is true.
@@ -627,6 +638,8 @@ func (q *QueuePair) release(done func(*Message) bool) {
 	for _, m := range q.held {
 		if !done(m) {
 			live = append(live, m)
+		} else {
+			m.Src.Mem.sendsReading--
 		}
 	}
 	clear(q.held[len(live):])
@@ -636,6 +649,9 @@ func (q *QueuePair) release(done func(*Message) bool) {
 // WaitUnread blocks p until no unfinished send of the group reads reg, so
 // reg may be rewritten without a SendBufferHazard.
 func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
+	if reg.Mem.sendsReading == 0 {
+		return nil // no send reads this memory: nothing to wait for or release
+	}
 	// Waiting for the DMAs is all a timed machine could do: held sends
 	// reading reg count as completed.
 	for _, ep := range g.readers(reg) {
@@ -682,6 +698,9 @@ func (g *Group) InFlightReading(dst Region) *Message {
 }
 
 func (g *Group) inFlightReading(dst Region, held bool) *Message {
+	if dst.Mem.sendsReading == 0 {
+		return nil // the common case for a write: no send reads its memory
+	}
 	for _, ep := range g.readers(dst) {
 		for _, q := range ep.QPs {
 			for _, m := range q.inflight {

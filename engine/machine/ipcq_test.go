@@ -1576,3 +1576,91 @@ func TestIPCQ_SendBufferHazard_ReadersOfAMemory(t *testing.T) {
 		t.Errorf("sends reading each region while in flight (-want +got):\n%s", diff)
 	}
 }
+
+// Rule (model.md §5, SendBufferHazard), the bookkeeping behind the fast
+// path: a memory's count of sends that still read it equals the sends in
+// flight or held (HoldSends) with their source there, after every delivery,
+// receive and flush, so the hazard checks may skip a memory whose count is
+// 0. Ranks send from HBM and from the shared SRAM, receivers take the
+// messages late, and a flush ends the held ones.
+func TestIPCQ_SendsReadingCountMatchesTheLists(t *testing.T) {
+	for _, hold := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hold=%v", hold), func(t *testing.T) {
+			cfg := ipcqTestCfg(HBM, Sleep, 2, 4096)
+			m, g := installIPCQ(t, testParams(), ringLinks(4), cfg)
+			g.HoldSends = hold
+			var mems []*Memory
+			for _, pe := range m.Ranks {
+				mems = append(mems, pe.TCM, pe.HBM, pe.SRAM)
+			}
+			check := func(when string) {
+				t.Helper()
+				want := map[*Memory]int{}
+				for _, ep := range g.EPs {
+					for _, q := range ep.QPs {
+						for _, msg := range q.inflight {
+							want[msg.Src.Mem]++
+						}
+						for _, msg := range q.held {
+							want[msg.Src.Mem]++
+						}
+					}
+				}
+				for _, mem := range mems {
+					if mem.sendsReading != want[mem] {
+						t.Fatalf("%s: %v counts %d sends reading it, the lists hold %d", when, mem, mem.sendsReading, want[mem])
+					}
+				}
+			}
+			g.OnDeliver = func(*QueuePair, *Message) { check("after a delivery") }
+			sawReading := false
+			for r := range 4 {
+				src := []Region{
+					srcBuf(t, m.Ranks[r].HBM, payload(r, 0, 4096)),
+					srcBuf(t, m.Ranks[r].SRAM, payload(r, 1, 2048)),
+				}
+				m.Sim.Spawn(fmt.Sprint("send", r), func(p *sim.Proc) {
+					q := lookup(t, g, r, "E", true)
+					for i := range 5 {
+						if err := g.Send(p, q, src[i%2], MsgMeta{}); err != nil {
+							t.Error(err)
+							return
+						}
+						check("after a send")
+						sawReading = sawReading || src[i%2].Mem.sendsReading > 0
+					}
+					if err := g.Flush(p, q.ep, nil); err != nil {
+						t.Error(err)
+					}
+					check("after a flush")
+				})
+				m.Sim.Spawn(fmt.Sprint("recv", r), func(p *sim.Proc) {
+					q := lookup(t, g, r, "W", false)
+					for range 5 {
+						if err := p.Sleep(300 * sim.Nanosecond); err != nil {
+							return
+						}
+						if err := g.WaitRecv(p, q); err != nil {
+							t.Error(err)
+							return
+						}
+						g.Take(q, true)
+						check("after a receive")
+					}
+				})
+			}
+			if err := m.Sim.Run(); err != nil {
+				t.Fatal(err)
+			}
+			check("at the end")
+			if !sawReading {
+				t.Fatal("no send was ever counted as reading its memory: the test checks nothing")
+			}
+			for _, mem := range mems {
+				if mem.sendsReading != 0 {
+					t.Errorf("%v: %d sends still counted after every flush", mem, mem.sendsReading)
+				}
+			}
+		})
+	}
+}

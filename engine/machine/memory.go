@@ -85,6 +85,11 @@ type Memory struct {
 	// allocHigh is the end of the highest allocation or Bytes view so
 	// far: data beyond it has never been handed out, so it is still zero.
 	allocHigh int64
+	// sendsReading counts the IPCQ sends whose source is in this memory
+	// and that still read it (in flight, or held until a flush): when it
+	// is 0, a write here cannot be a SendBufferHazard and the hazard
+	// checks skip their scan of the queue pairs.
+	sendsReading int
 }
 
 type span struct{ off, n int64 }
