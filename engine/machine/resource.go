@@ -34,12 +34,6 @@ type Resource struct {
 	// Statistics for reports and the trace.
 	Bytes    int64
 	BusyTime sim.Time
-
-	// lastN and lastXfer remember the latest Xfer: transfers come in a
-	// few sizes (a message, a piece), and the division is the slowest
-	// instruction of a booking.
-	lastN    int64
-	lastXfer sim.Time
 }
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
@@ -47,14 +41,9 @@ func (r *Resource) Xfer(n int64) sim.Time {
 	if n <= 0 || r.BytesPerUs == 0 { // 0: an untimed (mock) machine
 		return 0
 	}
-	if n == r.lastN {
-		return r.lastXfer
-	}
 	if uint64(n) < 1<<43 {
 		// n·10⁶ + bandwidth fits in 64 bits: one plain division.
-		x := sim.Time((uint64(n)*1_000_000 + uint64(r.BytesPerUs-1)) / uint64(r.BytesPerUs))
-		r.lastN, r.lastXfer = n, x
-		return x
+		return sim.Time((uint64(n)*1_000_000 + uint64(r.BytesPerUs-1)) / uint64(r.BytesPerUs))
 	}
 	// n·10⁶ overflows int64 from about 9.2 TB: compute in 128 bits and
 	// saturate, so a huge transfer takes "forever" (the watchdog ends the

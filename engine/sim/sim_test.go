@@ -395,20 +395,28 @@ func TestEventsForTheCurrentInstantKeepSequenceOrder(t *testing.T) {
 // order a plain (time, sequence) priority queue gives.
 func TestBucketsMatchTimeSequenceOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
-		got := cascade(seed, func(s *Sim, at Time, h Handler) { s.At(at, h) })
+		got := cascade(seed, New())
 		if len(got) < 200 {
 			t.Fatalf("seed %d: only %d events fired", seed, len(got))
 		}
-		want := referenceOrder(seed)
+		want := cascade(seed, &listQueue{})
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("seed %d: firing order (-reference +buckets):\n%s", seed, diff)
 		}
 	}
 }
 
-// cascade runs a seeded random cascade on a Sim and logs "time id" per event.
-func cascade(seed uint64, at func(*Sim, Time, Handler)) []string {
-	s := New()
+// eventQueue is what cascade needs of a simulation.
+type eventQueue interface {
+	At(Time, Handler)
+	Now() Time
+	Run() error
+}
+
+// cascade runs a seeded random cascade on q and logs "time id" per event:
+// the same random choices on any queue, so two queues' logs agree exactly
+// when they fire the events in the same order.
+func cascade(seed uint64, q eventQueue) []string {
 	var log []string
 	rng := rand.New(rand.NewPCG(seed, 7))
 	id := 0
@@ -417,71 +425,58 @@ func cascade(seed uint64, at func(*Sim, Time, Handler)) []string {
 		me := id
 		id++
 		return HandlerFunc(func() {
-			log = append(log, fmt.Sprintf("%v #%d", s.Now(), me))
+			log = append(log, fmt.Sprintf("%v #%d", q.Now(), me))
 			if depth == 0 {
 				return
 			}
 			for k := rng.IntN(3); k >= 0; k-- {
 				// Few distinct delays: many events share a time.
-				at(s, s.Now()+Time(rng.IntN(4)), spawn(depth-1))
+				q.At(q.Now()+Time(rng.IntN(4)), spawn(depth-1))
 			}
 		})
 	}
 	for i := 0; i < 5; i++ {
-		at(s, Time(rng.IntN(3)), spawn(6))
+		q.At(Time(rng.IntN(3)), spawn(6))
 	}
-	if err := s.Run(); err != nil {
+	if err := q.Run(); err != nil {
 		panic(err)
 	}
 	return log
 }
 
-// referenceOrder replays cascade's random choices on a list ordered by
-// (time, sequence), the definition the queue must follow.
-func referenceOrder(seed uint64) []string {
-	type ev struct {
-		at  Time
-		seq int
-		fn  func()
-	}
-	var queue []ev
-	var now Time
-	seq := 0
-	at := func(_ *Sim, t Time, h Handler) {
-		seq++
-		queue = append(queue, ev{t, seq, h.Fire})
-	}
-	var log []string
-	rng := rand.New(rand.NewPCG(seed, 7))
-	id := 0
-	var spawn func(depth int) Handler
-	spawn = func(depth int) Handler {
-		me := id
-		id++
-		return HandlerFunc(func() {
-			log = append(log, fmt.Sprintf("%v #%d", now, me))
-			if depth == 0 {
-				return
-			}
-			for k := rng.IntN(3); k >= 0; k-- {
-				at(nil, now+Time(rng.IntN(4)), spawn(depth-1))
-			}
-		})
-	}
-	for i := 0; i < 5; i++ {
-		at(nil, Time(rng.IntN(3)), spawn(6))
-	}
-	for len(queue) > 0 {
+// listQueue is the definition the queue must follow: a list fired in
+// (time, sequence) order, the least first.
+type listQueue struct {
+	now   Time
+	seq   int
+	queue []listEvent
+}
+
+type listEvent struct {
+	at  Time
+	seq int
+	h   Handler
+}
+
+func (q *listQueue) At(t Time, h Handler) {
+	q.seq++
+	q.queue = append(q.queue, listEvent{t, q.seq, h})
+}
+
+func (q *listQueue) Now() Time { return q.now }
+
+func (q *listQueue) Run() error {
+	for len(q.queue) > 0 {
 		best := 0
-		for i, e := range queue {
-			if e.at < queue[best].at || e.at == queue[best].at && e.seq < queue[best].seq {
+		for i, e := range q.queue {
+			if e.at < q.queue[best].at || e.at == q.queue[best].at && e.seq < q.queue[best].seq {
 				best = i
 			}
 		}
-		e := queue[best]
-		queue = append(queue[:best], queue[best+1:]...)
-		now = e.at
-		e.fn()
+		e := q.queue[best]
+		q.queue = append(q.queue[:best], q.queue[best+1:]...)
+		q.now = e.at
+		e.h.Fire()
 	}
-	return log
+	return nil
 }
