@@ -388,6 +388,10 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.export != "" {
 		o.ExportMSCCL = &exported
 	}
+	if o.TimingOnly {
+		// No data: the heap is the ranks' state (hugepages_linux.go).
+		defer adviseHugePages()()
+	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)
 	if o.Progress != nil {

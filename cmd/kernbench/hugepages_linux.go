@@ -1,0 +1,128 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A large timing-only run touches a few hundred bytes of one rank's state
+// per message (its kernel, queue pairs, DMA engine, coroutine stack), and
+// the next message touches another rank's: at 1024 ranks that state
+// spreads over hundreds of megabytes of heap, and with 4 KiB pages most of
+// those touches also miss the TLB. Backed by 2 MiB transparent huge pages
+// the same heap needs 512 times fewer TLB entries. Go does not ask for
+// huge pages, and with the kernel's usual setting ("madvise") only memory
+// that asks gets them, so a timing-only run asks: a background scan marks
+// the Go heap's mappings MADV_HUGEPAGE (later page faults get huge pages)
+// and collapses the pages already faulted in (MADV_COLLAPSE). It changes
+// where memory sits, never what is simulated. Runs that move data do not
+// ask: their heap is mostly buffers read and written in order, where the
+// collapse only copies pages (measured slower). GODEBUG=disablethp=1 (the
+// Go runtime's own switch for huge pages on its heap) turns it off.
+
+// heapArena is the Go heap's arena alignment on 64-bit Linux: every heap
+// mapping lies in arenas that start at multiples of it.
+const heapArena = 64 << 20
+
+// heapReach bounds how far above its first arena the heap is looked for
+// (it grows upward from there; thread stacks and libraries sit far above).
+const heapReach = 1 << 40
+
+// heapProbe is allocated as the program starts, so it sits in the heap's
+// first arena.
+var heapProbe = new([64]byte)
+
+// adviseHugePages starts the scan and returns the function that stops it.
+func adviseHugePages() (stop func()) {
+	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") || !thpOnRequest() {
+		return func() {}
+	}
+	floor := uintptr(unsafe.Pointer(heapProbe)) &^ (heapArena - 1)
+	done := make(chan struct{})
+	go func() {
+		advised := map[span]bool{}
+		wait := 10 * time.Millisecond
+		for {
+			if adviseHeap(floor, advised) {
+				wait = 10 * time.Millisecond
+			} else {
+				// The heap grows mostly while a run sets up: scan less
+				// often once it stops changing.
+				wait = min(2*wait, 500*time.Millisecond)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(wait):
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// thpOnRequest reports whether the kernel gives transparent huge pages to
+// memory that asks for them and only to that ("always" needs no asking,
+// "never" would refuse).
+func thpOnRequest() bool {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	return err == nil && bytes.Contains(b, []byte("[madvise]"))
+}
+
+// span is a mapping's address range [start, end).
+type span struct{ start, end uintptr }
+
+// adviseHeap marks the heap mappings not seen before (a mapping that grew
+// counts as new) and reports whether there were any.
+func adviseHeap(floor uintptr, advised map[span]bool) bool {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return false
+	}
+	changed := false
+	for _, s := range heapMappings(maps, floor) {
+		if advised[s] {
+			continue
+		}
+		advised[s], changed = true, true
+		// Errors are not fatal: the memory just keeps its small pages.
+		unix.Syscall(unix.SYS_MADVISE, s.start, s.end-s.start, unix.MADV_HUGEPAGE)
+		unix.Syscall(unix.SYS_MADVISE, s.start, s.end-s.start, unix.MADV_COLLAPSE)
+	}
+	return changed
+}
+
+// heapMappings picks from a /proc/PID/maps listing the private anonymous
+// read-write mappings of at least one huge page within heapReach above
+// floor: the Go heap's arenas.
+func heapMappings(maps []byte, floor uintptr) []span {
+	var out []span
+	for line := range bytes.Lines(maps) {
+		// start-end perms offset dev inode [path]
+		f := strings.Fields(string(line))
+		if len(f) != 5 || f[1] != "rw-p" || f[4] != "0" {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || end < start+2<<20 {
+			continue
+		}
+		if uintptr(start) < floor || uintptr(start)-floor >= heapReach {
+			continue
+		}
+		out = append(out, span{uintptr(start), uintptr(end)})
+	}
+	return out
+}
