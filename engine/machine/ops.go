@@ -56,7 +56,15 @@ type MemOp struct {
 	// credit return, a stored tile's buffer release): a hook on a value
 	// the caller already has, so an operation costs no closure.
 	Watcher OpWatcher
+	// gen counts the operation's recycles (see Gen).
+	gen uint64
 }
+
+// Gen is the operation's generation: it changes when the operation is
+// recycled, so a reference kept beside it (a kernel's list of issued
+// writes) can tell that the operation it recorded completed and the
+// object now stands for a later one.
+func (op *MemOp) Gen() uint64 { return op.gen }
 
 // OpWatcher is told when a memory operation completes.
 type OpWatcher interface {
@@ -93,7 +101,7 @@ func (m *Machine) Recycle(op *MemOp, keepData bool) {
 	if keepData {
 		data = op.Data[:0]
 	}
-	*op = MemOp{Data: data}
+	*op = MemOp{Data: data, gen: op.gen + 1}
 	m.freeOps = append(m.freeOps, op)
 }
 

@@ -75,8 +75,11 @@ type Kernel struct {
 	deferred *deferredSend
 	// writes (on the root only) are the rank's tl.store/copy (and _async)
 	// writes that may not be done: a second write into an overlapping
-	// range before the first is done races (WriteWriteHazard).
-	writes []issuedWrite
+	// range before the first is done races (WriteWriteHazard). Entries
+	// whose write is over are dropped once the list reaches
+	// writesCompactAt entries (see checkWriteWrite).
+	writes          []issuedWrite
+	writesCompactAt int
 	// asyncSends are the kernel's tl.send_async calls not yet joined.
 	asyncSends []*sendHandle
 	// issuingSends (on the root only) are the rank's tl.send_async calls,
@@ -415,11 +418,14 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	l.Add(r)
 }
 
-// issuedWrite is a write the kernel issued: its operation and call site.
+// issuedWrite is a write the kernel issued: its operation (and the
+// operation's generation then), its destination and its call site.
 type issuedWrite struct {
-	op *machine.MemOp
-	fn string
-	at syntax.Position
+	op  *machine.MemOp
+	gen uint64
+	dst machine.Region
+	fn  string
+	at  syntax.Position
 	// h is the handle of a tl.store_async or tl.copy_async (nil for the
 	// rest): on the untimed mock machine its write counts as pending until
 	// h is waited, as nothing takes time there (PendingStoreHazard).
@@ -437,15 +443,20 @@ func (w *issuedWrite) issuedAt() string {
 }
 
 func (w *issuedWrite) pendingFor(untimed bool) bool {
-	return !w.op.Done || (untimed && w.h != nil && !w.h.done)
+	return w.opPending() || (untimed && w.h != nil && !w.h.done)
 }
+
+// opPending reports whether w's operation has not completed. An operation
+// recycled since it was issued has completed (only done operations are
+// recycled), whatever later operation the object stands for now.
+func (w *issuedWrite) opPending() bool { return w.op.Gen() == w.gen && !w.op.Done }
 
 // noteHandle attaches h, the handle a kernel got for op, to op's entry in
 // the issued writes if op was a tl.*_async call.
 func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
 	root := k.rootKernel()
 	for i := len(root.writes) - 1; i >= 0; i-- {
-		if w := &root.writes[i]; w.op == op {
+		if w := &root.writes[i]; w.op == op && w.gen == op.Gen() {
 			if strings.HasSuffix(w.fn, "_async") && w.h == nil {
 				w.h = h
 				root.asyncWrites++
@@ -469,11 +480,11 @@ func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 	untimed := k.M.Params.Untimed
 	for i := range root.writes {
 		w := &root.writes[i]
-		if w.h == nil || !w.pendingFor(untimed) || !w.op.Dst.Overlaps(reg) {
+		if w.h == nil || !w.dst.Overlaps(reg) || !w.pendingFor(untimed) {
 			continue
 		}
 		return errorf(errkind.PendingStoreHazard, "%s: rank %d reads %v while the %s%s still writes %v (tl.wait(its handle) first)",
-			fn, k.Rank, reg, w.fn, w.issuedAt(), w.op.Dst)
+			fn, k.Rank, reg, w.fn, w.issuedAt(), w.dst)
 	}
 	return nil
 }
@@ -502,22 +513,34 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 // with --data-space), so the result would be a race, not a program.
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	root := k.rootKernel()
-	untimed := k.M.Params.Untimed
-	// One pass drops the writes that are over and finds the first live one
-	// that overlaps dst (entries move only once one was dropped).
-	ws := root.writes
+	if len(root.writes) >= root.writesCompactAt {
+		root.compactWrites(k.M.Params.Untimed)
+	}
+	// The destinations are in the entries: only an overlapping entry's
+	// operation is looked at.
+	for i := range root.writes {
+		if w := &root.writes[i]; w.dst.Overlaps(dst) && w.opPending() {
+			return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
+				fn, k.Rank, dst, w.fn, w.issuedAt(), w.dst)
+		}
+	}
+	return nil
+}
+
+// compactWrites drops the issued writes that are over. It runs when the
+// list has doubled since the last time (at least 16 entries), so the scan
+// that reads every entry's operation costs O(1) per write issued, and the
+// list stays within twice the writes under way.
+func (k *Kernel) compactWrites(untimed bool) {
+	ws := k.writes
 	live := 0
-	hazard := -1
 	for i := range ws {
 		w := &ws[i]
 		if !w.pendingFor(untimed) {
 			if w.h != nil {
-				root.asyncWrites--
+				k.asyncWrites--
 			}
 			continue
-		}
-		if hazard < 0 && !w.op.Done && w.op.Dst.Overlaps(dst) {
-			hazard = live
 		}
 		if live != i {
 			ws[live] = *w
@@ -525,13 +548,8 @@ func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 		live++
 	}
 	clear(ws[live:])
-	root.writes = ws[:live]
-	if hazard >= 0 {
-		w := &root.writes[hazard]
-		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
-			fn, k.Rank, dst, w.fn, w.issuedAt(), w.op.Dst)
-	}
-	return nil
+	k.writes = ws[:live]
+	k.writesCompactAt = max(16, 2*live)
 }
 
 // noteWrite records a write issued by fn (see checkWriteWrite).
@@ -540,5 +558,5 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 		return
 	}
 	root := k.rootKernel()
-	root.writes = append(root.writes, issuedWrite{op: op, fn: fn, at: k.callSite()})
+	root.writes = append(root.writes, issuedWrite{op: op, gen: op.Gen(), dst: op.Dst, fn: fn, at: k.callSite()})
 }

@@ -1,0 +1,74 @@
+package tl
+
+import (
+	"strings"
+	"testing"
+
+	"go.starlark.net/syntax"
+
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
+)
+
+// WriteWriteHazard: a write whose operation completed and was recycled is
+// over, even while the recycled object carries a later write into the same
+// range. The hazard names that later write (not the finished one whose
+// entry still pointed at the object), and the finished entry leaves the
+// list of issued writes.
+func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
+	ns := sim.Nanosecond
+	s := sim.New()
+	m, err := machine.New(s, machine.Params{
+		Sips: 1, CubesPerSip: 1, PesPerCube: 1,
+		PeNoc: machine.LinkParams{BytesPerUs: 128_000, Latency: 10 * ns},
+		Ucie:  machine.LinkParams{BytesPerUs: 64_000, Latency: 50 * ns},
+		Pcie:  machine.LinkParams{BytesPerUs: 32_000, Latency: 500 * ns},
+		Tcm:   machine.MemParams{Capacity: 1 << 20, LinkParams: machine.LinkParams{BytesPerUs: 512_000, Latency: 2 * ns}},
+		Sram:  machine.MemParams{Capacity: 1 << 20, LinkParams: machine.LinkParams{BytesPerUs: 256_000, Latency: 10 * ns}},
+		Hbm:   machine.MemParams{Capacity: 1 << 20, LinkParams: machine.LinkParams{BytesPerUs: 512_000, Latency: 100 * ns}},
+		Math:  machine.LinkParams{BytesPerUs: 256_000, Latency: 4 * ns},
+
+		VCWeightCompute: 1, VCWeightComm: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Place(1); err != nil {
+		t.Fatal(err)
+	}
+	m.SetTimingOnly()
+	pe := m.Ranks[0]
+	reg := machine.Region{Mem: pe.TCM, Off: 0, N: 64}
+	// Writes issued from a fused primitive take its call site (no thread
+	// needed to find it).
+	k := &Kernel{M: m, PE: pe, inFused: true}
+	at := func(line int32) { k.fusedSite = syntax.MakePosition(&[]string{"kernel.star"}[0], line, 1) }
+
+	at(1)
+	first := m.Store(pe, reg, nil)
+	k.noteWrite("tl.first", first)
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	m.Recycle(first, false)
+
+	at(2)
+	second := m.Store(pe, reg, nil)
+	if second != first {
+		t.Fatal("the machine did not reuse the recycled operation; the test needs it to")
+	}
+	k.noteWrite("tl.second", second)
+
+	err = k.checkWriteWrite("tl.third", reg)
+	if errkind.Of(err) != errkind.WriteWriteHazard {
+		t.Fatalf("a write over the second's range: got %v, want a WriteWriteHazard", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "tl.second issued at kernel.star:2:1") {
+		t.Errorf("the hazard names %q, want the pending write (tl.second issued at kernel.star:2:1)", msg)
+	}
+	k.compactWrites(false)
+	if len(k.writes) != 1 || k.writes[0].fn != "tl.second" {
+		t.Errorf("issued writes after compaction: %d entries (%v), want tl.second's alone", len(k.writes), k.writes)
+	}
+}
