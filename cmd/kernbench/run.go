@@ -389,7 +389,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		o.ExportMSCCL = &exported
 	}
 	if o.TimingOnly {
-		// No data: the heap is the ranks' state (hugepages_linux.go).
+		// No data: the heap is the ranks' state (hugepages_linux64.go).
 		defer adviseHugePages()()
 	}
 	start := time.Now()

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && (amd64 || arm64)
 
 package main
 
@@ -119,7 +119,7 @@ func heapMappings(maps []byte, floor uintptr) []span {
 		if err1 != nil || err2 != nil || end < start+2<<20 {
 			continue
 		}
-		if uintptr(start) < floor || uintptr(start)-floor >= heapReach {
+		if start < uint64(floor) || start-uint64(floor) >= heapReach {
 			continue
 		}
 		out = append(out, span{uintptr(start), uintptr(end)})
