@@ -28,6 +28,7 @@ type world struct {
 	// verifies: phase 2 runs (--verify), so snapshot keeps the pre-run
 	// image; keptImage: it did.
 	verifies, keptImage bool
+	atPhase2            func() // from onKeepPreRun
 	trace               *trace.Recorder
 	traceOut            io.Writer
 	oplogOut            io.Writer // --oplog: written by phase2, or by run when the run failed
@@ -131,6 +132,9 @@ func (w *world) snapshot() {
 	}
 	w.m.KeepPreRun()
 	w.keptImage = true
+	if onKeepPreRun != nil {
+		w.atPhase2 = onKeepPreRun(w.m)
+	}
 	var n int64
 	for _, mem := range w.m.Mems {
 		n += mem.Size()
@@ -139,6 +143,10 @@ func (w *world) snapshot() {
 	// until phase 2 is done.
 	w.releaseHeap = holdLargeHeap(2 * n)
 }
+
+// onKeepPreRun, when set (tests only), runs when a world starts keeping
+// its pre-run image; the function it returns runs as phase 2 starts.
+var onKeepPreRun func(m *machine.Machine) (atPhase2 func())
 
 // phase2 replays the op_log on the initial image and compares the result
 // with phase 1's memory; it fills Phase2Match and, on a mismatch, Phase2.
@@ -156,6 +164,9 @@ func (w *world) phase2(p *plan, res *Result) error {
 	}
 	// The replay runs on the saved blocks themselves (nothing needs them
 	// afterwards) over the live memory, which it only reads: no copies.
+	if w.atPhase2 != nil {
+		w.atPhase2()
+	}
 	ov := w.m.PreRunOverlay()
 	w.m.DropPreRun()
 	match := true
