@@ -278,17 +278,24 @@ func (m *Memory) savePreRun(off, end int64) {
 	p.pre, p.held = om.Pre, om.Held
 }
 
-// keepPreRun starts keeping the pre-run image (copy-on-first-write).
+// keepPreRun starts keeping the pre-run image (copy-on-first-write). The
+// room for a copy of every block is allocated now, untouched: only the
+// blocks saved later cost pages, and the collector sees the heap grow once
+// here, before the op_log it scans has grown, instead of once per memory
+// as the run first writes each.
 func (m *Memory) keepPreRun() {
-	if !m.noData {
-		m.preRun = &preRunBlocks{}
+	if m.noData {
+		return
 	}
+	blocks := (int64(len(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift
+	m.preRun = &preRunBlocks{pre: make([]byte, blocks<<preRunBlockShift), held: make([]bool, blocks)}
 }
 
 // PreRun returns the region's bytes as they were when the machine started
 // keeping its pre-run image (KeepPreRun): a view of the live memory when
 // nothing wrote the region since, else of the saved copy (holding the
-// region's other blocks too). The view is for reading.
+// region's other blocks too). The view is for reading, and holds the
+// pre-run bytes until phase 2 replays onto the image.
 func (r Region) PreRun() []byte {
 	m := r.Mem
 	if m.preRun == nil || r.N <= 0 {
