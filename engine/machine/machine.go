@@ -417,7 +417,8 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 	pe.dma.submit(t)
 }
 
-// Image copies every memory's bytes (for phase 2 of the verification).
+// Image copies every memory's bytes: a full image, for tests (phase 2 keeps
+// its pre-run image copy-on-first-write instead, KeepPreRun).
 func (m *Machine) Image() oplog.Image {
 	im := make(oplog.Image, len(m.Mems))
 	for i, mem := range m.Mems {

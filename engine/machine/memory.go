@@ -325,7 +325,7 @@ func (m *Memory) Size() int64 { return int64(len(m.data)) }
 // NoData reports whether the memory keeps no bytes (a timing-only machine).
 func (m *Memory) NoData() bool { return m.noData }
 
-// Snapshot copies the used bytes (for phase-2 comparison and tests).
+// Snapshot copies the used bytes (Machine.Image).
 func (m *Memory) Snapshot() []byte { return append([]byte(nil), m.data...) }
 
 // Region is a byte range of one memory.

@@ -48,7 +48,8 @@ func watchPreRun(t *testing.T, found func(mem *machine.Memory, off int64)) (runs
 }
 
 // Every write of simulated memory in phase 1 saves its block first: for
-// every shipped algorithm, the host bench and the L3/L2 benches, the kept
+// every shipped algorithm (and a few settings), MSCCL schedules, the host
+// bench and the L3/L2 benches, the kept
 // image is the memory as it was before the run.
 func TestPreRunImageSeesEveryWrite(t *testing.T) {
 	var current string
@@ -67,6 +68,11 @@ func TestPreRunImageSeesEveryWrite(t *testing.T) {
 	}
 	jobs = append(jobs,
 		job{"ring_allreduce", Options{WorldSize: 4, Counts: []int64{3000}, InPlace: true}},
+		job{"ring_allreduce", Options{WorldSize: 8, Counts: []int64{37, 5000}, DataSpace: "tcm", Sets: []string{"defaults.buffer_kind=hbm"}}},
+		job{"ring_allreduce_manual", Options{WorldSize: 8, Counts: []int64{5000}, DataSpace: "sram", Sets: []string{"defaults.buffer_kind=sram", "defaults.backpressure=poll"}}},
+		job{"tree_allreduce", Options{WorldSize: 5, Counts: []int64{777}, DType: "bf16", RedOp: "max"}},
+		job{"../../testdata/msccl/allreduce_ring_ch2_8.xml", Options{Counts: []int64{4096, 36000}}},
+		job{"../../testdata/msccl/alltoall_two_step_8.xml", Options{Counts: []int64{36000}}},
 		job{"benches/ccl_allreduce.star", Options{WorldSize: 4, Counts: []int64{1000}}},
 		job{"benches/l3l2_stream.star", Options{}},
 		job{"benches/l3l2_queue.star", Options{}})
