@@ -260,22 +260,24 @@ func (m *Memory) View(off, n int64) []byte {
 // bytes (zero past the end of data).
 func (m *Memory) savePreRun(off, end int64) {
 	p := m.preRun
-	if p == nil {
+	if p == nil || end <= off {
 		return
 	}
-	first, last := off>>preRunBlockShift, (end-1)>>preRunBlockShift
-	if last < int64(len(p.held)) {
-		saved := true
-		for b := first; b <= last && saved; b++ {
-			saved = p.held[b]
-		}
-		if saved {
-			return
-		}
+	if last := (end - 1) >> preRunBlockShift; last < int64(len(p.held)) && allSaved(p.held[off>>preRunBlockShift:last+1]) {
+		return
 	}
 	om := oplog.OverlayMem{Live: m.data, Pre: p.pre, Held: p.held}
 	om.Hold(off, end, preRunBlockShift)
 	p.pre, p.held = om.Pre, om.Held
+}
+
+func allSaved(held []bool) bool {
+	for _, h := range held {
+		if !h {
+			return false
+		}
+	}
+	return true
 }
 
 // keepPreRun starts keeping the pre-run image (copy-on-first-write). The

@@ -53,6 +53,21 @@ func (ov *Overlay) mem(addr uint64, n int64) (*OverlayMem, int64, error) {
 // read is a view of [addr, addr+n) in the replay state: the live memory
 // when no block of it is held, else the overlay's copy.
 func (ov *Overlay) read(addr uint64, n int64) ([]byte, error) {
+	// The common cases (a range all held or all not) without a call: the
+	// replay reads for nearly every record.
+	if id := int(addr>>AddrShift) - 1; id >= 0 && id < len(ov.Mems) && n > 0 {
+		m := &ov.Mems[id]
+		off := int64(addr & (1<<AddrShift - 1))
+		end := off + n
+		if last := (end - 1) >> ov.BlockShift; last < int64(len(m.Held)) {
+			switch held := m.Held[off>>ov.BlockShift : last+1]; {
+			case allHeld(held):
+				return m.Pre[off:end], nil
+			case end <= int64(len(m.Live)) && noneHeld(held):
+				return m.Live[off:end], nil
+			}
+		}
+	}
 	m, off, err := ov.mem(addr, n)
 	if err != nil {
 		return nil, err
@@ -68,6 +83,14 @@ func (ov *Overlay) read(addr uint64, n int64) ([]byte, error) {
 
 // write is the overlay's copy of [addr, addr+n), holding its blocks first.
 func (ov *Overlay) write(addr uint64, n int64) ([]byte, error) {
+	if id := int(addr>>AddrShift) - 1; id >= 0 && id < len(ov.Mems) && n > 0 {
+		m := &ov.Mems[id]
+		off := int64(addr & (1<<AddrShift - 1))
+		end := off + n
+		if last := (end - 1) >> ov.BlockShift; last < int64(len(m.Held)) && allHeld(m.Held[off>>ov.BlockShift:last+1]) {
+			return m.Pre[off:end], nil
+		}
+	}
 	m, off, err := ov.mem(addr, n)
 	if err != nil {
 		return nil, err
@@ -76,6 +99,24 @@ func (ov *Overlay) write(addr uint64, n int64) ([]byte, error) {
 		return nil, nil
 	}
 	return m.Hold(off, off+n, ov.BlockShift), nil
+}
+
+func allHeld(held []bool) bool {
+	for _, h := range held {
+		if !h {
+			return false
+		}
+	}
+	return true
+}
+
+func noneHeld(held []bool) bool {
+	for _, h := range held {
+		if h {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *OverlayMem) noneHeld(off, end int64, shift uint) bool {
