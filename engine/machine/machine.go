@@ -71,10 +71,10 @@ type Machine struct {
 	Sim    *sim.Sim
 	Params Params
 	Mems   []*Memory // every memory materialised so far, by ID
+	Ranks  []*PE     // rank -> PE, set by Place
 	// keepingPreRun: memories keep their pre-run bytes copy-on-first-write
 	// (KeepPreRun).
 	keepingPreRun bool
-	Ranks         []*PE // rank -> PE, set by Place
 
 	// PEs, cube SRAMs and links are materialised on first use (PE, Place,
 	// routes), so a machine of a million PEs with 8 busy ones costs what 8

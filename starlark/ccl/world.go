@@ -21,19 +21,20 @@ import (
 
 // world is one simulation's machine and (once installed) its process group.
 type world struct {
-	s   *sim.Sim
-	m   *machine.Machine
-	sys config.System // the machine description (neighbors(location=, machine=))
-	g   *machine.Group
+	s        *sim.Sim
+	m        *machine.Machine
+	sys      config.System // the machine description (neighbors(location=, machine=))
+	g        *machine.Group
+	trace    *trace.Recorder
+	traceOut io.Writer
+	oplogOut io.Writer // --oplog: written by phase2, or by run when the run failed
+	dump     io.Writer
+	warn     io.Writer // warnings (stderr); may be nil
 	// verifies: phase 2 runs (--verify), so snapshot keeps the pre-run
 	// image; keptImage: it did.
 	verifies, keptImage bool
-	atPhase2            func() // from onKeepPreRun
-	trace               *trace.Recorder
-	traceOut            io.Writer
-	oplogOut            io.Writer // --oplog: written by phase2, or by run when the run failed
-	dump                io.Writer
-	warn                io.Writer // warnings (stderr); may be nil
+	// atPhase2 runs as phase 2 starts (from onKeepPreRun, tests only).
+	atPhase2 func()
 	// releaseHeap gives up the GC headroom taken for the image (snapshot).
 	releaseHeap func()
 	// releaseGuard ends the world's registration with the memory guard.
