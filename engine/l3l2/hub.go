@@ -321,7 +321,7 @@ func (pt *port) counterOff(addr uint64) int64 {
 // load32 samples a counter now.
 func (pt *port) load32(addr uint64) int32 {
 	mem := pt.st.counters.Mem
-	return int32(binary.LittleEndian.Uint32(mem.Bytes(pt.counterOff(addr), CounterBytes)))
+	return int32(binary.LittleEndian.Uint32(mem.View(pt.counterOff(addr), CounterBytes)))
 }
 
 // ViolationError is a counter write refused by the single-writer rule.
@@ -413,7 +413,7 @@ func (pt *port) readPayload(p *sim.Proc, off, n uint64) ([]byte, error) {
 	if err := pt.ok(); err != nil {
 		return nil, err
 	}
-	out := append([]byte(nil), pt.st.payload.Sub(int64(off), int64(n)).Bytes()...)
+	out := append([]byte(nil), pt.st.payload.Sub(int64(off), int64(n)).View()...)
 	return out, pt.charge(p, pt.read.IdleTime(int64(n)), "payload read")
 }
 
@@ -425,7 +425,7 @@ func (h *Hub) logWrite(name string, reg machine.Region, start sim.Time, withData
 	r := &oplog.Record{Rank: -1, Kind: oplog.KindL3L2, Name: name, TStart: start, TEnd: h.m.Sim.Now(),
 		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if withData {
-		r.Data = append([]byte(nil), reg.Bytes()...)
+		r.Data = append([]byte(nil), reg.View()...)
 	}
 	l.Add(r)
 }

@@ -46,7 +46,7 @@ func counterBytes(st *regionState) func(off uint64) uint32 {
 	if st.counters.Mem == nil || st.counters.Mem.NoData() {
 		return nil
 	}
-	b := st.counters.Bytes()
+	b := st.counters.View()
 	return func(off uint64) uint32 {
 		if off+4 > uint64(len(b)) {
 			return 0

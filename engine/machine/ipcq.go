@@ -418,7 +418,7 @@ func (msg *Message) Complete(*Transfer) {
 		g.M.Sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
 			q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
 	}
-	copy(msg.Dst.Bytes(), msg.Src.Bytes()) // nothing under timing-only (no bytes)
+	copy(msg.Dst.Bytes(), msg.Src.View()) // nothing under timing-only (no bytes)
 	peer.Slots[msg.Slot] = msg.Meta
 	peer.SlotGen[msg.Slot]++
 	peer.arrived[msg.Slot] = true

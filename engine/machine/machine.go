@@ -72,6 +72,9 @@ type Machine struct {
 	Params Params
 	Mems   []*Memory // every memory materialised so far, by ID
 	Ranks  []*PE     // rank -> PE, set by Place
+	// keepingPreRun: memories keep their pre-run bytes copy-on-first-write
+	// (KeepPreRun).
+	keepingPreRun bool
 
 	// PEs, cube SRAMs and links are materialised on first use (PE, Place,
 	// routes), so a machine of a million PEs with 8 busy ones costs what 8
@@ -196,6 +199,9 @@ func (m *Machine) memory(space Space, pe, cube int, mp MemParams, name string) *
 	mm := newMemory(len(m.Mems), space, pe, cube, mp.Capacity, port)
 	if m.TimingOnly {
 		mm.noData = true
+	}
+	if m.keepingPreRun {
+		mm.keepPreRun() // its pre-run bytes are zeros
 	}
 	m.Mems = append(m.Mems, mm)
 	return mm
@@ -411,7 +417,8 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 	pe.dma.submit(t)
 }
 
-// Image copies every memory's bytes (for phase 2 of the verification).
+// Image copies every memory's bytes: a full image, for tests (phase 2 keeps
+// its pre-run image copy-on-first-write instead, KeepPreRun).
 func (m *Machine) Image() oplog.Image {
 	im := make(oplog.Image, len(m.Mems))
 	for i, mem := range m.Mems {
@@ -420,15 +427,43 @@ func (m *Machine) Image() oplog.Image {
 	return im
 }
 
-// LiveImage is the machine's memory as an image without copying it: each
-// entry is the memory's own bytes, valid until the memory next grows or is
-// written (phase 2 compares against it right after the run).
-func (m *Machine) LiveImage() oplog.Image {
-	im := make(oplog.Image, len(m.Mems))
-	for i, mem := range m.Mems {
-		im[i] = mem.data
+// KeepPreRun starts keeping the machine's memory as it is now, the image
+// phase 2 replays from, copy-on-first-write: a block of a memory is
+// copied only when something first writes it (Memory.Bytes), so memory
+// that the run only reads costs no copy. Memories materialised later
+// start from zeros.
+func (m *Machine) KeepPreRun() {
+	if m.TimingOnly {
+		return
 	}
-	return im
+	m.keepingPreRun = true
+	for _, mem := range m.Mems {
+		mem.keepPreRun()
+	}
+}
+
+// PreRunOverlay is the kept pre-run image with the live memory under it
+// (no copies), for phase 2 right after the run: the replay writes the
+// overlay's blocks only, and the blocks it holds are the machine's saved
+// copies, which it takes over.
+func (m *Machine) PreRunOverlay() *oplog.Overlay {
+	ov := &oplog.Overlay{Mems: make([]oplog.OverlayMem, len(m.Mems)), BlockShift: preRunBlockShift}
+	for i, mem := range m.Mems {
+		om := oplog.OverlayMem{Live: mem.data}
+		if p := mem.preRun; p != nil {
+			om.Pre, om.Held = p.pre, p.held
+		}
+		ov.Mems[i] = om
+	}
+	return ov
+}
+
+// DropPreRun stops keeping the pre-run image and lets it go.
+func (m *Machine) DropPreRun() {
+	m.keepingPreRun = false
+	for _, mem := range m.Mems {
+		mem.preRun = nil
+	}
 }
 
 // SetTimingOnly makes the machine move no bytes (see TimingOnly).

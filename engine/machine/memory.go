@@ -90,6 +90,22 @@ type Memory struct {
 	// is 0, a write here cannot be a SendBufferHazard and the hazard
 	// checks skip their scan of the queue pairs.
 	sendsReading int
+	// preRun, while a verified run keeps the pre-run image, holds the
+	// blocks written since (their bytes as they were before the first
+	// write): Bytes saves them, so phase 2 can start from them.
+	preRun *preRunBlocks
+}
+
+// preRunBlockShift is log2 of the pre-run image's block size: each block a
+// run writes is copied once before its first write. Smaller blocks copy
+// less of a partly written memory; larger ones cost fewer checks.
+const preRunBlockShift = 14
+
+// preRunBlocks is a memory's part of the copy-on-first-write pre-run image
+// (an oplog.OverlayMem in the making).
+type preRunBlocks struct {
+	pre  []byte // block i at pre[i<<preRunBlockShift:] when held[i]
+	held []bool
 }
 
 type span struct{ off, n int64 }
@@ -159,7 +175,10 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		// Bytes above every earlier allocation were never written and are
 		// still zero: clearing them would touch fresh pages a first time
 		// before the caller fills them.
-		clear(m.data[off:min(end, max(off, m.allocHigh))])
+		if dirty := min(end, max(off, m.allocHigh)); dirty > off {
+			m.savePreRun(off, dirty)
+			clear(m.data[off:dirty])
+		}
 		m.allocHigh = max(m.allocHigh, end)
 		return off, nil
 	}
@@ -205,8 +224,23 @@ func (m *Memory) Free(off, n int64) {
 	}
 }
 
-// Bytes returns the live bytes [off, off+n) of the memory (no copy).
+// Bytes returns the live bytes [off, off+n) of the memory (no copy) for
+// reading and writing. While the pre-run image is kept, it first saves
+// the blocks of the range that were not written yet: every write of
+// simulated memory goes through here (or Alloc), and a reader that will
+// not write uses View instead, which saves nothing.
 func (m *Memory) Bytes(off, n int64) []byte {
+	b := m.View(off, n)
+	if m.preRun != nil && n > 0 {
+		m.savePreRun(off, off+n)
+	}
+	return b
+}
+
+// View returns the live bytes [off, off+n) of the memory (no copy) for
+// reading only: a write into them would bypass the pre-run image, so
+// phase 2 could miss it.
+func (m *Memory) View(off, n int64) []byte {
 	if m.noData {
 		return nil
 	}
@@ -221,10 +255,79 @@ func (m *Memory) Bytes(off, n int64) []byte {
 	return m.data[off : off+n]
 }
 
+// savePreRun saves the pre-run bytes of the blocks of [off, end) not
+// saved yet. Until its first write a block's live bytes are its pre-run
+// bytes (zero past the end of data).
+func (m *Memory) savePreRun(off, end int64) {
+	p := m.preRun
+	if p == nil || end <= off {
+		return
+	}
+	if last := (end - 1) >> preRunBlockShift; last < int64(len(p.held)) && allSaved(p.held[off>>preRunBlockShift:last+1]) {
+		return
+	}
+	om := oplog.OverlayMem{Live: m.data, Pre: p.pre, Held: p.held}
+	om.Hold(off, end, preRunBlockShift)
+	p.pre, p.held = om.Pre, om.Held
+}
+
+func allSaved(held []bool) bool {
+	for _, h := range held {
+		if !h {
+			return false
+		}
+	}
+	return true
+}
+
+// keepPreRun starts keeping the pre-run image (copy-on-first-write). The
+// room for a copy of every block is allocated now, untouched: only the
+// blocks saved later cost pages, and the collector sees the heap grow once
+// here, before the op_log it scans has grown, instead of once per memory
+// as the run first writes each.
+func (m *Memory) keepPreRun() {
+	if m.noData {
+		return
+	}
+	blocks := (int64(len(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift
+	m.preRun = &preRunBlocks{pre: make([]byte, blocks<<preRunBlockShift), held: make([]bool, blocks)}
+}
+
+// PreRun returns the region's bytes as they were when the machine started
+// keeping its pre-run image (KeepPreRun): a view of the live memory when
+// nothing wrote the region since, else of the saved copy (holding the
+// region's other blocks too). The view is for reading, and holds the
+// pre-run bytes until phase 2 replays onto the image.
+func (r Region) PreRun() []byte {
+	m := r.Mem
+	if m.preRun == nil || r.N <= 0 {
+		return r.Mem.View(r.Off, r.N)
+	}
+	live := m.View(r.Off, r.N) // grows data over the region: blocks read as zero
+	p := m.preRun
+	om := oplog.OverlayMem{Live: m.data, Pre: p.pre, Held: p.held}
+	end := r.Off + r.N
+	first, last := r.Off>>preRunBlockShift, (end-1)>>preRunBlockShift
+	none := true
+	for b := first; b <= last && b < int64(len(p.held)); b++ {
+		none = none && !p.held[b]
+	}
+	if none {
+		return live
+	}
+	out := om.Hold(r.Off, end, preRunBlockShift)
+	p.pre, p.held = om.Pre, om.Held
+	return out
+}
+
+// Size is the number of bytes the memory holds so far (its high-water
+// mark, not its capacity).
+func (m *Memory) Size() int64 { return int64(len(m.data)) }
+
 // NoData reports whether the memory keeps no bytes (a timing-only machine).
 func (m *Memory) NoData() bool { return m.noData }
 
-// Snapshot copies the used bytes (for phase-2 comparison and tests).
+// Snapshot copies the used bytes (Machine.Image).
 func (m *Memory) Snapshot() []byte { return append([]byte(nil), m.data...) }
 
 // Region is a byte range of one memory.
@@ -237,8 +340,13 @@ type Region struct {
 // Addr is the physical address of the region's first byte.
 func (r Region) Addr() uint64 { return r.Mem.Base + uint64(r.Off) }
 
-// Bytes returns the live bytes of the region.
+// Bytes returns the live bytes of the region, to read and write (see
+// Memory.Bytes).
 func (r Region) Bytes() []byte { return r.Mem.Bytes(r.Off, r.N) }
+
+// View returns the live bytes of the region, to read only (see
+// Memory.View).
+func (r Region) View() []byte { return r.Mem.View(r.Off, r.N) }
 
 // Sub returns the sub-range [off, off+n) relative to r.
 func (r Region) Sub(off, n int64) Region { return Region{r.Mem, r.Off + off, n} }

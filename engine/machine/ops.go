@@ -111,7 +111,7 @@ func (op *MemOp) Complete(*Transfer) {
 	// these move nothing and a fetched tile carries its length only.
 	switch op.Kind {
 	case OpFetch:
-		src := op.Src.Bytes()
+		src := op.Src.View()
 		if src != nil && cap(op.Data) < len(src) {
 			op.Data = op.m.Buffer(int64(len(src)))
 		}
@@ -119,7 +119,7 @@ func (op *MemOp) Complete(*Transfer) {
 	case OpStore:
 		copy(op.Dst.Bytes(), op.Data)
 	case OpCopy:
-		copy(op.Dst.Bytes(), op.Src.Bytes())
+		copy(op.Dst.Bytes(), op.Src.View())
 	}
 	op.Done = true
 	if l := op.m.Log; l != nil {

@@ -261,6 +261,25 @@ func (im Image) Clone() Image {
 // DataExecutor. It fails on records it cannot apply (unknown tile, bad
 // address), which is itself a verification failure.
 func Replay(im *Image, records []*Record) error {
+	return replay(im, records)
+}
+
+// ReplayOverlay is Replay on an overlay image: the replay reads blocks
+// nobody wrote from phase 1's memory and writes only the overlay's own
+// copies (see Overlay).
+func ReplayOverlay(ov *Overlay, records []*Record) error { return replay(ov, records) }
+
+// replaySpace is the memory a replay runs on: read is a view it only
+// reads, write one it may write.
+type replaySpace interface {
+	read(addr uint64, n int64) ([]byte, error)
+	write(addr uint64, n int64) ([]byte, error)
+}
+
+func (img *Image) read(addr uint64, n int64) ([]byte, error)  { return img.locate(addr, n) }
+func (img *Image) write(addr uint64, n int64) ([]byte, error) { return img.locate(addr, n) }
+
+func replay(im replaySpace, records []*Record) error {
 	order := effectSorted(records)
 	// Tile ids are dense (Log.NewTile), so tiles live in slices by id. A
 	// tile's bytes are released after the last record that reads it and
@@ -358,7 +377,7 @@ func effectOrder(a, b *Record) int {
 
 // replayer is the DataExecutor's state: the image and the live tiles.
 type replayer struct {
-	im      *Image
+	im      replaySpace
 	tiles   []replayTile
 	lastUse []int32 // index in effect order of the last record reading a tile
 	// free holds released tile buffers by length, for later tiles.
@@ -462,7 +481,7 @@ func (rp *replayer) apply(r *Record) error {
 		}
 		return rp.put(r.TileOut, out, dt)
 	case r.Name == "fetch":
-		src, err := im.locate(r.Src, r.NBytes)
+		src, err := im.read(r.Src, r.NBytes)
 		if err != nil {
 			return err
 		}
@@ -474,14 +493,14 @@ func (rp *replayer) apply(r *Record) error {
 		if err != nil {
 			return err
 		}
-		dst, err := im.locate(r.Dst, r.NBytes)
+		dst, err := im.write(r.Dst, r.NBytes)
 		if err != nil {
 			return err
 		}
 		copy(dst, t)
 		return nil
 	case r.Data != nil || r.Name == "alloc":
-		dst, err := im.locate(r.Dst, r.NBytes)
+		dst, err := im.write(r.Dst, r.NBytes)
 		if err != nil {
 			return err
 		}
@@ -493,11 +512,13 @@ func (rp *replayer) apply(r *Record) error {
 		return nil
 	case r.Src != 0 && r.Dst != 0:
 		// ipcq send, copy, recv copy_to_dst: bytes move src -> dst.
-		src, err := im.locate(r.Src, r.NBytes)
+		src, err := im.read(r.Src, r.NBytes)
 		if err != nil {
 			return err
 		}
-		dst, err := im.locate(r.Dst, r.NBytes)
+		// The destination may grow the image after src was taken: src
+		// then still holds the bytes to copy (nothing wrote them since).
+		dst, err := im.write(r.Dst, r.NBytes)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
-	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
@@ -138,27 +137,17 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 
 // keepInputs records what the reference check compares against: every
 // rank's send and recv buffer before the run, as views of the pre-run
-// image (which phase 2 needs anyway), so the bench copies nothing. Without
-// verification there is nothing to keep.
-func (b *bench) keepInputs(initial oplog.Image) {
-	if !b.p.opts.Verify || initial == nil {
+// image (which phase 2 needs anyway) or, for a buffer the run never
+// wrote, of the live memory, so the bench copies nothing. It runs after
+// phase 1 (the image is complete then) and before phase 2 (which replays
+// onto the image). Without verification there is nothing to keep.
+func (b *bench) keepInputs(w *world) {
+	if !b.p.opts.Verify || !w.keptImage {
 		return
 	}
-	view := func(reg machine.Region) []byte {
-		img := initial[reg.Mem.ID]
-		if int64(len(img)) < reg.Off+reg.N {
-			// Never written: zeros (the image holds the used bytes only).
-			out := make([]byte, reg.N)
-			if reg.Off < int64(len(img)) {
-				copy(out, img[reg.Off:])
-			}
-			return out
-		}
-		return img[reg.Off : reg.Off+reg.N : reg.Off+reg.N]
-	}
 	for r := range b.send {
-		b.inputs = append(b.inputs, view(b.send[r].Reg))
-		b.before = append(b.before, view(b.recv[r].Reg))
+		b.inputs = append(b.inputs, b.send[r].Reg.PreRun())
+		b.before = append(b.before, b.recv[r].Reg.PreRun())
 	}
 }
 
@@ -172,7 +161,7 @@ func (b *bench) verify(res *Result) {
 		ranks = p.world
 	}
 	for r := 0; r < p.world; r++ {
-		got := b.recv[r].Reg.Bytes()
+		got := b.recv[r].Reg.View()
 		rb := rangeBuilder{rw: RankWrong{Rank: r}}
 		if !p.opts.InPlace {
 			rb.isSentinel = func(i int) bool { return isSentinel(p.dt, got, i) }

@@ -228,7 +228,6 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	}
 	stats := make([]tl.Stats, p.world)
 	w.snapshot()
-	b.keepInputs(w.initial)
 	var rec *exportRecorder
 	if p.opts.ExportMSCCL != nil {
 		rec = newExportRecorder(p.world)
@@ -264,6 +263,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if afterPhase1 != nil {
 		afterPhase1(w.m)
 	}
+	b.keepInputs(w)
 	res := w.result(p, count, finish, stats)
 	if p.opts.Detail {
 		res.HostMemory = &est
@@ -273,7 +273,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	}
 	if p.opts.KeepOutputs && !p.opts.TimingOnly {
 		for _, r := range b.recv {
-			res.Outputs = append(res.Outputs, append([]byte(nil), r.Reg.Bytes()...))
+			res.Outputs = append(res.Outputs, append([]byte(nil), r.Reg.View()...))
 		}
 	}
 	if err := w.phase2(p, res); err != nil {

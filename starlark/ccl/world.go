@@ -25,12 +25,16 @@ type world struct {
 	m        *machine.Machine
 	sys      config.System // the machine description (neighbors(location=, machine=))
 	g        *machine.Group
-	initial  oplog.Image // memory before the kernels ran (phase 2's start)
 	trace    *trace.Recorder
 	traceOut io.Writer
 	oplogOut io.Writer // --oplog: written by phase2, or by run when the run failed
 	dump     io.Writer
 	warn     io.Writer // warnings (stderr); may be nil
+	// verifies: phase 2 runs (--verify), so snapshot keeps the pre-run
+	// image; keptImage: it did.
+	verifies, keptImage bool
+	// atPhase2 runs as phase 2 starts (from onKeepPreRun, tests only).
+	atPhase2 func()
 	// releaseHeap gives up the GC headroom taken for the image (snapshot).
 	releaseHeap func()
 	// releaseGuard ends the world's registration with the memory guard.
@@ -98,7 +102,8 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	} else if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
 	}
-	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr}
+	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
+		verifies: p.opts.Verify}
 	w.installGuard(p.opts.MaxMemory)
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
@@ -119,18 +124,30 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	return w, nil
 }
 
-// snapshot records the initial memory image (phase 2 starts from it).
+// snapshot starts keeping the initial memory image (phase 2 starts from
+// it), copy-on-first-write: phase 1 copies a block of memory only before
+// first writing it, so what the run only reads costs no copy.
 func (w *world) snapshot() {
-	if w.m.Log != nil {
-		w.initial = w.m.Image()
-		var n int64
-		for _, b := range w.initial {
-			n += int64(len(b))
-		}
-		// The image and the memory it copies live until phase 2 is done.
-		w.releaseHeap = holdLargeHeap(2 * n)
+	if w.m.Log == nil || !w.verifies {
+		return
 	}
+	w.m.KeepPreRun()
+	w.keptImage = true
+	if onKeepPreRun != nil {
+		w.atPhase2 = onKeepPreRun(w.m)
+	}
+	var n int64
+	for _, mem := range w.m.Mems {
+		n += mem.Size()
+	}
+	// The saved blocks (at most a copy of the memory) and the memory live
+	// until phase 2 is done.
+	w.releaseHeap = holdLargeHeap(2 * n)
 }
+
+// onKeepPreRun, when set (tests only), runs when a world starts keeping
+// its pre-run image; the function it returns runs as phase 2 starts.
+var onKeepPreRun func(m *machine.Machine) (atPhase2 func())
 
 // phase2 replays the op_log on the initial image and compares the result
 // with phase 1's memory; it fills Phase2Match and, on a mismatch, Phase2.
@@ -143,21 +160,24 @@ func (w *world) phase2(p *plan, res *Result) error {
 			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--oplog: %v", err), Err: err})
 		}
 	}
-	if !p.opts.Verify {
+	if !p.opts.Verify || !w.keptImage {
 		return nil
 	}
-	// The replay runs on the pre-run image itself (nothing needs it
-	// afterwards) and is compared with the live memory: no copies.
-	img := w.initial
-	w.initial = nil
+	// The replay runs on the saved blocks themselves (nothing needs them
+	// afterwards) over the live memory, which it only reads: no copies.
+	if w.atPhase2 != nil {
+		w.atPhase2()
+	}
+	ov := w.m.PreRunOverlay()
+	w.m.DropPreRun()
 	match := true
 	if msg := oplog.CheckCausality(w.m.Log.Records); msg != "" {
 		match = false
 		res.Phase2 = msg
-	} else if err := oplog.Replay(&img, w.m.Log.Records); err != nil {
+	} else if err := oplog.ReplayOverlay(ov, w.m.Log.Records); err != nil {
 		match = false
 		res.Phase2 = err.Error()
-	} else if mm := oplog.Compare(img, w.m.LiveImage(), w.m.Log.Records); mm != nil {
+	} else if mm := ov.Compare(w.m.Log.Records); mm != nil {
 		match = false
 		res.Phase2 = mm.String()
 	}

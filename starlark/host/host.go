@@ -387,7 +387,7 @@ func (t *Torch) check(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		return nil, err
 	}
 	dt := y.Ptr.DT
-	got := y.Ptr.Reg.Bytes()
+	got := y.Ptr.Reg.View()
 	var want []byte
 	switch e := exp.(type) {
 	case *Tensor:
@@ -395,7 +395,7 @@ func (t *Torch) check(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 			return nil, fmt.Errorf("%s: expected has %d elements, y has %d", b.Name(), e.Ptr.Count, y.Ptr.Count)
 		}
 		want = make([]byte, len(got))
-		dtype.Convert(want, dt, e.Ptr.Reg.Bytes(), e.Ptr.DT)
+		dtype.Convert(want, dt, e.Ptr.Reg.View(), e.Ptr.DT)
 	case *starlark.List:
 		if int64(e.Len()) != y.Ptr.Count {
 			return nil, fmt.Errorf("%s: expected has %d elements, y has %d", b.Name(), e.Len(), y.Ptr.Count)

@@ -87,10 +87,10 @@ func (x *Tensor) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) 
 		if side == starlark.Right {
 			a, b = y, x
 		}
-		dtype.Binary(op, x.Ptr.DT, out.Ptr.Reg.Bytes(), a.Ptr.Reg.Bytes(), b.Ptr.Reg.Bytes())
+		dtype.Binary(op, x.Ptr.DT, out.Ptr.Reg.Bytes(), a.Ptr.Reg.View(), b.Ptr.Reg.View())
 	case starlark.Int, starlark.Float:
 		f, _ := starlark.AsFloat(y)
-		dtype.BinaryScalar(op, x.Ptr.DT, out.Ptr.Reg.Bytes(), x.Ptr.Reg.Bytes(), f, int64(f), side == starlark.Right)
+		dtype.BinaryScalar(op, x.Ptr.DT, out.Ptr.Reg.Bytes(), x.Ptr.Reg.View(), f, int64(f), side == starlark.Right)
 	default:
 		return nil, nil
 	}

@@ -413,7 +413,7 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	r := &oplog.Record{Rank: rank, Kind: oplog.KindMemory, Name: name, TStart: now, TEnd: now,
 		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if !zero {
-		r.Data = append([]byte(nil), reg.Bytes()...)
+		r.Data = append([]byte(nil), reg.View()...)
 	}
 	l.Add(r)
 }

@@ -108,7 +108,7 @@ func (p *Ptr) Len() int { return int(p.Count) }
 
 // Index reads element i without simulated cost (like tolist()).
 func (p *Ptr) Index(i int) starlark.Value {
-	return elemValue(p.DT, p.Reg.Bytes(), i)
+	return elemValue(p.DT, p.Reg.View(), i)
 }
 
 // Get implements p[i] with an error path (starlark.Mapping is consulted
@@ -267,7 +267,7 @@ var PtrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tobytes")
 		}
-		return starlark.Bytes(p.Reg.Bytes()), nil
+		return starlark.Bytes(p.Reg.View()), nil
 	})},
 	{Name: "tolist", Sig: "tolist()", Doc: "Current contents as a list of numbers, read without simulated cost. In a kernel, stores a fused primitive left under way into the view finish first.", Fn: readsNow(func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Ptr.tolist", args, kw, 0); err != nil {
@@ -276,7 +276,7 @@ var PtrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tolist")
 		}
-		return toList(p.DT, p.Reg.Bytes(), int(p.Count)), nil
+		return toList(p.DT, p.Reg.View(), int(p.Count)), nil
 	})},
 })
 

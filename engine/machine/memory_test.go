@@ -1,0 +1,77 @@
+package machine
+
+import (
+	"bytes"
+	"testing"
+)
+
+// heldBlocks lists the blocks of mem whose pre-run bytes were saved.
+func heldBlocks(mem *Memory) []int {
+	var out []int
+	for b, h := range mem.preRun.held {
+		if h {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// While the pre-run image is kept, a write through Bytes or an Alloc that
+// clears reused bytes saves the blocks it writes first; View saves
+// nothing; PreRun gives back the bytes from before KeepPreRun.
+func TestPreRunSavesBlocksBeforeFirstWrite(t *testing.T) {
+	const block = 1 << preRunBlockShift
+	m := newTestMachine(t, testParams())
+	mem := m.PE(0).TCM
+	off, err := mem.Alloc(4 * block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mem.Bytes(off, 4*block)
+	for i := range b {
+		b[i] = byte(i%251 + 1)
+	}
+	pre := bytes.Clone(b)
+	m.KeepPreRun()
+	_ = mem.View(off, 4*block)
+	if h := heldBlocks(mem); len(h) != 0 {
+		t.Fatalf("View saved blocks %v", h)
+	}
+	// A write across the end of block 1 into block 2.
+	w := mem.Bytes(off+2*block-2, 4)
+	for i := range w {
+		w[i] = 0xEE
+	}
+	if h := heldBlocks(mem); len(h) != 2 || h[0] != 1 || h[1] != 2 {
+		t.Fatalf("held blocks after a write over blocks 1 and 2: %v", h)
+	}
+	// A reused allocation is cleared: that is a write of block 3.
+	mem.Free(off+3*block, block)
+	if _, err := mem.Alloc(block); err != nil {
+		t.Fatal(err)
+	}
+	if h := heldBlocks(mem); len(h) != 3 || h[2] != 3 {
+		t.Fatalf("held blocks after a clearing Alloc: %v", h)
+	}
+	if got := (Region{Mem: mem, Off: off, N: block}).PreRun(); &got[0] != &mem.data[off] {
+		t.Error("PreRun of a region nothing wrote is not a view of the live memory")
+	}
+	if got := (Region{Mem: mem, Off: off, N: 4 * block}).PreRun(); !bytes.Equal(got, pre) {
+		t.Error("PreRun of the region is not its bytes from before KeepPreRun")
+	}
+	// A memory materialised afterwards starts from zeros.
+	far := m.PE(5).HBM
+	fw := far.Bytes(100, 8)
+	copy(fw, "abcdefgh")
+	if got := (Region{Mem: far, Off: 96, N: 16}).PreRun(); !bytes.Equal(got, make([]byte, 16)) {
+		t.Errorf("PreRun of a memory made after KeepPreRun = %v, want zeros", got)
+	}
+	ov := m.PreRunOverlay()
+	m.DropPreRun()
+	if mem.preRun != nil || far.preRun != nil {
+		t.Error("DropPreRun left an image")
+	}
+	if ov.Mems[mem.ID].Held[1] != true || !bytes.Equal(ov.Mems[mem.ID].Pre[off+block:off+2*block], pre[block:2*block]) {
+		t.Error("the overlay does not carry the saved block")
+	}
+}

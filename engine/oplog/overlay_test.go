@@ -1,0 +1,175 @@
+package oplog
+
+import (
+	"bytes"
+	"testing"
+)
+
+// overlayShift makes 4-byte blocks: the scenario's memories span several.
+const overlayShift = 2
+
+// phase1Overlay plays phase 1 as engine/machine does with a
+// copy-on-first-write image: before each write of a record, the blocks it
+// writes are saved (Hold) from the live memory; then the record applies to
+// the live memory. It returns the overlay over phase 1's final memory.
+func phase1Overlay(t *testing.T, initial Image, recs []*Record) *Overlay {
+	t.Helper()
+	live := initial.Clone()
+	ov := &Overlay{BlockShift: overlayShift, Mems: make([]OverlayMem, len(live))}
+	for i := range live {
+		ov.Mems[i].Live = live[i]
+	}
+	for _, r := range effectSorted(recs) {
+		if writes := r.Dst != 0 && r.Name != "fetch" && r.Kind != KindMath && (r.Src != 0 || r.Data != nil || r.Name == "store" || r.Name == "alloc"); writes {
+			m, off, err := ov.mem(r.Dst, r.NBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Hold(off, off+r.NBytes, overlayShift)
+		}
+	}
+	// The saves above are the blocks' pre-run bytes (nothing was written
+	// yet), as saving each just before its first write would be.
+	if err := Replay(&live, recs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range live {
+		ov.Mems[i].Live = live[i]
+	}
+	return ov
+}
+
+// A replay on the overlay gives phase 1's memory; it reads the blocks
+// phase 1 never wrote (the two inputs) from the live memory, and never
+// writes the live memory.
+func TestOverlayReplayMatchesPhase1(t *testing.T) {
+	initial, recs := scenario()
+	ov := phase1Overlay(t, initial, recs)
+	if ov.Mems[0].Held[0] || ov.Mems[0].Held[1] {
+		t.Fatalf("the input blocks were saved, but phase 1 only reads them: held %v", ov.Mems[0].Held)
+	}
+	live := Image{bytes.Clone(ov.Mems[0].Live), bytes.Clone(ov.Mems[1].Live)}
+	if err := ReplayOverlay(ov, recs); err != nil {
+		t.Fatal(err)
+	}
+	if m := ov.Compare(recs); m != nil {
+		t.Errorf("Compare reported %v for a correct phase 1", m)
+	}
+	for i := range live {
+		if !bytes.Equal(live[i], ov.Mems[i].Live) {
+			t.Errorf("the replay wrote live memory %d: %v, was %v", i, ov.Mems[i].Live, live[i])
+		}
+	}
+	if ov.Mems[0].Held[0] || ov.Mems[0].Held[1] {
+		t.Errorf("the replay copied the input blocks it only reads: held %v", ov.Mems[0].Held)
+	}
+}
+
+// A phase-1 write the op_log does not have saves its block, which the
+// replay leaves at its pre-run bytes: a mismatch.
+func TestOverlayCatchesUnloggedWrite(t *testing.T) {
+	initial, recs := scenario()
+	ov := phase1Overlay(t, initial, recs)
+	m1 := &ov.Mems[1]
+	m1.Hold(4, 8, overlayShift) // as Memory.Bytes does before a write
+	m1.Live[7] = 0xEE
+	if err := ReplayOverlay(ov, recs); err != nil {
+		t.Fatal(err)
+	}
+	m := ov.Compare(recs)
+	if m == nil || m.Addr != addr(1, 7) || m.Want != 0xEE || m.Got != 0 {
+		t.Fatalf("mismatch = %+v, want phase 1 byte 0xee against 0 at %#x", m, addr(1, 7))
+	}
+}
+
+// The same for an unlogged write into a block that no record writes (one
+// the replay would otherwise never look at).
+func TestOverlayCatchesUnloggedWriteToUntouchedBlock(t *testing.T) {
+	initial, recs := scenario()
+	ov := phase1Overlay(t, initial, recs)
+	m0 := &ov.Mems[0]
+	m0.Hold(0, 4, overlayShift)
+	m0.Live[1] = 0x55
+	if err := ReplayOverlay(ov, recs); err != nil {
+		t.Fatal(err)
+	}
+	m := ov.Compare(recs)
+	if m == nil || m.Addr != addr(0, 1) || m.Want != 0x55 {
+		t.Fatalf("mismatch = %+v, want phase 1 byte 0x55 at %#x", m, addr(0, 1))
+	}
+}
+
+// A logged write that phase 1 never applied: its block was never saved,
+// so the replay copies it from the live memory before writing it, and it
+// differs from the live memory.
+func TestOverlayCatchesLoggedWriteNotApplied(t *testing.T) {
+	initial, recs := scenario()
+	var applied []*Record
+	for _, r := range recs {
+		if r.Name != "host_write" {
+			applied = append(applied, r)
+		}
+	}
+	ov := phase1Overlay(t, initial, applied)
+	if len(ov.Mems[1].Held) > 0 && ov.Mems[1].Held[0] {
+		t.Fatal("setup: the host_write's block was saved")
+	}
+	before := bytes.Clone(ov.Mems[1].Live)
+	if err := ReplayOverlay(ov, recs); err != nil {
+		t.Fatal(err)
+	}
+	m := ov.Compare(recs)
+	if m == nil || m.Addr != addr(1, 0) || m.Got != 9 || m.Want != 0 {
+		t.Fatalf("mismatch = %+v, want phase 2 byte 9 against 0 at %#x", m, addr(1, 0))
+	}
+	if m.LastWriter == nil || m.LastWriter.Name != "host_write" {
+		t.Errorf("last writer = %+v, want the host_write", m.LastWriter)
+	}
+	if !bytes.Equal(before, ov.Mems[1].Live) {
+		t.Errorf("the replay wrote the live memory: %v, was %v", ov.Mems[1].Live, before)
+	}
+}
+
+// A logged write past the end of a memory phase 1 never grew (or into a
+// memory phase 1 never had) is checked against zeros.
+func TestOverlayCatchesLoggedWritePastLiveMemory(t *testing.T) {
+	initial, recs := scenario()
+	ov := phase1Overlay(t, initial, recs)
+	extra := []*Record{
+		{Seq: 100, Kind: KindMemory, Name: "host_write", Dst: addr(1, 20), NBytes: 2, Data: []byte{0, 0}, TEnd: 90},
+		{Seq: 101, Kind: KindMemory, Name: "host_write", Dst: addr(3, 2), NBytes: 1, Data: []byte{4}, TEnd: 91},
+	}
+	all := append(append([]*Record(nil), recs...), extra...)
+	if err := ReplayOverlay(ov, all); err != nil {
+		t.Fatal(err)
+	}
+	// The zeros written past memory 1's end match; the 4 in memory 3 does not.
+	m := ov.Compare(all)
+	if m == nil || m.Addr != addr(3, 2) || m.Got != 4 || m.Want != 0 {
+		t.Fatalf("mismatch = %+v, want phase 2 byte 4 against 0 at %#x", m, addr(3, 2))
+	}
+}
+
+// A read in the replay sees a block's pre-run bytes, whether phase 1 left
+// it alone (live memory) or wrote it later (the saved copy).
+func TestOverlayReadsPreRunBytes(t *testing.T) {
+	initial := Image{{1, 2, 3, 4, 5, 6, 7, 8}, make([]byte, 8)}
+	recs := []*Record{
+		{Seq: 0, Kind: KindMemory, Name: "copy", Src: addr(0, 0), Dst: addr(1, 0), NBytes: 4, TEnd: 10},
+		{Seq: 1, Kind: KindMemory, Name: "copy", Src: addr(0, 4), Dst: addr(1, 4), NBytes: 4, TEnd: 10},
+		{Seq: 2, Kind: KindMemory, Name: "host_write", Dst: addr(0, 0), NBytes: 4, Data: []byte{9, 9, 9, 9}, TEnd: 20},
+	}
+	ov := phase1Overlay(t, initial, recs)
+	if !ov.Mems[0].Held[0] || ov.Mems[0].Held[1] {
+		t.Fatalf("setup: held %v, want block 0 only", ov.Mems[0].Held)
+	}
+	if err := ReplayOverlay(ov, recs); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ov.Mems[1].Pre[:8], []byte{1, 2, 3, 4, 5, 6, 7, 8}; !bytes.Equal(got, want) {
+		t.Errorf("replayed copies = %v, want the pre-run bytes %v", got, want)
+	}
+	if m := ov.Compare(recs); m != nil {
+		t.Errorf("Compare reported %v for a correct phase 1", m)
+	}
+}
