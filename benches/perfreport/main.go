@@ -8,10 +8,15 @@
 //	go run ./benches/perfreport                  # print the tables
 //	go run ./benches/perfreport -write docs/performance.md
 //	go run ./benches/perfreport -full            # also N=1024 and 16384 ranks (minutes)
+//	go run ./benches/perfreport -baseline /tmp/kb-old   # before/after, alternating
 //
-// Figures are wall clock on whatever machine runs this: run it on an idle
-// machine (-bin measures an existing binary, e.g. an older build, so two
-// builds can be compared back to back).
+// Figures are wall clock on whatever machine runs this, and a shared
+// machine's speed drifts from minute to minute: each job runs -runs times
+// (the long ones -full-runs times) and the table shows the median wall
+// time. With -baseline, an older build runs alternately with the measured
+// one, run for run, so both see the same drift, and the table adds its
+// median and the ratio of the two (-bin measures an existing binary
+// instead of building ./cmd/kernbench).
 package main
 
 import (
@@ -24,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -56,11 +62,15 @@ var jobs = []job{
 // result is what one job measured.
 type result struct {
 	job      job
-	wall     time.Duration
-	rssBytes int64
+	wall     time.Duration // median over the runs
+	runs     int
+	rssBytes int64 // the largest peak over the runs
 	sends    int64
 	events   int64
 	dataB    int64 // send + recv bytes of all ranks
+	// base is the baseline binary's median wall time over as many runs,
+	// alternating with the measured binary's (0 without -baseline).
+	base time.Duration
 }
 
 type report struct {
@@ -79,12 +89,25 @@ func main() {
 	write := flag.String("write", "", "replace the generated section of this markdown file")
 	full := flag.Bool("full", false, "also run the long jobs (N=1024, 16384 ranks)")
 	goBench := flag.Bool("gobench", true, "also run the engine's Go benchmarks (event loop, process switch, IPCQ ring, the shipped ring end to end)")
+	flag.IntVar(&runs, "runs", 3, "runs of each job; the table shows the median wall time")
+	flag.IntVar(&fullRuns, "full-runs", 1, "runs of each long (-full) job")
+	flag.StringVar(&baseline, "baseline", "", "an older kernbench binary to run alternately with the measured one (before/after columns)")
 	flag.Parse()
+	if runs < 1 || fullRuns < 1 {
+		fmt.Fprintln(os.Stderr, "perfreport: -runs and -full-runs must be >= 1")
+		os.Exit(2)
+	}
 	if err := run(*bin, *write, *full, *goBench); err != nil {
 		fmt.Fprintln(os.Stderr, "perfreport:", err)
 		os.Exit(1)
 	}
 }
+
+// Repetitions and the baseline (flags).
+var (
+	runs, fullRuns int
+	baseline       string
+)
 
 func run(bin, write string, full, goBench bool) error {
 	if bin == "" {
@@ -106,7 +129,7 @@ func run(bin, write string, full, goBench bool) error {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "perfreport: %s ...\n", j.name)
-		r, err := measure(bin, j)
+		r, err := measureRuns(bin, j)
 		if err != nil {
 			return fmt.Errorf("%s: %w", j.name, err)
 		}
@@ -155,6 +178,72 @@ func goBenchmarks() ([]string, error) {
 	return lines, nil
 }
 
+// measureRuns runs a job -runs (or -full-runs) times, alternating with the
+// baseline binary when there is one, and keeps the median wall times and
+// the largest peak RSS. Both binaries must report the same simulation.
+func measureRuns(bin string, j job) (result, error) {
+	n := runs
+	if j.full {
+		n = fullRuns
+	}
+	var walls, baseWalls []time.Duration
+	var r result
+	for i := range n {
+		got, err := measure(bin, j)
+		if err != nil {
+			return result{}, err
+		}
+		if i == 0 {
+			r = got
+		}
+		if got.sends != r.sends || got.events != r.events {
+			return result{}, fmt.Errorf("run %d simulated %d messages and %d events, run 1 %d and %d", i+1, got.sends, got.events, r.sends, r.events)
+		}
+		walls = append(walls, got.wall)
+		r.rssBytes = max(r.rssBytes, got.rssBytes)
+		if baseline != "" {
+			b, err := measure(baseline, j)
+			if err != nil {
+				return result{}, fmt.Errorf("baseline: %w", err)
+			}
+			if b.sends != r.sends || b.events != r.events {
+				return result{}, fmt.Errorf("the baseline simulated %d messages and %d events, the measured binary %d and %d", b.sends, b.events, r.sends, r.events)
+			}
+			baseWalls = append(baseWalls, b.wall)
+		}
+	}
+	r.runs = n
+	r.wall = median(walls)
+	if len(baseWalls) > 0 {
+		r.base = median(baseWalls)
+	}
+	return r, nil
+}
+
+// median is the middle value (the mean of the two middle ones for an even
+// count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// loadAverage is the host's 1-minute load average, or "" where it cannot
+// be read.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
 // measure runs one job as a child process on one core.
 func measure(bin string, j job) (result, error) {
 	cmd := exec.Command(bin, append(append([]string{"run"}, j.args...), "--json")...)
@@ -183,14 +272,30 @@ func measure(bin string, j job) (result, error) {
 
 func render(results []result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `go run ./benches/perfreport` on %s/%s, %d CPUs, %s, one core per job (GOMAXPROCS=1); %s.\n\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"))
-	b.WriteString("| job | messages | events | wall | µs per message | peak RSS | RSS per data byte |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	load := ""
+	if l := loadAverage(); l != "" {
+		load = ", load average " + l + " when the table was written"
+	}
+	fmt.Fprintf(&b, "Measured by `go run ./benches/perfreport` on %s/%s, %d CPUs, %s, one core per job (GOMAXPROCS=1); %s%s. Wall time is the median of the runs shown; peak RSS the largest.\n\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"), load)
+	withBase := baseline != ""
+	b.WriteString("| job | messages | events | runs | wall | µs per message | peak RSS | RSS per data byte |")
+	if withBase {
+		b.WriteString(" baseline wall | baseline / this |")
+	}
+	b.WriteString("\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	if withBase {
+		b.WriteString(" ---: | ---: |")
+	}
+	b.WriteString("\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %d | %d | %.2f s | %.1f | %.0f MB | %.2f |\n",
-			r.job.name, r.sends, r.events, r.wall.Seconds(), r.wall.Seconds()*1e6/float64(max(r.sends, 1)),
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.2f s | %.1f | %.0f MB | %.2f |",
+			r.job.name, r.sends, r.events, r.runs, r.wall.Seconds(), r.wall.Seconds()*1e6/float64(max(r.sends, 1)),
 			float64(r.rssBytes)/1e6, float64(r.rssBytes)/float64(max(r.dataB, 1)))
+		if withBase {
+			fmt.Fprintf(&b, " %.2f s | %.2f |", r.base.Seconds(), r.base.Seconds()/max(r.wall.Seconds(), 1e-9))
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\nCommands (each as `GOMAXPROCS=1 kernbench run … --json`):\n\n")
 	for _, r := range results {
