@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,7 @@ type runOptions struct {
 	dot                    string
 	dumpPtrs               bool
 	trace                  string
+	cpuprofile             string
 	export                 string
 	traceRanks, traceKinds string
 	bytes                  string
@@ -140,6 +142,7 @@ running.`,
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
+	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the run to FILE (go tool pprof FILE; for work on kernbench's own speed)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
 	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay)")
 	f.StringVar(&o.traceKinds, "trace-kinds", "", "with --trace, keep only these kinds of events: "+strings.Join(trace.Kinds, ", ")+" (comma-separated)")
@@ -303,7 +306,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
-	if err := distinctOutputs(o.Env, map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}); err != nil {
+	if err := distinctOutputs(o.Env, map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--cpuprofile": o.cpuprofile, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
 	if o.export != "" && (compare != nil || len(o.vary) > 0) {
@@ -392,8 +395,22 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		// No data: the heap is the ranks' state (hugepages_linux64.go).
 		defer adviseHugePages()()
 	}
+	stopProfile := func() {}
+	if o.cpuprofile != "" {
+		of, err := createOutput(o.Env, "--cpuprofile", o.cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(of.w)
+		}
+		if err != nil {
+			closeOutputs()
+			return usageErr(stderr, o.json, "--cpuprofile: "+err.Error())
+		}
+		outputs = append(outputs, of)
+		stopProfile = pprof.StopCPUProfile
+	}
 	start := time.Now()
 	rep, err := ccl.Run(arg, o.Options)
+	stopProfile()
 	if o.Progress != nil {
 		fmt.Fprint(stderr, "\r\x1b[K")
 	}
