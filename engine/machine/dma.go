@@ -46,11 +46,15 @@ type Transfer struct {
 	// bottleneck is the path's slowest timed resource (nil: untimed), whose
 	// Xfer is the path's Service (set at submit).
 	bottleneck *Resource
-	done       int64    // bytes injected by time at (a chunk boundary when shared)
-	at         sim.Time // see done
-	pathEnd    sim.Time
-	next       *Transfer
-	sim        *sim.Sim
+	// service is the bottleneck's Xfer of all N bytes, the whole
+	// transfer's injection time alone (set when it starts).
+	service sim.Time
+	latency sim.Time // the path's Latency (set at submit)
+	done    int64    // bytes injected by time at (a chunk boundary when shared)
+	at      sim.Time // see done
+	pathEnd sim.Time
+	next    *Transfer
+	sim     *sim.Sim
 }
 
 // Fire is the transfer's completion event.
@@ -85,6 +89,7 @@ func (t *Transfer) Fire() {
 type dmaEngine struct {
 	m       *Machine
 	pe      *PE
+	key     uint64 // tags the engine's holds on resources (holdTag): pe.ID+1
 	sim     *sim.Sim
 	weights [2]int64
 	chunk   int64
@@ -105,18 +110,25 @@ type dmaEngine struct {
 // defaultVCChunkSize is ccl.yaml's default vc_chunk_size.
 const defaultVCChunkSize = 256
 
-func newDMAEngine(s *sim.Sim, compute, comm, chunk int64) *dmaEngine {
-	return &dmaEngine{sim: s, weights: [2]int64{compute, comm}, chunk: chunk, nextAt: sim.Never}
+func newDMAEngine(s *sim.Sim, key uint64, compute, comm, chunk int64) *dmaEngine {
+	return &dmaEngine{sim: s, key: key, weights: [2]int64{compute, comm}, chunk: chunk, nextAt: sim.Never}
 }
 
-// injects reports whether path leaves the PE through its NoC up-link.
-func (e *dmaEngine) injects(path Path) bool {
+// scan reports whether path leaves the PE through its NoC up-link, the
+// path's slowest timed resource (nil if none; see Path.slowest) and its
+// Latency.
+func (e *dmaEngine) scan(path Path) (injects bool, slowest *Resource, latency sim.Time) {
+	up := e.pe.NocUp
 	for _, r := range path {
-		if r == e.pe.NocUp {
-			return true
+		latency += r.Latency
+		if r == up {
+			injects = true
+		}
+		if r.BytesPerUs != 0 && (slowest == nil || r.BytesPerUs < slowest.BytesPerUs) {
+			slowest = r
 		}
 	}
-	return false
+	return injects, slowest, latency
 }
 
 // injectTime is the injection time of bytes [from, to) of t: a difference
@@ -129,9 +141,12 @@ func injectTime(t *Transfer, from, to int64) sim.Time {
 	if t.bottleneck == nil {
 		return 0 // an untimed path
 	}
-	end := t.bottleneck.Xfer(to)
-	if end == sim.Never {
-		return sim.Never
+	end := t.service // the Xfer of N: to is N but at a chunk end inside t
+	if to != t.N {
+		end = t.bottleneck.Xfer(to)
+	}
+	if end == sim.Never || from <= 0 {
+		return end // Xfer(0) is 0
 	}
 	return end - t.bottleneck.Xfer(from)
 }
@@ -159,8 +174,7 @@ func ceilDiv(a, b int64) int64 { return a/b + min(a%b, 1) }
 func (e *dmaEngine) submit(t *Transfer) {
 	now := e.sim.Now()
 	t.Issued = now
-	t.injects = e.injects(t.Path)
-	t.bottleneck = t.Path.slowest()
+	t.injects, t.bottleneck, t.latency = e.scan(t.Path)
 	v := t.VC
 	if e.tail[v] != nil {
 		// Queued behind the channel's head: the heads, and so every
@@ -179,7 +193,7 @@ func (e *dmaEngine) submit(t *Transfer) {
 
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started, t.at, t.done = now, now, 0
-	t.pathEnd = t.Path.book(now, now, t.N, e, t.VC)
+	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC)
 }
 
 // share switches to round-robin at time now, when the second channel's
@@ -218,14 +232,24 @@ func (e *dmaEngine) next() (VC, sim.Time) {
 		return v, at
 	}
 	v, first := VCCompute, sim.Never
-	for c := VC(0); c < 2; c++ {
-		if h := e.head[c]; h != nil {
-			if at := sim.Add(h.at, injectTime(h, h.done, h.N)); at < first {
-				v, first = c, at
-			}
+	if h := e.head[VCCompute]; h != nil {
+		first = h.aloneEnd()
+	}
+	if h := e.head[VCComm]; h != nil {
+		if at := h.aloneEnd(); at < first {
+			v, first = VCComm, at
 		}
 	}
 	return v, first
+}
+
+// aloneEnd is when t's injection ends if it injects on its own from (at,
+// done).
+func (t *Transfer) aloneEnd() sim.Time {
+	if t.done == 0 {
+		return sim.Add(t.at, t.service) // injectTime(t, 0, N)
+	}
+	return sim.Add(t.at, injectTime(t, t.done, t.N))
 }
 
 // roundRobin runs the shared round-robin from the anchor to the first end
@@ -286,11 +310,15 @@ func (e *dmaEngine) Fire() {
 	for {
 		v, at := e.next()
 		if at > now {
-			break
+			// What reschedule would do, without computing next again.
+			if at != sim.Never {
+				e.nextAt = at
+				e.sim.At(at, e)
+			}
+			return
 		}
 		e.end(v, now)
 	}
-	e.reschedule()
 }
 
 // end retires channel v's head, whose injection ends now, and starts the
@@ -320,7 +348,7 @@ func (e *dmaEngine) end(v VC, now sim.Time) {
 		}
 		tr.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
 	}
-	e.sim.At(max(h.pathEnd, sim.Add(now, h.Path.Latency())), h)
+	e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
 	n := e.head[v]
 	if n != nil {
 		e.start(n, now)

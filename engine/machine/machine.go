@@ -259,7 +259,7 @@ func (m *Machine) PE(id int) *PE {
 	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", p.PeNoc)
 	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", p.PeNoc)
 	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", p.Math)
-	pe.dma = newDMAEngine(m.Sim, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
+	pe.dma = newDMAEngine(m.Sim, uint64(id)+1, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
 	pe.dma.m, pe.dma.pe = m, pe
 	pe.tcmPath = Path{pe.TCM.Port}
 	pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
@@ -410,7 +410,8 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 	now := m.Sim.Now()
 	if direct {
 		t.Issued, t.Started = now, now
-		m.Sim.At(t.Path.book(now, now, t.N, nil, 0), t)
+		arrival, _ := t.Path.book(now, now, t.N, nil, 0)
+		m.Sim.At(arrival, t)
 		return
 	}
 	t.eng = pe.dma

@@ -23,11 +23,16 @@ type Resource struct {
 	Kind       string // pe_noc, ucie, pcie, tcm, sram, hbm, math
 	BytesPerUs int64  // bandwidth in bytes per microsecond (GB/s × 1000)
 	Latency    sim.Time
-	// holds are the bookings that have not ended yet. A DMA engine's two
-	// virtual channels do not wait for each other's bookings (the engine's
-	// arbiter already shares its injection between them); all other
-	// bookings are served in time order without overlapping.
+	// holds are the bookings that may not have ended yet (those over are
+	// dropped when a booking next searches r, or all at once when
+	// holdsEnd has passed). A DMA engine's two virtual channels do not
+	// wait for each other's bookings (the engine's arbiter already shares
+	// its injection between them); all other bookings are served in time
+	// order without overlapping.
 	holds []hold
+	// holdsEnd is at or after the end of every hold: a booking whose
+	// head arrives then or later finds r free.
+	holdsEnd sim.Time
 
 	trace *trace.Recorder // links only, when tracing
 
@@ -41,9 +46,8 @@ func (r *Resource) Xfer(n int64) sim.Time {
 	if n <= 0 || r.BytesPerUs == 0 { // 0: an untimed (mock) machine
 		return 0
 	}
-	if uint64(n) < 1<<43 {
-		// n·10⁶ + bandwidth fits in 64 bits: one plain division.
-		return sim.Time((uint64(n)*1_000_000 + uint64(r.BytesPerUs-1)) / uint64(r.BytesPerUs))
+	if n < maxPlainXfer {
+		return plainXfer(n, r.BytesPerUs)
 	}
 	// n·10⁶ overflows int64 from about 9.2 TB: compute in 128 bits and
 	// saturate, so a huge transfer takes "forever" (the watchdog ends the
@@ -59,6 +63,15 @@ func (r *Resource) Xfer(n int64) sim.Time {
 		return sim.Never
 	}
 	return sim.Time(q)
+}
+
+// maxPlainXfer bounds the byte counts whose n·10⁶ + bandwidth fits in 64
+// bits, for which Xfer is one plain division (plainXfer).
+const maxPlainXfer = 1 << 43
+
+// plainXfer is Xfer of 0 < n < maxPlainXfer bytes at bw > 0 bytes/µs.
+func plainXfer(n, bw int64) sim.Time {
+	return sim.Time((uint64(n)*1_000_000 + uint64(bw-1)) / uint64(bw))
 }
 
 // BandwidthGBps is the bandwidth in GB/s (bytes per ns).
@@ -116,61 +129,146 @@ func (p Path) slowest() *Resource {
 }
 
 type hold struct {
-	source       *dmaEngine // nil: direct PE access and math
-	vc           VC
 	start, until sim.Time
+	// tag is the booking's DMA engine and channel (holdTag); bookings
+	// without an engine (direct PE access, math) share tag 0. Holds keep
+	// no pointer, so storing one needs no write barrier and the collector
+	// does not scan them.
+	tag uint64
 }
 
-// free is the earliest time at or after t when source can hold r for d
-// without overlapping another source's booking. Bookings are served in
-// time order, so a transfer may use an idle gap before a booking made
-// earlier for a later time (what chunk-by-chunk service would do). Holds
-// that ended by now are dropped: no booking can start before now.
-func (r *Resource) free(source *dmaEngine, vc VC, t, d, now sim.Time) sim.Time {
-	if len(r.holds) == 0 {
-		return t // idle: nothing to wait for (the common case)
+// holdTag is the tag of source's bookings on channel vc.
+func holdTag(source *dmaEngine, vc VC) uint64 {
+	if source == nil {
+		return 0
 	}
-	k := 0
-	for _, h := range r.holds {
-		if h.until > now {
-			r.holds[k] = h
-			k++
+	return source.key<<1 | uint64(vc)
+}
+
+// siblingTag is the tag of the holds that do not block a booking tagged
+// tag: the other virtual channel of the same DMA engine (none without an
+// engine: noTag matches no hold).
+func siblingTag(tag uint64) uint64 {
+	if tag == 0 {
+		return noTag
+	}
+	return tag ^ 1
+}
+
+const noTag = ^uint64(0)
+
+// free is the earliest time at or after t when a booking can hold r for d
+// without overlapping a booking that blocks it (all but those tagged
+// sibling, see siblingTag). Bookings are
+// served in time order, so a transfer may use an idle gap before a booking
+// made earlier for a later time (what chunk-by-chunk service would do).
+// Holds that ended by now are dropped: no booking can start before now.
+//
+// The other virtual channel of the same DMA engine (sibling) does not
+// block: the engine's arbiter already shares the injection between them.
+// Everything else, including the same channel's earlier transfers, is
+// served in time order.
+func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
+	holds := r.holds
+	// The answer is the least t' >= t whose [t', t'+d) meets no blocking
+	// hold: moving t to the end of a hold it meets never passes that
+	// answer, so any visiting order reaches it. One pass drops the holds
+	// that are over and moves t; then the holds are visited round and
+	// round only until all of them have been seen in a row without
+	// moving t. A hold that ends by t, or a sibling's, never blocks a
+	// later t: only those seen starting after t+d (ahead) need another
+	// look when t moves.
+	span := max(d, 1)
+	end := sim.Add(t, span)
+	k, quiet, ahead := 0, 0, -1 // ahead: the last such hold's index
+	for i := range holds {
+		h := holds[i]
+		if h.until <= now {
+			continue
 		}
-	}
-	r.holds = r.holds[:k]
-	for moved := true; moved; {
-		moved = false
-		for _, h := range r.holds {
-			// The other virtual channel of the same DMA engine does not
-			// block: the engine's arbiter already shares the injection
-			// between them. Everything else, including the same channel's
-			// earlier transfers, is served in time order.
-			sibling := source != nil && h.source == source && h.vc != vc
-			if !sibling && h.start < sim.Add(t, max(d, 1)) && t < h.until {
-				t, moved = h.until, true
+		if k != i {
+			holds[k] = h
+		}
+		k++
+		if t < h.until && h.tag != sibling {
+			if h.start < end {
+				t = h.until
+				end = sim.Add(t, span)
+				quiet = k - 1 - ahead // ahead+1 … k-1 (h itself) stay clear
+				continue
 			}
+			ahead = k - 1
+		}
+		quiet++
+	}
+	if k != len(holds) {
+		r.holds = r.holds[:k]
+		holds = holds[:k]
+	}
+	for i := 0; quiet < k; i++ {
+		if i == k {
+			i = 0
+		}
+		h := &holds[i]
+		if h.start < end && t < h.until && h.tag != sibling {
+			t = h.until
+			end = sim.Add(t, span)
+			quiet = 1
+		} else {
+			quiet++
 		}
 	}
 	return t
 }
 
-func (r *Resource) hold(source *dmaEngine, vc VC, start, until sim.Time) {
-	if until > start {
-		r.holds = append(r.holds, hold{source, vc, start, until})
-	}
-}
-
 // book reserves the path for n bytes whose head enters at t (>= now) on
-// behalf of source and returns the time the last byte arrives at the far end.
-func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC) sim.Time {
+// behalf of source and returns the time the last byte arrives at the far
+// end, and the largest occupancy of a resource: the path's Service(n)
+// (Xfer never grows with bandwidth).
+func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC) (arrival, service sim.Time) {
+	tag := holdTag(source, vc)
+	sibling := siblingTag(tag)
 	head := t   // when the head reaches resource i
 	lastIn := t // when the last byte reaches resource i from upstream
+	// Resources of a path often share a bandwidth (both PE NoC links,
+	// memory ports of one kind): the occupancy is computed once per run
+	// of equal bandwidths.
+	bw, d := int64(-1), sim.Time(0)
 	for _, r := range p {
-		d := r.Xfer(n)
-		start := r.free(source, vc, head, d, now)
+		if r.BytesPerUs != bw {
+			bw = r.BytesPerUs
+			if bw > 0 && n > 0 && n < maxPlainXfer {
+				d = plainXfer(n, bw) // r.Xfer(n) without a call
+			} else {
+				d = r.Xfer(n)
+			}
+			service = max(service, d)
+		}
+		start := head
+		// The common cases without a call: r idle, all its holds over,
+		// or free at head; only otherwise search the holds.
+		// (r.holds = r.holds[:k] stores only the length.)
+		switch nh := len(r.holds); {
+		case nh == 0:
+		case r.holdsEnd <= now:
+			r.holds = r.holds[:0] // all over
+		case head >= r.holdsEnd && nh < 4:
+			// Free at head. Holds that are over stay until a later
+			// search; past a few, free drops them.
+		default:
+			start = r.free(sibling, head, d, now)
+		}
 		until := sim.Add(start, d) // saturating: times never wrap
 		end := max(until, lastIn)
-		r.hold(source, vc, start, until)
+		if until > start {
+			r.holdsEnd = max(r.holdsEnd, until)
+			if nh := len(r.holds); nh < cap(r.holds) {
+				r.holds = r.holds[:nh+1]
+				r.holds[nh] = hold{start, until, tag}
+			} else {
+				r.holds = append(r.holds, hold{start, until, tag})
+			}
+		}
 		if r.trace != nil && d > 0 {
 			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
 			r.trace.Counter(trace.LinksPid, r.Name, until, 0)
@@ -180,5 +278,5 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC) sim.Time 
 		head = sim.Add(start, r.Latency)
 		lastIn = sim.Add(end, r.Latency)
 	}
-	return lastIn
+	return lastIn, service
 }
