@@ -17,20 +17,8 @@ import (
 // entry still pointed at the object), and the finished entry leaves the
 // list of issued writes.
 func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
-	ns := sim.Nanosecond
 	s := sim.New()
-	m, err := machine.New(s, machine.Params{
-		Sips: 1, CubesPerSip: 1, PesPerCube: 1,
-		PeNoc: machine.LinkParams{BytesPerUs: 128_000, Latency: 10 * ns},
-		Ucie:  machine.LinkParams{BytesPerUs: 64_000, Latency: 50 * ns},
-		Pcie:  machine.LinkParams{BytesPerUs: 32_000, Latency: 500 * ns},
-		Tcm:   machine.MemParams{Capacity: 1 << 20, LinkParams: machine.LinkParams{BytesPerUs: 512_000, Latency: 2 * ns}},
-		Sram:  machine.MemParams{Capacity: 1 << 20, LinkParams: machine.LinkParams{BytesPerUs: 256_000, Latency: 10 * ns}},
-		Hbm:   machine.MemParams{Capacity: 1 << 20, LinkParams: machine.LinkParams{BytesPerUs: 512_000, Latency: 100 * ns}},
-		Math:  machine.LinkParams{BytesPerUs: 256_000, Latency: 4 * ns},
-
-		VCWeightCompute: 1, VCWeightComm: 1,
-	})
+	m, err := machine.New(s, HarnessParams())
 	if err != nil {
 		t.Fatal(err)
 	}
