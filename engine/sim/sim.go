@@ -81,13 +81,15 @@ func (f HandlerFunc) Fire() { f() }
 //
 // Events fire in (time, scheduling sequence) order. Without jitter the
 // queue keeps one FIFO bucket per distinct pending time, in scheduling
-// order, and a heap of those times: events of one time append to their
-// bucket in sequence order, so draining buckets in time order fires them
-// in exactly (time, sequence) order, while the heap only sees each
+// order, and a sorted array of those times: events of one time append to
+// their bucket in sequence order, so draining buckets in time order fires
+// them in exactly (time, sequence) order, while the array only sees each
 // distinct time once. Ranks of a symmetric collective do the same work at
 // the same instants, so a time holds several events (3 to 13 in the ring
-// benchmarks) and most events cost an append instead of a sift through a
-// heap. Under jitter a bucket also keeps the instant's process wake-ups
+// benchmarks) and most events cost an append. The array stays short (a
+// few dozen times in the ring benchmarks, a few hundred in the tree), so
+// placing a new time in it costs less than a heap's sift and a hash
+// index's upkeep, and taking the next instant costs nothing. Under jitter a bucket also keeps the instant's process wake-ups
 // apart, ordered by their random keys (see SetJitter).
 type Sim struct {
 	now Time
@@ -95,14 +97,22 @@ type Sim struct {
 	// cur.at: events scheduled for now append to it and fire after the
 	// ones already there (they were scheduled earlier).
 	cur *bucket
-	// times is a min-heap of the other pending buckets' times, byTime
-	// finds a pending bucket by its time, and last is the bucket the
-	// latest event was scheduled into (consecutive events often share a
-	// time: no map lookup for them).
-	times   []*bucket
-	byTime  timeIndex
-	last    *bucket
-	spare   []*bucket
+	// times holds the other pending buckets, one per distinct time,
+	// sorted from the latest time down to the earliest: the next instant
+	// is taken off the end, and one binary search both finds a pending
+	// time's bucket and places a new one. last is the bucket the latest
+	// event was scheduled into and prev the one before it: consecutive
+	// events mostly share a time or alternate between two (ranks of a
+	// collective each schedule the same pair of completions), so most
+	// events need no search.
+	times []pendingTime
+	last  *bucket
+	prev  *bucket
+	spare []*bucket
+	// buckets lists every bucket made, by id: times names its buckets by
+	// id, keeping the array free of pointers so that moving its entries
+	// is a plain memory move (no write barriers).
+	buckets []*bucket
 	pending int // events in buckets, not yet fired
 	jitter  *rand.Rand
 	fired   uint64
@@ -130,10 +140,18 @@ type Sim struct {
 // instant (including those scheduled while the instant's processes run).
 type bucket struct {
 	at        Time
+	id        int // index in Sim.buckets
 	evs       []queued
 	head      int
 	procs     []jittered
 	procsHead int
+}
+
+// pendingTime is an entry of Sim.times: a bucket's id with its time kept
+// alongside, so that a search reads one array instead of every bucket.
+type pendingTime struct {
+	at Time
+	id int
 }
 
 // jittered is a process wake-up with its random key (jitter only).
@@ -198,10 +216,12 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 	if b == nil || b.at != t {
 		if c := s.cur; c != nil && c.at == t {
 			b = c
-		} else if b = s.byTime.get(t); b == nil {
-			b = s.newBucket(t)
+		} else if p := s.prev; p != nil && p.at == t {
+			b = p
+		} else {
+			b = s.bucketAt(t)
 		}
-		s.last = b
+		s.prev, s.last = s.last, b
 	}
 	s.pending++
 	if jitterKey != 0 {
@@ -238,20 +258,39 @@ func (b *bucket) next() (Handler, bool) {
 // drained reports whether every event of the bucket has fired.
 func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == len(b.procs) }
 
-// newBucket makes the pending bucket of time t (t > now, or t == now
-// while no bucket is current).
-func (s *Sim) newBucket(t Time) *bucket {
+// bucketAt returns the pending bucket of time t, making it if t has
+// none (t > now, or t == now while no bucket is current).
+func (s *Sim) bucketAt(t Time) *bucket {
+	ts := s.times
+	// i: the number of pending times later than t.
+	i, j := 0, len(ts)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if ts[m].at > t {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	if i < len(ts) && ts[i].at == t {
+		return s.buckets[ts[i].id]
+	}
 	var b *bucket
 	if n := len(s.spare); n > 0 {
 		b = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
-		b = &bucket{}
+		b = &bucket{id: len(s.buckets)}
+		s.buckets = append(s.buckets, b)
 	}
 	b.at = t
-	s.byTime.put(b)
-	s.times = append(s.times, b)
-	s.timesUp(len(s.times) - 1)
+	// Only the times earlier than t move, and a new time is rarely far
+	// ahead of the earliest few (a few dozen pending times in the ring
+	// benchmarks, of which about half are earlier).
+	ts = append(ts, pendingTime{})
+	copy(ts[i+1:], ts[i:])
+	ts[i] = pendingTime{t, b.id}
+	s.times = ts
 	return b
 }
 
@@ -261,6 +300,9 @@ func (s *Sim) retire() {
 	s.cur = nil
 	if s.last == b {
 		s.last = nil
+	}
+	if s.prev == b {
+		s.prev = nil
 	}
 	clear(b.evs)
 	clear(b.procs)
@@ -276,67 +318,23 @@ func (s *Sim) NextEventTime() Time {
 	if c := s.cur; c != nil && !c.drained() {
 		return c.at
 	}
-	if len(s.times) == 0 {
-		return Never
+	if n := len(s.times); n > 0 {
+		return s.times[n-1].at
 	}
-	return s.times[0].at
+	return Never
 }
 
 // Pending reports the number of scheduled events.
 func (s *Sim) Pending() int { return s.pending }
 
-// The heap of pending times is 4-ary: shallower than a binary heap, so a
-// pop moves an entry through fewer levels (measured faster for the few
-// hundred pending events of a 64-rank run).
-const heapArity = 4
-
-func (s *Sim) timesUp(i int) {
-	ts := s.times
-	b := ts[i]
-	for i > 0 {
-		p := (i - 1) / heapArity
-		if b.at >= ts[p].at {
-			break
-		}
-		ts[i] = ts[p]
-		i = p
-	}
-	ts[i] = b
-}
-
 // popTime removes and returns the bucket of the earliest pending time.
+// (The slot it leaves keeps its pointer: buckets are recycled, never
+// freed, so that holds nothing alive.)
 func (s *Sim) popTime() *bucket {
-	ts := s.times
-	top := ts[0]
-	n := len(ts) - 1
-	last := ts[n]
-	ts[n] = nil
-	ts = ts[:n]
-	if n > 0 {
-		i := 0
-		for {
-			c := heapArity*i + 1
-			if c >= n {
-				break
-			}
-			m := c
-			end := min(c+heapArity, n)
-			for k := c + 1; k < end; k++ {
-				if ts[k].at < ts[m].at {
-					m = k
-				}
-			}
-			if ts[m].at >= last.at {
-				break
-			}
-			ts[i] = ts[m]
-			i = m
-		}
-		ts[i] = last
-	}
-	s.times = ts
-	s.byTime.remove(top.at)
-	return top
+	n := len(s.times) - 1
+	b := s.buckets[s.times[n].id]
+	s.times = s.times[:n]
+	return b
 }
 
 // Stop ends the run with err at the next loop iteration. The first error wins.
@@ -380,10 +378,11 @@ func (s *Sim) Run() error {
 		}
 		c := s.cur
 		if c == nil || c.drained() {
-			if len(s.times) == 0 {
+			n := len(s.times)
+			if n == 0 {
 				break
 			}
-			if next := s.times[0].at; next > limit {
+			if next := s.times[n-1].at; next > limit {
 				s.now = limit
 				s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
 				break
