@@ -172,10 +172,10 @@ func (s *Sim) WaitWatchdog(limit Time) {
 			}
 		}
 		if s.Pending() > 0 {
-			s.schedule(Add(s.now, period), check, true)
+			s.scheduleDaemon(Add(s.now, period), check)
 		}
 	}
-	s.schedule(Add(s.now, period), check, true)
+	s.scheduleDaemon(Add(s.now, period), check)
 }
 
 // WaitTimeoutError: one untimed wait exceeded the deadlock timeout.

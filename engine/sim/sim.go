@@ -196,21 +196,9 @@ func (s *Sim) Now() Time { return s.now }
 func (s *Sim) Events() uint64 { return s.fired }
 
 // At schedules h to fire at time t (t >= Now).
-func (s *Sim) At(t Time, h Handler) { s.schedule(t, h, false) }
-
-func (s *Sim) schedule(t Time, h Handler, daemon bool) {
+func (s *Sim) At(t Time, h Handler) {
 	if t < s.now {
-		panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
-	}
-	var jitterKey uint64
-	if s.jitter != nil {
-		// Jitter permutes which runnable process goes next: process
-		// resumptions at one instant run in a seeded random order, after
-		// the instant's hardware events (which keep their FIFO order, as
-		// hardware completing within an instant would).
-		if _, isProc := h.(*Proc); isProc {
-			jitterKey = 1<<63 | s.jitter.Uint64()>>1
-		}
+		s.pastPanic(t)
 	}
 	b := s.last
 	if b == nil || b.at != t {
@@ -224,11 +212,32 @@ func (s *Sim) schedule(t Time, h Handler, daemon bool) {
 		s.prev, s.last = s.last, b
 	}
 	s.pending++
-	if jitterKey != 0 {
-		b.addProc(jittered{jitterKey, h})
-		return
+	if s.jitter != nil {
+		// Jitter permutes which runnable process goes next: process
+		// resumptions at one instant run in a seeded random order, after
+		// the instant's hardware events (which keep their FIFO order, as
+		// hardware completing within an instant would).
+		if _, isProc := h.(*Proc); isProc {
+			b.addProc(jittered{1<<63 | s.jitter.Uint64()>>1, h})
+			return
+		}
 	}
-	b.evs = append(b.evs, queued{h: h, daemon: daemon})
+	b.evs = append(b.evs, queued{h: h})
+}
+
+// scheduleDaemon schedules a daemon event (a watchdog check): it fires in
+// order like any other but is not counted as simulated work. h is not a
+// process, so At appended it to the evs of the bucket it left as last.
+func (s *Sim) scheduleDaemon(t Time, h Handler) {
+	s.At(t, h)
+	b := s.last
+	b.evs[len(b.evs)-1].daemon = true
+}
+
+// pastPanic reports a scheduling bug (out of line: formatting the message
+// in At would cost every event a larger frame).
+func (s *Sim) pastPanic(t Time) {
+	panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
 }
 
 // addProc inserts a jittered wake-up in key order (buckets are small:
