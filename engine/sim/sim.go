@@ -81,16 +81,19 @@ func (f HandlerFunc) Fire() { f() }
 //
 // Events fire in (time, scheduling sequence) order. Without jitter the
 // queue keeps one FIFO bucket per distinct pending time, in scheduling
-// order, and a sorted array of those times: events of one time append to
+// order, and orders the distinct times: events of one time append to
 // their bucket in sequence order, so draining buckets in time order fires
-// them in exactly (time, sequence) order, while the array only sees each
-// distinct time once. Ranks of a symmetric collective do the same work at
-// the same instants, so a time holds several events (3 to 13 in the ring
-// benchmarks) and most events cost an append. The array stays short (a
-// few dozen times in the ring benchmarks, a few hundred in the tree), so
-// placing a new time in it costs less than a heap's sift and a hash
-// index's upkeep, and taking the next instant costs nothing. Under jitter a bucket also keeps the instant's process wake-ups
-// apart, ordered by their random keys (see SetJitter).
+// them in exactly (time, sequence) order, while the ordering only sees
+// each distinct time once. Ranks of a symmetric collective do the same
+// work at the same instants, so a time holds several events (3 to 13 in
+// the ring benchmarks) and most events cost an append. The times are a
+// sorted array while there are few (a few dozen in the ring benchmarks,
+// a few hundred in the tree): placing a new time costs a binary search
+// and a short memory move, less than a heap's sift plus a hash index's
+// upkeep, and taking the next instant costs nothing. Beyond nearLimit
+// pending times the latest ones overflow into a heap (see far). Under
+// jitter a bucket also keeps the instant's process wake-ups apart,
+// ordered by their random keys (see SetJitter).
 type Sim struct {
 	now Time
 	// cur is the bucket of the current instant while the clock stands at
@@ -100,12 +103,19 @@ type Sim struct {
 	// times holds the other pending buckets, one per distinct time,
 	// sorted from the latest time down to the earliest: the next instant
 	// is taken off the end, and one binary search both finds a pending
-	// time's bucket and places a new one. last is the bucket the latest
-	// event was scheduled into and prev the one before it: consecutive
-	// events mostly share a time or alternate between two (ranks of a
-	// collective each schedule the same pair of completions), so most
-	// events need no search.
+	// time's bucket and places a new one.
 	times []pendingTime
+	// far holds the pending buckets later than every time in times, once
+	// times has overflowed nearLimit: a 4-ary min-heap by time, with
+	// farIndex to find one by its time. It bounds what placing a time
+	// costs when thousands are pending (a tree at 1024 ranks, work spread
+	// over many distinct delays), where moving half of times would not.
+	far      []*bucket
+	farIndex timeIndex
+	// last is the bucket the latest event was scheduled into and prev the
+	// one before it: consecutive events mostly share a time or alternate
+	// between two (ranks of a collective each schedule the same pair of
+	// completions), so most events need no search.
 	last  *bucket
 	prev  *bucket
 	spare []*bucket
@@ -284,6 +294,42 @@ func (s *Sim) bucketAt(t Time) *bucket {
 	if i < len(ts) && ts[i].at == t {
 		return s.buckets[ts[i].id]
 	}
+	if i == 0 && len(s.far) > 0 && t >= s.far[0].at {
+		// Later than every near time: t belongs to far.
+		return s.farBucketAt(t)
+	}
+	return s.placeNear(i, t)
+}
+
+// placeNear makes the bucket of time t and inserts it at position i of
+// times (i times are later).
+func (s *Sim) placeNear(i int, t Time) *bucket {
+	b := s.newBucket(t)
+	// Only the times earlier than t move, and a new time is rarely far
+	// ahead of the earliest few (a few dozen pending times in the ring
+	// benchmarks, of which about half are earlier).
+	ts := append(s.times, pendingTime{})
+	copy(ts[i+1:], ts[i:])
+	ts[i] = pendingTime{t, b.id}
+	if len(ts) > nearLimit {
+		// The latest time moves to far, where every time is later than
+		// the ones left. Reslicing drops it without moving the others;
+		// the next append past the array's end moves them all at once.
+		s.pushFar(s.buckets[ts[0].id])
+		ts = ts[1:]
+	}
+	s.times = ts
+	return b
+}
+
+// nearLimit bounds times (see Sim.far): past a few hundred entries,
+// moving half of them for an insertion costs more than a heap's sift.
+// (Between 64 and 256 it made no difference to the ring benchmarks or to
+// a spread of a thousand or more pending times.)
+const nearLimit = 256
+
+// newBucket takes a recycled bucket (or makes one) for time t.
+func (s *Sim) newBucket(t Time) *bucket {
 	var b *bucket
 	if n := len(s.spare); n > 0 {
 		b = s.spare[n-1]
@@ -293,13 +339,6 @@ func (s *Sim) bucketAt(t Time) *bucket {
 		s.buckets = append(s.buckets, b)
 	}
 	b.at = t
-	// Only the times earlier than t move, and a new time is rarely far
-	// ahead of the earliest few (a few dozen pending times in the ring
-	// benchmarks, of which about half are earlier).
-	ts = append(ts, pendingTime{})
-	copy(ts[i+1:], ts[i:])
-	ts[i] = pendingTime{t, b.id}
-	s.times = ts
 	return b
 }
 
@@ -330,6 +369,9 @@ func (s *Sim) NextEventTime() Time {
 	if n := len(s.times); n > 0 {
 		return s.times[n-1].at
 	}
+	if len(s.far) > 0 {
+		return s.far[0].at
+	}
 	return Never
 }
 
@@ -340,10 +382,78 @@ func (s *Sim) Pending() int { return s.pending }
 // (The slot it leaves keeps its pointer: buckets are recycled, never
 // freed, so that holds nothing alive.)
 func (s *Sim) popTime() *bucket {
-	n := len(s.times) - 1
-	b := s.buckets[s.times[n].id]
-	s.times = s.times[:n]
+	if n := len(s.times) - 1; n >= 0 {
+		b := s.buckets[s.times[n].id]
+		s.times = s.times[:n]
+		return b
+	}
+	return s.popFar()
+}
+
+// The far heap is 4-ary: shallower than a binary heap, so a pop moves an
+// entry through fewer levels.
+const heapArity = 4
+
+// farBucketAt returns the far bucket of time t, making it if t has none.
+func (s *Sim) farBucketAt(t Time) *bucket {
+	if b := s.farIndex.get(t); b != nil {
+		return b
+	}
+	b := s.newBucket(t)
+	s.pushFar(b)
 	return b
+}
+
+// pushFar adds b to the far heap and index.
+func (s *Sim) pushFar(b *bucket) {
+	s.farIndex.put(b)
+	fs := append(s.far, b)
+	i := len(fs) - 1
+	for i > 0 {
+		p := (i - 1) / heapArity
+		if b.at >= fs[p].at {
+			break
+		}
+		fs[i] = fs[p]
+		i = p
+	}
+	fs[i] = b
+	s.far = fs
+}
+
+// popFar removes and returns the far bucket of the earliest time.
+func (s *Sim) popFar() *bucket {
+	fs := s.far
+	top := fs[0]
+	n := len(fs) - 1
+	last := fs[n]
+	fs[n] = nil
+	fs = fs[:n]
+	if n > 0 {
+		i := 0
+		for {
+			c := heapArity*i + 1
+			if c >= n {
+				break
+			}
+			m := c
+			end := min(c+heapArity, n)
+			for k := c + 1; k < end; k++ {
+				if fs[k].at < fs[m].at {
+					m = k
+				}
+			}
+			if fs[m].at >= last.at {
+				break
+			}
+			fs[i] = fs[m]
+			i = m
+		}
+		fs[i] = last
+	}
+	s.far = fs
+	s.farIndex.remove(top.at)
+	return top
 }
 
 // Stop ends the run with err at the next loop iteration. The first error wins.
@@ -387,11 +497,16 @@ func (s *Sim) Run() error {
 		}
 		c := s.cur
 		if c == nil || c.drained() {
+			var next Time
 			n := len(s.times)
-			if n == 0 {
+			if n > 0 {
+				next = s.times[n-1].at
+			} else if len(s.far) > 0 {
+				next = s.far[0].at
+			} else {
 				break
 			}
-			if next := s.times[n-1].at; next > limit {
+			if next > limit {
 				s.now = limit
 				s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
 				break
@@ -400,8 +515,14 @@ func (s *Sim) Run() error {
 				s.retire()
 			}
 			// The next instant: its bucket becomes the current one (a
-			// bucket holds at least the event that made it).
-			c = s.popTime()
+			// bucket holds at least the event that made it). This is
+			// popTime with the common case inline.
+			if n > 0 {
+				c = s.buckets[s.times[n-1].id]
+				s.times = s.times[:n-1]
+			} else {
+				c = s.popFar()
+			}
 			s.cur = c
 		}
 		// The current instant's bucket, in scheduling order.
