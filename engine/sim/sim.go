@@ -298,28 +298,26 @@ func (s *Sim) bucketAt(t Time) *bucket {
 		// Later than every near time: t belongs to far.
 		return s.farBucketAt(t)
 	}
-	return s.placeNear(i, t)
-}
-
-// placeNear makes the bucket of time t and inserts it at position i of
-// times (i times are later).
-func (s *Sim) placeNear(i int, t Time) *bucket {
 	b := s.newBucket(t)
 	// Only the times earlier than t move, and a new time is rarely far
 	// ahead of the earliest few (a few dozen pending times in the ring
 	// benchmarks, of which about half are earlier).
-	ts := append(s.times, pendingTime{})
+	ts = append(ts, pendingTime{})
 	copy(ts[i+1:], ts[i:])
 	ts[i] = pendingTime{t, b.id}
-	if len(ts) > nearLimit {
-		// The latest time moves to far, where every time is later than
-		// the ones left. Reslicing drops it without moving the others;
-		// the next append past the array's end moves them all at once.
-		s.pushFar(s.buckets[ts[0].id])
-		ts = ts[1:]
-	}
 	s.times = ts
+	if len(ts) > nearLimit {
+		s.overflowNear()
+	}
 	return b
+}
+
+// overflowNear moves the latest time of times to far, where every time
+// is later than the ones left. Reslicing drops it without moving the
+// others; a later append past the array's end moves them all at once.
+func (s *Sim) overflowNear() {
+	s.pushFar(s.buckets[s.times[0].id])
+	s.times = s.times[1:]
 }
 
 // nearLimit bounds times (see Sim.far): past a few hundred entries,
@@ -381,13 +379,20 @@ func (s *Sim) Pending() int { return s.pending }
 // popTime removes and returns the bucket of the earliest pending time.
 // (The slot it leaves keeps its pointer: buckets are recycled, never
 // freed, so that holds nothing alive.)
+// times is not empty (see refillNear).
 func (s *Sim) popTime() *bucket {
-	if n := len(s.times) - 1; n >= 0 {
-		b := s.buckets[s.times[n].id]
-		s.times = s.times[:n]
-		return b
-	}
-	return s.popFar()
+	n := len(s.times) - 1
+	b := s.buckets[s.times[n].id]
+	s.times = s.times[:n]
+	return b
+}
+
+// refillNear moves the earliest far bucket into the empty times: every
+// other far time is later, and the next instant is always taken from
+// times.
+func (s *Sim) refillNear() {
+	b := s.popFar()
+	s.times = append(s.times[:0], pendingTime{b.at, b.id})
 }
 
 // The far heap is 4-ary: shallower than a binary heap, so a pop moves an
@@ -497,16 +502,15 @@ func (s *Sim) Run() error {
 		}
 		c := s.cur
 		if c == nil || c.drained() {
-			var next Time
 			n := len(s.times)
-			if n > 0 {
-				next = s.times[n-1].at
-			} else if len(s.far) > 0 {
-				next = s.far[0].at
-			} else {
-				break
+			if n == 0 {
+				if len(s.far) == 0 {
+					break
+				}
+				s.refillNear()
+				n = 1
 			}
-			if next > limit {
+			if next := s.times[n-1].at; next > limit {
 				s.now = limit
 				s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
 				break
@@ -515,14 +519,8 @@ func (s *Sim) Run() error {
 				s.retire()
 			}
 			// The next instant: its bucket becomes the current one (a
-			// bucket holds at least the event that made it). This is
-			// popTime with the common case inline.
-			if n > 0 {
-				c = s.buckets[s.times[n-1].id]
-				s.times = s.times[:n-1]
-			} else {
-				c = s.popFar()
-			}
+			// bucket holds at least the event that made it).
+			c = s.popTime()
 			s.cur = c
 		}
 		// The current instant's bucket, in scheduling order.
