@@ -266,6 +266,9 @@ func (b *bucket) addProc(j jittered) {
 func (b *bucket) next() (Handler, bool) {
 	if b.head < len(b.evs) {
 		q := b.evs[b.head]
+		// Drop the handler as it fires: a recycled bucket may wait long
+		// in spare, and this costs less than clearing the slice there.
+		b.evs[b.head].h = nil
 		b.head++
 		return q.h, q.daemon
 	}
@@ -350,7 +353,7 @@ func (s *Sim) retire() {
 	if s.prev == b {
 		s.prev = nil
 	}
-	clear(b.evs)
+	// (next dropped the fired handlers from evs.)
 	clear(b.procs)
 	b.evs, b.head, b.procs, b.procsHead = b.evs[:0], 0, b.procs[:0], 0
 	s.spare = append(s.spare, b)
