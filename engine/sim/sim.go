@@ -151,7 +151,7 @@ type Sim struct {
 type bucket struct {
 	at        Time
 	id        int // index in Sim.buckets
-	evs       []queued
+	evs       []Handler
 	head      int
 	procs     []jittered
 	procsHead int
@@ -170,12 +170,13 @@ type jittered struct {
 	h   Handler
 }
 
-// queued is an event in a bucket (its time is the bucket's, its order its
-// place in the bucket).
-type queued struct {
-	h      Handler
-	daemon bool
-}
+// daemonFunc is a daemon event (a watchdog check): it fires in order like
+// any other but is not counted as simulated work. Run tells it apart by
+// its type, so a bucket's events are plain handlers.
+type daemonFunc func()
+
+// Fire calls f.
+func (f daemonFunc) Fire() { f() }
 
 // GuardEvery is how many events pass between two calls of Sim.Guard.
 const GuardEvery = 256
@@ -232,16 +233,7 @@ func (s *Sim) At(t Time, h Handler) {
 			return
 		}
 	}
-	b.evs = append(b.evs, queued{h: h})
-}
-
-// scheduleDaemon schedules a daemon event (a watchdog check): it fires in
-// order like any other but is not counted as simulated work. h is not a
-// process, so At appended it to the evs of the bucket it left as last.
-func (s *Sim) scheduleDaemon(t Time, h Handler) {
-	s.At(t, h)
-	b := s.last
-	b.evs[len(b.evs)-1].daemon = true
+	b.evs = append(b.evs, h)
 }
 
 // pastPanic reports a scheduling bug (out of line: formatting the message
@@ -263,18 +255,18 @@ func (b *bucket) addProc(j jittered) {
 }
 
 // next takes the bucket's next event (it has one).
-func (b *bucket) next() (Handler, bool) {
+func (b *bucket) next() Handler {
 	if b.head < len(b.evs) {
-		q := b.evs[b.head]
+		h := b.evs[b.head]
 		// Drop the handler as it fires: a recycled bucket may wait long
 		// in spare, and this costs less than clearing the slice there.
-		b.evs[b.head].h = nil
+		b.evs[b.head] = nil
 		b.head++
-		return q.h, q.daemon
+		return h
 	}
 	h := b.procs[b.procsHead].h
 	b.procsHead++
-	return h, false
+	return h
 }
 
 // drained reports whether every event of the bucket has fired.
@@ -527,11 +519,11 @@ func (s *Sim) Run() error {
 			s.cur = c
 		}
 		// The current instant's bucket, in scheduling order.
-		h, daemon := c.next()
+		h := c.next()
 		s.pending--
 		at := c.at
 		s.now = at
-		if !daemon {
+		if _, daemon := h.(daemonFunc); !daemon {
 			s.fired++
 			s.lastWork = at
 		}
