@@ -9,6 +9,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -379,13 +380,22 @@ func (s *Sim) popTime() *bucket {
 	return b
 }
 
-// refillNear moves the earliest far bucket into the empty times: every
-// other far time is later, and the next instant is always taken from
-// times.
+// refillNear moves the earliest far buckets (up to refillBatch) into the
+// empty times: every other far time is later, and the next instant is
+// always taken from times. A batch keeps the following instants, and the
+// times placed among them, off the far heap and index.
 func (s *Sim) refillNear() {
-	b := s.popFar()
-	s.times = append(s.times[:0], pendingTime{b.at, b.id})
+	k := min(len(s.far), refillBatch)
+	ts := slices.Grow(s.times[:0], k)[:k]
+	for j := k - 1; j >= 0; j-- {
+		b := s.popFar()
+		ts[j] = pendingTime{b.at, b.id}
+	}
+	s.times = ts
 }
+
+// refillBatch is how many far buckets refillNear moves at once.
+const refillBatch = 32
 
 // The far heap is 4-ary: shallower than a binary heap, so a pop moves an
 // entry through fewer levels.
@@ -500,7 +510,7 @@ func (s *Sim) Run() error {
 					break
 				}
 				s.refillNear()
-				n = 1
+				n = len(s.times)
 			}
 			if next := s.times[n-1].at; next > limit {
 				s.now = limit
