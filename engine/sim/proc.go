@@ -163,7 +163,7 @@ func (s *Sim) WaitWatchdog(limit Time) {
 	if period == 0 {
 		period = 1
 	}
-	var check HandlerFunc
+	var check daemonFunc
 	check = func() {
 		for _, p := range s.procs {
 			if p.Wait != nil && !p.done && !p.Timed && s.now-p.WaitSince > limit {
@@ -172,10 +172,10 @@ func (s *Sim) WaitWatchdog(limit Time) {
 			}
 		}
 		if s.Pending() > 0 {
-			s.schedule(Add(s.now, period), check, true)
+			s.At(Add(s.now, period), check)
 		}
 	}
-	s.schedule(Add(s.now, period), check, true)
+	s.At(Add(s.now, period), check)
 }
 
 // WaitTimeoutError: one untimed wait exceeded the deadlock timeout.

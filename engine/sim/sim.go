@@ -9,6 +9,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -81,28 +82,48 @@ func (f HandlerFunc) Fire() { f() }
 //
 // Events fire in (time, scheduling sequence) order. Without jitter the
 // queue keeps one FIFO bucket per distinct pending time, in scheduling
-// order, and a heap of those times: events of one time append to their
-// bucket in sequence order, so draining buckets in time order fires them
-// in exactly (time, sequence) order, while the heap only sees each
-// distinct time once. Ranks of a symmetric collective do the same work at
-// the same instants, so a time holds several events (3 to 13 in the ring
-// benchmarks) and most events cost an append instead of a sift through a
-// heap. Under jitter a bucket also keeps the instant's process wake-ups
-// apart, ordered by their random keys (see SetJitter).
+// order, and orders the distinct times: events of one time append to
+// their bucket in sequence order, so draining buckets in time order fires
+// them in exactly (time, sequence) order, while the ordering only sees
+// each distinct time once. Ranks of a symmetric collective do the same
+// work at the same instants, so a time holds several events (3 to 13 in
+// the ring benchmarks) and most events cost an append. The times are a
+// sorted array while there are few (a few dozen in the ring benchmarks,
+// a few hundred in the tree): placing a new time costs a binary search
+// and a short memory move, less than a heap's sift plus a hash index's
+// upkeep, and taking the next instant costs nothing. Beyond nearLimit
+// pending times the latest ones overflow into a heap (see far). Under
+// jitter a bucket also keeps the instant's process wake-ups apart,
+// ordered by their random keys (see SetJitter).
 type Sim struct {
 	now Time
 	// cur is the bucket of the current instant while the clock stands at
 	// cur.at: events scheduled for now append to it and fire after the
 	// ones already there (they were scheduled earlier).
 	cur *bucket
-	// times is a min-heap of the other pending buckets' times, byTime
-	// finds a pending bucket by its time, and last is the bucket the
-	// latest event was scheduled into (consecutive events often share a
-	// time: no map lookup for them).
-	times   []*bucket
-	byTime  timeIndex
-	last    *bucket
-	spare   []*bucket
+	// times holds the other pending buckets, one per distinct time,
+	// sorted from the latest time down to the earliest: the next instant
+	// is taken off the end, and one binary search both finds a pending
+	// time's bucket and places a new one.
+	times []pendingTime
+	// far holds the pending buckets later than every time in times, once
+	// times has overflowed nearLimit: a 4-ary min-heap by time, with
+	// farIndex to find one by its time. It bounds what placing a time
+	// costs when thousands are pending (a tree at 1024 ranks, work spread
+	// over many distinct delays), where moving half of times would not.
+	far      []*bucket
+	farIndex timeIndex
+	// last is the bucket the latest event was scheduled into and prev the
+	// one before it: consecutive events mostly share a time or alternate
+	// between two (ranks of a collective each schedule the same pair of
+	// completions), so most events need no search.
+	last  *bucket
+	prev  *bucket
+	spare []*bucket
+	// buckets lists every bucket made, by id: times names its buckets by
+	// id, keeping the array free of pointers so that moving its entries
+	// is a plain memory move (no write barriers).
+	buckets []*bucket
 	pending int // events in buckets, not yet fired
 	jitter  *rand.Rand
 	fired   uint64
@@ -130,10 +151,18 @@ type Sim struct {
 // instant (including those scheduled while the instant's processes run).
 type bucket struct {
 	at        Time
-	evs       []queued
+	id        int // index in Sim.buckets
+	evs       []Handler
 	head      int
 	procs     []jittered
 	procsHead int
+}
+
+// pendingTime is an entry of Sim.times: a bucket's id with its time kept
+// alongside, so that a search reads one array instead of every bucket.
+type pendingTime struct {
+	at Time
+	id int
 }
 
 // jittered is a process wake-up with its random key (jitter only).
@@ -142,12 +171,13 @@ type jittered struct {
 	h   Handler
 }
 
-// queued is an event in a bucket (its time is the bucket's, its order its
-// place in the bucket).
-type queued struct {
-	h      Handler
-	daemon bool
-}
+// daemonFunc is a daemon event (a watchdog check): it fires in order like
+// any other but is not counted as simulated work. Run tells it apart by
+// its type, so a bucket's events are plain handlers.
+type daemonFunc func()
+
+// Fire calls f.
+func (f daemonFunc) Fire() { f() }
 
 // GuardEvery is how many events pass between two calls of Sim.Guard.
 const GuardEvery = 256
@@ -178,37 +208,39 @@ func (s *Sim) Now() Time { return s.now }
 func (s *Sim) Events() uint64 { return s.fired }
 
 // At schedules h to fire at time t (t >= Now).
-func (s *Sim) At(t Time, h Handler) { s.schedule(t, h, false) }
-
-func (s *Sim) schedule(t Time, h Handler, daemon bool) {
+func (s *Sim) At(t Time, h Handler) {
 	if t < s.now {
-		panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
+		s.pastPanic(t)
 	}
-	var jitterKey uint64
+	b := s.last
+	if b == nil || b.at != t {
+		if c := s.cur; c != nil && c.at == t {
+			b = c
+		} else if p := s.prev; p != nil && p.at == t {
+			b = p
+		} else {
+			b = s.bucketAt(t)
+		}
+		s.prev, s.last = s.last, b
+	}
+	s.pending++
 	if s.jitter != nil {
 		// Jitter permutes which runnable process goes next: process
 		// resumptions at one instant run in a seeded random order, after
 		// the instant's hardware events (which keep their FIFO order, as
 		// hardware completing within an instant would).
 		if _, isProc := h.(*Proc); isProc {
-			jitterKey = 1<<63 | s.jitter.Uint64()>>1
+			b.addProc(jittered{1<<63 | s.jitter.Uint64()>>1, h})
+			return
 		}
 	}
-	b := s.last
-	if b == nil || b.at != t {
-		if c := s.cur; c != nil && c.at == t {
-			b = c
-		} else if b = s.byTime.get(t); b == nil {
-			b = s.newBucket(t)
-		}
-		s.last = b
-	}
-	s.pending++
-	if jitterKey != 0 {
-		b.addProc(jittered{jitterKey, h})
-		return
-	}
-	b.evs = append(b.evs, queued{h: h, daemon: daemon})
+	b.evs = append(b.evs, h)
+}
+
+// pastPanic reports a scheduling bug (out of line: formatting the message
+// in At would cost every event a larger frame).
+func (s *Sim) pastPanic(t Time) {
+	panic(fmt.Sprintf("internal error: event scheduled in the past (%v < %v)", t, s.now))
 }
 
 // addProc inserts a jittered wake-up in key order (buckets are small:
@@ -224,34 +256,82 @@ func (b *bucket) addProc(j jittered) {
 }
 
 // next takes the bucket's next event (it has one).
-func (b *bucket) next() (Handler, bool) {
+func (b *bucket) next() Handler {
 	if b.head < len(b.evs) {
-		q := b.evs[b.head]
+		h := b.evs[b.head]
+		// Drop the handler as it fires: a recycled bucket may wait long
+		// in spare, and this costs less than clearing the slice there.
+		b.evs[b.head] = nil
 		b.head++
-		return q.h, q.daemon
+		return h
 	}
 	h := b.procs[b.procsHead].h
 	b.procsHead++
-	return h, false
+	return h
 }
 
 // drained reports whether every event of the bucket has fired.
 func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == len(b.procs) }
 
-// newBucket makes the pending bucket of time t (t > now, or t == now
-// while no bucket is current).
+// bucketAt returns the pending bucket of time t, making it if t has
+// none (t > now, or t == now while no bucket is current).
+func (s *Sim) bucketAt(t Time) *bucket {
+	ts := s.times
+	// i: the number of pending times later than t.
+	i, j := 0, len(ts)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if ts[m].at > t {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	if i < len(ts) && ts[i].at == t {
+		return s.buckets[ts[i].id]
+	}
+	if i == 0 && len(s.far) > 0 && t >= s.far[0].at {
+		// Later than every near time: t belongs to far.
+		return s.farBucketAt(t)
+	}
+	b := s.newBucket(t)
+	// Only the times earlier than t move: about half of a few dozen in
+	// the ring benchmarks, never more than nearLimit.
+	ts = append(ts, pendingTime{})
+	copy(ts[i+1:], ts[i:])
+	ts[i] = pendingTime{t, b.id}
+	s.times = ts
+	if len(ts) > nearLimit {
+		s.overflowNear()
+	}
+	return b
+}
+
+// overflowNear moves the latest time of times to far, where every time
+// is later than the ones left. Reslicing drops it without moving the
+// others; a later append past the array's end moves them all at once.
+func (s *Sim) overflowNear() {
+	s.pushFar(s.buckets[s.times[0].id])
+	s.times = s.times[1:]
+}
+
+// nearLimit bounds times (see Sim.far): past a few hundred entries,
+// moving half of them for an insertion costs more than a heap's sift.
+// The ring benchmarks stay below it (at most about 130 pending times);
+// 64, 128 and 256 cost the same on BenchmarkEventSpread.
+const nearLimit = 256
+
+// newBucket takes a recycled bucket (or makes one) for time t.
 func (s *Sim) newBucket(t Time) *bucket {
 	var b *bucket
 	if n := len(s.spare); n > 0 {
 		b = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
-		b = &bucket{}
+		b = &bucket{id: len(s.buckets)}
+		s.buckets = append(s.buckets, b)
 	}
 	b.at = t
-	s.byTime.put(b)
-	s.times = append(s.times, b)
-	s.timesUp(len(s.times) - 1)
 	return b
 }
 
@@ -262,7 +342,10 @@ func (s *Sim) retire() {
 	if s.last == b {
 		s.last = nil
 	}
-	clear(b.evs)
+	if s.prev == b {
+		s.prev = nil
+	}
+	// (next dropped the fired handlers from evs.)
 	clear(b.procs)
 	b.evs, b.head, b.procs, b.procsHead = b.evs[:0], 0, b.procs[:0], 0
 	s.spare = append(s.spare, b)
@@ -276,42 +359,83 @@ func (s *Sim) NextEventTime() Time {
 	if c := s.cur; c != nil && !c.drained() {
 		return c.at
 	}
-	if len(s.times) == 0 {
-		return Never
+	if n := len(s.times); n > 0 {
+		return s.times[n-1].at
 	}
-	return s.times[0].at
+	if len(s.far) > 0 {
+		return s.far[0].at
+	}
+	return Never
 }
 
 // Pending reports the number of scheduled events.
 func (s *Sim) Pending() int { return s.pending }
 
-// The heap of pending times is 4-ary: shallower than a binary heap, so a
-// pop moves an entry through fewer levels (measured faster for the few
-// hundred pending events of a 64-rank run).
-const heapArity = 4
-
-func (s *Sim) timesUp(i int) {
-	ts := s.times
-	b := ts[i]
-	for i > 0 {
-		p := (i - 1) / heapArity
-		if b.at >= ts[p].at {
-			break
-		}
-		ts[i] = ts[p]
-		i = p
-	}
-	ts[i] = b
+// popTime removes and returns the bucket of the earliest pending time,
+// the last of times (which is not empty: see refillNear).
+func (s *Sim) popTime() *bucket {
+	n := len(s.times) - 1
+	b := s.buckets[s.times[n].id]
+	s.times = s.times[:n]
+	return b
 }
 
-// popTime removes and returns the bucket of the earliest pending time.
-func (s *Sim) popTime() *bucket {
-	ts := s.times
-	top := ts[0]
-	n := len(ts) - 1
-	last := ts[n]
-	ts[n] = nil
-	ts = ts[:n]
+// refillNear moves the earliest far buckets (up to refillBatch) into the
+// empty times: every other far time is later, and the next instant is
+// always taken from times. A batch keeps the following instants, and the
+// times placed among them, off the far heap and index.
+func (s *Sim) refillNear() {
+	k := min(len(s.far), refillBatch)
+	ts := slices.Grow(s.times[:0], k)[:k]
+	for j := k - 1; j >= 0; j-- {
+		b := s.popFar()
+		ts[j] = pendingTime{b.at, b.id}
+	}
+	s.times = ts
+}
+
+// refillBatch is how many far buckets refillNear moves at once.
+const refillBatch = 32
+
+// The far heap is 4-ary: shallower than a binary heap, so a pop moves an
+// entry through fewer levels.
+const heapArity = 4
+
+// farBucketAt returns the far bucket of time t, making it if t has none.
+func (s *Sim) farBucketAt(t Time) *bucket {
+	if b := s.farIndex.get(t); b != nil {
+		return b
+	}
+	b := s.newBucket(t)
+	s.pushFar(b)
+	return b
+}
+
+// pushFar adds b to the far heap and index.
+func (s *Sim) pushFar(b *bucket) {
+	s.farIndex.put(b)
+	fs := append(s.far, b)
+	i := len(fs) - 1
+	for i > 0 {
+		p := (i - 1) / heapArity
+		if b.at >= fs[p].at {
+			break
+		}
+		fs[i] = fs[p]
+		i = p
+	}
+	fs[i] = b
+	s.far = fs
+}
+
+// popFar removes and returns the far bucket of the earliest time.
+func (s *Sim) popFar() *bucket {
+	fs := s.far
+	top := fs[0]
+	n := len(fs) - 1
+	last := fs[n]
+	fs[n] = nil
+	fs = fs[:n]
 	if n > 0 {
 		i := 0
 		for {
@@ -322,20 +446,20 @@ func (s *Sim) popTime() *bucket {
 			m := c
 			end := min(c+heapArity, n)
 			for k := c + 1; k < end; k++ {
-				if ts[k].at < ts[m].at {
+				if fs[k].at < fs[m].at {
 					m = k
 				}
 			}
-			if ts[m].at >= last.at {
+			if fs[m].at >= last.at {
 				break
 			}
-			ts[i] = ts[m]
+			fs[i] = fs[m]
 			i = m
 		}
-		ts[i] = last
+		fs[i] = last
 	}
-	s.times = ts
-	s.byTime.remove(top.at)
+	s.far = fs
+	s.farIndex.remove(top.at)
 	return top
 }
 
@@ -380,10 +504,15 @@ func (s *Sim) Run() error {
 		}
 		c := s.cur
 		if c == nil || c.drained() {
-			if len(s.times) == 0 {
-				break
+			n := len(s.times)
+			if n == 0 {
+				if len(s.far) == 0 {
+					break
+				}
+				s.refillNear()
+				n = len(s.times)
 			}
-			if next := s.times[0].at; next > limit {
+			if next := s.times[n-1].at; next > limit {
 				s.now = limit
 				s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
 				break
@@ -397,11 +526,11 @@ func (s *Sim) Run() error {
 			s.cur = c
 		}
 		// The current instant's bucket, in scheduling order.
-		h, daemon := c.next()
+		h := c.next()
 		s.pending--
 		at := c.at
 		s.now = at
-		if !daemon {
+		if _, daemon := h.(daemonFunc); !daemon {
 			s.fired++
 			s.lastWork = at
 		}

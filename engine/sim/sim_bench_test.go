@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 type countHandler struct {
 	s    *Sim
@@ -15,7 +18,7 @@ func (c *countHandler) Fire() {
 }
 
 // BenchmarkEventLoop measures schedule+fire of one event with 64 chains of
-// events interleaved in the heap (the shape of a 64-rank simulation).
+// events interleaved in the queue (the shape of a 64-rank simulation).
 func BenchmarkEventLoop(b *testing.B) {
 	s := New()
 	hs := make([]*countHandler, 64)
@@ -49,5 +52,39 @@ func BenchmarkProcSwitch(b *testing.B) {
 	b.ResetTimer()
 	if err := s.Run(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+type spreadHandler struct {
+	s     *Sim
+	left  int
+	state uint64
+}
+
+func (c *spreadHandler) Fire() {
+	if c.left > 0 {
+		c.left--
+		c.state = c.state*6364136223846793005 + 1442695040888963407
+		c.s.After(Time(1+c.state>>33%100000), c)
+	}
+}
+
+// BenchmarkEventSpread measures schedule+fire with n chains of events at
+// pseudo-random delays up to 100 ns: nearly every event makes a new
+// pending time, and with n in the thousands most of them overflow the
+// sorted array into the far heap.
+func BenchmarkEventSpread(b *testing.B) {
+	for _, n := range []int{64, 1000, 16000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			s := New()
+			per := b.N/n + 1
+			for i := 0; i < n; i++ {
+				s.At(Time(i), &spreadHandler{s: s, left: per, state: uint64(i)})
+			}
+			b.ResetTimer()
+			if err := s.Run(); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }

@@ -1,10 +1,11 @@
 package sim
 
-// timeIndex finds a pending bucket by its time: an open-addressing hash
-// table with linear probing and backward-shift deletion. It does what a
-// map[Time]*bucket does at a fraction of the cost on the event path (a
-// multiply and a probe or two instead of the runtime's hashing); nothing
-// iterates it, so its layout never shows in a result.
+// timeIndex finds a far pending bucket (Sim.far) by its time: an
+// open-addressing hash table with linear probing and backward-shift
+// deletion. It does what a map[Time]*bucket does at a fraction of the
+// cost on the event path (a multiply and a probe or two instead of the
+// runtime's hashing); nothing iterates it, so its layout never shows in
+// a result.
 type timeIndex struct {
 	slots []*bucket // nil: empty
 	n     int       // buckets held
