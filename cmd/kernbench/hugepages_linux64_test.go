@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 func TestHeapMappingsPicksTheGoHeapsArenas(t *testing.T) {
@@ -46,7 +47,7 @@ func TestAdviseHeapMarksTheHeapForHugePages(t *testing.T) {
 		buf[i] = 1
 	}
 	floor := uintptr(unsafe.Pointer(heapProbe)) &^ (heapArena - 1)
-	if !adviseHeap(floor, map[span]bool{}) {
+	if !adviseHeap(floor, map[span]bool{}, unix.MADV_HUGEPAGE) {
 		t.Fatal("adviseHeap found no heap mapping")
 	}
 	addr := uintptr(unsafe.Pointer(&buf[0]))
