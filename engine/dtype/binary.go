@@ -117,7 +117,9 @@ func binF32(op Op, dst, a, b []byte) {
 }
 
 // binF32Native is binF32 on in-place views (f32View): the same float32
-// arithmetic without decoding.
+// arithmetic without decoding. It is not one generic function with binU8's
+// loops: measured, the generic version ran Add at half the speed (Go's
+// generic code reaches the element operations through a dictionary).
 func binF32Native(op Op, dst, a, b []float32) {
 	a, b = a[:len(dst)], b[:len(dst)]
 	switch op {

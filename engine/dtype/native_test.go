@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -129,20 +130,8 @@ func TestEachWrongBlocks(t *testing.T) {
 		}
 		var seen []int
 		wrong, first := EachWrong(d, Sum, 8, got, want, func(i int) { seen = append(seen, i) })
-		if wrong != len(bad) || first != 0 || !equalInts(seen, bad) {
+		if wrong != len(bad) || first != 0 || !slices.Equal(seen, bad) {
 			t.Errorf("%v: wrong %d first %d at %v; want %d, 0, %v", d, wrong, first, seen, len(bad), bad)
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

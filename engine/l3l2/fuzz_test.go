@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"kernbench/engine/machine"
@@ -55,7 +56,7 @@ func FuzzDecodeBinding(f *testing.F) {
 		if err := b.Validate(); err != nil {
 			t.Fatalf("decoded binding does not validate: %v", err)
 		}
-		if got := b.Scalars(); !equalU64(got, s) {
+		if got := b.Scalars(); !slices.Equal(got, s) {
 			t.Fatalf("round trip %v -> %v", s, got)
 		}
 		l, err := b.Layout()
@@ -86,18 +87,6 @@ func FuzzDecodeBinding(f *testing.F) {
 	})
 }
 
-func equalU64(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // FuzzDecodeRegionDescriptor: decoding never panics; errors carry a known
 // code; success implies the checked invariants (magic/major, id, ranges
 // without overflow or overlap, aligned counter base) and that counter and
@@ -124,7 +113,7 @@ func FuzzDecodeRegionDescriptor(f *testing.F) {
 			}
 			return
 		}
-		if len(s) < RegionDescriptorScalars || !equalU64(d.Scalars(), s[:6]) {
+		if len(s) < RegionDescriptorScalars || !slices.Equal(d.Scalars(), s[:6]) {
 			t.Fatalf("accepted %v as %+v", s, d)
 		}
 		if uint32(d.MagicVersion>>32) != RegionMagic || uint16(d.MagicVersion>>16) != RegionMajor || d.RegionID == 0 ||

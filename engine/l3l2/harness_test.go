@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"kernbench/engine/machine"
+	"kernbench/engine/machine/machinetest"
 	"kernbench/engine/sim"
 )
 
@@ -15,16 +16,9 @@ const ns = sim.Nanosecond
 // testParams is a small machine with two chips (SIPs) so worker ids 0 and 1
 // exist. Link numbers follow the shipped ccl.yaml.
 func testParams() machine.Params {
-	return machine.Params{
-		Sips: 2, CubesPerSip: 1, PesPerCube: 2,
-		PeNoc: machine.LinkParams{BytesPerUs: 128_000, Latency: 10 * ns},
-		Ucie:  machine.LinkParams{BytesPerUs: 64_000, Latency: 50 * ns},
-		Pcie:  machine.LinkParams{BytesPerUs: 32_000, Latency: 500 * ns},
-		Tcm:   machine.MemParams{Capacity: 1 << 20, LinkParams: machine.LinkParams{BytesPerUs: 512_000, Latency: 2 * ns}},
-		Sram:  machine.MemParams{Capacity: 8 << 20, LinkParams: machine.LinkParams{BytesPerUs: 256_000, Latency: 10 * ns}},
-		Hbm:   machine.MemParams{Capacity: 64 << 20, LinkParams: machine.LinkParams{BytesPerUs: 512_000, Latency: 100 * ns}},
-		Math:  machine.LinkParams{BytesPerUs: 256_000, Latency: 4 * ns}, VCWeightCompute: 1, VCWeightComm: 1,
-	}
+	p := machinetest.Params(2, 1, 2)
+	p.Hbm.Capacity = 64 << 20
+	return p
 }
 
 type world struct {
