@@ -263,21 +263,12 @@ func (m *Memory) savePreRun(off, end int64) {
 	if p == nil || end <= off {
 		return
 	}
-	if last := (end - 1) >> preRunBlockShift; last < int64(len(p.held)) && allSaved(p.held[off>>preRunBlockShift:last+1]) {
+	om := oplog.OverlayMem{Live: m.data, Pre: p.pre, Held: p.held}
+	if all, _ := om.HeldIn(off, end, preRunBlockShift); all {
 		return
 	}
-	om := oplog.OverlayMem{Live: m.data, Pre: p.pre, Held: p.held}
 	om.Hold(off, end, preRunBlockShift)
 	p.pre, p.held = om.Pre, om.Held
-}
-
-func allSaved(held []bool) bool {
-	for _, h := range held {
-		if !h {
-			return false
-		}
-	}
-	return true
 }
 
 // keepPreRun starts keeping the pre-run image (copy-on-first-write). The
@@ -307,12 +298,7 @@ func (r Region) PreRun() []byte {
 	p := m.preRun
 	om := oplog.OverlayMem{Live: m.data, Pre: p.pre, Held: p.held}
 	end := r.Off + r.N
-	first, last := r.Off>>preRunBlockShift, (end-1)>>preRunBlockShift
-	none := true
-	for b := first; b <= last && b < int64(len(p.held)); b++ {
-		none = none && !p.held[b]
-	}
-	if none {
+	if _, none := om.HeldIn(r.Off, end, preRunBlockShift); none {
 		return live
 	}
 	out := om.Hold(r.Off, end, preRunBlockShift)

@@ -50,82 +50,45 @@ func (ov *Overlay) mem(addr uint64, n int64) (*OverlayMem, int64, error) {
 	return &ov.Mems[id], off, nil
 }
 
-// read is a view of [addr, addr+n) in the replay state: the live memory
-// when no block of it is held, else the overlay's copy.
+// read is a view of [addr, addr+n) in the replay state: the overlay's
+// copy when every block of it is held, the live memory when none is, else
+// the overlay's copy after holding the rest.
 func (ov *Overlay) read(addr uint64, n int64) ([]byte, error) {
-	// The common cases (a range all held or all not) without a call: the
-	// replay reads for nearly every record.
-	if id := int(addr>>AddrShift) - 1; id >= 0 && id < len(ov.Mems) && n > 0 {
-		m := &ov.Mems[id]
-		off := int64(addr & (1<<AddrShift - 1))
-		end := off + n
-		if last := (end - 1) >> ov.BlockShift; last < int64(len(m.Held)) {
-			switch held := m.Held[off>>ov.BlockShift : last+1]; {
-			case allHeld(held):
-				return m.Pre[off:end], nil
-			case end <= int64(len(m.Live)) && noneHeld(held):
-				return m.Live[off:end], nil
-			}
-		}
-	}
 	m, off, err := ov.mem(addr, n)
-	if err != nil {
+	if err != nil || n == 0 {
 		return nil, err
 	}
-	if n == 0 {
-		return nil, nil
-	}
-	if end := off + n; end <= int64(len(m.Live)) && m.noneHeld(off, end, ov.BlockShift) {
+	end := off + n
+	switch all, none := m.HeldIn(off, end, ov.BlockShift); {
+	case all:
+		return m.Pre[off:end], nil
+	case none && end <= int64(len(m.Live)):
 		return m.Live[off:end], nil
 	}
-	return m.Hold(off, off+n, ov.BlockShift), nil
+	return m.Hold(off, end, ov.BlockShift), nil
 }
 
 // write is the overlay's copy of [addr, addr+n), holding its blocks first.
 func (ov *Overlay) write(addr uint64, n int64) ([]byte, error) {
-	if id := int(addr>>AddrShift) - 1; id >= 0 && id < len(ov.Mems) && n > 0 {
-		m := &ov.Mems[id]
-		off := int64(addr & (1<<AddrShift - 1))
-		end := off + n
-		if last := (end - 1) >> ov.BlockShift; last < int64(len(m.Held)) && allHeld(m.Held[off>>ov.BlockShift:last+1]) {
-			return m.Pre[off:end], nil
-		}
-	}
 	m, off, err := ov.mem(addr, n)
-	if err != nil {
+	if err != nil || n == 0 {
 		return nil, err
 	}
-	if n == 0 {
-		return nil, nil
+	if all, _ := m.HeldIn(off, off+n, ov.BlockShift); all {
+		return m.Pre[off : off+n], nil
 	}
 	return m.Hold(off, off+n, ov.BlockShift), nil
 }
 
-func allHeld(held []bool) bool {
-	for _, h := range held {
-		if !h {
-			return false
-		}
+// HeldIn reports whether all, and whether none, of the blocks of the
+// non-empty range [off, end) are held (blocks past Held are not).
+func (m *OverlayMem) HeldIn(off, end int64, shift uint) (all, none bool) {
+	first, last := off>>shift, (end-1)>>shift
+	all, none = last < int64(len(m.Held)), true
+	for _, h := range m.Held[min(first, int64(len(m.Held))):min(last+1, int64(len(m.Held)))] {
+		all, none = all && h, none && !h
 	}
-	return true
-}
-
-func noneHeld(held []bool) bool {
-	for _, h := range held {
-		if h {
-			return false
-		}
-	}
-	return true
-}
-
-func (m *OverlayMem) noneHeld(off, end int64, shift uint) bool {
-	for b := off >> shift; b <= (end-1)>>shift && b < int64(len(m.Held)); b++ {
-		if m.Held[b] {
-			return false
-		}
-	}
-	return true
+	return all, none
 }
 
 // Hold copies the blocks of [off, end) that are not held yet from the live
