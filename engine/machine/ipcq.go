@@ -380,13 +380,13 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	} else {
 		msg = &Message{}
 	}
-	*msg = Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot}
 	if q.sendFrom != src.Mem {
 		// Sends of a direction mostly leave from one memory (a staging
 		// ring, a buffer): the route is looked up once for it.
 		q.sendFrom, q.sendPath = src.Mem, g.M.MemToMem(src.Mem, peer.Rx.Mem)
 	}
-	msg.Xfer = Transfer{Path: q.sendPath, N: src.N, VC: VCComm, Owner: msg}
+	*msg = Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot,
+		Xfer: Transfer{Path: q.sendPath, N: src.N, VC: VCComm, Owner: msg}}
 	if g.M.Trace != nil {
 		msg.Xfer.Label = fmt.Sprintf("send %s #%d -> rank %d", q.Dir, meta.Seq, q.Peer)
 	}

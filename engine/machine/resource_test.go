@@ -57,6 +57,8 @@ func refBook(path []*refResource, now, t sim.Time, n int64, source int, vc VC) s
 	return lastIn
 }
 
+// Rule (model.md §2): links and memory ports are shared deterministically,
+// FIFO between sources, the two VCs of a PE not blocking each other.
 // TestBookMatchesFixpointModel books random transfers of random sources and
 // channels, at random times, on random paths over a few shared resources,
 // and compares every arrival with the plain model: the one-pass search, the

@@ -39,7 +39,8 @@ func phase1Overlay(t *testing.T, initial Image, recs []*Record) *Overlay {
 	return ov
 }
 
-// A replay on the overlay gives phase 1's memory; it reads the blocks
+// Rule (model.md §7): phase 2 replays from the initial image and must end
+// byte-identical to phase 1. A replay on the overlay gives phase 1's memory; it reads the blocks
 // phase 1 never wrote (the two inputs) from the live memory, and never
 // writes the live memory.
 func TestOverlayReplayMatchesPhase1(t *testing.T) {
@@ -65,7 +66,8 @@ func TestOverlayReplayMatchesPhase1(t *testing.T) {
 	}
 }
 
-// A phase-1 write the op_log does not have saves its block, which the
+// Rule (model.md §7), copy-on-first-write image: a phase-1 write the
+// op_log does not have saves its block, which the
 // replay leaves at its pre-run bytes: a mismatch.
 func TestOverlayCatchesUnloggedWrite(t *testing.T) {
 	initial, recs := scenario()

@@ -6,7 +6,9 @@ import (
 	"testing"
 )
 
-// The pending times (the sorted near array and the far heap) agree with a
+// Rule (model.md §1): events fire in (time, sequence) order; this checks
+// the structure that finds the next time. The pending times (the sorted
+// near array and the far heap) agree with a
 // map and a sorted key list under random finds, insertions and pops of
 // the earliest time (clustered times make repeated hits, insertions at
 // both ends and in the middle; up to a few thousand pending times
