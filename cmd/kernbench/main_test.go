@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -43,7 +45,20 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"kbexit": kbexit, "dropwall": dropwall},
+		Condition:           scriptCondition,
 	})
+}
+
+// scriptCondition answers the scripts' own conditions. [cpuprofiled]: the
+// test binary itself runs under go test -cpuprofile, so a kernbench run in
+// this process cannot start a second CPU profile (Go allows one at a time).
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "cpuprofiled":
+		f := flag.Lookup("test.cpuprofile")
+		return f != nil && f.Value.String() != "", nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 // dropwall FILE rewrites FILE without its wall-clock lines ("wall_s" in
