@@ -409,42 +409,87 @@ func (k *Kernel) sendDeferred() error {
 	return k.sendMessage(k.Proc, d.q, d.p.Reg, d.p.DT, d.p.Count, d.origin)
 }
 
-// takePrefetched returns and forgets a tl.prefetch load of exactly reg.
-func (k *Kernel) takePrefetched(reg machine.Region) *handle {
-	for i, p := range k.prefetched {
-		if p.reg == reg {
-			k.prefetched = append(k.prefetched[:i], k.prefetched[i+1:]...)
-			return p.h
-		}
-	}
-	return nil
-}
-
-// dropPrefetched forgets tl.prefetch loads that a write to reg makes stale.
-func (k *Kernel) dropPrefetched(reg machine.Region) {
-	stale := false
-	for _, p := range k.prefetched {
-		if p.reg.Overlaps(reg) {
-			stale = true
-			break
-		}
-	}
-	if !stale {
-		return // the common case: the write is not to a prefetched operand
-	}
-	live := k.prefetched[:0]
-	for _, p := range k.prefetched {
-		if !p.reg.Overlaps(reg) {
-			live = append(live, p)
-		}
-	}
-	k.prefetched = live
+// prefetchQueue holds the tl.prefetch loads waiting for their primitive,
+// in issue order, from head on. A primitive takes its operand's loads in
+// order, so a take is almost always at the head, which then just moves on
+// (removing the first entry of a slice shifted every other one, per
+// piece).
+type prefetchQueue struct {
+	loads []prefetchedLoad
+	head  int
 }
 
 // prefetchedLoad is a load issued by tl.prefetch for a later primitive.
 type prefetchedLoad struct {
 	reg machine.Region
 	h   *handle
+}
+
+// live are the loads not taken yet.
+func (pq *prefetchQueue) live() []prefetchedLoad { return pq.loads[pq.head:] }
+
+// push appends a load, reusing the room of taken ones when full.
+func (pq *prefetchQueue) push(l prefetchedLoad) {
+	if len(pq.loads) == cap(pq.loads) && pq.head > 0 {
+		n := copy(pq.loads, pq.loads[pq.head:])
+		clear(pq.loads[n:])
+		pq.loads, pq.head = pq.loads[:n], 0
+	}
+	pq.loads = append(pq.loads, l)
+}
+
+// takePrefetched returns and forgets a tl.prefetch load of exactly reg.
+func (k *Kernel) takePrefetched(reg machine.Region) *handle {
+	pq := &k.prefetched
+	for i := pq.head; i < len(pq.loads); i++ {
+		p := pq.loads[i]
+		if p.reg != reg {
+			continue
+		}
+		if i == pq.head {
+			pq.loads[i] = prefetchedLoad{}
+			pq.head++
+			if pq.head == len(pq.loads) {
+				pq.loads, pq.head = pq.loads[:0], 0
+			}
+		} else {
+			copy(pq.loads[i:], pq.loads[i+1:])
+			pq.loads[len(pq.loads)-1] = prefetchedLoad{}
+			pq.loads = pq.loads[:len(pq.loads)-1]
+		}
+		return p.h
+	}
+	return nil
+}
+
+// dropPrefetched forgets tl.prefetch loads that a write to reg makes stale.
+func (k *Kernel) dropPrefetched(reg machine.Region) {
+	if !k.prefetchedOverlap(reg) {
+		return // the common case: the write is not to a prefetched operand
+	}
+	pq := &k.prefetched
+	live := pq.loads[:pq.head]
+	for _, p := range pq.live() {
+		if !p.reg.Overlaps(reg) {
+			live = append(live, p)
+		}
+	}
+	clear(pq.loads[len(live):])
+	pq.loads = live
+	if pq.head == len(pq.loads) {
+		pq.loads, pq.head = pq.loads[:0], 0
+	}
+}
+
+// prefetchedOverlap reports whether a load waiting for its primitive
+// overlaps reg.
+func (k *Kernel) prefetchedOverlap(reg machine.Region) bool {
+	for _, p := range k.prefetched.live() {
+		if p.reg.Overlaps(reg) {
+			return true
+		}
+	}
+	return false
 }
 
 func builtinPrefetch(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -472,16 +517,21 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 	if per == 0 {
 		return nil
 	}
+	// A piece already loading is not loaded again. Only loads issued
+	// before this call can be one (the ones it issues are of distinct
+	// pieces), and only if one overlaps p: one scan of the queue for the
+	// call instead of one per piece.
+	again := k.prefetchedOverlap(p.Reg)
 	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
 		v := p.sub(i*per, min(per, p.Count-i*per))
-		if k.takePrefetched(v.Reg) != nil {
+		if again && k.takePrefetched(v.Reg) != nil {
 			continue
 		}
 		h, err := k.fetchAsync(fn, v)
 		if err != nil {
 			return err
 		}
-		k.prefetched = append(k.prefetched, prefetchedLoad{v.Reg, h})
+		k.prefetched.push(prefetchedLoad{v.Reg, h})
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ type Kernel struct {
 	// sources must not be written (SendBufferHazard).
 	issuingSends []*sendHandle
 	// prefetched are tl.prefetch loads waiting for their primitive.
-	prefetched []prefetchedLoad
+	prefetched prefetchQueue
 	// Reused by the fused primitives so that a piece allocates nothing:
 	// the deferred send's storage, handles of completed private loads,
 	// the window of local-operand loads and the dst stores of a call.
@@ -359,7 +359,7 @@ func (k *Kernel) Release() {
 	}
 	k.allocs = nil
 	k.scratch = scratch{}
-	k.deferred, k.prefetched, k.asyncSends = nil, nil, nil
+	k.deferred, k.prefetched, k.asyncSends = nil, prefetchQueue{}, nil
 }
 
 func (k *Kernel) slotSize() int64 {
