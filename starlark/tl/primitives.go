@@ -2,6 +2,7 @@ package tl
 
 import (
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
@@ -41,6 +42,30 @@ type fusedCall struct {
 	final  bool               // divide by world_size when redop is avg
 	piece  int64              // bytes per message at most
 	origin any                // the Starlark position, for hazard reports
+	site   syntax.Position    // the call site of its writes (callSite)
+}
+
+// origins are the boxed positions of a kernel's recent fused primitive
+// calls (a kernel calls them from a few sites, over and over).
+type origins struct {
+	pos  [8]syntax.Position
+	v    [8]any
+	next int
+}
+
+// origin returns pos boxed as a message's origin, the same value for
+// every call from pos while it is among the recent sites.
+func (k *Kernel) origin(pos syntax.Position) any {
+	o := &k.origins
+	for i := range o.pos {
+		if o.pos[i] == pos && o.v[i] != nil {
+			return o.v[i]
+		}
+	}
+	v := any(pos)
+	o.pos[o.next], o.v[o.next] = pos, v
+	o.next = (o.next + 1) % len(o.pos)
+	return v
 }
 
 // fusedArgs are a fused primitive's arguments as UnpackArgs fills them.
@@ -91,7 +116,15 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 			return nil, err
 		}
 		c := &k.fusedCallBuf
-		*c = fusedCall{name: b.Name(), final: final, origin: th.CallFrame(1).Pos}
+		// The call's position is decoded from the line table once: it is
+		// the call site of the pieces' writes and, boxed once per site,
+		// the origin of their messages (boxing allocated per call).
+		site := th.CallFrame(1).Pos
+		writeSite := site
+		if d, ok := k.Proc.Data.(*starlark.Thread); !ok || d != th {
+			writeSite = k.lookupCallSite() // what callSite finds otherwise
+		}
+		*c = fusedCall{name: b.Name(), final: final, origin: k.origin(site), site: writeSite}
 		if c.piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
 			return nil, err
 		}
@@ -177,7 +210,7 @@ func (c *fusedCall) operand() *Ptr {
 // runFused executes a fused primitive on the calling process.
 func (k *Kernel) runFused(c *fusedCall) error {
 	g := k.G
-	k.fusedSite, k.inFused = k.lookupCallSite(), true
+	k.fusedSite, k.inFused = c.site, true
 	defer func() { k.inFused = false }()
 	releaseIn, err := k.useSide(c.in, false, c.name, c.origin)
 	if err != nil {
@@ -209,8 +242,8 @@ func (k *Kernel) runFused(c *fusedCall) error {
 		}
 	}
 	if c.local != nil {
-		if err := k.checkSlot(c.local, c.name+" local"); err != nil {
-			return err
+		if c.local.slotStale() { // the name is built only for the error
+			return k.checkSlot(c.local, c.name+" local")
 		}
 	}
 
@@ -324,8 +357,11 @@ func (k *Kernel) runFused(c *fusedCall) error {
 			if err != nil {
 				return err
 			}
-			k.deferredBuf = deferredSend{q: c.out, p: sp, store: op, origin: c.origin, fn: c.name, release: release}
-			k.deferred = &k.deferredBuf
+			// Field by field: a struct literal was built aside and then
+			// copied in whole.
+			d := &k.deferredBuf
+			d.q, d.p, d.store, d.origin, d.fn, d.release = c.out, sp, op, c.origin, c.name, release
+			k.deferred = d
 		}
 	}
 	// The stores into dst finish on their own: the next call starts at
@@ -397,16 +433,20 @@ func (k *Kernel) sendDeferred() error {
 	if k.deferred == nil {
 		return nil
 	}
-	d := *k.deferred
+	// d is read in place (nothing of this kernel defers another piece
+	// until this one is sent) and released without a defer.
+	d := k.deferred
 	k.deferred = nil
-	defer d.release()
 	if err := d.store.Wait(k.Proc); err != nil {
+		d.release()
 		return err
 	}
 	// The staging slot holds the bytes now; the tile that was stored may
 	// still be stored elsewhere, so its bytes are not reused.
 	k.M.Recycle(d.store, false)
-	return k.sendMessage(k.Proc, d.q, d.p.Reg, d.p.DT, d.p.Count, d.origin)
+	err := k.sendMessage(k.Proc, d.q, d.p.Reg, d.p.DT, d.p.Count, d.origin)
+	d.release()
+	return err
 }
 
 // prefetchQueue holds the tl.prefetch loads waiting for their primitive,

@@ -42,6 +42,7 @@ type Kernel struct {
 	fusedArgs    fusedArgs
 	fusedPairs   []any
 	fusedCallBuf fusedCall
+	origins      origins
 	// asyncWrites counts the entries of writes that carry the handle of a
 	// tl.store_async or tl.copy_async (what checkPendingRead looks for).
 	asyncWrites int
@@ -491,7 +492,7 @@ func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 
 // callSite is the Starlark position of the tl call running on k's thread
 // (the caller of the builtin), or the zero position. A fused primitive
-// writes every piece from one position: runFused looks it up (a line-table
+// writes every piece from one position: it is looked up (a line-table
 // decode) once per call.
 func (k *Kernel) callSite() syntax.Position {
 	if k.inFused {
