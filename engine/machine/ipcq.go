@@ -385,8 +385,11 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		// ring, a buffer): the route is looked up once for it.
 		q.sendFrom, q.sendPath = src.Mem, g.M.MemToMem(src.Mem, peer.Rx.Mem)
 	}
-	*msg = Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot,
-		Xfer: Transfer{Path: q.sendPath, N: src.N, VC: VCComm, Owner: msg}}
+	// Cleared in place, then filled: a literal was built aside and copied
+	// in whole (twice the stores, per message).
+	*msg = Message{}
+	msg.Q, msg.Meta, msg.Src, msg.Dst, msg.Slot = q, meta, src, peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), slot
+	msg.Xfer.Path, msg.Xfer.N, msg.Xfer.VC, msg.Xfer.Owner = q.sendPath, src.N, VCComm, msg
 	if g.M.Trace != nil {
 		msg.Xfer.Label = fmt.Sprintf("send %s #%d -> rank %d", q.Dir, meta.Seq, q.Peer)
 	}

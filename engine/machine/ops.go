@@ -101,7 +101,11 @@ func (m *Machine) Recycle(op *MemOp, keepData bool) {
 	if keepData {
 		data = op.Data[:0]
 	}
-	*op = MemOp{Data: data, gen: op.gen + 1}
+	// Cleared in place, then the two fields set: a literal with them was
+	// built aside and copied in whole (twice the stores, per operation).
+	gen := op.gen + 1
+	*op = MemOp{}
+	op.Data, op.gen = data, gen
 	m.freeOps = append(m.freeOps, op)
 }
 
@@ -170,7 +174,9 @@ func (op *MemOp) Wait(p *sim.Proc) error {
 func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	op.m = m
 	op.direct = direct
-	op.Xfer = Transfer{Path: path, N: n, VC: VCCompute, Owner: op}
+	// The operation is new or recycled, so its transfer is clear: only
+	// the fields that matter are set (a literal cleared it once more).
+	op.Xfer.Path, op.Xfer.N, op.Xfer.VC, op.Xfer.Owner = path, n, VCCompute, op
 	if m.Trace != nil {
 		op.Xfer.Label = op.Kind.String()
 	}
