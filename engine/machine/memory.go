@@ -229,8 +229,19 @@ func (m *Memory) Free(off, n int64) {
 // the blocks of the range that were not written yet: every write of
 // simulated memory goes through here (or Alloc), and a reader that will
 // not write uses View instead, which saves nothing.
+//
+// A timing-only memory (noData) answers at the call site: Bytes and View
+// are small enough to inline, and a message or memory operation asks for
+// bytes several times.
 func (m *Memory) Bytes(off, n int64) []byte {
-	b := m.View(off, n)
+	if m.noData {
+		return nil // no pre-run image either (keepPreRun)
+	}
+	return m.bytes(off, n)
+}
+
+func (m *Memory) bytes(off, n int64) []byte {
+	b := m.view(off, n)
 	if m.preRun != nil && n > 0 {
 		m.savePreRun(off, off+n)
 	}
@@ -244,6 +255,10 @@ func (m *Memory) View(off, n int64) []byte {
 	if m.noData {
 		return nil
 	}
+	return m.view(off, n)
+}
+
+func (m *Memory) view(off, n int64) []byte {
 	if end := off + n; end > int64(len(m.data)) {
 		// Reading never-allocated space: grow so it reads as zeros.
 		nd := make([]byte, min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)))
