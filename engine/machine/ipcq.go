@@ -93,8 +93,11 @@ type QueuePair struct {
 
 	freeMsgs []*Message // delivered messages, reused by Send
 	// inflight are this side's sends whose DMA has not completed, in issue
-	// order: their sources must not be written (SendBufferHazard).
-	inflight []*Message
+	// order, from inflightHead on: their sources must not be written
+	// (SendBufferHazard). DMAs mostly complete in order, so a completion
+	// moves the head on instead of shifting the rest down.
+	inflight     []*Message
+	inflightHead int
 	// held are sends whose DMA has completed but that the peer has not
 	// taken and no flush has covered, in issue order (Group.HoldSends).
 	held []*Message
@@ -394,8 +397,8 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		msg.Xfer.Label = fmt.Sprintf("send %s #%d -> rank %d", q.Dir, meta.Seq, q.Peer)
 	}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
-	q.inflight = append(q.inflight, msg)
-	src.Mem.sendsReading++
+	q.pushInflight(msg)
+	src.Mem.addSendReading(src)
 	defer p.Doing(p.Doing(ActSend))
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
@@ -431,17 +434,13 @@ func (msg *Message) Complete(*Transfer) {
 		peer.PeerHeadCache++
 	}
 	q.InFlight--
-	for i, m := range q.inflight { // almost always the first: DMAs complete in order
-		if m == msg {
-			q.inflight = append(q.inflight[:i], q.inflight[i+1:]...)
-			msg.Src.Mem.sendsReading--
-			break
-		}
+	if q.dropInflight(msg) {
+		msg.Src.Mem.sendsReading--
 	}
 	if g.HoldSends && peer.MyTail <= msg.Meta.Seq {
 		held := *msg
 		q.held = append(q.held, &held)
-		msg.Src.Mem.sendsReading++
+		msg.Src.Mem.addSendReading(msg.Src)
 	}
 	if l := g.M.Log; l != nil {
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
@@ -479,6 +478,43 @@ func (msg *Message) Complete(*Transfer) {
 	if g.Paranoid {
 		g.scan()
 	}
+}
+
+// pushInflight appends a send to the in-flight ones, reusing the room
+// of completed ones when the slice is full.
+func (q *QueuePair) pushInflight(msg *Message) {
+	if len(q.inflight) == cap(q.inflight) && q.inflightHead > 0 {
+		n := copy(q.inflight, q.inflight[q.inflightHead:])
+		clear(q.inflight[n:])
+		q.inflight, q.inflightHead = q.inflight[:n], 0
+	}
+	q.inflight = append(q.inflight, msg)
+}
+
+// liveInflight are the sends whose DMA has not completed, in issue order.
+func (q *QueuePair) liveInflight() []*Message { return q.inflight[q.inflightHead:] }
+
+// dropInflight removes msg from the in-flight sends (almost always the
+// first: DMAs complete in order) and reports whether it was there.
+func (q *QueuePair) dropInflight(msg *Message) bool {
+	for i := q.inflightHead; i < len(q.inflight); i++ {
+		if q.inflight[i] != msg {
+			continue
+		}
+		if i == q.inflightHead {
+			q.inflight[i] = nil
+			q.inflightHead++
+			if q.inflightHead == len(q.inflight) {
+				q.inflight, q.inflightHead = q.inflight[:0], 0
+			}
+		} else {
+			copy(q.inflight[i:], q.inflight[i+1:])
+			q.inflight[len(q.inflight)-1] = nil
+			q.inflight = q.inflight[:len(q.inflight)-1]
+		}
+		return true
+	}
+	return false
 }
 
 // Received is the result of a recv: the slot (or dst after copy_to_dst).
@@ -652,8 +688,8 @@ func (q *QueuePair) release(done func(*Message) bool) {
 // WaitUnread blocks p until no unfinished send of the group reads reg, so
 // reg may be rewritten without a SendBufferHazard.
 func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
-	if reg.Mem.sendsReading == 0 {
-		return nil // no send reads this memory: nothing to wait for or release
+	if !reg.Mem.sendsMayRead(reg) {
+		return nil // no send reads this range: nothing to wait for or release
 	}
 	// Waiting for the DMAs is all a timed machine could do: held sends
 	// reading reg count as completed.
@@ -701,12 +737,12 @@ func (g *Group) InFlightReading(dst Region) *Message {
 }
 
 func (g *Group) inFlightReading(dst Region, held bool) *Message {
-	if dst.Mem.sendsReading == 0 {
-		return nil // the common case for a write: no send reads its memory
+	if !dst.Mem.sendsMayRead(dst) {
+		return nil // the common case for a write: no send reads near it
 	}
 	for _, ep := range g.readers(dst) {
 		for _, q := range ep.QPs {
-			for _, m := range q.inflight {
+			for _, m := range q.liveInflight() {
 				if m.Src.Overlaps(dst) {
 					return m
 				}
