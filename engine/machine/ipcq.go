@@ -305,28 +305,28 @@ func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitI
 		return nil
 	}
 	p.Wait, p.WaitSince = info, g.M.Sim.Now()
-	defer func() { p.Wait = nil }()
+	act := ActRecv
 	switch info.Op {
 	case "send":
-		defer p.Doing(p.Doing(ActSend))
+		act = ActSend
 	case "flush":
-		defer p.Doing(p.Doing(ActFlush))
-	default:
-		defer p.Doing(p.Doing(ActRecv))
+		act = ActFlush
 	}
-	for !cond() {
-		var err error
+	// The activity and the wait are undone on return (no defers: a
+	// blocked send or receive is a common case).
+	prev := p.Doing(act)
+	var err error
+	for err == nil && !cond() {
 		if g.Cfg.Backpressure == Poll {
 			err = p.Sleep(g.Cfg.PollInterval)
 		} else {
 			*slot = p
 			err = p.Park()
 		}
-		if err != nil {
-			return err
-		}
 	}
-	return nil
+	p.Doing(prev)
+	p.Wait = nil
+	return err
 }
 
 // IPCQError is a failure of an IPCQ call with an exact kind
@@ -369,8 +369,10 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		return &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
 	}
 	n := uint64(g.Cfg.NSlots)
-	if err := g.wait(p, func() bool { return q.MyHead-q.PeerTailCache < n }, &q.sendWaiter, &q.SendWait); err != nil {
-		return err
+	if q.MyHead-q.PeerTailCache >= n { // no credit: wait (a closure and a call otherwise)
+		if err := g.wait(p, func() bool { return q.MyHead-q.PeerTailCache < n }, &q.sendWaiter, &q.SendWait); err != nil {
+			return err
+		}
 	}
 	slot := int(q.MyHead % n)
 	meta.Seq = q.MyHead
@@ -399,7 +401,7 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
 	q.pushInflight(msg)
 	src.Mem.addSendReading(src)
-	defer p.Doing(p.Doing(ActSend))
+	prev := p.Doing(ActSend) // restored when the overhead has passed (no defer: a send's cost)
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
 	}
@@ -408,7 +410,9 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	if tr := g.M.Trace; tr != nil {
 		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, g.M.Sim.Now(), float64(q.MyHead-q.PeerTailCache))
 	}
-	return p.Sleep(g.Cfg.Overhead)
+	err := p.Sleep(g.Cfg.Overhead)
+	p.Doing(prev)
+	return err
 }
 
 // Complete is the DMA completion of a message: in one step [I6] the bytes
@@ -531,6 +535,9 @@ func (q *QueuePair) Ready() bool { return q.PeerHeadCache > q.MyTail }
 
 // WaitRecv blocks until q has a message.
 func (g *Group) WaitRecv(p *sim.Proc, q *QueuePair) error {
+	if q.Ready() {
+		return nil // no wait: no method value and call
+	}
 	return g.wait(p, q.Ready, &q.recvWaiter, &q.RecvWait)
 }
 

@@ -158,16 +158,18 @@ func (op *MemOp) Wait(p *sim.Proc) error {
 	if op.Done {
 		return nil
 	}
-	defer p.Doing(p.Doing(ActMemory))
+	prev := p.Doing(ActMemory) // restored on return (no defer: a wait's cost)
 	for !op.Done {
 		op.waiter = p
 		p.Wait, p.WaitSince = op, p.Sim().Now()
 		err := p.Park()
 		p.Wait = nil
 		if err != nil {
+			p.Doing(prev)
 			return err
 		}
 	}
+	p.Doing(prev)
 	return nil
 }
 
