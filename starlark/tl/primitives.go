@@ -82,32 +82,121 @@ type primitiveSpec struct {
 	local, dst, out, finalParam bool
 }
 
+// fusedParam is a parameter of a fused primitive: its name, whether it
+// may be left out, and how a value is kept (false: the value is not of
+// the parameter's type, and UnpackArgs says so).
+type fusedParam struct {
+	name     string
+	optional bool
+	set      func(a *fusedArgs, v starlark.Value) bool
+}
+
+// fusedSig is a fused primitive's parameters in signature order (the
+// order of the UnpackArgs pairs).
+type fusedSig []fusedParam
+
+func setDir(dst *string, v starlark.Value) bool {
+	s, ok := v.(starlark.String)
+	*dst = string(s)
+	return ok
+}
+
+// signature lists spec's parameters.
+func (spec primitiveSpec) signature() fusedSig {
+	sig := fusedSig{{name: "in_dir", set: func(a *fusedArgs, v starlark.Value) bool { return setDir(&a.inDir, v) }}}
+	if spec.local {
+		sig = append(sig, fusedParam{name: "local", set: func(a *fusedArgs, v starlark.Value) bool { a.local.v = v; return true }})
+	}
+	if spec.dst {
+		sig = append(sig, fusedParam{name: "dst", set: func(a *fusedArgs, v starlark.Value) bool { a.dst.v = v; return true }})
+	}
+	if spec.out {
+		sig = append(sig, fusedParam{name: "out_dir", set: func(a *fusedArgs, v starlark.Value) bool { return setDir(&a.outDir, v) }})
+	}
+	if spec.finalParam {
+		sig = append(sig, fusedParam{name: "final", optional: true, set: func(a *fusedArgs, v starlark.Value) bool {
+			b, ok := v.(starlark.Bool)
+			a.final = bool(b)
+			return ok
+		}})
+	}
+	return append(sig,
+		fusedParam{name: "piece_bytes", optional: true, set: func(a *fusedArgs, v starlark.Value) bool { a.pieceV = v; return true }},
+		fusedParam{name: "prefetch", optional: true, set: func(a *fusedArgs, v starlark.Value) bool { a.prefetch.v = v; return true }})
+}
+
+// unpack fills a from plain arguments, as UnpackArgs would, and reports
+// whether it could; anything else (which UnpackArgs rejects) is left to
+// UnpackArgs. It saves a call most of its work: building the pairs,
+// trimming the optional marks off every name for every keyword, the
+// conversions through interfaces.
+func (sig fusedSig) unpack(a *fusedArgs, args starlark.Tuple, kw []starlark.Tuple) bool {
+	if len(args) > len(sig) {
+		return false
+	}
+	var given uint32
+	for i, v := range args {
+		if !sig[i].set(a, v) {
+			return false
+		}
+		given |= 1 << i
+	}
+next:
+	for _, item := range kw {
+		name := string(item[0].(starlark.String))
+		for i := range sig {
+			if sig[i].name != name {
+				continue
+			}
+			if given&(1<<i) != 0 || !sig[i].set(a, item[1]) {
+				return false
+			}
+			given |= 1 << i
+			continue next
+		}
+		return false
+	}
+	for i := range sig {
+		if !sig[i].optional && given&(1<<i) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	sig := spec.signature()
 	return func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		// The arguments unpack into the kernel's reused slots: a call
 		// allocates nothing for them (a primitive runs once per few
 		// messages, and its allocations were most of a message's).
 		a := &k.fusedArgs
 		*a = fusedArgs{pieceV: starlark.None}
-		pairs := append(k.fusedPairs[:0], "in_dir", &a.inDir)
-		if spec.local {
-			pairs = append(pairs, "local", &a.local)
-		}
-		if spec.dst {
-			pairs = append(pairs, "dst", &a.dst)
-		}
-		if spec.out {
-			pairs = append(pairs, "out_dir", &a.outDir)
-		}
-		if spec.finalParam {
-			pairs = append(pairs, "final?", &a.final)
-		}
-		pairs = append(pairs, "piece_bytes?", &a.pieceV, "prefetch?", &a.prefetch)
-		k.fusedPairs = pairs
-		err := starlark.UnpackArgs(b.Name(), args, kw, pairs...)
-		clear(pairs)
-		if err != nil {
-			return nil, err
+		if !sig.unpack(a, args, kw) {
+			// Anything but plain arguments (a wrong type, an unknown,
+			// repeated or missing one) goes through UnpackArgs, for its
+			// errors.
+			*a = fusedArgs{pieceV: starlark.None}
+			pairs := append(k.fusedPairs[:0], "in_dir", &a.inDir)
+			if spec.local {
+				pairs = append(pairs, "local", &a.local)
+			}
+			if spec.dst {
+				pairs = append(pairs, "dst", &a.dst)
+			}
+			if spec.out {
+				pairs = append(pairs, "out_dir", &a.outDir)
+			}
+			if spec.finalParam {
+				pairs = append(pairs, "final?", &a.final)
+			}
+			pairs = append(pairs, "piece_bytes?", &a.pieceV, "prefetch?", &a.prefetch)
+			k.fusedPairs = pairs
+			err := starlark.UnpackArgs(b.Name(), args, kw, pairs...)
+			clear(pairs)
+			if err != nil {
+				return nil, err
+			}
 		}
 		inDir, outDir, local, dst, prefetch, pieceV, final := a.inDir, a.outDir, a.local, a.dst, a.prefetch, a.pieceV, a.final
 		*a = fusedArgs{}
