@@ -325,10 +325,17 @@ func (k *Kernel) runFused(c *fusedCall) error {
 	pieces := max(1, (ref.Count+per-1)/per)
 	// Pieces are views by value: a piece allocates nothing in Go.
 	piece := func(p *Ptr, i int64) Ptr { return p.sub(i*per, min(per, p.Count-i*per)) }
+	// Whether each piece's store into dst is checked against the rank's
+	// other writes (WriteWriteHazard). The pieces are disjoint, and a
+	// write found done now stays done: when no write of the rank into dst
+	// is pending now and no other thread can write, no piece's check can
+	// fire, and the per-piece scans of the issued writes are left out.
+	checkDstWW := false
 	if c.dst != nil {
 		if err := k.checkWriteAt(c.name, c.dst.Reg, false); err != nil {
 			return err
 		}
+		checkDstWW = k.rootKernel().nthreads > 0 || k.pendingWriteInto(c.dst.Reg) != nil
 	}
 	if c.local != nil {
 		if c.local.slotStale() { // the name is built only for the error
@@ -420,7 +427,7 @@ func (k *Kernel) runFused(c *fusedCall) error {
 		owner := k.newTileBuf(data.Data)
 		if c.dst != nil {
 			dp := piece(c.dst, i)
-			op, err := k.storeOp(c.name, &dp, &data)
+			op, err := k.storeOpChecked(c.name, &dp, &data, checkDstWW)
 			if err != nil {
 				return err
 			}

@@ -513,6 +513,17 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 // that depends on the memories and paths involved (the winner changed
 // with --data-space), so the result would be a race, not a program.
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
+	if w := k.pendingWriteInto(dst); w != nil {
+		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
+			fn, k.Rank, dst, w.fn, w.issuedAt(), w.dst)
+	}
+	return nil
+}
+
+// pendingWriteInto returns the first issued write of the rank that
+// overlaps dst and is not done, or nil. A write once done stays done, so
+// nil stays the answer for the writes issued so far.
+func (k *Kernel) pendingWriteInto(dst machine.Region) *issuedWrite {
 	root := k.rootKernel()
 	if len(root.writes) >= root.writesCompactAt {
 		root.compactWrites(k.M.Params.Untimed)
@@ -521,8 +532,7 @@ func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	// operation is looked at.
 	for i := range root.writes {
 		if w := &root.writes[i]; w.dst.Overlaps(dst) && w.opPending() {
-			return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
-				fn, k.Rank, dst, w.fn, w.issuedAt(), w.dst)
+			return w
 		}
 	}
 	return nil
