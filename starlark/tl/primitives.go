@@ -296,26 +296,50 @@ func (c *fusedCall) operand() *Ptr {
 	return c.dst
 }
 
-// runFused executes a fused primitive on the calling process.
+// runFused executes a fused primitive on the calling process. What the
+// call holds (its direction sides, its local operand, the window of its
+// loads) is given back on every return without defers: with the pieces'
+// many returns they were not open-coded, and each call's deferreturn
+// walked the stack (a thousand instructions).
 func (k *Kernel) runFused(c *fusedCall) error {
-	g := k.G
 	k.fusedSite, k.inFused = c.site, true
-	defer func() { k.inFused = false }()
+	err := k.runFusedHolding(c)
+	k.inFused = false
+	return err
+}
+
+// runFusedHolding takes the call's sides and operand, runs its pieces and
+// gives them back.
+func (k *Kernel) runFusedHolding(c *fusedCall) error {
 	releaseIn, err := k.useSide(c.in, false, c.name, c.origin)
 	if err != nil {
 		return err
 	}
-	defer releaseIn()
+	var releaseOut, doneReading func()
 	if c.out != nil {
-		release, err := k.useSide(c.out, true, c.name, c.origin)
-		if err != nil {
+		if releaseOut, err = k.useSide(c.out, true, c.name, c.origin); err != nil {
+			releaseIn()
 			return err
 		}
-		defer release()
 	}
 	if c.local != nil {
-		defer k.readingOperand(c.local.Reg, c.name, c.origin)()
+		doneReading = k.readingOperand(c.local.Reg, c.name, c.origin)
 	}
+	err = k.runPieces(c)
+	if c.local != nil {
+		clear(k.window) // the loads of the window are recycled or abandoned
+		doneReading()
+	}
+	if releaseOut != nil {
+		releaseOut()
+	}
+	releaseIn()
+	return err
+}
+
+// runPieces receives, combines, stores and forwards the call's pieces.
+func (k *Kernel) runPieces(c *fusedCall) error {
+	g := k.G
 	ref := c.operand()
 	dt := ref.DT
 	per := c.piece / int64(dt.Size())
@@ -352,8 +376,7 @@ func (k *Kernel) runFused(c *fusedCall) error {
 		if int64(cap(k.window)) < window {
 			k.window = make([]*handle, window)
 		}
-		prefetch = k.window[:window]
-		defer clear(prefetch)
+		prefetch = k.window[:window] // cleared by runFusedHolding
 	}
 	stores := k.stores[:0]
 
