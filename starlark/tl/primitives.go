@@ -408,13 +408,15 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 				}
 			}
 			var err error
-			if cur, err = k.startPiece(c, piece(ref, i)); err != nil {
+			want := piece(ref, i)
+			if cur, err = k.startPiece(c, &want); err != nil {
 				return err
 			}
 		}
 		if i+1 < pieces && c.in.Ready() {
 			var err error
-			if next, err = k.startPiece(c, piece(ref, i+1)); err != nil {
+			want := piece(ref, i+1)
+			if next, err = k.startPiece(c, &want); err != nil {
 				return err
 			}
 		}
@@ -458,11 +460,11 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 			stores = append(stores, op)
 		}
 		if c.out != nil {
-			sp, err := k.stagingSlot(c.name, dt, data.Count)
+			slot, err := k.stagingSlot(c.name, dt, data.Count)
 			if err != nil {
 				return err
 			}
-			op := k.storeStaging(&sp, &data)
+			op := k.storeStaging(slot, &data)
 			owner.watch(op)
 			// Piece i-1 goes out now, piece i once piece i+1 has been
 			// combined (or before the kernel next blocks or does
@@ -479,7 +481,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 			// Field by field: a struct literal was built aside and then
 			// copied in whole.
 			d := &k.deferredBuf
-			d.q, d.p, d.store, d.origin, d.fn, d.release = c.out, sp, op, c.origin, c.name, release
+			d.q, d.slot, d.dt, d.count, d.store, d.origin, d.fn, d.release = c.out, slot, dt, data.Count, op, c.origin, c.name, release
 			k.deferred = d
 		}
 	}
@@ -539,7 +541,9 @@ func (b *tileBuf) OpDone(*machine.MemOp) {
 // across consecutive primitive calls.
 type deferredSend struct {
 	q      *machine.QueuePair
-	p      Ptr            // its staging slot
+	slot   machine.Region // its staging slot, of count elements of dt
+	dt     dtype.DType
+	count  int64
 	store  *machine.MemOp // the store filling the staging slot
 	origin any
 	fn     string
@@ -563,7 +567,7 @@ func (k *Kernel) sendDeferred() error {
 	// The staging slot holds the bytes now; the tile that was stored may
 	// still be stored elsewhere, so its bytes are not reused.
 	k.M.Recycle(d.store, false)
-	err := k.sendMessage(k.Proc, d.q, d.p.Reg, d.p.DT, d.p.Count, d.origin)
+	err := k.sendMessage(k.Proc, d.q, d.slot, d.dt, d.count, d.origin)
 	d.release()
 	return err
 }
@@ -701,12 +705,13 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 // direct and done long before the sender can reuse the slot its credit
 // frees); a slot in HBM or SRAM is first copied into a TCM inbox (the
 // credit returns after the copy), as a recv(dst=) into a landing buffer.
-func (k *Kernel) startPiece(c *fusedCall, want Ptr) (*handle, error) {
+func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
 	g, q := k.G, c.in
 	if err := g.WaitRecv(k.Proc, q); err != nil {
 		return nil, err
 	}
-	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
+	// In place: nothing delivers into the slot before its credit returns.
+	meta := &q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
 	if dt := dtype.DType(meta.DType); dt != want.DT {
 		name := "raw bytes"
 		if dt.Valid() {
@@ -767,18 +772,20 @@ func (k *Kernel) inboxFor(fn string, dt dtype.DType, count int64) (*Ptr, error) 
 	return NewPtr(reg, dt, count, k.Rank), nil
 }
 
-// stagingSlot returns the next TCM staging slot as a view of count
-// elements, once no send still reads it. The ring has n_slots + 2 slots:
+// stagingSlot returns the next TCM staging slot, sized for count
+// elements of dt, once no send still reads it (a region, not a Ptr: the
+// piece's store and send need no more, and a Ptr is a dozen words to
+// copy). The ring has n_slots + 2 slots:
 // a slot comes round again only after n_slots + 1 later sends, and a send
 // passes backpressure only when the message n_slots before it has been
 // received, so in a ring the wait is almost never taken.
-func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (Ptr, error) {
+func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (machine.Region, error) {
 	s := &k.scratch
 	if s.staging == nil {
 		n := k.G.Cfg.NSlots + 2
 		reg, err := k.allocScratch(fn, int64(n)*k.G.Cfg.SlotSize)
 		if err != nil {
-			return Ptr{}, err
+			return machine.Region{}, err
 		}
 		for i := 0; i < n; i++ {
 			s.staging = append(s.staging, reg.Sub(int64(i)*k.G.Cfg.SlotSize, k.G.Cfg.SlotSize))
@@ -787,15 +794,14 @@ func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (Ptr, error
 	reg := s.staging[s.next]
 	s.next = (s.next + 1) % len(s.staging)
 	reg.N = count * int64(dt.Size())
-	p := Ptr{Reg: reg, DT: dt, Count: count, Rank: k.Rank}
-	if err := k.G.WaitUnread(k.Proc, p.Reg); err != nil {
-		return Ptr{}, err
+	if err := k.G.WaitUnread(k.Proc, reg); err != nil {
+		return machine.Region{}, err
 	}
-	return p, nil
+	return reg, nil
 }
 
 // storeStaging issues the store of a forwarded piece t into its staging
-// slot p (same dtype and count by construction). It is storeOp without
+// slot (sized for it by construction). It is storeOp without
 // the hazard checks, none of which can fire on the staging ring: it is the
 // kernel's private TCM, which no Ptr of the program reaches (so no
 // operand, tl.send_async source, pending dst store or prefetched load
@@ -805,9 +811,9 @@ func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (Ptr, error
 // same reason the store is not noted among the writes that later writes
 // are checked against. The checks and the note were about 5 % of the
 // 64-rank timing-only ring's instructions.
-func (k *Kernel) storeStaging(p *Ptr, t *Tile) *machine.MemOp {
+func (k *Kernel) storeStaging(slot machine.Region, t *Tile) *machine.MemOp {
 	k.Stats.Store++
-	op := k.M.StoreAt(k.PE, p.Reg, t.Data, t.Ready)
+	op := k.M.StoreAt(k.PE, slot, t.Data, t.Ready)
 	op.TileID = t.ID
 	return op
 }
