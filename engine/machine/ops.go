@@ -119,7 +119,9 @@ func (op *MemOp) Complete(*Transfer) {
 		if src != nil && cap(op.Data) < len(src) {
 			op.Data = op.m.Buffer(int64(len(src)))
 		}
-		op.Data = append(op.Data[:0], src...)
+		if len(src) > 0 || len(op.Data) > 0 { // else op.Data stays as it is (timing-only)
+			op.Data = append(op.Data[:0], src...)
+		}
 	case OpStore:
 		copy(op.Dst.Bytes(), op.Data)
 	case OpCopy:
