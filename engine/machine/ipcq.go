@@ -570,30 +570,42 @@ func (g *Group) WaitAny(p *sim.Proc, ep *Endpoint) (*QueuePair, error) {
 // slot. With creditNow the credit is returned at once (return_slot);
 // otherwise the caller returns it with Credit after copying the slot out.
 func (g *Group) Take(q *QueuePair, creditNow bool) Received {
+	slot, idx, gen := g.TakeSlot(q, creditNow)
+	return Received{Q: q, Meta: q.Slots[idx], Slot: slot, Gen: gen, Idx: idx}
+}
+
+// TakeSlot is Take for a caller that needs the slot, its index and its
+// generation only (a fused primitive's receive, once per message; the
+// message's metadata stays in q.Slots[idx] until the credit returns):
+// Received is a dozen words to copy.
+func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, gen uint64) {
 	n := uint64(g.Cfg.NSlots)
-	idx := int(q.MyTail % n)
-	meta := q.Slots[idx]
+	idx = int(q.MyTail % n)
+	meta := &q.Slots[idx]
+	gen = q.SlotGen[idx]
 	// I7 (and I6 behind it): a slot visible through peer_head_cache holds
 	// exactly the message the pointer says, and I1: it is taken once.
-	if q.PeerHeadCache <= q.MyTail || meta.Seq != q.MyTail || q.SlotGen[idx] == 0 {
+	if q.PeerHeadCache <= q.MyTail || meta.Seq != q.MyTail || gen == 0 {
 		g.M.Sim.Stop(&InvariantError{"I7", fmt.Sprintf("rank %d recv %s: slot %d holds seq %d (generation %d), expected seq %d with peer_head_cache=%d > my_tail=%d",
-			q.Rank, q.Dir, idx, meta.Seq, q.SlotGen[idx], q.MyTail, q.PeerHeadCache, q.MyTail)})
+			q.Rank, q.Dir, idx, meta.Seq, gen, q.MyTail, q.PeerHeadCache, q.MyTail)})
 	}
-	r := Received{Q: q, Meta: meta, Slot: q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes), Gen: q.SlotGen[idx], Idx: idx}
+	slot = q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes)
 	q.MyTail++
-	q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
+	if len(q.peer.held) > 0 { // (no closure to make otherwise)
+		q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
+	}
 	if l := g.M.Log; l != nil && creditNow {
 		now := g.M.Sim.Now()
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
-			Src: r.Slot.Addr(), SrcSp: r.Slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
+			Src: slot.Addr(), SrcSp: slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
 	}
 	if g.OnRecv != nil {
-		g.OnRecv(q, meta, r.Slot, g.M.Sim.Now())
+		g.OnRecv(q, *meta, slot, g.M.Sim.Now())
 	}
 	if creditNow {
 		g.Credit(q)
 	}
-	return r
+	return slot, idx, gen
 }
 
 // Credit returns the credit for everything q has consumed: after the fast

@@ -474,9 +474,12 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 			}
 			// The deferred piece keeps the send side in use until it is
 			// sent, which may be after this call.
-			release, err := k.useSide(c.out, true, c.name, c.origin)
-			if err != nil {
-				return err
+			release := noRelease // one thread: nothing to arbitrate (useSide's answer, without the call)
+			if k.rootKernel().nthreads > 0 {
+				var err error
+				if release, err = k.useSide(c.out, true, c.name, c.origin); err != nil {
+					return err
+				}
 			}
 			// Field by field: a struct literal was built aside and then
 			// copied in whole.
@@ -727,9 +730,9 @@ func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
 	}
 	var src Ptr
 	if q.Rx.Mem == k.PE.TCM {
-		r := g.Take(q, true)
+		slot, idx, gen := g.TakeSlot(q, true)
 		k.Stats.Recv++
-		src = Ptr{Reg: r.Slot, DT: want.DT, Count: meta.Count, Rank: k.Rank, Slot: SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}}
+		src = Ptr{Reg: slot, DT: want.DT, Count: meta.Count, Rank: k.Rank, Slot: SlotRef{Q: q, Idx: idx, Gen: gen}}
 		src.Reg.N = meta.Count * int64(want.DT.Size())
 	} else {
 		inbox, err := k.inboxFor(c.name, want.DT, meta.Count)

@@ -162,6 +162,9 @@ type sideUse struct {
 	n  int // uses by k not yet released
 }
 
+// noRelease is useSide's release when there is nothing to arbitrate.
+func noRelease() {}
+
 // useSide marks q's send or receive side as used by this thread's
 // operation op until the returned release is called; another live thread
 // using it is a DirectionInUse error naming both positions. Uses by the
@@ -169,7 +172,7 @@ type sideUse struct {
 func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (release func(), err error) {
 	root := k.rootKernel()
 	if root.nthreads == 0 {
-		return func() {}, nil // one thread: nothing to arbitrate
+		return noRelease, nil // one thread: nothing to arbitrate
 	}
 	if root.sides == nil {
 		root.sides = map[sideKey]*sideUse{}
