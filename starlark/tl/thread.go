@@ -234,6 +234,13 @@ func (k *Kernel) readingOperand(reg machine.Region, op string, at any) (done fun
 // checkOperandWrite rejects a write into a local operand that a primitive
 // of another thread is still reading.
 func (k *Kernel) checkOperandWrite(fn string, dst machine.Region) error {
+	if len(k.rootKernel().reading) == 0 {
+		return nil // no thread's primitive reads an operand (inlined: every write asks)
+	}
+	return k.scanOperandReads(fn, dst)
+}
+
+func (k *Kernel) scanOperandReads(fn string, dst machine.Region) error {
 	for _, r := range k.rootKernel().reading {
 		if r.k != k && r.reg.Overlaps(dst) {
 			return errorf(errkind.LocalOperandHazard, "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",

@@ -472,12 +472,17 @@ func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
 // waited for still writes an overlapping range: what is read would depend
 // on which finishes first.
 func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
-	root := k.rootKernel()
-	if root.asyncWrites == 0 {
+	if k.rootKernel().asyncWrites == 0 {
 		// No tl.store_async or tl.copy_async among the issued writes (the
-		// fused primitives issue none): nothing to scan.
+		// fused primitives issue none): nothing to scan, and no call (this
+		// much inlines, every load asks).
 		return nil
 	}
+	return k.scanPendingReads(fn, reg)
+}
+
+func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
+	root := k.rootKernel()
 	untimed := k.M.Params.Untimed
 	for i := range root.writes {
 		w := &root.writes[i]
