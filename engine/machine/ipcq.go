@@ -93,8 +93,11 @@ type QueuePair struct {
 
 	freeMsgs []*Message // delivered messages, reused by Send
 	// inflight are this side's sends whose DMA has not completed, in issue
-	// order: their sources must not be written (SendBufferHazard).
-	inflight []*Message
+	// order, from inflightHead on: their sources must not be written
+	// (SendBufferHazard). DMAs mostly complete in order, so a completion
+	// moves the head on instead of shifting the rest down.
+	inflight     []*Message
+	inflightHead int
 	// held are sends whose DMA has completed but that the peer has not
 	// taken and no flush has covered, in issue order (Group.HoldSends).
 	held []*Message
@@ -302,28 +305,28 @@ func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitI
 		return nil
 	}
 	p.Wait, p.WaitSince = info, g.M.Sim.Now()
-	defer func() { p.Wait = nil }()
+	act := ActRecv
 	switch info.Op {
 	case "send":
-		defer p.Doing(p.Doing(ActSend))
+		act = ActSend
 	case "flush":
-		defer p.Doing(p.Doing(ActFlush))
-	default:
-		defer p.Doing(p.Doing(ActRecv))
+		act = ActFlush
 	}
-	for !cond() {
-		var err error
+	// The activity and the wait are undone on return (no defers: a
+	// blocked send or receive is a common case).
+	prev := p.Doing(act)
+	var err error
+	for err == nil && !cond() {
 		if g.Cfg.Backpressure == Poll {
 			err = p.Sleep(g.Cfg.PollInterval)
 		} else {
 			*slot = p
 			err = p.Park()
 		}
-		if err != nil {
-			return err
-		}
 	}
-	return nil
+	p.Doing(prev)
+	p.Wait = nil
+	return err
 }
 
 // IPCQError is a failure of an IPCQ call with an exact kind
@@ -366,8 +369,10 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		return &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
 	}
 	n := uint64(g.Cfg.NSlots)
-	if err := g.wait(p, func() bool { return q.MyHead-q.PeerTailCache < n }, &q.sendWaiter, &q.SendWait); err != nil {
-		return err
+	if q.MyHead-q.PeerTailCache >= n { // no credit: wait (a closure and a call otherwise)
+		if err := g.wait(p, func() bool { return q.MyHead-q.PeerTailCache < n }, &q.sendWaiter, &q.SendWait); err != nil {
+			return err
+		}
 	}
 	slot := int(q.MyHead % n)
 	meta.Seq = q.MyHead
@@ -385,15 +390,18 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		// ring, a buffer): the route is looked up once for it.
 		q.sendFrom, q.sendPath = src.Mem, g.M.MemToMem(src.Mem, peer.Rx.Mem)
 	}
-	*msg = Message{Q: q, Meta: meta, Src: src, Dst: peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), Slot: slot,
-		Xfer: Transfer{Path: q.sendPath, N: src.N, VC: VCComm, Owner: msg}}
+	// Cleared in place, then filled: a literal was built aside and copied
+	// in whole (twice the stores, per message).
+	*msg = Message{}
+	msg.Q, msg.Meta, msg.Src, msg.Dst, msg.Slot = q, meta, src, peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), slot
+	msg.Xfer.Path, msg.Xfer.N, msg.Xfer.VC, msg.Xfer.Owner = q.sendPath, src.N, VCComm, msg
 	if g.M.Trace != nil {
 		msg.Xfer.Label = fmt.Sprintf("send %s #%d -> rank %d", q.Dir, meta.Seq, q.Peer)
 	}
 	g.M.Submit(q.ep.PE, &msg.Xfer, false)
-	q.inflight = append(q.inflight, msg)
-	src.Mem.sendsReading++
-	defer p.Doing(p.Doing(ActSend))
+	q.pushInflight(msg)
+	src.Mem.addSendReading(src)
+	prev := p.Doing(ActSend) // restored when the overhead has passed (no defer: a send's cost)
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
 	}
@@ -402,7 +410,9 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	if tr := g.M.Trace; tr != nil {
 		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, g.M.Sim.Now(), float64(q.MyHead-q.PeerTailCache))
 	}
-	return p.Sleep(g.Cfg.Overhead)
+	err := p.Sleep(g.Cfg.Overhead)
+	p.Doing(prev)
+	return err
 }
 
 // Complete is the DMA completion of a message: in one step [I6] the bytes
@@ -428,17 +438,13 @@ func (msg *Message) Complete(*Transfer) {
 		peer.PeerHeadCache++
 	}
 	q.InFlight--
-	for i, m := range q.inflight { // almost always the first: DMAs complete in order
-		if m == msg {
-			q.inflight = append(q.inflight[:i], q.inflight[i+1:]...)
-			msg.Src.Mem.sendsReading--
-			break
-		}
+	if q.dropInflight(msg) {
+		msg.Src.Mem.sendsReading--
 	}
 	if g.HoldSends && peer.MyTail <= msg.Meta.Seq {
 		held := *msg
 		q.held = append(q.held, &held)
-		msg.Src.Mem.sendsReading++
+		msg.Src.Mem.addSendReading(msg.Src)
 	}
 	if l := g.M.Log; l != nil {
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
@@ -478,6 +484,43 @@ func (msg *Message) Complete(*Transfer) {
 	}
 }
 
+// pushInflight appends a send to the in-flight ones, reusing the room
+// of completed ones when the slice is full.
+func (q *QueuePair) pushInflight(msg *Message) {
+	if len(q.inflight) == cap(q.inflight) && q.inflightHead > 0 {
+		n := copy(q.inflight, q.inflight[q.inflightHead:])
+		clear(q.inflight[n:])
+		q.inflight, q.inflightHead = q.inflight[:n], 0
+	}
+	q.inflight = append(q.inflight, msg)
+}
+
+// liveInflight are the sends whose DMA has not completed, in issue order.
+func (q *QueuePair) liveInflight() []*Message { return q.inflight[q.inflightHead:] }
+
+// dropInflight removes msg from the in-flight sends (almost always the
+// first: DMAs complete in order) and reports whether it was there.
+func (q *QueuePair) dropInflight(msg *Message) bool {
+	for i := q.inflightHead; i < len(q.inflight); i++ {
+		if q.inflight[i] != msg {
+			continue
+		}
+		if i == q.inflightHead {
+			q.inflight[i] = nil
+			q.inflightHead++
+			if q.inflightHead == len(q.inflight) {
+				q.inflight, q.inflightHead = q.inflight[:0], 0
+			}
+		} else {
+			copy(q.inflight[i:], q.inflight[i+1:])
+			q.inflight[len(q.inflight)-1] = nil
+			q.inflight = q.inflight[:len(q.inflight)-1]
+		}
+		return true
+	}
+	return false
+}
+
 // Received is the result of a recv: the slot (or dst after copy_to_dst).
 type Received struct {
 	Q    *QueuePair
@@ -492,6 +535,9 @@ func (q *QueuePair) Ready() bool { return q.PeerHeadCache > q.MyTail }
 
 // WaitRecv blocks until q has a message.
 func (g *Group) WaitRecv(p *sim.Proc, q *QueuePair) error {
+	if q.Ready() {
+		return nil // no wait: no method value and call
+	}
 	return g.wait(p, q.Ready, &q.recvWaiter, &q.RecvWait)
 }
 
@@ -524,30 +570,42 @@ func (g *Group) WaitAny(p *sim.Proc, ep *Endpoint) (*QueuePair, error) {
 // slot. With creditNow the credit is returned at once (return_slot);
 // otherwise the caller returns it with Credit after copying the slot out.
 func (g *Group) Take(q *QueuePair, creditNow bool) Received {
+	slot, idx, gen := g.TakeSlot(q, creditNow)
+	return Received{Q: q, Meta: q.Slots[idx], Slot: slot, Gen: gen, Idx: idx}
+}
+
+// TakeSlot is Take for a caller that needs the slot, its index and its
+// generation only (a fused primitive's receive, once per message; the
+// message's metadata stays in q.Slots[idx] until the credit returns):
+// Received is a dozen words to copy.
+func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, gen uint64) {
 	n := uint64(g.Cfg.NSlots)
-	idx := int(q.MyTail % n)
-	meta := q.Slots[idx]
+	idx = int(q.MyTail % n)
+	meta := &q.Slots[idx]
+	gen = q.SlotGen[idx]
 	// I7 (and I6 behind it): a slot visible through peer_head_cache holds
 	// exactly the message the pointer says, and I1: it is taken once.
-	if q.PeerHeadCache <= q.MyTail || meta.Seq != q.MyTail || q.SlotGen[idx] == 0 {
+	if q.PeerHeadCache <= q.MyTail || meta.Seq != q.MyTail || gen == 0 {
 		g.M.Sim.Stop(&InvariantError{"I7", fmt.Sprintf("rank %d recv %s: slot %d holds seq %d (generation %d), expected seq %d with peer_head_cache=%d > my_tail=%d",
-			q.Rank, q.Dir, idx, meta.Seq, q.SlotGen[idx], q.MyTail, q.PeerHeadCache, q.MyTail)})
+			q.Rank, q.Dir, idx, meta.Seq, gen, q.MyTail, q.PeerHeadCache, q.MyTail)})
 	}
-	r := Received{Q: q, Meta: meta, Slot: q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes), Gen: q.SlotGen[idx], Idx: idx}
+	slot = q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes)
 	q.MyTail++
-	q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
+	if len(q.peer.held) > 0 { // (no closure to make otherwise)
+		q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
+	}
 	if l := g.M.Log; l != nil && creditNow {
 		now := g.M.Sim.Now()
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
-			Src: r.Slot.Addr(), SrcSp: r.Slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
+			Src: slot.Addr(), SrcSp: slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
 	}
 	if g.OnRecv != nil {
-		g.OnRecv(q, meta, r.Slot, g.M.Sim.Now())
+		g.OnRecv(q, *meta, slot, g.M.Sim.Now())
 	}
 	if creditNow {
 		g.Credit(q)
 	}
-	return r
+	return slot, idx, gen
 }
 
 // Credit returns the credit for everything q has consumed: after the fast
@@ -649,8 +707,8 @@ func (q *QueuePair) release(done func(*Message) bool) {
 // WaitUnread blocks p until no unfinished send of the group reads reg, so
 // reg may be rewritten without a SendBufferHazard.
 func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
-	if reg.Mem.sendsReading == 0 {
-		return nil // no send reads this memory: nothing to wait for or release
+	if !reg.Mem.sendsMayRead(reg) {
+		return nil // no send reads this range: nothing to wait for or release
 	}
 	// Waiting for the DMAs is all a timed machine could do: held sends
 	// reading reg count as completed.
@@ -698,12 +756,12 @@ func (g *Group) InFlightReading(dst Region) *Message {
 }
 
 func (g *Group) inFlightReading(dst Region, held bool) *Message {
-	if dst.Mem.sendsReading == 0 {
-		return nil // the common case for a write: no send reads its memory
+	if !dst.Mem.sendsMayRead(dst) {
+		return nil // the common case for a write: no send reads near it
 	}
 	for _, ep := range g.readers(dst) {
 		for _, q := range ep.QPs {
-			for _, m := range q.inflight {
+			for _, m := range q.liveInflight() {
 				if m.Src.Overlaps(dst) {
 					return m
 				}

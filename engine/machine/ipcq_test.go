@@ -1579,9 +1579,10 @@ func TestIPCQ_SendBufferHazard_ReadersOfAMemory(t *testing.T) {
 
 // Rule (model.md §5, SendBufferHazard), the bookkeeping behind the fast
 // path: a memory's count of sends that still read it equals the sends in
-// flight or held (HoldSends) with their source there, after every delivery,
-// receive and flush, so the hazard checks may skip a memory whose count is
-// 0. Ranks send from HBM and from the shared SRAM, receivers take the
+// flight or held (HoldSends) with their source there, and its bounds of
+// their sources cover each, after every delivery, receive and flush, so
+// the hazard checks may skip a memory whose count is 0 or a range outside
+// the bounds. Ranks send from HBM and from the shared SRAM, receivers take the
 // messages late, and a flush ends the held ones.
 func TestIPCQ_SendsReadingCountMatchesTheLists(t *testing.T) {
 	for _, hold := range []bool{false, true} {
@@ -1596,13 +1597,21 @@ func TestIPCQ_SendsReadingCountMatchesTheLists(t *testing.T) {
 			check := func(when string) {
 				t.Helper()
 				want := map[*Memory]int{}
+				covered := func(msg *Message) {
+					// The bounds the checks skip by cover every source.
+					if mem := msg.Src.Mem; msg.Src.Off < mem.readLo || msg.Src.Off+msg.Src.N > mem.readHi || !mem.sendsMayRead(msg.Src) {
+						t.Fatalf("%s: %v bounds its reading sends' sources by [%d, %d), a send reads %v", when, mem, mem.readLo, mem.readHi, msg.Src)
+					}
+				}
 				for _, ep := range g.EPs {
 					for _, q := range ep.QPs {
-						for _, msg := range q.inflight {
+						for _, msg := range q.liveInflight() {
 							want[msg.Src.Mem]++
+							covered(msg)
 						}
 						for _, msg := range q.held {
 							want[msg.Src.Mem]++
+							covered(msg)
 						}
 					}
 				}

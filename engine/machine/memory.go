@@ -90,6 +90,11 @@ type Memory struct {
 	// is 0, a write here cannot be a SendBufferHazard and the hazard
 	// checks skip their scan of the queue pairs.
 	sendsReading int
+	// readLo and readHi bound the sources of those sends (valid while
+	// sendsReading > 0; they only grow until it drops to 0): a write
+	// outside them skips the scan too. A PE's TCM holds both the staging
+	// ring its sends read and the rx rings other ranks deliver into.
+	readLo, readHi int64
 	// preRun, while a verified run keeps the pre-run image, holds the
 	// blocks written since (their bytes as they were before the first
 	// write): Bytes saves them, so phase 2 can start from them.
@@ -123,6 +128,22 @@ func (m *Memory) String() string {
 		return fmt.Sprintf("sram[cube %d]", m.Cube)
 	}
 	return fmt.Sprintf("%s[pe %d]", m.Space, m.PE)
+}
+
+// addSendReading counts one more send reading src, a range of m.
+func (m *Memory) addSendReading(src Region) {
+	if m.sendsReading == 0 {
+		m.readLo, m.readHi = src.Off, src.Off+src.N
+	} else {
+		m.readLo, m.readHi = min(m.readLo, src.Off), max(m.readHi, src.Off+src.N)
+	}
+	m.sendsReading++
+}
+
+// sendsMayRead reports whether a send may still read a byte of r, a
+// range of m: false when no send reads m, or none near r.
+func (m *Memory) sendsMayRead(r Region) bool {
+	return m.sendsReading > 0 && r.Off < m.readHi && m.readLo < r.Off+r.N
 }
 
 // Used is the number of allocated bytes.
@@ -229,8 +250,19 @@ func (m *Memory) Free(off, n int64) {
 // the blocks of the range that were not written yet: every write of
 // simulated memory goes through here (or Alloc), and a reader that will
 // not write uses View instead, which saves nothing.
+//
+// A timing-only memory (noData) answers at the call site: Bytes and View
+// are small enough to inline, and a message or memory operation asks for
+// bytes several times.
 func (m *Memory) Bytes(off, n int64) []byte {
-	b := m.View(off, n)
+	if m.noData {
+		return nil // no pre-run image either (keepPreRun)
+	}
+	return m.bytes(off, n)
+}
+
+func (m *Memory) bytes(off, n int64) []byte {
+	b := m.view(off, n)
 	if m.preRun != nil && n > 0 {
 		m.savePreRun(off, off+n)
 	}
@@ -244,6 +276,10 @@ func (m *Memory) View(off, n int64) []byte {
 	if m.noData {
 		return nil
 	}
+	return m.view(off, n)
+}
+
+func (m *Memory) view(off, n int64) []byte {
 	if end := off + n; end > int64(len(m.data)) {
 		// Reading never-allocated space: grow so it reads as zeros.
 		nd := make([]byte, min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)))

@@ -101,7 +101,11 @@ func (m *Machine) Recycle(op *MemOp, keepData bool) {
 	if keepData {
 		data = op.Data[:0]
 	}
-	*op = MemOp{Data: data, gen: op.gen + 1}
+	// Cleared in place, then the two fields set: a literal with them was
+	// built aside and copied in whole (twice the stores, per operation).
+	gen := op.gen + 1
+	*op = MemOp{}
+	op.Data, op.gen = data, gen
 	m.freeOps = append(m.freeOps, op)
 }
 
@@ -115,7 +119,9 @@ func (op *MemOp) Complete(*Transfer) {
 		if src != nil && cap(op.Data) < len(src) {
 			op.Data = op.m.Buffer(int64(len(src)))
 		}
-		op.Data = append(op.Data[:0], src...)
+		if len(src) > 0 || len(op.Data) > 0 { // else op.Data stays as it is (timing-only)
+			op.Data = append(op.Data[:0], src...)
+		}
 	case OpStore:
 		copy(op.Dst.Bytes(), op.Data)
 	case OpCopy:
@@ -154,23 +160,27 @@ func (op *MemOp) Wait(p *sim.Proc) error {
 	if op.Done {
 		return nil
 	}
-	defer p.Doing(p.Doing(ActMemory))
+	prev := p.Doing(ActMemory) // restored on return (no defer: a wait's cost)
 	for !op.Done {
 		op.waiter = p
 		p.Wait, p.WaitSince = op, p.Sim().Now()
 		err := p.Park()
 		p.Wait = nil
 		if err != nil {
+			p.Doing(prev)
 			return err
 		}
 	}
+	p.Doing(prev)
 	return nil
 }
 
 func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	op.m = m
 	op.direct = direct
-	op.Xfer = Transfer{Path: path, N: n, VC: VCCompute, Owner: op}
+	// The operation is new or recycled, so its transfer is clear: only
+	// the fields that matter are set (a literal cleared it once more).
+	op.Xfer.Path, op.Xfer.N, op.Xfer.VC, op.Xfer.Owner = path, n, VCCompute, op
 	if m.Trace != nil {
 		op.Xfer.Label = op.Kind.String()
 	}

@@ -952,11 +952,19 @@ func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
 
 // storeOp issues the store of t into p once t's math is done.
 func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
+	return k.storeOpChecked(fn, p, t, true)
+}
+
+// storeOpChecked is storeOp; checkWW=false leaves out the write-write
+// check, for a caller that knows it cannot fire.
+func (k *Kernel) storeOpChecked(fn string, p *Ptr, t *Tile, checkWW bool) (*machine.MemOp, error) {
 	if err := k.checkWrite(fn, p.Reg); err != nil {
 		return nil, err
 	}
-	if err := k.checkWriteWrite(fn, p.Reg); err != nil {
-		return nil, err
+	if checkWW {
+		if err := k.checkWriteWrite(fn, p.Reg); err != nil {
+			return nil, err
+		}
 	}
 	if err := k.settle(p.Reg); err != nil {
 		return nil, err

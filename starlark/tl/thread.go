@@ -162,6 +162,9 @@ type sideUse struct {
 	n  int // uses by k not yet released
 }
 
+// noRelease is useSide's release when there is nothing to arbitrate.
+func noRelease() {}
+
 // useSide marks q's send or receive side as used by this thread's
 // operation op until the returned release is called; another live thread
 // using it is a DirectionInUse error naming both positions. Uses by the
@@ -169,7 +172,7 @@ type sideUse struct {
 func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (release func(), err error) {
 	root := k.rootKernel()
 	if root.nthreads == 0 {
-		return func() {}, nil // one thread: nothing to arbitrate
+		return noRelease, nil // one thread: nothing to arbitrate
 	}
 	if root.sides == nil {
 		root.sides = map[sideKey]*sideUse{}
@@ -231,6 +234,13 @@ func (k *Kernel) readingOperand(reg machine.Region, op string, at any) (done fun
 // checkOperandWrite rejects a write into a local operand that a primitive
 // of another thread is still reading.
 func (k *Kernel) checkOperandWrite(fn string, dst machine.Region) error {
+	if len(k.rootKernel().reading) == 0 {
+		return nil // no thread's primitive reads an operand (inlined: every write asks)
+	}
+	return k.scanOperandReads(fn, dst)
+}
+
+func (k *Kernel) scanOperandReads(fn string, dst machine.Region) error {
 	for _, r := range k.rootKernel().reading {
 		if r.k != k && r.reg.Overlaps(dst) {
 			return errorf(errkind.LocalOperandHazard, "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",

@@ -42,6 +42,7 @@ type Kernel struct {
 	fusedArgs    fusedArgs
 	fusedPairs   []any
 	fusedCallBuf fusedCall
+	origins      origins
 	// asyncWrites counts the entries of writes that carry the handle of a
 	// tl.store_async or tl.copy_async (what checkPendingRead looks for).
 	asyncWrites int
@@ -87,7 +88,7 @@ type Kernel struct {
 	// sources must not be written (SendBufferHazard).
 	issuingSends []*sendHandle
 	// prefetched are tl.prefetch loads waiting for their primitive.
-	prefetched []prefetchedLoad
+	prefetched prefetchQueue
 	// Reused by the fused primitives so that a piece allocates nothing:
 	// the deferred send's storage, handles of completed private loads,
 	// the window of local-operand loads and the dst stores of a call.
@@ -359,7 +360,7 @@ func (k *Kernel) Release() {
 	}
 	k.allocs = nil
 	k.scratch = scratch{}
-	k.deferred, k.prefetched, k.asyncSends = nil, nil, nil
+	k.deferred, k.prefetched, k.asyncSends = nil, prefetchQueue{}, nil
 }
 
 func (k *Kernel) slotSize() int64 {
@@ -471,12 +472,17 @@ func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
 // waited for still writes an overlapping range: what is read would depend
 // on which finishes first.
 func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
-	root := k.rootKernel()
-	if root.asyncWrites == 0 {
+	if k.rootKernel().asyncWrites == 0 {
 		// No tl.store_async or tl.copy_async among the issued writes (the
-		// fused primitives issue none): nothing to scan.
+		// fused primitives issue none): nothing to scan, and no call (this
+		// much inlines, every load asks).
 		return nil
 	}
+	return k.scanPendingReads(fn, reg)
+}
+
+func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
+	root := k.rootKernel()
 	untimed := k.M.Params.Untimed
 	for i := range root.writes {
 		w := &root.writes[i]
@@ -491,7 +497,7 @@ func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 
 // callSite is the Starlark position of the tl call running on k's thread
 // (the caller of the builtin), or the zero position. A fused primitive
-// writes every piece from one position: runFused looks it up (a line-table
+// writes every piece from one position: it is looked up (a line-table
 // decode) once per call.
 func (k *Kernel) callSite() syntax.Position {
 	if k.inFused {
@@ -512,6 +518,17 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 // that depends on the memories and paths involved (the winner changed
 // with --data-space), so the result would be a race, not a program.
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
+	if w := k.pendingWriteInto(dst); w != nil {
+		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
+			fn, k.Rank, dst, w.fn, w.issuedAt(), w.dst)
+	}
+	return nil
+}
+
+// pendingWriteInto returns the first issued write of the rank that
+// overlaps dst and is not done, or nil. A write once done stays done, so
+// nil stays the answer for the writes issued so far.
+func (k *Kernel) pendingWriteInto(dst machine.Region) *issuedWrite {
 	root := k.rootKernel()
 	if len(root.writes) >= root.writesCompactAt {
 		root.compactWrites(k.M.Params.Untimed)
@@ -520,8 +537,7 @@ func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	// operation is looked at.
 	for i := range root.writes {
 		if w := &root.writes[i]; w.dst.Overlaps(dst) && w.opPending() {
-			return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
-				fn, k.Rank, dst, w.fn, w.issuedAt(), w.dst)
+			return w
 		}
 	}
 	return nil

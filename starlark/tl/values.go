@@ -512,7 +512,9 @@ func combine(op dtype.Op, a, b *Tile, what string, buf []byte) (Tile, error) {
 		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
 	}
 	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.nbytes())
-	a.k.logMath(&out, op.String(), a, b, nil)
+	if a.k.M.Log != nil { // (op.String() is not free)
+		a.k.logMath(&out, op.String(), a, b, nil)
+	}
 	return out, nil
 }
 
