@@ -2,7 +2,10 @@
 # Instructions executed by kernbench binaries on one job, counted by
 # valgrind (cachegrind), for before/after comparisons that a busy machine
 # cannot blur: unlike wall time, the count barely moves from run to run
-# (GOGC=off keeps the collector's timing out of it; GOMAXPROCS=1).
+# (GOGC=off keeps the collector's timing out of it; GOMAXPROCS=1;
+# GODEBUG=disablethp=1 keeps out the timing-only run's huge-page scan, a
+# background goroutine whose work depends on wall time: with it the count
+# moved by 2-3 M between runs of one binary, without it by about 0.5 M).
 #
 #   docs/instructions.sh OLD_BINARY NEW_BINARY ...
 #   JOB="run ring_allreduce --world-size 32 --bytes 1024K --timing-only" docs/instructions.sh BIN...
@@ -29,7 +32,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 for bin in "$@"; do
 	bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-	(cd "$dir" && GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind "${cache[@]}" \
+	(cd "$dir" && GOGC=off GOMAXPROCS=1 GODEBUG=disablethp=1 valgrind --tool=cachegrind "${cache[@]}" \
 		--cachegrind-out-file=/dev/null "$bin" $job 2>&1 >/dev/null) |
 		awk -v b="$bin" '/I *refs|D1 *misses|LLd misses/ {sub(/^==[0-9]+== */, ""); print b ": " $0}'
 done
