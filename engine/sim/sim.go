@@ -39,10 +39,12 @@ const Horizon Time = 1 << 62
 // Add is a + b for non-negative times, saturating at Never instead of
 // wrapping around to a negative time.
 func Add(a, b Time) Time {
-	if b > Never-a {
-		return Never
+	// Two times in [0, Never] sum to at most 2·Never, which wraps to a
+	// negative number exactly when it passes Never.
+	if s := a + b; s >= 0 {
+		return s
 	}
-	return a + b
+	return Never
 }
 
 // Mul is d × n for a non-negative duration and count, saturating at Never.
