@@ -244,10 +244,22 @@ func (e *dmaEngine) next() (VC, sim.Time) {
 }
 
 // aloneEnd is when t's injection ends if it injects on its own from (at,
-// done).
+// done). The common case, a transfer not yet interrupted by sharing, is
+// small enough to inline into next.
 func (t *Transfer) aloneEnd() sim.Time {
+	// at + service is injectTime(t, 0, N) from at; a negative sum has
+	// wrapped (saturated by slowEnd).
+	if end := t.at + t.service; t.done == 0 && end >= 0 {
+		return end
+	}
+	return t.slowEnd()
+}
+
+// slowEnd is aloneEnd of a transfer that has injected done > 0 bytes, or
+// whose end saturates.
+func (t *Transfer) slowEnd() sim.Time {
 	if t.done == 0 {
-		return sim.Add(t.at, t.service) // injectTime(t, 0, N)
+		return sim.Add(t.at, t.service)
 	}
 	return sim.Add(t.at, injectTime(t, t.done, t.N))
 }
