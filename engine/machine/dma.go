@@ -96,6 +96,10 @@ type dmaEngine struct {
 	head    [2]*Transfer
 	tail    [2]*Transfer
 	nextAt  sim.Time // time of the live engine event (sim.Never if none)
+	// scanned is scan's answer for the path each channel submitted last:
+	// a channel mostly submits along one path (a direction's sends, a
+	// PE's loads from one memory), so most submits need no scan.
+	scanned [2]scannedPath
 
 	// shared: both heads inject, and their progress is the round-robin
 	// from anchor, where head[v].done are chunk boundaries, it is turn's
@@ -112,6 +116,24 @@ const defaultVCChunkSize = 256
 
 func newDMAEngine(s *sim.Sim, key uint64, compute, comm, chunk int64) *dmaEngine {
 	return &dmaEngine{sim: s, key: key, weights: [2]int64{compute, comm}, chunk: chunk, nextAt: sim.Never}
+}
+
+// scannedPath is scan's answer for path. Holding the path keeps its
+// array alive, so no other path can take its address, and paths are
+// never changed once made: the same first element and length are the
+// same path.
+type scannedPath struct {
+	path    Path
+	injects bool
+	slowest *Resource
+	latency sim.Time
+}
+
+// rescan scans t's path for channel v's cache c.
+func (e *dmaEngine) rescan(t *Transfer, c *scannedPath) {
+	c.path = t.Path
+	c.injects, c.slowest, c.latency = e.scan(t.Path)
+	t.injects, t.bottleneck, t.latency = c.injects, c.slowest, c.latency
 }
 
 // scan reports whether path leaves the PE through its NoC up-link, the
@@ -174,8 +196,12 @@ func ceilDiv(a, b int64) int64 { return a/b + min(a%b, 1) }
 func (e *dmaEngine) submit(t *Transfer) {
 	now := e.sim.Now()
 	t.Issued = now
-	t.injects, t.bottleneck, t.latency = e.scan(t.Path)
 	v := t.VC
+	if c := &e.scanned[v]; len(t.Path) > 0 && len(c.path) == len(t.Path) && &c.path[0] == &t.Path[0] {
+		t.injects, t.bottleneck, t.latency = c.injects, c.slowest, c.latency
+	} else {
+		e.rescan(t, c)
+	}
 	if e.tail[v] != nil {
 		// Queued behind the channel's head: the heads, and so every
 		// injection end, stay as they are.
@@ -244,10 +270,22 @@ func (e *dmaEngine) next() (VC, sim.Time) {
 }
 
 // aloneEnd is when t's injection ends if it injects on its own from (at,
-// done).
+// done). The common case, a transfer not yet interrupted by sharing, is
+// small enough to inline into next.
 func (t *Transfer) aloneEnd() sim.Time {
+	// at + service is injectTime(t, 0, N) from at; a negative sum has
+	// wrapped (saturated by slowEnd).
+	if end := t.at + t.service; t.done == 0 && end >= 0 {
+		return end
+	}
+	return t.slowEnd()
+}
+
+// slowEnd is aloneEnd of a transfer that has injected done > 0 bytes, or
+// whose end saturates.
+func (t *Transfer) slowEnd() sim.Time {
 	if t.done == 0 {
-		return sim.Add(t.at, t.service) // injectTime(t, 0, N)
+		return sim.Add(t.at, t.service)
 	}
 	return sim.Add(t.at, injectTime(t, t.done, t.N))
 }

@@ -669,3 +669,43 @@ func TestServiceIsTheSlowestResourcesXfer(t *testing.T) {
 		}
 	}
 }
+
+// Rule (model.md §2): a DMA transfer's timing comes from its own path's
+// latency and bottleneck, also when its channel's previous submits went
+// along other paths (the engine remembers the last path scanned per
+// channel): paths of equal length, a path's prefix (same first
+// resource), and an untimed empty path, in random order on both channels.
+func TestDMAPathFactsFollowEachTransfer(t *testing.T) {
+	m := newTestMachine(t, testParams())
+	pe := m.PE(0)
+	toPeer := m.MemToMem(pe.TCM, m.PE(1).TCM)
+	paths := []Path{
+		toPeer,
+		toPeer[:len(toPeer)-1], // same first resource, shorter
+		m.MemToMem(pe.TCM, m.PE(5).TCM),
+		m.MemToPE(pe.HBM, pe),
+		m.PEToMem(pe, pe.HBM),
+		m.MemToMem(pe.HBM, m.PE(2).HBM),
+		{},
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	e := pe.dma
+	for i := 0; i < 400; i++ {
+		path := paths[rng.IntN(len(paths))]
+		tr := &Transfer{Path: path, N: int64(1 + rng.IntN(4096)), VC: VC(rng.IntN(2)), Owner: &doneRecorder{sim: m.Sim}}
+		m.Submit(pe, tr, false)
+		injects, slowest, latency := e.scan(path)
+		if tr.injects != injects || tr.bottleneck != slowest || tr.latency != latency {
+			t.Fatalf("submit %d on %v along %v: injects %v, bottleneck %v, latency %v; want %v, %v, %v",
+				i, tr.VC, path, tr.injects, tr.bottleneck, tr.latency, injects, slowest, latency)
+		}
+		if rng.IntN(8) == 0 {
+			if err := m.Sim.Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := m.Sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -21,8 +21,8 @@ type Proc struct {
 	stop  func()
 	yield func(struct{}) bool
 
-	started, done, killed bool
-	parked                bool
+	done, killed bool
+	parked       bool
 
 	// Wait describes what a blocked process waits for (for deadlock
 	// reports); WaitSince is when it started waiting. Set by Park's caller.
@@ -80,7 +80,6 @@ func (p *Proc) Fire() {
 	if p.sim.running != nil {
 		panic("internal error: a process resumed another process directly")
 	}
-	p.started = true
 	p.parked = false
 	p.sim.running = p
 	_, ok := p.next()

@@ -280,6 +280,10 @@ func TestAddMulSaturate(t *testing.T) {
 		{"add at the edge", Add(Never-1, 1), Never},
 		{"add past the edge", Add(Never-1, 2), Never},
 		{"add Never", Add(Horizon, Never), Never},
+		{"add Never to Never", Add(Never, Never), Never},
+		{"add to Never", Add(Never, 0), Never},
+		{"add the largest sum that fits", Add(Never-Horizon, Horizon), Never},
+		{"add zeros", Add(0, 0), 0},
 		{"mul", Mul(3, 4), 12},
 		{"mul by 0", Mul(Never, 0), 0},
 		{"mul past the edge", Mul(Horizon, 2), Never},
@@ -479,4 +483,59 @@ func (q *listQueue) Run() error {
 		e.h.Fire()
 	}
 	return nil
+}
+
+// Rule (model.md §1), for the bucket cache (Sim.recent): events at times
+// that share a cache entry, and at times whose buckets were recycled for
+// later times, still fire in exactly (time, sequence) order. Every time
+// here maps to the same entry, so each lookup evicts another pending
+// time's bucket or finds a recycled one.
+func TestCollidingTimesKeepTimeSequenceOrder(t *testing.T) {
+	var times []Time // ascending, all in recent entry 0
+	for at := Time(0); len(times) < 40; at++ {
+		if recentSlot(at) == 0 {
+			times = append(times, at)
+		}
+	}
+	run := func(seed uint64, q eventQueue) []string {
+		var log []string
+		rng := rand.New(rand.NewPCG(seed, 3))
+		id := 0
+		var spawn func(depth int) Handler
+		spawn = func(depth int) Handler {
+			me := id
+			id++
+			return HandlerFunc(func() {
+				log = append(log, fmt.Sprintf("%v #%d", q.Now(), me))
+				if depth == 0 {
+					return
+				}
+				// The times from now on (now itself included).
+				first := 0
+				for times[first] < q.Now() {
+					first++
+				}
+				for k := rng.IntN(3); k >= 0; k-- {
+					q.At(times[first+rng.IntN(min(4, len(times)-first))], spawn(depth-1))
+				}
+			})
+		}
+		for i := 0; i < 4; i++ {
+			q.At(times[rng.IntN(3)], spawn(7))
+		}
+		if err := q.Run(); err != nil {
+			panic(err)
+		}
+		return log
+	}
+	for seed := uint64(1); seed <= 20; seed++ {
+		got := run(seed, New())
+		if len(got) < 100 {
+			t.Fatalf("seed %d: only %d events fired", seed, len(got))
+		}
+		want := run(seed, &listQueue{})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("seed %d: firing order (-reference +buckets):\n%s", seed, diff)
+		}
+	}
 }
