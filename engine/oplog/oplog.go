@@ -270,14 +270,33 @@ func Replay(im *Image, records []*Record) error {
 func ReplayOverlay(ov *Overlay, records []*Record) error { return replay(ov, records) }
 
 // replaySpace is the memory a replay runs on: read is a view it only
-// reads, write one it may write.
+// reads (valid until the next read), write replaces a range: its first
+// bytes by src (as copy does), or all of it by zeros when zero is set.
 type replaySpace interface {
 	read(addr uint64, n int64) ([]byte, error)
-	write(addr uint64, n int64) ([]byte, error)
+	write(addr uint64, n int64, src []byte, zero bool) error
 }
 
-func (img *Image) read(addr uint64, n int64) ([]byte, error)  { return img.locate(addr, n) }
-func (img *Image) write(addr uint64, n int64) ([]byte, error) { return img.locate(addr, n) }
+// replayTracker is a replaySpace that wants to know the records ahead
+// (prepare, in effect order) and which of them is applied next (at).
+type replayTracker interface {
+	prepare(order []*Record)
+	at(i int)
+}
+
+func (img *Image) read(addr uint64, n int64) ([]byte, error) { return img.locate(addr, n) }
+func (img *Image) write(addr uint64, n int64, src []byte, zero bool) error {
+	dst, err := img.locate(addr, n)
+	if err != nil {
+		return err
+	}
+	if zero {
+		clear(dst)
+	} else {
+		copy(dst, src)
+	}
+	return nil
+}
 
 func replay(im replaySpace, records []*Record) error {
 	order := effectSorted(records)
@@ -298,7 +317,14 @@ func replay(im replaySpace, records []*Record) error {
 			rp.lastUse[max(r.TileA, 0)] = int32(i)
 		}
 	}
+	tracker, _ := im.(replayTracker)
+	if tracker != nil {
+		tracker.prepare(order)
+	}
 	for i, r := range order {
+		if tracker != nil {
+			tracker.at(i)
+		}
 		if err := rp.apply(r); err != nil {
 			return fmt.Errorf("replay of record %d (%s %s, rank %d): %w", r.Seq, r.Kind, r.Name, r.Rank, err)
 		}
@@ -431,6 +457,18 @@ func (rp *replayer) release(id int64, i int) {
 	}
 }
 
+// writeRange is the range of memory apply writes for r, if it writes
+// any (its cases in apply's order).
+func writeRange(r *Record) (addr uint64, n int64, ok bool) {
+	switch {
+	case r.Kind == KindMarker, r.Kind == KindMath, r.Name == "fetch":
+		return 0, 0, false
+	case r.Name == "store", r.Data != nil || r.Name == "alloc", r.Src != 0 && r.Dst != 0:
+		return r.Dst, r.NBytes, true
+	}
+	return 0, 0, false
+}
+
 func (rp *replayer) apply(r *Record) error {
 	im := rp.im
 	switch {
@@ -493,23 +531,9 @@ func (rp *replayer) apply(r *Record) error {
 		if err != nil {
 			return err
 		}
-		dst, err := im.write(r.Dst, r.NBytes)
-		if err != nil {
-			return err
-		}
-		copy(dst, t)
-		return nil
+		return im.write(r.Dst, r.NBytes, t, false)
 	case r.Data != nil || r.Name == "alloc":
-		dst, err := im.write(r.Dst, r.NBytes)
-		if err != nil {
-			return err
-		}
-		if r.Data == nil {
-			clear(dst)
-		} else {
-			copy(dst, r.Data)
-		}
-		return nil
+		return im.write(r.Dst, r.NBytes, r.Data, r.Data == nil)
 	case r.Src != 0 && r.Dst != 0:
 		// ipcq send, copy, recv copy_to_dst: bytes move src -> dst.
 		src, err := im.read(r.Src, r.NBytes)
@@ -518,12 +542,7 @@ func (rp *replayer) apply(r *Record) error {
 		}
 		// The destination may grow the image after src was taken: src
 		// then still holds the bytes to copy (nothing wrote them since).
-		dst, err := im.write(r.Dst, r.NBytes)
-		if err != nil {
-			return err
-		}
-		copy(dst, src)
-		return nil
+		return im.write(r.Dst, r.NBytes, src, false)
 	}
 	// return_slot recv and other pointer-only records have no data effect.
 	return nil
