@@ -95,9 +95,20 @@ func sumBlocks(d DType, dst []byte, inputs [][]byte, n int, avg bool) {
 		m := min(sumBlock, n-lo)
 		decode(d, inputs[0], lo, s[:m])
 		clear(c[:m])
-		for _, in := range inputs[1:] {
+		rest := inputs[1:]
+		for k := 0; k < len(rest); k++ {
+			in := rest[k]
 			if d == F32 {
 				if v, ok := f32View(in[4*lo : 4*(lo+m)]); ok {
+					// Two inputs per pass when the next is an f32 view
+					// too: the same additions, in the same order.
+					if k+1 < len(rest) {
+						if w, ok := f32View(rest[k+1][4*lo : 4*(lo+m)]); ok {
+							twoSumBlock2(s[:m], c[:m], v, w)
+							k++
+							continue
+						}
+					}
 					twoSumBlock(s[:m], c[:m], v)
 					continue
 				}
@@ -151,6 +162,23 @@ func twoSumBlock(s, c []float64, x []float32) {
 		t := a + b
 		bv := t - a
 		c[j] += (a - (t - bv)) + (b - bv)
+		s[j] = t
+	}
+}
+
+// twoSumBlock2 is twoSumBlock of x then of y, in one pass: s and c are
+// loaded and stored once for both.
+func twoSumBlock2(s, c []float64, x, y []float32) {
+	c, x, y = c[:len(s)], x[:len(s)], y[:len(s)]
+	for j, a := range s {
+		b := float64(x[j])
+		t := a + b
+		bv := t - a
+		cj := c[j] + ((a - (t - bv)) + (b - bv))
+		a, b = t, float64(y[j])
+		t = a + b
+		bv = t - a
+		c[j] = cj + ((a - (t - bv)) + (b - bv))
 		s[j] = t
 	}
 }
