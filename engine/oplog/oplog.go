@@ -277,10 +277,12 @@ type replaySpace interface {
 	write(addr uint64, n int64, src []byte, zero bool) error
 }
 
-// replayTracker is a replaySpace that wants to know the records ahead
-// (prepare, in effect order) and which of them is applied next (at).
+// replayTracker is a replaySpace that wants to know the records ahead:
+// prepare starts, note sees each record in effect order (i its index),
+// then at says which of them is applied next.
 type replayTracker interface {
-	prepare(order []*Record)
+	prepare()
+	note(i int, r *Record)
 	at(i int)
 }
 
@@ -304,23 +306,33 @@ func replay(im replaySpace, records []*Record) error {
 	// tile's bytes are released after the last record that reads it and
 	// reused for a later tile, so the replay holds only the tiles still to
 	// be consumed, not every tile of the run.
-	var maxID int64
-	for _, r := range order {
-		maxID = max(maxID, r.TileOut, r.TileA, r.TileB)
+	// One pass over the records (tens of megabytes for a large run) finds
+	// each tile's last reader and tells the space what each record writes.
+	tracker, _ := im.(replayTracker)
+	if tracker != nil {
+		tracker.prepare()
 	}
-	rp := &replayer{im: im, tiles: make([]replayTile, maxID+1), lastUse: make([]int32, maxID+1), free: map[int64][][]byte{}}
+	rp := &replayer{im: im, free: map[int64][][]byte{}}
 	for i, r := range order {
+		if top := max(r.TileOut, r.TileA, r.TileB); top >= int64(len(rp.lastUse)) {
+			grown := make([]int32, max(top+1, 2*int64(len(rp.lastUse))))
+			copy(grown, rp.lastUse)
+			rp.lastUse = grown
+		}
 		switch {
 		case r.Kind == KindMath:
 			rp.lastUse[max(r.TileA, 0)], rp.lastUse[max(r.TileB, 0)] = int32(i), int32(i)
 		case r.Name == "store":
 			rp.lastUse[max(r.TileA, 0)] = int32(i)
 		}
+		if tracker != nil {
+			tracker.note(i, r)
+		}
 	}
-	tracker, _ := im.(replayTracker)
-	if tracker != nil {
-		tracker.prepare(order)
+	if len(rp.lastUse) == 0 {
+		rp.lastUse = make([]int32, 1)
 	}
+	rp.tiles = make([]replayTile, len(rp.lastUse))
 	for i, r := range order {
 		if tracker != nil {
 			tracker.at(i)

@@ -185,38 +185,42 @@ func (m *OverlayMem) grow(blocks int64, shift uint) {
 	m.Pre, m.State, m.Pattern = pre, state, pattern
 }
 
-// prepare readies the overlay for a replay of order: every block phase 1
-// saved as bytes works in its copy in Pre, and each block knows the last
-// record that writes it.
-func (ov *Overlay) prepare(order []*Record) {
+// prepare readies the overlay for a replay: every block phase 1 saved as
+// bytes works in its copy in Pre.
+func (ov *Overlay) prepare() {
 	shift := ov.BlockShift
 	for id := range ov.Mems {
 		m := &ov.Mems[id]
 		m.bufs = make([][]byte, len(m.State))
+		m.lastWrite = nil
 		for b, s := range m.State {
 			if s == HeldBytes {
 				m.bufs[b] = m.Pre[int64(b)<<shift : int64(b+1)<<shift]
 			}
 		}
 	}
-	for i, r := range order {
-		addr, n, ok := writeRange(r)
-		id := int(addr>>AddrShift) - 1
-		if !ok || n <= 0 || n > maxWriteRange || id < 0 || id >= maxMemories {
-			continue // nothing written, or the replay will refuse it
+}
+
+// note records that r, index i in effect order, is the last record so far
+// that writes the blocks it writes.
+func (ov *Overlay) note(i int, r *Record) {
+	addr, n, ok := writeRange(r)
+	id := int(addr>>AddrShift) - 1
+	if !ok || n <= 0 || n > maxWriteRange || id < 0 || id >= maxMemories {
+		return // nothing written, or the replay will refuse it
+	}
+	m, off, _ := ov.mem(addr, n)
+	shift := ov.BlockShift
+	last := (off + n - 1) >> shift
+	if last >= int64(len(m.lastWrite)) {
+		grown := make([]int32, max(last+1, 2*int64(len(m.lastWrite))))
+		for b := copy(grown, m.lastWrite); b < len(grown); b++ {
+			grown[b] = -1
 		}
-		m, off, _ := ov.mem(addr, n)
-		last := (off + n - 1) >> shift
-		if last >= int64(len(m.lastWrite)) {
-			grown := make([]int32, max(last+1, 2*int64(len(m.lastWrite))))
-			for b := copy(grown, m.lastWrite); b < len(grown); b++ {
-				grown[b] = -1
-			}
-			m.lastWrite = grown
-		}
-		for b := off >> shift; b <= last; b++ {
-			m.lastWrite[b] = int32(i)
-		}
+		m.lastWrite = grown
+	}
+	for b := off >> shift; b <= last; b++ {
+		m.lastWrite[b] = int32(i)
 	}
 }
 
