@@ -203,8 +203,8 @@ func (ov *Overlay) prepare() {
 
 // note records that r, index i in effect order, is the last record so far
 // that writes the blocks it writes.
-func (ov *Overlay) note(i int, r *Record) {
-	addr, n, ok := writeRange(r)
+func (ov *Overlay) note(l *Log, i int, r *entry) {
+	addr, n, ok := writeRange(l, r)
 	id := int(addr>>AddrShift) - 1
 	if !ok || n <= 0 || n > maxWriteRange || id < 0 || id >= maxMemories {
 		return // nothing written, or the replay will refuse it
@@ -362,6 +362,15 @@ func (m *OverlayMem) liveEqual(b int64, got []byte, shift uint) bool {
 // phase 1's memory (missing bytes read as zero), or nil. Only held blocks
 // can differ.
 func (ov *Overlay) Compare(records []*Record) *Mismatch {
+	return ov.compare(func(addr uint64) *Record { return lastWriter(logOf(records), addr) })
+}
+
+// CompareLog is Compare with the log's records.
+func (ov *Overlay) CompareLog(l *Log) *Mismatch {
+	return ov.compare(func(addr uint64) *Record { return lastWriter(l, addr) })
+}
+
+func (ov *Overlay) compare(lastWriter func(addr uint64) *Record) *Mismatch {
 	size := int64(1) << ov.BlockShift
 	got := make([]byte, size)
 	for id := range ov.Mems {
@@ -383,7 +392,7 @@ func (ov *Overlay) Compare(records []*Record) *Mismatch {
 				}
 				if got[i] != y {
 					addr := uint64(id+1)<<AddrShift | uint64(lo+int64(i))
-					return &Mismatch{Addr: addr, Got: got[i], Want: y, LastWriter: lastWriter(records, addr)}
+					return &Mismatch{Addr: addr, Got: got[i], Want: y, LastWriter: lastWriter(addr)}
 				}
 			}
 		}

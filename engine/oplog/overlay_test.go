@@ -11,7 +11,7 @@ const overlayShift = 2
 
 // phase1Overlay plays phase 1 as engine/machine does with a
 // copy-on-first-write image: before each write of a record, the blocks it
-// writes are saved (Hold) from the live memory; then the record applies to
+// writes are saved (Save) from the live memory; then the record applies to
 // the live memory. It returns the overlay over phase 1's final memory.
 func phase1Overlay(t *testing.T, initial Image, recs []*Record) *Overlay {
 	t.Helper()
@@ -20,7 +20,7 @@ func phase1Overlay(t *testing.T, initial Image, recs []*Record) *Overlay {
 	for i := range live {
 		ov.Mems[i].Live = live[i]
 	}
-	for _, r := range effectSorted(recs) {
+	for _, r := range recs {
 		if writes := r.Dst != 0 && r.Name != "fetch" && r.Kind != KindMath && (r.Src != 0 || r.Data != nil || r.Name == "store" || r.Name == "alloc"); writes {
 			m, off, err := ov.mem(r.Dst, r.NBytes)
 			if err != nil {
