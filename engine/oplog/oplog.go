@@ -525,20 +525,26 @@ func effectSorted(l *Log) []*entry {
 	order := make([]*entry, l.n)
 	// The math records and the others (sized for a ring's log: a tenth
 	// are math).
+	// The same pass notes whether each part is in order already (a second
+	// pass would read every record again, tens of megabytes).
 	late, rest := make([]*entry, 0, l.n/8+1), make([]*entry, 0, l.n)
+	lateSorted, restSorted := true, true
 	for i := range l.n {
 		if r := l.at(i); r.Kind == KindMath {
+			lateSorted = lateSorted && (len(late) == 0 || effectOrder(late[len(late)-1], r) <= 0)
 			late = append(late, r)
 		} else {
+			restSorted = restSorted && (len(rest) == 0 || effectOrder(rest[len(rest)-1], r) <= 0)
 			rest = append(rest, r)
 		}
 	}
 	// Stable sorts of the parts merged without a tie between the parts are
 	// the stable sort of the whole.
-	for _, part := range [][]*entry{late, rest} {
-		if !slices.IsSortedFunc(part, effectOrder) {
-			slices.SortStableFunc(part, effectOrder)
-		}
+	if !lateSorted {
+		slices.SortStableFunc(late, effectOrder)
+	}
+	if !restSorted {
+		slices.SortStableFunc(rest, effectOrder)
 	}
 	if mergeEffects(order[:0], rest, late) {
 		return order
