@@ -100,8 +100,18 @@ func sumBlocks(d DType, dst []byte, inputs [][]byte, n int, avg bool) {
 			in := rest[k]
 			if d == F32 {
 				if v, ok := f32View(in[4*lo : 4*(lo+m)]); ok {
-					// Two inputs per pass when the next is an f32 view
-					// too: the same additions, in the same order.
+					// Four or two inputs per pass when the next ones are
+					// f32 views too: the same additions, in the same order.
+					if k+3 < len(rest) {
+						w, ok1 := f32View(rest[k+1][4*lo : 4*(lo+m)])
+						x, ok2 := f32View(rest[k+2][4*lo : 4*(lo+m)])
+						y, ok3 := f32View(rest[k+3][4*lo : 4*(lo+m)])
+						if ok1 && ok2 && ok3 {
+							twoSumBlock4(s[:m], c[:m], v, w, x, y)
+							k += 3
+							continue
+						}
+					}
 					if k+1 < len(rest) {
 						if w, ok := f32View(rest[k+1][4*lo : 4*(lo+m)]); ok {
 							twoSumBlock2(s[:m], c[:m], v, w)
@@ -176,6 +186,31 @@ func twoSumBlock2(s, c []float64, x, y []float32) {
 		bv := t - a
 		cj := c[j] + ((a - (t - bv)) + (b - bv))
 		a, b = t, float64(y[j])
+		t = a + b
+		bv = t - a
+		c[j] = cj + ((a - (t - bv)) + (b - bv))
+		s[j] = t
+	}
+}
+
+// twoSumBlock4 is twoSumBlock of w, x, y and z in turn, in one pass.
+func twoSumBlock4(s, c []float64, w, x, y, z []float32) {
+	c, w, x, y, z = c[:len(s)], w[:len(s)], x[:len(s)], y[:len(s)], z[:len(s)]
+	for j, a := range s {
+		cj := c[j]
+		b := float64(w[j])
+		t := a + b
+		bv := t - a
+		cj += (a - (t - bv)) + (b - bv)
+		a, b = t, float64(x[j])
+		t = a + b
+		bv = t - a
+		cj += (a - (t - bv)) + (b - bv)
+		a, b = t, float64(y[j])
+		t = a + b
+		bv = t - a
+		cj += (a - (t - bv)) + (b - bv)
+		a, b = t, float64(z[j])
 		t = a + b
 		bv = t - a
 		c[j] = cj + ((a - (t - bv)) + (b - bv))

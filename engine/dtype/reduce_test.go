@@ -545,12 +545,24 @@ func TestTwoSumBlock2IsTwoSumBlockTwice(t *testing.T) {
 		y[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(16)-8)))
 	}
 	s1, c1 := slices.Clone(s), slices.Clone(c)
+	s4, c4 := slices.Clone(s), slices.Clone(c)
 	twoSumBlock(s1, c1, x)
 	twoSumBlock(s1, c1, y)
 	twoSumBlock2(s, c, x, y)
 	for i := range n {
 		if math.Float64bits(s[i]) != math.Float64bits(s1[i]) || math.Float64bits(c[i]) != math.Float64bits(c1[i]) {
 			t.Fatalf("element %d: twoSumBlock2 gives sum %v compensation %v, twoSumBlock twice %v and %v", i, s[i], c[i], s1[i], c1[i])
+		}
+	}
+	// twoSumBlock4 is twoSumBlock four times, inputs in turn.
+	s1, c1 = slices.Clone(s4), slices.Clone(c4)
+	for _, in := range [][]float32{x, y, y, x} {
+		twoSumBlock(s1, c1, in)
+	}
+	twoSumBlock4(s4, c4, x, y, y, x)
+	for i := range n {
+		if math.Float64bits(s4[i]) != math.Float64bits(s1[i]) || math.Float64bits(c4[i]) != math.Float64bits(c1[i]) {
+			t.Fatalf("element %d: twoSumBlock4 gives sum %v compensation %v, twoSumBlock in turn %v and %v", i, s4[i], c4[i], s1[i], c1[i])
 		}
 	}
 }
