@@ -10,6 +10,13 @@ const (
 	smMul2  = 0x94d049bb133111eb
 )
 
+// k·smGamma modulo 2^64: the states k elements on.
+const (
+	smGamma2 = 2 * smGamma & (1<<64 - 1)
+	smGamma3 = 3 * smGamma & (1<<64 - 1)
+	smGamma4 = 4 * smGamma & (1<<64 - 1)
+)
+
 func smMix(z uint64) uint64 {
 	z = (z ^ z>>30) * smMul1
 	z = (z ^ z>>27) * smMul2
@@ -63,13 +70,7 @@ func Fill(d DType, b []byte, seed uint64, rank int) {
 		scale := math.Ldexp(1, -e)
 		if d == F32 { // the common case, without Put's per-element dispatch
 			if v, ok := f32View(b); ok {
-				// k has at most 19 bits and scale is a power of two: the
-				// float32 product is exact, the same value as Put's.
-				for i := range v {
-					state += smGamma
-					k := int64(smMix(state)>>(63-fillExpF32)) - 1<<fillExpF32
-					v[i] = float32(k) * (1.0 / (1 << fillExpF32))
-				}
+				fillF32(v, state)
 				return
 			}
 			for i := range n {
@@ -98,6 +99,37 @@ func Fill(d DType, b []byte, seed uint64, rank int) {
 			b[i] = uint8(next()>>61)*2 + 1
 		}
 	}
+}
+
+// fillF32 is Fill's f32 loop on a view of the buffer, state the stream's
+// state before element 0. It fills four elements per iteration (each
+// depends only on its own state, so their multiplies overlap) and reads
+// only the top 19 bits of smMix: its last step, z ^ z>>31, leaves those
+// as they are (z>>31 < 2^33), so it is left out.
+func fillF32(v []float32, state uint64) {
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		w := v[i : i+4 : i+4]
+		w[0] = f32Grid(state + smGamma)
+		w[1] = f32Grid(state + smGamma2)
+		w[2] = f32Grid(state + smGamma3)
+		w[3] = f32Grid(state + smGamma4)
+		state += smGamma4
+	}
+	for ; i < len(v); i++ {
+		state += smGamma
+		v[i] = f32Grid(state)
+	}
+}
+
+// f32Grid is the f32 Fill value of state z: k·2^-18 with k the top 19
+// bits of smMix(z) less 2^18. k has at most 19 bits and the scale is a
+// power of two: the float32 product is exact, the same value as Put's.
+func f32Grid(z uint64) float32 {
+	z = (z ^ z>>30) * smMul1
+	z = (z ^ z>>27) * smMul2
+	k := int64(z>>(63-fillExpF32)) - 1<<fillExpF32
+	return float32(k) * (1.0 / (1 << fillExpF32))
 }
 
 // FillValue sets every element of b (len(b)/d.Size() of them) to v,

@@ -140,3 +140,33 @@ func TestFillValue(t *testing.T) {
 	}
 	FillValue(F32, nil, 1) // empty is fine
 }
+
+// Fill's f32 loop (four elements at a time, without smMix's last step)
+// gives the values of the definition: element i is k·2^-18 with k the top
+// 19 bits of smMix of the stream's state i+1 steps on, less 2^18. Every
+// length up to a few unrolled iterations, and a long buffer, for several
+// seeds and ranks.
+func TestFillF32MatchesDefinition(t *testing.T) {
+	for _, seed := range []uint64{0, 1, 42, 1 << 63} {
+		for _, rank := range []int{0, 3, 255} {
+			for _, n := range append(func() (ns []int) {
+				for n := range 19 {
+					ns = append(ns, n)
+				}
+				return ns
+			}(), 1<<16+3) {
+				b := make([]byte, 4*n)
+				Fill(F32, b, seed, rank)
+				state := smMix(smMix(seed) + uint64(rank)*smGamma + 1)
+				for i := range n {
+					state += smGamma
+					k := int64(smMix(state)>>(63-fillExpF32)) - 1<<fillExpF32
+					want := float32(math.Ldexp(float64(k), -fillExpF32))
+					if got := math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24); got != want {
+						t.Fatalf("seed %d rank %d n %d: element %d = %v, want %v", seed, rank, n, i, got, want)
+					}
+				}
+			}
+		}
+	}
+}

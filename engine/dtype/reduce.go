@@ -95,9 +95,30 @@ func sumBlocks(d DType, dst []byte, inputs [][]byte, n int, avg bool) {
 		m := min(sumBlock, n-lo)
 		decode(d, inputs[0], lo, s[:m])
 		clear(c[:m])
-		for _, in := range inputs[1:] {
+		rest := inputs[1:]
+		for k := 0; k < len(rest); k++ {
+			in := rest[k]
 			if d == F32 {
 				if v, ok := f32View(in[4*lo : 4*(lo+m)]); ok {
+					// Four or two inputs per pass when the next ones are
+					// f32 views too: the same additions, in the same order.
+					if k+3 < len(rest) {
+						w, ok1 := f32View(rest[k+1][4*lo : 4*(lo+m)])
+						x, ok2 := f32View(rest[k+2][4*lo : 4*(lo+m)])
+						y, ok3 := f32View(rest[k+3][4*lo : 4*(lo+m)])
+						if ok1 && ok2 && ok3 {
+							twoSumBlock4(s[:m], c[:m], v, w, x, y)
+							k += 3
+							continue
+						}
+					}
+					if k+1 < len(rest) {
+						if w, ok := f32View(rest[k+1][4*lo : 4*(lo+m)]); ok {
+							twoSumBlock2(s[:m], c[:m], v, w)
+							k++
+							continue
+						}
+					}
 					twoSumBlock(s[:m], c[:m], v)
 					continue
 				}
@@ -151,6 +172,48 @@ func twoSumBlock(s, c []float64, x []float32) {
 		t := a + b
 		bv := t - a
 		c[j] += (a - (t - bv)) + (b - bv)
+		s[j] = t
+	}
+}
+
+// twoSumBlock2 is twoSumBlock of x then of y, in one pass: s and c are
+// loaded and stored once for both.
+func twoSumBlock2(s, c []float64, x, y []float32) {
+	c, x, y = c[:len(s)], x[:len(s)], y[:len(s)]
+	for j, a := range s {
+		b := float64(x[j])
+		t := a + b
+		bv := t - a
+		cj := c[j] + ((a - (t - bv)) + (b - bv))
+		a, b = t, float64(y[j])
+		t = a + b
+		bv = t - a
+		c[j] = cj + ((a - (t - bv)) + (b - bv))
+		s[j] = t
+	}
+}
+
+// twoSumBlock4 is twoSumBlock of w, x, y and z in turn, in one pass.
+func twoSumBlock4(s, c []float64, w, x, y, z []float32) {
+	c, w, x, y, z = c[:len(s)], w[:len(s)], x[:len(s)], y[:len(s)], z[:len(s)]
+	for j, a := range s {
+		cj := c[j]
+		b := float64(w[j])
+		t := a + b
+		bv := t - a
+		cj += (a - (t - bv)) + (b - bv)
+		a, b = t, float64(x[j])
+		t = a + b
+		bv = t - a
+		cj += (a - (t - bv)) + (b - bv)
+		a, b = t, float64(y[j])
+		t = a + b
+		bv = t - a
+		cj += (a - (t - bv)) + (b - bv)
+		a, b = t, float64(z[j])
+		t = a + b
+		bv = t - a
+		c[j] = cj + ((a - (t - bv)) + (b - bv))
 		s[j] = t
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -490,38 +491,78 @@ func ExampleCountWrong() {
 }
 
 // sumBlocks must give sumAt's bits for every element, including signed
-// zeros, infinities and NaN, at lengths around the block size.
+// zeros, infinities and NaN, at lengths around the block size, for inputs
+// it adds in pairs and one left over.
 func TestSumBlocksMatchesSumAt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1e308, -1e308, 1e-300}
 	for _, d := range []DType{F32, F16, BF16, F64} {
 		for _, n := range []int{1, sumBlock - 1, sumBlock, sumBlock + 3, 3*sumBlock + 1} {
-			inputs := make([][]byte, 5)
-			for k := range inputs {
-				inputs[k] = make([]byte, n*d.Size())
-				for i := range n {
-					v := rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6))
-					if rng.IntN(50) == 0 {
-						v = specials[rng.IntN(len(specials))]
+			for _, p := range []int{2, 5, 6} {
+				inputs := make([][]byte, p)
+				for k := range inputs {
+					inputs[k] = make([]byte, n*d.Size())
+					for i := range n {
+						v := rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6))
+						if rng.IntN(50) == 0 {
+							v = specials[rng.IntN(len(specials))]
+						}
+						Put(d, inputs[k], i, v)
 					}
-					Put(d, inputs[k], i, v)
+				}
+				for _, avg := range []bool{false, true} {
+					got := make([]byte, n*d.Size())
+					sumBlocks(d, got, inputs, n, avg)
+					want := make([]byte, n*d.Size())
+					for i := range n {
+						acc := sumAt(d, inputs, i)
+						if avg {
+							acc /= float64(len(inputs))
+						}
+						Put(d, want, i, acc)
+					}
+					if !bytes.Equal(got, want) {
+						t.Errorf("%v n=%d inputs=%d avg=%v: sumBlocks differs from sumAt", d, n, p, avg)
+					}
 				}
 			}
-			for _, avg := range []bool{false, true} {
-				got := make([]byte, n*d.Size())
-				sumBlocks(d, got, inputs, n, avg)
-				want := make([]byte, n*d.Size())
-				for i := range n {
-					acc := sumAt(d, inputs, i)
-					if avg {
-						acc /= float64(len(inputs))
-					}
-					Put(d, want, i, acc)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("%v n=%d avg=%v: sumBlocks differs from sumAt", d, n, avg)
-				}
-			}
+		}
+	}
+}
+
+// twoSumBlock2 is twoSumBlock of one input then the other: the same sums
+// and the same compensations, bit for bit (the compensation rarely shows
+// in an f32 result, so the sums above alone would not notice a change).
+func TestTwoSumBlock2IsTwoSumBlockTwice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	const n = 257
+	s, c := make([]float64, n), make([]float64, n)
+	x, y := make([]float32, n), make([]float32, n)
+	for i := range n {
+		s[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(16)-8))
+		c[i] = rng.NormFloat64() * 1e-20
+		x[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(16)-8)))
+		y[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(16)-8)))
+	}
+	s1, c1 := slices.Clone(s), slices.Clone(c)
+	s4, c4 := slices.Clone(s), slices.Clone(c)
+	twoSumBlock(s1, c1, x)
+	twoSumBlock(s1, c1, y)
+	twoSumBlock2(s, c, x, y)
+	for i := range n {
+		if math.Float64bits(s[i]) != math.Float64bits(s1[i]) || math.Float64bits(c[i]) != math.Float64bits(c1[i]) {
+			t.Fatalf("element %d: twoSumBlock2 gives sum %v compensation %v, twoSumBlock twice %v and %v", i, s[i], c[i], s1[i], c1[i])
+		}
+	}
+	// twoSumBlock4 is twoSumBlock four times, inputs in turn.
+	s1, c1 = slices.Clone(s4), slices.Clone(c4)
+	for _, in := range [][]float32{x, y, y, x} {
+		twoSumBlock(s1, c1, in)
+	}
+	twoSumBlock4(s4, c4, x, y, y, x)
+	for i := range n {
+		if math.Float64bits(s4[i]) != math.Float64bits(s1[i]) || math.Float64bits(c4[i]) != math.Float64bits(c1[i]) {
+			t.Fatalf("element %d: twoSumBlock4 gives sum %v compensation %v, twoSumBlock in turn %v and %v", i, s4[i], c4[i], s1[i], c1[i])
 		}
 	}
 }

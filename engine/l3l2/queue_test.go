@@ -372,7 +372,7 @@ func TestQueue_PublicationOrder(t *testing.T) {
 	})
 	var names []string
 	var last sim.Time
-	for _, r := range w.m.Log.Records {
+	for _, r := range w.m.Log.Records() {
 		if r.Name == "alloc" {
 			continue
 		}

@@ -593,7 +593,7 @@ func TestRegion_OplogReplayMatches(t *testing.T) {
 		}
 	})
 	im := initial.Clone()
-	if err := oplog.Replay(&im, w.m.Log.Records); err != nil {
+	if err := oplog.Replay(&im, w.m.Log.Records()); err != nil {
 		t.Fatal(err)
 	}
 	final := w.m.Image()

@@ -452,7 +452,7 @@ func (m *Machine) PreRunOverlay() *oplog.Overlay {
 	for i, mem := range m.Mems {
 		om := oplog.OverlayMem{Live: mem.data}
 		if p := mem.preRun; p != nil {
-			om.Pre, om.Held = p.pre, p.held
+			om = p.overlay(mem.data)
 		}
 		ov.Mems[i] = om
 	}

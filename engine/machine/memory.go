@@ -109,8 +109,19 @@ const preRunBlockShift = 14
 // preRunBlocks is a memory's part of the copy-on-first-write pre-run image
 // (an oplog.OverlayMem in the making).
 type preRunBlocks struct {
-	pre  []byte // block i at pre[i<<preRunBlockShift:] when held[i]
-	held []bool
+	pre     []byte // block i at pre[i<<preRunBlockShift:] when state[i] is HeldBytes
+	state   []oplog.BlockState
+	pattern []uint64 // a HeldPattern block's bytes
+}
+
+// overlay is the memory's part of the pre-run image as an OverlayMem
+// (sharing its slices; put stores them back after a change).
+func (p *preRunBlocks) overlay(live []byte) oplog.OverlayMem {
+	return oplog.OverlayMem{Live: live, Pre: p.pre, State: p.state, Pattern: p.pattern}
+}
+
+func (p *preRunBlocks) put(om oplog.OverlayMem) {
+	p.pre, p.state, p.pattern = om.Pre, om.State, om.Pattern
 }
 
 type span struct{ off, n int64 }
@@ -299,12 +310,12 @@ func (m *Memory) savePreRun(off, end int64) {
 	if p == nil || end <= off {
 		return
 	}
-	om := oplog.OverlayMem{Live: m.data, Pre: p.pre, Held: p.held}
+	om := p.overlay(m.data)
 	if all, _ := om.HeldIn(off, end, preRunBlockShift); all {
 		return
 	}
-	om.Hold(off, end, preRunBlockShift)
-	p.pre, p.held = om.Pre, om.Held
+	om.Save(off, end, preRunBlockShift)
+	p.put(om)
 }
 
 // keepPreRun starts keeping the pre-run image (copy-on-first-write). The
@@ -317,7 +328,7 @@ func (m *Memory) keepPreRun() {
 		return
 	}
 	blocks := (int64(len(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift
-	m.preRun = &preRunBlocks{pre: make([]byte, blocks<<preRunBlockShift), held: make([]bool, blocks)}
+	m.preRun = &preRunBlocks{pre: make([]byte, blocks<<preRunBlockShift), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
 }
 
 // PreRun returns the region's bytes as they were when the machine started
@@ -332,13 +343,13 @@ func (r Region) PreRun() []byte {
 	}
 	live := m.View(r.Off, r.N) // grows data over the region: blocks read as zero
 	p := m.preRun
-	om := oplog.OverlayMem{Live: m.data, Pre: p.pre, Held: p.held}
+	om := p.overlay(m.data)
 	end := r.Off + r.N
 	if _, none := om.HeldIn(r.Off, end, preRunBlockShift); none {
 		return live
 	}
 	out := om.Hold(r.Off, end, preRunBlockShift)
-	p.pre, p.held = om.Pre, om.Held
+	p.put(om)
 	return out
 }
 

@@ -3,13 +3,15 @@ package machine
 import (
 	"bytes"
 	"testing"
+
+	"kernbench/engine/oplog"
 )
 
 // heldBlocks lists the blocks of mem whose pre-run bytes were saved.
 func heldBlocks(mem *Memory) []int {
 	var out []int
-	for b, h := range mem.preRun.held {
-		if h {
+	for b, s := range mem.preRun.state {
+		if s != oplog.Unheld {
 			out = append(out, b)
 		}
 	}
@@ -71,7 +73,37 @@ func TestPreRunSavesBlocksBeforeFirstWrite(t *testing.T) {
 	if mem.preRun != nil || far.preRun != nil {
 		t.Error("DropPreRun left an image")
 	}
-	if ov.Mems[mem.ID].Held[1] != true || !bytes.Equal(ov.Mems[mem.ID].Pre[off+block:off+2*block], pre[block:2*block]) {
+	if ov.Mems[mem.ID].State[1] != oplog.HeldBytes || !bytes.Equal(ov.Mems[mem.ID].Pre[off+block:off+2*block], pre[block:2*block]) {
 		t.Error("the overlay does not carry the saved block")
+	}
+}
+
+// A block whose bytes repeat every 8 bytes (a receive buffer's sentinel)
+// is saved before its first write as its pattern, without a copy; PreRun
+// still gives back its bytes from before KeepPreRun.
+func TestPreRunSavesSentinelBlockAsPattern(t *testing.T) {
+	const block = 1 << preRunBlockShift
+	m := newTestMachine(t, testParams())
+	mem := m.PE(0).TCM
+	off, err := mem.Alloc(2 * block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mem.Bytes(off, 2*block)
+	for i := range b {
+		b[i] = []byte{0, 0, 0xc0, 0x7f}[i%4]
+	}
+	pre := bytes.Clone(b)
+	m.KeepPreRun()
+	copy(mem.Bytes(off+block-4, 8), "abcdefgh")
+	first := int(off / block)
+	if s := mem.preRun.state[first : first+2]; s[0] != oplog.HeldPattern || s[1] != oplog.HeldPattern {
+		t.Fatalf("sentinel blocks saved as %v, want patterns", s)
+	}
+	if p := mem.preRun.pre[off : off+2*block]; !bytes.Equal(p, make([]byte, 2*block)) {
+		t.Error("a block saved as a pattern was copied too")
+	}
+	if got := (Region{Mem: mem, Off: off, N: 2 * block}).PreRun(); !bytes.Equal(got, pre) {
+		t.Error("PreRun of the region is not its bytes from before KeepPreRun")
 	}
 }

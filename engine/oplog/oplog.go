@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"unsafe"
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/sim"
@@ -178,26 +179,185 @@ func (r *Record) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// Log collects records in phase 1. Records live in slabs of recordSlab
-// (one allocation per slab, not per record).
+// Log collects records in phase 1. A large run keeps millions of
+// records, each read several times by phase 2, so the log keeps them
+// compact and free of pointers (entry: about half a Record, and nothing
+// for the collector to scan), in slabs of 1<<slabShift (one allocation per
+// slab, not per record). Strings are kept once each (strs); the fields few
+// records have (bytes, marker args, math scalars) in extras.
 type Log struct {
-	Records []*Record
-	tiles   int64
-	slab    []Record
+	slabs  [][]entry
+	n      int
+	tiles  int64
+	strs   []string // by id; 0 is ""
+	strID  map[string]uint32
+	recent [16]recentStr
+	extras []extra
 }
 
-const recordSlab = 1024
+// entry is a Record as the Log keeps it: the same fields, with each
+// string as its id in Log.strs and the rare ones in Log.extras.
+type entry struct {
+	Seq                   uint64
+	TStart, TEnd          sim.Time
+	Src, Dst              uint64
+	NBytes, Count         int64
+	SenderSeq             uint64
+	TileOut, TileA, TileB int64
+	Rank                  int32
+	name, dir, op         uint32
+	extra                 uint32 // 1 + index in Log.extras; 0: none
+	Kind                  Kind
+	SrcSp, DstSp          Space
+	RecvMode              RecvMode
+	DType, OutType        dtype.DType
+	Left                  bool
+}
+
+// extra is the part of a Record few records have.
+type extra struct {
+	data    []byte
+	args    map[string]string
+	scalar  float64
+	scalarI int64
+}
+
+// recentStr caches the id of a string recently kept: the names a run logs
+// are a few short strings (a rank's direction names are its own strings,
+// so the cache goes by their bytes, not their address).
+type recentStr struct {
+	s  string
+	id uint32
+}
+
+const slabShift = 10
+
+// The ids of the names the replay tells apart (Log.init keeps them first).
+const (
+	nameFetch uint32 = iota + 1
+	nameStore
+	nameAlloc
+	nameSend
+	nameRecv
+)
+
+func (l *Log) init() {
+	l.strs = []string{"", "fetch", "store", "alloc", "send", "recv"}
+	l.strID = make(map[string]uint32, len(l.strs))
+	for i, s := range l.strs {
+		l.strID[s] = uint32(i)
+	}
+}
+
+// str is s's id in l.strs, keeping s if it is new.
+func (l *Log) str(s string) uint32 {
+	if s == "" {
+		return 0
+	}
+	c := &l.recent[(len(s)*7+int(s[0])+int(s[len(s)-1]))&(len(l.recent)-1)]
+	if c.s == s {
+		return c.id
+	}
+	id, ok := l.strID[s]
+	if !ok {
+		id = uint32(len(l.strs))
+		l.strs = append(l.strs, s)
+		l.strID[s] = id
+	}
+	*c = recentStr{s: s, id: id}
+	return id
+}
 
 // Add appends a copy of r, assigning its sequence number.
 func (l *Log) Add(r *Record) {
-	if len(l.slab) == cap(l.slab) {
-		l.slab = make([]Record, 0, recordSlab)
+	r.Seq = uint64(l.n)
+	l.add(r)
+}
+
+// add appends a copy of r with its own sequence number.
+func (l *Log) add(r *Record) {
+	if l.strs == nil {
+		l.init()
 	}
-	l.slab = append(l.slab, *r)
-	kept := &l.slab[len(l.slab)-1]
-	kept.Seq = uint64(len(l.Records))
-	r.Seq = kept.Seq
-	l.Records = append(l.Records, kept)
+	if l.n&(1<<slabShift-1) == 0 {
+		l.slabs = append(l.slabs, make([]entry, 1<<slabShift))
+	}
+	e := &l.slabs[l.n>>slabShift][l.n&(1<<slabShift-1)]
+	l.n++
+	*e = entry{Seq: r.Seq, TStart: r.TStart, TEnd: r.TEnd, Src: r.Src, Dst: r.Dst, NBytes: r.NBytes, Count: r.Count, SenderSeq: r.SenderSeq,
+		TileOut: r.TileOut, TileA: r.TileA, TileB: r.TileB, Rank: int32(r.Rank), name: l.str(r.Name), dir: l.str(r.Dir), op: l.str(r.Op),
+		Kind: r.Kind, SrcSp: r.SrcSp, DstSp: r.DstSp, RecvMode: r.RecvMode, DType: r.DType, OutType: r.OutType, Left: r.Left}
+	if r.Data != nil || r.Args != nil || r.Scalar != 0 || r.ScalarI != 0 {
+		l.extras = append(l.extras, extra{data: r.Data, args: r.Args, scalar: r.Scalar, scalarI: r.ScalarI})
+		e.extra = uint32(len(l.extras))
+	}
+}
+
+// logOf is a log of records, each keeping its sequence number.
+func logOf(records []*Record) *Log {
+	l := &Log{}
+	for _, r := range records {
+		l.add(r)
+	}
+	return l
+}
+
+// Len is the number of records.
+func (l *Log) Len() int { return l.n }
+
+// at is record i's entry.
+func (l *Log) at(i int) *entry { return &l.slabs[i>>slabShift][i&(1<<slabShift-1)] }
+
+// Record returns a copy of record i.
+func (l *Log) Record(i int) *Record { return l.record(l.at(i)) }
+
+// Records returns a copy of every record, in sequence order.
+func (l *Log) Records() []*Record {
+	out := make([]*Record, l.n)
+	for i := range out {
+		out[i] = l.Record(i)
+	}
+	return out
+}
+
+// record is the Record an entry keeps.
+func (l *Log) record(e *entry) *Record {
+	r := &Record{Seq: e.Seq, Rank: int(e.Rank), Kind: e.Kind, SrcSp: e.SrcSp, DstSp: e.DstSp, RecvMode: e.RecvMode, DType: e.DType, OutType: e.OutType,
+		Left: e.Left, Name: l.strs[e.name], TStart: e.TStart, TEnd: e.TEnd, Src: e.Src, Dst: e.Dst, NBytes: e.NBytes, Count: e.Count,
+		Dir: l.strs[e.dir], SenderSeq: e.SenderSeq, TileOut: e.TileOut, TileA: e.TileA, TileB: e.TileB, Op: l.strs[e.op]}
+	if x := l.extraOf(e); x != nil {
+		r.Data, r.Args, r.Scalar, r.ScalarI = x.data, x.args, x.scalar, x.scalarI
+	}
+	return r
+}
+
+// extraOf is e's extra, or nil.
+func (l *Log) extraOf(e *entry) *extra {
+	if e.extra == 0 {
+		return nil
+	}
+	return &l.extras[e.extra-1]
+}
+
+// data is e's Data.
+func (l *Log) data(e *entry) []byte {
+	if x := l.extraOf(e); x != nil {
+		return x.data
+	}
+	return nil
+}
+
+// HostBytes is what the records take in host memory: the entries, their
+// extras and the bytes and args these carry.
+func (l *Log) HostBytes() int64 {
+	total := int64(l.n)*int64(unsafe.Sizeof(entry{})) + int64(len(l.extras))*int64(unsafe.Sizeof(extra{}))
+	for _, x := range l.extras {
+		total += int64(cap(x.data))
+		for k, v := range x.args {
+			total += int64(len(k) + len(v) + 32)
+		}
+	}
+	return total
 }
 
 // NewTile returns a fresh tile id.
@@ -209,8 +369,8 @@ func (l *Log) NewTile() int64 {
 // WriteJSONLines writes one JSON object per record, in sequence order.
 func (l *Log) WriteJSONLines(w io.Writer) error {
 	enc := json.NewEncoder(w)
-	for _, r := range l.Records {
-		if err := enc.Encode(r); err != nil {
+	for i := range l.n {
+		if err := enc.Encode(l.Record(i)); err != nil {
 			return err
 		}
 	}
@@ -261,52 +421,93 @@ func (im Image) Clone() Image {
 // DataExecutor. It fails on records it cannot apply (unknown tile, bad
 // address), which is itself a verification failure.
 func Replay(im *Image, records []*Record) error {
-	return replay(im, records)
+	return replay(im, logOf(records))
 }
 
 // ReplayOverlay is Replay on an overlay image: the replay reads blocks
 // nobody wrote from phase 1's memory and writes only the overlay's own
 // copies (see Overlay).
-func ReplayOverlay(ov *Overlay, records []*Record) error { return replay(ov, records) }
+func ReplayOverlay(ov *Overlay, records []*Record) error { return replay(ov, logOf(records)) }
+
+// ReplayOverlay is ReplayOverlay of the log's records.
+func (l *Log) ReplayOverlay(ov *Overlay) error { return replay(ov, l) }
 
 // replaySpace is the memory a replay runs on: read is a view it only
-// reads, write one it may write.
+// reads (valid until the next read), write replaces a range: its first
+// bytes by src (as copy does), or all of it by zeros when zero is set.
 type replaySpace interface {
 	read(addr uint64, n int64) ([]byte, error)
-	write(addr uint64, n int64) ([]byte, error)
+	write(addr uint64, n int64, src []byte, zero bool) error
 }
 
-func (img *Image) read(addr uint64, n int64) ([]byte, error)  { return img.locate(addr, n) }
-func (img *Image) write(addr uint64, n int64) ([]byte, error) { return img.locate(addr, n) }
+// replayTracker is a replaySpace that wants to know the records ahead:
+// prepare starts, note sees each record in effect order (i its index),
+// then at says which of them is applied next.
+type replayTracker interface {
+	prepare()
+	note(l *Log, i int, r *entry)
+	at(i int)
+}
 
-func replay(im replaySpace, records []*Record) error {
-	order := effectSorted(records)
+func (img *Image) read(addr uint64, n int64) ([]byte, error) { return img.locate(addr, n) }
+func (img *Image) write(addr uint64, n int64, src []byte, zero bool) error {
+	dst, err := img.locate(addr, n)
+	if err != nil {
+		return err
+	}
+	if zero {
+		clear(dst)
+	} else {
+		copy(dst, src)
+	}
+	return nil
+}
+
+func replay(im replaySpace, l *Log) error {
+	order := effectSorted(l)
 	// Tile ids are dense (Log.NewTile), so tiles live in slices by id. A
 	// tile's bytes are released after the last record that reads it and
 	// reused for a later tile, so the replay holds only the tiles still to
 	// be consumed, not every tile of the run.
-	var maxID int64
-	for _, r := range order {
-		maxID = max(maxID, r.TileOut, r.TileA, r.TileB)
+	// One pass over the records (tens of megabytes for a large run) finds
+	// each tile's last reader and tells the space what each record writes.
+	tracker, _ := im.(replayTracker)
+	if tracker != nil {
+		tracker.prepare()
 	}
-	rp := &replayer{im: im, tiles: make([]replayTile, maxID+1), lastUse: make([]int32, maxID+1), free: map[int64][][]byte{}}
+	rp := &replayer{im: im, log: l, free: map[int64][][]byte{}}
 	for i, r := range order {
+		if top := max(r.TileOut, r.TileA, r.TileB); top >= int64(len(rp.lastUse)) {
+			grown := make([]int32, max(top+1, 2*int64(len(rp.lastUse))))
+			copy(grown, rp.lastUse)
+			rp.lastUse = grown
+		}
 		switch {
 		case r.Kind == KindMath:
 			rp.lastUse[max(r.TileA, 0)], rp.lastUse[max(r.TileB, 0)] = int32(i), int32(i)
-		case r.Name == "store":
+		case r.name == nameStore:
 			rp.lastUse[max(r.TileA, 0)] = int32(i)
 		}
-	}
-	for i, r := range order {
-		if err := rp.apply(r); err != nil {
-			return fmt.Errorf("replay of record %d (%s %s, rank %d): %w", r.Seq, r.Kind, r.Name, r.Rank, err)
+		if tracker != nil {
+			tracker.note(l, i, r)
 		}
-		if r.Kind == KindMath || r.Name == "store" {
+	}
+	if len(rp.lastUse) == 0 {
+		rp.lastUse = make([]int32, 1)
+	}
+	rp.tiles = make([]replayTile, len(rp.lastUse))
+	for i, r := range order {
+		if tracker != nil {
+			tracker.at(i)
+		}
+		if err := rp.apply(r); err != nil {
+			return fmt.Errorf("replay of record %d (%s %s, rank %d): %w", r.Seq, r.Kind, l.strs[r.name], r.Rank, err)
+		}
+		if r.Kind == KindMath || r.name == nameStore {
 			rp.release(r.TileA, i)
 			rp.release(r.TileB, i)
 		}
-		if r.Kind == KindMath || r.Name == "fetch" {
+		if r.Kind == KindMath || r.name == nameFetch {
 			rp.release(r.TileOut, i)
 		}
 	}
@@ -320,36 +521,44 @@ func replay(im replaySpace, records []*Record) error {
 // of a ring's log) and merging costs far less than a stable sort of the
 // whole log (n log² n). A tie between the parts (whose log order the merge
 // does not know) takes the stable sort of the whole.
-func effectSorted(records []*Record) []*Record {
-	order := make([]*Record, len(records))
+func effectSorted(l *Log) []*entry {
+	order := make([]*entry, l.n)
 	// The math records and the others (sized for a ring's log: a tenth
 	// are math).
-	late, rest := make([]*Record, 0, len(records)/8+1), make([]*Record, 0, len(records))
-	for _, r := range records {
-		if r.Kind == KindMath {
+	// The same pass notes whether each part is in order already (a second
+	// pass would read every record again, tens of megabytes).
+	late, rest := make([]*entry, 0, l.n/8+1), make([]*entry, 0, l.n)
+	lateSorted, restSorted := true, true
+	for i := range l.n {
+		if r := l.at(i); r.Kind == KindMath {
+			lateSorted = lateSorted && (len(late) == 0 || effectOrder(late[len(late)-1], r) <= 0)
 			late = append(late, r)
 		} else {
+			restSorted = restSorted && (len(rest) == 0 || effectOrder(rest[len(rest)-1], r) <= 0)
 			rest = append(rest, r)
 		}
 	}
 	// Stable sorts of the parts merged without a tie between the parts are
 	// the stable sort of the whole.
-	for _, part := range [][]*Record{late, rest} {
-		if !slices.IsSortedFunc(part, effectOrder) {
-			slices.SortStableFunc(part, effectOrder)
-		}
+	if !lateSorted {
+		slices.SortStableFunc(late, effectOrder)
+	}
+	if !restSorted {
+		slices.SortStableFunc(rest, effectOrder)
 	}
 	if mergeEffects(order[:0], rest, late) {
 		return order
 	}
-	copy(order, records)
+	for i := range order {
+		order[i] = l.at(i)
+	}
 	slices.SortStableFunc(order, effectOrder)
 	return order
 }
 
 // mergeEffects merges the sorted a and b into out (room for both) and
 // reports whether no record of a ties with one of b.
-func mergeEffects(out, a, b []*Record) bool {
+func mergeEffects(out, a, b []*entry) bool {
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		switch effectOrder(a[i], b[j]) {
@@ -368,7 +577,7 @@ func mergeEffects(out, a, b []*Record) bool {
 }
 
 // effectOrder orders records by when their effect happened (TEnd, then Seq).
-func effectOrder(a, b *Record) int {
+func effectOrder(a, b *entry) int {
 	if a.TEnd != b.TEnd {
 		return cmp.Compare(a.TEnd, b.TEnd)
 	}
@@ -378,6 +587,7 @@ func effectOrder(a, b *Record) int {
 // replayer is the DataExecutor's state: the image and the live tiles.
 type replayer struct {
 	im      replaySpace
+	log     *Log
 	tiles   []replayTile
 	lastUse []int32 // index in effect order of the last record reading a tile
 	// free holds released tile buffers by length, for later tiles.
@@ -431,8 +641,20 @@ func (rp *replayer) release(id int64, i int) {
 	}
 }
 
-func (rp *replayer) apply(r *Record) error {
-	im := rp.im
+// writeRange is the range of memory apply writes for r, if it writes
+// any (its cases in apply's order).
+func writeRange(l *Log, r *entry) (addr uint64, n int64, ok bool) {
+	switch {
+	case r.Kind == KindMarker, r.Kind == KindMath, r.name == nameFetch:
+		return 0, 0, false
+	case r.name == nameStore, l.data(r) != nil || r.name == nameAlloc, r.Src != 0 && r.Dst != 0:
+		return r.Dst, r.NBytes, true
+	}
+	return 0, 0, false
+}
+
+func (rp *replayer) apply(r *entry) error {
+	im, l := rp.im, rp.log
 	switch {
 	case r.Kind == KindMarker:
 		return nil
@@ -445,10 +667,10 @@ func (rp *replayer) apply(r *Record) error {
 			return fmt.Errorf("negative size %d", r.NBytes)
 		}
 		out := rp.buffer(r.NBytes)
-		switch r.Op {
+		switch opName := l.strs[r.op]; opName {
 		case "const":
 			clear(out)
-			copy(out, r.Data)
+			copy(out, l.data(r))
 		case "convert":
 			a, err := rp.tile(r.TileA)
 			if err != nil {
@@ -461,7 +683,7 @@ func (rp *replayer) apply(r *Record) error {
 			dtype.Convert(out, odt, a, dt)
 			dt = odt
 		default:
-			op, err := dtype.ParseOp(r.Op)
+			op, err := dtype.ParseOp(opName)
 			if err != nil {
 				return err
 			}
@@ -470,7 +692,12 @@ func (rp *replayer) apply(r *Record) error {
 				return err
 			}
 			if r.TileB == 0 {
-				dtype.BinaryScalar(op, dt, out, a, r.Scalar, r.ScalarI, r.Left)
+				var scalar float64
+				var scalarI int64
+				if x := l.extraOf(r); x != nil {
+					scalar, scalarI = x.scalar, x.scalarI
+				}
+				dtype.BinaryScalar(op, dt, out, a, scalar, scalarI, r.Left)
 			} else {
 				b, err := rp.tile(r.TileB)
 				if err != nil {
@@ -480,7 +707,7 @@ func (rp *replayer) apply(r *Record) error {
 			}
 		}
 		return rp.put(r.TileOut, out, dt)
-	case r.Name == "fetch":
+	case r.name == nameFetch:
 		src, err := im.read(r.Src, r.NBytes)
 		if err != nil {
 			return err
@@ -488,28 +715,15 @@ func (rp *replayer) apply(r *Record) error {
 		out := rp.buffer(r.NBytes)
 		copy(out, src)
 		return rp.put(r.TileOut, out, 0)
-	case r.Name == "store":
+	case r.name == nameStore:
 		t, err := rp.tile(r.TileA)
 		if err != nil {
 			return err
 		}
-		dst, err := im.write(r.Dst, r.NBytes)
-		if err != nil {
-			return err
-		}
-		copy(dst, t)
-		return nil
-	case r.Data != nil || r.Name == "alloc":
-		dst, err := im.write(r.Dst, r.NBytes)
-		if err != nil {
-			return err
-		}
-		if r.Data == nil {
-			clear(dst)
-		} else {
-			copy(dst, r.Data)
-		}
-		return nil
+		return im.write(r.Dst, r.NBytes, t, false)
+	case l.data(r) != nil || r.name == nameAlloc:
+		data := l.data(r)
+		return im.write(r.Dst, r.NBytes, data, data == nil)
 	case r.Src != 0 && r.Dst != 0:
 		// ipcq send, copy, recv copy_to_dst: bytes move src -> dst.
 		src, err := im.read(r.Src, r.NBytes)
@@ -518,12 +732,7 @@ func (rp *replayer) apply(r *Record) error {
 		}
 		// The destination may grow the image after src was taken: src
 		// then still holds the bytes to copy (nothing wrote them since).
-		dst, err := im.write(r.Dst, r.NBytes)
-		if err != nil {
-			return err
-		}
-		copy(dst, src)
-		return nil
+		return im.write(r.Dst, r.NBytes, src, false)
 	}
 	// return_slot recv and other pointer-only records have no data effect.
 	return nil
@@ -547,6 +756,12 @@ func (m *Mismatch) String() string {
 // Compare returns the first difference between phase-2 and phase-1 images
 // (missing bytes read as zero), or nil.
 func Compare(phase2, phase1 Image, records []*Record) *Mismatch {
+	return compareImages(phase2, phase1, func(addr uint64) *Record { return lastWriter(logOf(records), addr) })
+}
+
+// compareImages is Compare, with lastWriter finding the record that last
+// wrote an address.
+func compareImages(phase2, phase1 Image, lastWriter func(addr uint64) *Record) *Mismatch {
 	for id := 0; id < max(len(phase1), len(phase2)); id++ {
 		var a, b []byte
 		if id < len(phase2) {
@@ -570,7 +785,7 @@ func Compare(phase2, phase1 Image, records []*Record) *Mismatch {
 			}
 			if x != y {
 				addr := uint64(id+1)<<AddrShift | uint64(i)
-				return &Mismatch{Addr: addr, Got: x, Want: y, LastWriter: lastWriter(records, addr)}
+				return &Mismatch{Addr: addr, Got: x, Want: y, LastWriter: lastWriter(addr)}
 			}
 		}
 	}
@@ -592,10 +807,11 @@ func allZero(b []byte) bool {
 var zeroPage [4096]byte
 
 // lastWriter is the record with the latest effect that wrote addr.
-func lastWriter(records []*Record, addr uint64) *Record {
-	var best *Record
-	for _, r := range records {
-		writes := r.Dst != 0 && r.Name != "fetch" && r.Kind != KindMath
+func lastWriter(l *Log, addr uint64) *Record {
+	var best *entry
+	for i := range l.n {
+		r := l.at(i)
+		writes := r.Dst != 0 && r.name != nameFetch && r.Kind != KindMath
 		if !writes || addr < r.Dst || addr >= r.Dst+uint64(r.NBytes) {
 			continue
 		}
@@ -603,30 +819,37 @@ func lastWriter(records []*Record, addr uint64) *Record {
 			best = r
 		}
 	}
-	return best
+	if best == nil {
+		return nil
+	}
+	return l.record(best)
 }
 
 // CheckCausality checks invariant I5: every receive has a send of the same
 // message (same slot, same sender_seq) whose DMA completed no later than
 // the receive began. It returns a description of the first violation.
-func CheckCausality(records []*Record) string {
+func CheckCausality(records []*Record) string { return logOf(records).CheckCausality() }
+
+// CheckCausality is CheckCausality of the log's records.
+func (l *Log) CheckCausality() string {
 	// One pass over the log (tens of megabytes of records for a large
 	// ring) collects the messages; the map is then filled from the compact
 	// list of sends, sized once. A ring's log is about a fifth sends and a
 	// fifth receives.
-	sends, recvs := make([]causalMsg, 0, len(records)/5), make([]causalMsg, 0, len(records)/5)
-	for _, r := range records {
+	sends, recvs := make([]causalMsg, 0, l.n/5), make([]causalMsg, 0, l.n/5)
+	for i := range l.n {
+		r := l.at(i)
 		if r.Kind != KindIPCQ {
 			continue
 		}
-		switch r.Name {
-		case "send":
+		switch r.name {
+		case nameSend:
 			sends = append(sends, causalMsg{causalKey{r.Dst, r.SenderSeq}, r})
-		case "recv":
+		case nameRecv:
 			recvs = append(recvs, causalMsg{causalKey{r.Src, r.SenderSeq}, r})
 		}
 	}
-	sent := make(map[causalKey]*Record, len(sends))
+	sent := make(map[causalKey]*entry, len(sends))
 	for _, m := range sends {
 		sent[m.key] = m.rec // of several sends of a message, the last logged counts
 	}
@@ -635,10 +858,10 @@ func CheckCausality(records []*Record) string {
 		s, ok := sent[m.key]
 		switch {
 		case !ok:
-			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d at %v) has no matching send", r.Seq, r.Rank, r.Dir, r.SenderSeq, r.TStart)
+			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d at %v) has no matching send", r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart)
 		case s.TEnd > r.TStart:
 			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d) began at %v before its send (record %d, rank %d) completed at %v",
-				r.Seq, r.Rank, r.Dir, r.SenderSeq, r.TStart, s.Seq, s.Rank, s.TEnd)
+				r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart, s.Seq, s.Rank, s.TEnd)
 		}
 	}
 	return ""
@@ -651,5 +874,5 @@ type causalKey struct{ slot, seq uint64 }
 // causalMsg is a send or receive of CheckCausality.
 type causalMsg struct {
 	key causalKey
-	rec *Record
+	rec *entry
 }

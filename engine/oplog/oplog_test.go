@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/sim"
@@ -66,12 +67,13 @@ func TestPhase2CatchesEffectAppliedOutOfOrder(t *testing.T) {
 	// Phase 1 as it (wrongly) happened: copy and send before the store.
 	phase1 := initial.Clone()
 	wrongOrder := []*Record{recs[0], recs[1], recs[2], recs[4], recs[5], recs[3], recs[6], recs[7]}
-	rp := &replayer{im: &phase1, tiles: make([]replayTile, 4), free: map[int64][][]byte{}}
+	wl := logOf(wrongOrder)
+	rp := &replayer{im: &phase1, log: wl, tiles: make([]replayTile, 4), free: map[int64][][]byte{}}
 	for id := int64(1); id <= 3; id++ {
 		rp.tiles[id] = replayTile{data: []byte{byte(id), 0, 0, 0}, live: true}
 	}
-	for _, r := range wrongOrder {
-		if err := rp.apply(r); err != nil {
+	for i := range wl.Len() {
+		if err := rp.apply(wl.at(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,9 +183,13 @@ func TestEffectSortedIsStableSort(t *testing.T) {
 			}
 			recs[i] = r
 		}
-		want := append([]*Record(nil), recs...)
+		l := logOf(recs)
+		want := make([]*entry, n)
+		for i := range want {
+			want[i] = l.at(i)
+		}
 		slices.SortStableFunc(want, effectOrder)
-		got := effectSorted(recs)
+		got := effectSorted(l)
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d: effectSorted differs from the stable sort", trial)
 		}
@@ -258,5 +264,41 @@ func TestCheckCausalityMatchesMap(t *testing.T) {
 	t.Logf("%d of 2000 logs violate I5; %d with receives pass", failures, passedRecvs)
 	if failures == 0 || passedRecvs == 0 {
 		t.Fatalf("%d of 2000 random logs violate I5, %d with receives pass: the test covers only one outcome", failures, passedRecvs)
+	}
+}
+
+// The log keeps a compact copy of each record (strings by id, the rare
+// fields aside): what it gives back is what was added, field for field,
+// with its sequence number; a nil Data stays nil and an empty one empty
+// (the replay tells them apart).
+func TestLogKeepsRecords(t *testing.T) {
+	recs := []*Record{
+		{Rank: 3, Kind: KindIPCQ, Name: "send", SrcSp: SpaceHBM, DstSp: SpaceTCM, DType: dtype.F32, TStart: 5, TEnd: 9, Src: addr(0, 64), Dst: addr(1, 0),
+			NBytes: 4096, Count: 1024, Dir: "east", SenderSeq: 7},
+		{Rank: -1, Kind: KindL3L2, Name: "queue_put", TEnd: 10, Dst: addr(2, 8), NBytes: 4, Data: []byte{1, 2, 3, 4}},
+		{Rank: 1, Kind: KindMath, Name: "math", Op: "mul", DType: dtype.I32, OutType: dtype.I64, Left: true, NBytes: 16, TileOut: 9, TileA: 8,
+			Scalar: 2.5, ScalarI: -3, TEnd: 11},
+		{Rank: 0, Kind: KindMemory, Name: "host_write", Dst: addr(0, 0), Data: []byte{}},
+		{Rank: 2, Kind: KindMarker, Name: "phase", Args: map[string]string{"step": "1"}},
+	}
+	want := make([]Record, len(recs))
+	for i, r := range recs {
+		want[i] = *r
+		want[i].Seq = uint64(i)
+	}
+	var l Log
+	for _, r := range recs {
+		l.Add(r)
+	}
+	if l.Len() != len(recs) {
+		t.Fatalf("the log has %d records, want %d", l.Len(), len(recs))
+	}
+	for i, r := range l.Records() {
+		if diff := cmp.Diff(want[i], *r, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("record %d (-added +kept):\n%s", i, diff)
+		}
+		if (want[i].Data == nil) != (r.Data == nil) {
+			t.Errorf("record %d: Data %#v kept as %#v", i, want[i].Data, r.Data)
+		}
 	}
 }

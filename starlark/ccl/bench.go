@@ -147,7 +147,11 @@ func (b *bench) keepInputs(w *world) {
 	}
 	for r := range b.send {
 		b.inputs = append(b.inputs, b.send[r].Reg.PreRun())
-		b.before = append(b.before, b.recv[r].Reg.PreRun())
+		if b.p.coll.KeepsRecv() {
+			// Only then: a view of a recv buffer's pre-run bytes writes
+			// out the blocks kept as a pattern (its sentinel).
+			b.before = append(b.before, b.recv[r].Reg.PreRun())
+		}
 	}
 }
 

@@ -48,10 +48,14 @@ func (c Collective) recvCount(count int64, p int) int64 {
 	return count
 }
 
+// KeepsRecv reports whether some ranks' recv buffers must end as they
+// began (non-root ranks of reduce): Expected needs them only then.
+func (c Collective) KeepsRecv() bool { return c.Name == "reduce" }
+
 // Expected computes every rank's expected recv buffer from the original
 // send buffers (independently of any algorithm: float64 accumulation in
 // dtype.Reduce). before[r] is rank r's recv buffer before the run, which
-// non-root ranks of reduce must still hold.
+// non-root ranks of reduce must still hold (nil unless KeepsRecv).
 func (c Collective) Expected(dt dtype.DType, red dtype.RedOp, root int, count int64, sends, before [][]byte) [][]byte {
 	p := len(sends)
 	sz := int64(dt.Size())

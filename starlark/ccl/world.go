@@ -171,13 +171,13 @@ func (w *world) phase2(p *plan, res *Result) error {
 	ov := w.m.PreRunOverlay()
 	w.m.DropPreRun()
 	match := true
-	if msg := oplog.CheckCausality(w.m.Log.Records); msg != "" {
+	if msg := w.m.Log.CheckCausality(); msg != "" {
 		match = false
 		res.Phase2 = msg
-	} else if err := oplog.ReplayOverlay(ov, w.m.Log.Records); err != nil {
+	} else if err := w.m.Log.ReplayOverlay(ov); err != nil {
 		match = false
 		res.Phase2 = err.Error()
-	} else if mm := ov.Compare(w.m.Log.Records); mm != nil {
+	} else if mm := ov.CompareLog(w.m.Log); mm != nil {
 		match = false
 		res.Phase2 = mm.String()
 	}
