@@ -14,7 +14,16 @@ func TestTestProgress(t *testing.T) {
 	w := &lockedWriter{w: &b}
 	p := newTestProgress(w, 20*time.Millisecond)
 	p.start("a_test.star", "test_slow")
-	time.Sleep(70 * time.Millisecond)
+	// At least one report (20 ms in); a loaded machine may take longer to
+	// run the reporter, so wait for it rather than for a fixed time.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		w.mu.Lock()
+		n := len(b.String())
+		w.mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
 	p.start("", "")
 	w.mu.Lock()
 	n := len(b.String())
@@ -24,7 +33,7 @@ func TestTestProgress(t *testing.T) {
 	w.mu.Lock()
 	got := b.String()
 	w.mu.Unlock()
-	if !regexp.MustCompile(`^(kernbench test: a_test\.star: test_slow still running \(0s\)\n)+$`).MatchString(got) {
+	if !regexp.MustCompile(`^(kernbench test: a_test\.star: test_slow still running \(\d+s\)\n)+$`).MatchString(got) {
 		t.Errorf("progress = %q, want lines naming the running test", got)
 	}
 	if len(got) != n {

@@ -121,10 +121,13 @@ const (
 	phase2PerRecord = 48
 )
 
-// recordBytes bounds the size of one op_log record in the log: a Record
-// and a pointer to it, as the log kept them until it kept a compact,
-// pointer-free copy (about 120 bytes, -v prints it): the estimate keeps
-// the calibrated bound until it is measured again.
+// recordBytes bounds the host memory of one op_log record: a Record and
+// a pointer to it, as the log kept them until it kept a compact,
+// pointer-free copy (about 120 bytes, -v prints it). The estimate keeps
+// the larger, calibrated figure: with ×1.5 below it also covers the
+// garbage a run makes per record, which the compact log did not shrink
+// (alltoall 64 × 4K: 385 MiB peak RSS, where 120 bytes per record would
+// estimate 341 MiB).
 var recordBytes = int64(unsafe.Sizeof(oplog.Record{})) + 8
 
 // estimateMemory is the estimate for one size: count elements per rank,
@@ -150,17 +153,30 @@ func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
 	e.Data = satMul(per, int64(p.world))
 	e.Rings = satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
 	logged := p.opts.Verify || p.opts.OpLog != nil
+	recvBytes := satMul(satMul(rc, sz), int64(p.world))
 	if p.opts.Verify {
-		// The image holds the used bytes of every memory: the buffers
-		// and the rings below them.
-		e.Image = sat(e.Data, e.Rings)
+		// The pre-run image keeps a block that phase 1 writes as it was
+		// before: a block of one repeated 8-byte pattern (a recv buffer's
+		// sentinel, a zeroed ring or scratch) as that pattern, any other
+		// in full. Written blocks with other contents: the inputs of an
+		// in-place buffer. reduce's reference also keeps the recv
+		// buffers' pre-run bytes.
+		if p.opts.InPlace {
+			e.Image = e.Data
+		}
+		if p.coll.KeepsRecv() {
+			e.Image = sat(e.Image, recvBytes)
+		}
 	}
 	if logged {
 		records := p.estimateRecords(count, rg)
-		// ×1.5: the growth copies of Log.Records and the collector's headroom.
+		// ×1.5: the collector's headroom (the calibration runs).
 		e.OpLog = satMul(records, recordBytes*3/2)
 		if p.opts.Verify {
-			e.Phase2 = satMul(records, phase2PerRecord)
+			// The replay holds the blocks it is still writing, at most
+			// every block phase 1 wrote (the recv side and the rings),
+			// and per record its order and tile slot.
+			e.Phase2 = sat(sat(recvBytes, e.Rings), satMul(records, phase2PerRecord))
 		}
 	}
 	// The simulated memory and the image are pointer-free blocks the

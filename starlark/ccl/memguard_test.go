@@ -40,9 +40,17 @@ func TestEstimateMemory(t *testing.T) {
 		opts  Options
 		want  MemoryEstimate
 	}{
+		// The pre-run image keeps the sentinel-filled recv buffers and the
+		// zeroed rings as patterns; the replay may hold every block phase 1
+		// wrote (recv side and rings).
 		{"verified", "allreduce", mib / 4, Options{Verify: true},
-			MemoryEstimate{Data: 16 * mib, Image: 16*mib + ringBytes, Rings: ringBytes, OpLog: records * recordBytes * 3 / 2, Phase2: records * phase2PerRecord, Ranks: ranks,
-				Runtime: runtimeBytes + (32*mib+ringBytes)/100*10 + (records*recordBytes*3/2+records*phase2PerRecord+ranks)/2}},
+			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, OpLog: records * recordBytes * 3 / 2, Phase2: 8*mib + ringBytes + records*phase2PerRecord, Ranks: ranks,
+				Runtime: runtimeBytes + 16*mib/100*10 + (records*recordBytes*3/2+8*mib+ringBytes+records*phase2PerRecord+ranks)/2}},
+		// In place, the blocks phase 1 writes hold the inputs: the image
+		// keeps them in full.
+		{"verified in place: the image keeps the inputs", "allreduce", mib / 4, Options{Verify: true, InPlace: true},
+			MemoryEstimate{Data: 8 * mib, Image: 8 * mib, Rings: ringBytes, OpLog: records * recordBytes * 3 / 2, Phase2: 8*mib + ringBytes + records*phase2PerRecord, Ranks: ranks,
+				Runtime: runtimeBytes + 16*mib/100*10 + (records*recordBytes*3/2+8*mib+ringBytes+records*phase2PerRecord+ranks)/2}},
 		{"unverified", "allreduce", mib / 4, Options{},
 			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Ranks: ranks, Runtime: runtimeBytes + 16*mib/100*10 + ranks/2}},
 		{"unverified with --oplog keeps the log", "allreduce", mib / 4, Options{OpLog: &strings.Builder{}},
@@ -85,7 +93,7 @@ func TestCheckMemory(t *testing.T) {
 		{"no limit", 0, Options{Verify: true}, nil},
 		{"fits", 1 << 30, Options{Verify: true}, nil},
 		{"over: names the estimate and every alternative", 128 << 20, Options{Verify: true},
-			[]string{"this run (4M per rank buffer) needs about 217.1 MiB of host memory (simulated memory 64.0 MiB, pre-run image 64.5 MiB", "over --max-memory 128.0 MiB",
+			[]string{"this run (4M per rank buffer) needs about 194.9 MiB of host memory (simulated memory 64.0 MiB, IPCQ rings 512.0 KiB", "over --max-memory 128.0 MiB",
 				"--timing-only (about 25.5 MiB: fits)", "--verify-data=false (about 97.2 MiB: fits)", "--bytes 2M or smaller (about ", "raise --max-memory"}},
 		{"nothing fits", 10 << 20, Options{Verify: true},
 			[]string{"--timing-only (about 25.5 MiB: too large too)", "--verify-data=false (about 97.2 MiB: too large too)", "none fits at this world size"}},
