@@ -132,10 +132,12 @@ var tracedOps = map[string]bool{"send": true, "send_async": true, "recv": true, 
 // keepsDeferredSend are the builtins that leave a fused primitive's
 // deferred send for later: the primitives themselves (which send it after
 // their first piece, or before they block) and operations that neither
-// block nor touch memory.
+// block nor touch memory. tl.spawn is not one: the primitive returned
+// "when its last piece has been sent", so a thread spawned next must not
+// send on the direction ahead of that piece.
 var keepsDeferredSend = map[string]bool{
 	"recv_reduce_send": true, "recv_reduce_copy": true, "recv_reduce_copy_send": true, "recv_copy_send": true, "recv_copy": true, "prefetch": true,
-	"spawn": true, "done": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true, "event": true,
+	"done": true, "program_id": true, "directions": true, "peer": true, "ready": true, "zeros": true, "full": true, "maximum": true, "minimum": true, "time": true, "alloc": true, "event": true,
 }
 
 // threadKernelKey is the Starlark thread-local naming the kernel whose tl
