@@ -140,7 +140,7 @@ func kernelBuiltins() []Builtin {
 				}
 				return starlark.MakeInt(q.Peer), nil
 			}},
-		{Name: "spawn", Sig: "spawn(fn, *args, **kwargs)", Doc: "Run fn(tl, *args, **kwargs) as another thread on this PE: a simulated process sharing the PE's DMA channels, math unit, memory ports and directions, with its own tl (pass it on; the thread's tl.rank etc. are the rank's). Returns a handle; tl.wait(handle) joins the thread and returns fn's result. The kernel ends when its threads have ended; an error in a thread fails the run with its backtrace and where it was spawned. A direction's send side and receive side are each used by one thread at a time (DirectionInUse).",
+		{Name: "spawn", Sig: "spawn(fn, *args, **kwargs)", Doc: "Run fn(tl, *args, **kwargs) as another thread on this PE: a simulated process sharing the PE's DMA channels, math unit, memory ports and directions, with its own tl (pass it on; a thread calls only its own tl, never its parent's; the thread's tl.rank etc. are the rank's). Returns a handle; tl.wait(handle) joins the thread and returns fn's result. The kernel ends when its threads have ended; an error in a thread fails the run with its backtrace and where it was spawned. A direction's send side and receive side are each used by one thread at a time (DirectionInUse).",
 			Fn: builtinSpawn},
 		{Name: "ready", Sig: "ready(dir)", Doc: "True when a message is waiting on dir (a recv would not block). Never blocks: lets a kernel do other work first, as the fused primitives do.",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
