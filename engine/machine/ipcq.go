@@ -382,6 +382,7 @@ type Message struct {
 	Dst  Region
 	Slot int
 	Xfer Transfer
+	_    [6]uint64 // to 320 bytes, a size class that starts on a cache line
 }
 
 // Send implements tl.send on p for rank's queue pair q [model.md §4]. It

@@ -33,3 +33,26 @@ func TestQueuePairLayoutKeepsHotGroupsInLines(t *testing.T) {
 	}
 }
 
+// Operations and messages are recycled objects touched once per message;
+// sizes that are multiples of 64 bytes put them in size classes whose
+// objects start on a cache line, so their field groups stay in the lines
+// they were laid out for.
+func TestOpAndMessageSizesAreWholeCacheLines(t *testing.T) {
+	var op MemOp
+	if s := unsafe.Sizeof(op); s%64 != 0 {
+		t.Errorf("MemOp is %d bytes, not a multiple of 64", s)
+	}
+	if s := unsafe.Sizeof(Message{}); s%64 != 0 {
+		t.Errorf("Message is %d bytes, not a multiple of 64", s)
+	}
+	if o := unsafe.Offsetof(op.Data) + unsafe.Sizeof(op.Data); o > 64 {
+		t.Errorf("MemOp's completion fields end at byte %d, past its first line", o)
+	}
+	if o := unsafe.Offsetof(op.Xfer); o%64 != 0 {
+		t.Errorf("MemOp.Xfer starts at byte %d, not on a line", o)
+	}
+	var tr Transfer
+	if o := unsafe.Offsetof(tr.N) + unsafe.Sizeof(tr.N); o > 64 {
+		t.Errorf("Transfer's completion fields end at byte %d, past its first line", o)
+	}
+}

@@ -414,7 +414,6 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 		m.Sim.At(arrival, t)
 		return
 	}
-	t.eng = pe.dma
 	pe.dma.submit(t)
 }
 
