@@ -34,9 +34,9 @@ func (k OpKind) String() string {
 type MemOp struct {
 	// The fields are grouped by when they are touched: the first line by
 	// the completion (the data effect, the watcher, the waiter) and the
-	// issue, the second by the data effect and a fetched tile's reader,
-	// then the transfer (whose first line its completion touches), then
-	// what only a deferred start, a recycle or the op_log reads. At a
+	// issue, the second by the data effect, a recycle and a fetched
+	// tile's reader, then the transfer (whose first line its completion
+	// touches), then what only the issue and the op_log read. At a
 	// thousand ranks an operation is a cache miss away when it completes.
 	Kind   OpKind
 	Done   bool
@@ -51,16 +51,16 @@ type MemOp struct {
 	Data    []byte // fetch: the loaded bytes (valid when Done); store: bytes to write
 
 	Src, Dst Region
-	PE       *PE
+	// gen counts the operation's recycles (see Gen).
+	gen uint64
 	// TileID is the fetched tile (fetch) or the stored tile (store) in the
 	// op_log's tile dataflow; 0 when no log is kept.
 	TileID int64
 
 	Xfer Transfer
 
+	PE      *PE
 	startAt sim.Time
-	// gen counts the operation's recycles (see Gen).
-	gen uint64
 	// Name overrides the op_log name (e.g. "recv" for copy_to_dst).
 	Name string
 	// Dir and Seq identify the message of a copy_to_dst recv.
