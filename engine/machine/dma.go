@@ -222,7 +222,7 @@ func (e *dmaEngine) submit(t *Transfer) {
 
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started, t.at, t.done = now, now, 0
-	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC)
+	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.Trace != nil)
 }
 
 // share switches to round-robin at time now, when the second channel's

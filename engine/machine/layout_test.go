@@ -56,3 +56,14 @@ func TestOpAndMessageSizesAreWholeCacheLines(t *testing.T) {
 		t.Errorf("Transfer's completion fields end at byte %d, past its first line", o)
 	}
 }
+
+// A booking reads and writes a resource's first line only (see Resource).
+func TestResourceBookingFieldsAreItsFirstCacheLine(t *testing.T) {
+	var r Resource
+	if s := unsafe.Sizeof(r); s != 128 {
+		t.Errorf("Resource is %d bytes, want 128 (a size class that starts on a cache line)", s)
+	}
+	if o := unsafe.Offsetof(r.BusyTime) + unsafe.Sizeof(r.BusyTime); o > 64 {
+		t.Errorf("Resource's booking fields end at byte %d, past its first line", o)
+	}
+}
