@@ -112,6 +112,7 @@ type dmaEngine struct {
 	anchor sim.Time
 	turn   VC
 	served int64
+	_      [4]uint64 // to 256 bytes, a size class that starts on a cache line
 }
 
 // defaultVCChunkSize is ccl.yaml's default vc_chunk_size.

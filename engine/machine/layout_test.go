@@ -67,3 +67,18 @@ func TestResourceBookingFieldsAreItsFirstCacheLine(t *testing.T) {
 		t.Errorf("Resource's booking fields end at byte %d, past its first line", o)
 	}
 }
+
+// A load, a store and a write's hazard check read a memory's first line
+// only, and a DMA engine is whole lines (see Memory, dmaEngine).
+func TestMemoryAndEngineLayout(t *testing.T) {
+	var m Memory
+	if s := unsafe.Sizeof(m); s%64 != 0 {
+		t.Errorf("Memory is %d bytes, not a multiple of 64", s)
+	}
+	if o := unsafe.Offsetof(m.preRun) + unsafe.Sizeof(m.preRun); o > 64 {
+		t.Errorf("Memory's per-access fields end at byte %d, past its first line", o)
+	}
+	if s := unsafe.Sizeof(dmaEngine{}); s%64 != 0 {
+		t.Errorf("dmaEngine is %d bytes, not a multiple of 64", s)
+	}
+}
