@@ -52,55 +52,79 @@ type MsgMeta struct {
 
 // QueuePair is one direction of one rank's PE_IPCQ [D2]: its pointers, its
 // own rx ring and the peer endpoint it sends to.
+//
+// The fields are laid out by who touches them per message, in 64-byte
+// lines (the object is 512 bytes, a size class that starts on a line): a
+// direction that sends uses the first three lines, one that receives the
+// next two, and the names, waits and route come last. At a thousand ranks
+// each message touches the sender's and the receiver's queue pair after
+// other ranks have run, so every line it needs is a cache miss; in
+// declaration order the fields a message needs were spread over all eight.
+// The fillers (Rank, Peer, RecvOnly, Dir) are cold fields put where they
+// keep a group from straddling a line.
 type QueuePair struct {
-	Rank     int
-	Dir      string
-	Peer     int
-	PeerDir  string
-	RecvOnly bool
-
+	// Sender side: Send, a send's completion, a credit's arrival.
+	peer          *QueuePair
+	ep            *Endpoint
 	MyHead        uint64 // messages this side has sent on Dir
-	MyTail        uint64 // messages this side has received on Dir
-	PeerHeadCache uint64 // messages the peer has delivered into our rx ring
 	PeerTailCache uint64 // messages the peer has consumed from its rx ring (credits)
-
-	Rx    Region // n_slots × slot_size in buffer_kind memory
-	Slots []MsgMeta
-	// sendFrom is the memory the last send left from and sendPath its
-	// route into the peer's rx ring.
-	sendFrom *Memory
-	sendPath Path
-	// SlotGen counts deliveries into each slot; a return_slot Ptr remembers
-	// its generation so a later overwrite can be recognised (StaleSlot).
-	SlotGen []uint64
-
-	peer        *QueuePair
-	ep          *Endpoint
-	creditDelay sim.Time
-	credits     []uint64 // in-flight credit values, in issue order, from creditHead
-	creditHead  int
-	arrived     []bool // per slot: delivered but not yet published (in-order delivery)
-	sendWaiter  *sim.Proc
-	recvWaiter  *sim.Proc
 	// InFlight is the number of this side's sends whose DMA has not completed.
-	InFlight    int
-	flushWaiter *sim.Proc
-	// sentWaiters wait for one of this side's sends to complete (a
-	// primitive about to rewrite a staging buffer a send still reads).
-	sentWaiters []*sim.Proc
+	InFlight     int
+	inflightHead int
+	sendWaiter   *sim.Proc
+	flushWaiter  *sim.Proc
 
-	SendWait, RecvWait, FlushWait WaitInfo
-
-	freeMsgs []*Message // delivered messages, reused by Send
 	// inflight are this side's sends whose DMA has not completed, in issue
 	// order, from inflightHead on: their sources must not be written
 	// (SendBufferHazard). DMAs mostly complete in order, so a completion
 	// moves the head on instead of shifting the rest down.
-	inflight     []*Message
-	inflightHead int
+	inflight []*Message
+	freeMsgs []*Message // delivered messages, reused by Send
+	// sendFrom is the memory the last send left from and sendPath its
+	// route into the peer's rx ring.
+	sendFrom *Memory
+	Rank     int
+
+	// sentWaiters wait for one of this side's sends to complete (a
+	// primitive about to rewrite a staging buffer a send still reads).
+	sentWaiters []*sim.Proc
 	// held are sends whose DMA has completed but that the peer has not
 	// taken and no flush has covered, in issue order (Group.HoldSends).
-	held []*Message
+	held     []*Message
+	Peer     int
+	RecvOnly bool
+
+	// Receiver side: a delivery, a receive, a credit's return.
+	MyTail        uint64 // messages this side has received on Dir
+	PeerHeadCache uint64 // messages the peer has delivered into our rx ring
+	recvWaiter    *sim.Proc
+	creditHead    int
+	creditDelay   sim.Time
+	// Slots are the rx ring's slots: what each holds and how often it was
+	// delivered into.
+	Slots []RxSlot
+
+	Rx      Region   // n_slots × slot_size in buffer_kind memory
+	credits []uint64 // in-flight credit values, in issue order, from creditHead
+	Dir     string
+
+	sendPath Path
+	PeerDir  string
+
+	SendWait, RecvWait, FlushWait WaitInfo
+	_                             [7]uint64 // to 512 bytes
+}
+
+// RxSlot is one slot of a queue pair's rx ring: the message it holds and
+// its generation. Each is one 64-byte line, so a delivery and the
+// receive that takes it touch one line per slot instead of three arrays.
+type RxSlot struct {
+	Meta MsgMeta
+	// Gen counts deliveries into the slot; a return_slot Ptr remembers
+	// its generation so a later overwrite can be recognised (StaleSlot).
+	Gen uint64
+	// arrived: delivered but not yet published (in-order delivery).
+	arrived bool
 }
 
 // Peer returns the peer's queue pair for the reverse direction.
@@ -252,8 +276,7 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 					r, mem, len(ls), cfg.NSlots, cfg.SlotSize, need, mem.Capacity-mem.Used()+ringsSoFar(ep, ring), mem.Capacity)}
 			}
 			q := &QueuePair{Rank: r, Dir: l.Dir, Peer: l.Peer, PeerDir: l.PeerDir, RecvOnly: l.RecvOnly,
-				Rx: Region{mem, off, ring}, Slots: make([]MsgMeta, cfg.NSlots), SlotGen: make([]uint64, cfg.NSlots),
-				arrived: make([]bool, cfg.NSlots), ep: ep}
+				Rx: Region{mem, off, ring}, Slots: make([]RxSlot, cfg.NSlots), ep: ep}
 			q.SendWait = WaitInfo{Op: "send", QP: q, EP: ep}
 			q.RecvWait = WaitInfo{Op: "recv", QP: q, EP: ep}
 			q.FlushWait = WaitInfo{Op: "flush", QP: q, EP: ep}
@@ -359,6 +382,7 @@ type Message struct {
 	Dst  Region
 	Slot int
 	Xfer Transfer
+	_    [6]uint64 // to 320 bytes, a size class that starts on a cache line
 }
 
 // Send implements tl.send on p for rank's queue pair q [model.md §4]. It
@@ -429,12 +453,13 @@ func (msg *Message) Complete(*Transfer) {
 			q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
 	}
 	copy(msg.Dst.Bytes(), msg.Src.View()) // nothing under timing-only (no bytes)
-	peer.Slots[msg.Slot] = msg.Meta
-	peer.SlotGen[msg.Slot]++
-	peer.arrived[msg.Slot] = true
-	n := uint64(len(peer.arrived))
-	for peer.arrived[peer.PeerHeadCache%n] && peer.PeerHeadCache < q.MyHead {
-		peer.arrived[peer.PeerHeadCache%n] = false
+	rs := &peer.Slots[msg.Slot]
+	rs.Meta = msg.Meta
+	rs.Gen++
+	rs.arrived = true
+	n := uint64(len(peer.Slots))
+	for peer.Slots[peer.PeerHeadCache%n].arrived && peer.PeerHeadCache < q.MyHead {
+		peer.Slots[peer.PeerHeadCache%n].arrived = false
 		peer.PeerHeadCache++
 	}
 	q.InFlight--
@@ -571,7 +596,7 @@ func (g *Group) WaitAny(p *sim.Proc, ep *Endpoint) (*QueuePair, error) {
 // otherwise the caller returns it with Credit after copying the slot out.
 func (g *Group) Take(q *QueuePair, creditNow bool) Received {
 	slot, idx, gen := g.TakeSlot(q, creditNow)
-	return Received{Q: q, Meta: q.Slots[idx], Slot: slot, Gen: gen, Idx: idx}
+	return Received{Q: q, Meta: q.Slots[idx].Meta, Slot: slot, Gen: gen, Idx: idx}
 }
 
 // TakeSlot is Take for a caller that needs the slot, its index and its
@@ -581,8 +606,8 @@ func (g *Group) Take(q *QueuePair, creditNow bool) Received {
 func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, gen uint64) {
 	n := uint64(g.Cfg.NSlots)
 	idx = int(q.MyTail % n)
-	meta := &q.Slots[idx]
-	gen = q.SlotGen[idx]
+	meta := &q.Slots[idx].Meta
+	gen = q.Slots[idx].Gen
 	// I7 (and I6 behind it): a slot visible through peer_head_cache holds
 	// exactly the message the pointer says, and I1: it is taken once.
 	if q.PeerHeadCache <= q.MyTail || meta.Seq != q.MyTail || gen == 0 {
@@ -812,7 +837,7 @@ func (g *Group) CheckQuiescent() error {
 				// line to look at (a missing recv pairs with it).
 				first := ""
 				if n := uint64(len(q.Slots)); n > 0 {
-					if m := q.Slots[q.MyTail%n]; m.Seq == q.MyTail && m.Origin != nil {
+					if m := q.Slots[q.MyTail%n].Meta; m.Seq == q.MyTail && m.Origin != nil {
 						first = fmt.Sprintf(" (the first, #%d, sent at %v)", m.Seq, m.Origin)
 					}
 				}

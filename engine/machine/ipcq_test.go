@@ -816,7 +816,11 @@ func TestIPCQ_Ring_WrapsAroundInOrderWithSeqAndSlotGen(t *testing.T) {
 			t.Errorf("message %d: dst %v, want rx_base_pa + %d × slot_size = %#x", i, d, i%nSlots, wantAddr)
 		}
 	}
-	if diff := cmp.Diff([]uint64{rounds, rounds}, rq.SlotGen); diff != "" {
+	var gens []uint64
+	for _, s := range rq.Slots {
+		gens = append(gens, s.Gen)
+	}
+	if diff := cmp.Diff([]uint64{rounds, rounds}, gens); diff != "" {
 		t.Errorf("SlotGen after %d rounds (-want +got):\n%s", rounds, diff)
 	}
 	type ptrs struct{ MyHead, PeerTailCache, MyTail, PeerHeadCache uint64 }

@@ -410,11 +410,10 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 	now := m.Sim.Now()
 	if direct {
 		t.Issued, t.Started = now, now
-		arrival, _ := t.Path.book(now, now, t.N, nil, 0)
+		arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.Trace != nil)
 		m.Sim.At(arrival, t)
 		return
 	}
-	t.eng = pe.dma
 	pe.dma.submit(t)
 }
 

@@ -65,26 +65,15 @@ const allocAlign = 64
 // Its bytes grow on demand up to the high-water mark of allocations, so a
 // 1 GiB HBM slice costs only what is used.
 type Memory struct {
-	ID       int
-	Space    Space
-	PE       int // owning PE for tcm/hbm, -1 for sram
-	Cube     int // global cube index
-	Capacity int64
-	Base     uint64
-	Port     *Resource
+	// What a load, a store, a delivery and a write's hazard check read is
+	// the first 64 bytes, one cache line (Memory is padded to 192 bytes, a
+	// size class that starts on a line); the allocator's state and the
+	// names follow.
 
-	data []byte
 	// noData: the machine moves no bytes (timing-only); the memory is
 	// never backed and Bytes returns nil.
 	noData bool
-	// owner is the PE of a tcm or hbm memory (nil for sram): hazard checks
-	// on every write find the rank without a lookup.
-	owner *PE
-	free  []span // sorted, coalesced free spans
-	used  int64
-	// allocHigh is the end of the highest allocation or Bytes view so
-	// far: data beyond it has never been handed out, so it is still zero.
-	allocHigh int64
+	Space  Space
 	// sendsReading counts the IPCQ sends whose source is in this memory
 	// and that still read it (in flight, or held until a flush): when it
 	// is 0, a write here cannot be a SendBufferHazard and the hazard
@@ -95,10 +84,27 @@ type Memory struct {
 	// outside them skips the scan too. A PE's TCM holds both the staging
 	// ring its sends read and the rx rings other ranks deliver into.
 	readLo, readHi int64
+	// owner is the PE of a tcm or hbm memory (nil for sram): hazard checks
+	// on every write find the rank without a lookup.
+	owner *PE
+	PE    int // owning PE for tcm/hbm, -1 for sram
+	Cube  int // global cube index
 	// preRun, while a verified run keeps the pre-run image, holds the
 	// blocks written since (their bytes as they were before the first
 	// write): Bytes saves them, so phase 2 can start from them.
 	preRun *preRunBlocks
+
+	data     []byte
+	Port     *Resource
+	ID       int
+	Capacity int64
+	Base     uint64
+	free     []span // sorted, coalesced free spans
+	used     int64
+	// allocHigh is the end of the highest allocation or Bytes view so
+	// far: data beyond it has never been handed out, so it is still zero.
+	allocHigh int64
+	_         [4]uint64
 }
 
 // preRunBlockShift is log2 of the pre-run image's block size: each block a

@@ -19,9 +19,11 @@ import (
 // queued together. Per-PE interleaving of the two DMA virtual channels
 // happens before the path (see dma.go).
 type Resource struct {
-	Name       string
-	Kind       string // pe_noc, ucie, pcie, tcm, sram, hbm, math
-	BytesPerUs int64  // bandwidth in bytes per microsecond (GB/s × 1000)
+	// What a booking reads and writes is the first 64 bytes, one cache
+	// line (Resource is padded to 128 bytes, a size class that starts on a
+	// line): a path's resources are a cache miss each per transfer at a
+	// thousand ranks. The trace and the names are read only when tracing.
+	BytesPerUs int64 // bandwidth in bytes per microsecond (GB/s × 1000)
 	Latency    sim.Time
 	// holds are the bookings that may not have ended yet (those over are
 	// dropped when a booking next searches r, or all at once when
@@ -34,11 +36,14 @@ type Resource struct {
 	// head arrives then or later finds r free.
 	holdsEnd sim.Time
 
-	trace *trace.Recorder // links only, when tracing
-
 	// Statistics for reports and the trace.
 	Bytes    int64
 	BusyTime sim.Time
+
+	trace *trace.Recorder // links only, when tracing
+	Name  string
+	Kind  string // pe_noc, ucie, pcie, tcm, sram, hbm, math
+	_     [3]uint64
 }
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
@@ -225,7 +230,10 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 // behalf of source and returns the time the last byte arrives at the far
 // end, and the largest occupancy of a resource: the path's Service(n)
 // (Xfer never grows with bandwidth).
-func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC) (arrival, service sim.Time) {
+//
+// tracing says whether the machine records a trace: only then can a
+// resource have one, and the check stays off the booking's cache line.
+func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing bool) (arrival, service sim.Time) {
 	tag := holdTag(source, vc)
 	sibling := siblingTag(tag)
 	head := t   // when the head reaches resource i
@@ -269,7 +277,7 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC) (arrival,
 				r.holds = append(r.holds, hold{start, until, tag})
 			}
 		}
-		if r.trace != nil && d > 0 {
+		if tracing && d > 0 && r.trace != nil {
 			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
 			r.trace.Counter(trace.LinksPid, r.Name, until, 0)
 		}

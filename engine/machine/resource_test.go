@@ -106,7 +106,7 @@ func TestBookMatchesFixpointModel(t *testing.T) {
 			n := []int64{0, 1, 64, 256, 2048}[rng.IntN(5)]
 			src := rng.IntN(len(engines))
 			vc := VC(rng.IntN(2))
-			got, service := path.book(now, at, n, engines[src], vc)
+			got, service := path.book(now, at, n, engines[src], vc, false)
 			want := refBook(refPath, now, at, n, src, vc)
 			if got != want {
 				t.Fatalf("trial %d op %d: book(now %v, t %v, n %d, source %d, %v) = %v, want %v", trial, op, now, at, n, src, vc, got, want)

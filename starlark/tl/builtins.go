@@ -712,13 +712,13 @@ func (k *Kernel) checkSlot(p *Ptr, use string) error {
 		return nil
 	}
 	q := p.Slot.Q
-	by := q.Slots[p.Slot.Idx] // the message that overwrote it
+	by := q.Slots[p.Slot.Idx].Meta // the message that overwrote it
 	where := ""
 	if by.Origin != nil {
 		where = fmt.Sprintf(" issued at %v", by.Origin)
 	}
 	return errorf(errkind.StaleSlot, "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
-		k.Rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.SlotGen[p.Slot.Idx], len(q.SlotGen))
+		k.Rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.Slots[p.Slot.Idx].Gen, len(q.Slots))
 }
 
 func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Value, error) {
@@ -752,7 +752,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Va
 	} else if q, err = g.WaitAny(k.Proc, k.EP); err != nil {
 		return nil, err
 	}
-	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
+	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
 	dt := dtype.DType(meta.DType)
 	if !dt.Valid() {
 		dt = dtype.U8
@@ -796,7 +796,7 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 				return nil, err
 			}
 		}
-		meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
+		meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
 		dt := dtype.DType(meta.DType)
 		if !dt.Valid() {
 			dt = dtype.U8

@@ -714,7 +714,7 @@ func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
 		return nil, err
 	}
 	// In place: nothing delivers into the slot before its credit returns.
-	meta := &q.Slots[q.MyTail%uint64(g.Cfg.NSlots)]
+	meta := &q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
 	if dt := dtype.DType(meta.DType); dt != want.DT {
 		name := "raw bytes"
 		if dt.Valid() {

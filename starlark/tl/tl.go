@@ -36,59 +36,41 @@ type Observer interface {
 
 // Kernel is one rank's execution context and its `tl` value.
 type Kernel struct {
-	// fusedArgs, fusedPairs and fusedCallBuf are a fused primitive call's
-	// argument slots and call record, reused call after call (a kernel's
-	// calls run one at a time; runFused keeps nothing of the record).
-	fusedArgs    fusedArgs
-	fusedPairs   []any
-	fusedCallBuf fusedCall
-	origins      origins
-	// asyncWrites counts the entries of writes that carry the handle of a
-	// tl.store_async or tl.copy_async (what checkPendingRead looks for).
-	asyncWrites int
-
+	// The fields a message's piece of a fused primitive reads come first,
+	// in the fewest cache lines (a Kernel is 1 KiB, a size class that
+	// starts on a line): at a thousand ranks a rank's kernel is a cache
+	// miss away whenever its rank handles a message, and in declaration
+	// order the fields a piece needs were spread over ten of its sixteen
+	// lines. The per-call argument records follow; what reports, threads
+	// and tracing use is last.
 	M     *machine.Machine
 	G     *machine.Group // may be nil when no IPCQ group is installed
-	EP    *machine.Endpoint
 	PE    *machine.PE
+	Proc  *sim.Proc
+	Stats *Stats
+	// root is the rank's kernel when this is a tl.spawn thread (nil for
+	// the kernel itself); the root holds what threads share.
+	root  *Kernel
 	Rank  int
 	World int
-	Proc  *sim.Proc
 	RedOp dtype.RedOp
-	Stats *Stats
-	Obs   Observer
-
 	// inFused is set while a fused primitive runs; fusedSite is its call
 	// site, for the writes of all its pieces (callSite).
 	inFused   bool
 	fusedSite syntax.Position
 
-	allocs []machine.Region
-	// scratch is the fused primitives' TCM (inbox, staging ring).
-	scratch scratch
+	// asyncWrites counts the entries of writes that carry the handle of a
+	// tl.store_async or tl.copy_async (what checkPendingRead looks for).
+	asyncWrites int
+
+	// deferred is the last forwarded piece of a fused primitive, sent by
+	// the next primitive or before any other operation of the kernel.
+	deferred *deferredSend
 	// pendingWrites are stores the fused primitives issued into their dst
 	// and did not wait for (so the next call starts at once). Any later
 	// operation of this kernel on an overlapping range waits for them
 	// first, and so does the kernel's end (Finish).
 	pendingWrites []*machine.MemOp
-	// deferred is the last forwarded piece of a fused primitive, sent by
-	// the next primitive or before any other operation of the kernel.
-	deferred *deferredSend
-	// writes (on the root only) are the rank's tl.store/copy (and _async)
-	// writes that may not be done: a second write into an overlapping
-	// range before the first is done races (WriteWriteHazard). Entries
-	// whose write is over are dropped once the list reaches
-	// writesCompactAt entries (see checkWriteWrite).
-	writes          []issuedWrite
-	writesCompactAt int
-	// asyncSends are the kernel's tl.send_async calls not yet joined.
-	asyncSends []*sendHandle
-	// issuingSends (on the root only) are the rank's tl.send_async calls,
-	// from any thread, that may not have issued every message yet: their
-	// sources must not be written (SendBufferHazard).
-	issuingSends []*sendHandle
-	// prefetched are tl.prefetch loads waiting for their primitive.
-	prefetched prefetchQueue
 	// Reused by the fused primitives so that a piece allocates nothing:
 	// the deferred send's storage, handles of completed private loads,
 	// the window of local-operand loads and the dst stores of a call.
@@ -98,6 +80,41 @@ type Kernel struct {
 	window       []*handle
 	stores       []*machine.MemOp
 
+	// scratch is the fused primitives' TCM (inbox, staging ring).
+	scratch scratch
+	// writes (on the root only) are the rank's tl.store/copy (and _async)
+	// writes that may not be done: a second write into an overlapping
+	// range before the first is done races (WriteWriteHazard). Entries
+	// whose write is over are dropped once the list reaches
+	// writesCompactAt entries (see checkWriteWrite).
+	writes          []issuedWrite
+	writesCompactAt int
+	// issuingSends (on the root only) are the rank's tl.send_async calls,
+	// from any thread, that may not have issued every message yet: their
+	// sources must not be written (SendBufferHazard).
+	issuingSends []*sendHandle
+	// prefetched are tl.prefetch loads waiting for their primitive.
+	prefetched prefetchQueue
+	// Only on the root: the number of threads spawned so far, the
+	// direction sides in use and the local operands being read.
+	nthreads int
+	sides    map[sideKey]*sideUse
+	reading  []*operandRead
+
+	// fusedArgs, fusedPairs and fusedCallBuf are a fused primitive call's
+	// argument slots and call record, reused call after call (a kernel's
+	// calls run one at a time; runFused keeps nothing of the record).
+	fusedArgs    fusedArgs
+	fusedPairs   []any
+	fusedCallBuf fusedCall
+	origins      origins
+
+	EP  *machine.Endpoint
+	Obs Observer
+
+	allocs []machine.Region
+	// asyncSends are the kernel's tl.send_async calls not yet joined.
+	asyncSends []*sendHandle
 	// NewThread makes the Starlark thread of a tl.spawn thread (the
 	// runner's loader thread: print, load, step limit); nil: a plain one.
 	NewThread func(name string, k *Kernel) *starlark.Thread
@@ -107,19 +124,11 @@ type Kernel struct {
 	// Rec, when set, sees every tl call of the kernel and its threads.
 	Rec Recorder
 
-	// root is the rank's kernel when this is a tl.spawn thread (nil for
-	// the kernel itself); the root holds what threads share.
-	root *Kernel
 	// thread is this thread's number on its rank (0 for the kernel).
 	thread     int
 	threadName string
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle
-	// Only on the root: the number of threads spawned so far, the
-	// direction sides in use and the local operands being read.
-	nthreads int
-	sides    map[sideKey]*sideUse
-	reading  []*operandRead
 	attrs    map[string]starlark.Value
 	// sliceStart is when the traced operation in progress began.
 	sliceStart sim.Time

@@ -68,7 +68,7 @@ func (p *Ptr) checkLease() error {
 // slotStale reports whether p is a received slot that a later message has
 // overwritten.
 func (p *Ptr) slotStale() bool {
-	return p.Slot.Q != nil && p.Slot.Q.SlotGen[p.Slot.Idx] != p.Slot.Gen
+	return p.Slot.Q != nil && p.Slot.Q.Slots[p.Slot.Idx].Gen != p.Slot.Gen
 }
 
 // SlotRef names an rx slot generation.

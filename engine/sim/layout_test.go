@@ -1,0 +1,22 @@
+package sim
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// A process's fields that every switch, sleep and wait touch are its
+// first two cache lines (see Proc): a field added among them, or a size
+// that is not a whole number of lines, spreads them over a third.
+func TestProcHotFieldsAreItsFirstTwoCacheLines(t *testing.T) {
+	var p Proc
+	if s := unsafe.Sizeof(p); s%64 != 0 {
+		t.Errorf("Proc is %d bytes, not a multiple of 64", s)
+	}
+	if o := unsafe.Offsetof(p.ID) + unsafe.Sizeof(p.ID); o > 64 {
+		t.Errorf("Proc's switch and wait fields end at byte %d, past its first line", o)
+	}
+	if o := unsafe.Offsetof(p.Spent); o != 64 {
+		t.Errorf("Proc.Spent starts at byte %d, want 64 (its own line)", o)
+	}
+}
