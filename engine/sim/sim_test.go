@@ -399,11 +399,11 @@ func TestEventsForTheCurrentInstantKeepSequenceOrder(t *testing.T) {
 // order a plain (time, sequence) priority queue gives.
 func TestBucketsMatchTimeSequenceOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
-		got := cascade(seed, New())
+		got := fewDelays(seed, New())
 		if len(got) < 200 {
 			t.Fatalf("seed %d: only %d events fired", seed, len(got))
 		}
-		want := cascade(seed, &listQueue{})
+		want := fewDelays(seed, &listQueue{})
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("seed %d: firing order (-reference +buckets):\n%s", seed, diff)
 		}
@@ -419,8 +419,10 @@ type eventQueue interface {
 
 // cascade runs a seeded random cascade on q and logs "time id" per event:
 // the same random choices on any queue, so two queues' logs agree exactly
-// when they fire the events in the same order.
-func cascade(seed uint64, q eventQueue) []string {
+// when they fire the events in the same order. roots events of the given
+// depth start at start(rng); each event schedules one to three children at
+// next(rng, now).
+func cascade(seed uint64, q eventQueue, roots, depth int, start func(rng *rand.Rand) Time, next func(rng *rand.Rand, now Time) Time) []string {
 	var log []string
 	rng := rand.New(rand.NewPCG(seed, 7))
 	id := 0
@@ -434,18 +436,25 @@ func cascade(seed uint64, q eventQueue) []string {
 				return
 			}
 			for k := rng.IntN(3); k >= 0; k-- {
-				// Few distinct delays: many events share a time.
-				q.At(q.Now()+Time(rng.IntN(4)), spawn(depth-1))
+				q.At(next(rng, q.Now()), spawn(depth-1))
 			}
 		})
 	}
-	for i := 0; i < 5; i++ {
-		q.At(Time(rng.IntN(3)), spawn(6))
+	for i := 0; i < roots; i++ {
+		q.At(start(rng), spawn(depth))
 	}
 	if err := q.Run(); err != nil {
 		panic(err)
 	}
 	return log
+}
+
+// fewDelays is cascade's default shape: few distinct delays, so many
+// events share a time.
+func fewDelays(seed uint64, q eventQueue) []string {
+	return cascade(seed, q, 5, 6,
+		func(rng *rand.Rand) Time { return Time(rng.IntN(3)) },
+		func(rng *rand.Rand, now Time) Time { return now + Time(rng.IntN(4)) })
 }
 
 // listQueue is the definition the queue must follow: a list fired in
@@ -498,35 +507,16 @@ func TestCollidingTimesKeepTimeSequenceOrder(t *testing.T) {
 		}
 	}
 	run := func(seed uint64, q eventQueue) []string {
-		var log []string
-		rng := rand.New(rand.NewPCG(seed, 3))
-		id := 0
-		var spawn func(depth int) Handler
-		spawn = func(depth int) Handler {
-			me := id
-			id++
-			return HandlerFunc(func() {
-				log = append(log, fmt.Sprintf("%v #%d", q.Now(), me))
-				if depth == 0 {
-					return
-				}
+		return cascade(seed, q, 4, 7,
+			func(rng *rand.Rand) Time { return times[rng.IntN(3)] },
+			func(rng *rand.Rand, now Time) Time {
 				// The times from now on (now itself included).
 				first := 0
-				for times[first] < q.Now() {
+				for times[first] < now {
 					first++
 				}
-				for k := rng.IntN(3); k >= 0; k-- {
-					q.At(times[first+rng.IntN(min(4, len(times)-first))], spawn(depth-1))
-				}
+				return times[first+rng.IntN(min(4, len(times)-first))]
 			})
-		}
-		for i := 0; i < 4; i++ {
-			q.At(times[rng.IntN(3)], spawn(7))
-		}
-		if err := q.Run(); err != nil {
-			panic(err)
-		}
-		return log
 	}
 	for seed := uint64(1); seed <= 20; seed++ {
 		got := run(seed, New())

@@ -51,21 +51,7 @@ func TestFusedSig_UnpacksLikeUnpackArgs(t *testing.T) {
 			t.Run(fmt.Sprintf("%+v/%d", spec, i), func(t *testing.T) {
 				var want fusedArgs
 				want.pieceV = starlark.None
-				pairs := []any{"in_dir", &want.inDir}
-				if spec.local {
-					pairs = append(pairs, "local", &want.local)
-				}
-				if spec.dst {
-					pairs = append(pairs, "dst", &want.dst)
-				}
-				if spec.out {
-					pairs = append(pairs, "out_dir", &want.outDir)
-				}
-				if spec.finalParam {
-					pairs = append(pairs, "final?", &want.final)
-				}
-				pairs = append(pairs, "piece_bytes?", &want.pieceV, "prefetch?", &want.prefetch)
-				err := starlark.UnpackArgs("tl.fused", c.args, c.kw, pairs...)
+				err := starlark.UnpackArgs("tl.fused", c.args, c.kw, spec.unpackPairs(nil, &want)...)
 
 				got := fusedArgs{pieceV: starlark.None}
 				ok := sig.unpack(&got, c.args, c.kw)

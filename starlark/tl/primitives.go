@@ -82,6 +82,25 @@ type primitiveSpec struct {
 	local, dst, out, finalParam bool
 }
 
+// unpackPairs appends starlark.UnpackArgs' name and destination pairs
+// for the primitive's parameters, into a's fields, to buf.
+func (spec primitiveSpec) unpackPairs(buf []any, a *fusedArgs) []any {
+	buf = append(buf, "in_dir", &a.inDir)
+	if spec.local {
+		buf = append(buf, "local", &a.local)
+	}
+	if spec.dst {
+		buf = append(buf, "dst", &a.dst)
+	}
+	if spec.out {
+		buf = append(buf, "out_dir", &a.outDir)
+	}
+	if spec.finalParam {
+		buf = append(buf, "final?", &a.final)
+	}
+	return append(buf, "piece_bytes?", &a.pieceV, "prefetch?", &a.prefetch)
+}
+
 // fusedParam is a parameter of a fused primitive: its name, whether it
 // may be left out, and how a value is kept (false: the value is not of
 // the parameter's type, and UnpackArgs says so).
@@ -177,20 +196,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 			// repeated or missing one) goes through UnpackArgs, for its
 			// errors.
 			*a = fusedArgs{pieceV: starlark.None}
-			pairs := append(k.fusedPairs[:0], "in_dir", &a.inDir)
-			if spec.local {
-				pairs = append(pairs, "local", &a.local)
-			}
-			if spec.dst {
-				pairs = append(pairs, "dst", &a.dst)
-			}
-			if spec.out {
-				pairs = append(pairs, "out_dir", &a.outDir)
-			}
-			if spec.finalParam {
-				pairs = append(pairs, "final?", &a.final)
-			}
-			pairs = append(pairs, "piece_bytes?", &a.pieceV, "prefetch?", &a.prefetch)
+			pairs := spec.unpackPairs(k.fusedPairs[:0], a)
 			k.fusedPairs = pairs
 			err := starlark.UnpackArgs(b.Name(), args, kw, pairs...)
 			clear(pairs)
