@@ -9,6 +9,7 @@ import (
 // QueuePair): a field added in the wrong place moves a group across a line
 // boundary, which costs a cache miss per message at a thousand ranks.
 func TestQueuePairLayoutKeepsHotGroupsInLines(t *testing.T) {
+	skipUnless64Bit(t)
 	var q QueuePair
 	line := func(off uintptr) uintptr { return off / 64 }
 	groups := []struct {
@@ -38,6 +39,7 @@ func TestQueuePairLayoutKeepsHotGroupsInLines(t *testing.T) {
 // objects start on a cache line, so their field groups stay in the lines
 // they were laid out for.
 func TestOpAndMessageSizesAreWholeCacheLines(t *testing.T) {
+	skipUnless64Bit(t)
 	var op MemOp
 	if s := unsafe.Sizeof(op); s%64 != 0 {
 		t.Errorf("MemOp is %d bytes, not a multiple of 64", s)
@@ -59,6 +61,7 @@ func TestOpAndMessageSizesAreWholeCacheLines(t *testing.T) {
 
 // A booking reads and writes a resource's first line only (see Resource).
 func TestResourceBookingFieldsAreItsFirstCacheLine(t *testing.T) {
+	skipUnless64Bit(t)
 	var r Resource
 	if s := unsafe.Sizeof(r); s != 128 {
 		t.Errorf("Resource is %d bytes, want 128 (a size class that starts on a cache line)", s)
@@ -71,6 +74,7 @@ func TestResourceBookingFieldsAreItsFirstCacheLine(t *testing.T) {
 // A load, a store and a write's hazard check read a memory's first line
 // only, and a DMA engine is whole lines (see Memory, dmaEngine).
 func TestMemoryAndEngineLayout(t *testing.T) {
+	skipUnless64Bit(t)
 	var m Memory
 	if s := unsafe.Sizeof(m); s%64 != 0 {
 		t.Errorf("Memory is %d bytes, not a multiple of 64", s)
@@ -80,5 +84,13 @@ func TestMemoryAndEngineLayout(t *testing.T) {
 	}
 	if s := unsafe.Sizeof(dmaEngine{}); s%64 != 0 {
 		t.Errorf("dmaEngine is %d bytes, not a multiple of 64", s)
+	}
+}
+
+// skipUnless64Bit skips a layout test where pointers are not 8 bytes: the
+// layouts are laid out (and padded) for 64-bit hosts.
+func skipUnless64Bit(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the cache-line layouts are laid out for 64-bit pointers")
 	}
 }
