@@ -9,7 +9,9 @@ import (
 // first two cache lines (see Proc): a field added among them, or a size
 // that is not a whole number of lines, spreads them over a third.
 func TestProcHotFieldsAreItsFirstTwoCacheLines(t *testing.T) {
-	skipUnless64Bit(t)
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the cache-line layout is laid out for 64-bit pointers")
+	}
 	var p Proc
 	if s := unsafe.Sizeof(p); s%64 != 0 {
 		t.Errorf("Proc is %d bytes, not a multiple of 64", s)
@@ -19,13 +21,5 @@ func TestProcHotFieldsAreItsFirstTwoCacheLines(t *testing.T) {
 	}
 	if o := unsafe.Offsetof(p.Spent); o != 64 {
 		t.Errorf("Proc.Spent starts at byte %d, want 64 (its own line)", o)
-	}
-}
-
-// skipUnless64Bit skips a layout test where pointers are not 8 bytes: the
-// layouts are laid out (and padded) for 64-bit hosts.
-func skipUnless64Bit(t *testing.T) {
-	if unsafe.Sizeof(uintptr(0)) != 8 {
-		t.Skip("the cache-line layouts are laid out for 64-bit pointers")
 	}
 }

@@ -398,12 +398,26 @@ func TestEventsForTheCurrentInstantKeepSequenceOrder(t *testing.T) {
 // for times already pending, processes sleeping in place) in exactly the
 // order a plain (time, sequence) priority queue gives.
 func TestBucketsMatchTimeSequenceOrder(t *testing.T) {
+	// Few distinct delays: many events share a time.
+	matchesListQueue(t, 200, func(seed uint64, q eventQueue) []string {
+		return cascade(seed, q, 5, 6,
+			func(rng *rand.Rand) Time { return Time(rng.IntN(3)) },
+			func(rng *rand.Rand, now Time) Time { return now + Time(rng.IntN(4)) })
+	})
+}
+
+// matchesListQueue runs the cascade run makes for seeds 1 to 20 on a Sim
+// and on the reference listQueue and fails at the first difference in
+// firing order (or a cascade of fewer than minEvents events: too small to
+// tell).
+func matchesListQueue(t *testing.T, minEvents int, run func(seed uint64, q eventQueue) []string) {
+	t.Helper()
 	for seed := uint64(1); seed <= 20; seed++ {
-		got := fewDelays(seed, New())
-		if len(got) < 200 {
+		got := run(seed, New())
+		if len(got) < minEvents {
 			t.Fatalf("seed %d: only %d events fired", seed, len(got))
 		}
-		want := fewDelays(seed, &listQueue{})
+		want := run(seed, &listQueue{})
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("seed %d: firing order (-reference +buckets):\n%s", seed, diff)
 		}
@@ -447,14 +461,6 @@ func cascade(seed uint64, q eventQueue, roots, depth int, start func(rng *rand.R
 		panic(err)
 	}
 	return log
-}
-
-// fewDelays is cascade's default shape: few distinct delays, so many
-// events share a time.
-func fewDelays(seed uint64, q eventQueue) []string {
-	return cascade(seed, q, 5, 6,
-		func(rng *rand.Rand) Time { return Time(rng.IntN(3)) },
-		func(rng *rand.Rand, now Time) Time { return now + Time(rng.IntN(4)) })
 }
 
 // listQueue is the definition the queue must follow: a list fired in
@@ -506,7 +512,7 @@ func TestCollidingTimesKeepTimeSequenceOrder(t *testing.T) {
 			times = append(times, at)
 		}
 	}
-	run := func(seed uint64, q eventQueue) []string {
+	matchesListQueue(t, 100, func(seed uint64, q eventQueue) []string {
 		return cascade(seed, q, 4, 7,
 			func(rng *rand.Rand) Time { return times[rng.IntN(3)] },
 			func(rng *rand.Rand, now Time) Time {
@@ -517,15 +523,5 @@ func TestCollidingTimesKeepTimeSequenceOrder(t *testing.T) {
 				}
 				return times[first+rng.IntN(min(4, len(times)-first))]
 			})
-	}
-	for seed := uint64(1); seed <= 20; seed++ {
-		got := run(seed, New())
-		if len(got) < 100 {
-			t.Fatalf("seed %d: only %d events fired", seed, len(got))
-		}
-		want := run(seed, &listQueue{})
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("seed %d: firing order (-reference +buckets):\n%s", seed, diff)
-		}
-	}
+	})
 }
