@@ -3,6 +3,7 @@ package machine
 import (
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
+	"slices"
 )
 
 // VC is a DMA virtual channel.
@@ -144,17 +145,7 @@ func (e *dmaEngine) rescan(t *Transfer, c *scannedPath) {
 // path's slowest timed resource (nil if none; see Path.slowest) and its
 // Latency.
 func (e *dmaEngine) scan(path Path) (injects bool, slowest *Resource, latency sim.Time) {
-	up := e.pe.NocUp
-	for _, r := range path {
-		latency += r.Latency
-		if r == up {
-			injects = true
-		}
-		if r.BytesPerUs != 0 && (slowest == nil || r.BytesPerUs < slowest.BytesPerUs) {
-			slowest = r
-		}
-	}
-	return injects, slowest, latency
+	return slices.Contains(path, e.pe.NocUp), path.slowest(), path.Latency()
 }
 
 // injectTime is the injection time of bytes [from, to) of t: a difference
@@ -287,12 +278,7 @@ func (t *Transfer) aloneEnd() sim.Time {
 
 // slowEnd is aloneEnd of a transfer that has injected done > 0 bytes, or
 // whose end saturates.
-func (t *Transfer) slowEnd() sim.Time {
-	if t.done == 0 {
-		return sim.Add(t.at, t.service)
-	}
-	return sim.Add(t.at, injectTime(t, t.done, t.N))
-}
+func (t *Transfer) slowEnd() sim.Time { return sim.Add(t.at, injectTime(t, t.done, t.N)) }
 
 // roundRobin runs the shared round-robin from the anchor to the first end
 // of a head's injection: which channel's head ends, when, the other head's
