@@ -270,12 +270,7 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing b
 		end := max(until, lastIn)
 		if until > start {
 			r.holdsEnd = max(r.holdsEnd, until)
-			if nh := len(r.holds); nh < cap(r.holds) {
-				r.holds = r.holds[:nh+1]
-				r.holds[nh] = hold{start, until, tag}
-			} else {
-				r.holds = append(r.holds, hold{start, until, tag})
-			}
+			r.holds = append(r.holds, hold{start, until, tag})
 		}
 		if tracing && d > 0 && r.trace != nil {
 			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
