@@ -78,8 +78,9 @@ func TestPreRunSavesBlocksBeforeFirstWrite(t *testing.T) {
 	}
 }
 
-// A block whose bytes repeat every 8 bytes (a receive buffer's sentinel)
-// is saved before its first write as its pattern, without a copy; PreRun
+// Rule (model.md §7, phase 2 starts from the initial image): a block
+// whose bytes repeat every 8 bytes (a receive buffer's sentinel) is saved
+// before its first write as its pattern, without a copy; PreRun
 // still gives back its bytes from before KeepPreRun.
 func TestPreRunSavesSentinelBlockAsPattern(t *testing.T) {
 	const block = 1 << preRunBlockShift

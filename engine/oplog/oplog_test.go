@@ -267,10 +267,11 @@ func TestCheckCausalityMatchesMap(t *testing.T) {
 	}
 }
 
-// The log keeps a compact copy of each record (strings by id, the rare
-// fields aside): what it gives back is what was added, field for field,
-// with its sequence number; a nil Data stays nil and an empty one empty
-// (the replay tells them apart).
+// Rule (model.md §7, phase 1: every data op appends a record with its
+// fields): the log keeps a compact copy of each record (strings by id,
+// the rare fields aside); what it gives back is what was added, field for
+// field, with its sequence number; a nil Data stays nil and an empty one
+// empty (the replay tells them apart).
 func TestLogKeepsRecords(t *testing.T) {
 	recs := []*Record{
 		{Rank: 3, Kind: KindIPCQ, Name: "send", SrcSp: SpaceHBM, DstSp: SpaceTCM, DType: dtype.F32, TStart: 5, TEnd: 9, Src: addr(0, 64), Dst: addr(1, 0),
