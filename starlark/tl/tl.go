@@ -211,7 +211,7 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 	keeps, traced := keepsDeferredSend[name], tracedOps[name]
 	traceName := "tl." + name
 	run := func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-		if k.Proc != nil && k.Proc.Sim().Running() != k.Proc && k.Proc.Sim().Running() != nil {
+		if p := k.Proc; p != nil && p.Sim().Running() != p && p.Sim().Running() != nil {
 			// Its operations would block the tl's own process from
 			// inside another one's coroutine.
 			return nil, fmt.Errorf("this tl is rank %d's %s and was called from another thread; a thread calls the tl tl.spawn gave it (fn's first argument)", k.Rank, k.track())
