@@ -86,7 +86,7 @@ type Kernel struct {
 	// writes that may not be done: a second write into an overlapping
 	// range before the first is done races (WriteWriteHazard). Entries
 	// whose write is over are dropped once the list reaches
-	// writesCompactAt entries (see checkWriteWrite).
+	// writesCompactAt entries (see compactWrites).
 	writes          []issuedWrite
 	writesCompactAt int
 	// issuingSends (on the root only) are the rank's tl.send_async calls,
