@@ -756,12 +756,6 @@ func (m *Mismatch) String() string {
 // Compare returns the first difference between phase-2 and phase-1 images
 // (missing bytes read as zero), or nil.
 func Compare(phase2, phase1 Image, records []*Record) *Mismatch {
-	return compareImages(phase2, phase1, func(addr uint64) *Record { return lastWriter(logOf(records), addr) })
-}
-
-// compareImages is Compare, with lastWriter finding the record that last
-// wrote an address.
-func compareImages(phase2, phase1 Image, lastWriter func(addr uint64) *Record) *Mismatch {
 	for id := 0; id < max(len(phase1), len(phase2)); id++ {
 		var a, b []byte
 		if id < len(phase2) {
@@ -785,7 +779,7 @@ func compareImages(phase2, phase1 Image, lastWriter func(addr uint64) *Record) *
 			}
 			if x != y {
 				addr := uint64(id+1)<<AddrShift | uint64(i)
-				return &Mismatch{Addr: addr, Got: x, Want: y, LastWriter: lastWriter(addr)}
+				return &Mismatch{Addr: addr, Got: x, Want: y, LastWriter: lastWriter(logOf(records), addr)}
 			}
 		}
 	}

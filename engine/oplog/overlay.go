@@ -361,16 +361,10 @@ func (m *OverlayMem) liveEqual(b int64, got []byte, shift uint) bool {
 // Compare returns the first difference between the replayed overlay and
 // phase 1's memory (missing bytes read as zero), or nil. Only held blocks
 // can differ.
-func (ov *Overlay) Compare(records []*Record) *Mismatch {
-	return ov.compare(func(addr uint64) *Record { return lastWriter(logOf(records), addr) })
-}
+func (ov *Overlay) Compare(records []*Record) *Mismatch { return ov.CompareLog(logOf(records)) }
 
 // CompareLog is Compare with the log's records.
 func (ov *Overlay) CompareLog(l *Log) *Mismatch {
-	return ov.compare(func(addr uint64) *Record { return lastWriter(l, addr) })
-}
-
-func (ov *Overlay) compare(lastWriter func(addr uint64) *Record) *Mismatch {
 	size := int64(1) << ov.BlockShift
 	got := make([]byte, size)
 	for id := range ov.Mems {
@@ -392,7 +386,7 @@ func (ov *Overlay) compare(lastWriter func(addr uint64) *Record) *Mismatch {
 				}
 				if got[i] != y {
 					addr := uint64(id+1)<<AddrShift | uint64(lo+int64(i))
-					return &Mismatch{Addr: addr, Got: got[i], Want: y, LastWriter: lastWriter(addr)}
+					return &Mismatch{Addr: addr, Got: got[i], Want: y, LastWriter: lastWriter(l, addr)}
 				}
 			}
 		}
