@@ -112,12 +112,12 @@ func (m *OverlayMem) Save(off, end int64, shift uint) {
 		lo, hi := b<<shift, (b+1)<<shift
 		// A block shorter than two patterns is copied (as cheap); one
 		// past the live memory's end too (its zeros are not live bytes).
-		if blk := m.Live[min(lo, int64(len(m.Live))):min(hi, int64(len(m.Live)))]; int64(len(blk)) == hi-lo && len(blk) >= 16 &&
+		if blk := m.live(lo, hi); int64(len(blk)) == hi-lo && len(blk) >= 16 &&
 			bytes.Equal(blk[8:], blk[:len(blk)-8]) {
 			m.State[b], m.Pattern[b] = HeldPattern, binary.LittleEndian.Uint64(blk)
 			continue
 		}
-		m.copyLive(b, m.Pre[lo:hi], shift)
+		m.copyLive(lo, m.Pre[lo:hi])
 		m.State[b] = HeldBytes
 	}
 }
@@ -132,7 +132,7 @@ func (m *OverlayMem) Hold(off, end int64, shift uint) []byte {
 		lo, hi := b<<shift, (b+1)<<shift
 		switch m.State[b] {
 		case Unheld:
-			m.copyLive(b, m.Pre[lo:hi], shift)
+			m.copyLive(lo, m.Pre[lo:hi])
 		case HeldPattern:
 			fillPattern(m.Pre[lo:hi], m.Pattern[b])
 		}
@@ -141,10 +141,17 @@ func (m *OverlayMem) Hold(off, end int64, shift uint) []byte {
 	return m.Pre[off:end]
 }
 
-// copyLive copies block b's live bytes into dst (zeros past the live end).
-func (m *OverlayMem) copyLive(b int64, dst []byte, shift uint) {
-	lo, hi := b<<shift, (b+1)<<shift
-	n := copy(dst, m.Live[min(lo, int64(len(m.Live))):min(hi, int64(len(m.Live)))])
+// live is the live memory's part of [lo, hi): shorter than the range, or
+// empty, where the range passes the live memory's end.
+func (m *OverlayMem) live(lo, hi int64) []byte {
+	n := int64(len(m.Live))
+	return m.Live[min(lo, n):min(hi, n)]
+}
+
+// copyLive copies the live bytes [lo, lo+len(dst)) into dst (zeros past
+// the live end).
+func (m *OverlayMem) copyLive(lo int64, dst []byte) {
+	n := copy(dst, m.live(lo, lo+int64(len(dst))))
 	clear(dst[n:])
 }
 
@@ -276,8 +283,7 @@ func (m *OverlayMem) blockBytes(b, lo, hi int64, dst []byte, shift uint) {
 		// dst starts at byte (lo-base)%8 of the pattern: rotated to it.
 		fillPattern(dst, bits.RotateLeft64(m.Pattern[b], -8*int((lo-base)&7)))
 	default:
-		n := copy(dst, m.Live[min(lo, int64(len(m.Live))):min(hi, int64(len(m.Live)))])
-		clear(dst[n:])
+		m.copyLive(lo, dst)
 	}
 }
 
@@ -354,7 +360,7 @@ func (ov *Overlay) settle(m *OverlayMem, b int64) {
 // past its end).
 func (m *OverlayMem) liveEqual(b int64, got []byte, shift uint) bool {
 	lo := b << shift
-	want := m.Live[min(lo, int64(len(m.Live))):min(lo+int64(len(got)), int64(len(m.Live)))]
+	want := m.live(lo, lo+int64(len(got)))
 	return bytes.Equal(got[:len(want)], want) && allZero(got[len(want):])
 }
 
@@ -378,7 +384,7 @@ func (ov *Overlay) CompareLog(l *Log) *Mismatch {
 			if m.liveEqual(int64(b), got, ov.BlockShift) {
 				continue
 			}
-			want := m.Live[min(lo, int64(len(m.Live))):min(lo+size, int64(len(m.Live)))]
+			want := m.live(lo, lo+size)
 			for i := range got {
 				var y byte
 				if i < len(want) {
