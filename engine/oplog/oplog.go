@@ -478,9 +478,7 @@ func replay(im replaySpace, l *Log) error {
 	rp := &replayer{im: im, log: l, free: map[int64][][]byte{}}
 	for i, r := range order {
 		if top := max(r.TileOut, r.TileA, r.TileB); top >= int64(len(rp.lastUse)) {
-			grown := make([]int32, max(top+1, 2*int64(len(rp.lastUse))))
-			copy(grown, rp.lastUse)
-			rp.lastUse = grown
+			rp.lastUse = growTo(rp.lastUse, top)
 		}
 		switch {
 		case r.Kind == KindMath:
@@ -554,6 +552,15 @@ func effectSorted(l *Log) []*entry {
 	}
 	slices.SortStableFunc(order, effectOrder)
 	return order
+}
+
+// growTo is a copy of s long enough to index i, its new elements zero:
+// max(i+1, 2·len(s)) of them, so that growing one index at a time costs
+// amortised constant time.
+func growTo[T any](s []T, i int64) []T {
+	grown := make([]T, max(i+1, 2*int64(len(s))))
+	copy(grown, s)
+	return grown
 }
 
 // mergeEffects merges the sorted a and b into out (room for both) and

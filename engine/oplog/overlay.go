@@ -220,11 +220,11 @@ func (ov *Overlay) note(l *Log, i int, r *entry) {
 	shift := ov.BlockShift
 	last := (off + n - 1) >> shift
 	if last >= int64(len(m.lastWrite)) {
-		grown := make([]int32, max(last+1, 2*int64(len(m.lastWrite))))
-		for b := copy(grown, m.lastWrite); b < len(grown); b++ {
-			grown[b] = -1
+		had := len(m.lastWrite)
+		m.lastWrite = growTo(m.lastWrite, last)
+		for b := had; b < len(m.lastWrite); b++ {
+			m.lastWrite[b] = -1
 		}
-		m.lastWrite = grown
 	}
 	for b := off >> shift; b <= last; b++ {
 		m.lastWrite[b] = int32(i)
@@ -320,9 +320,7 @@ func (ov *Overlay) write(addr uint64, n int64, src []byte, zero bool) error {
 // block's pre-run state) if it has none yet.
 func (ov *Overlay) own(m *OverlayMem, b int64) []byte {
 	if b >= int64(len(m.bufs)) {
-		grown := make([][]byte, max(b+1, 2*int64(len(m.bufs))))
-		copy(grown, m.bufs)
-		m.bufs = grown
+		m.bufs = growTo(m.bufs, b)
 	}
 	if m.bufs[b] != nil {
 		return m.bufs[b]
@@ -336,9 +334,7 @@ func (ov *Overlay) own(m *OverlayMem, b int64) []byte {
 	}
 	m.blockBytes(b, b<<ov.BlockShift, (b+1)<<ov.BlockShift, buf, ov.BlockShift)
 	if b >= int64(len(m.State)) {
-		grown := make([]BlockState, max(b+1, 2*int64(len(m.State))))
-		copy(grown, m.State)
-		m.State = grown
+		m.State = growTo(m.State, b)
 	}
 	m.bufs[b], m.State[b] = buf, HeldBytes
 	return buf
