@@ -477,7 +477,8 @@ func replay(im replaySpace, l *Log) error {
 	}
 	rp := &replayer{im: im, log: l, free: map[int64][][]byte{}}
 	for i, r := range order {
-		if top := max(r.TileOut, r.TileA, r.TileB); top >= int64(len(rp.lastUse)) {
+		// Tile 0 too: the indexes below clamp a missing tile to it.
+		if top := max(r.TileOut, r.TileA, r.TileB, 0); top >= int64(len(rp.lastUse)) {
 			rp.lastUse = growTo(rp.lastUse, top)
 		}
 		switch {
@@ -489,9 +490,6 @@ func replay(im replaySpace, l *Log) error {
 		if tracker != nil {
 			tracker.note(l, i, r)
 		}
-	}
-	if len(rp.lastUse) == 0 {
-		rp.lastUse = make([]int32, 1)
 	}
 	rp.tiles = make([]replayTile, len(rp.lastUse))
 	for i, r := range order {
