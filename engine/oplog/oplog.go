@@ -477,10 +477,9 @@ func replay(im replaySpace, l *Log) error {
 	}
 	rp := &replayer{im: im, log: l, free: map[int64][][]byte{}}
 	for i, r := range order {
-		if top := max(r.TileOut, r.TileA, r.TileB); top >= int64(len(rp.lastUse)) {
-			grown := make([]int32, max(top+1, 2*int64(len(rp.lastUse))))
-			copy(grown, rp.lastUse)
-			rp.lastUse = grown
+		// Tile 0 too: the indexes below clamp a missing tile to it.
+		if top := max(r.TileOut, r.TileA, r.TileB, 0); top >= int64(len(rp.lastUse)) {
+			rp.lastUse = growTo(rp.lastUse, top)
 		}
 		switch {
 		case r.Kind == KindMath:
@@ -491,9 +490,6 @@ func replay(im replaySpace, l *Log) error {
 		if tracker != nil {
 			tracker.note(l, i, r)
 		}
-	}
-	if len(rp.lastUse) == 0 {
-		rp.lastUse = make([]int32, 1)
 	}
 	rp.tiles = make([]replayTile, len(rp.lastUse))
 	for i, r := range order {
@@ -554,6 +550,15 @@ func effectSorted(l *Log) []*entry {
 	}
 	slices.SortStableFunc(order, effectOrder)
 	return order
+}
+
+// growTo is a copy of s long enough to index i, its new elements zero:
+// max(i+1, 2·len(s)) of them, so that growing one index at a time costs
+// amortised constant time.
+func growTo[T any](s []T, i int64) []T {
+	grown := make([]T, max(i+1, 2*int64(len(s))))
+	copy(grown, s)
+	return grown
 }
 
 // mergeEffects merges the sorted a and b into out (room for both) and
@@ -756,12 +761,6 @@ func (m *Mismatch) String() string {
 // Compare returns the first difference between phase-2 and phase-1 images
 // (missing bytes read as zero), or nil.
 func Compare(phase2, phase1 Image, records []*Record) *Mismatch {
-	return compareImages(phase2, phase1, func(addr uint64) *Record { return lastWriter(logOf(records), addr) })
-}
-
-// compareImages is Compare, with lastWriter finding the record that last
-// wrote an address.
-func compareImages(phase2, phase1 Image, lastWriter func(addr uint64) *Record) *Mismatch {
 	for id := 0; id < max(len(phase1), len(phase2)); id++ {
 		var a, b []byte
 		if id < len(phase2) {
@@ -785,7 +784,7 @@ func compareImages(phase2, phase1 Image, lastWriter func(addr uint64) *Record) *
 			}
 			if x != y {
 				addr := uint64(id+1)<<AddrShift | uint64(i)
-				return &Mismatch{Addr: addr, Got: x, Want: y, LastWriter: lastWriter(addr)}
+				return &Mismatch{Addr: addr, Got: x, Want: y, LastWriter: lastWriter(logOf(records), addr)}
 			}
 		}
 	}

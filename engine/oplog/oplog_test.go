@@ -123,6 +123,16 @@ func TestReplayRejectsUnknownTile(t *testing.T) {
 	}
 }
 
+// A record naming no valid tile is refused, not a crash: the replay's
+// tile tables must cover tile 0 even when no record names a positive tile.
+func TestReplayRejectsNegativeTile(t *testing.T) {
+	img := Image{make([]byte, 8)}
+	err := Replay(&img, []*Record{{Kind: KindMemory, Name: "store", Dst: addr(0, 0), NBytes: 4, TileA: -1, TileB: -1, TileOut: -1}})
+	if err == nil || !strings.Contains(err.Error(), "unknown tile -1") {
+		t.Errorf("Replay = %v, want unknown tile error", err)
+	}
+}
+
 // Rule I5 (model.md §8): send → DMA complete → recv in the op_log.
 func TestCheckCausality(t *testing.T) {
 	send := &Record{Seq: 0, Kind: KindIPCQ, Name: "send", Dst: addr(1, 0), SenderSeq: 3, TEnd: 50}

@@ -112,12 +112,12 @@ func (m *OverlayMem) Save(off, end int64, shift uint) {
 		lo, hi := b<<shift, (b+1)<<shift
 		// A block shorter than two patterns is copied (as cheap); one
 		// past the live memory's end too (its zeros are not live bytes).
-		if blk := m.Live[min(lo, int64(len(m.Live))):min(hi, int64(len(m.Live)))]; int64(len(blk)) == hi-lo && len(blk) >= 16 &&
+		if blk := m.live(lo, hi); int64(len(blk)) == hi-lo && len(blk) >= 16 &&
 			bytes.Equal(blk[8:], blk[:len(blk)-8]) {
 			m.State[b], m.Pattern[b] = HeldPattern, binary.LittleEndian.Uint64(blk)
 			continue
 		}
-		m.copyLive(b, m.Pre[lo:hi], shift)
+		m.copyLive(lo, m.Pre[lo:hi])
 		m.State[b] = HeldBytes
 	}
 }
@@ -132,7 +132,7 @@ func (m *OverlayMem) Hold(off, end int64, shift uint) []byte {
 		lo, hi := b<<shift, (b+1)<<shift
 		switch m.State[b] {
 		case Unheld:
-			m.copyLive(b, m.Pre[lo:hi], shift)
+			m.copyLive(lo, m.Pre[lo:hi])
 		case HeldPattern:
 			fillPattern(m.Pre[lo:hi], m.Pattern[b])
 		}
@@ -141,10 +141,17 @@ func (m *OverlayMem) Hold(off, end int64, shift uint) []byte {
 	return m.Pre[off:end]
 }
 
-// copyLive copies block b's live bytes into dst (zeros past the live end).
-func (m *OverlayMem) copyLive(b int64, dst []byte, shift uint) {
-	lo, hi := b<<shift, (b+1)<<shift
-	n := copy(dst, m.Live[min(lo, int64(len(m.Live))):min(hi, int64(len(m.Live)))])
+// live is the live memory's part of [lo, hi): shorter than the range, or
+// empty, where the range passes the live memory's end.
+func (m *OverlayMem) live(lo, hi int64) []byte {
+	n := int64(len(m.Live))
+	return m.Live[min(lo, n):min(hi, n)]
+}
+
+// copyLive copies the live bytes [lo, lo+len(dst)) into dst (zeros past
+// the live end).
+func (m *OverlayMem) copyLive(lo int64, dst []byte) {
+	n := copy(dst, m.live(lo, lo+int64(len(dst))))
 	clear(dst[n:])
 }
 
@@ -213,11 +220,11 @@ func (ov *Overlay) note(l *Log, i int, r *entry) {
 	shift := ov.BlockShift
 	last := (off + n - 1) >> shift
 	if last >= int64(len(m.lastWrite)) {
-		grown := make([]int32, max(last+1, 2*int64(len(m.lastWrite))))
-		for b := copy(grown, m.lastWrite); b < len(grown); b++ {
-			grown[b] = -1
+		had := len(m.lastWrite)
+		m.lastWrite = growTo(m.lastWrite, last)
+		for b := had; b < len(m.lastWrite); b++ {
+			m.lastWrite[b] = -1
 		}
-		m.lastWrite = grown
 	}
 	for b := off >> shift; b <= last; b++ {
 		m.lastWrite[b] = int32(i)
@@ -276,8 +283,7 @@ func (m *OverlayMem) blockBytes(b, lo, hi int64, dst []byte, shift uint) {
 		// dst starts at byte (lo-base)%8 of the pattern: rotated to it.
 		fillPattern(dst, bits.RotateLeft64(m.Pattern[b], -8*int((lo-base)&7)))
 	default:
-		n := copy(dst, m.Live[min(lo, int64(len(m.Live))):min(hi, int64(len(m.Live)))])
-		clear(dst[n:])
+		m.copyLive(lo, dst)
 	}
 }
 
@@ -314,9 +320,7 @@ func (ov *Overlay) write(addr uint64, n int64, src []byte, zero bool) error {
 // block's pre-run state) if it has none yet.
 func (ov *Overlay) own(m *OverlayMem, b int64) []byte {
 	if b >= int64(len(m.bufs)) {
-		grown := make([][]byte, max(b+1, 2*int64(len(m.bufs))))
-		copy(grown, m.bufs)
-		m.bufs = grown
+		m.bufs = growTo(m.bufs, b)
 	}
 	if m.bufs[b] != nil {
 		return m.bufs[b]
@@ -330,9 +334,7 @@ func (ov *Overlay) own(m *OverlayMem, b int64) []byte {
 	}
 	m.blockBytes(b, b<<ov.BlockShift, (b+1)<<ov.BlockShift, buf, ov.BlockShift)
 	if b >= int64(len(m.State)) {
-		grown := make([]BlockState, max(b+1, 2*int64(len(m.State))))
-		copy(grown, m.State)
-		m.State = grown
+		m.State = growTo(m.State, b)
 	}
 	m.bufs[b], m.State[b] = buf, HeldBytes
 	return buf
@@ -354,23 +356,17 @@ func (ov *Overlay) settle(m *OverlayMem, b int64) {
 // past its end).
 func (m *OverlayMem) liveEqual(b int64, got []byte, shift uint) bool {
 	lo := b << shift
-	want := m.Live[min(lo, int64(len(m.Live))):min(lo+int64(len(got)), int64(len(m.Live)))]
+	want := m.live(lo, lo+int64(len(got)))
 	return bytes.Equal(got[:len(want)], want) && allZero(got[len(want):])
 }
 
 // Compare returns the first difference between the replayed overlay and
 // phase 1's memory (missing bytes read as zero), or nil. Only held blocks
 // can differ.
-func (ov *Overlay) Compare(records []*Record) *Mismatch {
-	return ov.compare(func(addr uint64) *Record { return lastWriter(logOf(records), addr) })
-}
+func (ov *Overlay) Compare(records []*Record) *Mismatch { return ov.CompareLog(logOf(records)) }
 
 // CompareLog is Compare with the log's records.
 func (ov *Overlay) CompareLog(l *Log) *Mismatch {
-	return ov.compare(func(addr uint64) *Record { return lastWriter(l, addr) })
-}
-
-func (ov *Overlay) compare(lastWriter func(addr uint64) *Record) *Mismatch {
 	size := int64(1) << ov.BlockShift
 	got := make([]byte, size)
 	for id := range ov.Mems {
@@ -384,7 +380,7 @@ func (ov *Overlay) compare(lastWriter func(addr uint64) *Record) *Mismatch {
 			if m.liveEqual(int64(b), got, ov.BlockShift) {
 				continue
 			}
-			want := m.Live[min(lo, int64(len(m.Live))):min(lo+size, int64(len(m.Live)))]
+			want := m.live(lo, lo+size)
 			for i := range got {
 				var y byte
 				if i < len(want) {
@@ -392,7 +388,7 @@ func (ov *Overlay) compare(lastWriter func(addr uint64) *Record) *Mismatch {
 				}
 				if got[i] != y {
 					addr := uint64(id+1)<<AddrShift | uint64(lo+int64(i))
-					return &Mismatch{Addr: addr, Got: got[i], Want: y, LastWriter: lastWriter(addr)}
+					return &Mismatch{Addr: addr, Got: got[i], Want: y, LastWriter: lastWriter(l, addr)}
 				}
 			}
 		}
