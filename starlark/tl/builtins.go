@@ -46,8 +46,10 @@ func (h *handle) OpDone(*machine.MemOp) {
 	}
 }
 
-// newHandle returns a cleared handle, reusing one the fused primitives
-// recycled.
+// newHandle returns a handle to fill, reusing one the fused primitives
+// recycled: those were private loads, which set only kind, op, src (and
+// k), and which fetchSrc sets again; the fields of a handle given to
+// Starlark (dir, dst, at, done, value) are still clear.
 func (k *Kernel) newHandle() *handle {
 	if n := len(k.freeHandles); n > 0 {
 		h := k.freeHandles[n-1]
@@ -63,7 +65,9 @@ func (k *Kernel) newHandle() *handle {
 // Handles given to Starlark are never recycled.
 func (k *Kernel) recycle(h *handle, keepData bool) {
 	k.M.Recycle(h.op, keepData)
-	*h = handle{}
+	// Only what a reuse does not set again is cleared (see newHandle): a
+	// whole handle is 27 words to clear, twice per piece.
+	h.op, h.stale = nil, nil
 	k.freeHandles = append(k.freeHandles, h)
 }
 
@@ -272,7 +276,7 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				h, err := k.fetchAsync(b.Name(), *p)
+				h, err := k.fetchAsync(b.Name(), p)
 				if err != nil {
 					return nil, err
 				}
@@ -284,7 +288,7 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				return k.fetchAsync(b.Name(), *p)
+				return k.fetchAsync(b.Name(), p)
 			}},
 		{Name: "store", Sig: "store(ptr, tile)", Doc: "Store tile into ptr (same dtype and count). Waits for the tile's math to finish, then writes (own TCM directly, otherwise DMA vc_compute) and returns when the data is in memory.",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -844,34 +848,48 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 	return out, nil
 }
 
-func (k *Kernel) fetchAsync(fn string, p Ptr) (*handle, error) {
-	if err := k.checkPendingRead(fn, p.Reg); err != nil {
+// fetchAsync issues the load of p (a Ptr of a dozen words, passed by
+// pointer: a fused primitive issues two loads per piece).
+func (k *Kernel) fetchAsync(fn string, p *Ptr) (*handle, error) {
+	h := k.newHandle()
+	h.src = *p
+	return k.fetchSrc(fn, h)
+}
+
+// fetchSrc issues the load of h.src into h, a handle from newHandle whose
+// source the caller has filled in place (a fused primitive's received
+// slot is built there, not built aside and copied in).
+func (k *Kernel) fetchSrc(fn string, h *handle) (*handle, error) {
+	reg := h.src.Reg
+	if err := k.checkPendingRead(fn, reg); err != nil {
 		return nil, err
 	}
-	if err := k.settle(p.Reg); err != nil {
+	if err := k.settle(reg); err != nil {
 		return nil, err
 	}
 	k.Stats.Load++
-	op := k.M.Fetch(k.PE, p.Reg)
+	op := k.M.Fetch(k.PE, reg)
 	if l := k.M.Log; l != nil {
 		op.TileID = l.NewTile()
 	}
-	h := k.newHandle()
-	h.kind, h.op, h.src = "fetch", op, p
+	h.kind, h.op = "fetch", op
 	k.watchSlot(h)
 	return h, nil
 }
 
-// loaded waits for a load and returns its tile; the handle must be one
-// nobody else holds, for the caller recycles it once the tile is used.
-func (k *Kernel) loaded(h *handle) (Tile, error) {
+// loaded waits for a load and sets t to its tile (in place: a Tile is
+// eight words, and a fused primitive takes two per piece); the handle must
+// be one nobody else holds, for the caller recycles it once the tile is
+// used.
+func (k *Kernel) loaded(h *handle, t *Tile) error {
 	if err := h.op.Wait(k.Proc); err != nil {
-		return Tile{}, err
+		return err
 	}
 	if h.stale != nil {
-		return Tile{}, h.stale
+		return h.stale
 	}
-	return Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, ID: h.op.TileID, k: k}, nil
+	t.DT, t.Count, t.Data, t.Ready, t.ID, t.k = h.src.DT, h.src.Count, h.op.Data, h.op.Xfer.Finished, h.op.TileID, k
+	return nil
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -952,34 +970,35 @@ func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
 
 // storeOp issues the store of t into p once t's math is done.
 func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
-	return k.storeOpChecked(fn, p, t, true)
+	return k.storeOpChecked(fn, p.Reg, p.DT, p.Count, t, true)
 }
 
-// storeOpChecked is storeOp; checkWW=false leaves out the write-write
-// check, for a caller that knows it cannot fire.
-func (k *Kernel) storeOpChecked(fn string, p *Ptr, t *Tile, checkWW bool) (*machine.MemOp, error) {
-	if err := k.checkWrite(fn, p.Reg); err != nil {
+// storeOpChecked is storeOp into reg, a view of count elements of dt (a
+// fused primitive's piece of dst, which is no Ptr); checkWW=false leaves
+// out the write-write check, for a caller that knows it cannot fire.
+func (k *Kernel) storeOpChecked(fn string, reg machine.Region, dt dtype.DType, count int64, t *Tile, checkWW bool) (*machine.MemOp, error) {
+	if err := k.checkWrite(fn, reg); err != nil {
 		return nil, err
 	}
 	if checkWW {
-		if err := k.checkWriteWrite(fn, p.Reg); err != nil {
+		if err := k.checkWriteWrite(fn, reg); err != nil {
 			return nil, err
 		}
 	}
-	if err := k.settle(p.Reg); err != nil {
+	if err := k.settle(reg); err != nil {
 		return nil, err
 	}
-	k.dropPrefetched(p.Reg)
-	if p.DT != t.DT {
-		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d: tile is %s, ptr is %s", fn, k.Rank, t.DT, p.DT)
+	k.dropPrefetched(reg)
+	if dt != t.DT {
+		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d: tile is %s, ptr is %s", fn, k.Rank, t.DT, dt)
 	}
-	if p.Count != t.Count {
-		return nil, errorf(errkind.OutOfBounds, "%s: rank %d: tile has %d elements, ptr has %d", fn, k.Rank, t.Count, p.Count)
+	if count != t.Count {
+		return nil, errorf(errkind.OutOfBounds, "%s: rank %d: tile has %d elements, ptr has %d", fn, k.Rank, t.Count, count)
 	}
 	// The store starts when the tile's math is done; the caller does not
 	// wait for that (store_async) unless it waits for the handle.
 	k.Stats.Store++
-	op := k.M.StoreAt(k.PE, p.Reg, t.Data, t.Ready)
+	op := k.M.StoreAt(k.PE, reg, t.Data, t.Ready)
 	op.TileID = t.ID
 	k.noteWrite(fn, op)
 	return op, nil
@@ -1085,7 +1104,7 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 		case *Tile:
 			return func() (*Tile, error) { return x, nil }, nil
 		case *Ptr:
-			h, err := k.fetchAsync(b.Name(), *x)
+			h, err := k.fetchAsync(b.Name(), x)
 			if err != nil {
 				return nil, err
 			}

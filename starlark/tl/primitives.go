@@ -353,8 +353,14 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 		return errorf(errkind.IpcqMessageTooLarge, "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
 	}
 	pieces := max(1, (ref.Count+per-1)/per)
-	// Pieces are views by value: a piece allocates nothing in Go.
-	piece := func(p *Ptr, i int64) Ptr { return p.sub(i*per, min(per, p.Count-i*per)) }
+	// A piece is its range and element count, worked out where it is
+	// used: a piece allocates nothing in Go, and a whole Ptr (a dozen
+	// words to copy) is built only where one is kept, in a load's handle.
+	sz := int64(dt.Size())
+	count := func(i int64) int64 { return min(per, ref.Count-i*per) }
+	pieceReg := func(p *Ptr, i int64) machine.Region {
+		return machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + i*per*sz, N: count(i) * sz}
+	}
 	// Whether each piece's store into dst is checked against the rank's
 	// other writes (WriteWriteHazard). The pieces are disjoint, and a
 	// write found done now stays done: when no write of the rank into dst
@@ -392,11 +398,14 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 	var next *handle
 	for i := int64(0); i < pieces; i++ {
 		for c.local != nil && issued < pieces && issued < i+window {
-			lp := piece(c.local, issued)
-			h := k.takePrefetched(lp.Reg)
+			reg := pieceReg(c.local, issued)
+			h := k.takePrefetched(reg)
 			if h == nil {
+				h = k.newHandle()
+				h.src = *c.local
+				h.src.Reg, h.src.Count = reg, count(issued)
 				var err error
-				if h, err = k.fetchAsync(c.name, lp); err != nil {
+				if h, err = k.fetchSrc(c.name, h); err != nil {
 					return err
 				}
 			}
@@ -414,30 +423,29 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 				}
 			}
 			var err error
-			want := piece(ref, i)
-			if cur, err = k.startPiece(c, &want); err != nil {
+			if cur, err = k.startPiece(c, dt, count(i)); err != nil {
 				return err
 			}
 		}
 		if i+1 < pieces && c.in.Ready() {
 			var err error
-			want := piece(ref, i+1)
-			if next, err = k.startPiece(c, &want); err != nil {
+			if next, err = k.startPiece(c, dt, count(i+1)); err != nil {
 				return err
 			}
 		}
-		data, err := k.loaded(cur)
-		if err != nil {
+		var data Tile
+		if err := k.loaded(cur, &data); err != nil {
 			return err
 		}
 		if c.local != nil {
 			lh := prefetch[i%window]
 			prefetch[i%window] = nil
-			lv, err := k.loaded(lh)
-			if err != nil {
+			var lv Tile
+			if err := k.loaded(lh, &lv); err != nil {
 				return err
 			}
 			in := data
+			var err error
 			if data, err = combine(k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
 				return err
 			}
@@ -457,8 +465,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 		// have copied them (none under timing-only).
 		owner := k.newTileBuf(data.Data)
 		if c.dst != nil {
-			dp := piece(c.dst, i)
-			op, err := k.storeOpChecked(c.name, &dp, &data, checkDstWW)
+			op, err := k.storeOpChecked(c.name, pieceReg(c.dst, i), dt, data.Count, &data, checkDstWW)
 			if err != nil {
 				return err
 			}
@@ -699,7 +706,7 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 		if again && k.takePrefetched(v.Reg) != nil {
 			continue
 		}
-		h, err := k.fetchAsync(fn, v)
+		h, err := k.fetchAsync(fn, &v)
 		if err != nil {
 			return err
 		}
@@ -708,50 +715,51 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 	return nil
 }
 
-// startPiece waits for the next message of c.in, which must carry want's
-// dtype and element count, takes it and issues its load; finish the load
+// startPiece waits for the next message of c.in, which must carry count
+// elements of dt, takes it and issues its load; finish the load
 // with k.wait. A slot in the PE's own TCM is loaded in place (the load is
 // direct and done long before the sender can reuse the slot its credit
 // frees); a slot in HBM or SRAM is first copied into a TCM inbox (the
 // credit returns after the copy), as a recv(dst=) into a landing buffer.
-func (k *Kernel) startPiece(c *fusedCall, want *Ptr) (*handle, error) {
+func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
 	if err := g.WaitRecv(k.Proc, q); err != nil {
 		return nil, err
 	}
 	// In place: nothing delivers into the slot before its credit returns.
 	meta := &q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
-	if dt := dtype.DType(meta.DType); dt != want.DT {
+	if got := dtype.DType(meta.DType); got != dt {
 		name := "raw bytes"
-		if dt.Valid() {
-			name = dt.String()
+		if got.Valid() {
+			name = got.String()
 		}
-		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, want.DT)
+		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, dt)
 	}
-	if meta.Count != want.Count || meta.NBytes != want.Reg.N {
-		return nil, errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, want.Count)
+	if meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
+		return nil, errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, count)
 	}
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
-	var src Ptr
 	if q.Rx.Mem == k.PE.TCM {
 		slot, idx, gen := g.TakeSlot(q, true)
 		k.Stats.Recv++
-		src = Ptr{Reg: slot, DT: want.DT, Count: meta.Count, Rank: k.Rank, Slot: SlotRef{Q: q, Idx: idx, Gen: gen}}
-		src.Reg.N = meta.Count * int64(want.DT.Size())
-	} else {
-		inbox, err := k.inboxFor(c.name, want.DT, meta.Count)
-		if err != nil {
-			return nil, err
-		}
-		got, err := k.recvInto(c.name, q, inbox, c.origin)
-		if err != nil {
-			return nil, err
-		}
-		src = *got
+		// The slot's Ptr is built in the handle (a dozen words, built
+		// aside and copied in otherwise).
+		h := k.newHandle()
+		h.src = Ptr{Reg: slot, DT: dt, Count: meta.Count, Rank: k.Rank, Slot: SlotRef{Q: q, Idx: idx, Gen: gen}}
+		h.src.Reg.N = meta.Count * int64(dt.Size())
+		return k.fetchSrc(c.name, h)
 	}
-	return k.fetchAsync(c.name, src)
+	inbox, err := k.inboxFor(c.name, dt, meta.Count)
+	if err != nil {
+		return nil, err
+	}
+	got, err := k.recvInto(c.name, q, inbox, c.origin)
+	if err != nil {
+		return nil, err
+	}
+	return k.fetchAsync(c.name, got)
 }
 
 // scratch is a kernel's private TCM used by the fused primitives: a
