@@ -414,9 +414,10 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		// ring, a buffer): the route is looked up once for it.
 		q.sendFrom, q.sendPath = src.Mem, g.M.MemToMem(src.Mem, peer.Rx.Mem)
 	}
-	// Cleared in place, then filled: a literal was built aside and copied
-	// in whole (twice the stores, per message).
-	*msg = Message{}
+	// Filled in place (a literal was built aside and copied in whole,
+	// twice the stores, per message): every field but the transfer's is
+	// set here, so only the transfer is cleared.
+	msg.Xfer = Transfer{}
 	msg.Q, msg.Meta, msg.Src, msg.Dst, msg.Slot = q, meta, src, peer.Rx.Sub(int64(slot)*g.Cfg.SlotSize, src.N), slot
 	msg.Xfer.Path, msg.Xfer.N, msg.Xfer.VC, msg.Xfer.Owner = q.sendPath, src.N, VCComm, msg
 	if g.M.Trace != nil {
