@@ -929,6 +929,25 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	// A tl.send_async reads its source message by message as credits
 	// allow: a write into a part it has not issued yet changes what is
 	// sent, in any thread of the rank.
+	if root := k.rootKernel(); len(root.issuingSends) > 0 { // (none issuing: no scan, no call)
+		if err := k.checkIssuingSends(fn, dst, unissued); err != nil {
+			return err
+		}
+	}
+	if m := k.G.InFlightReading(dst); m != nil {
+		where := ""
+		if m.Meta.Origin != nil {
+			where = fmt.Sprintf(" issued at %v", m.Meta.Origin)
+		}
+		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (tl.flush(%q) first, or write elsewhere)",
+			fn, k.Rank, dst, m.Q.Rank, m.Q.Dir, m.Meta.Seq, where, m.Q.Dir)
+	}
+	return nil
+}
+
+// checkIssuingSends is checkWriteAt's check against the rank's
+// tl.send_async calls; it forgets the ones that are done.
+func (k *Kernel) checkIssuingSends(fn string, dst machine.Region, unissued bool) error {
 	root := k.rootKernel()
 	live := root.issuingSends[:0]
 	var hit *sendHandle
@@ -946,14 +965,6 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	if hit != nil {
 		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v still reads it (tl.wait(its handle) and tl.flush(%q) first, or write elsewhere)",
 			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
-	}
-	if m := k.G.InFlightReading(dst); m != nil {
-		where := ""
-		if m.Meta.Origin != nil {
-			where = fmt.Sprintf(" issued at %v", m.Meta.Origin)
-		}
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (tl.flush(%q) first, or write elsewhere)",
-			fn, k.Rank, dst, m.Q.Rank, m.Q.Dir, m.Meta.Seq, where, m.Q.Dir)
 	}
 	return nil
 }

@@ -356,11 +356,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 	// A piece is its range and element count, worked out where it is
 	// used: a piece allocates nothing in Go, and a whole Ptr (a dozen
 	// words to copy) is built only where one is kept, in a load's handle.
-	sz := int64(dt.Size())
-	count := func(i int64) int64 { return min(per, ref.Count-i*per) }
-	pieceReg := func(p *Ptr, i int64) machine.Region {
-		return machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + i*per*sz, N: count(i) * sz}
-	}
+	sz, total := int64(dt.Size()), ref.Count
 	// Whether each piece's store into dst is checked against the rank's
 	// other writes (WriteWriteHazard). The pieces are disjoint, and a
 	// write found done now stays done: when no write of the rank into dst
@@ -398,12 +394,13 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 	var next *handle
 	for i := int64(0); i < pieces; i++ {
 		for c.local != nil && issued < pieces && issued < i+window {
-			reg := pieceReg(c.local, issued)
+			n := min(per, total-issued*per)
+			reg := machine.Region{Mem: c.local.Reg.Mem, Off: c.local.Reg.Off + issued*per*sz, N: n * sz}
 			h := k.takePrefetched(reg)
 			if h == nil {
 				h = k.newHandle()
 				h.src = *c.local
-				h.src.Reg, h.src.Count = reg, count(issued)
+				h.src.Reg, h.src.Count = reg, n
 				var err error
 				if h, err = k.fetchSrc(c.name, h); err != nil {
 					return err
@@ -423,30 +420,30 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 				}
 			}
 			var err error
-			if cur, err = k.startPiece(c, dt, count(i)); err != nil {
+			if cur, err = k.startPiece(c, dt, min(per, total-i*per)); err != nil {
 				return err
 			}
 		}
 		if i+1 < pieces && c.in.Ready() {
 			var err error
-			if next, err = k.startPiece(c, dt, count(i+1)); err != nil {
+			if next, err = k.startPiece(c, dt, min(per, total-(i+1)*per)); err != nil {
 				return err
 			}
 		}
+		// The tiles are filled in place (eight words each, by value
+		// otherwise).
 		var data Tile
-		if err := k.loaded(cur, &data); err != nil {
-			return err
-		}
 		if c.local != nil {
+			var in, lv Tile
+			if err := k.loaded(cur, &in); err != nil {
+				return err
+			}
 			lh := prefetch[i%window]
 			prefetch[i%window] = nil
-			var lv Tile
 			if err := k.loaded(lh, &lv); err != nil {
 				return err
 			}
-			in := data
-			var err error
-			if data, err = combine(k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
+			if err := combineInto(&data, k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
 				return err
 			}
 			// Both loads are consumed: their operations and bytes are
@@ -458,6 +455,9 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 				data = in.scalarValue(dtype.Div, float64(k.World), int64(k.World), false, in.Data)
 			}
 		} else {
+			if err := k.loaded(cur, &data); err != nil {
+				return err
+			}
 			// The loaded bytes are what gets stored: the tile keeps them.
 			k.recycle(cur, false)
 		}
@@ -465,7 +465,8 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 		// have copied them (none under timing-only).
 		owner := k.newTileBuf(data.Data)
 		if c.dst != nil {
-			op, err := k.storeOpChecked(c.name, pieceReg(c.dst, i), dt, data.Count, &data, checkDstWW)
+			reg := machine.Region{Mem: c.dst.Reg.Mem, Off: c.dst.Reg.Off + i*per*sz, N: data.Count * sz}
+			op, err := k.storeOpChecked(c.name, reg, dt, data.Count, &data, checkDstWW)
 			if err != nil {
 				return err
 			}
@@ -744,11 +745,13 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 	if q.Rx.Mem == k.PE.TCM {
 		slot, idx, gen := g.TakeSlot(q, true)
 		k.Stats.Recv++
-		// The slot's Ptr is built in the handle (a dozen words, built
-		// aside and copied in otherwise).
+		// The slot's Ptr is set in the handle field by field (a literal
+		// is built aside and copied in).
 		h := k.newHandle()
-		h.src = Ptr{Reg: slot, DT: dt, Count: meta.Count, Rank: k.Rank, Slot: SlotRef{Q: q, Idx: idx, Gen: gen}}
-		h.src.Reg.N = meta.Count * int64(dt.Size())
+		src := &h.src
+		src.Reg, src.DT, src.Count, src.Rank, src.Dir = slot, dt, meta.Count, k.Rank, ""
+		src.Reg.N = meta.Count * int64(dt.Size())
+		src.Slot.Q, src.Slot.Idx, src.Slot.Gen, src.Lease = q, idx, gen, nil
 		return k.fetchSrc(c.name, h)
 	}
 	inbox, err := k.inboxFor(c.name, dt, meta.Count)

@@ -486,36 +486,38 @@ func (t *Tile) likeValue(buf []byte) Tile {
 }
 
 func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
-	out, err := combine(op, a, b, what, nil)
-	if err != nil {
+	out := &Tile{}
+	if err := combineInto(out, op, a, b, what, nil); err != nil {
 		return nil, err
 	}
-	return &out, nil
+	return out, nil
 }
 
-// combine is a op b into a new tile (backed by buf when it is large
-// enough), costed on the math unit and logged.
-func combine(op dtype.Op, a, b *Tile, what string, buf []byte) (Tile, error) {
+// combineInto sets out to a op b, a new tile (backed by buf when it is
+// large enough), costed on the math unit and logged. out is neither a nor
+// b (its bytes are set before theirs are read); it is filled in place, as
+// a fused primitive's piece keeps its tiles on its stack.
+func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) error {
 	if a.DT != b.DT {
-		return Tile{}, errorf(errkind.DtypeMismatch, "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
+		return errorf(errkind.DtypeMismatch, "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
 	}
 	if a.Count != b.Count {
-		return Tile{}, errorf(errkind.OutOfBounds, "%s: counts differ (%d and %d)", what, a.Count, b.Count)
+		return errorf(errkind.OutOfBounds, "%s: counts differ (%d and %d)", what, a.Count, b.Count)
 	}
 	if op == dtype.Div && !a.DT.IsFloat() {
 		if e := zeroElement(b); e >= 0 {
-			return Tile{}, errorf(errkind.ZeroDivision, "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
+			return errorf(errkind.ZeroDivision, "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
 		}
 	}
-	out := a.likeValue(buf)
+	*out = a.likeValue(buf)
 	if out.Data != nil {
 		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
 	}
 	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.nbytes())
 	if a.k.M.Log != nil { // (op.String() is not free)
-		a.k.logMath(&out, op.String(), a, b, nil)
+		a.k.logMath(out, op.String(), a, b, nil)
 	}
-	return out, nil
+	return nil
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }
