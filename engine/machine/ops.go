@@ -66,7 +66,9 @@ type MemOp struct {
 	// Dir and Seq identify the message of a copy_to_dst recv.
 	Dir string
 	Seq uint64
-	_   [5]uint64 // to 384 bytes, a size class that starts on a cache line
+	// nextFree links the machine's recycled operations (Machine.freeOps).
+	nextFree *MemOp
+	_        [4]uint64 // to 384 bytes, a size class that starts on a cache line
 }
 
 // Gen is the operation's generation: it changes when the operation is
@@ -84,9 +86,8 @@ type OpWatcher interface {
 // keeps the recycled operation's buffer for its bytes, other kinds hand
 // it back to the pool.
 func (m *Machine) newOp(kind OpKind) *MemOp {
-	if n := len(m.freeOps); n > 0 {
-		op := m.freeOps[n-1]
-		m.freeOps = m.freeOps[:n-1]
+	if op := m.freeOps; op != nil {
+		m.freeOps, op.nextFree = op.nextFree, nil
 		if kind != OpFetch && cap(op.Data) > 0 {
 			m.PutBuffer(op.Data)
 			op.Data = nil
@@ -120,7 +121,7 @@ func (m *Machine) Recycle(op *MemOp, keepData bool) {
 	op.TileID, op.startAt = 0, 0
 	op.Xfer = Transfer{}
 	op.Name, op.Dir, op.Seq = "", "", 0
-	m.freeOps = append(m.freeOps, op)
+	op.nextFree, m.freeOps = m.freeOps, op
 }
 
 // Complete applies the data effect and wakes a waiter.

@@ -27,6 +27,8 @@ type handle struct {
 	// stale is the StaleSlot error found when a read of a slot completed.
 	stale error
 	k     *Kernel
+	// nextFree links the kernel's recycled handles (Kernel.freeHandles).
+	nextFree *handle
 }
 
 // watchSlot checks, when the read completes, that a slot source still held
@@ -51,9 +53,8 @@ func (h *handle) OpDone(*machine.MemOp) {
 // k), and which fetchSrc sets again; the fields of a handle given to
 // Starlark (dir, dst, at, done, value) are still clear.
 func (k *Kernel) newHandle() *handle {
-	if n := len(k.freeHandles); n > 0 {
-		h := k.freeHandles[n-1]
-		k.freeHandles = k.freeHandles[:n-1]
+	if h := k.freeHandles; h != nil {
+		k.freeHandles, h.nextFree = h.nextFree, nil
 		return h
 	}
 	return &handle{}
@@ -68,7 +69,7 @@ func (k *Kernel) recycle(h *handle, keepData bool) {
 	// Only what a reuse does not set again is cleared (see newHandle): a
 	// whole handle is 27 words to clear, twice per piece.
 	h.op, h.stale = nil, nil
-	k.freeHandles = append(k.freeHandles, h)
+	h.nextFree, k.freeHandles = k.freeHandles, h
 }
 
 func (h *handle) String() string        { return fmt.Sprintf("<%s handle>", h.kind) }
