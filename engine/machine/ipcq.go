@@ -457,14 +457,28 @@ func (msg *Message) Complete(*Transfer) {
 	rs := &peer.Slots[msg.Slot]
 	rs.Meta = msg.Meta
 	rs.Gen++
-	rs.arrived = true
-	n := uint64(len(peer.Slots))
-	for peer.Slots[peer.PeerHeadCache%n].arrived && peer.PeerHeadCache < q.MyHead {
-		peer.Slots[peer.PeerHeadCache%n].arrived = false
+	if msg.Meta.Seq == peer.PeerHeadCache {
+		// The next message in sender order (almost always): published at
+		// once, then any later ones that arrived before it.
 		peer.PeerHeadCache++
+		n := uint64(len(peer.Slots))
+		for peer.PeerHeadCache < q.MyHead && peer.Slots[peer.PeerHeadCache%n].arrived {
+			peer.Slots[peer.PeerHeadCache%n].arrived = false
+			peer.PeerHeadCache++
+		}
+	} else {
+		rs.arrived = true // published when the messages before it are
 	}
 	q.InFlight--
-	if q.dropInflight(msg) {
+	if h := q.inflightHead; h < len(q.inflight) && q.inflight[h] == msg {
+		// The oldest send (DMAs mostly complete in order): dropInflight's
+		// first case, without its call.
+		q.inflight[h] = nil
+		if q.inflightHead = h + 1; q.inflightHead == len(q.inflight) {
+			q.inflight, q.inflightHead = q.inflight[:0], 0
+		}
+		msg.Src.Mem.sendsReading--
+	} else if q.dropInflight(msg) {
 		msg.Src.Mem.sendsReading--
 	}
 	if g.HoldSends && peer.MyTail <= msg.Meta.Seq {
