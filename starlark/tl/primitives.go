@@ -387,6 +387,10 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 		prefetch = k.window[:window] // cleared by runFusedHolding
 	}
 	stores := k.stores[:0]
+	// Whether a deferred piece must hold the send side (other threads may
+	// want it), once per call: the count of threads only grows, and with
+	// none at the start no other process of the rank can spawn one.
+	holdSide := k.rootKernel().nthreads > 0
 
 	// Piece i+1 is taken and its load issued before piece i's load is
 	// waited for, when it has already arrived: the loads of consecutive
@@ -463,14 +467,19 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 		}
 		// The piece's bytes go back to the machine's pool once its stores
 		// have copied them (none under timing-only).
-		owner := k.newTileBuf(data.Data)
+		var owner *tileBuf
+		if data.Data != nil {
+			owner = k.newTileBuf(data.Data)
+		}
 		if c.dst != nil {
 			reg := machine.Region{Mem: c.dst.Reg.Mem, Off: c.dst.Reg.Off + i*per*sz, N: data.Count * sz}
 			op, err := k.storeOpChecked(c.name, reg, dt, data.Count, &data, checkDstWW)
 			if err != nil {
 				return err
 			}
-			owner.watch(op)
+			if owner != nil {
+				owner.watch(op)
+			}
 			stores = append(stores, op)
 		}
 		if c.out != nil {
@@ -479,7 +488,9 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 				return err
 			}
 			op := k.storeStaging(slot, &data)
-			owner.watch(op)
+			if owner != nil {
+				owner.watch(op)
+			}
 			// Piece i-1 goes out now, piece i once piece i+1 has been
 			// combined (or before the kernel next blocks or does
 			// anything but another primitive).
@@ -488,8 +499,8 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 			}
 			// The deferred piece keeps the send side in use until it is
 			// sent, which may be after this call.
-			release := noRelease // one thread: nothing to arbitrate (useSide's answer, without the call)
-			if k.rootKernel().nthreads > 0 {
+			var release func() // nil: one thread, nothing to arbitrate (no useSide call, no call to release)
+			if holdSide {
 				var err error
 				if release, err = k.useSide(c.out, true, c.name, c.origin); err != nil {
 					return err
@@ -564,7 +575,8 @@ type deferredSend struct {
 	store  *machine.MemOp // the store filling the staging slot
 	origin any
 	fn     string
-	// release gives up the send side once the piece has been sent.
+	// release gives up the send side once the piece has been sent (nil:
+	// nothing to give up, the kernel has no threads).
 	release func()
 }
 
@@ -578,14 +590,18 @@ func (k *Kernel) sendDeferred() error {
 	d := k.deferred
 	k.deferred = nil
 	if err := d.store.Wait(k.Proc); err != nil {
-		d.release()
+		if d.release != nil {
+			d.release()
+		}
 		return err
 	}
 	// The staging slot holds the bytes now; the tile that was stored may
 	// still be stored elsewhere, so its bytes are not reused.
 	k.M.Recycle(d.store, false)
 	err := k.sendMessage(k.Proc, d.q, d.slot, d.dt, d.count, d.origin)
-	d.release()
+	if d.release != nil {
+		d.release()
+	}
 	return err
 }
 
@@ -702,16 +718,21 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 	// pieces), and only if one overlaps p: one scan of the queue for the
 	// call instead of one per piece.
 	again := k.prefetchedOverlap(p.Reg)
+	sz := int64(p.DT.Size())
 	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
-		v := p.sub(i*per, min(per, p.Count-i*per))
-		if again && k.takePrefetched(v.Reg) != nil {
+		n := min(per, p.Count-i*per)
+		reg := machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + i*per*sz, N: n * sz}
+		if again && k.takePrefetched(reg) != nil {
 			continue
 		}
-		h, err := k.fetchAsync(fn, &v)
-		if err != nil {
+		// The piece's Ptr is made in its handle (p.sub builds it aside).
+		h := k.newHandle()
+		h.src = *p
+		h.src.Reg, h.src.Count = reg, n
+		if _, err := k.fetchSrc(fn, h); err != nil {
 			return err
 		}
-		k.prefetched.push(prefetchedLoad{v.Reg, h})
+		k.prefetched.push(prefetchedLoad{reg, h})
 	}
 	return nil
 }
@@ -812,7 +833,9 @@ func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (machine.Re
 		}
 	}
 	reg := s.staging[s.next]
-	s.next = (s.next + 1) % len(s.staging)
+	if s.next++; s.next == len(s.staging) {
+		s.next = 0
+	}
 	reg.N = count * int64(dt.Size())
 	if err := k.G.WaitUnread(k.Proc, reg); err != nil {
 		return machine.Region{}, err
