@@ -203,11 +203,22 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	if m.Trace != nil {
 		op.Xfer.Label = op.Kind.String()
 	}
-	if op.startAt > m.Sim.Now() {
+	now := m.Sim.Now()
+	if op.startAt > now {
 		m.Sim.At(op.startAt, op)
 		return op
 	}
-	m.Submit(op.PE, &op.Xfer, direct)
+	// Submit, written out: an operation that starts now (a piece's load)
+	// saves the call.
+	t := &op.Xfer
+	t.sim = m.Sim
+	if direct {
+		t.Issued, t.Started = now, now
+		arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.Trace != nil)
+		m.Sim.At(arrival, t)
+		return op
+	}
+	op.PE.dma.submit(t)
 	return op
 }
 

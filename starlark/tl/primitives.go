@@ -598,7 +598,12 @@ func (k *Kernel) sendDeferred() error {
 	// The staging slot holds the bytes now; the tile that was stored may
 	// still be stored elsewhere, so its bytes are not reused.
 	k.M.Recycle(d.store, false)
-	err := k.sendMessage(k.Proc, d.q, d.slot, d.dt, d.count, d.origin)
+	// sendMessage, written out (one call less per forwarded piece).
+	k.Stats.Send++
+	err := k.G.Send(k.Proc, d.q, d.slot, machine.MsgMeta{DType: uint8(d.dt), Count: d.count, Origin: d.origin})
+	if tr := k.M.Trace; tr != nil && err == nil {
+		tr.FlowStart(flowKey(k.Rank, d.q.Dir, d.q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
+	}
 	if d.release != nil {
 		d.release()
 	}

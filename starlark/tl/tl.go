@@ -599,5 +599,15 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 		return
 	}
 	root := k.rootKernel()
-	root.writes = append(root.writes, issuedWrite{op: op, gen: op.Gen(), dst: op.Dst, fn: fn, at: k.callSite()})
+	// The entry is filled in place (a literal is built aside and copied
+	// in, ten words per store of a primitive's piece); the room past the
+	// entries is clear (compactWrites clears what it drops).
+	n := len(root.writes)
+	if n < cap(root.writes) {
+		root.writes = root.writes[:n+1]
+	} else {
+		root.writes = append(root.writes, issuedWrite{})
+	}
+	w := &root.writes[n]
+	w.op, w.gen, w.dst, w.fn, w.at = op, op.Gen(), op.Dst, fn, k.callSite()
 }
