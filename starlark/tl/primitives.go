@@ -665,6 +665,13 @@ func (k *Kernel) takePrefetched(reg machine.Region) *handle {
 
 // dropPrefetched forgets tl.prefetch loads that a write to reg makes stale.
 func (k *Kernel) dropPrefetched(reg machine.Region) {
+	if len(k.prefetched.loads) == 0 {
+		return // none waiting (this much inlines: every store asks)
+	}
+	k.dropPrefetchedOverlapping(reg)
+}
+
+func (k *Kernel) dropPrefetchedOverlapping(reg machine.Region) {
 	if !k.prefetchedOverlap(reg) {
 		return // the common case: the write is not to a prefetched operand
 	}
@@ -750,8 +757,10 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 // credit returns after the copy), as a recv(dst=) into a landing buffer.
 func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
-	if err := g.WaitRecv(k.Proc, q); err != nil {
-		return nil, err
+	if !q.Ready() { // (no call when the message is there)
+		if err := g.WaitRecv(k.Proc, q); err != nil {
+			return nil, err
+		}
 	}
 	// In place: nothing delivers into the slot before its credit returns.
 	meta := &q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
