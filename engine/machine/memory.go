@@ -163,6 +163,11 @@ func (m *Memory) sendsMayRead(r Region) bool {
 	return m.sendsReading > 0 && r.Off < m.readHi && m.readLo < r.Off+r.N
 }
 
+// SendsMayRead reports whether an unfinished IPCQ send may read a byte
+// of r (Group.WaitUnread and Group.InFlightReading look further only
+// then): a writer that asks first saves their calls in the common case.
+func (r Region) SendsMayRead() bool { return r.Mem.sendsMayRead(r) }
+
 // Used is the number of allocated bytes.
 func (m *Memory) Used() int64 { return m.used }
 

@@ -935,6 +935,9 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 			return err
 		}
 	}
+	if !dst.SendsMayRead() {
+		return nil // no send reads near dst (the common case): no scan, no call
+	}
 	if m := k.G.InFlightReading(dst); m != nil {
 		where := ""
 		if m.Meta.Origin != nil {

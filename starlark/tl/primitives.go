@@ -851,8 +851,10 @@ func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (machine.Re
 		s.next = 0
 	}
 	reg.N = count * int64(dt.Size())
-	if err := k.G.WaitUnread(k.Proc, reg); err != nil {
-		return machine.Region{}, err
+	if reg.SendsMayRead() { // (no call otherwise: the common case)
+		if err := k.G.WaitUnread(k.Proc, reg); err != nil {
+			return machine.Region{}, err
+		}
 	}
 	return reg, nil
 }
