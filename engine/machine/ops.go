@@ -211,14 +211,14 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	// Submit, written out: an operation that starts now (a piece's load)
 	// saves the call.
 	t := &op.Xfer
-	t.sim = m.Sim
-	if direct {
-		t.Issued, t.Started = now, now
-		arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.Trace != nil)
-		m.Sim.At(arrival, t)
+	if !direct {
+		m.submitDMA(op.PE, t)
 		return op
 	}
-	op.PE.dma.submit(t)
+	t.sim = m.Sim
+	t.Issued, t.Started = now, now
+	arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.Trace != nil)
+	m.Sim.At(arrival, t)
 	return op
 }
 
