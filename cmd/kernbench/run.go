@@ -81,12 +81,14 @@ column naming each; --csv and --plot write the figures for a spreadsheet
 or as a busbw-against-size chart.
 
 Host memory is bounded by --max-memory (default: 80% of the memory
-available to the process, cgroup limit included): a run whose estimate
-(simulated memory, the pre-run image of a verified run, IPCQ rings,
-op_log) is over it is refused before it starts, naming what would fit
-(--timing-only, --verify-data=false, a smaller --bytes); one that passes
-it while simulating stops with "out of memory at t=…" (exit 3). -v prints
-the estimate and the op_log's cost per record and per message.
+available to the process, cgroup limit included): a run whose estimated
+peak (simulated memory, the pre-run image of a verified run, IPCQ rings,
+op_log, phase 2, per-rank state and the collector's headroom; calibrated
+on the shipped algorithms, not an upper bound) is over it is refused
+before it starts, naming what would fit (--timing-only,
+--verify-data=false, a smaller --bytes); one that passes it while
+simulating stops with "out of memory at t=…" (exit 3). -v prints the
+estimate and the op_log's cost per record and per message.
 
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error
 (including a run estimated over --max-memory), 3 deadlock or watchdog or

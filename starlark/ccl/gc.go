@@ -7,14 +7,16 @@ import (
 )
 
 // A verified run holds two large pointer-free blocks for its whole length:
-// the simulated memory and the pre-run image phase 2 replays onto. With
-// Go's default GOGC=100 the heap may grow to twice them before the next
-// collection, so peak RSS would be about double what the run needs. While
-// such runs are active the collector keeps a headroom of about 15 % of
-// those bytes (at least 64 MiB) instead; collections stay cheap because
-// the big blocks hold no pointers to scan. A GOGC set in the process's
-// environment wins (the runtime's setting: os.Getenv, not a command's
-// script.Env). The count is process-wide and safe for runs side by side.
+// the simulated memory and the pre-run image phase 2 replays onto; an
+// unverified run the first. With Go's default GOGC=100 the heap may grow
+// to twice them before the next collection, so peak RSS would be about
+// double what the run needs (a kernel that allocates much per message
+// fills that headroom). While such runs are active the collector keeps a
+// headroom of about 15 % of those bytes (at least 64 MiB) instead;
+// collections stay cheap because the big blocks hold no pointers to
+// scan. A GOGC set in the process's environment wins (the runtime's
+// setting: os.Getenv, not a command's script.Env). The count is
+// process-wide and safe for runs side by side.
 
 var largeHeap struct {
 	sync.Mutex
@@ -50,7 +52,17 @@ func holdLargeHeap(n int64) (release func()) {
 }
 
 func tuneGC() {
-	b := largeHeap.bytes
+	debug.SetGCPercent(gcPercent(largeHeap.bytes))
+}
+
+// gcPercent is the GC percent while runs hold b bytes of large blocks:
+// Go's default 100 below 4 × minHeadroom (holdLargeHeap takes no smaller
+// block), else a headroom of 15 % of the blocks, at least minHeadroom.
+// The memory estimate counts the same headroom.
+func gcPercent(b int64) int {
+	if b < 4*minHeadroom {
+		return 100
+	}
 	headroom := max(minHeadroom, b*15/100)
-	debug.SetGCPercent(int(min(100, max(10, headroom*100/b))))
+	return int(min(100, max(10, headroom*100/b)))
 }

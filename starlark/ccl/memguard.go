@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
@@ -36,7 +35,7 @@ type MemoryEstimate struct {
 	Image   int64 `json:"image"`   // the pre-run image a verified run keeps for phase 2
 	Rings   int64 `json:"rings"`   // IPCQ receive rings (backed as messages land)
 	OpLog   int64 `json:"oplog"`   // op_log records (an upper bound: see estimateRecords)
-	Phase2  int64 `json:"phase2"`  // the replay's working set (verified runs)
+	Phase2  int64 `json:"phase2"`  // per record: the replay's working set and kernel state (verified runs)
 	Ranks   int64 `json:"ranks"`   // per-rank machine, process and interpreter state
 	Runtime int64 `json:"runtime"` // the program itself and the collector's headroom
 }
@@ -68,67 +67,87 @@ func (e MemoryEstimate) parts() string {
 	return strings.Join(parts, ", ")
 }
 
-// Calibration: peak RSS (/usr/bin/time -f %M) against the estimate (-v),
-// ring_allreduce, default ccl.yaml with system.sips=8, Go 1.26, amd64:
+// The estimate is a calibrated expectation of peak RSS, not a bound: what
+// a run keeps live (the parts below) and the collector's headroom over
+// it (gcPercent: gc.go's while a run holds its large blocks, Go's 100 %
+// for a heap under 256 MiB). Its constants are set so that the shipped
+// algorithms' runs below peak at most about a tenth above it, which puts
+// the lighter ones well below it where a heavier one sends as many
+// messages. Calibration: peak RSS (/usr/bin/time -f "%M KB") against the
+// estimate (-v, or the refusal at --max-memory 1K), default ccl.yaml with
+// --set system.sips=8 (sips=32 for 1024 ranks), Go 1.26, amd64:
 //
-//	64 ranks × 2M, verified             646 MiB measured, estimate 729 MiB (+13 %)
-//	64 ranks × 2M, --verify-data=false  297 MiB measured, estimate 322 MiB (+8 %)
-//	 8 ranks × 4M, verified             175 MiB measured, estimate 194 MiB (+11 %)
-//	256 ranks × 2M, --timing-only        71 MiB measured, estimate  72 MiB (+1 %)
+//	run ring_allreduce --world-size 64 --bytes 2M                       358 MiB, estimate  516 MiB (1.44)
+//	run ring_allreduce --world-size 64 --bytes 2M --verify-data=false   290 MiB, estimate  360 MiB (1.24)
+//	run ring_allreduce --world-size 8 --bytes 4M                        102 MiB, estimate  189 MiB (1.86)
+//	run ring_allreduce --world-size 8 --bytes 4M --verify-data=false     82 MiB, estimate  155 MiB (1.89)
+//	run ring_allreduce --world-size 256 --bytes 2M --timing-only         69 MiB, estimate  100 MiB (1.45)
+//	run ring_allreduce --world-size 1024 --bytes 4K --timing-only       544 MiB, estimate  664 MiB (1.22)
+//	run ring_allreduce --world-size 128 --bytes 512K                    300 MiB, estimate  606 MiB (2.02)
+//	run ring_allreduce --world-size 256 --bytes 1M                     1089 MiB, estimate 2150 MiB (1.97)
+//	run ring_allreduce --world-size 256 --bytes 1M --verify-data=false  610 MiB, estimate  702 MiB (1.15)
+//	run ring_allreduce_manual --world-size 256 --bytes 1M              2306 MiB, estimate 2150 MiB (0.93)
+//	run ring_allreduce_manual --world-size 128 --bytes 512K             650 MiB, estimate  606 MiB (0.93)
+//	run ring_allreduce_manual --world-size 64 --bytes 1M                337 MiB, estimate  395 MiB (1.17)
+//	run ring_allreduce_bidir --world-size 256 --bytes 1M               1156 MiB, estimate 2150 MiB (1.86)
+//	run ring_allreduce_bidir --world-size 64 --bytes 1M                 296 MiB, estimate  395 MiB (1.33)
+//	run alltoall --world-size 64 --bytes 4K (ring relay)                381 MiB, estimate  456 MiB (1.20)
+//	run rd_allreduce --world-size 256 --bytes 4K                        198 MiB, estimate  246 MiB (1.24)
+//	run tree_allreduce --world-size 256 --bytes 4K                       65 MiB, estimate  150 MiB (2.31)
+//	run tree_allreduce --world-size 1024 --bytes 4K                     223 MiB, estimate  570 MiB (2.56)
+//	run mesh_allreduce --world-size 64 --bytes 1M                       292 MiB, estimate  258 MiB (0.88)
+//	run hier_allreduce --world-size 64 --bytes 1M                       229 MiB, estimate  263 MiB (1.15)
+//	run tree_allreduce --world-size 8 --bytes 16M (sips=1)              424 MiB, estimate  396 MiB (0.93)
 //
-// The constants below come from those runs: per rank, the PE's
-// resources, its kernel's coroutine and Starlark thread (the timing-only
-// run); per op_log record, the Record and its pointer in Log.Records
-// (208 bytes, -v prints it); the runtime, what a small run of the binary
-// holds. The op_log part is an upper bound on the records
-// (estimateRecords). Runs dominated by many small messages, against peak
-// RSS (same machine; the first estimate counted full-slot messages only):
+// (The estimate before these constants said 8.8 GiB for ring 256 × 1M,
+// 1022 MiB for ring 64 × 2M.) At 256 ranks × 1M (4 KiB chunks)
+// ring_allreduce_manual sends twice ring_allreduce's messages (512-byte
+// pieces against 1 KiB) and keeps about 250 bytes per record live
+// against 160 (its kernel's state per message): the estimate covers it,
+// which puts the ring near twice its peak at chunks of 1 to 8 KiB. A run
+// holding under 256 MiB is counted with Go's full 100 % headroom, which
+// kernels built on the pipelined primitives rarely fill (ring 8 × 4M, the
+// trees).
 //
-//	alltoall 64 × 4K (ring relay)   470 MiB measured, estimate 608 MiB (was 122 MiB)
-//	rd_allreduce 256 × 4K           261 MiB measured, estimate 292 MiB (was 212 MiB)
-//	tree_allreduce 256 × 4K          93 MiB measured, estimate 191 MiB
-//	tree_allreduce 1024 × 4K        328 MiB measured, estimate 747 MiB
-//
-// (the table above predates the bound, the pointer headroom and the
-// per-step state below, which add about a fifth to its verified rows and
-// make its timing-only row 100 MiB.)
-//
-// Not counted: what a kernel allocates itself (scratch, staging) and the
-// collector's headroom of up to the live heap while it is under 256 MiB
-// (holdLargeHeap): a small unverified run may peak at twice its estimate,
-// far below any limit that matters.
+// Not counted, so the run-time guard (exit 3) is what stops them: what a
+// kernel allocates or keeps itself beyond the figures below. Measured on
+// shipped algorithms: rd_allreduce keeps piece views and store handles
+// for its whole buffer (8 × 16M, sips=1: 516 MiB against 396, 462 against
+// 344 with --verify-data=false); ring_allreduce_manual about 800 bytes
+// per message even with --timing-only (128 × 512K: 217 MiB against 55);
+// alltoall's relay with --verify-data=false (64 × 4K: 186 MiB against
+// 110).
 const (
+	// perRankBytes, perStepBytes: a rank's PE resources, its kernel's
+	// coroutine and Starlark thread, and its kernel's state per step of
+	// its algorithm (estimateMessages' steps; a ring's table of p chunk
+	// views), with the collector's headroom: the --timing-only rows.
 	perRankBytes = 192 << 10
+	perStepBytes = 112
+	// runtimeBytes: what a small run of the binary holds.
 	runtimeBytes = 24 << 20
 	// recordsPerMsg bounds the records a message costs (send, recv,
 	// loads, stores, math): -v measures 4.0 (alltoall) to 6.0
 	// (ring_reduce_scatter, mesh_allreduce) on the shipped algorithms.
-	recordsPerMsg = 6.5
-	// perStepBytes: a rank's kernel state per step of its algorithm
-	// (estimateMessages' steps), with the collector's headroom. Measured
-	// on ring_allreduce --timing-only at 4K: 256 ranks 64 MiB, 512 ranks
-	// 178 MiB, 1024 ranks 625 MiB peak RSS (estimates 100, 232 and
-	// 664 MiB; perRankBytes alone gave 72, 120 and 216).
-	perStepBytes = 112
-	// minPieceBytes: the smallest piece a pipeline cuts a chunk into
-	// (estimateMessages).
+	recordsPerMsg = 6.0
+	// minPieceBytes: the smallest piece a shipped algorithm cuts a chunk
+	// into (ring_allreduce_manual; estimateMessages).
 	minPieceBytes = 512
+	// stepsPerReach bounds an algorithm's steps by the reach of its
+	// neighbor map (estimateMessages).
+	stepsPerReach = 8
 	// recordsPerRank: the bench's own records (host writes of the inputs).
 	recordsPerRank = 16
-	// phase2PerRecord is the replay's working set per record: its copy of
-	// the record order (a pointer) and a tile slot (oplog.Replay; the
-	// tiles' bytes are recycled as they are consumed).
-	phase2PerRecord = 48
+	// logRecordBytes: an op_log record as the log keeps it, compact and
+	// pointer-free (-v prints the measured figure; the log kept 208-byte
+	// Records and their pointers before).
+	logRecordBytes = 120
+	// phase2PerRecord: per record, the replay's working set (its record
+	// order, tile tables) and what a kernel keeps per message it sends
+	// (ring_allreduce about 40 bytes, ring_allreduce_manual about 130:
+	// the manual rows set it).
+	phase2PerRecord = 88
 )
-
-// recordBytes bounds the host memory of one op_log record: a Record and
-// a pointer to it, as the log kept them until it kept a compact,
-// pointer-free copy (about 120 bytes, -v prints it). The estimate keeps
-// the larger, calibrated figure: with ×1.5 below it also covers the
-// garbage a run makes per record, which the compact log did not shrink
-// (alltoall 64 × 4K: 385 MiB peak RSS, where 120 bytes per record would
-// estimate 341 MiB).
-var recordBytes = int64(unsafe.Sizeof(oplog.Record{})) + 8
 
 // estimateMemory is the estimate for one size: count elements per rank,
 // rg the installed receive rings.
@@ -138,7 +157,7 @@ func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
 	// 1024² of them, --timing-only or not).
 	steps := int64(0)
 	if rg.QPs > 0 {
-		steps = 8 * int64(max(1, rg.Reach))
+		steps = stepsPerReach * int64(max(1, rg.Reach))
 	}
 	e := MemoryEstimate{Ranks: satMul(int64(p.world), sat(perRankBytes, satMul(steps, perStepBytes))), Runtime: runtimeBytes}
 	if p.opts.TimingOnly {
@@ -152,8 +171,6 @@ func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
 	}
 	e.Data = satMul(per, int64(p.world))
 	e.Rings = satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
-	logged := p.opts.Verify || p.opts.OpLog != nil
-	recvBytes := satMul(satMul(rc, sz), int64(p.world))
 	if p.opts.Verify {
 		// The pre-run image keeps a block that phase 1 writes as it was
 		// before: a block of one repeated 8-byte pattern (a recv buffer's
@@ -165,29 +182,31 @@ func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
 			e.Image = e.Data
 		}
 		if p.coll.KeepsRecv() {
-			e.Image = sat(e.Image, recvBytes)
+			e.Image = sat(e.Image, satMul(satMul(rc, sz), int64(p.world)))
 		}
 	}
-	if logged {
+	if p.opts.Verify || p.opts.OpLog != nil {
 		records := p.estimateRecords(count, rg)
-		// ×1.5: the collector's headroom (the calibration runs).
-		e.OpLog = satMul(records, recordBytes*3/2)
+		e.OpLog = satMul(records, logRecordBytes)
 		if p.opts.Verify {
-			// The replay holds the blocks it is still writing, at most
-			// every block phase 1 wrote (the recv side and the rings),
-			// and per record its order and tile slot.
-			e.Phase2 = sat(sat(recvBytes, e.Rings), satMul(records, phase2PerRecord))
+			// The replay lets a block go once the last record writing it
+			// is applied: what it holds grows with the records, not with
+			// the buffers.
+			e.Phase2 = satMul(records, phase2PerRecord)
 		}
 	}
-	// The simulated memory and the image are pointer-free blocks the
-	// collector keeps a headroom of up to 15 % for (gc.go); garbage fills
-	// about two thirds of it at the peak (the calibration runs).
-	e.Runtime = sat(e.Runtime, sat(e.Data, e.Image)/100*10)
-	// The op_log, the replay's records and the ranks' state hold
-	// pointers; between collections the heap grows by up to half of them
-	// (measured on alltoall 64 × 4K and rd_allreduce 256 × 4K, where they
-	// dominate).
-	e.Runtime = sat(e.Runtime, sat(e.OpLog, sat(e.Phase2, e.Ranks))/2)
+	// Between collections the heap grows by the collector's headroom
+	// over what is live: gc.go's while the run holds its memory (twice
+	// it when verified, the image), Go's 100 % for a heap under 256 MiB.
+	// Kernels that allocate much per message fill it (alltoall,
+	// rd_allreduce, ring_allreduce_manual); the pipelined primitives
+	// little.
+	held := sat(e.Data, e.Rings)
+	if p.opts.Verify {
+		held = sat(held, held)
+	}
+	live := sat(sat(sat(e.Data, e.Image), sat(e.Rings, e.OpLog)), e.Phase2)
+	e.Runtime = sat(e.Runtime, live/100*int64(gcPercent(held)))
 	return e
 }
 
@@ -208,20 +227,32 @@ func (p *plan) estimateRecords(count int64, rg rings) int64 {
 // estimateMessages is an upper bound on the messages one rank sends, for
 // the shipped algorithms and others built like them:
 //
-//   - full slots: the collective's bus bytes (BusFactor × buffer) in
-//     slot_size messages, plus one partly filled message per step.
-//   - small chunks: an algorithm sends at least one message per step
-//     however small its chunk (1024 ranks × 4K: 2 × 1023 messages of one
-//     f32 each, where the bus bytes fill two slots), and pipelines a
-//     chunk (buffer / p) in up to min(n_slots, chunk / 512 bytes) pieces
-//     (no shipped pipeline cuts a piece under 512 bytes). Steps are at
-//     most 8 × the reach of the neighbor map, the hops from rank 0 to the
-//     farthest rank: a bidirectional ring of p ranks reaches p/2 and its
-//     two pipelined rings take 4(p - 1) steps; recursive doubling reaches
-//     log2 p.
-//   - an alltoall sends a chunk to every other rank in messages of at most
-//     a slot; with d < p - 1 directions per rank each is relayed over about
-//     p/d hops (the ring relay: p(p - 1)/2 chunks per rank).
+//   - steps: at most 8 × the reach of the neighbor map, the hops from
+//     rank 0 to the farthest rank (a bidirectional ring of p ranks reaches
+//     p/2; ring_allreduce_bidir's two rings take 4(p - 1) steps, the
+//     plain ring 2(p - 1); recursive doubling reaches log2 p). A step
+//     sends at least one message however small its chunk (1024 ranks ×
+//     4K: 2 × 1023 messages of one f32 each, where the bus bytes fill two
+//     slots).
+//   - pieces: a step pipelines at most n_slots pieces of its chunk, or
+//     slot_size ones when the chunk is over n_slots slots; and no shipped
+//     algorithm cuts a piece, but a step's last, under 512 bytes
+//     (ring_allreduce_manual; the pipelined primitives cut 1 KiB) nor,
+//     up to half a slot, under buffer / p / (2 × n_slots)
+//     (ring_allreduce_bidir pipelines half chunks).
+//
+// Two bounds follow, and the smaller holds: n_slots messages per step, or
+// the collective's bus bytes (BusFactor × buffer) in slot_size messages
+// and a partly filled one per step, the tighter for large chunks; or the
+// bus bytes spread over the steps in pieces of that floor, rounded up per
+// step, the tighter for the rest (256 ranks × 1M: 4096 messages per rank
+// where the first gives 9216; ring_allreduce sends 2040,
+// ring_allreduce_manual 4080). Neither assumes a step moves buffer / p:
+// the hierarchical algorithms move larger chunks (mesh_allreduce's rows).
+// An alltoall is counted apart: it sends a chunk to every other rank in
+// messages of at most a slot; with d < p - 1 directions per rank each is
+// relayed over about p/d hops (the ring relay: p(p - 1)/2 chunks per
+// rank).
 //
 // TestEstimateMessagesBoundsShippedAlgorithms pins the bound against the
 // shipped algorithms.
@@ -231,20 +262,22 @@ func (p *plan) estimateMessages(count int64, rg rings) float64 {
 	}
 	world := float64(p.world)
 	elems := max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world))
-	sz, slot := float64(p.dt.Size()), float64(rg.SlotSize)
-	steps := 8 * float64(max(1, rg.Reach))
+	sz, slot, nslots := float64(p.dt.Size()), float64(rg.SlotSize), float64(rg.NSlots)
+	steps := stepsPerReach * float64(max(1, rg.Reach))
 	if p.coll.Name == "alltoall" {
 		dirs := float64(rg.QPs) / world
 		return (world-1)*max(1, math.Ceil(float64(count)*sz/slot))*max(1, world/dirs) + steps
 	}
-	full := math.Ceil(p.coll.BusFactor(p.world) * float64(elems) * sz / slot)
+	bus := p.coll.BusFactor(p.world) * float64(elems) * sz
+	full := math.Ceil(bus / slot)
 	chunk := float64(elems) * sz / world
-	pieces := min(float64(rg.NSlots), max(1, math.Ceil(chunk/minPieceBytes)))
-	m := max(full, steps*pieces)
+	bySteps := max(full, steps*nslots)
 	if chunk >= slot {
-		m += steps // a partly filled last message per step
+		bySteps += steps // a partly filled last message per step
 	}
-	return m
+	floor := max(minPieceBytes, min(slot/2, chunk/(2*nslots)))
+	byBytes := steps * max(1, math.Ceil(bus/steps/floor))
+	return min(bySteps, byBytes)
 }
 
 func sat(a, b int64) int64 {

@@ -126,19 +126,24 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 
 // snapshot starts keeping the initial memory image (phase 2 starts from
 // it), copy-on-first-write: phase 1 copies a block of memory only before
-// first writing it, so what the run only reads costs no copy.
+// first writing it, so what the run only reads costs no copy. Verified or
+// not, it tells the collector the large blocks the run holds (gc.go).
 func (w *world) snapshot() {
+	var n int64
+	for _, mem := range w.m.Mems {
+		n += mem.Size()
+	}
 	if w.m.Log == nil || !w.verifies {
+		// The memory alone lives until the run is done: without the tighter
+		// headroom a kernel that allocates much (rd_allreduce 8 × 16M
+		// --verify-data=false) doubled it before the collector ran.
+		w.releaseHeap = holdLargeHeap(n)
 		return
 	}
 	w.m.KeepPreRun()
 	w.keptImage = true
 	if onKeepPreRun != nil {
 		w.atPhase2 = onKeepPreRun(w.m)
-	}
-	var n int64
-	for _, mem := range w.m.Mems {
-		n += mem.Size()
 	}
 	// The saved blocks (at most a copy of the memory) and the memory live
 	// until phase 2 is done.
