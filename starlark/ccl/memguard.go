@@ -578,14 +578,21 @@ type OutOfMemoryError struct {
 	Messages uint64
 	Held     int64
 	Limit    int64
+	// Try lists what would hold less, for the run's mode (a timing-only
+	// run keeps no bytes, so --timing-only is no help to it).
+	Try string
 }
 
 // ErrorKind is errkind.HostMemory (exit 3, as a run stopped by a limit).
 func (e *OutOfMemoryError) ErrorKind() *errkind.Kind { return errkind.HostMemory }
 
 func (e *OutOfMemoryError) Error() string {
+	try := e.Try
+	if try == "" {
+		try = tryVerified
+	}
 	return fmt.Sprintf("out of memory at t=%v, %d messages simulated: the run holds %s of host memory, over --max-memory %s; "+
-		"try --timing-only, a smaller --bytes or --verify-data=false, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), FormatBytes(e.Limit))
+		"try %s, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), FormatBytes(e.Limit), try)
 }
 
 // installGuard makes the world's simulation stop when the process passes
@@ -596,6 +603,7 @@ func (w *world) installGuard(limit int64) {
 	if limit <= 0 {
 		return
 	}
+	try := w.tryLessMemory()
 	w.s.Guard = func() error {
 		if over() == 0 {
 			return nil
@@ -609,9 +617,27 @@ func (w *world) installGuard(limit int64) {
 		if h <= limit {
 			return nil
 		}
-		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: h, Limit: limit}
+		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: h, Limit: limit, Try: try}
 	}
 }
+
+// tryLessMemory is what an OutOfMemoryError of this world suggests.
+func (w *world) tryLessMemory() string {
+	switch {
+	case w.m.TimingOnly:
+		return tryTimingOnly
+	case !w.verifies:
+		return tryUnverified
+	}
+	return tryVerified
+}
+
+// What an OutOfMemoryError suggests, by the run's mode.
+const (
+	tryVerified   = "--timing-only, a smaller --bytes or --verify-data=false"
+	tryUnverified = "--timing-only or a smaller --bytes"
+	tryTimingOnly = "a smaller --bytes or --world-size (a timing-only run keeps no data: its memory is per-rank and per-message state)"
+)
 
 // messages is the number of messages sent so far.
 func (w *world) messages() uint64 {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
 )
 
 func testPlan(t *testing.T, coll string, world int, opts Options) *plan {
@@ -358,4 +359,26 @@ func TestMemBudget(t *testing.T) {
 	relBig()
 	var none *memBudget
 	none.acquire(1 << 60)() // no limit: admits everything
+}
+
+// A run that outgrows --max-memory is told what would hold less in its
+// own mode: --timing-only is no help to a timing-only run, and
+// --verify-data=false none to an unverified one.
+func TestOutOfMemorySuggestsWhatTheModeLacks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    *world
+		want string
+	}{
+		{"verified", &world{m: &machine.Machine{}, verifies: true}, tryVerified},
+		{"unverified", &world{m: &machine.Machine{}}, tryUnverified},
+		{"timing-only", &world{m: &machine.Machine{TimingOnly: true}}, tryTimingOnly},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := (&OutOfMemoryError{Limit: 1 << 20, Try: tc.w.tryLessMemory()}).Error()
+			if !strings.Contains(got, "try "+tc.want+", or raise --max-memory") {
+				t.Errorf("message %q does not suggest %q", got, tc.want)
+			}
+		})
+	}
 }
