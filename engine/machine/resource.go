@@ -35,13 +35,13 @@ type Resource struct {
 	// injection between them); all other bookings are served in time
 	// order without overlapping.
 	//
-	// Most bookings find r idle (every hold over) or free at their head
-	// with newest over: they read and write only this line, while a
-	// slice of holds would cost a second line (its array) per booking.
+	// Most bookings find newest over and the older holds over by their
+	// head: they read and write only this line, while a slice of holds
+	// would cost a second line (its array) per booking.
 	newest hold
-	// holdsEnd is at or after the end of every hold: a booking whose
-	// head arrives then or later finds r free.
-	holdsEnd sim.Time
+	// olderEnd is at or after the end of every older hold: once it has
+	// passed, older is empty but for holds that are over.
+	olderEnd sim.Time
 
 	// Statistics for reports and the trace.
 	Bytes    int64
@@ -172,7 +172,8 @@ const noTag = ^uint64(0)
 // free is the earliest time at or after t when a booking can hold r for d
 // without overlapping a booking that blocks it (all but those tagged
 // sibling, see siblingTag), searching the older holds (the caller has
-// moved a live newest hold there). Bookings are served in time order, so
+// moved a live newest hold there), and sets olderEnd to the end of the
+// last of those that are not over. Bookings are served in time order, so
 // a transfer may use an idle gap before a booking made earlier for a later
 // time (what chunk-by-chunk service would do). Holds that ended by now are
 // dropped: no booking can start before now.
@@ -194,6 +195,7 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 	span := max(d, 1)
 	end := sim.Add(t, span)
 	k, quiet, ahead := 0, 0, -1 // ahead: the last such hold's index
+	last := sim.Time(0)
 	for i := range holds {
 		h := holds[i]
 		if h.until <= now {
@@ -203,6 +205,7 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 			holds[k] = h
 		}
 		k++
+		last = max(last, h.until)
 		if t < h.until && h.tag != sibling {
 			if h.start < end {
 				t = h.until
@@ -218,6 +221,7 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 		r.older = r.older[:k]
 		holds = holds[:k]
 	}
+	r.olderEnd = last
 	for i := 0; quiet < k; i++ {
 		if i == k {
 			i = 0
@@ -232,18 +236,6 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 		}
 	}
 	return t
-}
-
-// dropOver drops the older holds that ended by now.
-func (r *Resource) dropOver(now sim.Time) {
-	k := 0
-	for _, h := range r.older {
-		if h.until > now {
-			r.older[k] = h
-			k++
-		}
-	}
-	r.older = r.older[:k]
 }
 
 // maxOlder is how many older holds a booking that needs no search lets
@@ -278,15 +270,14 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing b
 			service = max(service, d)
 		}
 		start := head
-		// The common cases without a call: r idle (every hold over), or
-		// free at head with its newest hold over.
-		if end := r.holdsEnd; end > now && (head < end || r.newest.until > now) {
+		// The common case without a call: newest is over and so are
+		// the older holds by head (r is free at head).
+		if r.newest.until > now || r.olderEnd > head {
 			start = r.wait(head, d, now, tag)
 		}
 		until := sim.Add(start, d) // saturating: times never wrap
 		if until > start {
 			r.newest = hold{start, until, tag}
-			r.holdsEnd = max(r.holdsEnd, until)
 		}
 		r.Bytes += n
 		r.BusyTime = sim.Add(r.BusyTime, d)
@@ -297,14 +288,31 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing b
 }
 
 // wait is when a booking tagged tag whose head reaches r at head can hold
-// r for d, when some hold of r may not be over. A live newest hold joins
-// the older ones, so that the booking can take newest's place.
+// r for d. A live newest hold joins the older ones, so that the booking
+// can take newest's place.
 func (r *Resource) wait(head, d, now sim.Time, tag uint64) sim.Time {
-	if r.newest.until > now {
-		r.older = append(r.older, r.newest)
+	if r.olderEnd <= now {
+		// The older holds are all over: at most newest can block, and
+		// it becomes the only older hold.
+		r.older = r.older[:0] // stores only the length
+		h := r.newest
+		if h.until <= now {
+			return head
+		}
+		r.older = append(r.older, h)
+		r.olderEnd = h.until
+		r.newest = hold{}
+		if head < h.until && h.tag != siblingTag(tag) && h.start < sim.Add(head, max(d, 1)) {
+			return h.until
+		}
+		return head
+	}
+	if h := r.newest; h.until > now {
+		r.older = append(r.older, h)
+		r.olderEnd = max(r.olderEnd, h.until)
 		r.newest = hold{}
 	}
-	if head < r.holdsEnd {
+	if head < r.olderEnd {
 		return r.free(siblingTag(tag), head, d, now)
 	}
 	if len(r.older) > maxOlder {
@@ -321,13 +329,12 @@ func (p Path) bookTraced(now, t sim.Time, n int64, tag uint64, tracing bool) (ar
 		d := r.Xfer(n)
 		service = max(service, d)
 		start := head
-		if r.holdsEnd > now {
+		if r.newest.until > now || r.olderEnd > head {
 			start = r.wait(head, d, now, tag)
 		}
 		until := sim.Add(start, d)
 		if until > start {
 			r.newest = hold{start, until, tag}
-			r.holdsEnd = max(r.holdsEnd, until)
 		}
 		if tracing && d > 0 && r.trace != nil {
 			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
@@ -339,4 +346,16 @@ func (p Path) bookTraced(now, t sim.Time, n int64, tag uint64, tracing bool) (ar
 		head = sim.Add(start, r.Latency)
 	}
 	return lastIn, service
+}
+
+// dropOver drops the older holds that ended by now.
+func (r *Resource) dropOver(now sim.Time) {
+	k := 0
+	for _, h := range r.older {
+		if h.until > now {
+			r.older[k] = h
+			k++
+		}
+	}
+	r.older = r.older[:k]
 }
