@@ -254,6 +254,26 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing b
 	if tracing || n >= maxPlainXfer {
 		return p.bookTraced(now, t, n, tag, tracing)
 	}
+	if len(p) == 1 {
+		// Most bookings are of one resource (a PE's own TCM, its math
+		// unit): no loop state to carry. The last byte arrives at until
+		// plus the latency (until >= start >= t).
+		r := p[0]
+		if bw := r.BytesPerUs; bw > 0 && n > 0 {
+			service = plainXfer(n, bw)
+		}
+		start := t
+		if r.newest.until > now || r.olderEnd > t {
+			start = r.wait(t, service, now, tag)
+		}
+		until := sim.Add(start, service)
+		if until > start {
+			r.newest = hold{start, until, tag}
+		}
+		r.Bytes += n
+		r.BusyTime = sim.Add(r.BusyTime, service)
+		return sim.Add(until, r.Latency), service
+	}
 	head := t   // when the head reaches resource i
 	lastIn := t // when the last byte reaches resource i from upstream
 	// Resources of a path often share a bandwidth (both PE NoC links,
