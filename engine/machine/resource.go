@@ -172,8 +172,7 @@ const noTag = ^uint64(0)
 // free is the earliest time at or after t when a booking can hold r for d
 // without overlapping a booking that blocks it (all but those tagged
 // sibling, see siblingTag), searching the older holds (the caller has
-// moved a live newest hold there), and sets olderEnd to the end of the
-// last of those that are not over. Bookings are served in time order, so
+// moved a live newest hold there). Bookings are served in time order, so
 // a transfer may use an idle gap before a booking made earlier for a later
 // time (what chunk-by-chunk service would do). Holds that ended by now are
 // dropped: no booking can start before now.
@@ -195,7 +194,6 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 	span := max(d, 1)
 	end := sim.Add(t, span)
 	k, quiet, ahead := 0, 0, -1 // ahead: the last such hold's index
-	last := sim.Time(0)
 	for i := range holds {
 		h := holds[i]
 		if h.until <= now {
@@ -205,7 +203,6 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 			holds[k] = h
 		}
 		k++
-		last = max(last, h.until)
 		if t < h.until && h.tag != sibling {
 			if h.start < end {
 				t = h.until
@@ -221,7 +218,6 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 		r.older = r.older[:k]
 		holds = holds[:k]
 	}
-	r.olderEnd = last
 	for i := 0; quiet < k; i++ {
 		if i == k {
 			i = 0
