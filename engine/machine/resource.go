@@ -20,30 +20,37 @@ import (
 // happens before the path (see dma.go).
 type Resource struct {
 	// What a booking reads and writes is the first 64 bytes, one cache
-	// line (Resource is padded to 128 bytes, a size class that starts on a
-	// line): a path's resources are a cache miss each per transfer at a
-	// thousand ranks. The trace and the names are read only when tracing.
+	// line (Resource is 128 bytes, a size class that starts on a line): a
+	// path's resources are a cache miss each per transfer at a thousand
+	// ranks. The older holds, the trace and the names are in the second
+	// line, read only under contention or when tracing.
 	BytesPerUs int64 // bandwidth in bytes per microsecond (GB/s × 1000)
 	Latency    sim.Time
-	// holds are the bookings that may not have ended yet (those over are
-	// dropped when a booking next searches r, or all at once when
-	// holdsEnd has passed). A DMA engine's two virtual channels do not
-	// wait for each other's bookings (the engine's arbiter already shares
-	// its injection between them); all other bookings are served in time
+	// The holds are the bookings that may not have ended yet: newest, the
+	// latest booking's, and older. A hold that ended by now blocks nothing
+	// (no booking starts before now), so those are dropped lazily: newest
+	// is overwritten once over, older's are dropped when a booking next
+	// searches them. A DMA engine's two virtual channels do not wait for
+	// each other's bookings (the engine's arbiter already shares its
+	// injection between them); all other bookings are served in time
 	// order without overlapping.
-	holds []hold
-	// holdsEnd is at or after the end of every hold: a booking whose
-	// head arrives then or later finds r free.
-	holdsEnd sim.Time
+	//
+	// Most bookings find newest over and the older holds over by their
+	// head: they read and write only this line, while a slice of holds
+	// would cost a second line (its array) per booking.
+	newest hold
+	// olderEnd is at or after the end of every older hold: once it has
+	// passed, older is empty but for holds that are over.
+	olderEnd sim.Time
 
 	// Statistics for reports and the trace.
 	Bytes    int64
 	BusyTime sim.Time
 
+	older []hold          // holds booked before newest (some may be over)
 	trace *trace.Recorder // links only, when tracing
 	Name  string
 	Kind  string // pe_noc, ucie, pcie, tcm, sram, hbm, math
-	_     [3]uint64
 }
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
@@ -164,17 +171,18 @@ const noTag = ^uint64(0)
 
 // free is the earliest time at or after t when a booking can hold r for d
 // without overlapping a booking that blocks it (all but those tagged
-// sibling, see siblingTag). Bookings are
-// served in time order, so a transfer may use an idle gap before a booking
-// made earlier for a later time (what chunk-by-chunk service would do).
-// Holds that ended by now are dropped: no booking can start before now.
+// sibling, see siblingTag), searching the older holds (the caller has
+// moved a live newest hold there). Bookings are served in time order, so
+// a transfer may use an idle gap before a booking made earlier for a later
+// time (what chunk-by-chunk service would do). Holds that ended by now are
+// dropped: no booking can start before now.
 //
 // The other virtual channel of the same DMA engine (sibling) does not
 // block: the engine's arbiter already shares the injection between them.
 // Everything else, including the same channel's earlier transfers, is
 // served in time order.
 func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
-	holds := r.holds
+	holds := r.older
 	// The answer is the least t' >= t whose [t', t'+d) meets no blocking
 	// hold: moving t to the end of a hold it meets never passes that
 	// answer, so any visiting order reaches it. One pass drops the holds
@@ -207,7 +215,7 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 		quiet++
 	}
 	if k != len(holds) {
-		r.holds = r.holds[:k]
+		r.older = r.older[:k]
 		holds = holds[:k]
 	}
 	for i := 0; quiet < k; i++ {
@@ -226,6 +234,10 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 	return t
 }
 
+// maxOlder is how many older holds a booking that needs no search lets
+// pile up before dropping those that are over.
+const maxOlder = 3
+
 // book reserves the path for n bytes whose head enters at t (>= now) on
 // behalf of source and returns the time the last byte arrives at the far
 // end, and the largest occupancy of a resource: the path's Service(n)
@@ -235,7 +247,29 @@ func (r *Resource) free(sibling uint64, t, d, now sim.Time) sim.Time {
 // resource have one, and the check stays off the booking's cache line.
 func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing bool) (arrival, service sim.Time) {
 	tag := holdTag(source, vc)
-	sibling := siblingTag(tag)
+	if tracing || n >= maxPlainXfer {
+		return p.bookTraced(now, t, n, tag, tracing)
+	}
+	if len(p) == 1 {
+		// Most bookings are of one resource (a PE's own TCM, its math
+		// unit): no loop state to carry. The last byte arrives at until
+		// plus the latency (until >= start >= t).
+		r := p[0]
+		if bw := r.BytesPerUs; bw > 0 && n > 0 {
+			service = plainXfer(n, bw)
+		}
+		start := t
+		if r.newest.until > now || r.olderEnd > t {
+			start = r.wait(t, service, now, tag)
+		}
+		until := sim.Add(start, service)
+		if until > start {
+			r.newest = hold{start, until, tag}
+		}
+		r.Bytes += n
+		r.BusyTime = sim.Add(r.BusyTime, service)
+		return sim.Add(until, r.Latency), service
+	}
 	head := t   // when the head reaches resource i
 	lastIn := t // when the last byte reaches resource i from upstream
 	// Resources of a path often share a bandwidth (both PE NoC links,
@@ -245,32 +279,78 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing b
 	for _, r := range p {
 		if r.BytesPerUs != bw {
 			bw = r.BytesPerUs
-			if bw > 0 && n > 0 && n < maxPlainXfer {
+			d = 0 // an untimed (mock) machine, or no bytes
+			if bw > 0 && n > 0 {
 				d = plainXfer(n, bw) // r.Xfer(n) without a call
-			} else {
-				d = r.Xfer(n)
 			}
 			service = max(service, d)
 		}
 		start := head
-		// The common cases without a call: r idle, all its holds over,
-		// or free at head; only otherwise search the holds.
-		// (r.holds = r.holds[:k] stores only the length.)
-		switch nh := len(r.holds); {
-		case nh == 0:
-		case r.holdsEnd <= now:
-			r.holds = r.holds[:0] // all over
-		case head >= r.holdsEnd && nh < 4:
-			// Free at head. Holds that are over stay until a later
-			// search; past a few, free drops them.
-		default:
-			start = r.free(sibling, head, d, now)
+		// The common case without a call: newest is over and so are
+		// the older holds by head (r is free at head).
+		if r.newest.until > now || r.olderEnd > head {
+			start = r.wait(head, d, now, tag)
 		}
 		until := sim.Add(start, d) // saturating: times never wrap
-		end := max(until, lastIn)
 		if until > start {
-			r.holdsEnd = max(r.holdsEnd, until)
-			r.holds = append(r.holds, hold{start, until, tag})
+			r.newest = hold{start, until, tag}
+		}
+		r.Bytes += n
+		r.BusyTime = sim.Add(r.BusyTime, d)
+		lastIn = sim.Add(max(until, lastIn), r.Latency)
+		head = sim.Add(start, r.Latency)
+	}
+	return lastIn, service
+}
+
+// wait is when a booking tagged tag whose head reaches r at head can hold
+// r for d. A live newest hold joins the older ones, so that the booking
+// can take newest's place.
+func (r *Resource) wait(head, d, now sim.Time, tag uint64) sim.Time {
+	if r.olderEnd <= now {
+		// The older holds are all over: at most newest can block, and
+		// it becomes the only older hold.
+		r.older = r.older[:0] // stores only the length
+		h := r.newest
+		if h.until <= now {
+			return head
+		}
+		r.older = append(r.older, h)
+		r.olderEnd = h.until
+		r.newest = hold{}
+		if head < h.until && h.tag != siblingTag(tag) && h.start < sim.Add(head, max(d, 1)) {
+			return h.until
+		}
+		return head
+	}
+	if h := r.newest; h.until > now {
+		r.older = append(r.older, h)
+		r.olderEnd = max(r.olderEnd, h.until)
+		r.newest = hold{}
+	}
+	if head < r.olderEnd {
+		return r.free(siblingTag(tag), head, d, now)
+	}
+	if len(r.older) > maxOlder {
+		r.dropOver(now)
+	}
+	return head
+}
+
+// bookTraced is book for a traced machine or a huge transfer (n·10⁶ past
+// 64 bits), which Xfer computes in 128 bits.
+func (p Path) bookTraced(now, t sim.Time, n int64, tag uint64, tracing bool) (arrival, service sim.Time) {
+	head, lastIn := t, t
+	for _, r := range p {
+		d := r.Xfer(n)
+		service = max(service, d)
+		start := head
+		if r.newest.until > now || r.olderEnd > head {
+			start = r.wait(head, d, now, tag)
+		}
+		until := sim.Add(start, d)
+		if until > start {
+			r.newest = hold{start, until, tag}
 		}
 		if tracing && d > 0 && r.trace != nil {
 			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
@@ -278,8 +358,20 @@ func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing b
 		}
 		r.Bytes += n
 		r.BusyTime = sim.Add(r.BusyTime, d)
+		lastIn = sim.Add(max(until, lastIn), r.Latency)
 		head = sim.Add(start, r.Latency)
-		lastIn = sim.Add(end, r.Latency)
 	}
 	return lastIn, service
+}
+
+// dropOver drops the older holds that ended by now.
+func (r *Resource) dropOver(now sim.Time) {
+	k := 0
+	for _, h := range r.older {
+		if h.until > now {
+			r.older[k] = h
+			k++
+		}
+	}
+	r.older = r.older[:k]
 }

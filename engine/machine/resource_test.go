@@ -106,10 +106,13 @@ func TestBookMatchesFixpointModel(t *testing.T) {
 			n := []int64{0, 1, 64, 256, 2048}[rng.IntN(5)]
 			src := rng.IntN(len(engines))
 			vc := VC(rng.IntN(2))
-			got, service := path.book(now, at, n, engines[src], vc, false)
+			// tracing takes book's general loop (bookTraced): both
+			// must agree with the model.
+			tracing := rng.IntN(4) == 0
+			got, service := path.book(now, at, n, engines[src], vc, tracing)
 			want := refBook(refPath, now, at, n, src, vc)
 			if got != want {
-				t.Fatalf("trial %d op %d: book(now %v, t %v, n %d, source %d, %v) = %v, want %v", trial, op, now, at, n, src, vc, got, want)
+				t.Fatalf("trial %d op %d: book(now %v, t %v, n %d, source %d, %v, tracing %v) = %v, want %v", trial, op, now, at, n, src, vc, tracing, got, want)
 			}
 			if s := path.Service(n); service != s {
 				t.Fatalf("trial %d op %d: book's service %v, want Path.Service %v", trial, op, service, s)
