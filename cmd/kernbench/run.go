@@ -210,6 +210,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		o.MaxMemory = n
 	} else {
 		o.MaxMemory = ccl.DefaultMaxMemory()
+		o.MaxMemoryIsDefault = true
 	}
 	if o.TimingOnly && o.oplog != "" {
 		return usageErr(stderr, o.json, "--oplog records data, which --timing-only does not move")

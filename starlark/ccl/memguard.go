@@ -335,7 +335,7 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 	}
 	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1,
 		Msg: fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), FormatBytes(limit), strings.Join(alts, ", "))})
+			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), limitText(limit, p.opts.MaxMemoryIsDefault), strings.Join(alts, ", "))})
 }
 
 // memBudget shares --max-memory between the sizes a -j sweep simulates at
@@ -435,6 +435,15 @@ func FormatBytes(n int64) string {
 // (MemTotal when the kernel does not report it). 0 when none is known.
 func DefaultMaxMemory() int64 {
 	return availableMemory(os.ReadFile) / 5 * 4
+}
+
+// limitText is how a message names the --max-memory limit: a user who
+// gave none is told the figure is the default and what it is made of.
+func limitText(limit int64, isDefault bool) string {
+	if isDefault {
+		return FormatBytes(limit) + " (the default: 80% of the memory available)"
+	}
+	return FormatBytes(limit)
 }
 
 // availableMemory is the memory available to the process, from the files
@@ -578,6 +587,8 @@ type OutOfMemoryError struct {
 	Messages uint64
 	Held     int64
 	Limit    int64
+	// DefaultLimit: Limit is DefaultMaxMemory, no --max-memory was given.
+	DefaultLimit bool
 	// Try lists what would hold less, for the run's mode (a timing-only
 	// run keeps no bytes, so --timing-only is no help to it).
 	Try string
@@ -592,12 +603,12 @@ func (e *OutOfMemoryError) Error() string {
 		try = tryVerified
 	}
 	return fmt.Sprintf("out of memory at t=%v, %d messages simulated: the run holds %s of host memory, over --max-memory %s; "+
-		"try %s, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), FormatBytes(e.Limit), try)
+		"try %s, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), limitText(e.Limit, e.DefaultLimit), try)
 }
 
 // installGuard makes the world's simulation stop when the process passes
 // limit.
-func (w *world) installGuard(limit int64) {
+func (w *world) installGuard(limit int64, defaultLimit bool) {
 	over, release := guardMemory(limit)
 	w.releaseGuard = release
 	if limit <= 0 {
@@ -617,7 +628,7 @@ func (w *world) installGuard(limit int64) {
 		if h <= limit {
 			return nil
 		}
-		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: h, Limit: limit, Try: try}
+		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: h, Limit: limit, DefaultLimit: defaultLimit, Try: try}
 	}
 }
 

@@ -382,3 +382,17 @@ func TestOutOfMemorySuggestsWhatTheModeLacks(t *testing.T) {
 		})
 	}
 }
+
+// A run stopped by the default limit says the figure is the default, so a
+// user who never gave --max-memory knows where it comes from; a limit the
+// user gave is named as given.
+func TestOutOfMemoryNamesTheDefaultLimit(t *testing.T) {
+	def := (&OutOfMemoryError{Limit: 1 << 30, DefaultLimit: true}).Error()
+	if !strings.Contains(def, "over --max-memory 1.0 GiB (the default: 80% of the memory available);") {
+		t.Errorf("default limit: message %q does not say it is the default", def)
+	}
+	given := (&OutOfMemoryError{Limit: 1 << 30}).Error()
+	if !strings.Contains(given, "over --max-memory 1.0 GiB;") {
+		t.Errorf("given limit: message %q does not name it as given", given)
+	}
+}

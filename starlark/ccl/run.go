@@ -96,6 +96,9 @@ type Options struct {
 	// bound): a size whose estimate is over it is refused (exit 2), and a
 	// run that passes it anyway stops (exit 3, OutOfMemory).
 	MaxMemory int64
+	// MaxMemoryIsDefault says MaxMemory is DefaultMaxMemory, not a limit
+	// the user gave: a refusal then says where its figure comes from.
+	MaxMemoryIsDefault bool
 
 	Env      script.Env // the working directory and environment variables
 	Embedded fs.FS      // the shipped ccl.yaml, algorithms and benches

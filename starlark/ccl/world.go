@@ -104,7 +104,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	}
 	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
 		verifies: p.opts.Verify}
-	w.installGuard(p.opts.MaxMemory)
+	w.installGuard(p.opts.MaxMemory, p.opts.MaxMemoryIsDefault)
 	if p.opts.Trace != nil {
 		w.trace = trace.New()
 		var pids []int
