@@ -111,6 +111,14 @@ func (s *System) Location(rank int) (sip, cube, pe int, err error) {
 		id = s.Placement[rank]
 	}
 	if id < 0 || id >= s.NumPEs() {
+		if id > 0 && s.Placement == nil {
+			// Only a world size larger than the machine gets here (kernbench
+			// check --world-sizes past it): say how to grow it, as a run's
+			// own world-size check does. The rank is the first one out, so
+			// the world size may need more SIPs than this rank does.
+			return 0, 0, 0, fmt.Errorf("rank %d is on PE %d, outside the machine's %d PEs; grow it with --set system.sips=N (%d PEs per SIP)",
+				rank, id, s.NumPEs(), s.CubesPerSip*s.PesPerCube)
+		}
 		return 0, 0, 0, fmt.Errorf("rank %d is on PE %d, outside the machine's %d PEs", rank, id, s.NumPEs())
 	}
 	return id / (s.CubesPerSip * s.PesPerCube), id / s.PesPerCube % s.CubesPerSip, id % s.PesPerCube, nil
