@@ -555,6 +555,10 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 		if in := r.Interp; in != nil && r.Ops.Send > 0 {
 			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls (%.1f steps, %.2f calls per message sent)\n",
 				r.Bytes, in.Steps, in.BuiltinCalls, float64(in.Steps)/float64(r.Ops.Send), float64(in.BuiltinCalls)/float64(r.Ops.Send))
+		} else if in != nil {
+			// No message sent (one rank, or a kernel of local work): the
+			// counts still tell how close a kernel runs to --max-steps.
+			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls\n", r.Bytes, in.Steps, in.BuiltinCalls)
 		}
 		if e := r.HostMemory; e != nil {
 			fmt.Fprintf(w, "# host memory at %d bytes: estimate %v\n", r.Bytes, e)
