@@ -589,18 +589,21 @@ func (k *Kernel) sendDeferred() error {
 	// until this one is sent) and released without a defer.
 	d := k.deferred
 	k.deferred = nil
-	if err := d.store.Wait(k.Proc); err != nil {
-		if d.release != nil {
-			d.release()
+	// The store's wait, the credit's and the send's overhead pass on the
+	// event loop, without resuming the process for each (SendStored).
+	ss := &k.storedSend
+	if ss.Stored == nil {
+		ss.Stored = func() {
+			// The staging slot holds the bytes now; the tile that was
+			// stored may still be stored elsewhere, so its bytes are not
+			// reused.
+			k.M.Recycle(k.storedSend.Store, false)
+			k.Stats.Send++ // (sendMessage's count)
 		}
-		return err
 	}
-	// The staging slot holds the bytes now; the tile that was stored may
-	// still be stored elsewhere, so its bytes are not reused.
-	k.M.Recycle(d.store, false)
-	// sendMessage, written out (one call less per forwarded piece).
-	k.Stats.Send++
-	err := k.G.Send(k.Proc, d.q, d.slot, machine.MsgMeta{DType: uint8(d.dt), Count: d.count, Origin: d.origin})
+	ss.Store, ss.Q, ss.Src, ss.Meta = d.store, d.q, d.slot, machine.MsgMeta{DType: uint8(d.dt), Count: d.count, Origin: d.origin}
+	err := k.G.SendStored(k.Proc, ss)
+	ss.Store, ss.Meta.Origin = nil, nil
 	if tr := k.M.Trace; tr != nil && err == nil {
 		tr.FlowStart(flowKey(k.Rank, d.q.Dir, d.q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
