@@ -463,6 +463,11 @@ type StoredSend struct {
 	// Stored runs once the store is done, before the send (on the loop or
 	// in the process).
 	Stored func()
+	// Then, when set, is a direction whose next message the process waits
+	// for (as WaitRecv) once the send's overhead has passed, when the send
+	// had to wait: a fused primitive sends its deferred piece before it
+	// waits for the next one.
+	Then *QueuePair
 
 	g     *Group
 	phase uint8 // what the parked process waits for: stepStore, stepCredit
@@ -474,6 +479,8 @@ type StoredSend struct {
 const (
 	stepStore uint8 = iota
 	stepCredit
+	stepOverhead
+	stepThen
 )
 
 // SendStored waits for ss.Store, calls ss.Stored, and sends ss.Src as
@@ -539,7 +546,7 @@ func (ss *StoredSend) Step(p *sim.Proc) {
 			p.Repark()
 			return
 		}
-	} else {
+	} else if ss.phase == stepCredit {
 		if q.MyHead-q.PeerTailCache >= n { // (as g.wait's loop)
 			q.sendWaiter = p
 			p.Repark()
@@ -548,8 +555,40 @@ func (ss *StoredSend) Step(p *sim.Proc) {
 		p.Account(ss.prev)
 		p.Wait = nil
 	}
-	g.post(p, q, ss.Src, ss.Meta)
-	p.Continue(g.Cfg.Overhead)
+	if ss.phase != stepOverhead && ss.phase != stepThen {
+		g.post(p, q, ss.Src, ss.Meta)
+		if ss.Then == nil {
+			p.Continue(g.Cfg.Overhead)
+			return
+		}
+		ss.phase = stepOverhead
+		if !p.SleepStep(g.Cfg.Overhead) {
+			return
+		}
+	}
+	// The overhead has passed: Send would return, and WaitRecv begin.
+	rq := ss.Then
+	if ss.phase == stepOverhead {
+		if rq.Ready() {
+			p.ResumeNow()
+			return
+		}
+		// As g.wait.
+		ss.prev = p.Account(ActRecv)
+		rq.recvWaiter = p
+		p.Wait, p.WaitSince = &rq.RecvWait, g.M.Sim.Now()
+		ss.phase = stepThen
+		p.Repark()
+		return
+	}
+	if !rq.Ready() { // (as g.wait's loop)
+		rq.recvWaiter = p
+		p.Repark()
+		return
+	}
+	p.Account(ss.prev)
+	p.Wait = nil
+	p.ResumeNow()
 }
 
 // Complete is the DMA completion of a message: in one step [I6] the bytes

@@ -159,3 +159,79 @@ func TestSendStored_DeadlockNamesTheCreditWait(t *testing.T) {
 		t.Errorf("blocked waits (-want +got):\n%s", diff)
 	}
 }
+
+// storedRingThen is storedRing with one process per rank that sends each
+// message and then receives one (a fused primitive's pipeline): with
+// SendStored and Then, or as reference with the store's Wait, Send and
+// WaitRecv.
+func storedRingThen(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint64, stored bool) []string {
+	t.Helper()
+	const world, count = 3, 24
+	cfg := ipcqTestCfg(TCM, mode, 2, 128)
+	cfg.PollInterval = 40 * ipcqNS
+	cfg.Overhead = overhead
+	m, g := installIPCQ(t, testParams(), ringLinks(world), cfg)
+	m.Sim.SetJitter(jitter)
+	var out []string
+	var procs []*sim.Proc
+	for r := 0; r < world; r++ {
+		pe := m.Ranks[r]
+		off, err := pe.TCM.Alloc(4 * 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sq := lookup(t, g, r, "E", true)
+		rq := lookup(t, g, r, "W", false)
+		var ss StoredSend
+		ss.Stored = func() {}
+		procs = append(procs, m.Sim.Spawn(fmt.Sprintf("rank%d", r), func(p *sim.Proc) {
+			for i := 0; i < count; i++ {
+				slot := Region{Mem: pe.TCM, Off: off + int64(i%4)*128, N: 32 + int64(i%3)*32}
+				start := p.Sim().Now()
+				op := m.StoreAt(pe, slot, payload(r, i, int(slot.N)), start+sim.Time((i+r)%5)*9*ipcqNS)
+				if stored {
+					ss.Store, ss.Q, ss.Src, ss.Then = op, sq, slot, rq
+					err = g.SendStored(p, &ss)
+				} else if err = op.Wait(p); err == nil {
+					err = g.Send(p, sq, slot, MsgMeta{})
+				}
+				if err == nil {
+					err = g.WaitRecv(p, rq)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				rcv := g.Take(rq, true)
+				out = append(out, fmt.Sprintf("%v rank%d sent #%d (from %v), received %q", p.Sim().Now(), r, i, start, rcv.Slot.Bytes()))
+				if err := p.Sleep(sim.Time((i*r)%4) * 11 * ipcqNS); err != nil {
+					return
+				}
+			}
+		}))
+	}
+	if err := m.Sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		out = append(out, fmt.Sprintf("%s spent %v", p.Name, p.Spent))
+	}
+	return append(out, fmt.Sprintf("%d events", m.Sim.Events()))
+}
+
+// SendStored's wait for the next message (Then) gives the run of Send
+// then WaitRecv, event for event. (With the long overhead the message is
+// often there when it has passed.)
+func TestSendStored_ThenRecvSameRunAsSendThenWaitRecv(t *testing.T) {
+	for _, mode := range []Backpressure{Sleep, Poll} {
+		for _, overhead := range []sim.Time{5 * ipcqNS, sim.Picosecond, 40 * ipcqNS} {
+			for _, jitter := range []uint64{0, 1, 7, 99} {
+				want := storedRingThen(t, mode, overhead, jitter, false)
+				got := storedRingThen(t, mode, overhead, jitter, true)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("backpressure %v, overhead %v, jitter %d: SendStored with Then differs from Send then WaitRecv (-want +got):\n%s", mode, overhead, jitter, diff)
+				}
+			}
+		}
+	}
+}

@@ -186,21 +186,39 @@ func (p *Proc) Account(a uint8) (prev uint8) {
 	return prev
 }
 
+// SleepStep (in a step) lets d pass for the process as its own Sleep(d)
+// would: in place when no other event can happen first (true: the step
+// goes on at once, at now+d), else by firing the step again at now+d.
+func (p *Proc) SleepStep(d Time) bool {
+	s := p.sim
+	t := Add(s.now, d)
+	if t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil {
+		// (The next Account, or the resumed suspend, charges the time
+		// since the last Account, the sleep included, to the current
+		// activity.)
+		s.now = t
+		return true
+	}
+	s.At(t, p)
+	return false
+}
+
 // Continue (in a step) ends the chain with what the process's own
 // Sleep(d) would have done: its coroutine resumes d from now, in place
 // when no other event can happen first (Sleep's rule), else as an event.
 func (p *Proc) Continue(d Time) {
-	s := p.sim
-	t := Add(s.now, d)
-	p.step = nil
-	if t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil {
-		// (The resumed suspend charges the time since the last Account,
-		// the sleep included, to the current activity.)
-		s.now = t
-		p.resume()
+	if p.SleepStep(d) {
+		p.ResumeNow()
 		return
 	}
-	s.At(t, p)
+	p.step = nil // the event resumes the coroutine
+}
+
+// ResumeNow (in a step) ends the chain: the coroutine goes on at once,
+// within the current event, as the process itself would have.
+func (p *Proc) ResumeNow() {
+	p.step = nil
+	p.resume()
 }
 
 // Parked reports whether the process is blocked in Park.

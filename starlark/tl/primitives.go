@@ -419,7 +419,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 			// Never block while holding a deferred send: the piece we
 			// wait for may depend on it.
 			if !c.in.Ready() {
-				if err := k.sendDeferred(); err != nil {
+				if err := k.sendDeferredThen(c.in); err != nil {
 					return err
 				}
 			}
@@ -581,7 +581,12 @@ type deferredSend struct {
 }
 
 // sendDeferred sends the deferred piece, if any.
-func (k *Kernel) sendDeferred() error {
+func (k *Kernel) sendDeferred() error { return k.sendDeferredThen(nil) }
+
+// sendDeferredThen sends the deferred piece, if any, and when the send
+// had to wait, then waits for in's next message as well (nil: not), in one
+// resumption of the process.
+func (k *Kernel) sendDeferredThen(in *machine.QueuePair) error {
 	if k.deferred == nil {
 		return nil
 	}
@@ -602,8 +607,13 @@ func (k *Kernel) sendDeferred() error {
 		}
 	}
 	ss.Store, ss.Q, ss.Src, ss.Meta = d.store, d.q, d.slot, machine.MsgMeta{DType: uint8(d.dt), Count: d.count, Origin: d.origin}
+	if k.M.Trace == nil && d.release == nil {
+		// (What follows the send here, a trace's flow and giving up the
+		// send side, comes before that wait otherwise.)
+		ss.Then = in
+	}
 	err := k.G.SendStored(k.Proc, ss)
-	ss.Store, ss.Meta.Origin = nil, nil
+	ss.Store, ss.Meta.Origin, ss.Then = nil, nil, nil
 	if tr := k.M.Trace; tr != nil && err == nil {
 		tr.FlowStart(flowKey(k.Rank, d.q.Dir, d.q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
