@@ -398,6 +398,16 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 			return err
 		}
 	}
+	prev := g.post(p, q, src, meta) // restored when the overhead has passed (no defer: a send's cost)
+	err := p.Sleep(g.Cfg.Overhead)
+	p.Doing(prev)
+	return err
+}
+
+// post issues the message of a send that has its credit and sets p's
+// activity to sending, returning the previous one.
+func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev uint8) {
+	n := uint64(g.Cfg.NSlots)
 	slot := int(q.MyHead % n)
 	meta.Seq = q.MyHead
 	meta.NBytes = src.N
@@ -426,7 +436,7 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	g.M.submitDMA(q.ep.PE, &msg.Xfer) // Submit's DMA case (inlined: one call less per message)
 	q.pushInflight(msg)
 	src.Mem.addSendReading(src)
-	prev := p.Doing(ActSend) // restored when the overhead has passed (no defer: a send's cost)
+	prev = p.Doing(ActSend)
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
 	}
@@ -435,9 +445,150 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	if tr := g.M.Trace; tr != nil {
 		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, g.M.Sim.Now(), float64(q.MyHead-q.PeerTailCache))
 	}
-	err := p.Sleep(g.Cfg.Overhead)
-	p.Doing(prev)
+	return prev
+}
+
+// StoredSend is a send of a slot that a store is still filling (a fused
+// primitive's forwarded piece): SendStored waits for the store, then
+// sends. Its waits continue on the event loop (sim.Proc.ParkStep)
+// instead of resuming the process for each: the process resumes once,
+// when the send's overhead has passed. Each step does exactly what the
+// process would have done at that point (the same operations, at the same
+// place in the event order), so the run is the same event for event.
+type StoredSend struct {
+	Store *MemOp
+	Q     *QueuePair
+	Src   Region
+	Meta  MsgMeta
+	// Stored runs once the store is done, before the send (on the loop or
+	// in the process).
+	Stored func()
+	// Then, when set, is a direction whose next message the process waits
+	// for (as WaitRecv) once the send's overhead has passed, when the send
+	// had to wait: a fused primitive sends its deferred piece before it
+	// waits for the next one.
+	Then *QueuePair
+
+	g     *Group
+	phase uint8 // what the parked process waits for: stepStore, stepCredit
+	prev  uint8 // the activity of the wait's caller, restored when it ends
+	outer uint8 // the activity of SendStored's caller
+}
+
+// The waits of a StoredSend.
+const (
+	stepStore uint8 = iota
+	stepCredit
+	stepOverhead
+	stepThen
+)
+
+// SendStored waits for ss.Store, calls ss.Stored, and sends ss.Src as
+// Send does. It returns when the send's overhead has passed.
+func (g *Group) SendStored(p *sim.Proc, ss *StoredSend) error {
+	n := uint64(g.Cfg.NSlots)
+	q := ss.Q
+	if g.Cfg.Backpressure == Poll || ss.Src.N > g.Cfg.SlotSize {
+		// Polling waits are sleeps the steps do not model; a send too
+		// large is Send's error.
+		if err := ss.Store.Wait(p); err != nil {
+			return err
+		}
+		ss.Stored()
+		return g.Send(p, q, ss.Src, ss.Meta)
+	}
+	ss.g = g
+	if !ss.Store.Done {
+		// As MemOp.wait: the process waits for the store.
+		ss.outer = p.Activity
+		ss.prev = p.Doing(ActMemory)
+		ss.Store.waiter = p
+		p.Wait, p.WaitSince = ss.Store, g.M.Sim.Now()
+		ss.phase = stepStore
+	} else {
+		ss.Stored()
+		if q.MyHead-q.PeerTailCache < n {
+			return g.Send(p, q, ss.Src, ss.Meta) // nothing to wait for but the overhead
+		}
+		// As g.wait: the process waits for a credit.
+		ss.outer = p.Activity
+		ss.prev = p.Doing(ActSend)
+		q.sendWaiter = p
+		p.Wait, p.WaitSince = &q.SendWait, g.M.Sim.Now()
+		ss.phase = stepCredit
+	}
+	err := p.ParkStep(ss)
+	p.Wait = nil
+	p.Doing(ss.outer)
 	return err
+}
+
+// Step continues a StoredSend where the process's wake-up would have
+// resumed it.
+func (ss *StoredSend) Step(p *sim.Proc) {
+	g, q := ss.g, ss.Q
+	n := uint64(g.Cfg.NSlots)
+	if ss.phase == stepStore {
+		if !ss.Store.Done { // (as MemOp.wait's loop)
+			ss.Store.waiter = p
+			p.Wait, p.WaitSince = ss.Store, g.M.Sim.Now()
+			p.Repark()
+			return
+		}
+		p.Wait = nil
+		p.Account(ss.prev)
+		ss.Stored()
+		if q.MyHead-q.PeerTailCache >= n {
+			ss.prev = p.Account(ActSend)
+			q.sendWaiter = p
+			p.Wait, p.WaitSince = &q.SendWait, g.M.Sim.Now()
+			ss.phase = stepCredit
+			p.Repark()
+			return
+		}
+	} else if ss.phase == stepCredit {
+		if q.MyHead-q.PeerTailCache >= n { // (as g.wait's loop)
+			q.sendWaiter = p
+			p.Repark()
+			return
+		}
+		p.Account(ss.prev)
+		p.Wait = nil
+	}
+	if ss.phase != stepOverhead && ss.phase != stepThen {
+		g.post(p, q, ss.Src, ss.Meta)
+		if ss.Then == nil {
+			p.Continue(g.Cfg.Overhead)
+			return
+		}
+		ss.phase = stepOverhead
+		if !p.SleepStep(g.Cfg.Overhead) {
+			return
+		}
+	}
+	// The overhead has passed: Send would return, and WaitRecv begin.
+	rq := ss.Then
+	if ss.phase == stepOverhead {
+		if rq.Ready() {
+			p.ResumeNow()
+			return
+		}
+		// As g.wait.
+		ss.prev = p.Account(ActRecv)
+		rq.recvWaiter = p
+		p.Wait, p.WaitSince = &rq.RecvWait, g.M.Sim.Now()
+		ss.phase = stepThen
+		p.Repark()
+		return
+	}
+	if !rq.Ready() { // (as g.wait's loop)
+		rq.recvWaiter = p
+		p.Repark()
+		return
+	}
+	p.Account(ss.prev)
+	p.Wait = nil
+	p.ResumeNow()
 }
 
 // Complete is the DMA completion of a message: in one step [I6] the bytes

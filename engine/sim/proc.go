@@ -15,7 +15,7 @@ var ErrKilled = errors.New("simulation ended while this process was blocked")
 // resumes it and gives control back by blocking (Sleep, Park).
 type Proc struct {
 	// The fields every switch, sleep and wait touch come first and fill
-	// two cache lines (procPad keeps the object in a 64-byte-aligned size
+	// two cache lines (Proc's size, 192 bytes, is a 64-byte-aligned size
 	// class): at a thousand ranks a process is a cache miss away each time
 	// its rank handles a message, and a layout in declaration order spread
 	// them over three or four lines.
@@ -46,12 +46,18 @@ type Proc struct {
 	// Data is the owner's per-process state (e.g. the Starlark thread).
 	Data any
 	stop func()
-	_    procPad
+	// step, while set, receives the process's wake-ups instead of its
+	// coroutine (ParkStep); since is when the time spent suspended was
+	// last charged to Spent. (With them Proc is 192 bytes, a size class
+	// whose objects start on a cache line, so the hot fields above are
+	// exactly the first two lines.)
+	step  Stepper
+	since Time
 }
 
-// procPad pads Proc to 192 bytes, a size class whose objects start on a
-// cache line, so the hot fields above are exactly the first two lines.
-type procPad [3]uint64
+// Stepper continues a parked process's work on the event loop (see
+// ParkStep).
+type Stepper interface{ Step(p *Proc) }
 
 // MaxActivities bounds Proc.Activity.
 const MaxActivities = 8
@@ -88,6 +94,18 @@ func (p *Proc) Fire() {
 	if p.done {
 		return
 	}
+	if st := p.step; st != nil {
+		// A wait of a chain (ParkStep) ended: the chain goes on here, in
+		// the place of the queue the process's resumption had.
+		p.parked = false
+		st.Step(p)
+		return
+	}
+	p.resume()
+}
+
+// resume switches to the coroutine until it blocks again.
+func (p *Proc) resume() {
 	if p.sim.running != nil {
 		panic("internal error: a process resumed another process directly")
 	}
@@ -102,9 +120,9 @@ func (p *Proc) Fire() {
 
 // suspend hands control back to the loop; false means the run is over.
 func (p *Proc) suspend() error {
-	t0 := p.sim.now
+	p.since = p.sim.now
 	ok := p.yield(struct{}{})
-	p.Spent[p.Activity] += p.sim.now - t0
+	p.Spent[p.Activity] += p.sim.now - p.since
 	if !ok || p.killed {
 		return ErrKilled
 	}
@@ -133,6 +151,74 @@ func (p *Proc) Sleep(d Time) error {
 func (p *Proc) Park() error {
 	p.parked = true
 	return p.suspend()
+}
+
+// ParkStep parks p like Park, but its wake-ups (Wake, WakeAt) fire
+// step.Step on the event loop instead of resuming the coroutine, exactly
+// where the resumption would have fired (the same place in the queue,
+// counted as an event and permuted under jitter like one: the queue holds
+// the process itself). A step does on the loop what the process would
+// have done next, without the two coroutine switches of a resumption
+// (about 440 instructions), and then waits again (Repark, after
+// registering p with its waker) or ends in Continue. The step keeps the
+// process's Wait and Activity up to date (deadlock reports and the time
+// report read them) and must not run Starlark (the process's thread is
+// suspended).
+func (p *Proc) ParkStep(step Stepper) error {
+	p.step = step
+	p.parked = true
+	err := p.suspend()
+	p.step = nil
+	return err
+}
+
+// Repark (in a step) waits for the next wake-up, which fires the step again.
+func (p *Proc) Repark() { p.parked = true }
+
+// Account (in a step) charges the time since the process suspended (or
+// since the last Account) to its current activity, then sets activity a
+// and returns the previous one, as Doing does in the process.
+func (p *Proc) Account(a uint8) (prev uint8) {
+	now := p.sim.now
+	p.Spent[p.Activity] += now - p.since
+	p.since = now
+	prev, p.Activity = p.Activity, a
+	return prev
+}
+
+// SleepStep (in a step) lets d pass for the process as its own Sleep(d)
+// would: in place when no other event can happen first (true: the step
+// goes on at once, at now+d), else by firing the step again at now+d.
+func (p *Proc) SleepStep(d Time) bool {
+	s := p.sim
+	t := Add(s.now, d)
+	if t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil {
+		// (The next Account, or the resumed suspend, charges the time
+		// since the last Account, the sleep included, to the current
+		// activity.)
+		s.now = t
+		return true
+	}
+	s.At(t, p)
+	return false
+}
+
+// Continue (in a step) ends the chain with what the process's own
+// Sleep(d) would have done: its coroutine resumes d from now, in place
+// when no other event can happen first (Sleep's rule), else as an event.
+func (p *Proc) Continue(d Time) {
+	if p.SleepStep(d) {
+		p.ResumeNow()
+		return
+	}
+	p.step = nil // the event resumes the coroutine
+}
+
+// ResumeNow (in a step) ends the chain: the coroutine goes on at once,
+// within the current event, as the process itself would have.
+func (p *Proc) ResumeNow() {
+	p.step = nil
+	p.resume()
 }
 
 // Parked reports whether the process is blocked in Park.

@@ -419,7 +419,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 			// Never block while holding a deferred send: the piece we
 			// wait for may depend on it.
 			if !c.in.Ready() {
-				if err := k.sendDeferred(); err != nil {
+				if err := k.sendDeferredThen(c.in); err != nil {
 					return err
 				}
 			}
@@ -581,7 +581,12 @@ type deferredSend struct {
 }
 
 // sendDeferred sends the deferred piece, if any.
-func (k *Kernel) sendDeferred() error {
+func (k *Kernel) sendDeferred() error { return k.sendDeferredThen(nil) }
+
+// sendDeferredThen sends the deferred piece, if any, and when the send
+// had to wait, then waits for in's next message as well (nil: not), in one
+// resumption of the process.
+func (k *Kernel) sendDeferredThen(in *machine.QueuePair) error {
 	if k.deferred == nil {
 		return nil
 	}
@@ -589,18 +594,26 @@ func (k *Kernel) sendDeferred() error {
 	// until this one is sent) and released without a defer.
 	d := k.deferred
 	k.deferred = nil
-	if err := d.store.Wait(k.Proc); err != nil {
-		if d.release != nil {
-			d.release()
+	// The store's wait, the credit's and the send's overhead pass on the
+	// event loop, without resuming the process for each (SendStored).
+	ss := &k.storedSend
+	if ss.Stored == nil {
+		ss.Stored = func() {
+			// The staging slot holds the bytes now; the tile that was
+			// stored may still be stored elsewhere, so its bytes are not
+			// reused.
+			k.M.Recycle(k.storedSend.Store, false)
+			k.Stats.Send++ // (sendMessage's count)
 		}
-		return err
 	}
-	// The staging slot holds the bytes now; the tile that was stored may
-	// still be stored elsewhere, so its bytes are not reused.
-	k.M.Recycle(d.store, false)
-	// sendMessage, written out (one call less per forwarded piece).
-	k.Stats.Send++
-	err := k.G.Send(k.Proc, d.q, d.slot, machine.MsgMeta{DType: uint8(d.dt), Count: d.count, Origin: d.origin})
+	ss.Store, ss.Q, ss.Src, ss.Meta = d.store, d.q, d.slot, machine.MsgMeta{DType: uint8(d.dt), Count: d.count, Origin: d.origin}
+	if k.M.Trace == nil && d.release == nil {
+		// (What follows the send here, a trace's flow and giving up the
+		// send side, comes before that wait otherwise.)
+		ss.Then = in
+	}
+	err := k.G.SendStored(k.Proc, ss)
+	ss.Store, ss.Meta.Origin, ss.Then = nil, nil, nil
 	if tr := k.M.Trace; tr != nil && err == nil {
 		tr.FlowStart(flowKey(k.Rank, d.q.Dir, d.q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
 	}

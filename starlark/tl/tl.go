@@ -75,7 +75,8 @@ type Kernel struct {
 	// the deferred send's storage, handles of completed private loads,
 	// the window of local-operand loads and the dst stores of a call.
 	deferredBuf  deferredSend
-	freeHandles  *handle // linked by nextFree, the last recycled first
+	storedSend   machine.StoredSend // the send of the deferred piece (Stored is set once)
+	freeHandles  *handle            // linked by nextFree, the last recycled first
 	freeTileBufs []*tileBuf
 	window       []*handle
 	stores       []*machine.MemOp
