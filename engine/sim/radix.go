@@ -18,11 +18,8 @@ type radixTimes struct {
 	// least last, and last is at most Sim.now, so that every time At
 	// takes can be placed.
 	last Time
-	// first is the bucket of the earliest pending time, or nil when not
-	// looked up since the last take (placing a time only lowers it).
-	first *bucket
-	n     int    // pending buckets
-	used  uint16 // bit k: some bin of digit k is not empty
+	n    int    // pending buckets
+	used uint16 // bit k: some bin of digit k is not empty
 	// usedBins[k] bit v: bins[64k+v] is not empty.
 	usedBins [16]uint64
 	// bins are lists linked through bucket.link.
@@ -47,16 +44,13 @@ var radixDigitOf = func() (d [65]uint8) {
 func (r *radixTimes) push(b *bucket) {
 	t := b.at
 	k := uint(radixDigitOf[bits.Len64(uint64(t^r.last)|1)]) & 15
-	v := uint(t>>(6*k)) & 63
+	v := uint(uint64(t)>>(6*k&63)) & 63
 	i := k<<6 | v
 	b.link = r.bins[i]
 	r.bins[i] = b
 	r.usedBins[k] |= 1 << v
 	r.used |= 1 << k
 	r.n++
-	if f := r.first; f != nil && t < f.at {
-		r.first = b
-	}
 }
 
 // lowest returns the lowest non-empty bin's digit and value (there is
@@ -71,11 +65,8 @@ func (r *radixTimes) min() Time {
 	if r.n == 0 {
 		return Never
 	}
-	if r.first == nil {
-		k, v := r.lowest()
-		r.first = earliestOf(r.bins[k<<6|v])
-	}
-	return r.first.at
+	k, v := r.lowest()
+	return earliestOf(r.bins[k<<6|v]).at
 }
 
 // earliestOf returns the bucket of the earliest time in the list from b.
@@ -100,7 +91,6 @@ func (r *radixTimes) pop() *bucket {
 		r.used &^= 1 << k
 	}
 	r.n--
-	r.first = nil
 	if m.link != nil {
 		m = r.rebase(m)
 	}
