@@ -9,7 +9,6 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 )
 
@@ -89,47 +88,37 @@ func (f HandlerFunc) Fire() { f() }
 // them in exactly (time, sequence) order, while the ordering only sees
 // each distinct time once. Ranks of a symmetric collective do the same
 // work at the same instants, so a time holds several events (3 to 13 in
-// the ring benchmarks) and most events cost an append. The times are a
-// sorted array while there are few (a few dozen in the ring benchmarks,
-// a few hundred in the tree): placing a new time costs a binary search
-// and a short memory move, less than a heap's sift plus a hash index's
-// upkeep, and taking the next instant costs nothing. Beyond nearLimit
-// pending times the latest ones overflow into a heap (see far). Under
-// jitter a bucket also keeps the instant's process wake-ups apart,
-// ordered by their random keys (see SetJitter).
+// the ring benchmarks) and most events cost an append. The distinct
+// times are ordered by a radix heap (see radixTimes): simulated time
+// never goes back, so a time can be binned by the highest digit in which
+// it differs from the last one taken; placing a new time is a push on a
+// list, and taking the next instant rarely moves another. A sorted array
+// (a binary search and a memory move per new time, about 250
+// instructions with a few dozen pending times) and a 4-ary heap with a
+// hash index cost more. Under jitter a bucket also keeps the instant's
+// process wake-ups apart, ordered by their random keys (see SetJitter).
 type Sim struct {
 	now Time
 	// cur is the bucket of the current instant while the clock stands at
 	// cur.at: events scheduled for now append to it and fire after the
 	// ones already there (they were scheduled earlier).
 	cur *bucket
-	// times holds the other pending buckets, one per distinct time,
-	// sorted from the latest time down to the earliest: the next instant
-	// is taken off the end, and one binary search both finds a pending
-	// time's bucket and places a new one.
-	times []pendingTime
-	// far holds the pending buckets later than every time in times, once
-	// times has overflowed nearLimit: a 4-ary min-heap by time, with
-	// farIndex to find one by its time. It bounds what placing a time
-	// costs when thousands are pending (a tree at 1024 ranks, work spread
-	// over many distinct delays), where moving half of times would not.
-	far      []*bucket
-	farIndex timeIndex
-	// recent caches pending buckets by time, direct-mapped (recentSlot):
-	// the ranks of a collective schedule their events at the same few
-	// dozen pending times in turn, so most events find their bucket here
-	// without a search. An entry is only a hint: it holds when its
-	// bucket's time is the one looked up (a recycled bucket's time is
-	// retiredAt, which no event has).
-	recent [1 << recentBits]*bucket
-	spare  []*bucket
-	// buckets lists every bucket made, by id: times names its buckets by
-	// id, keeping the array free of pointers so that moving its entries
-	// is a plain memory move (no write barriers).
-	buckets []*bucket
-	pending int // events in buckets, not yet fired
-	jitter  *rand.Rand
-	fired   uint64
+	// times orders the other pending buckets by time.
+	times radixTimes
+	// recent and overflow find a pending bucket by its time: a bucket is
+	// in recent, direct-mapped by its time (recentSlot), unless another
+	// pending bucket held its entry when it was made; then it is in
+	// overflow. The ranks of a collective schedule their events at the
+	// same few dozen pending times in turn, so most events find their
+	// bucket in recent without a search, and a time found in neither
+	// (overflow is mostly empty) is new. The current bucket may stay in
+	// recent until it retires; a retiring bucket leaves its entry empty.
+	recent   [1 << recentBits]*bucket
+	overflow timeIndex
+	spare    []*bucket
+	pending  int // events in buckets, not yet fired
+	jitter   *rand.Rand
+	fired    uint64
 	// lastWork is the time of the last event that was simulated work (not
 	// a watchdog check): when a stalled system froze.
 	lastWork Time
@@ -154,18 +143,11 @@ type Sim struct {
 // instant (including those scheduled while the instant's processes run).
 type bucket struct {
 	at        Time
-	id        int // index in Sim.buckets
+	link      *bucket // the next pending bucket in its bin of Sim.times
 	evs       []Handler
 	head      int
 	procs     []jittered
 	procsHead int
-}
-
-// pendingTime is an entry of Sim.times: a bucket's id with its time kept
-// alongside, so that a search reads one array instead of every bucket.
-type pendingTime struct {
-	at Time
-	id int
 }
 
 // jittered is a process wake-up with its random key (jitter only).
@@ -186,7 +168,9 @@ func (f daemonFunc) Fire() { f() }
 const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
-func New() *Sim { return &Sim{} }
+func New() *Sim {
+	return &Sim{}
+}
 
 // SetJitter makes the order in which processes resume at the same instant
 // a reproducible pseudo-random permutation (schedule exploration); hardware
@@ -219,7 +203,6 @@ func (s *Sim) At(t Time, h Handler) {
 	b := *r
 	if b == nil || b.at != t {
 		b = s.bucketOf(t)
-		*r = b
 	}
 	s.pending++
 	if s.jitter != nil {
@@ -235,18 +218,17 @@ func (s *Sim) At(t Time, h Handler) {
 	b.evs = append(b.evs, h)
 }
 
-// recentBits is log2 of the size of Sim.recent: 256 entries keep the
-// few dozen pending times of the ring benchmarks mostly apart (at 64
-// ranks 97 % of the lookups that find a pending time hit); with more
-// pending times entries collide and a lookup falls back to the search.
-const recentBits = 8
+// recentBits is log2 of the size of Sim.recent: 1024 entries keep the
+// few dozen pending times of the ring benchmarks mostly apart, so that
+// overflow is mostly empty (64-rank timing-only ring: 256 entries cost
+// 8 M instructions more, 2048 save 2 M).
+const recentBits = 10
 
 // recentSlot is t's entry in Sim.recent (Fibonacci hashing: times that
 // differ only in high bits, multiples of a nanosecond, still spread).
 func recentSlot(t Time) uint64 { return uint64(t) * 0x9e3779b97f4a7c15 >> (64 - recentBits) }
 
-// retiredAt is the time of a recycled bucket: earlier than any event, so
-// that a stale Sim.recent entry never matches.
+// retiredAt is the time of a recycled bucket: earlier than any event.
 const retiredAt Time = -1
 
 // bucketOf returns the bucket of time t (>= now): the current one, or a
@@ -295,52 +277,23 @@ func (b *bucket) next() Handler {
 func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == len(b.procs) }
 
 // bucketAt returns the pending bucket of time t, making it if t has
-// none (t > now, or t == now while no bucket is current).
+// none (t > now, or t == now while no bucket is current). Sim.recent
+// does not hold it.
 func (s *Sim) bucketAt(t Time) *bucket {
-	ts := s.times
-	// i: the number of pending times later than t.
-	i, j := 0, len(ts)
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if ts[m].at > t {
-			i = m + 1
-		} else {
-			j = m
+	if s.overflow.n > 0 {
+		if b := s.overflow.get(t); b != nil {
+			return b
 		}
 	}
-	if i < len(ts) && ts[i].at == t {
-		return s.buckets[ts[i].id]
-	}
-	if i == 0 && len(s.far) > 0 && t >= s.far[0].at {
-		// Later than every near time: t belongs to far.
-		return s.farBucketAt(t)
-	}
 	b := s.newBucket(t)
-	// Only the times earlier than t move: about half of a few dozen in
-	// the ring benchmarks, never more than nearLimit.
-	ts = append(ts, pendingTime{})
-	copy(ts[i+1:], ts[i:])
-	ts[i] = pendingTime{t, b.id}
-	s.times = ts
-	if len(ts) > nearLimit {
-		s.overflowNear()
+	if r := &s.recent[recentSlot(t)]; *r == nil || *r == s.cur {
+		*r = b
+	} else {
+		s.overflow.put(b)
 	}
+	s.times.push(b)
 	return b
 }
-
-// overflowNear moves the latest time of times to far, where every time
-// is later than the ones left. Reslicing drops it without moving the
-// others; a later append past the array's end moves them all at once.
-func (s *Sim) overflowNear() {
-	s.pushFar(s.buckets[s.times[0].id])
-	s.times = s.times[1:]
-}
-
-// nearLimit bounds times (see Sim.far): past a few hundred entries,
-// moving half of them for an insertion costs more than a heap's sift.
-// The ring benchmarks stay below it (at most about 130 pending times);
-// 64, 128 and 256 cost the same on BenchmarkEventSpread.
-const nearLimit = 256
 
 // newBucket takes a recycled bucket (or makes one) for time t.
 func (s *Sim) newBucket(t Time) *bucket {
@@ -349,8 +302,7 @@ func (s *Sim) newBucket(t Time) *bucket {
 		b = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
-		b = &bucket{id: len(s.buckets)}
-		s.buckets = append(s.buckets, b)
+		b = &bucket{}
 	}
 	b.at = t
 	return b
@@ -360,6 +312,9 @@ func (s *Sim) newBucket(t Time) *bucket {
 func (s *Sim) retire() {
 	b := s.cur
 	s.cur = nil
+	if r := &s.recent[recentSlot(b.at)]; *r == b {
+		*r = nil
+	}
 	// (next dropped the fired handlers from evs.)
 	clear(b.procs)
 	b.at = retiredAt
@@ -375,108 +330,18 @@ func (s *Sim) NextEventTime() Time {
 	if c := s.cur; c != nil && !c.drained() {
 		return c.at
 	}
-	if n := len(s.times); n > 0 {
-		return s.times[n-1].at
-	}
-	if len(s.far) > 0 {
-		return s.far[0].at
-	}
-	return Never
+	return s.times.min()
 }
 
 // Pending reports the number of scheduled events.
 func (s *Sim) Pending() int { return s.pending }
 
-// popTime removes and returns the bucket of the earliest pending time,
-// the last of times (which is not empty: see refillNear).
-func (s *Sim) popTime() *bucket {
-	n := len(s.times) - 1
-	b := s.buckets[s.times[n].id]
-	s.times = s.times[:n]
-	return b
-}
-
-// refillNear moves the earliest far buckets (up to refillBatch) into the
-// empty times: every other far time is later, and the next instant is
-// always taken from times. A batch keeps the following instants, and the
-// times placed among them, off the far heap and index.
-func (s *Sim) refillNear() {
-	k := min(len(s.far), refillBatch)
-	ts := slices.Grow(s.times[:0], k)[:k]
-	for j := k - 1; j >= 0; j-- {
-		b := s.popFar()
-		ts[j] = pendingTime{b.at, b.id}
+// unindex drops b, just taken off times, from overflow if it is there
+// (as the current bucket it may stay in recent until it retires).
+func (s *Sim) unindex(b *bucket) {
+	if s.recent[recentSlot(b.at)] != b {
+		s.overflow.take(b.at)
 	}
-	s.times = ts
-}
-
-// refillBatch is how many far buckets refillNear moves at once.
-const refillBatch = 32
-
-// The far heap is 4-ary: shallower than a binary heap, so a pop moves an
-// entry through fewer levels.
-const heapArity = 4
-
-// farBucketAt returns the far bucket of time t, making it if t has none.
-func (s *Sim) farBucketAt(t Time) *bucket {
-	if b := s.farIndex.get(t); b != nil {
-		return b
-	}
-	b := s.newBucket(t)
-	s.pushFar(b)
-	return b
-}
-
-// pushFar adds b to the far heap and index.
-func (s *Sim) pushFar(b *bucket) {
-	s.farIndex.put(b)
-	fs := append(s.far, b)
-	i := len(fs) - 1
-	for i > 0 {
-		p := (i - 1) / heapArity
-		if b.at >= fs[p].at {
-			break
-		}
-		fs[i] = fs[p]
-		i = p
-	}
-	fs[i] = b
-	s.far = fs
-}
-
-// popFar removes and returns the far bucket of the earliest time.
-func (s *Sim) popFar() *bucket {
-	fs := s.far
-	top := fs[0]
-	n := len(fs) - 1
-	last := fs[n]
-	fs[n] = nil
-	fs = fs[:n]
-	if n > 0 {
-		i := 0
-		for {
-			c := heapArity*i + 1
-			if c >= n {
-				break
-			}
-			m := c
-			end := min(c+heapArity, n)
-			for k := c + 1; k < end; k++ {
-				if fs[k].at < fs[m].at {
-					m = k
-				}
-			}
-			if fs[m].at >= last.at {
-				break
-			}
-			fs[i] = fs[m]
-			i = m
-		}
-		fs[i] = last
-	}
-	s.far = fs
-	s.farIndex.remove(top.at)
-	return top
 }
 
 // Stop ends the run with err at the next loop iteration. The first error wins.
@@ -529,19 +394,20 @@ func (s *Sim) Run() error {
 			c.head++
 		} else {
 			if c == nil || c.procsHead == len(c.procs) {
-				n := len(s.times)
-				if n == 0 {
-					if len(s.far) == 0 {
-						break
-					}
-					s.refillNear()
-					n = len(s.times)
-				}
-				if next := s.times[n-1].at; next > limit {
-					s.now = limit
-					s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next, Blocked: s.Blocked()})
+				if s.times.n == 0 {
 					break
 				}
+				next := s.times.pop()
+				if next.at > limit {
+					// next stays pending, and times is based on now
+					// again (an event may still be scheduled at now).
+					s.times.push(next)
+					s.times.rebaseAll(limit)
+					s.now = limit
+					s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next.at, Blocked: s.Blocked()})
+					break
+				}
+				s.unindex(next)
 				if c != nil {
 					s.retire()
 				}
@@ -550,7 +416,7 @@ func (s *Sim) Run() error {
 				// moves only here: while an instant's events fire, now is
 				// its time (Sleep advances the clock in place only when
 				// nothing is pending before its end).
-				c = s.popTime()
+				c = next
 				s.cur = c
 				s.now = c.at
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -524,4 +525,48 @@ func TestCollidingTimesKeepTimeSequenceOrder(t *testing.T) {
 				return times[first+rng.IntN(min(4, len(times)-first))]
 			})
 	})
+}
+
+// Rule (model.md §1), for the radix heap (Sim.times): delays that differ
+// only in high bits, that share low ones, and times far in the future
+// fire in exactly (time, sequence) order. Times sharing a radix bin fall
+// apart when the earliest of them is taken; far times keep their bins
+// while the earlier ones drain.
+func TestHighBitTimesKeepTimeSequenceOrder(t *testing.T) {
+	delays := []Time{0, 1, 63, 64, 65, 4095, 4096, 1 << 20, 1<<20 + 1, 3 << 30, 1 << 40, 1<<40 + 64, Horizon / 16}
+	matchesListQueue(t, 200, func(seed uint64, q eventQueue) []string {
+		return cascade(seed, q, 6, 6,
+			func(rng *rand.Rand) Time { return delays[rng.IntN(len(delays))] },
+			func(rng *rand.Rand, now Time) Time { return now + delays[rng.IntN(len(delays))] })
+	})
+}
+
+// Rule (model.md §1, §8 F3c): events at and beyond the Horizon (times that
+// saturated at Never among them) never fire, the run stops at the limit
+// with the earliest of them as Next, and they stay pending: an event then
+// scheduled at the limit comes first.
+func TestEventsPastTheHorizonStayPending(t *testing.T) {
+	s := New()
+	var fired []Time
+	log := HandlerFunc(func() { fired = append(fired, s.Now()) })
+	for _, at := range []Time{Never, Horizon + 1, 5, Add(Horizon, Never), Horizon, 1 << 61, Never - 1} {
+		s.At(at, log)
+	}
+	var wd *WatchdogError
+	if err := s.Run(); !errors.As(err, &wd) {
+		t.Fatalf("Run = %v, want *WatchdogError", err)
+	}
+	if want := []Time{5, 1 << 61, Horizon}; !slices.Equal(fired, want) {
+		t.Errorf("fired at %v, want %v", fired, want)
+	}
+	if wd.Next != Horizon+1 || s.Now() != Horizon {
+		t.Errorf("stopped at %v before %v, want at %v before %v", s.Now(), wd.Next, Horizon, Horizon+1)
+	}
+	if s.Pending() != 4 || s.NextEventTime() != Horizon+1 {
+		t.Errorf("%d pending, the next at %v; want 4, the next at %v", s.Pending(), s.NextEventTime(), Horizon+1)
+	}
+	s.At(s.Now(), log)
+	if s.NextEventTime() != Horizon {
+		t.Errorf("after scheduling at now, the next event is at %v, want %v", s.NextEventTime(), Horizon)
+	}
 }

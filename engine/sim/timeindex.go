@@ -1,6 +1,6 @@
 package sim
 
-// timeIndex finds a far pending bucket (Sim.far) by its time: an
+// timeIndex finds a pending bucket (Sim.overflow) by its time: an
 // open-addressing hash table with linear probing and backward-shift
 // deletion. It does what a map[Time]*bucket does at a fraction of the
 // cost on the event path (a multiply and a probe or two instead of the
@@ -46,13 +46,14 @@ func (x *timeIndex) put(b *bucket) {
 	x.n++
 }
 
-// remove deletes the bucket of time t, which is in the index.
-func (x *timeIndex) remove(t Time) {
+// take removes and returns the bucket of time t, which is in the index.
+func (x *timeIndex) take(t Time) *bucket {
 	mask := len(x.slots) - 1
 	i := x.home(t)
 	for x.slots[i].at != t {
 		i = (i + 1) & mask
 	}
+	b := x.slots[i]
 	// Backward shift: move later entries of the probe run into the hole
 	// when their home is not between the hole and them.
 	for j := (i + 1) & mask; x.slots[j] != nil; j = (j + 1) & mask {
@@ -64,6 +65,7 @@ func (x *timeIndex) remove(t Time) {
 	}
 	x.slots[i] = nil
 	x.n--
+	return b
 }
 
 func (x *timeIndex) grow() {

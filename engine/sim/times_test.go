@@ -1,71 +1,210 @@
 package sim
 
 import (
+	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
 // Rule (model.md §1): events fire in (time, sequence) order; this checks
-// the structure that finds the next time. The pending times (the sorted
-// near array and the far heap) agree with a
-// map and a sorted key list under random finds, insertions and pops of
-// the earliest time (clustered times make repeated hits, insertions at
-// both ends and in the middle; up to a few thousand pending times
-// overflow into the far heap).
+// the structure that finds the next time. The pending times (the radix
+// heap, with recent and overflow finding a time's bucket) agree with a
+// map and a sorted key list under random finds, placements and takes of
+// the earliest time, as the run loop makes them (a time is placed at or
+// after the last one taken). The times placed mix short delays (times
+// sharing a radix bin, which fall apart on a take), delays that differ
+// in high bits only, times far in the future and the saturated Horizon
+// and Never; many pending times make recent collide into overflow.
 func TestPendingTimesMatchMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 13))
 	s := New()
 	ref := map[Time]*bucket{}
 	var order []Time // ref's times, ascending
-	sawFar := false
-	for step := 0; step < 200000; step++ {
+	sawOverflow, sawRebase, restarts := false, false, 0
+	delay := func() Time {
+		switch rng.IntN(8) {
+		case 0:
+			return Time(rng.IntN(4))
+		case 1:
+			return Time(rng.IntN(64)) << (6 * rng.IntN(11)) & Never // one base-64 digit
+		case 2:
+			return Time(1) << rng.IntN(63) // one bit, up to the highest
+		case 3:
+			return Time(rng.Uint64N(uint64(Never-s.now) + 1)) // anywhere ahead
+		case 4:
+			return Horizon - s.now + Time(rng.IntN(3)) - 1
+		case 5:
+			return Never - s.now - Time(rng.IntN(2))
+		default:
+			return Time(rng.IntN(4096)) * Time(1+rng.IntN(3))
+		}
+	}
+	for step := 0; step < 300000; step++ {
 		if rng.IntN(3) == 0 && len(ref) > 0 {
 			earliest := order[0]
 			order = order[1:]
+			if got := s.NextEventTime(); got != earliest {
+				t.Fatalf("step %d: NextEventTime = %v, want %v", step, got, earliest)
+			}
 			// As the run loop takes the next instant.
-			if len(s.times) == 0 {
-				s.refillNear()
+			if b := s.times.bins[func() uint { k, v := s.times.lowest(); return k<<6 | v }()]; b.link != nil {
+				sawRebase = true
 			}
-			b := s.popTime()
+			b := s.times.pop()
 			if b != ref[earliest] || b.at != earliest {
-				t.Fatalf("step %d: popped the bucket of %v, want %v", step, b.at, earliest)
+				t.Fatalf("step %d: took the bucket of %v, want %v", step, b.at, earliest)
 			}
-			delete(ref, earliest)
-			// Recycle it as the run loop does.
+			s.unindex(b)
+			if s.cur != nil {
+				s.retire()
+			}
 			s.cur = b
-			s.retire()
+			s.now = b.at
+			delete(ref, earliest)
+			if s.now > Horizon {
+				// Start again: from here on nearly every time saturates.
+				s, ref, order = New(), map[Time]*bucket{}, nil
+				restarts++
+			}
 			continue
 		}
-		at := Time(rng.IntN(4096)) * Time(1+rng.IntN(3))
-		b := s.bucketAt(at)
+		at := Add(s.now, max(0, delay()))
+		if s.cur != nil && s.cur.at == at {
+			continue // the current instant's bucket (At appends to it)
+		}
+		// As At finds a time's bucket.
+		b := s.recent[recentSlot(at)]
+		if b == nil || b.at != at {
+			b = s.bucketOf(at)
+		}
 		if want := ref[at]; want != nil && b != want {
-			t.Fatalf("step %d: bucketAt(%v) = %p, want the pending %p", step, at, b, want)
+			t.Fatalf("step %d: the bucket of %v is %p, want the pending %p", step, at, b, want)
 		}
 		if b.at != at {
-			t.Fatalf("step %d: bucketAt(%v) returned the bucket of %v", step, at, b.at)
+			t.Fatalf("step %d: looking up %v gave the bucket of %v", step, at, b.at)
 		}
 		if ref[at] == nil {
 			i, _ := slices.BinarySearch(order, at)
 			order = slices.Insert(order, i, at)
 		}
 		ref[at] = b
-		if n := len(s.times) + len(s.far); n != len(ref) {
-			t.Fatalf("step %d: %d pending times, want %d", step, n, len(ref))
+		if err := s.times.checkBins(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
 		}
-		if len(s.far) > 0 {
-			sawFar = true
-			if len(s.times) > 0 && s.times[0].at >= s.far[0].at {
-				t.Fatalf("step %d: near time %v is not before the far heap's earliest %v", step, s.times[0].at, s.far[0].at)
+		if s.times.n != len(ref) {
+			t.Fatalf("step %d: %d pending times, want %d", step, s.times.n, len(ref))
+		}
+		if s.overflow.n > 0 {
+			sawOverflow = true
+		}
+		// Keep the pending times to a few hundred.
+		for len(ref) > 300 {
+			earliest := order[0]
+			order = order[1:]
+			b := s.times.pop()
+			if b.at != earliest {
+				t.Fatalf("step %d: took %v, want %v", step, b.at, earliest)
+			}
+			s.unindex(b)
+			if s.cur != nil {
+				s.retire()
+			}
+			s.cur, s.now = b, b.at
+			delete(ref, earliest)
+		}
+	}
+	if !sawOverflow || !sawRebase || restarts < 10 {
+		t.Fatalf("overflow used %v, a shared radix bin taken %v, %d runs past the Horizon: the test does not cover them", sawOverflow, sawRebase, restarts)
+	}
+	t.Logf("%d restarts", restarts)
+}
+
+// The radix heap gives back any set of distinct times, placed in any
+// order at or after the last one taken, earliest first, also after
+// rebaseAll moves its base down (as the watchdog does when it puts the
+// time it took back).
+func TestRadixTimesTakeEarliestFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	var r radixTimes
+	pending := map[Time]bool{}
+	var want []Time
+	now := Time(0)
+	for step := 0; step < 200000; step++ {
+		switch op := rng.IntN(10); {
+		case op < 5 && len(pending) < 500 || len(pending) == 0:
+			at := now + Time(rng.Int64N(1<<uint(rng.IntN(63))))
+			if at < now { // wrapped past Never
+				at = Never
+			}
+			if pending[at] {
+				continue
+			}
+			pending[at] = true
+			i, _ := slices.BinarySearch(want, at)
+			want = slices.Insert(want, i, at)
+			r.push(&bucket{at: at})
+		case op < 9:
+			if got := r.min(); got != want[0] {
+				t.Fatalf("step %d: min = %v, want %v", step, got, want[0])
+			}
+			b := r.pop()
+			if b.at != want[0] || b.link != nil {
+				t.Fatalf("step %d: took %v (linked %v), want %v", step, b.at, b.link != nil, want[0])
+			}
+			delete(pending, b.at)
+			want = want[1:]
+			now = b.at
+		default:
+			// Back to an earlier base, as after a watchdog stop.
+			base := now
+			if len(want) > 0 {
+				base = want[0] - Time(rng.Int64N(int64(want[0]-now)+1))
+			}
+			r.rebaseAll(base)
+			now = base
+		}
+		if r.n != len(pending) {
+			t.Fatalf("step %d: %d pending, want %d", step, r.n, len(pending))
+		}
+		if step%64 == 0 {
+			if err := r.checkBins(); err != nil {
+				t.Fatalf("step %d: %v", step, err)
 			}
 		}
 	}
-	if !sawFar {
-		t.Fatal("no time went to the far heap: the test does not cover it")
+	if r.min() == Never && len(pending) > 0 && !pending[Never] {
+		t.Fatal("min is Never with times pending")
 	}
-	for i := 1; i < len(s.times); i++ {
-		if s.times[i-1].at <= s.times[i].at {
-			t.Fatalf("pending times out of order at %d: %v then %v", i, s.times[i-1].at, s.times[i].at)
+}
+
+// checkBins reports the first pending time outside its bin (see push), a
+// bitmap bit that disagrees with its bin, or a wrong count.
+func (r *radixTimes) checkBins() error {
+	n := 0
+	for i, b := range r.bins {
+		if (b != nil) != (r.usedBins[i>>6]>>(i&63)&1 == 1) {
+			return fmt.Errorf("bin %d: its bit in usedBins is wrong", i)
+		}
+		for ; b != nil; b = b.link {
+			n++
+			if b.at < r.last {
+				return fmt.Errorf("bin %d holds %d, earlier than last %d", i, b.at, r.last)
+			}
+			k := (bits.Len64(uint64(b.at^r.last)|1) - 1) / 6
+			if want := 64*k + int(b.at>>(6*k))&63; want != i {
+				return fmt.Errorf("bin %d holds %d (last %d), which belongs in bin %d", i, b.at, r.last, want)
+			}
 		}
 	}
+	for k, u := range r.usedBins {
+		if (u != 0) != (r.used>>k&1 == 1) {
+			return fmt.Errorf("digit %d: its bit in used is wrong", k)
+		}
+	}
+	if n != r.n {
+		return fmt.Errorf("%d pending, %d in the bins", r.n, n)
+	}
+	return nil
 }

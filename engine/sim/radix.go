@@ -1,0 +1,139 @@
+package sim
+
+import "math/bits"
+
+// radixTimes orders the pending buckets by time (Sim.times): a radix
+// heap, a priority queue for keys never earlier than the last one taken,
+// as simulated time never goes back. A bucket is kept in the bin of the
+// highest base-64 digit in which its time differs from last and of its
+// time's value of that digit, so placing one is a push on a list, and
+// the bins in index order hold ever later times: the earliest pending
+// time is in the lowest non-empty bin (two bitmaps find it). Taking it
+// leaves every other bin as it is (their times differ from the new last
+// where they differed from the old one); only the buckets that shared
+// its bin fall into lower bins, each moving at most once per digit.
+type radixTimes struct {
+	// last is the time taken last (0 before any; the watchdog's limit
+	// after it stopped the run, see Sim.Run): every pending time is at
+	// least last, and last is at most Sim.now, so that every time At
+	// takes can be placed.
+	last Time
+	n    int    // pending buckets
+	used uint16 // bit k: some bin of digit k is not empty
+	// usedBins[k] bit v: bins[64k+v] is not empty.
+	usedBins [16]uint64
+	// bins are lists linked through bucket.link.
+	bins [16 * 64]*bucket
+}
+
+// radixDigitOf maps a bit length (1 to 64) to its base-64 digit (0 to
+// 10: a non-negative Time has 63 bits).
+var radixDigitOf = func() (d [65]uint8) {
+	for n := 1; n <= 64; n++ {
+		d[n] = uint8((n - 1) / 6)
+	}
+	return
+}()
+
+// push adds b (its time not pending, and at least r.last). The bin of
+// time t is 64k+v for digit k, the highest in which t differs from last,
+// and t's value v of it: times in a higher bin are later (they agree
+// with last above their digit, where a higher digit or a higher value of
+// it means a later time). t == last takes bin last&63 (digit 0 with
+// last's own value, which no other time has).
+func (r *radixTimes) push(b *bucket) {
+	t := b.at
+	k := uint(radixDigitOf[bits.Len64(uint64(t^r.last)|1)]) & 15
+	v := uint(uint64(t)>>(6*k&63)) & 63
+	i := k<<6 | v
+	b.link = r.bins[i]
+	r.bins[i] = b
+	r.usedBins[k] |= 1 << v
+	r.used |= 1 << k
+	r.n++
+}
+
+// lowest returns the lowest non-empty bin's digit and value (there is
+// one).
+func (r *radixTimes) lowest() (k, v uint) {
+	k = uint(bits.TrailingZeros16(r.used)) & 15
+	return k, uint(bits.TrailingZeros64(r.usedBins[k])) & 63
+}
+
+// min returns the earliest pending time, Never when there is none.
+func (r *radixTimes) min() Time {
+	if r.n == 0 {
+		return Never
+	}
+	k, v := r.lowest()
+	return earliestOf(r.bins[k<<6|v]).at
+}
+
+// earliestOf returns the bucket of the earliest time in the list from b.
+func earliestOf(b *bucket) *bucket {
+	m := b
+	for b = b.link; b != nil; b = b.link {
+		if b.at < m.at {
+			m = b
+		}
+	}
+	return m
+}
+
+// pop removes the bucket of the earliest pending time (there is one) and
+// returns it.
+func (r *radixTimes) pop() *bucket {
+	k, v := r.lowest()
+	i := k<<6 | v
+	m := r.bins[i]
+	r.bins[i] = nil
+	if r.usedBins[k] &^= 1 << v; r.usedBins[k] == 0 {
+		r.used &^= 1 << k
+	}
+	r.n--
+	if m.link != nil {
+		m = r.rebase(m)
+	}
+	r.last = m.at
+	return m
+}
+
+// rebaseAll places every pending bucket again relative to t, at most
+// the earliest pending time: last becomes t.
+func (r *radixTimes) rebaseAll(t Time) {
+	var all *bucket
+	for i, b := range r.bins {
+		for b != nil {
+			next := b.link
+			b.link = all
+			all = b
+			b = next
+		}
+		r.bins[i] = nil
+	}
+	r.used, r.usedBins, r.n = 0, [16]uint64{}, 0
+	r.last = t
+	for all != nil {
+		next := all.link
+		r.push(all)
+		all = next
+	}
+}
+
+// rebase takes the earliest bucket of the list from b, a bin just
+// emptied, and places the others again relative to its time: they agree
+// with it down to the bin's digit, so they fall into lower digits.
+func (r *radixTimes) rebase(b *bucket) *bucket {
+	m := earliestOf(b)
+	r.last = m.at
+	for b != nil {
+		next := b.link
+		if b != m {
+			r.push(b)
+			r.n--
+		}
+		b = next
+	}
+	m.link = nil
+	return m
+}
