@@ -501,11 +501,12 @@ func (q *listQueue) Run() error {
 	return nil
 }
 
-// Rule (model.md §1), for the bucket cache (Sim.recent): events at times
-// that share a cache entry, and at times whose buckets were recycled for
-// later times, still fire in exactly (time, sequence) order. Every time
-// here maps to the same entry, so each lookup evicts another pending
-// time's bucket or finds a recycled one.
+// Rule (model.md §1), for the bucket index (Sim.recent and its overflow):
+// events at times that share an entry of recent, and at times whose
+// buckets were recycled for later times, still fire in exactly (time,
+// sequence) order. Every time here maps to the same entry, so all but
+// one pending time's bucket live in the overflow table, and a lookup may
+// find a recycled bucket's entry.
 func TestCollidingTimesKeepTimeSequenceOrder(t *testing.T) {
 	var times []Time // ascending, all in recent entry 0
 	for at := Time(0); len(times) < 40; at++ {
