@@ -21,11 +21,7 @@ import (
 func storedRing(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint64, stored bool) ([]string, [][sim.MaxActivities]sim.Time) {
 	t.Helper()
 	const world, count = 3, 24
-	cfg := ipcqTestCfg(TCM, mode, 2, 128)
-	cfg.PollInterval = 40 * ipcqNS
-	cfg.Overhead = overhead
-	m, g := installIPCQ(t, testParams(), ringLinks(world), cfg)
-	m.Sim.SetJitter(jitter)
+	m, g := installStoredRing(t, world, mode, overhead, jitter)
 	var out []string
 	var procs []*sim.Proc
 	for r := 0; r < world; r++ {
@@ -160,6 +156,19 @@ func TestSendStored_DeadlockNamesTheCreditWait(t *testing.T) {
 	}
 }
 
+// installStoredRing installs the IPCQ ring of the stored-send tests:
+// small rings (senders wait for credits) and the given backpressure,
+// overhead and jitter.
+func installStoredRing(t *testing.T, world int, mode Backpressure, overhead sim.Time, jitter uint64) (*Machine, *Group) {
+	t.Helper()
+	cfg := ipcqTestCfg(TCM, mode, 2, 128)
+	cfg.PollInterval = 40 * ipcqNS
+	cfg.Overhead = overhead
+	m, g := installIPCQ(t, testParams(), ringLinks(world), cfg)
+	m.Sim.SetJitter(jitter)
+	return m, g
+}
+
 // storedRingThen is storedRing with one process per rank that sends each
 // message and then receives one (a fused primitive's pipeline): with
 // SendStored and Then, or as reference with the store's Wait, Send and
@@ -167,11 +176,7 @@ func TestSendStored_DeadlockNamesTheCreditWait(t *testing.T) {
 func storedRingThen(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint64, stored bool) []string {
 	t.Helper()
 	const world, count = 3, 24
-	cfg := ipcqTestCfg(TCM, mode, 2, 128)
-	cfg.PollInterval = 40 * ipcqNS
-	cfg.Overhead = overhead
-	m, g := installIPCQ(t, testParams(), ringLinks(world), cfg)
-	m.Sim.SetJitter(jitter)
+	m, g := installStoredRing(t, world, mode, overhead, jitter)
 	var out []string
 	var procs []*sim.Proc
 	for r := 0; r < world; r++ {
