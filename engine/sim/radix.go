@@ -92,10 +92,51 @@ func (r *radixTimes) pop() *bucket {
 	}
 	r.n--
 	if m.link != nil {
-		m = r.rebase(m)
+		m = r.spread(m, k)
 	}
 	r.last = m.at
 	return m
+}
+
+// spread takes the earliest bucket of the list from b, the bin of digit
+// k just emptied (it was the lowest non-empty bin, so every bin of a
+// lower digit is empty), and places the others again relative to its
+// time without looking for it first. The list's times agree with each
+// other above digit k-1 (and k > 0: a bin of digit 0 holds one time), so
+// binning them by their value of digit k-1 puts the earliest in the
+// lowest of those bins, and every time in another bin is where it
+// belongs relative to the earliest (it differs from it first at digit
+// k-1). Only the times sharing the earliest one's bin spread again, a
+// digit lower. The placements are those of finding the earliest and
+// pushing the others again, with a cheaper step per time (a shift and a
+// mask) and no pass to find the earliest: in the ring benchmarks most
+// bins that fall apart are of digit 2, with 2 to 8 times (64-rank
+// timing-only ring: 529 M instructions before, 524 M after).
+func (r *radixTimes) spread(b *bucket, k uint) *bucket {
+	for {
+		k = (k - 1) & 15
+		base := k << 6
+		shift := 6 * k & 63
+		var used uint64
+		for b != nil {
+			next := b.link
+			v := uint(uint64(b.at)>>shift) & 63
+			b.link = r.bins[base|v]
+			r.bins[base|v] = b
+			used |= 1 << v
+			b = next
+		}
+		v := uint(bits.TrailingZeros64(used)) & 63
+		b = r.bins[base|v]
+		r.bins[base|v] = nil
+		if used &^= 1 << v; used != 0 {
+			r.usedBins[k] = used
+			r.used |= 1 << k
+		}
+		if b.link == nil {
+			return b
+		}
+	}
 }
 
 // rebaseAll places every pending bucket again relative to t, at most
@@ -118,22 +159,4 @@ func (r *radixTimes) rebaseAll(t Time) {
 		r.push(all)
 		all = next
 	}
-}
-
-// rebase takes the earliest bucket of the list from b, a bin just
-// emptied, and places the others again relative to its time: they agree
-// with it down to the bin's digit, so they fall into lower digits.
-func (r *radixTimes) rebase(b *bucket) *bucket {
-	m := earliestOf(b)
-	r.last = m.at
-	for b != nil {
-		next := b.link
-		if b != m {
-			r.push(b)
-			r.n--
-		}
-		b = next
-	}
-	m.link = nil
-	return m
 }

@@ -208,3 +208,40 @@ func (r *radixTimes) checkBins() error {
 	}
 	return nil
 }
+
+// A bin that falls apart on a take spreads its times a digit at a time:
+// here a bin of digit 2 whose earliest time shares its digit-1 value with
+// others (they spread again, into digit 0) while the rest stay in bins of
+// digit 1. Every take gives the earliest time and leaves every other
+// pending time in its bin relative to it (see push).
+func TestRadixTimesSpreadBinByDigit(t *testing.T) {
+	var r radixTimes
+	const d1, d2 = 64, 64 * 64
+	// All in the bin of digit 2, value 1 (relative to last 0).
+	times := []Time{
+		d2 + 5*d1 + 9, d2 + 5*d1 + 3, d2 + 5*d1 + 40, // the earliest's digit-1 value
+		d2 + 7*d1, d2 + 7*d1 + 1, d2 + 63*d1 + 63, d2 + 6*d1 + 2,
+	}
+	for _, at := range times {
+		r.push(&bucket{at: at})
+	}
+	if k, v := r.lowest(); k != 2 || v != 1 || r.used != 1<<2 {
+		t.Fatalf("the times are in bin (%d, %d), used %b; want all in (2, 1)", k, v, r.used)
+	}
+	want := slices.Sorted(slices.Values(times))
+	for i, at := range want {
+		b := r.pop()
+		if b.at != at || b.link != nil {
+			t.Fatalf("take %d: %v (linked %v), want %v", i, b.at, b.link != nil, at)
+		}
+		if err := r.checkBins(); err != nil {
+			t.Fatalf("after taking %v: %v", at, err)
+		}
+		if i == 0 && (r.usedBins[0] != 1<<9|1<<40 || r.usedBins[1] != 1<<6|1<<7|1<<63) {
+			t.Fatalf("after the first take: digit 0 bins %b, digit 1 bins %b", r.usedBins[0], r.usedBins[1])
+		}
+	}
+	if r.n != 0 || r.used != 0 {
+		t.Fatalf("%d pending, used %b after taking every time", r.n, r.used)
+	}
+}
