@@ -25,13 +25,8 @@ func storedRing(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint6
 	var out []string
 	var procs []*sim.Proc
 	for r := 0; r < world; r++ {
-		pe := m.Ranks[r]
-		off, err := pe.TCM.Alloc(4 * 128)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sq := lookup(t, g, r, "E", true)
-		rq := lookup(t, g, r, "W", false)
+		pe, off, sq, rq := storedRank(t, m, g, r)
+		var err error
 		var ss StoredSend
 		ss.Stored = func() { out = append(out, fmt.Sprintf("%v rank%d stored", m.Sim.Now(), r)) }
 		procs = append(procs, m.Sim.Spawn(fmt.Sprintf("rank%d.send", r), func(p *sim.Proc) {
@@ -169,6 +164,18 @@ func installStoredRing(t *testing.T, world int, mode Backpressure, overhead sim.
 	return m, g
 }
 
+// storedRank is rank r's side of a stored-send ring: its PE, four
+// 128-byte staging slots in its TCM, its sending and receiving queue pairs.
+func storedRank(t *testing.T, m *Machine, g *Group, r int) (pe *PE, off int64, sq, rq *QueuePair) {
+	t.Helper()
+	pe = m.Ranks[r]
+	off, err := pe.TCM.Alloc(4 * 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pe, off, lookup(t, g, r, "E", true), lookup(t, g, r, "W", false)
+}
+
 // storedRingThen is storedRing with one process per rank that sends each
 // message and then receives one (a fused primitive's pipeline): with
 // SendStored and Then, or as reference with the store's Wait, Send and
@@ -180,13 +187,8 @@ func storedRingThen(t *testing.T, mode Backpressure, overhead sim.Time, jitter u
 	var out []string
 	var procs []*sim.Proc
 	for r := 0; r < world; r++ {
-		pe := m.Ranks[r]
-		off, err := pe.TCM.Alloc(4 * 128)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sq := lookup(t, g, r, "E", true)
-		rq := lookup(t, g, r, "W", false)
+		pe, off, sq, rq := storedRank(t, m, g, r)
+		var err error
 		var ss StoredSend
 		ss.Stored = func() {}
 		procs = append(procs, m.Sim.Spawn(fmt.Sprintf("rank%d", r), func(p *sim.Proc) {
