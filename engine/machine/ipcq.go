@@ -392,9 +392,8 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	if src.N > g.Cfg.SlotSize {
 		return &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
 	}
-	n := uint64(g.Cfg.NSlots)
-	if q.MyHead-q.PeerTailCache >= n { // no credit: wait (a closure and a call otherwise)
-		if err := g.wait(p, func() bool { return q.MyHead-q.PeerTailCache < n }, &q.sendWaiter, &q.SendWait); err != nil {
+	if g.noCredit(q) { // no credit: wait (a closure and a call otherwise)
+		if err := g.wait(p, func() bool { return !g.noCredit(q) }, &q.sendWaiter, &q.SendWait); err != nil {
 			return err
 		}
 	}
@@ -402,6 +401,13 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 	err := p.Sleep(g.Cfg.Overhead)
 	p.Doing(prev)
 	return err
+}
+
+// noCredit reports whether q's sender has no credit: its peer's ring
+// holds n_slots messages it has not freed (my_head − peer_tail_cache =
+// n_slots), so a send waits [model.md §4].
+func (g *Group) noCredit(q *QueuePair) bool {
+	return q.MyHead-q.PeerTailCache >= uint64(g.Cfg.NSlots)
 }
 
 // post issues the message of a send that has its credit and sets p's
@@ -486,7 +492,6 @@ const (
 // SendStored waits for ss.Store, calls ss.Stored, and sends ss.Src as
 // Send does. It returns when the send's overhead has passed.
 func (g *Group) SendStored(p *sim.Proc, ss *StoredSend) error {
-	n := uint64(g.Cfg.NSlots)
 	q := ss.Q
 	if g.Cfg.Backpressure == Poll || ss.Src.N > g.Cfg.SlotSize {
 		// Polling waits are sleeps the steps do not model; a send too
@@ -499,23 +504,17 @@ func (g *Group) SendStored(p *sim.Proc, ss *StoredSend) error {
 	}
 	ss.g = g
 	if !ss.Store.Done {
-		// As MemOp.wait: the process waits for the store.
 		ss.outer = p.Activity
 		ss.prev = p.Doing(ActMemory)
-		ss.Store.waiter = p
-		p.Wait, p.WaitSince = ss.Store, g.M.Sim.Now()
-		ss.phase = stepStore
+		ss.awaitStore(p)
 	} else {
 		ss.Stored()
-		if q.MyHead-q.PeerTailCache < n {
+		if !g.noCredit(q) {
 			return g.Send(p, q, ss.Src, ss.Meta) // nothing to wait for but the overhead
 		}
-		// As g.wait: the process waits for a credit.
 		ss.outer = p.Activity
 		ss.prev = p.Doing(ActSend)
-		q.sendWaiter = p
-		p.Wait, p.WaitSince = &q.SendWait, g.M.Sim.Now()
-		ss.phase = stepCredit
+		ss.awaitCredit(p)
 	}
 	err := p.ParkStep(ss)
 	p.Wait = nil
@@ -523,31 +522,41 @@ func (g *Group) SendStored(p *sim.Proc, ss *StoredSend) error {
 	return err
 }
 
+// awaitStore registers p as the store's waiter, as MemOp.wait does.
+func (ss *StoredSend) awaitStore(p *sim.Proc) {
+	ss.Store.waiter = p
+	p.Wait, p.WaitSince = ss.Store, p.Sim().Now()
+	ss.phase = stepStore
+}
+
+// awaitCredit registers p as waiting for a credit, as Group.wait does.
+func (ss *StoredSend) awaitCredit(p *sim.Proc) {
+	ss.Q.sendWaiter = p
+	p.Wait, p.WaitSince = &ss.Q.SendWait, p.Sim().Now()
+	ss.phase = stepCredit
+}
+
 // Step continues a StoredSend where the process's wake-up would have
 // resumed it.
 func (ss *StoredSend) Step(p *sim.Proc) {
 	g, q := ss.g, ss.Q
-	n := uint64(g.Cfg.NSlots)
 	if ss.phase == stepStore {
 		if !ss.Store.Done { // (as MemOp.wait's loop)
-			ss.Store.waiter = p
-			p.Wait, p.WaitSince = ss.Store, g.M.Sim.Now()
+			ss.awaitStore(p)
 			p.Repark()
 			return
 		}
 		p.Wait = nil
 		p.Account(ss.prev)
 		ss.Stored()
-		if q.MyHead-q.PeerTailCache >= n {
+		if g.noCredit(q) {
 			ss.prev = p.Account(ActSend)
-			q.sendWaiter = p
-			p.Wait, p.WaitSince = &q.SendWait, g.M.Sim.Now()
-			ss.phase = stepCredit
+			ss.awaitCredit(p)
 			p.Repark()
 			return
 		}
 	} else if ss.phase == stepCredit {
-		if q.MyHead-q.PeerTailCache >= n { // (as g.wait's loop)
+		if g.noCredit(q) { // (as g.wait's loop)
 			q.sendWaiter = p
 			p.Repark()
 			return

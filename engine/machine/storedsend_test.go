@@ -81,7 +81,8 @@ func storedRing(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint6
 	return append(out, fmt.Sprintf("%d events", m.Sim.Events())), senders
 }
 
-// SendStored continues its waits on the event loop instead of resuming
+// Rule (model.md §1): events fire in (time, sequence) order, and
+// --jitter-seed permutes only process wake-ups. SendStored continues its waits on the event loop instead of resuming
 // the process for each; the run must be the one that waiting for the
 // store and then calling Send gives, event for event: the same times, the
 // same order (also under jitter, which permutes a step like the process
@@ -102,8 +103,11 @@ func TestSendStored_SameRunAsWaitThenSend(t *testing.T) {
 	}
 }
 
-// The scenario waits for both stores and credits, so that the steps of
-// both waits are what TestSendStored_SameRunAsWaitThenSend compares.
+// Rule (model.md §4, send steps 1 and 2): a send without a credit waits
+// for one (my_head − peer_tail_cache = n_slots) and returns after
+// ipcq_overhead_ns. The scenario waits for both stores and credits, so
+// that the steps of both waits are what TestSendStored_SameRunAsWaitThenSend
+// compares.
 func TestSendStored_RingWaitsForStoresAndCredits(t *testing.T) {
 	_, senders := storedRing(t, Sleep, 5*ipcqNS, 0, true)
 	for r, spent := range senders {

@@ -99,7 +99,9 @@ func stepRun(t *testing.T, jitter uint64, ticker, steps bool) []string {
 	return append(log, fmt.Sprintf("%d events", s.Events()))
 }
 
-// A step fires exactly where the process's resumption would have: the
+// Rule (model.md §1): events fire in (time, sequence) order, and jitter
+// permutes process wake-ups only. A step fires exactly where the
+// process's resumption would have: the
 // same times, the same order (under jitter too: the queue holds the
 // process, permuted like any wake-up), the same time per activity and the
 // same count of events, whether the final sleep passes in place or not.
