@@ -18,18 +18,25 @@ func heldBlocks(mem *Memory) []int {
 	return out
 }
 
+// preRunTestBlocks allocates n pre-run blocks in PE 0's TCM of a test
+// machine and returns them for writing.
+func preRunTestBlocks(t *testing.T, n int64) (m *Machine, mem *Memory, off int64, b []byte) {
+	t.Helper()
+	m = newTestMachine(t, testParams())
+	mem = m.PE(0).TCM
+	off, err := mem.Alloc(n << preRunBlockShift)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, mem, off, mem.Bytes(off, n<<preRunBlockShift)
+}
+
 // While the pre-run image is kept, a write through Bytes or an Alloc that
 // clears reused bytes saves the blocks it writes first; View saves
 // nothing; PreRun gives back the bytes from before KeepPreRun.
 func TestPreRunSavesBlocksBeforeFirstWrite(t *testing.T) {
 	const block = 1 << preRunBlockShift
-	m := newTestMachine(t, testParams())
-	mem := m.PE(0).TCM
-	off, err := mem.Alloc(4 * block)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := mem.Bytes(off, 4*block)
+	m, mem, off, b := preRunTestBlocks(t, 4)
 	for i := range b {
 		b[i] = byte(i%251 + 1)
 	}
@@ -84,13 +91,7 @@ func TestPreRunSavesBlocksBeforeFirstWrite(t *testing.T) {
 // still gives back its bytes from before KeepPreRun.
 func TestPreRunSavesSentinelBlockAsPattern(t *testing.T) {
 	const block = 1 << preRunBlockShift
-	m := newTestMachine(t, testParams())
-	mem := m.PE(0).TCM
-	off, err := mem.Alloc(2 * block)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := mem.Bytes(off, 2*block)
+	m, mem, off, b := preRunTestBlocks(t, 2)
 	for i := range b {
 		b[i] = []byte{0, 0, 0xc0, 0x7f}[i%4]
 	}
