@@ -356,18 +356,22 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 	// A piece is its range and element count, worked out where it is
 	// used: a piece allocates nothing in Go, and a whole Ptr (a dozen
 	// words to copy) is built only where one is kept, in a load's handle.
-	sz, total := int64(dt.Size()), ref.Count
+	total := ref.Count
 	// Whether each piece's store into dst is checked against the rank's
 	// other writes (WriteWriteHazard). The pieces are disjoint, and a
 	// write found done now stays done: when no write of the rank into dst
 	// is pending now and no other thread can write, no piece's check can
 	// fire, and the per-piece scans of the issued writes are left out.
+	// Whether the rank has threads, once per call: the count only grows,
+	// and with none at the start no other process of the rank can spawn
+	// one during the call.
+	threads := k.rootKernel().nthreads > 0
 	checkDstWW := false
 	if c.dst != nil {
 		if err := k.checkWriteAt(c.name, c.dst.Reg, false); err != nil {
 			return err
 		}
-		checkDstWW = k.rootKernel().nthreads > 0 || k.pendingWriteInto(c.dst.Reg) != nil
+		checkDstWW = threads || k.pendingWriteInto(c.dst.Reg) != nil
 	}
 	if c.local != nil {
 		if c.local.slotStale() { // the name is built only for the error
@@ -388,9 +392,8 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 	}
 	stores := k.stores[:0]
 	// Whether a deferred piece must hold the send side (other threads may
-	// want it), once per call: the count of threads only grows, and with
-	// none at the start no other process of the rank can spawn one.
-	holdSide := k.rootKernel().nthreads > 0
+	// want it).
+	holdSide := threads
 
 	// Piece i+1 is taken and its load issued before piece i's load is
 	// waited for, when it has already arrived: the loads of consecutive
@@ -399,14 +402,11 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 	for i := int64(0); i < pieces; i++ {
 		for c.local != nil && issued < pieces && issued < i+window {
 			n := min(per, total-issued*per)
-			reg := machine.Region{Mem: c.local.Reg.Mem, Off: c.local.Reg.Off + issued*per*sz, N: n * sz}
+			reg := c.local.subRegion(issued*per, n)
 			h := k.takePrefetched(reg)
 			if h == nil {
-				h = k.newHandle()
-				h.src = *c.local
-				h.src.Reg, h.src.Count = reg, n
 				var err error
-				if h, err = k.fetchSrc(c.name, h); err != nil {
+				if h, err = k.fetchPiece(c.name, c.local, reg, n); err != nil {
 					return err
 				}
 			}
@@ -467,19 +467,14 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 		}
 		// The piece's bytes go back to the machine's pool once its stores
 		// have copied them (none under timing-only).
-		var owner *tileBuf
-		if data.Data != nil {
-			owner = k.newTileBuf(data.Data)
-		}
+		owner := k.newTileBuf(data.Data) // nil under timing-only
 		if c.dst != nil {
-			reg := machine.Region{Mem: c.dst.Reg.Mem, Off: c.dst.Reg.Off + i*per*sz, N: data.Count * sz}
-			op, err := k.storeOpChecked(c.name, reg, dt, data.Count, &data, checkDstWW)
+			n := min(per, total-i*per)
+			op, err := k.storeOpChecked(c.name, c.dst.subRegion(i*per, n), dt, n, &data, checkDstWW)
 			if err != nil {
 				return err
 			}
-			if owner != nil {
-				owner.watch(op)
-			}
+			owner.watch(op)
 			stores = append(stores, op)
 		}
 		if c.out != nil {
@@ -488,9 +483,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 				return err
 			}
 			op := k.storeStaging(slot, &data)
-			if owner != nil {
-				owner.watch(op)
-			}
+			owner.watch(op)
 			// Piece i-1 goes out now, piece i once piece i+1 has been
 			// combined (or before the kernel next blocks or does
 			// anything but another primitive).
@@ -743,23 +736,28 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 	// pieces), and only if one overlaps p: one scan of the queue for the
 	// call instead of one per piece.
 	again := k.prefetchedOverlap(p.Reg)
-	sz := int64(p.DT.Size())
 	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
 		n := min(per, p.Count-i*per)
-		reg := machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + i*per*sz, N: n * sz}
+		reg := p.subRegion(i*per, n)
 		if again && k.takePrefetched(reg) != nil {
 			continue
 		}
-		// The piece's Ptr is made in its handle (p.sub builds it aside).
-		h := k.newHandle()
-		h.src = *p
-		h.src.Reg, h.src.Count = reg, n
-		if _, err := k.fetchSrc(fn, h); err != nil {
+		h, err := k.fetchPiece(fn, p, reg, n)
+		if err != nil {
 			return err
 		}
 		k.prefetched.push(prefetchedLoad{reg, h})
 	}
 	return nil
+}
+
+// fetchPiece issues the load of the piece reg (n elements) of p, its Ptr
+// made in the load's handle (p.sub would build it aside and copy it).
+func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*handle, error) {
+	h := k.newHandle()
+	h.src = *p
+	h.src.Reg, h.src.Count = reg, n
+	return k.fetchSrc(fn, h)
 }
 
 // startPiece waits for the next message of c.in, which must carry count

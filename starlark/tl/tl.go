@@ -601,8 +601,7 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 	}
 	root := k.rootKernel()
 	// The entry is filled in place (a literal is built aside and copied
-	// in, ten words per store of a primitive's piece); the room past the
-	// entries is clear (compactWrites clears what it drops).
+	// in, ten words per store of a primitive's piece).
 	n := len(root.writes)
 	if n < cap(root.writes) {
 		root.writes = root.writes[:n+1]
@@ -610,5 +609,5 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 		root.writes = append(root.writes, issuedWrite{})
 	}
 	w := &root.writes[n]
-	w.op, w.gen, w.dst, w.fn, w.at = op, op.Gen(), op.Dst, fn, k.callSite()
+	w.op, w.gen, w.dst, w.fn, w.at, w.h = op, op.Gen(), op.Dst, fn, k.callSite(), nil
 }

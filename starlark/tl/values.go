@@ -182,10 +182,15 @@ func (p *Ptr) view(start, count int64, what string) (*Ptr, error) {
 // caller keeps it inside p.
 func (p *Ptr) sub(start, count int64) Ptr {
 	q := *p
-	sz := int64(p.DT.Size())
-	q.Reg = machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + start*sz, N: count * sz}
+	q.Reg = p.subRegion(start, count)
 	q.Count = count
 	return q
+}
+
+// subRegion is the memory of elements [start, start+count) of p.
+func (p *Ptr) subRegion(start, count int64) machine.Region {
+	sz := int64(p.DT.Size())
+	return machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + start*sz, N: count * sz}
 }
 
 // readsNow wraps a Ptr method that reads memory now: in a kernel, the
