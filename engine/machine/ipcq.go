@@ -322,7 +322,9 @@ const (
 var ActivityNames = [NumActivities]string{ActOther: "other", ActSend: "send", ActRecv: "recv", ActMemory: "memory", ActFlush: "flush"}
 
 // wait blocks p until cond holds, sleeping (woken by *slot's owner) or
-// polling every poll interval.
+// polling every poll interval. StoredSend.Step does the sleeping case's
+// registration and loop as steps (awaitCredit, awaitRecv): a change here
+// goes there too (TestSendStored_* compare the two).
 func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitInfo) error {
 	if cond() {
 		return nil
@@ -536,6 +538,14 @@ func (ss *StoredSend) awaitCredit(p *sim.Proc) {
 	ss.phase = stepCredit
 }
 
+// awaitRecv registers p as waiting for ss.Then's next message, as
+// Group.wait does.
+func (ss *StoredSend) awaitRecv(p *sim.Proc) {
+	ss.Then.recvWaiter = p
+	p.Wait, p.WaitSince = &ss.Then.RecvWait, p.Sim().Now()
+	ss.phase = stepThen
+}
+
 // Step continues a StoredSend where the process's wake-up would have
 // resumed it.
 func (ss *StoredSend) Step(p *sim.Proc) {
@@ -550,7 +560,7 @@ func (ss *StoredSend) Step(p *sim.Proc) {
 		p.Account(ss.prev)
 		ss.Stored()
 		if g.noCredit(q) {
-			ss.prev = p.Account(ActSend)
+			ss.prev = p.Doing(ActSend) // (the time so far is charged)
 			ss.awaitCredit(p)
 			p.Repark()
 			return
@@ -582,11 +592,8 @@ func (ss *StoredSend) Step(p *sim.Proc) {
 			p.ResumeNow()
 			return
 		}
-		// As g.wait.
 		ss.prev = p.Account(ActRecv)
-		rq.recvWaiter = p
-		p.Wait, p.WaitSince = &rq.RecvWait, g.M.Sim.Now()
-		ss.phase = stepThen
+		ss.awaitRecv(p)
 		p.Repark()
 		return
 	}

@@ -1677,3 +1677,39 @@ func TestIPCQ_SendsReadingCountMatchesTheLists(t *testing.T) {
 		})
 	}
 }
+
+// Rule (model.md §4, recv step 1; I6): a receiver sees messages in the
+// order they were sent. A message from a source with a short path may
+// land before an earlier one from a slower source; it is published (its
+// peer_head_cache raised) only with the messages before it.
+func TestIPCQ_Delivery_PublishedInSenderOrder(t *testing.T) {
+	p := testParams()
+	p.Placement = []int{0, 1}
+	m, g := installIPCQ(t, p, pairLinks(), ipcqTestCfg(TCM, Sleep, 4, 256))
+	q := lookup(t, g, 0, "E", true)
+	rq := lookup(t, g, 1, "W", false)
+	slow := srcBuf(t, memOf(m.Ranks[0], HBM), payload(0, 0, 256))
+	fast := srcBuf(t, memOf(m.Ranks[0], TCM), payload(0, 1, 4))
+	type delivery struct{ Seq, PeerHead uint64 }
+	var got []delivery
+	g.OnDeliver = func(_ *QueuePair, msg *Message) {
+		got = append(got, delivery{msg.Meta.Seq, rq.PeerHeadCache})
+	}
+	m.Sim.Spawn("send", func(p *sim.Proc) {
+		for _, src := range []Region{slow, fast} {
+			if err := g.Send(p, q, src, MsgMeta{}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err := m.Sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Seq != 1 {
+		t.Fatalf("deliveries %v: the scenario needs message 1 to land first", got)
+	}
+	want := []delivery{{1, 0}, {0, 2}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("peer_head_cache at each delivery (-want +got):\n%s", diff)
+	}
+}

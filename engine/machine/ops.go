@@ -170,7 +170,9 @@ func (op *MemOp) String() string {
 	return fmt.Sprintf("%s %v -> %v on %v", name, op.Src, op.Dst, op.PE)
 }
 
-// Wait blocks p until the operation completed.
+// Wait blocks p until the operation completed. StoredSend.Step waits for
+// a store the same way as steps (awaitStore): a change here goes there
+// too (TestSendStored_* compare the two).
 func (op *MemOp) Wait(p *sim.Proc) error {
 	if op.Done {
 		return nil // (this much inlines: a fused primitive's piece waits for three operations)

@@ -138,13 +138,21 @@ func (p *Proc) Sleep(d Time) error {
 	}
 	s := p.sim
 	t := Add(s.now, d)
-	if t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil {
+	if s.passesInPlace(t) {
 		p.Spent[p.Activity] += t - s.now
 		s.now = t
 		return nil
 	}
 	s.At(t, p)
 	return p.suspend()
+}
+
+// passesInPlace reports whether a process's sleep until t may move the
+// clock there in place, without an event (Sleep, SleepStep): no other
+// event comes before t, t is within the run's limit and the run goes on,
+// so nothing could observe the interval.
+func (s *Sim) passesInPlace(t Time) bool {
+	return t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil
 }
 
 // Park blocks until Wake. Set Wait/WaitSince before parking for reports.
@@ -192,7 +200,7 @@ func (p *Proc) Account(a uint8) (prev uint8) {
 func (p *Proc) SleepStep(d Time) bool {
 	s := p.sim
 	t := Add(s.now, d)
-	if t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil {
+	if s.passesInPlace(t) {
 		// (The next Account, or the resumed suspend, charges the time
 		// since the last Account, the sleep included, to the current
 		// activity.)
@@ -215,7 +223,9 @@ func (p *Proc) Continue(d Time) {
 }
 
 // ResumeNow (in a step) ends the chain: the coroutine goes on at once,
-// within the current event, as the process itself would have.
+// within the current event, as the process itself would have. The
+// coroutine runs inside the call, so the step must return right after
+// it (as after Continue) without touching its state.
 func (p *Proc) ResumeNow() {
 	p.step = nil
 	p.resume()

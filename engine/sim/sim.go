@@ -168,9 +168,7 @@ func (f daemonFunc) Fire() { f() }
 const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
-func New() *Sim {
-	return &Sim{}
-}
+func New() *Sim { return &Sim{} }
 
 // SetJitter makes the order in which processes resume at the same instant
 // a reproducible pseudo-random permutation (schedule exploration); hardware
@@ -340,7 +338,7 @@ func (s *Sim) Pending() int { return s.pending }
 // (as the current bucket it may stay in recent until it retires).
 func (s *Sim) unindex(b *bucket) {
 	if s.recent[recentSlot(b.at)] != b {
-		s.overflow.take(b.at)
+		s.overflow.remove(b.at)
 	}
 }
 
@@ -465,7 +463,8 @@ func (s *Sim) Blocked() []*Proc {
 }
 
 // Running is the process whose coroutine is executing, or nil in an event
-// handler.
+// handler (a ParkStep step included: it runs on the loop, not in the
+// process, and so must not run code that asks which process runs).
 func (s *Sim) Running() *Proc { return s.running }
 
 // StallError: the event queue drained while processes were still blocked

@@ -117,7 +117,8 @@ func TestParkStepRunsLikeTheProcess(t *testing.T) {
 	}
 }
 
-// A process parked for a step is blocked like any other: a stall lists
+// Rule (model.md §8, F3 deadlock (a)): a process parked for a step is
+// blocked like any other: a stall lists
 // it with what it waits for, and Close makes ParkStep return ErrKilled
 // without firing the step.
 func TestParkStepStallAndClose(t *testing.T) {
@@ -136,6 +137,33 @@ func TestParkStepStallAndClose(t *testing.T) {
 	s.Close()
 	if !errors.Is(got, ErrKilled) || stepped {
 		t.Errorf("after Close: ParkStep returned %v (want ErrKilled), step fired: %v", got, stepped)
+	}
+}
+
+// Rule (model.md §1, simulated-time watchdog): a chain waiting on its own
+// sleep (SleepStep) when the watchdog stops the run unwinds too: Close
+// makes ParkStep return ErrKilled and the pending step does not fire again.
+func TestParkStepSleepingChainUnwindsAtWatchdog(t *testing.T) {
+	s := New()
+	s.MaxTime = 10 * Nanosecond
+	steps := 0
+	var got error
+	s.Spawn("sleeper", func(p *Proc) {
+		s.After(Nanosecond, p) // the wake-up that starts the chain
+		got = p.ParkStep(stepFunc(func(p *Proc) {
+			steps++
+			if p.SleepStep(Microsecond) { // past the watchdog: an event
+				t.Error("a sleep past the watchdog passed in place")
+			}
+		}))
+	})
+	var we *WatchdogError
+	if err := s.Run(); !errors.As(err, &we) {
+		t.Fatalf("Run() = %v, want a WatchdogError", err)
+	}
+	s.Close()
+	if !errors.Is(got, ErrKilled) || steps != 1 {
+		t.Errorf("after Close: ParkStep returned %v (want ErrKilled), steps %d (want 1)", got, steps)
 	}
 }
 

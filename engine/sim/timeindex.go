@@ -46,14 +46,13 @@ func (x *timeIndex) put(b *bucket) {
 	x.n++
 }
 
-// take removes and returns the bucket of time t, which is in the index.
-func (x *timeIndex) take(t Time) *bucket {
+// remove deletes the bucket of time t, which is in the index.
+func (x *timeIndex) remove(t Time) {
 	mask := len(x.slots) - 1
 	i := x.home(t)
 	for x.slots[i].at != t {
 		i = (i + 1) & mask
 	}
-	b := x.slots[i]
 	// Backward shift: move later entries of the probe run into the hole
 	// when their home is not between the hole and them.
 	for j := (i + 1) & mask; x.slots[j] != nil; j = (j + 1) & mask {
@@ -65,7 +64,6 @@ func (x *timeIndex) take(t Time) *bucket {
 	}
 	x.slots[i] = nil
 	x.n--
-	return b
 }
 
 func (x *timeIndex) grow() {

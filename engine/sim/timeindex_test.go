@@ -27,7 +27,7 @@ func TestTimeIndexMatchesMap(t *testing.T) {
 		case op == 1:
 			i := rng.IntN(len(keys))
 			at := keys[i]
-			x.take(at)
+			x.remove(at)
 			delete(ref, at)
 			keys[i] = keys[len(keys)-1]
 			keys = keys[:len(keys)-1]
