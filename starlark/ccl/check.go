@@ -20,6 +20,7 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
 )
 
@@ -226,7 +227,7 @@ func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target
 			continue
 		}
 		hint := ""
-		if near := closest(k, names); near != "" {
+		if near := registry.Closest(k, names); near != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", near)
 		}
 		if k == "root" && p.coll.Rooted {
@@ -242,39 +243,6 @@ func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target
 		out = append(out, fmt.Sprintf("%s: algorithms.%s.params.%s: kernel (%s) has no parameter %q%s", where, tgt.name, k, fn.Position(), k, hint))
 	}
 	return out
-}
-
-// closest is the name within edit distance 2 of s (the nearest, first on
-// ties), or "".
-func closest(s string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // paramCounts is fn's number of named parameters (without *args and

@@ -10,6 +10,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"kernbench/engine/topology"
+	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
@@ -139,11 +140,8 @@ func checkTLName(dot *syntax.DotExpr, report func(syntax.Position, string, ...an
 	if !ok || id.Name != "tl" || slices.Contains(tlNames, dot.Name.Name) {
 		return
 	}
-	hint := ""
-	if near := closest(dot.Name.Name, tlNames); near != "" {
-		hint = fmt.Sprintf(" (did you mean tl.%s?)", near)
-	}
-	report(dot.Name.NamePos, "tl has no .%s field or method%s", dot.Name.Name, hint)
+	// The message the run would stop with when a rank reaches the line.
+	report(dot.Name.NamePos, "%v", registry.NoSuchAttr("tl", dot.Name.Name, tlNames))
 }
 
 // splitArgs returns a call's positional arguments and its keyword

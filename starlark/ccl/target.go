@@ -13,6 +13,7 @@ import (
 
 	"kernbench/engine/config"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
 )
 
@@ -75,7 +76,7 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 		a, ok := cfg.Algorithms[arg]
 		if !ok {
 			hint := ""
-			if near := closest(arg, cfg.AlgorithmNames); near != "" {
+			if near := registry.Closest(arg, cfg.AlgorithmNames); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			return nil, WithKind(errkind.Usage, &Failure{Rank: -1,

@@ -283,7 +283,8 @@ func (k *Kernel) Attr(name string) (starlark.Value, error) {
 	if v, ok := k.attrs[name]; ok {
 		return v, nil
 	}
-	return nil, nil
+	// The hint kernbench check gives for the same line.
+	return nil, registry.NoSuchAttr("tl", name, k.AttrNames())
 }
 func (k *Kernel) AttrNames() []string {
 	names := make([]string, 0, len(k.attrs))

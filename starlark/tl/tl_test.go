@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 
 	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
@@ -277,8 +278,25 @@ func TestBuiltinsTable(t *testing.T) {
 	if load != fetch {
 		t.Errorf("tl.load = %v, want the fetch builtin %v", load, fetch)
 	}
-	if v, err := k.Attr("no_such_member"); v != nil || err != nil {
-		t.Errorf("tl.no_such_member = %v, %v; want nil, nil (Starlark reports the missing attribute)", v, err)
+	// A missing member is an error with kernbench check's wording and
+	// hint; hasattr and getattr with a default still see no member.
+	for name, want := range map[string]string{
+		"no_such_member": "tl has no .no_such_member field or method",
+		"sned":           "tl has no .sned field or method (did you mean tl.send?)",
+	} {
+		if v, err := k.Attr(name); v != nil || err == nil || err.Error() != want {
+			t.Errorf("tl.%s = %v, %v; want nil, %q", name, v, err, want)
+		}
+	}
+	th := &starlark.Thread{Name: "attr"}
+	got, err := starlark.ExecFileOptions(&syntax.FileOptions{}, th, "attr.star",
+		`r = (hasattr(tl, "sned"), getattr(tl, "sned", None), hasattr(tl, "send"))`,
+		starlark.StringDict{"tl": k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got["r"].String(); r != "(False, None, True)" {
+		t.Errorf("hasattr/getattr on tl = %s, want (False, None, True)", r)
 	}
 }
 
