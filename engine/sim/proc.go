@@ -111,6 +111,7 @@ func (p *Proc) resume() {
 	}
 	p.parked = false
 	p.sim.running = p
+	p.sim.resumed++
 	_, ok := p.next()
 	p.sim.running = nil
 	if !ok {

@@ -95,6 +95,10 @@ const (
 	atOver
 )
 
+// pieceStepsOff makes the process do every wait of the pipelines, as
+// without steps (tests: the reference run the steps are compared with).
+var pieceStepsOff bool
+
 // errInProcess stops a step of the pipeline at a wait that only the
 // process can do (see pieceRun).
 var errInProcess = errors.New("internal error: a fused primitive's step needs its process")
@@ -178,7 +182,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	// want it).
 	pr.holdSide = threads
 	// (A deferred piece fits a slot, as every piece does: pieceBytes.)
-	pr.steps = g.Cfg.Backpressure == machine.Sleep && k.M.Trace == nil && !threads
+	pr.steps = g.Cfg.Backpressure == machine.Sleep && k.M.Trace == nil && !threads && !pieceStepsOff
 	// Local operand pieces in flight, a window of n_slots (the first ones
 	// may have been issued by tl.prefetch).
 	pr.window = int64(g.Cfg.NSlots)
