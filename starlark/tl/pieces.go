@@ -217,8 +217,9 @@ func (pr *pieceRun) advance() (waiting bool) {
 			if err := pr.issueWindow(); err != nil {
 				return pr.fail(err)
 			}
+			// (The piece's tiles are set whole before they are read:
+			// loadedTile, combineInto.)
 			pr.cur, pr.next = pr.next, nil
-			pr.in, pr.lv, pr.data = Tile{}, Tile{}, Tile{}
 			if pr.cur != nil {
 				pr.at = atTaken
 				continue
