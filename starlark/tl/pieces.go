@@ -32,8 +32,9 @@ type pieceRun struct {
 	c *fusedCall
 	// at is what the pipeline does next (the wait it is in, when parked).
 	at pieceState
-	// steps: the waits are steps (see above).
-	steps bool
+	// steps: the waits are steps (see above); inboxSteps: so is the wait
+	// for a message's copy out of a ring outside TCM (copyIn).
+	steps, inboxSteps bool
 
 	dt             dtype.DType
 	per            int64 // elements per piece
@@ -56,6 +57,11 @@ type pieceRun struct {
 	stagedStore *machine.MemOp
 	// sending is the deferred piece whose send is under way.
 	sending *deferredSend
+	// inbox is where a message outside TCM is being copied to, copying
+	// the copy and copied the message's bytes.
+	inbox   *Ptr
+	copying *machine.MemOp
+	copied  int64
 	wait    machine.StepWait
 	err     error
 }
@@ -76,9 +82,15 @@ const (
 	// atArrived: piece i's message is there: it is taken and its load
 	// issued.
 	atArrived
+	// atCopied: piece i's copy into the inbox is done (rings outside TCM,
+	// with steps): its load is issued.
+	atCopied
 	// atTaken: piece i+1 is taken early when it has arrived (the loads of
 	// consecutive pieces overlap), and piece i's load waited for.
 	atTaken
+	// atNextCopied: piece i+1's copy into the inbox is done: its load is
+	// issued, and piece i's load waited for.
+	atNextCopied
 	// atLoaded: piece i's load is done; with a local operand, its load is
 	// waited for.
 	atLoaded
@@ -183,6 +195,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	pr.holdSide = threads
 	// (A deferred piece fits a slot, as every piece does: pieceBytes.)
 	pr.steps = g.Cfg.Backpressure == machine.Sleep && k.M.Trace == nil && !threads && !pieceStepsOff
+	pr.inboxSteps = pr.steps && c.in.Rx.Mem != k.PE.TCM
 	// Local operand pieces in flight, a window of n_slots (the first ones
 	// may have been issued by tl.prefetch).
 	pr.window = int64(g.Cfg.NSlots)
@@ -199,6 +212,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 // end forgets what the call referred to.
 func (pr *pieceRun) end() {
 	pr.c, pr.prefetch, pr.cur, pr.next, pr.lh, pr.owner, pr.sending, pr.stagedStore = nil, nil, nil, nil, nil, nil, nil, nil
+	pr.inbox, pr.copying = nil, nil
 	pr.in, pr.lv, pr.data = Tile{}, Tile{}, Tile{}
 }
 
@@ -252,7 +266,24 @@ func (pr *pieceRun) advance() (waiting bool) {
 				return true
 			}
 		case atArrived:
-			cur, err := k.startPiece(c, pr.dt, min(pr.per, pr.total-pr.i*pr.per))
+			count := min(pr.per, pr.total-pr.i*pr.per)
+			if pr.inboxSteps {
+				pr.at = atCopied
+				if waiting, err := pr.copyIn(count); err != nil {
+					return pr.fail(err)
+				} else if waiting {
+					return true
+				}
+				continue
+			}
+			cur, err := k.startPiece(c, pr.dt, count)
+			if err != nil {
+				return pr.fail(err)
+			}
+			pr.cur = cur
+			pr.at = atTaken
+		case atCopied:
+			cur, err := pr.copiedIn()
 			if err != nil {
 				return pr.fail(err)
 			}
@@ -260,12 +291,34 @@ func (pr *pieceRun) advance() (waiting bool) {
 			pr.at = atTaken
 		case atTaken:
 			if pr.i+1 < pr.pieces && c.in.Ready() {
-				next, err := k.startPiece(c, pr.dt, min(pr.per, pr.total-(pr.i+1)*pr.per))
+				count := min(pr.per, pr.total-(pr.i+1)*pr.per)
+				if pr.inboxSteps {
+					pr.at = atNextCopied
+					if waiting, err := pr.copyIn(count); err != nil {
+						return pr.fail(err)
+					} else if waiting {
+						return true
+					}
+					continue
+				}
+				next, err := k.startPiece(c, pr.dt, count)
 				if err != nil {
 					return pr.fail(err)
 				}
 				pr.next = next
 			}
+			pr.at = atLoaded
+			if waiting, err := pr.awaitLoad(pr.cur); err != nil {
+				return pr.fail(err)
+			} else if waiting {
+				return true
+			}
+		case atNextCopied:
+			next, err := pr.copiedIn()
+			if err != nil {
+				return pr.fail(err)
+			}
+			pr.next = next
 			pr.at = atLoaded
 			if waiting, err := pr.awaitLoad(pr.cur); err != nil {
 				return pr.fail(err)
@@ -515,4 +568,48 @@ func (k *Kernel) loadedTile(h *handle, t *Tile) error {
 	}
 	t.DT, t.Count, t.Data, t.Ready, t.ID, t.k = h.src.DT, h.src.Count, h.op.Data, h.op.Xfer.Finished, h.op.TileID, k
 	return nil
+}
+
+// copyIn begins the copy of c.in's next message (there), a piece of
+// count elements, into the next TCM inbox, as startPiece's recvInto does
+// for a buffer of one message, with its wait for the copy a step (false:
+// the copy is done); copiedIn ends it. With steps there are no threads,
+// so there is no side to arbitrate (useSide), and the inbox is the
+// kernel's private TCM, which no store of the kernel writes: its settle
+// never waits.
+func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
+	k, c, g, q := pr.k, pr.c, pr.k.G, pr.c.in
+	meta, err := k.pieceMeta(c, pr.dt, count)
+	if err != nil {
+		return false, err
+	}
+	inbox, err := k.inboxFor(c.name, pr.dt, meta.Count)
+	if err != nil {
+		return false, err
+	}
+	if err := k.settle(inbox.Reg); err != nil {
+		return false, err
+	}
+	k.dropPrefetched(inbox.Reg)
+	part := inbox.Reg.Sub(0, meta.NBytes)
+	if err := k.checkWrite(c.name, part); err != nil {
+		return false, err
+	}
+	r := g.Take(q, false)
+	k.Stats.Recv++
+	op := k.M.Copy(k.PE, part, r.Slot)
+	op.Name, op.Dir, op.Seq = "recv", q.Dir, r.Meta.Seq
+	pr.inbox, pr.copying, pr.copied = inbox, op, r.Meta.NBytes
+	return !op.Done && !pr.wait.Load(k.Proc, op), nil
+}
+
+// copiedIn ends copyIn once the copy is done: the message's credit
+// returns and the inbox's load is issued.
+func (pr *pieceRun) copiedIn() (*handle, error) {
+	k, q := pr.k, pr.c.in
+	k.G.Credit(q)
+	out, _ := pr.inbox.view(0, pr.copied/int64(pr.inbox.DT.Size()), "")
+	out.Dir = q.Dir
+	pr.inbox, pr.copying = nil, nil
+	return k.fetchAsync(pr.c.name, out)
 }
