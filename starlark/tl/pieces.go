@@ -11,22 +11,22 @@ import (
 
 // pieceRun is a fused primitive call's pipeline of pieces, written as a
 // state machine so that the process's steps (sim.Proc.AwaitStep) can
-// drive it as well as the process: each of its waits (a message, a load,
-// a forwarded piece's send) ends in a step on the event loop that goes on
-// to the next wait, and the process resumes once, when the call is over,
-// instead of at every wait (a resumption is two coroutine switches, about
-// 440 instructions; the 64-rank ring resumed its processes 1.7 times per
-// message). The steps do exactly what the process would have done at the
-// same place in the event order, so the run is the same event for event.
+// drive it as well as the process: each of its waits (a message, a copy
+// into the inbox, a load, a forwarded piece's send) ends in a step on the
+// event loop that goes on to the next wait, and the process resumes once,
+// when the call is over, instead of at every wait (a resumption is two
+// coroutine switches, about 440 instructions; the 64-rank ring resumed
+// its processes 1.7 times per message). The steps do exactly what the
+// process would have done at the same place in the event order, so the
+// run is the same event for event.
 //
-// A few waits need the process: the blocking calls that are not steps
-// (a store of the kernel into the range a piece loads, a send still
-// reading a staging slot, a slot outside TCM copied into the inbox). A
-// step that reaches one (errInProcess) resumes the process, which does
-// that state again, blocking, and then goes on itself until the next
-// wait. Without steps (the backpressure mode Poll, whose waits are
-// sleeps; a trace; a kernel with threads, whose pieces arbitrate the send
-// side) the process does every wait blocking.
+// A few waits need the process: the blocking calls that are not steps (a
+// store of the kernel into the range a piece loads, a send still reading
+// a staging slot). A step that reaches one (errInProcess) resumes the
+// process, which does that state again, blocking, and then goes on itself
+// until the next wait. Without steps (the backpressure mode Poll, whose
+// waits are sleeps; a trace; a kernel with threads, whose pieces
+// arbitrate the send side) the process does every wait blocking.
 type pieceRun struct {
 	k *Kernel
 	c *fusedCall
