@@ -444,7 +444,7 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 	g.M.submitDMA(q.ep.PE, &msg.Xfer) // Submit's DMA case (inlined: one call less per message)
 	q.pushInflight(msg)
 	src.Mem.addSendReading(src)
-	prev = p.Doing(ActSend)
+	prev = p.Account(ActSend) // (Doing in the process; a step charges the time so far)
 	if g.OnSend != nil {
 		g.OnSend(q, msg.Meta, g.M.Sim.Now())
 	}
@@ -457,12 +457,15 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 }
 
 // StoredSend is a send of a slot that a store is still filling (a fused
-// primitive's forwarded piece): SendStored waits for the store, then
-// sends. Its waits continue on the event loop (sim.Proc.ParkStep)
-// instead of resuming the process for each: the process resumes once,
-// when the send's overhead has passed. Each step does exactly what the
-// process would have done at that point (the same operations, at the same
-// place in the event order), so the run is the same event for event.
+// primitive's forwarded piece): it waits for the store, then sends. Its
+// waits continue on the event loop (sim.Proc.ParkStep) instead of
+// resuming the process for each: SendStored resumes the process once,
+// when the send's overhead has passed, and a caller that is itself a
+// chain of steps (a fused primitive's pipeline) starts it with
+// StartStored and goes on from its own step when Advance says the send is
+// done. Each step does exactly what the process would have done at that
+// point (the same operations, at the same place in the event order), so
+// the run is the same event for event.
 type StoredSend struct {
 	Store *MemOp
 	Q     *QueuePair
@@ -471,16 +474,11 @@ type StoredSend struct {
 	// Stored runs once the store is done, before the send (on the loop or
 	// in the process).
 	Stored func()
-	// Then, when set, is a direction whose next message the process waits
-	// for (as WaitRecv) once the send's overhead has passed, when the send
-	// had to wait: a fused primitive sends its deferred piece before it
-	// waits for the next one.
-	Then *QueuePair
 
 	g     *Group
-	phase uint8 // what the parked process waits for: stepStore, stepCredit
+	phase uint8 // what the parked process waits for: stepStore, stepCredit, stepOverhead
 	prev  uint8 // the activity of the wait's caller, restored when it ends
-	outer uint8 // the activity of SendStored's caller
+	outer uint8 // the activity of the send's caller
 }
 
 // The waits of a StoredSend.
@@ -488,40 +486,58 @@ const (
 	stepStore uint8 = iota
 	stepCredit
 	stepOverhead
-	stepThen
 )
 
 // SendStored waits for ss.Store, calls ss.Stored, and sends ss.Src as
 // Send does. It returns when the send's overhead has passed.
 func (g *Group) SendStored(p *sim.Proc, ss *StoredSend) error {
-	q := ss.Q
-	if g.Cfg.Backpressure == Poll || ss.Src.N > g.Cfg.SlotSize {
+	if !g.StoredSteps(ss) {
 		// Polling waits are sleeps the steps do not model; a send too
 		// large is Send's error.
 		if err := ss.Store.Wait(p); err != nil {
 			return err
 		}
 		ss.Stored()
-		return g.Send(p, q, ss.Src, ss.Meta)
+		return g.Send(p, ss.Q, ss.Src, ss.Meta)
 	}
-	ss.g = g
-	if !ss.Store.Done {
-		ss.outer = p.Activity
-		ss.prev = p.Doing(ActMemory)
-		ss.awaitStore(p)
-	} else {
-		ss.Stored()
-		if !g.noCredit(q) {
-			return g.Send(p, q, ss.Src, ss.Meta) // nothing to wait for but the overhead
-		}
-		ss.outer = p.Activity
-		ss.prev = p.Doing(ActSend)
-		ss.awaitCredit(p)
+	if g.StartStored(p, ss) {
+		return nil
 	}
-	err := p.ParkStep(ss)
+	err := p.AwaitStep(ss)
 	p.Wait = nil
 	p.Doing(ss.outer)
 	return err
+}
+
+// StoredSteps reports whether ss's waits can be steps: the backpressure
+// mode is Sleep (a polling wait is a sleep loop the steps do not model)
+// and the message fits a slot (else Send's error is the outcome).
+func (g *Group) StoredSteps(ss *StoredSend) bool {
+	return g.Cfg.Backpressure == Sleep && ss.Src.N <= g.Cfg.SlotSize
+}
+
+// StartStored begins ss (StoredSteps must hold), in the process or in a
+// step of its chain: true means the send is done (the store was, a credit
+// was there and the overhead passed in place); false, that the process
+// waits, and that its wake-ups go to ss.Advance until that returns true
+// (from the process: sim.Proc.AwaitStep).
+func (g *Group) StartStored(p *sim.Proc, ss *StoredSend) (sent bool) {
+	ss.g = g
+	ss.outer = p.Activity
+	if !ss.Store.Done {
+		ss.prev = p.Account(ActMemory)
+		ss.awaitStore(p)
+		p.Repark()
+		return false
+	}
+	ss.Stored()
+	if g.noCredit(ss.Q) {
+		ss.prev = p.Account(ActSend)
+		ss.awaitCredit(p)
+		p.Repark()
+		return false
+	}
+	return ss.post(p)
 }
 
 // awaitStore registers p as the store's waiter, as MemOp.wait does.
@@ -538,73 +554,123 @@ func (ss *StoredSend) awaitCredit(p *sim.Proc) {
 	ss.phase = stepCredit
 }
 
-// awaitRecv registers p as waiting for ss.Then's next message, as
-// Group.wait does.
-func (ss *StoredSend) awaitRecv(p *sim.Proc) {
-	ss.Then.recvWaiter = p
-	p.Wait, p.WaitSince = &ss.Then.RecvWait, p.Sim().Now()
-	ss.phase = stepThen
+// post issues the message, which has its store and credit, and lets the
+// send's overhead pass (true: it passed in place, the send is done).
+func (ss *StoredSend) post(p *sim.Proc) bool {
+	g := ss.g
+	g.post(p, ss.Q, ss.Src, ss.Meta)
+	ss.phase = stepOverhead
+	if !p.SleepStep(g.Cfg.Overhead) {
+		return false
+	}
+	p.Account(ss.outer) // (Send's return: the overhead is charged to sending)
+	return true
 }
 
-// Step continues a StoredSend where the process's wake-up would have
-// resumed it.
-func (ss *StoredSend) Step(p *sim.Proc) {
+// Advance continues ss at a wake-up of the process, where the process's
+// own wait would have gone on, and reports whether the send is done.
+func (ss *StoredSend) Advance(p *sim.Proc) (sent bool) {
 	g, q := ss.g, ss.Q
-	if ss.phase == stepStore {
+	switch ss.phase {
+	case stepStore:
 		if !ss.Store.Done { // (as MemOp.wait's loop)
 			ss.awaitStore(p)
 			p.Repark()
-			return
+			return false
 		}
 		p.Wait = nil
 		p.Account(ss.prev)
 		ss.Stored()
 		if g.noCredit(q) {
-			ss.prev = p.Doing(ActSend) // (the time so far is charged)
+			ss.prev = p.Account(ActSend)
 			ss.awaitCredit(p)
 			p.Repark()
-			return
+			return false
 		}
-	} else if ss.phase == stepCredit {
+	case stepCredit:
 		if g.noCredit(q) { // (as g.wait's loop)
 			q.sendWaiter = p
 			p.Repark()
-			return
+			return false
 		}
 		p.Account(ss.prev)
 		p.Wait = nil
+	case stepOverhead:
+		p.Account(ss.outer)
+		return true
 	}
-	if ss.phase != stepOverhead && ss.phase != stepThen {
-		g.post(p, q, ss.Src, ss.Meta)
-		if ss.Then == nil {
-			p.Continue(g.Cfg.Overhead)
-			return
-		}
-		ss.phase = stepOverhead
-		if !p.SleepStep(g.Cfg.Overhead) {
-			return
-		}
+	return ss.post(p)
+}
+
+// Step continues SendStored's chain; the process resumes once the send is
+// done.
+func (ss *StoredSend) Step(p *sim.Proc) {
+	if ss.Advance(p) {
+		p.ResumeNow()
 	}
-	// The overhead has passed: Send would return, and WaitRecv begin.
-	rq := ss.Then
-	if ss.phase == stepOverhead {
-		if rq.Ready() {
-			p.ResumeNow()
-			return
+}
+
+// StepWait is a wait of a process's chain of steps (sim.Proc.ParkStep)
+// for a memory operation or a message: the step form of MemOp.Wait and
+// of WaitRecv in the backpressure mode Sleep (a fused primitive's
+// pipeline waits for its loads and messages between its sends). Load and
+// Recv begin the wait, in the process or in a step (they return true
+// when there is nothing to wait for); at each wake-up Woken continues it
+// and returns true once it is over. The process's Wait and activity are
+// those of the blocking call, which a change there must keep in step with
+// (TestStepWait_* compare the two).
+type StepWait struct {
+	op   *MemOp
+	q    *QueuePair
+	prev uint8 // the activity of the wait's caller
+}
+
+// Load begins waiting for op, as op.Wait(p) would.
+func (w *StepWait) Load(p *sim.Proc, op *MemOp) (done bool) {
+	if op.Done {
+		return true
+	}
+	w.op = op
+	w.prev = p.Account(ActMemory)
+	op.waiter = p
+	p.Wait, p.WaitSince = op, p.Sim().Now()
+	p.Repark()
+	return false
+}
+
+// Recv begins waiting for q's next message, as WaitRecv(p, q) would in
+// the backpressure mode Sleep.
+func (w *StepWait) Recv(p *sim.Proc, q *QueuePair) (ready bool) {
+	if q.Ready() {
+		return true
+	}
+	w.q = q
+	w.prev = p.Account(ActRecv)
+	q.recvWaiter = p
+	p.Wait, p.WaitSince = &q.RecvWait, p.Sim().Now()
+	p.Repark()
+	return false
+}
+
+// Woken continues the wait at a wake-up of the process: true when it is
+// over (the caller goes on), false when the process waits on.
+func (w *StepWait) Woken(p *sim.Proc) (over bool) {
+	if op := w.op; op != nil {
+		if !op.Done { // (as MemOp.wait's loop)
+			op.waiter = p
+			p.Wait, p.WaitSince = op, p.Sim().Now()
+			p.Repark()
+			return false
 		}
-		ss.prev = p.Account(ActRecv)
-		ss.awaitRecv(p)
+	} else if q := w.q; !q.Ready() { // (as Group.wait's loop)
+		q.recvWaiter = p
 		p.Repark()
-		return
+		return false
 	}
-	if !rq.Ready() { // (as g.wait's loop)
-		rq.recvWaiter = p
-		p.Repark()
-		return
-	}
-	p.Account(ss.prev)
+	w.op, w.q = nil, nil
 	p.Wait = nil
-	p.ResumeNow()
+	p.Account(w.prev)
+	return true
 }
 
 // Complete is the DMA completion of a message: in one step [I6] the bytes

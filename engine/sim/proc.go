@@ -111,6 +111,7 @@ func (p *Proc) resume() {
 	}
 	p.parked = false
 	p.sim.running = p
+	p.sim.resumed++
 	_, ok := p.next()
 	p.sim.running = nil
 	if !ok {
@@ -173,37 +174,57 @@ func (p *Proc) Park() error {
 // report read them) and must not run Starlark (the process's thread is
 // suspended).
 func (p *Proc) ParkStep(step Stepper) error {
-	p.step = step
 	p.parked = true
+	return p.AwaitStep(step)
+}
+
+// AwaitStep (in the process) suspends p after it began its next wait the
+// way a step does, and hands its wake-ups to step as ParkStep does: the
+// wait is a registration with its waker (then Repark first: ParkStep) or
+// a sleep that SleepStep could not pass in place. It returns when a step
+// resumes the coroutine (ResumeNow, Continue). A chain that may begin
+// its waits in the process or in a step (Account, SleepStep and Repark
+// work in both) is written once.
+func (p *Proc) AwaitStep(step Stepper) error {
+	p.step = step
 	err := p.suspend()
 	p.step = nil
 	return err
 }
 
-// Repark (in a step) waits for the next wake-up, which fires the step again.
+// Repark (in a step, or in the process before AwaitStep) waits for the
+// next wake-up, which fires the step.
 func (p *Proc) Repark() { p.parked = true }
 
 // Account (in a step) charges the time since the process suspended (or
 // since the last Account) to its current activity, then sets activity a
-// and returns the previous one, as Doing does in the process.
+// and returns the previous one, as Doing does in the process. In the
+// process it is Doing (the suspension charges the time).
 func (p *Proc) Account(a uint8) (prev uint8) {
-	now := p.sim.now
-	p.Spent[p.Activity] += now - p.since
-	p.since = now
+	if s := p.sim; s.running != p {
+		now := s.now
+		p.Spent[p.Activity] += now - p.since
+		p.since = now
+	}
 	prev, p.Activity = p.Activity, a
 	return prev
 }
 
 // SleepStep (in a step) lets d pass for the process as its own Sleep(d)
 // would: in place when no other event can happen first (true: the step
-// goes on at once, at now+d), else by firing the step again at now+d.
+// goes on at once, at now+d), else by firing the step again at now+d. In
+// the process it is Sleep's in-place case, or the event that AwaitStep
+// then waits for.
 func (p *Proc) SleepStep(d Time) bool {
 	s := p.sim
 	t := Add(s.now, d)
 	if s.passesInPlace(t) {
-		// (The next Account, or the resumed suspend, charges the time
-		// since the last Account, the sleep included, to the current
-		// activity.)
+		// (In a step, the next Account, or the resumed suspend, charges
+		// the time since the last Account, the sleep included, to the
+		// current activity.)
+		if s.running == p {
+			p.Spent[p.Activity] += t - s.now
+		}
 		s.now = t
 		return true
 	}

@@ -119,6 +119,9 @@ type Sim struct {
 	pending  int // events in buckets, not yet fired
 	jitter   *rand.Rand
 	fired    uint64
+	// resumed counts coroutine resumptions (a cost the process steps
+	// avoid: Resumptions).
+	resumed uint64
 	// lastWork is the time of the last event that was simulated work (not
 	// a watchdog check): when a stalled system froze.
 	lastWork Time
@@ -191,6 +194,11 @@ func (s *Sim) Now() Time { return s.now }
 
 // Events is the number of events fired so far.
 func (s *Sim) Events() uint64 { return s.fired }
+
+// Resumptions is the number of times a process's coroutine was resumed
+// (its start included): each is two coroutine switches, which a wait
+// continued in a step (ParkStep) does without.
+func (s *Sim) Resumptions() uint64 { return s.resumed }
 
 // At schedules h to fire at time t (t >= Now).
 func (s *Sim) At(t Time, h Handler) {

@@ -878,21 +878,6 @@ func (k *Kernel) fetchSrc(fn string, h *handle) (*handle, error) {
 	return h, nil
 }
 
-// loaded waits for a load and sets t to its tile (in place: a Tile is
-// eight words, and a fused primitive takes two per piece); the handle must
-// be one nobody else holds, for the caller recycles it once the tile is
-// used.
-func (k *Kernel) loaded(h *handle, t *Tile) error {
-	if err := h.op.Wait(k.Proc); err != nil {
-		return err
-	}
-	if h.stale != nil {
-		return h.stale
-	}
-	t.DT, t.Count, t.Data, t.Ready, t.ID, t.k = h.src.DT, h.src.Count, h.op.Data, h.op.Xfer.Finished, h.op.TileID, k
-	return nil
-}
-
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
 	var pa PtrArg
 	var ta TileArg

@@ -343,177 +343,6 @@ func (k *Kernel) runFusedHolding(c *fusedCall) error {
 	return err
 }
 
-// runPieces receives, combines, stores and forwards the call's pieces.
-func (k *Kernel) runPieces(c *fusedCall) error {
-	g := k.G
-	ref := c.operand()
-	dt := ref.DT
-	per := c.piece / int64(dt.Size())
-	if per == 0 {
-		return errorf(errkind.IpcqMessageTooLarge, "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
-	}
-	pieces := max(1, (ref.Count+per-1)/per)
-	// A piece is its range and element count, worked out where it is
-	// used: a piece allocates nothing in Go, and a whole Ptr (a dozen
-	// words to copy) is built only where one is kept, in a load's handle.
-	total := ref.Count
-	// Whether each piece's store into dst is checked against the rank's
-	// other writes (WriteWriteHazard). The pieces are disjoint, and a
-	// write found done now stays done: when no write of the rank into dst
-	// is pending now and no other thread can write, no piece's check can
-	// fire, and the per-piece scans of the issued writes are left out.
-	// Whether the rank has threads, once per call: the count only grows,
-	// and with none at the start no other process of the rank can spawn
-	// one during the call.
-	threads := k.rootKernel().nthreads > 0
-	checkDstWW := false
-	if c.dst != nil {
-		if err := k.checkWriteAt(c.name, c.dst.Reg, false); err != nil {
-			return err
-		}
-		checkDstWW = threads || k.pendingWriteInto(c.dst.Reg) != nil
-	}
-	if c.local != nil {
-		if c.local.slotStale() { // the name is built only for the error
-			return k.checkSlot(c.local, c.name+" local")
-		}
-	}
-
-	// Local operand pieces in flight, a window of n_slots (the first ones
-	// may have been issued by tl.prefetch).
-	window := int64(g.Cfg.NSlots)
-	var prefetch []*handle
-	var issued int64
-	if c.local != nil {
-		if int64(cap(k.window)) < window {
-			k.window = make([]*handle, window)
-		}
-		prefetch = k.window[:window] // cleared by runFusedHolding
-	}
-	stores := k.stores[:0]
-	// Whether a deferred piece must hold the send side (other threads may
-	// want it).
-	holdSide := threads
-
-	// Piece i+1 is taken and its load issued before piece i's load is
-	// waited for, when it has already arrived: the loads of consecutive
-	// pieces overlap instead of queueing behind each other.
-	var next *handle
-	for i := int64(0); i < pieces; i++ {
-		for c.local != nil && issued < pieces && issued < i+window {
-			n := min(per, total-issued*per)
-			reg := c.local.subRegion(issued*per, n)
-			h := k.takePrefetched(reg)
-			if h == nil {
-				var err error
-				if h, err = k.fetchPiece(c.name, c.local, reg, n); err != nil {
-					return err
-				}
-			}
-			prefetch[issued%window] = h
-			issued++
-		}
-		cur := next
-		next = nil
-		if cur == nil {
-			// Never block while holding a deferred send: the piece we
-			// wait for may depend on it.
-			if !c.in.Ready() {
-				if err := k.sendDeferredThen(c.in); err != nil {
-					return err
-				}
-			}
-			var err error
-			if cur, err = k.startPiece(c, dt, min(per, total-i*per)); err != nil {
-				return err
-			}
-		}
-		if i+1 < pieces && c.in.Ready() {
-			var err error
-			if next, err = k.startPiece(c, dt, min(per, total-(i+1)*per)); err != nil {
-				return err
-			}
-		}
-		// The tiles are filled in place (eight words each, by value
-		// otherwise).
-		var data Tile
-		if c.local != nil {
-			var in, lv Tile
-			if err := k.loaded(cur, &in); err != nil {
-				return err
-			}
-			lh := prefetch[i%window]
-			prefetch[i%window] = nil
-			if err := k.loaded(lh, &lv); err != nil {
-				return err
-			}
-			if err := combineInto(&data, k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
-				return err
-			}
-			// Both loads are consumed: their operations and bytes are
-			// reused by later loads.
-			k.recycle(cur, true)
-			k.recycle(lh, true)
-			if c.final && k.RedOp == dtype.Avg {
-				in := data
-				data = in.scalarValue(dtype.Div, float64(k.World), int64(k.World), false, in.Data)
-			}
-		} else {
-			if err := k.loaded(cur, &data); err != nil {
-				return err
-			}
-			// The loaded bytes are what gets stored: the tile keeps them.
-			k.recycle(cur, false)
-		}
-		// The piece's bytes go back to the machine's pool once its stores
-		// have copied them (none under timing-only).
-		owner := k.newTileBuf(data.Data) // nil under timing-only
-		if c.dst != nil {
-			n := min(per, total-i*per)
-			op, err := k.storeOpChecked(c.name, c.dst.subRegion(i*per, n), dt, n, &data, checkDstWW)
-			if err != nil {
-				return err
-			}
-			owner.watch(op)
-			stores = append(stores, op)
-		}
-		if c.out != nil {
-			slot, err := k.stagingSlot(c.name, dt, data.Count)
-			if err != nil {
-				return err
-			}
-			op := k.storeStaging(slot, &data)
-			owner.watch(op)
-			// Piece i-1 goes out now, piece i once piece i+1 has been
-			// combined (or before the kernel next blocks or does
-			// anything but another primitive).
-			if err := k.sendDeferred(); err != nil {
-				return err
-			}
-			// The deferred piece keeps the send side in use until it is
-			// sent, which may be after this call.
-			var release func() // nil: one thread, nothing to arbitrate (no useSide call, no call to release)
-			if holdSide {
-				var err error
-				if release, err = k.useSide(c.out, true, c.name, c.origin); err != nil {
-					return err
-				}
-			}
-			// Field by field: a struct literal was built aside and then
-			// copied in whole.
-			d := &k.deferredBuf
-			d.q, d.slot, d.dt, d.count, d.store, d.origin, d.fn, d.release = c.out, slot, dt, data.Count, op, c.origin, c.name, release
-			k.deferred = d
-		}
-	}
-	// The stores into dst finish on their own: the next call starts at
-	// once, and whatever touches dst later waits for them (settle).
-	k.pendingWrites = append(k.pendingWrites, stores...)
-	clear(stores)
-	k.stores = stores[:0]
-	return nil
-}
-
 // tileBuf owns the bytes of a fused primitive's piece while its stores
 // copy them: the last store to complete hands them back to the machine.
 type tileBuf struct {
@@ -574,21 +403,24 @@ type deferredSend struct {
 }
 
 // sendDeferred sends the deferred piece, if any.
-func (k *Kernel) sendDeferred() error { return k.sendDeferredThen(nil) }
-
-// sendDeferredThen sends the deferred piece, if any, and when the send
-// had to wait, then waits for in's next message as well (nil: not), in one
-// resumption of the process.
-func (k *Kernel) sendDeferredThen(in *machine.QueuePair) error {
+func (k *Kernel) sendDeferred() error {
 	if k.deferred == nil {
 		return nil
 	}
-	// d is read in place (nothing of this kernel defers another piece
-	// until this one is sent) and released without a defer.
+	d, ss := k.storedDeferred()
+	err := k.G.SendStored(k.Proc, ss)
+	k.deferredSent(d, err)
+	return err
+}
+
+// storedDeferred takes the deferred piece and makes ready the send of its
+// staging slot: the store's wait, the credit's and the send's overhead
+// pass on the event loop, without resuming the process for each
+// (machine.StoredSend). d is read in place: nothing of this kernel
+// defers another piece until this one is sent.
+func (k *Kernel) storedDeferred() (*deferredSend, *machine.StoredSend) {
 	d := k.deferred
 	k.deferred = nil
-	// The store's wait, the credit's and the send's overhead pass on the
-	// event loop, without resuming the process for each (SendStored).
 	ss := &k.storedSend
 	if ss.Stored == nil {
 		ss.Stored = func() {
@@ -600,20 +432,19 @@ func (k *Kernel) sendDeferredThen(in *machine.QueuePair) error {
 		}
 	}
 	ss.Store, ss.Q, ss.Src, ss.Meta = d.store, d.q, d.slot, machine.MsgMeta{DType: uint8(d.dt), Count: d.count, Origin: d.origin}
-	if k.M.Trace == nil && d.release == nil {
-		// (What follows the send here, a trace's flow and giving up the
-		// send side, comes before that wait otherwise.)
-		ss.Then = in
-	}
-	err := k.G.SendStored(k.Proc, ss)
-	ss.Store, ss.Meta.Origin, ss.Then = nil, nil, nil
+	return d, ss
+}
+
+// deferredSent finishes the send of d (err: its outcome): the trace's
+// flow, and the send side given up (without a defer).
+func (k *Kernel) deferredSent(d *deferredSend, err error) {
+	k.storedSend.Store, k.storedSend.Meta.Origin = nil, nil
 	if tr := k.M.Trace; tr != nil && err == nil {
 		tr.FlowStart(flowKey(k.Rank, d.q.Dir, d.q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
 	if d.release != nil {
 		d.release()
 	}
-	return err
 }
 
 // prefetchQueue holds the tl.prefetch loads waiting for their primitive,
@@ -760,35 +591,33 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 	return k.fetchSrc(fn, h)
 }
 
-// startPiece waits for the next message of c.in, which must carry count
-// elements of dt, takes it and issues its load; finish the load
-// with k.wait. A slot in the PE's own TCM is loaded in place (the load is
-// direct and done long before the sender can reuse the slot its credit
-// frees); a slot in HBM or SRAM is first copied into a TCM inbox (the
-// credit returns after the copy), as a recv(dst=) into a landing buffer.
+// startPiece takes the next message of c.in, which must be there and
+// carry count elements of dt, and issues its load. A slot in the PE's
+// own TCM is loaded in place (the load is direct and done long before the
+// sender can reuse the slot its credit frees); a slot in HBM or SRAM is
+// first copied into a TCM inbox (the credit returns after the copy), as a
+// recv(dst=) into a landing buffer. In a step of the pipeline, a wait
+// before the load (the copy, a store into the slot) is errInProcess,
+// found before anything is taken.
 func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
-	if !q.Ready() { // (no call when the message is there)
-		if err := g.WaitRecv(k.Proc, q); err != nil {
-			return nil, err
-		}
+	meta, err := k.pieceMeta(c, dt, count)
+	if err != nil {
+		return nil, err
 	}
-	// In place: nothing delivers into the slot before its credit returns.
-	meta := &q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
-	if got := dtype.DType(meta.DType); got != dt {
-		name := "raw bytes"
-		if got.Valid() {
-			name = got.String()
+	inTCM := q.Rx.Mem == k.PE.TCM
+	if len(k.pendingWrites) > 0 || !inTCM { // (neither: nothing to ask)
+		if !inTCM && k.onLoop() {
+			return nil, errInProcess // recvInto waits for its copy
 		}
-		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, dt)
-	}
-	if meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
-		return nil, errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, count)
+		if inTCM && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
+			return nil, errInProcess // (the slot's region, as TakeSlot makes it)
+		}
 	}
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
-	if q.Rx.Mem == k.PE.TCM {
+	if inTCM {
 		slot, idx, gen := g.TakeSlot(q, true)
 		k.Stats.Recv++
 		// The slot's Ptr is set in the handle field by field (a literal
@@ -809,6 +638,25 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 		return nil, err
 	}
 	return k.fetchAsync(c.name, got)
+}
+
+// pieceMeta returns the metadata of c.in's next message (there), in
+// place (nothing delivers into the slot before its credit returns), or
+// the error of a message that is not a piece of count elements of dt.
+func (k *Kernel) pieceMeta(c *fusedCall, dt dtype.DType, count int64) (*machine.MsgMeta, error) {
+	q := c.in
+	meta := &q.Slots[q.MyTail%uint64(k.G.Cfg.NSlots)].Meta
+	if got := dtype.DType(meta.DType); got != dt {
+		name := "raw bytes"
+		if got.Valid() {
+			name = got.String()
+		}
+		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, dt)
+	}
+	if meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
+		return nil, errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, count)
+	}
+	return meta, nil
 }
 
 // scratch is a kernel's private TCM used by the fused primitives: a
@@ -858,14 +706,17 @@ func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (machine.Re
 		}
 	}
 	reg := s.staging[s.next]
-	if s.next++; s.next == len(s.staging) {
-		s.next = 0
-	}
 	reg.N = count * int64(dt.Size())
 	if reg.SendsMayRead() { // (no call otherwise: the common case)
+		if k.onLoop() {
+			return machine.Region{}, errInProcess // (a step cannot block)
+		}
 		if err := k.G.WaitUnread(k.Proc, reg); err != nil {
 			return machine.Region{}, err
 		}
+	}
+	if s.next++; s.next == len(s.staging) {
+		s.next = 0
 	}
 	return reg, nil
 }

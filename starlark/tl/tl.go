@@ -76,6 +76,7 @@ type Kernel struct {
 	// the window of local-operand loads and the dst stores of a call.
 	deferredBuf  deferredSend
 	storedSend   machine.StoredSend // the send of the deferred piece (Stored is set once)
+	pipeline     *pieceRun          // the pieces of the running primitive call
 	freeHandles  *handle            // linked by nextFree, the last recycled first
 	freeTileBufs []*tileBuf
 	window       []*handle

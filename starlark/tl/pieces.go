@@ -1,0 +1,615 @@
+package tl
+
+import (
+	"errors"
+
+	"kernbench/engine/dtype"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/errkind"
+)
+
+// pieceRun is a fused primitive call's pipeline of pieces, written as a
+// state machine so that the process's steps (sim.Proc.AwaitStep) can
+// drive it as well as the process: each of its waits (a message, a copy
+// into the inbox, a load, a forwarded piece's send) ends in a step on the
+// event loop that goes on to the next wait, and the process resumes once,
+// when the call is over, instead of at every wait (a resumption is two
+// coroutine switches, about 440 instructions; the 64-rank ring resumed
+// its processes 1.7 times per message). The steps do exactly what the
+// process would have done at the same place in the event order, so the
+// run is the same event for event.
+//
+// A few waits need the process: the blocking calls that are not steps (a
+// store of the kernel into the range a piece loads, a send still reading
+// a staging slot). A step that reaches one (errInProcess) resumes the
+// process, which does that state again, blocking, and then goes on itself
+// until the next wait. Without steps (the backpressure mode Poll, whose
+// waits are sleeps; a trace; a kernel with threads, whose pieces
+// arbitrate the send side) the process does every wait blocking.
+type pieceRun struct {
+	k *Kernel
+	c *fusedCall
+	// at is what the pipeline does next (the wait it is in, when parked).
+	at pieceState
+	// steps: the waits are steps (see above); inboxSteps: so is the wait
+	// for a message's copy out of a ring outside TCM (copyIn).
+	steps, inboxSteps bool
+
+	dt             dtype.DType
+	per            int64 // elements per piece
+	pieces, total  int64 // the call's pieces and elements
+	window, issued int64 // local operand loads in flight at most; issued so far
+	i              int64 // the piece under way
+	checkDstWW     bool  // each dst store is checked for WriteWriteHazard
+	holdSide       bool  // a deferred piece holds the send side (threads)
+	// prefetch are the local operand's loads, by piece modulo window.
+	prefetch []*handle
+	// cur is piece i's received slot load, next piece i+1's when it was
+	// taken early, lh piece i's local operand load.
+	cur, next, lh *handle
+	in, lv, data  Tile // the received, local and result tiles of piece i
+	owner         *tileBuf
+	stores        []*machine.MemOp
+	// staged is piece i's staging slot and stagedStore the store filling
+	// it, deferred once the piece before is sent.
+	staged      machine.Region
+	stagedStore *machine.MemOp
+	// sending is the deferred piece whose send is under way.
+	sending *deferredSend
+	// inbox is where a message outside TCM is being copied to, copying
+	// the copy and copied the message's bytes.
+	inbox   *Ptr
+	copying *machine.MemOp
+	copied  int64
+	wait    machine.StepWait
+	err     error
+}
+
+// pieceState is where a pipeline stands. A state does its part of a
+// piece (without waiting, or blocking without steps) and begins the wait
+// that the next state follows.
+type pieceState uint8
+
+const (
+	// atPiece begins piece i: the window's local operand loads, then,
+	// unless piece i was taken early, its message (after the deferred
+	// piece is sent when the message is not there: the next piece may
+	// depend on it).
+	atPiece pieceState = iota
+	// atFirstSent: the deferred piece sent before waiting is out.
+	atFirstSent
+	// atArrived: piece i's message is there: it is taken and its load
+	// issued.
+	atArrived
+	// atCopied: piece i's copy into the inbox is done (rings outside TCM,
+	// with steps): its load is issued.
+	atCopied
+	// atTaken: piece i+1 is taken early when it has arrived (the loads of
+	// consecutive pieces overlap), and piece i's load waited for.
+	atTaken
+	// atNextCopied: piece i+1's copy into the inbox is done: its load is
+	// issued, and piece i's load waited for.
+	atNextCopied
+	// atLoaded: piece i's load is done; with a local operand, its load is
+	// waited for.
+	atLoaded
+	// atLocalLoaded: both loads are done: the piece is combined.
+	atLocalLoaded
+	// atStoreDst: the result is stored into dst.
+	atStoreDst
+	// atStage: the result is stored into a staging slot and the piece
+	// before it sent.
+	atStage
+	// atForwarded: the piece before is out; this one is deferred.
+	atForwarded
+	// atOver: the call is over (err is its result).
+	atOver
+)
+
+// pieceStepsOff makes the process do every wait of the pipelines, as
+// without steps (tests: the reference run the steps are compared with).
+var pieceStepsOff bool
+
+// errInProcess stops a step of the pipeline at a wait that only the
+// process can do (see pieceRun).
+var errInProcess = errors.New("internal error: a fused primitive's step needs its process")
+
+// runPieces receives, combines, stores and forwards the call's pieces.
+func (k *Kernel) runPieces(c *fusedCall) error {
+	pr := k.pipeline
+	if pr == nil {
+		pr = &pieceRun{k: k}
+		k.pipeline = pr
+	}
+	if err := pr.begin(c); err != nil {
+		return err
+	}
+	for pr.advance() {
+		// Parked: the steps go on until the call is over or a state
+		// needs the process (advance then takes over again).
+		if err := k.Proc.AwaitStep(pr); err != nil {
+			pr.end()
+			return err
+		}
+	}
+	err := pr.err
+	pr.end()
+	return err
+}
+
+// Step continues the pipeline at a wake-up of the process.
+func (pr *pieceRun) Step(p *sim.Proc) {
+	var over bool
+	if pr.sending != nil {
+		over = pr.k.storedSend.Advance(p)
+	} else {
+		over = pr.wait.Woken(p)
+	}
+	if !over || pr.advance() {
+		return // waiting on
+	}
+	p.ResumeNow()
+}
+
+// begin checks the call and sets the pipeline up for its first piece.
+func (pr *pieceRun) begin(c *fusedCall) error {
+	k := pr.k
+	g := k.G
+	ref := c.operand()
+	dt := ref.DT
+	per := c.piece / int64(dt.Size())
+	if per == 0 {
+		return errorf(errkind.IpcqMessageTooLarge, "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
+	}
+	// Whether each piece's store into dst is checked against the rank's
+	// other writes (WriteWriteHazard). The pieces are disjoint, and a
+	// write found done now stays done: when no write of the rank into dst
+	// is pending now and no other thread can write, no piece's check can
+	// fire, and the per-piece scans of the issued writes are left out.
+	// Whether the rank has threads, once per call: the count only grows,
+	// and with none at the start no other process of the rank can spawn
+	// one during the call.
+	threads := k.rootKernel().nthreads > 0
+	checkDstWW := false
+	if c.dst != nil {
+		if err := k.checkWriteAt(c.name, c.dst.Reg, false); err != nil {
+			return err
+		}
+		checkDstWW = threads || k.pendingWriteInto(c.dst.Reg) != nil
+	}
+	if c.local != nil {
+		if c.local.slotStale() { // the name is built only for the error
+			return k.checkSlot(c.local, c.name+" local")
+		}
+	}
+	// A piece is its range and element count, worked out where it is
+	// used: a piece allocates nothing in Go, and a whole Ptr (a dozen
+	// words to copy) is built only where one is kept, in a load's handle.
+	pr.c, pr.dt, pr.per, pr.total = c, dt, per, ref.Count
+	pr.pieces = max(1, (ref.Count+per-1)/per)
+	pr.i, pr.issued, pr.at, pr.err = 0, 0, atPiece, nil
+	pr.checkDstWW = checkDstWW
+	// Whether a deferred piece must hold the send side (other threads may
+	// want it).
+	pr.holdSide = threads
+	// (A deferred piece fits a slot, as every piece does: pieceBytes.)
+	pr.steps = g.Cfg.Backpressure == machine.Sleep && k.M.Trace == nil && !threads && !pieceStepsOff
+	pr.inboxSteps = pr.steps && c.in.Rx.Mem != k.PE.TCM
+	// Local operand pieces in flight, a window of n_slots (the first ones
+	// may have been issued by tl.prefetch).
+	pr.window = int64(g.Cfg.NSlots)
+	if c.local != nil {
+		if int64(cap(k.window)) < pr.window {
+			k.window = make([]*handle, pr.window)
+		}
+		pr.prefetch = k.window[:pr.window] // cleared by runFusedHolding
+	}
+	pr.stores = k.stores[:0]
+	return nil
+}
+
+// end forgets what the call referred to.
+func (pr *pieceRun) end() {
+	pr.c, pr.prefetch, pr.cur, pr.next, pr.lh, pr.owner, pr.sending, pr.stagedStore = nil, nil, nil, nil, nil, nil, nil, nil
+	pr.inbox, pr.copying = nil, nil
+	pr.in, pr.lv, pr.data = Tile{}, Tile{}, Tile{}
+}
+
+// advance runs the pipeline from its state until it waits (true: the
+// process is parked, its wake-ups step the pipeline) or the call is over
+// or, in a step, a state needs the process (false).
+func (pr *pieceRun) advance() (waiting bool) {
+	k, c := pr.k, pr.c
+	for {
+		switch pr.at {
+		case atPiece:
+			if pr.i == pr.pieces {
+				pr.finish()
+				return false
+			}
+			if err := pr.issueWindow(); err != nil {
+				return pr.fail(err)
+			}
+			// (The piece's tiles are set whole before they are read:
+			// loadedTile, combineInto.)
+			pr.cur, pr.next = pr.next, nil
+			if pr.cur != nil {
+				pr.at = atTaken
+				continue
+			}
+			// Never wait while holding a deferred send: the piece waited
+			// for may depend on it.
+			if !c.in.Ready() && k.deferred != nil {
+				pr.at = atFirstSent
+				if sent, err := pr.sendDeferred(); err != nil {
+					return pr.fail(err)
+				} else if !sent {
+					return true
+				}
+				continue
+			}
+			pr.at = atArrived
+			if waiting, err := pr.awaitMessage(); err != nil {
+				return pr.fail(err)
+			} else if waiting {
+				return true
+			}
+		case atFirstSent:
+			if pr.sending != nil {
+				pr.sent()
+			}
+			pr.at = atArrived
+			if waiting, err := pr.awaitMessage(); err != nil {
+				return pr.fail(err)
+			} else if waiting {
+				return true
+			}
+		case atArrived:
+			count := min(pr.per, pr.total-pr.i*pr.per)
+			if pr.inboxSteps {
+				pr.at = atCopied
+				if waiting, err := pr.copyIn(count); err != nil {
+					return pr.fail(err)
+				} else if waiting {
+					return true
+				}
+				continue
+			}
+			cur, err := k.startPiece(c, pr.dt, count)
+			if err != nil {
+				return pr.fail(err)
+			}
+			pr.cur = cur
+			pr.at = atTaken
+		case atCopied:
+			cur, err := pr.copiedIn()
+			if err != nil {
+				return pr.fail(err)
+			}
+			pr.cur = cur
+			pr.at = atTaken
+		case atTaken:
+			if pr.i+1 < pr.pieces && c.in.Ready() {
+				count := min(pr.per, pr.total-(pr.i+1)*pr.per)
+				if pr.inboxSteps {
+					pr.at = atNextCopied
+					if waiting, err := pr.copyIn(count); err != nil {
+						return pr.fail(err)
+					} else if waiting {
+						return true
+					}
+					continue
+				}
+				next, err := k.startPiece(c, pr.dt, count)
+				if err != nil {
+					return pr.fail(err)
+				}
+				pr.next = next
+			}
+			pr.at = atLoaded
+			if waiting, err := pr.awaitLoad(pr.cur); err != nil {
+				return pr.fail(err)
+			} else if waiting {
+				return true
+			}
+		case atNextCopied:
+			next, err := pr.copiedIn()
+			if err != nil {
+				return pr.fail(err)
+			}
+			pr.next = next
+			pr.at = atLoaded
+			if waiting, err := pr.awaitLoad(pr.cur); err != nil {
+				return pr.fail(err)
+			} else if waiting {
+				return true
+			}
+		case atLoaded:
+			if c.local == nil {
+				if err := k.loadedTile(pr.cur, &pr.data); err != nil {
+					return pr.fail(err)
+				}
+				// The loaded bytes are what gets stored: the tile keeps them.
+				k.recycle(pr.cur, false)
+				pr.cur = nil
+				pr.storing()
+				continue
+			}
+			if err := k.loadedTile(pr.cur, &pr.in); err != nil {
+				return pr.fail(err)
+			}
+			w := pr.i % pr.window
+			pr.lh = pr.prefetch[w]
+			pr.prefetch[w] = nil
+			pr.at = atLocalLoaded
+			if waiting, err := pr.awaitLoad(pr.lh); err != nil {
+				return pr.fail(err)
+			} else if waiting {
+				return true
+			}
+		case atLocalLoaded:
+			if err := k.loadedTile(pr.lh, &pr.lv); err != nil {
+				return pr.fail(err)
+			}
+			if err := combineInto(&pr.data, k.RedOp.Pairwise(), &pr.in, &pr.lv, c.name, k.M.Buffer(pr.in.nbytes())); err != nil {
+				return pr.fail(err)
+			}
+			// Both loads are consumed: their operations and bytes are
+			// reused by later loads.
+			k.recycle(pr.cur, true)
+			k.recycle(pr.lh, true)
+			pr.cur, pr.lh = nil, nil
+			if c.final && k.RedOp == dtype.Avg {
+				in := pr.data
+				pr.data = in.scalarValue(dtype.Div, float64(k.World), int64(k.World), false, in.Data)
+			}
+			pr.storing()
+		case atStoreDst:
+			if c.dst != nil {
+				n := min(pr.per, pr.total-pr.i*pr.per)
+				reg := c.dst.subRegion(pr.i*pr.per, n)
+				if k.settleInProcess(reg) {
+					return pr.fail(errInProcess)
+				}
+				op, err := k.storeOpChecked(c.name, reg, pr.dt, n, &pr.data, pr.checkDstWW)
+				if err != nil {
+					return pr.fail(err)
+				}
+				pr.owner.watch(op)
+				pr.stores = append(pr.stores, op)
+			}
+			pr.at = atStage
+		case atStage:
+			if c.out == nil {
+				pr.i++
+				pr.at = atPiece
+				continue
+			}
+			slot, err := k.stagingSlot(c.name, pr.dt, pr.data.Count)
+			if err != nil {
+				return pr.fail(err)
+			}
+			op := k.storeStaging(slot, &pr.data)
+			pr.owner.watch(op)
+			// Piece i-1 goes out now, piece i once piece i+1 has been
+			// combined (or before the kernel next blocks or does
+			// anything but another primitive).
+			pr.at = atForwarded
+			pr.staged, pr.stagedStore = slot, op
+			if k.deferred != nil {
+				if sent, err := pr.sendDeferred(); err != nil {
+					return pr.fail(err)
+				} else if !sent {
+					return true
+				}
+			}
+		case atForwarded:
+			if pr.sending != nil {
+				pr.sent()
+			}
+			if err := pr.deferPiece(); err != nil {
+				return pr.fail(err)
+			}
+			pr.i++
+			pr.at = atPiece
+		case atOver:
+			return false
+		}
+	}
+}
+
+// fail ends the call with err, or, for errInProcess, leaves the state to
+// be done again by the process (advance's false).
+func (pr *pieceRun) fail(err error) bool {
+	if err != errInProcess {
+		pr.err, pr.at = err, atOver
+	}
+	return false
+}
+
+// finish ends the call: the stores into dst finish on their own, the next
+// call starts at once, and whatever touches dst later waits for them
+// (settle).
+func (pr *pieceRun) finish() {
+	k := pr.k
+	k.pendingWrites = append(k.pendingWrites, pr.stores...)
+	clear(pr.stores)
+	k.stores = pr.stores[:0]
+	pr.at = atOver
+}
+
+// issueWindow issues the local operand's loads up to a window of pieces
+// ahead of piece i (tl.prefetch may have issued the first ones).
+func (pr *pieceRun) issueWindow() error {
+	k, c := pr.k, pr.c
+	for c.local != nil && pr.issued < pr.pieces && pr.issued < pr.i+pr.window {
+		n := min(pr.per, pr.total-pr.issued*pr.per)
+		reg := c.local.subRegion(pr.issued*pr.per, n)
+		h := k.takePrefetched(reg)
+		if h == nil {
+			if k.settleInProcess(reg) {
+				return errInProcess
+			}
+			var err error
+			if h, err = k.fetchPiece(c.name, c.local, reg, n); err != nil {
+				return err
+			}
+		}
+		pr.prefetch[pr.issued%pr.window] = h
+		pr.issued++
+	}
+	return nil
+}
+
+// awaitMessage waits for c.in's next message: true when the process is
+// parked for it (a step continues), false when it is there.
+func (pr *pieceRun) awaitMessage() (waiting bool, err error) {
+	k, q := pr.k, pr.c.in
+	if q.Ready() {
+		return false, nil
+	}
+	if pr.steps {
+		return !pr.wait.Recv(k.Proc, q), nil
+	}
+	return false, k.G.WaitRecv(k.Proc, q)
+}
+
+// awaitLoad waits for the load h: true when the process is parked for it
+// (a step continues), false when it is done.
+func (pr *pieceRun) awaitLoad(h *handle) (waiting bool, err error) {
+	if h.op.Done {
+		return false, nil
+	}
+	if pr.steps {
+		return !pr.wait.Load(pr.k.Proc, h.op), nil
+	}
+	return false, h.op.Wait(pr.k.Proc)
+}
+
+// storing goes on to store the result; its bytes go back to the
+// machine's pool once its stores have copied them (none under
+// timing-only).
+func (pr *pieceRun) storing() {
+	pr.owner = pr.k.newTileBuf(pr.data.Data) // nil under timing-only
+	pr.at = atStoreDst
+}
+
+// sendDeferred sends the deferred piece: with steps it begins the send
+// (false: the process waits for it, its wake-ups advance the send), else
+// it blocks.
+func (pr *pieceRun) sendDeferred() (sent bool, err error) {
+	k := pr.k
+	if !pr.steps {
+		return true, k.sendDeferred()
+	}
+	d, ss := k.storedDeferred()
+	if k.G.StartStored(k.Proc, ss) {
+		k.deferredSent(d, nil)
+		return true, nil
+	}
+	pr.sending = d
+	return false, nil
+}
+
+// sent ends the deferred piece's send, which its steps completed.
+func (pr *pieceRun) sent() {
+	pr.k.deferredSent(pr.sending, nil)
+	pr.sending = nil
+}
+
+// deferPiece makes piece i the deferred piece, sent by the next piece or
+// before the kernel next blocks or does anything but another primitive.
+func (pr *pieceRun) deferPiece() error {
+	k, c := pr.k, pr.c
+	// The deferred piece keeps the send side in use until it is sent,
+	// which may be after this call.
+	var release func() // nil: one thread, nothing to arbitrate (no useSide call, no call to release)
+	if pr.holdSide {
+		var err error
+		if release, err = k.useSide(c.out, true, c.name, c.origin); err != nil {
+			return err
+		}
+	}
+	// Field by field: a struct literal was built aside and then copied in
+	// whole.
+	d := &k.deferredBuf
+	d.q, d.slot, d.dt, d.count, d.store, d.origin, d.fn, d.release = c.out, pr.staged, pr.dt, pr.data.Count, pr.stagedStore, c.origin, c.name, release
+	k.deferred = d
+	pr.stagedStore = nil
+	return nil
+}
+
+// onLoop reports whether k runs in a step on the event loop, where it
+// must not block, rather than in its process.
+func (k *Kernel) onLoop() bool { return k.M.Sim.Running() != k.Proc }
+
+// settleInProcess reports whether settle(reg) would wait, in a step of a
+// fused primitive's pipeline, where only the process can (errInProcess).
+func (k *Kernel) settleInProcess(reg machine.Region) bool {
+	if len(k.pendingWrites) == 0 || !k.onLoop() {
+		return false
+	}
+	for _, op := range k.pendingWrites {
+		if !op.Done && op.Dst.Overlaps(reg) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadedTile sets t to the tile of the completed load h (in place: a
+// Tile is eight words, and a piece takes two), or returns the StaleSlot
+// error its completion found; the handle must be one nobody else holds,
+// for the caller recycles it once the tile is used.
+func (k *Kernel) loadedTile(h *handle, t *Tile) error {
+	if h.stale != nil {
+		return h.stale
+	}
+	t.DT, t.Count, t.Data, t.Ready, t.ID, t.k = h.src.DT, h.src.Count, h.op.Data, h.op.Xfer.Finished, h.op.TileID, k
+	return nil
+}
+
+// copyIn begins the copy of c.in's next message (there), a piece of
+// count elements, into the next TCM inbox, as startPiece's recvInto does
+// for a buffer of one message, with its wait for the copy a step (false:
+// the copy is done); copiedIn ends it. With steps there are no threads,
+// so there is no side to arbitrate (useSide), and the inbox is the
+// kernel's private TCM, which no store of the kernel writes: its settle
+// never waits.
+func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
+	k, c, g, q := pr.k, pr.c, pr.k.G, pr.c.in
+	meta, err := k.pieceMeta(c, pr.dt, count)
+	if err != nil {
+		return false, err
+	}
+	inbox, err := k.inboxFor(c.name, pr.dt, meta.Count)
+	if err != nil {
+		return false, err
+	}
+	if err := k.settle(inbox.Reg); err != nil {
+		return false, err
+	}
+	k.dropPrefetched(inbox.Reg)
+	part := inbox.Reg.Sub(0, meta.NBytes)
+	if err := k.checkWrite(c.name, part); err != nil {
+		return false, err
+	}
+	r := g.Take(q, false)
+	k.Stats.Recv++
+	op := k.M.Copy(k.PE, part, r.Slot)
+	op.Name, op.Dir, op.Seq = "recv", q.Dir, r.Meta.Seq
+	pr.inbox, pr.copying, pr.copied = inbox, op, r.Meta.NBytes
+	return !op.Done && !pr.wait.Load(k.Proc, op), nil
+}
+
+// copiedIn ends copyIn once the copy is done: the message's credit
+// returns and the inbox's load is issued.
+func (pr *pieceRun) copiedIn() (*handle, error) {
+	k, q := pr.k, pr.c.in
+	k.G.Credit(q)
+	out, _ := pr.inbox.view(0, pr.copied/int64(pr.inbox.DT.Size()), "")
+	out.Dir = q.Dir
+	pr.inbox, pr.copying = nil, nil
+	return k.fetchAsync(pr.c.name, out)
+}

@@ -1,0 +1,66 @@
+package tl_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kernbench/engine/machine"
+	"kernbench/starlark/tl"
+)
+
+// pipelineRun runs testdata/pipeline.star on 4 ranks with the fused
+// primitives' waits as steps or as the process's blocking calls, and
+// returns everything observable (each rank's time per activity and
+// counts of operations, the final time, the count of events) and the
+// count of coroutine resumptions.
+func pipelineRun(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool) ([]string, uint64) {
+	t.Helper()
+	tl.SetPieceSteps(steps)
+	defer tl.SetPieceSteps(true)
+	fn := fixtureFunc(t, loadFixtureCfg(t, "pipeline.star", cfg), "ring")
+	w := newWorldCfg(t, 4, cfg)
+	w.s.SetJitter(jitter)
+	if err := w.run(t, fn); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for r, k := range w.kernels {
+		out = append(out, fmt.Sprintf("rank %d spent %v, stats %+v", r, k.Proc.Spent, *k.Stats))
+	}
+	out = append(out, fmt.Sprintf("%v: %d events", w.s.Now(), w.s.Events()))
+	return out, w.s.Resumptions()
+}
+
+// Rule (model.md §1 event order and jitter): a fused primitive's
+// pipeline continued in steps (its waits for messages, loads and its
+// forwarded pieces' sends) gives the run of the process's own blocking
+// calls, event for event: the same times, time per activity, operations
+// and count of events, under jitter too; with rings in HBM (each piece is
+// copied into an inbox first, and the steps hand over to the process when
+// a staging slot is still read by a send) and a local operand still being
+// stored into; and with polling, where the process does every wait either
+// way. With steps the processes resume far less often.
+func TestPipelineStepsSameRunAsBlockingCalls(t *testing.T) {
+	tcm := testIPCQ()
+	hbm := testIPCQ()
+	hbm.BufferKind = machine.HBM
+	poll := testIPCQ()
+	poll.Backpressure = machine.Poll
+	for _, c := range []struct {
+		name string
+		cfg  machine.IPCQConfig
+	}{{"tcm", tcm}, {"hbm_rings", hbm}, {"poll", poll}} {
+		for _, jitter := range []uint64{0, 1, 5, 42} {
+			want, blocking := pipelineRun(t, c.cfg, jitter, false)
+			got, stepped := pipelineRun(t, c.cfg, jitter, true)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s, jitter %d: the run with steps differs from the blocking one (-blocking +steps):\n%s", c.name, jitter, diff)
+			}
+			if c.name != "poll" && 2*stepped > blocking {
+				t.Errorf("%s, jitter %d: %d resumptions with steps, %d without: the steps did not halve them", c.name, jitter, stepped, blocking)
+			}
+		}
+	}
+}
