@@ -2,6 +2,7 @@ package tl_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,6 +61,62 @@ func TestPipelineStepsSameRunAsBlockingCalls(t *testing.T) {
 			}
 			if c.name != "poll" && 2*stepped > blocking {
 				t.Errorf("%s, jitter %d: %d resumptions with steps, %d without: the steps did not halve them", c.name, jitter, stepped, blocking)
+			}
+		}
+	}
+}
+
+// settleRun runs function name of testdata/pipeline_settle.star on 2
+// ranks of a machine whose math is slow, with the fused primitives' waits
+// as steps or as the process's blocking calls, and returns everything
+// observable (as pipelineRun, with the run's error) and rank 1's
+// hand-overs (tl.PieceHandOvers).
+func settleRun(t *testing.T, name string, jitter uint64, steps bool) (out []string, window, dst int) {
+	t.Helper()
+	tl.SetPieceSteps(steps)
+	defer tl.SetPieceSteps(true)
+	cfg := testIPCQ()
+	fn := fixtureFunc(t, loadFixtureCfg(t, "pipeline_settle.star", cfg), name)
+	p := testParams()
+	// A piece's reduction takes about 5 us: its store is still under way
+	// when the next call reaches it.
+	p.Math.BytesPerUs = 50
+	w := newWorldParams(t, 2, p, cfg)
+	w.s.SetJitter(jitter)
+	err := w.run(t, fn)
+	for r, k := range w.kernels {
+		out = append(out, fmt.Sprintf("rank %d spent %v, stats %+v", r, k.Proc.Spent, *k.Stats))
+	}
+	out = append(out, fmt.Sprintf("%v: %d events, error %v", w.s.Now(), w.s.Events(), err))
+	window, _, dst, _ = tl.PieceHandOvers(w.kernels[1])
+	return out, window, dst
+}
+
+// Rule (model.md §1 event order): when a step of a fused primitive's
+// pipeline comes to a store of the kernel still under way into what it
+// is about to load (the local operand's piece) or store (the dst piece),
+// it hands the pipeline over to the process, which waits for the store;
+// the run is that of the process's own blocking calls, event for event
+// (the same times, time per activity, operations, count of events and
+// error), under jitter too, and the load sees the stored data. The test
+// fails if the run no longer takes the hand-over it checks.
+func TestPipelineStepsHandOverPendingStore(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		wantErr string // "" for none
+	}{{"window", ""}, {"dst", "WriteWriteHazard"}} {
+		for _, jitter := range []uint64{0, 1, 5} {
+			want, _, _ := settleRun(t, c.name, jitter, false)
+			got, window, dst := settleRun(t, c.name, jitter, true)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s, jitter %d: the run with steps differs from the blocking one (-blocking +steps):\n%s", c.name, jitter, diff)
+			}
+			last := got[len(got)-1]
+			if c.wantErr == "" && !strings.HasSuffix(last, "error <nil>") || c.wantErr != "" && !strings.Contains(last, c.wantErr) {
+				t.Errorf("%s, jitter %d: %s; want error %q", c.name, jitter, last, c.wantErr)
+			}
+			if handed := map[string]int{"window": window, "dst": dst}[c.name]; handed == 0 {
+				t.Errorf("%s, jitter %d: no step handed the pipeline over to the process for the pending store (the fixture no longer tests it)", c.name, jitter)
 			}
 		}
 	}
