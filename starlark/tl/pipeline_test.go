@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kernbench/engine/machine"
+	"kernbench/engine/sim"
 	"kernbench/starlark/tl"
 )
 
@@ -17,6 +18,14 @@ import (
 // counts of operations, the final time, the count of events) and the
 // count of coroutine resumptions.
 func pipelineRun(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool) ([]string, uint64) {
+	out, resumed, _, _ := pipelineRunStaging(t, cfg, jitter, steps)
+	return out, resumed
+}
+
+// pipelineRunStaging is pipelineRun that also returns the time the
+// processes spent waiting for sends to finish reading (a staging slot's,
+// the only such wait of the fixture) and the steps' hand-overs for it.
+func pipelineRunStaging(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool) (out []string, resumed uint64, flush sim.Time, staging int) {
 	t.Helper()
 	tl.SetPieceSteps(steps)
 	defer tl.SetPieceSteps(true)
@@ -26,12 +35,14 @@ func pipelineRun(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool
 	if err := w.run(t, fn); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
 	for r, k := range w.kernels {
 		out = append(out, fmt.Sprintf("rank %d spent %v, stats %+v", r, k.Proc.Spent, *k.Stats))
+		flush += k.Proc.Spent[machine.ActFlush]
+		_, _, _, n := tl.PieceHandOvers(k)
+		staging += n
 	}
 	out = append(out, fmt.Sprintf("%v: %d events", w.s.Now(), w.s.Events()))
-	return out, w.s.Resumptions()
+	return out, w.s.Resumptions(), flush, staging
 }
 
 // Rule (model.md §1 event order and jitter): a fused primitive's
@@ -117,6 +128,31 @@ func TestPipelineStepsHandOverPendingStore(t *testing.T) {
 			}
 			if handed := map[string]int{"window": window, "dst": dst}[c.name]; handed == 0 {
 				t.Errorf("%s, jitter %d: no step handed the pipeline over to the process for the pending store (the fixture no longer tests it)", c.name, jitter)
+			}
+		}
+	}
+}
+
+// Rule (model.md §4 credits): a step hands a fused primitive's pipeline
+// over to the process for a staging slot only when a send still reads
+// that slot, for only then does the process wait (a staging slot comes
+// round again n_slots + 1 sends later, past the ring's backpressure):
+// where the blocking run never waits for a send to finish reading, no
+// step hands over (SendsMayRead's bounds span every send from the PE's
+// TCM, so they cover the staging ring whenever a piece is in flight).
+func TestPipelineStepsStagingHandOverOnlyWhenRead(t *testing.T) {
+	tcm := testIPCQ()
+	hbm := testIPCQ()
+	hbm.BufferKind = machine.HBM
+	for _, c := range []struct {
+		name string
+		cfg  machine.IPCQConfig
+	}{{"tcm", tcm}, {"hbm_rings", hbm}} {
+		for _, jitter := range []uint64{0, 1, 5, 42} {
+			_, _, flush, _ := pipelineRunStaging(t, c.cfg, jitter, false)
+			_, _, _, staging := pipelineRunStaging(t, c.cfg, jitter, true)
+			if flush == 0 && staging > 0 {
+				t.Errorf("%s, jitter %d: the steps handed over %d times for a staging slot that no send reads (the blocking run never waits)", c.name, jitter, staging)
 			}
 		}
 	}
