@@ -987,13 +987,7 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 	if !reg.Mem.sendsMayRead(reg) {
 		return nil // no send reads this range: nothing to wait for or release
 	}
-	// Waiting for the DMAs is all a timed machine could do: held sends
-	// reading reg count as completed.
-	for _, ep := range g.readers(reg) {
-		for _, q := range ep.QPs {
-			q.release(func(m *Message) bool { return m.Src.Overlaps(reg) })
-		}
-	}
+	g.releaseReading(reg)
 	for {
 		m := g.inFlightReading(reg, false)
 		if m == nil {
@@ -1008,6 +1002,29 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 		p.Wait = nil
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// Unread reports whether WaitUnread(p, reg) would return at once: no
+// unfinished send of the group reads reg. It releases the held sends
+// reading reg as WaitUnread does, so a caller that must not block (a step
+// of a process's chain) asks it instead and leaves the wait to the
+// process only when there is one.
+func (g *Group) Unread(reg Region) bool {
+	if !reg.Mem.sendsMayRead(reg) {
+		return true
+	}
+	g.releaseReading(reg)
+	return g.inFlightReading(reg, false) == nil
+}
+
+// releaseReading counts the held sends reading reg as completed: waiting
+// for the DMAs is all a timed machine could do.
+func (g *Group) releaseReading(reg Region) {
+	for _, ep := range g.readers(reg) {
+		for _, q := range ep.QPs {
+			q.release(func(m *Message) bool { return m.Src.Overlaps(reg) })
 		}
 	}
 }

@@ -70,8 +70,14 @@ func newWorld(t *testing.T, n int) *world {
 // newWorldCfg is newWorld with another IPCQ configuration.
 func newWorldCfg(t *testing.T, n int, cfg machine.IPCQConfig) *world {
 	t.Helper()
+	return newWorldParams(t, n, testParams(), cfg)
+}
+
+// newWorldParams is newWorldCfg on a machine of other parameters.
+func newWorldParams(t *testing.T, n int, p machine.Params, cfg machine.IPCQConfig) *world {
+	t.Helper()
 	s := sim.New()
-	m, err := machine.New(s, testParams())
+	m, err := machine.New(s, p)
 	if err != nil {
 		t.Fatal(err)
 	}

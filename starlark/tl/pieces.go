@@ -64,6 +64,10 @@ type pieceRun struct {
 	copied  int64
 	wait    machine.StepWait
 	err     error
+	// handedOver counts, by state, the steps that handed the pipeline
+	// over to the process (errInProcess): tests check that a run takes
+	// the rare waits they compare.
+	handedOver [atOver]uint32
 }
 
 // pieceState is where a pipeline stands. A state does its part of a
@@ -422,9 +426,11 @@ func (pr *pieceRun) advance() (waiting bool) {
 // fail ends the call with err, or, for errInProcess, leaves the state to
 // be done again by the process (advance's false).
 func (pr *pieceRun) fail(err error) bool {
-	if err != errInProcess {
-		pr.err, pr.at = err, atOver
+	if err == errInProcess {
+		pr.handedOver[pr.at]++
+		return false
 	}
+	pr.err, pr.at = err, atOver
 	return false
 }
 

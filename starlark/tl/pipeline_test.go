@@ -2,11 +2,13 @@ package tl_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"kernbench/engine/machine"
+	"kernbench/engine/sim"
 	"kernbench/starlark/tl"
 )
 
@@ -16,6 +18,14 @@ import (
 // counts of operations, the final time, the count of events) and the
 // count of coroutine resumptions.
 func pipelineRun(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool) ([]string, uint64) {
+	out, resumed, _, _ := pipelineRunStaging(t, cfg, jitter, steps)
+	return out, resumed
+}
+
+// pipelineRunStaging is pipelineRun that also returns the time the
+// processes spent waiting for sends to finish reading (a staging slot's,
+// the only such wait of the fixture) and the steps' hand-overs for it.
+func pipelineRunStaging(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool) (out []string, resumed uint64, flush sim.Time, staging int) {
 	t.Helper()
 	tl.SetPieceSteps(steps)
 	defer tl.SetPieceSteps(true)
@@ -25,12 +35,14 @@ func pipelineRun(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool
 	if err := w.run(t, fn); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
 	for r, k := range w.kernels {
 		out = append(out, fmt.Sprintf("rank %d spent %v, stats %+v", r, k.Proc.Spent, *k.Stats))
+		flush += k.Proc.Spent[machine.ActFlush]
+		_, _, _, n := tl.PieceHandOvers(k)
+		staging += n
 	}
 	out = append(out, fmt.Sprintf("%v: %d events", w.s.Now(), w.s.Events()))
-	return out, w.s.Resumptions()
+	return out, w.s.Resumptions(), flush, staging
 }
 
 // Rule (model.md §1 event order and jitter): a fused primitive's
@@ -60,6 +72,87 @@ func TestPipelineStepsSameRunAsBlockingCalls(t *testing.T) {
 			}
 			if c.name != "poll" && 2*stepped > blocking {
 				t.Errorf("%s, jitter %d: %d resumptions with steps, %d without: the steps did not halve them", c.name, jitter, stepped, blocking)
+			}
+		}
+	}
+}
+
+// settleRun runs function name of testdata/pipeline_settle.star on 2
+// ranks of a machine whose math is slow, with the fused primitives' waits
+// as steps or as the process's blocking calls, and returns everything
+// observable (as pipelineRun, with the run's error) and rank 1's
+// hand-overs (tl.PieceHandOvers).
+func settleRun(t *testing.T, name string, jitter uint64, steps bool) (out []string, window, dst int) {
+	t.Helper()
+	tl.SetPieceSteps(steps)
+	defer tl.SetPieceSteps(true)
+	cfg := testIPCQ()
+	fn := fixtureFunc(t, loadFixtureCfg(t, "pipeline_settle.star", cfg), name)
+	p := testParams()
+	// A piece's reduction takes about 5 us: its store is still under way
+	// when the next call reaches it.
+	p.Math.BytesPerUs = 50
+	w := newWorldParams(t, 2, p, cfg)
+	w.s.SetJitter(jitter)
+	err := w.run(t, fn)
+	for r, k := range w.kernels {
+		out = append(out, fmt.Sprintf("rank %d spent %v, stats %+v", r, k.Proc.Spent, *k.Stats))
+	}
+	out = append(out, fmt.Sprintf("%v: %d events, error %v", w.s.Now(), w.s.Events(), err))
+	window, _, dst, _ = tl.PieceHandOvers(w.kernels[1])
+	return out, window, dst
+}
+
+// Rule (model.md §1 event order): when a step of a fused primitive's
+// pipeline comes to a store of the kernel still under way into what it
+// is about to load (the local operand's piece) or store (the dst piece),
+// it hands the pipeline over to the process, which waits for the store;
+// the run is that of the process's own blocking calls, event for event
+// (the same times, time per activity, operations, count of events and
+// error), under jitter too, and the load sees the stored data. The test
+// fails if the run no longer takes the hand-over it checks.
+func TestPipelineStepsHandOverPendingStore(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		wantErr string // "" for none
+	}{{"window", ""}, {"dst", "WriteWriteHazard"}} {
+		for _, jitter := range []uint64{0, 1, 5} {
+			want, _, _ := settleRun(t, c.name, jitter, false)
+			got, window, dst := settleRun(t, c.name, jitter, true)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s, jitter %d: the run with steps differs from the blocking one (-blocking +steps):\n%s", c.name, jitter, diff)
+			}
+			last := got[len(got)-1]
+			if c.wantErr == "" && !strings.HasSuffix(last, "error <nil>") || c.wantErr != "" && !strings.Contains(last, c.wantErr) {
+				t.Errorf("%s, jitter %d: %s; want error %q", c.name, jitter, last, c.wantErr)
+			}
+			if handed := map[string]int{"window": window, "dst": dst}[c.name]; handed == 0 {
+				t.Errorf("%s, jitter %d: no step handed the pipeline over to the process for the pending store (the fixture no longer tests it)", c.name, jitter)
+			}
+		}
+	}
+}
+
+// Rule (model.md §4 credits): a step hands a fused primitive's pipeline
+// over to the process for a staging slot only when a send still reads
+// that slot, for only then does the process wait (a staging slot comes
+// round again n_slots + 1 sends later, past the ring's backpressure):
+// where the blocking run never waits for a send to finish reading, no
+// step hands over (SendsMayRead's bounds span every send from the PE's
+// TCM, so they cover the staging ring whenever a piece is in flight).
+func TestPipelineStepsStagingHandOverOnlyWhenRead(t *testing.T) {
+	tcm := testIPCQ()
+	hbm := testIPCQ()
+	hbm.BufferKind = machine.HBM
+	for _, c := range []struct {
+		name string
+		cfg  machine.IPCQConfig
+	}{{"tcm", tcm}, {"hbm_rings", hbm}} {
+		for _, jitter := range []uint64{0, 1, 5, 42} {
+			_, _, flush, _ := pipelineRunStaging(t, c.cfg, jitter, false)
+			_, _, _, staging := pipelineRunStaging(t, c.cfg, jitter, true)
+			if flush == 0 && staging > 0 {
+				t.Errorf("%s, jitter %d: the steps handed over %d times for a staging slot that no send reads (the blocking run never waits)", c.name, jitter, staging)
 			}
 		}
 	}

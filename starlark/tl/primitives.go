@@ -709,9 +709,14 @@ func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (machine.Re
 	reg.N = count * int64(dt.Size())
 	if reg.SendsMayRead() { // (no call otherwise: the common case)
 		if k.onLoop() {
-			return machine.Region{}, errInProcess // (a step cannot block)
-		}
-		if err := k.G.WaitUnread(k.Proc, reg); err != nil {
+			// A step cannot block: it leaves the wait to the process
+			// only when a send does read the slot (SendsMayRead's
+			// bounds span every send from TCM, so they mostly cover
+			// the staging ring).
+			if !k.G.Unread(reg) {
+				return machine.Region{}, errInProcess
+			}
+		} else if err := k.G.WaitUnread(k.Proc, reg); err != nil {
 			return machine.Region{}, err
 		}
 	}
