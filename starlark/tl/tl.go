@@ -471,6 +471,16 @@ func (w *issuedWrite) issuedAt() string {
 	return " issued at " + w.at.String()
 }
 
+// settle is what the kernel can call to wait for w: its handle's
+// tl.wait, or tl.flush() for a write without one (a fused primitive's
+// store, which goes on after the call returns).
+func (w *issuedWrite) settle() string {
+	if w.h == nil {
+		return "tl.flush()"
+	}
+	return "tl.wait(its handle)"
+}
+
 func (w *issuedWrite) pendingFor(untimed bool) bool {
 	return w.opPending() || (untimed && w.h != nil && !w.h.done)
 }
@@ -547,8 +557,8 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 // with --data-space), so the result would be a race, not a program.
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	if w := k.pendingWriteInto(dst); w != nil {
-		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (tl.wait(its handle) first, or write elsewhere)",
-			fn, k.Rank, dst, w.fn, w.issuedAt(), w.dst)
+		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (%s first, or write elsewhere)",
+			fn, k.Rank, dst, w.fn, w.issuedAt(), w.dst, w.settle())
 	}
 	return nil
 }
