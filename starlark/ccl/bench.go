@@ -123,10 +123,12 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 				return nil, err
 			}
 			if !m.TimingOnly {
+				populate(recvReg.Bytes())
 				sentinel(p.dt, recvReg.Bytes())
 			}
 		}
 		if !m.TimingOnly {
+			populate(sendReg.Bytes())
 			dtype.Fill(p.dt, sendReg.Bytes(), p.opts.Seed, r)
 		}
 		b.send = append(b.send, tl.NewPtr(sendReg, p.dt, sc, r))
