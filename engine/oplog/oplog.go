@@ -433,23 +433,44 @@ func ReplayOverlay(ov *Overlay, records []*Record) error { return replay(ov, log
 func (l *Log) ReplayOverlay(ov *Overlay) error { return replay(ov, l) }
 
 // replaySpace is the memory a replay runs on: read is a view it only
-// reads (valid until the next read), write replaces a range: its first
-// bytes by src (as copy does), or all of it by zeros when zero is set.
+// reads, valid as long as its viewKind says; write replaces a range: its
+// first bytes by src (as copy does), or all of it by zeros when zero is
+// set.
 type replaySpace interface {
-	read(addr uint64, n int64) ([]byte, error)
+	read(addr uint64, n int64) ([]byte, viewKind, error)
 	write(addr uint64, n int64, src []byte, zero bool) error
 }
 
+// viewKind is how long a read's view keeps showing the bytes it showed.
+type viewKind uint8
+
+const (
+	// viewTransient: until the next read or write.
+	viewTransient viewKind = iota
+	// viewBlock: until the next write to the block it lies in (one
+	// block's own buffer in the replay).
+	viewBlock
+	// viewFixed: to the end of the replay (memory the replay only reads).
+	viewFixed
+)
+
 // replayTracker is a replaySpace that wants to know the records ahead:
 // prepare starts, note sees each record in effect order (i its index),
-// then at says which of them is applied next.
+// then at says which of them is applied next. writtenSince reports, while
+// note has seen the records up to some index, whether one of those after
+// index i wrote a block of [addr, addr+n): a view of the range read at i
+// (viewBlock) would no longer show what was read.
 type replayTracker interface {
 	prepare()
 	note(l *Log, i int, r *entry)
 	at(i int)
+	writtenSince(addr uint64, n int64, i int32) bool
 }
 
-func (img *Image) read(addr uint64, n int64) ([]byte, error) { return img.locate(addr, n) }
+func (img *Image) read(addr uint64, n int64) ([]byte, viewKind, error) {
+	b, err := img.locate(addr, n)
+	return b, viewTransient, err // a later write may grow the memory elsewhere
+}
 func (img *Image) write(addr uint64, n int64, src []byte, zero bool) error {
 	dst, err := img.locate(addr, n)
 	if err != nil {
@@ -476,10 +497,28 @@ func replay(im replaySpace, l *Log) error {
 		tracker.prepare()
 	}
 	rp := &replayer{im: im, log: l, free: map[int64][][]byte{}}
+	// A fetched tile is the view the fetch read, not a copy, where that
+	// view still shows the same bytes at every record reading the tile:
+	// always for phase 1's memory (viewFixed), and for a block's buffer
+	// (viewBlock) unless a record between the fetch and a reader wrote the
+	// block (the pass below marks such a tile copied). A fetch copied
+	// every tile before: the replay's largest cost after the stores.
+	// fetchedAt is 1 + the index of the fetch that made a tile (0: none).
+	var fetchedAt []int32
+	checkFetched := func(id int64) {
+		if id <= 0 || id >= int64(len(fetchedAt)) || fetchedAt[id] == 0 || rp.copied[id] {
+			return
+		}
+		f := order[fetchedAt[id]-1]
+		rp.copied[id] = tracker.writtenSince(f.Src, f.NBytes, fetchedAt[id]-1)
+	}
 	for i, r := range order {
 		// Tile 0 too: the indexes below clamp a missing tile to it.
 		if top := max(r.TileOut, r.TileA, r.TileB, 0); top >= int64(len(rp.lastUse)) {
 			rp.lastUse = growTo(rp.lastUse, top)
+			if tracker != nil {
+				fetchedAt, rp.copied = growTo(fetchedAt, top), growTo(rp.copied, top)
+			}
 		}
 		switch {
 		case r.Kind == KindMath:
@@ -488,7 +527,24 @@ func replay(im replaySpace, l *Log) error {
 			rp.lastUse[max(r.TileA, 0)] = int32(i)
 		}
 		if tracker != nil {
+			// The tiles r reads (as apply reads them), before r's own
+			// write (a store into the block it fetched from reads first).
+			switch {
+			case r.Kind == KindMath:
+				checkFetched(r.TileA)
+				checkFetched(r.TileB)
+			case r.Kind == KindMarker:
+			case r.name == nameStore:
+				checkFetched(r.TileA)
+			}
 			tracker.note(l, i, r)
+			switch {
+			case r.Kind == KindMath:
+				setFetched(fetchedAt, r.TileOut, 0)
+			case r.Kind == KindMarker:
+			case r.name == nameFetch:
+				setFetched(fetchedAt, r.TileOut, int32(i)+1)
+			}
 		}
 	}
 	rp.tiles = make([]replayTile, len(rp.lastUse))
@@ -552,6 +608,14 @@ func effectSorted(l *Log) []*entry {
 	return order
 }
 
+// setFetched notes that tile id was made by the fetch at index at-1 (0:
+// not by a fetch).
+func setFetched(fetchedAt []int32, id int64, at int32) {
+	if id > 0 && id < int64(len(fetchedAt)) {
+		fetchedAt[id] = at
+	}
+}
+
 // growTo is a copy of s long enough to index i, its new elements zero:
 // max(i+1, 2·len(s)) of them, so that growing one index at a time costs
 // amortised constant time.
@@ -595,6 +659,9 @@ type replayer struct {
 	log     *Log
 	tiles   []replayTile
 	lastUse []int32 // index in effect order of the last record reading a tile
+	// copied marks the fetched tiles that must be copies: a record wrote
+	// their block between the fetch and a reader (see replay).
+	copied []bool
 	// free holds released tile buffers by length, for later tiles.
 	free map[int64][][]byte
 }
@@ -603,6 +670,9 @@ type replayTile struct {
 	data []byte
 	dt   dtype.DType
 	live bool
+	// view: data is a view of the memory, not a buffer of the replayer's
+	// (released, it is not reused).
+	view bool
 }
 
 // tile returns a live tile's bytes.
@@ -624,14 +694,24 @@ func (rp *replayer) buffer(n int64) []byte {
 }
 
 func (rp *replayer) put(id int64, data []byte, dt dtype.DType) error {
+	return rp.putTile(id, replayTile{data: data, dt: dt, live: true})
+}
+
+func (rp *replayer) putTile(id int64, t replayTile) error {
 	if id <= 0 || id >= int64(len(rp.tiles)) {
 		return fmt.Errorf("tile id %d out of range", id)
 	}
-	if old := rp.tiles[id]; old.live {
-		rp.free[int64(len(old.data))] = append(rp.free[int64(len(old.data))], old.data)
-	}
-	rp.tiles[id] = replayTile{data: data, dt: dt, live: true}
+	rp.recycle(rp.tiles[id])
+	rp.tiles[id] = t
 	return nil
+}
+
+// recycle keeps a dropped tile's buffer for later tiles (a view of the
+// memory is not the replayer's to reuse).
+func (rp *replayer) recycle(t replayTile) {
+	if t.live && !t.view {
+		rp.free[int64(len(t.data))] = append(rp.free[int64(len(t.data))], t.data)
+	}
 }
 
 // release drops tile id after record i if no later record reads it.
@@ -640,8 +720,7 @@ func (rp *replayer) release(id int64, i int) {
 		return
 	}
 	if last := rp.lastUse[id]; last <= int32(i) {
-		t := rp.tiles[id]
-		rp.free[int64(len(t.data))] = append(rp.free[int64(len(t.data))], t.data)
+		rp.recycle(rp.tiles[id])
 		rp.tiles[id] = replayTile{}
 	}
 }
@@ -713,9 +792,12 @@ func (rp *replayer) apply(r *entry) error {
 		}
 		return rp.put(r.TileOut, out, dt)
 	case r.name == nameFetch:
-		src, err := im.read(r.Src, r.NBytes)
+		src, kind, err := im.read(r.Src, r.NBytes)
 		if err != nil {
 			return err
+		}
+		if id := r.TileOut; kind == viewFixed || kind == viewBlock && id > 0 && id < int64(len(rp.copied)) && !rp.copied[id] {
+			return rp.putTile(id, replayTile{data: src, live: true, view: true})
 		}
 		out := rp.buffer(r.NBytes)
 		copy(out, src)
@@ -731,7 +813,7 @@ func (rp *replayer) apply(r *entry) error {
 		return im.write(r.Dst, r.NBytes, data, data == nil)
 	case r.Src != 0 && r.Dst != 0:
 		// ipcq send, copy, recv copy_to_dst: bytes move src -> dst.
-		src, err := im.read(r.Src, r.NBytes)
+		src, _, err := im.read(r.Src, r.NBytes)
 		if err != nil {
 			return err
 		}
