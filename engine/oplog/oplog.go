@@ -193,6 +193,28 @@ type Log struct {
 	strID  map[string]uint32
 	recent [16]recentStr
 	extras []extra
+	// scan is phase 2's pass over the complete log (see phase2Scan).
+	scan *phase2Scan
+}
+
+// phase2Scan is what phase 2 reads off the whole log: the records in
+// effect order (the replay) and the messages (CheckCausality), gathered
+// in one pass over tens of megabytes of records instead of one each.
+// Whichever of the two runs first takes it; the replay drops it.
+type phase2Scan struct {
+	n            int // the log's length when scanned
+	order        []*entry
+	sends, recvs []causalMsg
+}
+
+// phase2Scan returns the log's scan, made now if the log has none of its
+// current length.
+func (l *Log) phase2Scan() *phase2Scan {
+	if l.scan == nil || l.scan.n != l.n {
+		order, sends, recvs := effectSortedWithMessages(l)
+		l.scan = &phase2Scan{n: l.n, order: order, sends: sends, recvs: recvs}
+	}
+	return l.scan
 }
 
 // entry is a Record as the Log keeps it: the same fields, with each
@@ -485,7 +507,8 @@ func (img *Image) write(addr uint64, n int64, src []byte, zero bool) error {
 }
 
 func replay(im replaySpace, l *Log) error {
-	order := effectSorted(l)
+	order := l.phase2Scan().order
+	l.scan = nil // the replay is the scan's last reader
 	// Tile ids are dense (Log.NewTile), so tiles live in slices by id. A
 	// tile's bytes are released after the last record that reads it and
 	// reused for a later tile, so the replay holds only the tiles still to
@@ -574,12 +597,21 @@ func replay(im replaySpace, l *Log) error {
 // whole log (n log² n). A tie between the parts (whose log order the merge
 // does not know) takes the stable sort of the whole.
 func effectSorted(l *Log) []*entry {
-	order := make([]*entry, l.n)
+	order, _, _ := effectSortedWithMessages(l)
+	return order
+}
+
+// effectSortedWithMessages is effectSorted that also collects, in log
+// order, the sends and receives CheckCausality matches (a ring's log is
+// about a fifth each).
+func effectSortedWithMessages(l *Log) (order []*entry, sends, recvs []causalMsg) {
+	order = make([]*entry, l.n)
 	// The math records and the others (sized for a ring's log: a tenth
 	// are math).
 	// The same pass notes whether each part is in order already (a second
 	// pass would read every record again, tens of megabytes).
 	late, rest := make([]*entry, 0, l.n/8+1), make([]*entry, 0, l.n)
+	sends, recvs = make([]causalMsg, 0, l.n/5), make([]causalMsg, 0, l.n/5)
 	lateSorted, restSorted := true, true
 	for i := range l.n {
 		if r := l.at(i); r.Kind == KindMath {
@@ -588,6 +620,14 @@ func effectSorted(l *Log) []*entry {
 		} else {
 			restSorted = restSorted && (len(rest) == 0 || effectOrder(rest[len(rest)-1], r) <= 0)
 			rest = append(rest, r)
+			if r.Kind == KindIPCQ {
+				switch r.name {
+				case nameSend:
+					sends = append(sends, causalMsg{causalKey{r.Dst, r.SenderSeq}, r})
+				case nameRecv:
+					recvs = append(recvs, causalMsg{causalKey{r.Src, r.SenderSeq}, r})
+				}
+			}
 		}
 	}
 	// Stable sorts of the parts merged without a tie between the parts are
@@ -599,13 +639,13 @@ func effectSorted(l *Log) []*entry {
 		slices.SortStableFunc(rest, effectOrder)
 	}
 	if mergeEffects(order[:0], rest, late) {
-		return order
+		return order, sends, recvs
 	}
 	for i := range order {
 		order[i] = l.at(i)
 	}
 	slices.SortStableFunc(order, effectOrder)
-	return order
+	return order, sends, recvs
 }
 
 // setFetched notes that tile id was made by the fetch at index at-1 (0:
@@ -913,23 +953,11 @@ func CheckCausality(records []*Record) string { return logOf(records).CheckCausa
 
 // CheckCausality is CheckCausality of the log's records.
 func (l *Log) CheckCausality() string {
-	// One pass over the log (tens of megabytes of records for a large
-	// ring) collects the messages; the map is then filled from the compact
-	// list of sends, sized once. A ring's log is about a fifth sends and a
-	// fifth receives.
-	sends, recvs := make([]causalMsg, 0, l.n/5), make([]causalMsg, 0, l.n/5)
-	for i := range l.n {
-		r := l.at(i)
-		if r.Kind != KindIPCQ {
-			continue
-		}
-		switch r.name {
-		case nameSend:
-			sends = append(sends, causalMsg{causalKey{r.Dst, r.SenderSeq}, r})
-		case nameRecv:
-			recvs = append(recvs, causalMsg{causalKey{r.Src, r.SenderSeq}, r})
-		}
-	}
+	// The pass over the log that sorts it for the replay (tens of
+	// megabytes of records for a large ring) collects the messages; the
+	// map is then filled from the compact list of sends, sized once.
+	scan := l.phase2Scan()
+	sends, recvs := scan.sends, scan.recvs
 	sent := make(map[causalKey]*entry, len(sends))
 	for _, m := range sends {
 		sent[m.key] = m.rec // of several sends of a message, the last logged counts
