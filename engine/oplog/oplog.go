@@ -606,11 +606,12 @@ func effectSorted(l *Log) []*entry {
 // about a fifth each).
 func effectSortedWithMessages(l *Log) (order []*entry, sends, recvs []causalMsg) {
 	order = make([]*entry, l.n)
-	// The math records and the others (sized for a ring's log: a tenth
-	// are math).
+	// The math records (sized for a ring's log: a tenth are math) and the
+	// others, at the start of order (the merge below fills order from its
+	// end, never overtaking them: no second slice of the whole log).
 	// The same pass notes whether each part is in order already (a second
 	// pass would read every record again, tens of megabytes).
-	late, rest := make([]*entry, 0, l.n/8+1), make([]*entry, 0, l.n)
+	late, rest := make([]*entry, 0, l.n/8+1), order[:0]
 	sends, recvs = make([]causalMsg, 0, l.n/5), make([]causalMsg, 0, l.n/5)
 	lateSorted, restSorted := true, true
 	for i := range l.n {
@@ -638,7 +639,7 @@ func effectSortedWithMessages(l *Log) (order []*entry, sends, recvs []causalMsg)
 	if !restSorted {
 		slices.SortStableFunc(rest, effectOrder)
 	}
-	if mergeEffects(order[:0], rest, late) {
+	if mergeEffectsBack(order, len(rest), late) {
 		return order, sends, recvs
 	}
 	for i := range order {
@@ -665,23 +666,26 @@ func growTo[T any](s []T, i int64) []T {
 	return grown
 }
 
-// mergeEffects merges the sorted a and b into out (room for both) and
-// reports whether no record of a ties with one of b.
-func mergeEffects(out, a, b []*entry) bool {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		switch effectOrder(a[i], b[j]) {
-		case 0:
-			return false
-		case -1:
-			out = append(out, a[i])
-			i++
-		default:
-			out = append(out, b[j])
-			j++
+// mergeEffectsBack merges the sorted order[:k] and b into order (room
+// for both), from the end, and reports whether no record of order[:k]
+// ties with one of b (a merge compares every such pair whichever end it
+// starts from, so without one the result is the stable sort of both).
+func mergeEffectsBack(order []*entry, k int, b []*entry) bool {
+	i, j := k-1, len(b)-1
+	for w := len(order) - 1; j >= 0; w-- {
+		if i >= 0 {
+			switch effectOrder(order[i], b[j]) {
+			case 0:
+				return false
+			case 1:
+				order[w] = order[i]
+				i--
+				continue
+			}
 		}
+		order[w] = b[j]
+		j--
 	}
-	out = append(append(out, a[i:]...), b[j:]...)
 	return true
 }
 
