@@ -202,9 +202,10 @@ type Log struct {
 // in one pass over tens of megabytes of records instead of one each.
 // Whichever of the two runs first takes it; the replay drops it.
 type phase2Scan struct {
-	n            int // the log's length when scanned
-	order        []*entry
-	sends, recvs []causalMsg
+	n     int // the log's length when scanned
+	order []*entry
+	sends []sentMsg
+	recvs []causalMsg
 }
 
 // phase2Scan returns the log's scan, made now if the log has none of its
@@ -604,7 +605,7 @@ func effectSorted(l *Log) []*entry {
 // effectSortedWithMessages is effectSorted that also collects, in log
 // order, the sends and receives CheckCausality matches (a ring's log is
 // about a fifth each).
-func effectSortedWithMessages(l *Log) (order []*entry, sends, recvs []causalMsg) {
+func effectSortedWithMessages(l *Log) (order []*entry, sends []sentMsg, recvs []causalMsg) {
 	order = make([]*entry, l.n)
 	// The math records (sized for a ring's log: a tenth are math) and the
 	// others, at the start of order (the merge below fills order from its
@@ -612,7 +613,7 @@ func effectSortedWithMessages(l *Log) (order []*entry, sends, recvs []causalMsg)
 	// The same pass notes whether each part is in order already (a second
 	// pass would read every record again, tens of megabytes).
 	late, rest := make([]*entry, 0, l.n/8+1), order[:0]
-	sends, recvs = make([]causalMsg, 0, l.n/5), make([]causalMsg, 0, l.n/5)
+	sends, recvs = make([]sentMsg, 0, l.n/5), make([]causalMsg, 0, l.n/5)
 	lateSorted, restSorted := true, true
 	for i := range l.n {
 		if r := l.at(i); r.Kind == KindMath {
@@ -624,7 +625,7 @@ func effectSortedWithMessages(l *Log) (order []*entry, sends, recvs []causalMsg)
 			if r.Kind == KindIPCQ {
 				switch r.name {
 				case nameSend:
-					sends = append(sends, causalMsg{causalKey{r.Dst, r.SenderSeq}, r})
+					sends = append(sends, sentMsg{causalKey{r.Dst, r.SenderSeq}, r.TEnd, r})
 				case nameRecv:
 					recvs = append(recvs, causalMsg{causalKey{r.Src, r.SenderSeq}, r})
 				}
@@ -958,34 +959,131 @@ func CheckCausality(records []*Record) string { return logOf(records).CheckCausa
 // CheckCausality is CheckCausality of the log's records.
 func (l *Log) CheckCausality() string {
 	// The pass over the log that sorts it for the replay (tens of
-	// megabytes of records for a large ring) collects the messages; the
-	// map is then filled from the compact list of sends, sized once.
+	// megabytes of records for a large ring) collects the messages; an
+	// index of the sends then finds each receive's.
 	scan := l.phase2Scan()
 	sends, recvs := scan.sends, scan.recvs
-	sent := make(map[causalKey]*entry, len(sends))
-	for _, m := range sends {
-		sent[m.key] = m.rec // of several sends of a message, the last logged counts
-	}
+	sent := newSentIndex(sends)
 	for _, m := range recvs {
+		// (The receives are in log order: reading their records walks the
+		// log in order, unlike the sends' records.)
 		r := m.rec
-		s, ok := sent[m.key]
-		switch {
-		case !ok:
-			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d at %v) has no matching send", r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart)
-		case s.TEnd > r.TStart:
-			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d) began at %v before its send (record %d, rank %d) completed at %v",
-				r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart, s.Seq, s.Rank, s.TEnd)
+		sm, ok := sent.find(m.key)
+		if ok && sm.t <= r.TStart {
+			continue
 		}
+		s := sm.rec
+		if !ok {
+			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d at %v) has no matching send", r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart)
+		}
+		return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d) began at %v before its send (record %d, rank %d) completed at %v",
+			r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart, s.Seq, s.Rank, s.TEnd)
 	}
 	return ""
+}
+
+// sentIndex finds a message's send (of several, the last logged). A
+// queue pair's messages take its slots in turn, so each slot's sends come
+// in sequence order: the index keeps the sends grouped by slot (a few
+// thousand slots, in a small table) and finds one by halving its slot's
+// group, reading only the index (the times compared are in it). A table
+// keyed by message had an entry per message (tens of thousands, out of
+// cache) and each match read the send's record, a cache miss in the log.
+// When some slot's sends are out of sequence order it is that table.
+type sentIndex struct {
+	slots  map[uint64]int32 // slot -> its group
+	start  []int32          // group i is bySlot[start[i]:start[i+1]]
+	bySlot []slotSend
+	byMsg  map[causalKey]sentMsg
+}
+
+// slotSend is a send in its slot's group.
+type slotSend struct {
+	seq uint64
+	t   sim.Time
+	rec *entry
+}
+
+// newSentIndex indexes sends, in log order.
+func newSentIndex(sends []sentMsg) *sentIndex {
+	x := &sentIndex{slots: map[uint64]int32{}}
+	group := make([]int32, len(sends))
+	var count []int32
+	for i, m := range sends {
+		g, seen := x.slots[m.key.slot]
+		if !seen {
+			g = int32(len(count))
+			x.slots[m.key.slot] = g
+			count = append(count, 0)
+		}
+		group[i] = g
+		count[g]++
+	}
+	x.start = make([]int32, len(count)+1)
+	for g, c := range count {
+		x.start[g+1] = x.start[g] + c
+	}
+	next := append([]int32(nil), x.start[:len(count)]...)
+	x.bySlot = make([]slotSend, len(sends))
+	for i, m := range sends {
+		g := group[i]
+		if k := next[g]; k > x.start[g] && x.bySlot[k-1].seq > m.key.seq {
+			x.byMsg = make(map[causalKey]sentMsg, len(sends))
+			for _, m := range sends {
+				x.byMsg[m.key] = m
+			}
+			x.slots, x.start, x.bySlot = nil, nil, nil
+			return x
+		}
+		x.bySlot[next[g]] = slotSend{m.key.seq, m.t, m.rec}
+		next[g]++
+	}
+	return x
+}
+
+// find returns the last logged send of message k.
+func (x *sentIndex) find(k causalKey) (sentMsg, bool) {
+	if x.byMsg != nil {
+		m, ok := x.byMsg[k]
+		return m, ok
+	}
+	g, ok := x.slots[k.slot]
+	if !ok {
+		return sentMsg{}, false
+	}
+	// The first of the group's sends with a later sequence number: the
+	// one before it is the message's last send, if it is one.
+	group := x.bySlot[x.start[g]:x.start[g+1]]
+	lo, hi := 0, len(group)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if group[mid].seq <= k.seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 || group[lo-1].seq != k.seq {
+		return sentMsg{}, false
+	}
+	s := group[lo-1]
+	return sentMsg{k, s.t, s.rec}, true
 }
 
 // causalKey names a message: the slot it went through and the sender's
 // sequence number.
 type causalKey struct{ slot, seq uint64 }
 
-// causalMsg is a send or receive of CheckCausality.
+// causalMsg is a receive of CheckCausality: its message and its record.
 type causalMsg struct {
 	key causalKey
+	rec *entry
+}
+
+// sentMsg is a send of CheckCausality: its message, its TEnd (the time
+// compared) and its record.
+type sentMsg struct {
+	key causalKey
+	t   sim.Time
 	rec *entry
 }
