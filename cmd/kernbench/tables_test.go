@@ -79,7 +79,7 @@ func TestTablesAgree(t *testing.T) {
 				sends[r] = make([]byte, n*sz)
 				before[r] = make([]byte, m*sz)
 			}
-			for r, got := range c.Expected(dtype.F32, dtype.Sum, 0, count, sends, before) {
+			for r, got := range c.Expected(dtype.F32, dtype.Sum, 0, count, sends, before, nil) {
 				if int64(len(got)) != m*sz {
 					t.Errorf("%s: reference of rank %d has %d bytes, want %d (no reference in ccl.Collective.Expected?)", row.Name, r, len(got), m*sz)
 				}

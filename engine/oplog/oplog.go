@@ -193,6 +193,29 @@ type Log struct {
 	strID  map[string]uint32
 	recent [16]recentStr
 	extras []extra
+	// scan is phase 2's pass over the complete log (see phase2Scan).
+	scan *phase2Scan
+}
+
+// phase2Scan is what phase 2 reads off the whole log: the records in
+// effect order (the replay) and the messages (CheckCausality), gathered
+// in one pass over tens of megabytes of records instead of one each.
+// Whichever of the two runs first takes it; the replay drops it.
+type phase2Scan struct {
+	n     int // the log's length when scanned
+	order []*entry
+	sends []sentMsg
+	recvs []causalMsg
+}
+
+// phase2Scan returns the log's scan, made now if the log has none of its
+// current length.
+func (l *Log) phase2Scan() *phase2Scan {
+	if l.scan == nil || l.scan.n != l.n {
+		order, sends, recvs := effectSortedWithMessages(l)
+		l.scan = &phase2Scan{n: l.n, order: order, sends: sends, recvs: recvs}
+	}
+	return l.scan
 }
 
 // entry is a Record as the Log keeps it: the same fields, with each
@@ -433,23 +456,44 @@ func ReplayOverlay(ov *Overlay, records []*Record) error { return replay(ov, log
 func (l *Log) ReplayOverlay(ov *Overlay) error { return replay(ov, l) }
 
 // replaySpace is the memory a replay runs on: read is a view it only
-// reads (valid until the next read), write replaces a range: its first
-// bytes by src (as copy does), or all of it by zeros when zero is set.
+// reads, valid as long as its viewKind says; write replaces a range: its
+// first bytes by src (as copy does), or all of it by zeros when zero is
+// set.
 type replaySpace interface {
-	read(addr uint64, n int64) ([]byte, error)
+	read(addr uint64, n int64) ([]byte, viewKind, error)
 	write(addr uint64, n int64, src []byte, zero bool) error
 }
 
+// viewKind is how long a read's view keeps showing the bytes it showed.
+type viewKind uint8
+
+const (
+	// viewTransient: until the next read or write.
+	viewTransient viewKind = iota
+	// viewBlock: until the next write to the block it lies in (one
+	// block's own buffer in the replay).
+	viewBlock
+	// viewFixed: to the end of the replay (memory the replay only reads).
+	viewFixed
+)
+
 // replayTracker is a replaySpace that wants to know the records ahead:
 // prepare starts, note sees each record in effect order (i its index),
-// then at says which of them is applied next.
+// then at says which of them is applied next. writtenSince reports, while
+// note has seen the records up to some index, whether one of those after
+// index i wrote a block of [addr, addr+n): a view of the range read at i
+// (viewBlock) would no longer show what was read.
 type replayTracker interface {
 	prepare()
 	note(l *Log, i int, r *entry)
 	at(i int)
+	writtenSince(addr uint64, n int64, i int32) bool
 }
 
-func (img *Image) read(addr uint64, n int64) ([]byte, error) { return img.locate(addr, n) }
+func (img *Image) read(addr uint64, n int64) ([]byte, viewKind, error) {
+	b, err := img.locate(addr, n)
+	return b, viewTransient, err // a later write may grow the memory elsewhere
+}
 func (img *Image) write(addr uint64, n int64, src []byte, zero bool) error {
 	dst, err := img.locate(addr, n)
 	if err != nil {
@@ -464,7 +508,8 @@ func (img *Image) write(addr uint64, n int64, src []byte, zero bool) error {
 }
 
 func replay(im replaySpace, l *Log) error {
-	order := effectSorted(l)
+	order := l.phase2Scan().order
+	l.scan = nil // the replay is the scan's last reader
 	// Tile ids are dense (Log.NewTile), so tiles live in slices by id. A
 	// tile's bytes are released after the last record that reads it and
 	// reused for a later tile, so the replay holds only the tiles still to
@@ -476,10 +521,28 @@ func replay(im replaySpace, l *Log) error {
 		tracker.prepare()
 	}
 	rp := &replayer{im: im, log: l, free: map[int64][][]byte{}}
+	// A fetched tile is the view the fetch read, not a copy, where that
+	// view still shows the same bytes at every record reading the tile:
+	// always for phase 1's memory (viewFixed), and for a block's buffer
+	// (viewBlock) unless a record between the fetch and a reader wrote the
+	// block (the pass below marks such a tile copied). A fetch copied
+	// every tile before: the replay's largest cost after the stores.
+	// fetchedAt is 1 + the index of the fetch that made a tile (0: none).
+	var fetchedAt []int32
+	checkFetched := func(id int64) {
+		if id <= 0 || id >= int64(len(fetchedAt)) || fetchedAt[id] == 0 || rp.copied[id] {
+			return
+		}
+		f := order[fetchedAt[id]-1]
+		rp.copied[id] = tracker.writtenSince(f.Src, f.NBytes, fetchedAt[id]-1)
+	}
 	for i, r := range order {
 		// Tile 0 too: the indexes below clamp a missing tile to it.
 		if top := max(r.TileOut, r.TileA, r.TileB, 0); top >= int64(len(rp.lastUse)) {
 			rp.lastUse = growTo(rp.lastUse, top)
+			if tracker != nil {
+				fetchedAt, rp.copied = growTo(fetchedAt, top), growTo(rp.copied, top)
+			}
 		}
 		switch {
 		case r.Kind == KindMath:
@@ -488,7 +551,24 @@ func replay(im replaySpace, l *Log) error {
 			rp.lastUse[max(r.TileA, 0)] = int32(i)
 		}
 		if tracker != nil {
+			// The tiles r reads (as apply reads them), before r's own
+			// write (a store into the block it fetched from reads first).
+			switch {
+			case r.Kind == KindMath:
+				checkFetched(r.TileA)
+				checkFetched(r.TileB)
+			case r.Kind == KindMarker:
+			case r.name == nameStore:
+				checkFetched(r.TileA)
+			}
 			tracker.note(l, i, r)
+			switch {
+			case r.Kind == KindMath:
+				setFetched(fetchedAt, r.TileOut, 0)
+			case r.Kind == KindMarker:
+			case r.name == nameFetch:
+				setFetched(fetchedAt, r.TileOut, int32(i)+1)
+			}
 		}
 	}
 	rp.tiles = make([]replayTile, len(rp.lastUse))
@@ -518,12 +598,22 @@ func replay(im replaySpace, l *Log) error {
 // whole log (n log² n). A tie between the parts (whose log order the merge
 // does not know) takes the stable sort of the whole.
 func effectSorted(l *Log) []*entry {
-	order := make([]*entry, l.n)
-	// The math records and the others (sized for a ring's log: a tenth
-	// are math).
+	order, _, _ := effectSortedWithMessages(l)
+	return order
+}
+
+// effectSortedWithMessages is effectSorted that also collects, in log
+// order, the sends and receives CheckCausality matches (a ring's log is
+// about a fifth each).
+func effectSortedWithMessages(l *Log) (order []*entry, sends []sentMsg, recvs []causalMsg) {
+	order = make([]*entry, l.n)
+	// The math records (sized for a ring's log: a tenth are math) and the
+	// others, at the start of order (the merge below fills order from its
+	// end, never overtaking them: no second slice of the whole log).
 	// The same pass notes whether each part is in order already (a second
 	// pass would read every record again, tens of megabytes).
-	late, rest := make([]*entry, 0, l.n/8+1), make([]*entry, 0, l.n)
+	late, rest := make([]*entry, 0, l.n/8+1), order[:0]
+	sends, recvs = make([]sentMsg, 0, l.n/5), make([]causalMsg, 0, l.n/5)
 	lateSorted, restSorted := true, true
 	for i := range l.n {
 		if r := l.at(i); r.Kind == KindMath {
@@ -532,6 +622,14 @@ func effectSorted(l *Log) []*entry {
 		} else {
 			restSorted = restSorted && (len(rest) == 0 || effectOrder(rest[len(rest)-1], r) <= 0)
 			rest = append(rest, r)
+			if r.Kind == KindIPCQ {
+				switch r.name {
+				case nameSend:
+					sends = append(sends, sentMsg{causalKey{r.Dst, r.SenderSeq}, r.TEnd, r})
+				case nameRecv:
+					recvs = append(recvs, causalMsg{causalKey{r.Src, r.SenderSeq}, r})
+				}
+			}
 		}
 	}
 	// Stable sorts of the parts merged without a tie between the parts are
@@ -542,14 +640,22 @@ func effectSorted(l *Log) []*entry {
 	if !restSorted {
 		slices.SortStableFunc(rest, effectOrder)
 	}
-	if mergeEffects(order[:0], rest, late) {
-		return order
+	if mergeEffectsBack(order, len(rest), late) {
+		return order, sends, recvs
 	}
 	for i := range order {
 		order[i] = l.at(i)
 	}
 	slices.SortStableFunc(order, effectOrder)
-	return order
+	return order, sends, recvs
+}
+
+// setFetched notes that tile id was made by the fetch at index at-1 (0:
+// not by a fetch).
+func setFetched(fetchedAt []int32, id int64, at int32) {
+	if id > 0 && id < int64(len(fetchedAt)) {
+		fetchedAt[id] = at
+	}
 }
 
 // growTo is a copy of s long enough to index i, its new elements zero:
@@ -561,23 +667,26 @@ func growTo[T any](s []T, i int64) []T {
 	return grown
 }
 
-// mergeEffects merges the sorted a and b into out (room for both) and
-// reports whether no record of a ties with one of b.
-func mergeEffects(out, a, b []*entry) bool {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		switch effectOrder(a[i], b[j]) {
-		case 0:
-			return false
-		case -1:
-			out = append(out, a[i])
-			i++
-		default:
-			out = append(out, b[j])
-			j++
+// mergeEffectsBack merges the sorted order[:k] and b into order (room
+// for both), from the end, and reports whether no record of order[:k]
+// ties with one of b (a merge compares every such pair whichever end it
+// starts from, so without one the result is the stable sort of both).
+func mergeEffectsBack(order []*entry, k int, b []*entry) bool {
+	i, j := k-1, len(b)-1
+	for w := len(order) - 1; j >= 0; w-- {
+		if i >= 0 {
+			switch effectOrder(order[i], b[j]) {
+			case 0:
+				return false
+			case 1:
+				order[w] = order[i]
+				i--
+				continue
+			}
 		}
+		order[w] = b[j]
+		j--
 	}
-	out = append(append(out, a[i:]...), b[j:]...)
 	return true
 }
 
@@ -595,6 +704,9 @@ type replayer struct {
 	log     *Log
 	tiles   []replayTile
 	lastUse []int32 // index in effect order of the last record reading a tile
+	// copied marks the fetched tiles that must be copies: a record wrote
+	// their block between the fetch and a reader (see replay).
+	copied []bool
 	// free holds released tile buffers by length, for later tiles.
 	free map[int64][][]byte
 }
@@ -603,6 +715,9 @@ type replayTile struct {
 	data []byte
 	dt   dtype.DType
 	live bool
+	// view: data is a view of the memory, not a buffer of the replayer's
+	// (released, it is not reused).
+	view bool
 }
 
 // tile returns a live tile's bytes.
@@ -624,14 +739,24 @@ func (rp *replayer) buffer(n int64) []byte {
 }
 
 func (rp *replayer) put(id int64, data []byte, dt dtype.DType) error {
+	return rp.putTile(id, replayTile{data: data, dt: dt, live: true})
+}
+
+func (rp *replayer) putTile(id int64, t replayTile) error {
 	if id <= 0 || id >= int64(len(rp.tiles)) {
 		return fmt.Errorf("tile id %d out of range", id)
 	}
-	if old := rp.tiles[id]; old.live {
-		rp.free[int64(len(old.data))] = append(rp.free[int64(len(old.data))], old.data)
-	}
-	rp.tiles[id] = replayTile{data: data, dt: dt, live: true}
+	rp.recycle(rp.tiles[id])
+	rp.tiles[id] = t
 	return nil
+}
+
+// recycle keeps a dropped tile's buffer for later tiles (a view of the
+// memory is not the replayer's to reuse).
+func (rp *replayer) recycle(t replayTile) {
+	if t.live && !t.view {
+		rp.free[int64(len(t.data))] = append(rp.free[int64(len(t.data))], t.data)
+	}
 }
 
 // release drops tile id after record i if no later record reads it.
@@ -640,8 +765,7 @@ func (rp *replayer) release(id int64, i int) {
 		return
 	}
 	if last := rp.lastUse[id]; last <= int32(i) {
-		t := rp.tiles[id]
-		rp.free[int64(len(t.data))] = append(rp.free[int64(len(t.data))], t.data)
+		rp.recycle(rp.tiles[id])
 		rp.tiles[id] = replayTile{}
 	}
 }
@@ -713,9 +837,12 @@ func (rp *replayer) apply(r *entry) error {
 		}
 		return rp.put(r.TileOut, out, dt)
 	case r.name == nameFetch:
-		src, err := im.read(r.Src, r.NBytes)
+		src, kind, err := im.read(r.Src, r.NBytes)
 		if err != nil {
 			return err
+		}
+		if id := r.TileOut; kind == viewFixed || kind == viewBlock && id > 0 && id < int64(len(rp.copied)) && !rp.copied[id] {
+			return rp.putTile(id, replayTile{data: src, live: true, view: true})
 		}
 		out := rp.buffer(r.NBytes)
 		copy(out, src)
@@ -731,7 +858,7 @@ func (rp *replayer) apply(r *entry) error {
 		return im.write(r.Dst, r.NBytes, data, data == nil)
 	case r.Src != 0 && r.Dst != 0:
 		// ipcq send, copy, recv copy_to_dst: bytes move src -> dst.
-		src, err := im.read(r.Src, r.NBytes)
+		src, _, err := im.read(r.Src, r.NBytes)
 		if err != nil {
 			return err
 		}
@@ -831,47 +958,132 @@ func CheckCausality(records []*Record) string { return logOf(records).CheckCausa
 
 // CheckCausality is CheckCausality of the log's records.
 func (l *Log) CheckCausality() string {
-	// One pass over the log (tens of megabytes of records for a large
-	// ring) collects the messages; the map is then filled from the compact
-	// list of sends, sized once. A ring's log is about a fifth sends and a
-	// fifth receives.
-	sends, recvs := make([]causalMsg, 0, l.n/5), make([]causalMsg, 0, l.n/5)
-	for i := range l.n {
-		r := l.at(i)
-		if r.Kind != KindIPCQ {
+	// The pass over the log that sorts it for the replay (tens of
+	// megabytes of records for a large ring) collects the messages; an
+	// index of the sends then finds each receive's.
+	scan := l.phase2Scan()
+	sends, recvs := scan.sends, scan.recvs
+	sent := newSentIndex(sends)
+	for _, m := range recvs {
+		// (The receives are in log order: reading their records walks the
+		// log in order, unlike the sends' records.)
+		r := m.rec
+		sm, ok := sent.find(m.key)
+		if ok && sm.t <= r.TStart {
 			continue
 		}
-		switch r.name {
-		case nameSend:
-			sends = append(sends, causalMsg{causalKey{r.Dst, r.SenderSeq}, r})
-		case nameRecv:
-			recvs = append(recvs, causalMsg{causalKey{r.Src, r.SenderSeq}, r})
-		}
-	}
-	sent := make(map[causalKey]*entry, len(sends))
-	for _, m := range sends {
-		sent[m.key] = m.rec // of several sends of a message, the last logged counts
-	}
-	for _, m := range recvs {
-		r := m.rec
-		s, ok := sent[m.key]
-		switch {
-		case !ok:
+		s := sm.rec
+		if !ok {
 			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d at %v) has no matching send", r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart)
-		case s.TEnd > r.TStart:
-			return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d) began at %v before its send (record %d, rank %d) completed at %v",
-				r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart, s.Seq, s.Rank, s.TEnd)
 		}
+		return fmt.Sprintf("I5: record %d (rank %d recv %s seq %d) began at %v before its send (record %d, rank %d) completed at %v",
+			r.Seq, r.Rank, l.strs[r.dir], r.SenderSeq, r.TStart, s.Seq, s.Rank, s.TEnd)
 	}
 	return ""
+}
+
+// sentIndex finds a message's send (of several, the last logged). A
+// queue pair's messages take its slots in turn, so each slot's sends come
+// in sequence order: the index keeps the sends grouped by slot (a few
+// thousand slots, in a small table) and finds one by halving its slot's
+// group, reading only the index (the times compared are in it). A table
+// keyed by message had an entry per message (tens of thousands, out of
+// cache) and each match read the send's record, a cache miss in the log.
+// When some slot's sends are out of sequence order it is that table.
+type sentIndex struct {
+	slots  map[uint64]int32 // slot -> its group
+	start  []int32          // group i is bySlot[start[i]:start[i+1]]
+	bySlot []slotSend
+	byMsg  map[causalKey]sentMsg
+}
+
+// slotSend is a send in its slot's group.
+type slotSend struct {
+	seq uint64
+	t   sim.Time
+	rec *entry
+}
+
+// newSentIndex indexes sends, in log order.
+func newSentIndex(sends []sentMsg) *sentIndex {
+	x := &sentIndex{slots: map[uint64]int32{}}
+	group := make([]int32, len(sends))
+	var count []int32
+	for i, m := range sends {
+		g, seen := x.slots[m.key.slot]
+		if !seen {
+			g = int32(len(count))
+			x.slots[m.key.slot] = g
+			count = append(count, 0)
+		}
+		group[i] = g
+		count[g]++
+	}
+	x.start = make([]int32, len(count)+1)
+	for g, c := range count {
+		x.start[g+1] = x.start[g] + c
+	}
+	next := append([]int32(nil), x.start[:len(count)]...)
+	x.bySlot = make([]slotSend, len(sends))
+	for i, m := range sends {
+		g := group[i]
+		if k := next[g]; k > x.start[g] && x.bySlot[k-1].seq > m.key.seq {
+			x.byMsg = make(map[causalKey]sentMsg, len(sends))
+			for _, m := range sends {
+				x.byMsg[m.key] = m
+			}
+			x.slots, x.start, x.bySlot = nil, nil, nil
+			return x
+		}
+		x.bySlot[next[g]] = slotSend{m.key.seq, m.t, m.rec}
+		next[g]++
+	}
+	return x
+}
+
+// find returns the last logged send of message k.
+func (x *sentIndex) find(k causalKey) (sentMsg, bool) {
+	if x.byMsg != nil {
+		m, ok := x.byMsg[k]
+		return m, ok
+	}
+	g, ok := x.slots[k.slot]
+	if !ok {
+		return sentMsg{}, false
+	}
+	// The first of the group's sends with a later sequence number: the
+	// one before it is the message's last send, if it is one.
+	group := x.bySlot[x.start[g]:x.start[g+1]]
+	lo, hi := 0, len(group)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if group[mid].seq <= k.seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 || group[lo-1].seq != k.seq {
+		return sentMsg{}, false
+	}
+	s := group[lo-1]
+	return sentMsg{k, s.t, s.rec}, true
 }
 
 // causalKey names a message: the slot it went through and the sender's
 // sequence number.
 type causalKey struct{ slot, seq uint64 }
 
-// causalMsg is a send or receive of CheckCausality.
+// causalMsg is a receive of CheckCausality: its message and its record.
 type causalMsg struct {
 	key causalKey
+	rec *entry
+}
+
+// sentMsg is a send of CheckCausality: its message, its TEnd (the time
+// compared) and its record.
+type sentMsg struct {
+	key causalKey
+	t   sim.Time
 	rec *entry
 }

@@ -231,6 +231,23 @@ func (ov *Overlay) note(l *Log, i int, r *entry) {
 	}
 }
 
+// writtenSince reports whether a record after index i that note has seen
+// wrote a block of [addr, addr+n).
+func (ov *Overlay) writtenSince(addr uint64, n int64, i int32) bool {
+	id := int(addr>>AddrShift) - 1
+	if n <= 0 || id < 0 || id >= len(ov.Mems) {
+		return false // read nothing, or from no memory note has seen written
+	}
+	m, off := &ov.Mems[id], int64(addr&(1<<AddrShift-1))
+	first, last := off>>ov.BlockShift, (off+n-1)>>ov.BlockShift
+	for b := first; b <= min(last, int64(len(m.lastWrite))-1); b++ {
+		if m.lastWrite[b] > i {
+			return true
+		}
+	}
+	return false
+}
+
 // maxWriteRange bounds the records prepare looks at: a larger one cannot
 // be replayed (its bytes would not fit), and marking its blocks would take
 // as long.
@@ -239,22 +256,23 @@ const maxWriteRange = 1 << 40
 // at tells the overlay that record i (in effect order) is applied next.
 func (ov *Overlay) at(i int) { ov.cur = int32(i) }
 
-// read is a view of [addr, addr+n) in the replay state, valid until the
-// next read: the live memory's bytes when no block of it is held, a held
-// block's own bytes when it lies in one, else a copy.
-func (ov *Overlay) read(addr uint64, n int64) ([]byte, error) {
+// read is a view of [addr, addr+n) in the replay state: the live
+// memory's bytes when no block of it is held (viewFixed: phase 2 never
+// writes them), a held block's own bytes when it lies in one (viewBlock),
+// else a copy (viewTransient).
+func (ov *Overlay) read(addr uint64, n int64) ([]byte, viewKind, error) {
 	m, off, err := ov.mem(addr, n)
 	if err != nil || n == 0 {
-		return nil, err
+		return nil, viewFixed, err
 	}
 	end, shift := off+n, ov.BlockShift
 	first, last := off>>shift, (end-1)>>shift
 	if _, none := m.HeldIn(off, end, shift); none && end <= int64(len(m.Live)) {
-		return m.Live[off:end], nil
+		return m.Live[off:end], viewFixed, nil
 	}
 	if first == last && first < int64(len(m.bufs)) && m.bufs[first] != nil {
 		lo := first << shift
-		return m.bufs[first][off-lo : end-lo], nil
+		return m.bufs[first][off-lo : end-lo], viewBlock, nil
 	}
 	if int64(cap(ov.scratch)) < n {
 		ov.scratch = make([]byte, n)
@@ -264,7 +282,7 @@ func (ov *Overlay) read(addr uint64, n int64) ([]byte, error) {
 		lo, hi := max(off, b<<shift), min(end, (b+1)<<shift)
 		m.blockBytes(b, lo, hi, out[lo-off:hi-off], shift)
 	}
-	return out, nil
+	return out, viewTransient, nil
 }
 
 // blockBytes copies the replay state's bytes [lo, hi) of block b into dst.

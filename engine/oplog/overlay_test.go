@@ -169,7 +169,7 @@ func TestOverlayReadsPreRunBytes(t *testing.T) {
 	if err := ReplayOverlay(ov, recs); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := ov.read(addr(1, 0), 8); !bytes.Equal(got, []byte{1, 2, 3, 4, 5, 6, 7, 8}) {
+	if got, _, _ := ov.read(addr(1, 0), 8); !bytes.Equal(got, []byte{1, 2, 3, 4, 5, 6, 7, 8}) {
 		t.Errorf("replayed copies = %v, want the pre-run bytes 1..8", got)
 	}
 	if m := ov.Compare(recs); m != nil {
@@ -282,5 +282,37 @@ func TestOverlayCatchesWritesIntoPatternBlocks(t *testing.T) {
 				t.Errorf("overlay reports %+v, a full image comparison %+v", m, fm)
 			}
 		})
+	}
+}
+
+// Rule (model.md §7): a fetched tile holds the bytes the fetch read. The
+// replay keeps a fetched tile as a view of the block it read where no
+// record writes that block before the tile is read; here a host write
+// overwrites the block between the fetch and the store of its tile (as a
+// ring's receive slot is refilled while the tile from its last message
+// is still to be stored), so the tile must keep the bytes from before
+// the write: a view would store the new ones, and phase 2 would differ
+// from phase 1. A tile fetched from a block nobody writes again is read
+// in place, and the replay matches too.
+func TestOverlayFetchedTileKeepsItsBytes(t *testing.T) {
+	initial := Image{{1, 2, 3, 4, 5, 6, 7, 8}, make([]byte, 8)}
+	recs := []*Record{
+		// Block 0 of memory 0 becomes the replay's own buffer (written).
+		{Seq: 0, Kind: KindMemory, Name: "host_write", Dst: addr(0, 0), NBytes: 4, Data: []byte{10, 20, 30, 40}, TEnd: 10},
+		{Seq: 1, Kind: KindMemory, Name: "fetch", Src: addr(0, 0), NBytes: 4, TileOut: 1, TEnd: 20},
+		{Seq: 2, Kind: KindMemory, Name: "fetch", Src: addr(0, 4), NBytes: 4, TileOut: 2, TEnd: 20},
+		{Seq: 3, Kind: KindMemory, Name: "host_write", Dst: addr(0, 0), NBytes: 4, Data: []byte{9, 9, 9, 9}, TEnd: 30},
+		{Seq: 4, Kind: KindMemory, Name: "store", Dst: addr(1, 0), NBytes: 4, TileA: 1, TEnd: 40},
+		{Seq: 5, Kind: KindMemory, Name: "store", Dst: addr(1, 4), NBytes: 4, TileA: 2, TEnd: 40},
+	}
+	ov := phase1Overlay(t, initial, recs)
+	if want := []byte{10, 20, 30, 40, 5, 6, 7, 8}; !bytes.Equal(ov.Mems[1].Live, want) {
+		t.Fatalf("setup: phase 1 stored %v, want %v", ov.Mems[1].Live, want)
+	}
+	if err := ReplayOverlay(ov, recs); err != nil {
+		t.Fatal(err)
+	}
+	if m := ov.Compare(recs); m != nil {
+		t.Errorf("Compare reported %v for a correct phase 1", m)
 	}
 }

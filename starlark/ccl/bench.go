@@ -25,6 +25,9 @@ type bench struct {
 	recv   []*tl.Ptr
 	inputs [][]byte // copies of the send buffers before the run
 	before [][]byte // recv buffers before the run
+	// sums adds up the send buffers as they are filled, for a reference
+	// that reduces them (nil: it reads them; see Collective.Expected).
+	sums *dtype.FillSum
 }
 
 func dataMemory(pe *machine.PE, s machine.Space) *machine.Memory {
@@ -85,6 +88,9 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 		return nil, err
 	}
 	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
+	if p.opts.Verify && !m.TimingOnly && p.coll.Reduces {
+		b.sums = dtype.NewFillSum(p.dt, sc, p.world)
+	}
 	for r := 0; r < p.world; r++ {
 		mem := dataMemory(m.Ranks[r], p.dataSpace)
 		mem.Reserve((sc + rc) * sz)
@@ -123,11 +129,17 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 				return nil, err
 			}
 			if !m.TimingOnly {
+				populate(recvReg.Bytes())
 				sentinel(p.dt, recvReg.Bytes())
 			}
 		}
 		if !m.TimingOnly {
-			dtype.Fill(p.dt, sendReg.Bytes(), p.opts.Seed, r)
+			populate(sendReg.Bytes())
+			if b.sums != nil {
+				b.sums.Fill(sendReg.Bytes(), p.opts.Seed, r)
+			} else {
+				dtype.Fill(p.dt, sendReg.Bytes(), p.opts.Seed, r)
+			}
 		}
 		b.send = append(b.send, tl.NewPtr(sendReg, p.dt, sc, r))
 		b.recv = append(b.recv, tl.NewPtr(recvReg, p.dt, rc, r))
@@ -159,7 +171,7 @@ func (b *bench) keepInputs(w *world) {
 // Wrong, FirstWrong and Verified.
 func (b *bench) verify(res *Result) {
 	p := b.p
-	want := p.coll.Expected(p.dt, p.red, p.root, b.count, b.inputs, b.before)
+	want := p.coll.Expected(p.dt, p.red, p.root, b.count, b.inputs, b.before, b.sums)
 	ranks := 1
 	if p.coll.Reduces {
 		ranks = p.world

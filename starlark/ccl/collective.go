@@ -55,16 +55,26 @@ func (c Collective) KeepsRecv() bool { return c.Name == "reduce" }
 // Expected computes every rank's expected recv buffer from the original
 // send buffers (independently of any algorithm: float64 accumulation in
 // dtype.Reduce). before[r] is rank r's recv buffer before the run, which
-// non-root ranks of reduce must still hold (nil unless KeepsRecv).
-func (c Collective) Expected(dt dtype.DType, red dtype.RedOp, root int, count int64, sends, before [][]byte) [][]byte {
+// non-root ranks of reduce must still hold (nil unless KeepsRecv). sums,
+// when not nil, holds the sums of the send buffers as they were filled:
+// the reductions it answers (dtype.FillSum.Reduce) are taken from it
+// instead of reading the buffers again.
+func (c Collective) Expected(dt dtype.DType, red dtype.RedOp, root int, count int64, sends, before [][]byte, sums *dtype.FillSum) [][]byte {
 	p := len(sends)
 	sz := int64(dt.Size())
 	chunk := func(b []byte, i int64) []byte { return b[i*count*sz : (i+1)*count*sz] }
+	// reduce writes into dst the reduction over ranks of the send
+	// buffers' elements from lo on (parts: those elements of each).
+	reduce := func(dst []byte, lo int64, parts [][]byte) {
+		if sums == nil || !sums.Reduce(red, dst, int(lo)) {
+			dtype.Reduce(red, dt, dst, parts)
+		}
+	}
 	out := make([][]byte, p)
 	switch c.Name {
 	case "allreduce":
 		want := make([]byte, count*sz)
-		dtype.Reduce(red, dt, want, sends)
+		reduce(want, 0, sends)
 		for r := range out {
 			out[r] = want
 		}
@@ -75,7 +85,7 @@ func (c Collective) Expected(dt dtype.DType, red dtype.RedOp, root int, count in
 				parts[s] = chunk(sends[s], int64(r))
 			}
 			out[r] = make([]byte, count*sz)
-			dtype.Reduce(red, dt, out[r], parts)
+			reduce(out[r], int64(r)*count, parts)
 		}
 	case "allgather":
 		want := make([]byte, 0, int64(p)*count*sz)
@@ -94,7 +104,7 @@ func (c Collective) Expected(dt dtype.DType, red dtype.RedOp, root int, count in
 			out[r] = before[r]
 		}
 		want := make([]byte, count*sz)
-		dtype.Reduce(red, dt, want, sends)
+		reduce(want, 0, sends)
 		out[root] = want
 	case "alltoall":
 		for r := range out {
