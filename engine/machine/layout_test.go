@@ -34,6 +34,7 @@ func TestHotFieldsStayInTheirCacheLines(t *testing.T) {
 		{"MemOp's completion fields", 0, unsafe.Offsetof(op.Data) + unsafe.Sizeof(op.Data)},
 		{"Transfer's completion fields", 0, unsafe.Offsetof(tr.N) + unsafe.Sizeof(tr.N)},
 		{"Resource's booking fields", 0, unsafe.Offsetof(r.BusyTime) + unsafe.Sizeof(r.BusyTime)},
+		{"Resource's older holds and the first of them", unsafe.Offsetof(r.older), unsafe.Offsetof(r.olderBuf) + unsafe.Sizeof(hold{})},
 		{"Memory's per-access fields", 0, unsafe.Offsetof(m.preRun) + unsafe.Sizeof(m.preRun)},
 	}
 	for _, g := range groups {
@@ -51,7 +52,7 @@ func TestHotFieldsStayInTheirCacheLines(t *testing.T) {
 	}{
 		{"QueuePair", unsafe.Sizeof(q), 512},
 		{"RxSlot", unsafe.Sizeof(RxSlot{}), 64},
-		{"Resource", unsafe.Sizeof(r), 128},
+		{"Resource", unsafe.Sizeof(r), 192},
 		{"MemOp", unsafe.Sizeof(op), 0},
 		{"Message", unsafe.Sizeof(Message{}), 0},
 		{"Memory", unsafe.Sizeof(m), 0},

@@ -194,6 +194,7 @@ func (m *Machine) NumPEs() int { return m.Params.Sips * m.Params.CubesPerSip * m
 
 func (m *Machine) resource(name, kind string, lp LinkParams) *Resource {
 	r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency}
+	r.older = r.olderBuf[:0]
 	m.links = append(m.links, r)
 	return r
 }
