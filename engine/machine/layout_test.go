@@ -21,6 +21,7 @@ func TestHotFieldsStayInTheirCacheLines(t *testing.T) {
 		tr Transfer
 		r  Resource
 		m  Memory
+		e  dmaEngine
 	)
 	// Each group's bytes [first, end) lie in one line.
 	groups := []struct {
@@ -34,7 +35,10 @@ func TestHotFieldsStayInTheirCacheLines(t *testing.T) {
 		{"MemOp's completion fields", 0, unsafe.Offsetof(op.Data) + unsafe.Sizeof(op.Data)},
 		{"Transfer's completion fields", 0, unsafe.Offsetof(tr.N) + unsafe.Sizeof(tr.N)},
 		{"Resource's booking fields", 0, unsafe.Offsetof(r.BusyTime) + unsafe.Sizeof(r.BusyTime)},
+		{"Resource's older holds and the first of them", unsafe.Offsetof(r.older), unsafe.Offsetof(r.olderBuf) + unsafe.Sizeof(hold{})},
 		{"Memory's per-access fields", 0, unsafe.Offsetof(m.preRun) + unsafe.Sizeof(m.preRun)},
+		{"dmaEngine's per-transfer fields", 0, unsafe.Offsetof(e.nextAt) + unsafe.Sizeof(e.nextAt)},
+		{"dmaEngine's path caches", unsafe.Offsetof(e.scanned), unsafe.Offsetof(e.scanned) + unsafe.Sizeof(e.scanned)},
 	}
 	for _, g := range groups {
 		if g.first/64 != (g.end-1)/64 {
@@ -51,11 +55,11 @@ func TestHotFieldsStayInTheirCacheLines(t *testing.T) {
 	}{
 		{"QueuePair", unsafe.Sizeof(q), 512},
 		{"RxSlot", unsafe.Sizeof(RxSlot{}), 64},
-		{"Resource", unsafe.Sizeof(r), 128},
+		{"Resource", unsafe.Sizeof(r), 192},
 		{"MemOp", unsafe.Sizeof(op), 0},
 		{"Message", unsafe.Sizeof(Message{}), 0},
 		{"Memory", unsafe.Sizeof(m), 0},
-		{"dmaEngine", unsafe.Sizeof(dmaEngine{}), 0},
+		{"dmaEngine", unsafe.Sizeof(e), 192},
 	}
 	for _, s := range sizes {
 		switch {

@@ -63,12 +63,11 @@ type MemOp struct {
 	startAt sim.Time
 	// Name overrides the op_log name (e.g. "recv" for copy_to_dst).
 	Name string
-	// Dir and Seq identify the message of a copy_to_dst recv.
+	// Dir and Seq identify the message of a copy_to_dst recv (set with
+	// Name; the last line, which no other operation touches).
 	Dir string
 	Seq uint64
-	// nextFree links the machine's recycled operations (Machine.freeOps).
-	nextFree *MemOp
-	_        [4]uint64 // to 384 bytes, a size class that starts on a cache line
+	_   [5]uint64 // to 384 bytes, a size class that starts on a cache line
 }
 
 // Gen is the operation's generation: it changes when the operation is
@@ -86,8 +85,9 @@ type OpWatcher interface {
 // keeps the recycled operation's buffer for its bytes, other kinds hand
 // it back to the pool.
 func (m *Machine) newOp(kind OpKind) *MemOp {
-	if op := m.freeOps; op != nil {
-		m.freeOps, op.nextFree = op.nextFree, nil
+	if n := len(m.freeOps); n > 0 {
+		op := m.freeOps[n-1]
+		m.freeOps = m.freeOps[:n-1]
 		if kind != OpFetch && cap(op.Data) > 0 {
 			m.PutBuffer(op.Data)
 			op.Data = nil
@@ -120,8 +120,10 @@ func (m *Machine) Recycle(op *MemOp, keepData bool) {
 	op.gen++
 	op.TileID, op.startAt = 0, 0
 	op.Xfer = Transfer{}
-	op.Name, op.Dir, op.Seq = "", "", 0
-	op.nextFree, m.freeOps = m.freeOps, op
+	if op.Name != "" { // Dir and Seq are set only with it
+		op.Name, op.Dir, op.Seq = "", "", 0
+	}
+	m.freeOps = append(m.freeOps, op)
 }
 
 // Complete applies the data effect and wakes a waiter.

@@ -20,10 +20,10 @@ import (
 // happens before the path (see dma.go).
 type Resource struct {
 	// What a booking reads and writes is the first 64 bytes, one cache
-	// line (Resource is 128 bytes, a size class that starts on a line): a
+	// line (Resource is 192 bytes, a size class that starts on a line): a
 	// path's resources are a cache miss each per transfer at a thousand
-	// ranks. The older holds, the trace and the names are in the second
-	// line, read only under contention or when tracing.
+	// ranks. The older holds are in the second line, read only under
+	// contention; the trace and the names after them.
 	BytesPerUs int64 // bandwidth in bytes per microsecond (GB/s × 1000)
 	Latency    sim.Time
 	// The holds are the bookings that may not have ended yet: newest, the
@@ -47,10 +47,16 @@ type Resource struct {
 	Bytes    int64
 	BusyTime sim.Time
 
-	older []hold          // holds booked before newest (some may be over)
-	trace *trace.Recorder // links only, when tracing
-	Name  string
-	Kind  string // pe_noc, ucie, pcie, tcm, sram, hbm, math
+	older []hold // holds booked before newest (some may be over)
+	// olderBuf is older's first array (machine.resource), until more
+	// than two holds pile up: a booking under contention mostly finds one
+	// older hold, and in an array of its own that hold was a cache line
+	// more per booking at a thousand ranks.
+	olderBuf [2]hold
+	trace    *trace.Recorder // links only, when tracing
+	Name     string
+	Kind     string    // pe_noc, ucie, pcie, tcm, sram, hbm, math
+	_        [2]uint64 // to 192 bytes, a size class that starts on a line
 }
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
