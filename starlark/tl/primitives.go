@@ -596,9 +596,11 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 // own TCM is loaded in place (the load is direct and done long before the
 // sender can reuse the slot its credit frees); a slot in HBM or SRAM is
 // first copied into a TCM inbox (the credit returns after the copy), as a
-// recv(dst=) into a landing buffer. In a step of the pipeline, a wait
-// before the load (the copy, a store into the slot) is errInProcess,
-// found before anything is taken.
+// recv(dst=) into a landing buffer. A step of the pipeline takes a slot
+// outside TCM with copyIn instead, whose wait for the copy is a step, so
+// here that copy blocks in the process only (without steps); in a step, a
+// store still under way into the slot to load is errInProcess, found
+// before anything is taken.
 func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
 	meta, err := k.pieceMeta(c, dt, count)
@@ -606,13 +608,8 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 		return nil, err
 	}
 	inTCM := q.Rx.Mem == k.PE.TCM
-	if len(k.pendingWrites) > 0 || !inTCM { // (neither: nothing to ask)
-		if !inTCM && k.onLoop() {
-			return nil, errInProcess // recvInto waits for its copy
-		}
-		if inTCM && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
-			return nil, errInProcess // (the slot's region, as TakeSlot makes it)
-		}
+	if inTCM && len(k.pendingWrites) > 0 && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
+		return nil, errInProcess // (the slot's region, as TakeSlot makes it)
 	}
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
