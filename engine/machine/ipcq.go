@@ -642,10 +642,11 @@ func (ss *StoredSend) Step(p *sim.Proc) {
 
 // StepWait is a wait of a process's chain of steps (sim.Proc.ParkStep)
 // for a memory operation or a message: the step form of MemOp.Wait and
-// of WaitRecv in the backpressure mode Sleep (a fused primitive's
-// pipeline waits for its loads and messages between its sends). Load and
-// Recv begin the wait, in the process or in a step (they return true
-// when there is nothing to wait for); at each wake-up Woken continues it
+// of WaitRecv in either backpressure mode (a fused primitive's pipeline
+// waits for its loads and messages between its sends). Load and Recv
+// begin the wait, in the process or in a step (they return true when
+// there is nothing to wait for); at each wake-up (or, polling, at the end
+// of each poll interval that did not pass in place) Woken continues it
 // and returns true once it is over. The process's Wait and activity are
 // those of the blocking call, which a change there must keep in step with
 // (TestStepWait_* compare the two).
