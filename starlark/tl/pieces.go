@@ -222,7 +222,9 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 func (pr *pieceRun) end() {
 	pr.c, pr.prefetch, pr.cur, pr.next, pr.lh, pr.owner, pr.sending, pr.stagedStore = nil, nil, nil, nil, nil, nil, nil, nil
 	pr.inbox, pr.copying = nil, nil
-	pr.in, pr.lv, pr.data = Tile{}, Tile{}, Tile{}
+	// Of the tiles only the bytes are let go (the rest are values and
+	// this kernel; three whole tiles are 24 words to clear per call).
+	pr.in.Data, pr.lv.Data, pr.data.Data = nil, nil, nil
 }
 
 // advance runs the pipeline from its state until it waits (true: the
@@ -237,8 +239,10 @@ func (pr *pieceRun) advance() (waiting bool) {
 				pr.finish()
 				return false
 			}
-			if err := pr.issueWindow(); err != nil {
-				return pr.fail(err)
+			if c.local != nil && pr.issued < pr.pieces { // (no call once all are issued)
+				if err := pr.issueWindow(); err != nil {
+					return pr.fail(err)
+				}
 			}
 			// (The piece's tiles are set whole before they are read:
 			// loadedTile, combineInto.)
