@@ -328,9 +328,10 @@ const (
 var ActivityNames = [NumActivities]string{ActOther: "other", ActSend: "send", ActRecv: "recv", ActMemory: "memory", ActFlush: "flush"}
 
 // wait blocks p until cond holds, sleeping (woken by *slot's owner) or
-// polling every poll interval. StoredSend.Step does the sleeping case's
-// registration and loop as steps (awaitCredit, awaitRecv): a change here
-// goes there too (TestSendStored_* compare the two).
+// polling every poll interval. StoredSend.Advance and StepWait do its
+// registration and loop as steps (awaitCredit, StepWait.Recv, both modes):
+// a change here goes there too (TestSendStored_* and TestStepWait_*
+// compare the two).
 func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitInfo) error {
 	if cond() {
 		return nil
@@ -498,8 +499,7 @@ const (
 // Send does. It returns when the send's overhead has passed.
 func (g *Group) SendStored(p *sim.Proc, ss *StoredSend) error {
 	if !g.StoredSteps(ss) {
-		// Polling waits are sleeps the steps do not model; a send too
-		// large is Send's error.
+		// A send too large is Send's error.
 		if err := ss.Store.Wait(p); err != nil {
 			return err
 		}
@@ -515,11 +515,10 @@ func (g *Group) SendStored(p *sim.Proc, ss *StoredSend) error {
 	return err
 }
 
-// StoredSteps reports whether ss's waits can be steps: the backpressure
-// mode is Sleep (a polling wait is a sleep loop the steps do not model)
-// and the message fits a slot (else Send's error is the outcome).
+// StoredSteps reports whether ss's waits can be steps: the message fits a
+// slot (else Send's error is the outcome).
 func (g *Group) StoredSteps(ss *StoredSend) bool {
-	return g.Cfg.Backpressure == Sleep && ss.Src.N <= g.Cfg.SlotSize
+	return ss.Src.N <= g.Cfg.SlotSize
 }
 
 // StartStored begins ss (StoredSteps must hold), in the process or in a
@@ -540,8 +539,9 @@ func (g *Group) StartStored(p *sim.Proc, ss *StoredSend) (sent bool) {
 	if g.noCredit(ss.Q) {
 		ss.prev = p.Account(ActSend)
 		ss.awaitCredit(p)
-		p.Repark()
-		return false
+		if !ss.polledCredit(p) {
+			return false
+		}
 	}
 	return ss.post(p)
 }
@@ -553,11 +553,34 @@ func (ss *StoredSend) awaitStore(p *sim.Proc) {
 	ss.phase = stepStore
 }
 
-// awaitCredit registers p as waiting for a credit, as Group.wait does.
+// awaitCredit registers p as waiting for a credit, as Group.wait does
+// (polling, with nobody to wake it).
 func (ss *StoredSend) awaitCredit(p *sim.Proc) {
-	ss.Q.sendWaiter = p
+	if ss.g.Cfg.Backpressure != Poll {
+		ss.Q.sendWaiter = p
+	}
 	p.Wait, p.WaitSince = &ss.Q.SendWait, p.Sim().Now()
 	ss.phase = stepCredit
+}
+
+// polledCredit goes on waiting for a credit (awaitCredit) as Group.wait's
+// loop does: true when the credit is there now (the wait is over, in
+// place), false when the process waits on, parked or polling (a sleep
+// that did not pass in place, whose end fires the step).
+func (ss *StoredSend) polledCredit(p *sim.Proc) bool {
+	g := ss.g
+	if g.Cfg.Backpressure != Poll {
+		p.Repark()
+		return false
+	}
+	for g.noCredit(ss.Q) {
+		if !p.SleepStep(g.Cfg.PollInterval) {
+			return false
+		}
+	}
+	p.Account(ss.prev)
+	p.Wait = nil
+	return true
 }
 
 // post issues the message, which has its store and credit, and lets the
@@ -590,10 +613,17 @@ func (ss *StoredSend) Advance(p *sim.Proc) (sent bool) {
 		if g.noCredit(q) {
 			ss.prev = p.Account(ActSend)
 			ss.awaitCredit(p)
-			p.Repark()
-			return false
+			if !ss.polledCredit(p) {
+				return false
+			}
 		}
 	case stepCredit:
+		if g.Cfg.Backpressure == Poll {
+			if !ss.polledCredit(p) { // (as g.wait's loop)
+				return false
+			}
+			break
+		}
 		if g.noCredit(q) { // (as g.wait's loop)
 			q.sendWaiter = p
 			p.Repark()
@@ -618,10 +648,11 @@ func (ss *StoredSend) Step(p *sim.Proc) {
 
 // StepWait is a wait of a process's chain of steps (sim.Proc.ParkStep)
 // for a memory operation or a message: the step form of MemOp.Wait and
-// of WaitRecv in the backpressure mode Sleep (a fused primitive's
-// pipeline waits for its loads and messages between its sends). Load and
-// Recv begin the wait, in the process or in a step (they return true
-// when there is nothing to wait for); at each wake-up Woken continues it
+// of WaitRecv in either backpressure mode (a fused primitive's pipeline
+// waits for its loads and messages between its sends). Load and Recv
+// begin the wait, in the process or in a step (they return true when
+// there is nothing to wait for); at each wake-up (or, polling, at the end
+// of each poll interval that did not pass in place) Woken continues it
 // and returns true once it is over. The process's Wait and activity are
 // those of the blocking call, which a change there must keep in step with
 // (TestStepWait_* compare the two).
@@ -629,6 +660,9 @@ type StepWait struct {
 	op   *MemOp
 	q    *QueuePair
 	prev uint8 // the activity of the wait's caller
+	// poll is the poll interval of q's wait in the backpressure mode Poll
+	// (0: Sleep, the wait is a registration with q's receiver side).
+	poll sim.Time
 }
 
 // Load begins waiting for op, as op.Wait(p) would.
@@ -644,18 +678,45 @@ func (w *StepWait) Load(p *sim.Proc, op *MemOp) (done bool) {
 	return false
 }
 
-// Recv begins waiting for q's next message, as WaitRecv(p, q) would in
-// the backpressure mode Sleep.
+// Recv begins waiting for q's next message, as WaitRecv(p, q) would:
+// parked until the message wakes p (Sleep), or sleeping a poll interval
+// at a time until it is there (Poll; true when the sleeps passed in place
+// up to the message).
 func (w *StepWait) Recv(p *sim.Proc, q *QueuePair) (ready bool) {
 	if q.Ready() {
 		return true
 	}
 	w.q = q
 	w.prev = p.Account(ActRecv)
-	q.recvWaiter = p
 	p.Wait, p.WaitSince = &q.RecvWait, p.Sim().Now()
+	if cfg := &q.ep.g.Cfg; cfg.Backpressure == Poll {
+		w.poll = cfg.PollInterval
+		return w.polled(p)
+	}
+	w.poll = 0
+	q.recvWaiter = p
 	p.Repark()
 	return false
+}
+
+// polled goes on polling for w.q's message as Group.wait's loop does:
+// true when it is there (the wait is over), false when a poll interval
+// did not pass in place (its end fires the step).
+func (w *StepWait) polled(p *sim.Proc) bool {
+	for !w.q.Ready() {
+		if !p.SleepStep(w.poll) {
+			return false
+		}
+	}
+	w.end(p)
+	return true
+}
+
+// end ends the wait: the caller goes on.
+func (w *StepWait) end(p *sim.Proc) {
+	w.op, w.q = nil, nil
+	p.Wait = nil
+	p.Account(w.prev)
 }
 
 // Woken continues the wait at a wake-up of the process: true when it is
@@ -668,14 +729,14 @@ func (w *StepWait) Woken(p *sim.Proc) (over bool) {
 			p.Repark()
 			return false
 		}
+	} else if w.poll != 0 {
+		return w.polled(p)
 	} else if q := w.q; !q.Ready() { // (as Group.wait's loop)
 		q.recvWaiter = p
 		p.Repark()
 		return false
 	}
-	w.op, w.q = nil, nil
-	p.Wait = nil
-	p.Account(w.prev)
+	w.end(p)
 	return true
 }
 

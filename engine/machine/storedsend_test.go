@@ -270,12 +270,12 @@ func (pc *pipeChain) loaded(now sim.Time) {
 // messages each (pipeChain), with sleeps between the calls: as steps, or
 // as reference with the blocking calls (the store's Wait, Send, WaitRecv,
 // the load's Wait). It returns everything observable, as storedRing.
-func storedRingPipe(t *testing.T, overhead sim.Time, jitter uint64, steps bool) []string {
+func storedRingPipe(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint64, steps bool) []string {
 	t.Helper()
 	const world, calls = 3, 8
 	// One slot per ring: a rank that sends before it receives runs out
 	// of credits when its receiver pauses.
-	m, g := installStoredRing(t, world, 1, Sleep, overhead, jitter)
+	m, g := installStoredRing(t, world, 1, mode, overhead, jitter)
 	var out []string
 	var procs []*sim.Proc
 	for r := 0; r < world; r++ {
@@ -337,16 +337,20 @@ func storedRingPipe(t *testing.T, overhead sim.Time, jitter uint64, steps bool) 
 // steps that sends stored slots, waits for messages and for loads
 // (StartStored, StoredSend.Advance, StepWait) gives the run of the
 // blocking calls, event for event: the same times, order, time per
-// activity and count of events, under jitter too. (With the long overhead
-// the next message is often there when it has passed; with the tiny one
-// the overhead passes in place.)
+// activity and count of events, under jitter too, in both backpressure
+// modes (Poll: the waits for messages and credits sleep a poll interval
+// at a time, in place or not). (With the long overhead the next message
+// is often there when it has passed; with the tiny one the overhead
+// passes in place.)
 func TestStepWait_PipelineSameRunAsBlockingCalls(t *testing.T) {
-	for _, overhead := range []sim.Time{5 * ipcqNS, sim.Picosecond, 40 * ipcqNS} {
-		for _, jitter := range []uint64{0, 1, 7, 99} {
-			want := storedRingPipe(t, overhead, jitter, false)
-			got := storedRingPipe(t, overhead, jitter, true)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("overhead %v, jitter %d: the steps' run differs from the blocking calls' (-want +got):\n%s", overhead, jitter, diff)
+	for _, mode := range []Backpressure{Sleep, Poll} {
+		for _, overhead := range []sim.Time{5 * ipcqNS, sim.Picosecond, 40 * ipcqNS} {
+			for _, jitter := range []uint64{0, 1, 7, 99} {
+				want := storedRingPipe(t, mode, overhead, jitter, false)
+				got := storedRingPipe(t, mode, overhead, jitter, true)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("backpressure %v, overhead %v, jitter %d: the steps' run differs from the blocking calls' (-want +got):\n%s", mode, overhead, jitter, diff)
+				}
 			}
 		}
 	}

@@ -24,9 +24,14 @@ import (
 // store of the kernel into the range a piece loads, a send still reading
 // a staging slot). A step that reaches one (errInProcess) resumes the
 // process, which does that state again, blocking, and then goes on itself
-// until the next wait. Without steps (the backpressure mode Poll, whose
-// waits are sleeps; a trace; a kernel with threads, whose pieces
-// arbitrate the send side) the process does every wait blocking.
+// until the next wait. The steps serve every run: in the backpressure
+// mode Poll a wait for a message or a credit sleeps a poll interval at a
+// time in steps (SleepStep) as the process would; a step records the
+// trace's flows the process would; and in a kernel with threads a
+// deferred piece takes the send side (useSide) in a step as in the
+// process (it never waits for it: a side in use by another thread is an
+// error, the same one). Tests turn the steps off (pieceStepsOff) for the
+// reference run.
 type pieceRun struct {
 	k *Kernel
 	c *fusedCall
@@ -198,7 +203,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	// want it).
 	pr.holdSide = threads
 	// (A deferred piece fits a slot, as every piece does: pieceBytes.)
-	pr.steps = g.Cfg.Backpressure == machine.Sleep && k.M.Trace == nil && !threads && !pieceStepsOff
+	pr.steps = !pieceStepsOff
 	pr.inboxSteps = pr.steps && c.in.Rx.Mem != k.PE.TCM
 	// Local operand pieces in flight, a window of n_slots (the first ones
 	// may have been issued by tl.prefetch).
@@ -217,7 +222,9 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 func (pr *pieceRun) end() {
 	pr.c, pr.prefetch, pr.cur, pr.next, pr.lh, pr.owner, pr.sending, pr.stagedStore = nil, nil, nil, nil, nil, nil, nil, nil
 	pr.inbox, pr.copying = nil, nil
-	pr.in, pr.lv, pr.data = Tile{}, Tile{}, Tile{}
+	// Of the tiles only the bytes are let go (the rest are values and
+	// this kernel; three whole tiles are 24 words to clear per call).
+	pr.in.Data, pr.lv.Data, pr.data.Data = nil, nil, nil
 }
 
 // advance runs the pipeline from its state until it waits (true: the
@@ -232,8 +239,10 @@ func (pr *pieceRun) advance() (waiting bool) {
 				pr.finish()
 				return false
 			}
-			if err := pr.issueWindow(); err != nil {
-				return pr.fail(err)
+			if c.local != nil && pr.issued < pr.pieces { // (no call once all are issued)
+				if err := pr.issueWindow(); err != nil {
+					return pr.fail(err)
+				}
 			}
 			// (The piece's tiles are set whole before they are read:
 			// loadedTile, combineInto.)
@@ -579,8 +588,9 @@ func (k *Kernel) loadedTile(h *handle, t *Tile) error {
 // copyIn begins the copy of c.in's next message (there), a piece of
 // count elements, into the next TCM inbox, as startPiece's recvInto does
 // for a buffer of one message, with its wait for the copy a step (false:
-// the copy is done); copiedIn ends it. With steps there are no threads,
-// so there is no side to arbitrate (useSide), and the inbox is the
+// the copy is done); copiedIn ends it. The call holds c.in's receive
+// side throughout (runFusedHolding), so recvInto's useSide, which never
+// fails for the side's own holder, is left out; the inbox is the
 // kernel's private TCM, which no store of the kernel writes: its settle
 // never waits.
 func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
@@ -588,6 +598,9 @@ func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
 	meta, err := k.pieceMeta(c, pr.dt, count)
 	if err != nil {
 		return false, err
+	}
+	if tr := k.M.Trace; tr != nil { // (startPiece's)
+		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
 	inbox, err := k.inboxFor(c.name, pr.dt, meta.Count)
 	if err != nil {

@@ -9,31 +9,62 @@ import (
 
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/engine/trace"
 	"kernbench/starlark/tl"
 )
 
-// pipelineRun runs testdata/pipeline.star on 4 ranks with the fused
-// primitives' waits as steps or as the process's blocking calls, and
-// returns everything observable (each rank's time per activity and
-// counts of operations, the final time, the count of events) and the
-// count of coroutine resumptions.
-func pipelineRun(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool) ([]string, uint64) {
-	out, resumed, _, _ := pipelineRunStaging(t, cfg, jitter, steps)
+// pipelineCase is a run of testdata/pipeline.star: its IPCQ
+// configuration, its function (ring, or ring_threads for a kernel with a
+// thread) and whether the run is traced.
+type pipelineCase struct {
+	name   string
+	cfg    machine.IPCQConfig
+	fn     string
+	traced bool
+}
+
+// pipelineRun runs a function of testdata/pipeline.star on 4 ranks with
+// the fused primitives' waits as steps or as the process's blocking
+// calls, and returns everything observable (each rank's time per
+// activity and counts of operations, the final time, the count of
+// events; traced, every event of the trace) and the count of coroutine
+// resumptions.
+func pipelineRun(t *testing.T, c pipelineCase, jitter uint64, steps bool) ([]string, uint64) {
+	out, resumed, _, _ := pipelineRunStaging(t, c, jitter, steps)
 	return out, resumed
 }
 
 // pipelineRunStaging is pipelineRun that also returns the time the
 // processes spent waiting for sends to finish reading (a staging slot's,
 // the only such wait of the fixture) and the steps' hand-overs for it.
-func pipelineRunStaging(t *testing.T, cfg machine.IPCQConfig, jitter uint64, steps bool) (out []string, resumed uint64, flush sim.Time, staging int) {
+func pipelineRunStaging(t *testing.T, c pipelineCase, jitter uint64, steps bool) (out []string, resumed uint64, flush sim.Time, staging int) {
 	t.Helper()
 	tl.SetPieceSteps(steps)
 	defer tl.SetPieceSteps(true)
-	fn := fixtureFunc(t, loadFixtureCfg(t, "pipeline.star", cfg), "ring")
-	w := newWorldCfg(t, 4, cfg)
+	name := c.fn
+	if name == "" {
+		name = "ring"
+	}
+	fn := fixtureFunc(t, loadFixtureCfg(t, "pipeline.star", c.cfg), name)
+	w := newWorldCfg(t, 4, c.cfg)
 	w.s.SetJitter(jitter)
+	var rec *trace.Recorder
+	if c.traced {
+		rec = trace.New()
+		w.m.EnableTrace(rec)
+	}
 	if err := w.run(t, fn); err != nil {
 		t.Fatal(err)
+	}
+	if rec != nil {
+		if rec.Len() == 0 {
+			t.Fatal("the trace recorded nothing")
+		}
+		var js strings.Builder
+		if err := rec.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, strings.SplitAfter(js.String(), "},")...)
 	}
 	for r, k := range w.kernels {
 		out = append(out, fmt.Sprintf("rank %d spent %v, stats %+v", r, k.Proc.Spent, *k.Stats))
@@ -60,17 +91,19 @@ func TestPipelineStepsSameRunAsBlockingCalls(t *testing.T) {
 	hbm.BufferKind = machine.HBM
 	poll := testIPCQ()
 	poll.Backpressure = machine.Poll
-	for _, c := range []struct {
-		name string
-		cfg  machine.IPCQConfig
-	}{{"tcm", tcm}, {"hbm_rings", hbm}, {"poll", poll}} {
+	for _, c := range []pipelineCase{
+		{name: "tcm", cfg: tcm}, {name: "hbm_rings", cfg: hbm}, {name: "poll", cfg: poll},
+		{name: "threads", cfg: tcm, fn: "ring_threads"}, {name: "threads_hbm_rings", cfg: hbm, fn: "ring_threads"},
+		{name: "traced", cfg: tcm, traced: true}, {name: "traced_hbm_rings", cfg: hbm, traced: true},
+		{name: "traced_threads", cfg: tcm, fn: "ring_threads", traced: true},
+	} {
 		for _, jitter := range []uint64{0, 1, 5, 42} {
-			want, blocking := pipelineRun(t, c.cfg, jitter, false)
-			got, stepped := pipelineRun(t, c.cfg, jitter, true)
+			want, blocking := pipelineRun(t, c, jitter, false)
+			got, stepped := pipelineRun(t, c, jitter, true)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s, jitter %d: the run with steps differs from the blocking one (-blocking +steps):\n%s", c.name, jitter, diff)
 			}
-			if c.name != "poll" && 2*stepped > blocking {
+			if 2*stepped > blocking {
 				t.Errorf("%s, jitter %d: %d resumptions with steps, %d without: the steps did not halve them", c.name, jitter, stepped, blocking)
 			}
 		}
@@ -144,13 +177,10 @@ func TestPipelineStepsStagingHandOverOnlyWhenRead(t *testing.T) {
 	tcm := testIPCQ()
 	hbm := testIPCQ()
 	hbm.BufferKind = machine.HBM
-	for _, c := range []struct {
-		name string
-		cfg  machine.IPCQConfig
-	}{{"tcm", tcm}, {"hbm_rings", hbm}} {
+	for _, c := range []pipelineCase{{name: "tcm", cfg: tcm}, {name: "hbm_rings", cfg: hbm}} {
 		for _, jitter := range []uint64{0, 1, 5, 42} {
-			_, _, flush, _ := pipelineRunStaging(t, c.cfg, jitter, false)
-			_, _, _, staging := pipelineRunStaging(t, c.cfg, jitter, true)
+			_, _, flush, _ := pipelineRunStaging(t, c, jitter, false)
+			_, _, _, staging := pipelineRunStaging(t, c, jitter, true)
 			if flush == 0 && staging > 0 {
 				t.Errorf("%s, jitter %d: the steps handed over %d times for a staging slot that no send reads (the blocking run never waits)", c.name, jitter, staging)
 			}

@@ -596,23 +596,21 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 // own TCM is loaded in place (the load is direct and done long before the
 // sender can reuse the slot its credit frees); a slot in HBM or SRAM is
 // first copied into a TCM inbox (the credit returns after the copy), as a
-// recv(dst=) into a landing buffer. In a step of the pipeline, a wait
-// before the load (the copy, a store into the slot) is errInProcess,
-// found before anything is taken.
+// recv(dst=) into a landing buffer. A step of the pipeline takes a slot
+// outside TCM with copyIn instead, whose wait for the copy is a step, so
+// here that copy blocks in the process only (without steps); in a step, a
+// store still under way into the slot to load is errInProcess, found
+// before anything is taken.
 func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
-	meta, err := k.pieceMeta(c, dt, count)
-	if err != nil {
-		return nil, err
+	// pieceMeta, written out: a call less per piece.
+	meta := &q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
+	if dtype.DType(meta.DType) != dt || meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
+		return nil, k.pieceMetaError(c, dt, meta, count)
 	}
 	inTCM := q.Rx.Mem == k.PE.TCM
-	if len(k.pendingWrites) > 0 || !inTCM { // (neither: nothing to ask)
-		if !inTCM && k.onLoop() {
-			return nil, errInProcess // recvInto waits for its copy
-		}
-		if inTCM && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
-			return nil, errInProcess // (the slot's region, as TakeSlot makes it)
-		}
+	if inTCM && len(k.pendingWrites) > 0 && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
+		return nil, errInProcess // (the slot's region, as TakeSlot makes it)
 	}
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
@@ -646,17 +644,24 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 func (k *Kernel) pieceMeta(c *fusedCall, dt dtype.DType, count int64) (*machine.MsgMeta, error) {
 	q := c.in
 	meta := &q.Slots[q.MyTail%uint64(k.G.Cfg.NSlots)].Meta
+	if dtype.DType(meta.DType) != dt || meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
+		return nil, k.pieceMetaError(c, dt, meta, count)
+	}
+	return meta, nil
+}
+
+// pieceMetaError is the error of c.in's message meta, which is not a
+// piece of count elements of dt.
+func (k *Kernel) pieceMetaError(c *fusedCall, dt dtype.DType, meta *machine.MsgMeta, count int64) error {
+	q := c.in
 	if got := dtype.DType(meta.DType); got != dt {
 		name := "raw bytes"
 		if got.Valid() {
 			name = got.String()
 		}
-		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, dt)
+		return errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, dt)
 	}
-	if meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
-		return nil, errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, count)
-	}
-	return meta, nil
+	return errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, count)
 }
 
 // scratch is a kernel's private TCM used by the fused primitives: a
