@@ -55,7 +55,7 @@ func (s *FillSum) Fill(b []byte, seed uint64, rank int) {
 func fillF32Sum(v []float32, state uint64, sums []int32) {
 	sums = sums[:len(v)]
 	const scale = 1.0 / (1 << fillExpF32)
-	i := 0
+	i, state := fillF32SumVec(v, state, sums)
 	for ; i+4 <= len(v); i += 4 {
 		w, a := v[i:i+4:i+4], sums[i:i+4:i+4]
 		k0, k1 := f32GridK(state+smGamma), f32GridK(state+smGamma2)

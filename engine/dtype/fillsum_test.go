@@ -71,3 +71,11 @@ func TestFillSumRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestFillSumScalarMatchesFill runs TestFillSumMatchesFillAndReduce on
+// the scalar loop alone, which a processor without AVX2 runs.
+func TestFillSumScalarMatchesFill(t *testing.T) {
+	defer func(v bool) { fillVector = v }(fillVector)
+	fillVector = false
+	TestFillSumMatchesFillAndReduce(t)
+}
