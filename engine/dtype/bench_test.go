@@ -133,3 +133,22 @@ func BenchmarkFillValueF32_2M(b *testing.B) {
 		FillValue(F32, x, 1.5)
 	}
 }
+
+// BenchmarkFillSumF32_2M is one rank's 2 MiB send buffer of the verified
+// 64-rank ring filled with its sums kept (the vector loop where there is
+// one); BenchmarkFillSumF32Scalar_2M the same on the scalar loop.
+func BenchmarkFillSumF32_2M(b *testing.B) { benchFillSum(b, fillVector) }
+
+func BenchmarkFillSumF32Scalar_2M(b *testing.B) { benchFillSum(b, false) }
+
+func benchFillSum(b *testing.B, vector bool) {
+	defer func(v bool) { fillVector = v }(fillVector)
+	fillVector = vector
+	const n = 512 << 10
+	s := NewFillSum(F32, n, 64)
+	buf := make([]byte, 4*n)
+	b.SetBytes(4 * n)
+	for i := 0; b.Loop(); i++ {
+		s.Fill(buf, 1, i%64)
+	}
+}
