@@ -109,3 +109,37 @@ func TestPreRunSavesSentinelBlockAsPattern(t *testing.T) {
 		t.Error("PreRun of the region is not its bytes from before KeepPreRun")
 	}
 }
+
+// A region its writer says repeats its first 8 bytes (KeepPreRunPattern,
+// the bench's recv buffers) has its whole blocks saved as that pattern at
+// once, before any write: the claim is taken, not checked (here the bytes
+// of the second whole block break the pattern, and the claimed pre-run
+// bytes are the pattern's). The partial blocks at the region's ends are
+// left to the first write's check, and before KeepPreRun nothing is saved.
+func TestPreRunPatternClaimSavesWholeBlocks(t *testing.T) {
+	const block = 1 << preRunBlockShift
+	m, mem, off, b := preRunTestBlocks(t, 4)
+	for i := range b {
+		b[i] = []byte{0, 0, 0xc0, 0x7f}[i%4]
+	}
+	want := bytes.Clone(b[:block])
+	b[2*block+100] = 1 // block 2 is no pattern
+	r := Region{Mem: mem, Off: off + 8, N: 4*block - 16}
+	r.KeepPreRunPattern() // before KeepPreRun: no image to tell
+	m.KeepPreRun()
+	first := int(off / block)
+	if s := mem.preRun.state[first : first+4]; s[0]|s[1]|s[2]|s[3] != oplog.Unheld {
+		t.Fatalf("blocks saved before KeepPreRun: %v", s)
+	}
+	r.KeepPreRunPattern()
+	s := mem.preRun.state[first : first+4]
+	if s[0] != oplog.Unheld || s[3] != oplog.Unheld {
+		t.Errorf("the region's partial end blocks were saved: %v", s)
+	}
+	if s[1] != oplog.HeldPattern || s[2] != oplog.HeldPattern {
+		t.Fatalf("the region's whole blocks saved as %v, want patterns", s[1:3])
+	}
+	if got := (Region{Mem: mem, Off: off + 2*block, N: block}).PreRun(); !bytes.Equal(got, want) {
+		t.Error("PreRun of a claimed block is not the claimed pattern")
+	}
+}

@@ -147,6 +147,20 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 	return b, nil
 }
 
+// keepSentinels tells the pre-run image that every recv buffer holds its
+// sentinel (newBench wrote it, a value repeated from the buffer's start):
+// the run's first write to each of their blocks then saves it without
+// checking its bytes for a pattern (128 MiB read in the verified 64-rank
+// ring). An in-place buffer holds the send data instead.
+func (b *bench) keepSentinels(w *world) {
+	if !w.keptImage || b.p.opts.InPlace {
+		return
+	}
+	for _, r := range b.recv {
+		r.Reg.KeepPreRunPattern()
+	}
+}
+
 // keepInputs records what the reference check compares against: every
 // rank's send and recv buffer before the run, as views of the pre-run
 // image (which phase 2 needs anyway) or, for a buffer the run never

@@ -231,6 +231,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	}
 	stats := make([]tl.Stats, p.world)
 	w.snapshot()
+	b.keepSentinels(w)
 	var rec *exportRecorder
 	if p.opts.ExportMSCCL != nil {
 		rec = newExportRecorder(p.world)
