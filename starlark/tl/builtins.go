@@ -16,19 +16,27 @@ import (
 
 // handle is the result of an async tl call, completed by tl.wait.
 type handle struct {
-	kind  string // fetch, store, copy, recv
-	op    *machine.MemOp
-	src   Ptr // fetch or copy source (the tile's dtype/count, its rx slot)
-	dir   starlark.Value
-	dst   *Ptr
-	at    any // where a recv_async was issued
-	done  bool
-	value starlark.Value
+	// A fused primitive's private load (newHandle, fetchSrc, awaitLoad,
+	// loadedTile, recycle) touches the fields up to src's end, 160
+	// contiguous bytes: three cache lines wherever the allocator puts a
+	// handle (224 bytes, a size class whose objects start on a line or
+	// half-way). With stale, k and nextFree after the fields of
+	// Starlark's handles, as they were, a load touched four lines at
+	// half the addresses.
+	op *machine.MemOp
 	// stale is the StaleSlot error found when a read of a slot completed.
 	stale error
 	k     *Kernel
 	// nextFree links the recycled handles (HandlePool).
 	nextFree *handle
+	kind     string // fetch, store, copy, recv
+	src      Ptr    // fetch or copy source (the tile's dtype/count, its rx slot)
+	// Only the handles given to Starlark use the rest.
+	dir   starlark.Value
+	dst   *Ptr
+	at    any // where a recv_async was issued
+	done  bool
+	value starlark.Value
 }
 
 // watchSlot checks, when the read completes, that a slot source still held

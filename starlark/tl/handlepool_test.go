@@ -2,6 +2,7 @@ package tl
 
 import (
 	"testing"
+	"unsafe"
 
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
@@ -55,5 +56,29 @@ func TestHandlePool_SharedByTheKernelsOfARun(t *testing.T) {
 	own := New(&Kernel{M: m, PE: m.Ranks[0], Rank: 0, World: 1})
 	if own.Handles == nil || own.Handles == pool {
 		t.Fatal("a kernel created without a pool did not get one of its own")
+	}
+}
+
+// A private load's fields are contiguous and end at src's end (see
+// handle): a field added among them, or a hot field moved after the
+// Starlark-only ones, spreads a load over a fourth cache line.
+func TestHandleLoadFieldsAreContiguous(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the cache-line layout is laid out for 64-bit pointers")
+	}
+	var h handle
+	if o := unsafe.Offsetof(h.src) + unsafe.Sizeof(h.src); o != 160 {
+		t.Errorf("a private load's fields end at byte %d, want 160", o)
+	}
+	if unsafe.Offsetof(h.op) != 0 {
+		t.Errorf("handle.op is at byte %d, want 0", unsafe.Offsetof(h.op))
+	}
+	for name, off := range map[string]uintptr{"stale": unsafe.Offsetof(h.stale), "k": unsafe.Offsetof(h.k), "nextFree": unsafe.Offsetof(h.nextFree), "kind": unsafe.Offsetof(h.kind)} {
+		if off >= unsafe.Offsetof(h.src) {
+			t.Errorf("handle.%s is at byte %d, after src", name, off)
+		}
+	}
+	if s := unsafe.Sizeof(h); s != 224 {
+		t.Errorf("handle is %d bytes, want 224 (a size class starting on a line or half-way)", s)
 	}
 }
