@@ -14,14 +14,18 @@ var ErrKilled = errors.New("simulation ended while this process was blocked")
 // Proc is a simulated process: a coroutine that runs only when the event loop
 // resumes it and gives control back by blocking (Sleep, Park).
 type Proc struct {
-	// The fields every switch, sleep and wait touch come first and fill
-	// two cache lines (Proc's size, 192 bytes, is a 64-byte-aligned size
-	// class): at a thousand ranks a process is a cache miss away each time
-	// its rank handles a message, and a layout in declaration order spread
-	// them over three or four lines.
-	sim   *Sim
-	next  func() (struct{}, bool)
-	yield func(struct{}) bool
+	// The fields every switch, sleep, wait and step touch come first and
+	// fill two cache lines (Proc's size, 192 bytes, is a 64-byte-aligned
+	// size class): at a thousand ranks a process is a cache miss away each
+	// time its rank handles a message, and a layout in declaration order
+	// spread them over three or four lines. A step (ParkStep) touches the
+	// first two only; a coroutine switch also the third (next, yield).
+	sim *Sim
+	// step, while set, receives the process's wake-ups instead of its
+	// coroutine (ParkStep); since is when the time spent suspended was
+	// last charged to Spent.
+	step  Stepper
+	since Time
 
 	done, killed bool
 	parked       bool
@@ -39,20 +43,15 @@ type Proc struct {
 	// reports); WaitSince is when it started waiting. Set by Park's caller.
 	Wait      any
 	WaitSince Time
-	ID        int
 	Spent     [MaxActivities]Time
 
-	Name string
+	next  func() (struct{}, bool)
+	yield func(struct{}) bool
+	ID    int
+	Name  string
 	// Data is the owner's per-process state (e.g. the Starlark thread).
 	Data any
 	stop func()
-	// step, while set, receives the process's wake-ups instead of its
-	// coroutine (ParkStep); since is when the time spent suspended was
-	// last charged to Spent. (With them Proc is 192 bytes, a size class
-	// whose objects start on a cache line, so the hot fields above are
-	// exactly the first two lines.)
-	step  Stepper
-	since Time
 }
 
 // Stepper continues a parked process's work on the event loop (see

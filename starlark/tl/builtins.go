@@ -16,19 +16,27 @@ import (
 
 // handle is the result of an async tl call, completed by tl.wait.
 type handle struct {
-	kind  string // fetch, store, copy, recv
-	op    *machine.MemOp
-	src   Ptr // fetch or copy source (the tile's dtype/count, its rx slot)
+	// A fused primitive's private load (newHandle, fetchSrc, awaitLoad,
+	// loadedTile, recycle) touches the fields up to src's end, 160
+	// contiguous bytes: three cache lines wherever the allocator puts a
+	// handle (224 bytes, a size class whose objects start on a line or
+	// half-way). With stale, k and nextFree after the fields of
+	// Starlark's handles, as they were, a load touched four lines at
+	// half the addresses.
+	op *machine.MemOp
+	// stale is the StaleSlot error found when a read of a slot completed.
+	stale error
+	k     *Kernel
+	// nextFree links the recycled handles (HandlePool).
+	nextFree *handle
+	kind     string // fetch, store, copy, recv
+	src      Ptr    // fetch or copy source (the tile's dtype/count, its rx slot)
+	// Only the handles given to Starlark use the rest.
 	dir   starlark.Value
 	dst   *Ptr
 	at    any // where a recv_async was issued
 	done  bool
 	value starlark.Value
-	// stale is the StaleSlot error found when a read of a slot completed.
-	stale error
-	k     *Kernel
-	// nextFree links the kernel's recycled handles (Kernel.freeHandles).
-	nextFree *handle
 }
 
 // watchSlot checks, when the read completes, that a slot source still held
@@ -48,13 +56,24 @@ func (h *handle) OpDone(*machine.MemOp) {
 	}
 }
 
+// HandlePool holds the handles the fused primitives recycled, for the
+// kernels of one run (one simulation: its kernels run one at a time) to
+// reuse, the last recycled first. Shared by all ranks, the handle a load
+// gets is the one some rank recycled last, still in cache; a pool per
+// rank handed out the one its rank recycled a whole ring turn ago, a
+// cache miss or more per message at a hundred ranks.
+type HandlePool struct {
+	free *handle // linked by nextFree
+}
+
 // newHandle returns a handle to fill, reusing one the fused primitives
 // recycled: those were private loads, which set only kind, op, src (and
 // k), and which fetchSrc sets again; the fields of a handle given to
 // Starlark (dir, dst, at, done, value) are still clear.
 func (k *Kernel) newHandle() *handle {
-	if h := k.freeHandles; h != nil {
-		k.freeHandles, h.nextFree = h.nextFree, nil
+	pool := k.Handles
+	if h := pool.free; h != nil {
+		pool.free, h.nextFree = h.nextFree, nil
 		return h
 	}
 	return &handle{}
@@ -63,13 +82,15 @@ func (k *Kernel) newHandle() *handle {
 // recycle hands a private handle whose operation has completed (a fused
 // primitive's load) and the operation back for reuse; keepData: no tile
 // holds the loaded bytes any more, so the next load may overwrite them.
-// Handles given to Starlark are never recycled.
+// Handles given to Starlark are never recycled, and the recycling
+// primitive keeps no pointer to h: any kernel of the run may reuse it.
 func (k *Kernel) recycle(h *handle, keepData bool) {
 	k.M.Recycle(h.op, keepData)
 	// Only what a reuse does not set again is cleared (see newHandle): a
 	// whole handle is 27 words to clear, twice per piece.
 	h.op, h.stale = nil, nil
-	h.nextFree, k.freeHandles = k.freeHandles, h
+	pool := k.Handles
+	h.nextFree, pool.free = pool.free, h
 }
 
 func (h *handle) String() string        { return fmt.Sprintf("<%s handle>", h.kind) }

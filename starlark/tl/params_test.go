@@ -1,6 +1,7 @@
 package tl
 
 import (
+	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/machine/machinetest"
 )
@@ -26,4 +27,10 @@ func PieceHandOvers(k *Kernel) (window, slot, dst, staging int) {
 	}
 	h := &pr.handedOver
 	return int(h[atPiece]), int(h[atArrived] + h[atTaken]), int(h[atStoreDst]), int(h[atStage])
+}
+
+// StagingSlot is k's next staging slot for count elements of dt
+// (stagingSlot), for tl_test's checks of the staging ring.
+func StagingSlot(k *Kernel, dt dtype.DType, count int64) (machine.Region, error) {
+	return k.stagingSlot("tl.recv_reduce_send", dt, count)
 }

@@ -74,10 +74,14 @@ type Kernel struct {
 	// Reused by the fused primitives so that a piece allocates nothing:
 	// the deferred send's storage, handles of completed private loads,
 	// the window of local-operand loads and the dst stores of a call.
-	deferredBuf  deferredSend
-	storedSend   machine.StoredSend // the send of the deferred piece (Stored is set once)
-	pipeline     *pieceRun          // the pieces of the running primitive call
-	freeHandles  *handle            // linked by nextFree, the last recycled first
+	deferredBuf deferredSend
+	storedSend  machine.StoredSend // the send of the deferred piece (Stored is set once)
+	pipeline    *pieceRun          // the pieces of the running primitive call
+	// Handles are the recycled handles (the last recycled first),
+	// shared by the kernels of a run when their creator sets one pool
+	// for all (New gives a kernel without one a pool of its own;
+	// tl.spawn threads share their parent's).
+	Handles      *HandlePool
 	freeTileBufs []*tileBuf
 	window       []*handle
 	stores       []*machine.MemOp
@@ -261,6 +265,9 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 func New(k *Kernel) *Kernel {
 	if k.Stats == nil {
 		k.Stats = &Stats{}
+	}
+	if k.Handles == nil {
+		k.Handles = &HandlePool{}
 	}
 	k.attrs = make(map[string]starlark.Value, len(Builtins)+len(Attributes)+1)
 	for _, b := range Builtins {

@@ -1,0 +1,84 @@
+package tl
+
+import (
+	"testing"
+	"unsafe"
+
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+)
+
+// The kernels of a run share one pool of recycled handles (HandlePool):
+// the load a rank issues next reuses the handle any rank recycled last
+// (still in cache), filled anew for its own source, and a kernel created
+// without a pool gets one of its own rather than none.
+func TestHandlePool_SharedByTheKernelsOfARun(t *testing.T) {
+	s := sim.New()
+	m, err := machine.New(s, HarnessParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Place(2); err != nil {
+		t.Fatal(err)
+	}
+	m.SetTimingOnly()
+	pool := &HandlePool{}
+	a := New(&Kernel{M: m, PE: m.Ranks[0], Rank: 0, World: 2, Handles: pool})
+	b := New(&Kernel{M: m, PE: m.Ranks[1], Rank: 1, World: 2, Handles: pool})
+	if a.Handles != pool || b.Handles != pool {
+		t.Fatal("New replaced the pool the kernels were created with")
+	}
+	ptr := func(k *Kernel) *Ptr {
+		return &Ptr{Reg: machine.Region{Mem: k.PE.TCM, Off: 0, N: 64}, Count: 16, Rank: k.Rank}
+	}
+	ha, err := a.fetchAsync("tl.fetch", ptr(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	a.recycle(ha, true)
+	hb, err := b.fetchAsync("tl.fetch", ptr(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb != ha {
+		t.Fatal("rank 1's load did not reuse the handle rank 0 recycled last")
+	}
+	if hb.src.Reg.Mem != b.PE.TCM || hb.src.Rank != 1 || hb.op == nil || hb.op.Done || hb.stale != nil || hb.nextFree != nil {
+		t.Fatalf("the reused handle was not filled anew for rank 1's load: src %v rank %d, op %v, stale %v", hb.src.Reg, hb.src.Rank, hb.op, hb.stale)
+	}
+	if pool.free != nil {
+		t.Fatal("the reused handle is still in the pool")
+	}
+
+	own := New(&Kernel{M: m, PE: m.Ranks[0], Rank: 0, World: 1})
+	if own.Handles == nil || own.Handles == pool {
+		t.Fatal("a kernel created without a pool did not get one of its own")
+	}
+}
+
+// A private load's fields are contiguous and end at src's end (see
+// handle): a field added among them, or a hot field moved after the
+// Starlark-only ones, spreads a load over a fourth cache line.
+func TestHandleLoadFieldsAreContiguous(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the cache-line layout is laid out for 64-bit pointers")
+	}
+	var h handle
+	if o := unsafe.Offsetof(h.src) + unsafe.Sizeof(h.src); o != 160 {
+		t.Errorf("a private load's fields end at byte %d, want 160", o)
+	}
+	if unsafe.Offsetof(h.op) != 0 {
+		t.Errorf("handle.op is at byte %d, want 0", unsafe.Offsetof(h.op))
+	}
+	for name, off := range map[string]uintptr{"stale": unsafe.Offsetof(h.stale), "k": unsafe.Offsetof(h.k), "nextFree": unsafe.Offsetof(h.nextFree), "kind": unsafe.Offsetof(h.kind)} {
+		if off >= unsafe.Offsetof(h.src) {
+			t.Errorf("handle.%s is at byte %d, after src", name, off)
+		}
+	}
+	if s := unsafe.Sizeof(h); s != 224 {
+		t.Errorf("handle is %d bytes, want 224 (a size class starting on a line or half-way)", s)
+	}
+}
