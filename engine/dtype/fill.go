@@ -126,10 +126,7 @@ func fillF32(v []float32, state uint64) {
 // bits of smMix(z) less 2^18. k has at most 19 bits and the scale is a
 // power of two: the float32 product is exact, the same value as Put's.
 func f32Grid(z uint64) float32 {
-	z = (z ^ z>>30) * smMul1
-	z = (z ^ z>>27) * smMul2
-	k := int64(z>>(63-fillExpF32)) - 1<<fillExpF32
-	return float32(k) * (1.0 / (1 << fillExpF32))
+	return float32(f32GridK(z)) * (1.0 / (1 << fillExpF32))
 }
 
 // FillValue sets every element of b (len(b)/d.Size() of them) to v,

@@ -110,7 +110,8 @@ func TestPreRunSavesSentinelBlockAsPattern(t *testing.T) {
 	}
 }
 
-// A region its writer says repeats its first 8 bytes (KeepPreRunPattern,
+// Rule (model.md §7, phase 2 starts from the initial memory image): a
+// region its writer says repeats its first 8 bytes (KeepPreRunPattern,
 // the bench's recv buffers) has its whole blocks saved as that pattern at
 // once, before any write: the claim is taken, not checked (here the bytes
 // of the second whole block break the pattern, and the claimed pre-run

@@ -212,7 +212,7 @@ type phase2Scan struct {
 // current length.
 func (l *Log) phase2Scan() *phase2Scan {
 	if l.scan == nil || l.scan.n != l.n {
-		order, sends, recvs := effectSortedWithMessages(l)
+		order, sends, recvs := effectSorted(l)
 		l.scan = &phase2Scan{n: l.n, order: order, sends: sends, recvs: recvs}
 	}
 	return l.scan
@@ -596,16 +596,10 @@ func replay(im replaySpace, l *Log) error {
 // others are in order already, and sorting only the math records (a tenth
 // of a ring's log) and merging costs far less than a stable sort of the
 // whole log (n log² n). A tie between the parts (whose log order the merge
-// does not know) takes the stable sort of the whole.
-func effectSorted(l *Log) []*entry {
-	order, _, _ := effectSortedWithMessages(l)
-	return order
-}
-
-// effectSortedWithMessages is effectSorted that also collects, in log
-// order, the sends and receives CheckCausality matches (a ring's log is
-// about a fifth each).
-func effectSortedWithMessages(l *Log) (order []*entry, sends []sentMsg, recvs []causalMsg) {
+// does not know) takes the stable sort of the whole. The same pass
+// collects, in log order, the sends and receives CheckCausality matches (a
+// ring's log is about a fifth each).
+func effectSorted(l *Log) (order []*entry, sends []sentMsg, recvs []causalMsg) {
 	order = make([]*entry, l.n)
 	// The math records (sized for a ring's log: a tenth are math) and the
 	// others, at the start of order (the merge below fills order from its

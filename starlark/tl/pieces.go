@@ -279,6 +279,9 @@ func (pr *pieceRun) advance() (waiting bool) {
 				return true
 			}
 		case atArrived:
+			// (atTaken takes piece i+1 the same way, written out: a
+			// shared method does not inline and cost 1.7 M instructions,
+			// 0.35 %, on the 64-rank ring.)
 			count := min(pr.per, pr.total-pr.i*pr.per)
 			if pr.inboxSteps {
 				pr.at = atCopied
