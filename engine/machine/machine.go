@@ -276,21 +276,34 @@ func (m *Machine) PE(id int) *PE {
 // Resources lists every link, memory port and math unit in creation order.
 func (m *Machine) Resources() []*Resource { return m.links }
 
-// Place maps ranks 0..worldSize-1 to PEs: the placement list when given,
-// otherwise rank r on the r-th PE in (sip, cube, pe) order.
-func (m *Machine) Place(worldSize int) error {
+// Holds says why a machine of these parameters cannot place worldSize
+// ranks (nil when it can): Place refuses such a world size, and check
+// reports it for the sizes it validates.
+func (p Params) Holds(worldSize int) error {
 	if worldSize < 1 {
 		return fmt.Errorf("world_size must be >= 1 (got %d)", worldSize)
 	}
-	pl := m.Params.Placement
-	if pl == nil && worldSize > m.NumPEs() {
-		perSip := m.Params.CubesPerSip * m.Params.PesPerCube
+	if p.Placement != nil {
+		if len(p.Placement) < worldSize {
+			return fmt.Errorf("system.placement lists %d PEs but world_size is %d", len(p.Placement), worldSize)
+		}
+		return nil
+	}
+	perSip := p.CubesPerSip * p.PesPerCube
+	if pes := p.Sips * perSip; worldSize > pes {
 		return fmt.Errorf("world_size %d exceeds the machine's %d PEs (%d SIP(s) × %d cubes × %d PEs); grow it with --set system.sips=%d",
-			worldSize, m.NumPEs(), m.Params.Sips, m.Params.CubesPerSip, m.Params.PesPerCube, (worldSize+perSip-1)/perSip)
+			worldSize, pes, p.Sips, p.CubesPerSip, p.PesPerCube, (worldSize+perSip-1)/perSip)
 	}
-	if pl != nil && len(pl) < worldSize {
-		return fmt.Errorf("system.placement lists %d PEs but world_size is %d", len(pl), worldSize)
+	return nil
+}
+
+// Place maps ranks 0..worldSize-1 to PEs: the placement list when given,
+// otherwise rank r on the r-th PE in (sip, cube, pe) order.
+func (m *Machine) Place(worldSize int) error {
+	if err := m.Params.Holds(worldSize); err != nil {
+		return err
 	}
+	pl := m.Params.Placement
 	m.Ranks = make([]*PE, worldSize)
 	seen := map[int]bool{}
 	for r := range m.Ranks {

@@ -133,20 +133,30 @@ func Check(file string, o CheckOptions) []string {
 		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.topology)
 		return problems
 	}
+	machine := machineParams(cfg.System, tgt.settings)
 	sizes := o.WorldSizes
 	if len(sizes) == 0 {
-		for w := 1; w <= 16; w++ {
+		// The default sizes stop where a small machine does: only sizes
+		// asked for by name are reported as not fitting.
+		for w := 1; w <= 16 && (w == 1 || machine.Holds(w) == nil); w++ {
 			sizes = append(sizes, w)
 		}
 	}
 	var admissible []string
 	var failures []sizeFailure
+	// Sizes whose map is valid but that the machine cannot place: run
+	// refuses them, so check says so rather than ok.
+	var unplaceable []int
+	var unplaceableErr error
 	dirs := map[string]bool{} // every direction installed at an admissible size
 	for _, w := range sizes {
 		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
 		spec.spec(p.topology, w, tgt.settings)
 		links, _, err := neighborTables(spec, loader.NewThread("check"))
 		if err == nil {
+			if err := machine.Holds(w); err != nil {
+				unplaceable, unplaceableErr = append(unplaceable, w), err
+			}
 			admissible = append(admissible, fmt.Sprint(w))
 			for _, ls := range links {
 				for _, l := range ls {
@@ -169,6 +179,12 @@ func Check(file string, o CheckOptions) []string {
 		}
 	}
 	problems = append(problems, groupSizeFailures(failures)...)
+	switch {
+	case len(unplaceable) == 1:
+		problems = append(problems, fmt.Sprintf("--world-sizes: %v", unplaceableErr))
+	case len(unplaceable) > 1:
+		problems = append(problems, fmt.Sprintf("--world-sizes: world_sizes %s do not fit the machine; %v", sizeRanges(unplaceable), unplaceableErr))
+	}
 	if o.ShowMap > 0 && o.MapOut != nil {
 		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
 		spec.spec(p.topology, o.ShowMap, tgt.settings)
