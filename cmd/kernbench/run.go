@@ -273,19 +273,25 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
+	if !sharded && o.shards > 0 {
+		return usageErr(stderr, o.json, fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set (it is inside a Kubernetes Indexed Job); elsewhere use --shard I/%d", o.shards, o.shards))
+	}
+	var shardInfo *ccl.Shard
 	if sharded {
-		if len(o.Counts) > 0 {
-			o.Counts = shard.pick(o.Counts)
-		} else {
-			if len(o.Sizes) == 0 {
-				o.Sizes = []int64{1 << 20}
-			}
-			o.Sizes = shard.pick(o.Sizes)
-		}
 		if len(o.Counts) == 0 && len(o.Sizes) == 0 {
+			o.Sizes = []int64{1 << 20}
+		}
+		sweep := &o.Sizes
+		if len(o.Counts) > 0 {
+			sweep = &o.Counts
+		}
+		shardInfo = &ccl.Shard{Index: shard.index, Count: shard.count, Sweep: *sweep,
+			Settings: rowSettings(cmd), Config: configDigest(o)}
+		*sweep = shard.pick(*sweep)
+		if len(*sweep) == 0 {
 			fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shard.index, shard.count)
 			if o.json {
-				writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}})
+				writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}, Shard: shardInfo})
 			}
 			return nil
 		}
@@ -429,6 +435,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 				rep = &ccl.Report{File: arg}
 			}
 			rep.Error = f.Out()
+			rep.Shard = shardInfo
 			if o.jsonl {
 				rep.Results = nil
 				writeJSONLine(stdout, rep)
@@ -450,6 +457,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		return &exitError{kind: f.ErrorKind(), err: f}
 	}
 	rep.WallS = wall
+	rep.Shard = shardInfo
 	if o.export != "" {
 		if err := writeFileAtomic(o.Env, o.export, exported.Bytes()); err != nil {
 			return usageErr(stderr, o.json, "--export-msccl: "+err.Error())
