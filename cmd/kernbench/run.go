@@ -430,6 +430,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if !ok {
 			f = ccl.WithKind(errkind.Internal, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
+		at := sweepPosition(o, rep)
 		if o.json || o.jsonl {
 			if rep == nil {
 				rep = &ccl.Report{File: arg}
@@ -450,7 +451,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 				fmt.Fprintf(stderr, "kernbench: --dot: %v\n", derr)
 			}
 		}
-		fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+		fmt.Fprintf(stderr, "kernbench: %s%s\n", at, f.Msg)
 		if f.Detail != "" && f.Detail != f.Msg {
 			fmt.Fprintln(stderr, f.Detail)
 		}
@@ -484,6 +485,23 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		printSummary(stdout, rep, o.quiet, o.verbose)
 	}
 	return checkResults([]labeled{{"", rep}}, stderr)
+}
+
+// sweepPosition is "at size 3 of 5 of the sweep (4096 bytes per rank
+// buffer): " for a sweep that failed while simulating, so that a log
+// (or a failed shard's) says which size to run again; "" for one size or
+// a run that failed before simulating (no report). The sizes before the
+// failing one were delivered, in order, with -j too.
+func sweepPosition(o *runOptions, rep *ccl.Report) string {
+	points, unit := o.Sizes, "bytes"
+	if len(o.Counts) > 0 {
+		points, unit = o.Counts, "elements"
+	}
+	if rep == nil || len(points) < 2 || len(rep.Results) >= len(points) {
+		return ""
+	}
+	i := len(rep.Results)
+	return fmt.Sprintf("at size %d of %d of the sweep (%d %s per rank buffer): ", i+1, len(points), points[i], unit)
 }
 
 func usageErr(stderr io.Writer, _ bool, msg string) error {

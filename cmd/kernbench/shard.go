@@ -134,7 +134,14 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 			return nil, fmt.Errorf("%s: not a kernbench --json report: %v", f, err)
 		}
 		if rep.Error != nil {
-			return nil, fmt.Errorf("%s: the shard failed: %s", f, rep.Error.Message)
+			at := ""
+			if s := rep.Shard; s != nil {
+				// The shard's sizes before the failing one are its rows.
+				if pts := (shardSpec{s.Index, s.Count}).pick(s.Sweep); len(rep.Results) < len(pts) {
+					at = fmt.Sprintf(" at %d %s per rank buffer", pts[len(rep.Results)], sweepUnit(s))
+				}
+			}
+			return nil, fmt.Errorf("%s: the shard failed%s: %s", f, at, rep.Error.Message)
 		}
 		empty := rep.Algorithm == "" && len(rep.Results) == 0 // a shard with no sizes
 		if !empty && merged != nil {
@@ -179,7 +186,7 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		for i := 0; i < place.Count && i < len(place.Sweep); i++ {
 			if _, ok := shards[i]; !ok {
 				what := "sizes"
-				if len(place.Settings) > 0 && slices.ContainsFunc(place.Settings, func(s string) bool { return strings.HasPrefix(s, "--count=") }) {
+				if sweepUnit(place) == "elements" {
 					what = "counts"
 				}
 				var pts []string
@@ -232,6 +239,15 @@ func sameSweep(fa string, a *ccl.Shard, fb string, b *ccl.Shard) error {
 		return fmt.Errorf("%s and %s are different runs: their configurations differ (ccl.yaml, --config or --set)", fa, fb)
 	}
 	return nil
+}
+
+// sweepUnit says what a shard's sweep counts: bytes, or elements with
+// --count.
+func sweepUnit(s *ccl.Shard) string {
+	if slices.ContainsFunc(s.Settings, func(f string) bool { return strings.HasPrefix(f, "--count=") }) {
+		return "elements"
+	}
+	return "bytes"
 }
 
 func sweepText(s []int64) string {
