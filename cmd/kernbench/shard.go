@@ -131,6 +131,9 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		}
 		var rep ccl.Report
 		if err := json.Unmarshal(data, &rep); err != nil {
+			if line, _, more := strings.Cut(strings.TrimSpace(string(data)), "\n"); more && json.Valid([]byte(line)) {
+				return nil, fmt.Errorf("%s: --jsonl output (a JSON line per size); merge joins the --json reports of the shards: run them with --json", f)
+			}
 			return nil, fmt.Errorf("%s: not a kernbench --json report: %v", f, err)
 		}
 		if rep.Error != nil {
