@@ -136,6 +136,12 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 			}
 			return nil, fmt.Errorf("%s: not a kernbench --json report: %v", f, err)
 		}
+		var comparison struct {
+			Runs json.RawMessage `json:"runs"`
+		}
+		if json.Unmarshal(data, &comparison) == nil && comparison.Runs != nil {
+			return nil, fmt.Errorf("%s: the report of a comparison (several algorithms or --vary); merge joins the shards of one algorithm's sweep: run each algorithm's shards on their own", f)
+		}
 		if rep.Error != nil {
 			at := ""
 			if s := rep.Shard; s != nil {
