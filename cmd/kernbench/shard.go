@@ -279,7 +279,18 @@ func sameRun(fa string, a *ccl.Report, fb string, b *ccl.Report) error {
 			{"root", root}, {"buffer_kind", r.BufferKind}, {"backpressure", r.Backpressure},
 			{"data_space", r.DataSpace}, {"timing_only", strconv.FormatBool(r.TimingOnly)}}
 	}
+	// The element type, reduction and placement are the rows'.
+	row := func(r *ccl.Report) [][2]string {
+		if len(r.Results) == 0 {
+			return nil
+		}
+		x := r.Results[0]
+		return [][2]string{{"dtype", x.DType}, {"redop", x.RedOp}, {"in_place", strconv.FormatBool(x.InPlace)}, {"verified", strconv.FormatBool(x.Verified)}}
+	}
 	x, y := fields(a), fields(b)
+	if rx, ry := row(a), row(b); rx != nil && ry != nil {
+		x, y = append(x, rx...), append(y, ry...)
+	}
 	for i := range x {
 		if x[i][1] != y[i][1] {
 			return fmt.Errorf("%s and %s are different runs: %s %s in %s, %s in %s", fa, fb, x[i][0], x[i][1], fa, y[i][1], fb)
@@ -288,9 +299,13 @@ func sameRun(fa string, a *ccl.Report, fb string, b *ccl.Report) error {
 	return nil
 }
 
-// rowFlags are the run flags that change nothing in a report's rows
-// (outputs, limits, how the sweep is spread) or that the shard's sweep
-// records (the size flags); every other flag set makes another run.
+// notRowFlags are the run flags that change nothing in a report's rows
+// (outputs, limits, how the sweep is spread) or whose effect the report
+// records elsewhere: the size flags in the shard's sweep, --config and
+// --set in its configuration digest, the rest in the header or the rows
+// (sameRun), so that a shard relying on a default and one giving the
+// same value as a flag still merge. Every other flag set (--seed,
+// --jitter-seed, --bench, ...) makes another run.
 var notRowFlags = map[string]bool{
 	"json": true, "jsonl": true, "jobs": true, "quiet": true, "verbose": true,
 	"shard": true, "shards": true, "trace": true, "trace-ranks": true,
@@ -298,8 +313,10 @@ var notRowFlags = map[string]bool{
 	"csv": true, "plot": true, "export-msccl": true, "dump-pointers": true,
 	"timeout": true, "max-memory": true, "max-steps": true, "check": true,
 	"strict": true, "bytes": true, "sweep": true, "minbytes": true,
-	"maxbytes": true, "stepfactor": true,
-	"config": true, // its content is in the digest, wherever the file is
+	"maxbytes": true, "stepfactor": true, "config": true, "set": true,
+	"world-size": true, "topology": true, "collective": true, "root": true,
+	"data-space": true, "timing-only": true, "verify-data": true,
+	"dtype": true, "redop": true, "in-place": true,
 }
 
 // rowSettings lists the flags set on cmd that decide a report's rows, as

@@ -44,10 +44,10 @@ type Shard struct {
 	// Sweep is the whole sweep the shards split: sizes in bytes, or
 	// element counts with --count.
 	Sweep []int64 `json:"sweep"`
-	// Settings are the flags that decide the rows but are not in the
-	// report's header (--dtype, --set, --seed, ...), as --name=value, and
-	// the algorithms named; Config is a digest of the configuration in
-	// force (ccl.yaml, --config and --set laid over the default).
+	// Settings are the flags set that decide the rows and that the
+	// report records nowhere else (--seed, --jitter-seed, --bench, ...),
+	// as --name=value; Config is a digest of the configuration in force
+	// (ccl.yaml, --config and --set laid over the default).
 	Settings []string `json:"settings"`
 	Config   string   `json:"config"`
 }
