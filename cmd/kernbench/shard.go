@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -210,6 +212,9 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		return nil, fmt.Errorf("no rows in %s", strings.Join(files, ", "))
 	}
 	merged.Shard = nil
+	// Whole nanoseconds, as one run's wall_s: a float sum would print
+	// 0.1 + 0.2 as 0.30000000000000004.
+	merged.WallS = time.Duration(math.Round(merged.WallS * 1e9)).Seconds()
 	sort.SliceStable(merged.Results, func(i, j int) bool { return merged.Results[i].Bytes < merged.Results[j].Bytes })
 	return merged, nil
 }
