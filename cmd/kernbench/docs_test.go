@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+
+	"kernbench/starlark/script"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files (docs/builtins.md)")
@@ -54,6 +59,25 @@ func TestDocsStubs(t *testing.T) {
 		cmd := exec.Command(py, "-c", "import ast,sys; ast.parse(open(sys.argv[1]).read())", dir+"/kernbench_tl.pyi")
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("stubs are not valid Python: %v\n%s", err, msg)
+		}
+	}
+}
+
+// Every --flag the builtin reference mentions is a flag of a kernbench
+// command: a user reading torch.args met "--arg name=value", which no
+// command has.
+func TestDocsNameRealFlags(t *testing.T) {
+	var out bytes.Buffer
+	if code := Main([]string{"docs"}, &out, &out); code != 0 {
+		t.Fatalf("kernbench docs exited %d: %s", code, out.String())
+	}
+	flags := map[string]bool{}
+	for _, c := range newRootCmd(script.Env{}, io.Discard, io.Discard).Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
+	}
+	for _, m := range regexp.MustCompile(`(?:^|[^-\w])--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(out.String(), -1) {
+		if !flags[m[1]] {
+			t.Errorf("kernbench docs mentions --%s, which no kernbench command has", m[1])
 		}
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
 )
 
@@ -47,9 +49,12 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	}()
 	root := newRootCmd(env, stdout, stderr)
 	root.SetArgs(goTestFlags(args))
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return errkind.ExitOK
+	}
+	if cmd == nil {
+		cmd = root
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -58,11 +63,28 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	// Flag and argument errors from cobra. Cobra's errors are untyped:
 	// the text is read only to avoid pointing at --help twice, not to
 	// classify the error (every one of them is a usage error).
-	fmt.Fprintf(stderr, "kernbench: %v\n", err)
+	// The help to point at is the failing command's: kernbench --help
+	// lists none of run's flags.
+	fmt.Fprintf(stderr, "kernbench: %v%s\n", err, flagHint(cmd, err))
 	if !strings.Contains(err.Error(), "--help") {
-		fmt.Fprintln(stderr, "Run 'kernbench --help' for usage.")
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return errkind.Usage.Status
+}
+
+// flagHint is " (did you mean --shard?)" when err is an unknown long
+// flag within two edits of one of cmd's flags, else "".
+func flagHint(cmd *cobra.Command, err error) string {
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) || unknown.GetSpecifiedName() == "" {
+		return ""
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if n := registry.Closest(unknown.GetSpecifiedName(), names); n != "" {
+		return " (did you mean --" + n + "?)"
+	}
+	return ""
 }
 
 func newRootCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {

@@ -273,19 +273,28 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
+	if idx := o.Env.Var("JOB_COMPLETION_INDEX"); idx != "" && !sharded && o.shards == 0 {
+		fmt.Fprintf(stderr, "kernbench: warning: JOB_COMPLETION_INDEX is %s but --shards is not given: this runs the whole sweep (--shards N runs shard %s of N)\n", idx, idx)
+	}
+	if !sharded && o.shards > 0 {
+		return usageErr(stderr, o.json, fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set (it is inside a Kubernetes Indexed Job); elsewhere use --shard I/%d", o.shards, o.shards))
+	}
+	var shardInfo *ccl.Shard
 	if sharded {
-		if len(o.Counts) > 0 {
-			o.Counts = shard.pick(o.Counts)
-		} else {
-			if len(o.Sizes) == 0 {
-				o.Sizes = []int64{1 << 20}
-			}
-			o.Sizes = shard.pick(o.Sizes)
-		}
 		if len(o.Counts) == 0 && len(o.Sizes) == 0 {
+			o.Sizes = []int64{1 << 20}
+		}
+		sweep := &o.Sizes
+		if len(o.Counts) > 0 {
+			sweep = &o.Counts
+		}
+		shardInfo = &ccl.Shard{Index: shard.index, Count: shard.count, Sweep: *sweep,
+			Settings: rowSettings(cmd), Config: configDigest(o)}
+		*sweep = shard.pick(*sweep)
+		if len(*sweep) == 0 {
 			fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shard.index, shard.count)
 			if o.json {
-				writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}})
+				writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}, Shard: shardInfo})
 			}
 			return nil
 		}
@@ -424,11 +433,13 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if !ok {
 			f = ccl.WithKind(errkind.Internal, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
+		at := sweepPosition(o, rep)
 		if o.json || o.jsonl {
 			if rep == nil {
 				rep = &ccl.Report{File: arg}
 			}
 			rep.Error = f.Out()
+			rep.Shard = shardInfo
 			if o.jsonl {
 				rep.Results = nil
 				writeJSONLine(stdout, rep)
@@ -443,13 +454,14 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 				fmt.Fprintf(stderr, "kernbench: --dot: %v\n", derr)
 			}
 		}
-		fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+		fmt.Fprintf(stderr, "kernbench: %s%s\n", at, f.Msg)
 		if f.Detail != "" && f.Detail != f.Msg {
 			fmt.Fprintln(stderr, f.Detail)
 		}
 		return &exitError{kind: f.ErrorKind(), err: f}
 	}
 	rep.WallS = wall
+	rep.Shard = shardInfo
 	if o.export != "" {
 		if err := writeFileAtomic(o.Env, o.export, exported.Bytes()); err != nil {
 			return usageErr(stderr, o.json, "--export-msccl: "+err.Error())
@@ -476,6 +488,23 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		printSummary(stdout, rep, o.quiet, o.verbose)
 	}
 	return checkResults([]labeled{{"", rep}}, stderr)
+}
+
+// sweepPosition is "at size 3 of 5 of the sweep (4096 bytes per rank
+// buffer): " for a sweep that failed while simulating, so that a log
+// (or a failed shard's) says which size to run again; "" for one size or
+// a run that failed before simulating (no report). The sizes before the
+// failing one were delivered, in order, with -j too.
+func sweepPosition(o *runOptions, rep *ccl.Report) string {
+	points, unit := o.Sizes, "bytes"
+	if len(o.Counts) > 0 {
+		points, unit = o.Counts, "elements"
+	}
+	if rep == nil || len(points) < 2 || len(rep.Results) >= len(points) {
+		return ""
+	}
+	i := len(rep.Results)
+	return fmt.Sprintf("at size %d of %d of the sweep (%d %s per rank buffer): ", i+1, len(points), points[i], unit)
 }
 
 func usageErr(stderr io.Writer, _ bool, msg string) error {

@@ -1,15 +1,22 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"kernbench"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/script"
 )
@@ -79,8 +86,10 @@ func newMergeCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 		Long: `Join the --json reports of the shards of one sweep (kernbench run ... --shard I/N
 --json, one per shard) into the table (or, with --json, the document) a
 single run of the whole sweep prints: the same rows in size order. The
-reports must come from the same algorithm and settings; a size that
-appears twice is an error. wall_s is the sum of the shards' wall times.`,
+reports must come from the same algorithm, settings and sweep, and every
+shard must be there; a size or shard that appears twice, a failed shard
+or a missing one is an error naming the files (docs/cluster.md). wall_s
+is the sum of the shards' wall times.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, files []string) error {
 			rep, err := mergeReports(env, files)
@@ -107,25 +116,65 @@ appears twice is an error. wall_s is the sum of the shards' wall times.`,
 }
 
 // mergeReports reads shard reports (in env's working directory) and
-// joins them.
+// joins them. Whether they are of one run is checked before their rows:
+// two runs of different world sizes share sizes, and "the same shard
+// twice" would name the wrong mistake.
 func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 	var merged *ccl.Report
 	var first string
+	var place *ccl.Shard // the first report's place in the sweep
+	var placeFile string
+	shards := map[int]string{}
 	seen := map[int64]string{}
-	for _, f := range files {
+	for i, f := range files {
 		data, err := env.ReadInput(f)
 		if err != nil {
 			return nil, err
 		}
 		var rep ccl.Report
 		if err := json.Unmarshal(data, &rep); err != nil {
+			if line, _, more := strings.Cut(strings.TrimSpace(string(data)), "\n"); more && json.Valid([]byte(line)) {
+				return nil, fmt.Errorf("%s: --jsonl output (a JSON line per size); merge joins the --json reports of the shards: run them with --json", f)
+			}
 			return nil, fmt.Errorf("%s: not a kernbench --json report: %v", f, err)
 		}
-		if rep.Error != nil {
-			return nil, fmt.Errorf("%s: the shard failed: %s", f, rep.Error.Message)
+		var comparison struct {
+			Runs json.RawMessage `json:"runs"`
 		}
-		if rep.Algorithm == "" && len(rep.Results) == 0 {
-			continue // a shard with no sizes
+		if json.Unmarshal(data, &comparison) == nil && comparison.Runs != nil {
+			return nil, fmt.Errorf("%s: the report of a comparison (several algorithms or --vary); merge joins the shards of one algorithm's sweep: run each algorithm's shards on their own", f)
+		}
+		if rep.Error != nil {
+			at := ""
+			if s := rep.Shard; s != nil {
+				// The shard's sizes before the failing one are its rows.
+				if pts := (shardSpec{s.Index, s.Count}).pick(s.Sweep); len(rep.Results) < len(pts) {
+					at = fmt.Sprintf(" at %d %s per rank buffer", pts[len(rep.Results)], sweepUnit(s))
+				}
+			}
+			return nil, fmt.Errorf("%s: the shard failed%s: %s", f, at, rep.Error.Message)
+		}
+		empty := rep.Algorithm == "" && len(rep.Results) == 0 // a shard with no sizes
+		if !empty && merged != nil {
+			if err := sameRun(first, merged, f, &rep); err != nil {
+				return nil, err
+			}
+		}
+		if i == 0 {
+			place, placeFile = rep.Shard, f
+		} else if err := sameSweep(placeFile, place, f, rep.Shard); err != nil {
+			return nil, err
+		}
+		if empty {
+			if rep.Shard != nil {
+				shards[rep.Shard.Index] = f
+			}
+			continue
+		}
+		if merged == nil {
+			head := rep
+			head.Results = nil
+			merged, first = &head, f
 		}
 		for _, r := range rep.Results {
 			if other, dup := seen[r.Bytes]; dup {
@@ -133,33 +182,173 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 			}
 			seen[r.Bytes] = f
 		}
-		if merged == nil {
-			head := rep
-			head.Results = nil
-			merged, first = &head, f
-		} else if a, b := sameRun(merged, &rep); a != b {
-			return nil, fmt.Errorf("%s and %s are different runs (%s vs %s)", first, f, a, b)
+		if rep.Shard != nil {
+			if other, dup := shards[rep.Shard.Index]; dup {
+				return nil, fmt.Errorf("%s and %s are both shard %d/%d", other, f, rep.Shard.Index, rep.Shard.Count)
+			}
+			shards[rep.Shard.Index] = f
 		}
 		merged.Results = append(merged.Results, rep.Results...)
-		if merged != nil && f != first {
+		if f != first {
 			merged.WallS += rep.WallS
+		}
+	}
+	if place != nil {
+		for i := 0; i < place.Count && i < len(place.Sweep); i++ {
+			if _, ok := shards[i]; !ok {
+				what := "sizes"
+				if sweepUnit(place) == "elements" {
+					what = "counts"
+				}
+				var pts []string
+				for _, p := range (shardSpec{i, place.Count}).pick(place.Sweep) {
+					pts = append(pts, strconv.FormatInt(p, 10))
+				}
+				return nil, fmt.Errorf("shard %d/%d is missing (%s %s of the sweep): merge needs the report of every shard", i, place.Count, what, strings.Join(pts, ", "))
+			}
 		}
 	}
 	if merged == nil {
 		return nil, fmt.Errorf("no rows in %s", strings.Join(files, ", "))
 	}
+	merged.Shard = nil
+	// Whole nanoseconds, as one run's wall_s: a float sum would print
+	// 0.1 + 0.2 as 0.30000000000000004.
+	merged.WallS = time.Duration(math.Round(merged.WallS * 1e9)).Seconds()
 	sort.SliceStable(merged.Results, func(i, j int) bool { return merged.Results[i].Bytes < merged.Results[j].Bytes })
 	return merged, nil
 }
 
-// sameRun describes what must agree between two shards' reports.
-func sameRun(a, b *ccl.Report) (string, string) {
-	key := func(r *ccl.Report) string {
+// sameSweep checks that two reports are shards of one sweep, run with
+// the same settings (those the report's header does not show).
+func sameSweep(fa string, a *ccl.Shard, fb string, b *ccl.Shard) error {
+	switch {
+	case a == nil && b == nil:
+		return nil // reports without their place (older kernbench): the header and rows are checked
+	case a == nil || b == nil:
+		if a != nil {
+			fa, fb = fb, fa
+		}
+		return fmt.Errorf("%s is not the report of a shard (kernbench run ... --shard I/N --json), %s is: merge joins the shards of one sweep", fa, fb)
+	case a.Count != b.Count:
+		return fmt.Errorf("%s is shard %d/%d and %s shard %d/%d: shards of different splits of the sweep", fa, a.Index, a.Count, fb, b.Index, b.Count)
+	case !slices.Equal(a.Sweep, b.Sweep):
+		return fmt.Errorf("%s and %s are shards of different sweeps (%s vs %s)", fa, fb, sweepText(a.Sweep), sweepText(b.Sweep))
+	}
+	if !slices.Equal(a.Settings, b.Settings) {
+		var diff []string
+		for _, s := range a.Settings {
+			if !slices.Contains(b.Settings, s) {
+				diff = append(diff, s+" only in "+fa)
+			}
+		}
+		for _, s := range b.Settings {
+			if !slices.Contains(a.Settings, s) {
+				diff = append(diff, s+" only in "+fb)
+			}
+		}
+		return fmt.Errorf("%s and %s are different runs: %s", fa, fb, strings.Join(diff, ", "))
+	}
+	if a.Config != b.Config {
+		return fmt.Errorf("%s and %s are different runs: their configurations differ (ccl.yaml, --config or --set)", fa, fb)
+	}
+	return nil
+}
+
+// sweepUnit says what a shard's sweep counts: bytes, or elements with
+// --count.
+func sweepUnit(s *ccl.Shard) string {
+	if slices.ContainsFunc(s.Settings, func(f string) bool { return strings.HasPrefix(f, "--count=") }) {
+		return "elements"
+	}
+	return "bytes"
+}
+
+func sweepText(s []int64) string {
+	if len(s) == 0 {
+		return "no sizes"
+	}
+	return fmt.Sprintf("%d sizes, %d to %d", len(s), s[0], s[len(s)-1])
+}
+
+// sameRun checks what the headers of two shards' reports must agree on,
+// naming the first field that differs.
+func sameRun(fa string, a *ccl.Report, fb string, b *ccl.Report) error {
+	fields := func(r *ccl.Report) [][2]string {
 		root := ""
 		if r.Root != nil {
-			root = fmt.Sprintf(" root %d", *r.Root)
+			root = strconv.Itoa(*r.Root)
 		}
-		return fmt.Sprintf("%s %s %s %s %v world_size %d%s %s %s %s timing_only=%v", r.Algorithm, r.File, r.Collective, r.Topology, r.MeshShape, r.WorldSize, root, r.BufferKind, r.Backpressure, r.DataSpace, r.TimingOnly)
+		return [][2]string{{"algorithm", r.Algorithm}, {"file", r.File}, {"collective", r.Collective},
+			{"topology", r.Topology}, {"mesh_shape", fmt.Sprint(r.MeshShape)}, {"world_size", strconv.Itoa(r.WorldSize)},
+			{"root", root}, {"buffer_kind", r.BufferKind}, {"backpressure", r.Backpressure},
+			{"data_space", r.DataSpace}, {"timing_only", strconv.FormatBool(r.TimingOnly)}}
 	}
-	return key(a), key(b)
+	// The element type, reduction and placement are the rows'.
+	row := func(r *ccl.Report) [][2]string {
+		if len(r.Results) == 0 {
+			return nil
+		}
+		x := r.Results[0]
+		return [][2]string{{"dtype", x.DType}, {"redop", x.RedOp}, {"in_place", strconv.FormatBool(x.InPlace)}, {"verified", strconv.FormatBool(x.Verified)}}
+	}
+	x, y := fields(a), fields(b)
+	if rx, ry := row(a), row(b); rx != nil && ry != nil {
+		x, y = append(x, rx...), append(y, ry...)
+	}
+	for i := range x {
+		if x[i][1] != y[i][1] {
+			return fmt.Errorf("%s and %s are different runs: %s %s in %s, %s in %s", fa, fb, x[i][0], x[i][1], fa, y[i][1], fb)
+		}
+	}
+	return nil
+}
+
+// notRowFlags are the run flags that change nothing in a report's rows
+// (outputs, limits, how the sweep is spread) or whose effect the report
+// records elsewhere: the size flags in the shard's sweep, --config and
+// --set in its configuration digest, the rest in the header or the rows
+// (sameRun), so that a shard relying on a default and one giving the
+// same value as a flag still merge. Every other flag set (--seed,
+// --jitter-seed, --bench, ...) makes another run.
+var notRowFlags = map[string]bool{
+	"json": true, "jsonl": true, "jobs": true, "quiet": true, "verbose": true,
+	"shard": true, "shards": true, "trace": true, "trace-ranks": true,
+	"trace-kinds": true, "oplog": true, "dot": true, "cpuprofile": true,
+	"csv": true, "plot": true, "export-msccl": true, "dump-pointers": true,
+	"timeout": true, "max-memory": true, "max-steps": true, "check": true,
+	"strict": true, "bytes": true, "sweep": true, "minbytes": true,
+	"maxbytes": true, "stepfactor": true, "config": true, "set": true,
+	"world-size": true, "topology": true, "collective": true, "root": true,
+	"data-space": true, "timing-only": true, "verify-data": true,
+	"dtype": true, "redop": true, "in-place": true,
+}
+
+// rowSettings lists the flags set on cmd that decide a report's rows, as
+// --name=value, in name order.
+func rowSettings(cmd *cobra.Command) []string {
+	out := []string{}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if !notRowFlags[f.Name] {
+			out = append(out, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return out
+}
+
+// configDigest identifies the configuration a run uses (the default,
+// ccl.yaml or --config, and --set), whatever file it was read from.
+func configDigest(o *runOptions) string {
+	cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+	if err != nil {
+		return "" // the run reports it
+	}
+	c := *cfg
+	c.File = ""
+	data, err := json.Marshal(&c)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }

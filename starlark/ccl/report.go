@@ -31,6 +31,25 @@ type Report struct {
 	Results      []Result  `json:"results"`
 	WallS        float64   `json:"wall_s"`
 	Error        *ErrorOut `json:"error,omitempty"`
+	// Shard is set only in the report of one shard of a sweep (--shard
+	// I/N): kernbench merge needs it to find a missing shard and a shard
+	// of another run; the merged report, like one run's, has none.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Shard places a shard's report in its sweep.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// Sweep is the whole sweep the shards split: sizes in bytes, or
+	// element counts with --count.
+	Sweep []int64 `json:"sweep"`
+	// Settings are the flags set that decide the rows and that the
+	// report records nowhere else (--seed, --jitter-seed, --bench, ...),
+	// as --name=value; Config is a digest of the configuration in force
+	// (ccl.yaml, --config and --set laid over the default).
+	Settings []string `json:"settings"`
+	Config   string   `json:"config"`
 }
 
 // Result is one size's row.

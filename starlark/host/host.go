@@ -68,7 +68,7 @@ type torchMethod = func(t *Torch, th *starlark.Thread, b *starlark.Builtin, args
 
 // TorchTable is the torch object's attributes and functions.
 var TorchTable = registry.New("torch", "torch.", []registry.Field[*Torch]{
-	{Name: "args", Type: "struct", Doc: "The bench parameters from the command line (--arg name=value, and seed).", Get: func(t *Torch) starlark.Value { return t.rt.Args }},
+	{Name: "args", Type: "struct", Doc: "The bench parameters from the command line: count and bytes (the size being run: --count, --bytes or a point of --sweep), dtype, redop, seed, in_place, root and collective (--dtype, --redop, --seed, --in-place, --root, --collective or the algorithm's).", Get: func(t *Torch) starlark.Value { return t.rt.Args }},
 	{Name: "distributed", Type: "torch.distributed", Doc: "The process-group API (torch.distributed below).", Get: func(t *Torch) starlark.Value { return t.dist }},
 }, []registry.Method[*Torch]{
 	{Name: "arange", Sig: `arange(n, dtype="f32")`, Doc: "A new tensor 0, 1, …, n-1 in the rank's data memory.", Fn: (*Torch).arange},
