@@ -589,9 +589,12 @@ func (k *Kernel) pendingWriteInto(dst machine.Region) *issuedWrite {
 }
 
 // compactWrites drops the issued writes that are over. It runs when the
-// list has doubled since the last time (at least 16 entries), so the scan
+// list has doubled since the last time (at least 4 entries), so the scan
 // that reads every entry's operation costs O(1) per write issued, and the
-// list stays within twice the writes under way.
+// list stays within twice the writes under way. (With at least 16, a
+// fused primitive's dst stores, one entry of 80 bytes each, cycled
+// through twenty cache lines per rank, all of them cold again by the time
+// they came round: at 128 ranks 1.5 % more last-level cache misses.)
 func (k *Kernel) compactWrites(untimed bool) {
 	ws := k.writes
 	live := 0
@@ -610,7 +613,7 @@ func (k *Kernel) compactWrites(untimed bool) {
 	}
 	clear(ws[live:])
 	k.writes = ws[:live]
-	k.writesCompactAt = max(16, 2*live)
+	k.writesCompactAt = max(4, 2*live)
 }
 
 // noteWrite records a write issued by fn (see checkWriteWrite).
