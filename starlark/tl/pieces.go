@@ -151,7 +151,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 func (pr *pieceRun) Step(p *sim.Proc) {
 	var over bool
 	if pr.sending != nil {
-		over = pr.k.storedSend.Advance(p)
+		over = pr.sending.send.Advance(p)
 	} else {
 		over = pr.wait.Woken(p)
 	}
@@ -552,7 +552,9 @@ func (pr *pieceRun) deferPiece() error {
 	// Field by field: a struct literal was built aside and then copied in
 	// whole.
 	d := &k.deferredBuf
-	d.q, d.slot, d.dt, d.count, d.store, d.origin, d.fn, d.release = c.out, pr.staged, pr.dt, pr.data.Count, pr.stagedStore, c.origin, c.name, release
+	ss := &d.send
+	ss.Store, ss.Q, ss.Src, ss.Meta = pr.stagedStore, c.out, pr.staged, machine.MsgMeta{DType: uint8(pr.dt), Count: pr.data.Count, Origin: c.origin}
+	d.release = release
 	k.deferred = d
 	pr.stagedStore = nil
 	return nil

@@ -36,13 +36,14 @@ type Observer interface {
 
 // Kernel is one rank's execution context and its `tl` value.
 type Kernel struct {
-	// The fields a message's piece of a fused primitive reads come first,
-	// in the fewest cache lines (a Kernel is 1 KiB, a size class that
-	// starts on a line): at a thousand ranks a rank's kernel is a cache
-	// miss away whenever its rank handles a message, and in declaration
-	// order the fields a piece needs were spread over ten of its sixteen
-	// lines. The per-call argument records follow; what reports, threads
-	// and tracing use is last.
+	// The fields a message's piece of a fused primitive touches come
+	// first, in the fewest cache lines: the object's first eight
+	// (TestKernelPieceFieldsFirst; a Kernel is 1 176 bytes, in the
+	// 1 280-byte size class, whose objects start on a line). At a hundred
+	// ranks and more a rank's kernel is a cache miss away whenever its
+	// rank handles a message; ordered by topic, the fields a piece needs
+	// were spread over twelve of the kernel's twenty lines. What one call
+	// uses follows; what reports, threads and tracing use is last.
 	M     *machine.Machine
 	G     *machine.Group // may be nil when no IPCQ group is installed
 	PE    *machine.PE
@@ -53,67 +54,70 @@ type Kernel struct {
 	root  *Kernel
 	Rank  int
 	World int
-	RedOp dtype.RedOp
-	// inFused is set while a fused primitive runs; fusedSite is its call
-	// site, for the writes of all its pieces (callSite).
-	inFused   bool
-	fusedSite syntax.Position
 
+	RedOp dtype.RedOp
+	// inFused is set while a fused primitive runs (callSite: its writes
+	// are all from the call's site, fusedCallBuf.site).
+	inFused bool
 	// asyncWrites counts the entries of writes that carry the handle of a
 	// tl.store_async or tl.copy_async (what checkPendingRead looks for).
 	asyncWrites int
-
 	// deferred is the last forwarded piece of a fused primitive, sent by
-	// the next primitive or before any other operation of the kernel.
+	// the next primitive or before any other operation of the kernel
+	// (&deferredBuf, or nil).
 	deferred *deferredSend
+	pipeline *pieceRun // the pieces of the running primitive call
+	// Handles are the recycled handles (the last recycled first),
+	// shared by the kernels of a run when their creator sets one pool
+	// for all (New gives a kernel without one a pool of its own;
+	// tl.spawn threads share their parent's).
+	Handles *HandlePool
 	// pendingWrites are stores the fused primitives issued into their dst
 	// and did not wait for (so the next call starts at once). Any later
 	// operation of this kernel on an overlapping range waits for them
 	// first, and so does the kernel's end (Finish).
 	pendingWrites []*machine.MemOp
-	// Reused by the fused primitives so that a piece allocates nothing:
-	// the deferred send's storage, handles of completed private loads,
-	// the window of local-operand loads and the dst stores of a call.
-	deferredBuf deferredSend
-	storedSend  machine.StoredSend // the send of the deferred piece (Stored is set once)
-	pipeline    *pieceRun          // the pieces of the running primitive call
-	// Handles are the recycled handles (the last recycled first),
-	// shared by the kernels of a run when their creator sets one pool
-	// for all (New gives a kernel without one a pool of its own;
-	// tl.spawn threads share their parent's).
-	Handles      *HandlePool
-	freeTileBufs []*tileBuf
-	window       []*handle
-	stores       []*machine.MemOp
 
-	// scratch is the fused primitives' TCM (inbox, staging ring).
-	scratch scratch
+	// deferredBuf is the deferred piece's storage, reused piece after
+	// piece so that a piece allocates nothing.
+	deferredBuf deferredSend
 	// writes (on the root only) are the rank's tl.store/copy (and _async)
 	// writes that may not be done: a second write into an overlapping
 	// range before the first is done races (WriteWriteHazard). Entries
 	// whose write is over are dropped once the list reaches
 	// writesCompactAt entries (see compactWrites).
-	writes          []issuedWrite
 	writesCompactAt int
+	writes          []issuedWrite
 	// issuingSends (on the root only) are the rank's tl.send_async calls,
 	// from any thread, that may not have issued every message yet: their
 	// sources must not be written (SendBufferHazard).
 	issuingSends []*sendHandle
-	// prefetched are tl.prefetch loads waiting for their primitive.
-	prefetched prefetchQueue
 	// Only on the root: the number of threads spawned so far, the
 	// direction sides in use and the local operands being read.
 	nthreads int
 	sides    map[sideKey]*sideUse
 	reading  []*operandRead
-
-	// fusedArgs, fusedPairs and fusedCallBuf are a fused primitive call's
-	// argument slots and call record, reused call after call (a kernel's
-	// calls run one at a time; runFused keeps nothing of the record).
-	fusedArgs    fusedArgs
-	fusedPairs   []any
+	// prefetched are tl.prefetch loads waiting for their primitive.
+	prefetched prefetchQueue
+	_          [8]byte // (fusedCallBuf starts a line)
+	// fusedCallBuf is a fused primitive call's record, reused call after
+	// call (a kernel's calls run one at a time; runFused keeps nothing
+	// of the record).
 	fusedCallBuf fusedCall
-	origins      origins
+	// scratch is the fused primitives' TCM (staging ring, inbox).
+	scratch scratch
+
+	// Reused by the fused primitives from call to call: the window of
+	// local-operand loads, the dst stores of a call and the bytes of
+	// completed tiles.
+	window       []*handle
+	stores       []*machine.MemOp
+	freeTileBufs []*tileBuf
+	// fusedArgs and fusedPairs are a fused primitive call's argument
+	// slots, reused call after call.
+	fusedArgs  fusedArgs
+	fusedPairs []any
+	origins    origins
 
 	EP  *machine.Endpoint
 	Obs Observer
@@ -546,7 +550,7 @@ func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
 // decode) once per call.
 func (k *Kernel) callSite() syntax.Position {
 	if k.inFused {
-		return k.fusedSite
+		return k.fusedCallBuf.site
 	}
 	return k.lookupCallSite()
 }
