@@ -45,3 +45,19 @@ func TestKernelPieceFieldsFirst(t *testing.T) {
 		}
 	}
 }
+
+// What a piece touches in its call's pipeline lies in the pipeline's
+// first five cache lines (see pieceRun); the call's error and the test
+// counters follow.
+func TestPieceRunPieceFieldsFirst(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the cache-line layout is laid out for 64-bit pointers")
+	}
+	var pr pieceRun
+	if end := unsafe.Offsetof(pr.copied) + unsafe.Sizeof(pr.copied); end > 5*64 {
+		t.Errorf("a piece's pipeline fields end at byte %d, after the first five lines", end)
+	}
+	if s := unsafe.Sizeof(pr); s%64 != 0 {
+		t.Errorf("pieceRun is %d bytes, not a whole number of lines (its size class would not start it on one)", s)
+	}
+}
