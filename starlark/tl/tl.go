@@ -139,7 +139,9 @@ type Kernel struct {
 	threadName string
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle
-	attrs    map[string]starlark.Value
+	// attrs are the kernel's attribute values (its bound builtins and
+	// fields), by their index in attrIndex.
+	attrs []starlark.Value
 	// sliceStart is when the traced operation in progress began.
 	sliceStart sim.Time
 }
@@ -209,7 +211,23 @@ func init() {
 		methods[i].Fn = callTL(b)
 	}
 	TL = registry.New("tl", "tl.", Attributes, methods)
+	attrIndex = make(map[string]int, len(Builtins)+len(Attributes)+1)
+	for i, b := range Builtins {
+		attrIndex[b.Name] = i
+	}
+	for i, a := range Attributes {
+		attrIndex[a.Name] = len(Builtins) + i
+	}
+	// "load" is a Starlark keyword, so tl.load cannot be written; getattr(tl,
+	// "load") still finds the fetch builtin.
+	attrIndex["load"] = attrIndex["fetch"]
 }
+
+// attrIndex numbers the names of a kernel's attributes (Kernel.attrs).
+// One map serves every kernel: each tl call looks its name up, and a map
+// per kernel was about six cache misses per call at a hundred ranks and
+// more; this one stays cached, and a kernel's value is one line away.
+var attrIndex map[string]int
 
 // callTL wraps the function of b with what every tl call does: count it,
 // note the thread's kernel, send a fused primitive's deferred piece first
@@ -273,15 +291,12 @@ func New(k *Kernel) *Kernel {
 	if k.Handles == nil {
 		k.Handles = &HandlePool{}
 	}
-	k.attrs = make(map[string]starlark.Value, len(Builtins)+len(Attributes)+1)
-	for _, b := range Builtins {
-		k.attrs[b.Name] = TL.Builtin(b.Name).BindReceiver(k)
+	k.attrs = make([]starlark.Value, len(Builtins)+len(Attributes))
+	for i, b := range Builtins {
+		k.attrs[i] = TL.Builtin(b.Name).BindReceiver(k)
 	}
-	// "load" is a Starlark keyword, so tl.load cannot be written; getattr(tl,
-	// "load") still finds the fetch builtin.
-	k.attrs["load"] = k.attrs["fetch"]
-	for _, a := range Attributes {
-		k.attrs[a.Name] = a.Get(k)
+	for i, a := range Attributes {
+		k.attrs[len(Builtins)+i] = a.Get(k)
 	}
 	return k
 }
@@ -292,15 +307,18 @@ func (k *Kernel) Freeze()               {}
 func (k *Kernel) Truth() starlark.Bool  { return true }
 func (k *Kernel) Hash() (uint32, error) { return uint32(k.Rank), nil }
 func (k *Kernel) Attr(name string) (starlark.Value, error) {
-	if v, ok := k.attrs[name]; ok {
-		return v, nil
+	if i, ok := attrIndex[name]; ok && k.attrs != nil { // (nil: a kernel New did not make)
+		return k.attrs[i], nil
 	}
 	// The hint kernbench check gives for the same line.
 	return nil, registry.NoSuchAttr("tl", name, k.AttrNames())
 }
 func (k *Kernel) AttrNames() []string {
-	names := make([]string, 0, len(k.attrs))
-	for n := range k.attrs {
+	if k.attrs == nil {
+		return []string{}
+	}
+	names := make([]string, 0, len(attrIndex))
+	for n := range attrIndex {
 		names = append(names, n)
 	}
 	sort.Strings(names)
