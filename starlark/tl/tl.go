@@ -644,6 +644,13 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 		return
 	}
 	root := k.rootKernel()
+	if len(root.writes) >= root.writesCompactAt {
+		// Here too, not only before a check: a fused primitive's dst
+		// stores are noted piece after piece with no check between
+		// them, and the list would grow by a call's pieces, its
+		// entries cold again by the time they came round.
+		root.compactWrites(k.M.Params.Untimed)
+	}
 	// The entry is filled in place (a literal is built aside and copied
 	// in, ten words per store of a primitive's piece).
 	n := len(root.writes)
