@@ -33,6 +33,8 @@ func TestHotFieldsStayInTheirCacheLines(t *testing.T) {
 		{"QueuePair's receiver pointers", unsafe.Offsetof(q.MyTail), unsafe.Offsetof(q.Slots) + unsafe.Sizeof(q.Slots)},
 		{"QueuePair's receiver ring", unsafe.Offsetof(q.Rx), unsafe.Offsetof(q.credits) + unsafe.Sizeof(q.credits)},
 		{"MemOp's completion fields", 0, unsafe.Offsetof(op.Data) + unsafe.Sizeof(op.Data)},
+		// Whether a recorded operation is still under way reads both.
+		{"MemOp's generation and Done", min(unsafe.Offsetof(op.gen), unsafe.Offsetof(op.Done)), max(unsafe.Offsetof(op.gen)+unsafe.Sizeof(op.gen), unsafe.Offsetof(op.Done)+1)},
 		{"Transfer's completion fields", 0, unsafe.Offsetof(tr.N) + unsafe.Sizeof(tr.N)},
 		{"Resource's booking fields", 0, unsafe.Offsetof(r.BusyTime) + unsafe.Sizeof(r.BusyTime)},
 		{"Resource's older holds and the first of them", unsafe.Offsetof(r.older), unsafe.Offsetof(r.olderBuf) + unsafe.Sizeof(hold{})},

@@ -33,15 +33,18 @@ func (k OpKind) String() string {
 // writes the destination then.
 type MemOp struct {
 	// The fields are grouped by when they are touched: the first line by
-	// the completion (the data effect, the watcher, the waiter) and the
-	// issue, the second by the data effect, a recycle and a fetched
-	// tile's reader, then the transfer (whose first line its completion
-	// touches), then what only the issue and the op_log read. At a
-	// thousand ranks an operation is a cache miss away when it completes.
+	// the completion (the data effect, the watcher, the waiter), the
+	// issue and a check of whether a recorded operation is still under
+	// way (gen and Done, a kernel's issued writes), the second by the
+	// data effect, a recycle and a fetched tile's reader, then the
+	// transfer (whose first line its completion touches), then what only
+	// the issue and the op_log read. At a thousand ranks an operation is a
+	// cache miss away when it completes.
 	Kind   OpKind
 	Done   bool
 	direct bool
-	m      *Machine
+	// gen counts the operation's recycles (see Gen).
+	gen    uint64
 	waiter *sim.Proc
 	// Watcher, when set, is told in the event loop right after the data
 	// effect (a slot read's staleness check, a copy_to_dst receive's
@@ -51,8 +54,7 @@ type MemOp struct {
 	Data    []byte // fetch: the loaded bytes (valid when Done); store: bytes to write
 
 	Src, Dst Region
-	// gen counts the operation's recycles (see Gen).
-	gen uint64
+	m        *Machine
 	// TileID is the fetched tile (fetch) or the stored tile (store) in the
 	// op_log's tile dataflow; 0 when no log is kept.
 	TileID int64

@@ -33,6 +33,10 @@ import (
 // error, the same one). Tests turn the steps off (pieceStepsOff) for the
 // reference run.
 type pieceRun struct {
+	// What a piece touches is in the first five cache lines (the
+	// pipeline is a cache miss away per line whenever its rank handles a
+	// message, at a hundred ranks and more); what a call or a rare wait
+	// uses is last.
 	k *Kernel
 	c *fusedCall
 	// at is what the pipeline does next (the wait it is in, when parked).
@@ -53,21 +57,23 @@ type pieceRun struct {
 	// cur is piece i's received slot load, next piece i+1's when it was
 	// taken early, lh piece i's local operand load.
 	cur, next, lh *handle
-	in, lv, data  Tile // the received, local and result tiles of piece i
-	owner         *tileBuf
-	stores        []*machine.MemOp
+	// data is piece i's result tile (the received and local tiles it is
+	// combined from are made and used at once: atLocalLoaded).
+	data   Tile
+	owner  *tileBuf
+	stores []*machine.MemOp
 	// staged is piece i's staging slot and stagedStore the store filling
 	// it, deferred once the piece before is sent.
 	staged      machine.Region
 	stagedStore *machine.MemOp
 	// sending is the deferred piece whose send is under way.
 	sending *deferredSend
+	wait    machine.StepWait
 	// inbox is where a message outside TCM is being copied to, copying
 	// the copy and copied the message's bytes.
 	inbox   *Ptr
 	copying *machine.MemOp
 	copied  int64
-	wait    machine.StepWait
 	err     error
 	// handedOver counts, by state, the steps that handed the pipeline
 	// over to the process (errInProcess): tests check that a run takes
@@ -151,7 +157,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 func (pr *pieceRun) Step(p *sim.Proc) {
 	var over bool
 	if pr.sending != nil {
-		over = pr.k.storedSend.Advance(p)
+		over = pr.sending.send.Advance(p)
 	} else {
 		over = pr.wait.Woken(p)
 	}
@@ -222,9 +228,9 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 func (pr *pieceRun) end() {
 	pr.c, pr.prefetch, pr.cur, pr.next, pr.lh, pr.owner, pr.sending, pr.stagedStore = nil, nil, nil, nil, nil, nil, nil, nil
 	pr.inbox, pr.copying = nil, nil
-	// Of the tiles only the bytes are let go (the rest are values and
-	// this kernel; three whole tiles are 24 words to clear per call).
-	pr.in.Data, pr.lv.Data, pr.data.Data = nil, nil, nil
+	// Of the tile only the bytes are let go (the rest are values and
+	// this kernel; a whole tile is 8 words to clear per call).
+	pr.data.Data = nil
 }
 
 // advance runs the pipeline from its state until it waits (true: the
@@ -352,8 +358,12 @@ func (pr *pieceRun) advance() (waiting bool) {
 				pr.storing()
 				continue
 			}
-			if err := k.loadedTile(pr.cur, &pr.in); err != nil {
-				return pr.fail(err)
+			// Piece i's received tile is made once the local one is
+			// loaded too (below), from the same completed load; its
+			// StaleSlot error, found at the load's completion, ends the
+			// call now, as before any wait for the local load.
+			if pr.cur.stale != nil {
+				return pr.fail(pr.cur.stale)
 			}
 			w := pr.i % pr.window
 			pr.lh = pr.prefetch[w]
@@ -365,10 +375,17 @@ func (pr *pieceRun) advance() (waiting bool) {
 				return true
 			}
 		case atLocalLoaded:
-			if err := k.loadedTile(pr.lh, &pr.lv); err != nil {
+			// The two tiles are combined at once: they live on the stack
+			// (the event loop's, shared by every rank's steps), not in the
+			// pipeline, two cache lines of a rank fewer per piece.
+			var in, lv Tile
+			if err := k.loadedTile(pr.cur, &in); err != nil {
 				return pr.fail(err)
 			}
-			if err := combineInto(&pr.data, k.RedOp.Pairwise(), &pr.in, &pr.lv, c.name, k.M.Buffer(pr.in.nbytes())); err != nil {
+			if err := k.loadedTile(pr.lh, &lv); err != nil {
+				return pr.fail(err)
+			}
+			if err := combineInto(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
 				return pr.fail(err)
 			}
 			// Both loads are consumed: their operations and bytes are
@@ -552,7 +569,9 @@ func (pr *pieceRun) deferPiece() error {
 	// Field by field: a struct literal was built aside and then copied in
 	// whole.
 	d := &k.deferredBuf
-	d.q, d.slot, d.dt, d.count, d.store, d.origin, d.fn, d.release = c.out, pr.staged, pr.dt, pr.data.Count, pr.stagedStore, c.origin, c.name, release
+	ss := &d.send
+	ss.Store, ss.Q, ss.Src, ss.Meta = pr.stagedStore, c.out, pr.staged, machine.MsgMeta{DType: uint8(pr.dt), Count: pr.data.Count, Origin: c.origin}
+	d.release = release
 	k.deferred = d
 	pr.stagedStore = nil
 	return nil

@@ -308,7 +308,7 @@ func (c *fusedCall) operand() *Ptr {
 // many returns they were not open-coded, and each call's deferreturn
 // walked the stack (a thousand instructions).
 func (k *Kernel) runFused(c *fusedCall) error {
-	k.fusedSite, k.inFused = c.site, true
+	k.inFused = true // (c is k.fusedCallBuf: callSite takes c.site from there)
 	err := k.runFusedHolding(c)
 	k.inFused = false
 	return err
@@ -388,15 +388,15 @@ func (b *tileBuf) OpDone(*machine.MemOp) {
 // deferredSend is a forwarded piece whose send waits for the next piece
 // (or for the kernel's next operation that is not a fused primitive), so
 // that one piece's store overlaps the next one's receive and math, also
-// across consecutive primitive calls.
+// across consecutive primitive calls. The piece is its send, made ready
+// when the piece is deferred (a kernel defers a piece only once the one
+// before has been sent): kept aside and copied into the send when it
+// began, it was a cache line and a half more per piece at a hundred ranks.
 type deferredSend struct {
-	q      *machine.QueuePair
-	slot   machine.Region // its staging slot, of count elements of dt
-	dt     dtype.DType
-	count  int64
-	store  *machine.MemOp // the store filling the staging slot
-	origin any
-	fn     string
+	// send is the send of the piece's staging slot: the store filling
+	// it (Store), the forwarding direction (Q), the slot (Src) and the
+	// message's dtype, count and origin (Meta). Its Stored is set once.
+	send machine.StoredSend
 	// release gives up the send side once the piece has been sent (nil:
 	// nothing to give up, the kernel has no threads).
 	release func()
@@ -413,34 +413,34 @@ func (k *Kernel) sendDeferred() error {
 	return err
 }
 
-// storedDeferred takes the deferred piece and makes ready the send of its
-// staging slot: the store's wait, the credit's and the send's overhead
-// pass on the event loop, without resuming the process for each
-// (machine.StoredSend). d is read in place: nothing of this kernel
+// storedDeferred takes the deferred piece and its send of the staging
+// slot: the store's wait, the credit's and the send's overhead pass on
+// the event loop, without resuming the process for each
+// (machine.StoredSend). d is used in place: nothing of this kernel
 // defers another piece until this one is sent.
 func (k *Kernel) storedDeferred() (*deferredSend, *machine.StoredSend) {
 	d := k.deferred
 	k.deferred = nil
-	ss := &k.storedSend
+	ss := &d.send
 	if ss.Stored == nil {
 		ss.Stored = func() {
 			// The staging slot holds the bytes now; the tile that was
 			// stored may still be stored elsewhere, so its bytes are not
 			// reused.
-			k.M.Recycle(k.storedSend.Store, false)
+			k.M.Recycle(ss.Store, false)
 			k.Stats.Send++ // (sendMessage's count)
 		}
 	}
-	ss.Store, ss.Q, ss.Src, ss.Meta = d.store, d.q, d.slot, machine.MsgMeta{DType: uint8(d.dt), Count: d.count, Origin: d.origin}
 	return d, ss
 }
 
 // deferredSent finishes the send of d (err: its outcome): the trace's
 // flow, and the send side given up (without a defer).
 func (k *Kernel) deferredSent(d *deferredSend, err error) {
-	k.storedSend.Store, k.storedSend.Meta.Origin = nil, nil
+	d.send.Store, d.send.Meta.Origin = nil, nil
 	if tr := k.M.Trace; tr != nil && err == nil {
-		tr.FlowStart(flowKey(k.Rank, d.q.Dir, d.q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
+		q := d.send.Q
+		tr.FlowStart(flowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
 	if d.release != nil {
 		d.release()
@@ -669,14 +669,16 @@ func (k *Kernel) pieceMetaError(c *fusedCall, dt dtype.DType, meta *machine.MsgM
 // pieces. It is allocated on first use and freed with the kernel's
 // tl.alloc memory.
 type scratch struct {
-	inbox     []machine.Region // two landing slots (one piece of lookahead)
-	nextInbox int
 	// staging is the staging ring, NSlots+2 slots of SlotSize bytes
 	// (N = 0 until allocated), next the offset of the next slot in it:
 	// a slot is computed rather than read from a slice of regions,
 	// whose array was a cache line more per piece at a hundred ranks.
-	staging machine.Region
-	next    int64
+	// (First: a forwarded piece reads these, a TCM ring's piece nothing
+	// else.)
+	staging   machine.Region
+	next      int64
+	inbox     []machine.Region // two landing slots (one piece of lookahead)
+	nextInbox int
 }
 
 // inboxFor returns the next TCM landing view of count elements to receive

@@ -36,13 +36,14 @@ type Observer interface {
 
 // Kernel is one rank's execution context and its `tl` value.
 type Kernel struct {
-	// The fields a message's piece of a fused primitive reads come first,
-	// in the fewest cache lines (a Kernel is 1 KiB, a size class that
-	// starts on a line): at a thousand ranks a rank's kernel is a cache
-	// miss away whenever its rank handles a message, and in declaration
-	// order the fields a piece needs were spread over ten of its sixteen
-	// lines. The per-call argument records follow; what reports, threads
-	// and tracing use is last.
+	// The fields a message's piece of a fused primitive touches come
+	// first, in the fewest cache lines: the object's first eight
+	// (TestKernelPieceFieldsFirst; a Kernel is 1 176 bytes, in the
+	// 1 280-byte size class, whose objects start on a line). At a hundred
+	// ranks and more a rank's kernel is a cache miss away whenever its
+	// rank handles a message; ordered by topic, the fields a piece needs
+	// were spread over twelve of the kernel's twenty lines. What one call
+	// uses follows; what reports, threads and tracing use is last.
 	M     *machine.Machine
 	G     *machine.Group // may be nil when no IPCQ group is installed
 	PE    *machine.PE
@@ -53,67 +54,70 @@ type Kernel struct {
 	root  *Kernel
 	Rank  int
 	World int
-	RedOp dtype.RedOp
-	// inFused is set while a fused primitive runs; fusedSite is its call
-	// site, for the writes of all its pieces (callSite).
-	inFused   bool
-	fusedSite syntax.Position
 
+	RedOp dtype.RedOp
+	// inFused is set while a fused primitive runs (callSite: its writes
+	// are all from the call's site, fusedCallBuf.site).
+	inFused bool
 	// asyncWrites counts the entries of writes that carry the handle of a
 	// tl.store_async or tl.copy_async (what checkPendingRead looks for).
 	asyncWrites int
-
 	// deferred is the last forwarded piece of a fused primitive, sent by
-	// the next primitive or before any other operation of the kernel.
+	// the next primitive or before any other operation of the kernel
+	// (&deferredBuf, or nil).
 	deferred *deferredSend
+	pipeline *pieceRun // the pieces of the running primitive call
+	// Handles are the recycled handles (the last recycled first),
+	// shared by the kernels of a run when their creator sets one pool
+	// for all (New gives a kernel without one a pool of its own;
+	// tl.spawn threads share their parent's).
+	Handles *HandlePool
 	// pendingWrites are stores the fused primitives issued into their dst
 	// and did not wait for (so the next call starts at once). Any later
 	// operation of this kernel on an overlapping range waits for them
 	// first, and so does the kernel's end (Finish).
 	pendingWrites []*machine.MemOp
-	// Reused by the fused primitives so that a piece allocates nothing:
-	// the deferred send's storage, handles of completed private loads,
-	// the window of local-operand loads and the dst stores of a call.
-	deferredBuf deferredSend
-	storedSend  machine.StoredSend // the send of the deferred piece (Stored is set once)
-	pipeline    *pieceRun          // the pieces of the running primitive call
-	// Handles are the recycled handles (the last recycled first),
-	// shared by the kernels of a run when their creator sets one pool
-	// for all (New gives a kernel without one a pool of its own;
-	// tl.spawn threads share their parent's).
-	Handles      *HandlePool
-	freeTileBufs []*tileBuf
-	window       []*handle
-	stores       []*machine.MemOp
 
-	// scratch is the fused primitives' TCM (inbox, staging ring).
-	scratch scratch
+	// deferredBuf is the deferred piece's storage, reused piece after
+	// piece so that a piece allocates nothing.
+	deferredBuf deferredSend
 	// writes (on the root only) are the rank's tl.store/copy (and _async)
 	// writes that may not be done: a second write into an overlapping
 	// range before the first is done races (WriteWriteHazard). Entries
 	// whose write is over are dropped once the list reaches
 	// writesCompactAt entries (see compactWrites).
-	writes          []issuedWrite
 	writesCompactAt int
+	writes          []issuedWrite
 	// issuingSends (on the root only) are the rank's tl.send_async calls,
 	// from any thread, that may not have issued every message yet: their
 	// sources must not be written (SendBufferHazard).
 	issuingSends []*sendHandle
-	// prefetched are tl.prefetch loads waiting for their primitive.
-	prefetched prefetchQueue
 	// Only on the root: the number of threads spawned so far, the
 	// direction sides in use and the local operands being read.
 	nthreads int
 	sides    map[sideKey]*sideUse
 	reading  []*operandRead
-
-	// fusedArgs, fusedPairs and fusedCallBuf are a fused primitive call's
-	// argument slots and call record, reused call after call (a kernel's
-	// calls run one at a time; runFused keeps nothing of the record).
-	fusedArgs    fusedArgs
-	fusedPairs   []any
+	// prefetched are tl.prefetch loads waiting for their primitive.
+	prefetched prefetchQueue
+	_          [8]byte // (fusedCallBuf starts a line)
+	// fusedCallBuf is a fused primitive call's record, reused call after
+	// call (a kernel's calls run one at a time; runFused keeps nothing
+	// of the record).
 	fusedCallBuf fusedCall
-	origins      origins
+	// scratch is the fused primitives' TCM (staging ring, inbox).
+	scratch scratch
+
+	// Reused by the fused primitives from call to call: the window of
+	// local-operand loads, the dst stores of a call and the bytes of
+	// completed tiles.
+	window       []*handle
+	stores       []*machine.MemOp
+	freeTileBufs []*tileBuf
+	// fusedArgs and fusedPairs are a fused primitive call's argument
+	// slots, reused call after call.
+	fusedArgs  fusedArgs
+	fusedPairs []any
+	origins    origins
 
 	EP  *machine.Endpoint
 	Obs Observer
@@ -135,7 +139,9 @@ type Kernel struct {
 	threadName string
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle
-	attrs    map[string]starlark.Value
+	// attrs are the kernel's attribute values (its bound builtins and
+	// fields), by their index in attrIndex.
+	attrs []starlark.Value
 	// sliceStart is when the traced operation in progress began.
 	sliceStart sim.Time
 }
@@ -205,7 +211,23 @@ func init() {
 		methods[i].Fn = callTL(b)
 	}
 	TL = registry.New("tl", "tl.", Attributes, methods)
+	attrIndex = make(map[string]int, len(Builtins)+len(Attributes)+1)
+	for i, b := range Builtins {
+		attrIndex[b.Name] = i
+	}
+	for i, a := range Attributes {
+		attrIndex[a.Name] = len(Builtins) + i
+	}
+	// "load" is a Starlark keyword, so tl.load cannot be written; getattr(tl,
+	// "load") still finds the fetch builtin.
+	attrIndex["load"] = attrIndex["fetch"]
 }
+
+// attrIndex numbers the names of a kernel's attributes (Kernel.attrs).
+// One map serves every kernel: each tl call looks its name up, and a map
+// per kernel was about six cache misses per call at a hundred ranks and
+// more; this one stays cached, and a kernel's value is one line away.
+var attrIndex map[string]int
 
 // callTL wraps the function of b with what every tl call does: count it,
 // note the thread's kernel, send a fused primitive's deferred piece first
@@ -269,15 +291,12 @@ func New(k *Kernel) *Kernel {
 	if k.Handles == nil {
 		k.Handles = &HandlePool{}
 	}
-	k.attrs = make(map[string]starlark.Value, len(Builtins)+len(Attributes)+1)
-	for _, b := range Builtins {
-		k.attrs[b.Name] = TL.Builtin(b.Name).BindReceiver(k)
+	k.attrs = make([]starlark.Value, len(Builtins)+len(Attributes))
+	for i, b := range Builtins {
+		k.attrs[i] = TL.Builtin(b.Name).BindReceiver(k)
 	}
-	// "load" is a Starlark keyword, so tl.load cannot be written; getattr(tl,
-	// "load") still finds the fetch builtin.
-	k.attrs["load"] = k.attrs["fetch"]
-	for _, a := range Attributes {
-		k.attrs[a.Name] = a.Get(k)
+	for i, a := range Attributes {
+		k.attrs[len(Builtins)+i] = a.Get(k)
 	}
 	return k
 }
@@ -288,15 +307,18 @@ func (k *Kernel) Freeze()               {}
 func (k *Kernel) Truth() starlark.Bool  { return true }
 func (k *Kernel) Hash() (uint32, error) { return uint32(k.Rank), nil }
 func (k *Kernel) Attr(name string) (starlark.Value, error) {
-	if v, ok := k.attrs[name]; ok {
-		return v, nil
+	if i, ok := attrIndex[name]; ok && k.attrs != nil { // (nil: a kernel New did not make)
+		return k.attrs[i], nil
 	}
 	// The hint kernbench check gives for the same line.
 	return nil, registry.NoSuchAttr("tl", name, k.AttrNames())
 }
 func (k *Kernel) AttrNames() []string {
-	names := make([]string, 0, len(k.attrs))
-	for n := range k.attrs {
+	if k.attrs == nil {
+		return []string{}
+	}
+	names := make([]string, 0, len(attrIndex))
+	for n := range attrIndex {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -546,7 +568,7 @@ func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
 // decode) once per call.
 func (k *Kernel) callSite() syntax.Position {
 	if k.inFused {
-		return k.fusedSite
+		return k.fusedCallBuf.site
 	}
 	return k.lookupCallSite()
 }
@@ -589,9 +611,12 @@ func (k *Kernel) pendingWriteInto(dst machine.Region) *issuedWrite {
 }
 
 // compactWrites drops the issued writes that are over. It runs when the
-// list has doubled since the last time (at least 16 entries), so the scan
+// list has doubled since the last time (at least 4 entries), so the scan
 // that reads every entry's operation costs O(1) per write issued, and the
-// list stays within twice the writes under way.
+// list stays within twice the writes under way. (With at least 16, a
+// fused primitive's dst stores, one entry of 80 bytes each, cycled
+// through twenty cache lines per rank, all of them cold again by the time
+// they came round: at 128 ranks 1.5 % more last-level cache misses.)
 func (k *Kernel) compactWrites(untimed bool) {
 	ws := k.writes
 	live := 0
@@ -610,7 +635,7 @@ func (k *Kernel) compactWrites(untimed bool) {
 	}
 	clear(ws[live:])
 	k.writes = ws[:live]
-	k.writesCompactAt = max(16, 2*live)
+	k.writesCompactAt = max(4, 2*live)
 }
 
 // noteWrite records a write issued by fn (see checkWriteWrite).
@@ -619,6 +644,13 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 		return
 	}
 	root := k.rootKernel()
+	if len(root.writes) >= root.writesCompactAt {
+		// Here too, not only before a check: a fused primitive's dst
+		// stores are noted piece after piece with no check between
+		// them, and the list would grow by a call's pieces, its
+		// entries cold again by the time they came round.
+		root.compactWrites(k.M.Params.Untimed)
+	}
 	// The entry is filled in place (a literal is built aside and copied
 	// in, ten words per store of a primitive's piece).
 	n := len(root.writes)

@@ -463,3 +463,30 @@ def kernel(rank, tl):
 	}
 	t.Errorf("forwarding an rx slot that is overwritten in flight: %v; want the first message delivered or a StaleSlot/SendBufferHazard error", err)
 }
+
+// Each kernel's attributes are its own values under the names shared by
+// every kernel (attrIndex): a field is the kernel's, a builtin is bound to
+// it.
+func TestAttrsAreEachKernelsOwn(t *testing.T) {
+	w := newWorld(t, 2)
+	for rank := range 2 {
+		k := w.kernel(rank, nil)
+		for _, a := range tl.Attributes {
+			got, err := k.Attr(a.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := a.Get(k); got.String() != want.String() || got.Type() != want.Type() {
+				t.Errorf("rank %d: tl.%s = %v, want %v", rank, a.Name, got, want)
+			}
+		}
+		r, _ := k.Attr("rank")
+		if r != starlark.MakeInt(rank) {
+			t.Errorf("rank %d: tl.rank = %v", rank, r)
+		}
+		send, _ := k.Attr("send")
+		if sb, ok := send.(*starlark.Builtin); !ok || sb.Receiver() != k {
+			t.Errorf("rank %d: tl.send is %v, not bound to the rank's tl", rank, send)
+		}
+	}
+}
