@@ -101,7 +101,8 @@ type Sim struct {
 	now Time
 	// cur is the bucket of the current instant while the clock stands at
 	// cur.at: events scheduled for now append to it and fire after the
-	// ones already there (they were scheduled earlier).
+	// ones already there (they were scheduled earlier). Before the first
+	// instant it is noInstant, so that the loop and At need no nil test.
 	cur *bucket
 	// times orders the other pending buckets by time.
 	times radixTimes
@@ -113,12 +114,29 @@ type Sim struct {
 	// bucket in recent without a search, and a time found in neither
 	// (overflow is mostly empty) is new. The current bucket may stay in
 	// recent until it retires; a retiring bucket leaves its entry empty.
+	// An empty entry holds noInstant (no time matches it), so a lookup
+	// needs no nil test, and under jitter every entry stays empty, so
+	// that At's common case needs no jitter test.
 	recent   [1 << recentBits]*bucket
 	overflow timeIndex
 	spare    []*bucket
-	pending  int // events in buckets, not yet fired
-	jitter   *rand.Rand
-	fired    uint64
+	// scheduled counts the events ever scheduled; those taken are fired
+	// and daemons, and the others are pending (Pending). Counting what
+	// happens anyway costs the loop nothing per event, a count of
+	// pending events two instructions.
+	scheduled uint64
+	jitter    *rand.Rand
+	// fired counts the events fired that were simulated work: the loop
+	// counts every event, and a daemon takes its count back (daemon.Fire).
+	fired   uint64
+	daemons uint64
+	// checkIn counts down the events until the loop's next check: of the
+	// Guard, every GuardEvery events, or of a stop (Stop sets it to 1),
+	// so that the loop tests one counter per event instead of both.
+	checkIn int
+	// firedBy is fired when lastWork was last brought up to date: the
+	// loop notes the time of work per instant, not per event (noteWork).
+	firedBy uint64
 	// resumed counts coroutine resumptions (a cost the process steps
 	// avoid: Resumptions).
 	resumed uint64
@@ -159,19 +177,34 @@ type jittered struct {
 	h   Handler
 }
 
-// daemonFunc is a daemon event (a watchdog check): it fires in order like
-// any other but is not counted as simulated work. Run tells it apart by
-// its type, so a bucket's events are plain handlers.
-type daemonFunc func()
+// daemon is a daemon event (a watchdog check): it fires in order like
+// any other but is not counted as simulated work. It takes back the
+// count the loop gave it as it fires, so that the loop need not tell it
+// apart from work (a type test per event), and a bucket's events stay
+// plain handlers.
+type daemon struct {
+	s     *Sim
+	check func()
+}
 
-// Fire calls f.
-func (f daemonFunc) Fire() { f() }
+// Fire uncounts the event as work and runs the check.
+func (d *daemon) Fire() {
+	d.s.fired--
+	d.s.daemons++
+	d.check()
+}
 
 // GuardEvery is how many events pass between two calls of Sim.Guard.
 const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
-func New() *Sim { return &Sim{} }
+func New() *Sim {
+	s := &Sim{cur: &noInstant}
+	for i := range s.recent {
+		s.recent[i] = &noInstant
+	}
+	return s
+}
 
 // SetJitter makes the order in which processes resume at the same instant
 // a reproducible pseudo-random permutation (schedule exploration); hardware
@@ -179,7 +212,7 @@ func New() *Sim { return &Sim{} }
 // plain FIFO order for everything. It is called before the first event
 // is scheduled (the order of events already queued would be a mix).
 func (s *Sim) SetJitter(seed uint64) {
-	if s.Pending() > 0 || s.cur != nil {
+	if s.Pending() > 0 || s.cur != &noInstant {
 		panic("internal error: SetJitter after events were scheduled")
 	}
 	if seed == 0 {
@@ -205,12 +238,20 @@ func (s *Sim) At(t Time, h Handler) {
 	if t < s.now {
 		s.pastPanic(t)
 	}
-	r := &s.recent[recentSlot(t)]
-	b := *r
-	if b == nil || b.at != t {
-		b = s.bucketOf(t)
+	// The common case: t's bucket is in recent (never under jitter, see
+	// bucketAt), so that neither a nil entry nor jitter needs a test.
+	if b := s.recent[recentSlot(t)]; b.at == t {
+		s.scheduled++
+		b.evs = append(b.evs, h)
+		return
 	}
-	s.pending++
+	s.schedule(t, h)
+}
+
+// schedule is At for a time whose bucket is not in recent.
+func (s *Sim) schedule(t Time, h Handler) {
+	b := s.bucketOf(t)
+	s.scheduled++
 	if s.jitter != nil {
 		// Jitter permutes which runnable process goes next: process
 		// resumptions at one instant run in a seeded random order, after
@@ -237,10 +278,15 @@ func recentSlot(t Time) uint64 { return uint64(t) * 0x9e3779b97f4a7c15 >> (64 - 
 // retiredAt is the time of a recycled bucket: earlier than any event.
 const retiredAt Time = -1
 
+// noInstant is Sim.cur before the first instant and the empty entry of
+// Sim.recent: a drained bucket of no time that is never recycled, filled
+// or taken.
+var noInstant = bucket{at: retiredAt}
+
 // bucketOf returns the bucket of time t (>= now): the current one, or a
 // pending one found or made by bucketAt.
 func (s *Sim) bucketOf(t Time) *bucket {
-	if c := s.cur; c != nil && c.at == t {
+	if c := s.cur; c.at == t {
 		return c
 	}
 	return s.bucketAt(t)
@@ -292,7 +338,7 @@ func (s *Sim) bucketAt(t Time) *bucket {
 		}
 	}
 	b := s.newBucket(t)
-	if r := &s.recent[recentSlot(t)]; *r == nil || *r == s.cur {
+	if r := &s.recent[recentSlot(t)]; (*r == &noInstant || *r == s.cur) && s.jitter == nil {
 		*r = b
 	} else {
 		s.overflow.put(b)
@@ -317,9 +363,9 @@ func (s *Sim) newBucket(t Time) *bucket {
 // retire recycles the drained current bucket.
 func (s *Sim) retire() {
 	b := s.cur
-	s.cur = nil
+	s.cur = &noInstant
 	if r := &s.recent[recentSlot(b.at)]; *r == b {
-		*r = nil
+		*r = &noInstant
 	}
 	// (next dropped the fired handlers from evs.)
 	clear(b.procs)
@@ -333,14 +379,14 @@ func (s *Sim) After(d Time, h Handler) { s.At(Add(s.now, d), h) }
 
 // NextEventTime is the time of the earliest pending event, or Never.
 func (s *Sim) NextEventTime() Time {
-	if c := s.cur; c != nil && !c.drained() {
+	if c := s.cur; !c.drained() {
 		return c.at
 	}
 	return s.times.min()
 }
 
 // Pending reports the number of scheduled events.
-func (s *Sim) Pending() int { return s.pending }
+func (s *Sim) Pending() int { return int(s.scheduled - s.fired - s.daemons) }
 
 // unindex drops b, just taken off times, from overflow if it is there
 // (as the current bucket it may stay in recent until it retires).
@@ -354,6 +400,7 @@ func (s *Sim) unindex(b *bucket) {
 func (s *Sim) Stop(err error) {
 	if s.stopErr == nil {
 		s.stopErr = err
+		s.checkIn = 1 // Run checks before the next event
 	}
 }
 
@@ -378,11 +425,18 @@ func (s *Sim) limit() Time {
 func (s *Sim) Run() error {
 	limit := s.limit()
 	horizon := limit != s.MaxTime
-	var sinceGuard int
-	for s.stopErr == nil {
-		if s.Guard != nil {
-			if sinceGuard++; sinceGuard == GuardEvery {
-				sinceGuard = 0
+	s.checkIn = GuardEvery
+	if s.stopErr != nil {
+		s.checkIn = 1
+	}
+	for {
+		if s.checkIn--; s.checkIn == 0 {
+			// A stop, or the Guard's turn.
+			if s.stopErr != nil {
+				break
+			}
+			s.checkIn = GuardEvery
+			if s.Guard != nil {
 				if err := s.Guard(); err != nil {
 					s.Stop(err)
 					break
@@ -393,13 +447,13 @@ func (s *Sim) Run() error {
 		// case first: a hardware event or an unjittered wake-up).
 		c := s.cur
 		var h Handler
-		if c != nil && c.head < len(c.evs) {
+		if c.head < len(c.evs) {
 			h = c.evs[c.head]
 			// Drop the handler as it fires (see next).
 			c.evs[c.head] = nil
 			c.head++
 		} else {
-			if c == nil || c.procsHead == len(c.procs) {
+			if c.procsHead == len(c.procs) {
 				if s.times.n == 0 {
 					break
 				}
@@ -414,7 +468,8 @@ func (s *Sim) Run() error {
 					break
 				}
 				s.unindex(next)
-				if c != nil {
+				if c != &noInstant {
+					s.noteWork(c)
 					s.retire()
 				}
 				// The next instant: its bucket becomes the current one (a
@@ -428,12 +483,11 @@ func (s *Sim) Run() error {
 			}
 			h = c.next()
 		}
-		s.pending--
-		if _, daemon := h.(daemonFunc); !daemon {
-			s.fired++
-			s.lastWork = s.now
-		}
+		s.fired++ // (a daemon takes it back)
 		h.Fire()
+	}
+	if c := s.cur; c != &noInstant {
+		s.noteWork(c)
 	}
 	if s.stopErr != nil {
 		return s.stopErr
@@ -444,6 +498,16 @@ func (s *Sim) Run() error {
 		return &StallError{At: s.lastWork, Blocked: blocked}
 	}
 	return nil
+}
+
+// noteWork brings lastWork up to date when the instant of bucket c, whose
+// events fired, was work: events fire at their bucket's time, and an
+// instant was work when its events raised fired (a daemon's does not).
+func (s *Sim) noteWork(c *bucket) {
+	if s.fired != s.firedBy {
+		s.lastWork = c.at
+		s.firedBy = s.fired
+	}
 }
 
 // Close unwinds coroutines that never finished so no goroutine leaks. Their
