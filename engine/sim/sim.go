@@ -120,23 +120,23 @@ type Sim struct {
 	recent   [1 << recentBits]*bucket
 	overflow timeIndex
 	spare    []*bucket
-	// scheduled counts the events ever scheduled; those taken are fired
-	// and daemons, and the others are pending (Pending). Counting what
-	// happens anyway costs the loop nothing per event, a count of
-	// pending events two instructions.
-	scheduled uint64
-	jitter    *rand.Rand
-	// fired counts the events fired that were simulated work: the loop
-	// counts every event, and a daemon takes its count back (daemon.Fire).
-	fired   uint64
-	daemons uint64
-	// checkIn counts down the events until the loop's next check: of the
-	// Guard, every GuardEvery events, or of a stop (Stop sets it to 1),
-	// so that the loop tests one counter per event instead of both.
-	checkIn int
-	// firedBy is fired when lastWork was last brought up to date: the
+	// scheduled and taken count the events ever scheduled and taken to
+	// fire: the others are pending (Pending). Of those taken, daemons
+	// were daemon events and the others work (Events). The loop counts
+	// only what it takes: a count of pending events, and the test for a
+	// daemon, cost it instructions per event.
+	scheduled, taken, daemons uint64
+	jitter                    *rand.Rand
+	// checkAt is the value of taken at which the loop next checks: the
+	// Guard's turn, every GuardEvery events, or a stop (Stop sets it to
+	// taken), so that the loop tests one count per event instead of both.
+	checkAt uint64
+	// workBy is Events when lastWork was last brought up to date: the
 	// loop notes the time of work per instant, not per event (noteWork).
-	firedBy uint64
+	workBy uint64
+	// runLimit is the limit of the running loop (limit): a field, as a
+	// local the loop would reload it after every event.
+	runLimit Time
 	// resumed counts coroutine resumptions (a cost the process steps
 	// avoid: Resumptions).
 	resumed uint64
@@ -178,18 +178,16 @@ type jittered struct {
 }
 
 // daemon is a daemon event (a watchdog check): it fires in order like
-// any other but is not counted as simulated work. It takes back the
-// count the loop gave it as it fires, so that the loop need not tell it
-// apart from work (a type test per event), and a bucket's events stay
-// plain handlers.
+// any other but is not counted as simulated work. It counts itself as it
+// fires, so that the loop need not tell it apart from work (a type test
+// per event), and a bucket's events stay plain handlers.
 type daemon struct {
 	s     *Sim
 	check func()
 }
 
-// Fire uncounts the event as work and runs the check.
+// Fire counts the event as a daemon's and runs the check.
 func (d *daemon) Fire() {
-	d.s.fired--
 	d.s.daemons++
 	d.check()
 }
@@ -226,7 +224,7 @@ func (s *Sim) SetJitter(seed uint64) {
 func (s *Sim) Now() Time { return s.now }
 
 // Events is the number of events fired so far.
-func (s *Sim) Events() uint64 { return s.fired }
+func (s *Sim) Events() uint64 { return s.taken - s.daemons }
 
 // Resumptions is the number of times a process's coroutine was resumed
 // (its start included): each is two coroutine switches, which a wait
@@ -386,7 +384,7 @@ func (s *Sim) NextEventTime() Time {
 }
 
 // Pending reports the number of scheduled events.
-func (s *Sim) Pending() int { return int(s.scheduled - s.fired - s.daemons) }
+func (s *Sim) Pending() int { return int(s.scheduled - s.taken) }
 
 // unindex drops b, just taken off times, from overflow if it is there
 // (as the current bucket it may stay in recent until it retires).
@@ -400,7 +398,7 @@ func (s *Sim) unindex(b *bucket) {
 func (s *Sim) Stop(err error) {
 	if s.stopErr == nil {
 		s.stopErr = err
-		s.checkIn = 1 // Run checks before the next event
+		s.checkAt = s.taken // Run checks before the next event
 	}
 }
 
@@ -423,19 +421,19 @@ func (s *Sim) limit() Time {
 // Blocked processes stay suspended so that their state (what they wait for,
 // their script position) can be reported; call Close when done.
 func (s *Sim) Run() error {
-	limit := s.limit()
-	horizon := limit != s.MaxTime
-	s.checkIn = GuardEvery
+	s.runLimit = s.limit()
+	// The Guard's first turn comes before the GuardEvery-th event.
+	s.checkAt = s.taken + GuardEvery - 1
 	if s.stopErr != nil {
-		s.checkIn = 1
+		s.checkAt = s.taken
 	}
 	for {
-		if s.checkIn--; s.checkIn == 0 {
+		if s.taken == s.checkAt {
 			// A stop, or the Guard's turn.
 			if s.stopErr != nil {
 				break
 			}
-			s.checkIn = GuardEvery
+			s.checkAt = s.taken + GuardEvery
 			if s.Guard != nil {
 				if err := s.Guard(); err != nil {
 					s.Stop(err)
@@ -447,10 +445,10 @@ func (s *Sim) Run() error {
 		// case first: a hardware event or an unjittered wake-up).
 		c := s.cur
 		var h Handler
-		if c.head < len(c.evs) {
-			h = c.evs[c.head]
+		if i := uint(c.head); i < uint(len(c.evs)) {
+			h = c.evs[i]
 			// Drop the handler as it fires (see next).
-			c.evs[c.head] = nil
+			c.evs[i] = nil
 			c.head++
 		} else {
 			if c.procsHead == len(c.procs) {
@@ -458,13 +456,13 @@ func (s *Sim) Run() error {
 					break
 				}
 				next := s.times.pop()
-				if next.at > limit {
+				if limit := s.runLimit; next.at > limit {
 					// next stays pending, and times is based on now
 					// again (an event may still be scheduled at now).
 					s.times.push(next)
 					s.times.rebaseAll(limit)
 					s.now = limit
-					s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next.at, Blocked: s.Blocked()})
+					s.Stop(&WatchdogError{Limit: limit, Horizon: limit != s.MaxTime, Next: next.at, Blocked: s.Blocked()})
 					break
 				}
 				s.unindex(next)
@@ -483,7 +481,7 @@ func (s *Sim) Run() error {
 			}
 			h = c.next()
 		}
-		s.fired++ // (a daemon takes it back)
+		s.taken++
 		h.Fire()
 	}
 	if c := s.cur; c != &noInstant {
@@ -502,11 +500,11 @@ func (s *Sim) Run() error {
 
 // noteWork brings lastWork up to date when the instant of bucket c, whose
 // events fired, was work: events fire at their bucket's time, and an
-// instant was work when its events raised fired (a daemon's does not).
+// instant was work when its events raised Events (a daemon's do not).
 func (s *Sim) noteWork(c *bucket) {
-	if s.fired != s.firedBy {
+	if work := s.Events(); work != s.workBy {
 		s.lastWork = c.at
-		s.firedBy = s.fired
+		s.workBy = work
 	}
 }
 
