@@ -114,8 +114,12 @@ type dmaEngine struct {
 	// from anchor, where head[v].done are chunk boundaries, it is turn's
 	// turn and turn has served served < weights[turn] chunks of it.
 	// Otherwise each head injects on its own from (at, done).
-	shared  bool
-	turn    VC
+	shared bool
+	turn   VC
+	// nextVC is the channel whose head ends at nextAt (next's answer when
+	// nextAt was set): the heads do not change between then and the
+	// engine event, so the event need not ask next again.
+	nextVC  VC
 	anchor  sim.Time
 	served  int64
 	weights [2]int64
@@ -339,7 +343,14 @@ func (e *dmaEngine) roundRobin() (fin VC, at sim.Time, other int64, turn VC, ser
 
 // reschedule makes sure an engine event exists at the earliest injection end.
 func (e *dmaEngine) reschedule() {
-	if _, next := e.next(); next != e.nextAt && next != sim.Never {
+	v, next := e.next()
+	if next == sim.Never {
+		return
+	}
+	// (When next is nextAt, the channel may still have changed: a tie
+	// goes to vc_compute.)
+	e.nextVC = v
+	if next != e.nextAt {
 		e.nextAt = next
 		e.sim.At(next, e)
 	}
@@ -353,17 +364,18 @@ func (e *dmaEngine) Fire() {
 		return
 	}
 	e.nextAt = sim.Never
+	// The heads are as they were when nextAt was set: nextVC's ends now.
+	v, at := e.nextVC, now
 	for {
-		v, at := e.next()
-		if at > now {
+		e.end(v, now)
+		if v, at = e.next(); at > now {
 			// What reschedule would do, without computing next again.
 			if at != sim.Never {
-				e.nextAt = at
+				e.nextAt, e.nextVC = at, v
 				e.sim.At(at, e)
 			}
 			return
 		}
-		e.end(v, now)
 	}
 }
 
