@@ -237,30 +237,32 @@ func (s *Sim) At(t Time, h Handler) {
 		s.pastPanic(t)
 	}
 	// The common case: t's bucket is in recent (never under jitter, see
-	// bucketAt), so that neither a nil entry nor jitter needs a test.
-	if b := s.recent[recentSlot(t)]; b.at == t {
-		s.scheduled++
-		b.evs = append(b.evs, h)
-		return
-	}
-	s.schedule(t, h)
-}
-
-// schedule is At for a time whose bucket is not in recent.
-func (s *Sim) schedule(t Time, h Handler) {
-	b := s.bucketOf(t)
-	s.scheduled++
-	if s.jitter != nil {
-		// Jitter permutes which runnable process goes next: process
-		// resumptions at one instant run in a seeded random order, after
-		// the instant's hardware events (which keep their FIFO order, as
-		// hardware completing within an instant would).
-		if _, isProc := h.(*Proc); isProc {
-			b.addProc(jittered{1<<63 | s.jitter.Uint64()>>1, h})
+	// bucketAt), so that neither a nil entry nor jitter needs a test
+	// there.
+	b := s.recent[recentSlot(t)]
+	if b.at != t {
+		b = s.bucketOf(t)
+		if s.jitter != nil && s.jittered(b, h) {
 			return
 		}
 	}
+	s.scheduled++
 	b.evs = append(b.evs, h)
+}
+
+// jittered adds h to b as a jittered wake-up if it is a process, and
+// reports whether it did.
+func (s *Sim) jittered(b *bucket, h Handler) bool {
+	// Jitter permutes which runnable process goes next: process
+	// resumptions at one instant run in a seeded random order, after the
+	// instant's hardware events (which keep their FIFO order, as hardware
+	// completing within an instant would).
+	if _, isProc := h.(*Proc); !isProc {
+		return false
+	}
+	s.scheduled++
+	b.addProc(jittered{1<<63 | s.jitter.Uint64()>>1, h})
+	return true
 }
 
 // recentBits is log2 of the size of Sim.recent: 1024 entries keep the
