@@ -365,9 +365,44 @@ func (e *dmaEngine) Fire() {
 	}
 	e.nextAt = sim.Never
 	// The heads are as they were when nextAt was set: nextVC's ends now.
-	v, at := e.nextVC, now
+	v := e.nextVC
 	for {
-		e.end(v, now)
+		// Retire channel v's head, whose injection ends now, and start the
+		// channel's next transfer (written out here, its only place: a
+		// call per transfer less).
+		h, o := e.head[v], e.head[1-v]
+		if e.shared {
+			// Re-anchor the round-robin here: a chunk boundary for both heads.
+			_, _, other, turn, served := e.roundRobin()
+			o.done, o.at = other, now
+			e.anchor, e.turn, e.served = now, turn, served
+		}
+		h.done = max(h.N, h.done)
+		e.head[v] = h.next
+		if h.next == nil {
+			e.tail[v] = nil
+		}
+		h.next = nil
+		if e.m.Trace != nil {
+			e.traceEnd(v, h, now)
+		}
+		e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
+		n := e.head[v]
+		if n != nil {
+			e.start(n, now)
+		}
+		both := n != nil && o != nil && n.injects && o.injects
+		switch {
+		case both && e.shared:
+			if e.served >= e.weights[e.turn] {
+				e.turn, e.served = 1-e.turn, 0
+			}
+		case both:
+			e.share(now)
+		default:
+			e.shared = false
+		}
+		var at sim.Time
 		if v, at = e.next(); at > now {
 			// What reschedule would do, without computing next again.
 			if at != sim.Never {
@@ -379,47 +414,15 @@ func (e *dmaEngine) Fire() {
 	}
 }
 
-// end retires channel v's head, whose injection ends now, and starts the
-// channel's next transfer.
-func (e *dmaEngine) end(v VC, now sim.Time) {
-	h, o := e.head[v], e.head[1-v]
-	if e.shared {
-		// Re-anchor the round-robin here: a chunk boundary for both heads.
-		_, _, other, turn, served := e.roundRobin()
-		o.done, o.at = other, now
-		e.anchor, e.turn, e.served = now, turn, served
+// traceEnd records the injection of h, channel v's head that ended now.
+func (e *dmaEngine) traceEnd(v VC, h *Transfer, now sim.Time) {
+	tid, track := trace.TidVCCompute, "vc_compute"
+	if v == VCComm {
+		tid, track = trace.TidVCComm, "vc_comm"
 	}
-	h.done = max(h.N, h.done)
-	e.head[v] = h.next
-	if h.next == nil {
-		e.tail[v] = nil
+	label := h.Label
+	if label == "" {
+		label = track
 	}
-	h.next = nil
-	if tr := e.m.Trace; tr != nil {
-		tid, track := trace.TidVCCompute, "vc_compute"
-		if v == VCComm {
-			tid, track = trace.TidVCComm, "vc_comm"
-		}
-		label := h.Label
-		if label == "" {
-			label = track
-		}
-		tr.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
-	}
-	e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
-	n := e.head[v]
-	if n != nil {
-		e.start(n, now)
-	}
-	both := n != nil && o != nil && n.injects && o.injects
-	switch {
-	case both && e.shared:
-		if e.served >= e.weights[e.turn] {
-			e.turn, e.served = 1-e.turn, 0
-		}
-	case both:
-		e.share(now)
-	default:
-		e.shared = false
-	}
+	e.m.Trace.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
 }
