@@ -227,16 +227,15 @@ func (e *dmaEngine) submit(t *Transfer) {
 		return
 	}
 	e.head[v], e.tail[v] = t, t
-	e.start(t, now)
+	// The transfer starts injecting: its path is booked now (written out
+	// here and in Fire, the two places a transfer starts: a call per
+	// transfer less).
+	t.Started, t.at, t.done = now, now, 0
+	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.Trace != nil)
 	if o := e.head[1-v]; o != nil && o.injects && t.injects {
 		e.share(now)
 	}
 	e.reschedule()
-}
-
-func (e *dmaEngine) start(t *Transfer, now sim.Time) {
-	t.Started, t.at, t.done = now, now, 0
-	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.Trace != nil)
 }
 
 // share switches to round-robin at time now, when the second channel's
@@ -389,7 +388,9 @@ func (e *dmaEngine) Fire() {
 		e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
 		n := e.head[v]
 		if n != nil {
-			e.start(n, now)
+			// The channel's next transfer starts injecting (as in submit).
+			n.Started, n.at, n.done = now, now, 0
+			n.pathEnd, n.service = n.Path.book(now, now, n.N, e, n.VC, e.m.Trace != nil)
 		}
 		both := n != nil && o != nil && n.injects && o.injects
 		switch {
