@@ -360,10 +360,9 @@ func (s *Sim) newBucket(t Time) *bucket {
 	return b
 }
 
-// retire recycles the drained current bucket.
-func (s *Sim) retire() {
-	b := s.cur
-	s.cur = &noInstant
+// retire recycles b, the drained bucket of the instant that ended (the
+// caller makes the next one current).
+func (s *Sim) retire(b *bucket) {
 	if r := &s.recent[recentSlot(b.at)]; *r == b {
 		*r = &noInstant
 	}
@@ -470,7 +469,7 @@ func (s *Sim) Run() error {
 				s.unindex(next)
 				if c != &noInstant {
 					s.noteWork(c)
-					s.retire()
+					s.retire(c)
 				}
 				// The next instant: its bucket becomes the current one (a
 				// bucket holds at least the event that made it). The clock

@@ -58,7 +58,7 @@ func TestPendingTimesMatchMap(t *testing.T) {
 			}
 			s.unindex(b)
 			if s.cur != &noInstant {
-				s.retire()
+				s.retire(s.cur)
 			}
 			s.cur = b
 			s.now = b.at
@@ -109,7 +109,7 @@ func TestPendingTimesMatchMap(t *testing.T) {
 			}
 			s.unindex(b)
 			if s.cur != &noInstant {
-				s.retire()
+				s.retire(s.cur)
 			}
 			s.cur, s.now = b, b.at
 			delete(ref, earliest)
