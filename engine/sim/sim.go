@@ -122,9 +122,9 @@ type Sim struct {
 	spare    []*bucket
 	// scheduled and taken count the events ever scheduled and taken to
 	// fire: the others are pending (Pending). Of those taken, daemons
-	// were daemon events and the others work (Events). The loop counts
-	// only what it takes: a count of pending events, and the test for a
-	// daemon, cost it instructions per event.
+	// were daemon events and the others work (Events). The loop only
+	// counts what it takes: keeping a count of pending events, and
+	// testing each event for a daemon, cost it instructions per event.
 	scheduled, taken, daemons uint64
 	jitter                    *rand.Rand
 	// checkAt is the value of taken at which the loop next checks: the
@@ -141,7 +141,8 @@ type Sim struct {
 	// avoid: Resumptions).
 	resumed uint64
 	// lastWork is the time of the last event that was simulated work (not
-	// a watchdog check): when a stalled system froze.
+	// a watchdog check): when a stalled system froze. The loop brings it
+	// up to date when an instant ends and when it stops (noteWork).
 	lastWork Time
 
 	procs   []*Proc
