@@ -267,7 +267,8 @@ func (e *dmaEngine) share(now sim.Time) {
 }
 
 // next is the channel whose head ends its injection first and when
-// (sim.Never if both channels are idle; ties go to vc_compute).
+// (sim.Never if both channels are idle; ties go to vc_compute). Fire
+// writes its unshared case out.
 func (e *dmaEngine) next() (VC, sim.Time) {
 	if e.shared {
 		v, at, _, _, _ := e.roundRobin()
@@ -403,8 +404,23 @@ func (e *dmaEngine) Fire() {
 		default:
 			e.shared = false
 		}
-		var at sim.Time
-		if v, at = e.next(); at > now {
+		at := sim.Never
+		if e.shared {
+			v, at = e.next()
+		} else {
+			// next's unshared case, written out (a call per transfer
+			// less; keep the two in step).
+			v = VCCompute
+			if h := e.head[VCCompute]; h != nil {
+				at = h.aloneEnd()
+			}
+			if h := e.head[VCComm]; h != nil {
+				if end := h.aloneEnd(); end < at {
+					v, at = VCComm, end
+				}
+			}
+		}
+		if at > now {
 			// What reschedule would do, without computing next again.
 			if at != sim.Never {
 				e.nextAt, e.nextVC = at, v
