@@ -114,8 +114,12 @@ type dmaEngine struct {
 	// from anchor, where head[v].done are chunk boundaries, it is turn's
 	// turn and turn has served served < weights[turn] chunks of it.
 	// Otherwise each head injects on its own from (at, done).
-	shared  bool
-	turn    VC
+	shared bool
+	turn   VC
+	// nextVC is the channel whose head ends at nextAt (next's answer when
+	// nextAt was set): the heads do not change between then and the
+	// engine event, so the event need not ask next again.
+	nextVC  VC
 	anchor  sim.Time
 	served  int64
 	weights [2]int64
@@ -223,16 +227,15 @@ func (e *dmaEngine) submit(t *Transfer) {
 		return
 	}
 	e.head[v], e.tail[v] = t, t
-	e.start(t, now)
+	// The transfer starts injecting: its path is booked now (written out
+	// here and in Fire, the two places a transfer starts: a call per
+	// transfer less).
+	t.Started, t.at, t.done = now, now, 0
+	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.Trace != nil)
 	if o := e.head[1-v]; o != nil && o.injects && t.injects {
 		e.share(now)
 	}
 	e.reschedule()
-}
-
-func (e *dmaEngine) start(t *Transfer, now sim.Time) {
-	t.Started, t.at, t.done = now, now, 0
-	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.Trace != nil)
 }
 
 // share switches to round-robin at time now, when the second channel's
@@ -264,7 +267,8 @@ func (e *dmaEngine) share(now sim.Time) {
 }
 
 // next is the channel whose head ends its injection first and when
-// (sim.Never if both channels are idle; ties go to vc_compute).
+// (sim.Never if both channels are idle; ties go to vc_compute). Fire
+// writes its unshared case out.
 func (e *dmaEngine) next() (VC, sim.Time) {
 	if e.shared {
 		v, at, _, _, _ := e.roundRobin()
@@ -339,7 +343,14 @@ func (e *dmaEngine) roundRobin() (fin VC, at sim.Time, other int64, turn VC, ser
 
 // reschedule makes sure an engine event exists at the earliest injection end.
 func (e *dmaEngine) reschedule() {
-	if _, next := e.next(); next != e.nextAt && next != sim.Never {
+	v, next := e.next()
+	if next == sim.Never {
+		return
+	}
+	// (When next is nextAt, the channel may still have changed: a tie
+	// goes to vc_compute.)
+	e.nextVC = v
+	if next != e.nextAt {
 		e.nextAt = next
 		e.sim.At(next, e)
 	}
@@ -353,61 +364,82 @@ func (e *dmaEngine) Fire() {
 		return
 	}
 	e.nextAt = sim.Never
+	// The heads are as they were when nextAt was set: nextVC's ends now.
+	v := e.nextVC
 	for {
-		v, at := e.next()
+		// Retire channel v's head, whose injection ends now, and start the
+		// channel's next transfer (written out here, its only place: a
+		// call per transfer less).
+		h, o := e.head[v], e.head[1-v]
+		if e.shared {
+			// Re-anchor the round-robin here: a chunk boundary for both heads.
+			_, _, other, turn, served := e.roundRobin()
+			o.done, o.at = other, now
+			e.anchor, e.turn, e.served = now, turn, served
+		}
+		h.done = max(h.N, h.done)
+		e.head[v] = h.next
+		if h.next == nil {
+			e.tail[v] = nil
+		}
+		h.next = nil
+		if e.m.Trace != nil {
+			e.traceEnd(v, h, now)
+		}
+		e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
+		n := e.head[v]
+		if n != nil {
+			// The channel's next transfer starts injecting (as in submit).
+			n.Started, n.at, n.done = now, now, 0
+			n.pathEnd, n.service = n.Path.book(now, now, n.N, e, n.VC, e.m.Trace != nil)
+		}
+		both := n != nil && o != nil && n.injects && o.injects
+		switch {
+		case both && e.shared:
+			if e.served >= e.weights[e.turn] {
+				e.turn, e.served = 1-e.turn, 0
+			}
+		case both:
+			e.share(now)
+		default:
+			e.shared = false
+		}
+		at := sim.Never
+		if e.shared {
+			v, at = e.next()
+		} else {
+			// next's unshared case, written out (a call per transfer
+			// less; keep the two in step).
+			v = VCCompute
+			if h := e.head[VCCompute]; h != nil {
+				at = h.aloneEnd()
+			}
+			if h := e.head[VCComm]; h != nil {
+				if end := h.aloneEnd(); end < at {
+					v, at = VCComm, end
+				}
+			}
+		}
 		if at > now {
 			// What reschedule would do, without computing next again.
 			if at != sim.Never {
-				e.nextAt = at
+				e.nextAt, e.nextVC = at, v
 				e.sim.At(at, e)
 			}
 			return
 		}
-		e.end(v, now)
 	}
 }
 
-// end retires channel v's head, whose injection ends now, and starts the
-// channel's next transfer.
-func (e *dmaEngine) end(v VC, now sim.Time) {
-	h, o := e.head[v], e.head[1-v]
-	if e.shared {
-		// Re-anchor the round-robin here: a chunk boundary for both heads.
-		_, _, other, turn, served := e.roundRobin()
-		o.done, o.at = other, now
-		e.anchor, e.turn, e.served = now, turn, served
+// traceEnd records the injection of h, channel v's head that ended now.
+func (e *dmaEngine) traceEnd(v VC, h *Transfer, now sim.Time) {
+	tid, track := trace.TidVCCompute, "vc_compute"
+	if v == VCComm {
+		tid, track = trace.TidVCComm, "vc_comm"
 	}
-	h.done = max(h.N, h.done)
-	e.head[v] = h.next
-	if h.next == nil {
-		e.tail[v] = nil
+	label := h.Label
+	if label == "" {
+		label = track
 	}
-	h.next = nil
-	if tr := e.m.Trace; tr != nil {
-		tid, track := trace.TidVCCompute, "vc_compute"
-		if v == VCComm {
-			tid, track = trace.TidVCComm, "vc_comm"
-		}
-		label := h.Label
-		if label == "" {
-			label = track
-		}
-		tr.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
-	}
-	e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
-	n := e.head[v]
-	if n != nil {
-		e.start(n, now)
-	}
-	both := n != nil && o != nil && n.injects && o.injects
-	switch {
-	case both && e.shared:
-		if e.served >= e.weights[e.turn] {
-			e.turn, e.served = 1-e.turn, 0
-		}
-	case both:
-		e.share(now)
-	default:
-		e.shared = false
-	}
+	e.m.Trace.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
 }

@@ -289,8 +289,8 @@ func (s *Sim) WaitWatchdog(limit Time) {
 	if period == 0 {
 		period = 1
 	}
-	var check daemonFunc
-	check = func() {
+	check := &daemon{s: s}
+	check.check = func() {
 		for _, p := range s.procs {
 			if p.Wait != nil && !p.done && !p.Timed && s.now-p.WaitSince > limit {
 				s.Stop(&WaitTimeoutError{Limit: limit, Proc: p, Blocked: s.Blocked()})

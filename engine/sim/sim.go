@@ -101,7 +101,8 @@ type Sim struct {
 	now Time
 	// cur is the bucket of the current instant while the clock stands at
 	// cur.at: events scheduled for now append to it and fire after the
-	// ones already there (they were scheduled earlier).
+	// ones already there (they were scheduled earlier). Before the first
+	// instant it is noInstant, so that the loop and At need no nil test.
 	cur *bucket
 	// times orders the other pending buckets by time.
 	times radixTimes
@@ -113,17 +114,35 @@ type Sim struct {
 	// bucket in recent without a search, and a time found in neither
 	// (overflow is mostly empty) is new. The current bucket may stay in
 	// recent until it retires; a retiring bucket leaves its entry empty.
+	// An empty entry holds noInstant (no time matches it), so a lookup
+	// needs no nil test, and under jitter every entry stays empty, so
+	// that At's common case needs no jitter test.
 	recent   [1 << recentBits]*bucket
 	overflow timeIndex
 	spare    []*bucket
-	pending  int // events in buckets, not yet fired
-	jitter   *rand.Rand
-	fired    uint64
+	// scheduled and taken count the events ever scheduled and taken to
+	// fire: the others are pending (Pending). Of those taken, daemons
+	// were daemon events and the others work (Events). The loop only
+	// counts what it takes: keeping a count of pending events, and
+	// testing each event for a daemon, cost it instructions per event.
+	scheduled, taken, daemons uint64
+	jitter                    *rand.Rand
+	// checkAt is the value of taken at which the loop next checks: the
+	// Guard's turn, every GuardEvery events, or a stop (Stop sets it to
+	// taken), so that the loop tests one count per event instead of both.
+	checkAt uint64
+	// workBy is Events when lastWork was last brought up to date: the
+	// loop notes the time of work per instant, not per event (noteWork).
+	workBy uint64
+	// runLimit is the limit of the running loop (limit): a field, as a
+	// local the loop would reload it after every event.
+	runLimit Time
 	// resumed counts coroutine resumptions (a cost the process steps
 	// avoid: Resumptions).
 	resumed uint64
 	// lastWork is the time of the last event that was simulated work (not
-	// a watchdog check): when a stalled system froze.
+	// a watchdog check): when a stalled system froze. The loop brings it
+	// up to date when an instant ends and when it stops (noteWork).
 	lastWork Time
 
 	procs   []*Proc
@@ -159,19 +178,32 @@ type jittered struct {
 	h   Handler
 }
 
-// daemonFunc is a daemon event (a watchdog check): it fires in order like
-// any other but is not counted as simulated work. Run tells it apart by
-// its type, so a bucket's events are plain handlers.
-type daemonFunc func()
+// daemon is a daemon event (a watchdog check): it fires in order like
+// any other but is not counted as simulated work. It counts itself as it
+// fires, so that the loop need not tell it apart from work (a type test
+// per event), and a bucket's events stay plain handlers.
+type daemon struct {
+	s     *Sim
+	check func()
+}
 
-// Fire calls f.
-func (f daemonFunc) Fire() { f() }
+// Fire counts the event as a daemon's and runs the check.
+func (d *daemon) Fire() {
+	d.s.daemons++
+	d.check()
+}
 
 // GuardEvery is how many events pass between two calls of Sim.Guard.
 const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
-func New() *Sim { return &Sim{} }
+func New() *Sim {
+	s := &Sim{cur: &noInstant}
+	for i := range s.recent {
+		s.recent[i] = &noInstant
+	}
+	return s
+}
 
 // SetJitter makes the order in which processes resume at the same instant
 // a reproducible pseudo-random permutation (schedule exploration); hardware
@@ -179,7 +211,7 @@ func New() *Sim { return &Sim{} }
 // plain FIFO order for everything. It is called before the first event
 // is scheduled (the order of events already queued would be a mix).
 func (s *Sim) SetJitter(seed uint64) {
-	if s.Pending() > 0 || s.cur != nil {
+	if s.Pending() > 0 || s.cur != &noInstant {
 		panic("internal error: SetJitter after events were scheduled")
 	}
 	if seed == 0 {
@@ -193,7 +225,7 @@ func (s *Sim) SetJitter(seed uint64) {
 func (s *Sim) Now() Time { return s.now }
 
 // Events is the number of events fired so far.
-func (s *Sim) Events() uint64 { return s.fired }
+func (s *Sim) Events() uint64 { return s.taken - s.daemons }
 
 // Resumptions is the number of times a process's coroutine was resumed
 // (its start included): each is two coroutine switches, which a wait
@@ -205,23 +237,33 @@ func (s *Sim) At(t Time, h Handler) {
 	if t < s.now {
 		s.pastPanic(t)
 	}
-	r := &s.recent[recentSlot(t)]
-	b := *r
-	if b == nil || b.at != t {
+	// The common case: t's bucket is in recent (never under jitter, see
+	// bucketAt), so that neither a nil entry nor jitter needs a test
+	// there.
+	b := s.recent[recentSlot(t)]
+	if b.at != t {
 		b = s.bucketOf(t)
-	}
-	s.pending++
-	if s.jitter != nil {
-		// Jitter permutes which runnable process goes next: process
-		// resumptions at one instant run in a seeded random order, after
-		// the instant's hardware events (which keep their FIFO order, as
-		// hardware completing within an instant would).
-		if _, isProc := h.(*Proc); isProc {
-			b.addProc(jittered{1<<63 | s.jitter.Uint64()>>1, h})
+		if s.jitter != nil && s.jittered(b, h) {
 			return
 		}
 	}
+	s.scheduled++
 	b.evs = append(b.evs, h)
+}
+
+// jittered adds h to b as a jittered wake-up if it is a process, and
+// reports whether it did.
+func (s *Sim) jittered(b *bucket, h Handler) bool {
+	// Jitter permutes which runnable process goes next: process
+	// resumptions at one instant run in a seeded random order, after the
+	// instant's hardware events (which keep their FIFO order, as hardware
+	// completing within an instant would).
+	if _, isProc := h.(*Proc); !isProc {
+		return false
+	}
+	s.scheduled++
+	b.addProc(jittered{1<<63 | s.jitter.Uint64()>>1, h})
+	return true
 }
 
 // recentBits is log2 of the size of Sim.recent: 1024 entries keep the
@@ -237,10 +279,15 @@ func recentSlot(t Time) uint64 { return uint64(t) * 0x9e3779b97f4a7c15 >> (64 - 
 // retiredAt is the time of a recycled bucket: earlier than any event.
 const retiredAt Time = -1
 
+// noInstant is Sim.cur before the first instant and the empty entry of
+// Sim.recent: a drained bucket of no time that is never recycled, filled
+// or taken.
+var noInstant = bucket{at: retiredAt}
+
 // bucketOf returns the bucket of time t (>= now): the current one, or a
 // pending one found or made by bucketAt.
 func (s *Sim) bucketOf(t Time) *bucket {
-	if c := s.cur; c != nil && c.at == t {
+	if c := s.cur; c.at == t {
 		return c
 	}
 	return s.bucketAt(t)
@@ -292,7 +339,7 @@ func (s *Sim) bucketAt(t Time) *bucket {
 		}
 	}
 	b := s.newBucket(t)
-	if r := &s.recent[recentSlot(t)]; *r == nil || *r == s.cur {
+	if r := &s.recent[recentSlot(t)]; (*r == &noInstant || *r == s.cur) && s.jitter == nil {
 		*r = b
 	} else {
 		s.overflow.put(b)
@@ -314,12 +361,11 @@ func (s *Sim) newBucket(t Time) *bucket {
 	return b
 }
 
-// retire recycles the drained current bucket.
-func (s *Sim) retire() {
-	b := s.cur
-	s.cur = nil
+// retire recycles b, the drained bucket of the instant that ended (the
+// caller makes the next one current).
+func (s *Sim) retire(b *bucket) {
 	if r := &s.recent[recentSlot(b.at)]; *r == b {
-		*r = nil
+		*r = &noInstant
 	}
 	// (next dropped the fired handlers from evs.)
 	clear(b.procs)
@@ -333,14 +379,14 @@ func (s *Sim) After(d Time, h Handler) { s.At(Add(s.now, d), h) }
 
 // NextEventTime is the time of the earliest pending event, or Never.
 func (s *Sim) NextEventTime() Time {
-	if c := s.cur; c != nil && !c.drained() {
+	if c := s.cur; !c.drained() {
 		return c.at
 	}
 	return s.times.min()
 }
 
 // Pending reports the number of scheduled events.
-func (s *Sim) Pending() int { return s.pending }
+func (s *Sim) Pending() int { return int(s.scheduled - s.taken) }
 
 // unindex drops b, just taken off times, from overflow if it is there
 // (as the current bucket it may stay in recent until it retires).
@@ -354,6 +400,7 @@ func (s *Sim) unindex(b *bucket) {
 func (s *Sim) Stop(err error) {
 	if s.stopErr == nil {
 		s.stopErr = err
+		s.checkAt = s.taken // Run checks before the next event
 	}
 }
 
@@ -376,13 +423,20 @@ func (s *Sim) limit() Time {
 // Blocked processes stay suspended so that their state (what they wait for,
 // their script position) can be reported; call Close when done.
 func (s *Sim) Run() error {
-	limit := s.limit()
-	horizon := limit != s.MaxTime
-	var sinceGuard int
-	for s.stopErr == nil {
-		if s.Guard != nil {
-			if sinceGuard++; sinceGuard == GuardEvery {
-				sinceGuard = 0
+	s.runLimit = s.limit()
+	// The Guard's first turn comes before the GuardEvery-th event.
+	s.checkAt = s.taken + GuardEvery - 1
+	if s.stopErr != nil {
+		s.checkAt = s.taken
+	}
+	for {
+		if s.taken == s.checkAt {
+			// A stop, or the Guard's turn.
+			if s.stopErr != nil {
+				break
+			}
+			s.checkAt = s.taken + GuardEvery
+			if s.Guard != nil {
 				if err := s.Guard(); err != nil {
 					s.Stop(err)
 					break
@@ -393,29 +447,30 @@ func (s *Sim) Run() error {
 		// case first: a hardware event or an unjittered wake-up).
 		c := s.cur
 		var h Handler
-		if c != nil && c.head < len(c.evs) {
-			h = c.evs[c.head]
+		if i := uint(c.head); i < uint(len(c.evs)) {
+			h = c.evs[i]
 			// Drop the handler as it fires (see next).
-			c.evs[c.head] = nil
+			c.evs[i] = nil
 			c.head++
 		} else {
-			if c == nil || c.procsHead == len(c.procs) {
+			if c.procsHead == len(c.procs) {
 				if s.times.n == 0 {
 					break
 				}
 				next := s.times.pop()
-				if next.at > limit {
+				if limit := s.runLimit; next.at > limit {
 					// next stays pending, and times is based on now
 					// again (an event may still be scheduled at now).
 					s.times.push(next)
 					s.times.rebaseAll(limit)
 					s.now = limit
-					s.Stop(&WatchdogError{Limit: limit, Horizon: horizon, Next: next.at, Blocked: s.Blocked()})
+					s.Stop(&WatchdogError{Limit: limit, Horizon: limit != s.MaxTime, Next: next.at, Blocked: s.Blocked()})
 					break
 				}
 				s.unindex(next)
-				if c != nil {
-					s.retire()
+				if c != &noInstant {
+					s.noteWork(c)
+					s.retire(c)
 				}
 				// The next instant: its bucket becomes the current one (a
 				// bucket holds at least the event that made it). The clock
@@ -428,12 +483,11 @@ func (s *Sim) Run() error {
 			}
 			h = c.next()
 		}
-		s.pending--
-		if _, daemon := h.(daemonFunc); !daemon {
-			s.fired++
-			s.lastWork = s.now
-		}
+		s.taken++
 		h.Fire()
+	}
+	if c := s.cur; c != &noInstant {
+		s.noteWork(c)
 	}
 	if s.stopErr != nil {
 		return s.stopErr
@@ -444,6 +498,16 @@ func (s *Sim) Run() error {
 		return &StallError{At: s.lastWork, Blocked: blocked}
 	}
 	return nil
+}
+
+// noteWork brings lastWork up to date when the instant of bucket c, whose
+// events fired, was work: events fire at their bucket's time, and an
+// instant was work when its events raised Events (a daemon's do not).
+func (s *Sim) noteWork(c *bucket) {
+	if work := s.Events(); work != s.workBy {
+		s.lastWork = c.at
+		s.workBy = work
+	}
 }
 
 // Close unwinds coroutines that never finished so no goroutine leaks. Their

@@ -571,3 +571,54 @@ func TestEventsPastTheHorizonStayPending(t *testing.T) {
 		t.Errorf("after scheduling at now, the next event is at %v, want %v", s.NextEventTime(), Horizon)
 	}
 }
+
+// A stop takes effect before the next event: the events after the one
+// that stopped the run stay pending, and a run stopped before it starts
+// fires nothing.
+func TestStopEndsTheRunBeforeTheNextEvent(t *testing.T) {
+	s := New()
+	var log []string
+	stop := errors.New("stop")
+	s.At(1, logger{s, &log, "a"})
+	s.At(2, HandlerFunc(func() { log = append(log, "stop"); s.Stop(stop) }))
+	s.At(2, logger{s, &log, "b"})
+	s.At(3, logger{s, &log, "c"})
+	if err := s.Run(); !errors.Is(err, stop) {
+		t.Fatalf("Run = %v, want the stop error", err)
+	}
+	if want := []string{"0.001ns a", "stop"}; !slices.Equal(log, want) {
+		t.Errorf("fired %q, want %q", log, want)
+	}
+	if s.Events() != 2 || s.Pending() != 2 {
+		t.Errorf("%d events fired, %d pending; want 2 and 2", s.Events(), s.Pending())
+	}
+
+	s = New()
+	log = nil
+	s.At(0, logger{s, &log, "a"})
+	s.Stop(stop)
+	if err := s.Run(); !errors.Is(err, stop) || len(log) != 0 || s.Pending() != 1 {
+		t.Errorf("stopped before the run: Run = %v, fired %q, %d pending; want the stop error, nothing fired, 1 pending", err, log, s.Pending())
+	}
+}
+
+// Rule (model.md §8 F3/F5 (a)): a stall is reported at the time of the
+// last simulated work, not at a later watchdog check, and watchdog checks
+// (daemon events) are not counted as events.
+func TestStallIsAtTheLastWorkNotAtAWatchdogCheck(t *testing.T) {
+	s := New()
+	s.WaitWatchdog(100) // checks at 25, 50 (then nothing is pending)
+	s.Spawn("p", func(p *Proc) {
+		_ = p.Sleep(30) // an event: the check at 25 comes first
+		_ = p.Park()    // Wait unset: the watchdog does not time it out
+	})
+	err := s.Run()
+	var se *StallError
+	if !errors.As(err, &se) {
+		t.Fatalf("Run = %v, want *StallError", err)
+	}
+	if se.At != 30 || s.Now() != 50 || s.Events() != 2 || s.Pending() != 0 {
+		t.Errorf("stall at %v, now %v, %d events, %d pending; want at 30ps, now 50ps, 2 events (start, wake-up), 0 pending", se.At, s.Now(), s.Events(), s.Pending())
+	}
+	s.Close()
+}

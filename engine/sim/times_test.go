@@ -57,8 +57,8 @@ func TestPendingTimesMatchMap(t *testing.T) {
 				t.Fatalf("step %d: took the bucket of %v, want %v", step, b.at, earliest)
 			}
 			s.unindex(b)
-			if s.cur != nil {
-				s.retire()
+			if s.cur != &noInstant {
+				s.retire(s.cur)
 			}
 			s.cur = b
 			s.now = b.at
@@ -71,7 +71,7 @@ func TestPendingTimesMatchMap(t *testing.T) {
 			continue
 		}
 		at := Add(s.now, max(0, delay()))
-		if s.cur != nil && s.cur.at == at {
+		if s.cur != &noInstant && s.cur.at == at {
 			continue // the current instant's bucket (At appends to it)
 		}
 		// As At finds a time's bucket.
@@ -108,8 +108,8 @@ func TestPendingTimesMatchMap(t *testing.T) {
 				t.Fatalf("step %d: took %v, want %v", step, b.at, earliest)
 			}
 			s.unindex(b)
-			if s.cur != nil {
-				s.retire()
+			if s.cur != &noInstant {
+				s.retire(s.cur)
 			}
 			s.cur, s.now = b, b.at
 			delete(ref, earliest)
