@@ -439,6 +439,11 @@ func (s *Sim) Run() error {
 			if s.Guard != nil {
 				if err := s.Guard(); err != nil {
 					s.Stop(err)
+				}
+				// (Also when the Guard called Stop itself: Stop set
+				// checkAt to now, which the count passes at the next
+				// event, and the run would not stop.)
+				if s.stopErr != nil {
 					break
 				}
 			}

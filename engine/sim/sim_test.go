@@ -622,3 +622,26 @@ func TestStallIsAtTheLastWorkNotAtAWatchdogCheck(t *testing.T) {
 	}
 	s.Close()
 }
+
+// Rule (Sim.Stop: the run ends at the next loop iteration): a Guard that
+// stops the run itself, instead of returning the error, stops it before
+// the next event as a returned error does.
+func TestStopFromTheGuardEndsTheRunAtOnce(t *testing.T) {
+	s := New()
+	for i := 0; i < 4*GuardEvery; i++ {
+		s.At(Time(i), HandlerFunc(func() {}))
+	}
+	stop := errors.New("stopped by the guard")
+	calls := 0
+	s.Guard = func() error {
+		calls++
+		s.Stop(stop)
+		return nil
+	}
+	if err := s.Run(); !errors.Is(err, stop) {
+		t.Fatalf("Run = %v, want the guard's stop", err)
+	}
+	if s.Events() != GuardEvery-1 || calls != 1 || s.Pending() != 3*GuardEvery+1 {
+		t.Errorf("%d events, %d guard calls, %d pending; want %d, 1 and %d", s.Events(), calls, s.Pending(), GuardEvery-1, 3*GuardEvery+1)
+	}
+}

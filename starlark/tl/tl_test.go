@@ -490,3 +490,31 @@ func TestAttrsAreEachKernelsOwn(t *testing.T) {
 		}
 	}
 }
+
+// A tl.spawn thread's tl has the kernel's attribute names (dir, hasattr,
+// getattr(tl, "load")) with its own values: its builtins are bound to it,
+// not to the kernel that spawned it. A Kernel that New did not make has
+// no attributes (an error naming none, not a panic).
+func TestThreadAttrsAreTheThreadsOwn(t *testing.T) {
+	runInline(t, 2, `
+# (A thread's Starlark thread has no test reporter: it returns what the
+# kernel checks.)
+def worker(t, parent_fetch, parent_dir):
+    return [dir(t) == parent_dir, getattr(t, "load") == t.fetch, t.fetch != parent_fetch,
+            hasattr(t, "load"), hasattr(t, "spawn"), hasattr(t, "nope"),
+            t.rank, t.world_size, t.slot_size, t.redop]
+
+def kernel(rank, tl):
+    assert.eq(getattr(tl, "load"), tl.fetch)
+    assert.eq(tl.wait(tl.spawn(worker, tl.fetch, dir(tl))),
+              [True, True, True, True, True, False, rank, tl.world_size, tl.slot_size, tl.redop])
+`, nil)
+
+	var k tl.Kernel
+	if v, err := k.Attr("rank"); v != nil || err == nil || err.Error() != "tl has no .rank field or method" {
+		t.Errorf("Attr on a Kernel New did not make = %v, %v; want nil and the no-such-member error", v, err)
+	}
+	if names := k.AttrNames(); len(names) != 0 {
+		t.Errorf("AttrNames of a Kernel New did not make = %v, want none", names)
+	}
+}

@@ -1,0 +1,178 @@
+package machine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kernbench/engine/sim"
+	"kernbench/engine/trace"
+)
+
+// arrivalRun is one run of the engine over the queues q of PE 0: each
+// transfer is submitted at its time, by an event scheduled before the run
+// (so before the engine's events of that instant) or, where late says so,
+// by an event that instant adds at its end (after them). It returns each
+// transfer's injection end and, with a trace, the engine's vc slices. The
+// run has a machine of its own (paths book their resources): a transfer
+// goes from PE 0's TCM to PE 1's when it injects, else from PE 0's HBM
+// to PE 0.
+func arrivalRun(t *testing.T, p Params, q [2][]refTransfer, late [2][]bool, traced bool) (ends [2][]sim.Time, slices []trace.Event) {
+	t.Helper()
+	m := newTestMachine(t, p)
+	if traced {
+		m.Trace = trace.New()
+	}
+	pe := m.PE(0)
+	send, local := m.MemToMem(pe.TCM, m.PE(1).TCM), m.MemToPE(pe.HBM, pe)
+	var recs [2][]*doneRecorder
+	for v := VC(0); v < 2; v++ {
+		for i, tr := range q[v] {
+			d := &doneRecorder{sim: m.Sim}
+			recs[v] = append(recs[v], d)
+			path := local
+			if tr.injects {
+				path = send
+			}
+			x := &Transfer{Path: path, N: tr.n, VC: v, Owner: d, Label: fmt.Sprintf("%d/%d", v, i)}
+			submit := sim.HandlerFunc(func() { m.Submit(pe, x, false) })
+			if late[v][i] {
+				m.Sim.At(tr.at, sim.HandlerFunc(func() { m.Sim.At(m.Sim.Now(), submit) }))
+			} else {
+				m.Sim.At(tr.at, submit)
+			}
+		}
+	}
+	if err := m.Sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for v := range 2 {
+		for i, d := range recs[v] {
+			if !d.done {
+				t.Fatalf("transfer %d of channel %d never completed", i, v)
+			}
+			ends[v] = append(ends[v], d.at-q[v][i].path.Latency())
+		}
+	}
+	if traced {
+		for _, e := range m.Trace.Events() {
+			if e.Ph == "X" && (e.Cat == "vc_compute" || e.Cat == "vc_comm") {
+				slices = append(slices, e)
+			}
+		}
+	}
+	return ends, slices
+}
+
+// Rule (model.md §2, the chunk-by-chunk contention rule, and §3 PE_DMA):
+// transfers submitted at the very instant a channel's head ends its
+// injection, before the engine's event of that instant fires, are served
+// exactly as the chunk-by-chunk reference serves them: the engine's event
+// remembers which head ends (nextVC), and a submit that changes the heads
+// before it fires (a second user of the link, a local transfer ending at
+// the same time, a transfer queued behind the head that ends) must leave
+// that answer right. (Submitted after the event, in the same instant, a
+// transfer finds the link gone from two users to one and starts a new
+// round with vc_compute, where the reference goes on with the round: the
+// engine did so before the event remembered its channel too.)
+func TestVCSubmitAtAnInjectionEndMatchesChunkReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 4))
+	chunks := []int64{1, 64, 256, 1000, 4096}
+	for c := range 300 {
+		p := testParams()
+		p.VCWeightCompute, p.VCWeightComm = 1+rng.Int64N(3), 1+rng.Int64N(3)
+		p.VCChunkSize = chunks[rng.IntN(len(chunks))]
+		m := newTestMachine(t, p)
+		pe := m.PE(0)
+		send, local := m.MemToMem(pe.TCM, m.PE(1).TCM), m.MemToPE(pe.HBM, pe)
+		var q [2][]refTransfer
+		var early [2][]bool
+		add := func(v int, at sim.Time) {
+			tr := refTransfer{at: at, n: 1 + rng.Int64N(6000), path: send, injects: true}
+			if rng.IntN(3) == 0 {
+				tr.path, tr.injects = local, false
+			}
+			q[v] = append(q[v], tr)
+			early[v] = append(early[v], false)
+		}
+		add(0, 0)
+		add(1, sim.Time(rng.Int64N(int64(20*sim.Nanosecond))))
+		// Then, one at a time, a transfer submitted exactly when a head
+		// ends in the run so far (the run up to that time stays the same).
+		for range 5 {
+			ends, _ := arrivalRun(t, p, q, early, false)
+			v := rng.IntN(2)
+			var at []sim.Time
+			for _, e := range slices.Concat(ends[0], ends[1]) {
+				if e >= q[v][len(q[v])-1].at {
+					at = append(at, e)
+				}
+			}
+			if len(at) > 0 {
+				add(v, at[rng.IntN(len(at))])
+			}
+		}
+		want := chunkArrivals(q, [2]int64{p.VCWeightCompute, p.VCWeightComm}, p.VCChunkSize)
+		if got, _ := arrivalRun(t, p, q, early, false); !cmp.Equal(want, got) {
+			t.Fatalf("case %d: weights %d:%d chunk %d queues %+v: injection ends (-chunk reference +model):\n%s",
+				c, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, cmp.Diff(want, got))
+		}
+	}
+}
+
+// With a trace, every transfer's injection is one slice on its own
+// channel's track, from its start to its injection end: the engine's
+// event draws the head that ends on the channel it remembers, and the
+// times are those of the run without a trace.
+func TestVCSlicesAreEachTransfersInjection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for c := range 50 {
+		p := testParams()
+		p.VCWeightCompute, p.VCWeightComm = 1+rng.Int64N(3), 1+rng.Int64N(3)
+		p.VCChunkSize = []int64{64, 256, 1000}[rng.IntN(3)]
+		m := newTestMachine(t, p)
+		pe := m.PE(0)
+		send, local := m.MemToMem(pe.TCM, m.PE(1).TCM), m.MemToPE(pe.HBM, pe)
+		var q [2][]refTransfer
+		var late [2][]bool
+		for v := range 2 {
+			var at sim.Time
+			for range 1 + rng.IntN(4) {
+				at += sim.Time(rng.Int64N(int64(50 * sim.Nanosecond)))
+				tr := refTransfer{at: at, n: 1 + rng.Int64N(6000), path: send, injects: true}
+				if rng.IntN(3) == 0 {
+					tr.path, tr.injects = local, false
+				}
+				q[v] = append(q[v], tr)
+				late[v] = append(late[v], rng.IntN(2) == 0)
+			}
+		}
+		plain, _ := arrivalRun(t, p, q, late, false)
+		ends, slices := arrivalRun(t, p, q, late, true)
+		if diff := cmp.Diff(plain, ends); diff != "" {
+			t.Fatalf("case %d: injection ends with a trace differ (-without +with):\n%s", c, diff)
+		}
+		want := map[string]string{}
+		for v := range 2 {
+			track := []string{"vc_compute", "vc_comm"}[v]
+			for i := range q[v] {
+				want[fmt.Sprintf("%d/%d", v, i)] = fmt.Sprintf("%s end %v", track, ends[v][i])
+			}
+		}
+		got := map[string]string{}
+		for _, e := range slices {
+			if _, twice := got[e.Name]; twice {
+				t.Errorf("case %d: transfer %s has two slices", c, e.Name)
+			}
+			end := sim.Time(math.Round((e.Ts + *e.Dur) * 1e6))
+			got[e.Name] = fmt.Sprintf("%s end %v", e.Cat, end)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("case %d: vc slices (-transfers +trace):\n%s", c, diff)
+		}
+	}
+}
