@@ -243,6 +243,12 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			if hi == "" {
 				hi = lo
 			}
+			// Checked here under the flags' own names: the user typed
+			// -b/-e, and a message about the --sweep they become would
+			// name a flag they never gave.
+			if msg := checkMinMaxBytes(lo, hi); msg != "" {
+				return usageErr(stderr, o.json, msg)
+			}
 			spec = fmt.Sprintf("%s:%s:%g", lo, hi, o.factor)
 		}
 		sizes, err := parseSweep(spec)
@@ -654,6 +660,27 @@ func timeShares(t ccl.TimeSplit) string {
 
 func wallString(s float64) string {
 	return strings.TrimSpace(fmt.Sprintf("%.3fs", s))
+}
+
+// checkMinMaxBytes validates nccl-tests' -b/-e (already defaulted to
+// each other when only one is given) and returns what is wrong with them
+// in their own names, or "".
+func checkMinMaxBytes(lo, hi string) string {
+	var sizes [2]int64
+	for i, f := range []struct{ name, value string }{{"-b/--minbytes", lo}, {"-e/--maxbytes", hi}} {
+		n, err := config.ParseSize(f.value)
+		if err != nil {
+			return f.name + ": " + err.Error()
+		}
+		if n <= 0 {
+			return fmt.Sprintf("%s must be > 0 (got %s)", f.name, f.value)
+		}
+		sizes[i] = n
+	}
+	if sizes[0] > sizes[1] {
+		return fmt.Sprintf("-b/--minbytes %s is larger than -e/--maxbytes %s", lo, hi)
+	}
+	return ""
 }
 
 // parseSweep turns MIN:MAX[:FACTOR] into the list of sizes min, min×f, …
