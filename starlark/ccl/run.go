@@ -36,6 +36,10 @@ type Options struct {
 	DataSpace  string // tcm | sram | hbm (default hbm)
 	Root       int
 	MaxSteps   uint64
+	// Keywords says the options above came from run_kernel_in_mock's
+	// keywords, not from flags: a bad value is then named as the keyword
+	// the test wrote (topology), not as a flag it never gave (--topology).
+	Keywords bool
 	// Strict turns warnings about lost work into errors: an L3 main that
 	// returns with messages still queued or regions live (exit 4).
 	Strict bool
@@ -168,6 +172,15 @@ func Run(arg string, opts Options) (*Report, error) {
 	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
+}
+
+// optionName is how the user gave the option that flag sets: the flag
+// itself, or the mock's keyword of the same name.
+func (o Options) optionName(flag string) string {
+	if o.Keywords {
+		return strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
+	}
+	return flag
 }
 
 func printPrefix(th *starlark.Thread) string {
