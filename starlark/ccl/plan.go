@@ -261,6 +261,25 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	if p.coll, err = LookupCollective(coll); err != nil {
 		return nil, usage("%s%v", collFrom, err)
 	}
+	// A kernel cannot ask which collective it runs: given another one's
+	// buffers it fails deep inside (an OutOfBounds, a wrong result) with
+	// nothing that says why, so the override is announced first. (Not in
+	// the mock, which runs once per schedule: a test's collective = is
+	// deliberate.)
+	if opts.Collective != "" && !opts.Keywords && opts.Stderr != nil {
+		declared, where := "", ""
+		switch {
+		case tgt.entry != nil && tgt.entry.Collective != "":
+			declared, where = tgt.entry.Collective, "its ccl.yaml entry"
+		case globals["COLLECTIVE"] != nil:
+			s, _ := globals["COLLECTIVE"].(starlark.String)
+			declared, where = string(s), "its COLLECTIVE"
+		}
+		if declared != "" && declared != p.coll.Name {
+			fmt.Fprintf(opts.Stderr, "kernbench: warning: %s is written for %s (%s); --collective %s runs its kernel on %s's buffers\n",
+				p.algoName, declared, where, p.coll.Name, p.coll.Name)
+		}
+	}
 	dt := opts.DType
 	if dt == "" {
 		dt = "f32"
