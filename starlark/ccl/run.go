@@ -134,7 +134,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	loader.PrintPrefix = printPrefix
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
-		return nil, loadFailure(err)
+		return nil, testFileHint(tgt.file, loadFailure(err))
 	}
 	if v, ok := globals["run_rank"]; ok {
 		rr, ok := v.(starlark.Callable)
@@ -152,7 +152,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	}
 	kernel, err := entryPoint(globals, tgt.file, "kernel")
 	if err != nil {
-		return nil, err
+		return nil, testFileHint(tgt.file, err)
 	}
 	var hook starlark.Callable
 	if v, ok := globals["neighbors"]; ok {
@@ -172,6 +172,18 @@ func Run(arg string, opts Options) (*Report, error) {
 	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
+}
+
+// testFileHint ends the load error of a *_test.star file given to run by
+// saying what it is: its own message (undefined: assert, no kernel) does
+// not.
+func testFileHint(file string, err error) error {
+	f, ok := err.(*Failure)
+	if !ok || !strings.HasSuffix(file, "_test.star") {
+		return err
+	}
+	f.Msg += fmt.Sprintf("\n%s is a test file (test_* functions): run it with kernbench test %s", file, file)
+	return f
 }
 
 // optionName is how the user gave the option that flag sets: the flag
