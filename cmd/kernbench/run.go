@@ -279,6 +279,17 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
+	if sharded && o.shard == "" && o.shards == 0 {
+		// Slurm's variables shard a run that never asked for it (an
+		// array job may use its tasks for something else): say so, and
+		// how to run everything.
+		low := ""
+		if m := o.Env.Var("SLURM_ARRAY_TASK_MIN"); m != "" && m != "0" {
+			low = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN=%s)", m)
+		}
+		fmt.Fprintf(stderr, "kernbench: running shard %d/%d of the sweep, from SLURM_ARRAY_TASK_ID=%s%s and SLURM_ARRAY_TASK_COUNT=%s; --shard 0/1 runs the whole sweep\n",
+			shard.index, shard.count, o.Env.Var("SLURM_ARRAY_TASK_ID"), low, o.Env.Var("SLURM_ARRAY_TASK_COUNT"))
+	}
 	if idx := o.Env.Var("JOB_COMPLETION_INDEX"); idx != "" && !sharded && o.shards == 0 {
 		fmt.Fprintf(stderr, "kernbench: warning: JOB_COMPLETION_INDEX is %s but --shards is not given: this runs the whole sweep (--shards N runs shard %s of N)\n", idx, idx)
 	}
