@@ -133,7 +133,7 @@ running.`,
 	f.StringVar(&o.bytes, "bytes", "", "count in bytes, e.g. 64K, 4M (default 1M); the size column is world_size times it for allgather, reduce_scatter and alltoall")
 	f.StringVar(&o.sweep, "sweep", "", "sweep of --bytes MIN:MAX[:FACTOR], e.g. 1K:4M (factor 2), one row per size")
 	f.StringVarP(&o.minBytes, "minbytes", "b", "", "smallest --bytes of a sweep (nccl-tests' -b is the size column, world_size times --bytes for allgather, reduce_scatter and alltoall)")
-	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "largest --bytes of a sweep (see -b)")
+	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "largest --bytes of a sweep (see -b); -b or -e alone runs that one size")
 	f.Float64VarP(&o.factor, "stepfactor", "f", 2, "nccl-tests style: size multiplier between sweep rows")
 	f.StringVar(&o.DType, "dtype", "f32", "f32 | f16 | bf16 | f64 | i32 | i64 | u8")
 	f.StringVar(&o.RedOp, "redop", "sum", "sum | prod | max | min | avg")
