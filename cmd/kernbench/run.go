@@ -227,6 +227,16 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if sizeFlags > 1 {
 		return usageErr(stderr, o.json, "--count, --bytes, --sweep and -b/-e are mutually exclusive")
 	}
+	// Anywhere but beside -b/-e, -f would be ignored without a word.
+	if cmd.Flags().Changed("stepfactor") && o.minBytes == "" && o.maxBytes == "" {
+		if o.sweep != "" && strings.Count(o.sweep, ":") == 1 {
+			return usageErr(stderr, o.json, fmt.Sprintf("-f/--stepfactor steps a -b/-e sweep; --sweep takes its factor as MIN:MAX:FACTOR (--sweep %s:%s)", o.sweep, cmd.Flags().Lookup("stepfactor").Value))
+		}
+		if o.sweep != "" {
+			return usageErr(stderr, o.json, "-f/--stepfactor steps a -b/-e sweep; --sweep takes its factor as MIN:MAX:FACTOR")
+		}
+		return usageErr(stderr, o.json, "-f/--stepfactor steps a -b/-e sweep; give -b and -e too")
+	}
 	if cmd.Flags().Changed("world-size") && o.WorldSize < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("--world-size must be >= 1 (got %d)", o.WorldSize))
 	}
