@@ -98,6 +98,12 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 			if near := registry.Closest(arg, cfg.AlgorithmNames); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
+			switch arg {
+			case "true", "false", "0", "1":
+				// --verify-data false: the value after a space is an
+				// argument to a boolean flag.
+				hint = "; a boolean flag takes its value after =, as --verify-data=false"
+			}
 			return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
 				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)%s", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "), hint)})
 		}
