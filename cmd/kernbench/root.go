@@ -94,8 +94,12 @@ var ncclTestsFlags = func() map[string]string {
 
 // flagHint is " (did you mean --shard?)" when err is an unknown long
 // flag within two edits of one of cmd's flags, " (nccl-tests' -d: use
-// --dtype …)" for an nccl-tests flag given to run, else "".
+// --dtype …)" for an nccl-tests flag given to run, what a duration looks
+// like for a bad one, else "".
 func flagHint(cmd *cobra.Command, err error) string {
+	if invalid := (*pflag.InvalidValueError)(nil); errors.As(err, &invalid) && invalid.GetFlag().Value.Type() == "duration" {
+		return " (a duration has a unit: 30s, 10m, 1h)"
+	}
 	var unknown *pflag.NotExistError
 	if !errors.As(err, &unknown) || unknown.GetSpecifiedName() == "" {
 		return ""
