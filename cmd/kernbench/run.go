@@ -345,7 +345,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
-	if err := distinctOutputs(o.Env, map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--cpuprofile": o.cpuprofile, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}); err != nil {
+	outputPaths := map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--cpuprofile": o.cpuprofile, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}
+	if err := distinctOutputs(o.Env, outputPaths); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	if err := writableOutputs(o.Env, outputPaths); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
 	if o.export != "" && (compare != nil || len(o.vary) > 0) {
@@ -835,6 +839,36 @@ func distinctOutputs(env script.Env, paths map[string]string) error {
 			if paths[a] != "" && paths[b] != "" && samePath(env, paths[a], paths[b]) {
 				return fmt.Errorf("%s and %s name the same file %s; give each its own file", a, b, paths[a])
 			}
+		}
+	}
+	return nil
+}
+
+// exampleOutput names a file each output flag could write, for the
+// message that refuses a folder.
+var exampleOutput = map[string]string{"--oplog": "oplog.jsonl", "--trace": "trace.json", "--cpuprofile": "cpu.prof", "--dot": "deadlock.dot",
+	"--csv": "results.csv", "--plot": "busbw.svg", "--export-msccl": "schedule.xml"}
+
+// writableOutputs refuses, before anything runs, an output path that is a
+// folder or lies in a folder that does not exist: found only when the file
+// is written, after the simulation, the error would also name the hidden
+// temporary file the output is first written to.
+func writableOutputs(env script.Env, paths map[string]string) error {
+	for _, flag := range slices.Sorted(maps.Keys(paths)) {
+		path := paths[flag]
+		if path == "" {
+			continue
+		}
+		if st, err := env.Stat(path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s: %s is a folder; give a file name, as %s", flag, path, filepath.Join(path, exampleOutput[flag]))
+		}
+		dir := filepath.Dir(path)
+		st, err := env.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s: %s: the folder %s does not exist", flag, path, dir)
+		case err == nil && !st.IsDir():
+			return fmt.Errorf("%s: %s: %s is not a folder", flag, path, dir)
 		}
 	}
 	return nil
