@@ -32,7 +32,13 @@ tl.spawn calls whose function cannot take their arguments. A NAME_test.star file
 predeclared, @kernbench//testing.star loadable; test_* functions take no
 parameters). An MSCCL .xml schedule is parsed and validated (docs/msccl.md).
 Exit status 0 when clean, 2 with file:line:col for every problem.`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				// A shell pattern (algorithms/*.star) gives several.
+				return fmt.Errorf("check takes one algorithm or file, got %d: check each in turn, as for f in %s; do kernbench check \"$f\"; done", len(args), strings.Join(args, " "))
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout < 0 {
 				return usageErr(stderr, false, fmt.Sprintf("--timeout must be >= 0 (got %v)", timeout))

@@ -100,6 +100,13 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 			return usageErr(stderr, o.json, flag+" writes one run's detail; give it one algorithm, without --vary")
 		}
 	}
+	for i, v := range variants {
+		opts := o.Options
+		opts.Sets = append(append([]string(nil), o.Sets...), v.sets...)
+		if err := ccl.Resolve(v.target, opts); err != nil {
+			return compareFailure(o, variants, nil, err, i, stdout, stderr)
+		}
+	}
 	width := len("algorithm")
 	for _, v := range variants {
 		width = max(width, len(v.label))

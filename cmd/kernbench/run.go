@@ -129,11 +129,11 @@ running.`,
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
 	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names, " | "))
 	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))
-	f.Int64Var(&o.count, "count", 0, "elements per rank buffer")
-	f.StringVar(&o.bytes, "bytes", "", "bytes per rank buffer, e.g. 64K, 4M (default 1M)")
-	f.StringVar(&o.sweep, "sweep", "", "size sweep MIN:MAX[:FACTOR] in bytes, e.g. 1K:4M (factor 2), one row per size")
-	f.StringVarP(&o.minBytes, "minbytes", "b", "", "nccl-tests style: smallest size of a sweep")
-	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "nccl-tests style: largest size of a sweep")
+	f.Int64Var(&o.count, "count", 0, "elements of each buffer of allreduce, broadcast and reduce, of allgather's sendbuf, reduce_scatter's recvbuf and an alltoall chunk (the count column is world_size times it for those three)")
+	f.StringVar(&o.bytes, "bytes", "", "count in bytes, e.g. 64K, 4M (default 1M); the size column is world_size times it for allgather, reduce_scatter and alltoall")
+	f.StringVar(&o.sweep, "sweep", "", "sweep of --bytes MIN:MAX[:FACTOR], e.g. 1K:4M (factor 2), one row per size")
+	f.StringVarP(&o.minBytes, "minbytes", "b", "", "smallest --bytes of a sweep (nccl-tests' -b is the size column, world_size times --bytes for allgather, reduce_scatter and alltoall)")
+	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "largest --bytes of a sweep (see -b); -b or -e alone runs that one size")
 	f.Float64VarP(&o.factor, "stepfactor", "f", 2, "nccl-tests style: size multiplier between sweep rows")
 	f.StringVar(&o.DType, "dtype", "f32", "f32 | f16 | bf16 | f64 | i32 | i64 | u8")
 	f.StringVar(&o.RedOp, "redop", "sum", "sum | prod | max | min | avg")
@@ -227,6 +227,16 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if sizeFlags > 1 {
 		return usageErr(stderr, o.json, "--count, --bytes, --sweep and -b/-e are mutually exclusive")
 	}
+	// Anywhere but beside -b/-e, -f would be ignored without a word.
+	if cmd.Flags().Changed("stepfactor") && o.minBytes == "" && o.maxBytes == "" {
+		if o.sweep != "" && strings.Count(o.sweep, ":") == 1 {
+			return usageErr(stderr, o.json, fmt.Sprintf("-f/--stepfactor steps a -b/-e sweep; --sweep takes its factor as MIN:MAX:FACTOR (--sweep %s:%s)", o.sweep, cmd.Flags().Lookup("stepfactor").Value))
+		}
+		if o.sweep != "" {
+			return usageErr(stderr, o.json, "-f/--stepfactor steps a -b/-e sweep; --sweep takes its factor as MIN:MAX:FACTOR")
+		}
+		return usageErr(stderr, o.json, "-f/--stepfactor steps a -b/-e sweep; give -b and -e too")
+	}
 	if cmd.Flags().Changed("world-size") && o.WorldSize < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("--world-size must be >= 1 (got %d)", o.WorldSize))
 	}
@@ -242,6 +252,12 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			}
 			if hi == "" {
 				hi = lo
+			}
+			// Checked here under the flags' own names: the user typed
+			// -b/-e, and a message about the --sweep they become would
+			// name a flag they never gave.
+			if msg := checkMinMaxBytes(lo, hi); msg != "" {
+				return usageErr(stderr, o.json, msg)
 			}
 			spec = fmt.Sprintf("%s:%s:%g", lo, hi, o.factor)
 		}
@@ -272,6 +288,17 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	if err != nil {
 		return usageErr(stderr, o.json, err.Error())
+	}
+	if sharded && o.shard == "" && o.shards == 0 {
+		// Slurm's variables shard a run that never asked for it (an
+		// array job may use its tasks for something else): say so, and
+		// how to run everything.
+		low := ""
+		if m := o.Env.Var("SLURM_ARRAY_TASK_MIN"); m != "" && m != "0" {
+			low = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN=%s)", m)
+		}
+		fmt.Fprintf(stderr, "kernbench: running shard %d/%d of the sweep, from SLURM_ARRAY_TASK_ID=%s%s and SLURM_ARRAY_TASK_COUNT=%s; --shard 0/1 runs the whole sweep\n",
+			shard.index, shard.count, o.Env.Var("SLURM_ARRAY_TASK_ID"), low, o.Env.Var("SLURM_ARRAY_TASK_COUNT"))
 	}
 	if idx := o.Env.Var("JOB_COMPLETION_INDEX"); idx != "" && !sharded && o.shards == 0 {
 		fmt.Fprintf(stderr, "kernbench: warning: JOB_COMPLETION_INDEX is %s but --shards is not given: this runs the whole sweep (--shards N runs shard %s of N)\n", idx, idx)
@@ -318,7 +345,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
-	if err := distinctOutputs(o.Env, map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--cpuprofile": o.cpuprofile, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}); err != nil {
+	outputPaths := map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--cpuprofile": o.cpuprofile, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}
+	if err := distinctOutputs(o.Env, outputPaths); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	if err := writableOutputs(o.Env, outputPaths); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
 	if o.export != "" && (compare != nil || len(o.vary) > 0) {
@@ -656,6 +687,27 @@ func wallString(s float64) string {
 	return strings.TrimSpace(fmt.Sprintf("%.3fs", s))
 }
 
+// checkMinMaxBytes validates nccl-tests' -b/-e (already defaulted to
+// each other when only one is given) and returns what is wrong with them
+// in their own names, or "".
+func checkMinMaxBytes(lo, hi string) string {
+	var sizes [2]int64
+	for i, f := range []struct{ name, value string }{{"-b/--minbytes", lo}, {"-e/--maxbytes", hi}} {
+		n, err := config.ParseSize(f.value)
+		if err != nil {
+			return f.name + ": " + err.Error()
+		}
+		if n <= 0 {
+			return fmt.Sprintf("%s must be > 0 (got %s)", f.name, f.value)
+		}
+		sizes[i] = n
+	}
+	if sizes[0] > sizes[1] {
+		return fmt.Sprintf("-b/--minbytes %s is larger than -e/--maxbytes %s", lo, hi)
+	}
+	return ""
+}
+
 // parseSweep turns MIN:MAX[:FACTOR] into the list of sizes min, min×f, …
 // up to max (inclusive), like nccl-tests' -b/-e/-f.
 func parseSweep(spec string) ([]int64, error) {
@@ -787,6 +839,36 @@ func distinctOutputs(env script.Env, paths map[string]string) error {
 			if paths[a] != "" && paths[b] != "" && samePath(env, paths[a], paths[b]) {
 				return fmt.Errorf("%s and %s name the same file %s; give each its own file", a, b, paths[a])
 			}
+		}
+	}
+	return nil
+}
+
+// exampleOutput names a file each output flag could write, for the
+// message that refuses a folder.
+var exampleOutput = map[string]string{"--oplog": "oplog.jsonl", "--trace": "trace.json", "--cpuprofile": "cpu.prof", "--dot": "deadlock.dot",
+	"--csv": "results.csv", "--plot": "busbw.svg", "--export-msccl": "schedule.xml"}
+
+// writableOutputs refuses, before anything runs, an output path that is a
+// folder or lies in a folder that does not exist: found only when the file
+// is written, after the simulation, the error would also name the hidden
+// temporary file the output is first written to.
+func writableOutputs(env script.Env, paths map[string]string) error {
+	for _, flag := range slices.Sorted(maps.Keys(paths)) {
+		path := paths[flag]
+		if path == "" {
+			continue
+		}
+		if st, err := env.Stat(path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s: %s is a folder; give a file name, as %s", flag, path, filepath.Join(path, exampleOutput[flag]))
+		}
+		dir := filepath.Dir(path)
+		st, err := env.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s: %s: the folder %s does not exist", flag, path, dir)
+		case err == nil && !st.IsDir():
+			return fmt.Errorf("%s: %s: %s is not a folder", flag, path, dir)
 		}
 	}
 	return nil

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"slices"
 	"sort"
@@ -90,7 +92,12 @@ reports must come from the same algorithm, settings and sweep, and every
 shard must be there; a size or shard that appears twice, a failed shard
 or a missing one is an error naming the files (docs/cluster.md). wall_s
 is the sum of the shards' wall times.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("merge needs the --json reports of a sharded sweep, as kernbench merge shard-*.json")
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, files []string) error {
 			rep, err := mergeReports(env, files)
 			if err != nil {
@@ -128,6 +135,10 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 	seen := map[int64]string{}
 	for i, f := range files {
 		data, err := env.ReadInput(f)
+		if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(f, "*?[") {
+			// The shell passes a pattern that matches nothing as it is.
+			return nil, fmt.Errorf("%s: no file matches this pattern (no shard wrote its report there?)", f)
+		}
 		if err != nil {
 			return nil, err
 		}

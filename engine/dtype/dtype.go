@@ -69,9 +69,28 @@ func Parse(s string) (DType, error) {
 			return d, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown dtype %q: want one of %s (or %s)",
-		s, strings.Join(shortNames[F32:], ", "), strings.Join(longNames[F32:], ", "))
+	hint := ""
+	if d, ok := otherSpellings[strings.ToLower(s)]; ok {
+		hint = "; did you mean " + shortNames[d] + "?"
+	}
+	return 0, fmt.Errorf("unknown dtype %q: want one of %s (or %s)%s",
+		s, strings.Join(shortNames[F32:], ", "), strings.Join(longNames[F32:], ", "), hint)
 }
+
+// otherSpellings are names users of NCCL (ncclFloat, ncclHalf, ncclDouble)
+// and of other frameworks give the types, lower-cased, with the short
+// names and long aliases in another case. Parse does not accept them (a
+// type has one short name and one long one) but names the type they mean.
+var otherSpellings = func() map[string]DType {
+	m := map[string]DType{
+		"float": F32, "half": F16, "double": F64, "bfloat": BF16, "int": I32,
+		"fp32": F32, "fp16": F16, "fp64": F64, "bfp16": BF16,
+	}
+	for _, d := range All() {
+		m[shortNames[d]], m[longNames[d]] = d, d
+	}
+	return m
+}()
 
 // Op is an elementwise binary operation. The zero value is invalid.
 type Op uint8

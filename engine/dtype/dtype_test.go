@@ -126,3 +126,29 @@ func mustPanic(t *testing.T, want string, f func()) {
 	}()
 	f()
 }
+
+// NCCL's type names (float, half, double) and other common spellings are
+// not accepted (a type has one short and one long name) but the error
+// names the type they mean: "want one of f32, ..." alone leaves a user of
+// nccl-tests' -d float to guess.
+func TestParseNamesTheTypeOfOtherSpellings(t *testing.T) {
+	for in, want := range map[string]string{
+		"float": "f32", "half": "f16", "double": "f64", "bfloat": "bf16",
+		"F32": "f32", "fp32": "f32", "fp16": "f16", "BF16": "bf16", "fp64": "f64",
+		"int": "i32", "Float32": "f32",
+	} {
+		_, err := Parse(in)
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded, want error", in)
+			continue
+		}
+		if hint := "; did you mean " + want + "?"; !strings.HasSuffix(err.Error(), hint) {
+			t.Errorf("Parse(%q) error %q does not end with %q", in, err, hint)
+		}
+	}
+	for _, in := range []string{"int8", "complex", "f128"} {
+		if _, err := Parse(in); err == nil || strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("Parse(%q) error %v: want an error without a guess", in, err)
+		}
+	}
+}

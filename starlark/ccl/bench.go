@@ -56,7 +56,7 @@ func checkFits(p *plan, m *machine.Machine, count int64) error {
 	sz := int64(p.dt.Size())
 	if mem := dataMemory(m.Ranks[0], p.dataSpace); count > mem.Capacity/sz {
 		return WithKind(errkind.MemoryLimit, &Failure{Rank: 0,
-			Msg: fmt.Sprintf("bench: rank 0 buffers (%d × %s) does not fit: %v holds %d bytes; %s", count, p.dt, mem, mem.Capacity, fitHint(p.dataSpace))})
+			Msg: fmt.Sprintf("bench: rank 0's buffer of %d × %s (%d bytes) does not fit: %v holds %d bytes; %s", count, p.dt, count*sz, mem, mem.Capacity, fitHint(p.dataSpace))})
 	}
 	return nil
 }

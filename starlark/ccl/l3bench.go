@@ -29,11 +29,21 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 	set := cfg.Defaults
 	rep := &Report{Algorithm: strings.TrimSuffix(filepath.Base(file), ".star"), File: file, Collective: "l3l2", Topology: "none",
 		WorldSize: 1, BufferKind: set.BufferKind, Backpressure: set.Backpressure, DataSpace: "hbm"}
+	// Told like a sweep's (plan.sweep): a comparison checks the collective
+	// at the start and prints the row from OnResult.
+	if opts.OnStart != nil {
+		if err := opts.OnStart(rep); err != nil {
+			return rep, err
+		}
+	}
 	res, err := runL3Once(file, mainFn, cfg, loader.NewThread, opts)
 	if err != nil {
 		return rep, err
 	}
 	rep.Results = append(rep.Results, *res)
+	if opts.OnResult != nil {
+		opts.OnResult(res)
+	}
 	return rep, nil
 }
 

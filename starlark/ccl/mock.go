@@ -94,7 +94,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 		rep, err := Run(path, Options{
 			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, InPlace: o.InPlace, Root: o.Root,
-			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
+			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, Keywords: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
 			Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
 		})
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -218,12 +219,15 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	if opts.WorldSize > 0 {
 		p.world = opts.WorldSize
 	} else if opts.WorldSize < 0 {
-		return nil, usage("--world-size must be >= 1 (got %d)", opts.WorldSize)
+		return nil, usage("%s must be >= 1 (got %d)", opts.optionName("--world-size"), opts.WorldSize)
 	}
 	// Topology: flag, ccl.yaml entry, module TOPOLOGY, then the default.
+	// An unknown name is reported as coming from where it was given: a
+	// --topology typo is not the algorithm file's fault.
+	topoFrom := ""
 	switch {
 	case opts.Topology != "":
-		p.topology = opts.Topology
+		p.topology, topoFrom = opts.Topology, opts.optionName("--topology")
 	case tgt.entry != nil:
 		p.topology = tgt.entry.Topology
 	case globals["TOPOLOGY"] != nil:
@@ -231,16 +235,19 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 		if !ok {
 			return nil, usage("%s: TOPOLOGY must be a string", tgt.file)
 		}
-		p.topology = string(s)
+		p.topology, topoFrom = string(s), tgt.file+": TOPOLOGY"
 	case hasHook:
 		p.topology = "none"
 	default:
 		p.topology = "ring_1d"
 	}
-	coll := "allreduce"
+	if topoFrom != "" && !slices.Contains(topology.Names, p.topology) {
+		return nil, usage("%s: unknown topology %q: want one of %s", topoFrom, p.topology, strings.Join(topology.Names, ", "))
+	}
+	coll, collFrom := "allreduce", ""
 	switch {
 	case opts.Collective != "":
-		coll = opts.Collective
+		coll, collFrom = opts.Collective, opts.optionName("--collective")+": "
 	case tgt.entry != nil && tgt.entry.Collective != "":
 		coll = tgt.entry.Collective
 	case globals["COLLECTIVE"] != nil:
@@ -248,25 +255,44 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 		if !ok {
 			return nil, usage("%s: COLLECTIVE must be a string", tgt.file)
 		}
-		coll = string(s)
+		coll, collFrom = string(s), tgt.file+": COLLECTIVE: "
 	}
 	var err error
 	if p.coll, err = LookupCollective(coll); err != nil {
-		return nil, usage("%v", err)
+		return nil, usage("%s%v", collFrom, err)
+	}
+	// A kernel cannot ask which collective it runs: given another one's
+	// buffers it fails deep inside (an OutOfBounds, a wrong result) with
+	// nothing that says why, so the override is announced first. (Not in
+	// the mock, which runs once per schedule: a test's collective = is
+	// deliberate.)
+	if opts.Collective != "" && !opts.Keywords && opts.Stderr != nil {
+		declared, where := "", ""
+		switch {
+		case tgt.entry != nil && tgt.entry.Collective != "":
+			declared, where = tgt.entry.Collective, "its ccl.yaml entry"
+		case globals["COLLECTIVE"] != nil:
+			s, _ := globals["COLLECTIVE"].(starlark.String)
+			declared, where = string(s), "its COLLECTIVE"
+		}
+		if declared != "" && declared != p.coll.Name {
+			fmt.Fprintf(opts.Stderr, "kernbench: warning: %s is written for %s (%s); --collective %s runs its kernel on %s's buffers\n",
+				p.algoName, declared, where, p.coll.Name, p.coll.Name)
+		}
 	}
 	dt := opts.DType
 	if dt == "" {
 		dt = "f32"
 	}
 	if p.dt, err = dtype.Parse(dt); err != nil {
-		return nil, usage("--dtype: %v", err)
+		return nil, usage("%s: %v", opts.optionName("--dtype"), err)
 	}
 	red := opts.RedOp
 	if red == "" {
 		red = "sum"
 	}
 	if p.red, err = dtype.ParseRedOp(red); err != nil {
-		return nil, usage("--redop: %v", err)
+		return nil, usage("%s: %v", opts.optionName("--redop"), err)
 	}
 	ds := opts.DataSpace
 	if ds == "" {

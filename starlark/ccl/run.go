@@ -36,6 +36,10 @@ type Options struct {
 	DataSpace  string // tcm | sram | hbm (default hbm)
 	Root       int
 	MaxSteps   uint64
+	// Keywords says the options above came from run_kernel_in_mock's
+	// keywords, not from flags: a bad value is then named as the keyword
+	// the test wrote (topology), not as a flag it never gave (--topology).
+	Keywords bool
 	// Strict turns warnings about lost work into errors: an L3 main that
 	// returns with messages still queued or regions live (exit 4).
 	Strict bool
@@ -130,7 +134,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	loader.PrintPrefix = printPrefix
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
-		return nil, loadFailure(err)
+		return nil, testFileHint(tgt.file, loadFailure(err))
 	}
 	if v, ok := globals["run_rank"]; ok {
 		rr, ok := v.(starlark.Callable)
@@ -148,7 +152,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	}
 	kernel, err := entryPoint(globals, tgt.file, "kernel")
 	if err != nil {
-		return nil, err
+		return nil, testFileHint(tgt.file, err)
 	}
 	var hook starlark.Callable
 	if v, ok := globals["neighbors"]; ok {
@@ -168,6 +172,27 @@ func Run(arg string, opts Options) (*Report, error) {
 	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
+}
+
+// testFileHint ends the load error of a *_test.star file given to run by
+// saying what it is: its own message (undefined: assert, no kernel) does
+// not.
+func testFileHint(file string, err error) error {
+	f, ok := err.(*Failure)
+	if !ok || !strings.HasSuffix(file, "_test.star") {
+		return err
+	}
+	f.Msg += fmt.Sprintf("\n%s is a test file (test_* functions): run it with kernbench test %s", file, file)
+	return f
+}
+
+// optionName is how the user gave the option that flag sets: the flag
+// itself, or the mock's keyword of the same name.
+func (o Options) optionName(flag string) string {
+	if o.Keywords {
+		return strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
+	}
+	return flag
 }
 
 func printPrefix(th *starlark.Thread) string {

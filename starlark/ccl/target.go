@@ -52,6 +52,25 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 	return cfg, dir, nil
 }
 
+// Resolve checks, without running anything, that `kernbench run arg`
+// with opts' configuration (--config, --set) names something to run: the
+// configuration loads and arg is an algorithm of it, a file, or an MSCCL
+// schedule that parses. A comparison resolves every variant first, so
+// that a misspelt name or a bad --vary value is reported before the
+// variants ahead of it have spent their simulation time.
+func Resolve(arg string, opts Options) error {
+	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.Sets, opts.Embedded)
+	if err != nil {
+		return err
+	}
+	if IsMSCCL(arg) {
+		_, err = loadMSCCL(arg, script.Source{Env: opts.Env, Embedded: opts.Embedded, Overlay: map[string][]byte{mscclRunnerName: mscclRunner}})
+		return err
+	}
+	_, err = resolveTarget(arg, cfg, cfgDir, script.Source{Env: opts.Env, Embedded: opts.Embedded})
+	return err
+}
+
 // target is what `kernbench run X` resolved to.
 type target struct {
 	name     string // algorithm name ("" if the file has no ccl.yaml entry)
@@ -78,6 +97,12 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 			hint := ""
 			if near := registry.Closest(arg, cfg.AlgorithmNames); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
+			}
+			switch arg {
+			case "true", "false", "0", "1":
+				// --verify-data false: the value after a space is an
+				// argument to a boolean flag.
+				hint = "; a boolean flag takes its value after =, as --verify-data=false"
 			}
 			return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
 				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)%s", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "), hint)})

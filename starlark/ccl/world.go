@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"go.starlark.net/starlark"
 
@@ -41,6 +42,10 @@ type world struct {
 	releaseGuard func()
 	// spent is each rank's kernel process time by activity (spawn).
 	spent [][sim.MaxActivities]sim.Time
+	// finish is each rank's kernel return time (spawn): the end of a run
+	// that succeeded, which the simulator clock is not (the watchdog's
+	// last check comes after it).
+	finish []sim.Time
 	// procNote adds a line about a blocked process to deadlock reports
 	// (an MSCCL run names the step each thread block is at).
 	procNote func(p *sim.Proc) string
@@ -245,7 +250,13 @@ func (w *world) run(tgt *target) error {
 		}
 	}
 	if w.g != nil && w.dump != nil {
-		fmt.Fprintf(w.dump, "# queue pair pointers at t=%v\n", w.s.Now())
+		if failure == nil && len(w.finish) > 0 {
+			fmt.Fprintf(w.dump, "# queue pair pointers at t=%v, when the last kernel returned\n", slices.Max(w.finish))
+		} else {
+			// The failure's message says when; the clock may have moved
+			// past it to the watchdog check that found it.
+			fmt.Fprintln(w.dump, "# queue pair pointers when the run stopped")
+		}
 		w.g.DumpPointers(w.dump)
 	}
 	w.s.Close()
@@ -263,6 +274,7 @@ func (w *world) run(tgt *target) error {
 // simulation. It returns each rank's finish time (filled as they end).
 func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlark.Thread, p *sim.Proc) error) []sim.Time {
 	finish := make([]sim.Time, n)
+	w.finish = finish
 	w.spent = make([][sim.MaxActivities]sim.Time, n)
 	for r := 0; r < n; r++ {
 		th := loader.NewThread(fmt.Sprintf("rank %d", r))

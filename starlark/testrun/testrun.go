@@ -68,8 +68,11 @@ func Discover(env script.Env, paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		st, err := env.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file or folder", p)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("kernbench test: %v", err)
+			return nil, env.UserError(err, p)
 		}
 		if !st.IsDir() {
 			out = append(out, p)
@@ -93,7 +96,7 @@ func Discover(env script.Env, paths []string) ([]string, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("kernbench test: %v", env.UserError(err, p))
+			return nil, env.UserError(err, p)
 		}
 	}
 	sort.Strings(out)
