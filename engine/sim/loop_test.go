@@ -234,3 +234,32 @@ func TestSetJitterOnlyBeforeTheFirstEvent(t *testing.T) {
 		t.Error("SetJitter after a run did not panic")
 	}
 }
+
+// Rule (model.md §8 F3a): a sleep that passes in place, without an event,
+// is work too: a process that sleeps 10 and then 30 in place and parks for
+// good froze at 40, not at its start (0), and the report's time is not
+// before the time its blocked process says it began to wait.
+func TestStallCountsSleepsPassedInPlace(t *testing.T) {
+	for _, watchdog := range []bool{false, true} {
+		s := New()
+		if watchdog {
+			s.WaitWatchdog(1000) // checks after the sleeps: they still pass in place
+		}
+		var since Time
+		s.Spawn("p", func(p *Proc) {
+			_ = p.Sleep(10)
+			_ = p.Sleep(30)
+			since = s.Now()
+			_ = p.Park()
+		})
+		err := s.Run()
+		var se *StallError
+		if !errors.As(err, &se) {
+			t.Fatalf("watchdog %v: Run = %v, want *StallError", watchdog, err)
+		}
+		if since != 40 || se.At != 40 {
+			t.Errorf("watchdog %v: parked at %v, stall reported at %v; want both at 40 (the sleeps passed in place are work)", watchdog, since, se.At)
+		}
+		s.Close()
+	}
+}

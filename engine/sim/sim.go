@@ -468,13 +468,14 @@ func (s *Sim) Run() error {
 					// again (an event may still be scheduled at now).
 					s.times.push(next)
 					s.times.rebaseAll(limit)
+					s.noteWork() // (before the clock jumps to the limit)
 					s.now = limit
 					s.Stop(&WatchdogError{Limit: limit, Horizon: limit != s.MaxTime, Next: next.at, Blocked: s.Blocked()})
 					break
 				}
 				s.unindex(next)
 				if c != &noInstant {
-					s.noteWork(c)
+					s.noteWork() // (before the clock moves on)
 					s.retire(c)
 				}
 				// The next instant: its bucket becomes the current one (a
@@ -492,7 +493,7 @@ func (s *Sim) Run() error {
 		h.Fire()
 	}
 	if c := s.cur; c != &noInstant {
-		s.noteWork(c)
+		s.noteWork() // (unless the limit's stop noted it already)
 	}
 	if s.stopErr != nil {
 		return s.stopErr
@@ -505,12 +506,15 @@ func (s *Sim) Run() error {
 	return nil
 }
 
-// noteWork brings lastWork up to date when the instant of bucket c, whose
-// events fired, was work: events fire at their bucket's time, and an
-// instant was work when its events raised Events (a daemon's do not).
-func (s *Sim) noteWork(c *bucket) {
+// noteWork brings lastWork up to date as the current instant ends, when
+// it was work (its events raised Events; a daemon's do not): the work went
+// on until now, the instant's time or later when a process slept in place
+// after its events (Sleep, SleepStep move the clock without an event, and
+// only in an instant of work: daemons resume no process). The loop calls
+// it before the clock moves on.
+func (s *Sim) noteWork() {
 	if work := s.Events(); work != s.workBy {
-		s.lastWork = c.at
+		s.lastWork = s.now
 		s.workBy = work
 	}
 }
