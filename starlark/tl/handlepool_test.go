@@ -13,15 +13,8 @@ import (
 // (still in cache), filled anew for its own source, and a kernel created
 // without a pool gets one of its own rather than none.
 func TestHandlePool_SharedByTheKernelsOfARun(t *testing.T) {
-	s := sim.New()
-	m, err := machine.New(s, HarnessParams())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Place(2); err != nil {
-		t.Fatal(err)
-	}
-	m.SetTimingOnly()
+	m := timingOnlyMachine(t, 2)
+	s := m.Sim
 	pool := &HandlePool{}
 	a := New(&Kernel{M: m, PE: m.Ranks[0], Rank: 0, World: 2, Handles: pool})
 	b := New(&Kernel{M: m, PE: m.Ranks[1], Rank: 1, World: 2, Handles: pool})
@@ -81,4 +74,19 @@ func TestHandleLoadFieldsAreContiguous(t *testing.T) {
 	if s := unsafe.Sizeof(h); s != 224 {
 		t.Errorf("handle is %d bytes, want 224 (a size class starting on a line or half-way)", s)
 	}
+}
+
+// timingOnlyMachine is a harness machine with ranks placed, moving no
+// bytes: the hazard and pool tests look at operations, not data.
+func timingOnlyMachine(t *testing.T, ranks int) *machine.Machine {
+	t.Helper()
+	m, err := machine.New(sim.New(), HarnessParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Place(ranks); err != nil {
+		t.Fatal(err)
+	}
+	m.SetTimingOnly()
+	return m
 }

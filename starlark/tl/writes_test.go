@@ -20,15 +20,8 @@ import (
 // entry still pointed at the object), and the finished entry leaves the
 // list of issued writes.
 func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
-	s := sim.New()
-	m, err := machine.New(s, HarnessParams())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Place(1); err != nil {
-		t.Fatal(err)
-	}
-	m.SetTimingOnly()
+	m := timingOnlyMachine(t, 1)
+	s := m.Sim
 	pe := m.Ranks[0]
 	reg := machine.Region{Mem: pe.TCM, Off: 0, N: 64}
 	// Writes issued from a fused primitive take its call site (no thread
@@ -51,7 +44,7 @@ func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
 	}
 	k.noteWrite("tl.second", second)
 
-	err = k.checkWriteWrite("tl.third", reg)
+	err := k.checkWriteWrite("tl.third", reg)
 	if errkind.Of(err) != errkind.WriteWriteHazard {
 		t.Fatalf("a write over the second's range: got %v, want a WriteWriteHazard", err)
 	}
@@ -74,15 +67,8 @@ func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
 // that range is under way, naming the first of them.
 func TestWriteWriteHazard_CompactionKeepsEveryWriteUnderWay(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
-		s := sim.New()
-		m, err := machine.New(s, HarnessParams())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Place(1); err != nil {
-			t.Fatal(err)
-		}
-		m.SetTimingOnly()
+		m := timingOnlyMachine(t, 1)
+		s := m.Sim
 		pe := m.Ranks[0]
 		ranges := make([]machine.Region, 8)
 		for i := range ranges {
