@@ -75,9 +75,12 @@ func (t *Transfer) Fire() {
 // vc_weights[comm] chunks of vc_comm; a channel whose transfer ends within
 // its turn goes on with its next transfer, and a channel with nothing left
 // gives the link to the other. When the link goes from one user to two, the
-// chunk in flight finishes and a new round starts with vc_compute. A
-// transfer that does not inject (own HBM to registers, say) runs alongside
-// and takes no turn.
+// chunk in flight finishes and a new round starts with vc_compute, unless
+// the link had one user for no time at all (a channel's last transfer
+// ended and its next one is submitted in that same instant, after the
+// engine's event): then the round goes on where it was, as it does for a
+// next transfer submitted before the event. A transfer that does not
+// inject (own HBM to registers, say) runs alongside and takes no turn.
 //
 // Chunk k of a transfer takes Service(end of chunk) − Service(start of
 // chunk) on its path: the times of its chunks add up to exactly
@@ -125,14 +128,17 @@ type dmaEngine struct {
 	weights [2]int64
 	chunk   int64
 	pe      *PE
-	_       uint64 // to 192 bytes
+	// soloAt is when the link last went from two users to one; turn and
+	// served keep the round-robin's position then, so that a second user
+	// back in that same instant goes on with the round (share).
+	soloAt sim.Time
 }
 
 // defaultVCChunkSize is ccl.yaml's default vc_chunk_size.
 const defaultVCChunkSize = 256
 
 func newDMAEngine(s *sim.Sim, key uint64, compute, comm, chunk int64) *dmaEngine {
-	return &dmaEngine{sim: s, key: key, weights: [2]int64{compute, comm}, chunk: chunk, nextAt: sim.Never}
+	return &dmaEngine{sim: s, key: key, weights: [2]int64{compute, comm}, chunk: chunk, nextAt: sim.Never, soloAt: sim.Never}
 }
 
 // scannedPath is scan's answer for the path whose first element is at
@@ -241,9 +247,18 @@ func (e *dmaEngine) submit(t *Transfer) {
 // share switches to round-robin at time now, when the second channel's
 // head starts injecting: a head already injecting finishes its chunk in
 // flight, and the first round starts with vc_compute at the later of the two
-// heads' chunk boundaries.
+// heads' chunk boundaries. If the link went from two users to one at now,
+// it had one for no time: the round goes on from the position it had
+// then, where the remaining head is at a chunk boundary (the engine's
+// event re-anchored it at now), as the chunk-by-chunk model, which
+// decides at each chunk's end, goes on with it.
 func (e *dmaEngine) share(now sim.Time) {
-	e.shared, e.turn, e.served, e.anchor = true, VCCompute, 0, now
+	e.shared, e.anchor = true, now
+	if e.soloAt != now {
+		e.turn, e.served = VCCompute, 0
+	} else if e.served >= e.weights[e.turn] {
+		e.turn, e.served = 1-e.turn, 0
+	}
 	for _, h := range e.head {
 		if h.at < now && h.done < h.N {
 			// The first chunk boundary at or after now (binary search: the
@@ -401,8 +416,10 @@ func (e *dmaEngine) Fire() {
 			}
 		case both:
 			e.share(now)
-		default:
-			e.shared = false
+		case e.shared:
+			// Down to one user (or none): turn and served stay as the
+			// re-anchoring left them, for share.
+			e.shared, e.soloAt = false, now
 		}
 		at := sim.Never
 		if e.shared {

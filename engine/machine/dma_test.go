@@ -75,10 +75,8 @@ func arrivalRun(t *testing.T, p Params, q [2][]refTransfer, late [2][]bool, trac
 // remembers which head ends (nextVC), and a submit that changes the heads
 // before it fires (a second user of the link, a local transfer ending at
 // the same time, a transfer queued behind the head that ends) must leave
-// that answer right. (Submitted after the event, in the same instant, a
-// transfer finds the link gone from two users to one and starts a new
-// round with vc_compute, where the reference goes on with the round: the
-// engine did so before the event remembered its channel too.)
+// that answer right. (Submitted after the event, in the same instant:
+// TestVCSubmitAfterAnInjectionEndMatchesChunkReference.)
 func TestVCSubmitAtAnInjectionEndMatchesChunkReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 4))
 	chunks := []int64{1, 64, 256, 1000, 4096}
@@ -173,6 +171,81 @@ func TestVCSlicesAreEachTransfersInjection(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("case %d: vc slices (-transfers +trace):\n%s", c, diff)
+		}
+	}
+}
+
+// Rule (model.md §2: "every transfer's completion time is within one
+// chunk's service time of the chunk-level model", tested against a
+// chunk-by-chunk reference). Transfers submitted at the very instant a
+// channel's head ends its injection, some before the engine's event of
+// that instant fires and some after it (from an event that instant adds
+// at its end): the order of events within an instant is no part of the
+// model, so both are served as the chunk-by-chunk reference serves them.
+// After the event, a channel whose last transfer ended has left the link
+// to the other for no time at all; the reference goes on with the round
+// there, and so must the engine (it used to start a new round with
+// vc_compute, up to two chunks and more late at 1:1 weights).
+func TestVCSubmitAfterAnInjectionEndMatchesChunkReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 5))
+	chunks := []int64{1, 64, 256, 1000, 4096}
+	for c := range 1000 {
+		p := testParams()
+		p.VCWeightCompute, p.VCWeightComm = 1, 1
+		if rng.IntN(2) == 0 {
+			p.VCWeightCompute, p.VCWeightComm = 1+rng.Int64N(3), 1+rng.Int64N(3)
+		}
+		p.VCChunkSize = chunks[rng.IntN(len(chunks))]
+		m := newTestMachine(t, p)
+		pe := m.PE(0)
+		send, local := m.MemToMem(pe.TCM, m.PE(1).TCM), m.MemToPE(pe.HBM, pe)
+		var q [2][]refTransfer
+		var late [2][]bool
+		add := func(v int, at sim.Time, after bool) {
+			tr := refTransfer{at: at, n: 1 + rng.Int64N(6000), path: send, injects: true}
+			if rng.IntN(4) == 0 {
+				tr.path, tr.injects = local, false
+			}
+			q[v] = append(q[v], tr)
+			late[v] = append(late[v], after)
+		}
+		add(0, 0, false)
+		add(1, sim.Time(rng.Int64N(int64(20*sim.Nanosecond))), false)
+		// Then, one at a time, a transfer submitted exactly when a head
+		// ends in the run so far (the run up to that time stays the same),
+		// after the engine's event of that instant or before it.
+		for range 6 {
+			ends, _ := arrivalRun(t, p, q, late, false)
+			v := rng.IntN(2)
+			var at []sim.Time
+			for _, e := range slices.Concat(ends[0], ends[1]) {
+				if e >= q[v][len(q[v])-1].at {
+					at = append(at, e)
+				}
+			}
+			if len(at) > 0 {
+				// A channel's transfers are submitted in their order: one
+				// at the instant of a late one before it is late too.
+				a, prev := at[rng.IntN(len(at))], len(q[v])-1
+				add(v, a, rng.IntN(3) != 0 || a == q[v][prev].at && late[v][prev])
+			}
+		}
+		want := chunkArrivals(q, [2]int64{p.VCWeightCompute, p.VCWeightComm}, p.VCChunkSize)
+		got, _ := arrivalRun(t, p, q, late, false)
+		// One chunk of a send takes its bottleneck's time for chunk bytes
+		// (±1 ps of rounding between chunk boundaries).
+		bound := send.Service(p.VCChunkSize) + 1
+		for v := range 2 {
+			for i := range want[v] {
+				if d := got[v][i] - want[v][i]; d > bound || -d > bound {
+					t.Fatalf("case %d: weights %d:%d chunk %d queues %+v late %v: transfer %d of channel %d ends its injection at %v, the chunk reference at %v: %.2f chunks apart, more than one",
+						c, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, late, i, v, got[v][i], want[v][i], float64(d)/float64(send.Service(p.VCChunkSize)))
+				}
+			}
+		}
+		if !cmp.Equal(want, got) {
+			t.Fatalf("case %d: weights %d:%d chunk %d queues %+v late %v: injection ends (-chunk reference +model):\n%s",
+				c, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, late, cmp.Diff(want, got))
 		}
 	}
 }
