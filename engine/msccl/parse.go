@@ -176,8 +176,30 @@ func (p *parser) start(a **Algo, parent string, e *element) bool {
 			Deps:   p.num(e, "deps", false, -1),
 			HasDep: p.num(e, "hasdep", false, 0) != 0,
 		})
+		p.stepAttrs(e)
 	}
 	return true
+}
+
+// stepAttrs reports the attributes a step that moves data cannot do
+// without. msccl-tools writes all of them on every step, and the runtimes
+// refuse a file that lacks one; a default (one chunk, offset -1) would turn
+// a typing mistake into a different schedule or a puzzling range error. A
+// nop moves nothing and may leave them out.
+func (p *parser) stepAttrs(e *element) {
+	typ, _ := p.attr(e, "type")
+	if typ == "nop" {
+		return
+	}
+	if _, ok := p.attr(e, "cnt"); !ok && typ != "" {
+		p.errorf(e.line, "<step type=%q> has no cnt attribute (the number of chunks it moves)", typ)
+	}
+	for _, side := range []string{"src", "dst"} {
+		buf, hasBuf := p.attr(e, side+"buf")
+		if _, hasOff := p.attr(e, side+"off"); hasBuf && !hasOff {
+			p.errorf(e.line, "<step %sbuf=%q> has no %soff attribute", side, buf, side)
+		}
+	}
 }
 
 func (p *parser) attr(e *element, name string) (string, bool) {

@@ -136,6 +136,13 @@ func TestParseErrors(t *testing.T) {
 		{"receive before send across gpus", `<step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
       <step s="1" type="r"`, `<step s="0" type="r" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0" />
       <step s="1" type="s"`, []string{"f.xml:4: dependency cycle: gpu 0 tb 0 step 0 (line 4) waits for gpu 1 tb 0 step 0 (line 10) which waits for gpu 0 tb 0 step 1 (line 5) which waits for gpu 0 tb 0 step 0 (line 4); no order of the steps can run it"}},
+		// msccl-tools writes cnt, srcoff and dstoff on every step; a file
+		// that leaves one out is a mistake, not a request for a default.
+		{"send without cnt", `srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
+      <step s="1"`, `srcoff="0" dstbuf="i" dstoff="0" depid="-1" deps="-1" hasdep="0" />
+      <step s="1"`, []string{"f.xml:4: <step type=\"s\"> has no cnt attribute (the number of chunks it moves)"}},
+		{"srcbuf without srcoff", `<step s="0" type="s" srcbuf="i" srcoff="0"`, `<step s="0" type="s" srcbuf="i"`, []string{"f.xml:4: <step srcbuf=\"i\"> has no srcoff attribute"}},
+		{"dstbuf without dstoff", `dstbuf="s" dstoff="0"`, `dstbuf="s"`, []string{"f.xml:13: <step dstbuf=\"s\"> has no dstoff attribute"}},
 		{"new format", `<step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="s" dstoff="0" cnt="1" depid="0" deps="0" hasdep="0" />`, `<op step="0" type="cpy" />`, []string{"f.xml:13: <op> steps (msccl-tools' newer XML format) are not supported: generate the XML with the default old_format (<step s=... srcbuf=... dstbuf=...>)"}},
 	}
 	for _, c := range cases {
