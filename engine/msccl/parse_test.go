@@ -143,6 +143,10 @@ func TestParseErrors(t *testing.T) {
       <step s="1"`, []string{"f.xml:4: <step type=\"s\"> has no cnt attribute (the number of chunks it moves)"}},
 		{"srcbuf without srcoff", `<step s="0" type="s" srcbuf="i" srcoff="0"`, `<step s="0" type="s" srcbuf="i"`, []string{"f.xml:4: <step srcbuf=\"i\"> has no srcoff attribute"}},
 		{"dstbuf without dstoff", `dstbuf="s" dstoff="0"`, `dstbuf="s"`, []string{"f.xml:13: <step dstbuf=\"s\"> has no dstoff attribute"}},
+		// A dependency names a thread block (depid) and its step (deps);
+		// with only one of them the runtimes drop it or read garbage.
+		{"deps without depid", `depid="0" deps="0"`, `depid="-1" deps="0"`, []string{"f.xml:13: gpu 1 tb 1 step 0: depid -1 with deps 0: a dependency names both the thread block (depid) and its step (deps), or neither (-1, -1)"}},
+		{"depid without deps", `depid="0" deps="0"`, `depid="0"`, []string{"f.xml:13: gpu 1 tb 1 step 0: depid 0 with deps -1: a dependency names both the thread block (depid) and its step (deps), or neither (-1, -1)"}},
 		{"new format", `<step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="s" dstoff="0" cnt="1" depid="0" deps="0" hasdep="0" />`, `<op step="0" type="cpy" />`, []string{"f.xml:13: <op> steps (msccl-tools' newer XML format) are not supported: generate the XML with the default old_format (<step s=... srcbuf=... dstbuf=...>)"}},
 	}
 	for _, c := range cases {

@@ -221,7 +221,11 @@ func (v *validator) step(g *GPU, tb *TB, si int) {
 	if k.writesDst {
 		operand("dst", st.DstBuf, st.DstOff)
 	}
-	if st.DepID != -1 {
+	if (st.DepID == -1) != (st.Deps == -1) {
+		// The runtimes read deps only when depid is set: half a
+		// dependency is either dropped or names a step that is not there.
+		v.errorf(st.Line, "%s: depid %d with deps %d: a dependency names both the thread block (depid) and its step (deps), or neither (-1, -1)", at, st.DepID, st.Deps)
+	} else if st.DepID != -1 {
 		switch {
 		case st.DepID < 0 || st.DepID >= len(g.TBs):
 			v.errorf(st.Line, "%s: depid %d is not a thread block of gpu %d (tbs 0..%d)", at, st.DepID, g.ID, len(g.TBs)-1)
