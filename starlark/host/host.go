@@ -92,7 +92,7 @@ var DistributedTable = registry.New("torch.distributed", "torch.distributed.", n
 	{Name: "get_world_size", Sig: "get_world_size()", Doc: "The number of ranks.", Fn: func(t *Torch, _ *starlark.Thread, _ *starlark.Builtin, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		return starlark.MakeInt(t.world), nil
 	}},
-	{Name: "init_process_group", Sig: `init_process_group(backend="ahbm", world_size=world_size, rank=rank)`, Doc: "Install the IPCQ process group of ccl.yaml (once; ADR D10): host code never sees IPCQ settings. world_size and rank must be this process's.", Fn: (*Torch).initProcessGroup},
+	{Name: "init_process_group", Sig: `init_process_group(backend="ahbm", world_size=world_size, rank=rank)`, Doc: "Install the IPCQ process group of ccl.yaml (the first call installs it, later calls of any rank share it): host code never sees IPCQ settings. world_size and rank must be this process's.", Fn: (*Torch).initProcessGroup},
 })
 
 // New makes the torch object for rank, running in process p.
