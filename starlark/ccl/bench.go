@@ -253,13 +253,25 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 		if errors.As(err, &ee) {
 			f.Msg = fmt.Sprintf("rank %d: %s", re.rank, ee.Msg)
 		}
+		// who names the failing process: the rank, the thread when a
+		// spawned one failed, and the process's note (an MSCCL run: the
+		// XML step it was at, as a deadlock report gives for each blocked
+		// process; the backtrace points into the runner, not the schedule).
+		who, failed := fmt.Sprintf("rank %d", re.rank), re.proc
 		var the *tl.ThreadError
 		if errors.As(err, &the) {
 			// A spawned thread failed: say which, and where it was spawned.
-			msg := strings.TrimPrefix(f.Msg, fmt.Sprintf("rank %d: ", re.rank))
-			f.Msg = fmt.Sprintf("rank %d %s: %s", re.rank, the.Thread, msg)
+			who, failed = who+" "+the.Thread, the.Proc
 			f.SpawnedAt = the.SpawnedAt
 			f.Detail += "\nthe thread was spawned at:\n  " + strings.Join(the.SpawnedAt, "\n  ")
+		}
+		if note != nil && failed != nil {
+			if n := note(failed); n != "" {
+				who += " " + n
+			}
+		}
+		if rankOnly := fmt.Sprintf("rank %d", re.rank); who != rankOnly {
+			f.Msg = who + ": " + strings.TrimPrefix(f.Msg, rankOnly+": ")
 		}
 		switch f.ErrorKind() {
 		case errkind.StepLimit:

@@ -331,6 +331,7 @@ var afterPhase1 func(m *machine.Machine)
 // rankError is a failure raised while rank's kernel ran.
 type rankError struct {
 	rank int
+	proc *sim.Proc // the rank's process, when the error is its own
 	err  error
 }
 

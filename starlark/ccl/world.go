@@ -283,7 +283,7 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 			finish[r] = w.s.Now()
 			w.spent[r] = proc.Spent
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
-				w.s.Stop(&rankError{rank: r, err: err})
+				w.s.Stop(&rankError{rank: r, proc: proc, err: err})
 			}
 		})
 		proc.Data = th

@@ -23,8 +23,9 @@ import (
 // its Starlark backtrace) and where it was spawned.
 type ThreadError struct {
 	Rank      int
-	Thread    string   // "thread 1 (worker)"
-	SpawnedAt []string // the spawning call stack, outermost first, as "file:line:col: in fn"
+	Thread    string    // "thread 1 (worker)"
+	SpawnedAt []string  // the spawning call stack, outermost first, as "file:line:col: in fn"
+	Proc      *sim.Proc // the thread's process, for notes a run adds about where it was
 	Err       error
 }
 
@@ -115,7 +116,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 		}
 		h.value, h.err, h.done = v, err, true
 		if err != nil && !errors.Is(err, sim.ErrKilled) {
-			h.err = &ThreadError{Rank: k.Rank, Thread: child.threadName, SpawnedAt: spawnedAt, Err: err}
+			h.err = &ThreadError{Rank: k.Rank, Thread: child.threadName, SpawnedAt: spawnedAt, Proc: p, Err: err}
 			k.fail(h.err)
 		}
 		if w := h.waiter; w != nil {
