@@ -190,7 +190,14 @@ func Check(file string, o CheckOptions) []string {
 		spec.spec(p.topology, o.ShowMap, tgt.settings)
 		links, _, err := neighborTables(spec, loader.NewThread("check"))
 		if err == nil {
-			err = writeMap(o.MapOut, tgt, p.topology, links, machineParams(cfg.System, tgt.settings))
+			topo := p.topology
+			if topo == "mesh_2d" {
+				// The shape in force, as a run's header gives it.
+				if rows, cols, err := topology.MeshDims(o.ShowMap, tgt.settings.MeshShape); err == nil {
+					topo += fmt.Sprintf(" %d x %d", rows, cols)
+				}
+			}
+			err = writeMap(o.MapOut, tgt, topo, links, machineParams(cfg.System, tgt.settings))
 		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("--show-map %d: %s", o.ShowMap, script.Format(err)))
