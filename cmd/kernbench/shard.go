@@ -50,12 +50,18 @@ func shardFromEnv(getenv func(string) string, shards int) (shardSpec, bool, erro
 	if id := getenv("SLURM_ARRAY_TASK_ID"); id != "" && getenv("SLURM_ARRAY_TASK_COUNT") != "" {
 		task, err1 := strconv.Atoi(id)
 		count, err2 := strconv.Atoi(getenv("SLURM_ARRAY_TASK_COUNT"))
-		low := 0
+		low, minus := 0, ""
 		if m := getenv("SLURM_ARRAY_TASK_MIN"); m != "" {
-			low, _ = strconv.Atoi(m)
+			var err error
+			if low, err = strconv.Atoi(m); err != nil {
+				// Read as 0 it would pick a shard the array did not mean.
+				return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_MIN %q is not a number: no shard of SLURM_ARRAY_TASK_ID %q (use --shard I/N)", m, id)
+			}
+			minus = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN %q)", m)
 		}
-		if err1 != nil || err2 != nil || count < 1 || task-low < 0 || task-low >= count {
-			return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID %q / SLURM_ARRAY_TASK_COUNT %q do not name a shard (use --array=0-%d or --shard I/N)", id, getenv("SLURM_ARRAY_TASK_COUNT"), max(count, 1)-1)
+		// task < low: far enough below, task-low wraps round into range.
+		if err1 != nil || err2 != nil || count < 1 || task < low || task-low < 0 || task-low >= count {
+			return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID %q%s / SLURM_ARRAY_TASK_COUNT %q do not name a shard (use --array=0-%d or --shard I/N)", id, minus, getenv("SLURM_ARRAY_TASK_COUNT"), max(count, 1)-1)
 		}
 		return shardSpec{task - low, count}, true, nil
 	}
