@@ -50,12 +50,18 @@ func shardFromEnv(getenv func(string) string, shards int) (shardSpec, bool, erro
 	if id := getenv("SLURM_ARRAY_TASK_ID"); id != "" && getenv("SLURM_ARRAY_TASK_COUNT") != "" {
 		task, err1 := strconv.Atoi(id)
 		count, err2 := strconv.Atoi(getenv("SLURM_ARRAY_TASK_COUNT"))
-		low := 0
+		low, minus := 0, ""
 		if m := getenv("SLURM_ARRAY_TASK_MIN"); m != "" {
-			low, _ = strconv.Atoi(m)
+			var err error
+			if low, err = strconv.Atoi(m); err != nil {
+				// Read as 0 it would pick a shard the array did not mean.
+				return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_MIN %q is not a number: no shard of SLURM_ARRAY_TASK_ID %q (use --shard I/N)", m, id)
+			}
+			minus = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN %q)", m)
 		}
-		if err1 != nil || err2 != nil || count < 1 || task-low < 0 || task-low >= count {
-			return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID %q / SLURM_ARRAY_TASK_COUNT %q do not name a shard (use --array=0-%d or --shard I/N)", id, getenv("SLURM_ARRAY_TASK_COUNT"), max(count, 1)-1)
+		// task < low: far enough below, task-low wraps round into range.
+		if err1 != nil || err2 != nil || count < 1 || task < low || task-low < 0 || task-low >= count {
+			return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID %q%s / SLURM_ARRAY_TASK_COUNT %q do not name a shard (use --array=0-%d or --shard I/N)", id, minus, getenv("SLURM_ARRAY_TASK_COUNT"), max(count, 1)-1)
 		}
 		return shardSpec{task - low, count}, true, nil
 	}
@@ -133,6 +139,7 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 	var placeFile string
 	shards := map[int]string{}
 	seen := map[int64]string{}
+	shardOf := map[int64]int{} // a row's shard, by its size
 	for i, f := range files {
 		data, err := env.ReadInput(f)
 		if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(f, "*?[") {
@@ -155,6 +162,15 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		if json.Unmarshal(data, &comparison) == nil && comparison.Runs != nil {
 			return nil, fmt.Errorf("%s: the report of a comparison (several algorithms or --vary); merge joins the shards of one algorithm's sweep: run each algorithm's shards on their own", f)
 		}
+		empty := rep.Algorithm == "" && len(rep.Results) == 0 // a shard with no sizes
+		if empty && rep.Shard == nil && rep.Error == nil {
+			// null, {} or a --jsonl row cut to one line: merged as
+			// nothing, it would pass for a report.
+			return nil, fmt.Errorf("%s: not a kernbench --json report (no algorithm, rows or shard record)", f)
+		}
+		if s := rep.Shard; s != nil && (s.Count < 1 || s.Index < 0 || s.Index >= s.Count) {
+			return nil, fmt.Errorf("%s: its shard record is %d/%d, not a shard of a sweep (I/N with 0 <= I < N)", f, s.Index, s.Count)
+		}
 		if rep.Error != nil {
 			at := ""
 			if s := rep.Shard; s != nil {
@@ -165,7 +181,6 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 			}
 			return nil, fmt.Errorf("%s: the shard failed%s: %s", f, at, rep.Error.Message)
 		}
-		empty := rep.Algorithm == "" && len(rep.Results) == 0 // a shard with no sizes
 		if !empty && merged != nil {
 			if err := sameRun(first, merged, f, &rep); err != nil {
 				return nil, err
@@ -175,6 +190,13 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 			place, placeFile = rep.Shard, f
 		} else if err := sameSweep(placeFile, place, f, rep.Shard); err != nil {
 			return nil, err
+		}
+		if s := rep.Shard; s != nil {
+			// A report cut short or edited would leave sizes out of the
+			// merged sweep without a word.
+			if pts := (shardSpec{s.Index, s.Count}).pick(s.Sweep); len(rep.Results) != len(pts) {
+				return nil, fmt.Errorf("%s: shard %d/%d holds %d rows, but its sizes of the sweep are %d (%s)", f, s.Index, s.Count, len(rep.Results), len(pts), pointList(pts))
+			}
 		}
 		if empty {
 			if rep.Shard != nil {
@@ -192,6 +214,9 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 				return nil, fmt.Errorf("%s and %s both hold the row of %d bytes (the same shard twice?)", other, f, r.Bytes)
 			}
 			seen[r.Bytes] = f
+			if rep.Shard != nil {
+				shardOf[r.Bytes] = rep.Shard.Index
+			}
 		}
 		if rep.Shard != nil {
 			if other, dup := shards[rep.Shard.Index]; dup {
@@ -211,11 +236,8 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 				if sweepUnit(place) == "elements" {
 					what = "counts"
 				}
-				var pts []string
-				for _, p := range (shardSpec{i, place.Count}).pick(place.Sweep) {
-					pts = append(pts, strconv.FormatInt(p, 10))
-				}
-				return nil, fmt.Errorf("shard %d/%d is missing (%s %s of the sweep): merge needs the report of every shard", i, place.Count, what, strings.Join(pts, ", "))
+				pts := (shardSpec{i, place.Count}).pick(place.Sweep)
+				return nil, fmt.Errorf("shard %d/%d is missing (%s %s of the sweep): merge needs the report of every shard", i, place.Count, what, pointList(pts))
 			}
 		}
 	}
@@ -227,7 +249,25 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 	// 0.1 + 0.2 as 0.30000000000000004.
 	merged.WallS = time.Duration(math.Round(merged.WallS * 1e9)).Seconds()
 	sort.SliceStable(merged.Results, func(i, j int) bool { return merged.Results[i].Bytes < merged.Results[j].Bytes })
+	if place != nil {
+		// Every shard holds as many rows as it has sizes; in size order
+		// the j-th row must be shard j%N's, else a shard holds another's.
+		for j, r := range merged.Results {
+			if s := shardOf[r.Bytes]; s != j%place.Count {
+				return nil, fmt.Errorf("%s holds the row of %d bytes, size %d of the sweep, which is shard %d/%d's: not the rows of shard %d/%d", seen[r.Bytes], r.Bytes, j+1, j%place.Count, place.Count, s, place.Count)
+			}
+		}
+	}
 	return merged, nil
+}
+
+// pointList prints the sizes (or counts) of a sweep.
+func pointList(pts []int64) string {
+	out := make([]string, len(pts))
+	for i, p := range pts {
+		out[i] = strconv.FormatInt(p, 10)
+	}
+	return strings.Join(out, ", ")
 }
 
 // sameSweep checks that two reports are shards of one sweep, run with
