@@ -104,12 +104,7 @@ func TestVCSubmitAtAnInjectionEndMatchesChunkReference(t *testing.T) {
 		for range 5 {
 			ends, _ := arrivalRun(t, p, q, early, false)
 			v := rng.IntN(2)
-			var at []sim.Time
-			for _, e := range slices.Concat(ends[0], ends[1]) {
-				if e >= q[v][len(q[v])-1].at {
-					at = append(at, e)
-				}
-			}
+			at := endsFrom(ends, q[v][len(q[v])-1].at)
 			if len(at) > 0 {
 				add(v, at[rng.IntN(len(at))])
 			}
@@ -217,12 +212,7 @@ func TestVCSubmitAfterAnInjectionEndMatchesChunkReference(t *testing.T) {
 		for range 6 {
 			ends, _ := arrivalRun(t, p, q, late, false)
 			v := rng.IntN(2)
-			var at []sim.Time
-			for _, e := range slices.Concat(ends[0], ends[1]) {
-				if e >= q[v][len(q[v])-1].at {
-					at = append(at, e)
-				}
-			}
+			at := endsFrom(ends, q[v][len(q[v])-1].at)
 			if len(at) > 0 {
 				// A channel's transfers are submitted in their order: one
 				// at the instant of a late one before it is late too.
@@ -248,4 +238,17 @@ func TestVCSubmitAfterAnInjectionEndMatchesChunkReference(t *testing.T) {
 				c, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, late, cmp.Diff(want, got))
 		}
 	}
+}
+
+// endsFrom lists the injection ends of either channel at or after t: the
+// instants at which a channel's next transfer may be submitted without
+// changing the run before it (its transfers stay in submission order).
+func endsFrom(ends [2][]sim.Time, t sim.Time) []sim.Time {
+	var at []sim.Time
+	for _, e := range slices.Concat(ends[0], ends[1]) {
+		if e >= t {
+			at = append(at, e)
+		}
+	}
+	return at
 }
