@@ -197,7 +197,7 @@ func Check(file string, o CheckOptions) []string {
 					topo += fmt.Sprintf(" %d x %d", rows, cols)
 				}
 			}
-			err = writeMap(o.MapOut, tgt, topo, links, machineParams(cfg.System, tgt.settings))
+			err = writeMap(o.MapOut, tgt, topo, links, machine)
 		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("--show-map %d: %s", o.ShowMap, script.Format(err)))

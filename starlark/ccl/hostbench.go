@@ -102,7 +102,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 		},
 	}
 	w.snapshot()
-	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
+	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
 		torch := host.New(rt, r, p.world, proc)
 		_, err := starlark.Call(th, runRank, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(p.world), torch}, nil)
 		return script.Stopped(th, err)
@@ -115,7 +115,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 		}
 		return nil, err
 	}
-	res := w.result(p, count, finish, stats)
+	res := w.result(p, count, stats)
 	res.Wrong, res.FirstWrong = wrong, first
 	res.Verified = checks > 0 && wrong == 0
 	if err := w.phase2(p, res); err != nil {

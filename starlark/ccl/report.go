@@ -239,7 +239,7 @@ func (f *Failure) Out() *ErrorOut {
 }
 
 // result fills the timing and bandwidth columns of a row.
-func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats) *Result {
+func (w *world) result(p *plan, count int64, stats []tl.Stats) *Result {
 	// Like nccl-tests, the size of a row is the larger per-rank buffer
 	// (allgather's recvbuf, reduce_scatter's sendbuf, alltoall's buffers):
 	// algbw counts all the data a rank ends up with or started from.
@@ -250,8 +250,8 @@ func (w *world) result(p *plan, count int64, finish []sim.Time, stats []tl.Stats
 	}
 	res := &Result{Count: elems, Bytes: elems * int64(p.dt.Size()), DType: p.dt.String(), RedOp: redop, InPlace: p.opts.InPlace, Events: w.s.Events()}
 	var end sim.Time
-	for r := range finish {
-		end = max(end, finish[r])
+	for r, f := range w.finish {
+		end = max(end, f)
 		res.Ops.Send += stats[r].Send
 		res.Ops.Recv += stats[r].Recv
 		res.Ops.Load += stats[r].Load

@@ -264,7 +264,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	// One pool of recycled handles for all ranks: the handle a rank's
 	// load reuses is the one recycled last, still in cache.
 	handles := &tl.HandlePool{}
-	finish := w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
+	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
 		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
 				th := loader.NewThread(name)
@@ -296,7 +296,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		afterPhase1(w.m)
 	}
 	b.keepInputs(w)
-	res := w.result(p, count, finish, stats)
+	res := w.result(p, count, stats)
 	if p.opts.Detail {
 		res.HostMemory = &est
 	}

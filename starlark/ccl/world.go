@@ -43,8 +43,8 @@ type world struct {
 	// spent is each rank's kernel process time by activity (spawn).
 	spent [][sim.MaxActivities]sim.Time
 	// finish is each rank's kernel return time (spawn): the end of a run
-	// that succeeded, which the simulator clock is not (the watchdog's
-	// last check comes after it).
+	// that succeeded (result, the pointer dump), which the simulator clock
+	// is not (the watchdog's last check comes after it).
 	finish []sim.Time
 	// procNote adds a line about a blocked process to deadlock reports
 	// (an MSCCL run names the step each thread block is at).
@@ -271,8 +271,8 @@ func (w *world) run(tgt *target) error {
 }
 
 // spawn starts one process per rank running body; a body error stops the
-// simulation. It returns each rank's finish time (filled as they end).
-func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlark.Thread, p *sim.Proc) error) []sim.Time {
+// simulation. Each rank's finish time is noted in w.finish as it ends.
+func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlark.Thread, p *sim.Proc) error) {
 	finish := make([]sim.Time, n)
 	w.finish = finish
 	w.spent = make([][sim.MaxActivities]sim.Time, n)
@@ -288,5 +288,4 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 		})
 		proc.Data = th
 	}
-	return finish
 }
