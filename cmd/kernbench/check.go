@@ -26,11 +26,13 @@ func newCheckCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 		Long: `Check an algorithm without running it: the file parses and resolves
 (every error is listed), kernel exists with a signature the benches can call,
 neighbors() builds valid maps for each world size, the machine can place
-each world size, and its ccl.yaml entry fits. Its calls are read for misspelt tl names, literal directions the
-topology never installs, tl.channel beyond the channels installed and
-tl.spawn calls whose function cannot take their arguments. A NAME_test.star file is checked as kernbench test loads it (assert
-predeclared, @kernbench//testing.star loadable; test_* functions take no
-parameters). An MSCCL .xml schedule is parsed and validated (docs/msccl.md).
+each world size, and its ccl.yaml entry fits. Its calls are read for
+misspelt tl names, literal directions the topology never installs,
+tl.channel beyond the channels installed and tl.spawn calls whose function
+cannot take their arguments. A NAME_test.star file is checked as kernbench
+test loads it (assert predeclared, @kernbench//testing.star loadable;
+test_* functions take no parameters). An MSCCL .xml schedule is parsed
+and validated (docs/msccl.md).
 Exit status 0 when clean, 2 with file:line:col for every problem.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
