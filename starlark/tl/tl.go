@@ -597,11 +597,9 @@ func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 // nil stays the answer for the writes issued so far.
 func (k *Kernel) pendingWriteInto(dst machine.Region) *issuedWrite {
 	root := k.rootKernel()
-	if len(root.writes) >= root.writesCompactAt {
-		root.compactWrites(k.M.Params.Untimed)
-	}
 	// The destinations are in the entries: only an overlapping entry's
-	// operation is looked at.
+	// operation is looked at. (The list is compacted as writes are noted,
+	// so it holds at most twice the writes under way.)
 	for i := range root.writes {
 		if w := &root.writes[i]; w.dst.Overlaps(dst) && w.opPending() {
 			return w
@@ -610,10 +608,10 @@ func (k *Kernel) pendingWriteInto(dst machine.Region) *issuedWrite {
 	return nil
 }
 
-// compactWrites drops the issued writes that are over. It runs when the
-// list has doubled since the last time (at least 4 entries), so the scan
-// that reads every entry's operation costs O(1) per write issued, and the
-// list stays within twice the writes under way. (With at least 16, a
+// compactWrites drops the issued writes that are over. noteWrite runs it
+// when the list has doubled since the last time (at least 4 entries), so
+// the scan that reads every entry's operation costs O(1) per write
+// issued, and the list stays within twice the writes under way. (With at least 16, a
 // fused primitive's dst stores, one entry of 80 bytes each, cycled
 // through twenty cache lines per rank, all of them cold again by the time
 // they came round: at 128 ranks 1.5 % more last-level cache misses.)
@@ -645,10 +643,10 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 	}
 	root := k.rootKernel()
 	if len(root.writes) >= root.writesCompactAt {
-		// Here too, not only before a check: a fused primitive's dst
-		// stores are noted piece after piece with no check between
-		// them, and the list would grow by a call's pieces, its
-		// entries cold again by the time they came round.
+		// Here, where the list grows, not before a check: a fused
+		// primitive's dst stores are noted piece after piece with no
+		// check between them, and the list would grow by a call's
+		// pieces, its entries cold again by the time they came round.
 		root.compactWrites(k.M.Params.Untimed)
 	}
 	// The entry is filled in place (a literal is built aside and copied
