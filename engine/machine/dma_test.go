@@ -78,43 +78,7 @@ func arrivalRun(t *testing.T, p Params, q [2][]refTransfer, late [2][]bool, trac
 // that answer right. (Submitted after the event, in the same instant:
 // TestVCSubmitAfterAnInjectionEndMatchesChunkReference.)
 func TestVCSubmitAtAnInjectionEndMatchesChunkReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 4))
-	chunks := []int64{1, 64, 256, 1000, 4096}
-	for c := range 300 {
-		p := testParams()
-		p.VCWeightCompute, p.VCWeightComm = 1+rng.Int64N(3), 1+rng.Int64N(3)
-		p.VCChunkSize = chunks[rng.IntN(len(chunks))]
-		m := newTestMachine(t, p)
-		pe := m.PE(0)
-		send, local := m.MemToMem(pe.TCM, m.PE(1).TCM), m.MemToPE(pe.HBM, pe)
-		var q [2][]refTransfer
-		var early [2][]bool
-		add := func(v int, at sim.Time) {
-			tr := refTransfer{at: at, n: 1 + rng.Int64N(6000), path: send, injects: true}
-			if rng.IntN(3) == 0 {
-				tr.path, tr.injects = local, false
-			}
-			q[v] = append(q[v], tr)
-			early[v] = append(early[v], false)
-		}
-		add(0, 0)
-		add(1, sim.Time(rng.Int64N(int64(20*sim.Nanosecond))))
-		// Then, one at a time, a transfer submitted exactly when a head
-		// ends in the run so far (the run up to that time stays the same).
-		for range 5 {
-			ends, _ := arrivalRun(t, p, q, early, false)
-			v := rng.IntN(2)
-			at := endsFrom(ends, q[v][len(q[v])-1].at)
-			if len(at) > 0 {
-				add(v, at[rng.IntN(len(at))])
-			}
-		}
-		want := chunkArrivals(q, [2]int64{p.VCWeightCompute, p.VCWeightComm}, p.VCChunkSize)
-		if got, _ := arrivalRun(t, p, q, early, false); !cmp.Equal(want, got) {
-			t.Fatalf("case %d: weights %d:%d chunk %d queues %+v: injection ends (-chunk reference +model):\n%s",
-				c, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, cmp.Diff(want, got))
-		}
-	}
+	checkSubmitsAtInjectionEnds(t, submitCases{seed: 4, cases: 300, rounds: 5, localOdds: 3})
 }
 
 // With a trace, every transfer's injection is one slice on its own
@@ -182,12 +146,35 @@ func TestVCSlicesAreEachTransfersInjection(t *testing.T) {
 // there, and so must the engine (it used to start a new round with
 // vc_compute, up to two chunks and more late at 1:1 weights).
 func TestVCSubmitAfterAnInjectionEndMatchesChunkReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 5))
+	checkSubmitsAtInjectionEnds(t, submitCases{seed: 5, cases: 1000, rounds: 6, localOdds: 4, late: true, equalWeightsHalf: true})
+}
+
+// submitCases are random cases of transfers submitted at the instants a
+// channel's head ends its injection (checkSubmitsAtInjectionEnds).
+type submitCases struct {
+	seed          uint64
+	cases, rounds int
+	// localOdds: one transfer in localOdds stays inside the PE.
+	localOdds int
+	// late: two submits in three come after the engine's event of their
+	// instant (else all come before it).
+	late bool
+	// equalWeightsHalf: half the cases at 1:1 weights, where the
+	// round-robin alternates chunk by chunk.
+	equalWeightsHalf bool
+}
+
+// checkSubmitsAtInjectionEnds runs the cases of c against the
+// chunk-by-chunk reference: every injection end within one chunk's service
+// time of it (model.md §2), and then exactly the reference's.
+func checkSubmitsAtInjectionEnds(t *testing.T, c submitCases) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(21, c.seed))
 	chunks := []int64{1, 64, 256, 1000, 4096}
-	for c := range 1000 {
+	for c0 := range c.cases {
 		p := testParams()
 		p.VCWeightCompute, p.VCWeightComm = 1, 1
-		if rng.IntN(2) == 0 {
+		if !c.equalWeightsHalf || rng.IntN(2) == 0 {
 			p.VCWeightCompute, p.VCWeightComm = 1+rng.Int64N(3), 1+rng.Int64N(3)
 		}
 		p.VCChunkSize = chunks[rng.IntN(len(chunks))]
@@ -198,7 +185,7 @@ func TestVCSubmitAfterAnInjectionEndMatchesChunkReference(t *testing.T) {
 		var late [2][]bool
 		add := func(v int, at sim.Time, after bool) {
 			tr := refTransfer{at: at, n: 1 + rng.Int64N(6000), path: send, injects: true}
-			if rng.IntN(4) == 0 {
+			if rng.IntN(c.localOdds) == 0 {
 				tr.path, tr.injects = local, false
 			}
 			q[v] = append(q[v], tr)
@@ -209,16 +196,22 @@ func TestVCSubmitAfterAnInjectionEndMatchesChunkReference(t *testing.T) {
 		// Then, one at a time, a transfer submitted exactly when a head
 		// ends in the run so far (the run up to that time stays the same),
 		// after the engine's event of that instant or before it.
-		for range 6 {
+		for range c.rounds {
 			ends, _ := arrivalRun(t, p, q, late, false)
 			v := rng.IntN(2)
 			at := endsFrom(ends, q[v][len(q[v])-1].at)
-			if len(at) > 0 {
-				// A channel's transfers are submitted in their order: one
-				// at the instant of a late one before it is late too.
-				a, prev := at[rng.IntN(len(at))], len(q[v])-1
-				add(v, a, rng.IntN(3) != 0 || a == q[v][prev].at && late[v][prev])
+			if len(at) == 0 {
+				continue
 			}
+			a := at[rng.IntN(len(at))]
+			if !c.late {
+				add(v, a, false)
+				continue
+			}
+			// A channel's transfers are submitted in their order: one at
+			// the instant of a late one before it is late too.
+			prev := len(q[v]) - 1
+			add(v, a, rng.IntN(3) != 0 || a == q[v][prev].at && late[v][prev])
 		}
 		want := chunkArrivals(q, [2]int64{p.VCWeightCompute, p.VCWeightComm}, p.VCChunkSize)
 		got, _ := arrivalRun(t, p, q, late, false)
@@ -229,13 +222,13 @@ func TestVCSubmitAfterAnInjectionEndMatchesChunkReference(t *testing.T) {
 			for i := range want[v] {
 				if d := got[v][i] - want[v][i]; d > bound || -d > bound {
 					t.Fatalf("case %d: weights %d:%d chunk %d queues %+v late %v: transfer %d of channel %d ends its injection at %v, the chunk reference at %v: %.2f chunks apart, more than one",
-						c, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, late, i, v, got[v][i], want[v][i], float64(d)/float64(send.Service(p.VCChunkSize)))
+						c0, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, late, i, v, got[v][i], want[v][i], float64(d)/float64(send.Service(p.VCChunkSize)))
 				}
 			}
 		}
 		if !cmp.Equal(want, got) {
 			t.Fatalf("case %d: weights %d:%d chunk %d queues %+v late %v: injection ends (-chunk reference +model):\n%s",
-				c, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, late, cmp.Diff(want, got))
+				c0, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize, q, late, cmp.Diff(want, got))
 		}
 	}
 }
