@@ -415,6 +415,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 			pr.at = atStage
 		case atStage:
 			if c.out == nil {
+				pr.owner.release()
 				pr.i++
 				pr.at = atPiece
 				continue
@@ -425,6 +426,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 			}
 			op := k.storeStaging(slot, &pr.data)
 			pr.owner.watch(op)
+			pr.owner.release() // the piece's last store is issued
 			// Piece i-1 goes out now, piece i once piece i+1 has been
 			// combined (or before the kernel next blocks or does
 			// anything but another primitive).

@@ -352,6 +352,13 @@ type tileBuf struct {
 }
 
 // newTileBuf takes ownership of data (nil under timing-only: no owner).
+// The pipeline holds the bytes itself until it has issued the piece's
+// last store (release): the store into the staging slot may wait for a
+// slow send still reading the slot, and the dst store, issued first, may
+// complete during that wait; without the hold, its completion gave the
+// bytes back to the pool, another load took them, and the staging store
+// then wrote that load's bytes (phase 1 forwarded other data than its
+// op_log says).
 func (k *Kernel) newTileBuf(data []byte) *tileBuf {
 	if data == nil {
 		return nil
@@ -363,7 +370,7 @@ func (k *Kernel) newTileBuf(data []byte) *tileBuf {
 	} else {
 		b = &tileBuf{k: k}
 	}
-	b.data, b.pending = data, 0
+	b.data, b.pending = data, 1 // the pipeline's hold
 	return b
 }
 
@@ -377,7 +384,15 @@ func (b *tileBuf) watch(op *machine.MemOp) {
 }
 
 // OpDone runs when one of the stores has copied the bytes.
-func (b *tileBuf) OpDone(*machine.MemOp) {
+func (b *tileBuf) OpDone(*machine.MemOp) { b.release() }
+
+// release drops one reader of the bytes (a store that copied them, or
+// the pipeline once it issued its last store); the last one gives them
+// back to the machine's pool.
+func (b *tileBuf) release() {
+	if b == nil {
+		return
+	}
 	if b.pending--; b.pending == 0 {
 		b.k.M.PutBuffer(b.data)
 		b.data = nil
