@@ -299,18 +299,33 @@ func checkResults(reps []labeled, stderr io.Writer) error {
 		for _, r := range l.rep.Results {
 			if r.Phase2Match != nil && !*r.Phase2Match {
 				fmt.Fprintf(stderr, "%stwo-pass verification failed at %d bytes: %s\n", prefix, r.Bytes, r.Phase2)
+				if d := r.Phase2Diagnosis; d != nil {
+					for _, line := range d.Lines() {
+						fmt.Fprintf(stderr, "  %s\n", line)
+					}
+				}
+				if r.Wrong > 0 {
+					wrongReport(stderr, prefix, l.rep, r)
+				}
+				fmt.Fprintf(stderr, "%s%s\n", prefix, ccl.Phase2Advice)
 				return &exitError{kind: errkind.Phase2Mismatch, err: fmt.Errorf("phase 2 mismatch")}
 			}
 			if r.Wrong > 0 {
-				fw := r.FirstWrong
-				fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
-				fmt.Fprint(stderr, avgHint(r.RedOp, l.rep.WorldSize, fw))
-				fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
+				wrongReport(stderr, prefix, l.rep, r)
 				return &exitError{kind: errkind.WrongResult, err: fmt.Errorf("verification failed")}
 			}
 		}
 	}
 	return nil
+}
+
+// wrongReport prints a row's wrong elements: the count, the first, and
+// each rank's ranges.
+func wrongReport(stderr io.Writer, prefix string, rep *ccl.Report, r ccl.Result) {
+	fw := r.FirstWrong
+	fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
+	fmt.Fprint(stderr, avgHint(r.RedOp, rep.WorldSize, fw))
+	fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
 }
 
 // writeExtras writes --csv and --plot for finished runs.

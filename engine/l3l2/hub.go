@@ -426,6 +426,9 @@ func (h *Hub) logWrite(name string, reg machine.Region, start sim.Time, withData
 		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if withData {
 		r.Data = append([]byte(nil), reg.View()...)
+		if l.Witnessed() {
+			r.Produced = reg.View()
+		}
 	}
 	l.Add(r)
 }

@@ -791,9 +791,16 @@ func (msg *Message) Complete(*Transfer) {
 		msg.Src.Mem.addSendReading(msg.Src)
 	}
 	if l := g.M.Log; l != nil {
-		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
+		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
-			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq})
+			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
+		if l.Witnessed() {
+			r.Produced = msg.Dst.View()
+			if msg.Meta.Origin != nil {
+				r.Origin = fmt.Sprintf("rank %d's send %s #%d at %v", q.Rank, q.Dir, msg.Meta.Seq, msg.Meta.Origin)
+			}
+		}
+		l.Add(r)
 	}
 	if tr := g.M.Trace; tr != nil {
 		pid := peer.ep.PE.ID + 1

@@ -89,6 +89,10 @@ type Machine struct {
 	// Log, when set, receives an OpRecord for every data operation
 	// (phase 1 of the two-pass verification).
 	Log *oplog.Log
+	// OriginOf, set with a witnessed Log (a run diagnosing a phase-2
+	// mismatch), describes the call issuing an operation now; each
+	// operation keeps it for its record.
+	OriginOf func() string
 
 	// Trace, when set (EnableTrace), receives the timeline.
 	Trace *trace.Recorder

@@ -69,7 +69,9 @@ type MemOp struct {
 	// Name; the last line, which no other operation touches).
 	Dir string
 	Seq uint64
-	_   [5]uint64 // to 384 bytes, a size class that starts on a cache line
+	// Origin is the issuing call (Machine.OriginOf; a witnessed run only).
+	Origin string
+	_      [3]uint64 // to 384 bytes, a size class that starts on a cache line
 }
 
 // Gen is the operation's generation: it changes when the operation is
@@ -95,9 +97,16 @@ func (m *Machine) newOp(kind OpKind) *MemOp {
 			op.Data = nil
 		}
 		op.Kind = kind
+		if m.OriginOf != nil {
+			op.Origin = m.OriginOf()
+		}
 		return op
 	}
-	return &MemOp{Kind: kind}
+	op := &MemOp{Kind: kind}
+	if m.OriginOf != nil {
+		op.Origin = m.OriginOf()
+	}
+	return op
 }
 
 // Recycle hands back a completed operation that nothing refers to any
@@ -298,6 +307,14 @@ func (op *MemOp) record(l *oplog.Log) {
 	}
 	if op.Name == "recv" {
 		r.Kind, r.RecvMode, r.Dir, r.SenderSeq = oplog.KindIPCQ, oplog.CopyToDst, op.Dir, op.Seq
+	}
+	if l.Witnessed() {
+		r.Origin = op.Origin
+		if op.Kind == OpFetch {
+			r.Produced = op.Data
+		} else {
+			r.Produced = op.Dst.View()
+		}
 	}
 	l.Add(r)
 }

@@ -122,6 +122,13 @@ type Record struct {
 
 	// Args of a marker (tl.trace).
 	Args map[string]string
+
+	// Produced and Origin are read by Add only in a witnessed log (see
+	// witness), and not kept in the record: what the effect produced in
+	// phase 1 (the bytes written, or the tile made) and the call that
+	// issued it.
+	Produced []byte
+	Origin   string
 }
 
 // recordJSON is Record's JSON form (--oplog), one object per line.
@@ -195,6 +202,8 @@ type Log struct {
 	extras []extra
 	// scan is phase 2's pass over the complete log (see phase2Scan).
 	scan *phase2Scan
+	// wit is set in a run that diagnoses a phase-2 mismatch (Witness).
+	wit *witness
 }
 
 // phase2Scan is what phase 2 reads off the whole log: the records in
@@ -313,6 +322,9 @@ func (l *Log) add(r *Record) {
 	if r.Data != nil || r.Args != nil || r.Scalar != 0 || r.ScalarI != 0 {
 		l.extras = append(l.extras, extra{data: r.Data, args: r.Args, scalar: r.Scalar, scalarI: r.ScalarI})
 		e.extra = uint32(len(l.extras))
+	}
+	if l.wit != nil {
+		l.wit.note(r)
 	}
 }
 
@@ -578,6 +590,9 @@ func replay(im replaySpace, l *Log) error {
 		}
 		if err := rp.apply(r); err != nil {
 			return fmt.Errorf("replay of record %d (%s %s, rank %d): %w", r.Seq, r.Kind, l.strs[r.name], r.Rank, err)
+		}
+		if l.wit != nil {
+			l.wit.check(l, r, rp.produced(r))
 		}
 		if r.Kind == KindMath || r.name == nameStore {
 			rp.release(r.TileA, i)
@@ -866,17 +881,46 @@ func (rp *replayer) apply(r *entry) error {
 
 // Mismatch describes the first byte where two images differ.
 type Mismatch struct {
-	Addr       uint64
-	Got, Want  byte // phase 2, phase 1
-	LastWriter *Record
+	Addr      uint64
+	Got, Want byte // phase 2, phase 1
+	// LastWriter is the record whose effect wrote Addr last in phase 2's
+	// order (t_end, then seq); LogWriter the one that wrote it last in
+	// phase 1, whose records are logged as their effects happen (seq
+	// order). They differ when the op_log's times put the writes in
+	// another order than phase 1 made them.
+	LastWriter, LogWriter *Record
+	// Origins of the two (a witnessed log only; "" when unknown).
+	LastOrigin, LogOrigin string
+	// Divergence is the first record whose effect differs between the
+	// phases (a witnessed log only).
+	Divergence *Divergence
+}
+
+// Where says where the phases differ, without the records.
+func (m *Mismatch) Where() string {
+	return fmt.Sprintf("phase 2 differs from phase 1 at address %#x (phase 2 %#02x, phase 1 %#02x)", m.Addr, m.Got, m.Want)
 }
 
 func (m *Mismatch) String() string {
-	s := fmt.Sprintf("phase 2 differs from phase 1 at address %#x (phase 2 %#02x, phase 1 %#02x)", m.Addr, m.Got, m.Want)
+	s := m.Where()
 	if r := m.LastWriter; r != nil {
 		s += fmt.Sprintf("; last written by record %d (%s %s, rank %d, t_end %v)", r.Seq, r.Kind, r.Name, r.Rank, r.TEnd)
 	}
 	return s
+}
+
+// mismatchAt is the Mismatch at addr, its last writers looked up in l.
+func mismatchAt(l *Log, addr uint64, got, want byte) *Mismatch {
+	m := &Mismatch{Addr: addr, Got: got, Want: want}
+	m.LastWriter, m.LogWriter = lastWriters(l, addr)
+	if m.LastWriter != nil {
+		m.LastOrigin = l.Origin(m.LastWriter.Seq)
+	}
+	if m.LogWriter != nil {
+		m.LogOrigin = l.Origin(m.LogWriter.Seq)
+	}
+	m.Divergence = l.Divergence()
+	return m
 }
 
 // Compare returns the first difference between phase-2 and phase-1 images
@@ -905,7 +949,7 @@ func Compare(phase2, phase1 Image, records []*Record) *Mismatch {
 			}
 			if x != y {
 				addr := uint64(id+1)<<AddrShift | uint64(i)
-				return &Mismatch{Addr: addr, Got: x, Want: y, LastWriter: lastWriter(logOf(records), addr)}
+				return mismatchAt(logOf(records), addr, x, y)
 			}
 		}
 	}
@@ -926,9 +970,10 @@ func allZero(b []byte) bool {
 
 var zeroPage [4096]byte
 
-// lastWriter is the record with the latest effect that wrote addr.
-func lastWriter(l *Log, addr uint64) *Record {
-	var best *entry
+// lastWriters are the records that wrote addr last in effect order
+// (t_end, then seq: phase 2) and in log order (phase 1).
+func lastWriters(l *Log, addr uint64) (effect, logged *Record) {
+	var best, last *entry
 	for i := range l.n {
 		r := l.at(i)
 		writes := r.Dst != 0 && r.name != nameFetch && r.Kind != KindMath
@@ -938,11 +983,12 @@ func lastWriter(l *Log, addr uint64) *Record {
 		if best == nil || r.TEnd > best.TEnd || (r.TEnd == best.TEnd && r.Seq > best.Seq) {
 			best = r
 		}
+		last = r
 	}
 	if best == nil {
-		return nil
+		return nil, nil
 	}
-	return l.record(best)
+	return l.record(best), l.record(last)
 }
 
 // CheckCausality checks invariant I5: every receive has a send of the same

@@ -406,7 +406,7 @@ func (ov *Overlay) CompareLog(l *Log) *Mismatch {
 				}
 				if got[i] != y {
 					addr := uint64(id+1)<<AddrShift | uint64(lo+int64(i))
-					return &Mismatch{Addr: addr, Got: got[i], Want: y, LastWriter: lastWriter(l, addr)}
+					return mismatchAt(l, addr, got[i], y)
 				}
 			}
 		}

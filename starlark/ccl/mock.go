@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"go.starlark.net/starlark"
 
@@ -122,7 +123,11 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 		}
 		res.Wrong += r.Wrong
 		if r.Phase2Match != nil && !*r.Phase2Match {
-			return nil, WithKind(errkind.Phase2Mismatch, &Failure{Rank: -1, Msg: fmt.Sprintf("schedule %d: %s", i, r.Phase2)})
+			msg := fmt.Sprintf("schedule %d: %s", i, r.Phase2)
+			if d := r.Phase2Diagnosis; d != nil {
+				msg += "\n  " + strings.Join(d.Lines(), "\n  ")
+			}
+			return nil, WithKind(errkind.Phase2Mismatch, &Failure{Rank: -1, Msg: msg + "\n" + Phase2Advice})
 		}
 	}
 	return res, nil

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"kernbench/engine/machine"
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/tl"
@@ -71,8 +72,12 @@ type Result struct {
 	// WrongRanges are the wrong elements of each rank that has some.
 	WrongRanges []RankWrong `json:"wrong_ranges,omitempty"`
 	Phase2      string      `json:"phase2_mismatch,omitempty"`
-	Ops         OpCounts    `json:"ops"`
-	Busiest     []Usage     `json:"busiest,omitempty"`
+	// Phase2Diagnosis explains a mismatch of the builtin bench (runOnce).
+	Phase2Diagnosis *Phase2Diagnosis `json:"phase2_diagnosis,omitempty"`
+	// mismatch is the phase-2 mismatch found, for its diagnosis.
+	mismatch *oplog.Mismatch
+	Ops      OpCounts `json:"ops"`
+	Busiest  []Usage  `json:"busiest,omitempty"`
 	// Unfinished is what an L3 orchestration left behind when main
 	// returned (queued messages, regions never freed); an error under
 	// Options.Strict.

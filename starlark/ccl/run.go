@@ -229,8 +229,8 @@ func stepLimit(f *Failure) *Failure {
 	return f
 }
 
-// runOnce simulates one size of the builtin collective bench.
-func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
+// simulateOnce simulates one size of the builtin collective bench.
+func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
 	w, err := newWorld(p, cfg, tgt.settings)
 	if err != nil {
 		return nil, err
@@ -289,6 +289,9 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 		}
 		return err
 	})
+	if duringPhase1 != nil {
+		duringPhase1(w.m, b.send)
+	}
 	if err := w.run(tgt); err != nil {
 		return nil, err
 	}
@@ -323,6 +326,10 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	}
 	return res, nil
 }
+
+// duringPhase1, when set (tests only), runs before the kernels start,
+// e.g. to schedule a change of memory behind the op_log's back.
+var duringPhase1 func(m *machine.Machine, send []*tl.Ptr)
 
 // afterPhase1, when set (tests only), runs on the machine after the kernels
 // and before the checks, e.g. to change memory behind the op_log's back.

@@ -18,6 +18,7 @@ import (
 	"kernbench/engine/trace"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
+	"kernbench/starlark/tl"
 )
 
 // world is one simulation's machine and (once installed) its process group.
@@ -106,6 +107,10 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 		m.SetTimingOnly()
 	} else if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
+		if p.witness {
+			m.Log.Witness()
+			tl.WatchOrigins(m)
+		}
 	}
 	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
 		verifies: p.opts.Verify}
@@ -189,7 +194,7 @@ func (w *world) phase2(p *plan, res *Result) error {
 		res.Phase2 = err.Error()
 	} else if mm := ov.CompareLog(w.m.Log); mm != nil {
 		match = false
-		res.Phase2 = mm.String()
+		res.Phase2, res.mismatch = mm.String(), mm
 	}
 	res.Phase2Match = &match
 	return nil

@@ -457,6 +457,12 @@ func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	if fill != nil {
 		fill(r)
 	}
+	if l.Witnessed() {
+		r.Produced = out.Data
+		if k.M.OriginOf != nil {
+			r.Origin = k.M.OriginOf()
+		}
+	}
 	l.Add(r)
 }
 
@@ -472,6 +478,12 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if !zero {
 		r.Data = append([]byte(nil), reg.View()...)
+	}
+	if l.Witnessed() {
+		r.Produced = reg.View()
+		if m.OriginOf != nil {
+			r.Origin = m.OriginOf()
+		}
 	}
 	l.Add(r)
 }

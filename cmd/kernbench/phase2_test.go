@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
+)
+
+// A phase-2 mismatch prints where the phases differ, the diagnosis (last
+// writers, the first divergent record, each with its call), the
+// wrong-element report, and what the mismatch means and what to try; the
+// exit status is Phase2Mismatch's.
+func TestPhase2MismatchReport(t *testing.T) {
+	no := false
+	r := ccl.Result{Bytes: 4096, RedOp: "sum", Phase2Match: &no, Wrong: 3,
+		Phase2:      "phase 2 differs from phase 1 at address 0x10 (phase 2 0x00, phase 1 0x01)",
+		FirstWrong:  &ccl.WrongElem{Rank: 1, Index: 7, Got: "2", Want: "1"},
+		WrongRanges: []ccl.RankWrong{{Rank: 1, Wrong: 3, Ranges: []ccl.WrongRange{{Start: 7, End: 10}}}},
+		Phase2Diagnosis: &ccl.Phase2Diagnosis{Reproduced: true,
+			Phase1Writer:   &ccl.RecordRef{Seq: 9, Rank: 1, Kind: "ipcq", Name: "send", Dir: "E", TEndNs: 40, Origin: "rank 1's send E #3 at k.star:5:9"},
+			Phase2Writer:   &ccl.RecordRef{Seq: 9, Rank: 1, Kind: "ipcq", Name: "send", Dir: "E", TEndNs: 40, Origin: "rank 1's send E #3 at k.star:5:9"},
+			FirstDivergent: &ccl.RecordRef{Seq: 4, Rank: 1, Kind: "memory", Name: "store", TEndNs: 20, Origin: "rank 1 tl.recv_copy_send at k.star:7:20"}}}
+	var stderr bytes.Buffer
+	err := checkResults([]labeled{{rep: &ccl.Report{WorldSize: 2, Results: []ccl.Result{r}}}}, &stderr)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.kind != errkind.Phase2Mismatch {
+		t.Fatalf("checkResults = %v, want a Phase2Mismatch exit", err)
+	}
+	want := []string{
+		"kernbench: two-pass verification failed at 4096 bytes: phase 2 differs from phase 1 at address 0x10 (phase 2 0x00, phase 1 0x01)",
+		"  last write there, in both phases: record 9 (ipcq send E, rank 1, t_end 40ns), issued by rank 1's send E #3 at k.star:5:9",
+		"  first record whose effect differs between the phases (phase 1 made other bytes than the replay makes from the op_log): record 4 (memory store, rank 1, t_end 20ns), issued by rank 1 tl.recv_copy_send at k.star:7:20",
+		"kernbench: 3 wrong element(s) at 4096 bytes; first: rank 1 index 7 got 2 want 1",
+		"  rank 1: 3 wrong at [7, 10)",
+		"kernbench: " + ccl.Phase2Advice,
+	}
+	if diff := cmp.Diff(want, strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,52 @@
+package tl
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/machine"
+)
+
+// WatchOrigins makes m name, for each operation issued, the tl call that
+// issues it (machine.OriginOf): the call running in the current process,
+// or the fused primitive whose step the event loop advances. Only a run
+// diagnosing a phase-2 mismatch does this (a Starlark frame lookup per
+// operation); its op_log then says which call issued each record.
+func WatchOrigins(m *machine.Machine) {
+	m.OriginOf = func() string {
+		p := m.Sim.Running()
+		if p == nil {
+			p = m.Sim.Stepping()
+		}
+		if p == nil {
+			return ""
+		}
+		th, ok := p.Data.(*starlark.Thread)
+		if !ok {
+			return ""
+		}
+		k, ok := th.Local(threadKernelKey).(*Kernel)
+		if !ok {
+			return ""
+		}
+		return k.describeCall(th)
+	}
+}
+
+// describeCall names the tl call k's thread th is in: the rank, the
+// thread, the builtin and its call site.
+func (k *Kernel) describeCall(th *starlark.Thread) string {
+	who := fmt.Sprintf("rank %d", k.Rank)
+	if k.thread != 0 {
+		who += " " + k.threadName
+	}
+	if k.inFused {
+		return fmt.Sprintf("%s %s at %v", who, k.fusedCallBuf.name, k.fusedCallBuf.site)
+	}
+	if th.CallStackDepth() < 2 {
+		return who
+	}
+	// (A tl builtin's frame is named as the user wrote it: tl.fetch.)
+	return fmt.Sprintf("%s %s at %v", who, th.CallFrame(0).Name, th.CallFrame(1).Pos)
+}
