@@ -608,8 +608,17 @@ func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 }
 
 // sendPieces issues the messages of src on q from process p, each of at
-// most piece bytes (whole elements).
+// most piece bytes (whole elements). While it does, q.Sending is src's
+// size, which a deadlock report compares with the ring the send waits on.
 func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
+	q.Sending = src.Reg.N
+	err := k.sendEach(p, q, src, piece, origin, h)
+	q.Sending = 0
+	return err
+}
+
+// sendEach is sendPieces without the note of the buffer's size.
+func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
 	if src.Reg.N <= piece {
 		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin)
 	}
