@@ -111,9 +111,9 @@ type QueuePair struct {
 	PeerDir string
 
 	// Sending is the size in bytes of the buffer whose messages the send
-	// side is issuing (a tl.send or tl.send_async of a whole buffer, cut
-	// into slot-sized messages), set by that call while it runs; 0 when
-	// nobody said. A deadlock report compares it with the ring the send
+	// side is issuing (a tl.send or tl.send_async of several slot-sized
+	// messages), set by that call while it runs; 0 when nobody said
+	// (a single message, a fused primitive). A deadlock report compares it with the ring the send
 	// waits on: a send larger than one ring waits for a receive.
 	Sending int64
 

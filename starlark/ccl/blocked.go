@@ -48,8 +48,8 @@ type QPState struct {
 	NSlots        int     `json:"n_slots"`
 	SlotSize      int64   `json:"slot_size"`
 	// SendBytes is the size of the buffer a blocked send is sending (a
-	// whole-buffer tl.send or tl.send_async, cut into messages); absent
-	// when unknown.
+	// tl.send or tl.send_async of several messages); absent for a single
+	// message and when unknown (a fused primitive's send).
 	SendBytes int64 `json:"send_bytes,omitempty"`
 	// world is the group's size (the peer as an offset of the rank).
 	world int
