@@ -110,8 +110,15 @@ type QueuePair struct {
 
 	PeerDir string
 
+	// Sending is the size in bytes of the buffer whose messages the send
+	// side is issuing (a tl.send or tl.send_async of several slot-sized
+	// messages), set by that call while it runs; 0 when nobody said
+	// (a single message, a fused primitive). A deadlock report compares it with the ring the send
+	// waits on: a send larger than one ring waits for a receive.
+	Sending int64
+
 	SendWait, RecvWait, FlushWait WaitInfo
-	_                             [10]uint64 // to 512 bytes
+	_                             [9]uint64 // to 512 bytes
 }
 
 // RxSlot is one slot of a queue pair's rx ring: the message it holds and
@@ -136,16 +143,31 @@ type WaitInfo struct {
 	EP *Endpoint
 }
 
+// String is the wait with its rank, peer and the pointers that explain
+// it: "rank 0 send E -> rank 1: my_head=8 peer_tail_cache=0 n_slots=8
+// (ring full)". A recv(any) gives every direction's receive pointers.
 func (w *WaitInfo) String() string {
+	n := w.EP.g.Cfg.NSlots
 	if w.QP == nil {
-		return fmt.Sprintf("rank %d %s", w.EP.Rank, w.Op)
+		if w.Op != "recv(any)" || len(w.EP.QPs) == 0 {
+			return fmt.Sprintf("rank %d %s", w.EP.Rank, w.Op)
+		}
+		parts := make([]string, len(w.EP.QPs))
+		for i, q := range w.EP.QPs {
+			parts[i] = fmt.Sprintf("%s <- rank %d my_tail=%d peer_head_cache=%d", q.Dir, q.Peer, q.MyTail, q.PeerHeadCache)
+		}
+		return fmt.Sprintf("rank %d recv(any): %s; n_slots=%d (no data)", w.EP.Rank, strings.Join(parts, ", "), n)
 	}
 	q := w.QP
 	switch w.Op {
 	case "send":
-		return fmt.Sprintf("rank %d send %s -> rank %d: my_head=%d peer_tail_cache=%d (ring full)", q.Rank, q.Dir, q.Peer, q.MyHead, q.PeerTailCache)
+		size := ""
+		if q.Sending > 0 {
+			size = fmt.Sprintf(", a %d-byte send", q.Sending)
+		}
+		return fmt.Sprintf("rank %d send %s -> rank %d: my_head=%d peer_tail_cache=%d n_slots=%d (ring full%s)", q.Rank, q.Dir, q.Peer, q.MyHead, q.PeerTailCache, n, size)
 	case "recv":
-		return fmt.Sprintf("rank %d recv %s <- rank %d: my_tail=%d peer_head_cache=%d (no data)", q.Rank, q.Dir, q.Peer, q.MyTail, q.PeerHeadCache)
+		return fmt.Sprintf("rank %d recv %s <- rank %d: my_tail=%d peer_head_cache=%d n_slots=%d (no data)", q.Rank, q.Dir, q.Peer, q.MyTail, q.PeerHeadCache, n)
 	}
 	return fmt.Sprintf("rank %d %s %s: %d send(s) in flight", q.Rank, w.Op, q.Dir, q.InFlight)
 }
@@ -180,6 +202,9 @@ type Endpoint struct {
 	AnyWait    WaitInfo
 	g          *Group
 }
+
+// Group is the process group the endpoint belongs to.
+func (e *Endpoint) Group() *Group { return e.g }
 
 // QP returns the queue pair for dir, or nil.
 func (e *Endpoint) QP(dir string) *QueuePair {

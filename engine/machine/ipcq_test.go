@@ -273,7 +273,7 @@ func TestIPCQ_Backpressure_BlocksAtExactlyNSlotsInFlight(t *testing.T) {
 			// The (n_slots+1)-th send started right after n_slots overheads.
 			wantSnap := &waitSnap{
 				Op:        "send",
-				Desc:      fmt.Sprintf("rank 0 send E -> rank 1: my_head=%d peer_tail_cache=0 (ring full)", nSlots),
+				Desc:      fmt.Sprintf("rank 0 send E -> rank 1: my_head=%d peer_tail_cache=0 n_slots=%d (ring full)", nSlots, nSlots),
 				QP:        q,
 				WaitSince: sim.Time(nSlots) * cfg.Overhead,
 			}
@@ -325,8 +325,8 @@ func TestIPCQ_Deadlock_StallErrorBlockedKeepsWaitDescription(t *testing.T) {
 		got = append(got, p.Name+": "+w.String())
 	}
 	want := []string{
-		"rank0: rank 0 send E -> rank 1: my_head=2 peer_tail_cache=0 (ring full)",
-		"rank1: rank 1 recv E <- rank 0: my_tail=0 peer_head_cache=0 (no data)",
+		"rank0: rank 0 send E -> rank 1: my_head=2 peer_tail_cache=0 n_slots=2 (ring full)",
+		"rank1: rank 1 recv E <- rank 0: my_tail=0 peer_head_cache=0 n_slots=2 (no data)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("blocked waits after Run (-want +got):\n%s", diff)
@@ -1711,5 +1711,34 @@ func TestIPCQ_Delivery_PublishedInSenderOrder(t *testing.T) {
 	want := []delivery{{1, 0}, {0, 2}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("peer_head_cache at each delivery (-want +got):\n%s", diff)
+	}
+}
+
+// Rule (model.md §8 F3): a blocked wait describes itself with its rank,
+// direction, peer, the pointers that explain it and the ring's depth; a
+// send of a whole buffer says how large the buffer is, a recv(any) gives
+// every direction's receive pointers.
+func TestWaitInfo_StringNamesPointersAndRing(t *testing.T) {
+	_, g := installIPCQ(t, testParams(), ringLinks(3), ipcqTestCfg(HBM, Sleep, 4, 64))
+	e := g.EPs[1].QP("E")
+	w := g.EPs[1].QP("W")
+	e.MyHead, e.PeerTailCache = 9, 5
+	w.MyTail, w.PeerHeadCache = 3, 3
+	for _, tc := range []struct {
+		name    string
+		sending int64
+		wait    *WaitInfo
+		want    string
+	}{
+		{"send, one message", 0, &e.SendWait, "rank 1 send E -> rank 2: my_head=9 peer_tail_cache=5 n_slots=4 (ring full)"},
+		{"send of a buffer", 1 << 20, &e.SendWait, "rank 1 send E -> rank 2: my_head=9 peer_tail_cache=5 n_slots=4 (ring full, a 1048576-byte send)"},
+		{"recv", 0, &w.RecvWait, "rank 1 recv W <- rank 0: my_tail=3 peer_head_cache=3 n_slots=4 (no data)"},
+		{"recv(any)", 0, &g.EPs[1].AnyWait, "rank 1 recv(any): E <- rank 2 my_tail=0 peer_head_cache=0, W <- rank 0 my_tail=3 peer_head_cache=3; n_slots=4 (no data)"},
+		{"flush", 0, &e.FlushWait, "rank 1 flush E: 0 send(s) in flight"},
+	} {
+		e.Sending = tc.sending
+		if diff := cmp.Diff(tc.want, tc.wait.String()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }

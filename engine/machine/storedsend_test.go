@@ -149,7 +149,7 @@ func TestSendStored_DeadlockNamesTheCreditWait(t *testing.T) {
 	for _, p := range se.Blocked {
 		got = append(got, fmt.Sprintf("%s: %v", p.Name, p.Wait))
 	}
-	want := []string{"rank0: rank 0 send E -> rank 1: my_head=2 peer_tail_cache=0 (ring full)"}
+	want := []string{"rank0: rank 0 send E -> rank 1: my_head=2 peer_tail_cache=0 n_slots=2 (ring full)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("blocked waits (-want +got):\n%s", diff)
 	}

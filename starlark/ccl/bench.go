@@ -283,11 +283,17 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 	if len(blocked) > 0 {
 		var bld strings.Builder
 		fmt.Fprintf(&bld, "%d process(es) blocked:\n", len(blocked))
-		bld.WriteString(describeBlocked(blocked, note))
+		views := blockedProcs(blocked)
+		bld.WriteString(describeBlocked(blocked, views, note))
 		edges := waitGraph(blocked)
-		bld.WriteString(describeWaitGraph(edges))
+		cycle := findCycle(edges)
+		bld.WriteString(describeWaitGraph(edges, cycle))
+		f.Hint = ringHint(cycle, views)
+		if f.Hint != "" {
+			fmt.Fprintf(&bld, "\nhint: %s", f.Hint)
+		}
 		f.Detail = strings.TrimRight(bld.String(), "\n")
-		f.WaitFor = edges
+		f.WaitFor, f.Blocked, f.Cycle = edges, views, cycle
 	}
 	return f
 }

@@ -187,6 +187,13 @@ type ErrorOut struct {
 	Backtrace []string `json:"backtrace,omitempty"`
 	// SpawnedAt is where a failing tl.spawn thread was spawned.
 	SpawnedAt []string `json:"spawned_at,omitempty"`
+	// Blocked are a deadlock's blocked processes, each with its wait and
+	// the pointers of the queue pairs it waits on; Cycle is a cycle of
+	// the wait-for graph (its first rank repeated at the end), Hint what
+	// to change when the cycle is one kernbench recognises.
+	Blocked []BlockedProc `json:"blocked,omitempty"`
+	Cycle   []int         `json:"cycle,omitempty"`
+	Hint    string        `json:"hint,omitempty"`
 }
 
 // Exit statuses, as errkind declares them.
@@ -212,8 +219,13 @@ type Failure struct {
 	Backtrace []string
 	SpawnedAt []string // a failing thread's spawn stack
 	Err       error
-	// WaitFor is the wait-for graph of a deadlock.
+	// WaitFor is the wait-for graph of a deadlock, Cycle its cycle,
+	// Blocked its blocked processes and Hint the advice for its cycle
+	// (ErrorOut says more).
 	WaitFor []waitEdge
+	Cycle   []int
+	Blocked []BlockedProc
+	Hint    string
 }
 
 // WriteDOT writes the failure's wait-for graph as Graphviz DOT (--dot).
@@ -235,7 +247,7 @@ func (f *Failure) setKind(k *errkind.Kind) { f.kind, f.Code, f.Kind = k, k.Statu
 
 // Out converts the failure into the JSON error object.
 func (f *Failure) Out() *ErrorOut {
-	o := &ErrorOut{Kind: f.Kind, Message: f.Msg, Backtrace: f.Backtrace, SpawnedAt: f.SpawnedAt}
+	o := &ErrorOut{Kind: f.Kind, Message: f.Msg, Backtrace: f.Backtrace, SpawnedAt: f.SpawnedAt, Blocked: f.Blocked, Cycle: f.Cycle, Hint: f.Hint}
 	if f.Rank >= 0 {
 		r := f.Rank
 		o.Rank = &r

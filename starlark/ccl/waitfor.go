@@ -104,12 +104,12 @@ func inCycle(cycle []int, from, to int) bool {
 	return false
 }
 
-// describeWaitGraph renders the graph as text with the cycle marked.
-func describeWaitGraph(edges []waitEdge) string {
+// describeWaitGraph renders the graph as text with its cycle (findCycle)
+// marked.
+func describeWaitGraph(edges []waitEdge, cycle []int) string {
 	if len(edges) == 0 {
 		return ""
 	}
-	cycle := findCycle(edges)
 	var b strings.Builder
 	b.WriteString("wait-for graph (A -> B: rank A waits for rank B):\n")
 	// A large graph keeps its first and last edges; the cycle line below
@@ -184,36 +184,44 @@ type summarizer interface{ Summary() string }
 // describeBlocked lists the blocked processes with what they wait for and
 // where. Processes of several ranks in the same state (the same kind of
 // wait at the same positions) are one entry, "ranks 4-63 (60): waiting in
-// recv W, no data", so that a large deadlock stays readable; a process
-// alone in its state is listed with its full wait.
-func describeBlocked(blocked []*sim.Proc, note func(p *sim.Proc) string) string {
+// recv W, no data", so that a large deadlock stays readable, followed by
+// their queue pairs' pointers, one line for the ranks whose pointers are
+// the same and whose peers are at the same offset ("rank r in 4-63: recv
+// W <- rank r-1: my_tail=0 peer_head_cache=0 n_slots=8"); a process alone
+// in its state is listed with its full wait, pointers included. views are
+// the processes as blockedProcs describes them, in the same order.
+func describeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.Proc) string) string {
 	type group struct {
-		procs []*sim.Proc
+		procs []int // indices into blocked
+		label string
 		state string // summary of the wait and the stack, for grouping
 	}
-	var groups []*group
 	byState := map[string]*group{}
-	for _, p := range blocked {
+	of := make([]*group, len(blocked))
+	for i, p := range blocked {
 		stack := stackLines(p)
 		if note != nil {
 			if n := note(p); n != "" {
 				stack += "    " + n + "\n"
 			}
 		}
-		state := ""
+		state, label := "", ""
 		if s, ok := p.Wait.(summarizer); ok {
-			// Only ranks' main processes group ("rank N"); threads keep
-			// their own lines.
-			if _, err := fmt.Sscanf(p.Name, "rank %d", new(int)); err == nil && !strings.Contains(p.Name, "thread") {
-				state = s.Summary() + "\n" + stack
+			// Only ranks' own processes group ("rank N", or a rank's
+			// tl.send_async: "rank N tl.send_async(...) issued at ...");
+			// threads keep their own lines.
+			if r, ok := procRank(p.Name); ok && !strings.Contains(p.Name, "thread") {
+				label = strings.TrimPrefix(p.Name, fmt.Sprintf("rank %d", r))
+				state = label + "\n" + s.Summary() + "\n" + stack
 			}
 		}
 		if g := byState[state]; state != "" && g != nil {
-			g.procs = append(g.procs, p)
+			g.procs = append(g.procs, i)
+			of[i] = g
 			continue
 		}
-		g := &group{procs: []*sim.Proc{p}, state: state}
-		groups = append(groups, g)
+		g := &group{procs: []int{i}, state: state, label: label}
+		of[i] = g
 		if state != "" {
 			byState[state] = g
 		}
@@ -223,39 +231,36 @@ func describeBlocked(blocked []*sim.Proc, note func(p *sim.Proc) string) string 
 	// (two lines are as short as a group's).
 	var b strings.Builder
 	written := map[*group]bool{}
-	for _, p := range blocked {
-		var g *group
-		for _, c := range groups {
-			if slices.Contains(c.procs, p) {
-				g = c
-				break
-			}
-		}
+	for i, p := range blocked {
+		g := of[i]
 		if len(g.procs) >= minGroup && written[g] {
 			continue
 		}
 		written[g] = true
+		var lines []string
 		if len(g.procs) < minGroup {
 			fmt.Fprintf(&b, "  %s", p.Name)
 			if p.Wait != nil {
 				fmt.Fprintf(&b, ": waiting in %v since t=%v", p.Wait, p.WaitSince)
 			}
 		} else {
-			p = g.procs[0]
+			p = blocked[g.procs[0]]
 			ranks := make([]int, len(g.procs))
-			for i, q := range g.procs {
-				fmt.Sscanf(q.Name, "rank %d", &ranks[i])
-			}
-			fmt.Fprintf(&b, "  ranks %s (%d): waiting in %s", rankRanges(ranks), len(ranks), p.Wait.(summarizer).Summary())
+			members := make([]*BlockedProc, len(g.procs))
 			first, last := p.WaitSince, p.WaitSince
-			for _, q := range g.procs {
+			for j, k := range g.procs {
+				q := blocked[k]
+				ranks[j], _ = procRank(q.Name)
+				members[j] = &views[k]
 				first, last = min(first, q.WaitSince), max(last, q.WaitSince)
 			}
+			fmt.Fprintf(&b, "  ranks %s (%d)%s: waiting in %s", rankRanges(ranks), len(ranks), g.label, p.Wait.(summarizer).Summary())
 			if first == last {
 				fmt.Fprintf(&b, " since t=%v", first)
 			} else {
 				fmt.Fprintf(&b, " since t=%v to %v", first, last)
 			}
+			lines = pointerLines(members)
 		}
 		b.WriteByte('\n')
 		b.WriteString(stackLines(p))
@@ -263,6 +268,9 @@ func describeBlocked(blocked []*sim.Proc, note func(p *sim.Proc) string) string 
 			if n := note(p); n != "" {
 				fmt.Fprintf(&b, "    %s\n", n)
 			}
+		}
+		for _, l := range lines {
+			fmt.Fprintf(&b, "    %s\n", l)
 		}
 	}
 	return b.String()

@@ -608,11 +608,22 @@ func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 }
 
 // sendPieces issues the messages of src on q from process p, each of at
-// most piece bytes (whole elements).
+// most piece bytes (whole elements). While a src of several messages is
+// sent, q.Sending is its size, which a deadlock report compares with the
+// ring the send waits on (a single message never fills more than a slot,
+// and leaves the queue pair's cold fields alone).
 func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
 	if src.Reg.N <= piece {
 		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin)
 	}
+	q.Sending = src.Reg.N
+	err := k.sendEach(p, q, src, piece, origin, h)
+	q.Sending = 0
+	return err
+}
+
+// sendEach issues the messages of a src longer than one piece.
+func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
 	per := piece / int64(src.DT.Size())
 	if per == 0 {
 		return errorf(errkind.IpcqMessageTooLarge, "rank %d send %s: one %s element (%d bytes) exceeds a message of %d bytes", k.Rank, q.Dir, src.DT, src.DT.Size(), piece)
