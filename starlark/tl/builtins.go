@@ -226,7 +226,7 @@ func kernelBuiltins() []Builtin {
 				}
 				return h, nil
 			}},
-		{Name: "wait", Sig: "wait(handle)", Doc: "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async), the thread function's return value (spawn; an error in the thread fails the run) or None (store_async, copy_async, send_async). With an event (tl.event), blocks until it is signalled and returns None.",
+		{Name: "wait", Sig: "wait(handle)", Doc: "Complete an async operation: returns the Tile (fetch_async), the received Ptr (recv_async), the thread function's return value (spawn; an error in the thread fails the run) or None (store_async, copy_async: once written; send_async: once every message is issued, while its source is read until the DMAs complete, which tl.flush(dir) waits for). With an event (tl.event), blocks until it is signalled and returns None.",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var v starlark.Value
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 1, &v); err != nil {
@@ -960,7 +960,7 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 		if m.Meta.Origin != nil {
 			where = fmt.Sprintf(" issued at %v", m.Meta.Origin)
 		}
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (tl.flush(%q) first, or write elsewhere)",
+		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (a send reads its source until its DMA completes, after tl.send and tl.wait(send_async handle) return: tl.flush(%q) frees it; or write elsewhere)",
 			fn, k.Rank, dst, m.Q.Rank, m.Q.Dir, m.Meta.Seq, where, m.Q.Dir)
 	}
 	return nil
@@ -984,7 +984,7 @@ func (k *Kernel) checkIssuingSends(fn string, dst machine.Region, unissued bool)
 	clear(root.issuingSends[len(live):])
 	root.issuingSends = live
 	if hit != nil {
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v still reads it (tl.wait(its handle) and tl.flush(%q) first, or write elsewhere)",
+		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v has not sent it yet (tl.wait(its handle) returns once all of it is issued, tl.flush(%q) once it is delivered and the source is free; or write elsewhere)",
 			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
 	}
 	return nil
