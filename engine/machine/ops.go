@@ -97,16 +97,9 @@ func (m *Machine) newOp(kind OpKind) *MemOp {
 			op.Data = nil
 		}
 		op.Kind = kind
-		if m.OriginOf != nil {
-			op.Origin = m.OriginOf()
-		}
 		return op
 	}
-	op := &MemOp{Kind: kind}
-	if m.OriginOf != nil {
-		op.Origin = m.OriginOf()
-	}
-	return op
+	return &MemOp{Kind: kind}
 }
 
 // Recycle hands back a completed operation that nothing refers to any
@@ -217,6 +210,9 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	op.Xfer.Path, op.Xfer.N, op.Xfer.VC, op.Xfer.Owner = path, n, VCCompute, op
 	if m.Trace != nil {
 		op.Xfer.Label = op.Kind.String()
+	}
+	if m.OriginOf != nil {
+		op.Origin = m.OriginOf()
 	}
 	now := m.Sim.Now()
 	if op.startAt > now {

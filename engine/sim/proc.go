@@ -97,9 +97,7 @@ func (p *Proc) Fire() {
 		// A wait of a chain (ParkStep) ended: the chain goes on here, in
 		// the place of the queue the process's resumption had.
 		p.parked = false
-		p.sim.stepping = p
 		st.Step(p)
-		p.sim.stepping = nil
 		return
 	}
 	p.resume()

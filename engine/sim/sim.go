@@ -147,8 +147,6 @@ type Sim struct {
 
 	procs   []*Proc
 	running *Proc
-	// stepping is the process whose step (ParkStep) runs on the loop now.
-	stepping *Proc
 	// stopErr ends the run at the next loop iteration (first error wins).
 	stopErr error
 	// MaxTime is the simulated-time watchdog (0 = none): the run stops with
@@ -549,10 +547,6 @@ func (s *Sim) Blocked() []*Proc {
 // handler (a ParkStep step included: it runs on the loop, not in the
 // process, and so must not run code that asks which process runs).
 func (s *Sim) Running() *Proc { return s.running }
-
-// Stepping is the process whose step (a chain of ParkStep waits) the
-// event loop runs now, or nil: the step acts for that process.
-func (s *Sim) Stepping() *Proc { return s.stepping }
 
 // StallError: the event queue drained while processes were still blocked
 // (a deadlock: nothing can ever wake them).

@@ -9,16 +9,15 @@ import (
 )
 
 // WatchOrigins makes m name, for each operation issued, the tl call that
-// issues it (machine.OriginOf): the call running in the current process,
-// or the fused primitive whose step the event loop advances. Only a run
+// issues it (machine.OriginOf): the call running in the current process.
+// Only a run
 // diagnosing a phase-2 mismatch does this (a Starlark frame lookup per
 // operation); its op_log then says which call issued each record.
 func WatchOrigins(m *machine.Machine) {
 	m.OriginOf = func() string {
+		// (The fused primitives take no steps in such a run: their
+		// operations are issued by their process too.)
 		p := m.Sim.Running()
-		if p == nil {
-			p = m.Sim.Stepping()
-		}
 		if p == nil {
 			return ""
 		}

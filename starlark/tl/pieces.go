@@ -209,7 +209,10 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	// want it).
 	pr.holdSide = threads
 	// (A deferred piece fits a slot, as every piece does: pieceBytes.)
-	pr.steps = !pieceStepsOff
+	// (A run naming each operation's call, WatchOrigins, has the process
+	// do every wait, so that the call issuing an operation is the running
+	// process's: the run is the same event for event.)
+	pr.steps = !pieceStepsOff && k.M.OriginOf == nil
 	pr.inboxSteps = pr.steps && c.in.Rx.Mem != k.PE.TCM
 	// Local operand pieces in flight, a window of n_slots (the first ones
 	// may have been issued by tl.prefetch).
