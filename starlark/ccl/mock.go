@@ -106,7 +106,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 				if o.Schedules > 1 {
 					msg = fmt.Sprintf("schedule %d of %d (seed %d): %s", i, o.Schedules, o.Seed, msg)
 				}
-				return nil, WithKind(f.kind, &Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
+				return nil, WithKind(f.ErrorKind(), &Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
 			}
 			return nil, err
 		}

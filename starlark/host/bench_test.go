@@ -162,8 +162,8 @@ def run_rank(rank, world_size, torch):
 	if !errors.As(err, &f) {
 		t.Fatalf("error = %v, want a *ccl.Failure", err)
 	}
-	if f.Code != ccl.ExitRuntime || f.Rank != 0 {
-		t.Errorf("failure code %d rank %d, want %d, rank 0", f.Code, f.Rank, ccl.ExitRuntime)
+	if f.ErrorKind().Status != ccl.ExitRuntime || f.Rank != 0 {
+		t.Errorf("failure code %d rank %d, want %d, rank 0", f.ErrorKind().Status, f.Rank, ccl.ExitRuntime)
 	}
 	want := "world_size=2 rank=1 do not match this process (world_size 2, rank 0)"
 	if !strings.Contains(f.Msg, want) {
@@ -202,8 +202,8 @@ def run_rank(rank, world_size, torch):
 	if !errors.As(err, &f) {
 		t.Fatalf("error = %v, want a *ccl.Failure", err)
 	}
-	if f.Kind != "OutOfBounds" || f.Rank != 1 {
-		t.Errorf("failure kind %q rank %d, want OutOfBounds on rank 1: %v", f.Kind, f.Rank, f)
+	if f.ErrorKind().Name != "OutOfBounds" || f.Rank != 1 {
+		t.Errorf("failure kind %q rank %d, want OutOfBounds on rank 1: %v", f.ErrorKind().Name, f.Rank, f)
 	}
 	// p + 5 is the failing expression (a 4-element view advanced by 5).
 	wantBT := []string{bench + ":17:21: in run_rank", "<builtin>: in torch.launch", bench + ":8:16: in peek"}
@@ -248,8 +248,8 @@ def run_rank(rank, world_size, torch):
 	if !errors.As(err, &f) {
 		t.Fatalf("error = %v, want a *ccl.Failure", err)
 	}
-	if f.Kind != "IpcqInvalidDirection" || !strings.Contains(f.Msg, "no IPCQ process group is installed for rank 0") {
-		t.Errorf("failure kind %q message %q, want IpcqInvalidDirection: no IPCQ process group", f.Kind, f.Msg)
+	if f.ErrorKind().Name != "IpcqInvalidDirection" || !strings.Contains(f.Msg, "no IPCQ process group is installed for rank 0") {
+		t.Errorf("failure kind %q message %q, want IpcqInvalidDirection: no IPCQ process group", f.ErrorKind().Name, f.Msg)
 	}
 }
 
