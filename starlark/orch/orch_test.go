@@ -147,6 +147,15 @@ def main(orch):
     r = orch.create_l3_l2_region(payload_bytes = 64, counter_bytes = 64)
     r.payload_read(60, 8)
 `, "OUT_OF_BOUNDS", "OUT_OF_BOUNDS"},
+		{"non-positive timeout", `
+def main(orch):
+    r = orch.create_l3_l2_region(payload_bytes = 64, counter_bytes = 64)
+    r.counter(0).wait(1, WaitCmp.EQ, 0)
+`, "ValueError", "counter.wait: timeout must be finite and > 0 seconds, got 0"},
+		{"negative size", `
+def main(orch):
+    orch.create_worker_chip_queue(depth = -1, input_arena_bytes = 64, output_arena_bytes = 64)
+`, "ValueError", "create_worker_chip_queue: sizes must be >= 0"},
 		{"l2 fail", `
 def l2(l2):
     fail("nope")
