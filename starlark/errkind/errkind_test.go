@@ -142,6 +142,8 @@ func TestOf(t *testing.T) {
 		{"endpoint", wrap(&l3l2.EndpointError{Kind: l3l2.EndpointSignalTimeout}), errkind.SignalTimeout},
 		{"l3 timeout", wrap(&l3l2.TimeoutError{}), errkind.L3Timeout},
 		{"l3 argument", wrap(&l3l2.ArgError{}), errkind.L3ValueError},
+		{"descriptor", wrap(&l3l2.DescriptorError{Code: l3l2.BadMagicVersion}), errkind.BadMagicVersion},
+		{"simulated memory full", wrap(&machine.OutOfMemoryError{Mem: &machine.Memory{}, Requested: 1}), errkind.TLOutOfMemory},
 		{"step limit", wrap(loopErr(t, &script.Loader{MaxSteps: 1000})), errkind.StepLimit},
 		{"timeout", wrap(loopErr(t, &script.Loader{Watchdog: wd})), errkind.Timeout},
 	}
