@@ -269,10 +269,7 @@ type compareReport struct {
 
 // compareFailure reports variant i's error the way a single run does.
 func compareFailure(o *runOptions, variants []variant, rep *ccl.Report, err error, i int, stdout, stderr io.Writer) error {
-	f, ok := err.(*ccl.Failure)
-	if !ok {
-		f = ccl.WithKind(errkind.Internal, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
-	}
+	f := asFailure(err)
 	if o.json || o.jsonl {
 		if rep == nil {
 			rep = &ccl.Report{File: variants[i].target}
@@ -285,7 +282,7 @@ func compareFailure(o *runOptions, variants []variant, rep *ccl.Report, err erro
 	if f.Detail != "" && f.Detail != f.Msg {
 		fmt.Fprintln(stderr, f.Detail)
 	}
-	return &exitError{kind: f.ErrorKind(), err: f}
+	return &exitError{err: f}
 }
 
 // checkResults turns a wrong result or a phase-2 mismatch into exit 1; a
@@ -299,14 +296,14 @@ func checkResults(reps []labeled, stderr io.Writer) error {
 		for _, r := range l.rep.Results {
 			if r.Phase2Match != nil && !*r.Phase2Match {
 				fmt.Fprintf(stderr, "%stwo-pass verification failed at %d bytes: %s\n", prefix, r.Bytes, r.Phase2)
-				return &exitError{kind: errkind.Phase2Mismatch, err: fmt.Errorf("phase 2 mismatch")}
+				return reported(errkind.Phase2Mismatch, "phase 2 mismatch")
 			}
 			if r.Wrong > 0 {
 				fw := r.FirstWrong
 				fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
 				fmt.Fprint(stderr, avgHint(r.RedOp, l.rep.WorldSize, fw))
 				fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
-				return &exitError{kind: errkind.WrongResult, err: fmt.Errorf("verification failed")}
+				return reported(errkind.WrongResult, "verification failed")
 			}
 		}
 	}

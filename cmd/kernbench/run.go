@@ -460,10 +460,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	wall := time.Since(start).Seconds()
 	closeOutputs()
 	if err != nil {
-		f, ok := err.(*ccl.Failure)
-		if !ok {
-			f = ccl.WithKind(errkind.Internal, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
-		}
+		f := asFailure(err)
 		at := sweepPosition(o, rep)
 		if o.json || o.jsonl {
 			if rep == nil {
@@ -489,7 +486,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if f.Detail != "" && f.Detail != f.Msg {
 			fmt.Fprintln(stderr, f.Detail)
 		}
-		return &exitError{kind: f.ErrorKind(), err: f}
+		return &exitError{err: f}
 	}
 	rep.WallS = wall
 	rep.Shard = shardInfo
@@ -538,9 +535,26 @@ func sweepPosition(o *runOptions, rep *ccl.Report) string {
 	return fmt.Sprintf("at size %d of %d of the sweep (%d %s per rank buffer): ", i+1, len(points), points[i], unit)
 }
 
+// asFailure is the ccl.Failure err is or wraps; an error of ccl.Run that
+// is none (a bug: the runs report their failures as Failures) is one of
+// the kind errkind.Of gives it.
+func asFailure(err error) *ccl.Failure {
+	var f *ccl.Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return ccl.WithKind(errkind.Of(err), &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
+}
+
+// fail prints f's message as the command's diagnostic and returns it to
+// mainIn, which exits with the status of its kind.
+func fail(stderr io.Writer, f *ccl.Failure) error {
+	fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+	return &exitError{err: f}
+}
+
 func usageErr(stderr io.Writer, _ bool, msg string) error {
-	fmt.Fprintf(stderr, "kernbench: %s\n", msg)
-	return &exitError{kind: errkind.Usage, err: fmt.Errorf("%s", msg)}
+	return fail(stderr, ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: msg}))
 }
 
 // writeJSONLine writes v as one line of JSON.

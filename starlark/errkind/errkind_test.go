@@ -206,3 +206,52 @@ func TestLimitCauses(t *testing.T) {
 		t.Errorf("a thread cancelled when the simulation ended: got %v (%v), want RuntimeError", errkind.Of(err), err)
 	}
 }
+
+// Every L3/L2 kind is the kind of an engine error that carries it: the
+// errors of the descriptor decoder for the validation results it returns,
+// the typed errors of the queue, region and endpoint layers for the rest.
+// (An L2 endpoint records most of them in endpoint.error() instead of
+// raising them; cmd/kernbench's TestEveryKindFromTheCLI runs the ones an
+// L3 main raises.)
+func TestEveryL3KindHasItsEngineError(t *testing.T) {
+	decode := func(s ...uint64) error {
+		_, err := l3l2.DecodeDescriptor(s)
+		if err == nil {
+			t.Fatalf("DecodeDescriptor(%v) succeeded", s)
+		}
+		return err
+	}
+	errs := []error{
+		&l3l2.TimeoutError{Op: "counter.wait"},
+		&l3l2.ArgError{Op: "counter.wait", Msg: "timeout must be > 0"},
+		decode(0),
+		decode(l3l2.RegionMagicVersion, 0),
+		decode(l3l2.RegionMagicVersion),
+		decode(l3l2.RegionMagicVersion, 1, 64, 0),
+	}
+	for _, k := range []l3l2.QueueErrorKind{l3l2.QueueBadArgument, l3l2.QueueBadDescriptor, l3l2.QueueInvalidDescriptor,
+		l3l2.QueueOwnership, l3l2.QueueRemoteAborted, l3l2.QueueEndpointError} {
+		errs = append(errs, &l3l2.QueueError{Kind: k})
+	}
+	for _, k := range []l3l2.EndpointErrorKind{l3l2.EndpointBadDescriptor, l3l2.EndpointOutOfBounds, l3l2.EndpointSignalTimeout,
+		l3l2.EndpointSignalProtocol, l3l2.EndpointLocalOperation} {
+		errs = append(errs, &l3l2.EndpointError{Kind: k})
+	}
+	for _, c := range []l3l2.Code{l3l2.BadCounterRange, l3l2.OutOfBounds, l3l2.CodeBadArgument, l3l2.CodeReleased,
+		l3l2.CodePoisoned, l3l2.CodeSingleWriter, l3l2.CodeLocalOperation} {
+		errs = append(errs, &l3l2.RegionError{Code: c})
+	}
+	found := map[*errkind.Kind]bool{}
+	for _, err := range errs {
+		k := errkind.Of(wrap(err))
+		if k.Group != errkind.L3 {
+			t.Errorf("%T %v is a %s (group %v), want an L3 kind", err, err, k.Name, k.Group)
+		}
+		found[k] = true
+	}
+	for _, k := range errkind.Table {
+		if k.Group == errkind.L3 && !found[k] {
+			t.Errorf("no engine error is of the kind %s", k.Name)
+		}
+	}
+}
