@@ -132,6 +132,7 @@ func TestOf(t *testing.T) {
 		{"nil", nil, nil},
 		{"plain error", wrap(errors.New("fail: nope")), errkind.Runtime},
 		{"kinded", wrap(kinded{errkind.Config}), errkind.Config},
+		{"tl error built without its kind", wrap(&tl.Error{Msg: "m"}), errkind.Internal},
 		{"stall", wrap(&sim.StallError{}), errkind.Deadlock},
 		{"wait timeout", wrap(&sim.WaitTimeoutError{}), errkind.Deadlock},
 		{"watchdog", wrap(&sim.WatchdogError{}), errkind.Watchdog},
