@@ -1,6 +1,7 @@
 package ccl
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -98,7 +99,8 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
 		})
 		if err != nil {
-			if f, ok := err.(*Failure); ok {
+			var f *Failure
+			if errors.As(err, &f) {
 				msg := f.Msg
 				if f.Detail != "" && f.Detail != f.Msg {
 					msg += "\n" + f.Detail
