@@ -76,7 +76,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			}
 			if len(problems) > 0 {
 				fmt.Fprintf(stderr, "%s: %d problem(s)\n", args[0], len(problems))
-				return &exitError{kind: errkind.CheckFailed, err: fmt.Errorf("check failed")}
+				return reported(errkind.CheckFailed, "check failed")
 			}
 			fmt.Fprintf(stdout, "%s: ok\n", args[0])
 			return nil

@@ -256,7 +256,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		}
 	}
 	if err := writeExtras(o, reps); err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return fail(stderr, asFailure(err))
 	}
 	return checkResults(reps, stderr)
 }
@@ -269,10 +269,7 @@ type compareReport struct {
 
 // compareFailure reports variant i's error the way a single run does.
 func compareFailure(o *runOptions, variants []variant, rep *ccl.Report, err error, i int, stdout, stderr io.Writer) error {
-	f, ok := err.(*ccl.Failure)
-	if !ok {
-		f = ccl.WithKind(errkind.Internal, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
-	}
+	f := asFailure(err)
 	if o.json || o.jsonl {
 		if rep == nil {
 			rep = &ccl.Report{File: variants[i].target}
@@ -285,7 +282,7 @@ func compareFailure(o *runOptions, variants []variant, rep *ccl.Report, err erro
 	if f.Detail != "" && f.Detail != f.Msg {
 		fmt.Fprintln(stderr, f.Detail)
 	}
-	return &exitError{kind: f.ErrorKind(), err: f}
+	return &exitError{err: f}
 }
 
 // checkResults turns a wrong result or a phase-2 mismatch into exit 1; a
@@ -308,11 +305,11 @@ func checkResults(reps []labeled, stderr io.Writer) error {
 					wrongReport(stderr, prefix, l.rep, r)
 				}
 				fmt.Fprintf(stderr, "%s%s\n", prefix, ccl.Phase2Advice)
-				return &exitError{kind: errkind.Phase2Mismatch, err: fmt.Errorf("phase 2 mismatch")}
+				return reported(errkind.Phase2Mismatch, "phase 2 mismatch")
 			}
 			if r.Wrong > 0 {
 				wrongReport(stderr, prefix, l.rep, r)
-				return &exitError{kind: errkind.WrongResult, err: fmt.Errorf("verification failed")}
+				return reported(errkind.WrongResult, "verification failed")
 			}
 		}
 	}
@@ -328,24 +325,25 @@ func wrongReport(stderr io.Writer, prefix string, rep *ccl.Report, r ccl.Result)
 	fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
 }
 
-// writeExtras writes --csv and --plot for finished runs.
+// writeExtras writes --csv and --plot for finished runs; it fails with a
+// *ccl.Failure.
 func writeExtras(o *runOptions, reps []labeled) error {
 	if o.csv != "" {
 		var b bytes.Buffer
 		if err := writeCSV(&b, reps); err != nil {
-			return fmt.Errorf("--csv: %v", err)
+			return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: "--csv: " + err.Error(), Err: err})
 		}
 		if err := writeFileAtomic(o.Env, o.csv, b.Bytes()); err != nil {
-			return fmt.Errorf("--csv: %v", err)
+			return writeFailure("--csv", err)
 		}
 	}
 	if o.plot != "" {
 		svg, err := plotBusBW(reps)
 		if err != nil {
-			return fmt.Errorf("--plot: %v", err)
+			return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: "--plot: " + err.Error(), Err: err})
 		}
 		if err := writeFileAtomic(o.Env, o.plot, svg); err != nil {
-			return fmt.Errorf("--plot: %v", err)
+			return writeFailure("--plot", err)
 		}
 	}
 	return nil
@@ -376,8 +374,20 @@ func writeCSV(w io.Writer, reps []labeled) error {
 
 // writeFileAtomic writes data to a temporary file next to path (in env's
 // working directory) and renames it into place, so path is either absent
-// or complete.
+// or complete. A path that is there and not a regular file (/dev/stdout, a
+// named pipe) is written into, never replaced, as createOutput does.
 func writeFileAtomic(env script.Env, path string, data []byte) error {
+	if st, err := env.Stat(path); err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(env.Path(path), os.O_WRONLY, 0)
+		if err != nil {
+			return env.UserError(err, path)
+		}
+		_, werr := f.Write(data)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		return env.UserError(werr, path)
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(env.Path(dir), "."+filepath.Base(path)+".*")
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
 
@@ -28,9 +27,8 @@ func TestPhase2MismatchReport(t *testing.T) {
 			FirstDivergent: &ccl.RecordRef{Seq: 4, Rank: 1, Kind: "memory", Name: "store", TEndNs: 20, Origin: "rank 1 tl.recv_copy_send at k.star:7:20"}}}
 	var stderr bytes.Buffer
 	err := checkResults([]labeled{{rep: &ccl.Report{WorldSize: 2, Results: []ccl.Result{r}}}}, &stderr)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.kind != errkind.Phase2Mismatch {
-		t.Fatalf("checkResults = %v, want a Phase2Mismatch exit", err)
+	if k := errkind.Of(err); k != errkind.Phase2Mismatch {
+		t.Fatalf("checkResults = %v (%v), want a Phase2Mismatch exit", err, k)
 	}
 	want := []string{
 		"kernbench: two-pass verification failed at 4096 bytes: phase 2 differs from phase 1 at address 0x10 (phase 2 0x00, phase 1 0x01)",

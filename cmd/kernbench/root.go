@@ -18,15 +18,27 @@ import (
 )
 
 // exitError is an error the command has reported already, carried through
-// cobra with its kind; the kind gives the exit status (errkind.Status).
-type exitError struct {
-	kind *errkind.Kind
-	err  error
+// cobra to mainIn, which takes the exit status from its kind (errkind.Of):
+// err is a ccl.Failure, or wraps the error that says what failed.
+type exitError struct{ err error }
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// reported is the exitError of a failure of kind k whose diagnostics the
+// command has printed already; msg sums it up.
+func reported(k *errkind.Kind, msg string) error {
+	return &exitError{err: ccl.WithKind(k, &ccl.Failure{Rank: -1, Msg: msg})}
 }
 
-func (e *exitError) Error() string            { return e.err.Error() }
-func (e *exitError) Unwrap() error            { return e.err }
-func (e *exitError) ErrorKind() *errkind.Kind { return e.kind }
+// exitWith is the exit status of a command that failed with kind k; the
+// last line of its diagnostics names k, so that the text output says
+// what --json's error.kind says, and the status is k's, from the same
+// value.
+func exitWith(stderr io.Writer, k *errkind.Kind) int {
+	fmt.Fprintf(stderr, "kernbench: %s (exit status %d)\n", k.Name, k.Status)
+	return k.Status
+}
 
 // Main runs the CLI in the process's working directory and environment
 // and returns the exit status.
@@ -41,12 +53,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // reported as internal errors (status 4) on one line asking for a bug
 // report; the backtrace follows only with -v, where it helps the report.
 func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) {
-	defer func() {
-		if r := recover(); r != nil {
-			reportInternal(stderr, r, verboseArg(args))
-			code = errkind.Internal.Status
-		}
-	}()
+	defer recoverInternal(stderr, args, &code)
 	root := newRootCmd(env, stdout, stderr)
 	root.SetArgs(goTestFlags(args))
 	cmd, err := root.ExecuteC()
@@ -58,7 +65,7 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return errkind.Status(ee)
+		return exitWith(stderr, errkind.Of(ee.err))
 	}
 	// Flag and argument errors from cobra. Cobra's errors are untyped:
 	// the text is read only to avoid pointing at --help twice, not to
@@ -69,7 +76,16 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	if !strings.Contains(err.Error(), "--help") {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
-	return errkind.Usage.Status
+	return exitWith(stderr, errkind.Usage)
+}
+
+// recoverInternal, deferred by mainIn, reports a panic of the command
+// run with args as an InternalError and sets *code to its exit status.
+func recoverInternal(stderr io.Writer, args []string, code *int) {
+	if r := recover(); r != nil {
+		reportInternal(stderr, r, verboseArg(args))
+		*code = exitWith(stderr, errkind.Internal)
+	}
 }
 
 // ncclTestsFlags answers the nccl-tests flags kernbench run does not

@@ -394,17 +394,32 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if held {
 		table = &rowBuf
 	}
-	closeOutputs := func() {
+	// closeOutputs closes the output files and returns the failure of the
+	// first that could not be written, printing the others'.
+	closeOutputs := func() *ccl.Failure {
+		var first *ccl.Failure
 		for _, of := range outputs {
-			of.close(stderr)
+			if f := of.close(); f != nil && first == nil {
+				first = f
+			} else if f != nil {
+				fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+			}
 		}
 		outputs = nil
 		if held {
 			table, held = stdout, false
 			_, _ = rowBuf.WriteTo(stdout)
 		}
+		return first
 	}
-	defer closeOutputs()
+	// On the ways out below that report a failure of their own, an output
+	// file's failure is one more diagnostic.
+	closeAfterFailure := func() {
+		if f := closeOutputs(); f != nil {
+			fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+		}
+	}
+	defer closeAfterFailure()
 	// Progress only on an interactive terminal: never in pipes, logs or CI.
 	if f, ok := stderr.(*os.File); ok && !o.quiet && !o.json {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
@@ -445,7 +460,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			err = pprof.StartCPUProfile(of.w)
 		}
 		if err != nil {
-			closeOutputs()
+			closeAfterFailure()
 			return usageErr(stderr, o.json, "--cpuprofile: "+err.Error())
 		}
 		outputs = append(outputs, of)
@@ -458,12 +473,15 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		fmt.Fprint(stderr, "\r\x1b[K")
 	}
 	wall := time.Since(start).Seconds()
-	closeOutputs()
+	// A run whose output file could not be written failed, also when its
+	// simulation succeeded.
+	if f := closeOutputs(); f != nil && err == nil {
+		err = f
+	} else if f != nil {
+		fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+	}
 	if err != nil {
-		f, ok := err.(*ccl.Failure)
-		if !ok {
-			f = ccl.WithKind(errkind.Internal, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
-		}
+		f := asFailure(err)
 		at := sweepPosition(o, rep)
 		if o.json || o.jsonl {
 			if rep == nil {
@@ -489,17 +507,17 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if f.Detail != "" && f.Detail != f.Msg {
 			fmt.Fprintln(stderr, f.Detail)
 		}
-		return &exitError{kind: f.ErrorKind(), err: f}
+		return &exitError{err: f}
 	}
 	rep.WallS = wall
 	rep.Shard = shardInfo
 	if o.export != "" {
 		if err := writeFileAtomic(o.Env, o.export, exported.Bytes()); err != nil {
-			return usageErr(stderr, o.json, "--export-msccl: "+err.Error())
+			return fail(stderr, writeFailure("--export-msccl", err))
 		}
 	}
 	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return fail(stderr, asFailure(err))
 	}
 	switch {
 	case o.json:
@@ -538,9 +556,33 @@ func sweepPosition(o *runOptions, rep *ccl.Report) string {
 	return fmt.Sprintf("at size %d of %d of the sweep (%d %s per rank buffer): ", i+1, len(points), points[i], unit)
 }
 
+// asFailure is the ccl.Failure err is or wraps; an error of ccl.Run that
+// is none (a bug: the runs report their failures as Failures) is one of
+// the kind errkind.Of gives it.
+func asFailure(err error) *ccl.Failure {
+	var f *ccl.Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return ccl.WithKind(errkind.Of(err), &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
+}
+
+// fail prints f's message as the command's diagnostic and returns it to
+// mainIn, which exits with the status of its kind.
+func fail(stderr io.Writer, f *ccl.Failure) error {
+	fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+	return &exitError{err: f}
+}
+
 func usageErr(stderr io.Writer, _ bool, msg string) error {
-	fmt.Fprintf(stderr, "kernbench: %s\n", msg)
-	return &exitError{kind: errkind.Usage, err: fmt.Errorf("%s", msg)}
+	return fail(stderr, ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: msg}))
+}
+
+// writeFailure is the IOError of an output file (flag names it) that a
+// finished run could not write; a path refused before the run is a usage
+// error.
+func writeFailure(flag string, err error) *ccl.Failure {
+	return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: flag + ": " + err.Error(), Err: err})
 }
 
 // writeJSONLine writes v as one line of JSON.
@@ -802,7 +844,7 @@ func (c countingWriter) Write(b []byte) (int, error) {
 
 // close flushes and closes the file, removing it when nothing was written
 // (only a regular file: --oplog /dev/stdout is not removed).
-func (of *outputFile) close(stderr io.Writer) {
+func (of *outputFile) close() *ccl.Failure {
 	err := of.w.Flush()
 	if err == nil && of.tmp {
 		err = of.f.Chmod(0o644) // as a file the command creates directly
@@ -812,10 +854,10 @@ func (of *outputFile) close(stderr io.Writer) {
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.path, of.env.UserError(err, filepath.Dir(of.path)))
 		if of.tmp {
 			_ = os.Remove(of.f.Name())
 		}
+		return of.failure(err)
 	case of.written == 0 && of.tmp:
 		// The run failed before recording anything (its error says why):
 		// no empty file that looks like a run that did nothing, nor an
@@ -824,10 +866,17 @@ func (of *outputFile) close(stderr io.Writer) {
 		_ = os.Remove(of.env.Path(of.path))
 	case of.tmp:
 		if err := os.Rename(of.f.Name(), of.env.Path(of.path)); err != nil {
-			fmt.Fprintf(stderr, "kernbench: %s %s: %v\n", of.flag, of.path, of.env.UserError(err, filepath.Dir(of.path)))
 			_ = os.Remove(of.f.Name())
+			return of.failure(err)
 		}
 	}
+	return nil
+}
+
+// failure is the IOError of an output file that could not be written.
+func (of *outputFile) failure(err error) *ccl.Failure {
+	err = of.env.UserError(err, filepath.Dir(of.path))
+	return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: fmt.Sprintf("%s %s: %v", of.flag, of.path, err), Err: err})
 }
 
 // distinctOutputs refuses one file named by two output flags: both would

@@ -142,13 +142,13 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 			switch {
 			case broken > 0:
-				return &exitError{kind: errkind.Load, err: fmt.Errorf("%d test file(s) did not load", broken)}
+				return reported(errkind.Load, fmt.Sprintf("%d test file(s) did not load", broken))
 			case timedOut > 0:
-				return &exitError{kind: errkind.TestTimeout, err: fmt.Errorf("%d test(s) passed -timeout", timedOut)}
+				return reported(errkind.TestTimeout, fmt.Sprintf("%d test(s) passed -timeout", timedOut))
 			case outOfMemory > 0:
-				return &exitError{kind: errkind.HostMemory, err: fmt.Errorf("%d test(s) passed --max-memory", outOfMemory)}
+				return reported(errkind.HostMemory, fmt.Sprintf("%d test(s) passed --max-memory", outOfMemory))
 			case failed > 0:
-				return &exitError{kind: errkind.TestFailed, err: fmt.Errorf("%d test(s) failed", failed)}
+				return reported(errkind.TestFailed, fmt.Sprintf("%d test(s) failed", failed))
 			}
 			return nil
 		},

@@ -203,11 +203,11 @@ func TestMeshRDRejectsNonPowerOfTwo(t *testing.T) {
 			if !errors.As(err, &f) {
 				t.Fatalf("Run(rd_allreduce, world %d) = %+v, %v; want a *Failure", world, rep, err)
 			}
-			if f.Code != ExitUsage {
-				t.Errorf("exit code = %d, want %d (init error); message %q", f.Code, ExitUsage, f.Msg)
+			if f.ErrorKind().Status != ExitUsage {
+				t.Errorf("exit code = %d, want %d (init error); message %q", f.ErrorKind().Status, ExitUsage, f.Msg)
 			}
-			if f.Kind != "InitError" {
-				t.Errorf("kind = %q, want InitError", f.Kind)
+			if f.ErrorKind().Name != "InitError" {
+				t.Errorf("kind = %q, want InitError", f.ErrorKind().Name)
 			}
 			want := fmt.Sprintf("rd_allreduce: world_size %d is not a power of two", world)
 			if !strings.Contains(f.Msg, want) {

@@ -112,7 +112,7 @@ func TestFullMeshRingsDoNotFit(t *testing.T) {
 	_, err := Run("testdata/channel_handshake.star", Options{Embedded: kernbench.Files, WorldSize: 64, Topology: "full_mesh",
 		Counts: []int64{64}, Sets: []string{"system.sips=2"}})
 	var f *Failure
-	if !errors.As(err, &f) || f.Code != ExitUsage {
+	if !errors.As(err, &f) || f.ErrorKind().Status != ExitUsage {
 		t.Fatalf("got %v, want an init error with exit status %d", err, ExitUsage)
 	}
 	for _, want := range []string{"63 direction(s) × 8 slots × 4096 bytes = 2064384 bytes needed", "buffer_kind: hbm or sram", "n_slots, slot_size", "channels, topology"} {

@@ -65,8 +65,8 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a failure", err)
 			}
-			if f.Code != c.code || !strings.Contains(f.Msg+"\n"+f.Detail, c.msg) {
-				t.Errorf("exit %d, message %q\n%s\nwant exit %d and %q", f.Code, f.Msg, f.Detail, c.code, c.msg)
+			if f.ErrorKind().Status != c.code || !strings.Contains(f.Msg+"\n"+f.Detail, c.msg) {
+				t.Errorf("exit %d, message %q\n%s\nwant exit %d and %q", f.ErrorKind().Status, f.Msg, f.Detail, c.code, c.msg)
 			}
 		})
 	}

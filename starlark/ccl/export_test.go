@@ -121,7 +121,7 @@ func TestMSCCLExportRefused(t *testing.T) {
 			c.o.ExportMSCCL, c.o.Embedded, c.o.Verify = &xml, kernbench.Files, true
 			_, err := Run(c.algo, c.o)
 			var f *Failure
-			if !errors.As(err, &f) || f.Code != ExitUsage || !strings.Contains(f.Msg, c.want) {
+			if !errors.As(err, &f) || f.ErrorKind().Status != ExitUsage || !strings.Contains(f.Msg, c.want) {
 				t.Fatalf("Run: %v, want exit 2 with %q", err, c.want)
 			}
 		})

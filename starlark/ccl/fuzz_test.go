@@ -173,10 +173,10 @@ func fuzzRunProgram(t *testing.T, src string) {
 	if !errors.As(o.err, &fl) || fl != o.err {
 		t.Fatalf("Run returned %T %q, want a *Failure; program:\n%s", o.err, o.err, src)
 	}
-	if fl.Code < ExitWrong || fl.Code > ExitRuntime {
-		t.Fatalf("Failure code %d (kind %s, %q) is not one of 1-4; program:\n%s", fl.Code, fl.Kind, fl.Msg, src)
+	if fl.ErrorKind().Status < ExitWrong || fl.ErrorKind().Status > ExitRuntime {
+		t.Fatalf("Failure code %d (kind %s, %q) is not one of 1-4; program:\n%s", fl.ErrorKind().Status, fl.ErrorKind().Name, fl.Msg, src)
 	}
-	if strings.TrimSpace(fl.Msg) == "" || fl.Kind == "" {
+	if strings.TrimSpace(fl.Msg) == "" || fl.ErrorKind().Name == "" {
 		t.Fatalf("Failure without a message or kind: %+v; program:\n%s", fl, src)
 	}
 	if strings.Contains(fl.Msg, "internal error") || strings.Contains(fl.Detail, "internal error") {

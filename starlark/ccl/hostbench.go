@@ -1,6 +1,7 @@
 package ccl
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -108,10 +109,9 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 		return script.Stopped(th, err)
 	})
 	if err := w.run(tgt); err != nil {
-		if initErr != nil {
-			if f, ok := initErr.(*Failure); ok {
-				return nil, f
-			}
+		var f *Failure
+		if errors.As(initErr, &f) {
+			return nil, f
 		}
 		return nil, err
 	}

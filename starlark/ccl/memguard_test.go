@@ -128,7 +128,7 @@ func TestCheckMemory(t *testing.T) {
 			if !errors.As(err, &f) {
 				t.Fatalf("got %v, want a Failure", err)
 			}
-			if diff := cmp.Diff([]any{ExitUsage, "OutOfMemory"}, []any{f.Code, f.Kind}); diff != "" {
+			if diff := cmp.Diff([]any{ExitUsage, "OutOfMemory"}, []any{f.ErrorKind().Status, f.ErrorKind().Name}); diff != "" {
 				t.Errorf("code, kind (-want +got):\n%s", diff)
 			}
 			for _, w := range tt.want {

@@ -1,6 +1,7 @@
 package ccl
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -99,7 +100,8 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
 		})
 		if err != nil {
-			if f, ok := err.(*Failure); ok {
+			var f *Failure
+			if errors.As(err, &f) {
 				msg := f.Msg
 				if f.Detail != "" && f.Detail != f.Msg {
 					msg += "\n" + f.Detail
@@ -107,7 +109,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 				if o.Schedules > 1 {
 					msg = fmt.Sprintf("schedule %d of %d (seed %d): %s", i, o.Schedules, o.Seed, msg)
 				}
-				return nil, WithKind(f.kind, &Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
+				return nil, WithKind(f.ErrorKind(), &Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
 			}
 			return nil, err
 		}

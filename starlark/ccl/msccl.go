@@ -203,11 +203,12 @@ func prefetchNext(g msccl.GPU, tb msccl.TB, i int, inPlace bool) bool {
 // chunk's sum (the XML does not mark them). Those must be rrc or rrcs,
 // the primitives that can divide what they store (final=True); an rrs
 // sends the complete sum without storing it and tl.reduce (re) has no
-// such option, so a schedule completing a sum there is refused.
+// such option, so a schedule completing a sum there is refused (an
+// MSCCLError, as a step completing only some of its chunks is).
 func mscclAvg(a *msccl.Algo) (map[msccl.StepRef]bool, error) {
 	final, err := a.Completing(mscclAlias(a))
 	if err != nil {
-		return nil, &Failure{Code: ExitUsage, Kind: "MSCCLError", Rank: -1, Msg: err.Error(), Err: err}
+		return nil, WithKind(errkind.MSCCL, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	var refs []msccl.StepRef
 	for ref := range final {
@@ -220,7 +221,7 @@ func mscclAvg(a *msccl.Algo) (map[msccl.StepRef]bool, error) {
 	for _, ref := range refs {
 		st := a.GPUs[ref.GPU].TBs[ref.TB].Steps[ref.S]
 		if st.Type == "rrs" || st.Type == "re" {
-			return nil, usage("%s:%d: --redop avg: gpu %d tb %d step %d (%s) completes a sum, where avg divides by the world size; kernbench divides in the step that stores the complete sum (rrc or rrcs), and %s cannot", a.File, st.Line, ref.GPU, ref.TB, ref.S, st.Type, st.Type)
+			return nil, WithKind(errkind.MSCCL, &Failure{Rank: -1, Msg: fmt.Sprintf("%s:%d: --redop avg: gpu %d tb %d step %d (%s) completes a sum, where avg divides by the world size; kernbench divides in the step that stores the complete sum (rrc or rrcs), and %s cannot", a.File, st.Line, ref.GPU, ref.TB, ref.S, st.Type, st.Type)})
 		}
 	}
 	return final, nil

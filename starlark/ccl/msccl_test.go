@@ -14,6 +14,7 @@ import (
 	"kernbench"
 	"kernbench/engine/msccl"
 	"kernbench/engine/topology"
+	"kernbench/starlark/errkind"
 )
 
 const mscclTestdata = "../../testdata/msccl"
@@ -115,7 +116,7 @@ func TestMSCCLFlagConflicts(t *testing.T) {
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
-			if diff := cmp.Diff([]any{ExitUsage, c.want}, []any{f.Code, f.Msg}); diff != "" {
+			if diff := cmp.Diff([]any{ExitUsage, c.want}, []any{f.ErrorKind().Status, f.Msg}); diff != "" {
 				t.Errorf("exit status and message (-want +got):\n%s", diff)
 			}
 		})
@@ -243,11 +244,11 @@ func TestMSCCLAvg(t *testing.T) {
 }
 
 // A schedule whose sum completes in a step that cannot divide (an rrs
-// sends the sum without storing it) runs with sum but not with avg: exit
-// 2 naming the step and its line.
+// sends the sum without storing it), or in only some of a step's chunks,
+// runs with sum but not with avg: an MSCCLError (exit 2) naming the step
+// and its line, the kind the CLI's exit status and JSON both come from.
 func TestMSCCLAvgRefused(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "rrs_completes.xml")
-	src := `<algo name="rrs_completes" nchannels="1" nchunksperloop="1" ngpus="2" coll="allreduce" inplace="1">
+	rrs := `<algo name="rrs_completes" nchannels="1" nchunksperloop="1" ngpus="2" coll="allreduce" inplace="1">
   <gpu id="0" i_chunks="1" o_chunks="0" s_chunks="0">
     <tb id="0" send="1" recv="1" chan="0">
       <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
@@ -263,17 +264,50 @@ func TestMSCCLAvgRefused(t *testing.T) {
   </gpu>
 </algo>
 `
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
+	// gpu 0 sends chunk 0 of its input with chunk 1 of an output it never
+	// wrote: gpu 1's rrc completes the sum of chunk 0 only.
+	partial := `<algo name="partial" nchannels="1" nchunksperloop="2" ngpus="2" coll="allreduce" inplace="0">
+  <gpu id="0" i_chunks="2" o_chunks="2" s_chunks="0">
+    <tb id="0" send="1" recv="-1" chan="0">
+      <step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0" />
+      <step s="1" type="s" srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="2" depid="-1" deps="-1" hasdep="0" />
+    </tb>
+  </gpu>
+  <gpu id="1" i_chunks="2" o_chunks="2" s_chunks="0">
+    <tb id="0" send="-1" recv="0" chan="0">
+      <step s="0" type="rrc" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="2" depid="-1" deps="-1" hasdep="0" />
+    </tb>
+  </gpu>
+</algo>
+`
+	cases := []struct {
+		name    string
+		src     string
+		sumRuns bool // the schedule is a correct allreduce with sum
+		want    string
+	}{
+		{"rrs completes", rrs, true, ":11: --redop avg: gpu 1 tb 0 step 0 (rrs) completes a sum, where avg divides by the world size; kernbench divides in the step that stores the complete sum (rrc or rrcs), and rrs cannot"},
+		{"partial step", partial, false, ":10: gpu 1 tb 0 step 0 completes the sum of 1 of its 2 chunks: --redop avg divides where a sum completes, and cannot divide only some of a step's chunks"},
 	}
-	checkCorrect(t, runVerified(t, file, Options{Counts: []int64{4096}}))
-	_, err := Run(file, Options{Counts: []int64{4096}, RedOp: "avg", Embedded: kernbench.Files})
-	var f *Failure
-	if !errors.As(err, &f) {
-		t.Fatalf("Run: %v, want a *Failure", err)
-	}
-	want := file + ":11: --redop avg: gpu 1 tb 0 step 0 (rrs) completes a sum, where avg divides by the world size; kernbench divides in the step that stores the complete sum (rrc or rrcs), and rrs cannot"
-	if diff := cmp.Diff([]any{ExitUsage, want}, []any{f.Code, f.Msg}); diff != "" {
-		t.Errorf("exit status and message (-want +got):\n%s", diff)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "algo.xml")
+			if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.sumRuns {
+				checkCorrect(t, runVerified(t, file, Options{Counts: []int64{4096}}))
+			}
+			_, err := Run(file, Options{Counts: []int64{4096}, RedOp: "avg", Embedded: kernbench.Files})
+			var f *Failure
+			if !errors.As(err, &f) {
+				t.Fatalf("Run: %v, want a *Failure", err)
+			}
+			got := []any{errkind.Of(err), errkind.Status(err), f.Out().Kind, f.Msg}
+			want := []any{errkind.MSCCL, ExitUsage, "MSCCLError", file + c.want}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("kind, exit status, JSON kind and message (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

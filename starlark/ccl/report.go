@@ -206,12 +206,11 @@ const (
 )
 
 // Failure is an error with its kind, rank and the full text the user sees
-// on stderr. Code and Kind are its kind's exit status and name: set them
-// with WithKind or setKind, never by hand, so that every status comes from
-// errkind.Table.
+// on stderr. The kind is stored once, in the failure, set by WithKind (and
+// changed by setKind when a cause is found to be another kind): its name
+// (error.kind in --json) and exit status are read from it when the failure
+// is reported, never copied beside it.
 type Failure struct {
-	Code      int
-	Kind      string
 	kind      *errkind.Kind
 	Rank      int // -1 when no rank is involved
 	Msg       string
@@ -234,20 +233,26 @@ func (f *Failure) WriteDOT(w io.Writer) error { return writeDOT(w, f.WaitFor) }
 func (f *Failure) Error() string { return f.Msg }
 func (f *Failure) Unwrap() error { return f.Err }
 
-// ErrorKind is the failure's kind (errkind.Kinded).
-func (f *Failure) ErrorKind() *errkind.Kind { return f.kind }
+// ErrorKind is the failure's kind (errkind.Kinded). A failure built
+// without WithKind is a kernbench bug, and says so: InternalError.
+func (f *Failure) ErrorKind() *errkind.Kind {
+	if f.kind == nil {
+		return errkind.Internal
+	}
+	return f.kind
+}
 
-// WithKind gives f the kind k (its name and exit status) and returns f.
+// WithKind gives f the kind k and returns f.
 func WithKind(k *errkind.Kind, f *Failure) *Failure {
 	f.setKind(k)
 	return f
 }
 
-func (f *Failure) setKind(k *errkind.Kind) { f.kind, f.Code, f.Kind = k, k.Status, k.Name }
+func (f *Failure) setKind(k *errkind.Kind) { f.kind = k }
 
 // Out converts the failure into the JSON error object.
 func (f *Failure) Out() *ErrorOut {
-	o := &ErrorOut{Kind: f.Kind, Message: f.Msg, Backtrace: f.Backtrace, SpawnedAt: f.SpawnedAt, Blocked: f.Blocked, Cycle: f.Cycle, Hint: f.Hint}
+	o := &ErrorOut{Kind: f.ErrorKind().Name, Message: f.Msg, Backtrace: f.Backtrace, SpawnedAt: f.SpawnedAt, Blocked: f.Blocked, Cycle: f.Cycle, Hint: f.Hint}
 	if f.Rank >= 0 {
 		r := f.Rank
 		o.Rank = &r

@@ -178,8 +178,8 @@ func Run(arg string, opts Options) (*Report, error) {
 // saying what it is: its own message (undefined: assert, no kernel) does
 // not.
 func testFileHint(file string, err error) error {
-	f, ok := err.(*Failure)
-	if !ok || !strings.HasSuffix(file, "_test.star") {
+	var f *Failure
+	if !errors.As(err, &f) || !strings.HasSuffix(file, "_test.star") {
 		return err
 	}
 	f.Msg += fmt.Sprintf("\n%s is a test file (test_* functions): run it with kernbench test %s", file, file)

@@ -85,7 +85,7 @@ func TestTimingOnlyRejectsReadingValues(t *testing.T) {
 			}
 			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, TimingOnly: true})
 			var f *Failure
-			if !errors.As(err, &f) || f.Code != ExitRuntime || !strings.Contains(f.Msg, "TimingOnly") || !strings.Contains(f.Detail+f.Msg, tc.name+".star:3:") {
+			if !errors.As(err, &f) || f.ErrorKind().Status != ExitRuntime || !strings.Contains(f.Msg, "TimingOnly") || !strings.Contains(f.Detail+f.Msg, tc.name+".star:3:") {
 				t.Errorf("timing-only run: %v (detail %q); want a TimingOnly error at %s.star:3", err, detailOf(f), tc.name)
 			}
 		})

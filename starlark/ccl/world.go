@@ -210,12 +210,12 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 		// The message says which call failed (neighbors(r, w, ...) of which
 		// file) before the Starlark traceback, as a kernel's error names
 		// its rank: the traceback alone began "Traceback".
-		f := &Failure{Rank: -1, Msg: script.Format(err), Err: err}
+		f := WithKind(errkind.Init, &Failure{Rank: -1, Msg: script.Format(err), Err: err})
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
 			f.Msg, f.Detail, f.Backtrace = err.Error(), ee.Backtrace(), script.Backtrace(ee)
 		}
-		return stepLimit(WithKind(errkind.Init, f))
+		return stepLimit(f)
 	}
 	icfg, err := ipcqConfig(set)
 	if err != nil {

@@ -73,7 +73,7 @@ var (
 	Load           = &Kind{"LoadError", ExitUsage, Run, "a .star file does not parse, resolve or load, or lacks its entry function"}
 	Init           = &Kind{"InitError", ExitUsage, Run, "the simulated machine cannot be built for the run (topology, neighbors(), the bench's set-up)"}
 	MSCCL          = &Kind{"MSCCLError", ExitUsage, Run, "an MSCCL XML schedule does not parse or validate"}
-	IO             = &Kind{"IOError", ExitUsage, Run, "an output file (--trace, --oplog) cannot be written"}
+	IO             = &Kind{"IOError", ExitUsage, Run, "an output file (--trace, --oplog, --csv, --plot, --export-msccl) cannot be written once the run is done; a path refused before the run is a UsageError"}
 	Export         = &Kind{"ExportError", ExitUsage, Run, "--export-msccl cannot express the run"}
 	MemoryLimit    = &Kind{"OutOfMemory", ExitUsage, Run, "before the run: the bench buffers do not fit the simulated memory, or the run's host-memory estimate exceeds --max-memory"}
 	CheckFailed    = &Kind{"CheckFailed", ExitUsage, Run, "`kernbench check` found problems"}
@@ -103,7 +103,7 @@ var (
 	SendBufferHazard     = &Kind{"SendBufferHazard", ExitRuntime, TL, "a store, copy or recv into a range that an unfinished send still reads (tl.flush first)"}
 	DirectionInUse       = &Kind{"DirectionInUse", ExitRuntime, TL, "a send on a direction whose send side a tl.send_async is still using (tl.wait its handle first), or a direction side (send or receive) used by two threads of one rank at once"}
 	LocalOperandHazard   = &Kind{"LocalOperandHazard", ExitRuntime, TL, "a write by one thread into a buffer that a fused primitive of another thread still reads as its local operand"}
-	TLOutOfMemory        = &Kind{"OutOfMemory", ExitRuntime, TL, "tl.alloc beyond the memory's capacity (also the TCM staging of the fused primitives)"}
+	TLOutOfMemory        = &Kind{"OutOfMemory", ExitRuntime, TL, "tl.alloc beyond the memory's capacity (also the TCM staging of the fused primitives, a host bench's torch tensors)"}
 	TimingOnly           = &Kind{"TimingOnly", ExitRuntime, TL, "a kernel read simulated values (Tile.tolist, Ptr.tolist, Ptr.tobytes, p[i]) in a --timing-only run, which keeps no bytes"}
 	PendingStoreHazard   = &Kind{"PendingStoreHazard", ExitRuntime, TL, "a send, fetch or copy (also tl.reduce's operands, a fused primitive's local operand) reads a range that a tl.store_async or tl.copy_async of the rank still writes: tl.wait its handle first (the mock counts the write as pending until that wait, as nothing takes time there)"}
 	WriteWriteHazard     = &Kind{"WriteWriteHazard", ExitRuntime, TL, "a store or copy into a range that an earlier store or copy of the rank (tl.store_async, tl.copy_async, another thread, the last stores of a fused primitive) is still writing: tl.wait its handle, or tl.flush() for a fused primitive, first"}
@@ -226,6 +226,7 @@ func l3Kind(err error) *Kind {
 	var ee *l3l2.EndpointError
 	var te *l3l2.TimeoutError
 	var ae *l3l2.ArgError
+	var de *l3l2.DescriptorError
 	switch {
 	case errors.As(err, &qe):
 		return named(L3, string(qe.Kind))
@@ -237,6 +238,8 @@ func l3Kind(err error) *Kind {
 		return L3Timeout
 	case errors.As(err, &ae):
 		return L3ValueError
+	case errors.As(err, &de):
+		return named(L3, string(de.Code))
 	}
 	return nil
 }
@@ -248,9 +251,12 @@ func engineKind(err error) *Kind {
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
+	var oom *machine.OutOfMemoryError
 	switch {
 	case errors.As(err, &ie):
 		return named(TL, ie.Kind)
+	case errors.As(err, &oom):
+		return TLOutOfMemory
 	case errors.As(err, &inv):
 		return Invariant
 	case errors.As(err, &stall), errors.As(err, &wt):

@@ -132,6 +132,7 @@ func TestOf(t *testing.T) {
 		{"nil", nil, nil},
 		{"plain error", wrap(errors.New("fail: nope")), errkind.Runtime},
 		{"kinded", wrap(kinded{errkind.Config}), errkind.Config},
+		{"tl error built without its kind", wrap(&tl.Error{Msg: "m"}), errkind.Internal},
 		{"stall", wrap(&sim.StallError{}), errkind.Deadlock},
 		{"wait timeout", wrap(&sim.WaitTimeoutError{}), errkind.Deadlock},
 		{"watchdog", wrap(&sim.WatchdogError{}), errkind.Watchdog},
@@ -142,6 +143,8 @@ func TestOf(t *testing.T) {
 		{"endpoint", wrap(&l3l2.EndpointError{Kind: l3l2.EndpointSignalTimeout}), errkind.SignalTimeout},
 		{"l3 timeout", wrap(&l3l2.TimeoutError{}), errkind.L3Timeout},
 		{"l3 argument", wrap(&l3l2.ArgError{}), errkind.L3ValueError},
+		{"descriptor", wrap(&l3l2.DescriptorError{Code: l3l2.BadMagicVersion}), errkind.BadMagicVersion},
+		{"simulated memory full", wrap(&machine.OutOfMemoryError{Mem: &machine.Memory{}, Requested: 1}), errkind.TLOutOfMemory},
 		{"step limit", wrap(loopErr(t, &script.Loader{MaxSteps: 1000})), errkind.StepLimit},
 		{"timeout", wrap(loopErr(t, &script.Loader{Watchdog: wd})), errkind.Timeout},
 	}
@@ -202,5 +205,54 @@ func TestLimitCauses(t *testing.T) {
 	err = script.Stopped(th, err)
 	if err == nil || errkind.Of(err) != errkind.Runtime {
 		t.Errorf("a thread cancelled when the simulation ended: got %v (%v), want RuntimeError", errkind.Of(err), err)
+	}
+}
+
+// Every L3/L2 kind is the kind of an engine error that carries it: the
+// errors of the descriptor decoder for the validation results it returns,
+// the typed errors of the queue, region and endpoint layers for the rest.
+// (An L2 endpoint records most of them in endpoint.error() instead of
+// raising them; cmd/kernbench's TestEveryKindFromTheCLI runs the ones an
+// L3 main raises.)
+func TestEveryL3KindHasItsEngineError(t *testing.T) {
+	decode := func(s ...uint64) error {
+		_, err := l3l2.DecodeDescriptor(s)
+		if err == nil {
+			t.Fatalf("DecodeDescriptor(%v) succeeded", s)
+		}
+		return err
+	}
+	errs := []error{
+		&l3l2.TimeoutError{Op: "counter.wait"},
+		&l3l2.ArgError{Op: "counter.wait", Msg: "timeout must be > 0"},
+		decode(0),
+		decode(l3l2.RegionMagicVersion, 0),
+		decode(l3l2.RegionMagicVersion),
+		decode(l3l2.RegionMagicVersion, 1, 64, 0),
+	}
+	for _, k := range []l3l2.QueueErrorKind{l3l2.QueueBadArgument, l3l2.QueueBadDescriptor, l3l2.QueueInvalidDescriptor,
+		l3l2.QueueOwnership, l3l2.QueueRemoteAborted, l3l2.QueueEndpointError} {
+		errs = append(errs, &l3l2.QueueError{Kind: k})
+	}
+	for _, k := range []l3l2.EndpointErrorKind{l3l2.EndpointBadDescriptor, l3l2.EndpointOutOfBounds, l3l2.EndpointSignalTimeout,
+		l3l2.EndpointSignalProtocol, l3l2.EndpointLocalOperation} {
+		errs = append(errs, &l3l2.EndpointError{Kind: k})
+	}
+	for _, c := range []l3l2.Code{l3l2.BadCounterRange, l3l2.OutOfBounds, l3l2.CodeBadArgument, l3l2.CodeReleased,
+		l3l2.CodePoisoned, l3l2.CodeSingleWriter, l3l2.CodeLocalOperation} {
+		errs = append(errs, &l3l2.RegionError{Code: c})
+	}
+	found := map[*errkind.Kind]bool{}
+	for _, err := range errs {
+		k := errkind.Of(wrap(err))
+		if k.Group != errkind.L3 {
+			t.Errorf("%T %v is a %s (group %v), want an L3 kind", err, err, k.Name, k.Group)
+		}
+		found[k] = true
+	}
+	for _, k := range errkind.Table {
+		if k.Group == errkind.L3 && !found[k] {
+			t.Errorf("no engine error is of the kind %s", k.Name)
+		}
 	}
 }

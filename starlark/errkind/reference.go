@@ -12,9 +12,12 @@ func Reference() string {
 	var b strings.Builder
 	b.WriteString("# Failure kinds and exit statuses\n\n" +
 		"Generated from `starlark/errkind`. Every way a command can fail is one of these\n" +
-		"kinds; a failed run names it in `--json` output (`error.kind`). The exit status\n" +
-		"is the kind's: 0 ok, 1 wrong result or failed test, 2 usage, config or load error,\n" +
-		"3 deadlock or limit, 4 run-time error. The tl error kinds above exit 4.\n\n")
+		"kinds. The last line a failed command prints on stderr names it with its exit\n" +
+		"status (`kernbench: Deadlock (exit status 3)`), and a run's `--json` output names\n" +
+		"it in `error.kind` (a wrong result or a phase-2 mismatch is in the rows instead:\n" +
+		"`wrong`, `verified`, `phase2_match`). The exit status is the kind's: 0 ok, 1 wrong\n" +
+		"result or failed test, 2 usage, config or load error, 3 deadlock or limit, 4\n" +
+		"run-time error. The tl error kinds above exit 4.\n\n")
 	table := func(g Group) {
 		b.WriteString("| kind | exit | raised when |\n| --- | --- | --- |\n")
 		for _, k := range Table {

@@ -12,6 +12,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
 )
 
 // runBench runs a host bench with the embedded ccl.yaml and algorithms.
@@ -162,8 +163,8 @@ def run_rank(rank, world_size, torch):
 	if !errors.As(err, &f) {
 		t.Fatalf("error = %v, want a *ccl.Failure", err)
 	}
-	if f.Code != ccl.ExitRuntime || f.Rank != 0 {
-		t.Errorf("failure code %d rank %d, want %d, rank 0", f.Code, f.Rank, ccl.ExitRuntime)
+	if f.ErrorKind().Status != ccl.ExitRuntime || f.Rank != 0 {
+		t.Errorf("failure code %d rank %d, want %d, rank 0", f.ErrorKind().Status, f.Rank, ccl.ExitRuntime)
 	}
 	want := "world_size=2 rank=1 do not match this process (world_size 2, rank 0)"
 	if !strings.Contains(f.Msg, want) {
@@ -202,8 +203,8 @@ def run_rank(rank, world_size, torch):
 	if !errors.As(err, &f) {
 		t.Fatalf("error = %v, want a *ccl.Failure", err)
 	}
-	if f.Kind != "OutOfBounds" || f.Rank != 1 {
-		t.Errorf("failure kind %q rank %d, want OutOfBounds on rank 1: %v", f.Kind, f.Rank, f)
+	if f.ErrorKind().Name != "OutOfBounds" || f.Rank != 1 {
+		t.Errorf("failure kind %q rank %d, want OutOfBounds on rank 1: %v", f.ErrorKind().Name, f.Rank, f)
 	}
 	// p + 5 is the failing expression (a 4-element view advanced by 5).
 	wantBT := []string{bench + ":17:21: in run_rank", "<builtin>: in torch.launch", bench + ":8:16: in peek"}
@@ -248,8 +249,8 @@ def run_rank(rank, world_size, torch):
 	if !errors.As(err, &f) {
 		t.Fatalf("error = %v, want a *ccl.Failure", err)
 	}
-	if f.Kind != "IpcqInvalidDirection" || !strings.Contains(f.Msg, "no IPCQ process group is installed for rank 0") {
-		t.Errorf("failure kind %q message %q, want IpcqInvalidDirection: no IPCQ process group", f.Kind, f.Msg)
+	if f.ErrorKind().Name != "IpcqInvalidDirection" || !strings.Contains(f.Msg, "no IPCQ process group is installed for rank 0") {
+		t.Errorf("failure kind %q message %q, want IpcqInvalidDirection: no IPCQ process group", f.ErrorKind().Name, f.Msg)
 	}
 }
 
@@ -278,5 +279,28 @@ def run_rank(rank, world_size, torch):
 	}
 	if want := bench + ":3:10: [t=0ns rank=1] in kernel 3"; lines[1] != want {
 		t.Errorf("kernel print = %q, want %q", lines[1], want)
+	}
+}
+
+// A tensor larger than the simulated memory is the run-time OutOfMemory
+// (exit 4) that tl.alloc raises, not a RuntimeError: the allocator's
+// error reaches the classifier through the message's wrapping.
+func TestBenchTensorOutOfMemory(t *testing.T) {
+	bench := writeBench(t, `
+def run_rank(rank, world_size, torch):
+    torch.distributed.init_process_group()
+    torch.zeros((1 << 30,), dtype = "f32")
+`)
+	_, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{4}})
+	var f *ccl.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("error = %v, want a *ccl.Failure", err)
+	}
+	got := []any{errkind.Of(err), f.Out().Kind, f.Rank}
+	if diff := cmp.Diff([]any{errkind.TLOutOfMemory, "OutOfMemory", 0}, got); diff != "" {
+		t.Errorf("kind, JSON kind, rank (-want +got):\n%s\n%v", diff, f)
+	}
+	if !strings.Contains(f.Msg, "torch.zeros: rank 0: hbm[pe 0]: cannot allocate 4294967296 bytes") {
+		t.Errorf("message %q does not say which allocation failed", f.Msg)
 	}
 }

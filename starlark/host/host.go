@@ -179,7 +179,7 @@ func (t *Torch) alloc(fn string, n int64, dt dtype.DType) (*Tensor, error) {
 	}
 	off, err := mem.Alloc(n * int64(dt.Size()))
 	if err != nil {
-		return nil, fmt.Errorf("%s: rank %d: %v", fn, t.rank, err)
+		return nil, fmt.Errorf("%s: rank %d: %w", fn, t.rank, err)
 	}
 	return &Tensor{Ptr: tl.NewPtr(machine.Region{Mem: mem, Off: off}, dt, n, t.rank), torch: t}, nil
 }

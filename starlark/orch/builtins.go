@@ -70,7 +70,7 @@ func l3Builtins() []Builtin {
 					return nil, err
 				}
 				if payload < 0 || counters < 0 {
-					return nil, fmt.Errorf("ValueError: %s: sizes must be >= 0", c.B.Name())
+					return nil, valueError(c.B.Name(), "sizes must be >= 0")
 				}
 				r, err := c.Obj.RT.Hub.CreateRegion(int(worker), uint64(payload), uint64(counters))
 				if err != nil {
@@ -86,7 +86,7 @@ func l3Builtins() []Builtin {
 					return nil, err
 				}
 				if depth < 0 || in < 0 || out < 0 {
-					return nil, fmt.Errorf("ValueError: %s: sizes must be >= 0", c.B.Name())
+					return nil, valueError(c.B.Name(), "sizes must be >= 0")
 				}
 				q, err := c.Obj.RT.Hub.CreateQueue(int(worker), uint64(depth), uint64(in), uint64(out))
 				if err != nil {

@@ -97,8 +97,8 @@ func TestMutatedExampleFails(t *testing.T) {
 	file := mutate(t, "l3l2_queue", "expect([101, 11, 0], [v + 11 for v in t1])", "expect([101, 11, 0], [v + 12 for v in t1])")
 	_, _, err := run(t, file)
 	f := failure(t, err)
-	if f.Code != ccl.ExitRuntime || !strings.Contains(f.Msg, "L3: output [101, 11, 0] differs from byte 6") {
-		t.Errorf("got exit %d kind %s msg %q", f.Code, f.Kind, f.Msg)
+	if f.ErrorKind().Status != ccl.ExitRuntime || !strings.Contains(f.Msg, "L3: output [101, 11, 0] differs from byte 6") {
+		t.Errorf("got exit %d kind %s msg %q", f.ErrorKind().Status, f.ErrorKind().Name, f.Msg)
 	}
 	if !strings.Contains(f.Msg, "l3 main") {
 		t.Errorf("the failing process is not named: %q", f.Msg)
@@ -107,8 +107,8 @@ func TestMutatedExampleFails(t *testing.T) {
 	file = mutate(t, "l3l2_stream", "l2.launch(add_scalar_kernel, dst, src, 7.0)", "l2.launch(add_scalar_kernel, dst, src, 7.5)")
 	_, _, err = run(t, file)
 	f = failure(t, err)
-	if f.Code != ccl.ExitRuntime || !strings.Contains(f.Msg, "L3: round 1: output[0]") {
-		t.Errorf("got exit %d kind %s msg %q", f.Code, f.Kind, f.Msg)
+	if f.ErrorKind().Status != ccl.ExitRuntime || !strings.Contains(f.Msg, "L3: round 1: output[0]") {
+		t.Errorf("got exit %d kind %s msg %q", f.ErrorKind().Status, f.ErrorKind().Name, f.Msg)
 	}
 }
 
@@ -147,6 +147,15 @@ def main(orch):
     r = orch.create_l3_l2_region(payload_bytes = 64, counter_bytes = 64)
     r.payload_read(60, 8)
 `, "OUT_OF_BOUNDS", "OUT_OF_BOUNDS"},
+		{"non-positive timeout", `
+def main(orch):
+    r = orch.create_l3_l2_region(payload_bytes = 64, counter_bytes = 64)
+    r.counter(0).wait(1, WaitCmp.EQ, 0)
+`, "ValueError", "counter.wait: timeout must be finite and > 0 seconds, got 0"},
+		{"negative size", `
+def main(orch):
+    orch.create_worker_chip_queue(depth = -1, input_arena_bytes = 64, output_arena_bytes = 64)
+`, "ValueError", "create_worker_chip_queue: sizes must be >= 0"},
 		{"l2 fail", `
 def l2(l2):
     fail("nope")
@@ -159,8 +168,8 @@ def main(orch):
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := run(t, writeBench(t, c.src))
 			f := failure(t, err)
-			if f.Code != ccl.ExitRuntime || f.Kind != c.kind || !strings.Contains(f.Msg, c.msg) {
-				t.Errorf("got exit %d kind %q msg %q; want 4 %q ~%q", f.Code, f.Kind, f.Msg, c.kind, c.msg)
+			if f.ErrorKind().Status != ccl.ExitRuntime || f.ErrorKind().Name != c.kind || !strings.Contains(f.Msg, c.msg) {
+				t.Errorf("got exit %d kind %q msg %q; want 4 %q ~%q", f.ErrorKind().Status, f.ErrorKind().Name, f.Msg, c.kind, c.msg)
 			}
 		})
 	}
@@ -180,8 +189,8 @@ def main(orch):
 `
 	_, _, err := run(t, writeBench(t, src), "defaults.max_sim_time_ns=100000")
 	f := failure(t, err)
-	if f.Code != ccl.ExitDeadlock {
-		t.Errorf("got exit %d kind %s msg %q", f.Code, f.Kind, f.Msg)
+	if f.ErrorKind().Status != ccl.ExitDeadlock {
+		t.Errorf("got exit %d kind %s msg %q", f.ErrorKind().Status, f.ErrorKind().Name, f.Msg)
 	}
 }
 

@@ -94,21 +94,27 @@ func dataArg(fn string, data, nbytes starlark.Value) ([]byte, error) {
 	return b[:n], nil
 }
 
+// valueError is a malformed L3 or L2 call, refused before anything is
+// issued: the engine's ArgError, which errkind classifies as ValueError.
+func valueError(fn, format string, args ...any) error {
+	return &l3l2.ArgError{Op: fn, Msg: fmt.Sprintf(format, args...)}
+}
+
 // seconds converts an L3 timeout (seconds, > 0) to simulated time.
 func seconds(fn string, v starlark.Value) (sim.Time, error) {
 	if v == nil || v == starlark.None {
-		return 0, fmt.Errorf("ValueError: %s: timeout (seconds, > 0) is required", fn)
+		return 0, valueError(fn, "timeout (seconds, > 0) is required")
 	}
 	f, ok := starlark.AsFloat(v)
 	if !ok {
-		return 0, fmt.Errorf("ValueError: %s: timeout must be a number of seconds, got %s", fn, v.Type())
+		return 0, valueError(fn, "timeout must be a number of seconds, got %s", v.Type())
 	}
 	if !(f > 0) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("ValueError: %s: timeout must be finite and > 0 seconds, got %v", fn, f)
+		return 0, valueError(fn, "timeout must be finite and > 0 seconds, got %v", f)
 	}
 	t := math.Round(f * float64(sim.Second))
 	if t < 1 || t > float64(sim.Never/2) {
-		return 0, fmt.Errorf("ValueError: %s: timeout %v s is out of range", fn, f)
+		return 0, valueError(fn, "timeout %v s is out of range", f)
 	}
 	return sim.Time(t), nil
 }

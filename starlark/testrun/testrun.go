@@ -368,7 +368,8 @@ func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	}
 	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{Src: script.Source{Env: o.Env}, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}); err != nil {
 		msg := err.Error()
-		if f, ok := err.(*ccl.Failure); ok && f.Detail != "" && f.Detail != f.Msg {
+		var f *ccl.Failure
+		if errors.As(err, &f) && f.Detail != "" && f.Detail != f.Msg {
 			msg += "\n" + f.Detail
 		}
 		return nil, &runL3Error{msg: b.Name() + ": " + msg, err: err}

@@ -23,7 +23,7 @@ func errorKind(err error) (kind, goType string) {
 	var qe *machine.IPCQError
 	switch {
 	case errors.As(err, &te):
-		return te.Kind, "*tl.Error"
+		return te.ErrorKind().Name, "*tl.Error"
 	case errors.As(err, &qe):
 		return qe.Kind, "*machine.IPCQError"
 	}

@@ -18,20 +18,26 @@ import (
 
 // Error is a tl failure with an exact kind (IpcqInvalidDirection,
 // OutOfBounds, DtypeMismatch, …). It survives Starlark's EvalError wrapping
-// (errors.As), so reports can name the kind.
+// (errors.As), so reports can name the kind. The kind is stored once, set
+// by errorf: the message's name is read from it.
 type Error struct {
-	Kind string // kind.Name
 	Msg  string
 	kind *errkind.Kind
 }
 
-func (e *Error) Error() string { return e.Kind + ": " + e.Msg }
+func (e *Error) Error() string { return e.ErrorKind().Name + ": " + e.Msg }
 
-// ErrorKind is the declared kind (errkind.Kinded).
-func (e *Error) ErrorKind() *errkind.Kind { return e.kind }
+// ErrorKind is the declared kind (errkind.Kinded); an Error built without
+// errorf is a kernbench bug: InternalError.
+func (e *Error) ErrorKind() *errkind.Kind {
+	if e.kind == nil {
+		return errkind.Internal
+	}
+	return e.kind
+}
 
 func errorf(kind *errkind.Kind, format string, args ...any) error {
-	return &Error{Kind: kind.Name, Msg: fmt.Sprintf(format, args...), kind: kind}
+	return &Error{Msg: fmt.Sprintf(format, args...), kind: kind}
 }
 
 // Ptr is a typed view of simulated memory.
