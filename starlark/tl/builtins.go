@@ -917,16 +917,10 @@ func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starla
 }
 
 // checkWrite rejects a write into a range an unfinished send still reads,
-// or that a primitive of another thread reads as its local operand.
+// or that a primitive of another thread reads as its local operand. It is
+// called as the write is issued (a fused primitive: per piece), never
+// ahead of it.
 func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
-	return k.checkWriteAt(fn, dst, true)
-}
-
-// checkWriteAt is checkWrite; unissued=false leaves out the parts of
-// tl.send_async sources not sent yet (a fused primitive checks its whole
-// dst up front, before any piece is written, and each piece again when it
-// is stored).
-func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) error {
 	if err := k.checkOperandWrite(fn, dst); err != nil {
 		return err
 	}
@@ -937,7 +931,7 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	// allow: a write into a part it has not issued yet changes what is
 	// sent, in any thread of the rank.
 	if root := k.rootKernel(); len(root.issuingSends) > 0 { // (none issuing: no scan, no call)
-		if err := k.checkIssuingSends(fn, dst, unissued); err != nil {
+		if err := k.checkIssuingSends(fn, dst); err != nil {
 			return err
 		}
 	}
@@ -955,9 +949,9 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	return nil
 }
 
-// checkIssuingSends is checkWriteAt's check against the rank's
+// checkIssuingSends is checkWrite's check against the rank's
 // tl.send_async calls; it forgets the ones that are done.
-func (k *Kernel) checkIssuingSends(fn string, dst machine.Region, unissued bool) error {
+func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
 	root := k.rootKernel()
 	live := root.issuingSends[:0]
 	var hit *sendHandle
@@ -966,7 +960,7 @@ func (k *Kernel) checkIssuingSends(fn string, dst machine.Region, unissued bool)
 			continue
 		}
 		live = append(live, h)
-		if hit == nil && unissued && h.unissued.N > 0 && h.unissued.Overlaps(dst) {
+		if hit == nil && h.unissued.N > 0 && h.unissued.Overlaps(dst) {
 			hit = h
 		}
 	}
