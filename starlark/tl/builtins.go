@@ -608,10 +608,15 @@ func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 }
 
 // sendPieces issues the messages of src on q from process p, each of at
-// most piece bytes (whole elements).
+// most piece bytes (whole elements). A tl.send_async's handle h learns
+// what is still unissued as each message is issued.
 func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
+	var posted func() // nil without a handle: no call per message
+	if h != nil {
+		posted = h.posted
+	}
 	if src.Reg.N <= piece {
-		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin)
+		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin, h, posted)
 	}
 	per := piece / int64(src.DT.Size())
 	if per == 0 {
@@ -620,25 +625,26 @@ func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece i
 	sz := int64(src.DT.Size())
 	for lo := int64(0); lo < src.Count; lo += per {
 		n := min(per, src.Count-lo)
-		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin); err != nil {
+		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin, h, posted); err != nil {
 			return err
-		}
-		if h != nil {
-			h.unissued = src.Reg.Sub((lo+n)*sz, src.Reg.N-(lo+n)*sz)
 		}
 	}
 	// Bytes of a raw view that do not fill an element still travel.
 	if rest := src.Reg.N - src.Count*sz; rest > 0 {
-		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin)
+		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin, h, posted)
 	}
 	return nil
 }
 
 // sendMessage issues one IPCQ message of reg on q (at most slot_size) from
-// process p.
-func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any) error {
+// process p; a tl.send_async's handle h (or nil) is told through posted
+// (h.posted) when it is issued.
+func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, h *sendHandle, posted func()) error {
 	k.Stats.Send++
-	if err := k.G.Send(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}); err != nil {
+	if h != nil {
+		h.sending = reg
+	}
+	if err := k.G.SendPosted(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}, posted); err != nil {
 		return err
 	}
 	if tr := k.M.Trace; tr != nil {
@@ -652,12 +658,21 @@ func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Regi
 type sendHandle struct {
 	q *machine.QueuePair
 	// unissued is the part of the source not sent yet (a send_async reads
-	// its source message by message, as credits allow).
-	unissued machine.Region
-	origin   any
-	done     bool
-	err      error
-	waiter   *sim.Proc
+	// its source message by message, as credits allow); sending is the
+	// message being sent, which leaves unissued once it is issued
+	// (posted), before the send's overhead has passed.
+	unissued, sending machine.Region
+	origin            any
+	done              bool
+	err               error
+	waiter            *sim.Proc
+}
+
+// posted notes that the message h.sending has been issued: what is left
+// unissued starts after it (the messages go in order).
+func (h *sendHandle) posted() {
+	end := h.sending.Off + h.sending.N
+	h.unissued = h.unissued.Sub(end-h.unissued.Off, h.unissued.Off+h.unissued.N-end)
 }
 
 func (h *sendHandle) String() string        { return fmt.Sprintf("<send %s handle>", h.q.Dir) }
