@@ -423,6 +423,15 @@ type Message struct {
 // blocks while the peer's ring is full, queues the DMA on vc_comm, and
 // returns after ipcq_overhead_ns.
 func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error {
+	return g.SendPosted(p, q, src, meta, nil)
+}
+
+// SendPosted is Send that calls posted (when not nil) as the message is
+// issued, before the overhead passes: by the time Send returns, the
+// message may have been delivered, received and answered (the mock takes
+// no time; a long ipcq_overhead_ns), so a caller that tracks what it has
+// issued learns it here.
+func (g *Group) SendPosted(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta, posted func()) error {
 	if src.N > g.Cfg.SlotSize {
 		return &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
 	}
@@ -432,6 +441,9 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		}
 	}
 	prev := g.post(p, q, src, meta) // restored when the overhead has passed (no defer: a send's cost)
+	if posted != nil {
+		posted()
+	}
 	err := p.Sleep(g.Cfg.Overhead)
 	p.Doing(prev)
 	return err

@@ -62,3 +62,25 @@ func TestMockScheduleZeroIsDefaultOrder(t *testing.T) {
 		}
 	}
 }
+
+// A fused primitive writes dst piece by piece, each after receiving the
+// message it is made of, so its dst may be the source of one of the
+// rank's earlier sends as long as each piece is written after that send's
+// piece was taken. The in-place ring at two ranks does this (a rank
+// receives the reduced chunk into the chunk its first send read, from the
+// peer that reduced that send): the mock once checked the whole dst when
+// the call began, before the peer had taken the send, and reported a
+// SendBufferHazard in schedule 2.
+func TestMockInPlaceRingReceivesBehindItsSend(t *testing.T) {
+	for _, module := range []string{"ring_allreduce.star", "ring_allreduce_bidir.star", "ring_allreduce_unidir.star"} {
+		t.Run(module, func(t *testing.T) {
+			r, err := RunKernelInMock(MockOptions{Path: module, Embedded: kernbench.Files, WorldSize: 2, Count: 65536, InPlace: true, Schedules: 10, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Wrong != 0 {
+				t.Errorf("%d wrong elements (schedule %d)", r.Wrong, r.FailingSchedule)
+			}
+		})
+	}
+}

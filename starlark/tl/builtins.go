@@ -611,19 +611,24 @@ func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 // most piece bytes (whole elements). While a src of several messages is
 // sent, q.Sending is its size, which a deadlock report compares with the
 // ring the send waits on (a single message never fills more than a slot,
-// and leaves the queue pair's cold fields alone).
+// and leaves the queue pair's cold fields alone). A tl.send_async's
+// handle h learns what is still unissued as each message is issued.
 func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
+	var posted func() // nil without a handle: no call per message
+	if h != nil {
+		posted = h.posted
+	}
 	if src.Reg.N <= piece {
-		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin)
+		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin, h, posted)
 	}
 	q.Sending = src.Reg.N
-	err := k.sendEach(p, q, src, piece, origin, h)
+	err := k.sendEach(p, q, src, piece, origin, h, posted)
 	q.Sending = 0
 	return err
 }
 
 // sendEach issues the messages of a src longer than one piece.
-func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
+func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle, posted func()) error {
 	per := piece / int64(src.DT.Size())
 	if per == 0 {
 		return errorf(errkind.IpcqMessageTooLarge, "rank %d send %s: one %s element (%d bytes) exceeds a message of %d bytes", k.Rank, q.Dir, src.DT, src.DT.Size(), piece)
@@ -631,25 +636,26 @@ func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int
 	sz := int64(src.DT.Size())
 	for lo := int64(0); lo < src.Count; lo += per {
 		n := min(per, src.Count-lo)
-		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin); err != nil {
+		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin, h, posted); err != nil {
 			return err
-		}
-		if h != nil {
-			h.unissued = src.Reg.Sub((lo+n)*sz, src.Reg.N-(lo+n)*sz)
 		}
 	}
 	// Bytes of a raw view that do not fill an element still travel.
 	if rest := src.Reg.N - src.Count*sz; rest > 0 {
-		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin)
+		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin, h, posted)
 	}
 	return nil
 }
 
 // sendMessage issues one IPCQ message of reg on q (at most slot_size) from
-// process p.
-func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any) error {
+// process p; a tl.send_async's handle h (or nil) is told through posted
+// (h.posted) when it is issued.
+func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, h *sendHandle, posted func()) error {
 	k.Stats.Send++
-	if err := k.G.Send(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}); err != nil {
+	if h != nil {
+		h.sending = reg
+	}
+	if err := k.G.SendPosted(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}, posted); err != nil {
 		return err
 	}
 	if tr := k.M.Trace; tr != nil {
@@ -663,12 +669,21 @@ func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Regi
 type sendHandle struct {
 	q *machine.QueuePair
 	// unissued is the part of the source not sent yet (a send_async reads
-	// its source message by message, as credits allow).
-	unissued machine.Region
-	origin   any
-	done     bool
-	err      error
-	waiter   *sim.Proc
+	// its source message by message, as credits allow); sending is the
+	// message being sent, which leaves unissued once it is issued
+	// (posted), before the send's overhead has passed.
+	unissued, sending machine.Region
+	origin            any
+	done              bool
+	err               error
+	waiter            *sim.Proc
+}
+
+// posted notes that the message h.sending has been issued: what is left
+// unissued starts after it (the messages go in order).
+func (h *sendHandle) posted() {
+	end := h.sending.Off + h.sending.N
+	h.unissued = h.unissued.Sub(end-h.unissued.Off, h.unissued.Off+h.unissued.N-end)
 }
 
 func (h *sendHandle) String() string        { return fmt.Sprintf("<send %s handle>", h.q.Dir) }
@@ -928,16 +943,10 @@ func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starla
 }
 
 // checkWrite rejects a write into a range an unfinished send still reads,
-// or that a primitive of another thread reads as its local operand.
+// or that a primitive of another thread reads as its local operand. It is
+// called as the write is issued (a fused primitive: per piece), never
+// ahead of it.
 func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
-	return k.checkWriteAt(fn, dst, true)
-}
-
-// checkWriteAt is checkWrite; unissued=false leaves out the parts of
-// tl.send_async sources not sent yet (a fused primitive checks its whole
-// dst up front, before any piece is written, and each piece again when it
-// is stored).
-func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) error {
 	if err := k.checkOperandWrite(fn, dst); err != nil {
 		return err
 	}
@@ -948,7 +957,7 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	// allow: a write into a part it has not issued yet changes what is
 	// sent, in any thread of the rank.
 	if root := k.rootKernel(); len(root.issuingSends) > 0 { // (none issuing: no scan, no call)
-		if err := k.checkIssuingSends(fn, dst, unissued); err != nil {
+		if err := k.checkIssuingSends(fn, dst); err != nil {
 			return err
 		}
 	}
@@ -966,9 +975,9 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	return nil
 }
 
-// checkIssuingSends is checkWriteAt's check against the rank's
+// checkIssuingSends is checkWrite's check against the rank's
 // tl.send_async calls; it forgets the ones that are done.
-func (k *Kernel) checkIssuingSends(fn string, dst machine.Region, unissued bool) error {
+func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
 	root := k.rootKernel()
 	live := root.issuingSends[:0]
 	var hit *sendHandle
@@ -977,7 +986,7 @@ func (k *Kernel) checkIssuingSends(fn string, dst machine.Region, unissued bool)
 			continue
 		}
 		live = append(live, h)
-		if hit == nil && unissued && h.unissued.N > 0 && h.unissued.Overlaps(dst) {
+		if hit == nil && h.unissued.N > 0 && h.unissued.Overlaps(dst) {
 			hit = h
 		}
 	}

@@ -185,12 +185,17 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	// Whether the rank has threads, once per call: the count only grows,
 	// and with none at the start no other process of the rank can spawn
 	// one during the call.
+	//
+	// dst is not checked against the sends still reading it here: each
+	// piece is, when it is stored (storeOpChecked), for that is when its
+	// bytes are written. A piece is stored after its message arrived, which
+	// may be causally after the send that reads the range has completed
+	// (receiving in place into the chunk one's own send read, from the
+	// peer that received that send): checking the whole dst as the call
+	// began reported a hazard no order of events can produce.
 	threads := k.rootKernel().nthreads > 0
 	checkDstWW := false
 	if c.dst != nil {
-		if err := k.checkWriteAt(c.name, c.dst.Reg, false); err != nil {
-			return err
-		}
 		checkDstWW = threads || k.pendingWriteInto(c.dst.Reg) != nil
 	}
 	if c.local != nil {
