@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.starlark.net/lib/json"
 	"go.starlark.net/lib/math"
@@ -230,7 +231,13 @@ func (l *Loader) Load(p string) (starlark.StringDict, error) {
 	data, err := l.Src.ReadFile(p)
 	if err == nil {
 		th := l.NewThread("load " + p)
-		e.globals, err = starlark.ExecFileOptions(FileOptions, th, p, data, l.predeclared())
+		pre := l.predeclared()
+		var prog *starlark.Program
+		if prog, err = compile(p, data, pre); err == nil {
+			// (What starlark.ExecFileOptions does after compiling.)
+			e.globals, err = prog.Init(th, pre)
+			e.globals.Freeze()
+		}
 		err = Stopped(th, Annotate(err, data))
 	}
 	e.err, e.loading = err, false
@@ -403,4 +410,39 @@ func (l *Loader) loopsOf(fn *starlark.Function) string {
 		return " in the loop at " + loops[0]
 	}
 	return " in one of the loops at " + strings.Join(loops, ", ")
+}
+
+// programs holds compiled files by name, content and predeclared names. A
+// mock test runs a kernel under many schedules, each a fresh run loading
+// the same files, and compiling them was a third of a small run's CPU; a
+// compiled program is immutable and runs in any number of modules.
+var programs struct {
+	sync.Mutex
+	m map[programKey]compiled
+}
+
+type programKey struct{ name, src, predeclared string }
+
+type compiled struct {
+	prog *starlark.Program
+	err  error
+}
+
+// maxPrograms bounds the cache (a long kernbench test of many files).
+const maxPrograms = 256
+
+// compile is starlark.SourceProgramOptions, cached in programs.
+func compile(name string, src []byte, predeclared starlark.StringDict) (*starlark.Program, error) {
+	key := programKey{name: name, src: string(src), predeclared: strings.Join(predeclared.Keys(), ",")}
+	programs.Lock()
+	defer programs.Unlock()
+	if c, ok := programs.m[key]; ok {
+		return c.prog, c.err
+	}
+	_, prog, err := starlark.SourceProgramOptions(FileOptions, name, src, predeclared.Has)
+	if programs.m == nil || len(programs.m) >= maxPrograms {
+		programs.m = map[programKey]compiled{}
+	}
+	programs.m[key] = compiled{prog: prog, err: err}
+	return prog, err
 }

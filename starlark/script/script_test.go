@@ -483,3 +483,4 @@ func TestFormatCollapsesRepeatedFrames(t *testing.T) {
 		t.Errorf("Format =\n%s\nwant\n%s", got, want)
 	}
 }
+
