@@ -483,4 +483,3 @@ func TestFormatCollapsesRepeatedFrames(t *testing.T) {
 		t.Errorf("Format =\n%s\nwant\n%s", got, want)
 	}
 }
-
