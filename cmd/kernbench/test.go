@@ -192,25 +192,38 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // a test that runs for minutes must not look like a hang, and fast runs
 // stay silent (and deterministic).
 type testProgress struct {
-	mu      sync.Mutex
-	w       io.Writer
-	current string
-	since   time.Time
-	ticker  *time.Ticker
-	done    chan struct{}
+	mu        sync.Mutex
+	w         io.Writer
+	now       func() time.Time
+	current   string
+	since     time.Time
+	stopTicks func()
+	done      chan struct{}
+	exited    chan struct{}
 }
 
+// newTestProgress reports the running test every period of wall time.
 func newTestProgress(w io.Writer, every time.Duration) *testProgress {
-	p := &testProgress{w: w, ticker: time.NewTicker(every), done: make(chan struct{})}
+	t := time.NewTicker(every)
+	p := startTestProgress(w, t.C, time.Now)
+	p.stopTicks = t.Stop
+	return p
+}
+
+// startTestProgress reports the running test at each tick, as long since
+// it started as now says (the tests give both, the clock's ticks and now).
+func startTestProgress(w io.Writer, ticks <-chan time.Time, now func() time.Time) *testProgress {
+	p := &testProgress{w: w, now: now, stopTicks: func() {}, done: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
+		defer close(p.exited)
 		for {
 			select {
 			case <-p.done:
 				return
-			case now := <-p.ticker.C:
+			case t := <-ticks:
 				p.mu.Lock()
 				if p.current != "" {
-					fmt.Fprintf(p.w, "kernbench test: %s still running (%s)\n", p.current, now.Sub(p.since).Round(time.Second))
+					fmt.Fprintf(p.w, "kernbench test: %s still running (%s)\n", p.current, t.Sub(p.since).Round(time.Second))
 				}
 				p.mu.Unlock()
 			}
@@ -222,14 +235,16 @@ func newTestProgress(w io.Writer, every time.Duration) *testProgress {
 // start is testrun's OnTest: name is now running ("" file: nothing is).
 func (p *testProgress) start(file, name string) {
 	p.mu.Lock()
-	p.current, p.since = "", time.Now()
+	p.current, p.since = "", p.now()
 	if file != "" {
 		p.current = file + ": " + name
 	}
 	p.mu.Unlock()
 }
 
+// stop ends the reports; none is written once it returns.
 func (p *testProgress) stop() {
-	p.ticker.Stop()
+	p.stopTicks()
 	close(p.done)
+	<-p.exited
 }
