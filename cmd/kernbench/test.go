@@ -42,8 +42,8 @@ test; one that passes it while simulating stops with "out of memory at
 t=…" and exit status 3.
 
 Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
-3 a test file passed its -timeout or a test's simulation passed
---max-memory.`,
+3 a test file passed its -timeout (as it loaded too) or a test's
+simulation passed --max-memory.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout < 0 {
 				return usageErr(stderr, asJSON, fmt.Sprintf("-timeout must be >= 0 (got %v)", timeout))
@@ -90,6 +90,7 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			}
 			var all []testrun.Result
 			passed, failed, broken, timedOut, outOfMemory := 0, 0, 0, 0, 0
+			loadTimedOut := 0 // files of broken stopped by -timeout as they loaded
 			for _, f := range files {
 				start := time.Now()
 				prog.start(f, "loading")
@@ -97,6 +98,9 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 				prog.start("", "")
 				if err != nil {
 					broken++
+					if errkind.Of(err) == errkind.Timeout {
+						loadTimedOut++
+					}
 					fmt.Fprintf(stdout, "FAIL %s [load error]\n%s\n", f, indent(err.Error()))
 					continue
 				}
@@ -141,8 +145,10 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			}
 			fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 			switch {
-			case broken > 0:
+			case broken > loadTimedOut:
 				return &exitError{kind: errkind.Load, err: fmt.Errorf("%d test file(s) did not load", broken)}
+			case loadTimedOut > 0:
+				return &exitError{kind: errkind.TestTimeout, err: fmt.Errorf("%d test file(s) passed -timeout as they loaded", loadTimedOut)}
 			case timedOut > 0:
 				return &exitError{kind: errkind.TestTimeout, err: fmt.Errorf("%d test(s) passed -timeout", timedOut)}
 			case outOfMemory > 0:
