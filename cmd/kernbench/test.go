@@ -42,8 +42,8 @@ test; one that passes it while simulating stops with "out of memory at
 t=…" and exit status 3.
 
 Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
-3 a test file passed its -timeout or a test's simulation passed
---max-memory.`,
+3 a test file passed its -timeout (as it loaded too) or a test's
+simulation passed --max-memory.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout < 0 {
 				return usageErr(stderr, asJSON, fmt.Sprintf("-timeout must be >= 0 (got %v)", timeout))
@@ -90,6 +90,7 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			}
 			var all []testrun.Result
 			passed, failed, broken, timedOut, outOfMemory := 0, 0, 0, 0, 0
+			loadTimedOut := 0 // files of broken stopped by -timeout as they loaded
 			for _, f := range files {
 				start := time.Now()
 				prog.start(f, "loading")
@@ -97,6 +98,9 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 				prog.start("", "")
 				if err != nil {
 					broken++
+					if errkind.Of(err) == errkind.Timeout {
+						loadTimedOut++
+					}
 					fmt.Fprintf(stdout, "FAIL %s [load error]\n%s\n", f, indent(err.Error()))
 					continue
 				}
@@ -141,8 +145,10 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 			}
 			fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 			switch {
-			case broken > 0:
+			case broken > loadTimedOut:
 				return reported(errkind.Load, fmt.Sprintf("%d test file(s) did not load", broken))
+			case loadTimedOut > 0:
+				return reported(errkind.TestTimeout, fmt.Sprintf("%d test file(s) passed -timeout as they loaded", loadTimedOut))
 			case timedOut > 0:
 				return reported(errkind.TestTimeout, fmt.Sprintf("%d test(s) passed -timeout", timedOut))
 			case outOfMemory > 0:
@@ -192,25 +198,38 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // a test that runs for minutes must not look like a hang, and fast runs
 // stay silent (and deterministic).
 type testProgress struct {
-	mu      sync.Mutex
-	w       io.Writer
-	current string
-	since   time.Time
-	ticker  *time.Ticker
-	done    chan struct{}
+	mu        sync.Mutex
+	w         io.Writer
+	now       func() time.Time
+	current   string
+	since     time.Time
+	stopTicks func()
+	done      chan struct{}
+	exited    chan struct{}
 }
 
+// newTestProgress reports the running test every period of wall time.
 func newTestProgress(w io.Writer, every time.Duration) *testProgress {
-	p := &testProgress{w: w, ticker: time.NewTicker(every), done: make(chan struct{})}
+	t := time.NewTicker(every)
+	p := startTestProgress(w, t.C, time.Now)
+	p.stopTicks = t.Stop
+	return p
+}
+
+// startTestProgress reports the running test at each tick, as long since
+// it started as now says (the tests give both, the clock's ticks and now).
+func startTestProgress(w io.Writer, ticks <-chan time.Time, now func() time.Time) *testProgress {
+	p := &testProgress{w: w, now: now, stopTicks: func() {}, done: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
+		defer close(p.exited)
 		for {
 			select {
 			case <-p.done:
 				return
-			case now := <-p.ticker.C:
+			case t := <-ticks:
 				p.mu.Lock()
 				if p.current != "" {
-					fmt.Fprintf(p.w, "kernbench test: %s still running (%s)\n", p.current, now.Sub(p.since).Round(time.Second))
+					fmt.Fprintf(p.w, "kernbench test: %s still running (%s)\n", p.current, t.Sub(p.since).Round(time.Second))
 				}
 				p.mu.Unlock()
 			}
@@ -222,14 +241,16 @@ func newTestProgress(w io.Writer, every time.Duration) *testProgress {
 // start is testrun's OnTest: name is now running ("" file: nothing is).
 func (p *testProgress) start(file, name string) {
 	p.mu.Lock()
-	p.current, p.since = "", time.Now()
+	p.current, p.since = "", p.now()
 	if file != "" {
 		p.current = file + ": " + name
 	}
 	p.mu.Unlock()
 }
 
+// stop ends the reports; none is written once it returns.
 func (p *testProgress) stop() {
-	p.ticker.Stop()
+	p.stopTicks()
 	close(p.done)
+	<-p.exited
 }

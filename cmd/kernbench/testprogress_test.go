@@ -1,42 +1,48 @@
 package main
 
 import (
-	"regexp"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
+
+// lineWriter hands each write to the test as it happens.
+type lineWriter chan string
+
+func (c lineWriter) Write(b []byte) (int, error) {
+	c <- string(b)
+	return len(b), nil
+}
 
 // Issue 13 (3): a long test is reported on stderr while it runs (a large
 // mock-schedule test ran 120 s silently); nothing is said between tests.
+// The test drives the reporter's clock: each tick is sent when the test
+// chooses, and a tick is done with once the reporter takes the next.
 func TestTestProgress(t *testing.T) {
-	var b strings.Builder
-	w := &lockedWriter{w: &b}
-	p := newTestProgress(w, 20*time.Millisecond)
+	lines := make(lineWriter, 8)
+	ticks := make(chan time.Time)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := startTestProgress(lines, ticks, func() time.Time { return t0 })
 	p.start("a_test.star", "test_slow")
-	// At least one report (20 ms in); a loaded machine may take longer to
-	// run the reporter, so wait for it rather than for a fixed time.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		w.mu.Lock()
-		n := len(b.String())
-		w.mu.Unlock()
-		if n > 0 {
-			break
-		}
-	}
+	var got []string
+	ticks <- t0.Add(10 * time.Second)
+	got = append(got, <-lines)
+	ticks <- t0.Add(21*time.Second + 400*time.Millisecond)
+	got = append(got, <-lines)
 	p.start("", "")
-	w.mu.Lock()
-	n := len(b.String())
-	w.mu.Unlock()
-	time.Sleep(70 * time.Millisecond)
+	ticks <- t0.Add(30 * time.Second) // nothing runs: nothing said
+	ticks <- t0.Add(40 * time.Second) // taken only once the reporter is done with 30 s
 	p.stop()
-	w.mu.Lock()
-	got := b.String()
-	w.mu.Unlock()
-	if !regexp.MustCompile(`^(kernbench test: a_test\.star: test_slow still running \(\d+s\)\n)+$`).MatchString(got) {
-		t.Errorf("progress = %q, want lines naming the running test", got)
+	close(lines)
+	for l := range lines {
+		got = append(got, l)
 	}
-	if len(got) != n {
-		t.Errorf("progress printed %q after the test ended", got[n:])
+	want := []string{
+		"kernbench test: a_test.star: test_slow still running (10s)\n",
+		"kernbench test: a_test.star: test_slow still running (21s)\n",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
 	}
 }

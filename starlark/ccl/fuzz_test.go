@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"kernbench"
+	"kernbench/starlark/cputime"
 )
 
 // FuzzStarExecution runs small generated .star programs through Run and
@@ -36,7 +37,7 @@ import (
 // (the default minimization time of 60s per new input stalls short runs).
 // Environment: KERNBENCH_FUZZ_SKIP_KNOWN=1 skips programs that trip bugs
 // already reported (fuzzKnownBugs), KERNBENCH_FUZZ_LIMIT=2s tightens the
-// per-run wall-time limit, KERNBENCH_FUZZ_PRINT=1 prints every program
+// per-run CPU-time limit, KERNBENCH_FUZZ_PRINT=1 prints every program
 // before it runs (a Go fatal error kills the process without a message).
 // Move a crasher out of testdata/fuzz/ once it is reported: a committed
 // crasher fails every go test run.
@@ -94,10 +95,12 @@ var fuzzKnownBugs = []struct {
 		regexp.MustCompile(`slice\([^\n]*(<<\s*(6[0-9])|[0-9]{18})`)},
 }
 
-// fuzzLimit bounds one execution in wall time. The step limit (10^5 per
-// rank) and the small simulated-time watchdog below keep honest runs in the
-// milliseconds; anything near this limit is a hang. KERNBENCH_FUZZ_LIMIT
-// (a Go duration) overrides it, e.g. to hunt slow inputs with 2s.
+// fuzzLimit bounds the CPU time the process uses while one execution runs
+// (CPU, not wall time: other work on the machine does not stretch it). The
+// step limit (10^5 per rank) and the small simulated-time watchdog below
+// keep honest runs in the milliseconds; anything near this limit is a
+// hang. KERNBENCH_FUZZ_LIMIT (a Go duration) overrides it, e.g. to hunt
+// slow inputs with 2s.
 var fuzzLimit = func() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("KERNBENCH_FUZZ_LIMIT")); err == nil && d > 0 {
 		return d
@@ -154,11 +157,9 @@ func fuzzRunProgram(t *testing.T, src string) {
 			Sets:      fuzzSets,
 		})
 	}()
-	var o outcome
-	select {
-	case o = <-done:
-	case <-time.After(fuzzLimit):
-		t.Fatalf("Run did not return within %v (hang) on:\n%s", fuzzLimit, src)
+	o, ok := cputime.Await(done, fuzzLimit)
+	if !ok {
+		t.Fatalf("Run did not return within %v of CPU time (hang) on:\n%s", fuzzLimit, src)
 	}
 	if o.panic != nil {
 		t.Fatalf("Run panicked: %v\n%s\nprogram:\n%s", o.panic, o.stack, src)

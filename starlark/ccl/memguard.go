@@ -345,10 +345,11 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 // always starts, at the latest when the others are done. Only when sizes
 // run changes, never what they report.
 type memBudget struct {
-	mu    sync.Mutex
-	freed *sync.Cond
-	limit int64
-	used  int64
+	mu      sync.Mutex
+	freed   *sync.Cond
+	limit   int64
+	used    int64
+	waiting int // sizes waiting in acquire
 }
 
 func newMemBudget(limit int64) *memBudget {
@@ -368,7 +369,9 @@ func (b *memBudget) acquire(n int64) (release func()) {
 	}
 	b.mu.Lock()
 	for b.used > 0 && b.used > b.limit-n {
+		b.waiting++
 		b.freed.Wait()
+		b.waiting--
 	}
 	b.used += n
 	b.mu.Unlock()

@@ -1,17 +1,16 @@
 package ccl
 
 import (
-	"fmt"
-
 	"errors"
+	"fmt"
 	"io/fs"
-	"kernbench"
+	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"kernbench"
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 )
@@ -340,17 +339,24 @@ func TestMemBudget(t *testing.T) {
 		close(started)
 		rel()
 	}()
-	select {
-	case <-started:
-		t.Fatal("a size started while its estimate did not fit next to the running one")
-	case <-time.After(50 * time.Millisecond):
+	// Wait for the second size to be waiting, however long the machine
+	// takes to get there (no clock: a loaded machine is only slower).
+	for {
+		b.mu.Lock()
+		waiting := b.waiting
+		b.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		select {
+		case <-started:
+			t.Fatal("a size started while its estimate did not fit next to the running one")
+		default:
+		}
+		runtime.Gosched()
 	}
 	relA()
-	select {
-	case <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting size did not start once the running one was done")
-	}
+	<-started // else a hang, which go test's -timeout reports
 	relC := b.acquire(30)
 	relD := b.acquire(70) // 30 + 70 fits exactly
 	relC()

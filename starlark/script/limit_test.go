@@ -36,10 +36,11 @@ func TestStopped(t *testing.T) {
 	if !IsStepLimit(got) || IsTimeout(got) || got.Error() != err.Error() {
 		t.Errorf("step limit: got %v (step limit %v, timeout %v)", got, IsStepLimit(got), IsTimeout(got))
 	}
+	// A loop that never ends: the watchdog fires whenever the machine
+	// gets to it, and the thread stops at its next step after that.
 	wd := NewWatchdog(time.Nanosecond, "--timeout 1ns")
 	defer wd.Stop()
-	time.Sleep(time.Millisecond)
-	th, err = run(&Loader{Watchdog: wd}, "x = 1\n")
+	th, err = run(&Loader{Watchdog: wd}, "while True:\n    pass\n")
 	if got := Stopped(th, err); !IsTimeout(got) || IsStepLimit(got) {
 		t.Errorf("timeout: got %v (step limit %v, timeout %v)", got, IsStepLimit(got), IsTimeout(got))
 	}

@@ -20,6 +20,7 @@ type Watchdog struct {
 	mu      sync.Mutex
 	threads []watched
 	reason  string // "" until the limit passed
+	what    string // names the limit in the reason
 	timer   *time.Timer
 }
 
@@ -29,17 +30,29 @@ func NewWatchdog(d time.Duration, what string) *Watchdog {
 	if d <= 0 {
 		return nil
 	}
-	w := &Watchdog{}
-	w.timer = time.AfterFunc(d, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.reason = timeoutReason + ": stopped after " + what
-		for _, t := range w.threads {
-			t.cancel(w.reason)
-		}
-		w.threads = nil
-	})
+	w := &Watchdog{what: what}
+	w.timer = time.AfterFunc(d, w.Fire)
 	return w
+}
+
+// Fire passes the limit now: the watched threads are cancelled as when the
+// time is up, and so is every thread watched from now on. Tests use it to
+// stop a script at a point they choose rather than when a clock says.
+// A nil *Watchdog has no limit to pass.
+func (w *Watchdog) Fire() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.reason != "" {
+		return
+	}
+	w.reason = timeoutReason + ": stopped after " + w.what
+	for _, t := range w.threads {
+		t.cancel(w.reason)
+	}
+	w.threads = nil
 }
 
 // Watch adds th; after the limit passed, th is cancelled at once.

@@ -147,7 +147,9 @@ func newLoader(file string, o *Options) (*script.Loader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("internal error: assert module: %v", err)
 	}
-	o.watchdog = script.NewWatchdog(o.Timeout, fmt.Sprintf("-timeout %v (per test file)", o.Timeout))
+	if o.watchdog == nil { // the package's tests give their own, to fire it
+		o.watchdog = script.NewWatchdog(o.Timeout, fmt.Sprintf("-timeout %v (per test file)", o.Timeout))
+	}
 	return &script.Loader{
 		Watchdog:    o.watchdog,
 		Src:         script.Source{Env: o.Env, Embedded: o.Embedded},
@@ -159,6 +161,16 @@ func newLoader(file string, o *Options) (*script.Loader, error) {
 	}, nil
 }
 
+// loadError is a test file that did not load: its report, and the error
+// behind it (errkind.Of tells a file stopped by -timeout as it loaded).
+type loadError struct {
+	text string
+	err  error
+}
+
+func (e *loadError) Error() string { return e.text }
+func (e *loadError) Unwrap() error { return e.err }
+
 // RunFile runs every test_* function of file in source order.
 func RunFile(file string, o Options) ([]Result, error) {
 	loader, err := newLoader(file, &o)
@@ -168,7 +180,7 @@ func RunFile(file string, o Options) ([]Result, error) {
 	defer o.watchdog.Stop()
 	globals, err := loader.Load(file)
 	if err != nil {
-		return nil, fmt.Errorf("%s", script.Format(err))
+		return nil, &loadError{script.Format(err), err}
 	}
 	type test struct {
 		name string
