@@ -60,7 +60,7 @@ func TestTimeoutStopsTheScriptWhereItIs(t *testing.T) {
 			for i, l := range f.Backtrace {
 				f.Backtrace[i] = strings.TrimPrefix(l, filepath.Dir(file)+"/")
 			}
-			if diff := cmp.Diff(c.want, got{f.Code, f.Kind, f.Msg, f.Backtrace}); diff != "" {
+			if diff := cmp.Diff(c.want, got{f.ErrorKind().Status, f.ErrorKind().Name, f.Msg, f.Backtrace}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
