@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,10 +41,14 @@ type varyAxis struct {
 	values []string
 }
 
-func parseVary(flags []string) ([]varyAxis, error) {
+// parseVary reads the --vary flags. A key varied twice, or also given by
+// a --set (sets), would make some of the values given never take effect:
+// an error.
+func parseVary(flags, sets []string) ([]varyAxis, error) {
 	var axes []varyAxis
 	for _, f := range flags {
 		key, vals, ok := strings.Cut(f, "=")
+		key = strings.TrimSpace(key)
 		if !ok || key == "" || vals == "" {
 			return nil, fmt.Errorf("--vary %q: want key.path=v1,v2,… (e.g. --vary defaults.buffer_kind=tcm,sram,hbm)", f)
 		}
@@ -54,14 +59,35 @@ func parseVary(flags []string) ([]varyAxis, error) {
 			}
 			axis.values = append(axis.values, v)
 		}
+		for _, a := range axes {
+			switch {
+			case a.key == key:
+				return nil, fmt.Errorf("--vary %s is given twice: the second would override the first in every run; give all the values in one --vary", key)
+			case within(a.key, key) || within(key, a.key):
+				return nil, fmt.Errorf("--vary %s and --vary %s vary the same setting: the one applied last would override the other; vary one of them", a.key, key)
+			}
+		}
+		for _, s := range sets {
+			sk, _, _ := strings.Cut(s, "=")
+			if sk = strings.TrimSpace(sk); within(sk, key) {
+				return nil, fmt.Errorf("--set %s cannot take effect: --vary %s replaces it in every run; give one of them", s, key)
+			}
+		}
 		axes = append(axes, axis)
 	}
 	return axes, nil
 }
 
+// within reports whether key path a is b or lies below it.
+func within(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".")
+}
+
 // expandVariants is every target with every combination of the varied
-// values (the last --vary changing fastest).
-func expandVariants(targets []string, axes []varyAxis) []variant {
+// values (the last --vary changing fastest). A target "" is the
+// defaults.algorithm of the variant's configuration: the value of a
+// --vary defaults.algorithm, else defaultAlgorithm.
+func expandVariants(targets []string, axes []varyAxis, defaultAlgorithm string) []variant {
 	combos := [][]string{nil}
 	for _, a := range axes {
 		var next [][]string
@@ -74,13 +100,21 @@ func expandVariants(targets []string, axes []varyAxis) []variant {
 	}
 	var out []variant
 	for _, t := range targets {
-		name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(t), ".star"), ".xml")
 		for _, c := range combos {
-			label := name
+			target := t
+			if target == "" {
+				target = defaultAlgorithm
+				for _, item := range c {
+					if v, ok := strings.CutPrefix(item, "defaults.algorithm="); ok {
+						target = v
+					}
+				}
+			}
+			label := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(target), ".star"), ".xml")
 			if len(c) > 0 {
 				label += " " + strings.Join(c, " ")
 			}
-			out = append(out, variant{target: t, sets: c, label: label})
+			out = append(out, variant{target: target, sets: c, label: label})
 		}
 	}
 	return out
@@ -100,10 +134,26 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 			return usageErr(stderr, o.json, flag+" writes one run's detail; give it one algorithm, without --vary")
 		}
 	}
+	// Every variant resolves before any runs; then, knowing which
+	// algorithms the comparison runs, none has a --set or --vary item
+	// that cannot take effect.
+	var compared []string
 	for i, v := range variants {
 		opts := o.Options
-		opts.Sets = append(append([]string(nil), o.Sets...), v.sets...)
-		if err := ccl.Resolve(v.target, opts); err != nil {
+		opts.Vary = v.sets
+		name, err := ccl.Resolve(v.target, opts, false)
+		if err != nil {
+			return compareFailure(o, variants, nil, err, i, stdout, stderr)
+		}
+		if name != "" && !slices.Contains(compared, name) {
+			compared = append(compared, name)
+		}
+	}
+	o.Compared = compared
+	for i, v := range variants {
+		opts := o.Options
+		opts.Vary = v.sets
+		if _, err := ccl.Resolve(v.target, opts, true); err != nil {
 			return compareFailure(o, variants, nil, err, i, stdout, stderr)
 		}
 	}
@@ -139,7 +189,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		v := variants[i]
 		oc := outs[i]
 		opts := o.Options
-		opts.Sets = append(append([]string(nil), o.Sets...), v.sets...)
+		opts.Vary = v.sets
 		opts.Jobs = jobs
 		opts.Stderr = errTo
 		opts.Progress = nil

@@ -356,18 +356,25 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
 	if compare != nil || len(o.vary) > 0 {
-		axes, err := parseVary(o.vary)
+		axes, err := parseVary(o.vary, o.Sets)
 		if err != nil {
 			return usageErr(stderr, o.json, err.Error())
 		}
-		if len(compare) == 0 {
+		defaultAlgorithm := ""
+		switch {
+		case arg != "":
+			// --bench BENCH with --vary: the bench, with its algorithm.
+			compare = []string{arg}
+		case len(compare) == 0:
 			cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 			if err != nil {
 				return usageErr(stderr, o.json, err.Error())
 			}
-			compare = []string{cfg.Defaults.Algorithm}
+			// No algorithm named: each variant runs the defaults.algorithm
+			// of its configuration, which --vary defaults.algorithm may set.
+			compare, defaultAlgorithm = []string{""}, cfg.Defaults.Algorithm
 		}
-		return runCompare(o, expandVariants(compare, axes), stdout, stderr)
+		return runCompare(o, expandVariants(compare, axes, defaultAlgorithm), stdout, stderr)
 	}
 	var outputs []*outputFile
 	for _, out := range []struct {

@@ -167,6 +167,7 @@ func TestLoad(t *testing.T) {
 			want: expect(nil, &Algorithm{
 				Name: "a", Module: "a.star", Topology: "ring_1d", Line: 4,
 				OverrideKeys: []string{"buffer_kind", "n_slots", "vc_weights"},
+				OverridePos:  map[string]string{"buffer_kind": "ccl.yaml:6", "vc_weights": "ccl.yaml:7", "n_slots": "ccl.yaml:8"},
 			}),
 		},
 		{

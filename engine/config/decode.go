@@ -92,8 +92,9 @@ type rule struct {
 	open bool
 	// leaf decodes a scalar or sequence, or an open value.
 	leaf func(d *decoder, n *yaml.Node, path string) error
-	// onKey is called with every key present in a fields mapping.
-	onKey func(key string)
+	// onKey is called with every key present in a fields mapping and
+	// the node of the key.
+	onKey func(d *decoder, key string, k *yaml.Node)
 	// after runs once the mapping's keys are decoded; k is the key node
 	// of the mapping (nil at the top level), v the mapping.
 	after func(d *decoder, k, v *yaml.Node, path string) error
@@ -161,7 +162,7 @@ func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) error {
 			}
 			byKey[p.key] = p
 			if r.onKey != nil {
-				r.onKey(p.key)
+				r.onKey(d, p.key, p.k)
 			}
 		}
 		for _, f := range r.fields {

@@ -235,9 +235,13 @@ func algorithmRule(a *Algorithm) *rule {
 	fields = append(fields, settingsFields(&a.overrides, false)...)
 	return &rule{
 		fields: fields,
-		onKey: func(key string) {
+		onKey: func(d *decoder, key string, k *yaml.Node) {
 			if settingKeyNamed(key) != nil {
 				a.OverrideKeys = append(a.OverrideKeys, key)
+				if a.OverridePos == nil {
+					a.OverridePos = make(map[string]string)
+				}
+				a.OverridePos[key] = d.pos(k)
 			}
 		},
 		after: func(*decoder, *yaml.Node, *yaml.Node, string) error {

@@ -280,15 +280,27 @@ func mscclChunks(a *msccl.Algo, p *plan) error {
 	return nil
 }
 
+// mscclRun is what a run of the schedule a in file uses of the
+// configuration: no algorithm entry, and its own world size and channels.
+func mscclRun(file string, a *msccl.Algo) runOf {
+	return runOf{known: true, what: file, fixed: map[string]string{
+		"world_size": fmt.Sprintf("%s is a schedule for ngpus=%d ranks", file, a.NGPUs),
+		"channels":   fmt.Sprintf("%s's thread blocks give its channels", file),
+	}}
+}
+
 // runMSCCL is `kernbench run FILE.xml`.
 func runMSCCL(arg string, opts Options) (*Report, error) {
-	cfg, _, err := LoadConfig(opts.Env, opts.ConfigPath, opts.Sets, opts.Embedded)
+	cfg, _, err := LoadConfig(opts.Env, opts.ConfigPath, opts.allSets(), opts.Embedded)
 	if err != nil {
 		return nil, err
 	}
 	src := script.Source{Env: opts.Env, Embedded: opts.Embedded, Overlay: map[string][]byte{mscclRunnerName: mscclRunner}}
 	a, err := loadMSCCL(arg, src)
 	if err != nil {
+		return nil, err
+	}
+	if err := ineffectiveSet(cfg, mscclRun(arg, a), opts); err != nil {
 		return nil, err
 	}
 	// The file fixes what a .star algorithm leaves to flags.

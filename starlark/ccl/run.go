@@ -23,7 +23,14 @@ import (
 type Options struct {
 	ConfigPath string   // --config; "" = ./ccl.yaml if present, else the embedded default
 	Sets       []string // --set key.path=value
-	WorldSize  int      // 0 = configured
+	// Vary are the --vary items (key.path=value) of this variant of a
+	// comparison, applied after Sets.
+	Vary []string
+	// Compared are the ccl.yaml algorithms every variant of the
+	// comparison this run belongs to uses: a --set of one of their keys
+	// takes effect in another run even where not in this one.
+	Compared   []string
+	WorldSize  int // 0 = configured
 	Topology   string
 	Collective string
 	Algorithm  string  // the algorithm behind a host bench (default: defaults.algorithm)
@@ -114,13 +121,16 @@ func Run(arg string, opts Options) (*Report, error) {
 	if IsMSCCL(arg) {
 		return runMSCCL(arg, opts)
 	}
-	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.Sets, opts.Embedded)
+	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.allSets(), opts.Embedded)
 	if err != nil {
 		return nil, err
 	}
 	src := script.Source{Env: opts.Env, Embedded: opts.Embedded}
 	tgt, err := resolveTarget(arg, cfg, cfgDir, src)
 	if err != nil {
+		return nil, err
+	}
+	if err := ineffectiveSet(cfg, tgt.runOf(false), opts); err != nil {
 		return nil, err
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
@@ -148,11 +158,17 @@ func Run(arg string, opts Options) (*Report, error) {
 		if !ok {
 			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
 		}
+		if err := ineffectiveSet(cfg, runOf{known: true, what: tgt.file}, opts); err != nil {
+			return nil, err
+		}
 		return runL3Bench(tgt.file, mf, cfg, loader, opts)
 	}
 	kernel, err := entryPoint(globals, tgt.file, "kernel")
 	if err != nil {
 		return nil, testFileHint(tgt.file, err)
+	}
+	if err := ineffectiveSet(cfg, tgt.runOf(true), opts); err != nil {
+		return nil, err
 	}
 	var hook starlark.Callable
 	if v, ok := globals["neighbors"]; ok {
