@@ -78,7 +78,11 @@ MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
 combination) run on the same bench and sizes and print one table with a
 column naming each; --csv and --plot write the figures for a spreadsheet
-or as a busbw-against-size chart.
+or as a busbw-against-size chart. A run of a comparison that fails is a
+row naming its error (the sizes before it keep theirs; --json and --jsonl
+give it its "error") and the others still run. A --set or --vary value
+that cannot take effect (the algorithm's ccl.yaml entry, a flag or a later
+item overrides it) is refused before anything runs.
 
 Host memory is bounded by --max-memory (default: 80% of the memory
 available to the process, cgroup limit included): a run whose estimated
@@ -93,7 +97,8 @@ estimate and the op_log's cost per record and per message.
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error
 (including a run estimated over --max-memory), 3 deadlock or watchdog or
 step limit or --max-memory passed while simulating, 4 error raised while
-running.`,
+running. A comparison exits with the worst status of its runs, the highest
+of these (its last line names that failure's kind).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.bench != "" {
 				return cobra.MaximumNArgs(1)(cmd, args)
