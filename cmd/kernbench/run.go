@@ -22,10 +22,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
-	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
-	"kernbench/engine/topology"
 	"kernbench/engine/trace"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
@@ -129,11 +127,7 @@ of these (its last line names that failure's kind).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star, or the bench file at a path (host code), with defaults.algorithm, or with the algorithm given as argument")
-	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml laid over the embedded default (default ./ccl.yaml if present)")
-	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
-	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
-	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names, " | "))
-	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))
+	addConfigFlags(f, &o.Options)
 	f.Int64Var(&o.count, "count", 0, "elements of each buffer of allreduce, broadcast and reduce, of allgather's sendbuf, reduce_scatter's recvbuf and an alltoall chunk (the count column is world_size times it for those three)")
 	f.StringVar(&o.bytes, "bytes", "", "count in bytes, e.g. 64K, 4M (default 1M); the size column is world_size times it for allgather, reduce_scatter and alltoall")
 	f.StringVar(&o.sweep, "sweep", "", "sweep of --bytes MIN:MAX[:FACTOR], e.g. 1K:4M (factor 2), one row per size")
