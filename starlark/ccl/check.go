@@ -57,7 +57,7 @@ func Check(file string, o CheckOptions) []string {
 	}
 	cfg, cfgDir, err := LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
 	if err != nil {
-		return []string{err.Error()}
+		return configProblems(err)
 	}
 	src := script.Source{Env: o.Env, Embedded: o.Embedded}
 	tgt, err := resolveTarget(file, cfg, cfgDir, src)
@@ -232,6 +232,20 @@ func Check(file string, o CheckOptions) []string {
 		problems = append(problems, lintCalls(tgt.file, data, globals, dirs, max(1, tgt.settings.Channels), p.topology)...)
 	}
 	return problems
+}
+
+// configProblems are the problems of a configuration that does not load:
+// one per mistake the decoder found.
+func configProblems(err error) []string {
+	var es config.Errors
+	if !errors.As(err, &es) {
+		return []string{err.Error()}
+	}
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Error()
+	}
+	return out
 }
 
 // runOptions are the options of the run o checks.

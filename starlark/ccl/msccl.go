@@ -378,7 +378,7 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 func checkMSCCL(arg string, o CheckOptions) []string {
 	cfg, _, err := LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
 	if err != nil {
-		return []string{err.Error()}
+		return configProblems(err)
 	}
 	a, err := loadMSCCL(arg, script.Source{Env: o.Env, Embedded: o.Embedded})
 	if err != nil {
