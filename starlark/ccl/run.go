@@ -240,7 +240,7 @@ func stepLimit(f *Failure) *Failure {
 		}
 		f.setKind(k)
 		f.Msg = ee.Msg + " (raise " + flag + " if the script is meant to run this long)"
-		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
+		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	}
 	return f
 }
