@@ -195,6 +195,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
+	o.RootGiven = cmd.Flags().Changed("root")
 	if o.Jobs < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
 	}

@@ -129,6 +129,9 @@ func ineffectiveSet(cfg *config.Config, r runOf, opts Options) error {
 				}
 				return fail(it, "%s is not run (this run: %s)", p[1], runs)
 			}
+			if opts.RootGiven && (len(p) == 4 && p[2] == "params" && p[3] == "root" || len(p) == 3 && p[2] == "params") {
+				return fail(it, "%s %d overrides the entry's params.root; give one of them", opts.optionName("--root"), opts.Root)
+			}
 			if len(p) != 3 {
 				break
 			}

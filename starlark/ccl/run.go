@@ -42,7 +42,10 @@ type Options struct {
 	Seed       uint64
 	DataSpace  string // tcm | sram | hbm (default hbm)
 	Root       int
-	MaxSteps   uint64
+	// RootGiven says Root was given (--root), also as 0: it then wins
+	// over the ccl.yaml entry's params.root.
+	RootGiven bool
+	MaxSteps  uint64
 	// Keywords says the options above came from run_kernel_in_mock's
 	// keywords, not from flags: a bad value is then named as the keyword
 	// the test wrote (topology), not as a flag it never gave (--topology).
