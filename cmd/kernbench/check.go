@@ -20,6 +20,7 @@ func newCheckCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	o := ccl.CheckOptions{Env: env, Embedded: kernbench.Files}
 	var sizes string
 	var timeout time.Duration
+	var sel ccl.Options // the configuration flags, shared with run
 	cmd := &cobra.Command{
 		Use:   "check FILE.star | FILE.xml | NAME",
 		Short: "Load, lint and validate an algorithm without simulating",
@@ -33,6 +34,8 @@ cannot take their arguments. A NAME_test.star file is checked as kernbench
 test loads it (assert predeclared, @kernbench//testing.star loadable;
 test_* functions take no parameters). An MSCCL .xml schedule is parsed
 and validated (docs/msccl.md).
+--config, --set, --world-size, --topology and --collective are run's: the
+algorithm is checked as kernbench run with them would run it.
 Exit status 0 when clean, 2 with file:line:col for every problem.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -54,12 +57,24 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 				}
 				o.WorldSizes = ws
 			}
+			o.ConfigPath, o.Sets, o.WorldSize, o.Topology, o.Collective = sel.ConfigPath, sel.Sets, sel.WorldSize, sel.Topology, sel.Collective
+			if cmd.Flags().Changed("world-size") && o.WorldSize < 1 {
+				return usageErr(stderr, false, fmt.Sprintf("--world-size must be >= 1 (got %d)", o.WorldSize))
+			}
+			if o.WorldSize > 0 && sizes != "" {
+				return usageErr(stderr, false, "--world-size checks one world size and --world-sizes several: give one of them")
+			}
 			if o.ShowMap < 0 {
 				return usageErr(stderr, false, fmt.Sprintf("--show-map must be >= 1 (got %d)", o.ShowMap))
 			}
 			o.MapOut = stdout
 			var problems []string
 			if strings.HasSuffix(args[0], "_test.star") {
+				for _, flag := range []string{"config", "set", "world-size", "topology", "collective", "world-sizes", "show-map"} {
+					if cmd.Flags().Changed(flag) {
+						return usageErr(stderr, false, fmt.Sprintf("--%s: %s is a test file, checked as kernbench test loads it, without a configuration; check the algorithm it tests with --%s", flag, args[0], flag))
+					}
+				}
 				// A test file is checked as kernbench test loads it: with
 				// assert and @kernbench//testing.star, not as an algorithm.
 				var n int
@@ -82,8 +97,8 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.ConfigPath, "config", "", "ccl.yaml laid over the embedded default (default ./ccl.yaml if present)")
-	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value")
+	addConfigFlags(cmd.Flags(), &sel)
+	cmd.Flags().Lookup("world-size").Usage = "check at this number of ranks only (default: the --world-sizes)"
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "wall-clock limit of the checked file's Starlark (top level, neighbors()); 0 = none")
 	cmd.Flags().IntVar(&o.ShowMap, "show-map", 0, "print the neighbour map at this world size and the links each direction crosses (pe_noc, ucie, pcie)")
 	cmd.Flags().StringVar(&sizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16)")

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,10 +42,14 @@ type varyAxis struct {
 	values []string
 }
 
-func parseVary(flags []string) ([]varyAxis, error) {
+// parseVary reads the --vary flags. A key varied twice, or also given by
+// a --set (sets), would make some of the values given never take effect:
+// an error.
+func parseVary(flags, sets []string) ([]varyAxis, error) {
 	var axes []varyAxis
 	for _, f := range flags {
 		key, vals, ok := strings.Cut(f, "=")
+		key = strings.TrimSpace(key)
 		if !ok || key == "" || vals == "" {
 			return nil, fmt.Errorf("--vary %q: want key.path=v1,v2,… (e.g. --vary defaults.buffer_kind=tcm,sram,hbm)", f)
 		}
@@ -54,14 +60,35 @@ func parseVary(flags []string) ([]varyAxis, error) {
 			}
 			axis.values = append(axis.values, v)
 		}
+		for _, a := range axes {
+			switch {
+			case a.key == key:
+				return nil, fmt.Errorf("--vary %s is given twice: the second would override the first in every run; give all the values in one --vary", key)
+			case within(a.key, key) || within(key, a.key):
+				return nil, fmt.Errorf("--vary %s and --vary %s vary the same setting: the one applied last would override the other; vary one of them", a.key, key)
+			}
+		}
+		for _, s := range sets {
+			sk, _, _ := strings.Cut(s, "=")
+			if sk = strings.TrimSpace(sk); within(sk, key) {
+				return nil, fmt.Errorf("--set %s cannot take effect: --vary %s replaces it in every run; give one of them", s, key)
+			}
+		}
 		axes = append(axes, axis)
 	}
 	return axes, nil
 }
 
+// within reports whether key path a is b or lies below it.
+func within(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".")
+}
+
 // expandVariants is every target with every combination of the varied
-// values (the last --vary changing fastest).
-func expandVariants(targets []string, axes []varyAxis) []variant {
+// values (the last --vary changing fastest). A target "" is the
+// defaults.algorithm of the variant's configuration: the value of a
+// --vary defaults.algorithm, else defaultAlgorithm.
+func expandVariants(targets []string, axes []varyAxis, defaultAlgorithm string) []variant {
 	combos := [][]string{nil}
 	for _, a := range axes {
 		var next [][]string
@@ -74,13 +101,21 @@ func expandVariants(targets []string, axes []varyAxis) []variant {
 	}
 	var out []variant
 	for _, t := range targets {
-		name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(t), ".star"), ".xml")
 		for _, c := range combos {
-			label := name
+			target := t
+			if target == "" {
+				target = defaultAlgorithm
+				for _, item := range c {
+					if v, ok := strings.CutPrefix(item, "defaults.algorithm="); ok {
+						target = v
+					}
+				}
+			}
+			label := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(target), ".star"), ".xml")
 			if len(c) > 0 {
 				label += " " + strings.Join(c, " ")
 			}
-			out = append(out, variant{target: t, sets: c, label: label})
+			out = append(out, variant{target: target, sets: c, label: label})
 		}
 	}
 	return out
@@ -94,17 +129,37 @@ type compareRow struct {
 
 // runCompare runs the variants and prints them as one table (or JSON),
 // rows in variant order and, within a variant, size order, whatever -j is.
+// A variant that fails is a row of the table naming its error (its rows
+// before the failure stay) and the others still run; the command exits
+// with the worst status of them all (worstFailure).
 func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) error {
 	for flag, set := range map[string]bool{"--oplog": o.oplog != "", "--trace": o.trace != "", "--dot": o.dot != "", "--dump-pointers": o.dumpPtrs} {
 		if set {
 			return usageErr(stderr, o.json, flag+" writes one run's detail; give it one algorithm, without --vary")
 		}
 	}
+	// Every variant resolves before any runs; then, knowing which
+	// algorithms the comparison runs, none has a --set or --vary item
+	// that cannot take effect. These are mistakes in the command line:
+	// they end it before anything is simulated.
+	var compared []string
 	for i, v := range variants {
 		opts := o.Options
-		opts.Sets = append(append([]string(nil), o.Sets...), v.sets...)
-		if err := ccl.Resolve(v.target, opts); err != nil {
-			return compareFailure(o, variants, nil, err, i, stdout, stderr)
+		opts.Vary = v.sets
+		name, err := ccl.Resolve(v.target, opts, false)
+		if err != nil {
+			return resolveFailure(o, variants[i], err, stdout, stderr)
+		}
+		if name != "" && !slices.Contains(compared, name) {
+			compared = append(compared, name)
+		}
+	}
+	o.Compared = compared
+	for i, v := range variants {
+		opts := o.Options
+		opts.Vary = v.sets
+		if _, err := ccl.Resolve(v.target, opts, true); err != nil {
+			return resolveFailure(o, variants[i], err, stdout, stderr)
 		}
 	}
 	width := len("algorithm")
@@ -113,9 +168,9 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 	}
 	type outcome struct {
 		rep    *ccl.Report
-		err    error
+		fail   *ccl.Failure // the variant's error, nil when it ran
 		out    bytes.Buffer // rows, in order
-		errOut bytes.Buffer // the variant's stderr (print(), warnings)
+		errOut bytes.Buffer // the variant's stderr (print(), warnings, its error)
 	}
 	outs := make([]*outcome, len(variants))
 	row := func(w io.Writer, label string, r *ccl.Result) {
@@ -139,7 +194,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		v := variants[i]
 		oc := outs[i]
 		opts := o.Options
-		opts.Sets = append(append([]string(nil), o.Sets...), v.sets...)
+		opts.Vary = v.sets
 		opts.Jobs = jobs
 		opts.Stderr = errTo
 		opts.Progress = nil
@@ -157,7 +212,24 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 			return nil
 		}
 		opts.OnResult = func(r *ccl.Result) { row(rowsTo, v.label, r) }
-		oc.rep, oc.err = ccl.Run(v.target, opts)
+		rep, err := ccl.Run(v.target, opts)
+		oc.rep = rep
+		if err == nil {
+			return
+		}
+		// The failure is the variant's row; its diagnostics go where its
+		// other messages went.
+		oc.fail = asFailure(err)
+		if oc.rep == nil {
+			oc.rep = &ccl.Report{File: v.target}
+		}
+		if !o.json && !o.jsonl {
+			fmt.Fprintf(rowsTo, "%-*s  error: %s%s\n", width, v.label, variantPosition(o, oc.rep), failureLine(oc.fail))
+		}
+		fmt.Fprintf(errTo, "kernbench: %s: %s%s\n", v.label, variantPosition(o, oc.rep), oc.fail.Msg)
+		if f := oc.fail; f.Detail != "" && f.Detail != f.Msg {
+			fmt.Fprintln(errTo, f.Detail)
+		}
 	}
 	for i := range outs {
 		outs[i] = &outcome{}
@@ -166,9 +238,6 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		// One at a time: rows appear as each size finishes.
 		for i := range variants {
 			runOne(i, o.Jobs, stdout, stderr)
-			if outs[i].err != nil {
-				return compareFailure(o, variants, outs[i].rep, outs[i].err, i, stdout, stderr)
-			}
 		}
 	} else {
 		// Variants in parallel, each buffered and written in order once
@@ -178,6 +247,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		var wg sync.WaitGroup
 		next := make(chan int)
 		done := make([]chan struct{}, len(variants))
+		panics := make([]any, len(variants))
 		for i := range done {
 			done[i] = make(chan struct{})
 		}
@@ -186,8 +256,21 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 			go func() {
 				defer wg.Done()
 				for i := range next {
-					runOne(i, per, &outs[i].out, &outs[i].errOut)
-					close(done[i])
+					func() {
+						defer close(done[i])
+						// A panic here would end the process past the
+						// CLI's error boundary: it is raised again below,
+						// on the command's goroutine.
+						defer func() {
+							if r := recover(); r != nil {
+								if _, ok := r.(*ccl.InternalError); !ok {
+									r = &ccl.InternalError{Value: r, Stack: debug.Stack()}
+								}
+								panics[i] = r
+							}
+						}()
+						runOne(i, per, &outs[i].out, &outs[i].errOut)
+					}()
 				}
 			}()
 		}
@@ -197,26 +280,29 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 			}
 			close(next)
 		}()
-		var failed = -1
 		for i := range variants {
 			<-done[i]
-			if failed >= 0 {
-				continue
+			if panics[i] != nil {
+				wg.Wait()
+				panic(panics[i])
 			}
 			_, _ = stdout.Write(outs[i].out.Bytes())
 			_, _ = stderr.Write(outs[i].errOut.Bytes())
-			if outs[i].err != nil {
-				failed = i
-			}
 		}
 		wg.Wait()
-		if failed >= 0 {
-			return compareFailure(o, variants, outs[failed].rep, outs[failed].err, failed, stdout, stderr)
-		}
 	}
-	var reps []labeled
+	var reps, ran []labeled
+	var failures []labeledFailure
 	for i, v := range variants {
-		reps = append(reps, labeled{v.label, outs[i].rep})
+		l := labeled{v.label, outs[i].rep}
+		reps = append(reps, l)
+		if outs[i].fail != nil {
+			outs[i].rep.Error = outs[i].fail.Out()
+			failures = append(failures, labeledFailure{v.label, outs[i].fail})
+		}
+		if len(l.rep.Results) > 0 {
+			ran = append(ran, l)
+		}
 	}
 	switch {
 	case o.json:
@@ -246,6 +332,9 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		if !o.quiet {
 			for _, l := range reps {
 				r := l.rep
+				if r.Collective == "" {
+					continue // failed before it started: its error row says why
+				}
 				root := ""
 				if r.Root != nil {
 					root = fmt.Sprintf(", root %d", *r.Root)
@@ -255,10 +344,77 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	if err := writeExtras(o, reps); err != nil {
-		return fail(stderr, asFailure(err))
+	if len(ran) > 0 {
+		if err := writeExtras(o, ran); err != nil {
+			f := asFailure(err)
+			fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+			failures = append(failures, labeledFailure{"", f})
+		}
 	}
-	return checkResults(reps, stderr)
+	failures = append(failures, wrongResults(reps, stderr)...)
+	labels := make([]string, len(variants))
+	for i, v := range variants {
+		labels[i] = v.label
+	}
+	return worstFailure(failures, labels, stderr)
+}
+
+// labeledFailure is a failure of a comparison's variant (label) or, with
+// no label, of the command (an output file it could not write).
+type labeledFailure struct {
+	label string
+	f     *ccl.Failure
+}
+
+// worstFailure is the command's error for the failures of its runs: the
+// one with the highest exit status (4 an error raised while running, 3 a
+// deadlock or limit, 2 a usage, configuration or load error, 1 a wrong
+// result), the first of them in the table's order when several share it;
+// nil when there are none. For a comparison (labels: its runs, in the
+// table's order) it first lists the runs that failed on one line, each
+// with its worst kind, as the kind line that ends the command names only
+// the command's.
+func worstFailure(failures []labeledFailure, labels []string, stderr io.Writer) error {
+	if len(failures) == 0 {
+		return nil
+	}
+	worst := failures[0]
+	kinds := map[string]*errkind.Kind{}
+	for _, lf := range failures {
+		k := lf.f.ErrorKind()
+		if k.Status > worst.f.ErrorKind().Status {
+			worst = lf
+		}
+		if prev := kinds[lf.label]; prev == nil || k.Status > prev.Status {
+			kinds[lf.label] = k
+		}
+	}
+	var parts []string
+	for _, l := range labels {
+		if k := kinds[l]; k != nil {
+			parts = append(parts, fmt.Sprintf("%s (%s)", l, k.Name))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(stderr, "kernbench: %d of %d runs failed: %s\n", len(parts), len(labels), strings.Join(parts, ", "))
+	}
+	return &exitError{err: worst.f}
+}
+
+// failureLine is a failure as one line of the table: its kind and the
+// first line of its message.
+func failureLine(f *ccl.Failure) string {
+	msg, _, _ := strings.Cut(f.Msg, "\n")
+	return f.ErrorKind().Name + ": " + msg
+}
+
+// variantPosition is sweepPosition for a variant's report ("" when it
+// failed before simulating).
+func variantPosition(o *runOptions, rep *ccl.Report) string {
+	if rep == nil || rep.Collective == "" {
+		return ""
+	}
+	return sweepPosition(o, rep)
 }
 
 // compareReport is one variant's report in a comparison's JSON.
@@ -267,32 +423,39 @@ type compareReport struct {
 	*ccl.Report
 }
 
-// compareFailure reports variant i's error the way a single run does.
-func compareFailure(o *runOptions, variants []variant, rep *ccl.Report, err error, i int, stdout, stderr io.Writer) error {
+// resolveFailure reports a variant that does not resolve (a misspelt
+// name, a --set or --vary that cannot take effect): a mistake in the
+// command line, which ends the comparison before anything runs.
+func resolveFailure(o *runOptions, v variant, err error, stdout, stderr io.Writer) error {
 	f := asFailure(err)
 	if o.json || o.jsonl {
-		if rep == nil {
-			rep = &ccl.Report{File: variants[i].target}
-		}
-		rep.Error = f.Out()
-		rep.Results = nil
-		writeJSONLine(stdout, compareReport{Label: variants[i].label, Report: rep})
+		rep := &ccl.Report{File: v.target, Error: f.Out()}
+		writeJSONLine(stdout, compareReport{Label: v.label, Report: rep})
 	}
-	fmt.Fprintf(stderr, "kernbench: %s: %s\n", variants[i].label, f.Msg)
+	fmt.Fprintf(stderr, "kernbench: %s: %s\n", v.label, f.Msg)
 	if f.Detail != "" && f.Detail != f.Msg {
 		fmt.Fprintln(stderr, f.Detail)
 	}
 	return &exitError{err: f}
 }
 
-// checkResults turns a wrong result or a phase-2 mismatch into exit 1; a
-// run's messages name it by its label when it has one (a comparison).
+// checkResults turns a wrong result or a phase-2 mismatch into exit 1 (see
+// wrongResults).
 func checkResults(reps []labeled, stderr io.Writer) error {
+	return worstFailure(wrongResults(reps, stderr), nil, stderr)
+}
+
+// wrongResults reports every wrong result and phase-2 mismatch of reps (a
+// run's messages name it by its label when it has one, a comparison's)
+// and returns them as failures (exit 1), one per run.
+func wrongResults(reps []labeled, stderr io.Writer) []labeledFailure {
+	var out []labeledFailure
 	for _, l := range reps {
 		prefix := "kernbench: "
 		if l.label != "" {
 			prefix += l.label + ": "
 		}
+	runs:
 		for _, r := range l.rep.Results {
 			if r.Phase2Match != nil && !*r.Phase2Match {
 				fmt.Fprintf(stderr, "%stwo-pass verification failed at %d bytes: %s\n", prefix, r.Bytes, r.Phase2)
@@ -305,15 +468,17 @@ func checkResults(reps []labeled, stderr io.Writer) error {
 					wrongReport(stderr, prefix, l.rep, r)
 				}
 				fmt.Fprintf(stderr, "%s%s\n", prefix, ccl.Phase2Advice)
-				return reported(errkind.Phase2Mismatch, "phase 2 mismatch")
+				out = append(out, labeledFailure{l.label, ccl.WithKind(errkind.Phase2Mismatch, &ccl.Failure{Rank: -1, Msg: "phase 2 mismatch"})})
+				break runs
 			}
 			if r.Wrong > 0 {
 				wrongReport(stderr, prefix, l.rep, r)
-				return reported(errkind.WrongResult, "verification failed")
+				out = append(out, labeledFailure{l.label, ccl.WithKind(errkind.WrongResult, &ccl.Failure{Rank: -1, Msg: "verification failed"})})
+				break runs
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // wrongReport prints a row's wrong elements: the count, the first, and

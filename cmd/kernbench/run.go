@@ -22,10 +22,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
-	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
-	"kernbench/engine/topology"
 	"kernbench/engine/trace"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
@@ -78,7 +76,11 @@ MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
 combination) run on the same bench and sizes and print one table with a
 column naming each; --csv and --plot write the figures for a spreadsheet
-or as a busbw-against-size chart.
+or as a busbw-against-size chart. A run of a comparison that fails is a
+row naming its error (the sizes before it keep theirs; --json and --jsonl
+give it its "error") and the others still run. A --set or --vary value
+that cannot take effect (the algorithm's ccl.yaml entry, a flag or a later
+item overrides it) is refused before anything runs.
 
 Host memory is bounded by --max-memory (default: 80% of the memory
 available to the process, cgroup limit included): a run whose estimated
@@ -93,7 +95,8 @@ estimate and the op_log's cost per record and per message.
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error
 (including a run estimated over --max-memory), 3 deadlock or watchdog or
 step limit or --max-memory passed while simulating, 4 error raised while
-running.`,
+running. A comparison exits with the worst status of its runs, the highest
+of these (its last line names that failure's kind).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.bench != "" {
 				return cobra.MaximumNArgs(1)(cmd, args)
@@ -124,11 +127,7 @@ running.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star, or the bench file at a path (host code), with defaults.algorithm, or with the algorithm given as argument")
-	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml laid over the embedded default (default ./ccl.yaml if present)")
-	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
-	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
-	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names, " | "))
-	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))
+	addConfigFlags(f, &o.Options)
 	f.Int64Var(&o.count, "count", 0, "elements of each buffer of allreduce, broadcast and reduce, of allgather's sendbuf, reduce_scatter's recvbuf and an alltoall chunk (the count column is world_size times it for those three)")
 	f.StringVar(&o.bytes, "bytes", "", "count in bytes, e.g. 64K, 4M (default 1M); the size column is world_size times it for allgather, reduce_scatter and alltoall")
 	f.StringVar(&o.sweep, "sweep", "", "sweep of --bytes MIN:MAX[:FACTOR], e.g. 1K:4M (factor 2), one row per size")
@@ -196,6 +195,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
+	o.RootGiven = cmd.Flags().Changed("root")
 	if o.Jobs < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
 	}
@@ -356,18 +356,25 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
 	if compare != nil || len(o.vary) > 0 {
-		axes, err := parseVary(o.vary)
+		axes, err := parseVary(o.vary, o.Sets)
 		if err != nil {
 			return usageErr(stderr, o.json, err.Error())
 		}
-		if len(compare) == 0 {
+		defaultAlgorithm := ""
+		switch {
+		case arg != "":
+			// --bench BENCH with --vary: the bench, with its algorithm.
+			compare = []string{arg}
+		case len(compare) == 0:
 			cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 			if err != nil {
 				return usageErr(stderr, o.json, err.Error())
 			}
-			compare = []string{cfg.Defaults.Algorithm}
+			// No algorithm named: each variant runs the defaults.algorithm
+			// of its configuration, which --vary defaults.algorithm may set.
+			compare, defaultAlgorithm = []string{""}, cfg.Defaults.Algorithm
 		}
-		return runCompare(o, expandVariants(compare, axes), stdout, stderr)
+		return runCompare(o, expandVariants(compare, axes, defaultAlgorithm), stdout, stderr)
 	}
 	var outputs []*outputFile
 	for _, out := range []struct {

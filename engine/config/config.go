@@ -76,6 +76,9 @@ type Algorithm struct {
 	// OverrideKeys names the defaults keys this entry sets for itself,
 	// sorted; Config.Settings applies them.
 	OverrideKeys []string
+	// OverridePos is where each of OverrideKeys was set: "FILE:LINE", or
+	// "--set KEY=VALUE" for one a --set item added.
+	OverridePos map[string]string
 
 	// overrides holds the entry's values of OverrideKeys; its other
 	// fields are the defaults as decoded before the entry.
@@ -263,6 +266,7 @@ func (a *Algorithm) clone() *Algorithm {
 	b := *a
 	b.overrides = a.overrides.clone()
 	b.OverrideKeys = slices.Clone(a.OverrideKeys)
+	b.OverridePos = maps.Clone(a.OverridePos)
 	if a.Params != nil {
 		b.Params = cloneValue(a.Params).(map[string]any)
 	}

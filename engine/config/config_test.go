@@ -167,6 +167,7 @@ func TestLoad(t *testing.T) {
 			want: expect(nil, &Algorithm{
 				Name: "a", Module: "a.star", Topology: "ring_1d", Line: 4,
 				OverrideKeys: []string{"buffer_kind", "n_slots", "vc_weights"},
+				OverridePos:  map[string]string{"buffer_kind": "ccl.yaml:6", "vc_weights": "ccl.yaml:7", "n_slots": "ccl.yaml:8"},
 			}),
 		},
 		{
@@ -380,7 +381,7 @@ func TestLoadErrors(t *testing.T) {
 			`ccl.yaml:7: algorithms.a.params.x: duplicate key "y" (first at ccl.yaml:7)`},
 
 		// Missing pieces.
-		{"empty file", "", `ccl.yaml:1: defaults is required`},
+		{"empty file", "", "ccl.yaml:1: defaults is required\nccl.yaml:1: algorithms is required"},
 		{"missing defaults", lines("algorithms: {a: {module: a.star}}"),
 			`ccl.yaml:1: defaults is required`},
 		{"missing algorithms", lines("# a comment", "defaults: {algorithm: a}"),
@@ -403,6 +404,24 @@ func TestLoadErrors(t *testing.T) {
 			`ccl.yaml:3: defaults.slot_size: invalid size "4Q": unknown unit "Q" (want B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB)`},
 		{"fractional size", with("system: {memory: {sram: {capacity: 1.0001K}}}"),
 			`ccl.yaml:6: system.memory.sram.capacity: invalid size "1.0001K": not a whole number of bytes`},
+
+		// Every mistake, in file order, each with its line; a mistake
+		// does not hide the ones after it.
+		{"several mistakes", lines("defaults:", "  algorithm: a", "  n_slot: 4", "  world_size: many", "algorithms:", "  a:", "    module: a.star", "    topolgy: ring_1d", "    collective: allgatherr", "system: {sip: 2}"),
+			`ccl.yaml:3: defaults: unknown key "n_slot" (allowed: ` + defaultsKeys + ")\n" +
+				"ccl.yaml:4: defaults.world_size: got \"many\", want int\n" +
+				`ccl.yaml:8: algorithms.a: unknown key "topolgy" (allowed: ` + entryKeys + ")\n" +
+				"ccl.yaml:9: algorithms.a.collective: got \"allgatherr\", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall\n" +
+				`ccl.yaml:10: system: unknown key "sip" (allowed: cubes_per_sip, links, math, memory, pes_per_cube, placement, sips)`},
+		{"duplicate keys and a bad default algorithm", lines("defaults:", "  algorithm: b", "  n_slots: 2", "  n_slots: 3", "algorithms:", "  a: {module: a.star, module: b.star}"),
+			"ccl.yaml:2: defaults.algorithm: got \"b\", want one of the algorithms: a\n" +
+				"ccl.yaml:4: defaults: duplicate key \"n_slots\" (first at ccl.yaml:3)\n" +
+				"ccl.yaml:6: algorithms.a: duplicate key \"module\" (first at ccl.yaml:6)"},
+		{"a mistake per entry", lines("defaults: {algorithm: a}", "algorithms:", "  a: {module: a.star, n_slots: 0}", "  b: {modul: b.star}", "  9c: {module: c.star}"),
+			"ccl.yaml:3: algorithms.a.n_slots: got 0, want >= 1\n" +
+				`ccl.yaml:4: algorithms.b: unknown key "modul" (allowed: ` + entryKeys + ")\n" +
+				"ccl.yaml:4: algorithms.b.module is required\n" +
+				"ccl.yaml:5: algorithms: name \"9c\" is not an identifier (want letters, digits and _, not starting with a digit)"},
 
 		// YAML syntax.
 		{"syntax error", with("    params: {x: [1, 2}"),
@@ -455,7 +474,7 @@ func TestSetErrors(t *testing.T) {
 		{"below a leaf", with(), []string{"defaults.n_slots.x=4"},
 			`--set defaults.n_slots.x=4: defaults.n_slots is not a mapping, cannot set "x" below it`},
 		{"below a file value of the wrong type", with("    params: 3"), []string{"algorithms.a.params.x=4"},
-			`--set algorithms.a.params.x=4: algorithms.a.params: got 3 at ccl.yaml:6, want mapping`},
+			"--set algorithms.a.params.x=4: algorithms.a.params: got 3 at ccl.yaml:6, want mapping\nccl.yaml:6: algorithms.a.params: got 3, want mapping"},
 		{"malformed value", with(), []string{"defaults.vc_weights={compute: 1"},
 			`--set defaults.vc_weights={compute: 1: bad value: did not find expected ',' or '}'`},
 		{"block value", with(), []string{"defaults.buffer_kind=a: b"},

@@ -22,9 +22,41 @@ type Error struct {
 	Pos string
 	// Msg says what is wrong, usually "key.path: got X, want Y".
 	Msg string
+
+	// order sorts the errors of one Load: --set items first, then by
+	// file and line.
+	set  bool
+	file string
+	line int
 }
 
 func (e *Error) Error() string { return e.Pos + ": " + e.Msg }
+
+// Errors are every error one Load found, --set items first (in the
+// order given), then in file order, one per line of Error(). Load
+// returns a single error as its *Error.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap lets errors.As find the first *Error.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// maxErrors bounds the errors one Load reports: past it, decoding stops
+// (a file of another format would give one per line).
+const maxErrors = 20
 
 // maxNodes bounds the nodes one Load visits; YAML aliases can otherwise
 // expand a small file into an exponential tree.
@@ -42,6 +74,56 @@ type decoder struct {
 	// defaultAlgorithm is the node of defaults.algorithm, kept for the
 	// check that it names an algorithm.
 	defaultAlgorithm *yaml.Node
+	// errs are the errors found so far: decoding goes on past a bad key
+	// or value to report every one (see add).
+	errs Errors
+	// stop ends decoding: the node budget is spent.
+	stop bool
+}
+
+// add records err, a mistake decoding continues past.
+func (d *decoder) add(err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Pos: d.name, Msg: err.Error(), file: d.name}
+	}
+	d.errs = append(d.errs, e)
+}
+
+// stopped reports whether decoding must not go on: the node budget is
+// spent or maxErrors errors were found.
+func (d *decoder) stopped() bool {
+	return d.stop || len(d.errs) >= maxErrors
+}
+
+// err is the error of the Load: nil, the one *Error, or every one in
+// order (Errors).
+func (d *decoder) err() error {
+	switch len(d.errs) {
+	case 0:
+		return nil
+	case 1:
+		return d.errs[0]
+	}
+	es := slices.Clone(d.errs)
+	slices.SortStableFunc(es, func(a, b *Error) int {
+		switch {
+		case a.set != b.set:
+			if a.set {
+				return -1
+			}
+			return 1
+		case a.set:
+			return 0 // in the order the items were given
+		case a.file != b.file:
+			return strings.Compare(a.file, b.file)
+		}
+		return a.line - b.line
+	})
+	if d.stopped() && !d.stop {
+		es = append(es, &Error{Pos: d.name, Msg: fmt.Sprintf("more errors may follow: decoding stopped after %d", maxErrors)})
+	}
+	return es
 }
 
 // pos returns where n came from.
@@ -60,7 +142,16 @@ func (d *decoder) pos(n *yaml.Node) string {
 }
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) error {
-	return &Error{Pos: d.pos(n), Msg: fmt.Sprintf(format, args...)}
+	e := &Error{Pos: d.pos(n), Msg: fmt.Sprintf(format, args...), file: d.name}
+	if _, ok := d.origin[n]; ok {
+		e.set = true
+	} else if n != nil {
+		e.line = n.Line
+		if f, ok := d.from[n]; ok {
+			e.file = f
+		}
+	}
+	return e
 }
 
 // resolve follows aliases and charges n against the node budget.
@@ -73,6 +164,7 @@ func (d *decoder) resolve(n *yaml.Node) (*yaml.Node, error) {
 	}
 	d.budget--
 	if d.budget < 0 {
+		d.stop = true
 		return nil, d.errorf(n, "document too large (more than %d nodes after expanding aliases)", maxNodes)
 	}
 	return n, nil
@@ -92,11 +184,15 @@ type rule struct {
 	open bool
 	// leaf decodes a scalar or sequence, or an open value.
 	leaf func(d *decoder, n *yaml.Node, path string) error
-	// onKey is called with every key present in a fields mapping.
-	onKey func(key string)
+	// onKey is called with every key present in a fields mapping and
+	// the node of the key.
+	onKey func(d *decoder, key string, k *yaml.Node)
 	// after runs once the mapping's keys are decoded; k is the key node
-	// of the mapping (nil at the top level), v the mapping.
-	after func(d *decoder, k, v *yaml.Node, path string) error
+	// of the mapping (nil at the top level), v the mapping. It does not
+	// run after a mistake below the mapping (it would report its
+	// consequences) unless afterMistakes is set.
+	after         func(d *decoder, k, v *yaml.Node, path string) error
+	afterMistakes bool
 }
 
 type field struct {
@@ -130,38 +226,48 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// decode decodes v, the value under key node k (nil at the top), by r.
-func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) error {
+// decode decodes v, the value under key node k (nil at the top), by r. It
+// records what is wrong (add) and goes on with the other keys, so that one
+// Load reports every mistake.
+func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) {
+	if d.stopped() {
+		return
+	}
 	v, err := d.resolve(v)
 	if err != nil {
-		return err
+		d.add(err)
+		return
 	}
 	if r.fields == nil && r.entry == nil {
-		return r.leaf(d, v, path)
+		if err := r.leaf(d, v, path); err != nil {
+			d.add(err)
+		}
+		return
 	}
-	pairs, err := d.mapping(k, v, path)
-	if err != nil {
-		return err
+	before := len(d.errs)
+	pairs, ok := d.pairs(v, path)
+	if !ok {
+		return
 	}
 	if r.entry != nil {
 		for _, p := range pairs {
 			er, err := r.entry(d, p.key, p.k)
 			if err != nil {
-				return err
+				d.add(err)
+				continue
 			}
-			if err := d.decode(er, p.k, p.v, join(path, p.key)); err != nil {
-				return err
-			}
+			d.decode(er, p.k, p.v, join(path, p.key))
 		}
 	} else {
 		byKey := make(map[string]pair, len(pairs))
 		for _, p := range pairs {
 			if r.field(p.key) == nil {
-				return d.errorf(p.k, "%s: unknown key %q (allowed: %s)", pathOrTop(path), p.key, r.allowed())
+				d.add(d.errorf(p.k, "%s: unknown key %q (allowed: %s)", pathOrTop(path), p.key, r.allowed()))
+				continue
 			}
 			byKey[p.key] = p
 			if r.onKey != nil {
-				r.onKey(p.key)
+				r.onKey(d, p.key, p.k)
 			}
 		}
 		for _, f := range r.fields {
@@ -172,19 +278,53 @@ func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) error {
 					if at == nil {
 						at = v
 					}
-					return d.errorf(at, "%s is required", join(path, f.key))
+					d.add(d.errorf(at, "%s is required", join(path, f.key)))
 				}
 				continue
 			}
-			if err := d.decode(f.rule, p.k, p.v, join(path, f.key)); err != nil {
-				return err
-			}
+			d.decode(f.rule, p.k, p.v, join(path, f.key))
 		}
 	}
-	if r.after != nil {
-		return r.after(d, k, v, path)
+	if r.after != nil && (len(d.errs) == before || r.afterMistakes) && !d.stopped() {
+		if err := r.after(d, k, v, path); err != nil {
+			d.add(err)
+		}
 	}
-	return nil
+}
+
+// pairs is mapping for decode: every problem with a key is recorded and
+// the key left out; ok is false when v is no mapping at all.
+func (d *decoder) pairs(v *yaml.Node, path string) (_ []pair, ok bool) {
+	if isNull(v) {
+		return nil, true
+	}
+	if v.Kind != yaml.MappingNode {
+		d.add(d.errorf(v, "%s: got %s, want mapping", pathOrTop(path), describe(v)))
+		return nil, false
+	}
+	pairs := make([]pair, 0, len(v.Content)/2)
+	first := make(map[string]*yaml.Node, len(v.Content)/2)
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		kn, err := d.resolve(v.Content[i])
+		if err != nil {
+			d.add(err)
+			if d.stopped() {
+				return nil, false
+			}
+			continue
+		}
+		if kn.Kind != yaml.ScalarNode {
+			d.add(d.errorf(kn, "%s: got %s as a key, want a string", pathOrTop(path), describe(kn)))
+			continue
+		}
+		if prev, dup := first[kn.Value]; dup {
+			d.add(d.errorf(kn, "%s: duplicate key %q (first at %s)", pathOrTop(path), kn.Value, d.pos(prev)))
+			continue
+		}
+		first[kn.Value] = kn
+		pairs = append(pairs, pair{key: kn.Value, k: kn, v: v.Content[i+1]})
+	}
+	return pairs, true
 }
 
 func pathOrTop(path string) string {
@@ -370,7 +510,7 @@ func badCharLine(data []byte) int {
 // key path against the schema r.
 func (d *decoder) applySet(root *yaml.Node, r *rule, item string) error {
 	fail := func(format string, args ...any) error {
-		return &Error{Pos: "--set " + item, Msg: fmt.Sprintf(format, args...)}
+		return &Error{Pos: "--set " + item, Msg: fmt.Sprintf(format, args...), set: true}
 	}
 	keyPath, value, ok := strings.Cut(item, "=")
 	if !ok {

@@ -16,6 +16,10 @@
 //
 // Load applies --set overrides to the node tree before decoding; a mistake in
 // an overridden value is reported against the --set item, not a file line.
+// Decoding goes on past a bad key or value (leaving it out) so that one Load
+// reports every mistake (Errors, --set items first, then in file order), up
+// to maxErrors; checks across keys (defaults.algorithm names an algorithm,
+// placement fits the machine) run only where what they read decoded.
 //
 // This package is part of the engine: it imports no Starlark and does no
 // I/O. Callers read the file and resolve Algorithm.Module against the

@@ -36,6 +36,19 @@ func FuzzLoad(f *testing.F) {
 			if c != nil {
 				t.Fatal("Load returned both a config and an error")
 			}
+			// Every error is reported, each with its position, up to
+			// maxErrors and the line saying decoding stopped.
+			var es Errors
+			if errors.As(err, &es) {
+				if len(es) < 2 || len(es) > maxErrors+1 {
+					t.Fatalf("%d errors in an Errors: %v", len(es), err)
+				}
+				for _, e := range es {
+					if e.Pos == "" || e.Msg == "" {
+						t.Fatalf("error without position or message: %q", e)
+					}
+				}
+			}
 			return
 		}
 		checkInvariants(t, c)

@@ -60,8 +60,10 @@ func (d *decoder) decodeRoot(root *yaml.Node, sets []string, base *Config) (*Con
 		}
 		shape := rootRule(&Config{Algorithms: make(map[string]*Algorithm)})
 		for _, item := range sets {
+			// A bad item is left out: the file's own mistakes are
+			// reported with it.
 			if err := d.applySet(root, shape, item); err != nil {
-				return nil, err
+				d.add(err)
 			}
 		}
 	}
@@ -71,7 +73,8 @@ func (d *decoder) decodeRoot(root *yaml.Node, sets []string, base *Config) (*Con
 		c.Defaults.Algorithm = "" // required in every file
 		c.System = base.System.clone()
 	}
-	if err := d.decode(rootRule(c), nil, root, ""); err != nil {
+	d.decode(rootRule(c), nil, root, "")
+	if err := d.err(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -85,8 +88,11 @@ func rootRule(c *Config) *rule {
 			{key: "algorithms", required: true, rule: algorithmsRule(c)},
 			{key: "system", rule: systemRule(&c.System)},
 		},
+		// An unknown defaults.algorithm is reported beside other mistakes,
+		// unless algorithms: itself is one.
+		afterMistakes: true,
 		after: func(d *decoder, _, _ *yaml.Node, _ string) error {
-			if _, ok := c.Algorithms[c.Defaults.Algorithm]; !ok && d.defaultAlgorithm != nil {
+			if _, ok := c.Algorithms[c.Defaults.Algorithm]; !ok && d.defaultAlgorithm != nil && len(c.Algorithms) > 0 {
 				return d.errorf(d.defaultAlgorithm, "defaults.algorithm: got %s, want one of the algorithms: %s",
 					strconv.Quote(c.Defaults.Algorithm), knownList(c.AlgorithmNames))
 			}
@@ -215,11 +221,14 @@ func algorithmsRule(c *Config) *rule {
 			}
 			return algorithmRule(a), nil
 		},
+		// The names are listed (and an unknown defaults.algorithm
+		// reported with them) after mistakes in the entries too.
+		afterMistakes: true,
 		after: func(d *decoder, k, v *yaml.Node, path string) error {
+			c.AlgorithmNames = slices.Sorted(maps.Keys(c.Algorithms))
 			if len(c.Algorithms) == 0 {
 				return d.errorf(k, "%s: want at least one algorithm", path)
 			}
-			c.AlgorithmNames = slices.Sorted(maps.Keys(c.Algorithms))
 			return nil
 		},
 	}
@@ -235,9 +244,13 @@ func algorithmRule(a *Algorithm) *rule {
 	fields = append(fields, settingsFields(&a.overrides, false)...)
 	return &rule{
 		fields: fields,
-		onKey: func(key string) {
+		onKey: func(d *decoder, key string, k *yaml.Node) {
 			if settingKeyNamed(key) != nil {
 				a.OverrideKeys = append(a.OverrideKeys, key)
+				if a.OverridePos == nil {
+					a.OverridePos = make(map[string]string)
+				}
+				a.OverridePos[key] = d.pos(k)
 			}
 		},
 		after: func(*decoder, *yaml.Node, *yaml.Node, string) error {

@@ -9,6 +9,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/engine/topology"
 )
 
 // Backpressure is how a blocked send or recv waits [D7].
@@ -400,7 +401,12 @@ func (g *Group) Lookup(rank int, dir string, sending bool) (*QueuePair, error) {
 	ep := g.EPs[rank]
 	q := ep.QP(dir)
 	if q == nil {
-		return nil, &IPCQError{"IpcqInvalidDirection", fmt.Sprintf("rank %d has no direction %q (installed: %s)", rank, dir, strings.Join(ep.Directions(), ", "))}
+		installed := ep.Directions()
+		hint := ""
+		if near := topology.NearestDirection(dir, installed); near != "" {
+			hint = fmt.Sprintf("; did you mean %q?", near)
+		}
+		return nil, &IPCQError{"IpcqInvalidDirection", fmt.Sprintf("rank %d has no direction %q (installed: %s%s)", rank, dir, strings.Join(installed, ", "), hint)}
 	}
 	if sending && q.RecvOnly {
 		return nil, &IPCQError{"IpcqInvalidDirection", fmt.Sprintf("rank %d direction %q is receive-only in this topology (installed: %s)", rank, dir, strings.Join(ep.Directions(), ", "))}

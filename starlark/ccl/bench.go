@@ -251,7 +251,10 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 		f.Detail = script.Format(re.err)
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
+			// The message is the first line; the traceback follows
+			// without repeating it.
 			f.Msg = fmt.Sprintf("rank %d: %s", re.rank, ee.Msg)
+			f.Detail = script.Traceback(re.err)
 		}
 		// who names the failing process: the rank, the thread when a
 		// spawned one failed, and the process's note (an MSCCL run: the

@@ -28,6 +28,12 @@ import (
 type CheckOptions struct {
 	ConfigPath string
 	Sets       []string
+	// WorldSize, Topology and Collective are run's flags of the same
+	// names: the algorithm is checked as `kernbench run` with them would
+	// run it (WorldSize > 0 checks that world size alone).
+	WorldSize  int
+	Topology   string
+	Collective string
 	WorldSizes []int      // neighbors() is validated for each (default 1..16)
 	Env        script.Env // the working directory and environment variables
 	Embedded   fs.FS
@@ -51,11 +57,14 @@ func Check(file string, o CheckOptions) []string {
 	}
 	cfg, cfgDir, err := LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
 	if err != nil {
-		return []string{err.Error()}
+		return configProblems(err)
 	}
 	src := script.Source{Env: o.Env, Embedded: o.Embedded}
 	tgt, err := resolveTarget(file, cfg, cfgDir, src)
 	if err != nil {
+		return []string{err.Error()}
+	}
+	if err := ineffectiveSet(cfg, tgt.runOf(false), o.runOptions()); err != nil {
 		return []string{err.Error()}
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
@@ -121,7 +130,12 @@ func Check(file string, o CheckOptions) []string {
 			hook = fn
 		}
 	}
-	p, err := makePlan(tgt, globals, hook != nil, Options{Root: 0})
+	if globals["kernel"] != nil {
+		if err := ineffectiveSet(cfg, tgt.runOf(true), o.runOptions()); err != nil {
+			return append(problems, err.Error())
+		}
+	}
+	p, err := makePlan(tgt, globals, hook != nil, o.runOptions())
 	if err != nil {
 		problems = append(problems, err.Error())
 		return problems
@@ -135,6 +149,9 @@ func Check(file string, o CheckOptions) []string {
 	}
 	machine := machineParams(cfg.System, tgt.settings)
 	sizes := o.WorldSizes
+	if len(sizes) == 0 && o.WorldSize > 0 {
+		sizes = []int{o.WorldSize}
+	}
 	if len(sizes) == 0 {
 		// The default sizes stop where a small machine does: only sizes
 		// asked for by name are reported as not fitting.
@@ -181,7 +198,11 @@ func Check(file string, o CheckOptions) []string {
 	problems = append(problems, groupSizeFailures(failures)...)
 	switch {
 	case len(unplaceable) == 1:
-		problems = append(problems, fmt.Sprintf("--world-sizes: %v", unplaceableErr))
+		flag := "--world-sizes"
+		if len(o.WorldSizes) == 0 && o.WorldSize > 0 {
+			flag = "--world-size"
+		}
+		problems = append(problems, fmt.Sprintf("%s: %v", flag, unplaceableErr))
 	case len(unplaceable) > 1:
 		problems = append(problems, fmt.Sprintf("--world-sizes: world_sizes %s do not fit the machine; %v", sizeRanges(unplaceable), unplaceableErr))
 	}
@@ -211,6 +232,26 @@ func Check(file string, o CheckOptions) []string {
 		problems = append(problems, lintCalls(tgt.file, data, globals, dirs, max(1, tgt.settings.Channels), p.topology)...)
 	}
 	return problems
+}
+
+// configProblems are the problems of a configuration that does not load:
+// one per mistake the decoder found.
+func configProblems(err error) []string {
+	var es config.Errors
+	if !errors.As(err, &es) {
+		return []string{err.Error()}
+	}
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+// runOptions are the options of the run o checks.
+func (o CheckOptions) runOptions() Options {
+	return Options{ConfigPath: o.ConfigPath, Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
+		Env: o.Env, Embedded: o.Embedded}
 }
 
 // hookSignature says why neighbors() cannot be called as

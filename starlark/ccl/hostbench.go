@@ -30,6 +30,9 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	if err != nil {
 		return nil, err
 	}
+	if err := ineffectiveSet(cfg, tgt.runOf(true), opts); err != nil {
+		return nil, err
+	}
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
 		return nil, WithKind(errkind.Init, &Failure{Rank: -1,

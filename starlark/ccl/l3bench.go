@@ -179,6 +179,7 @@ func l3Failure(err error) error {
 	var ee *starlark.EvalError
 	if errors.As(pe.err, &ee) {
 		f.Msg = fmt.Sprintf("%s: %s", pe.proc, ee.Msg)
+		f.Detail = script.Traceback(pe.err)
 	}
 	return f
 }

@@ -71,6 +71,8 @@ func lintCalls(file string, src []byte, globals starlark.StringDict, dirs map[st
 		hint := ""
 		if base, c := topology.SplitChannel(name); c > 0 && dirs[base] {
 			hint = fmt.Sprintf(" (channel %d of %s needs channels: %d or more; this run installs %d)", c, base, c+1, channels)
+		} else if near := topology.NearestDirection(name, installed); near != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", near)
 		}
 		report(lit.TokenPos, "tl.%s: direction %q is not installed by topology %s at any world size checked%s; installed: %s",
 			call, name, topo, hint, strings.Join(installed, ", "))

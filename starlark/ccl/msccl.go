@@ -280,9 +280,34 @@ func mscclChunks(a *msccl.Algo, p *plan) error {
 	return nil
 }
 
+// mscclRun is what a run of the schedule a in file uses of the
+// configuration: no algorithm entry, and its own world size and channels.
+func mscclRun(file string, a *msccl.Algo) runOf {
+	return runOf{known: true, what: file, fixed: map[string]string{
+		"world_size": fmt.Sprintf("%s is a schedule for ngpus=%d ranks", file, a.NGPUs),
+		"channels":   fmt.Sprintf("%s's thread blocks give its channels", file),
+	}}
+}
+
+// mscclFlags refuses the flags that would change what the schedule a in
+// file fixes.
+func mscclFlags(arg string, a *msccl.Algo, opts Options) error {
+	switch {
+	case opts.WorldSize != 0 && opts.WorldSize != a.NGPUs:
+		return usage("%s is a schedule for ngpus=%d ranks; drop --world-size %d", arg, a.NGPUs, opts.WorldSize)
+	case opts.Collective != "" && opts.Collective != a.Coll:
+		return usage("%s is an %s schedule; drop --collective %s", arg, a.Coll, opts.Collective)
+	case opts.Topology != "":
+		return usage("%s: an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology %s", arg, opts.Topology)
+	case opts.InPlace && !a.InPlace:
+		return usage("%s is an out-of-place schedule (inplace=0); drop --in-place", arg)
+	}
+	return nil
+}
+
 // runMSCCL is `kernbench run FILE.xml`.
 func runMSCCL(arg string, opts Options) (*Report, error) {
-	cfg, _, err := LoadConfig(opts.Env, opts.ConfigPath, opts.Sets, opts.Embedded)
+	cfg, _, err := LoadConfig(opts.Env, opts.ConfigPath, opts.allSets(), opts.Embedded)
 	if err != nil {
 		return nil, err
 	}
@@ -291,16 +316,11 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The file fixes what a .star algorithm leaves to flags.
-	switch {
-	case opts.WorldSize != 0 && opts.WorldSize != a.NGPUs:
-		return nil, usage("%s is a schedule for ngpus=%d ranks; drop --world-size %d", arg, a.NGPUs, opts.WorldSize)
-	case opts.Collective != "" && opts.Collective != a.Coll:
-		return nil, usage("%s is an %s schedule; drop --collective %s", arg, a.Coll, opts.Collective)
-	case opts.Topology != "":
-		return nil, usage("%s: an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology %s", arg, opts.Topology)
-	case opts.InPlace && !a.InPlace:
-		return nil, usage("%s is an out-of-place schedule (inplace=0); drop --in-place", arg)
+	if err := ineffectiveSet(cfg, mscclRun(arg, a), opts); err != nil {
+		return nil, err
+	}
+	if err := mscclFlags(arg, a, opts); err != nil {
+		return nil, err
 	}
 	var final map[msccl.StepRef]bool
 	if opts.RedOp == "avg" {
@@ -356,9 +376,19 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 // checkMSCCL is `kernbench check FILE.xml`: the file parses and validates,
 // and its neighbour map is consistent.
 func checkMSCCL(arg string, o CheckOptions) []string {
+	cfg, _, err := LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
+	if err != nil {
+		return configProblems(err)
+	}
 	a, err := loadMSCCL(arg, script.Source{Env: o.Env, Embedded: o.Embedded})
 	if err != nil {
 		return strings.Split(err.Error(), "\n")
+	}
+	if err := ineffectiveSet(cfg, mscclRun(arg, a), o.runOptions()); err != nil {
+		return []string{err.Error()}
+	}
+	if err := mscclFlags(arg, a, o.runOptions()); err != nil {
+		return []string{err.Error()}
 	}
 	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: mscclNeighbors(a)}); err != nil {
 		return []string{fmt.Sprintf("%s: %v", arg, err)}

@@ -305,7 +305,7 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 		return nil, usage("--data-space: %v", err)
 	}
 	p.root = opts.Root
-	if tgt.entry != nil && opts.Root == 0 {
+	if tgt.entry != nil && opts.Root == 0 && !opts.RootGiven {
 		if v, ok := tgt.entry.Params["root"].(int64); ok {
 			p.root = int(v)
 		}

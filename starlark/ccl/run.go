@@ -23,7 +23,14 @@ import (
 type Options struct {
 	ConfigPath string   // --config; "" = ./ccl.yaml if present, else the embedded default
 	Sets       []string // --set key.path=value
-	WorldSize  int      // 0 = configured
+	// Vary are the --vary items (key.path=value) of this variant of a
+	// comparison, applied after Sets.
+	Vary []string
+	// Compared are the ccl.yaml algorithms every variant of the
+	// comparison this run belongs to uses: a --set of one of their keys
+	// takes effect in another run even where not in this one.
+	Compared   []string
+	WorldSize  int // 0 = configured
 	Topology   string
 	Collective string
 	Algorithm  string  // the algorithm behind a host bench (default: defaults.algorithm)
@@ -35,7 +42,10 @@ type Options struct {
 	Seed       uint64
 	DataSpace  string // tcm | sram | hbm (default hbm)
 	Root       int
-	MaxSteps   uint64
+	// RootGiven says Root was given (--root), also as 0: it then wins
+	// over the ccl.yaml entry's params.root.
+	RootGiven bool
+	MaxSteps  uint64
 	// Keywords says the options above came from run_kernel_in_mock's
 	// keywords, not from flags: a bad value is then named as the keyword
 	// the test wrote (topology), not as a flag it never gave (--topology).
@@ -114,13 +124,16 @@ func Run(arg string, opts Options) (*Report, error) {
 	if IsMSCCL(arg) {
 		return runMSCCL(arg, opts)
 	}
-	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.Sets, opts.Embedded)
+	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.allSets(), opts.Embedded)
 	if err != nil {
 		return nil, err
 	}
 	src := script.Source{Env: opts.Env, Embedded: opts.Embedded}
 	tgt, err := resolveTarget(arg, cfg, cfgDir, src)
 	if err != nil {
+		return nil, err
+	}
+	if err := ineffectiveSet(cfg, tgt.runOf(false), opts); err != nil {
 		return nil, err
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
@@ -148,11 +161,17 @@ func Run(arg string, opts Options) (*Report, error) {
 		if !ok {
 			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
 		}
+		if err := ineffectiveSet(cfg, runOf{known: true, what: tgt.file}, opts); err != nil {
+			return nil, err
+		}
 		return runL3Bench(tgt.file, mf, cfg, loader, opts)
 	}
 	kernel, err := entryPoint(globals, tgt.file, "kernel")
 	if err != nil {
 		return nil, testFileHint(tgt.file, err)
+	}
+	if err := ineffectiveSet(cfg, tgt.runOf(true), opts); err != nil {
+		return nil, err
 	}
 	var hook starlark.Callable
 	if v, ok := globals["neighbors"]; ok {
@@ -224,7 +243,7 @@ func stepLimit(f *Failure) *Failure {
 		}
 		f.setKind(k)
 		f.Msg = ee.Msg + " (raise " + flag + " if the script is meant to run this long)"
-		f.Detail, f.Backtrace = ee.Backtrace(), script.Backtrace(ee)
+		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	}
 	return f
 }

@@ -53,22 +53,52 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 }
 
 // Resolve checks, without running anything, that `kernbench run arg`
-// with opts' configuration (--config, --set) names something to run: the
-// configuration loads and arg is an algorithm of it, a file, or an MSCCL
-// schedule that parses. A comparison resolves every variant first, so
-// that a misspelt name or a bad --vary value is reported before the
-// variants ahead of it have spent their simulation time.
-func Resolve(arg string, opts Options) error {
-	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.Sets, opts.Embedded)
+// with opts' configuration (--config, --set, --vary) names something to
+// run: the configuration loads and arg is an algorithm of it, a file, or
+// an MSCCL schedule that parses; and that no --set or --vary item is
+// one that cannot take effect in the run (ineffectiveSet). A comparison
+// resolves every variant first, so that a misspelt name or a bad --vary
+// value is reported before the variants ahead of it have spent their
+// simulation time.
+//
+// It returns the ccl.yaml algorithm arg names or whose module it is ("" for
+// none). With check false it only resolves (a comparison first learns
+// which algorithms its variants run, to set Options.Compared).
+func Resolve(arg string, opts Options, check bool) (algorithm string, err error) {
+	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.allSets(), opts.Embedded)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if IsMSCCL(arg) {
-		_, err = loadMSCCL(arg, script.Source{Env: opts.Env, Embedded: opts.Embedded, Overlay: map[string][]byte{mscclRunnerName: mscclRunner}})
-		return err
+		a, err := loadMSCCL(arg, script.Source{Env: opts.Env, Embedded: opts.Embedded, Overlay: map[string][]byte{mscclRunnerName: mscclRunner}})
+		if err != nil || !check {
+			return "", err
+		}
+		return "", ineffectiveSet(cfg, mscclRun(arg, a), opts)
 	}
-	_, err = resolveTarget(arg, cfg, cfgDir, script.Source{Env: opts.Env, Embedded: opts.Embedded})
-	return err
+	tgt, err := resolveTarget(arg, cfg, cfgDir, script.Source{Env: opts.Env, Embedded: opts.Embedded})
+	if err != nil || !check {
+		return tgt.nameOrEmpty(), err
+	}
+	return tgt.name, ineffectiveSet(cfg, tgt.runOf(false), opts)
+}
+
+func (t *target) nameOrEmpty() string {
+	if t == nil {
+		return ""
+	}
+	return t.name
+}
+
+// runOf is what a run of t uses of the configuration; loaded says t's
+// file is known to hold a kernel (not a bench that runs another
+// algorithm).
+func (t *target) runOf(loaded bool) runOf {
+	what := t.name
+	if what == "" {
+		what = t.file
+	}
+	return runOf{algorithm: t.name, entry: t.entry, known: loaded || t.entry != nil, what: what}
 }
 
 // target is what `kernbench run X` resolved to.

@@ -213,7 +213,7 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 		f := WithKind(errkind.Init, &Failure{Rank: -1, Msg: script.Format(err), Err: err})
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
-			f.Msg, f.Detail, f.Backtrace = err.Error(), ee.Backtrace(), script.Backtrace(ee)
+			f.Msg, f.Detail, f.Backtrace = err.Error(), script.Traceback(ee), script.Backtrace(ee)
 		}
 		return stepLimit(f)
 	}

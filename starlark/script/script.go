@@ -322,6 +322,19 @@ func Format(err error) string {
 	return err.Error()
 }
 
+// Traceback is err's Starlark call stack without its message, for a report
+// whose first line gives the message already (Format repeats it on its last
+// line): "Traceback (most recent call last):" and a line per frame, the
+// builtin that raised the error last ("<builtin>: in tl.send", as in
+// Backtrace). "" when err is no EvalError or has no frames.
+func Traceback(err error) string {
+	var ee *starlark.EvalError
+	if !errors.As(err, &ee) || len(ee.CallStack) == 0 {
+		return ""
+	}
+	return "Traceback (most recent call last):\n  " + strings.Join(frameLines(ee.CallStack), "\n  ")
+}
+
 // shownRepeats is how many consecutive identical frames a backtrace shows
 // before it says how many more there are.
 const shownRepeats = 3

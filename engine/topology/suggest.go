@@ -1,0 +1,68 @@
+package topology
+
+import "strings"
+
+// NearestDirection is the direction of installed that dir is most likely
+// a misspelling of ("Ee" → "E", "e" → "E", "parnet" → "parent"), or "": a
+// name equal but for case, else the one closest in edits (at most 1 for
+// names up to 3 letters, 2 for longer ones), when no other is as close.
+// Two one-letter names are never taken for each other ("N" is not a
+// misspelt "E"), nor a channel of an installed direction for another
+// channel ("E_2" needs more channels, not "E_1").
+func NearestDirection(dir string, installed []string) string {
+	if base, c := SplitChannel(dir); c > 0 {
+		for _, d := range installed {
+			if d == base {
+				return ""
+			}
+		}
+	}
+	for _, d := range installed {
+		if strings.EqualFold(d, dir) {
+			return d
+		}
+	}
+	best, bestD, tie := "", 0, false
+	for _, d := range installed {
+		if len(d) == 1 && len(dir) == 1 {
+			continue
+		}
+		limit := 1
+		if max(len(d), len(dir)) > 3 {
+			limit = 2
+		}
+		dist := editDistance(strings.ToLower(dir), strings.ToLower(d))
+		switch {
+		case dist > limit:
+		case best == "" || dist < bestD:
+			best, bestD, tie = d, dist, false
+		case dist == bestD:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
