@@ -1,13 +1,20 @@
-package ccl
+// Package mockmatrix runs every shipped algorithm in the mock runtime
+// over its matrix of world sizes, placements of the buffers, dtypes and
+// redops. It is a package of its own so that go test ./... runs it beside
+// the ccl package's tests, with a time limit of its own.
+package mockmatrix
 
 import (
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"testing"
 
 	"kernbench"
 	"kernbench/engine/collective"
 	"kernbench/engine/config"
+	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 )
 
@@ -42,10 +49,11 @@ var mockUnbuildable = map[string]func(sys config.System, ws int) string{
 // The counts are small and chosen so that the chunks of a world size
 // differ in length and some are empty (9 elements among 16 ranks).
 //
-// The whole matrix is about 1100 mock runs of 20 schedules (85 s of CPU
-// when it was written); -short runs one case per world size, a different one at each size
-// (so every combination of in_place, dtype and redop still runs at some
-// size), about a tenth of it.
+// By default a world size runs each dtype with one of the redops, the
+// pairs swapping from one size to the next, so that every combination of
+// in_place, dtype and redop runs at half of the sizes (about 40 s of CPU);
+// KERNBENCH_MOCK_MATRIX=full runs every combination at every size (about
+// twice that), and -short one case per world size.
 func TestMockEveryShippedAlgorithm(t *testing.T) {
 	cfg := config.Default()
 	if len(cfg.AlgorithmNames) == 0 {
@@ -65,14 +73,17 @@ func TestMockEveryShippedAlgorithm(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for i, ws := range mockMatrixSizes {
 				t.Run(fmt.Sprintf("world=%d", ws), func(t *testing.T) {
-					run := func(c mockMatrixCase, schedules int) (*MockResult, error) {
-						return RunKernelInMock(MockOptions{Path: a.Module, Embedded: kernbench.Files, Stderr: io.Discard,
+					run := func(c mockMatrixCase, schedules int) (*ccl.MockResult, error) {
+						return ccl.RunKernelInMock(ccl.MockOptions{Path: a.Module, Embedded: kernbench.Files, Stderr: io.Discard,
 							WorldSize: ws, Count: c.count, DType: c.dtype, RedOp: c.redop, InPlace: c.inPlace, Root: c.root,
 							Schedules: schedules, Seed: uint64(ws)})
 					}
 					cases := mockMatrixCases(coll, ws)
-					if testing.Short() {
+					switch {
+					case testing.Short():
 						cases = cases[i%len(cases) : i%len(cases)+1]
+					case os.Getenv("KERNBENCH_MOCK_MATRIX") != "full":
+						cases = pairedCases(cases, i)
 					}
 					if why := mockCannotBuild(name, cfg.System, ws); why != "" {
 						_, err := run(cases[0], 1)
@@ -146,4 +157,53 @@ func mockCannotBuild(name string, sys config.System, ws int) string {
 		return f(sys, ws)
 	}
 	return ""
+}
+
+// pairedCases keeps, of cases (mockMatrixCases: for each placement, each
+// dtype with each redop), each dtype with one redop: at an even size index
+// i the first dtype with the first redop and the second with the second,
+// at an odd one the other way round. A collective with one redop keeps
+// every case.
+func pairedCases(cases []mockMatrixCase, i int) []mockMatrixCase {
+	var out []mockMatrixCase
+	var dtypes, redops []string
+	for _, c := range cases {
+		if !slices.Contains(dtypes, c.dtype) {
+			dtypes = append(dtypes, c.dtype)
+		}
+		if !slices.Contains(redops, c.redop) {
+			redops = append(redops, c.redop)
+		}
+	}
+	if len(redops) < 2 {
+		return cases
+	}
+	for _, c := range cases {
+		d, r := slices.Index(dtypes, c.dtype), slices.Index(redops, c.redop)
+		if (d+r+i)%2 == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// The default matrix still runs every combination of in_place, dtype and
+// redop, each at half of the world sizes.
+func TestPairedCasesCoverEveryCombination(t *testing.T) {
+	coll, _ := collective.Lookup("allreduce")
+	seen := map[string]int{}
+	for i, ws := range mockMatrixSizes {
+		for _, c := range pairedCases(mockMatrixCases(coll, ws), i) {
+			seen[c.name]++
+		}
+	}
+	all := mockMatrixCases(coll, 4)
+	if len(seen) != len(all) {
+		t.Fatalf("%d combinations run, want all %d: %v", len(seen), len(all), seen)
+	}
+	for name, n := range seen {
+		if n != len(mockMatrixSizes)/2 {
+			t.Errorf("%s runs at %d world sizes, want %d", name, n, len(mockMatrixSizes)/2)
+		}
+	}
 }
