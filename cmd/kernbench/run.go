@@ -133,6 +133,7 @@ running.`,
 	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star, or the bench file at a path (host code), with defaults.algorithm, or with the algorithm given as argument")
 	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml laid over the embedded default (default ./ccl.yaml if present)")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
+	addLoadPath(f, &o.LoadPath)
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
 	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names, " | "))
 	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))
@@ -199,6 +200,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		o.MaxSteps = defaultMaxSteps
 	}
 	if err := emptyOutput(cmd.Flags(), o.outputPaths()); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	if err := checkLoadPath(o.Env, o.LoadPath); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
 	if o.timeout < 0 {
