@@ -48,6 +48,9 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			if timeout < 0 {
 				return usageErr(stderr, false, fmt.Sprintf("--timeout must be >= 0 (got %v)", timeout))
 			}
+			if err := checkLoadPath(env, o.LoadPath); err != nil {
+				return usageErr(stderr, false, err.Error())
+			}
 			o.Watchdog = script.NewWatchdog(timeout, "--timeout "+timeout.String())
 			defer o.Watchdog.Stop()
 			if sizes != "" {
@@ -78,7 +81,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 				// A test file is checked as kernbench test loads it: with
 				// assert and @kernbench//testing.star, not as an algorithm.
 				var n int
-				problems, n = testrun.CheckFile(args[0], testrun.Options{Env: env, Embedded: kernbench.Files, MaxSteps: 10_000_000, Timeout: timeout})
+				problems, n = testrun.CheckFile(args[0], testrun.Options{Env: env, Embedded: kernbench.Files, MaxSteps: 10_000_000, Timeout: timeout, LoadPath: o.LoadPath})
 				if len(problems) == 0 {
 					fmt.Fprintf(stdout, "%s: ok (a test file, %d test_* function(s))\n", args[0], n)
 					return nil
@@ -99,6 +102,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 	}
 	addConfigFlags(cmd.Flags(), &sel)
 	cmd.Flags().Lookup("world-size").Usage = "check at this number of ranks only (default: the --world-sizes)"
+	addLoadPath(cmd.Flags(), &o.LoadPath)
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "wall-clock limit of the checked file's Starlark (top level, neighbors()); 0 = none")
 	cmd.Flags().IntVar(&o.ShowMap, "show-map", 0, "print the neighbour map at this world size and the links each direction crosses (pe_noc, ucie, pcie)")
 	cmd.Flags().StringVar(&sizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16)")

@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -15,7 +14,6 @@ import (
 
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
-	"kernbench/starlark/script"
 )
 
 // A comparison (`kernbench run A B …`, `--vary key=v1,v2`) runs one
@@ -498,8 +496,8 @@ func writeExtras(o *runOptions, reps []labeled) error {
 		if err := writeCSV(&b, reps); err != nil {
 			return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: "--csv: " + err.Error(), Err: err})
 		}
-		if err := writeFileAtomic(o.Env, o.csv, b.Bytes()); err != nil {
-			return writeFailure("--csv", err)
+		if f := writeOutput(o.Env, o.outputs["--csv"], o.outStdout, b.Bytes()); f != nil {
+			return f
 		}
 	}
 	if o.plot != "" {
@@ -507,8 +505,8 @@ func writeExtras(o *runOptions, reps []labeled) error {
 		if err != nil {
 			return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: "--plot: " + err.Error(), Err: err})
 		}
-		if err := writeFileAtomic(o.Env, o.plot, svg); err != nil {
-			return writeFailure("--plot", err)
+		if f := writeOutput(o.Env, o.outputs["--plot"], o.outStdout, svg); f != nil {
+			return f
 		}
 	}
 	return nil
@@ -535,42 +533,4 @@ func writeCSV(w io.Writer, reps []labeled) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-// writeFileAtomic writes data to a temporary file next to path (in env's
-// working directory) and renames it into place, so path is either absent
-// or complete. A path that is there and not a regular file (/dev/stdout, a
-// named pipe) is written into, never replaced, as createOutput does.
-func writeFileAtomic(env script.Env, path string, data []byte) error {
-	if st, err := env.Stat(path); err == nil && !st.Mode().IsRegular() {
-		f, err := os.OpenFile(env.Path(path), os.O_WRONLY, 0)
-		if err != nil {
-			return env.UserError(err, path)
-		}
-		_, werr := f.Write(data)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		return env.UserError(werr, path)
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(env.Path(dir), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return env.UserError(err, dir)
-	}
-	_, werr := tmp.Write(data)
-	if werr == nil {
-		werr = tmp.Chmod(0o644) // as a file the command creates directly
-	}
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), env.Path(path))
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return env.UserError(werr, dir)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/host"
 	"kernbench/starlark/orch"
@@ -15,7 +16,7 @@ import (
 	"kernbench/starlark/tl"
 )
 
-func newDocsCmd(env script.Env, stdout io.Writer) *cobra.Command {
+func newDocsCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	var stubs string
 	cmd := &cobra.Command{
 		Use:   "docs",
@@ -25,14 +26,25 @@ With --stubs DIR, also write Python-syntax stubs for editors and Starlark
 language servers: DIR/kernbench_tl.pyi (tl, Ptr, Tile), DIR/kernbench_torch.pyi
 (torch, tensor) and DIR/kernbench_orch.pyi (orch, l2 and their objects).`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if stubs != "" {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case stubs == "" && cmd.Flags().Changed("stubs"):
+				return usageErr(stderr, false, "--stubs: an empty folder name; give a folder")
+			case stubs == "-":
+				return usageErr(stderr, false, "--stubs writes three files into a folder: - (stdout) cannot take them; give a folder")
+			case stubs != "":
 				if err := os.MkdirAll(env.Path(stubs), 0o755); err != nil {
-					return env.UserError(err, stubs)
+					return fail(stderr, ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: "--stubs: " + env.UserError(err, stubs).Error(), Err: err}))
 				}
+				// Each file is written as run's output files are: a
+				// link followed, a regular file replaced whole.
 				for _, f := range stubFiles {
-					if err := os.WriteFile(filepath.Join(env.Path(stubs), f.name), []byte(f.render()), 0o644); err != nil {
-						return env.UserError(err, stubs)
+					d, err := resolveOutput(env, "--stubs", filepath.Join(stubs, f.name))
+					if err != nil {
+						return usageErr(stderr, false, err.Error())
+					}
+					if f := writeOutput(env, d, stdout, []byte(f.render())); f != nil {
+						return fail(stderr, f)
 					}
 				}
 			}

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -58,6 +55,10 @@ type runOptions struct {
 	vary                   []string
 	csv                    string
 	plot                   string
+	// outputs are the output flags given, resolved (output.go);
+	// outStdout is the command's stdout, where "-" sends an output.
+	outputs   map[string]*outputDest
+	outStdout io.Writer
 }
 
 func newRunCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
@@ -81,6 +82,12 @@ row naming its error (the sizes before it keep theirs; --json and --jsonl
 give it its "error") and the others still run. A --set or --vary value
 that cannot take effect (the algorithm's ccl.yaml entry, a flag or a later
 item overrides it) is refused before anything runs.
+
+Output files (--trace, --oplog, --cpuprofile, --dot, --csv, --plot,
+--export-msccl): - is stdout (the table then goes to stderr); a regular
+file is replaced whole, through a temporary file in its folder; a link
+stays and the file it names gets the output; a named pipe or character
+device is written into, never replaced; an empty name is refused.
 
 Host memory is bounded by --max-memory (default: 80% of the memory
 available to the process, cgroup limit included): a run whose estimated
@@ -128,6 +135,7 @@ of these (its last line names that failure's kind).`,
 	f := cmd.Flags()
 	f.StringVar(&o.bench, "bench", "", "run benches/NAME.star, or the bench file at a path (host code), with defaults.algorithm, or with the algorithm given as argument")
 	addConfigFlags(f, &o.Options)
+	addLoadPath(f, &o.LoadPath)
 	f.Int64Var(&o.count, "count", 0, "elements of each buffer of allreduce, broadcast and reduce, of allgather's sendbuf, reduce_scatter's recvbuf and an alltoall chunk (the count column is world_size times it for those three)")
 	f.StringVar(&o.bytes, "bytes", "", "count in bytes, e.g. 64K, 4M (default 1M); the size column is world_size times it for allgather, reduce_scatter and alltoall")
 	f.StringVar(&o.sweep, "sweep", "", "sweep of --bytes MIN:MAX[:FACTOR], e.g. 1K:4M (factor 2), one row per size")
@@ -189,6 +197,12 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	o.MaxSteps = o.maxSteps
 	if o.MaxSteps == 0 {
 		o.MaxSteps = defaultMaxSteps
+	}
+	if err := emptyOutput(cmd.Flags(), o.outputPaths()); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	if err := checkLoadPath(o.Env, o.LoadPath); err != nil {
+		return usageErr(stderr, o.json, err.Error())
 	}
 	if o.timeout < 0 {
 		return usageErr(stderr, o.json, fmt.Sprintf("--timeout must be >= 0 (got %v)", o.timeout))
@@ -345,12 +359,21 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
-	outputPaths := map[string]string{"--oplog": o.oplog, "--trace": o.trace, "--cpuprofile": o.cpuprofile, "--dot": o.dot, "--csv": o.csv, "--plot": o.plot, "--export-msccl": o.export}
-	if err := distinctOutputs(o.Env, outputPaths); err != nil {
+	dests, err := resolveOutputs(o.Env, o.outputPaths())
+	if err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
-	if err := writableOutputs(o.Env, outputPaths); err != nil {
-		return usageErr(stderr, o.json, err.Error())
+	o.outputs, o.outStdout = dests, stdout
+	for _, flag := range slices.Sorted(maps.Keys(dests)) {
+		if !dests[flag].stdout {
+			continue
+		}
+		if o.json || o.jsonl {
+			return usageErr(stderr, o.json, fmt.Sprintf("%s - writes to stdout, where --json and --jsonl print the report; give %s a file", flag, flag))
+		}
+		// The output has stdout to itself: the table and the summary
+		// go to stderr.
+		stdout = stderr
 	}
 	if o.export != "" && (compare != nil || len(o.vary) > 0) {
 		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
@@ -378,13 +401,14 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	var outputs []*outputFile
 	for _, out := range []struct {
-		flag, path string
-		dst        *io.Writer
-	}{{"--oplog", o.oplog, &o.OpLog}, {"--trace", o.trace, &o.Trace}} {
-		if out.path == "" {
+		flag string
+		dst  *io.Writer
+	}{{"--oplog", &o.OpLog}, {"--trace", &o.Trace}} {
+		d := dests[out.flag]
+		if d == nil {
 			continue
 		}
-		of, err := createOutput(o.Env, out.flag, out.path)
+		of, err := createOutput(o.Env, d, o.outStdout)
 		if err != nil {
 			return usageErr(stderr, o.json, out.flag+": "+err.Error())
 		}
@@ -462,7 +486,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	stopProfile := func() {}
 	if o.cpuprofile != "" {
-		of, err := createOutput(o.Env, "--cpuprofile", o.cpuprofile)
+		of, err := createOutput(o.Env, dests["--cpuprofile"], o.outStdout)
 		if err == nil {
 			err = pprof.StartCPUProfile(of.w)
 		}
@@ -506,8 +530,8 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if o.dot != "" && len(f.WaitFor) > 0 {
 			var dot bytes.Buffer
 			_ = f.WriteDOT(&dot)
-			if derr := writeFileAtomic(o.Env, o.dot, dot.Bytes()); derr != nil {
-				fmt.Fprintf(stderr, "kernbench: --dot: %v\n", derr)
+			if derr := writeOutput(o.Env, dests["--dot"], o.outStdout, dot.Bytes()); derr != nil {
+				fmt.Fprintf(stderr, "kernbench: %s\n", derr.Msg)
 			}
 		}
 		fmt.Fprintf(stderr, "kernbench: %s%s\n", at, f.Msg)
@@ -519,8 +543,8 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	rep.WallS = wall
 	rep.Shard = shardInfo
 	if o.export != "" {
-		if err := writeFileAtomic(o.Env, o.export, exported.Bytes()); err != nil {
-			return fail(stderr, writeFailure("--export-msccl", err))
+		if f := writeOutput(o.Env, dests["--export-msccl"], o.outStdout, exported.Bytes()); f != nil {
+			return fail(stderr, f)
 		}
 	}
 	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
@@ -583,13 +607,6 @@ func fail(stderr io.Writer, f *ccl.Failure) error {
 
 func usageErr(stderr io.Writer, _ bool, msg string) error {
 	return fail(stderr, ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: msg}))
-}
-
-// writeFailure is the IOError of an output file (flag names it) that a
-// finished run could not write; a path refused before the run is a usage
-// error.
-func writeFailure(flag string, err error) *ccl.Failure {
-	return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: flag + ": " + err.Error(), Err: err})
 }
 
 // writeJSONLine writes v as one line of JSON.
@@ -800,148 +817,6 @@ func parseSweep(spec string) ([]int64, error) {
 
 // maxSweepSizes bounds the rows of a sweep.
 const maxSweepSizes = 1000
-
-// outputFile is an output file given by a flag (--oplog, --trace). It is
-// written to a temporary file in the same folder and renamed into place
-// when complete, so a reader never sees half a file (nor a previous run's
-// file half overwritten) even if the process is killed; a path that is not
-// a regular file (/dev/stdout, a pipe) is written directly.
-type outputFile struct {
-	env     script.Env // path is relative to env.Dir
-	flag    string
-	path    string
-	f       *os.File
-	w       *bufio.Writer
-	written int64
-	tmp     bool // f is a temporary file to rename to path
-}
-
-func createOutput(env script.Env, flag, path string) (*outputFile, error) {
-	of := &outputFile{env: env, flag: flag, path: path}
-	var err error
-	if st, serr := env.Stat(path); serr == nil && !st.Mode().IsRegular() {
-		of.f, err = os.Create(env.Path(path))
-		err = env.UserError(err, path)
-	} else {
-		if serr == nil || errors.Is(serr, fs.ErrNotExist) {
-			dir := filepath.Dir(path)
-			of.f, err = os.CreateTemp(env.Path(dir), "."+filepath.Base(path)+".*")
-			err = env.UserError(err, dir)
-		} else {
-			err = serr
-		}
-		of.tmp = true
-	}
-	if err != nil {
-		return nil, err
-	}
-	of.w = bufio.NewWriter(of.counter())
-	return of, nil
-}
-
-func (of *outputFile) counter() io.Writer { return countingWriter{of} }
-
-type countingWriter struct{ of *outputFile }
-
-func (c countingWriter) Write(b []byte) (int, error) {
-	n, err := c.of.f.Write(b)
-	c.of.written += int64(n)
-	return n, err
-}
-
-// close flushes and closes the file, removing it when nothing was written
-// (only a regular file: --oplog /dev/stdout is not removed).
-func (of *outputFile) close() *ccl.Failure {
-	err := of.w.Flush()
-	if err == nil && of.tmp {
-		err = of.f.Chmod(0o644) // as a file the command creates directly
-	}
-	if cerr := of.f.Close(); err == nil {
-		err = cerr
-	}
-	switch {
-	case err != nil:
-		if of.tmp {
-			_ = os.Remove(of.f.Name())
-		}
-		return of.failure(err)
-	case of.written == 0 && of.tmp:
-		// The run failed before recording anything (its error says why):
-		// no empty file that looks like a run that did nothing, nor an
-		// earlier run's file that looks like this one's.
-		_ = os.Remove(of.f.Name())
-		_ = os.Remove(of.env.Path(of.path))
-	case of.tmp:
-		if err := os.Rename(of.f.Name(), of.env.Path(of.path)); err != nil {
-			_ = os.Remove(of.f.Name())
-			return of.failure(err)
-		}
-	}
-	return nil
-}
-
-// failure is the IOError of an output file that could not be written.
-func (of *outputFile) failure(err error) *ccl.Failure {
-	err = of.env.UserError(err, filepath.Dir(of.path))
-	return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: fmt.Sprintf("%s %s: %v", of.flag, of.path, err), Err: err})
-}
-
-// distinctOutputs refuses one file named by two output flags: both would
-// write into it and leave neither readable.
-func distinctOutputs(env script.Env, paths map[string]string) error {
-	flags := slices.Sorted(maps.Keys(paths))
-	for i, a := range flags {
-		for _, b := range flags[i+1:] {
-			if paths[a] != "" && paths[b] != "" && samePath(env, paths[a], paths[b]) {
-				return fmt.Errorf("%s and %s name the same file %s; give each its own file", a, b, paths[a])
-			}
-		}
-	}
-	return nil
-}
-
-// exampleOutput names a file each output flag could write, for the
-// message that refuses a folder.
-var exampleOutput = map[string]string{"--oplog": "oplog.jsonl", "--trace": "trace.json", "--cpuprofile": "cpu.prof", "--dot": "deadlock.dot",
-	"--csv": "results.csv", "--plot": "busbw.svg", "--export-msccl": "schedule.xml"}
-
-// writableOutputs refuses, before anything runs, an output path that is a
-// folder or lies in a folder that does not exist: found only when the file
-// is written, after the simulation, the error would also name the hidden
-// temporary file the output is first written to.
-func writableOutputs(env script.Env, paths map[string]string) error {
-	for _, flag := range slices.Sorted(maps.Keys(paths)) {
-		path := paths[flag]
-		if path == "" {
-			continue
-		}
-		if st, err := env.Stat(path); err == nil && st.IsDir() {
-			return fmt.Errorf("%s: %s is a folder; give a file name, as %s", flag, path, filepath.Join(path, exampleOutput[flag]))
-		}
-		dir := filepath.Dir(path)
-		st, err := env.Stat(dir)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("%s: %s: the folder %s does not exist", flag, path, dir)
-		case err == nil && !st.IsDir():
-			return fmt.Errorf("%s: %s: %s is not a folder", flag, path, dir)
-		}
-	}
-	return nil
-}
-
-// samePath reports whether a and b are one file: the same cleaned absolute
-// path, or (when both exist) the same file reached through links.
-func samePath(env script.Env, a, b string) bool {
-	aa, err1 := env.Abs(a)
-	bb, err2 := env.Abs(b)
-	if err1 == nil && err2 == nil && aa == bb {
-		return true
-	}
-	sa, err1 := env.Stat(a)
-	sb, err2 := env.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
-}
 
 // parseRankList reads --trace-ranks: ranks and ranges, like 0,3,8-15.
 func parseRankList(s string) ([]int, error) {

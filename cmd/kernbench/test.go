@@ -24,6 +24,7 @@ func newTestCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	var maxSteps uint64
 	var maxMemory string
 	var timeout time.Duration
+	var loadPath []string
 	cmd := &cobra.Command{
 		Use:   "test [PATH...]",
 		Short: "Run *_test.star files (test_* functions) in the mock runtime",
@@ -51,6 +52,9 @@ simulation passed --max-memory.`,
 			if maxSteps == 0 {
 				maxSteps = defaultMaxSteps
 			}
+			if err := checkLoadPath(env, loadPath); err != nil {
+				return usageErr(stderr, asJSON, err.Error())
+			}
 			limit := ccl.DefaultMaxMemory()
 			if maxMemory != "" {
 				n, err := config.ParseSize(maxMemory)
@@ -67,7 +71,7 @@ simulation passed --max-memory.`,
 			prog := newTestProgress(stderr, progressEvery)
 			defer prog.stop()
 			o := testrun.Options{Verbose: verbose, Env: env, Embedded: kernbench.Files, Stderr: stderr, MaxSteps: maxSteps,
-				Timeout: timeout, MaxMemory: limit, OnTest: prog.start}
+				Timeout: timeout, MaxMemory: limit, OnTest: prog.start, LoadPath: loadPath}
 			if run != "" {
 				re, err := regexp.Compile(run)
 				if err != nil {
@@ -163,6 +167,7 @@ simulation passed --max-memory.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing tests too")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "also print the results as one JSON document")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "wall-clock limit of each test file (0 = none); also -timeout")
+	addLoadPath(cmd.Flags(), &loadPath)
 	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "host memory each simulation of a test may use, e.g. 4G (default: 80% of the memory available to the process, cgroup limit included)")
 	cmd.Flags().Uint64Var(&maxSteps, "max-steps", 0, "Starlark step limit per thread, tests and the kernels they run (0 = default 10^8)")
 	return cmd

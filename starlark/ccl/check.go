@@ -34,6 +34,7 @@ type CheckOptions struct {
 	WorldSize  int
 	Topology   string
 	Collective string
+	LoadPath   []string   // --load-path: folders load() may read besides the file's own
 	WorldSizes []int      // neighbors() is validated for each (default 1..16)
 	Env        script.Env // the working directory and environment variables
 	Embedded   fs.FS
@@ -67,7 +68,7 @@ func Check(file string, o CheckOptions) []string {
 	if err := ineffectiveSet(cfg, tgt.runOf(false), o.runOptions()); err != nil {
 		return []string{err.Error()}
 	}
-	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), LoadPath: o.LoadPath, MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
 	} else {

@@ -37,6 +37,12 @@ type MockOptions struct {
 	MaxSteps   uint64           // Starlark step limit per rank (0: 10^8)
 	Watchdog   *script.Watchdog // wall-clock limit of the calling test (nil: none)
 	MaxMemory  int64            // host memory bound (kernbench test --max-memory; 0: none)
+	// LoadPath are the folders load() may read besides the algorithm's
+	// own (kernbench test --load-path).
+	LoadPath []string
+	// CheckPlace, when set, refuses an algorithm file the calling test
+	// may not read (script.Loader.CheckPlace of the test's loader).
+	CheckPlace func(path string) error
 	// TimingOnly moves no bytes (run_kernel_in_mock(timing_only=True)):
 	// control flow, deadlocks and message counts of large world sizes
 	// without their memory; nothing is verified.
@@ -85,6 +91,13 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			path = alt
 		}
 	}
+	// A file (not an algorithm named in ccl.yaml) is read only where the
+	// test's own load() statements may read.
+	if o.CheckPlace != nil && (strings.HasSuffix(path, ".star") || strings.ContainsRune(path, '/') || IsMSCCL(path)) {
+		if err := o.CheckPlace(path); err != nil {
+			return nil, err
+		}
+	}
 	if o.Schedules < 1 {
 		o.Schedules = 1
 	}
@@ -98,6 +111,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, InPlace: o.InPlace, Root: o.Root,
 			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, Keywords: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
 			Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
+			LoadPath: o.LoadPath,
 		})
 		if err != nil {
 			var f *Failure

@@ -114,6 +114,10 @@ type Options struct {
 	// the user gave: a refusal then says where its figure comes from.
 	MaxMemoryIsDefault bool
 
+	// LoadPath are folders the user allows load() to read (--load-path),
+	// besides the script's own folder tree and the shipped library.
+	LoadPath []string
+
 	Env      script.Env // the working directory and environment variables
 	Embedded fs.FS      // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer  // print() and diagnostics
@@ -136,7 +140,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	if err := ineffectiveSet(cfg, tgt.runOf(false), opts); err != nil {
 		return nil, err
 	}
-	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
+	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), LoadPath: opts.LoadPath, MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
 	if cfgDir == "" {
 		loader.Search = "algorithms"
 	} else {

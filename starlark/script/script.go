@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,6 +91,10 @@ type Loader struct {
 	// Fallback is the folder tried after Search (the shipped algorithms
 	// folder when Search is a local ccl.yaml's).
 	Fallback string
+	// LoadPath are folders the user named (--load-path): load() tries
+	// them after the loading file's folder, before Search, and may read
+	// the files under them.
+	LoadPath []string
 	// MaxSteps bounds each file's top-level execution (0 = unbounded).
 	MaxSteps uint64
 	// Stderr receives print() output.
@@ -103,6 +109,9 @@ type Loader struct {
 	MaxMemory int64
 
 	cache map[string]*entry
+	// entries are the folders of the files loaded from Go (Load): the
+	// script's folder trees, where its load() statements may read.
+	entries []string
 }
 
 type entry struct {
@@ -181,7 +190,7 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 }
 
 // resolvePath finds a load() target: relative to the loading file's folder,
-// then in the search folder.
+// then in the --load-path folders, then in the search folders.
 func (l *Loader) resolvePath(from, module string) string {
 	if filepath.IsAbs(module) {
 		return module
@@ -190,7 +199,7 @@ func (l *Loader) resolvePath(from, module string) string {
 	if l.Src.Exists(cand) {
 		return cand
 	}
-	for _, dir := range []string{l.Search, l.Fallback} {
+	for _, dir := range append(slices.Clone(l.LoadPath), l.Search, l.Fallback) {
 		if dir == "" {
 			continue
 		}
@@ -209,13 +218,132 @@ func (l *Loader) load(th *starlark.Thread, module string) (starlark.StringDict, 
 		}
 		return nil, fmt.Errorf("load: unknown builtin module %q (have: %s)", module, strings.Join(sortedKeys(l.Builtin), ", "))
 	}
-	from := th.CallFrame(0).Pos.Filename()
-	return l.Load(l.resolvePath(from, module))
+	at := th.CallFrame(0).Pos
+	if !strings.HasSuffix(module, ".star") {
+		return nil, &LoadRefusedError{At: at, Module: module, Reason: fmt.Sprintf("load() reads .star files only, and %s is not one (nothing of it was read)", module)}
+	}
+	p := l.resolvePath(at.Filename(), module)
+	if err := l.CheckPlace(p); err != nil {
+		err.At, err.Module = at, module
+		return nil, err
+	}
+	return l.exec(p)
 }
 
-// Load executes the file at path once and returns its globals. A file that
-// loads itself, directly or through others, is a "cycle in load graph".
+// LoadRefusedError is a load() (or a file named by a script, as
+// run_kernel_in_mock's) that reads outside the folders a script may read:
+// its message names the statement and why, never anything of the file.
+type LoadRefusedError struct {
+	At     syntax.Position // the load statement ("" outside one)
+	Module string          // as the script wrote it
+	Reason string
+}
+
+func (e *LoadRefusedError) Error() string {
+	if e.At.IsValid() {
+		return fmt.Sprintf("%s: refused: %s", e.At, e.Reason)
+	}
+	return "refused: " + e.Reason
+}
+
+// CheckPlace refuses a file on disk outside the folders a script may read:
+// the folder tree of each file loaded from Go (the script the user named:
+// an algorithm, a bench, a test file), the --load-path folders and the
+// algorithms folders (Search, Fallback) that stand for the shipped
+// library, each after its links; links are followed, so a link inside
+// those folders to a file outside them is refused. A file of Src.Overlay
+// or one not on disk (the embedded library, or no file at all: reading it
+// says which) passes.
+func (l *Loader) CheckPlace(p string) *LoadRefusedError {
+	if _, ok := l.Src.Overlay[p]; ok {
+		return nil
+	}
+	full := l.Src.Env.Path(p)
+	if _, err := os.Stat(full); err != nil {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
+	if err != nil {
+		return &LoadRefusedError{Module: p, Reason: fmt.Sprintf("%s cannot be placed (%v); nothing of it was read", p, err)}
+	}
+	var entries, paths, library []string
+	for _, dir := range l.allowedDirs() {
+		root, err := filepath.EvalSymlinks(l.Src.Env.Path(dir))
+		if err == nil {
+			root, err = filepath.Abs(root)
+		}
+		if err != nil {
+			continue // not on disk
+		}
+		if rel, err := filepath.Rel(root, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil
+		}
+		shown := filepath.Clean(dir) + string(filepath.Separator)
+		switch {
+		case slices.Contains(l.entries, dir):
+			entries = append(entries, shown)
+		case slices.Contains(l.LoadPath, dir):
+			paths = append(paths, shown)
+		default:
+			library = append(library, shown)
+		}
+	}
+	where := p
+	if abs, err := filepath.Abs(full); err != nil || abs != real {
+		where = fmt.Sprintf("%s (which leads to %s)", p, real)
+	}
+	var allowed []string
+	switch len(entries) {
+	case 0:
+	case 1:
+		allowed = append(allowed, "the script's folder "+entries[0])
+	default:
+		allowed = append(allowed, "the scripts' folders "+strings.Join(entries, ", "))
+	}
+	if len(paths) > 0 {
+		allowed = append(allowed, "--load-path "+strings.Join(paths, ", "))
+	}
+	if len(library) > 0 {
+		allowed = append(allowed, "the algorithms folder "+strings.Join(library, ", "))
+	}
+	list := "the shipped library"
+	if len(allowed) > 0 {
+		list = strings.Join(allowed, ", ") + " and " + list
+	}
+	return &LoadRefusedError{Module: p, Reason: fmt.Sprintf("%s is outside %s (nothing of it was read); --load-path FOLDER lets scripts load from a folder of yours",
+		where, list)}
+}
+
+// allowedDirs are the folders CheckPlace accepts files under, as given:
+// the scripts' folders, --load-path, then the algorithms folders.
+func (l *Loader) allowedDirs() []string {
+	var out []string
+	for _, d := range slices.Concat(l.entries, l.LoadPath, []string{l.Search, l.Fallback}) {
+		if d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Load executes the file at path once and returns its globals: the file a
+// command runs (the user named it, or ccl.yaml does), whose folder tree
+// its load() statements may then read. A file that loads itself, directly
+// or through others, is a "cycle in load graph".
 func (l *Loader) Load(p string) (starlark.StringDict, error) {
+	if _, ok := l.Src.Overlay[p]; !ok {
+		if dir := filepath.Dir(p); !slices.Contains(l.entries, dir) {
+			l.entries = append(l.entries, dir)
+		}
+	}
+	return l.exec(p)
+}
+
+// exec executes the file at path once (cached) and returns its globals.
+func (l *Loader) exec(p string) (starlark.StringDict, error) {
 	if l.cache == nil {
 		l.cache = map[string]*entry{}
 	}
@@ -239,9 +367,33 @@ func (l *Loader) Load(p string) (starlark.StringDict, error) {
 			e.globals.Freeze()
 		}
 		err = Stopped(th, Annotate(err, data))
+		if _, made := l.Src.Overlay[p]; err != nil && !made && !strings.HasSuffix(p, ".star") {
+			err = notStarlark(p, err)
+		}
 	}
 	e.err, e.loading = err, false
 	return e.globals, err
+}
+
+// notStarlark is the error of a file whose name does not end in .star and
+// that did not run as Starlark: Starlark's own messages quote the text
+// they stumble on (an identifier, a string), which for a file that is not
+// Starlark (a credentials file, a key) would copy its content into a
+// report. Its step limit and timeout are kept (they quote nothing).
+func notStarlark(p string, err error) error {
+	if IsStepLimit(err) || IsTimeout(err) {
+		return err
+	}
+	what := "it fails while running"
+	var se syntax.Error
+	var el resolve.ErrorList
+	switch {
+	case errors.As(err, &se):
+		what = "it does not parse"
+	case errors.As(err, &el):
+		what = "it does not resolve"
+	}
+	return fmt.Errorf("%s: not a Starlark file: its name does not end in .star and %s as Starlark (kernbench shows nothing of its content; name it .star to see the errors)", p, what)
 }
 
 // Annotate adds kernbench hints to errors from parsing src: a syntax error at

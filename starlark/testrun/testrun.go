@@ -33,6 +33,9 @@ type Options struct {
 	Embedded fs.FS
 	Stderr   io.Writer // print() output of tests and kernels
 	MaxSteps uint64    // Starlark step limit of each thread (tests and the kernels they run)
+	// LoadPath are folders the tests' load() and run_kernel_in_mock may
+	// read besides the test file's own folder tree (--load-path).
+	LoadPath []string
 	// Timeout bounds one test file's wall-clock time (0: none): at the
 	// limit the running test and the rest of the file stop with an error.
 	Timeout time.Duration
@@ -150,15 +153,25 @@ func newLoader(file string, o *Options) (*script.Loader, error) {
 	if o.watchdog == nil { // the package's tests give their own, to fire it
 		o.watchdog = script.NewWatchdog(o.Timeout, fmt.Sprintf("-timeout %v (per test file)", o.Timeout))
 	}
-	return &script.Loader{
+	l := &script.Loader{
 		Watchdog:    o.watchdog,
 		Src:         script.Source{Env: o.Env, Embedded: o.Embedded},
 		Search:      "algorithms",
+		LoadPath:    o.LoadPath,
 		Predeclared: predeclared(assert["assert"]),
-		Builtin:     map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), *o)},
 		MaxSteps:    o.MaxSteps,
 		Stderr:      o.Stderr,
-	}, nil
+	}
+	// run_kernel_in_mock reads algorithm files where the test's load()
+	// statements may read.
+	place := func(p string) error {
+		if err := l.CheckPlace(p); err != nil {
+			return err
+		}
+		return nil
+	}
+	l.Builtin = map[string]starlark.StringDict{"testing.star": Module(filepath.Dir(file), *o, place)}
+	return l, nil
 }
 
 // loadError is a test file that did not load: its report, and the error
@@ -230,11 +243,12 @@ func isOutOfMemory(err error) bool {
 	return errors.As(err, &oom)
 }
 
-// Module is @kernbench//testing.star for tests in folder dir.
-func Module(dir string, o Options) starlark.StringDict {
+// Module is @kernbench//testing.star for tests in folder dir; place, when
+// set, refuses an algorithm file the tests may not read.
+func Module(dir string, o Options, place func(string) error) starlark.StringDict {
 	return starlark.StringDict{
 		"run_kernel_in_mock": starlark.NewBuiltin("run_kernel_in_mock", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-			return runKernelInMock(dir, o, th, b, args, kw)
+			return runKernelInMock(dir, o, place, th, b, args, kw)
 		}),
 		"run_l3": starlark.NewBuiltin("run_l3", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 			return runL3(o, th, b, args, kw)
@@ -242,7 +256,7 @@ func Module(dir string, o Options) starlark.StringDict {
 	}
 }
 
-func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+func runKernelInMock(dir string, o Options, place func(string) error, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	var (
 		path                        string
 		world                       = 4
@@ -264,7 +278,8 @@ func runKernelInMock(dir string, o Options, th *starlark.Thread, b *starlark.Bui
 	}
 	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, Count: int64(count), DType: dt, Collective: collective,
 		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
-		Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}
+		Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory,
+		LoadPath: o.LoadPath, CheckPlace: place}
 	if params != nil {
 		for _, kv := range params.Items() {
 			if _, ok := kv[0].(starlark.String); !ok {
