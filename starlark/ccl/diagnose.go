@@ -97,20 +97,40 @@ func (d *Phase2Diagnosis) Lines() []string {
 // Phase2Advice is what a report says after a phase-2 mismatch.
 const Phase2Advice = "phase 2 replays the op_log and must reproduce phase 1 exactly: a difference is either a race the checks did not report (two operations whose order the model leaves open) or a kernbench bug. Next: --oplog FILE writes the records (the ones named above by seq); --jitter-seed S runs other orders of same-instant events, which shows whether the result depends on an order; please report it with the .star file and command line if the kernel has no race."
 
-// runOnce simulates one size; after a phase-2 mismatch it runs the size
-// again with a witnessed op_log to diagnose it (Result.Phase2Diagnosis).
+// runOnce simulates one size of the builtin bench, diagnosed.
 func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
-	res, err := simulateOnce(p, cfg, tgt, loader, kernel, hook, count)
-	if err != nil || res.mismatch == nil || p.witness {
+	return diagnosed(p.opts, func(o Options) (*Result, error) {
+		pp := *p
+		pp.opts = o
+		return simulateOnce(&pp, cfg, tgt, quiet(loader, o), kernel, hook, count)
+	})
+}
+
+// quiet is the loader a run with opts uses: the diagnosing run's prints
+// nothing (the first run printed what the kernels print).
+func quiet(l *script.Loader, opts Options) *script.Loader {
+	if !opts.witness {
+		return l
+	}
+	q := *l // the same modules (its cache), another print
+	q.Stderr = nil
+	return &q
+}
+
+// diagnosed runs simulate with opts; after a phase-2 mismatch it runs it
+// again with a witnessed op_log to diagnose it (Result.Phase2Diagnosis).
+func diagnosed(opts Options, simulate func(Options) (*Result, error)) (*Result, error) {
+	res, err := simulate(opts)
+	if err != nil || res.mismatch == nil || opts.witness {
 		return res, err
 	}
 	// The second run writes nothing the first one wrote (its outputs are
 	// the same, or the first one's are the ones asked for).
-	pp := *p
-	pp.witness = true
-	pp.opts.OpLog, pp.opts.Trace, pp.opts.ExportMSCCL, pp.opts.DumpPointers = nil, nil, nil, nil
-	pp.opts.KeepOutputs, pp.opts.Detail, pp.opts.Stderr = false, false, nil
-	again, err := simulateOnce(&pp, cfg, tgt, loader, kernel, hook, count)
+	o := opts
+	o.witness = true
+	o.OpLog, o.Trace, o.ExportMSCCL, o.DumpPointers = nil, nil, nil, nil
+	o.KeepOutputs, o.Detail, o.Stderr = false, false, nil
+	again, err := simulate(o)
 	first := res.mismatch
 	d := &Phase2Diagnosis{Address: first.Addr, Phase1Byte: first.Want, Phase2Byte: first.Got,
 		Phase1Writer: recordRef(first.LogWriter, ""), Phase2Writer: recordRef(first.LastWriter, "")}

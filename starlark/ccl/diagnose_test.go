@@ -1,6 +1,9 @@
 package ccl
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,5 +85,28 @@ func TestPhase2DiagnosisOfAChangeOutsideRecords(t *testing.T) {
 	want := "every record's effect in phase 2 equals its effect in phase 1: the memory changed outside any record"
 	if diff := cmp.Diff(want, d.Lines()[len(d.Lines())-1]); diff != "" {
 		t.Errorf("last line (-want +got):\n%s", diff)
+	}
+}
+
+// The diagnosing run prints nothing: what the kernels print, the first
+// run printed.
+func TestPhase2DiagnosisRunPrintsNothing(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hello.star")
+	src := "COLLECTIVE = \"allreduce\"\n\ndef kernel(sendbuf, recvbuf, rank, world_size, tl):\n    print(\"hello\")\n    tl.copy(recvbuf, sendbuf)\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	afterPhase1 = func(m *machine.Machine) { m.Ranks[0].TCM.Bytes(0, 1)[0] ^= 0xff }
+	defer func() { afterPhase1 = nil }()
+	var stderr bytes.Buffer
+	rep, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, Verify: true, Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Results[0].Phase2Diagnosis == nil {
+		t.Fatal("no diagnosis: the test needs a mismatch")
+	}
+	if n := strings.Count(stderr.String(), "] hello"); n != 1 {
+		t.Errorf("the kernel's print came out %d times, want once:\n%q", n, stderr.String())
 	}
 }

@@ -50,7 +50,11 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	// Host benches run their sizes one after the other (the bench's own
 	// loader is shared by its run_rank calls).
 	return p.sweep(tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*Result, error) {
-		return runHostOnce(p, cfg, tgt, loader, kernel, hook, runRank, count)
+		return diagnosed(p.opts, func(o Options) (*Result, error) {
+			pp := *p
+			pp.opts = o
+			return runHostOnce(&pp, cfg, tgt, quiet(loader, o), kernel, hook, runRank, count)
+		})
 	})
 }
 

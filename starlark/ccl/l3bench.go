@@ -36,7 +36,9 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 			return rep, err
 		}
 	}
-	res, err := runL3Once(file, mainFn, cfg, loader.NewThread, opts)
+	res, err := diagnosed(opts, func(o Options) (*Result, error) {
+		return runL3Once(file, mainFn, cfg, quiet(loader, o).NewThread, o)
+	})
 	if err != nil {
 		return rep, err
 	}

@@ -204,9 +204,6 @@ type plan struct {
 	procNote func(p *sim.Proc) string
 	// budget shares --max-memory between the sizes of a -j sweep.
 	budget *memBudget
-	// witness: this run diagnoses a phase-2 mismatch (runOnce): its op_log
-	// is witnessed and its operations name their tl calls.
-	witness bool
 }
 
 func usage(format string, args ...any) error {

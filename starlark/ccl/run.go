@@ -121,6 +121,10 @@ type Options struct {
 	Env      script.Env // the working directory and environment variables
 	Embedded fs.FS      // the shipped ccl.yaml, algorithms and benches
 	Stderr   io.Writer  // print() and diagnostics
+
+	// witness: this run diagnoses a phase-2 mismatch (diagnosed): its
+	// op_log is witnessed and its operations name their tl calls.
+	witness bool
 }
 
 // Run executes `kernbench run arg`.

@@ -107,7 +107,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 		m.SetTimingOnly()
 	} else if p.opts.Verify || p.opts.OpLog != nil {
 		m.Log = &oplog.Log{}
-		if p.witness {
+		if p.opts.witness {
 			m.Log.Witness()
 			tl.WatchOrigins(m)
 		}
