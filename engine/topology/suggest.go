@@ -1,6 +1,10 @@
 package topology
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/agnivade/levenshtein"
+)
 
 // NearestDirection is the direction of installed that dir is most likely
 // a misspelling of ("Ee" → "E", "e" → "E", "parnet" → "parent"), or "": a
@@ -31,7 +35,7 @@ func NearestDirection(dir string, installed []string) string {
 		if max(len(d), len(dir)) > 3 {
 			limit = 2
 		}
-		dist := editDistance(strings.ToLower(dir), strings.ToLower(d))
+		dist := levenshtein.ComputeDistance(strings.ToLower(dir), strings.ToLower(d))
 		switch {
 		case dist > limit:
 		case best == "" || dist < bestD:
@@ -44,25 +48,4 @@ func NearestDirection(dir string, installed []string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
