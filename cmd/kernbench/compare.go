@@ -121,9 +121,16 @@ func expandVariants(targets []string, axes []varyAxis, defaultAlgorithm string) 
 
 // compareRow is a result line of a comparison's --jsonl output.
 type compareRow struct {
-	Label string `json:"label"`
+	Label     string `json:"label"`
+	WorldSize int    `json:"world_size"`
 	*ccl.Result
 }
+
+// worldColumn heads the column of a comparison's table that gives each
+// row's world size: the variants of a comparison may run at different
+// ones (an entry's own world_size, a --vary), which the label need not
+// say. A single run's table has none; its summary line says it.
+const worldColumn = "world_size"
 
 // runCompare runs the variants and prints them as one table (or JSON),
 // rows in variant order and, within a variant, size order, whatever -j is.
@@ -171,16 +178,16 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		errOut bytes.Buffer // the variant's stderr (print(), warnings, its error)
 	}
 	outs := make([]*outcome, len(variants))
-	row := func(w io.Writer, label string, r *ccl.Result) {
+	row := func(w io.Writer, label string, world int, r *ccl.Result) {
 		switch {
 		case o.jsonl:
-			writeJSONLine(w, compareRow{Label: label, Result: r})
+			writeJSONLine(w, compareRow{Label: label, WorldSize: world, Result: r})
 		case !o.json:
-			fmt.Fprintf(w, "%-*s%s\n", width, label, tableRow(r))
+			fmt.Fprintf(w, "%-*s  %*d%s\n", width, label, len(worldColumn), world, tableRow(r))
 		}
 	}
 	if !o.json && !o.jsonl {
-		fmt.Fprintf(stdout, "%-*s%s\n", width, "algorithm", tableHeader())
+		fmt.Fprintf(stdout, "%-*s  %s%s\n", width, "algorithm", worldColumn, tableHeader())
 	}
 	// The first variant's collective is the comparison's: rows of another
 	// collective measure other buffers (its bench and busbw differ).
@@ -196,7 +203,9 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		opts.Jobs = jobs
 		opts.Stderr = errTo
 		opts.Progress = nil
+		world := 0 // the variant's world size, known once it starts
 		opts.OnStart = func(rep *ccl.Report) error {
+			world = rep.WorldSize
 			collective.Lock()
 			defer collective.Unlock()
 			if collective.name == "" {
@@ -209,7 +218,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 			}
 			return nil
 		}
-		opts.OnResult = func(r *ccl.Result) { row(rowsTo, v.label, r) }
+		opts.OnResult = func(r *ccl.Result) { row(rowsTo, v.label, world, r) }
 		rep, err := ccl.Run(v.target, opts)
 		oc.rep = rep
 		if err == nil {

@@ -27,6 +27,12 @@ func plotBusBW(reps []labeled) ([]byte, error) {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	lines := 0
+	// Runs of different world sizes say theirs in the legend (the title
+	// then names none).
+	worlds := false
+	for _, l := range reps {
+		worlds = worlds || l.rep.WorldSize != reps[0].rep.WorldSize
+	}
 	for i, l := range reps {
 		var pts plotter.XYs
 		for _, r := range l.rep.Results {
@@ -45,7 +51,11 @@ func plotBusBW(reps []labeled) ([]byte, error) {
 		points.Color = plotutil.Color(i)
 		points.Shape = plotutil.Shape(i)
 		p.Add(line, points)
-		p.Legend.Add(l.label, line, points)
+		name := l.label
+		if worlds {
+			name += fmt.Sprintf(" (%d ranks)", l.rep.WorldSize)
+		}
+		p.Legend.Add(name, line, points)
 		lines++
 	}
 	if lines == 0 {

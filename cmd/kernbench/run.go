@@ -76,8 +76,9 @@ MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 
 Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
 combination) run on the same bench and sizes and print one table with a
-column naming each; --csv and --plot write the figures for a spreadsheet
-or as a busbw-against-size chart. A run of a comparison that fails is a
+column naming each and one giving its world_size (--jsonl rows carry both);
+--csv and --plot write the figures for a spreadsheet or as a
+busbw-against-size chart. A run of a comparison that fails is a
 row naming its error (the sizes before it keep theirs; --json and --jsonl
 give it its "error") and the others still run. A --set or --vary value
 that cannot take effect (the algorithm's ccl.yaml entry, a flag or a later
