@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -124,6 +125,24 @@ type compareRow struct {
 	Label     string `json:"label"`
 	WorldSize int    `json:"world_size"`
 	*ccl.Result
+}
+
+// MarshalJSON puts the label and world size before the row's own fields
+// (the row's MarshalJSON, promoted, would leave them out).
+func (c compareRow) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(struct {
+		Label     string `json:"label"`
+		WorldSize int    `json:"world_size"`
+	}{c.Label, c.WorldSize})
+	if err != nil || c.Result == nil {
+		return head, err
+	}
+	row, err := json.Marshal(c.Result)
+	if err != nil {
+		return nil, err
+	}
+	// {"label":…,"world_size":…} and {"bytes":…} make one object.
+	return append(append(head[:len(head)-1], ','), row[1:]...), nil
 }
 
 // worldColumn heads the column of a comparison's table that gives each
@@ -328,12 +347,8 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		}
 	default:
 		for _, l := range reps {
-			if len(l.rep.Results) > 1 {
-				var sum float64
-				for _, r := range l.rep.Results {
-					sum += r.BusBW
-				}
-				fmt.Fprintf(stdout, "# avg busbw %s: %.2f GB/s\n", l.label, sum/float64(len(l.rep.Results)))
+			if avg, ok := avgBusBW(l.rep); ok {
+				fmt.Fprintf(stdout, "# avg busbw %s: %.2f GB/s\n", l.label, avg)
 			}
 		}
 		if !o.quiet {
@@ -359,6 +374,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		}
 	}
 	failures = append(failures, wrongResults(reps, stderr)...)
+	failures = append(failures, refusedSizes(reps, stderr)...)
 	labels := make([]string, len(variants))
 	for i, v := range variants {
 		labels[i] = v.label
@@ -447,9 +463,52 @@ func resolveFailure(o *runOptions, v variant, err error, stdout, stderr io.Write
 }
 
 // checkResults turns a wrong result or a phase-2 mismatch into exit 1 (see
-// wrongResults).
+// wrongResults) and a size refused over --max-memory into exit 2
+// (refusedSizes).
 func checkResults(reps []labeled, stderr io.Writer) error {
-	return worstFailure(wrongResults(reps, stderr), nil, stderr)
+	return worstFailure(append(wrongResults(reps, stderr), refusedSizes(reps, stderr)...), nil, stderr)
+}
+
+// refusedSizes reports the sizes of each run that the memory guard
+// refused (the sweep ran the others) and returns them as failures, one
+// per run, of the refusal's kind (OutOfMemory, exit 2): a size asked for
+// and not run must not pass for a success.
+func refusedSizes(reps []labeled, stderr io.Writer) []labeledFailure {
+	var out []labeledFailure
+	for _, l := range reps {
+		var sizes []string
+		reachable := 0
+		for _, r := range l.rep.Results {
+			if r.Refused != nil {
+				sizes = append(sizes, strconv.FormatInt(r.Bytes, 10))
+				if r.Refused.Reachable() {
+					reachable++
+				}
+			}
+		}
+		if len(sizes) == 0 {
+			continue
+		}
+		prefix := "kernbench: "
+		if l.label != "" {
+			prefix += l.label + ": "
+		}
+		them := "them"
+		if len(sizes) == 1 {
+			them = "it"
+		}
+		hint := "raise --max-memory"
+		switch {
+		case reachable == len(sizes):
+			hint = "--timing-only runs " + them + ", or raise --max-memory"
+		case reachable > 0:
+			hint = fmt.Sprintf("--timing-only runs %d of %s; or raise --max-memory", reachable, them)
+		}
+		msg := fmt.Sprintf("%d of %d sizes refused over --max-memory, not run: %s (the rows say why); %s", len(sizes), len(l.rep.Results), strings.Join(sizes, ", "), hint)
+		fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
+		out = append(out, labeledFailure{l.label, ccl.WithKind(errkind.MemoryLimit, &ccl.Failure{Rank: -1, Msg: msg})})
+	}
+	return out
 }
 
 // wrongResults reports every wrong result and phase-2 mismatch of reps (a
@@ -526,18 +585,25 @@ func writeExtras(o *runOptions, reps []labeled) error {
 func writeCSV(w io.Writer, reps []labeled) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"label", "algorithm", "collective", "topology", "world_size", "size", "count", "type", "redop", "in_place",
-		"time_us", "algbw_gbps", "busbw_gbps", "eff", "wrong"})
+		"time_us", "algbw_gbps", "busbw_gbps", "eff", "wrong", "refused"})
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	for _, l := range reps {
 		r := l.rep
 		for _, x := range r.Results {
+			if x.Refused != nil {
+				// No figures: the size did not run; the last column says why.
+				_ = cw.Write([]string{l.label, r.Algorithm, r.Collective, r.Topology, strconv.Itoa(r.WorldSize),
+					strconv.FormatInt(x.Bytes, 10), strconv.FormatInt(x.Count, 10), x.DType, x.RedOp, strconv.FormatBool(x.InPlace),
+					"", "", "", "", "", x.Refused.Reason})
+				continue
+			}
 			wrong := strconv.FormatInt(x.Wrong, 10)
 			if !x.Verified && x.Wrong == 0 {
 				wrong = "" // not checked
 			}
 			_ = cw.Write([]string{l.label, r.Algorithm, r.Collective, r.Topology, strconv.Itoa(r.WorldSize),
 				strconv.FormatInt(x.Bytes, 10), strconv.FormatInt(x.Count, 10), x.DType, x.RedOp, strconv.FormatBool(x.InPlace),
-				f(x.SimTimeNs / 1000), f(x.AlgBW), f(x.BusBW), f(x.Eff), wrong})
+				f(x.SimTimeNs / 1000), f(x.AlgBW), f(x.BusBW), f(x.Eff), wrong, ""})
 		}
 	}
 	cw.Flush()

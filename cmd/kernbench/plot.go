@@ -39,7 +39,7 @@ func plotBusBW(reps []labeled) ([]byte, error) {
 	for i, l := range reps {
 		var pts plotter.XYs
 		for _, r := range l.rep.Results {
-			if r.Bytes > 0 { // a log axis has no 0
+			if r.Bytes > 0 && r.Refused == nil { // a log axis has no 0; a refused size has no busbw
 				pts = append(pts, plotter.XY{X: float64(r.Bytes), Y: r.BusBW})
 			}
 		}
