@@ -550,6 +550,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	rep.WallS = wall
 	rep.Shard = shardInfo
+	if n := len(rep.Results); o.trace != "" && n > 0 && rep.Results[n-1].Refused != nil {
+		// A sweep traces its last size; refused, it left the trace empty
+		// (no file is written), which would otherwise pass unremarked.
+		fmt.Fprintf(stderr, "kernbench: --trace: no trace written: a sweep traces its last size, and %d was refused over --max-memory; trace one size that runs (--bytes)\n", rep.Results[n-1].Bytes)
+	}
 	if o.export != "" {
 		if f := writeOutput(o.Env, dests["--export-msccl"], o.outStdout, exported.Bytes()); f != nil {
 			return fail(stderr, f)
