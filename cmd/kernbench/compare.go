@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -121,9 +122,34 @@ func expandVariants(targets []string, axes []varyAxis, defaultAlgorithm string) 
 
 // compareRow is a result line of a comparison's --jsonl output.
 type compareRow struct {
-	Label string `json:"label"`
+	Label     string `json:"label"`
+	WorldSize int    `json:"world_size"`
 	*ccl.Result
 }
+
+// MarshalJSON puts the label and world size before the row's own fields
+// (the row's MarshalJSON, promoted, would leave them out).
+func (c compareRow) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(struct {
+		Label     string `json:"label"`
+		WorldSize int    `json:"world_size"`
+	}{c.Label, c.WorldSize})
+	if err != nil || c.Result == nil {
+		return head, err
+	}
+	row, err := json.Marshal(c.Result)
+	if err != nil {
+		return nil, err
+	}
+	// {"label":…,"world_size":…} and {"bytes":…} make one object.
+	return append(append(head[:len(head)-1], ','), row[1:]...), nil
+}
+
+// worldColumn heads the column of a comparison's table that gives each
+// row's world size: the variants of a comparison may run at different
+// ones (an entry's own world_size, a --vary), which the label need not
+// say. A single run's table has none; its summary line says it.
+const worldColumn = "world_size"
 
 // runCompare runs the variants and prints them as one table (or JSON),
 // rows in variant order and, within a variant, size order, whatever -j is.
@@ -171,16 +197,16 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		errOut bytes.Buffer // the variant's stderr (print(), warnings, its error)
 	}
 	outs := make([]*outcome, len(variants))
-	row := func(w io.Writer, label string, r *ccl.Result) {
+	row := func(w io.Writer, label string, world int, r *ccl.Result) {
 		switch {
 		case o.jsonl:
-			writeJSONLine(w, compareRow{Label: label, Result: r})
+			writeJSONLine(w, compareRow{Label: label, WorldSize: world, Result: r})
 		case !o.json:
-			fmt.Fprintf(w, "%-*s%s\n", width, label, tableRow(r))
+			fmt.Fprintf(w, "%-*s  %*d%s\n", width, label, len(worldColumn), world, tableRow(r))
 		}
 	}
 	if !o.json && !o.jsonl {
-		fmt.Fprintf(stdout, "%-*s%s\n", width, "algorithm", tableHeader())
+		fmt.Fprintf(stdout, "%-*s  %s%s\n", width, "algorithm", worldColumn, tableHeader())
 	}
 	// The first variant's collective is the comparison's: rows of another
 	// collective measure other buffers (its bench and busbw differ).
@@ -196,7 +222,9 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		opts.Jobs = jobs
 		opts.Stderr = errTo
 		opts.Progress = nil
+		world := 0 // the variant's world size, known once it starts
 		opts.OnStart = func(rep *ccl.Report) error {
+			world = rep.WorldSize
 			collective.Lock()
 			defer collective.Unlock()
 			if collective.name == "" {
@@ -209,7 +237,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 			}
 			return nil
 		}
-		opts.OnResult = func(r *ccl.Result) { row(rowsTo, v.label, r) }
+		opts.OnResult = func(r *ccl.Result) { row(rowsTo, v.label, world, r) }
 		rep, err := ccl.Run(v.target, opts)
 		oc.rep = rep
 		if err == nil {
@@ -319,12 +347,8 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		}
 	default:
 		for _, l := range reps {
-			if len(l.rep.Results) > 1 {
-				var sum float64
-				for _, r := range l.rep.Results {
-					sum += r.BusBW
-				}
-				fmt.Fprintf(stdout, "# avg busbw %s: %.2f GB/s\n", l.label, sum/float64(len(l.rep.Results)))
+			if avg, ok := avgBusBW(l.rep); ok {
+				fmt.Fprintf(stdout, "# avg busbw %s: %.2f GB/s\n", l.label, avg)
 			}
 		}
 		if !o.quiet {
@@ -350,6 +374,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		}
 	}
 	failures = append(failures, wrongResults(reps, stderr)...)
+	failures = append(failures, refusedSizes(reps, stderr)...)
 	labels := make([]string, len(variants))
 	for i, v := range variants {
 		labels[i] = v.label
@@ -438,9 +463,52 @@ func resolveFailure(o *runOptions, v variant, err error, stdout, stderr io.Write
 }
 
 // checkResults turns a wrong result or a phase-2 mismatch into exit 1 (see
-// wrongResults).
+// wrongResults) and a size refused over --max-memory into exit 2
+// (refusedSizes).
 func checkResults(reps []labeled, stderr io.Writer) error {
-	return worstFailure(wrongResults(reps, stderr), nil, stderr)
+	return worstFailure(append(wrongResults(reps, stderr), refusedSizes(reps, stderr)...), nil, stderr)
+}
+
+// refusedSizes reports the sizes of each run that the memory guard
+// refused (the sweep ran the others) and returns them as failures, one
+// per run, of the refusal's kind (OutOfMemory, exit 2): a size asked for
+// and not run must not pass for a success.
+func refusedSizes(reps []labeled, stderr io.Writer) []labeledFailure {
+	var out []labeledFailure
+	for _, l := range reps {
+		var sizes []string
+		reachable := 0
+		for _, r := range l.rep.Results {
+			if r.Refused != nil {
+				sizes = append(sizes, strconv.FormatInt(r.Bytes, 10))
+				if r.Refused.Reachable() {
+					reachable++
+				}
+			}
+		}
+		if len(sizes) == 0 {
+			continue
+		}
+		prefix := "kernbench: "
+		if l.label != "" {
+			prefix += l.label + ": "
+		}
+		them := "them"
+		if len(sizes) == 1 {
+			them = "it"
+		}
+		hint := "raise --max-memory"
+		switch {
+		case reachable == len(sizes):
+			hint = "--timing-only runs " + them + ", or raise --max-memory"
+		case reachable > 0:
+			hint = fmt.Sprintf("--timing-only runs %d of %s; or raise --max-memory", reachable, them)
+		}
+		msg := fmt.Sprintf("%d of %d sizes refused over --max-memory, not run: %s (the rows say why); %s", len(sizes), len(l.rep.Results), strings.Join(sizes, ", "), hint)
+		fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
+		out = append(out, labeledFailure{l.label, ccl.WithKind(errkind.MemoryLimit, &ccl.Failure{Rank: -1, Msg: msg})})
+	}
+	return out
 }
 
 // wrongResults reports every wrong result and phase-2 mismatch of reps (a
@@ -517,18 +585,25 @@ func writeExtras(o *runOptions, reps []labeled) error {
 func writeCSV(w io.Writer, reps []labeled) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"label", "algorithm", "collective", "topology", "world_size", "size", "count", "type", "redop", "in_place",
-		"time_us", "algbw_gbps", "busbw_gbps", "eff", "wrong"})
+		"time_us", "algbw_gbps", "busbw_gbps", "eff", "wrong", "refused"})
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	for _, l := range reps {
 		r := l.rep
 		for _, x := range r.Results {
+			if x.Refused != nil {
+				// No figures: the size did not run; the last column says why.
+				_ = cw.Write([]string{l.label, r.Algorithm, r.Collective, r.Topology, strconv.Itoa(r.WorldSize),
+					strconv.FormatInt(x.Bytes, 10), strconv.FormatInt(x.Count, 10), x.DType, x.RedOp, strconv.FormatBool(x.InPlace),
+					"", "", "", "", "", x.Refused.Reason})
+				continue
+			}
 			wrong := strconv.FormatInt(x.Wrong, 10)
 			if !x.Verified && x.Wrong == 0 {
 				wrong = "" // not checked
 			}
 			_ = cw.Write([]string{l.label, r.Algorithm, r.Collective, r.Topology, strconv.Itoa(r.WorldSize),
 				strconv.FormatInt(x.Bytes, 10), strconv.FormatInt(x.Count, 10), x.DType, x.RedOp, strconv.FormatBool(x.InPlace),
-				f(x.SimTimeNs / 1000), f(x.AlgBW), f(x.BusBW), f(x.Eff), wrong})
+				f(x.SimTimeNs / 1000), f(x.AlgBW), f(x.BusBW), f(x.Eff), wrong, ""})
 		}
 	}
 	cw.Flush()

@@ -20,11 +20,12 @@ func newDocsCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	var stubs string
 	cmd := &cobra.Command{
 		Use:   "docs",
-		Short: "Print the builtin reference (Markdown) generated from the registered builtins",
+		Short: "Print the builtin reference (Markdown) generated from the registered builtins, or write editor stubs",
 		Long: `Print the builtin reference (docs/builtins.md is exactly this output).
-With --stubs DIR, also write Python-syntax stubs for editors and Starlark
-language servers: DIR/kernbench_tl.pyi (tl, Ptr, Tile), DIR/kernbench_torch.pyi
-(torch, tensor) and DIR/kernbench_orch.pyi (orch, l2 and their objects).`,
+With --stubs DIR, write Python-syntax stubs for editors and Starlark
+language servers instead, and print one line per file written:
+DIR/kernbench_tl.pyi (tl, Ptr, Tile), DIR/kernbench_torch.pyi (torch,
+tensor) and DIR/kernbench_orch.pyi (orch, l2 and their objects).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -43,16 +44,18 @@ language servers: DIR/kernbench_tl.pyi (tl, Ptr, Tile), DIR/kernbench_torch.pyi
 					if err != nil {
 						return usageErr(stderr, false, err.Error())
 					}
-					if f := writeOutput(env, d, stdout, []byte(f.render())); f != nil {
-						return fail(stderr, f)
+					if fl := writeOutput(env, d, stdout, []byte(f.render())); fl != nil {
+						return fail(stderr, fl)
 					}
+					fmt.Fprintf(stdout, "wrote %s (%s)\n", d.name(), f.holds)
 				}
+				return nil
 			}
 			_, err := fmt.Fprint(stdout, Reference())
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&stubs, "stubs", "", "also write Python-syntax stubs (kernbench_tl.pyi, kernbench_torch.pyi, kernbench_orch.pyi) into this folder")
+	cmd.Flags().StringVar(&stubs, "stubs", "", "write Python-syntax stubs (kernbench_tl.pyi, kernbench_torch.pyi, kernbench_orch.pyi) into this folder instead of printing the reference")
 	return cmd
 }
 
@@ -66,9 +69,10 @@ func Reference() string {
 // stubFiles are the stub files `kernbench docs --stubs` writes.
 var stubFiles = []struct {
 	name   string
+	holds  string // what the file declares, as the command's report says
 	render func() string
 }{
-	{"kernbench_tl.pyi", tl.Stubs},
-	{"kernbench_torch.pyi", host.Stubs},
-	{"kernbench_orch.pyi", orch.Stubs},
+	{"kernbench_tl.pyi", "tl, Ptr, Tile", tl.Stubs},
+	{"kernbench_torch.pyi", "torch, tensor", host.Stubs},
+	{"kernbench_orch.pyi", "orch, l2 and their objects", orch.Stubs},
 }

@@ -14,7 +14,10 @@ import (
 )
 
 // plotBusBW draws busbw against size, one line per run (a log2 size axis,
-// as sweeps double), and returns the SVG.
+// as sweeps double), and returns the SVG. The legend goes below the
+// chart, where it can cover no line whatever the runs measured, and the
+// SVG grows with its entries; the chart keeps room on its right for half
+// of the last size label, which is centred on the axis's end.
 func plotBusBW(reps []labeled) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = plotTitle(reps)
@@ -24,13 +27,19 @@ func plotBusBW(reps []labeled) ([]byte, error) {
 	p.X.Tick.Marker = plot.TickerFunc(sizeTicks)
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
+	legend := plot.NewLegend()
+	legend.Left, legend.Top = true, true
 	lines := 0
+	// Runs of different world sizes say theirs in the legend (the title
+	// then names none).
+	worlds := false
+	for _, l := range reps {
+		worlds = worlds || l.rep.WorldSize != reps[0].rep.WorldSize
+	}
 	for i, l := range reps {
 		var pts plotter.XYs
 		for _, r := range l.rep.Results {
-			if r.Bytes > 0 { // a log axis has no 0
+			if r.Bytes > 0 && r.Refused == nil { // a log axis has no 0; a refused size has no busbw
 				pts = append(pts, plotter.XY{X: float64(r.Bytes), Y: r.BusBW})
 			}
 		}
@@ -45,20 +54,49 @@ func plotBusBW(reps []labeled) ([]byte, error) {
 		points.Color = plotutil.Color(i)
 		points.Shape = plotutil.Shape(i)
 		p.Add(line, points)
-		p.Legend.Add(l.label, line, points)
+		name := l.label
+		if worlds {
+			name += fmt.Sprintf(" (%d ranks)", l.rep.WorldSize)
+		}
+		legend.Add(name, line, points)
 		lines++
 	}
 	if lines == 0 {
 		return nil, fmt.Errorf("no sizes above 0 bytes to plot")
 	}
-	c := vgsvg.NewWith(vgsvg.UseWH(7*vg.Inch, 4.5*vg.Inch), vgsvg.EmbedFonts(false))
-	p.Draw(draw.New(c))
+	const (
+		height = 4.5 * vg.Inch // of the chart, above the legend
+		margin = 6             // points around the chart and the legend
+	)
+	// The legend starts under the data area's left edge; long labels
+	// (the settings of a --vary) widen the SVG rather than run off it.
+	// Text is measured in Liberation Serif, which the SVG names without
+	// embedding it: a viewer without it (or the metric-compatible Times
+	// New Roman) draws wider text, hence textSlack.
+	legend.Padding = 2
+	legendSize := legend.Rectangle(draw.Canvas{}).Size()
+	left := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: 7 * vg.Inch, Y: height}}}).Min.X
+	width := max(7*vg.Inch, left+legendSize.X*textSlack+margin)
+	c := vgsvg.NewWith(vgsvg.UseWH(width, height+legendSize.Y+3*margin), vgsvg.EmbedFonts(false))
+	dc := draw.New(c)
+	right := vg.Length(0)
+	for _, t := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		right = max(right, p.X.Tick.Label.Rectangle(t.Label).Size().X/2*textSlack)
+	}
+	chart := draw.Crop(dc, 0, -right-margin, legendSize.Y+3*margin, -margin)
+	p.Draw(chart)
+	legend.Draw(draw.Crop(dc, p.DataCanvas(chart).Min.X, 0, margin, -(height + 2*margin)))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	return bytes.ReplaceAll(b.Bytes(), []byte("font-family:Liberation Serif;"), []byte("font-family:Liberation Serif,Times New Roman,Times,serif;")), nil
 }
+
+// textSlack is how much wider than measured the chart's text may be
+// drawn where the font it names is missing (DejaVu Serif, a common
+// substitute, is about a quarter wider than Liberation Serif).
+const textSlack = 1.3
 
 // sizeTicks labels powers of two between min and max with byte sizes
 // (1K, 64K, 4M), thinning them to at most about eight labels.

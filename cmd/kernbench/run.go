@@ -76,8 +76,9 @@ MSCCL schedule (docs/msccl.md), run through the same bench and checks.
 
 Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
 combination) run on the same bench and sizes and print one table with a
-column naming each; --csv and --plot write the figures for a spreadsheet
-or as a busbw-against-size chart. A run of a comparison that fails is a
+column naming each and one giving its world_size (--jsonl rows carry both);
+--csv and --plot write the figures for a spreadsheet or as a
+busbw-against-size chart. A run of a comparison that fails is a
 row naming its error (the sizes before it keep theirs; --json and --jsonl
 give it its "error") and the others still run. A --set or --vary value
 that cannot take effect (the algorithm's ccl.yaml entry, a flag or a later
@@ -95,14 +96,17 @@ peak (simulated memory, the pre-run image of a verified run, IPCQ rings,
 op_log, phase 2, per-rank state and the collector's headroom; calibrated
 on the shipped algorithms, not an upper bound) is over it is refused
 before it starts, naming what would fit (--timing-only,
---verify-data=false, a smaller --bytes); one that passes it while
+--verify-data=false, a smaller --bytes); a sweep of several sizes runs
+those that fit and prints a "refused:" row for each other one (why, and
+whether --timing-only reaches it; --json's and --jsonl's row has
+"refused", --csv's last column), then exits 2. One that passes it while
 simulating stops with "out of memory at t=…" (exit 3). -v prints the
 estimate and the op_log's cost per record and per message.
 
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error
-(including a run estimated over --max-memory), 3 deadlock or watchdog or
-step limit or --max-memory passed while simulating, 4 error raised while
-running. A comparison exits with the worst status of its runs, the highest
+(including a run, or sizes of a sweep, estimated over --max-memory), 3
+deadlock or watchdog or step limit or --max-memory passed while
+simulating, 4 error raised while running. A comparison exits with the worst status of its runs, the highest
 of these (its last line names that failure's kind).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.bench != "" {
@@ -163,7 +167,7 @@ of these (its last line names that failure's kind).`,
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per thread: each rank's kernel and each tl.spawn counts its own steps (0 = default 10^8)")
 	f.BoolVar(&o.Strict, "strict", false, "treat lost work as an error (exit 4): an L3 main that returns with messages still queued or regions never freed (a warning otherwise)")
-	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (default: 80% of the memory available to the process, cgroup limit included); a run estimated over it is refused (exit 2, naming what fits), one that passes it while simulating stops (exit 3)")
+	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (default: 80% of the memory available to the process, cgroup limit included); a run estimated over it is refused (exit 2, naming what fits; a sweep runs the sizes that fit and prints a refused row for each other one, exit 2), one that passes it while simulating stops (exit 3)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
@@ -295,6 +299,10 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		o.Sizes = []int64{n}
 	}
+	// A sweep runs the sizes that fit --max-memory and gives each other
+	// one a refused row; a run of one size is refused whole. Decided on
+	// the whole sweep: a shard of it may hold one size.
+	o.RefusedAsRows = len(o.Sizes) > 1 || len(o.Counts) > 1
 	shard, sharded, err := shardFromEnv(o.Env.Var, o.shards)
 	if o.shard != "" {
 		shard, err = parseShard(o.shard)
@@ -542,6 +550,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	rep.WallS = wall
 	rep.Shard = shardInfo
+	if n := len(rep.Results); o.trace != "" && n > 0 && rep.Results[n-1].Refused != nil {
+		// A sweep traces its last size; refused, it left the trace empty
+		// (no file is written), which would otherwise pass unremarked.
+		fmt.Fprintf(stderr, "kernbench: --trace: no trace written: a sweep traces its last size, and %d was refused over --max-memory; trace one size that runs (--bytes)\n", rep.Results[n-1].Bytes)
+	}
 	if o.export != "" {
 		if f := writeOutput(o.Env, dests["--export-msccl"], o.outStdout, exported.Bytes()); f != nil {
 			return fail(stderr, f)
@@ -645,6 +658,9 @@ func tableHeader() string {
 }
 
 func tableRow(r *ccl.Result) string {
+	if r.Refused != nil {
+		return tableLine([]string{strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.Count, 10), r.DType, r.RedOp}) + "  refused: " + r.Refused.Reason
+	}
 	wrong := strconv.FormatInt(r.Wrong, 10)
 	if !r.Verified && r.Wrong == 0 {
 		wrong = "N/A"
@@ -656,12 +672,8 @@ func tableRow(r *ccl.Result) string {
 // printSummary prints what follows the rows: the average busbw of a sweep,
 // the busiest resources (-v) and, unless quiet, the run's description.
 func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
-	if len(rep.Results) > 1 {
-		var sum float64
-		for _, r := range rep.Results {
-			sum += r.BusBW
-		}
-		fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", sum/float64(len(rep.Results)))
+	if avg, ok := avgBusBW(rep); ok {
+		fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", avg)
 	}
 	for _, r := range rep.Results {
 		if len(r.Busiest) == 0 {
@@ -697,9 +709,15 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 	if quiet {
 		return
 	}
+	last := -1 // the largest size that ran
+	for i, r := range rep.Results {
+		if r.Refused == nil {
+			last = i
+		}
+	}
 	for i, r := range rep.Results {
 		// The largest size (every size with -v): what the ranks waited for.
-		if r.Time != nil && (i == len(rep.Results)-1 || verbose) {
+		if r.Time != nil && (i == last || verbose) {
 			fmt.Fprintf(w, "# time at %d bytes: rank %d (most blocked) %s; all ranks %s\n", r.Bytes, r.Time.MostBlocked.Rank, timeShares(r.Time.MostBlocked), timeShares(r.Time.All))
 		}
 	}
@@ -721,6 +739,22 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 		timing = " (timing only: no data moved)"
 	}
 	fmt.Fprintf(w, "# buffer_kind %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", rep.BufferKind, rep.Backpressure, rep.DataSpace, timing, events, wallString(rep.WallS))
+}
+
+// avgBusBW is the mean busbw of the sizes of a sweep that ran (refused
+// ones have none); ok is false with fewer than two.
+func avgBusBW(rep *ccl.Report) (avg float64, ok bool) {
+	n := 0
+	for _, r := range rep.Results {
+		if r.Refused == nil {
+			avg += r.BusBW
+			n++
+		}
+	}
+	if n < 2 {
+		return 0, false
+	}
+	return avg / float64(n), true
 }
 
 // timeShares is a split as percentages, largest first, zeros left out:

@@ -97,7 +97,9 @@ single run of the whole sweep prints: the same rows in size order. The
 reports must come from the same algorithm, settings and sweep, and every
 shard must be there; a size or shard that appears twice, a failed shard
 or a missing one is an error naming the files (docs/cluster.md). wall_s
-is the sum of the shards' wall times.`,
+is the sum of the shards' wall times. A size a shard refused over
+--max-memory is a refused row of the merged sweep, and merge then exits 2
+as the run of the whole sweep would.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("merge needs the --json reports of a sharded sweep, as kernbench merge shard-*.json")
@@ -111,16 +113,18 @@ is the sum of the shards' wall times.`,
 			}
 			if asJSON {
 				writeJSON(stdout, rep)
-				return nil
+			} else {
+				if len(rep.Results) > 0 {
+					fmt.Fprintln(stdout, tableHeader())
+				}
+				for i := range rep.Results {
+					fmt.Fprintln(stdout, tableRow(&rep.Results[i]))
+				}
+				printSummary(stdout, rep, quiet, false)
 			}
-			if len(rep.Results) > 0 {
-				fmt.Fprintln(stdout, tableHeader())
-			}
-			for i := range rep.Results {
-				fmt.Fprintln(stdout, tableRow(&rep.Results[i]))
-			}
-			printSummary(stdout, rep, quiet, false)
-			return nil
+			// Sizes a shard refused over --max-memory are rows of the
+			// merged sweep, and its status says so, as one run's would.
+			return worstFailure(refusedSizes([]labeled{{"", rep}}, stderr), nil, stderr)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged JSON document instead of the table")
@@ -335,13 +339,16 @@ func sameRun(fa string, a *ccl.Report, fb string, b *ccl.Report) error {
 			{"root", root}, {"buffer_kind", r.BufferKind}, {"backpressure", r.Backpressure},
 			{"data_space", r.DataSpace}, {"timing_only", strconv.FormatBool(r.TimingOnly)}}
 	}
-	// The element type, reduction and placement are the rows'.
+	// The element type, reduction and placement are the rows', and
+	// whether they were verified those of the rows that ran (a refused
+	// size has no figures).
 	row := func(r *ccl.Report) [][2]string {
-		if len(r.Results) == 0 {
-			return nil
+		for _, x := range r.Results {
+			if x.Refused == nil {
+				return [][2]string{{"dtype", x.DType}, {"redop", x.RedOp}, {"in_place", strconv.FormatBool(x.InPlace)}, {"verified", strconv.FormatBool(x.Verified)}}
+			}
 		}
-		x := r.Results[0]
-		return [][2]string{{"dtype", x.DType}, {"redop", x.RedOp}, {"in_place", strconv.FormatBool(x.InPlace)}, {"verified", strconv.FormatBool(x.Verified)}}
+		return nil
 	}
 	x, y := fields(a), fields(b)
 	if rx, ry := row(a), row(b); rx != nil && ry != nil {

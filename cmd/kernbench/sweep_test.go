@@ -1,9 +1,13 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
 )
 
 func TestParseSweep(t *testing.T) {
@@ -42,5 +46,49 @@ func TestParseSweep(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("parseSweep(%q) (-want +got):\n%s", tc.spec, diff)
 		}
+	}
+}
+
+// The line after a sweep with refused sizes says which were not run and
+// what reaches them: --timing-only when it fits for all, how many it
+// reaches when only some, else a larger --max-memory.
+func TestRefusedSizes(t *testing.T) {
+	const limit = 100
+	row := func(bytes, timingOnly int64) ccl.Result {
+		r := ccl.Result{Bytes: bytes}
+		if timingOnly >= 0 {
+			r.Refused = &ccl.Refusal{Limit: limit, TimingOnly: timingOnly}
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		label string
+		rows  []ccl.Result
+		want  string
+	}{
+		{"none refused", "", []ccl.Result{row(1, -1), row(2, -1)}, ""},
+		{"timing-only reaches one", "", []ccl.Result{row(1, -1), row(2, 50)},
+			"kernbench: 1 of 2 sizes refused over --max-memory, not run: 2 (the rows say why); --timing-only runs it, or raise --max-memory\n"},
+		{"timing-only reaches some", "ring", []ccl.Result{row(1, -1), row(2, 50), row(4, 150)},
+			"kernbench: ring: 2 of 3 sizes refused over --max-memory, not run: 2, 4 (the rows say why); --timing-only runs 1 of them; or raise --max-memory\n"},
+		{"timing-only already", "", []ccl.Result{row(1, 0), row(2, 0)},
+			"kernbench: 2 of 2 sizes refused over --max-memory, not run: 1, 2 (the rows say why); raise --max-memory\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr strings.Builder
+			got := refusedSizes([]labeled{{tc.label, &ccl.Report{Results: tc.rows}}}, &stderr)
+			if diff := cmp.Diff(tc.want, stderr.String()); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+			if want := min(1, len(tc.want)); len(got) != want {
+				t.Fatalf("%d failures, want %d", len(got), want)
+			}
+			for _, lf := range got {
+				if k := lf.f.ErrorKind(); k != errkind.MemoryLimit || lf.label != tc.label {
+					t.Errorf("failure %s of %q, want %s (exit 2) of %q", k.Name, lf.label, errkind.MemoryLimit.Name, tc.label)
+				}
+			}
+		})
 	}
 }

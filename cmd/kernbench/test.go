@@ -184,8 +184,12 @@ func indent(s string) string {
 	return out
 }
 
-// progressEvery is how often a long test is reported on stderr.
-const progressEvery = 10 * time.Second
+// progressEvery is how long a test runs before it is reported on stderr,
+// and how often after that; progressTick is how often the reporter looks.
+const (
+	progressEvery = 10 * time.Second
+	progressTick  = time.Second
+)
 
 // lockedWriter serialises writes from the tests and the progress reporter.
 type lockedWriter struct {
@@ -206,25 +210,31 @@ type testProgress struct {
 	mu        sync.Mutex
 	w         io.Writer
 	now       func() time.Time
+	every     time.Duration
 	current   string
 	since     time.Time
+	reported  int // reports of the current test so far
 	stopTicks func()
 	done      chan struct{}
 	exited    chan struct{}
 }
 
-// newTestProgress reports the running test every period of wall time.
+// newTestProgress reports a test that has run for every, and again each
+// every after that, in wall time.
 func newTestProgress(w io.Writer, every time.Duration) *testProgress {
-	t := time.NewTicker(every)
-	p := startTestProgress(w, t.C, time.Now)
+	t := time.NewTicker(progressTick)
+	p := startTestProgress(w, t.C, time.Now, every)
 	p.stopTicks = t.Stop
 	return p
 }
 
-// startTestProgress reports the running test at each tick, as long since
-// it started as now says (the tests give both, the clock's ticks and now).
-func startTestProgress(w io.Writer, ticks <-chan time.Time, now func() time.Time) *testProgress {
-	p := &testProgress{w: w, now: now, stopTicks: func() {}, done: make(chan struct{}), exited: make(chan struct{})}
+// startTestProgress looks at the running test at each tick, taking its
+// time from the tick and its start from now (the tests give both, the
+// clock's ticks and now). A test is reported once each whole period of
+// every it has run: a test that has run for less is never "still
+// running", however the ticks fall.
+func startTestProgress(w io.Writer, ticks <-chan time.Time, now func() time.Time, every time.Duration) *testProgress {
+	p := &testProgress{w: w, now: now, every: every, stopTicks: func() {}, done: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
 		defer close(p.exited)
 		for {
@@ -233,8 +243,10 @@ func startTestProgress(w io.Writer, ticks <-chan time.Time, now func() time.Time
 				return
 			case t := <-ticks:
 				p.mu.Lock()
-				if p.current != "" {
-					fmt.Fprintf(p.w, "kernbench test: %s still running (%s)\n", p.current, t.Sub(p.since).Round(time.Second))
+				ran := t.Sub(p.since)
+				if n := int(ran / p.every); p.current != "" && n > p.reported {
+					p.reported = n
+					fmt.Fprintf(p.w, "kernbench test: %s still running (%s)\n", p.current, ran.Truncate(time.Second))
 				}
 				p.mu.Unlock()
 			}
@@ -246,7 +258,7 @@ func startTestProgress(w io.Writer, ticks <-chan time.Time, now func() time.Time
 // start is testrun's OnTest: name is now running ("" file: nothing is).
 func (p *testProgress) start(file, name string) {
 	p.mu.Lock()
-	p.current, p.since = "", p.now()
+	p.current, p.since, p.reported = "", p.now(), 0
 	if file != "" {
 		p.current = file + ": " + name
 	}

@@ -295,15 +295,17 @@ func satMul(a, b int64) int64 {
 }
 
 // checkMemory refuses a size whose estimate is over opts.MaxMemory (exit
-// 2), naming what would fit.
+// 2), naming what would fit. The failure wraps a *Refusal, which a sweep
+// of several sizes makes that size's row (Options.RefusedAsRows).
 func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 	limit := p.opts.MaxMemory
 	e := p.estimateMemory(count, rg)
 	if limit <= 0 || e.Total() <= limit {
 		return e, nil
 	}
+	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit}
 	var alts []string
-	try := func(flag string, mod func(q *plan)) {
+	try := func(flag string, mod func(q *plan)) int64 {
 		q := *p
 		mod(&q)
 		t := q.estimateMemory(count, rg).Total()
@@ -312,9 +314,10 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 			fit = "too large too"
 		}
 		alts = append(alts, fmt.Sprintf("%s (about %s: %s)", flag, FormatBytes(t), fit))
+		return t
 	}
 	if !p.opts.TimingOnly {
-		try("--timing-only", func(q *plan) { q.opts.TimingOnly = true })
+		ref.TimingOnly = try("--timing-only", func(q *plan) { q.opts.TimingOnly = true })
 		if p.opts.Verify {
 			try("--verify-data=false", func(q *plan) { q.opts.Verify = false })
 		}
@@ -333,10 +336,46 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 	} else {
 		alts = append(alts, "a smaller --bytes (none fits at this world size)")
 	}
-	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1,
-		Msg: fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-			flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), limitText(limit, p.opts.MaxMemoryIsDefault), strings.Join(alts, ", "))})
+	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
+		flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), lt, strings.Join(alts, ", "))
+	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", FormatBytes(e.Total()), lt)
+	switch {
+	case p.opts.TimingOnly:
+		ref.Reason += "raise --max-memory"
+	case ref.TimingOnly <= limit:
+		ref.Reason += fmt.Sprintf("--timing-only runs it (about %s)", FormatBytes(ref.TimingOnly))
+	default:
+		ref.Reason += fmt.Sprintf("too large for --timing-only too (about %s): raise --max-memory", FormatBytes(ref.TimingOnly))
+	}
+	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
+
+// Refusal is a size the memory guard refused before it ran: its
+// host-memory estimate is over --max-memory. A run of one size fails with
+// it (exit 2); in a sweep of several (Options.RefusedAsRows) it is that
+// size's row, Result.Refused, and the other sizes run.
+type Refusal struct {
+	Kind string `json:"kind"` // errkind's name: OutOfMemory
+	// Reason is the refusal in one line, as the table's row gives it: the
+	// estimate, the limit, and what reaches the size (--timing-only, or
+	// a larger limit).
+	Reason string `json:"reason"`
+	// Message is the refusal as a run of that one size reports it: the
+	// estimate's parts and every alternative.
+	Message  string `json:"message"`
+	Estimate int64  `json:"estimate_bytes"`
+	Limit    int64  `json:"max_memory_bytes"`
+	// TimingOnly is the size's estimate with --timing-only; 0 when the run
+	// is timing-only already.
+	TimingOnly int64 `json:"timing_only_estimate_bytes,omitempty"`
+}
+
+func (r *Refusal) Error() string { return r.Message }
+
+// Reachable says whether --timing-only would run the size under the same
+// limit.
+func (r *Refusal) Reachable() bool { return r.TimingOnly > 0 && r.TimingOnly <= r.Limit }
 
 // memBudget shares --max-memory between the sizes a -j sweep simulates at
 // once: each was checked against the whole limit alone, so together they

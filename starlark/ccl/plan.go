@@ -69,12 +69,27 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 			p.opts.Trace = traceOut
 		}
 		res, err := once(p, loader, count)
+		if row := p.refusedRow(count, err); row != nil {
+			res, err = row, nil
+		}
 		if err != nil {
 			return rep, err
 		}
 		deliver(res)
 	}
 	return rep, nil
+}
+
+// refusedRow is the row of a size the memory guard refused, when the run
+// makes such sizes rows (Options.RefusedAsRows); nil for any other error.
+func (p *plan) refusedRow(count int64, err error) *Result {
+	var ref *Refusal
+	if !p.opts.RefusedAsRows || !errors.As(err, &ref) {
+		return nil
+	}
+	row := p.row(count)
+	row.Refused = ref
+	return row
 }
 
 // InternalError is a panic (a bug in kernbench) caught on a goroutine of
@@ -172,6 +187,9 @@ func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *s
 			if c.w != nil && c.buf.Len() > 0 {
 				_, _ = c.w.Write(c.buf.Bytes())
 			}
+		}
+		if row := p.refusedRow(p.counts[i], out.err); row != nil {
+			out.res, out.err = row, nil
 		}
 		if out.err != nil {
 			firstErr = out.err

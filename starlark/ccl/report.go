@@ -4,6 +4,7 @@ package ccl
 // with their kind, and the resource use behind the -v summary.
 
 import (
+	"encoding/json"
 	"io"
 	"maps"
 	"slices"
@@ -96,6 +97,28 @@ type Result struct {
 	// Outputs are the recv buffers after the run (Options.KeepOutputs).
 	Outputs [][]byte `json:"-"`
 	Events  uint64   `json:"events"`
+	// Refused, when set, says the size did not run: the memory guard
+	// refused it (Options.RefusedAsRows). Such a row has the size's
+	// bytes, count, dtype, redop and in_place and no figures; its JSON
+	// has only those and "refused".
+	Refused *Refusal `json:"refused,omitempty"`
+}
+
+// MarshalJSON writes a refused row without the figures it does not have
+// (a busbw of 0 would read as measured), any other row as it is.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result // without this method
+	if r.Refused == nil {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		Bytes   int64    `json:"bytes"`
+		Count   int64    `json:"count"`
+		DType   string   `json:"dtype"`
+		RedOp   string   `json:"redop"`
+		InPlace bool     `json:"in_place"`
+		Refused *Refusal `json:"refused"`
+	}{r.Bytes, r.Count, r.DType, r.RedOp, r.InPlace, r.Refused})
 }
 
 // Usage is one resource's load over a run.
@@ -260,17 +283,24 @@ func (f *Failure) Out() *ErrorOut {
 	return o
 }
 
-// result fills the timing and bandwidth columns of a row.
-func (w *world) result(p *plan, count int64, stats []tl.Stats) *Result {
-	// Like nccl-tests, the size of a row is the larger per-rank buffer
-	// (allgather's recvbuf, reduce_scatter's sendbuf, alltoall's buffers):
-	// algbw counts all the data a rank ends up with or started from.
+// row is what identifies count's row: its size, elements, type, reduction
+// and placement. Like nccl-tests, the size of a row is the larger
+// per-rank buffer (allgather's recvbuf, reduce_scatter's sendbuf,
+// alltoall's buffers): algbw counts all the data a rank ends up with or
+// started from.
+func (p *plan) row(count int64) *Result {
 	elems := max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world))
 	redop := p.red.String()
 	if !p.coll.Reduces {
 		redop = "none" // as nccl-tests prints for collectives without a reduction
 	}
-	res := &Result{Count: elems, Bytes: elems * int64(p.dt.Size()), DType: p.dt.String(), RedOp: redop, InPlace: p.opts.InPlace, Events: w.s.Events()}
+	return &Result{Count: elems, Bytes: elems * int64(p.dt.Size()), DType: p.dt.String(), RedOp: redop, InPlace: p.opts.InPlace}
+}
+
+// result fills the timing and bandwidth columns of a row.
+func (w *world) result(p *plan, count int64, stats []tl.Stats) *Result {
+	res := p.row(count)
+	res.Events = w.s.Events()
 	var end sim.Time
 	for r, f := range w.finish {
 		end = max(end, f)

@@ -113,6 +113,12 @@ type Options struct {
 	// MaxMemoryIsDefault says MaxMemory is DefaultMaxMemory, not a limit
 	// the user gave: a refusal then says where its figure comes from.
 	MaxMemoryIsDefault bool
+	// RefusedAsRows runs every size of a sweep whose estimate fits and
+	// makes each one over MaxMemory a row saying so (Result.Refused)
+	// instead of ending the run there: the user asked for several sizes
+	// (the CLI sets it for a sweep of several, in a shard of one too).
+	// Without it a refused size is the run's error.
+	RefusedAsRows bool
 
 	// LoadPath are folders the user allows load() to read (--load-path),
 	// besides the script's own folder tree and the shipped library.
