@@ -567,10 +567,12 @@ func TestQueue_DescriptorAfterStopPoisons(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4, l3l2.md): after STOP, L3 rejects further input locally
-// without poisoning (and may still dequeue outputs); request_stop returns
-// once STOP is published.
-func TestQueue_Stop_InputAfterStopRejectedLocally(t *testing.T) {
+// Rule (docs/l3l2.md "Stopping"): after request_stop has published STOP,
+// the L3 input is stopped. try_enqueue and try_request_stop return False;
+// enqueue and request_stop raise a ValueError (*ArgError) saying the queue
+// is stopped. None of them poisons the queue, sets the abort flag or
+// publishes anything, and L3 may still dequeue outputs.
+func TestQueue_InputAfterStop_TryReturnsFalse_BlockingRaisesStopped(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 64)
 	e := w.endpoint(q, 1)
@@ -578,17 +580,42 @@ func TestQueue_Stop_InputAfterStopRejectedLocally(t *testing.T) {
 		if err := q.RequestStop(p, sim.Microsecond); err != nil {
 			t.Fatal(err)
 		}
-		for _, err := range []error{
-			func() error { _, err := q.Input.TryEnqueue(p, []byte{1}, OpData); return err }(),
-			q.Input.Enqueue(p, []byte{1}, OpData, sim.Microsecond),
-			func() error { _, err := q.TryRequestStop(p); return err }(),
-		} {
-			if qkind(err) != QueueInvalidDescriptor || !strings.Contains(err.Error(), "after STOP") {
-				t.Errorf("input after STOP: %v", err)
+		tries := []struct {
+			name string
+			try  func() (bool, error)
+		}{
+			{"input.try_enqueue DATA", func() (bool, error) { return q.Input.TryEnqueue(p, []byte{1}, OpData) }},
+			{"input.try_enqueue ERROR", func() (bool, error) { return q.Input.TryEnqueue(p, nil, OpError) }},
+			{"try_request_stop", func() (bool, error) { return q.TryRequestStop(p) }},
+		}
+		for _, c := range tries {
+			if ok, err := c.try(); ok || err != nil {
+				t.Errorf("%s after STOP = %v, %v; want false, nil", c.name, ok, err)
 			}
 		}
-		if q.State() != QueueLive || counterValue(q.Region(), InitiatorAbortOffset) != 0 {
-			t.Errorf("state %v after a local rejection", q.State())
+		blocking := []struct {
+			name string
+			call func() error
+		}{
+			{"input.enqueue", func() error { return q.Input.Enqueue(p, []byte{1}, OpData, sim.Microsecond) }},
+			{"request_stop", func() error { return q.RequestStop(p, sim.Microsecond) }},
+		}
+		for _, c := range blocking {
+			before := w.now()
+			err := c.call()
+			if !isArgErr(err) || !strings.Contains(err.Error(), "the queue is stopped") {
+				t.Errorf("%s after STOP = %v; want an *ArgError saying the queue is stopped", c.name, err)
+			}
+			if w.now() != before {
+				t.Errorf("%s after STOP waited %v; want an immediate error", c.name, w.now()-before)
+			}
+		}
+		if q.State() != QueueLive || q.Err() != nil || counterValue(q.Region(), InitiatorAbortOffset) != 0 {
+			t.Errorf("state %v (err %v, abort flag %d) after input was refused; want LIVE, no error, flag 0",
+				q.State(), q.Err(), counterValue(q.Region(), InitiatorAbortOffset))
+		}
+		if tail := counterValue(q.Region(), InputDescTailOffset); tail != 1 {
+			t.Errorf("input tail %d after refused input; want 1 (STOP only)", tail)
 		}
 		r, _ := e.Output().TryReserve(p, 4)
 		_ = e.Output().Write(p, r, []byte{1, 2, 3, 4}, 0)
