@@ -1,8 +1,9 @@
 // Package l3l2 is the L3-L2 host↔device communication layer of the
-// simulated machine (docs/spec l3l2.md; seeds 001 "region, payload and
-// counters" and 000 "ordered SPSC message queue"). It is pure Go on top of
-// engine/machine and engine/sim — no Starlark, no wall clock, no global
-// state — and the builtins of starlark-api.md §5 are thin wrappers over it.
+// simulated machine: regions (payload and int32 counters) and the ordered
+// SPSC message queue built on them, as docs/l3l2.md describes them to
+// users. It is pure Go on top of engine/machine and engine/sim — no
+// Starlark, no wall clock, no global state — and the L3/L2 builtins
+// (starlark/orch, docs/builtins.md) are thin wrappers over it.
 //
 // # What lives here
 //

@@ -44,7 +44,7 @@ const (
 	Run Group = iota
 	// TL kinds are raised by tl builtins and the simulated IPCQ.
 	TL
-	// L3 kinds are raised by the L3/L2 runtime (l3l2.md).
+	// L3 kinds are raised by the L3/L2 runtime (docs/l3l2.md).
 	L3
 )
 
