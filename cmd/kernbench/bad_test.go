@@ -19,7 +19,7 @@ import (
 	"kernbench/starlark/script"
 )
 
-// badDir holds the bad-input corpus: one file per failure the spec names.
+// badDir holds the bad-input corpus: one file per documented failure.
 const badDir = "../../testdata/bad"
 
 // badCaseCPU bounds the CPU time one case may use: a bad input must fail

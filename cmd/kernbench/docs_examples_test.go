@@ -50,7 +50,7 @@ func TestDocExamples(t *testing.T) {
 	// parser that stops finding them fails here instead of passing empty.
 	minCommands := map[string]int{
 		"README": 2, "ccl-author-guide": 10, "msccl": 5, "cluster": 3,
-		"topologies": 6, "report": 3, "testing": 2,
+		"topologies": 6, "report": 3, "testing": 2, "l3l2": 5,
 	}
 	dir := t.TempDir()
 	for _, path := range docs {
@@ -402,4 +402,68 @@ func TestDocLinks(t *testing.T) {
 	if checked < 10 {
 		t.Errorf("checked %d links; the test reads the documents wrongly", checked)
 	}
+}
+
+// The repository's text (documents, code and its comments, algorithms,
+// benches, ccl.yaml, test data) cites nothing a user cannot read: every
+// NAME.md it names is a file of the repository, and no design-record or
+// seed numbering of documents that are not shipped is left in it.
+func TestNoPointersOutsideRepository(t *testing.T) {
+	root := "../.."
+	mdName := regexp.MustCompile(`[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md\b`)
+	labels := regexp.MustCompile(`\bADR\b|\bseeds? \d{3}\b|[\[(]D\d{1,2}(\.\d)?[\]),:; ]|shared/spec`)
+	// NAME.md mentions that are not pointers into the repository: test
+	// data of the docs test, and nccl-tests' own document.
+	notPointers := map[string]bool{"doc.md": true, "PERFORMANCE.md": true}
+	exts := map[string]bool{".go": true, ".star": true, ".md": true, ".yaml": true, ".txtar": true, ".sh": true, ".xml": true, ".pyi": true}
+	files := 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "fuzz") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !exts[filepath.Ext(path)] || path == filepath.Join(root, "cmd/kernbench/docs_examples_test.go") {
+			return nil // (this file holds the patterns and the docs test's own data)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		rel, _ := filepath.Rel(root, path)
+		for i, line := range strings.Split(string(data), "\n") {
+			if m := labels.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q cites a document outside the repository: %s", rel, i+1, m, strings.TrimSpace(line))
+			}
+			for _, name := range mdName.FindAllString(line, -1) {
+				if notPointers[name] || pointsIntoRepository(root, filepath.Dir(path), name) {
+					continue
+				}
+				t.Errorf("%s:%d: names %s, which is not a file of the repository: %s", rel, i+1, name, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Errorf("read %d files; the test walks the repository wrongly", files)
+	}
+}
+
+// pointsIntoRepository reports whether name, as written in a file of dir,
+// is a file of the repository: relative to dir, to the root, or to docs/.
+func pointsIntoRepository(root, dir, name string) bool {
+	for _, p := range []string{filepath.Join(dir, name), filepath.Join(root, name), filepath.Join(root, "docs", name)} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -206,7 +206,7 @@ var kindsBelowTheCLI = map[*errkind.Kind]string{
 	errkind.Phase2Mismatch: "the hazard checks refuse every kernel whose replay could differ: a mismatch is a kernbench bug; TestKindsBelowTheCLI gives checkResults a mismatching row",
 	errkind.Internal:       "a panic, a kernbench bug; TestKindsBelowTheCLI panics under mainIn's recovery, and ccl's TestFailuresAreBuiltWithKind keeps every Failure kinded",
 	// The L2 endpoints record these in endpoint.error() and return
-	// None/False (l3l2.md): an L2 function goes on, and L3 never decodes
+	// None/False (docs/l3l2.md): an L2 function goes on, and L3 never decodes
 	// descriptors or signals through an L2 endpoint. errkind's
 	// TestEveryL3KindHasItsEngineError classifies the engine errors that
 	// carry them, which engine/l3l2's tests raise.

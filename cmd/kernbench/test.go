@@ -20,7 +20,7 @@ import (
 
 func newTestCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 	var run string
-	var verbose, asJSON bool
+	var verbose, asJSON, builtin bool
 	var maxSteps uint64
 	var maxMemory string
 	var timeout time.Duration
@@ -42,6 +42,13 @@ the memory available): a mock run or run_l3 estimated over it fails its
 test; one that passes it while simulating stops with "out of memory at
 t=…" and exit status 3.
 
+--builtin runs the tests shipped inside the binary instead of files on
+disk: the tests of the shipped algorithms (algorithms/*_test.star) and of
+the L3/L2 builtins (benches/l3l2_test.star), exactly as shipped, from any
+folder. It reads nothing on disk: a ./ccl.yaml or ./algorithms folder of
+the working directory is not used. PATH arguments then name shipped files
+or folders (kernbench test --builtin algorithms/ring_allreduce_test.star).
+
 Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 3 a test file passed its -timeout (as it loaded too) or a test's
 simulation passed --max-memory.`,
@@ -51,6 +58,9 @@ simulation passed --max-memory.`,
 			}
 			if maxSteps == 0 {
 				maxSteps = defaultMaxSteps
+			}
+			if builtin && len(loadPath) > 0 {
+				return usageErr(stderr, asJSON, "--load-path cannot be used with --builtin: the shipped tests load only shipped files")
 			}
 			if err := checkLoadPath(env, loadPath); err != nil {
 				return usageErr(stderr, asJSON, err.Error())
@@ -79,7 +89,22 @@ simulation passed --max-memory.`,
 				}
 				o.Run = re
 			}
-			files, err := testrun.Discover(env, args)
+			var files []string
+			var err error
+			if builtin {
+				// The shipped tests see the shipped files only, whatever
+				// the working directory holds.
+				o.Env.NoDisk = true
+				files, err = testrun.DiscoverEmbedded(kernbench.Files, args)
+			} else {
+				files, err = testrun.Discover(env, args)
+				if err != nil && len(args) > 0 && strings.HasSuffix(err.Error(), ": no such file or folder") {
+					// kernbench test algorithms outside the repository.
+					if _, e2 := testrun.DiscoverEmbedded(kernbench.Files, args); e2 == nil {
+						err = fmt.Errorf("%v (the tests shipped with kernbench run from any folder with: kernbench test --builtin %s)", err, strings.Join(args, " "))
+					}
+				}
+			}
 			if err != nil {
 				return usageErr(stderr, asJSON, err.Error())
 			}
@@ -87,6 +112,9 @@ simulation passed --max-memory.`,
 				// Like go test's "no test files": a run from the wrong folder
 				// should not look like a clean pass.
 				where := "the working directory"
+				if builtin {
+					where = "the files shipped with kernbench"
+				}
 				if len(args) > 0 {
 					where = strings.Join(args, ", ")
 				}
@@ -166,6 +194,7 @@ simulation passed --max-memory.`,
 	cmd.Flags().StringVar(&run, "run", "", "run only tests whose name matches this regular expression")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing tests too")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "also print the results as one JSON document")
+	cmd.Flags().BoolVar(&builtin, "builtin", false, "run the tests shipped inside kernbench (the algorithms' and the L3/L2 builtins'), from any folder, reading nothing on disk")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "wall-clock limit of each test file (0 = none); also -timeout")
 	addLoadPath(cmd.Flags(), &loadPath)
 	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "host memory each simulation of a test may use, e.g. 4G (default: 80% of the memory available to the process, cgroup limit included)")

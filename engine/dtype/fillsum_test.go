@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// Rule (model.md §7, the reference computed independently, in float64
-// for floats): FillSum's buffers are Fill's, and its reference is
-// Reduce's over them, bit for bit: for one rank and many (past the 64
-// below which Fill's sums are exact even in f32), an element count with a
-// remainder after the four-at-a-time loop, and a buffer Fill cannot view
-// as []float32.
+// Rule (docs/architecture.md, Two-pass verification; the reference computed
+// independently, in float64 for floats): FillSum's buffers are Fill's, and
+// its reference is Reduce's over them, bit for bit: for one rank and many
+// (past the 64 below which Fill's sums are exact even in f32), an element
+// count with a remainder after the four-at-a-time loop, and a buffer Fill
+// cannot view as []float32.
 func TestFillSumMatchesFillAndReduce(t *testing.T) {
 	for _, ranks := range []int{1, 2, 5, 64, 300} {
 		for _, unaligned := range []bool{false, true} {

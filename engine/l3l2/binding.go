@@ -6,7 +6,7 @@ import (
 	"math/bits"
 )
 
-// SPSC queue ABI (l3l2.md "SPSC queue binding (10 × u64)"; seed 000 §2-3).
+// SPSC queue ABI (docs/l3l2.md, "The binding" and "Layout").
 const (
 	QueueMagic        uint32 = 0x53505351 // "SPSQ"
 	QueueMajor        uint16 = 1

@@ -14,9 +14,9 @@ func goodBinding() Binding {
 	return Binding{QueueMagicVersion, 0, 1, 0x1000, l.PayloadBytes, 0x1000 + 1024, 384, 4, 128, 192}
 }
 
-// Rule (l3l2.md): the SPSQ magic_version is 0x5350535100010000 and the whole
-// 64-bit value must match; anything else (minor included) fails closed with
-// "unsupported SPSQ version".
+// Rule (docs/l3l2.md, The binding): the SPSQ magic_version is
+// 0x5350535100010000 and the whole 64-bit value must match; anything else
+// (minor included) fails closed with "unsupported SPSQ version".
 func TestQueue_Binding_MagicVersionExact(t *testing.T) {
 	if QueueMagicVersion != 0x5350535100010000 {
 		t.Fatalf("QueueMagicVersion = %#x", QueueMagicVersion)
@@ -34,7 +34,7 @@ func TestQueue_Binding_MagicVersionExact(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md, seed 000 §1-2): exactly ten scalars; transaction_id != 0;
+// Rule (docs/l3l2.md, The binding): exactly ten scalars; transaction_id != 0;
 // session bits may be 0; depth a power of two in [1, 2^30]; arenas positive
 // multiples of 64; ranges valid as a region's.
 func TestQueue_Binding_DecodeRules(t *testing.T) {
@@ -81,8 +81,8 @@ func TestQueue_Binding_DecodeRules(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): the layout worked cases (depth, in, out) → (out_desc,
-// in_arena, out_arena, payload).
+// Rule (docs/l3l2.md, Layout): the layout worked cases (depth, in, out) →
+// (out_desc, in_arena, out_arena, payload).
 func TestQueue_Layout_WorkedCases(t *testing.T) {
 	type got struct{ OutDesc, InArena, OutArena, Payload uint64 }
 	for _, tc := range []struct {
@@ -106,8 +106,9 @@ func TestQueue_Layout_WorkedCases(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): every addition of the layout is overflow-checked;
-// overflow is an error and nothing half-computed is returned.
+// Rule (docs/l3l2.md, Layout): every addition of the layout is
+// overflow-checked; overflow is an error and nothing half-computed is
+// returned.
 func TestQueue_Layout_OverflowIsError(t *testing.T) {
 	big := uint64(math.MaxUint64) &^ 63
 	for _, tc := range [][3]uint64{{1 << 30, big, 64}, {1, 64, big}, {1, big - 64, big}} {
@@ -118,7 +119,7 @@ func TestQueue_Layout_OverflowIsError(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md, seed 000 §3): six counters on a 64-byte stride —
+// Rule (docs/l3l2.md, Layout): six counters on a 64-byte stride —
 // input_desc_tail 0, input_desc_head 64, output_desc_tail 128,
 // output_desc_head 192, initiator_abort 256, peer_abort 320; 384 bytes.
 func TestQueue_Layout_CountersOn64ByteStride(t *testing.T) {
@@ -129,9 +130,9 @@ func TestQueue_Layout_CountersOn64ByteStride(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): counters hold the signed low 32 bits; refresh takes
-// delta = int32(uint32(observed) - uint32(local)) and local += delta, so
-// local 0xFFFFFFFF seeing 0 becomes 0x100000000.
+// Rule (docs/l3l2.md, Messages): counters hold the signed low 32 bits;
+// refresh takes delta = int32(uint32(observed) - uint32(local)) and local +=
+// delta, so local 0xFFFFFFFF seeing 0 becomes 0x100000000.
 func TestQueue_Counter_ReconstructAcrossWrap(t *testing.T) {
 	for _, tc := range []struct {
 		obs          int32
@@ -151,8 +152,8 @@ func TestQueue_Counter_ReconstructAcrossWrap(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): a delta outside [0, depth] is rejected (the caller
-// poisons with "counter reconstruction failed").
+// Rule (docs/l3l2.md, Messages): a delta outside [0, depth] is rejected (the
+// caller poisons with "counter reconstruction failed").
 func TestQueue_Counter_RejectNegativeOrTooLargeDelta(t *testing.T) {
 	for _, tc := range []struct {
 		obs          int32

@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-// Region descriptor ABI (l3l2.md "Region descriptor (6 × u64)").
+// Region descriptor ABI (docs/l3l2.md, "The descriptor").
 const (
 	RegionMagic        uint32 = 0x4C334C32 // "L3L2"
 	RegionMajor        uint16 = 3
@@ -22,8 +22,8 @@ const (
 	LineBytes = 64
 )
 
-// Code is a descriptor validation result name (l3l2.md). The names are the
-// reference runtime's, so messages and tests can match them exactly.
+// Code is a descriptor validation result name (docs/l3l2.md). The names are
+// the reference runtime's, so messages and tests can match them exactly.
 type Code string
 
 // Validation result names.
@@ -68,8 +68,8 @@ func (d Descriptor) Scalars() []uint64 {
 // DecodeDescriptor decodes and validates the first six scalars (an L2 task's
 // scalar list may carry more after them).
 //
-// The checks run in the order l3l2.md lists them: magic/version, region id,
-// payload range, counter range, and last the scalar count. A check whose
+// The checks run in the order docs/l3l2.md lists them: magic/version, region
+// id, payload range, counter range, and last the scalar count. A check whose
 // scalars are missing reports BAD_SCALAR_COUNT, so a short list whose first
 // scalars are already wrong reports the earlier, more specific error (the
 // reference runtime checks the count first; with six or more scalars both

@@ -19,17 +19,17 @@ func descCode(err error) Code {
 	return ""
 }
 
-// Rule (l3l2.md): the region's magic_version is 0x4C334C3200030000
-// ("L3L2", major 3, minor 0).
+// Rule (docs/l3l2.md, The descriptor): the region's magic_version is
+// 0x4C334C3200030000 ("L3L2", major 3, minor 0).
 func TestRegion_Descriptor_MagicVersionConstant(t *testing.T) {
 	if RegionMagicVersion != 0x4C334C3200030000 {
 		t.Fatalf("RegionMagicVersion = %#x, want 0x4C334C3200030000", RegionMagicVersion)
 	}
 }
 
-// Rule (l3l2.md): validation runs in the order BAD_MAGIC_VERSION,
-// BAD_REGION_ID, BAD_PAYLOAD_RANGE, BAD_COUNTER_RANGE, BAD_SCALAR_COUNT;
-// the first failing check is reported.
+// Rule (docs/l3l2.md, The descriptor): validation runs in the order
+// BAD_MAGIC_VERSION, BAD_REGION_ID, BAD_PAYLOAD_RANGE, BAD_COUNTER_RANGE,
+// BAD_SCALAR_COUNT; the first failing check is reported.
 func TestRegion_Descriptor_ValidationOrder(t *testing.T) {
 	good := []uint64{RegionMagicVersion, 7, 0x1000, 256, 0x2000, 128}
 	with := func(i int, v uint64) []uint64 {
@@ -74,7 +74,8 @@ func TestRegion_Descriptor_ValidationOrder(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): magic and major are checked exactly; the minor is not.
+// Rule (docs/l3l2.md, The descriptor): magic and major are checked exactly;
+// the minor is not.
 func TestRegion_Descriptor_MinorVersionNotChecked(t *testing.T) {
 	for _, minor := range []uint64{0, 1, 0xFFFF} {
 		s := []uint64{RegionMagicVersion | minor, 1, 0, 64, 64, 4}
@@ -84,8 +85,9 @@ func TestRegion_Descriptor_MinorVersionNotChecked(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §2): payload_base 0 and counter_base 0 are valid; only
-// sizes, alignment, overflow, overlap and region_id 0 decide validity.
+// Rule (docs/l3l2.md, The descriptor): payload_base 0 and counter_base 0 are
+// valid; only sizes, alignment, overflow, overlap and region_id 0 decide
+// validity.
 func TestRegion_Descriptor_ZeroBasesValid(t *testing.T) {
 	for _, s := range [][]uint64{
 		{RegionMagicVersion, 1, 0, 64, 64, 64},  // payload at 0
@@ -97,9 +99,9 @@ func TestRegion_Descriptor_ZeroBasesValid(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §1): an L2 task's scalar list may carry more scalars after
-// the six of the descriptor (e.g. counter offsets); decoding uses the first
-// six.
+// Rule (docs/l3l2.md, The descriptor): an L2 task's scalar list may carry
+// more scalars after the six of the descriptor (e.g. counter offsets);
+// decoding uses the first six.
 func TestRegion_Descriptor_ExtraScalarsIgnored(t *testing.T) {
 	s := []uint64{RegionMagicVersion, 9, 0x1000, 64, 0x2000, 128, 0, 64}
 	d, err := DecodeDescriptor(s)
@@ -111,9 +113,9 @@ func TestRegion_Descriptor_ExtraScalarsIgnored(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): BAD_PAYLOAD_RANGE is payload_bytes 0 or base+bytes
-// overflowing; BAD_COUNTER_RANGE is counter_bytes 0 or not a multiple of 4,
-// base not 64-aligned, overflow, or overlap with the payload.
+// Rule (docs/l3l2.md, The descriptor): BAD_PAYLOAD_RANGE is payload_bytes 0
+// or base+bytes overflowing; BAD_COUNTER_RANGE is counter_bytes 0 or not a
+// multiple of 4, base not 64-aligned, overflow, or overlap with the payload.
 func TestRegion_Descriptor_RangeChecks(t *testing.T) {
 	const M = math.MaxUint64
 	for _, tc := range []struct {
@@ -142,8 +144,8 @@ func TestRegion_Descriptor_RangeChecks(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): a counter address must be 4-aligned (BAD_COUNTER_RANGE)
-// and within [base, base+bytes-4] (OUT_OF_BOUNDS).
+// Rule (docs/l3l2.md, Counters): a counter address must be 4-aligned
+// (BAD_COUNTER_RANGE) and within [base, base+bytes-4] (OUT_OF_BOUNDS).
 func TestRegion_CounterAddr_AlignmentAndBounds(t *testing.T) {
 	d := Descriptor{RegionMagicVersion, 1, 0, 64, 128, 16}
 	for _, tc := range []struct {
@@ -170,8 +172,9 @@ func TestRegion_CounterAddr_AlignmentAndBounds(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): a payload access needs nbytes > 0 (BAD_PAYLOAD_RANGE) and
-// offset+nbytes within the payload without overflow (OUT_OF_BOUNDS).
+// Rule (docs/l3l2.md, Counters): a payload access needs nbytes > 0
+// (BAD_PAYLOAD_RANGE) and offset+nbytes within the payload without overflow
+// (OUT_OF_BOUNDS).
 func TestRegion_Payload_AccessChecks(t *testing.T) {
 	d := Descriptor{RegionMagicVersion, 1, 0, 64, 128, 16}
 	for _, tc := range []struct {
@@ -191,8 +194,8 @@ func TestRegion_Payload_AccessChecks(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): WaitCmp compares observed ⋄ value as signed int32; only
-// EQ=0 … LE=5 are valid, NotifyOp only Set=0 and Add=1.
+// Rule (docs/l3l2.md, Counters): WaitCmp compares observed ⋄ value as signed
+// int32; only EQ=0 … LE=5 are valid, NotifyOp only Set=0 and Add=1.
 func TestRegion_WaitCmp_Signed(t *testing.T) {
 	const minI, maxI = math.MinInt32, math.MaxInt32
 	type row struct {

@@ -1,8 +1,9 @@
 // Package l3l2 is the L3-L2 host↔device communication layer of the
-// simulated machine (docs/spec l3l2.md; seeds 001 "region, payload and
-// counters" and 000 "ordered SPSC message queue"). It is pure Go on top of
-// engine/machine and engine/sim — no Starlark, no wall clock, no global
-// state — and the builtins of starlark-api.md §5 are thin wrappers over it.
+// simulated machine: regions (payload and int32 counters) and the ordered
+// SPSC message queue built on them, as docs/l3l2.md describes them to
+// users. It is pure Go on top of engine/machine and engine/sim — no
+// Starlark, no wall clock, no global state — and the L3/L2 builtins
+// (starlark/orch, docs/builtins.md) are thin wrappers over it.
 //
 // # What lives here
 //
@@ -110,7 +111,7 @@
 //	ownership (release/publish/read handles)      EndpointInput.entry, EndpointOutput.isActive, Queue.isActive
 //	abort flags, remote abort after timeout       Queue.poison/blocking, QueueEndpoint.poison/blocking
 //	first error wins, terminal                    QueueEndpoint.setErr, Queue.poison, Queue.usable
-//	STOP only on input; input after STOP (L3)     QueueInput.validate, tryEnqueue, Publish
+//	STOP only on input; input after STOP (L3)     QueueInput.validate, tryEnqueue, QueueInput.enqueue, Publish
 //
 // # Interpretations (see the package tests for each)
 //
@@ -128,8 +129,10 @@
 //     released out of order still occupies its slot), as the reference.
 //   - The peer abort flag is sampled only when a blocking call's timeout
 //     expires (not before each wait, as the reference also does).
-//   - L3 input after STOP raises INVALID_DESCRIPTOR without poison, from
-//     try_enqueue too (the reference's try returns False).
+//   - Once L3 has published STOP its input is stopped, and refusing more
+//     input never poisons (as the reference runtime): try_enqueue and
+//     try_request_stop return false; enqueue and request_stop raise an
+//     *ArgError saying the queue is stopped, at once, without waiting.
 //   - A blocking L3 enqueue of more than the arena is an *ArgError (it can
 //     never succeed); try_enqueue returns false.
 //   - L2 read/view/write with a handle that is not active raise an

@@ -22,9 +22,10 @@ func epKind(err error) EndpointErrorKind {
 	return ""
 }
 
-// Rule (l3l2.md): an endpoint whose descriptor fails decoding reports
-// BAD_DESCRIPTOR from init, carrying the region_id scalar when present; so
-// does a descriptor naming no allocated region of the machine.
+// Rule (docs/l3l2.md, The descriptor): an endpoint whose descriptor fails
+// decoding reports BAD_DESCRIPTOR from init, carrying the region_id scalar
+// when present; so does a descriptor naming no allocated region of the
+// machine.
 func TestRegion_Endpoint_BadDescriptorAtInit(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 64)
@@ -57,8 +58,8 @@ func TestRegion_Endpoint_BadDescriptorAtInit(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §1): counter_addr(offset) yields the counter's GM address
-// (counter_base + offset) or OUT_OF_BOUNDS.
+// Rule (docs/l3l2.md, Counters): counter_addr(offset) yields the counter's GM
+// address (counter_base + offset) or OUT_OF_BOUNDS.
 func TestRegion_Endpoint_CounterAddr(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 128)
@@ -76,8 +77,9 @@ func TestRegion_Endpoint_CounterAddr(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): endpoint errors carry kind, operation, region_id, counter
-// address, operand, observed value and message, one kind per failure class.
+// Rule (docs/l3l2.md, Error kinds): endpoint errors carry kind, operation,
+// region_id, counter address, operand, observed value and message, one kind
+// per failure class.
 func TestRegion_Endpoint_ErrorFields(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 128)
@@ -134,8 +136,8 @@ func TestRegion_Endpoint_ErrorFields(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): once an endpoint has recorded an error, every later
-// endpoint operation fails with it (sticky), even valid ones.
+// Rule (docs/l3l2.md, Region states): once an endpoint has recorded an error,
+// every later endpoint operation fails with it (sticky), even valid ones.
 func TestRegion_Endpoint_Sticky(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 64)
@@ -164,7 +166,7 @@ func TestRegion_Endpoint_Sticky(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §1, l3l2.md): payload_read on L2 returns a live view of
+// Rule (docs/l3l2.md, Payload): payload_read on L2 returns a live view of
 // the region (later writes show through), not a copy; its address is
 // payload_base + offset.
 func TestRegion_Endpoint_PayloadReadIsLiveView(t *testing.T) {
@@ -193,8 +195,9 @@ func TestRegion_Endpoint_PayloadReadIsLiveView(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §2): a descriptor is just ranges; one describing a
-// sub-range of a region works, with offsets relative to its own bases.
+// Rule (docs/l3l2.md, The descriptor): a descriptor is just ranges; one
+// describing a sub-range of a region works, with offsets relative to its own
+// bases.
 func TestRegion_Endpoint_SubRangeDescriptor(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 256, 128)
@@ -238,10 +241,11 @@ func TestRegion_Endpoint_SignalWaitZeroTimeoutIsNoAttempt(t *testing.T) {
 	})
 }
 
-// Rule (seed 001 §10): the streaming wrapper example — header {seq, opcode}
-// at 0, float32 input at 64, output at 65600, counters data_ready at 0 and
-// completion at 64; three DATA rounds (output = input + 7) and a STOP.
-// The PE kernel is played by Go code writing through the output view.
+// Rule (docs/l3l2.md, The shipped benches): the streaming wrapper example —
+// header {seq, opcode} at 0, float32 input at 64, output at 65600, counters
+// data_ready at 0 and completion at 64; three DATA rounds (output = input +
+// 7) and a STOP. The PE kernel is played by Go code writing through the
+// output view.
 func TestRegion_StreamExample(t *testing.T) {
 	w := newWorld(t, Options{})
 	const n = 16384

@@ -69,7 +69,7 @@ func (e *RegionError) Unwrap() error { return e.Cause }
 // EndpointErrorKind classifies an L2 region endpoint error.
 type EndpointErrorKind string
 
-// L2 region endpoint error kinds (l3l2.md).
+// L2 region endpoint error kinds (docs/l3l2.md, "Error kinds").
 const (
 	EndpointNone           EndpointErrorKind = "NONE"
 	EndpointBadDescriptor  EndpointErrorKind = "BAD_DESCRIPTOR"
@@ -98,7 +98,8 @@ func (e *EndpointError) Error() string {
 		e.Op, e.Kind, e.RegionID, e.CounterAddr, e.Operand, e.Observed, e.Msg)
 }
 
-// QueueErrorKind classifies an SPSC queue error (l3l2.md "Queue error kinds").
+// QueueErrorKind classifies an SPSC queue error (docs/l3l2.md, "Error
+// kinds").
 type QueueErrorKind string
 
 // Queue error kinds.

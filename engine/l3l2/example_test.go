@@ -53,7 +53,7 @@ func exMap(t []float32, f func(i int, v float32) float32) []float32 {
 	return out
 }
 
-// Rule (l3l2.md "The shipped example", seed 000 §5): depth 8, 512 KiB
+// Rule (docs/l3l2.md, The shipped benches): depth 8, 512 KiB
 // arenas, L2 window 4; L2 holds mode-1 input, answers mode 2 first,
 // releases out of order (the physical head stays), emits two outputs for
 // one input, holds mode-3 inputs, combines them when STOP arrives, and

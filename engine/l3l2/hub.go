@@ -17,7 +17,7 @@ type Options struct {
 	// them) block: machine.Sleep wakes a waiter exactly when the counter
 	// it waits on is written; machine.Poll re-reads it every
 	// PollInterval. Zero means Sleep. Results are identical; only timing
-	// differs, as for IPCQ [model.md §4].
+	// differs, as for IPCQ (docs/architecture.md, IPCQ).
 	Backpressure machine.Backpressure
 	PollInterval sim.Time
 	// SessionID is the session_instance_id_bits every queue binding of

@@ -74,7 +74,7 @@ func TestQueue_SecondEndpointIsOwnership(t *testing.T) {
 
 // Issue 13 (5): a blocking reserve larger than the whole arena returned None
 // with error kind NONE, like backpressure; it is BAD_ARGUMENT. try_reserve
-// keeps l3l2.md's plain no-progress.
+// keeps its plain no-progress (docs/l3l2.md, L2: the endpoint).
 func TestQueue_ReserveLargerThanArena(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(2, 64, 64)

@@ -503,7 +503,7 @@ func (in *EndpointInput) Drained() bool { return in.drained }
 
 // TryReserve reserves nbytes of the output arena and the next ring slot:
 // nil (no error) when the ring or the arena is full or nbytes exceeds the
-// arena (l3l2.md: plain no-progress). A second reservation while one is
+// arena (docs/l3l2.md: plain no-progress). A second reservation while one is
 // active is OWNERSHIP poison.
 func (out *EndpointOutput) TryReserve(p *sim.Proc, nbytes uint64) (*Reservation, error) {
 	e := out.e

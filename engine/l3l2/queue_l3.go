@@ -283,9 +283,9 @@ func (in *QueueInput) validate(op string, data []byte, opcode Opcode) error {
 }
 
 // TryEnqueue publishes one message if there is room: false (no error) for
-// ring or arena backpressure and for a payload larger than the arena. Use
-// OpData or OpError (STOP goes through TryRequestStop). After STOP, input
-// is rejected locally with INVALID_DESCRIPTOR, without poisoning.
+// ring or arena backpressure, for a payload larger than the arena, and once
+// the queue is stopped (STOP published), which never poisons. Use OpData or
+// OpError (STOP goes through TryRequestStop).
 func (in *QueueInput) TryEnqueue(p *sim.Proc, data []byte, opcode Opcode) (bool, error) {
 	const op = OpInputTryEnqueue
 	if opcode == OpStop {
@@ -298,7 +298,9 @@ func (in *QueueInput) TryEnqueue(p *sim.Proc, data []byte, opcode Opcode) (bool,
 }
 
 // Enqueue publishes one message, waiting up to timeout (> 0) for room. A
-// payload larger than the input arena can never fit and is an *ArgError.
+// payload larger than the input arena can never fit, and a stopped queue
+// (STOP published) takes no more input: both are an *ArgError, raised at
+// once and without poisoning.
 func (in *QueueInput) Enqueue(p *sim.Proc, data []byte, opcode Opcode, timeout sim.Time) error {
 	const op = "input.enqueue"
 	if opcode == OpStop {
@@ -312,6 +314,12 @@ func (in *QueueInput) enqueue(p *sim.Proc, op string, data []byte, opcode Opcode
 	if err := in.validate(op, data, opcode); err != nil {
 		return err
 	}
+	if q.stopPublished {
+		if err := q.usable(); err != nil {
+			return err
+		}
+		return argErr(op, "the queue is stopped: request_stop has sent STOP, so no more input can be enqueued")
+	}
 	if uint64(len(data)) > q.layout.InputArenaBytes {
 		return argErr(op, "payload of %d bytes exceeds the input arena (%d bytes)", len(data), q.layout.InputArenaBytes)
 	}
@@ -320,13 +328,15 @@ func (in *QueueInput) enqueue(p *sim.Proc, op string, data []byte, opcode Opcode
 	})
 }
 
-// TryRequestStop publishes STOP if there is room (false otherwise).
+// TryRequestStop publishes STOP if there is room (false otherwise, and
+// false once STOP is published).
 func (q *Queue) TryRequestStop(p *sim.Proc) (bool, error) {
 	return q.tryEnqueue(p, "try_request_stop", nil, OpStop)
 }
 
 // RequestStop publishes STOP, waiting up to timeout for room. It returns
-// once STOP is published; it does not wait for L2 to exit.
+// once STOP is published; it does not wait for L2 to exit. A second
+// RequestStop is the *ArgError of a stopped queue, as Enqueue.
 func (q *Queue) RequestStop(p *sim.Proc, timeout sim.Time) error {
 	return q.Input.enqueue(p, "request_stop", nil, OpStop, timeout)
 }
@@ -339,7 +349,7 @@ func (q *Queue) tryEnqueue(p *sim.Proc, op string, data []byte, opcode Opcode) (
 		return false, err
 	}
 	if q.stopPublished {
-		return false, q.qerr(QueueInvalidDescriptor, op, "input after STOP is rejected")
+		return false, nil // stopped: input is refused locally, never poison
 	}
 	l := q.layout
 	n := uint64(len(data))

@@ -13,9 +13,9 @@ import (
 	"kernbench/engine/sim"
 )
 
-// Rule (seed 000 §1-2): chip_task_arg_scalars is the ten-field binding in
-// ABI order, decodable by L2, describing the queue's region; the region is
-// sized by the layout with 384 counter bytes.
+// Rule (docs/l3l2.md, The binding): chip_task_arg_scalars is the ten-field
+// binding in ABI order, decodable by L2, describing the queue's region; the
+// region is sized by the layout with 384 counter bytes.
 func TestQueue_Binding_FromCreateQueue(t *testing.T) {
 	w := newWorld(t, Options{SessionID: 0xABCD})
 	q := w.queue(8, 192, 64)
@@ -40,10 +40,10 @@ func TestQueue_Binding_FromCreateQueue(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): L2 init failures — BAD_DESCRIPTOR for a binding that
-// fails decoding or names no region, BAD_ARGUMENT for sizes that disagree
-// with the layout or the view spans and for a window outside 1..depth —
-// never set the abort flag.
+// Rule (docs/l3l2.md, Poison rules): L2 init failures — BAD_DESCRIPTOR for a
+// binding that fails decoding or names no region, BAD_ARGUMENT for sizes that
+// disagree with the layout or the view spans and for a window outside
+// 1..depth — never set the abort flag.
 func TestQueue_Endpoint_InitErrors(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 128, 192)
@@ -95,9 +95,9 @@ func TestQueue_Endpoint_InitErrors(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): message i has seq i+1 in slot (seq-1)&(depth-1); a
-// descriptor is {seq, opcode, payload_offset, payload_nbytes}; zero-byte
-// messages have offset 0.
+// Rule (docs/l3l2.md, Messages): message i has seq i+1 in slot
+// (seq-1)&(depth-1); a descriptor is {seq, opcode, payload_offset,
+// payload_nbytes}; zero-byte messages have offset 0.
 func TestQueue_Descriptor_SeqAndSlot(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 64)
@@ -127,8 +127,9 @@ func TestQueue_Descriptor_SeqAndSlot(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): capacity is exactly depth (full is tail - head >= depth
-// on the monotonic values) and ring backpressure is False, not poison.
+// Rule (docs/l3l2.md, Messages): capacity is exactly depth (full is tail -
+// head >= depth on the monotonic values) and ring backpressure is False, not
+// poison.
 func TestQueue_CapacityExactlyDepth(t *testing.T) {
 	for _, depth := range []uint64{1, 2, 8} {
 		w := newWorld(t, Options{})
@@ -167,9 +168,9 @@ func TestQueue_CapacityExactlyDepth(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md Arenas): the producer places a payload at tail % arena; if
-// it does not fit before the end it skips to the arena start (skipped
-// bytes count as used); payloads never wrap.
+// Rule (docs/l3l2.md, Messages): the producer places a payload at tail %
+// arena; if it does not fit before the end it skips to the arena start
+// (skipped bytes count as used); payloads never wrap.
 func TestQueue_Arena_WrapSkipsToStart(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 64)
@@ -208,9 +209,9 @@ func TestQueue_Arena_WrapSkipsToStart(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): arena full (tail + n - head > arena) and n > arena are
-// plain no-progress — False, never poison; a blocking enqueue of n > arena
-// can never succeed and is rejected as a bad argument.
+// Rule (docs/l3l2.md, Messages): arena full (tail + n - head > arena) and n >
+// arena are plain no-progress — False, never poison; a blocking enqueue of n
+// > arena can never succeed and is rejected as a bad argument.
 func TestQueue_Arena_FullIsNoProgress(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(8, 128, 64)
@@ -237,7 +238,7 @@ func TestQueue_Arena_FullIsNoProgress(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md Arenas, as specified): skipped bytes count as used until
+// Rule (docs/l3l2.md, Messages): skipped bytes count as used until
 // the consumer passes them, so a payload with pos + n > arena and n > pos
 // (pos = cursor % arena) can never be placed, even into an empty arena.
 // This pins the spec's (and reference runtime's) behaviour; see doc.go.
@@ -261,8 +262,8 @@ func TestQueue_Arena_SkipCanStallLargePayload(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): the consumer recomputes the expected payload offset and
-// poisons on a mismatch ("payload replay offset mismatch").
+// Rule (docs/l3l2.md, Messages): the consumer recomputes the expected payload
+// offset and poisons on a mismatch ("payload replay offset mismatch").
 func TestQueue_Arena_ReplayOffsetMismatchPoisons(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 64)
@@ -287,9 +288,10 @@ func TestQueue_Arena_ReplayOffsetMismatchPoisons(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): L2 poisons with INVALID_DESCRIPTOR on a seq mismatch, an
-// invalid opcode, STOP with payload, zero-byte with non-zero offset,
-// payload outside its arena, and an impossible counter reconstruction.
+// Rule (docs/l3l2.md, Poison rules): L2 poisons with INVALID_DESCRIPTOR on a
+// seq mismatch, an invalid opcode, STOP with payload, zero-byte with non-zero
+// offset, payload outside its arena, and an impossible counter
+// reconstruction.
 func TestQueue_Descriptor_ValidationPoisons(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -323,9 +325,9 @@ func TestQueue_Descriptor_ValidationPoisons(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md Arenas): when the producer sees the head advance it replays
-// the released descriptors to advance its payload head; a seq mismatch
-// there poisons (L3 producing input, L2 producing output).
+// Rule (docs/l3l2.md, Messages): when the producer sees the head advance it
+// replays the released descriptors to advance its payload head; a seq
+// mismatch there poisons (L3 producing input, L2 producing output).
 func TestQueue_Producer_ReplaySeqMismatchPoisons(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 256)
@@ -352,7 +354,7 @@ func TestQueue_Producer_ReplaySeqMismatchPoisons(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md producer/consumer order): reserve payload → write bytes →
+// Rule (docs/l3l2.md, Messages): reserve payload → write bytes →
 // write descriptor fields → write seq → publish tail; the consumer
 // validates, uses the payload, then publishes the head. Checked on the
 // op_log's order of writes.
@@ -393,8 +395,8 @@ func TestQueue_PublicationOrder(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §1, §4): with max_inflight N > 1 L2 may hold N DATA
-// inputs; a full window is ordinary no-progress (nil, no error).
+// Rule (docs/l3l2.md, L2: the endpoint): with max_inflight N > 1 L2 may hold
+// N DATA inputs; a full window is ordinary no-progress (nil, no error).
 func TestQueue_Window_FullIsNoProgress(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(8, 512, 64)
@@ -423,7 +425,7 @@ func TestQueue_Window_FullIsNoProgress(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4, l3l2.md OWNERSHIP): with the default window of 1, L2
+// Rule (docs/l3l2.md, L2: the endpoint): with the default window of 1, L2
 // must not peek another DATA input while one is active (OWNERSHIP), but
 // STOP may still be acquired into its extra slot.
 func TestQueue_Window_OneSecondPeekIsOwnership(t *testing.T) {
@@ -456,8 +458,9 @@ func TestQueue_Window_OneSecondPeekIsOwnership(t *testing.T) {
 	wantQueueErr(t, err, QueueOwnership, OpInputTryPeek)
 }
 
-// Rule (seed 000 §4): release is logical; the shared input head advances
-// only over the released FIFO prefix — also across the ring wrap.
+// Rule (docs/l3l2.md, L2: the endpoint): release is logical; the shared input
+// head advances only over the released FIFO prefix — also across the ring
+// wrap.
 func TestQueue_Release_OutOfOrderAdvancesOnlyFIFOPrefix(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 512, 64)
@@ -497,8 +500,8 @@ func TestQueue_Release_OutOfOrderAdvancesOnlyFIFOPrefix(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4): STOP may be acquired behind active inputs; the input
-// queue then drains (no later DATA is acquired), STOP is physically
+// Rule (docs/l3l2.md, Stopping): STOP may be acquired behind active inputs;
+// the input queue then drains (no later DATA is acquired), STOP is physically
 // released only after every earlier input, and drained() turns true only
 // then.
 func TestQueue_Stop_BehindActiveInputs(t *testing.T) {
@@ -534,9 +537,9 @@ func TestQueue_Stop_BehindActiveInputs(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4): a descriptor L2 observes published after STOP poisons
-// with INVALID_DESCRIPTOR — whether it is already there when STOP is
-// acquired or appears later.
+// Rule (docs/l3l2.md, Stopping): a descriptor L2 observes published after
+// STOP poisons with INVALID_DESCRIPTOR — whether it is already there when
+// STOP is acquired or appears later.
 func TestQueue_DescriptorAfterStopPoisons(t *testing.T) {
 	for _, before := range []bool{true, false} {
 		t.Run(fmt.Sprintf("published before STOP acquired=%v", before), func(t *testing.T) {
@@ -567,10 +570,12 @@ func TestQueue_DescriptorAfterStopPoisons(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4, l3l2.md): after STOP, L3 rejects further input locally
-// without poisoning (and may still dequeue outputs); request_stop returns
-// once STOP is published.
-func TestQueue_Stop_InputAfterStopRejectedLocally(t *testing.T) {
+// Rule (docs/l3l2.md, Stopping): after request_stop has published STOP,
+// the L3 input is stopped. try_enqueue and try_request_stop return False;
+// enqueue and request_stop raise a ValueError (*ArgError) saying the queue
+// is stopped. None of them poisons the queue, sets the abort flag or
+// publishes anything, and L3 may still dequeue outputs.
+func TestQueue_InputAfterStop_TryReturnsFalse_BlockingRaisesStopped(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 64)
 	e := w.endpoint(q, 1)
@@ -578,17 +583,42 @@ func TestQueue_Stop_InputAfterStopRejectedLocally(t *testing.T) {
 		if err := q.RequestStop(p, sim.Microsecond); err != nil {
 			t.Fatal(err)
 		}
-		for _, err := range []error{
-			func() error { _, err := q.Input.TryEnqueue(p, []byte{1}, OpData); return err }(),
-			q.Input.Enqueue(p, []byte{1}, OpData, sim.Microsecond),
-			func() error { _, err := q.TryRequestStop(p); return err }(),
-		} {
-			if qkind(err) != QueueInvalidDescriptor || !strings.Contains(err.Error(), "after STOP") {
-				t.Errorf("input after STOP: %v", err)
+		tries := []struct {
+			name string
+			try  func() (bool, error)
+		}{
+			{"input.try_enqueue DATA", func() (bool, error) { return q.Input.TryEnqueue(p, []byte{1}, OpData) }},
+			{"input.try_enqueue ERROR", func() (bool, error) { return q.Input.TryEnqueue(p, nil, OpError) }},
+			{"try_request_stop", func() (bool, error) { return q.TryRequestStop(p) }},
+		}
+		for _, c := range tries {
+			if ok, err := c.try(); ok || err != nil {
+				t.Errorf("%s after STOP = %v, %v; want false, nil", c.name, ok, err)
 			}
 		}
-		if q.State() != QueueLive || counterValue(q.Region(), InitiatorAbortOffset) != 0 {
-			t.Errorf("state %v after a local rejection", q.State())
+		blocking := []struct {
+			name string
+			call func() error
+		}{
+			{"input.enqueue", func() error { return q.Input.Enqueue(p, []byte{1}, OpData, sim.Microsecond) }},
+			{"request_stop", func() error { return q.RequestStop(p, sim.Microsecond) }},
+		}
+		for _, c := range blocking {
+			before := w.now()
+			err := c.call()
+			if !isArgErr(err) || !strings.Contains(err.Error(), "the queue is stopped") {
+				t.Errorf("%s after STOP = %v; want an *ArgError saying the queue is stopped", c.name, err)
+			}
+			if w.now() != before {
+				t.Errorf("%s after STOP waited %v; want an immediate error", c.name, w.now()-before)
+			}
+		}
+		if q.State() != QueueLive || q.Err() != nil || counterValue(q.Region(), InitiatorAbortOffset) != 0 {
+			t.Errorf("state %v (err %v, abort flag %d) after input was refused; want LIVE, no error, flag 0",
+				q.State(), q.Err(), counterValue(q.Region(), InitiatorAbortOffset))
+		}
+		if tail := counterValue(q.Region(), InputDescTailOffset); tail != 1 {
+			t.Errorf("input tail %d after refused input; want 1 (STOP only)", tail)
 		}
 		r, _ := e.Output().TryReserve(p, 4)
 		_ = e.Output().Write(p, r, []byte{1, 2, 3, 4}, 0)
@@ -599,9 +629,9 @@ func TestQueue_Stop_InputAfterStopRejectedLocally(t *testing.T) {
 	})
 }
 
-// Rule (seed 000 §2, §4): STOP is valid only on input: L2 publishing STOP
-// poisons with INVALID_DESCRIPTOR, L3 cannot enqueue STOP as data, and L3
-// observing STOP on the output queue poisons.
+// Rule (docs/l3l2.md, Messages): STOP is valid only on input: L2 publishing
+// STOP poisons with INVALID_DESCRIPTOR, L3 cannot enqueue STOP as data, and
+// L3 observing STOP on the output queue poisons.
 func TestQueue_StopOnOutputRejected(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 64)
@@ -623,8 +653,8 @@ func TestQueue_StopOnOutputRejected(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §2): ERROR is an ordinary message in both directions: it
-// is delivered and never poisons or sets an abort flag.
+// Rule (docs/l3l2.md, Messages): ERROR is an ordinary message in both
+// directions: it is delivered and never poisons or sets an abort flag.
 func TestQueue_ErrorIsOrdinaryMessage(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 256)
@@ -647,8 +677,8 @@ func TestQueue_ErrorIsOrdinaryMessage(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §2): zero-byte messages use offset 0 and nbytes 0 and
-// consume no arena space.
+// Rule (docs/l3l2.md, Messages): zero-byte messages use offset 0 and nbytes 0
+// and consume no arena space.
 func TestQueue_ZeroByteMessages(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(2, 64, 64)
@@ -673,7 +703,7 @@ func TestQueue_ZeroByteMessages(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4, l3l2.md OWNERSHIP): releasing an inactive, mutated or
+// Rule (docs/l3l2.md, Poison rules): releasing an inactive, mutated or
 // already released input handle poisons with OWNERSHIP (op input.release).
 func TestQueue_DoubleOrStaleRelease(t *testing.T) {
 	for _, tc := range []struct {
@@ -723,8 +753,9 @@ func TestQueue_DoubleOrStaleRelease(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4): publishing an unknown, stale, already published or
-// cross-queue reservation poisons (OWNERSHIP, op output.publish).
+// Rule (docs/l3l2.md, Poison rules): publishing an unknown, stale, already
+// published or cross-queue reservation poisons (OWNERSHIP, op
+// output.publish).
 func TestQueue_DoublePublish(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -768,8 +799,9 @@ func TestQueue_DoublePublish(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4): L2 output has one active reservation; a second
-// reserve before publishing is OWNERSHIP (op output.try_reserve).
+// Rule (docs/l3l2.md, L2: the endpoint): L2 output has one active
+// reservation; a second reserve before publishing is OWNERSHIP (op
+// output.try_reserve).
 func TestQueue_OneActiveReservation(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 256)
@@ -784,9 +816,10 @@ func TestQueue_OneActiveReservation(t *testing.T) {
 	wantQueueErr(t, err, QueueOwnership, OpOutputTryReserve)
 }
 
-// Rule (seed 000 §4): on L3 output, peek returns a handle active until
-// release, and repeated try_peek returns the same handle; read with a wrong
-// handle raises without poisoning; release with a wrong handle poisons.
+// Rule (docs/l3l2.md, L3: the initiator): on L3 output, peek returns a handle
+// active until release, and repeated try_peek returns the same handle; read
+// with a wrong handle raises without poisoning; release with a wrong handle
+// poisons.
 func TestQueue_L3_OutputHandleOwnership(t *testing.T) {
 	w := newWorld(t, Options{})
 	q, q2 := w.queue(4, 256, 256), w.queue(4, 256, 256)
@@ -824,8 +857,9 @@ func TestQueue_L3_OutputHandleOwnership(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §4): a local poison sets the local abort flag for the peer
-// (L2: peer_abort_flag, L3: initiator_abort_flag), never the other one.
+// Rule (docs/l3l2.md, Poison rules): a local poison sets the local abort flag
+// for the peer (L2: peer_abort_flag, L3: initiator_abort_flag), never the
+// other one.
 func TestQueue_LocalPoisonSetsOwnFlag(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 256)
@@ -844,9 +878,9 @@ func TestQueue_LocalPoisonSetsOwnFlag(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §3-4): after a positive-timeout wait expires the peer
-// abort flag is sampled; if set the endpoint reports REMOTE_ABORTED (op
-// timeout) and does not set its own flag. Both directions.
+// Rule (docs/l3l2.md, Poison rules): after a positive-timeout wait expires
+// the peer abort flag is sampled; if set the endpoint reports REMOTE_ABORTED
+// (op timeout) and does not set its own flag. Both directions.
 func TestQueue_RemoteAbort_DoesNotSetLocalFlag(t *testing.T) {
 	t.Run("L3 observes L2 abort", func(t *testing.T) {
 		w := newWorld(t, Options{})
@@ -887,9 +921,9 @@ func TestQueue_RemoteAbort_DoesNotSetLocalFlag(t *testing.T) {
 	})
 }
 
-// Rule (seed 000 §3): a timeout under ordinary backpressure is not poison:
-// L3 raises a "timed out" error and stays LIVE; L2 returns no progress with
-// error() NONE. The wait lasts the timeout in simulated time.
+// Rule (docs/l3l2.md, Poison rules): a timeout under ordinary backpressure is
+// not poison: L3 raises a "timed out" error and stays LIVE; L2 returns no
+// progress with error() NONE. The wait lasts the timeout in simulated time.
 func TestQueue_Timeout_IsNotPoison(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(1, 64, 64)
@@ -939,8 +973,8 @@ func TestQueue_Timeout_IsNotPoison(t *testing.T) {
 	})
 }
 
-// Rule (l3l2.md): L3 blocking calls need timeout > 0 (ValueError), L2
-// blocking calls treat timeout_ns == 0 as a live no-attempt.
+// Rule (docs/l3l2.md, Time and units): L3 blocking calls need timeout > 0
+// (ValueError), L2 blocking calls treat timeout_ns == 0 as a live no-attempt.
 func TestQueue_BlockingTimeoutArguments(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 256)
@@ -970,9 +1004,9 @@ func TestQueue_BlockingTimeoutArguments(t *testing.T) {
 	})
 }
 
-// Rule (l3l2.md): errors are first-error-wins and terminal: after poison
-// every normal operation returns the first error, while L3 cleanup (free)
-// stays valid.
+// Rule (docs/l3l2.md, Poison rules): errors are first-error-wins and
+// terminal: after poison every normal operation returns the first error,
+// while L3 cleanup (free) stays valid.
 func TestQueue_AfterPoison_FirstErrorWinsCleanupValid(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 256)
@@ -1013,7 +1047,7 @@ func TestQueue_AfterPoison_FirstErrorWinsCleanupValid(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md ENDPOINT_ERROR): a counter or payload operation failing
+// Rule (docs/l3l2.md, Poison rules): a counter or payload operation failing
 // underneath (here: the region's memory was released under a running L2
 // task) poisons with ENDPOINT_ERROR.
 func TestQueue_EndpointErrorUnderneath(t *testing.T) {
@@ -1026,7 +1060,7 @@ func TestQueue_EndpointErrorUnderneath(t *testing.T) {
 	wantQueueErr(t, err, QueueEndpointError, OpInputTryPeek)
 }
 
-// Rule (l3l2.md kinds and operations): each error kind is reported with the
+// Rule (docs/l3l2.md, Error kinds): each error kind is reported with the
 // operation it happened in.
 func TestQueue_Error_KindAndOperation(t *testing.T) {
 	type ko struct {
@@ -1075,9 +1109,9 @@ func TestQueue_Error_KindAndOperation(t *testing.T) {
 	}
 }
 
-// Rule (seed 000 §1-2): L2 views are the simulated memory itself: an input
-// view shows the L3 bytes; a PE kernel writing the output reservation's
-// view (no copy) is what L3 reads after publish.
+// Rule (docs/l3l2.md, L2: the endpoint): L2 views are the simulated memory
+// itself: an input view shows the L3 bytes; a PE kernel writing the output
+// reservation's view (no copy) is what L3 reads after publish.
 func TestQueue_ViewsAreLiveRegions(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(4, 256, 256)
@@ -1108,8 +1142,8 @@ func TestQueue_ViewsAreLiveRegions(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md, seed 000): the queue's L3 operations cross PCIe: an
-// enqueue of n bytes costs a head refresh (4 B), the payload (n), the
+// Rule (docs/l3l2.md, Time and units): the queue's L3 operations cross PCIe:
+// an enqueue of n bytes costs a head refresh (4 B), the payload (n), the
 // descriptor fields (24 B), the seq (8 B) and the tail publish (4 B).
 func TestQueue_L3CostsPCIe(t *testing.T) {
 	w := newWorld(t, Options{})
@@ -1125,8 +1159,8 @@ func TestQueue_L3CostsPCIe(t *testing.T) {
 	}
 }
 
-// Rule (model.md §1): same inputs → identical results and timings; both
-// backpressure modes deliver the same data.
+// Rule (docs/architecture.md, Determinism): same inputs → identical results
+// and timings; both backpressure modes deliver the same data.
 func TestQueue_Determinism(t *testing.T) {
 	run := func(opts Options) (string, sim.Time) {
 		var out strings.Builder
@@ -1197,8 +1231,9 @@ func TestQueue_Determinism(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8, sim): a wait that ends early leaves no far-future
-// event behind — the run ends when the work ends, not at a timeout.
+// Rule (docs/architecture.md, Invariants and failures): a wait that ends
+// early leaves no far-future event behind — the run ends when the work ends,
+// not at a timeout.
 func TestQueue_EarlyWakeDoesNotStretchTheRun(t *testing.T) {
 	w := newWorld(t, Options{})
 	q := w.queue(2, 64, 64)

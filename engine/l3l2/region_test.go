@@ -14,7 +14,7 @@ import (
 	"kernbench/engine/sim"
 )
 
-// Rule (l3l2.md "Where it lives"): a region is allocated in the worker
+// Rule (docs/l3l2.md, Regions): a region is allocated in the worker
 // chip's HBM (PE 0 of SIP worker_id): a payload range and a 64-byte aligned
 // counter range that do not overlap; bases are physical addresses and the
 // memory reads as zero.
@@ -68,8 +68,8 @@ func TestRegion_Create_RejectsBadSizes(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §1): payload_write / payload_read copy contiguous bytes
-// between the host and the payload range.
+// Rule (docs/l3l2.md, Payload): payload_write / payload_read copy contiguous
+// bytes between the host and the payload range.
 func TestRegion_PayloadWriteRead_RoundTrip(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 256, 64)
@@ -86,8 +86,9 @@ func TestRegion_PayloadWriteRead_RoundTrip(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): L3 operations cross PCIe and cost T(pcie path, nbytes)
-// (counter operations move 4 bytes), spent by the calling process.
+// Rule (docs/l3l2.md, Time and units): L3 operations cross PCIe and cost
+// T(pcie path, nbytes) (counter operations move 4 bytes), spent by the
+// calling process.
 func TestRegion_L3CostsPCIe(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 4096, 64)
@@ -114,8 +115,8 @@ func TestRegion_L3CostsPCIe(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): L2 operations cost a local HBM access (the HBM port); a
-// payload_read view moves no bytes and costs nothing.
+// Rule (docs/l3l2.md, Time and units): L2 operations cost a local HBM access
+// (the HBM port); a payload_read view moves no bytes and costs nothing.
 func TestRegion_L2CostsLocalHBM(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 4096, 64)
@@ -143,8 +144,9 @@ func TestRegion_L2CostsLocalHBM(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §4): test is a one-shot snapshot returning (matched,
-// observed); a mismatch is a normal result, not an error, and no poison.
+// Rule (docs/l3l2.md, Counters): test is a one-shot snapshot returning
+// (matched, observed); a mismatch is a normal result, not an error, and no
+// poison.
 func TestRegion_Counter_TestIsOneShotSnapshot(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 64)
@@ -171,8 +173,8 @@ func TestRegion_Counter_TestIsOneShotSnapshot(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): Add wraps at 32 bits (INT32_MAX + 1 = INT32_MIN), on L3
-// and on L2; Set stores the operand.
+// Rule (docs/l3l2.md, Counters): Add wraps at 32 bits (INT32_MAX + 1 =
+// INT32_MIN), on L3 and on L2; Set stores the operand.
 func TestRegion_Counter_AddWraps32(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 128)
@@ -201,8 +203,8 @@ func TestRegion_Counter_AddWraps32(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §4): Add is a read-modify-write, not atomic: two Adds by
-// the same agent that overlap in time lose one increment.
+// Rule (docs/l3l2.md, Counters): Add is a read-modify-write, not atomic: two
+// Adds by the same agent that overlap in time lose one increment.
 func TestRegion_Counter_AddIsReadModifyWrite(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 64)
@@ -220,9 +222,9 @@ func TestRegion_Counter_AddIsReadModifyWrite(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): NotifyOp and WaitCmp values other than the listed ones,
-// and operands that do not fit an int32, are rejected (before issue, so
-// without poison).
+// Rule (docs/l3l2.md, Counters): NotifyOp and WaitCmp values other than the
+// listed ones, and operands that do not fit an int32, are rejected (before
+// issue, so without poison).
 func TestRegion_Counter_RejectsInvalidOpAndCmp(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 64)
@@ -243,7 +245,7 @@ func TestRegion_Counter_RejectsInvalidOpAndCmp(t *testing.T) {
 	}
 }
 
-// Rule (l3l2.md): wait requires a finite positive timeout.
+// Rule (docs/l3l2.md, Counters): wait requires a finite positive timeout.
 func TestRegion_Wait_RequiresPositiveTimeout(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 64)
@@ -257,9 +259,9 @@ func TestRegion_Wait_RequiresPositiveTimeout(t *testing.T) {
 	})
 }
 
-// Rule (l3l2.md): a wait honours its timeout in simulated time — a wait that
-// never matches returns at exactly start + timeout with the last observed
-// value — and a timeout is not poison. Both backpressure modes.
+// Rule (docs/l3l2.md, Counters): a wait honours its timeout in simulated time
+// — a wait that never matches returns at exactly start + timeout with the
+// last observed value — and a timeout is not poison. Both backpressure modes.
 func TestRegion_Wait_TimeoutIsExactAndNotPoison(t *testing.T) {
 	for _, opts := range []Options{{Backpressure: machine.Sleep}, {Backpressure: machine.Poll, PollInterval: 30 * ns}} {
 		t.Run(fmt.Sprint(opts.Backpressure), func(t *testing.T) {
@@ -291,10 +293,11 @@ func TestRegion_Wait_TimeoutIsExactAndNotPoison(t *testing.T) {
 	}
 }
 
-// Rule (model.md §4 sleep mode, l3l2.md "polls with the configured
-// backpressure mode"): in sleep mode a wait wakes exactly when the counter
-// is written and returns one counter read later; in poll mode it observes
-// the write at the first poll instant at or after it. Results agree.
+// Rule (docs/architecture.md, IPCQ, sleep and poll; a counter wait polls
+// with the configured backpressure mode): in sleep mode a wait wakes exactly
+// when the counter is written and returns one counter read later; in poll
+// mode it observes the write at the first poll instant at or after it.
+// Results agree.
 func TestRegion_Wait_BackpressureModes(t *testing.T) {
 	const iv = 300 * ns
 	type result struct {
@@ -342,9 +345,9 @@ func TestRegion_Wait_BackpressureModes(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8): waits with an explicit timeout are Timed (governed by
-// their own timeout, not the deadlock watchdog) and describe themselves in
-// Proc.Wait for reports.
+// Rule (docs/architecture.md, Invariants and failures): waits with an
+// explicit timeout are Timed (governed by their own timeout, not the deadlock
+// watchdog) and describe themselves in Proc.Wait for reports.
 func TestRegion_Wait_IsTimedForWatchdog(t *testing.T) {
 	w := newWorld(t, Options{})
 	w.m.Sim.WaitWatchdog(100 * ns) // far shorter than the wait
@@ -370,7 +373,7 @@ func TestRegion_Wait_IsTimedForWatchdog(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §6, l3l2.md States): free() is logical and idempotent; a
+// Rule (docs/l3l2.md, Region states): free() is logical and idempotent; a
 // released handle rejects payload, counter and descriptor use; free stays
 // valid.
 func TestRegion_ReleasedRejectsUse(t *testing.T) {
@@ -400,9 +403,9 @@ func rejectAll(r *Region, c *Counter) map[string]error {
 	}
 }
 
-// Rule (seed 001 §8): a poisoned region rejects payload, counter and
-// descriptor use; free and cleanup stay valid. An L2 endpoint fatal error
-// naming the region poisons it.
+// Rule (docs/l3l2.md, Region states): a poisoned region rejects payload,
+// counter and descriptor use; free and cleanup stay valid. An L2 endpoint
+// fatal error naming the region poisons it.
 func TestRegion_PoisonedRejectsUse(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 64)
@@ -425,8 +428,8 @@ func TestRegion_PoisonedRejectsUse(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §8): pre-command validation failures (bad offsets, bad
-// counter offset, bad arguments) raise without poisoning.
+// Rule (docs/l3l2.md, Region states): pre-command validation failures (bad
+// offsets, bad counter offset, bad arguments) raise without poisoning.
 func TestRegion_PreValidationDoesNotPoison(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 64)
@@ -459,9 +462,10 @@ func TestRegion_PreValidationDoesNotPoison(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §4): single writer per 64-byte line — two different agents
-// writing counters in one line is a reported violation; separate lines are
-// fine, and the same agent may pack several counters in one line.
+// Rule (docs/l3l2.md, Counters): single writer per 64-byte line — two
+// different agents writing counters in one line is a reported violation;
+// separate lines are fine, and the same agent may pack several counters in
+// one line.
 func TestRegion_SingleWriterPerLine(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 64, 256)
@@ -505,9 +509,9 @@ func TestRegion_SingleWriterPerLine(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §3, §6): physical release is deferred until submitted L2
-// work drained: after free() the memory stays allocated and L2 keeps
-// working; ReleaseFreed gives it back, after which L2 access fails.
+// Rule (docs/l3l2.md, Region states): physical release is deferred until
+// submitted L2 work drained: after free() the memory stays allocated and L2
+// keeps working; ReleaseFreed gives it back, after which L2 access fails.
 func TestRegion_DeferredPhysicalRelease(t *testing.T) {
 	w := newWorld(t, Options{})
 	r := w.region(0, 1000, 64)
@@ -537,8 +541,9 @@ func TestRegion_DeferredPhysicalRelease(t *testing.T) {
 	}
 }
 
-// Rule (seed 001 §6): when an L3 execution exits with live regions, cleanup
-// marks them released, (after draining L2 work) releases the memory.
+// Rule (docs/l3l2.md, When main returns): when an L3 execution exits with
+// live regions, cleanup marks them released, (after draining L2 work)
+// releases the memory.
 func TestRegion_ReleaseAll_ReleasesLiveRegions(t *testing.T) {
 	w := newWorld(t, Options{})
 	a, b := w.region(0, 64, 64), w.region(1, 64, 64)
@@ -560,8 +565,8 @@ func TestRegion_ReleaseAll_ReleasesLiveRegions(t *testing.T) {
 	}
 }
 
-// Rule (model.md §7): every byte the layer writes is in the op_log, so
-// phase 2 replays to the same memory image.
+// Rule (docs/architecture.md, Two-pass verification): every byte the layer
+// writes is in the op_log, so phase 2 replays to the same memory image.
 func TestRegion_OplogReplayMatches(t *testing.T) {
 	w := newWorld(t, Options{})
 	w.m.Log = &oplog.Log{}

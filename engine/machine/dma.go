@@ -71,16 +71,17 @@ func (t *Transfer) Fire() {
 // transfers in order, a transfer as a run of vc_chunk_size chunks (its last
 // one partial). When both channels' current transfers inject into the PE's
 // NoC up-link they take turns on it chunk by chunk, weighted round-robin
-// [D8]: a round is vc_weights[compute] chunks of vc_compute, then
-// vc_weights[comm] chunks of vc_comm; a channel whose transfer ends within
-// its turn goes on with its next transfer, and a channel with nothing left
-// gives the link to the other. When the link goes from one user to two, the
-// chunk in flight finishes and a new round starts with vc_compute, unless
-// the link had one user for no time at all (a channel's last transfer
-// ended and its next one is submitted in that same instant, after the
-// engine's event): then the round goes on where it was, as it does for a
-// next transfer submitted before the event. A transfer that does not
-// inject (own HBM to registers, say) runs alongside and takes no turn.
+// (docs/architecture.md, DMA virtual channels): a round is
+// vc_weights[compute] chunks of vc_compute, then vc_weights[comm] chunks of
+// vc_comm; a channel whose transfer ends within its turn goes on with its
+// next transfer, and a channel with nothing left gives the link to the other.
+// When the link goes from one user to two, the chunk in flight finishes and a
+// new round starts with vc_compute, unless the link had one user for no time
+// at all (a channel's last transfer ended and its next one is submitted in
+// that same instant, after the engine's event): then the round goes on where
+// it was, as it does for a next transfer submitted before the event. A
+// transfer that does not inject (own HBM to registers, say) runs alongside
+// and takes no turn.
 //
 // Chunk k of a transfer takes Service(end of chunk) − Service(start of
 // chunk) on its path: the times of its chunks add up to exactly

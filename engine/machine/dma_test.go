@@ -68,14 +68,14 @@ func arrivalRun(t *testing.T, p Params, q [2][]refTransfer, late [2][]bool, trac
 	return ends, slices
 }
 
-// Rule (model.md §2, the chunk-by-chunk contention rule, and §3 PE_DMA):
-// transfers submitted at the very instant a channel's head ends its
+// Rule (docs/architecture.md, engine/machine: chunk-by-chunk contention, PE
+// DMA): transfers submitted at the very instant a channel's head ends its
 // injection, before the engine's event of that instant fires, are served
 // exactly as the chunk-by-chunk reference serves them: the engine's event
 // remembers which head ends (nextVC), and a submit that changes the heads
-// before it fires (a second user of the link, a local transfer ending at
-// the same time, a transfer queued behind the head that ends) must leave
-// that answer right. (Submitted after the event, in the same instant:
+// before it fires (a second user of the link, a local transfer ending at the
+// same time, a transfer queued behind the head that ends) must leave that
+// answer right. (Submitted after the event, in the same instant:
 // TestVCSubmitAfterAnInjectionEndMatchesChunkReference.)
 func TestVCSubmitAtAnInjectionEndMatchesChunkReference(t *testing.T) {
 	checkSubmitsAtInjectionEnds(t, submitCases{seed: 4, cases: 300, rounds: 5, localOdds: 3})
@@ -134,17 +134,17 @@ func TestVCSlicesAreEachTransfersInjection(t *testing.T) {
 	}
 }
 
-// Rule (model.md §2: "every transfer's completion time is within one
-// chunk's service time of the chunk-level model", tested against a
-// chunk-by-chunk reference). Transfers submitted at the very instant a
-// channel's head ends its injection, some before the engine's event of
-// that instant fires and some after it (from an event that instant adds
-// at its end): the order of events within an instant is no part of the
-// model, so both are served as the chunk-by-chunk reference serves them.
-// After the event, a channel whose last transfer ended has left the link
-// to the other for no time at all; the reference goes on with the round
-// there, and so must the engine (it used to start a new round with
-// vc_compute, up to two chunks and more late at 1:1 weights).
+// Rule (docs/architecture.md, engine/machine: "every transfer's completion
+// time is within one chunk's service time of the chunk-level model", tested
+// against a chunk-by-chunk reference). Transfers submitted at the very
+// instant a channel's head ends its injection, some before the engine's event
+// of that instant fires and some after it (from an event that instant adds at
+// its end): the order of events within an instant is no part of the model, so
+// both are served as the chunk-by-chunk reference serves them. After the
+// event, a channel whose last transfer ended has left the link to the other
+// for no time at all; the reference goes on with the round there, and so must
+// the engine (it used to start a new round with vc_compute, up to two chunks
+// and more late at 1:1 weights).
 func TestVCSubmitAfterAnInjectionEndMatchesChunkReference(t *testing.T) {
 	checkSubmitsAtInjectionEnds(t, submitCases{seed: 5, cases: 1000, rounds: 6, localOdds: 4, late: true, equalWeightsHalf: true})
 }
@@ -166,7 +166,8 @@ type submitCases struct {
 
 // checkSubmitsAtInjectionEnds runs the cases of c against the
 // chunk-by-chunk reference: every injection end within one chunk's service
-// time of it (model.md §2), and then exactly the reference's.
+// time of it (docs/architecture.md, engine/machine), and then exactly the
+// reference's.
 func checkSubmitsAtInjectionEnds(t *testing.T, c submitCases) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(21, c.seed))

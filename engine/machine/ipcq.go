@@ -12,7 +12,7 @@ import (
 	"kernbench/engine/topology"
 )
 
-// Backpressure is how a blocked send or recv waits [D7].
+// Backpressure is how a blocked send or recv waits (sleep or poll).
 type Backpressure uint8
 
 const (
@@ -40,7 +40,7 @@ type Link struct {
 	RecvOnly bool
 }
 
-// MsgMeta travels with a message (piggybacked on the DMA token [D9]).
+// MsgMeta travels with a message (piggybacked on the DMA token).
 type MsgMeta struct {
 	NBytes int64
 	DType  uint8 // the sender's element type (engine/dtype value), 0 = raw
@@ -51,7 +51,7 @@ type MsgMeta struct {
 	Origin any
 }
 
-// QueuePair is one direction of one rank's PE_IPCQ [D2]: its pointers, its
+// QueuePair is one direction of one rank's PE_IPCQ: its pointers, its
 // own rx ring and the peer endpoint it sends to.
 //
 // The fields are laid out by who touches them per message, in 64-byte
@@ -425,9 +425,9 @@ type Message struct {
 	_    [6]uint64 // to 320 bytes, a size class that starts on a cache line
 }
 
-// Send implements tl.send on p for rank's queue pair q [model.md §4]. It
-// blocks while the peer's ring is full, queues the DMA on vc_comm, and
-// returns after ipcq_overhead_ns.
+// Send implements tl.send on p for rank's queue pair q (docs/architecture.md,
+// IPCQ). It blocks while the peer's ring is full, queues the DMA on vc_comm,
+// and returns after ipcq_overhead_ns.
 func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error {
 	return g.SendPosted(p, q, src, meta, nil)
 }
@@ -457,7 +457,7 @@ func (g *Group) SendPosted(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta, 
 
 // noCredit reports whether q's sender has no credit: its peer's ring
 // holds n_slots messages it has not freed (my_head − peer_tail_cache =
-// n_slots), so a send waits [model.md §4].
+// n_slots), so a send waits.
 func (g *Group) noCredit(q *QueuePair) bool {
 	return q.MyHead-q.PeerTailCache >= uint64(g.Cfg.NSlots)
 }
@@ -1004,7 +1004,8 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 
 // Credit returns the credit for everything q has consumed: after the fast
 // path delay T(path B→A, ipcq_credit_size_bytes) the sender's
-// peer_tail_cache becomes q.MyTail and a blocked send wakes [D9].
+// peer_tail_cache becomes q.MyTail and a blocked send wakes (the credit fast
+// path).
 func (g *Group) Credit(q *QueuePair) {
 	q.credits = append(q.credits, q.MyTail)
 	g.M.Sim.After(q.creditDelay, (*creditEvent)(q))
@@ -1196,7 +1197,8 @@ func originText(o any) string {
 	return fmt.Sprintf(" (issued at %v)", o)
 }
 
-// InvariantError is a broken simulation invariant (model.md §8, I1–I7).
+// InvariantError is a broken simulation invariant (I1–I7,
+// docs/architecture.md).
 type InvariantError struct {
 	Name string // "I1" … "I7"
 	Msg  string

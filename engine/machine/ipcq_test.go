@@ -194,13 +194,13 @@ func procNames(ps []*sim.Proc) []string {
 }
 
 // ---------------------------------------------------------------------------
-// 1. Backpressure [model.md §4 send step 1, D5 step 2]
+// 1. Backpressure [send waits for a credit]
 // ---------------------------------------------------------------------------
 
-// Rule (model.md §4 send.1): send waits while my_head - peer_tail_cache >=
-// n_slots. With a receiver that never receives, exactly n_slots sends
-// complete and the next one blocks; the run ends as a stall (F3 a) naming
-// the blocked sender and its send wait.
+// Rule (docs/architecture.md, IPCQ): send waits while my_head -
+// peer_tail_cache >= n_slots. With a receiver that never receives, exactly
+// n_slots sends complete and the next one blocks; the run ends as a stall
+// naming the blocked sender and its send wait.
 func TestIPCQ_Backpressure_BlocksAtExactlyNSlotsInFlight(t *testing.T) {
 	for _, nSlots := range []int{1, 4, 7} {
 		t.Run(fmt.Sprintf("n_slots=%d", nSlots), func(t *testing.T) {
@@ -287,8 +287,9 @@ func TestIPCQ_Backpressure_BlocksAtExactlyNSlotsInFlight(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3/F5): the deadlock report needs, for every blocked
-// process, its op, direction, peer and pointers. A caller only gets the
+// Rule (docs/architecture.md, Invariants and failures): the deadlock report
+// needs, for every blocked process, its op, direction, peer and pointers. A
+// caller only gets the
 // *sim.StallError after Run returns, so each Blocked process must still
 // carry its Wait description then. (Regression: Run used to unwind the
 // blocked coroutines itself, and Group.wait's deferred `p.Wait = nil` erased
@@ -333,9 +334,10 @@ func TestIPCQ_Deadlock_StallErrorBlockedKeepsWaitDescription(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3 b, D7): in poll mode a full ring never drains the
-// event queue, so the deadlock is caught by the wait watchdog, which names
-// the sender: it has waited longer than deadlock_timeout_ns since it blocked.
+// Rule (docs/architecture.md, Invariants and failures, wait timeout; poll
+// mode): in poll mode a full ring never drains the event queue, so the
+// deadlock is caught by the wait watchdog, which names the sender: it has
+// waited longer than deadlock_timeout_ns since it blocked.
 func TestIPCQ_Backpressure_PollModeDeadlockHitsWaitWatchdog(t *testing.T) {
 	cfg := ipcqTestCfg(HBM, Poll, 4, 64)
 	cfg.PollInterval = 30 * ipcqNS
@@ -372,11 +374,11 @@ func TestIPCQ_Backpressure_PollModeDeadlockHitsWaitWatchdog(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 2. Credit return fast path [model.md §4 recv.3, D9]
+// 2. Credit return fast path [docs/architecture.md, IPCQ]
 // ---------------------------------------------------------------------------
 
-// Rule (model.md §4 recv.3, D9): a recv returns a credit that reaches the
-// sender after T(path B→A, ipcq_credit_size_bytes) = Σ latency +
+// Rule (docs/architecture.md, IPCQ, credits): a recv returns a credit that
+// reaches the sender after T(path B→A, ipcq_credit_size_bytes) = Σ latency +
 // ceil(credit_bytes / min bandwidth) over the PE-to-PE links (no memory
 // ports); a sender blocked on the full ring resumes exactly then.
 func TestIPCQ_Credit_WakesSenderAfterFastPathDelay(t *testing.T) {
@@ -462,8 +464,8 @@ func TestIPCQ_Credit_WakesSenderAfterFastPathDelay(t *testing.T) {
 	}
 }
 
-// Rule (model.md §4 recv.2–3, D9 step 4): the credit carries my_tail as of
-// the Credit call; deferred credits (copy_to_dst) release everything taken
+// Rule (docs/architecture.md, IPCQ, credits): the credit carries my_tail as
+// of the Credit call; deferred credits (copy_to_dst) release everything taken
 // so far, and in-flight credits apply in issue order.
 func TestIPCQ_Credit_CarriesMyTailAtCreditTime(t *testing.T) {
 	cfg := ipcqTestCfg(HBM, Sleep, 4, 64)
@@ -517,7 +519,7 @@ func TestIPCQ_Credit_CarriesMyTailAtCreditTime(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 3. Sleep vs poll [D7] and 11. determinism [model.md §1]
+// 3. Sleep vs poll and 11. determinism [docs/architecture.md]
 // ---------------------------------------------------------------------------
 
 type ringRecv struct {
@@ -599,10 +601,11 @@ func perRankData(run ringRun) [][]string {
 	return out
 }
 
-// Rule (D7, model.md §4 "Results are identical in both modes; only timing
-// differs"): the same ring traffic with backpressure gives identical
-// received data in sleep and poll mode, every poll-mode process finishes no
-// earlier, and every poll-mode wait is a whole number of poll intervals.
+// Rule (docs/architecture.md, IPCQ: "results are identical in both modes;
+// only timing differs"): the same ring traffic with backpressure gives
+// identical received data in sleep and poll mode, every poll-mode process
+// finishes no earlier, and every poll-mode wait is a whole number of poll
+// intervals.
 func TestIPCQ_BackpressureModes_SleepAndPollReceiveIdenticalData(t *testing.T) {
 	sleep := runRing3(t, Sleep)
 	poll := runRing3(t, Poll)
@@ -655,9 +658,10 @@ func TestIPCQ_BackpressureModes_SleepAndPollReceiveIdenticalData(t *testing.T) {
 	}
 }
 
-// Rule (D7): sleep wakes exactly at the pointer update; poll re-checks
-// every poll_interval_ns from the start of the wait, so the wait is the
-// sleep-mode wait rounded up to a whole number of intervals.
+// Rule (docs/architecture.md, IPCQ): sleep wakes exactly at the pointer
+// update; poll re-checks every poll_interval_ns from the start of the wait,
+// so the wait is the sleep-mode wait rounded up to a whole number of
+// intervals.
 func TestIPCQ_BackpressureModes_PollRoundsWaitsUpToInterval(t *testing.T) {
 	p := testParams()
 	const n = 200
@@ -730,8 +734,9 @@ func TestIPCQ_BackpressureModes_PollRoundsWaitsUpToInterval(t *testing.T) {
 	}
 }
 
-// Rule (model.md §1): same inputs → identical results. The ring scenario
-// run twice yields the same transcript, times and bytes included.
+// Rule (docs/architecture.md, Determinism): same inputs → identical results.
+// The ring scenario run twice yields the same transcript, times and bytes
+// included.
 func TestIPCQ_Determinism_RingTranscriptIdenticalAcrossRuns(t *testing.T) {
 	for _, mode := range []Backpressure{Sleep, Poll} {
 		t.Run(fmt.Sprint("mode", mode), func(t *testing.T) {
@@ -747,11 +752,11 @@ func TestIPCQ_Determinism_RingTranscriptIdenticalAcrossRuns(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 4. Ring wrap-around [D2, model.md §4 send.2]
+// 4. Ring wrap-around [docs/architecture.md, IPCQ]
 // ---------------------------------------------------------------------------
 
-// Rule (model.md §4 send.2, D2): slot = my_head % n_slots, dst = rx_base +
-// slot × slot_size. 3 × n_slots messages through 2 slots arrive in order
+// Rule (docs/architecture.md, IPCQ): slot = my_head % n_slots, dst = rx_base
+// + slot × slot_size. 3 × n_slots messages through 2 slots arrive in order
 // with their bytes and metadata (sender_seq 0, 1, 2, …), the slot index
 // wraps, and each slot's generation counts its deliveries.
 func TestIPCQ_Ring_WrapsAroundInOrderWithSeqAndSlotGen(t *testing.T) {
@@ -830,13 +835,14 @@ func TestIPCQ_Ring_WrapsAroundInOrderWithSeqAndSlotGen(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 5. Data arrives exactly at DMA completion [I6, I7, D5, D9]
+// 5. Data arrives exactly at DMA completion [I6, I7]
 // ---------------------------------------------------------------------------
 
-// Rule (I6/I7, model.md §4 send.3, §2 T(path, n)): a message sent at t over
-// an idle path is visible at exactly t + T(MemToMem(src, peer rx), n); the
-// bytes and peer_head_cache appear in the same event (never one without the
-// other), and a receiver parked in WaitRecv sees the data when it wakes.
+// Rule (I6/I7, docs/architecture.md, IPCQ; T(path, n) of engine/machine): a
+// message sent at t over an idle path is visible at exactly t +
+// T(MemToMem(src, peer rx), n); the bytes and peer_head_cache appear in the
+// same event (never one without the other), and a receiver parked in WaitRecv
+// sees the data when it wakes.
 func TestIPCQ_Delivery_VisibleExactlyAtDMACompletionWithData(t *testing.T) {
 	const n = 200
 	const t0 = sim.Microsecond
@@ -937,9 +943,9 @@ func TestIPCQ_Delivery_VisibleExactlyAtDMACompletionWithData(t *testing.T) {
 	}
 }
 
-// Rule (model.md §4 send.3): the source bytes are read at DMA completion;
-// src is in flight until then, so a write after send (but before completion)
-// is what arrives.
+// Rule (docs/architecture.md, IPCQ): the source bytes are read at DMA
+// completion; src is in flight until then, so a write after send (but before
+// completion) is what arrives.
 func TestIPCQ_Delivery_SourceBytesReadAtCompletion(t *testing.T) {
 	cfg := ipcqTestCfg(HBM, Sleep, 2, 64)
 	m, g := installIPCQ(t, testParams(), pairLinks(), cfg)
@@ -971,11 +977,12 @@ func TestIPCQ_Delivery_SourceBytesReadAtCompletion(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 6. IPCQ errors [F1, D12]
+// 6. IPCQ errors [IpcqInvalidDirection, IpcqMessageTooLarge]
 // ---------------------------------------------------------------------------
 
-// Rule (D12, model.md §8): a message larger than slot_size is
-// IpcqMessageTooLarge and changes no pointer; exactly slot_size is fine.
+// Rule (docs/architecture.md, Invariants and failures): a message larger than
+// slot_size is IpcqMessageTooLarge and changes no pointer; exactly slot_size
+// is fine.
 func TestIPCQ_Errors_MessageTooLarge(t *testing.T) {
 	cfg := ipcqTestCfg(HBM, Sleep, 2, 128)
 	m, g := installIPCQ(t, testParams(), pairLinks(), cfg)
@@ -1012,9 +1019,9 @@ func TestIPCQ_Errors_MessageTooLarge(t *testing.T) {
 	}
 }
 
-// Rule (F1, model.md §8; D3 ring_1d_unidir): an unknown direction, or
-// sending on a receive-only direction, is IpcqInvalidDirection listing the
-// installed directions.
+// Rule (docs/architecture.md, Invariants and failures; ring_1d_unidir in
+// docs/topologies.md): an unknown direction, or sending on a receive-only
+// direction, is IpcqInvalidDirection listing the installed directions.
 func TestIPCQ_Errors_InvalidDirection(t *testing.T) {
 	// ring_1d_unidir: every rank sends E; its W is receive-only.
 	links := [][]Link{
@@ -1075,11 +1082,12 @@ func TestIPCQ_Errors_InvalidDirection(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 7. Rx rings that do not fit [D6, model.md §4 buffer kinds]
+// 7. Rx rings that do not fit [buffer kinds]
 // ---------------------------------------------------------------------------
 
-// Rule (model.md §4 "Buffer kinds"): a ring that does not fit in
-// buffer_kind memory is an init error naming the rank and the bytes needed.
+// Rule (buffer kinds, docs/architecture.md, IPCQ): a ring that does not fit
+// in buffer_kind memory is an init error naming the rank and the bytes
+// needed.
 func TestIPCQ_Install_RxRingThatDoesNotFitIsInitErrorNamingRankAndBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -1135,12 +1143,12 @@ func TestIPCQ_Install_RxRingThatDoesNotFitIsInitErrorNamingRankAndBytes(t *testi
 }
 
 // ---------------------------------------------------------------------------
-// 8. Flush [D4]
+// 8. Flush
 // ---------------------------------------------------------------------------
 
-// Rule (D4/D12 flush): flush waits until this side's sends have completed
-// their DMA — not for the receiver to consume them (no credit needed) — and
-// only for the given direction when one is named.
+// Rule (tl.flush, docs/builtins.md): flush waits until this side's sends have
+// completed their DMA — not for the receiver to consume them (no credit
+// needed) — and only for the given direction when one is named.
 func TestIPCQ_Flush_WaitsForInFlightSendsOnly(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -1226,13 +1234,13 @@ func TestIPCQ_Flush_WaitsForInFlightSendsOnly(t *testing.T) {
 // 9. Exactly-once (I1) and pointer monotonicity (I2), randomized
 // ---------------------------------------------------------------------------
 
-// Rule (I1, I2, model.md §4): over a randomized multi-rank exchange (random
-// placement across cubes and SIPs, buffer kind, mode, n_slots, sizes, source
-// memories, delays and credit timing), every queue pair delivers each
-// sender_seq exactly once and in order with its bytes; my_head, my_tail and
-// the caches never decrease; and at every observed moment
-// my_tail ≤ peer_head_cache ≤ peer.my_head, peer_tail_cache ≤ peer.my_tail,
-// my_head − peer_tail_cache ≤ n_slots.
+// Rule (I1, I2, docs/architecture.md, IPCQ): over a randomized multi-rank
+// exchange (random placement across cubes and SIPs, buffer kind, mode,
+// n_slots, sizes, source memories, delays and credit timing), every queue
+// pair delivers each sender_seq exactly once and in order with its bytes;
+// my_head, my_tail and the caches never decrease; and at every observed
+// moment my_tail ≤ peer_head_cache ≤ peer.my_head, peer_tail_cache ≤
+// peer.my_tail, my_head − peer_tail_cache ≤ n_slots.
 func TestIPCQ_Random_ExactlyOnceInOrderAndMonotonePointers(t *testing.T) {
 	dirs := []string{"E", "W"}
 	rev := map[string]string{"E": "W", "W": "E"}
@@ -1415,12 +1423,13 @@ func TestIPCQ_Random_ExactlyOnceInOrderAndMonotonePointers(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 10. WaitAny round-robin [D4 tl.recv()]
+// 10. WaitAny round-robin [tl.recv()]
 // ---------------------------------------------------------------------------
 
-// Rule (D4): tl.recv() without a direction checks directions round-robin
-// starting after the last polled one and returns the first ready; when none
-// is ready it waits for the next delivery (sleep: exactly at it).
+// Rule (tl.recv, docs/builtins.md): tl.recv() without a direction checks
+// directions round-robin starting after the last polled one and returns the
+// first ready; when none is ready it waits for the next delivery (sleep:
+// exactly at it).
 func TestIPCQ_WaitAny_RoundRobinStartsAfterLastPolled(t *testing.T) {
 	// Rank 0 has E, N, S, W (sorted) to ranks 1..4, each linked back once.
 	links := [][]Link{
@@ -1532,13 +1541,13 @@ func TestIPCQ_Paranoid_CatchesBrokenPointerI2(t *testing.T) {
 	}
 }
 
-// Rule (model.md §5, SendBufferHazard): a send reads its source until its
-// DMA completes, so a write into that source is a hazard for exactly the
-// ranks that can address that memory: the owner of a TCM or HBM slice, and
-// every PE of the cube whose SRAM it is. The check looks only at those
-// ranks (not at every rank of the world); this pins that the narrowed scan
-// still finds the send from every rank that can see the memory and from no
-// other.
+// Rule (SendBufferHazard, docs/architecture.md, Invariants and failures): a
+// send reads its source until its DMA completes, so a write into that source
+// is a hazard for exactly the ranks that can address that memory: the owner
+// of a TCM or HBM slice, and every PE of the cube whose SRAM it is. The check
+// looks only at those ranks (not at every rank of the world); this pins that
+// the narrowed scan still finds the send from every rank that can see the
+// memory and from no other.
 func TestIPCQ_SendBufferHazard_ReadersOfAMemory(t *testing.T) {
 	cfg := ipcqTestCfg(HBM, Sleep, 4, 4096)
 	// testParams: 4 PEs per cube, so ranks 0–3 share cube 0's SRAM and
@@ -1581,13 +1590,13 @@ func TestIPCQ_SendBufferHazard_ReadersOfAMemory(t *testing.T) {
 	}
 }
 
-// Rule (model.md §5, SendBufferHazard), the bookkeeping behind the fast
-// path: a memory's count of sends that still read it equals the sends in
-// flight or held (HoldSends) with their source there, and its bounds of
-// their sources cover each, after every delivery, receive and flush, so
-// the hazard checks may skip a memory whose count is 0 or a range outside
-// the bounds. Ranks send from HBM and from the shared SRAM, receivers take the
-// messages late, and a flush ends the held ones.
+// Rule (SendBufferHazard, docs/architecture.md, Invariants and failures), the
+// bookkeeping behind the fast path: a memory's count of sends that still read
+// it equals the sends in flight or held (HoldSends) with their source there,
+// and its bounds of their sources cover each, after every delivery, receive
+// and flush, so the hazard checks may skip a memory whose count is 0 or a
+// range outside the bounds. Ranks send from HBM and from the shared SRAM,
+// receivers take the messages late, and a flush ends the held ones.
 func TestIPCQ_SendsReadingCountMatchesTheLists(t *testing.T) {
 	for _, hold := range []bool{false, true} {
 		t.Run(fmt.Sprintf("hold=%v", hold), func(t *testing.T) {
@@ -1678,8 +1687,8 @@ func TestIPCQ_SendsReadingCountMatchesTheLists(t *testing.T) {
 	}
 }
 
-// Rule (model.md §4, recv step 1; I6): a receiver sees messages in the
-// order they were sent. A message from a source with a short path may
+// Rule (docs/architecture.md, IPCQ, recv; I6): a receiver sees messages in
+// the order they were sent. A message from a source with a short path may
 // land before an earlier one from a slower source; it is published (its
 // peer_head_cache raised) only with the messages before it.
 func TestIPCQ_Delivery_PublishedInSenderOrder(t *testing.T) {
@@ -1714,10 +1723,10 @@ func TestIPCQ_Delivery_PublishedInSenderOrder(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3): a blocked wait describes itself with its rank,
-// direction, peer, the pointers that explain it and the ring's depth; a
-// send of a whole buffer says how large the buffer is, a recv(any) gives
-// every direction's receive pointers.
+// Rule (docs/architecture.md, Invariants and failures, deadlock report): a
+// blocked wait describes itself with its rank, direction, peer, the pointers
+// that explain it and the ring's depth; a send of a whole buffer says how
+// large the buffer is, a recv(any) gives every direction's receive pointers.
 func TestWaitInfo_StringNamesPointersAndRing(t *testing.T) {
 	_, g := installIPCQ(t, testParams(), ringLinks(3), ipcqTestCfg(HBM, Sleep, 4, 64))
 	e := g.EPs[1].QP("E")

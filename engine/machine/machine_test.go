@@ -54,8 +54,9 @@ type doneRecorder struct {
 
 func (d *doneRecorder) Complete(*Transfer) { d.at, d.done = d.sim.Now(), true }
 
-// Rule (model.md §2): an idle path costs exactly Σ latency + n / min bandwidth
-// for intra-cube, cross-cube and cross-SIP paths and every buffer kind.
+// Rule (docs/architecture.md, engine/machine): an idle path costs exactly Σ
+// latency + n / min bandwidth for intra-cube, cross-cube and cross-SIP paths
+// and every buffer kind.
 func TestIdlePathFormulaExact(t *testing.T) {
 	p := testParams()
 	ns := sim.Nanosecond
@@ -116,8 +117,9 @@ func TestIdlePathFormulaExact(t *testing.T) {
 	_ = ns
 }
 
-// Rule (model.md §2): two flows on one link share it — the second waits for
-// the first's bytes (FIFO per resource), so together they take twice as long.
+// Rule (docs/architecture.md, engine/machine): two flows on one link share it
+// — the second waits for the first's bytes (FIFO per resource), so together
+// they take twice as long.
 func TestTwoFlowsShareLink(t *testing.T) {
 	m := newTestMachine(t, testParams())
 	n := int64(64 << 10)
@@ -140,8 +142,9 @@ func TestTwoFlowsShareLink(t *testing.T) {
 	}
 }
 
-// Rule (model.md §3, D8): vc_compute traffic slows vc_comm according to the
-// weights; with only one channel busy it gets the whole engine.
+// Rule (docs/architecture.md, DMA virtual channels): vc_compute traffic slows
+// vc_comm according to the weights; with only one channel busy it gets the
+// whole engine.
 func TestVCWeightsShareInjection(t *testing.T) {
 	for _, w := range []struct{ compute, comm int64 }{{1, 1}, {1, 3}, {3, 1}} {
 		t.Run(fmt.Sprintf("compute%d_comm%d", w.compute, w.comm), func(t *testing.T) {
@@ -180,10 +183,11 @@ func TestVCWeightsShareInjection(t *testing.T) {
 	}
 }
 
-// Rule (model.md §2 and D8, vc_chunk_size): a channel that starts injecting while the other
-// injects alone waits for the chunk in flight; from that boundary the
-// channels take turns, vc_compute first. Weights 1:1, 2 ns per 256 bytes on
-// the up-link; the send (512 bytes) arrives at 3 ns.
+// Rule (docs/architecture.md, DMA virtual channels, vc_chunk_size): a channel
+// that starts injecting while the other injects alone waits for the chunk in
+// flight; from that boundary the channels take turns, vc_compute first.
+// Weights 1:1, 2 ns per 256 bytes on the up-link; the send (512 bytes)
+// arrives at 3 ns.
 func TestVCShareStartsAtChunkBoundary(t *testing.T) {
 	ns := sim.Nanosecond
 	for _, c := range []struct {
@@ -261,12 +265,12 @@ type vcCase struct {
 	remote  [2][]bool // destination in the next cube (UCIe bottleneck) instead of PE 1's TCM
 }
 
-// Rule (model.md §2, contention: "as if served chunk by chunk
-// (vc_chunk_size) … weighted round-robin between a PE's two virtual
+// Rule (docs/architecture.md, engine/machine, contention: "as if served chunk
+// by chunk (vc_chunk_size) … weighted round-robin between a PE's two virtual
 // channels", tested against a chunk-by-chunk reference). The analytic DMA
 // model against a chunk-by-chunk weighted round-robin reference: every
-// completion is exactly the reference's, for hand-picked
-// and random queues, weights and chunk sizes.
+// completion is exactly the reference's, for hand-picked and random queues,
+// weights and chunk sizes.
 func TestVCModelMatchesChunkReference(t *testing.T) {
 	var cases []vcCase
 	for _, w := range [][2]int64{{1, 1}, {1, 3}, {2, 1}} {
@@ -372,9 +376,11 @@ type refTransfer struct {
 	injects bool
 }
 
-// Rule (model.md §2, the same chunk-by-chunk contention rule). The engine
-// against a chunk-by-chunk reference with transfers submitted over time, some of them local: the link goes from one user to two and
-// back, and a channel's local transfer runs alongside the other's sends.
+// Rule (docs/architecture.md, engine/machine, the same chunk-by-chunk
+// contention rule). The engine against a chunk-by-chunk reference with
+// transfers submitted over time, some of them local: the link goes from one
+// user to two and back, and a channel's local transfer runs alongside the
+// other's sends.
 func TestVCModelMatchesChunkReferenceWithArrivals(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 9))
 	chunks := []int64{1, 64, 256, 1000, 4096}
@@ -511,10 +517,10 @@ func TestAllocFreeCoalesce(t *testing.T) {
 	}
 }
 
-// Rule (model.md §2): traffic shares a link; together, sources never push
-// more than its bandwidth, even when one source's bookings are pushed back
-// by another's (a regression: a source used to overlap its own delayed
-// bookings).
+// Rule (docs/architecture.md, engine/machine): traffic shares a link;
+// together, sources never push more than its bandwidth, even when one
+// source's bookings are pushed back by another's (a regression: a source used
+// to overlap its own delayed bookings).
 func TestSharedLinkNeverExceedsBandwidth(t *testing.T) {
 	m := newTestMachine(t, testParams())
 	const per, n = 100, int64(4096)
@@ -557,8 +563,9 @@ type chainRecorder struct {
 
 func (c *chainRecorder) Complete(*Transfer) { c.next() }
 
-// Rule (D8): the channels split a link both inject into; a transfer that
-// stays inside the PE (a load from its own HBM) takes nothing from a send.
+// Rule (docs/architecture.md, DMA virtual channels): the channels split a
+// link both inject into; a transfer that stays inside the PE (a load from its
+// own HBM) takes nothing from a send.
 func TestVCLocalTrafficDoesNotSlowSends(t *testing.T) {
 	m := newTestMachine(t, testParams())
 	pe := m.PE(0)
@@ -670,10 +677,10 @@ func TestServiceIsTheSlowestResourcesXfer(t *testing.T) {
 	}
 }
 
-// Rule (model.md §2): a DMA transfer's timing comes from its own path's
-// latency and bottleneck, also when its channel's previous submits went
-// along other paths (the engine remembers the last path scanned per
-// channel): paths of equal length, a path's prefix (same first
+// Rule (docs/architecture.md, engine/machine): a DMA transfer's timing comes
+// from its own path's latency and bottleneck, also when its channel's
+// previous submits went along other paths (the engine remembers the last path
+// scanned per channel): paths of equal length, a path's prefix (same first
 // resource), and an untimed empty path, in random order on both channels.
 func TestDMAPathFactsFollowEachTransfer(t *testing.T) {
 	m := newTestMachine(t, testParams())

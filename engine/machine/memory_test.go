@@ -85,10 +85,10 @@ func TestPreRunSavesBlocksBeforeFirstWrite(t *testing.T) {
 	}
 }
 
-// Rule (model.md §7, phase 2 starts from the initial image): a block
-// whose bytes repeat every 8 bytes (a receive buffer's sentinel) is saved
-// before its first write as its pattern, without a copy; PreRun
-// still gives back its bytes from before KeepPreRun.
+// Rule (docs/architecture.md, Two-pass verification: phase 2 starts from the
+// initial image): a block whose bytes repeat every 8 bytes (a receive
+// buffer's sentinel) is saved before its first write as its pattern, without
+// a copy; PreRun still gives back its bytes from before KeepPreRun.
 func TestPreRunSavesSentinelBlockAsPattern(t *testing.T) {
 	const block = 1 << preRunBlockShift
 	m, mem, off, b := preRunTestBlocks(t, 2)
@@ -110,13 +110,14 @@ func TestPreRunSavesSentinelBlockAsPattern(t *testing.T) {
 	}
 }
 
-// Rule (model.md §7, phase 2 starts from the initial memory image): a
-// region its writer says repeats its first 8 bytes (KeepPreRunPattern,
-// the bench's recv buffers) has its whole blocks saved as that pattern at
-// once, before any write: the claim is taken, not checked (here the bytes
-// of the second whole block break the pattern, and the claimed pre-run
-// bytes are the pattern's). The partial blocks at the region's ends are
-// left to the first write's check, and before KeepPreRun nothing is saved.
+// Rule (docs/architecture.md, Two-pass verification: phase 2 starts from the
+// initial memory image): a region its writer says repeats its first 8 bytes
+// (KeepPreRunPattern, the bench's recv buffers) has its whole blocks saved as
+// that pattern at once, before any write: the claim is taken, not checked
+// (here the bytes of the second whole block break the pattern, and the
+// claimed pre-run bytes are the pattern's). The partial blocks at the
+// region's ends are left to the first write's check, and before KeepPreRun
+// nothing is saved.
 func TestPreRunPatternClaimSavesWholeBlocks(t *testing.T) {
 	const block = 1 << preRunBlockShift
 	m, mem, off, b := preRunTestBlocks(t, 4)

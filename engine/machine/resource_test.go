@@ -57,12 +57,13 @@ func refBook(path []*refResource, now, t sim.Time, n int64, source int, vc VC) s
 	return lastIn
 }
 
-// Rule (model.md §2): links and memory ports are shared deterministically,
-// FIFO between sources, the two VCs of a PE not blocking each other.
-// TestBookMatchesFixpointModel books random transfers of random sources and
-// channels, at random times, on random paths over a few shared resources,
-// and compares every arrival with the plain model: the one-pass search, the
-// hold tags and the shortcuts of Path.book must not change a time.
+// Rule (docs/architecture.md, engine/machine): links and memory ports are
+// shared deterministically, FIFO between sources, the two VCs of a PE not
+// blocking each other. TestBookMatchesFixpointModel books random transfers of
+// random sources and channels, at random times, on random paths over a few
+// shared resources, and compares every arrival with the plain model: the
+// one-pass search, the hold tags and the shortcuts of Path.book must not
+// change a time.
 func TestBookMatchesFixpointModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for trial := range 200 {

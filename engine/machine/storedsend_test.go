@@ -81,7 +81,8 @@ func storedRing(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint6
 	return append(out, fmt.Sprintf("%d events", m.Sim.Events())), senders
 }
 
-// Rule (model.md §1): events fire in (time, sequence) order, and
+// Rule (docs/architecture.md, engine/sim): events fire in (time, sequence)
+// order, and
 // --jitter-seed permutes only process wake-ups. SendStored continues its waits on the event loop instead of resuming
 // the process for each; the run must be the one that waiting for the
 // store and then calling Send gives, event for event: the same times, the
@@ -103,7 +104,7 @@ func TestSendStored_SameRunAsWaitThenSend(t *testing.T) {
 	}
 }
 
-// Rule (model.md §4, send steps 1 and 2): a send without a credit waits
+// Rule (docs/architecture.md, IPCQ, send): a send without a credit waits
 // for one (my_head − peer_tail_cache = n_slots) and returns after
 // ipcq_overhead_ns. The scenario waits for both stores and credits, so
 // that the steps of both waits are what TestSendStored_SameRunAsWaitThenSend
@@ -120,8 +121,9 @@ func TestSendStored_RingWaitsForStoresAndCredits(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8): a process blocked in SendStored names what it waits
-// for in deadlock reports, like Send: here the credit of a full ring.
+// Rule (docs/architecture.md, Invariants and failures): a process blocked in
+// SendStored names what it waits for in deadlock reports, like Send: here the
+// credit of a full ring.
 func TestSendStored_DeadlockNamesTheCreditWait(t *testing.T) {
 	cfg := ipcqTestCfg(TCM, Sleep, 2, 64)
 	m, g := installIPCQ(t, testParams(), ringLinks(2), cfg)
@@ -333,15 +335,14 @@ func storedRingPipe(t *testing.T, mode Backpressure, overhead sim.Time, jitter u
 	return append(out, fmt.Sprintf("%d events", m.Sim.Events()))
 }
 
-// Rule (model.md §1 event order and jitter, §4 credits): a pipeline of
-// steps that sends stored slots, waits for messages and for loads
-// (StartStored, StoredSend.Advance, StepWait) gives the run of the
-// blocking calls, event for event: the same times, order, time per
-// activity and count of events, under jitter too, in both backpressure
-// modes (Poll: the waits for messages and credits sleep a poll interval
-// at a time, in place or not). (With the long overhead the next message
-// is often there when it has passed; with the tiny one the overhead
-// passes in place.)
+// Rule (docs/architecture.md, engine/sim: event order and jitter; IPCQ
+// credits): a pipeline of steps that sends stored slots, waits for messages
+// and for loads (StartStored, StoredSend.Advance, StepWait) gives the run of
+// the blocking calls, event for event: the same times, order, time per
+// activity and count of events, under jitter too, in both backpressure modes
+// (Poll: the waits for messages and credits sleep a poll interval at a time,
+// in place or not). (With the long overhead the next message is often there
+// when it has passed; with the tiny one the overhead passes in place.)
 func TestStepWait_PipelineSameRunAsBlockingCalls(t *testing.T) {
 	for _, mode := range []Backpressure{Sleep, Poll} {
 		for _, overhead := range []sim.Time{5 * ipcqNS, sim.Picosecond, 40 * ipcqNS} {

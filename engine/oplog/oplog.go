@@ -1,8 +1,8 @@
-// Package oplog is kernbench's two-pass verification [model.md §7]: phase 1
-// (the timed simulation) appends an OpRecord for every data operation;
-// phase 2 (the DataExecutor) replays the records on a fresh copy of the
-// initial memory image, in the order their effects became visible, and the
-// result must equal phase 1's memory byte for byte.
+// Package oplog is kernbench's two-pass verification (docs/architecture.md):
+// phase 1 (the timed simulation) appends an OpRecord for every data
+// operation; phase 2 (the DataExecutor) replays the records on a fresh copy
+// of the initial memory image, in the order their effects became visible, and
+// the result must equal phase 1's memory byte for byte.
 //
 // Tiles (PE registers) are tracked by id: a fetch produces a tile, math
 // makes a tile from tiles, a store writes a tile into memory. The package

@@ -58,10 +58,11 @@ func TestReplayAppliesDataflow(t *testing.T) {
 	}
 }
 
-// Rule (model.md §7): phase 2 catches an effect that phase 1 applied out of
-// its recorded order. Here phase 1 ran the copy before the store it
-// depends on (so it copied stale bytes), while the records say the store
-// came first; the replay reproduces the recorded order and disagrees.
+// Rule (docs/architecture.md, Two-pass verification): phase 2 catches an
+// effect that phase 1 applied out of its recorded order. Here phase 1 ran the
+// copy before the store it depends on (so it copied stale bytes), while the
+// records say the store came first; the replay reproduces the recorded order
+// and disagrees.
 func TestPhase2CatchesEffectAppliedOutOfOrder(t *testing.T) {
 	initial, recs := scenario()
 	// Phase 1 as it (wrongly) happened: copy and send before the store.
@@ -133,7 +134,8 @@ func TestReplayRejectsNegativeTile(t *testing.T) {
 	}
 }
 
-// Rule I5 (model.md §8): send → DMA complete → recv in the op_log.
+// Rule I5 (docs/architecture.md, Invariants and failures): send → DMA
+// complete → recv in the op_log.
 func TestCheckCausality(t *testing.T) {
 	send := &Record{Seq: 0, Kind: KindIPCQ, Name: "send", Dst: addr(1, 0), SenderSeq: 3, TEnd: 50}
 	ok := &Record{Seq: 1, Kind: KindIPCQ, Name: "recv", Src: addr(1, 0), SenderSeq: 3, TStart: 50, TEnd: 50}
@@ -286,11 +288,11 @@ func TestCheckCausalityMatchesMap(t *testing.T) {
 	}
 }
 
-// Rule (model.md §7, phase 1: every data op appends a record with its
-// fields): the log keeps a compact copy of each record (strings by id,
-// the rare fields aside); what it gives back is what was added, field for
-// field, with its sequence number; a nil Data stays nil and an empty one
-// empty (the replay tells them apart).
+// Rule (docs/architecture.md, Two-pass verification, phase 1: every data op
+// appends a record with its fields): the log keeps a compact copy of each
+// record (strings by id, the rare fields aside); what it gives back is what
+// was added, field for field, with its sequence number; a nil Data stays nil
+// and an empty one empty (the replay tells them apart).
 func TestLogKeepsRecords(t *testing.T) {
 	recs := []*Record{
 		{Rank: 3, Kind: KindIPCQ, Name: "send", SrcSp: SpaceHBM, DstSp: SpaceTCM, DType: dtype.F32, TStart: 5, TEnd: 9, Src: addr(0, 64), Dst: addr(1, 0),

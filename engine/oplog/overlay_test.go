@@ -40,10 +40,10 @@ func phase1Overlay(t *testing.T, initial Image, recs []*Record) *Overlay {
 	return ov
 }
 
-// Rule (model.md §7): phase 2 replays from the initial image and must end
-// byte-identical to phase 1. A replay on the overlay gives phase 1's memory; it reads the blocks
-// phase 1 never wrote (the two inputs) from the live memory, and never
-// writes the live memory.
+// Rule (docs/architecture.md, Two-pass verification): phase 2 replays from
+// the initial image and must end byte-identical to phase 1. A replay on the
+// overlay gives phase 1's memory; it reads the blocks phase 1 never wrote
+// (the two inputs) from the live memory, and never writes the live memory.
 func TestOverlayReplayMatchesPhase1(t *testing.T) {
 	initial, recs := scenario()
 	ov := phase1Overlay(t, initial, recs)
@@ -67,8 +67,8 @@ func TestOverlayReplayMatchesPhase1(t *testing.T) {
 	}
 }
 
-// Rule (model.md §7), copy-on-first-write image: a phase-1 write the
-// op_log does not have saves its block, which the
+// Rule (docs/architecture.md, Two-pass verification), copy-on-first-write
+// image: a phase-1 write the op_log does not have saves its block, which the
 // replay leaves at its pre-run bytes: a mismatch.
 func TestOverlayCatchesUnloggedWrite(t *testing.T) {
 	initial, recs := scenario()
@@ -202,10 +202,10 @@ func sentinelScenario() (Image, []*Record) {
 	return Image{input, sentinel}, recs
 }
 
-// Rule (model.md §7): phase 2 starts from the initial image. A block whose
-// pre-run bytes repeat every 8 bytes (a receive buffer's sentinel) is
-// saved as its pattern, one that does not as a copy; the replay starts
-// from either and ends as phase 1 did.
+// Rule (docs/architecture.md, Two-pass verification): phase 2 starts from the
+// initial image. A block whose pre-run bytes repeat every 8 bytes (a receive
+// buffer's sentinel) is saved as its pattern, one that does not as a copy;
+// the replay starts from either and ends as phase 1 did.
 func TestOverlaySavesSentinelBlocksAsPattern(t *testing.T) {
 	initial, recs := sentinelScenario()
 	live := initial.Clone()
@@ -239,11 +239,11 @@ func TestOverlaySavesSentinelBlocksAsPattern(t *testing.T) {
 	}
 }
 
-// Rule (model.md §7): the final image must equal phase 1's. A phase-1
-// write the op_log does not have, into a block saved as a pattern, is
-// reported at its first byte, against the pattern's byte there; so is a
-// logged write phase 1 applied wrongly, at the same address a full image
-// comparison gives.
+// Rule (docs/architecture.md, Two-pass verification): the final image must
+// equal phase 1's. A phase-1 write the op_log does not have, into a block
+// saved as a pattern, is reported at its first byte, against the pattern's
+// byte there; so is a logged write phase 1 applied wrongly, at the same
+// address a full image comparison gives.
 func TestOverlayCatchesWritesIntoPatternBlocks(t *testing.T) {
 	initial, recs := sentinelScenario()
 	for _, tc := range []struct {
@@ -285,15 +285,15 @@ func TestOverlayCatchesWritesIntoPatternBlocks(t *testing.T) {
 	}
 }
 
-// Rule (model.md §7): a fetched tile holds the bytes the fetch read. The
-// replay keeps a fetched tile as a view of the block it read where no
-// record writes that block before the tile is read; here a host write
-// overwrites the block between the fetch and the store of its tile (as a
-// ring's receive slot is refilled while the tile from its last message
-// is still to be stored), so the tile must keep the bytes from before
-// the write: a view would store the new ones, and phase 2 would differ
-// from phase 1. A tile fetched from a block nobody writes again is read
-// in place, and the replay matches too.
+// Rule (docs/architecture.md, Two-pass verification): a fetched tile holds
+// the bytes the fetch read. The replay keeps a fetched tile as a view of the
+// block it read where no record writes that block before the tile is read;
+// here a host write overwrites the block between the fetch and the store of
+// its tile (as a ring's receive slot is refilled while the tile from its last
+// message is still to be stored), so the tile must keep the bytes from before
+// the write: a view would store the new ones, and phase 2 would differ from
+// phase 1. A tile fetched from a block nobody writes again is read in place,
+// and the replay matches too.
 func TestOverlayFetchedTileKeepsItsBytes(t *testing.T) {
 	initial := Image{{1, 2, 3, 4, 5, 6, 7, 8}, make([]byte, 8)}
 	recs := []*Record{

@@ -42,10 +42,10 @@ func witnessed(t *testing.T, initial Image, recs []*Record, produced map[uint64]
 	return w
 }
 
-// Rule (model.md §7, diagnosis of a mismatch): a witnessed log names the
-// first record, in effect order, whose phase-2 effect differs from what it
-// produced in phase 1, with the call that issued it; a phase 1 that did
-// what its log says has none.
+// Rule (docs/architecture.md, Two-pass verification, diagnosis of a
+// mismatch): a witnessed log names the first record, in effect order, whose
+// phase-2 effect differs from what it produced in phase 1, with the call that
+// issued it; a phase 1 that did what its log says has none.
 func TestWitnessNamesFirstDivergentRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

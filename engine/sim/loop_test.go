@@ -22,11 +22,12 @@ func jitterQueue(seed uint64) *Sim {
 	return s
 }
 
-// Rule (model.md §1, --jitter-seed: jitter permutes processes only):
-// hardware events under jitter fire in exactly (time, sequence) order, for
-// the cascades the unjittered queue is checked with: many events per time,
-// times that share an entry of recent (under jitter every bucket lives in
-// the overflow table) and times that differ in high bits.
+// Rule (docs/architecture.md, engine/sim, --jitter-seed: jitter permutes
+// processes only): hardware events under jitter fire in exactly (time,
+// sequence) order, for the cascades the unjittered queue is checked with:
+// many events per time, times that share an entry of recent (under jitter
+// every bucket lives in the overflow table) and times that differ in high
+// bits.
 func TestJitterKeepsHardwareEventsInTimeSequenceOrder(t *testing.T) {
 	var colliding []Time // ascending, all in recent entry 0
 	for at := Time(0); len(colliding) < 40; at++ {
@@ -177,9 +178,10 @@ func TestSecondRunCountsAndStallsFromItsOwnStart(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3a): the stall time is the last instant with work
-// whichever event of the instant came first: a check before the work
-// (both at 25 here), work before a check, or a jittered wake-up.
+// Rule (docs/architecture.md, Invariants and failures, stall): the stall time
+// is the last instant with work whichever event of the instant came first: a
+// check before the work (both at 25 here), work before a check, or a jittered
+// wake-up.
 func TestStallIsAtTheLastInstantWithWork(t *testing.T) {
 	for _, seed := range []uint64{0, 9} {
 		for _, wake := range []Time{25, 30} {
@@ -235,10 +237,11 @@ func TestSetJitterOnlyBeforeTheFirstEvent(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3a): a sleep that passes in place, without an event,
-// is work too: a process that sleeps 10 and then 30 in place and parks for
-// good froze at 40, not at its start (0), and the report's time is not
-// before the time its blocked process says it began to wait.
+// Rule (docs/architecture.md, Invariants and failures, stall): a sleep that
+// passes in place, without an event, is work too: a process that sleeps 10
+// and then 30 in place and parks for good froze at 40, not at its start (0),
+// and the report's time is not before the time its blocked process says it
+// began to wait.
 func TestStallCountsSleepsPassedInPlace(t *testing.T) {
 	for _, watchdog := range []bool{false, true} {
 		s := New()

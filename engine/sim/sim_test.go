@@ -18,7 +18,8 @@ type logger struct {
 
 func (l logger) Fire() { *l.log = append(*l.log, fmt.Sprintf("%v %s", l.s.Now(), l.tag)) }
 
-// Rule (model.md §1): events fire in (time, scheduling sequence) order.
+// Rule (docs/architecture.md, engine/sim): events fire in (time, scheduling
+// sequence) order.
 func TestEventsOrderedByTimeThenSequence(t *testing.T) {
 	s := New()
 	var log []string
@@ -47,9 +48,10 @@ func TestTimeString(t *testing.T) {
 	}
 }
 
-// Rule (model.md §1, --jitter-seed): the order in which processes resume
-// at one instant is a reproducible permutation per seed; hardware events of
-// the instant keep FIFO order and run first; seed 0 is FIFO for everything.
+// Rule (docs/architecture.md, engine/sim, --jitter-seed): the order in which
+// processes resume at one instant is a reproducible permutation per seed;
+// hardware events of the instant keep FIFO order and run first; seed 0 is
+// FIFO for everything.
 func TestJitterIsReproducible(t *testing.T) {
 	run := func(seed uint64) []string {
 		s := New()
@@ -137,8 +139,9 @@ func TestParkWake(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3a): queue empty while processes wait → StallError
-// listing them; blocked calls return ErrKilled only after Close.
+// Rule (docs/architecture.md, Invariants and failures, stall): queue empty
+// while processes wait → StallError listing them; blocked calls return
+// ErrKilled only after Close.
 func TestStallIsReportedWithBlockedProcesses(t *testing.T) {
 	s := New()
 	var parkErr error
@@ -164,7 +167,8 @@ func TestStallIsReportedWithBlockedProcesses(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3c): max_sim_time_ns stops a run that never ends.
+// Rule (docs/architecture.md, Invariants and failures, watchdog):
+// max_sim_time_ns stops a run that never ends.
 func TestWatchdogStopsRunawaySimulation(t *testing.T) {
 	s := New()
 	s.MaxTime = 1000
@@ -186,8 +190,9 @@ func TestWatchdogStopsRunawaySimulation(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3b): one untimed wait longer than the deadlock timeout
-// stops the run even while other processes keep events flowing (poll).
+// Rule (docs/architecture.md, Invariants and failures, wait timeout): one
+// untimed wait longer than the deadlock timeout stops the run even while
+// other processes keep events flowing (poll).
 func TestWaitWatchdogCatchesLongWait(t *testing.T) {
 	s := New()
 	s.Spawn("stuck", func(p *Proc) {
@@ -367,10 +372,10 @@ func TestGuardStopsOnlyWhenItObjects(t *testing.T) {
 	}
 }
 
-// Rule (model.md §1), for events scheduled for the current instant (they
-// join the instant's bucket while it drains): they fire after every event of
-// that instant scheduled earlier, in scheduling order, and before later
-// instants; the order is the one (time, sequence) gives.
+// Rule (docs/architecture.md, engine/sim), for events scheduled for the
+// current instant (they join the instant's bucket while it drains): they fire
+// after every event of that instant scheduled earlier, in scheduling order,
+// and before later instants; the order is the one (time, sequence) gives.
 func TestEventsForTheCurrentInstantKeepSequenceOrder(t *testing.T) {
 	s := New()
 	var log []string
@@ -394,10 +399,10 @@ func TestEventsForTheCurrentInstantKeepSequenceOrder(t *testing.T) {
 	}
 }
 
-// Rule (model.md §1), against a reference: the time buckets fire a random
-// cascade of events (several per time, some for the current instant, some
-// for times already pending, processes sleeping in place) in exactly the
-// order a plain (time, sequence) priority queue gives.
+// Rule (docs/architecture.md, engine/sim), against a reference: the time
+// buckets fire a random cascade of events (several per time, some for the
+// current instant, some for times already pending, processes sleeping in
+// place) in exactly the order a plain (time, sequence) priority queue gives.
 func TestBucketsMatchTimeSequenceOrder(t *testing.T) {
 	// Few distinct delays: many events share a time.
 	matchesListQueue(t, 200, func(seed uint64, q eventQueue) []string {
@@ -501,12 +506,12 @@ func (q *listQueue) Run() error {
 	return nil
 }
 
-// Rule (model.md §1), for the bucket index (Sim.recent and its overflow):
-// events at times that share an entry of recent, and at times whose
-// buckets were recycled for later times, still fire in exactly (time,
-// sequence) order. Every time here maps to the same entry, so all but
-// one pending time's bucket live in the overflow table, and a lookup may
-// find a recycled bucket's entry.
+// Rule (docs/architecture.md, engine/sim), for the bucket index (Sim.recent
+// and its overflow): events at times that share an entry of recent, and at
+// times whose buckets were recycled for later times, still fire in exactly
+// (time, sequence) order. Every time here maps to the same entry, so all but
+// one pending time's bucket live in the overflow table, and a lookup may find
+// a recycled bucket's entry.
 func TestCollidingTimesKeepTimeSequenceOrder(t *testing.T) {
 	var times []Time // ascending, all in recent entry 0
 	for at := Time(0); len(times) < 40; at++ {
@@ -528,11 +533,11 @@ func TestCollidingTimesKeepTimeSequenceOrder(t *testing.T) {
 	})
 }
 
-// Rule (model.md §1), for the radix heap (Sim.times): delays that differ
-// only in high bits, that share low ones, and times far in the future
-// fire in exactly (time, sequence) order. Times sharing a radix bin fall
-// apart when the earliest of them is taken; far times keep their bins
-// while the earlier ones drain.
+// Rule (docs/architecture.md, engine/sim), for the radix heap (Sim.times):
+// delays that differ only in high bits, that share low ones, and times far in
+// the future fire in exactly (time, sequence) order. Times sharing a radix
+// bin fall apart when the earliest of them is taken; far times keep their
+// bins while the earlier ones drain.
 func TestHighBitTimesKeepTimeSequenceOrder(t *testing.T) {
 	delays := []Time{0, 1, 63, 64, 65, 4095, 4096, 1 << 20, 1<<20 + 1, 3 << 30, 1 << 40, 1<<40 + 64, Horizon / 16}
 	matchesListQueue(t, 200, func(seed uint64, q eventQueue) []string {
@@ -542,10 +547,10 @@ func TestHighBitTimesKeepTimeSequenceOrder(t *testing.T) {
 	})
 }
 
-// Rule (model.md §1, §8 F3c): events at and beyond the Horizon (times that
-// saturated at Never among them) never fire, the run stops at the limit
-// with the earliest of them as Next, and they stay pending: an event then
-// scheduled at the limit comes first.
+// Rule (docs/architecture.md, engine/sim; the watchdog): events at and beyond
+// the Horizon (times that saturated at Never among them) never fire, the run
+// stops at the limit with the earliest of them as Next, and they stay
+// pending: an event then scheduled at the limit comes first.
 func TestEventsPastTheHorizonStayPending(t *testing.T) {
 	s := New()
 	var fired []Time
@@ -602,9 +607,9 @@ func TestStopEndsTheRunBeforeTheNextEvent(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8 F3/F5 (a)): a stall is reported at the time of the
-// last simulated work, not at a later watchdog check, and watchdog checks
-// (daemon events) are not counted as events.
+// Rule (docs/architecture.md, Invariants and failures, stall): a stall is
+// reported at the time of the last simulated work, not at a later watchdog
+// check, and watchdog checks (daemon events) are not counted as events.
 func TestStallIsAtTheLastWorkNotAtAWatchdogCheck(t *testing.T) {
 	s := New()
 	s.WaitWatchdog(100) // checks at 25, 50 (then nothing is pending)

@@ -99,12 +99,12 @@ func stepRun(t *testing.T, jitter uint64, ticker, steps bool) []string {
 	return append(log, fmt.Sprintf("%d events", s.Events()))
 }
 
-// Rule (model.md §1): events fire in (time, sequence) order, and jitter
-// permutes process wake-ups only. A step fires exactly where the
-// process's resumption would have: the
-// same times, the same order (under jitter too: the queue holds the
-// process, permuted like any wake-up), the same time per activity and the
-// same count of events, whether the final sleep passes in place or not.
+// Rule (docs/architecture.md, engine/sim): events fire in (time, sequence)
+// order, and jitter permutes process wake-ups only. A step fires exactly
+// where the process's resumption would have: the same times, the same order
+// (under jitter too: the queue holds the process, permuted like any wake-up),
+// the same time per activity and the same count of events, whether the final
+// sleep passes in place or not.
 func TestParkStepRunsLikeTheProcess(t *testing.T) {
 	for _, ticker := range []bool{false, true} {
 		for _, jitter := range []uint64{0, 1, 2, 3, 42} {
@@ -117,10 +117,10 @@ func TestParkStepRunsLikeTheProcess(t *testing.T) {
 	}
 }
 
-// Rule (model.md §8, F3 deadlock (a)): a process parked for a step is
-// blocked like any other: a stall lists
-// it with what it waits for, and Close makes ParkStep return ErrKilled
-// without firing the step.
+// Rule (docs/architecture.md, Invariants and failures, stall): a process
+// parked for a step is blocked like any other: a stall lists it with what it
+// waits for, and Close makes ParkStep return ErrKilled without firing the
+// step.
 func TestParkStepStallAndClose(t *testing.T) {
 	s := New()
 	stepped := false
@@ -140,9 +140,10 @@ func TestParkStepStallAndClose(t *testing.T) {
 	}
 }
 
-// Rule (model.md §1, simulated-time watchdog): a chain waiting on its own
-// sleep (SleepStep) when the watchdog stops the run unwinds too: Close
-// makes ParkStep return ErrKilled and the pending step does not fire again.
+// Rule (docs/architecture.md, engine/sim, simulated-time watchdog): a chain
+// waiting on its own sleep (SleepStep) when the watchdog stops the run
+// unwinds too: Close makes ParkStep return ErrKilled and the pending step
+// does not fire again.
 func TestParkStepSleepingChainUnwindsAtWatchdog(t *testing.T) {
 	s := New()
 	s.MaxTime = 10 * Nanosecond

@@ -8,15 +8,15 @@ import (
 	"testing"
 )
 
-// Rule (model.md §1): events fire in (time, sequence) order; this checks
-// the structure that finds the next time. The pending times (the radix
-// heap, with recent and overflow finding a time's bucket) agree with a
-// map and a sorted key list under random finds, placements and takes of
-// the earliest time, as the run loop makes them (a time is placed at or
-// after the last one taken). The times placed mix short delays (times
-// sharing a radix bin, which fall apart on a take), delays that differ
-// in high bits only, times far in the future and the saturated Horizon
-// and Never; many pending times make recent collide into overflow.
+// Rule (docs/architecture.md, engine/sim): events fire in (time, sequence)
+// order; this checks the structure that finds the next time. The pending
+// times (the radix heap, with recent and overflow finding a time's bucket)
+// agree with a map and a sorted key list under random finds, placements and
+// takes of the earliest time, as the run loop makes them (a time is placed at
+// or after the last one taken). The times placed mix short delays (times
+// sharing a radix bin, which fall apart on a take), delays that differ in
+// high bits only, times far in the future and the saturated Horizon and
+// Never; many pending times make recent collide into overflow.
 func TestPendingTimesMatchMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 13))
 	s := New()

@@ -1,5 +1,5 @@
 // Package topology builds and checks the neighbour maps of an IPCQ process
-// group (model.md §6, invariant I3 in §8).
+// group (docs/topologies.md; invariant I3, docs/architecture.md).
 //
 // A neighbour map for one rank is a map[string]int from a direction name to
 // the peer rank; a whole topology is one map per rank, indexed by rank. Every
@@ -23,7 +23,7 @@
 // sorting its keys, so its results and error texts are deterministic. The
 // Starlark glue (init_process_group and the neighbors() hook) calls Builtin,
 // lets the hook edit Topology.Maps, then calls Validate; a Validate error is
-// an init failure (F4).
+// an init failure (InitError).
 //
 // # Decisions
 //

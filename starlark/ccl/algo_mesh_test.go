@@ -253,7 +253,8 @@ func meshLinkParams(t *testing.T, sets []string) (alpha, beta, betaHBM float64) 
 // (8 PEs), so every hop crosses pe_noc up and pe_noc down; 512 KiB per rank
 // is above the kernels' tcm_limit, so the buffers are reduced in HBM. The
 // HBM fetches and stores stay inside the PE, so they do not share the NoC
-// injection with the sends (D8), and the classic alpha-beta formulas hold:
+// injection with the sends: DMA virtual channels), and the classic alpha-beta
+// formulas hold:
 //
 //	rd:   T = sum_k [2 alpha + 2 b_k / beta],  b_k = n e / 2^(k+1)
 //	mesh: T = 3 alpha + 2 (B_r + B_c)/beta,

@@ -179,10 +179,10 @@ func ringalgoAllgatherFormula(m ringalgoMachine, p int, n float64, _ bool) float
 	if k := math.Ceil(n / slot); k >= 2 {
 		// Pipelined: the link is the bottleneck; the HBM stores of received
 		// pieces and the own chunk's copy stay inside the PE and overlap the
-		// sends (they do not share the NoC injection, D8). The last piece's
-		// slot read and HBM store are the pipeline fill. (Where the TCM port
-		// is as busy as the link, B_t = 4 B as on the shipped machine, its
-		// contention adds up to 2 s/B_t more.)
+		// sends (they do not share the NoC injection: DMA virtual channels).
+		// The last piece's slot read and HBM store are the pipeline fill.
+		// (Where the TCM port is as busy as the link, B_t = 4 B as on the
+		// shipped machine, its contention adds up to 2 s/B_t more.)
 		g := math.Min(nSlots, k)
 		s := n / (math.Ceil(k/g) * g)
 		return (q-1)*n/b + a + s/m.tcmBW + s/m.hbmBW

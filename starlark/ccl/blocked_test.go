@@ -24,10 +24,11 @@ func recvWait(r, peer, n int) BlockedProc {
 		QueuePairs: []QPState{{Dir: "W", Peer: peer, PeerDir: "E", MyTail: &z, PeerHeadCache: &z, NSlots: 8, SlotSize: 4096, world: n}}}
 }
 
-// Rule (model.md §8 F3, at a thousand ranks): a group of ranks in the same
-// wait gives its queue pairs' pointers in one line per distinct state,
-// the peer as an offset of the rank; a line of one rank names its peer;
-// past maxListed lines the rest is counted.
+// Rule (docs/architecture.md, Invariants and failures: the deadlock report,
+// at a thousand ranks): a group of ranks in the same wait gives its queue
+// pairs' pointers in one line per distinct state, the peer as an offset of
+// the rank; a line of one rank names its peer; past maxListed lines the rest
+// is counted.
 func TestPointerLines(t *testing.T) {
 	ring := func(n int, head func(r int) uint64) []*BlockedProc {
 		var out []*BlockedProc

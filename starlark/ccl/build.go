@@ -59,7 +59,7 @@ func ipcqConfig(set config.Settings) (machine.IPCQConfig, error) {
 	}, nil
 }
 
-// InitError is a failure while setting up the process group (F4): topology,
+// InitError is a failure while setting up the process group: topology,
 // neighbors() hook, rx rings, placement. Exit status 2.
 type InitError struct{ Err error }
 

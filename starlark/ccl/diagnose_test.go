@@ -33,12 +33,12 @@ func mismatchRun(t *testing.T) Result {
 	return r
 }
 
-// Rule (model.md §7): a phase-2 mismatch names the first record whose
-// effect differs between the phases and the tl call that issued it. Here
-// a byte of rank 0's send buffer changes at 1 ns with no record (as a
-// buffer reused under an operation would): the first record that read it
-// in phase 1 (a load of rank 0's kernel) read other bytes than the replay
-// does.
+// Rule (docs/architecture.md, Two-pass verification): a phase-2 mismatch
+// names the first record whose effect differs between the phases and the tl
+// call that issued it. Here a byte of rank 0's send buffer changes at 1 ns
+// with no record (as a buffer reused under an operation would): the first
+// record that read it in phase 1 (a load of rank 0's kernel) read other bytes
+// than the replay does.
 func TestPhase2DiagnosisNamesFirstDivergentRecord(t *testing.T) {
 	duringPhase1 = func(m *machine.Machine, send []*tl.Ptr) {
 		m.Sim.At(sim.Nanosecond, sim.HandlerFunc(func() {

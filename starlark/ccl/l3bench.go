@@ -20,7 +20,7 @@ import (
 )
 
 // runL3Bench runs an L3 bench file: main(orch) as the L3 host process on a
-// fresh machine with an L3-L2 hub (starlark-api.md §5). L2 functions it
+// fresh machine with an L3-L2 hub (docs/l3l2.md). L2 functions it
 // submits run as further processes; the run ends when main and every L2
 // process have returned (a never-returning L2 ends in the deadlock watchdog
 // or max_sim_time_ns). One result row: the simulated time and the operation

@@ -23,7 +23,7 @@ type traceDoc struct {
 	} `json:"traceEvents"`
 }
 
-// The trace (cli.md: --trace) is well-formed JSON; slices on one track
+// The trace (--trace) is well-formed JSON; slices on one track
 // never overlap; every flow has both ends; tracks and processes are named.
 func TestTraceIsValid(t *testing.T) {
 	for _, tc := range []struct {

@@ -44,7 +44,7 @@ const (
 	Run Group = iota
 	// TL kinds are raised by tl builtins and the simulated IPCQ.
 	TL
-	// L3 kinds are raised by the L3/L2 runtime (l3l2.md).
+	// L3 kinds are raised by the L3/L2 runtime (docs/l3l2.md).
 	L3
 )
 
@@ -114,7 +114,7 @@ var (
 // region result names, and the two Starlark-level ones.
 var (
 	L3Timeout         = &Kind{"Timeout", ExitRuntime, L3, "an L3 blocking call's timeout expired (a counter wait, a blocking queue call)"}
-	L3ValueError      = &Kind{"ValueError", ExitRuntime, L3, "a malformed L3 or L2 call detected before anything was issued (a bad argument, a non-positive timeout, an inactive handle)"}
+	L3ValueError      = &Kind{"ValueError", ExitRuntime, L3, "a malformed L3 or L2 call detected before anything was issued (a bad argument, a non-positive timeout, an inactive handle, input to a queue stopped by request_stop)"}
 	BadArgument       = &Kind{"BAD_ARGUMENT", ExitRuntime, L3, "a queue's init got a window out of range or sizes that disagree, or a region call a bad argument"}
 	BadDescriptor     = &Kind{"BAD_DESCRIPTOR", ExitRuntime, L3, "a binding or region descriptor that fails decoding or validation"}
 	InvalidDescriptor = &Kind{"INVALID_DESCRIPTOR", ExitRuntime, L3, "a queue message descriptor that breaks the protocol (sequence, opcode, STOP rules, payload placement)"}

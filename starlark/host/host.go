@@ -1,7 +1,7 @@
 // Package host is the Starlark API of host benches: the PyTorch-shaped
 // `torch` object passed to run_rank(rank, world_size, torch), with
 // torch.distributed, tensors in simulated device memory, torch.launch and
-// torch.check (starlark-api.md §4). Its members are registered in
+// torch.check (docs/builtins.md). Its members are registered in
 // starlark/registry tables (TorchTable, DistributedTable, TensorTable),
 // from which the reference and the stubs are rendered.
 package host
@@ -23,7 +23,7 @@ import (
 type Runtime struct {
 	M *machine.Machine
 	// InitGroup installs the IPCQ process group from ccl.yaml (once; later
-	// calls return the same group) [D10].
+	// calls return the same group).
 	InitGroup func(world int) (*machine.Group, error)
 	// Algorithm is the module chosen by ccl.yaml / the CLI.
 	AlgoName   string

@@ -288,7 +288,7 @@ func queueBuiltins() []Builtin {
 				return u64List(s), nil
 			}},
 		{"queue", "request_stop", "request_stop(timeout)",
-			"Enqueue the zero-byte STOP message, waiting up to `timeout` seconds for ring space.",
+			"Enqueue the zero-byte STOP message, waiting up to `timeout` seconds for ring space. The input is then stopped: a second request_stop, like enqueue, raises a ValueError (no poison).",
 			func(c *Call) (starlark.Value, error) {
 				var to starlark.Value
 				if err := c.Unpack("timeout", &to); err != nil {
@@ -301,7 +301,7 @@ func queueBuiltins() []Builtin {
 				return none(q(c).RequestStop(c.P, t))
 			}},
 		{"queue", "try_request_stop", "try_request_stop()",
-			"Enqueue STOP if there is ring space; returns whether it did.",
+			"Enqueue STOP if there is ring space; returns whether it did (False once the queue is stopped).",
 			func(c *Call) (starlark.Value, error) {
 				if err := c.Unpack(); err != nil {
 					return nil, err
@@ -319,7 +319,7 @@ func queueBuiltins() []Builtin {
 				return starlark.None, nil
 			}},
 		{"queue.input", "enqueue", "enqueue(data, nbytes=None, timeout, opcode=Opcode.DATA)",
-			"Enqueue `data` (bytes, or None with nbytes 0), waiting up to `timeout` seconds for ring and arena space. Opcode.ERROR is allowed; STOP only through request_stop.",
+			"Enqueue `data` (bytes, or None with nbytes 0), waiting up to `timeout` seconds for ring and arena space. Opcode.ERROR is allowed; STOP only through request_stop. After request_stop it raises a ValueError saying the queue is stopped (no poison).",
 			func(c *Call) (starlark.Value, error) {
 				var data, nbytes, to starlark.Value = starlark.None, starlark.None, starlark.None
 				op := int64(l3l2.OpData)
@@ -341,7 +341,7 @@ func queueBuiltins() []Builtin {
 				return none(in(c).Enqueue(c.P, b, o, t))
 			}},
 		{"queue.input", "try_enqueue", "try_enqueue(data, nbytes=None, opcode=Opcode.DATA)",
-			"Enqueue if there is ring and arena space; returns False for backpressure (never poisons).",
+			"Enqueue if there is ring and arena space; returns False for backpressure and once request_stop has stopped the queue (never poisons).",
 			func(c *Call) (starlark.Value, error) {
 				var data, nbytes starlark.Value = starlark.None, starlark.None
 				op := int64(l3l2.OpData)

@@ -1,5 +1,5 @@
 // Package orch is the Starlark face of the L3-L2 host↔device layer
-// (engine/l3l2; starlark-api.md §5): the `orch` object passed to an L3
+// (engine/l3l2; docs/l3l2.md): the `orch` object passed to an L3
 // bench's main(orch), the `l2` object passed to functions submitted with
 // orch.submit_next_level, the region, counter, queue and endpoint values they
 // return, and the predeclared NotifyOp, WaitCmp, Opcode and pack/unpack

@@ -33,7 +33,7 @@ func failure(t *testing.T, err error) *ccl.Failure {
 	return f
 }
 
-// Rule (l3l2.md "The shipped example, reproduced"): both shipped examples
+// Rule (docs/l3l2.md, "The shipped benches"): both shipped examples
 // run end to end (exit 0), pass two-pass verification, and are
 // deterministic: two runs give the same simulated time, events and output.
 func TestShippedExamples(t *testing.T) {

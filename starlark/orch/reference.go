@@ -22,6 +22,8 @@ out raises an error containing "timed out" (or REMOTE_ABORTED), protocol
 failures raise with their kind in the message, and ` + "`try_*`" + ` calls return
 False/None for no progress. On L2, calls return False/None on failure and the
 endpoint's ` + "`error()`" + ` says why. Malformed calls raise on both levels.
+[l3l2.md](l3l2.md) explains regions, queues, stopping, the poison rules and
+the error kinds, with a worked example.
 
 ### Predeclared constants
 

@@ -1,10 +1,13 @@
 package script_test
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -74,5 +77,34 @@ func TestEnvUserError(t *testing.T) {
 	}
 	if got := (script.Env{}).Path("a.star"); got != "a.star" {
 		t.Errorf("the process's Env changes paths: %q", got)
+	}
+}
+
+// An Env with NoDisk finds no file, even one that is there: a Source over
+// it reads the embedded copy only (kernbench test --builtin must test the
+// shipped files, not a ./algorithms or ./ccl.yaml of the working folder).
+func TestEnvNoDiskReadsEmbeddedOnly(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"algorithms/a.star": "disk = 1\n", "ccl.yaml": "defaults: {}\n"})
+	env := script.Env{Dir: dir, NoDisk: true}
+	for _, name := range []string{"algorithms/a.star", "ccl.yaml", filepath.Join(dir, "ccl.yaml")} {
+		if _, err := env.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Stat(%q) = %v, want not found", name, err)
+		}
+		if _, err := env.ReadInput(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadInput(%q) = %v, want not found", name, err)
+		}
+	}
+	src := script.Source{Env: env, Embedded: fstest.MapFS{"algorithms/a.star": {Data: []byte("embedded = 1\n")}}}
+	data, err := src.ReadFile("algorithms/a.star")
+	if diff := cmp.Diff("embedded = 1\n", string(data)); diff != "" || err != nil {
+		t.Errorf("ReadFile: err %v (-want +got):\n%s", err, diff)
+	}
+	if src.Exists("ccl.yaml") {
+		t.Errorf("Exists(ccl.yaml) with NoDisk = true, want false")
+	}
+	l := &script.Loader{Src: src}
+	if err := l.CheckPlace("ccl.yaml"); err != nil {
+		t.Errorf("CheckPlace of a file NoDisk hides: %v", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -259,7 +258,7 @@ func (l *Loader) CheckPlace(p string) *LoadRefusedError {
 		return nil
 	}
 	full := l.Src.Env.Path(p)
-	if _, err := os.Stat(full); err != nil {
+	if _, err := l.Src.Env.Stat(p); err != nil {
 		return nil
 	}
 	real, err := filepath.EvalSymlinks(full)

@@ -455,7 +455,7 @@ func TestPrintCalledFromGo(t *testing.T) {
 	}
 }
 
-// Rule (starlark-api.md: script errors carry the Starlark backtrace,
+// Rule (script errors carry the Starlark backtrace,
 // file:LINE:COL of every frame). The text backtrace of deep recursion shows
 // a run of one repeated frame as three lines and a count of the rest (a
 // stack overflow is 100000 frames, which used to be 100000 lines of

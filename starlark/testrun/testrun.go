@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -100,6 +102,57 @@ func Discover(env script.Env, paths []string) ([]string, error) {
 		})
 		if err != nil {
 			return nil, env.UserError(err, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// DiscoverEmbedded lists the *_test.star files of fsys (the copy of the
+// shipped files inside the binary) under paths, files or folders of fsys
+// ("algorithms", "algorithms/ring_allreduce_test.star"), sorted; no paths
+// means all of them. A path that fsys does not hold is an error that says
+// what it holds.
+func DiscoverEmbedded(fsys fs.FS, paths []string) ([]string, error) {
+	var all []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return fs.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, "_test.star") {
+			all = append(all, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(all)
+	if len(paths) == 0 {
+		return all, nil
+	}
+	var out []string
+	for _, p := range paths {
+		clean := path.Clean(filepath.ToSlash(p))
+		n := len(out)
+		for _, f := range all {
+			if (f == clean || clean == "." || strings.HasPrefix(f, clean+"/")) && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+		if len(out) == n {
+			if _, err := fs.Stat(fsys, clean); err == nil {
+				continue // a shipped file or folder without tests: "no *_test.star files"
+			}
+			folders := map[string]bool{}
+			for _, f := range all {
+				folders[path.Dir(f)] = true
+			}
+			return nil, fmt.Errorf("%s: no such file or folder among the files shipped with kernbench (--builtin runs the tests under %s/)",
+				p, strings.Join(sortedKeys(folders), "/, "))
 		}
 	}
 	sort.Strings(out)
@@ -414,3 +467,12 @@ type runL3Error struct {
 
 func (e *runL3Error) Error() string { return e.msg }
 func (e *runL3Error) Unwrap() error { return e.err }
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -267,8 +267,8 @@ func TestStarFixtures(t *testing.T) {
 }
 
 // The IPCQ fixtures hold for every buffer kind and for poll backpressure
-// (model.md §4: results are identical, only timing differs; the fixtures
-// compute the timing they check from hw).
+// (docs/architecture.md, IPCQ: results are identical, only timing differs;
+// the fixtures compute the timing they check from hw).
 func TestIPCQFixtureVariants(t *testing.T) {
 	for _, v := range []struct {
 		name string

@@ -76,15 +76,15 @@ func pipelineRunStaging(t *testing.T, c pipelineCase, jitter uint64, steps bool)
 	return out, w.s.Resumptions(), flush, staging
 }
 
-// Rule (model.md §1 event order and jitter): a fused primitive's
-// pipeline continued in steps (its waits for messages, loads and its
-// forwarded pieces' sends) gives the run of the process's own blocking
-// calls, event for event: the same times, time per activity, operations
-// and count of events, under jitter too; with rings in HBM (each piece is
-// copied into an inbox first, and the steps hand over to the process when
-// a staging slot is still read by a send) and a local operand still being
-// stored into; and with polling, where the process does every wait either
-// way. With steps the processes resume far less often.
+// Rule (docs/architecture.md, engine/sim: event order and jitter): a fused
+// primitive's pipeline continued in steps (its waits for messages, loads and
+// its forwarded pieces' sends) gives the run of the process's own blocking
+// calls, event for event: the same times, time per activity, operations and
+// count of events, under jitter too; with rings in HBM (each piece is copied
+// into an inbox first, and the steps hand over to the process when a staging
+// slot is still read by a send) and a local operand still being stored into;
+// and with polling, where the process does every wait either way. With steps
+// the processes resume far less often.
 func TestPipelineStepsSameRunAsBlockingCalls(t *testing.T) {
 	tcm := testIPCQ()
 	hbm := testIPCQ()
@@ -136,14 +136,14 @@ func settleRun(t *testing.T, name string, jitter uint64, steps bool) (out []stri
 	return out, window, dst
 }
 
-// Rule (model.md §1 event order): when a step of a fused primitive's
-// pipeline comes to a store of the kernel still under way into what it
-// is about to load (the local operand's piece) or store (the dst piece),
-// it hands the pipeline over to the process, which waits for the store;
-// the run is that of the process's own blocking calls, event for event
-// (the same times, time per activity, operations, count of events and
-// error), under jitter too, and the load sees the stored data. The test
-// fails if the run no longer takes the hand-over it checks.
+// Rule (docs/architecture.md, engine/sim: event order): when a step of a
+// fused primitive's pipeline comes to a store of the kernel still under way
+// into what it is about to load (the local operand's piece) or store (the dst
+// piece), it hands the pipeline over to the process, which waits for the
+// store; the run is that of the process's own blocking calls, event for event
+// (the same times, time per activity, operations, count of events and error),
+// under jitter too, and the load sees the stored data. The test fails if the
+// run no longer takes the hand-over it checks.
 func TestPipelineStepsHandOverPendingStore(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -166,13 +166,13 @@ func TestPipelineStepsHandOverPendingStore(t *testing.T) {
 	}
 }
 
-// Rule (model.md §4 credits): a step hands a fused primitive's pipeline
-// over to the process for a staging slot only when a send still reads
-// that slot, for only then does the process wait (a staging slot comes
-// round again n_slots + 1 sends later, past the ring's backpressure):
-// where the blocking run never waits for a send to finish reading, no
-// step hands over (SendsMayRead's bounds span every send from the PE's
-// TCM, so they cover the staging ring whenever a piece is in flight).
+// Rule (docs/architecture.md, IPCQ: credits): a step hands a fused
+// primitive's pipeline over to the process for a staging slot only when a
+// send still reads that slot, for only then does the process wait (a staging
+// slot comes round again n_slots + 1 sends later, past the ring's
+// backpressure): where the blocking run never waits for a send to finish
+// reading, no step hands over (SendsMayRead's bounds span every send from the
+// PE's TCM, so they cover the staging ring whenever a piece is in flight).
 func TestPipelineStepsStagingHandOverOnlyWhenRead(t *testing.T) {
 	tcm := testIPCQ()
 	hbm := testIPCQ()

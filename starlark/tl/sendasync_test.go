@@ -6,16 +6,16 @@ import (
 	"kernbench/engine/sim"
 )
 
-// Rule (model.md §4, §5): a tl.send_async's message reads its source from
-// the moment it is issued (step 2: the DMA is queued, my_head rises) until
-// its DMA completes; the send's overhead, after which send returns, is not
-// part of it. With an overhead longer than a round trip, rank 0's first
-// message is delivered, answered by rank 1 and the answer received into
-// the message's own source while the send_async is still in that
-// message's overhead: the receive is causally after the delivery and no
-// hazard (the handle used to count the message as unissued until the
-// overhead had passed). The second message is not issued yet then, so a
-// store into its part still is one.
+// Rule (docs/architecture.md, IPCQ; SendBufferHazard): a tl.send_async's
+// message reads its source from the moment it is issued (step 2: the DMA is
+// queued, my_head rises) until its DMA completes; the send's overhead, after
+// which send returns, is not part of it. With an overhead longer than a round
+// trip, rank 0's first message is delivered, answered by rank 1 and the
+// answer received into the message's own source while the send_async is still
+// in that message's overhead: the receive is causally after the delivery and
+// no hazard (the handle used to count the message as unissued until the
+// overhead had passed). The second message is not issued yet then, so a store
+// into its part still is one.
 func TestSendAsyncMessageIsIssuedBeforeItsOverhead(t *testing.T) {
 	globals := execSource(t, "overhead.star", []byte(`
 def kernel(rank, tl):

@@ -13,12 +13,12 @@ import (
 	"kernbench/starlark/errkind"
 )
 
-// Rule (model.md §5, hazards; WriteWriteHazard is one of ours beyond the
-// list there): a write whose operation completed and was recycled is
-// over, even while the recycled object carries a later write into the same
-// range. The hazard names that later write (not the finished one whose
-// entry still pointed at the object), and the finished entry leaves the
-// list of issued writes.
+// Rule (docs/architecture.md, Invariants and failures, hazards;
+// WriteWriteHazard is one of ours beyond the list there): a write whose
+// operation completed and was recycled is over, even while the recycled
+// object carries a later write into the same range. The hazard names that
+// later write (not the finished one whose entry still pointed at the object),
+// and the finished entry leaves the list of issued writes.
 func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
 	m := timingOnlyMachine(t, 1)
 	s := m.Sim
