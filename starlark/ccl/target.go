@@ -35,17 +35,17 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 			data, err = env.ReadInput(name)
 		} else {
 			name, dir = "ccl.yaml (embedded default)", ""
-			data = config.DefaultYAML()
 		}
 	}
 	if err != nil {
 		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err})
 	}
-	load := config.LoadOverlay
+	var cfg *config.Config
 	if dir == "" {
-		load = config.Load
+		cfg, err = config.LoadDefault(name, sets)
+	} else {
+		cfg, err = config.LoadOverlay(name, data, sets)
 	}
-	cfg, err := load(name, data, sets)
 	if err != nil {
 		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
