@@ -12,6 +12,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/config"
+	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
@@ -107,6 +108,12 @@ type target struct {
 	file     string
 	entry    *config.Algorithm
 	settings config.Settings
+	// staging is where the fused primitives' staging rings and landing
+	// slots go (0: TCM); bufferKindWhy and stagingWhy say why kernbench
+	// put the rx rings (settings.BufferKind) and the staging elsewhere
+	// than the configuration and TCM (an MSCCL schedule, mscclPlace).
+	staging                   machine.Space
+	bufferKindWhy, stagingWhy string
 }
 
 // moduleFile is the path of a's module: relative to the directory of the
