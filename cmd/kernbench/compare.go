@@ -361,8 +361,8 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 				if r.Root != nil {
 					root = fmt.Sprintf(", root %d", *r.Root)
 				}
-				fmt.Fprintf(stdout, "# %s: %s, collective %s, topology %s, world_size %d%s, buffer_kind %s, backpressure %s, data in %s\n",
-					l.label, r.File, r.Collective, r.Topology, r.WorldSize, root, r.BufferKind, r.Backpressure, r.DataSpace)
+				fmt.Fprintf(stdout, "# %s: %s, collective %s, topology %s, world_size %d%s, %s, backpressure %s, data in %s\n",
+					l.label, r.File, r.Collective, r.Topology, r.WorldSize, root, placement(r), r.Backpressure, r.DataSpace)
 			}
 		}
 	}

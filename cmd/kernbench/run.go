@@ -738,7 +738,23 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 	if rep.TimingOnly {
 		timing = " (timing only: no data moved)"
 	}
-	fmt.Fprintf(w, "# buffer_kind %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", rep.BufferKind, rep.Backpressure, rep.DataSpace, timing, events, wallString(rep.WallS))
+	fmt.Fprintf(w, "# %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", placement(rep), rep.Backpressure, rep.DataSpace, timing, events, wallString(rep.WallS))
+}
+
+// placement is the header's "buffer_kind K" with why kernbench chose K
+// and where it put the fused primitives' staging, when it did.
+func placement(rep *ccl.Report) string {
+	s := "buffer_kind " + rep.BufferKind
+	if rep.BufferKindWhy != "" {
+		s += " (" + rep.BufferKindWhy + ")"
+	}
+	if rep.Staging != "" {
+		s += ", staging in " + rep.Staging
+		if rep.StagingWhy != "" {
+			s += " (" + rep.StagingWhy + ")"
+		}
+	}
+	return s
 }
 
 // avgBusBW is the mean busbw of the sizes of a sweep that ran (refused

@@ -34,6 +34,13 @@ type Config struct {
 	Algorithms     map[string]*Algorithm // algorithms:, by name
 	AlgorithmNames []string              // keys of Algorithms, sorted
 	System         System                // system:
+	// DefaultsGiven maps each key of defaults: that the user gave (in a
+	// ccl.yaml or --config file, or with a --set item) to where:
+	// "FILE:LINE" or "--set ITEM". A key only the embedded default gives
+	// is absent: kernbench may pick such a value by itself (where an
+	// MSCCL schedule's rx rings fit), never a given one. Not part of the
+	// configuration's JSON (kernbench's digest of it).
+	DefaultsGiven map[string]string `json:"-"`
 }
 
 // Settings holds every key of defaults:. All but Algorithm may also be set
@@ -180,12 +187,24 @@ func Load(name string, data []byte, sets []string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decode(name, data, sets, base)
+	return decode(name, data, sets, base, false)
+}
+
+// LoadDefault decodes the embedded default as the configuration in force
+// (no ccl.yaml), with sets applied as in Load. name prefixes messages.
+// Unlike Load of the same bytes, its keys are not given by the user
+// (Config.DefaultsGiven lists only what sets give).
+func LoadDefault(name string, sets []string) (*Config, error) {
+	base, err := embedded()
+	if err != nil {
+		return nil, err
+	}
+	return decode(name, defaultYAML, sets, base, true)
 }
 
 // embedded is the decoded default configuration, decoded once.
 var embedded = sync.OnceValues(func() (*Config, error) {
-	c, err := decode(DefaultName, defaultYAML, nil, nil)
+	c, err := decode(DefaultName, defaultYAML, nil, nil, true)
 	if err != nil {
 		return nil, fmt.Errorf("internal error: embedded default.yaml: %w", err)
 	}
@@ -242,6 +261,7 @@ func (c *Config) Clone() *Config {
 		Defaults:       c.Defaults.clone(),
 		AlgorithmNames: slices.Clone(c.AlgorithmNames),
 		System:         c.System.clone(),
+		DefaultsGiven:  maps.Clone(c.DefaultsGiven),
 	}
 	if c.Algorithms != nil {
 		out.Algorithms = make(map[string]*Algorithm, len(c.Algorithms))

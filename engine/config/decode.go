@@ -69,8 +69,11 @@ type decoder struct {
 	origin map[*yaml.Node]string
 	// from names the file of the nodes that come from another file than
 	// name: the embedded default under a local ccl.yaml (LoadOverlay).
-	from   map[*yaml.Node]string
-	budget int
+	from map[*yaml.Node]string
+	// isDefault: the file decoded is the embedded default itself, or a
+	// byte-for-byte copy of it, whose nodes are not the user's (given).
+	isDefault bool
+	budget    int
 	// defaultAlgorithm is the node of defaults.algorithm, kept for the
 	// check that it names an algorithm.
 	defaultAlgorithm *yaml.Node
@@ -124,6 +127,42 @@ func (d *decoder) err() error {
 		es = append(es, &Error{Pos: d.name, Msg: fmt.Sprintf("more errors may follow: decoding stopped after %d", maxErrors)})
 	}
 	return es
+}
+
+// given reports whether the user gave n or a node below it: a --set item,
+// or a file other than the embedded default (a mapping of the default
+// may hold keys a local ccl.yaml merged into it).
+func (d *decoder) given(n *yaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if _, ok := d.origin[n]; ok {
+		return true
+	}
+	if !d.isDefault && d.from[n] == "" {
+		return true
+	}
+	for _, c := range n.Content {
+		if d.given(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// givenAt is where the user gave n (given): its own position, or that of
+// the first node below it that the user gave.
+func (d *decoder) givenAt(n *yaml.Node) string {
+	_, set := d.origin[n]
+	if set || !d.isDefault && d.from[n] == "" {
+		return d.pos(n)
+	}
+	for _, c := range n.Content {
+		if d.given(c) {
+			return d.givenAt(c)
+		}
+	}
+	return d.pos(n)
 }
 
 // pos returns where n came from.
@@ -184,9 +223,9 @@ type rule struct {
 	open bool
 	// leaf decodes a scalar or sequence, or an open value.
 	leaf func(d *decoder, n *yaml.Node, path string) error
-	// onKey is called with every key present in a fields mapping and
-	// the node of the key.
-	onKey func(d *decoder, key string, k *yaml.Node)
+	// onKey is called with every key present in a fields mapping, the
+	// node of the key and that of its value.
+	onKey func(d *decoder, key string, k, v *yaml.Node)
 	// after runs once the mapping's keys are decoded; k is the key node
 	// of the mapping (nil at the top level), v the mapping. It does not
 	// run after a mistake below the mapping (it would report its
@@ -267,7 +306,7 @@ func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) {
 			}
 			byKey[p.key] = p
 			if r.onKey != nil {
-				r.onKey(d, p.key, p.k)
+				r.onKey(d, p.key, p.k, p.v)
 			}
 		}
 		for _, f := range r.fields {

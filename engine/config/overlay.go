@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -14,9 +16,13 @@ import (
 // need not take the shipped params); one without module: changes only the
 // keys it names (e.g. params or buffer_kind of the shipped algorithm).
 // Messages about nodes that come from the default name DefaultName. sets are
-// applied to the merged tree, as in Load.
+// applied to the merged tree, as in Load. A file identical to the default
+// gives no defaults key of the user's (Config.DefaultsGiven).
 func LoadOverlay(name string, data []byte, sets []string) (*Config, error) {
-	d := &decoder{name: name, origin: make(map[*yaml.Node]string), from: make(map[*yaml.Node]string), budget: maxNodes}
+	// A byte-for-byte copy of the default (the shipped ccl.yaml in a clone
+	// of the repository) gives no setting of the user's.
+	d := &decoder{name: name, origin: make(map[*yaml.Node]string), from: make(map[*yaml.Node]string), budget: maxNodes,
+		isDefault: bytes.Equal(data, defaultYAML)}
 	top, err := d.parse(data)
 	if err != nil {
 		return nil, err

@@ -110,3 +110,43 @@ func TestLoadOverlayErrors(t *testing.T) {
 		})
 	}
 }
+
+// DefaultsGiven lists the defaults keys the user gave, with where, and
+// none that only the embedded default gives: kernbench may choose those by
+// itself, never a given one.
+func TestDefaultsGiven(t *testing.T) {
+	tests := []struct {
+		name string
+		load func() (*Config, error)
+		want map[string]string
+	}{
+		{"embedded default alone", func() (*Config, error) { return LoadDefault("embedded", nil) }, map[string]string{}},
+		{"embedded default and --set", func() (*Config, error) {
+			return LoadDefault("embedded", []string{"defaults.buffer_kind=tcm", "defaults.vc_weights.comm=2"})
+		}, map[string]string{"buffer_kind": "--set defaults.buffer_kind=tcm", "vc_weights": "--set defaults.vc_weights.comm=2"}},
+		{"local file over the default", func() (*Config, error) {
+			return LoadOverlay("local.yaml", []byte(lines("defaults:", "  n_slots: 4", "  vc_weights: {comm: 3}")), []string{"defaults.slot_size=2K"})
+		}, map[string]string{"n_slots": "local.yaml:2", "vc_weights": "local.yaml:3", "slot_size": "--set defaults.slot_size=2K"}},
+		// The shipped ccl.yaml, as in a clone of the repository.
+		{"local copy of the default", func() (*Config, error) {
+			return LoadOverlay("ccl.yaml", DefaultYAML(), []string{"defaults.n_slots=4"})
+		}, map[string]string{"n_slots": "--set defaults.n_slots=4"}},
+		{"local file that leaves defaults out", func() (*Config, error) {
+			return LoadOverlay("local.yaml", []byte(lines("system:", "  sips: 2")), nil)
+		}, map[string]string{}},
+		{"a whole file", func() (*Config, error) {
+			return Load("full.yaml", []byte(lines("defaults:", "  algorithm: a", "  buffer_kind: hbm", "algorithms:", "  a: {module: a.star}")), nil)
+		}, map[string]string{"algorithm": "full.yaml:2", "buffer_kind": "full.yaml:3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tt.load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, c.DefaultsGiven); diff != "" {
+				t.Errorf("DefaultsGiven (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -42,8 +42,10 @@ const (
 
 // decode decodes a ccl.yaml. Keys missing from defaults: and system: keep
 // the values of base (nil: zero values, used for the embedded default).
-func decode(name string, data []byte, sets []string, base *Config) (*Config, error) {
-	d := &decoder{name: name, origin: make(map[*yaml.Node]string), budget: maxNodes}
+// isDefault says data is the embedded default: its keys are not the
+// user's (Config.DefaultsGiven).
+func decode(name string, data []byte, sets []string, base *Config, isDefault bool) (*Config, error) {
+	d := &decoder{name: name, origin: make(map[*yaml.Node]string), budget: maxNodes, isDefault: isDefault}
 	root, err := d.parse(data)
 	if err != nil {
 		return nil, err
@@ -67,7 +69,7 @@ func (d *decoder) decodeRoot(root *yaml.Node, sets []string, base *Config) (*Con
 			}
 		}
 	}
-	c := &Config{File: name, Algorithms: make(map[string]*Algorithm)}
+	c := &Config{File: name, Algorithms: make(map[string]*Algorithm), DefaultsGiven: make(map[string]string)}
 	if base != nil {
 		c.Defaults = base.Defaults.clone()
 		c.Defaults.Algorithm = "" // required in every file
@@ -84,7 +86,7 @@ func rootRule(c *Config) *rule {
 	return &rule{
 		// defaults before algorithms: an entry's overrides start from them.
 		fields: []field{
-			{key: "defaults", required: true, rule: settingsRule(&c.Defaults, true)},
+			{key: "defaults", required: true, rule: defaultsRule(c)},
 			{key: "algorithms", required: true, rule: algorithmsRule(c)},
 			{key: "system", rule: systemRule(&c.System)},
 		},
@@ -169,6 +171,17 @@ func settingKeyNamed(key string) *settingKey {
 	return nil
 }
 
+// defaultsRule decodes defaults: and notes the keys the user gave.
+func defaultsRule(c *Config) *rule {
+	r := settingsRule(&c.Defaults, true)
+	r.onKey = func(d *decoder, key string, k, v *yaml.Node) {
+		if d.given(v) {
+			c.DefaultsGiven[key] = d.givenAt(v)
+		}
+	}
+	return r
+}
+
 // settingsRule decodes defaults: (withAlgorithm) or the defaults keys of an
 // algorithm entry.
 func settingsRule(s *Settings, withAlgorithm bool) *rule {
@@ -244,7 +257,7 @@ func algorithmRule(a *Algorithm) *rule {
 	fields = append(fields, settingsFields(&a.overrides, false)...)
 	return &rule{
 		fields: fields,
-		onKey: func(d *decoder, key string, k *yaml.Node) {
+		onKey: func(d *decoder, key string, k, _ *yaml.Node) {
 			if settingKeyNamed(key) != nil {
 				a.OverrideKeys = append(a.OverrideKeys, key)
 				if a.OverridePos == nil {

@@ -29,6 +29,11 @@ type IPCQConfig struct {
 	SlotSize     int64
 	CreditBytes  int64
 	Overhead     sim.Time // ipcq_overhead_ns: what tl.send costs the caller
+	// StagingKind is the memory of each kernel's private staging ring and
+	// landing slots, which the fused primitives take on first use (0:
+	// TCM, the PE's own; HBM when an MSCCL schedule's thread blocks need
+	// more than TCM holds). The group allocates nothing there itself.
+	StagingKind Space
 }
 
 // Link is one installed direction of a rank: its peer and the peer's

@@ -182,6 +182,14 @@ func (e *OutOfMemoryError) Error() string {
 	return fmt.Sprintf("%v: cannot allocate %d bytes (capacity %d, %d in use)", e.Mem, e.Requested, e.Mem.Capacity, e.Mem.used)
 }
 
+// AllocSize is what an allocation of n bytes takes of a memory: n rounded
+// up to the alignment, at least one aligned block. Allocations into an
+// empty memory with no frees between them all fit when their sizes add up
+// to at most its capacity.
+func AllocSize(n int64) int64 {
+	return max(allocAlign, (n+allocAlign-1)/allocAlign*allocAlign)
+}
+
 // Alloc reserves n bytes (first fit, 64-byte aligned) and returns the offset.
 // The bytes read as zero.
 func (m *Memory) Alloc(n int64) (int64, error) {
@@ -191,10 +199,7 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 	if n > m.Capacity {
 		return 0, &OutOfMemoryError{Mem: m, Requested: n}
 	}
-	size := (n + allocAlign - 1) / allocAlign * allocAlign
-	if size == 0 {
-		size = allocAlign
-	}
+	size := AllocSize(n)
 	for i, s := range m.free {
 		if s.n < size {
 			continue

@@ -363,6 +363,14 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 	if err := mscclChunks(a, pl); err != nil {
 		return nil, err
 	}
+	if fit, ok := newMSCCLFit(a, pl, cfg.System, set); ok {
+		place, err := mscclPlace(arg, fit, set, cfg.DefaultsGiven["buffer_kind"], cfg, opts.setItems(), int64(pl.dt.Size()))
+		if err != nil {
+			return nil, err
+		}
+		tgt.settings.BufferKind = place.layout.rings.String()
+		tgt.staging, tgt.bufferKindWhy, tgt.stagingWhy = place.layout.staging, place.ringsWhy, place.stagingWhy
+	}
 	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
 		// Each size has its own record of where the thread blocks are.
 		pr := &mscclProgress{file: a.File, at: map[*starlark.Thread]progressAt{}}
@@ -392,6 +400,13 @@ func checkMSCCL(arg string, o CheckOptions) []string {
 	}
 	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: mscclNeighbors(a)}); err != nil {
 		return []string{fmt.Sprintf("%s: %v", arg, err)}
+	}
+	// A buffer_kind the user gave that cannot hold the rings (the bench's
+	// buffers aside: check knows no size).
+	if fit, ok := newMSCCLFit(a, nil, cfg.System, cfg.Defaults); ok {
+		if _, err := mscclPlace(arg, fit, cfg.Defaults, cfg.DefaultsGiven["buffer_kind"], cfg, o.runOptions().setItems(), 1); err != nil {
+			return []string{err.Error()}
+		}
 	}
 	return nil
 }

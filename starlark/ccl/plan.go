@@ -34,7 +34,10 @@ import (
 func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error)) (*Report, error) {
 	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String(),
-		TimingOnly: p.opts.TimingOnly}
+		TimingOnly: p.opts.TimingOnly, BufferKindWhy: tgt.bufferKindWhy, StagingWhy: tgt.stagingWhy}
+	if tgt.staging != 0 && tgt.staging != machine.TCM {
+		rep.Staging = tgt.staging.String()
+	}
 	if p.coll.Rooted {
 		root := p.root
 		rep.Root = &root

@@ -19,15 +19,25 @@ import (
 
 // Report is the result of a run, shaped like `--json` output.
 type Report struct {
-	Algorithm    string    `json:"algorithm"`
-	File         string    `json:"file"`
-	Collective   string    `json:"collective"`
-	Topology     string    `json:"topology"`
-	MeshShape    []int     `json:"mesh_shape,omitempty"` // mesh_2d: [rows, cols] in force
-	Root         *int      `json:"root,omitempty"`       // broadcast and reduce: the root rank
-	TimingOnly   bool      `json:"timing_only,omitempty"`
-	WorldSize    int       `json:"world_size"`
-	BufferKind   string    `json:"buffer_kind"`
+	Algorithm  string `json:"algorithm"`
+	File       string `json:"file"`
+	Collective string `json:"collective"`
+	Topology   string `json:"topology"`
+	MeshShape  []int  `json:"mesh_shape,omitempty"` // mesh_2d: [rows, cols] in force
+	Root       *int   `json:"root,omitempty"`       // broadcast and reduce: the root rank
+	TimingOnly bool   `json:"timing_only,omitempty"`
+	WorldSize  int    `json:"world_size"`
+	BufferKind string `json:"buffer_kind"`
+	// BufferKindWhy says why kernbench chose BufferKind: the configuration
+	// leaves buffer_kind to it and the rx rings of an MSCCL schedule do not
+	// fit where it says ("" when the configured value is in force).
+	BufferKindWhy string `json:"buffer_kind_why,omitempty"`
+	// Staging is the memory of the fused primitives' staging rings and
+	// landing slots when kernbench moved them out of TCM (an MSCCL
+	// schedule whose thread blocks need more than TCM holds), StagingWhy
+	// why; both empty when they are in TCM.
+	Staging      string    `json:"staging,omitempty"`
+	StagingWhy   string    `json:"staging_why,omitempty"`
 	Backpressure string    `json:"backpressure"`
 	DataSpace    string    `json:"data_space"`
 	Results      []Result  `json:"results"`

@@ -12,6 +12,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/config"
+	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
@@ -35,17 +36,17 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 			data, err = env.ReadInput(name)
 		} else {
 			name, dir = "ccl.yaml (embedded default)", ""
-			data = config.DefaultYAML()
 		}
 	}
 	if err != nil {
 		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err})
 	}
-	load := config.LoadOverlay
+	var cfg *config.Config
 	if dir == "" {
-		load = config.Load
+		cfg, err = config.LoadDefault(name, sets)
+	} else {
+		cfg, err = config.LoadOverlay(name, data, sets)
 	}
-	cfg, err := load(name, data, sets)
 	if err != nil {
 		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
@@ -107,6 +108,12 @@ type target struct {
 	file     string
 	entry    *config.Algorithm
 	settings config.Settings
+	// staging is where the fused primitives' staging rings and landing
+	// slots go (0: TCM); bufferKindWhy and stagingWhy say why kernbench
+	// put the rx rings (settings.BufferKind) and the staging elsewhere
+	// than the configuration and TCM (an MSCCL schedule, mscclPlace).
+	staging                   machine.Space
+	bufferKindWhy, stagingWhy string
 }
 
 // moduleFile is the path of a's module: relative to the directory of the

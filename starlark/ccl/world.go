@@ -221,6 +221,7 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 	if err != nil {
 		return WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
+	icfg.StagingKind = tgt.staging
 	if p.opts.Untimed {
 		icfg.Overhead, icfg.Backpressure = 0, machine.Sleep
 	}

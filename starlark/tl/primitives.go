@@ -1,6 +1,8 @@
 package tl
 
 import (
+	"strings"
+
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
@@ -767,12 +769,26 @@ func (k *Kernel) storeStaging(slot machine.Region, t *Tile) *machine.MemOp {
 	return op
 }
 
-// allocScratch takes n bytes of the PE's TCM for the kernel's lifetime.
+// allocScratch takes n bytes of the PE's TCM (or the group's StagingKind
+// memory) for the kernel's lifetime.
 func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 	mem := k.PE.TCM
+	switch k.G.Cfg.StagingKind {
+	case machine.HBM:
+		mem = k.PE.HBM
+	case machine.SRAM:
+		mem = k.PE.SRAM
+	}
 	off, err := mem.Alloc(n)
 	if err != nil {
-		return machine.Region{}, errorf(errkind.TLOutOfMemory, "%s: rank %d: the primitive needs %d bytes of TCM for its staging slots (%v); free TCM (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size; --set defaults.buffer_kind=hbm moves the rx rings out of TCM) or forward with tl.send", fn, k.Rank, n, err)
+		// The rx rings can make room only where they are.
+		name := strings.ToUpper(mem.Space.String())
+		rings := ""
+		if k.G.Cfg.BufferKind == mem.Space && mem.Space != machine.HBM {
+			rings = "; --set defaults.buffer_kind=hbm moves the rx rings out of " + name
+		}
+		return machine.Region{}, errorf(errkind.TLOutOfMemory, "%s: rank %d: the primitive needs %d bytes of %s for its staging slots (%v); free %s (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size%s) or forward with tl.send",
+			fn, k.Rank, n, name, err, name, rings)
 	}
 	reg := machine.Region{Mem: mem, Off: off, N: n}
 	k.rootKernel().allocs = append(k.rootKernel().allocs, reg)

@@ -25,6 +25,7 @@ gen() { # gen OUT SCRIPT ARGS...
 	rm "$out.tmp"
 }
 for n in 4 8 16; do
+	gen allreduce_ring_ch1_$n.xml "$ex/allreduce_a100_ring.py" $n 1 1
 	gen allreduce_ring_ch2_$n.xml "$ex/allreduce_a100_ring.py" $n 2 1
 	gen allreduce_binomial_tree1_$n.xml binomial_tree.py $n 1
 	gen allreduce_binomial_tree2_$n.xml binomial_tree.py $n 2
@@ -37,6 +38,10 @@ done
 gen allreduce_hierarchical_4.xml "$ex/hierarchical_allreduce.py" 2 2 1
 gen allreduce_hierarchical_8.xml "$ex/hierarchical_allreduce.py" 4 2 1
 gen allreduce_hierarchical_16.xml "$ex/hierarchical_allreduce.py" 4 4 1
+# 16 GPUs as 8 × 2 (45 connections on a rank, rx rings past TCM), and 4 × 4
+# in two instances (thread blocks whose staging is past TCM too).
+gen allreduce_hierarchical_8x2_16.xml "$ex/hierarchical_allreduce.py" 8 2 1
+gen allreduce_hierarchical_4x4_i2_16.xml "$ex/hierarchical_allreduce.py" 4 4 2
 gen alltoall_two_step_4.xml "$ex/alltoall_a100_two_step.py" 2 2
 gen alltoall_two_step_8.xml "$ex/alltoall_a100_two_step.py" 2 4
 gen alltoall_two_step_16.xml "$ex/alltoall_a100_two_step.py" 4 4

@@ -1,0 +1,379 @@
+package ccl
+
+import (
+	"fmt"
+	"strings"
+
+	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/engine/msccl"
+	"kernbench/starlark/errkind"
+)
+
+// Where an MSCCL run's memory goes. On a GPU a schedule's connection
+// buffers live in device memory, however many connections its thread
+// blocks open; here every (peer, channel) is a queue pair whose rx ring
+// lives in buffer_kind memory (TCM by default), and every thread block
+// that forwards what it receives (rcs, rrs, rrcs) takes a staging ring of
+// n_slots + 2 slots in TCM, plus two landing slots when the rings are
+// outside TCM. A schedule with many connections (msccl-tools'
+// hierarchical allreduce on 16 GPUs opens 45 on one rank) does not fit
+// TCM. The schedule says exactly what each rank takes, so before anything
+// runs kernbench puts the rings, and if need be the staging, where they
+// fit, and says so in the report. A buffer_kind the user gave is kept: if
+// the rings do not fit there, the run stops with the settings that do.
+
+// mscclRankUse is what one rank of a schedule allocates besides the
+// bench's buffers.
+type mscclRankUse struct {
+	rings    int // queue pairs, one rx ring each
+	forwards int // thread blocks that forward (rcs, rrs, rrcs): a staging ring each
+	receives int // thread blocks that receive: two landing slots each when the rings are outside TCM
+	sChunks  int // the schedule's scratch buffer s, in chunks (allocated in the data space)
+}
+
+// mscclLayout is where the rx rings and the staging rings and landing
+// slots of the thread blocks go.
+type mscclLayout struct{ rings, staging machine.Space }
+
+// mscclFit holds what a run of a schedule allocates, per rank and memory.
+type mscclFit struct {
+	use       []mscclRankUse
+	tcm, sram int64 // capacities
+	hbm       int64
+	cube      []int // each rank's global cube (whose SRAM it shares)
+	nSlots    int
+	slotSize  int64
+	dataSpace machine.Space
+	// data is each rank's bench buffers and s buffer at the run's
+	// largest size, in bytes as allocated.
+	data []int64
+}
+
+// newMSCCLFit works out what a run of a with the plan p allocates (p nil:
+// without the bench's buffers, for kernbench check). ok is false when the
+// machine cannot place the ranks (its own error comes later).
+func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings) (f *mscclFit, ok bool) {
+	f = &mscclFit{tcm: sys.Memory.Tcm.Capacity, sram: sys.Memory.Sram.Capacity, hbm: sys.Memory.Hbm.Capacity,
+		nSlots: set.NSlots, slotSize: set.SlotSize, dataSpace: machine.HBM}
+	for r := range a.NGPUs {
+		sip, cube, _, err := sys.Location(r)
+		if err != nil {
+			return nil, false
+		}
+		f.cube = append(f.cube, sip*sys.CubesPerSip+cube)
+	}
+	f.use = make([]mscclRankUse, a.NGPUs)
+	for r, m := range mscclNeighbors(a) {
+		f.use[r].rings = len(m)
+	}
+	for _, g := range a.GPUs {
+		u := &f.use[g.ID]
+		u.sChunks = g.SChunks
+		for _, tb := range g.TBs {
+			fwd, recv := false, false
+			for _, st := range tb.Steps {
+				recv = recv || st.Recvs()
+				fwd = fwd || st.Recvs() && st.Sends()
+			}
+			if fwd {
+				u.forwards++
+			}
+			if recv {
+				u.receives++
+			}
+		}
+	}
+	f.data = make([]int64, a.NGPUs)
+	if p == nil {
+		return f, true
+	}
+	f.dataSpace = p.dataSpace
+	sz := int64(p.dt.Size())
+	for _, count := range p.counts {
+		sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
+		big := max(sc, rc)
+		bufs := machine.AllocSize(sc*sz) + machine.AllocSize(rc*sz)
+		if p.opts.InPlace {
+			bufs = machine.AllocSize(big * sz)
+		}
+		for r, u := range f.use {
+			n := bufs
+			if u.sChunks > 0 {
+				n += machine.AllocSize(int64(u.sChunks) * big / int64(a.NChunksPerLoop) * sz)
+			}
+			f.data[r] = max(f.data[r], n)
+		}
+	}
+	return f, true
+}
+
+// mscclMemory is one memory's share of a layout: a rank's TCM or HBM, or
+// a cube's SRAM.
+type mscclMemory struct {
+	space    machine.Space
+	ranks    []int
+	capacity int64
+	rings    int   // rx rings
+	staging  int   // staging rings
+	landing  int   // pairs of landing slots
+	data     int64 // the bench's buffers and s buffers
+}
+
+func (f *mscclFit) ringBytes() int64    { return machine.AllocSize(int64(f.nSlots) * f.slotSize) }
+func (f *mscclFit) stagingBytes() int64 { return machine.AllocSize(int64(f.nSlots+2) * f.slotSize) }
+func (f *mscclFit) landingBytes() int64 { return machine.AllocSize(2 * f.slotSize) }
+
+func (m *mscclMemory) need(f *mscclFit) int64 {
+	return int64(m.rings)*f.ringBytes() + int64(m.staging)*f.stagingBytes() + int64(m.landing)*f.landingBytes() + m.data
+}
+
+// overfull is the first memory, in rank order, that l overfills (nil: l
+// fits).
+func (f *mscclFit) overfull(l mscclLayout) *mscclMemory {
+	type key struct {
+		space machine.Space
+		id    int
+	}
+	mems := map[key]*mscclMemory{}
+	var order []*mscclMemory
+	at := func(space machine.Space, r int) *mscclMemory {
+		k, capacity := key{space, r}, f.tcm
+		switch space {
+		case machine.SRAM:
+			k.id, capacity = f.cube[r], f.sram
+		case machine.HBM:
+			capacity = f.hbm
+		}
+		m := mems[k]
+		if m == nil {
+			m = &mscclMemory{space: space, capacity: capacity}
+			mems[k] = m
+			order = append(order, m)
+		}
+		if len(m.ranks) == 0 || m.ranks[len(m.ranks)-1] != r {
+			m.ranks = append(m.ranks, r)
+		}
+		return m
+	}
+	for r, u := range f.use {
+		at(l.rings, r).rings += u.rings
+		at(l.staging, r).staging += u.forwards
+		if l.rings != machine.TCM {
+			at(l.staging, r).landing += u.receives
+		}
+		at(f.dataSpace, r).data += f.data[r]
+	}
+	for _, m := range order {
+		if m.need(f) > m.capacity {
+			return m
+		}
+	}
+	return nil
+}
+
+// dataOverfull reports whether the bench's buffers alone overfill a
+// memory: the bench says so itself, with its own advice.
+func (f *mscclFit) dataOverfull() bool {
+	g := *f
+	g.use = make([]mscclRankUse, len(f.use))
+	return g.overfull(mscclLayout{machine.TCM, machine.TCM}) != nil
+}
+
+// withoutData is f without the bench's buffers.
+func (f *mscclFit) withoutData() *mscclFit {
+	g := *f
+	g.data = make([]int64, len(f.data))
+	return &g
+}
+
+// describe says what m cannot hold.
+func (m *mscclMemory) describe(f *mscclFit) string {
+	name := strings.ToUpper(m.space.String())
+	who, its := fmt.Sprintf("rank %d's %s (%d bytes)", m.ranks[0], name, m.capacity), "its"
+	if len(m.ranks) > 1 {
+		who, its = fmt.Sprintf("cube %d's %s (%d bytes, shared by ranks %s)", f.cube[m.ranks[0]], name, m.capacity, rankList(m.ranks)), "their"
+	}
+	var parts []string
+	if m.rings > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %d bytes", plural(m.rings, "rx ring", "rx rings"), f.ringBytes()))
+	}
+	if m.staging > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %d bytes", plural(m.staging, "staging ring", "staging rings"), f.stagingBytes()))
+	}
+	if m.landing > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %d bytes", plural(m.landing, "pair of landing slots", "pairs of landing slots"), f.landingBytes()))
+	}
+	if m.data > 0 {
+		parts = append(parts, fmt.Sprintf("the bench's buffers (%d bytes)", m.data))
+	}
+	return fmt.Sprintf("%s cannot hold %s %s: %d bytes", who, its, andList(parts), m.need(f))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// rankList is "0-7" for consecutive ranks, else "0, 2, 5".
+func rankList(xs []int) string {
+	if xs[len(xs)-1]-xs[0] == len(xs)-1 {
+		return fmt.Sprintf("%d-%d", xs[0], xs[len(xs)-1])
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func andList(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// layouts are the layouts kernbench may use, in order of preference: the
+// configured buffer_kind with the staging in TCM, then (buffer_kind not
+// given) the rings in HBM, then the staging in HBM too. The staging has no
+// setting of its own: it leaves TCM only when nothing else fits.
+func mscclLayouts(kind machine.Space, given bool) []mscclLayout {
+	ls := []mscclLayout{{kind, machine.TCM}}
+	if !given && kind != machine.HBM {
+		ls = append(ls, mscclLayout{machine.HBM, machine.TCM})
+		kind = machine.HBM
+	}
+	return append(ls, mscclLayout{kind, machine.HBM})
+}
+
+// pick is the first of ls that fits, or nil.
+func (f *mscclFit) pick(ls []mscclLayout) *mscclLayout {
+	for i := range ls {
+		if f.overfull(ls[i]) == nil {
+			return &ls[i]
+		}
+	}
+	return nil
+}
+
+// mscclPlacement is the outcome of mscclPlace: where the rings and the
+// staging go, and why when kernbench moved them (for the report).
+type mscclPlacement struct {
+	layout               mscclLayout
+	ringsWhy, stagingWhy string
+}
+
+// mscclPlace decides where the rx rings and the thread blocks' staging of
+// a run of a go (see the top of this file). given is where the user gave
+// buffer_kind ("" for nowhere: the embedded default's), items the run's
+// --set and --vary items (to name them in hints). With nothing that fits,
+// it is an InitError (exit 2) that lists the settings that do, each one
+// checked to fit.
+func mscclPlace(file string, f *mscclFit, set config.Settings, given string, cfg *config.Config, items []setItem, itemSize int64) (*mscclPlacement, error) {
+	kind, err := machine.ParseSpace(set.BufferKind)
+	if err != nil {
+		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	ls := mscclLayouts(kind, given != "")
+	if f.dataOverfull() {
+		// The bench's buffers alone do not fit: the bench says so with its
+		// own advice. The rings and staging are placed as if they were
+		// elsewhere.
+		f = f.withoutData()
+	}
+	if l := f.pick(ls); l != nil {
+		pl := &mscclPlacement{layout: *l}
+		if l.rings != kind {
+			pl.ringsWhy = "chosen: " + f.overfull(mscclLayout{kind, machine.TCM}).describe(f)
+		}
+		if l.staging != machine.TCM {
+			pl.stagingWhy = "chosen: " + f.overfull(mscclLayout{l.rings, machine.TCM}).describe(f)
+		}
+		return pl, nil
+	}
+	last := f.overfull(ls[len(ls)-1])
+	what := "the rx rings and staging"
+	if given != "" {
+		what = fmt.Sprintf("buffer_kind %s (%s)", set.BufferKind, describeGiven(given, items))
+	}
+	msg := fmt.Sprintf("%s: %s do not fit: %s", file, what, last.describe(f))
+	if given != "" {
+		msg = fmt.Sprintf("%s: %s does not fit: %s", file, what, last.describe(f))
+	}
+	hints := f.fixes(kind, given != "", cfg, items, itemSize)
+	if len(hints) == 0 {
+		msg += "; use a smaller --count or --bytes"
+	} else {
+		msg += "; any one of these fits: " + strings.Join(hints, ", ")
+	}
+	return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: msg})
+}
+
+// describeGiven names where the user gave a defaults key: the --set or
+// --vary item, or the file and line.
+func describeGiven(pos string, items []setItem) string {
+	if item, ok := strings.CutPrefix(pos, "--set "); ok {
+		for i := len(items) - 1; i >= 0; i-- {
+			if items[i].item == item {
+				return items[i].String()
+			}
+		}
+	}
+	return pos
+}
+
+// fixes are the settings that make a run fit, each checked: the rings in
+// HBM (when the user put them elsewhere), the largest n_slots and
+// slot_size (a power of two of at least 64 bytes) below the current ones,
+// and the bench's buffers in HBM.
+func (f *mscclFit) fixes(kind machine.Space, given bool, cfg *config.Config, items []setItem, itemSize int64) []string {
+	var out []string
+	fits := func(g *mscclFit, kind machine.Space) bool { return g.pick(mscclLayouts(kind, given)) != nil }
+	with := func(key string, value any) string {
+		s := fmt.Sprintf("--set defaults.%s=%v", key, value)
+		if pos, ok := cfg.DefaultsGiven[key]; ok && strings.HasPrefix(pos, "--set ") {
+			s += fmt.Sprintf(" (in place of %s)", describeGiven(pos, items))
+		}
+		return s
+	}
+	if given && kind != machine.HBM && fits(f, machine.HBM) {
+		out = append(out, with("buffer_kind", "hbm"))
+	}
+	g := *f
+	lo, hi := 0, f.nSlots // the largest n in [1, nSlots) that fits, or lo = 0
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		g.nSlots = mid
+		if fits(&g, kind) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo >= 1 {
+		out = append(out, with("n_slots", lo))
+	}
+	g = *f
+	s := int64(1)
+	for s*2 < f.slotSize {
+		s *= 2
+	}
+	for ; s >= max(64, itemSize) && s < f.slotSize; s /= 2 {
+		g.slotSize = s
+		if fits(&g, kind) {
+			out = append(out, with("slot_size", s))
+			break
+		}
+	}
+	if f.dataSpace != machine.HBM {
+		g = *f
+		g.dataSpace = machine.HBM
+		if fits(&g, kind) {
+			out = append(out, "--data-space hbm")
+		}
+	}
+	return out
+}
