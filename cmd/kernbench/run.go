@@ -748,6 +748,9 @@ func placement(rep *ccl.Report) string {
 	if rep.BufferKindWhy != "" {
 		s += " (" + rep.BufferKindWhy + ")"
 	}
+	if rep.NSlotsWhy != "" {
+		s += fmt.Sprintf(", n_slots %d (%s)", rep.NSlots, rep.NSlotsWhy)
+	}
 	if rep.Staging != "" {
 		s += ", staging in " + rep.Staging
 		if rep.StagingWhy != "" {

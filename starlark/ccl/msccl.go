@@ -2,6 +2,7 @@ package ccl
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
+	"kernbench/engine/config"
 	"kernbench/engine/msccl"
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
@@ -280,6 +282,66 @@ func mscclChunks(a *msccl.Algo, p *plan) error {
 	return nil
 }
 
+// mscclSlotNeed is the ring depth a schedule needs: the loop moves a slice
+// of each of a step's cnt chunks as a message of its own, a slot each, so a
+// step that sends or receives cnt chunks takes cnt slots of its
+// connection's ring per loop iteration, and a thread block that sends a
+// whole step before it receives (msccl-tools' allreduce_1step sends 16
+// chunks to every peer, then receives 16) stalls for good on a smaller
+// ring when its peer does the same. step is the first step with the
+// largest cnt (zero need: the schedule moves nothing).
+type mscclSlotNeed struct {
+	slots int
+	step  msccl.StepRef
+	line  int
+	typ   string
+}
+
+func mscclSlotsNeeded(a *msccl.Algo) mscclSlotNeed {
+	var n mscclSlotNeed
+	for _, g := range a.GPUs {
+		for _, tb := range g.TBs {
+			for _, st := range tb.Steps {
+				if (st.Sends() || st.Recvs()) && st.Cnt > n.slots {
+					n = mscclSlotNeed{slots: st.Cnt, step: msccl.StepRef{GPU: g.ID, TB: tb.ID, S: st.S}, line: st.Line, typ: st.Type}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// what says which step needs the slots and why.
+func (n mscclSlotNeed) what(file string) string {
+	return fmt.Sprintf("gpu %d tb %d step %d (%s, %s:%d) moves %d chunks, a slot each per loop iteration",
+		n.step.GPU, n.step.TB, n.step.S, n.typ, file, n.line, n.slots)
+}
+
+// mscclSlots chooses n_slots for a run of a when the user left it to
+// kernbench and the configured rings are shallower than the schedule
+// needs; why says so for the report ("" when set.NSlots stands). A value
+// the user gave is never changed: a run that stalls on it says what the
+// schedule needs (mscclSlotsHint).
+func mscclSlots(file string, a *msccl.Algo, set config.Settings, given bool) (nSlots int, why string) {
+	need := mscclSlotsNeeded(a)
+	if given || need.slots <= set.NSlots {
+		return set.NSlots, ""
+	}
+	return need.slots, fmt.Sprintf("chosen: %s, more than a ring of the default %d slots holds", need.what(file), set.NSlots)
+}
+
+// mscclSlotsHint adds to a deadlock of a run with n_slots (the user's)
+// below what the schedule needs the setting that gives it that.
+func mscclSlotsHint(err error, file string, a *msccl.Algo, nSlots int) error {
+	need := mscclSlotsNeeded(a)
+	var f *Failure
+	if need.slots <= nSlots || errkind.Of(err) != errkind.Deadlock || !errors.As(err, &f) {
+		return err
+	}
+	f.Msg += fmt.Sprintf("; the schedule needs n_slots >= %d (%s, and n_slots is %d): --set defaults.n_slots=%d", need.slots, need.what(file), nSlots, need.slots)
+	return err
+}
+
 // mscclRun is what a run of the schedule a in file uses of the
 // configuration: no algorithm entry, and its own world size and channels.
 func mscclRun(file string, a *msccl.Algo) runOf {
@@ -355,7 +417,10 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 	}
 	set := cfg.Defaults
 	set.Channels = 1 // the directions carry the channels (g<peer>_<chan>)
-	tgt := &target{name: name, file: arg, settings: set}
+	_, slotsGiven := cfg.DefaultsGiven["n_slots"]
+	var slotsWhy string
+	set.NSlots, slotsWhy = mscclSlots(arg, a, set, slotsGiven)
+	tgt := &target{name: name, file: arg, settings: set, nSlotsWhy: slotsWhy}
 	pl, err := makePlan(tgt, globals, true, opts)
 	if err != nil {
 		return nil, err
@@ -377,7 +442,11 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		pp := *p
 		pp.params = append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("progress"), pr.builtin()})
 		pp.procNote = pr.note
-		return runOnce(&pp, cfg, tgt, loader, kernel, hook, count)
+		res, err := runOnce(&pp, cfg, tgt, loader, kernel, hook, count)
+		if err != nil {
+			err = mscclSlotsHint(err, arg, a, tgt.settings.NSlots)
+		}
+		return res, err
 	})
 }
 
@@ -403,8 +472,11 @@ func checkMSCCL(arg string, o CheckOptions) []string {
 	}
 	// A buffer_kind the user gave that cannot hold the rings (the bench's
 	// buffers aside: check knows no size).
-	if fit, ok := newMSCCLFit(a, nil, cfg.System, cfg.Defaults); ok {
-		if _, err := mscclPlace(arg, fit, cfg.Defaults, cfg.DefaultsGiven["buffer_kind"], cfg, o.runOptions().setItems(), 1); err != nil {
+	set := cfg.Defaults
+	_, slotsGiven := cfg.DefaultsGiven["n_slots"]
+	set.NSlots, _ = mscclSlots(arg, a, set, slotsGiven)
+	if fit, ok := newMSCCLFit(a, nil, cfg.System, set); ok {
+		if _, err := mscclPlace(arg, fit, set, cfg.DefaultsGiven["buffer_kind"], cfg, o.runOptions().setItems(), 1); err != nil {
 			return []string{err.Error()}
 		}
 	}

@@ -35,6 +35,9 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String(),
 		TimingOnly: p.opts.TimingOnly, BufferKindWhy: tgt.bufferKindWhy, StagingWhy: tgt.stagingWhy}
+	if tgt.nSlotsWhy != "" {
+		rep.NSlots, rep.NSlotsWhy = tgt.settings.NSlots, tgt.nSlotsWhy
+	}
 	if tgt.staging != 0 && tgt.staging != machine.TCM {
 		rep.Staging = tgt.staging.String()
 	}

@@ -36,6 +36,11 @@ type Report struct {
 	// landing slots when kernbench moved them out of TCM (an MSCCL
 	// schedule whose thread blocks need more than TCM holds), StagingWhy
 	// why; both empty when they are in TCM.
+	// NSlots is the rings' depth when kernbench chose it (an MSCCL
+	// schedule that needs deeper rings than the default n_slots, which the
+	// user left to it), NSlotsWhy why; both empty otherwise.
+	NSlots       int       `json:"n_slots,omitempty"`
+	NSlotsWhy    string    `json:"n_slots_why,omitempty"`
 	Staging      string    `json:"staging,omitempty"`
 	StagingWhy   string    `json:"staging_why,omitempty"`
 	Backpressure string    `json:"backpressure"`

@@ -114,6 +114,9 @@ type target struct {
 	// than the configuration and TCM (an MSCCL schedule, mscclPlace).
 	staging                   machine.Space
 	bufferKindWhy, stagingWhy string
+	// nSlotsWhy says why kernbench chose settings.NSlots (an MSCCL
+	// schedule whose steps need deeper rings than the default, mscclSlots).
+	nSlotsWhy string
 }
 
 // moduleFile is the path of a's module: relative to the directory of the
