@@ -45,3 +45,8 @@ gen allreduce_hierarchical_4x4_i2_16.xml "$ex/hierarchical_allreduce.py" 4 4 2
 gen alltoall_two_step_4.xml "$ex/alltoall_a100_two_step.py" 2 2
 gen alltoall_two_step_8.xml "$ex/alltoall_a100_two_step.py" 2 4
 gen alltoall_two_step_16.xml "$ex/alltoall_a100_two_step.py" 4 4
+# A real race in msccl-tools' output, kept to test that kernbench reports
+# it: interleaved replication (the default) of steps of several chunks in
+# the output buffer gives instance 0's send of o[0..2) on gpu 1 a
+# dependency on o[0] only, while instance 1's thread block receives o[1].
+gen allgather_recursive_doubling_i2_4.xml "$ex/allgather_recursive_doubling.py" 4 2
