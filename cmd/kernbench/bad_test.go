@@ -342,7 +342,7 @@ func runBadCase(t *testing.T, c *badCase, data []byte, alone *sync.RWMutex, excl
 			}
 			done <- code
 		}()
-		code = mainIn(env, c.args, &stdout, &stderr)
+		code = mainTest(env, c.args, &stdout, &stderr)
 	}()
 	code, ok := cputime.Await(done, badHangCPU)
 	if !ok {

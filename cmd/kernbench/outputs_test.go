@@ -189,7 +189,7 @@ func TestOutputTargets(t *testing.T) {
 					arg = "-"
 				}
 				var stdout, stderr bytes.Buffer
-				code := mainIn(env, append(slices.Clone(c.run), c.flag, arg), &stdout, &stderr)
+				code := mainTest(env, append(slices.Clone(c.run), c.flag, arg), &stdout, &stderr)
 				_ = releaseFIFO()
 				if code != c.exit {
 					t.Fatalf("exit %d, want %d\nstderr:\n%s", code, c.exit, stderr.String())
@@ -271,7 +271,7 @@ func TestOutputThroughProcFD(t *testing.T) {
 	}
 	env := script.Env{Dir: dir, Getenv: func(string) string { return "" }}
 	var stderr bytes.Buffer
-	code := mainIn(env, append(slices.Clone(smallRun), "--csv", "out"), io.Discard, &stderr)
+	code := mainTest(env, append(slices.Clone(smallRun), "--csv", "out"), io.Discard, &stderr)
 	want := fmt.Sprintf("kernbench: --csv: out leads to a file descriptor (%s) open on a regular file; give that file's name, or - for stdout\n", fd)
 	if code != 2 || !strings.HasPrefix(stderr.String(), want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", code, stderr.String(), want)
@@ -339,7 +339,7 @@ func TestOutputWriteFailures(t *testing.T) {
 			env := script.Env{Dir: dir, Getenv: func(string) string { return "" }}
 			full := writerFunc(func([]byte) (int, error) { return 0, errors.New("no space left on device") })
 			var stderr bytes.Buffer
-			code := mainIn(env, append(slices.Clone(c.run), c.flag, "-"), full, &stderr)
+			code := mainTest(env, append(slices.Clone(c.run), c.flag, "-"), full, &stderr)
 			type verdict struct {
 				Status   int
 				LastLine string

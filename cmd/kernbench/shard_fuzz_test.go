@@ -79,7 +79,7 @@ func FuzzMerge(f *testing.F) {
 
 		// The command prints what mergeReports returns (or its error).
 		var stdout, stderr bytes.Buffer
-		code := mainIn(env, append([]string{"merge"}, files...), &stdout, &stderr)
+		code := mainTest(env, append([]string{"merge"}, files...), &stdout, &stderr)
 		for _, bad := range []string{"internal error", "\ngoroutine ", "panic:"} {
 			if strings.Contains(stderr.String(), bad) {
 				t.Fatalf("kernbench merge: stderr contains %q:\n%s", bad, stderr.String())
