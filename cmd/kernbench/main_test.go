@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,7 +94,7 @@ var memoryGuard sync.RWMutex
 // count its memory: the docs' refused sweep exited 3, not 2, once under
 // load, when its run-time guard saw the bad-input corpus's runs.
 func mainTest(env script.Env, args []string, stdout, stderr io.Writer) int {
-	if slices.ContainsFunc(args, func(a string) bool { return a == "--max-memory" || strings.HasPrefix(a, "--max-memory=") }) {
+	if hasMaxMemory(args) {
 		memoryGuard.Lock()
 		defer memoryGuard.Unlock()
 	} else {
@@ -102,9 +104,15 @@ func mainTest(env script.Env, args []string, stdout, stderr io.Writer) int {
 	return mainIn(env, args, stdout, stderr)
 }
 
+// hasMaxMemory reports whether a command line sets --max-memory.
+func hasMaxMemory(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == "--max-memory" || strings.HasPrefix(a, "--max-memory=") })
+}
+
 // kbexit runs kernbench in this process (mainIn), in the script's working
 // directory and with its environment variables, so the scripts run in
-// parallel without a process per command.
+// parallel without a process per command; a command setting --max-memory
+// runs as a process of its own.
 func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! kbexit (kbexit already checks the exact status)")
@@ -117,6 +125,23 @@ func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("kbexit: status %q is not an integer", args[0])
 	}
 	args = args[1:]
+	if hasMaxMemory(args) {
+		// Its limit is on the process's memory: in a process of its own,
+		// other tests' simulations cannot count against it (in this one,
+		// one did, though the commands of the scripts took turns).
+		got := 0
+		if err := ts.Exec("kernbench", args...); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				ts.Fatalf("kernbench %q: %v", args, err)
+			}
+			got = ee.ExitCode()
+		}
+		if got != want {
+			ts.Fatalf("kernbench %q exited with status %d, want %d", args, got, want)
+		}
+		return
+	}
 	// A command may write from several goroutines (as to a file
 	// descriptor); the script's buffers take one write at a time.
 	var stdout, stderr bytes.Buffer
