@@ -111,7 +111,10 @@ type QueuePair struct {
 	PeerDir string
 
 	SendWait, RecvWait, FlushWait WaitInfo
-	_                             [10]uint64 // to 512 bytes
+	// moreFlushers are the flushes of this side waiting besides
+	// flushWaiter: the rank's threads may flush one direction at once.
+	moreFlushers []*sim.Proc
+	_            [7]uint64 // to 512 bytes
 }
 
 // RxSlot is one slot of a queue pair's rx ring: the message it holds and
@@ -177,6 +180,7 @@ type Endpoint struct {
 	QPs        []*QueuePair
 	lastPolled int
 	anyWaiter  *sim.Proc
+	moreAny    []*sim.Proc // receives from any direction besides anyWaiter (threads)
 	AnyWait    WaitInfo
 	g          *Group
 }
@@ -806,20 +810,16 @@ func (msg *Message) Complete(*Transfer) {
 		peer.recvWaiter = nil
 		w.Wake()
 	}
-	if w := peer.ep.anyWaiter; w != nil {
-		peer.ep.anyWaiter = nil
-		w.Wake()
+	if peer.ep.anyWaiter != nil {
+		wakeShared(&peer.ep.anyWaiter, &peer.ep.moreAny)
 	}
 	for i, w := range q.sentWaiters {
 		q.sentWaiters[i] = nil
 		w.Wake()
 	}
 	q.sentWaiters = q.sentWaiters[:0]
-	if q.InFlight == 0 {
-		if w := q.flushWaiter; w != nil {
-			q.flushWaiter = nil
-			w.Wake()
-		}
+	if q.InFlight == 0 && q.flushWaiter != nil {
+		wakeShared(&q.flushWaiter, &q.moreFlushers)
 	}
 	// The message is done: observers have seen it, nobody else holds it.
 	g.freeMsgs = append(g.freeMsgs, msg)
@@ -904,7 +904,7 @@ func (g *Group) WaitAny(p *sim.Proc, ep *Endpoint) (*QueuePair, error) {
 		}
 		return false
 	}
-	if err := g.wait(p, pick, &ep.anyWaiter, &ep.AnyWait); err != nil {
+	if err := g.waitShared(p, pick, &ep.anyWaiter, &ep.moreAny, &ep.AnyWait); err != nil {
 		return nil, err
 	}
 	return found, nil
@@ -1014,12 +1014,64 @@ func (g *Group) Flush(p *sim.Proc, ep *Endpoint, q *QueuePair) error {
 		qs = []*QueuePair{q}
 	}
 	for _, q := range qs {
-		if err := g.wait(p, func() bool { return q.InFlight == 0 }, &q.flushWaiter, &q.FlushWait); err != nil {
+		if err := g.waitFlushed(p, q); err != nil {
 			return err
 		}
 		q.dropHeld()
 	}
 	return nil
+}
+
+// waitFlushed blocks p until q has no send in flight.
+func (g *Group) waitFlushed(p *sim.Proc, q *QueuePair) error {
+	return g.waitShared(p, func() bool { return q.InFlight == 0 }, &q.flushWaiter, &q.moreFlushers, &q.FlushWait)
+}
+
+// waitShared is wait for a condition that several processes of a rank
+// (its kernel and its threads) may wait for at once, a flush of one
+// direction or a receive from any: the first waits in slot, the others in
+// more (one slot kept only the last waiter, and the others were never
+// woken). wakeShared wakes them all.
+func (g *Group) waitShared(p *sim.Proc, cond func() bool, slot **sim.Proc, more *[]*sim.Proc, info *WaitInfo) error {
+	if g.Cfg.Backpressure == Poll {
+		return g.wait(p, cond, slot, info)
+	}
+	if cond() { // (once: WaitAny's condition picks a direction)
+		return nil
+	}
+	p.Wait, p.WaitSince = info, g.M.Sim.Now()
+	act := ActFlush
+	if info.Op != "flush" {
+		act = ActRecv
+	}
+	prev := p.Doing(act)
+	var err error
+	for err == nil && !cond() {
+		switch *slot {
+		case nil:
+			*slot = p
+		case p:
+		default:
+			*more = append(*more, p)
+		}
+		err = p.Park()
+	}
+	p.Doing(prev)
+	p.Wait = nil
+	return err
+}
+
+// wakeShared wakes the processes waitShared parked in slot and more.
+func wakeShared(slot **sim.Proc, more *[]*sim.Proc) {
+	if w := *slot; w != nil {
+		*slot = nil
+		w.Wake()
+	}
+	for i, w := range *more {
+		(*more)[i] = nil
+		w.Wake()
+	}
+	*more = (*more)[:0]
 }
 
 // dropHeld forgets every held send of q.
