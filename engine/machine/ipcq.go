@@ -402,6 +402,18 @@ type Message struct {
 // blocks while the peer's ring is full, queues the DMA on vc_comm, and
 // returns after ipcq_overhead_ns.
 func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error {
+	return g.SendNoting(p, q, src, meta, nil)
+}
+
+// Poster is told when a send's message is queued on DMA, before the
+// send's overhead has passed (SendNoting).
+type Poster interface{ Posted() }
+
+// SendNoting is Send that calls posted.Posted() (when posted is not nil)
+// as soon as the message is queued, in the instant its DMA starts: from
+// then on the message reads its source as an in-flight send, and a
+// receiver may take it before the overhead has passed.
+func (g *Group) SendNoting(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta, posted Poster) error {
 	if src.N > g.Cfg.SlotSize {
 		return &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
 	}
@@ -411,6 +423,9 @@ func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error 
 		}
 	}
 	prev := g.post(p, q, src, meta) // restored when the overhead has passed (no defer: a send's cost)
+	if posted != nil {
+		posted.Posted()
+	}
 	err := p.Sleep(g.Cfg.Overhead)
 	p.Doing(prev)
 	return err

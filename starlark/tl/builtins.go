@@ -608,10 +608,11 @@ func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 }
 
 // sendPieces issues the messages of src on q from process p, each of at
-// most piece bytes (whole elements).
+// most piece bytes (whole elements). A tl.send_async's handle h learns
+// the part of src still unissued as each message is queued.
 func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
 	if src.Reg.N <= piece {
-		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin)
+		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin, h, machine.Region{})
 	}
 	per := piece / int64(src.DT.Size())
 	if per == 0 {
@@ -620,25 +621,30 @@ func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece i
 	sz := int64(src.DT.Size())
 	for lo := int64(0); lo < src.Count; lo += per {
 		n := min(per, src.Count-lo)
-		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin); err != nil {
+		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin, h, src.Reg.Sub((lo+n)*sz, src.Reg.N-(lo+n)*sz)); err != nil {
 			return err
-		}
-		if h != nil {
-			h.unissued = src.Reg.Sub((lo+n)*sz, src.Reg.N-(lo+n)*sz)
 		}
 	}
 	// Bytes of a raw view that do not fill an element still travel.
 	if rest := src.Reg.N - src.Count*sz; rest > 0 {
-		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin)
+		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin, h, machine.Region{})
 	}
 	return nil
 }
 
 // sendMessage issues one IPCQ message of reg on q (at most slot_size) from
-// process p.
-func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any) error {
+// process p. For a tl.send_async (h not nil), rest is the part of its
+// source still unissued once this message is queued: it is noted then,
+// not when the send's overhead has passed, for by then a peer may have
+// taken the message and sent back what it was waiting for (a write into
+// the message's range that is no hazard).
+func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, h *sendHandle, rest machine.Region) error {
 	k.Stats.Send++
-	if err := k.G.Send(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}); err != nil {
+	var posted machine.Poster
+	if h != nil {
+		h.rest, posted = rest, h
+	}
+	if err := k.G.SendNoting(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}, posted); err != nil {
 		return err
 	}
 	if tr := k.M.Trace; tr != nil {
@@ -654,11 +660,17 @@ type sendHandle struct {
 	// unissued is the part of the source not sent yet (a send_async reads
 	// its source message by message, as credits allow).
 	unissued machine.Region
-	origin   any
-	done     bool
-	err      error
-	waiter   *sim.Proc
+	// rest is what unissued becomes once the message being sent is
+	// queued (Posted).
+	rest   machine.Region
+	origin any
+	done   bool
+	err    error
+	waiter *sim.Proc
 }
+
+// Posted notes that the message being sent is queued (machine.Poster).
+func (h *sendHandle) Posted() { h.unissued = h.rest }
 
 func (h *sendHandle) String() string        { return fmt.Sprintf("<send %s handle>", h.q.Dir) }
 func (h *sendHandle) Type() string          { return "handle" }
@@ -919,14 +931,6 @@ func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starla
 // checkWrite rejects a write into a range an unfinished send still reads,
 // or that a primitive of another thread reads as its local operand.
 func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
-	return k.checkWriteAt(fn, dst, true)
-}
-
-// checkWriteAt is checkWrite; unissued=false leaves out the parts of
-// tl.send_async sources not sent yet (a fused primitive checks its whole
-// dst up front, before any piece is written, and each piece again when it
-// is stored).
-func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) error {
 	if err := k.checkOperandWrite(fn, dst); err != nil {
 		return err
 	}
@@ -937,7 +941,7 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	// allow: a write into a part it has not issued yet changes what is
 	// sent, in any thread of the rank.
 	if root := k.rootKernel(); len(root.issuingSends) > 0 { // (none issuing: no scan, no call)
-		if err := k.checkIssuingSends(fn, dst, unissued); err != nil {
+		if err := k.checkIssuingSends(fn, dst); err != nil {
 			return err
 		}
 	}
@@ -955,9 +959,9 @@ func (k *Kernel) checkWriteAt(fn string, dst machine.Region, unissued bool) erro
 	return nil
 }
 
-// checkIssuingSends is checkWriteAt's check against the rank's
+// checkIssuingSends is checkWrite's check against the rank's
 // tl.send_async calls; it forgets the ones that are done.
-func (k *Kernel) checkIssuingSends(fn string, dst machine.Region, unissued bool) error {
+func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
 	root := k.rootKernel()
 	live := root.issuingSends[:0]
 	var hit *sendHandle
@@ -966,7 +970,7 @@ func (k *Kernel) checkIssuingSends(fn string, dst machine.Region, unissued bool)
 			continue
 		}
 		live = append(live, h)
-		if hit == nil && unissued && h.unissued.N > 0 && h.unissued.Overlaps(dst) {
+		if hit == nil && h.unissued.N > 0 && h.unissued.Overlaps(dst) {
 			hit = h
 		}
 	}
