@@ -32,6 +32,7 @@ type Case struct {
 	DType      string
 	RedOp      string
 	InPlace    bool
+	Root       int // broadcast and reduce
 	DataSpace  string
 	InputSeed  uint64 // --seed: the bench's input data
 	JitterSeed uint64 // --jitter-seed (0: off)
@@ -65,6 +66,9 @@ func (c *Case) Args() []string {
 	}
 	if c.InPlace {
 		a = append(a, "--in-place")
+	}
+	if c.Root != 0 {
+		a = append(a, "--root", strconv.Itoa(c.Root))
 	}
 	if c.JitterSeed != 0 {
 		a = append(a, "--jitter-seed", strconv.FormatUint(c.JitterSeed, 10))

@@ -123,7 +123,7 @@ func Check(c *Case, dir string, o CheckOptions) *Outcome {
 	// The mock, over several interleavings: the kernel is valid.
 	var stderr bytes.Buffer
 	mock, merr := ccl.RunKernelInMock(ccl.MockOptions{
-		Path: file, WorldSize: c.WorldSize, Count: c.Count, DType: c.DType, RedOp: c.RedOp, InPlace: c.InPlace,
+		Path: file, WorldSize: c.WorldSize, Count: c.Count, DType: c.DType, RedOp: c.RedOp, InPlace: c.InPlace, Root: c.Root,
 		Schedules: o.Schedules, Seed: c.Seed, Sets: c.Sets, Embedded: kernbench.Files, Stderr: &stderr,
 		MaxSteps: maxSteps,
 	})
@@ -234,7 +234,7 @@ func (c *Case) run(file string, timingOnly bool) run {
 	var stderr bytes.Buffer
 	rep, err := ccl.Run(file, ccl.Options{
 		Sets: c.Sets, WorldSize: c.WorldSize, Counts: []int64{c.Count}, DType: c.DType, RedOp: c.RedOp,
-		InPlace: c.InPlace, Seed: c.InputSeed, DataSpace: c.DataSpace, JitterSeed: c.JitterSeed,
+		InPlace: c.InPlace, Root: c.Root, Seed: c.InputSeed, DataSpace: c.DataSpace, JitterSeed: c.JitterSeed,
 		Verify: true, TimingOnly: timingOnly, MaxSteps: maxSteps, Jobs: 1,
 		Embedded: kernbench.Files, Stderr: &stderr,
 	})

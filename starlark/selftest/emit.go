@@ -67,6 +67,20 @@ def cut(buf, weights, total):
         out.append(buf.slice(lo, n * acc // total - lo))
     return out
 
+def passpart(x, k, i):
+    # Part i of k of a buffer, or of each buffer of a list.
+    if type(x) == "list":
+        return [part(b, k, i) for b in x]
+    return part(x, k, i)
+
+def split(x, weights, total):
+    # The lanes' parts of a buffer, or of each buffer of a list (then a
+    # list of buffers per lane).
+    if type(x) != "list":
+        return cut(x, weights, total)
+    parts = [cut(b, weights, total) for b in x]
+    return [[q[l] for q in parts] for l in range(len(weights))]
+
 def msgs(buf, pe):
     # The messages tl.send cuts buf into, pe elements each (the last one
     # shorter; an empty buffer is one empty message).

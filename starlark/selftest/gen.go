@@ -26,6 +26,13 @@ type GenOptions struct {
 var elemSize = map[string]int{"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "u8": 1}
 
 var dtypes = []string{"f32", "f16", "bf16", "f64", "i32", "i64", "u8"}
+
+// reduces are the collectives with a reduction; perRank those whose count
+// is per rank (a buffer holds world_size chunks of count elements).
+var (
+	reduces = map[string]bool{"allreduce": true, "reduce_scatter": true, "reduce": true}
+	perRank = map[string]bool{"allgather": true, "reduce_scatter": true, "alltoall": true}
+)
 var redops = []string{"sum", "prod", "max", "min", "avg"}
 
 // gen holds what one case's generation has decided.
@@ -144,8 +151,25 @@ func (g *gen) config() {
 	}
 
 	c.Collective = "allreduce"
+	switch c.Topology {
+	case "ring_1d", "ring_1d_unidir", "custom":
+		c.Collective = pick(g, "allreduce", "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")
+	case "tree_binary":
+		c.Collective = pick(g, "allreduce", "allreduce", "broadcast", "reduce")
+	case "full_mesh":
+		c.Collective = pick(g, "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall")
+	}
+	if c.Collective == "broadcast" || c.Collective == "reduce" {
+		c.Root = g.intn(ws)
+		if c.Topology == "tree_binary" {
+			c.Root = 0 // the tree's root
+		}
+	}
 	c.DType = pick(g, dtypes...)
 	c.RedOp = pick(g, redops...)
+	if !reduces[c.Collective] {
+		c.RedOp = "sum"
+	}
 	g.esize = elemSize[c.DType]
 	c.InPlace = g.chance(35)
 	c.DataSpace = pick(g, "hbm", "hbm", "hbm", "sram", "tcm")
@@ -209,6 +233,9 @@ func (g *gen) config() {
 	if c.DataSpace == "tcm" {
 		maxBytes = 16 << 10
 	}
+	if perRank[c.Collective] {
+		maxBytes = max(64, maxBytes/ws) // a buffer holds world_size chunks
+	}
 	maxElems := maxBytes / g.esize
 	switch n := g.intn(10); {
 	case n < 3:
@@ -234,6 +261,7 @@ type ringStage struct {
 	p       int
 	pos     string
 	out, in string
+	order   []int // rank at each position along out (one-stage lanes)
 }
 
 // lane is one thread's share of the work: a chain of rings, a tree or a
@@ -256,6 +284,24 @@ func chDir(d string, ch int) string {
 	return fmt.Sprintf("tl.channel(%q, %d)", d, ch)
 }
 
+// forward and backward are the ranks at each position of a ring of p
+// ranks along r+1 and along r-1.
+func forward(p int) []int {
+	o := make([]int, p)
+	for q := range o {
+		o[q] = q
+	}
+	return o
+}
+
+func backward(p int) []int {
+	o := make([]int, p)
+	for q := range o {
+		o[q] = (p - q) % p
+	}
+	return o
+}
+
 // lanes lists the lanes the topology offers (their directions disjoint).
 func (g *gen) lanes() []lane {
 	ws := g.c.WorldSize
@@ -266,16 +312,16 @@ func (g *gen) lanes() []lane {
 			if ws == 1 {
 				break
 			}
-			out = append(out, lane{kind: "rings", name: fmt.Sprintf("ring E ch%d", ch), stages: []ringStage{{ws, "rank", chDir("E", ch), chDir("W", ch)}}})
+			out = append(out, lane{kind: "rings", name: fmt.Sprintf("ring E ch%d", ch), stages: []ringStage{{ws, "rank", chDir("E", ch), chDir("W", ch), forward(ws)}}})
 			if g.c.Topology == "ring_1d" {
-				out = append(out, lane{kind: "rings", name: fmt.Sprintf("ring W ch%d", ch), stages: []ringStage{{ws, "(world_size - rank) % world_size", chDir("W", ch), chDir("E", ch)}}})
+				out = append(out, lane{kind: "rings", name: fmt.Sprintf("ring W ch%d", ch), stages: []ringStage{{ws, "(world_size - rank) % world_size", chDir("W", ch), chDir("E", ch), backward(ws)}}})
 			}
 		case "mesh_2d":
 			R, C := g.rows, g.cols
-			row := ringStage{C, fmt.Sprintf("rank %% %d", C), chDir("E", ch), chDir("W", ch)}
-			col := ringStage{R, fmt.Sprintf("rank // %d", C), chDir("S", ch), chDir("N", ch)}
-			rrow := ringStage{C, fmt.Sprintf("(%d - rank %% %d) %% %d", C, C, C), chDir("W", ch), chDir("E", ch)}
-			rcol := ringStage{R, fmt.Sprintf("(%d - rank // %d) %% %d", R, C, R), chDir("N", ch), chDir("S", ch)}
+			row := ringStage{C, fmt.Sprintf("rank %% %d", C), chDir("E", ch), chDir("W", ch), nil}
+			col := ringStage{R, fmt.Sprintf("rank // %d", C), chDir("S", ch), chDir("N", ch), nil}
+			rrow := ringStage{C, fmt.Sprintf("(%d - rank %% %d) %% %d", C, C, C), chDir("W", ch), chDir("E", ch), nil}
+			rcol := ringStage{R, fmt.Sprintf("(%d - rank // %d) %% %d", R, C, R), chDir("N", ch), chDir("S", ch), nil}
 			out = append(out, lane{kind: "rings", name: fmt.Sprintf("rows then columns ch%d", ch), stages: []ringStage{row, col}})
 			out = append(out, lane{kind: "rings", name: fmt.Sprintf("columns then rows (reversed) ch%d", ch), stages: []ringStage{rcol, rrow}})
 		case "tree_binary":
@@ -292,10 +338,14 @@ func (g *gen) lanes() []lane {
 				for inv < ws && (inv*g.skip)%ws != 1%ws {
 					inv++
 				}
-				out = append(out, lane{kind: "rings", name: fmt.Sprintf("skip ring %d", g.skip), stages: []ringStage{{ws, fmt.Sprintf("rank * %d %% world_size", inv), `"E"`, `"W"`}}})
+				order := make([]int, ws)
+				for q := range order {
+					order[q] = q * g.skip % ws
+				}
+				out = append(out, lane{kind: "rings", name: fmt.Sprintf("skip ring %d", g.skip), stages: []ringStage{{ws, fmt.Sprintf("rank * %d %% world_size", inv), `"E"`, `"W"`, order}}})
 			} else {
-				out = append(out, lane{kind: "rings", name: "named ring nx", stages: []ringStage{{ws, "rank", `"nx"`, `"pv"`}}})
-				out = append(out, lane{kind: "rings", name: "named ring pv", stages: []ringStage{{ws, "(world_size - rank) % world_size", `"pv"`, `"nx"`}}})
+				out = append(out, lane{kind: "rings", name: "named ring nx", stages: []ringStage{{ws, "rank", `"nx"`, `"pv"`, forward(ws)}}})
+				out = append(out, lane{kind: "rings", name: "named ring pv", stages: []ringStage{{ws, "(world_size - rank) % world_size", `"pv"`, `"nx"`, backward(ws)}}})
 			}
 		}
 	}
@@ -332,10 +382,19 @@ func (g *gen) kernel() string {
 	lanes := all[:min(nl, len(all))]
 	if len(lanes) == 0 {
 		// One rank on a ring: nothing to send.
-		lanes = []lane{{kind: "rings", name: "one rank", stages: []ringStage{{1, "0", "", ""}}}}
+		lanes = []lane{{kind: "rings", name: "one rank", stages: []ringStage{{1, "0", "", "", []int{0}}}}}
 	}
 	passes := pick(g, 1, 1, 2, 3, 5)
+	coll := c.Collective
 	staging := pick(g, "", "", "inplace", "out")
+	switch coll {
+	case "allgather", "reduce_scatter", "alltoall":
+		staging = "" // lists of chunks
+	case "reduce":
+		if staging == "inplace" {
+			staging = "out" // the other ranks' recvbuf stays as it was
+		}
+	}
 	stageSpace := pick(g, "tcm", "sram", "hbm")
 	if int64(g.esize)*c.Count > 16<<10 && stageSpace == "tcm" {
 		stageSpace = "hbm"
@@ -349,26 +408,46 @@ func (g *gen) kernel() string {
 		names = append(names, l.name)
 	}
 	g.note("lanes [%s], %d pass(es), staging %q in %s, tmp in %s, n_slots %d slot_size %d channels %d buffer_kind %s", strings.Join(names, "; "), passes, staging, stageSpace, tmpSpace, g.nSlots, g.slot, g.channels, g.kind)
+	if c.Root != 0 {
+		g.note("root %d", c.Root)
+	}
 
 	laneFns := make([]string, len(lanes))
 	for i, l := range lanes {
-		laneFns[i] = g.laneFunc(i, l, i > 0)
+		laneFns[i] = g.laneFunc(i, l)
 	}
 
 	var e emitter // the kernel function, written first (it adds notes)
 	lw, lt := g.weights(len(lanes))
-	e.block("def kernel(sendbuf, recvbuf, rank, world_size, tl):", func() {
+	sig := "def kernel(sendbuf, recvbuf, rank, world_size, tl):"
+	root := "0"
+	if coll == "broadcast" || coll == "reduce" {
+		sig = "def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0):"
+		root = "root"
+	}
+	e.block(sig, func() {
 		e.l("dt = sendbuf.dtype")
 		e.l("n = len(recvbuf)")
-		e.l("tmps = [tl.alloc(n + 1, dt, %q) for _ in range(%d)]", tmpSpace, len(lanes))
+		e.l("tmps = [tl.alloc(max(len(sendbuf), n) + 1, dt, %q) for _ in range(%d)]", tmpSpace, len(lanes))
 		if staging != "" {
 			e.l("stage = tl.alloc(n // %d + 1, dt, %q)", passes, stageSpace)
+		}
+		switch coll {
+		case "allgather":
+			e.l("SRC, DST = sendbuf, [recvbuf.slice(r * len(sendbuf), len(sendbuf)) for r in range(world_size)]")
+		case "reduce_scatter":
+			e.l("SRC, DST = [sendbuf.slice(r * n, n) for r in range(world_size)], recvbuf")
+		case "alltoall":
+			e.l("c = len(sendbuf) // world_size")
+			e.l("SRC, DST = [sendbuf.slice(r * c, c) for r in range(world_size)], [recvbuf.slice(r * c, c) for r in range(world_size)]")
+		default:
+			e.l("SRC, DST = sendbuf, recvbuf")
 		}
 		g.sprinkle(&e, "rank")
 		loop := passes > 1 && g.chance(50)
 		body := func(i string) {
-			e.l("src = part(sendbuf, %d, %s)", passes, i)
-			e.l("dst = part(recvbuf, %d, %s)", passes, i)
+			e.l("src = passpart(SRC, %d, %s)", passes, i)
+			e.l("dst = passpart(DST, %d, %s)", passes, i)
 			switch staging {
 			case "inplace":
 				e.l("s = stage.slice(0, len(src))")
@@ -381,8 +460,8 @@ func (g *gen) kernel() string {
 			default:
 				e.l("work_src, work_dst = src, dst")
 			}
-			e.l("lsrc = cut(work_src, %s, %d)", lw, lt)
-			e.l("ldst = cut(work_dst, %s, %d)", lw, lt)
+			e.l("lsrc = split(work_src, %s, %d)", lw, lt)
+			e.l("ldst = split(work_dst, %s, %d)", lw, lt)
 			var joins []string
 			for k := 1; k < len(lanes); k++ {
 				useEv := g.chance(50)
@@ -391,13 +470,13 @@ func (g *gen) kernel() string {
 					ev = fmt.Sprintf("ev%d", k)
 					e.l("%s = tl.event(\"lane %d\")", ev, k)
 				}
-				e.l("h%d = tl.spawn(%s, lsrc[%d], ldst[%d], tmps[%d], rank, world_size, %s)", k, laneFns[k], k, k, k, ev)
+				e.l("h%d = tl.spawn(%s, lsrc[%d], ldst[%d], tmps[%d], rank, world_size, %s, %s)", k, laneFns[k], k, k, k, root, ev)
 				if useEv {
 					joins = append(joins, fmt.Sprintf("tl.wait(%s)", ev))
 				}
 				joins = append(joins, fmt.Sprintf("tl.wait(h%d)", k))
 			}
-			e.l("%s(tl, lsrc[0], ldst[0], tmps[0], rank, world_size, None)", laneFns[0])
+			e.l("%s(tl, lsrc[0], ldst[0], tmps[0], rank, world_size, %s, None)", laneFns[0], root)
 			for _, j := range joins {
 				e.l("%s", j)
 			}
@@ -458,8 +537,6 @@ func (g *gen) header() string {
 		})
 		e.l("")
 	}
-	e.b.WriteString(g.funcs.String())
-
 	return e.String()
 }
 
@@ -494,56 +571,104 @@ func (g *gen) sprinkle(e *emitter, arg string) {
 }
 
 // laneFunc writes lane i's function and returns its name. A lane's
-// function takes (tl, src, dst, tmp, rank, world_size, ev): src reduced
-// into dst, tmp scratch of at least len(src) + 1 elements, ev an event to
-// signal at the end (or None).
-func (g *gen) laneFunc(i int, l lane, thread bool) string {
+// function takes (tl, src, dst, tmp, rank, world_size, root, ev): its part
+// of the collective's buffers (views, or lists of views by rank for the
+// chunked buffers of allgather, reduce_scatter and alltoall), tmp scratch
+// of at least one buffer's length + 1 elements, the root of broadcast and
+// reduce, and an event to signal at the end (or None).
+func (g *gen) laneFunc(i int, l lane) string {
 	name := fmt.Sprintf("lane_%d", i)
 	var body emitter
 	body.ind = 1
-	switch l.kind {
-	case "rings":
-		// final: the last stage with more than one rank completes avg.
-		last := -1
-		for s, st := range l.stages {
-			if st.p > 1 {
-				last = s
-			}
-		}
-		for s, st := range l.stages {
-			from := "src"
-			if s > 0 {
-				from = "dst"
-				if g.plainSent || !g.minFlush {
-					body.l("tl.flush()")
-				}
-			}
-			g.plainSent = false
-			if st.p == 1 {
-				body.block(fmt.Sprintf("if %s != dst:", from), func() { body.l("tl.copy(dst, %s)", from) })
-				continue
-			}
-			fn := g.ringFunc(st.p, "ar")
-			w, t := g.weights(st.p)
-			final := "False"
-			if s == last {
-				final = "True"
-			}
-			body.l("%s(tl, cut(%s, %s, %d), cut(dst, %s, %d), %s, %s, %s, %s, tmp)", fn, from, w, t, w, t, st.pos, st.out, st.in, final)
-		}
-	case "tree":
-		fn := g.treeFunc(l.ch)
-		body.l("%s(tl, src, dst, tmp, rank, world_size)", fn)
-	case "fm":
-		fn := g.fullMeshFunc(l.ch)
-		body.l("%s(tl, src, dst, tmp, rank, world_size)", fn)
+	coll := g.c.Collective
+	switch {
+	case coll == "allreduce" && l.kind == "rings":
+		g.ringAllreduceLane(&body, l)
+	case coll == "allreduce" && l.kind == "tree":
+		body.l("%s(tl, src, dst, tmp, rank, world_size)", g.treeFunc(l.ch))
+	case coll == "allreduce" && l.kind == "fm":
+		body.l("%s(tl, src, dst, tmp, rank, world_size)", g.fullMeshFunc(l.ch))
+	case l.kind == "rings":
+		g.ringLane(&body, l)
+	case l.kind == "tree":
+		body.l("%s(tl, src, dst, tmp, rank, world_size)", g.treeOneWay(l.ch, coll))
+	case l.kind == "fm":
+		body.l("%s(tl, src, dst, tmp, rank, world_size, root)", g.fullMeshOther(l.ch, coll))
 	}
-	g.sprinkle(&body, "len(src)")
+	g.sprinkle(&body, "rank")
 	body.block("if ev != None:", func() { body.l("tl.signal(ev)") })
-	g.funcs.l("def %s(tl, src, dst, tmp, rank, world_size, ev):", name)
+	g.funcs.l("def %s(tl, src, dst, tmp, rank, world_size, root, ev):", name)
 	g.funcs.b.WriteString(body.String())
 	g.funcs.l("")
 	return name
+}
+
+// ringAllreduceLane writes an allreduce lane of rings: src reduced into
+// dst by each stage in turn.
+func (g *gen) ringAllreduceLane(body *emitter, l lane) {
+	// final: the last stage with more than one rank completes avg.
+	last := -1
+	for s, st := range l.stages {
+		if st.p > 1 {
+			last = s
+		}
+	}
+	for s, st := range l.stages {
+		from := "src"
+		if s > 0 {
+			from = "dst"
+			if g.plainSent || !g.minFlush {
+				body.l("tl.flush()")
+			}
+		}
+		g.plainSent = false
+		if st.p == 1 {
+			body.block(fmt.Sprintf("if %s != dst:", from), func() { body.l("tl.copy(dst, %s)", from) })
+			continue
+		}
+		fn := g.ringFunc(st.p, "ar")
+		w, t := g.weights(st.p)
+		final := "False"
+		if s == last {
+			final = "True"
+		}
+		body.l("%s(tl, cut(%s, %s, %d), cut(dst, %s, %d), %s, %s, %s, %s, tmp)", fn, from, w, t, w, t, st.pos, st.out, st.in, final)
+	}
+}
+
+// ringLane writes a lane of one ring (ring_1d, ring_1d_unidir, custom)
+// for the collectives other than allreduce.
+func (g *gen) ringLane(body *emitter, l lane) {
+	st := l.stages[0]
+	p := st.p
+	order := make([]string, len(st.order))
+	for q, r := range st.order {
+		order[q] = strconv.Itoa(r)
+	}
+	body.l("ORDER = [%s]  # the rank at each position along %s", strings.Join(order, ", "), st.out)
+	body.l("pos = %s", st.pos)
+	switch g.c.Collective {
+	case "allgather":
+		body.block("if src != dst[rank]:", func() { g.copyIn(body, "dst[rank]", "src") })
+		if p > 1 {
+			body.l("D = [dst[r] for r in ORDER]")
+			body.l("%s(tl, D, D, pos, %s, %s, True, tmp)", g.ringFunc(p, "ag"), st.out, st.in)
+		}
+	case "reduce_scatter":
+		if p == 1 {
+			body.block("if src[rank] != dst:", func() { body.l("tl.copy(dst, src[rank])") })
+			break
+		}
+		// The rank at position q completes the chunk of position q + 1:
+		// there goes the chunk of the rank at position q.
+		body.l("S = [src[ORDER[(q - 1) %% %d]] for q in range(%d)]", p, p)
+		body.l("D = [dst if q == (pos + 1) %% %d else S[q] for q in range(%d)]", p, p)
+		body.l("%s(tl, S, D, pos, %s, %s, True, tmp)", g.ringFunc(p, "rs"), st.out, st.in)
+	case "broadcast":
+		g.chainBroadcast(body, st)
+	case "reduce":
+		g.chainReduce(body, st)
+	}
 }
 
 // pieceChoice picks a ring's message size: slot_size (written as
@@ -600,7 +725,10 @@ func (g *gen) recvDst(e *emitter, dir, buf string) {
 func (g *gen) perMessageOK() bool { return g.kind == "tcm" }
 
 // ringFunc writes a ring function for p ranks and returns its name. mode
-// "ar": allreduce of the p chunks src[c] into dst[c] (position labels).
+// "ar": allreduce of the p chunks src[c] into dst[c] (position labels);
+// "rs": reduce-scatter, the rank at position pos reduces chunk pos+1 of
+// src into dst[pos+1]; "ag": allgather, dst[pos] (which src is) holds this
+// rank's chunk and every other dst[c] receives the chunk of position c.
 // Signature: (tl, src, dst, pos, out_dir, in_dir, final, tmp).
 func (g *gen) ringFunc(p int, mode string) string {
 	g.nfn++
@@ -640,13 +768,26 @@ func (g *gen) ringFunc(p int, mode string) string {
 				}
 			}
 			// Reduce-scatter: step s receives chunk pos-s, combines it
-			// with its own and forwards it.
-			for s := 1; s <= p-2; s++ {
-				g.rsMiddle(e, fmt.Sprintf("S[(pos - %d) %% %d]", s, p), fmt.Sprintf("S[(pos - %d) %% %d]", s+1, p), kw, full)
+			// with its own and forwards it; the last step completes chunk
+			// pos+1. The allgather passes every completed chunk on.
+			if mode != "ag" {
+				for s := 1; s <= p-2; s++ {
+					g.rsMiddle(e, fmt.Sprintf("S[(pos - %d) %% %d]", s, p), fmt.Sprintf("S[(pos - %d) %% %d]", s+1, p), kw, full)
+				}
 			}
-			g.rsFinal(e, fmt.Sprintf("S[(pos + 1) %% %d]", p), fmt.Sprintf("D[(pos + 1) %% %d]", p), kw, full, avg)
-			for s := 1; s <= p-2; s++ {
-				g.agMiddle(e, fmt.Sprintf("D[(pos - %d) %% %d]", s-1, p), kw, full)
+			if mode == "ar" {
+				g.rsFinal(e, fmt.Sprintf("S[(pos + 1) %% %d]", p), fmt.Sprintf("D[(pos + 1) %% %d]", p), kw, full, avg)
+			}
+			// The allgather's steps: in "ar" chunk pos+1 was sent by the
+			// last reduce step, in "ag" chunk pos by the first send.
+			shift := 1
+			if mode == "ag" {
+				shift = 0
+			}
+			if mode != "rs" {
+				for s := 1; s <= p-2; s++ {
+					g.agMiddle(e, fmt.Sprintf("D[(pos - %d) %% %d]", s-shift, p), kw, full)
+				}
 			}
 			next := func() {
 				e.block("if r + 1 < rounds:", func() {
@@ -654,10 +795,18 @@ func (g *gen) ringFunc(p int, mode string) string {
 					first(fmt.Sprintf("S[pos %% %d]", p))
 				})
 			}
+			if mode == "rs" {
+				e.l("C = S")
+			}
 			if overlap {
 				next()
 			}
-			g.agLast(e, fmt.Sprintf("D[(pos + 2) %% %d]", p), kw, full)
+			switch mode {
+			case "rs":
+				g.rsLast(e, fmt.Sprintf("C[(pos + 1) %% %d]", p), fmt.Sprintf("D[(pos + 1) %% %d]", p), kw, full, avg, overlap)
+			default:
+				g.agLast(e, fmt.Sprintf("D[(pos + %d) %% %d]", 1+shift, p), kw, full)
+			}
 			if !overlap {
 				next()
 			}
@@ -762,6 +911,44 @@ func (g *gen) rsFinal(e *emitter, local, dst, kw string, full, avg bool) {
 	}
 }
 
+// rsLast writes a reduce-scatter's last step: receive, combine with
+// local into dst (final: avg divides), no forward.
+func (g *gen) rsLast(e *emitter, local, dst, kw string, full, avg, overlap bool) {
+	v := g.intn(10)
+	if avg {
+		v = 0 // avg divides in the fused primitives only
+	}
+	if overlap && v >= 5 {
+		// The next round's first send is under way: a tl.flush would wait
+		// for it, and it for the next rank, which waits for this one.
+		v = 9
+		if !g.perMessageOK() {
+			v = 0
+		}
+	}
+	switch {
+	case v < 5:
+		e.l("tl.recv_reduce_copy(in_dir, %s, %s, final = final%s)", local, dst, kw)
+	case v < 8 && full:
+		e.l("tl.flush()")
+		e.l("T = tmp.slice(0, len(%s))", local)
+		g.recvDst(e, "in_dir", "T")
+		e.l("tl.reduce(%s, %s, T, op = tl.redop)", dst, local)
+	case v < 8 || !g.perMessageOK():
+		e.l("tl.flush()")
+		e.l("T = tmp.slice(0, len(%s))", local)
+		e.l("tl.recv_copy(in_dir, T%s)", kw)
+		e.l("tl.reduce(%s, T, %s, op = tl.redop)", dst, local)
+	default:
+		e.l("DP = msgs(%s, pe)", dst)
+		e.block(fmt.Sprintf("for j, lp in enumerate(msgs(%s, pe)):", local), func() {
+			e.l("m = tl.recv(in_dir)")
+			e.l("x = tl.fetch(m)")
+			e.l("tl.store(DP[j], combine(tl, x, tl.fetch(lp)))")
+		})
+	}
+}
+
 // agMiddle writes an allgather step: receive into dst and forward.
 func (g *gen) agMiddle(e *emitter, dst, kw string, full bool) {
 	v := g.intn(10)
@@ -789,21 +976,75 @@ func (g *gen) agMiddle(e *emitter, dst, kw string, full bool) {
 }
 
 // agLast writes the allgather's last step: receive into dst.
-func (g *gen) agLast(e *emitter, dst, kw string, full bool) {
+func (g *gen) agLast(e *emitter, dst, kw string, full bool) { g.recvInto(e, "in_dir", dst, kw, full) }
+
+// recvInto writes a receive of a buffer from dir into dst (messages of
+// piece bytes, pe elements).
+func (g *gen) recvInto(e *emitter, dir, dst, kw string, full bool) {
 	v := g.intn(10)
 	switch {
 	case v < 5:
-		e.l("tl.recv_copy(in_dir, %s%s)", dst, kw)
+		e.l("tl.recv_copy(%s, %s%s)", dir, dst, kw)
 	case v < 8 && full:
-		g.recvDst(e, "in_dir", dst)
+		g.recvDst(e, dir, dst)
 	case !g.perMessageOK():
-		e.l("tl.recv_copy(in_dir, %s%s)", dst, kw)
+		e.l("tl.recv_copy(%s, %s%s)", dir, dst, kw)
 	default:
 		e.block(fmt.Sprintf("for dp in msgs(%s, pe):", dst), func() {
-			e.l("m = tl.recv(in_dir)")
+			e.l("m = tl.recv(%s)", dir)
 			e.l("tl.store(dp, tl.fetch(m))")
 		})
 	}
+}
+
+// forward writes a receive of a buffer from in_dir into dst and its
+// forward on out_dir.
+func (g *gen) forward(e *emitter, dst, kw string, full bool) { g.agMiddle(e, dst, kw, full) }
+
+// chainBroadcast writes a broadcast along the ring of st from root: each
+// rank receives the buffer from the one before and passes it on.
+func (g *gen) chainBroadcast(e *emitter, st ringStage) {
+	p := st.p
+	if p == 1 {
+		e.block("if src != dst:", func() { e.l("tl.copy(dst, src)") })
+		return
+	}
+	pieceExpr, kw, full := g.pieceChoice()
+	e.l("out_dir, in_dir = %s, %s", st.out, st.in)
+	e.l("piece = %s", pieceExpr)
+	e.l("esize = ELEM_SIZE[dst.dtype]")
+	e.l("pe = piece // esize")
+	e.l("c = (pos - ORDER.index(root)) %% %d  # the root is first", p)
+	e.block("if c == 0:", func() {
+		e.block("if src != dst:", func() { g.copyIn(e, "dst", "src") })
+		g.send(e, "out_dir", pick(g, "src", "dst"), kw)
+	})
+	e.block(fmt.Sprintf("elif c < %d:", p-1), func() { g.forward(e, "dst", kw, full) })
+	e.block("else:", func() { g.recvInto(e, "in_dir", "dst", kw, full) })
+}
+
+// chainReduce writes a reduce along the ring of st to root: the rank after
+// the root starts, each one adds its own and passes the sum on, the root
+// completes it into its recvbuf (the others' recvbuf is left alone).
+func (g *gen) chainReduce(e *emitter, st ringStage) {
+	p := st.p
+	if p == 1 {
+		e.block("if src != dst:", func() { e.l("tl.copy(dst, src)") })
+		return
+	}
+	avg := g.c.RedOp == "avg"
+	pieceExpr, kw, full := g.pieceChoice()
+	e.l("out_dir, in_dir = %s, %s", st.out, st.in)
+	e.l("piece = %s", pieceExpr)
+	e.l("esize = ELEM_SIZE[dst.dtype]")
+	e.l("pe = piece // esize")
+	e.l("final = True")
+	e.l("c = (pos - ORDER.index(root) - 1) %% %d  # the root is last", p)
+	e.block("if c == 0:", func() { g.send(e, "out_dir", "src", kw) })
+	e.block(fmt.Sprintf("elif c < %d:", p-1), func() {
+		g.rsMiddle(e, "src", "src", kw, full)
+	})
+	e.block("else:", func() { g.rsLast(e, "src", "dst", kw, full, avg, false) })
 }
 
 // treeFunc writes an allreduce over channel ch of the binary tree: reduce
@@ -895,6 +1136,159 @@ func (g *gen) treeFunc(ch int) string {
 			}
 			e.block("for kid in kids[1:]:", func() { g.send(e, "kid", "dst", kw) })
 		})
+	})
+	e.l("")
+	return name
+}
+
+// treeOneWay writes a broadcast from, or a reduce to, rank 0 over
+// channel ch of the binary tree. Signature (tl, src, dst, tmp, rank,
+// world_size).
+func (g *gen) treeOneWay(ch int, coll string) string {
+	g.nfn++
+	name := fmt.Sprintf("tree_%d", g.nfn)
+	e := &g.funcs
+	pieceExpr, kw, full := g.pieceChoice()
+	reverse := g.chance(50)
+	e.block(fmt.Sprintf("def %s(tl, src, dst, tmp, rank, world_size):", name), func() {
+		e.l("in_dir, out_dir = None, None")
+		e.l("piece = %s", pieceExpr)
+		e.l("esize = ELEM_SIZE[dst.dtype]")
+		e.l("pe = piece // esize")
+		e.l("kids = []")
+		e.block("if 2 * rank + 1 < world_size:", func() { e.l("kids.append(%s)", chDir("child_left", ch)) })
+		e.block("if 2 * rank + 2 < world_size:", func() { e.l("kids.append(%s)", chDir("child_right", ch)) })
+		if reverse {
+			e.l("kids = kids[::-1]")
+		}
+		e.l("root = rank == 0")
+		e.l("parent = %s", chDir("parent", ch))
+		if coll == "broadcast" {
+			e.block("if root:", func() {
+				e.block("if src != dst:", func() { g.copyIn(e, "dst", "src") })
+				if g.chance(50) {
+					e.l("hs = [tl.send_async(kid, dst%s) for kid in kids]", kw)
+					e.block("for h in hs:", func() { e.l("tl.wait(h)") })
+				} else {
+					e.block("for kid in kids:", func() { g.send(e, "kid", "dst", kw) })
+				}
+			})
+			e.block("elif not kids:", func() { g.recvInto(e, "parent", "dst", kw, full) })
+			e.block("else:", func() {
+				e.l("in_dir, out_dir = parent, kids[0]")
+				g.forward(e, "dst", kw, full)
+				e.block("for kid in kids[1:]:", func() { g.send(e, "kid", "dst", kw) })
+			})
+			return
+		}
+		// Reduce: only the root writes its recvbuf; the others sum into
+		// tmp, which the last call's sends may still read.
+		e.block("if not kids:", func() {
+			e.block("if root:", func() {
+				e.block("if src != dst:", func() { e.l("tl.copy(dst, src)") })
+			})
+			e.block("else:", func() { g.send(e, "parent", "src", kw) })
+			e.l("return")
+		})
+		e.l("tl.flush()")
+		e.l("buf = dst if root else tmp.slice(0, len(src))")
+		e.l("acc = src")
+		e.block("for i, kid in enumerate(kids):", func() {
+			e.l("last = i == len(kids) - 1")
+			e.block("if last and not root:", func() {
+				if g.chance(30) {
+					e.l("tl.recv_reduce_copy(kid, acc, buf%s)", kw)
+					g.send(e, "parent", "buf", kw)
+				} else {
+					e.l("tl.recv_reduce_send(kid, acc, parent%s)", kw)
+				}
+			})
+			e.block("else:", func() {
+				e.l("tl.recv_reduce_copy(kid, acc, buf, final = root and last%s)", kw)
+				e.l("acc = buf")
+			})
+		})
+	})
+	e.l("")
+	return name
+}
+
+// fullMeshOther writes allgather, reduce_scatter, broadcast, reduce or
+// alltoall over channel ch of the full mesh, directly between ranks.
+// Signature (tl, src, dst, tmp, rank, world_size, root).
+func (g *gen) fullMeshOther(ch int, coll string) string {
+	g.nfn++
+	name := fmt.Sprintf("fm_%d", g.nfn)
+	e := &g.funcs
+	pieceExpr, kw, full := g.pieceChoice()
+	p := g.c.WorldSize
+	dir := func(j string) string {
+		if ch == 0 {
+			return fmt.Sprintf("\"r%%d\" %% %s", j)
+		}
+		return fmt.Sprintf("tl.channel(\"r%%d\" %% %s, %d)", j, ch)
+	}
+	e.block(fmt.Sprintf("def %s(tl, src, dst, tmp, rank, world_size, root):", name), func() {
+		e.l("piece = %s", pieceExpr)
+		e.l("esize = ELEM_SIZE[tmp.dtype]")
+		e.l("pe = piece // esize")
+		peers := fmt.Sprintf("[(rank + k) %% %d for k in range(1, %d)]", p, p)
+		switch coll {
+		case "allgather":
+			e.block("if src != dst[rank]:", func() { g.copyIn(e, "dst[rank]", "src") })
+			e.l("hs = [tl.send_async(%s, %s%s) for j in %s]", dir("j"), pick(g, "src", "dst[rank]"), kw, peers)
+			e.block(fmt.Sprintf("for k in range(1, %d):", p), func() {
+				e.l("j = (rank - k) %% %d", p)
+				g.recvInto(e, dir("j"), "dst[j]", kw, full)
+			})
+			e.block("for h in hs:", func() { e.l("tl.wait(h)") })
+		case "reduce_scatter":
+			e.l("hs = [tl.send_async(%s, src[j]%s) for j in %s]", dir("j"), kw, peers)
+			e.l("acc = src[rank]")
+			e.block(fmt.Sprintf("for k in range(1, %d):", p), func() {
+				e.l("j = (rank - k) %% %d", p)
+				e.l("tl.recv_reduce_copy(%s, acc, dst, final = k == %d%s)", dir("j"), p-1, kw)
+				e.l("acc = dst")
+			})
+			if p == 1 {
+				e.block("if src[rank] != dst:", func() { e.l("tl.copy(dst, src[rank])") })
+			}
+			e.block("for h in hs:", func() { e.l("tl.wait(h)") })
+		case "broadcast":
+			e.block("if rank == root:", func() {
+				e.block("if src != dst:", func() { g.copyIn(e, "dst", "src") })
+				e.l("hs = [tl.send_async(%s, dst%s) for j in %s]", dir("j"), kw, peers)
+				e.block("for h in hs:", func() { e.l("tl.wait(h)") })
+			})
+			e.block("else:", func() { g.recvInto(e, dir("root"), "dst", kw, full) })
+		case "reduce":
+			e.block("if rank != root:", func() { g.send(e, dir("root"), "src", kw) })
+			e.block("else:", func() {
+				e.l("acc = src")
+				e.block(fmt.Sprintf("for k in range(1, %d):", p), func() {
+					e.l("j = (root + k) %% %d", p)
+					e.l("tl.recv_reduce_copy(%s, acc, dst, final = k == %d%s)", dir("j"), p-1, kw)
+					e.l("acc = dst")
+				})
+				if p == 1 {
+					e.block("if src != dst:", func() { e.l("tl.copy(dst, src)") })
+				}
+			})
+		case "alltoall":
+			// Sent from a copy: in place, the chunk received from j
+			// overwrites the one sent to j, which j need not have taken.
+			e.l("c = len(src[0])")
+			e.l("tl.flush()")
+			e.l("S = [tmp.slice(j * c, c) for j in range(world_size)]")
+			e.block("for j in range(world_size):", func() { g.copyIn(e, "S[j]", "src[j]") })
+			e.l("hs = [tl.send_async(%s, S[j]%s) for j in %s]", dir("j"), kw, peers)
+			e.l("tl.copy(dst[rank], S[rank])")
+			e.block(fmt.Sprintf("for k in range(1, %d):", p), func() {
+				e.l("j = (rank - k) %% %d", p)
+				g.recvInto(e, dir("j"), "dst[j]", kw, full)
+			})
+			e.block("for h in hs:", func() { e.l("tl.wait(h)") })
+		}
 	})
 	e.l("")
 	return name
