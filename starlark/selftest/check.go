@@ -60,6 +60,7 @@ type run struct {
 	fail   *ccl.Failure
 	err    error
 	stderr string
+	oplog  string // with runLogged
 }
 
 // status is the exit status kernbench would give the run.
@@ -209,11 +210,16 @@ func Check(c *Case, dir string, o CheckOptions) *Outcome {
 	}
 	// 5. Byte-identical output: again, and under GOMAXPROCS 1 and 2.
 	if !o.SkipProcs {
+		// These two also write the op_log (--oplog), which must be the
+		// same too.
 		prev := runtime.GOMAXPROCS(1)
-		one := c.run(file, false)
+		one := c.runLogged(file)
 		runtime.GOMAXPROCS(2)
-		two := c.run(file, false)
+		two := c.runLogged(file)
 		runtime.GOMAXPROCS(prev)
+		if d := cmp.Diff(one.oplog, two.oplog); d != "" {
+			problem("determinism", "the op_logs of GOMAXPROCS 1 and 2 differ (-1 +2):\n%s", firstLines(d, 30))
+		}
 		if d := cmp.Diff(full.text(), one.text()); d != "" {
 			problem("determinism", "two runs differ (-first +GOMAXPROCS=1):\n%s", firstLines(d, 30))
 		}
@@ -229,15 +235,36 @@ func Check(c *Case, dir string, o CheckOptions) *Outcome {
 // maxSteps bounds each thread's Starlark steps (the kernbench default).
 const maxSteps = 100_000_000
 
+// Run runs the case's kernel in file as `kernbench run` with c.Args()
+// does.
+func (c *Case) Run(file string, timingOnly bool) (*ccl.Report, error) {
+	r := c.run(file, timingOnly)
+	return r.rep, r.err
+}
+
 // run runs the case as `kernbench run` would.
-func (c *Case) run(file string, timingOnly bool) run {
+func (c *Case) run(file string, timingOnly bool) run { return c.runWith(file, timingOnly, nil) }
+
+// runLogged is run with --oplog: r.oplog is the op_log's text.
+func (c *Case) runLogged(file string) run {
+	var log bytes.Buffer
+	r := c.runWith(file, false, &log)
+	r.oplog = log.String()
+	return r
+}
+
+func (c *Case) runWith(file string, timingOnly bool, oplog *bytes.Buffer) run {
 	var stderr bytes.Buffer
-	rep, err := ccl.Run(file, ccl.Options{
+	o := ccl.Options{
 		Sets: c.Sets, WorldSize: c.WorldSize, Counts: []int64{c.Count}, DType: c.DType, RedOp: c.RedOp,
 		InPlace: c.InPlace, Root: c.Root, Seed: c.InputSeed, DataSpace: c.DataSpace, JitterSeed: c.JitterSeed,
 		Verify: true, TimingOnly: timingOnly, MaxSteps: maxSteps, Jobs: 1,
 		Embedded: kernbench.Files, Stderr: &stderr,
-	})
+	}
+	if oplog != nil {
+		o.OpLog = oplog
+	}
+	rep, err := ccl.Run(file, o)
 	r := run{rep: rep, err: err, stderr: stderr.String()}
 	var f *ccl.Failure
 	if errors.As(err, &f) {
