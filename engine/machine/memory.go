@@ -218,8 +218,12 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		}
 		// Bytes above every earlier allocation were never written and are
 		// still zero: clearing them would touch fresh pages a first time
-		// before the caller fills them.
-		if dirty := min(end, max(off, m.allocHigh)); dirty > off {
+		// before the caller fills them. Only the n bytes asked for are
+		// cleared, not the block's alignment padding: the op_log records
+		// an allocation of n bytes, and phase 2 clears those (the padding
+		// kept what a freed allocation left there in phase 2, and phase 1
+		// disagreed with it).
+		if dirty := min(off+n, max(off, m.allocHigh)); dirty > off {
 			m.savePreRun(off, dirty)
 			clear(m.data[off:dirty])
 		}

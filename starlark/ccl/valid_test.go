@@ -45,6 +45,23 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
     else:
         tl.recv_reduce_copy_send("W", sendbuf, recvbuf, "E")
 `, 2, []string{"defaults.ipcq_overhead_ns=200"}},
+		// Rank 1 allocates 3 bytes where rank 0's scratch was before it
+		// returned: the allocation cleared its whole 64-byte block in phase
+		// 1 but only the 3 bytes the op_log records in phase 2, and the two
+		// images differed in rank 0's old bytes (Phase2Mismatch).
+		{"scratch reused after another rank returned", `
+def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    t = tl.alloc(len(sendbuf), sendbuf.dtype, "sram")
+    h = tl.send_async("E", sendbuf)
+    tl.recv("W", dst = t)
+    tl.wait(h)
+    tl.flush()
+    tl.reduce(recvbuf, sendbuf, t, op = tl.redop)
+    if rank == 1:
+        for _ in range(20):  # long enough for rank 0 to return
+            tl.copy(t, recvbuf)
+        tl.alloc(3, "u8", "sram")
+`, 2, nil},
 		// Two threads flush a direction the kernel's sends use: the queue
 		// pair kept one flush waiter, and the other thread was never
 		// woken (deadlock, "flush E: 0 send(s) in flight").

@@ -494,7 +494,9 @@ func (g *gen) kernel() string {
 		}
 		if loop {
 			e.block(fmt.Sprintf("for i in range(%d):", passes), func() {
-				e.block("if i > 0:", between)
+				if staging != "" || !g.minFlush {
+					e.block("if i > 0:", between)
+				}
 				body("i")
 			})
 		} else {
