@@ -57,6 +57,8 @@ type gen struct {
 	plainSent bool
 	minFlush  bool
 	zeroDiv   bool
+	// needCopier: the kernel uses the copier thread function.
+	needCopier bool
 }
 
 // Generate makes the case of seed: a machine, a configuration and a
@@ -220,7 +222,7 @@ func (g *gen) config() {
 		g.set("defaults.vc_weights", fmt.Sprintf("{compute: %d, comm: %d}", 1+g.intn(4), 1+g.intn(4)))
 	}
 	if g.chance(20) {
-		g.set("defaults.ipcq_overhead_ns", pick(g, 1, 5, 40))
+		g.set("defaults.ipcq_overhead_ns", pick(g, 1, 5, 40, 300))
 	}
 	if g.chance(30) {
 		g.set("system.links.ucie.bandwidth_gbps", pick(g, 4, 16, 256))
@@ -512,6 +514,12 @@ func (g *gen) kernel() string {
 			g.oddSide(&e, g.zeroDiv)
 		}
 	})
+	if g.needCopier {
+		g.funcs.l("def copier(tl, dst, src, ev):")
+		g.funcs.l("    tl.wait(tl.store_async(dst, tl.fetch(src)))")
+		g.funcs.l("    tl.signal(ev)")
+		g.funcs.l("")
+	}
 	return g.header() + g.funcs.String() + e.String()
 }
 
@@ -544,7 +552,15 @@ func (g *gen) header() string {
 
 // copyIn copies src into dst (same length) one of the ways a kernel can.
 func (g *gen) copyIn(e *emitter, dst, src string) {
-	switch g.intn(5) {
+	switch g.intn(6) {
+	case 5:
+		// In a thread of its own, which signals an event once the copy is
+		// in memory: the kernel goes on when the event is set.
+		g.needCopier = true
+		e.l("ev_c = tl.event(\"copied\")")
+		e.l("hc = tl.spawn(copier, %s, %s, ev_c)", dst, src)
+		e.l("tl.wait(ev_c)")
+		e.l("tl.wait(hc)")
 	case 0:
 		e.l("tl.copy(%s, %s)", dst, src)
 	case 1:
@@ -569,6 +585,8 @@ func (g *gen) sprinkle(e *emitter, arg string) {
 		e.l("_ = (tl.time(), tl.program_id(0), tl.program_id(1), tl.directions(), tl.machine, tl.location(rank))")
 	case 2:
 		e.l("_ = (tl.slot_size, tl.n_slots, tl.buffer_kind, tl.channels, tl.redop, tl.world_size, tl.rank)")
+	case 3:
+		e.l("_ = [(d, tl.peer(d), tl.ready(d)) for d in tl.directions()]")
 	}
 }
 
