@@ -114,7 +114,10 @@ type QueuePair struct {
 	// moreFlushers are the flushes of this side waiting besides
 	// flushWaiter: the rank's threads may flush one direction at once.
 	moreFlushers []*sim.Proc
-	_            [7]uint64 // to 512 bytes
+	// freed counts the messages of this side whose slots are free again,
+	// in order: taken and, when copied out, copied (Credit returns it).
+	freed uint64
+	_     [6]uint64 // to 512 bytes
 }
 
 // RxSlot is one slot of a queue pair's rx ring: the message it holds and
@@ -127,6 +130,10 @@ type RxSlot struct {
 	Gen uint64
 	// arrived: delivered but not yet published (in-order delivery).
 	arrived bool
+	// copying: taken to be copied out (copy_to_dst, a fused primitive's
+	// inbox) and the copy is not done: the slot is not free, and no
+	// credit may cover it (CopyDone).
+	copying bool
 }
 
 // Peer returns the peer's queue pair for the reverse direction.
@@ -155,7 +162,7 @@ func (w *WaitInfo) String() string {
 
 // OpDone returns the credit of a copy_to_dst receive when the copy out of
 // its slot completes (the queue pair is the copy's Watcher).
-func (q *QueuePair) OpDone(*MemOp) { q.ep.g.Credit(q) }
+func (q *QueuePair) OpDone(op *MemOp) { q.ep.g.CopyDone(q, op.Seq) }
 
 // Summary is the wait without the ranks and pointers that make each rank's
 // wait its own ("recv W, no data"): deadlock reports group ranks whose
@@ -949,6 +956,7 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 			q.Rank, q.Dir, idx, meta.Seq, gen, q.MyTail, q.PeerHeadCache, q.MyTail)})
 	}
 	slot = q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes)
+	q.Slots[idx].copying = !creditNow
 	q.MyTail++
 	if len(q.peer.held) > 0 { // (no closure to make otherwise)
 		q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
@@ -967,12 +975,27 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 	return slot, idx, gen
 }
 
-// Credit returns the credit for everything q has consumed: after the fast
-// path delay T(path B→A, ipcq_credit_size_bytes) the sender's
-// peer_tail_cache becomes q.MyTail and a blocked send wakes [D9].
+// Credit returns the credit for every message q has consumed whose slot
+// is free: after the fast path delay T(path B→A, ipcq_credit_size_bytes)
+// the sender's peer_tail_cache becomes that count and a blocked send
+// wakes [D9]. A message taken to be copied out holds its slot (and every
+// later one's credit) until CopyDone: the credit of an earlier copy used
+// to cover it, and the sender refilled a slot whose copy still read it.
 func (g *Group) Credit(q *QueuePair) {
-	q.credits = append(q.credits, q.MyTail)
+	n := uint64(len(q.Slots))
+	for q.freed < q.MyTail && !q.Slots[q.freed%n].copying {
+		q.freed++
+	}
+	q.credits = append(q.credits, q.freed)
 	g.M.Sim.After(q.creditDelay, (*creditEvent)(q))
+}
+
+// CopyDone frees the slot of message seq of q, taken to be copied out
+// (Take with creditNow false), once the copy is done, and returns the
+// credit.
+func (g *Group) CopyDone(q *QueuePair, seq uint64) {
+	q.Slots[seq%uint64(len(q.Slots))].copying = false
+	g.Credit(q)
 }
 
 type creditEvent QueuePair

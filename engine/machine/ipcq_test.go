@@ -462,10 +462,15 @@ func TestIPCQ_Credit_WakesSenderAfterFastPathDelay(t *testing.T) {
 	}
 }
 
-// Rule (model.md §4 recv.2–3, D9 step 4): the credit carries my_tail as of
-// the Credit call; deferred credits (copy_to_dst) release everything taken
-// so far, and in-flight credits apply in issue order.
-func TestIPCQ_Credit_CarriesMyTailAtCreditTime(t *testing.T) {
+// Rule (model.md §4 recv.2–3, D9 step 4): a credit covers the messages
+// taken whose slots are free, in order: a message taken to be copied out
+// (copy_to_dst) frees its slot when its copy is done (CopyDone), and until
+// then no credit covers it or any later message, not even one taken
+// return_slot; in-flight credits apply in issue order. (A credit used to
+// carry my_tail, so the credit of one copy covered the messages whose
+// copies were still reading their slots, and the sender refilled them: a
+// wrong result without a hazard, found by the self-test.)
+func TestIPCQ_Credit_CoversFreedSlotsOnly(t *testing.T) {
 	cfg := ipcqTestCfg(HBM, Sleep, 4, 64)
 	m, g := installIPCQ(t, testParams(), pairLinks(), cfg)
 	q := lookup(t, g, 0, "E", true)
@@ -493,14 +498,18 @@ func TestIPCQ_Credit_CarriesMyTailAtCreditTime(t *testing.T) {
 		}
 		g.Take(rq, false)
 		g.Take(rq, false)
-		g.Credit(rq) // carries 2
+		g.CopyDone(rq, 1) // carries 0: message 0 is still being copied
 		if err := p.Sleep(1 * ipcqNS); err != nil {
 			return
 		}
-		g.Take(rq, true) // carries 3
+		g.Take(rq, true) // carries 0 still
+		if err := p.Sleep(1 * ipcqNS); err != nil {
+			return
+		}
+		g.CopyDone(rq, 0) // carries 3
 	})
 	m.Sim.Spawn("observer", func(p *sim.Proc) {
-		for _, at := range []sim.Time{t0 + credit - 1, t0 + credit, t0 + ipcqNS + credit - 1, t0 + ipcqNS + credit} {
+		for _, at := range []sim.Time{t0 + credit, t0 + ipcqNS + credit, t0 + 2*ipcqNS + credit - 1, t0 + 2*ipcqNS + credit} {
 			if err := p.Sleep(at - p.Sim().Now()); err != nil {
 				return
 			}
@@ -510,7 +519,7 @@ func TestIPCQ_Credit_CarriesMyTailAtCreditTime(t *testing.T) {
 	if err := m.Sim.Run(); err != nil {
 		t.Fatal(err)
 	}
-	want := []sample{{t0 + credit - 1, 0}, {t0 + credit, 2}, {t0 + ipcqNS + credit - 1, 2}, {t0 + ipcqNS + credit, 3}}
+	want := []sample{{t0 + credit, 0}, {t0 + ipcqNS + credit, 0}, {t0 + 2*ipcqNS + credit - 1, 0}, {t0 + 2*ipcqNS + credit, 3}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("peer_tail_cache over time (-want +got):\n%s", diff)
 	}
@@ -1411,7 +1420,7 @@ func TestIPCQ_Random_ExactlyOnceInOrderAndMonotonePointers(t *testing.T) {
 								if err := p.Sleep(pl.creditDelay); err != nil {
 									return
 								}
-								g.Credit(rq)
+								g.CopyDone(rq, rc.Meta.Seq)
 								check("credit")
 							}
 						}

@@ -62,6 +62,30 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
             tl.copy(t, recvbuf)
         tl.alloc(3, "u8", "sram")
 `, 2, nil},
+		// Rank 1 copies its messages out of their slots (tl.recv(dst=))
+		// while another of its threads keeps its DMA engine busy, so the
+		// copy of a message waits behind the thread's copies: the credit
+		// of the copy before it covered it, and rank 0 refilled its slot
+		// before it was copied (a wrong result, no hazard).
+		{"copies out of slots behind a busy DMA engine", `
+def hog(tl, a, b):
+    for _ in range(40):
+        tl.copy(a, b)
+
+def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    if rank == 0:
+        tl.send("E", sendbuf)
+        tl.recv("E", dst = recvbuf)
+    else:
+        t = tl.alloc(len(sendbuf), sendbuf.dtype, "hbm")
+        a = tl.alloc(16384, "f32", "hbm")
+        b = tl.alloc(16384, "f32", "hbm")
+        h = tl.spawn(hog, a, b)
+        tl.recv("W", dst = t)
+        tl.reduce(recvbuf, t, sendbuf, op = tl.redop)
+        tl.send("W", recvbuf)
+        tl.wait(h)
+`, 4, []string{"defaults.slot_size=64"}},
 		// Two threads flush a direction the kernel's sends use: the queue
 		// pair kept one flush waiter, and the other thread was never
 		// woken (deadlock, "flush E: 0 send(s) in flight").
@@ -132,3 +156,4 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 		}
 	}
 }
+

@@ -870,7 +870,7 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 					return nil, err
 				}
 			}
-			g.Credit(q)
+			g.CopyDone(q, meta.Seq)
 			break
 		}
 		op.Watcher = q // its credit returns when the copy completes

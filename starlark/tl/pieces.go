@@ -651,7 +651,7 @@ func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
 // returns and the inbox's load is issued.
 func (pr *pieceRun) copiedIn() (*handle, error) {
 	k, q := pr.k, pr.c.in
-	k.G.Credit(q)
+	k.G.CopyDone(q, pr.copying.Seq) // (the copy's message: its slot is free)
 	out, _ := pr.inbox.view(0, pr.copied/int64(pr.inbox.DT.Size()), "")
 	out.Dir = q.Dir
 	pr.inbox, pr.copying = nil, nil
