@@ -157,3 +157,45 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 	}
 }
 
+// Kernels that race by the model's rules are reported, timed and in the
+// mock, with the hazard's kind, instead of computing a wrong result.
+func TestRacyKernelsReported(t *testing.T) {
+	cases := []struct{ name, src, kind string }{
+		// A thread rewrites the end of a buffer that another thread's
+		// tl.send has not sent yet (the ring is full): only tl.send_async
+		// sources were watched, and the rewritten bytes arrived.
+		{"write into another thread's tl.send", `
+def writer(tl, buf, src):
+    tl.copy(buf, src)
+
+def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    if rank == 0:
+        other = tl.alloc(len(sendbuf), sendbuf.dtype, "hbm")
+        h = tl.spawn(writer, sendbuf.slice(len(sendbuf) - 16, 16), other.slice(0, 16))
+        tl.send("E", sendbuf)
+        tl.wait(h)
+        tl.recv("E", dst = recvbuf)
+    else:
+        tl.recv("W", dst = recvbuf)
+        tl.reduce(recvbuf, recvbuf, sendbuf, op = tl.redop)
+        tl.send("W", recvbuf)
+`, "SendBufferHazard"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "k.star")
+			if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sets := []string{"defaults.n_slots=2"}
+			_, err := Run(file, Options{WorldSize: 2, Counts: []int64{65536}, Sets: sets, Verify: true, Embedded: kernbench.Files})
+			if f, ok := err.(*Failure); !ok || f.Kind != c.kind {
+				t.Errorf("timed run: %v, want a %s", err, c.kind)
+			}
+			_, err = RunKernelInMock(MockOptions{Path: file, WorldSize: 2, Count: 65536, Sets: sets, Schedules: 3, Seed: 1, Embedded: kernbench.Files})
+			if f, ok := err.(*Failure); !ok || f.Kind != c.kind {
+				t.Errorf("mock: %v, want a %s", err, c.kind)
+			}
+		})
+	}
+}

@@ -577,7 +577,19 @@ func (k *Kernel) sendBuffer(q *machine.QueuePair, src *Ptr, piece int64, origin 
 	if err := k.prepareSend(q, src); err != nil {
 		return err
 	}
-	return k.sendPieces(k.Proc, q, src, piece, origin, nil)
+	root := k.rootKernel()
+	if root.nthreads == 0 {
+		// No other thread can write src while this one sends it.
+		return k.sendPieces(k.Proc, q, src, piece, origin, nil)
+	}
+	// Another thread could: the part not sent yet is noted as a
+	// tl.send_async's is (SendBufferHazard for a write into it; such a
+	// write silently changed what arrived).
+	h := &sendHandle{q: q, unissued: src.Reg, origin: origin, blocking: true}
+	root.issuingSends = append(root.issuingSends, h)
+	err = k.sendPieces(k.Proc, q, src, piece, origin, h)
+	h.done = true
+	return err
 }
 
 // prepareSend checks a send of src on q before its first message: the
@@ -664,9 +676,12 @@ type sendHandle struct {
 	// queued (Posted).
 	rest   machine.Region
 	origin any
-	done   bool
-	err    error
-	waiter *sim.Proc
+	// blocking: a tl.send of a kernel with threads, noted for the
+	// hazard checks of the other threads' writes (no handle to wait).
+	blocking bool
+	done     bool
+	err      error
+	waiter   *sim.Proc
 }
 
 // Posted notes that the message being sent is queued (machine.Poster).
@@ -976,6 +991,10 @@ func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
 	}
 	clear(root.issuingSends[len(live):])
 	root.issuingSends = live
+	if hit != nil && hit.blocking {
+		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send(%q) at %v, in another thread, still reads it (order the write after the send and a tl.flush(%q), e.g. with tl.event, or write elsewhere)",
+			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
+	}
 	if hit != nil {
 		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v still reads it (tl.wait(its handle) and tl.flush(%q) first, or write elsewhere)",
 			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
