@@ -807,9 +807,9 @@ func (msg *Message) Complete(*Transfer) {
 		if q.inflightHead = h + 1; q.inflightHead == len(q.inflight) {
 			q.inflight, q.inflightHead = q.inflight[:0], 0
 		}
-		msg.Src.Mem.sendsReading--
+		msg.Src.Mem.sendRead()
 	} else if q.dropInflight(msg) {
-		msg.Src.Mem.sendsReading--
+		msg.Src.Mem.sendRead()
 	}
 	if g.HoldSends && peer.MyTail <= msg.Meta.Seq {
 		held := *msg
@@ -1115,7 +1115,7 @@ func wakeShared(slot **sim.Proc, more *[]*sim.Proc) {
 // dropHeld forgets every held send of q.
 func (q *QueuePair) dropHeld() {
 	for _, m := range q.held {
-		m.Src.Mem.sendsReading--
+		m.Src.Mem.sendRead()
 	}
 	clear(q.held)
 	q.held = q.held[:0]
@@ -1131,7 +1131,7 @@ func (q *QueuePair) release(done func(*Message) bool) {
 		if !done(m) {
 			live = append(live, m)
 		} else {
-			m.Src.Mem.sendsReading--
+			m.Src.Mem.sendRead()
 		}
 	}
 	clear(q.held[len(live):])

@@ -199,3 +199,48 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 		})
 	}
 }
+
+// A kernel may return while a send from its scratch (tl.alloc) is still on
+// its way: the scratch is freed only once no send reads it. It was freed at
+// once, another rank of the cube allocated the same SRAM, and the
+// allocation's zeros were what the send delivered (a wrong result without a
+// hazard; in the mock, the other rank's first write was reported as its
+// SendBufferHazard).
+func TestScratchFreedAfterItsSends(t *testing.T) {
+	src := `
+COLLECTIVE = "broadcast"
+TOPOLOGY = "custom"
+
+def neighbors(rank, world_size, neighbor_map):
+    return {0: {"x": 2, "y": 1}, 1: {"b": 0}, 2: {"a": 0}}[rank]
+
+def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0):
+    if rank == 0:
+        s = tl.alloc(len(sendbuf), sendbuf.dtype, "sram")
+        tl.copy(s, sendbuf)
+        tl.send("y", sendbuf)
+        tl.send("x", s)  # to rank 2, in the other SIP: slow
+        tl.copy(recvbuf, sendbuf)
+    elif rank == 1:
+        tl.recv("b", dst = recvbuf)
+        for _ in range(3):  # until rank 0 has returned
+            tl.copy(recvbuf, recvbuf)
+        t = tl.alloc(len(sendbuf), sendbuf.dtype, "sram")
+        tl.copy(t, recvbuf)
+    else:
+        tl.recv("a", dst = recvbuf)
+`
+	file := filepath.Join(t.TempDir(), "k.star")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sets := []string{"system.sips=2", "system.placement=[0, 1, 32]", "system.links.pcie.latency_ns=2000"}
+	checkCorrect(t, runVerified(t, file, Options{WorldSize: 3, Counts: []int64{256}, Sets: sets}))
+	r, err := RunKernelInMock(MockOptions{Path: file, WorldSize: 3, Count: 256, Sets: sets, Schedules: 4, Seed: 1, Embedded: kernbench.Files})
+	if err != nil {
+		t.Fatalf("mock: %v", err)
+	}
+	if r.Wrong != 0 {
+		t.Errorf("mock: %d wrong", r.Wrong)
+	}
+}

@@ -413,7 +413,7 @@ func (k *Kernel) settleWrites(reg machine.Region) error {
 func (k *Kernel) Release() {
 	for i := len(k.allocs) - 1; i >= 0; i-- {
 		r := k.allocs[i]
-		r.Mem.Free(r.Off, r.N)
+		r.Mem.FreeAfterSends(r.Off, r.N) // (its sends may be on their way)
 	}
 	k.allocs = nil
 	k.scratch = scratch{}
