@@ -390,7 +390,7 @@ func kernelBuiltins() []Builtin {
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				return tileFn(b, args, kw, dtype.Min)
 			}},
-		{Name: "alloc", Sig: "alloc(count, dtype, space=\"tcm\")", Doc: "Per-rank scratch memory (tcm or hbm of this PE, or its cube's sram), zeroed, freed when the kernel returns. Fails when the space is exhausted.",
+		{Name: "alloc", Sig: "alloc(count, dtype, space=\"tcm\")", Doc: "Per-rank scratch memory (tcm or hbm of this PE, or its cube's sram), zeroed, freed when the kernel returns (once the sends that read it are done). Fails when the space is exhausted.",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var count int
 				var dt string
