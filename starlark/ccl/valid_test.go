@@ -86,6 +86,25 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
         tl.send("W", recvbuf)
         tl.wait(h)
 `, 4, []string{"defaults.slot_size=64"}},
+		// A fused primitive's local operand was prefetched before another
+		// thread of the rank wrote it: the primitive used the loads of the
+		// old bytes (a wrong result without a hazard; a write by the
+		// prefetching thread itself discarded them).
+		{"operand written by another thread after its prefetch", `
+def writer(tl, dst, src):
+    tl.copy(dst, src)
+
+def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    buf = tl.alloc(len(sendbuf), sendbuf.dtype, "hbm")
+    tl.prefetch(buf)
+    h = tl.spawn(writer, buf, sendbuf)
+    tl.wait(h)
+    if rank == 0:
+        tl.send("E", buf)
+        tl.recv_copy("W", recvbuf)
+    else:
+        tl.recv_reduce_copy_send("W", buf, recvbuf, "E")
+`, 16, nil},
 		// Two threads flush a direction the kernel's sends use: the queue
 		// pair kept one flush waiter, and the other thread was never
 		// woken (deadlock, "flush E: 0 send(s) in flight").

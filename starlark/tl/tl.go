@@ -139,6 +139,9 @@ type Kernel struct {
 	threadName string
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle
+	// threadKernels are, on the root, every thread spawned on the rank
+	// (a write by any of them discards the others' prefetched loads).
+	threadKernels []*Kernel
 	// attrs are the kernel's attribute values (its bound builtins and
 	// fields), by their index in attrIndex.
 	attrs []starlark.Value
