@@ -211,11 +211,13 @@ func Check(c *Case, dir string, o CheckOptions) *Outcome {
 	// 5. Byte-identical output: again, and under GOMAXPROCS 1 and 2.
 	if !o.SkipProcs {
 		// These two also write the op_log (--oplog), which must be the
-		// same too.
+		// same too; the second re-checks the queue pairs' pointer
+		// invariants after every delivery and credit (--check), which
+		// changes nothing else.
 		prev := runtime.GOMAXPROCS(1)
-		one := c.runLogged(file)
+		one := c.runLogged(file, false)
 		runtime.GOMAXPROCS(2)
-		two := c.runLogged(file)
+		two := c.runLogged(file, true)
 		runtime.GOMAXPROCS(prev)
 		if d := cmp.Diff(one.oplog, two.oplog); d != "" {
 			problem("determinism", "the op_logs of GOMAXPROCS 1 and 2 differ (-1 +2):\n%s", firstLines(d, 30))
@@ -243,22 +245,23 @@ func (c *Case) Run(file string, timingOnly bool) (*ccl.Report, error) {
 }
 
 // run runs the case as `kernbench run` would.
-func (c *Case) run(file string, timingOnly bool) run { return c.runWith(file, timingOnly, nil) }
+func (c *Case) run(file string, timingOnly bool) run { return c.runWith(file, timingOnly, nil, false) }
 
-// runLogged is run with --oplog: r.oplog is the op_log's text.
-func (c *Case) runLogged(file string) run {
+// runLogged is run with --oplog (r.oplog is the op_log's text), and with
+// --check when check is set.
+func (c *Case) runLogged(file string, check bool) run {
 	var log bytes.Buffer
-	r := c.runWith(file, false, &log)
+	r := c.runWith(file, false, &log, check)
 	r.oplog = log.String()
 	return r
 }
 
-func (c *Case) runWith(file string, timingOnly bool, oplog *bytes.Buffer) run {
+func (c *Case) runWith(file string, timingOnly bool, oplog *bytes.Buffer, check bool) run {
 	var stderr bytes.Buffer
 	o := ccl.Options{
 		Sets: c.Sets, WorldSize: c.WorldSize, Counts: []int64{c.Count}, DType: c.DType, RedOp: c.RedOp,
 		InPlace: c.InPlace, Root: c.Root, Seed: c.InputSeed, DataSpace: c.DataSpace, JitterSeed: c.JitterSeed,
-		Verify: true, TimingOnly: timingOnly, MaxSteps: maxSteps, Jobs: 1,
+		Verify: true, TimingOnly: timingOnly, MaxSteps: maxSteps, Jobs: 1, Check: check,
 		Embedded: kernbench.Files, Stderr: &stderr,
 	}
 	if oplog != nil {
