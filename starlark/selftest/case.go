@@ -24,6 +24,7 @@ import (
 // Case is one generated kernel and the run configuration it is checked in.
 type Case struct {
 	Seed       uint64
+	Opts       GenOptions // what it was generated with (a seed makes another case with other options)
 	Source     string // the kernel module (kernel.star)
 	Collective string
 	Topology   string
@@ -107,7 +108,14 @@ func (c *Case) WriteRepro(dir, problem string) (string, error) {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
 	fmt.Fprintf(&b, "# kernbench self-test, seed %d: %s\n", c.Seed, c.Summary)
-	b.WriteString("# Regenerate with: KERNBENCH_SELFTEST_SEEDS=" + strconv.FormatUint(c.Seed, 10) + " go test ./starlark/selftest -run TestSelfTestSeeds -v\n")
+	env := ""
+	if c.Opts.MinimalFlush {
+		env += "KERNBENCH_SELFTEST_MINFLUSH=1 "
+	}
+	if c.Opts.ZeroDivision {
+		env += "KERNBENCH_SELFTEST_ZERODIV=1 "
+	}
+	b.WriteString("# Regenerate with: " + env + "KERNBENCH_SELFTEST_SEEDS=" + strconv.FormatUint(c.Seed, 10) + " go test ./starlark/selftest -run TestSelfTestSeeds -v\n")
 	for _, l := range strings.Split(strings.TrimRight(problem, "\n"), "\n") {
 		b.WriteString("# " + l + "\n")
 	}

@@ -64,7 +64,7 @@ type gen struct {
 // Generate makes the case of seed: a machine, a configuration and a
 // kernel computing its collective correctly by the model's rules.
 func Generate(seed uint64, o GenOptions) *Case {
-	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x5eed5e1f7e57)), c: &Case{Seed: seed}}
+	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x5eed5e1f7e57)), c: &Case{Seed: seed, Opts: o}}
 	g.minFlush = o.MinimalFlush && g.r.IntN(2) == 0
 	g.c.NoFlush = g.minFlush
 	g.c.Odd = g.r.IntN(100) < 15
