@@ -25,7 +25,7 @@ import (
 type Case struct {
 	Seed       uint64
 	Opts       GenOptions // what it was generated with (a seed makes another case with other options)
-	Source     string // the kernel module (kernel.star)
+	Source     string     // the kernel module (kernel.star)
 	Collective string
 	Topology   string
 	WorldSize  int
