@@ -124,7 +124,13 @@ type QueuePair struct {
 	Sending int64
 
 	SendWait, RecvWait, FlushWait WaitInfo
-	_                             [9]uint64 // to 512 bytes
+	// moreFlushers are the flushes of this side waiting besides
+	// flushWaiter: the rank's threads may flush one direction at once.
+	moreFlushers []*sim.Proc
+	// freed counts the messages of this side whose slots are free again,
+	// in order: taken and, when copied out, copied (Credit returns it).
+	freed uint64
+	_     [5]uint64 // to 512 bytes
 }
 
 // RxSlot is one slot of a queue pair's rx ring: the message it holds and
@@ -137,6 +143,10 @@ type RxSlot struct {
 	Gen uint64
 	// arrived: delivered but not yet published (in-order delivery).
 	arrived bool
+	// copying: taken to be copied out (copy_to_dst, a fused primitive's
+	// inbox) and the copy is not done: the slot is not free, and no
+	// credit may cover it (CopyDone).
+	copying bool
 }
 
 // Peer returns the peer's queue pair for the reverse direction.
@@ -180,7 +190,7 @@ func (w *WaitInfo) String() string {
 
 // OpDone returns the credit of a copy_to_dst receive when the copy out of
 // its slot completes (the queue pair is the copy's Watcher).
-func (q *QueuePair) OpDone(*MemOp) { q.ep.g.Credit(q) }
+func (q *QueuePair) OpDone(op *MemOp) { q.ep.g.CopyDone(q, op.Seq) }
 
 // Summary is the wait without the ranks and pointers that make each rank's
 // wait its own ("recv W, no data"): deadlock reports group ranks whose
@@ -205,6 +215,7 @@ type Endpoint struct {
 	QPs        []*QueuePair
 	lastPolled int
 	anyWaiter  *sim.Proc
+	moreAny    []*sim.Proc // receives from any direction besides anyWaiter (threads)
 	AnyWait    WaitInfo
 	g          *Group
 }
@@ -434,15 +445,18 @@ type Message struct {
 // IPCQ). It blocks while the peer's ring is full, queues the DMA on vc_comm,
 // and returns after ipcq_overhead_ns.
 func (g *Group) Send(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) error {
-	return g.SendPosted(p, q, src, meta, nil)
+	return g.SendNoting(p, q, src, meta, nil)
 }
 
-// SendPosted is Send that calls posted (when not nil) as the message is
-// issued, before the overhead passes: by the time Send returns, the
-// message may have been delivered, received and answered (the mock takes
-// no time; a long ipcq_overhead_ns), so a caller that tracks what it has
-// issued learns it here.
-func (g *Group) SendPosted(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta, posted func()) error {
+// Poster is told when a send's message is queued on DMA, before the
+// send's overhead has passed (SendNoting).
+type Poster interface{ Posted() }
+
+// SendNoting is Send that calls posted.Posted() (when posted is not nil)
+// as soon as the message is queued, in the instant its DMA starts: from
+// then on the message reads its source as an in-flight send, and a
+// receiver may take it before the overhead has passed.
+func (g *Group) SendNoting(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta, posted Poster) error {
 	if src.N > g.Cfg.SlotSize {
 		return &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
 	}
@@ -453,7 +467,7 @@ func (g *Group) SendPosted(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta, 
 	}
 	prev := g.post(p, q, src, meta) // restored when the overhead has passed (no defer: a send's cost)
 	if posted != nil {
-		posted()
+		posted.Posted()
 	}
 	err := p.Sleep(g.Cfg.Overhead)
 	p.Doing(prev)
@@ -829,9 +843,9 @@ func (msg *Message) Complete(*Transfer) {
 		if q.inflightHead = h + 1; q.inflightHead == len(q.inflight) {
 			q.inflight, q.inflightHead = q.inflight[:0], 0
 		}
-		msg.Src.Mem.sendsReading--
+		msg.Src.Mem.sendRead()
 	} else if q.dropInflight(msg) {
-		msg.Src.Mem.sendsReading--
+		msg.Src.Mem.sendRead()
 	}
 	if g.HoldSends && peer.MyTail <= msg.Meta.Seq {
 		held := *msg
@@ -861,20 +875,16 @@ func (msg *Message) Complete(*Transfer) {
 		peer.recvWaiter = nil
 		w.Wake()
 	}
-	if w := peer.ep.anyWaiter; w != nil {
-		peer.ep.anyWaiter = nil
-		w.Wake()
+	if peer.ep.anyWaiter != nil {
+		wakeShared(&peer.ep.anyWaiter, &peer.ep.moreAny)
 	}
 	for i, w := range q.sentWaiters {
 		q.sentWaiters[i] = nil
 		w.Wake()
 	}
 	q.sentWaiters = q.sentWaiters[:0]
-	if q.InFlight == 0 {
-		if w := q.flushWaiter; w != nil {
-			q.flushWaiter = nil
-			w.Wake()
-		}
+	if q.InFlight == 0 && q.flushWaiter != nil {
+		wakeShared(&q.flushWaiter, &q.moreFlushers)
 	}
 	// The message is done: observers have seen it, nobody else holds it.
 	g.freeMsgs = append(g.freeMsgs, msg)
@@ -959,7 +969,7 @@ func (g *Group) WaitAny(p *sim.Proc, ep *Endpoint) (*QueuePair, error) {
 		}
 		return false
 	}
-	if err := g.wait(p, pick, &ep.anyWaiter, &ep.AnyWait); err != nil {
+	if err := g.waitShared(p, pick, &ep.anyWaiter, &ep.moreAny, &ep.AnyWait); err != nil {
 		return nil, err
 	}
 	return found, nil
@@ -989,6 +999,7 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 			q.Rank, q.Dir, idx, meta.Seq, gen, q.MyTail, q.PeerHeadCache, q.MyTail)})
 	}
 	slot = q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes)
+	q.Slots[idx].copying = !creditNow
 	q.MyTail++
 	if len(q.peer.held) > 0 { // (no closure to make otherwise)
 		q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
@@ -1007,13 +1018,27 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 	return slot, idx, gen
 }
 
-// Credit returns the credit for everything q has consumed: after the fast
-// path delay T(path B→A, ipcq_credit_size_bytes) the sender's
-// peer_tail_cache becomes q.MyTail and a blocked send wakes (the credit fast
-// path).
+// Credit returns the credit for every message q has consumed whose slot
+// is free: after the fast path delay T(path B→A, ipcq_credit_size_bytes)
+// the sender's peer_tail_cache becomes that count and a blocked send
+// wakes. A message taken to be copied out holds its slot (and every
+// later one's credit) until CopyDone: the credit of an earlier copy used
+// to cover it, and the sender refilled a slot whose copy still read it.
 func (g *Group) Credit(q *QueuePair) {
-	q.credits = append(q.credits, q.MyTail)
+	n := uint64(len(q.Slots))
+	for q.freed < q.MyTail && !q.Slots[q.freed%n].copying {
+		q.freed++
+	}
+	q.credits = append(q.credits, q.freed)
 	g.M.Sim.After(q.creditDelay, (*creditEvent)(q))
+}
+
+// CopyDone frees the slot of message seq of q, taken to be copied out
+// (Take with creditNow false), once the copy is done, and returns the
+// credit.
+func (g *Group) CopyDone(q *QueuePair, seq uint64) {
+	q.Slots[seq%uint64(len(q.Slots))].copying = false
+	g.Credit(q)
 }
 
 type creditEvent QueuePair
@@ -1070,7 +1095,7 @@ func (g *Group) Flush(p *sim.Proc, ep *Endpoint, q *QueuePair) error {
 		qs = []*QueuePair{q}
 	}
 	for _, q := range qs {
-		if err := g.wait(p, func() bool { return q.InFlight == 0 }, &q.flushWaiter, &q.FlushWait); err != nil {
+		if err := g.waitFlushed(p, q); err != nil {
 			return err
 		}
 		q.dropHeld()
@@ -1078,10 +1103,62 @@ func (g *Group) Flush(p *sim.Proc, ep *Endpoint, q *QueuePair) error {
 	return nil
 }
 
+// waitFlushed blocks p until q has no send in flight.
+func (g *Group) waitFlushed(p *sim.Proc, q *QueuePair) error {
+	return g.waitShared(p, func() bool { return q.InFlight == 0 }, &q.flushWaiter, &q.moreFlushers, &q.FlushWait)
+}
+
+// waitShared is wait for a condition that several processes of a rank
+// (its kernel and its threads) may wait for at once, a flush of one
+// direction or a receive from any: the first waits in slot, the others in
+// more (one slot kept only the last waiter, and the others were never
+// woken). wakeShared wakes them all.
+func (g *Group) waitShared(p *sim.Proc, cond func() bool, slot **sim.Proc, more *[]*sim.Proc, info *WaitInfo) error {
+	if g.Cfg.Backpressure == Poll {
+		return g.wait(p, cond, slot, info)
+	}
+	if cond() { // (once: WaitAny's condition picks a direction)
+		return nil
+	}
+	p.Wait, p.WaitSince = info, g.M.Sim.Now()
+	act := ActFlush
+	if info.Op != "flush" {
+		act = ActRecv
+	}
+	prev := p.Doing(act)
+	var err error
+	for err == nil && !cond() {
+		switch *slot {
+		case nil:
+			*slot = p
+		case p:
+		default:
+			*more = append(*more, p)
+		}
+		err = p.Park()
+	}
+	p.Doing(prev)
+	p.Wait = nil
+	return err
+}
+
+// wakeShared wakes the processes waitShared parked in slot and more.
+func wakeShared(slot **sim.Proc, more *[]*sim.Proc) {
+	if w := *slot; w != nil {
+		*slot = nil
+		w.Wake()
+	}
+	for i, w := range *more {
+		(*more)[i] = nil
+		w.Wake()
+	}
+	*more = (*more)[:0]
+}
+
 // dropHeld forgets every held send of q.
 func (q *QueuePair) dropHeld() {
 	for _, m := range q.held {
-		m.Src.Mem.sendsReading--
+		m.Src.Mem.sendRead()
 	}
 	clear(q.held)
 	q.held = q.held[:0]
@@ -1097,7 +1174,7 @@ func (q *QueuePair) release(done func(*Message) bool) {
 		if !done(m) {
 			live = append(live, m)
 		} else {
-			m.Src.Mem.sendsReading--
+			m.Src.Mem.sendRead()
 		}
 	}
 	clear(q.held[len(live):])

@@ -464,10 +464,15 @@ func TestIPCQ_Credit_WakesSenderAfterFastPathDelay(t *testing.T) {
 	}
 }
 
-// Rule (docs/architecture.md, IPCQ, credits): the credit carries my_tail as
-// of the Credit call; deferred credits (copy_to_dst) release everything taken
-// so far, and in-flight credits apply in issue order.
-func TestIPCQ_Credit_CarriesMyTailAtCreditTime(t *testing.T) {
+// Rule (docs/architecture.md, IPCQ, credits): a credit covers the messages
+// taken whose slots are free, in order: a message taken to be copied out
+// (copy_to_dst) frees its slot when its copy is done (CopyDone), and until
+// then no credit covers it or any later message, not even one taken
+// return_slot; in-flight credits apply in issue order. (A credit used to
+// carry my_tail, so the credit of one copy covered the messages whose
+// copies were still reading their slots, and the sender refilled them: a
+// wrong result without a hazard, found by the self-test.)
+func TestIPCQ_Credit_CoversFreedSlotsOnly(t *testing.T) {
 	cfg := ipcqTestCfg(HBM, Sleep, 4, 64)
 	m, g := installIPCQ(t, testParams(), pairLinks(), cfg)
 	q := lookup(t, g, 0, "E", true)
@@ -495,14 +500,18 @@ func TestIPCQ_Credit_CarriesMyTailAtCreditTime(t *testing.T) {
 		}
 		g.Take(rq, false)
 		g.Take(rq, false)
-		g.Credit(rq) // carries 2
+		g.CopyDone(rq, 1) // carries 0: message 0 is still being copied
 		if err := p.Sleep(1 * ipcqNS); err != nil {
 			return
 		}
-		g.Take(rq, true) // carries 3
+		g.Take(rq, true) // carries 0 still
+		if err := p.Sleep(1 * ipcqNS); err != nil {
+			return
+		}
+		g.CopyDone(rq, 0) // carries 3
 	})
 	m.Sim.Spawn("observer", func(p *sim.Proc) {
-		for _, at := range []sim.Time{t0 + credit - 1, t0 + credit, t0 + ipcqNS + credit - 1, t0 + ipcqNS + credit} {
+		for _, at := range []sim.Time{t0 + credit, t0 + ipcqNS + credit, t0 + 2*ipcqNS + credit - 1, t0 + 2*ipcqNS + credit} {
 			if err := p.Sleep(at - p.Sim().Now()); err != nil {
 				return
 			}
@@ -512,7 +521,7 @@ func TestIPCQ_Credit_CarriesMyTailAtCreditTime(t *testing.T) {
 	if err := m.Sim.Run(); err != nil {
 		t.Fatal(err)
 	}
-	want := []sample{{t0 + credit - 1, 0}, {t0 + credit, 2}, {t0 + ipcqNS + credit - 1, 2}, {t0 + ipcqNS + credit, 3}}
+	want := []sample{{t0 + credit, 0}, {t0 + ipcqNS + credit, 0}, {t0 + 2*ipcqNS + credit - 1, 0}, {t0 + 2*ipcqNS + credit, 3}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("peer_tail_cache over time (-want +got):\n%s", diff)
 	}
@@ -1230,6 +1239,54 @@ func TestIPCQ_Flush_WaitsForInFlightSendsOnly(t *testing.T) {
 	}
 }
 
+// Rule (threads share their rank's directions): any number of processes of
+// a rank (its kernel and its tl.spawn threads) may flush one direction at
+// once, and each returns when the sends in flight have completed. The
+// flush kept one waiter per queue pair, so the second flush replaced the
+// first, which was never woken (a deadlock at "flush E: 0 send(s) in
+// flight"; found by the self-test, seed 12).
+func TestIPCQ_Flush_SeveralWaitersOfOneDirection(t *testing.T) {
+	for _, mode := range []Backpressure{Sleep, Poll} {
+		t.Run(map[Backpressure]string{Sleep: "sleep", Poll: "poll"}[mode], func(t *testing.T) {
+			cfg := ipcqTestCfg(HBM, mode, 2, 64<<10)
+			m, g := installIPCQ(t, testParams(), ringLinks(2), cfg)
+			ep := g.EPs[0]
+			qE := lookup(t, g, 0, "E", true)
+			big := srcBuf(t, m.Ranks[0].HBM, payload(0, 1, 64<<10))
+			dels := recordDeliveries(g, nil)
+			m.Sim.Spawn("rank0", func(p *sim.Proc) {
+				if err := g.Send(p, qE, big, MsgMeta{}); err != nil {
+					t.Error(err)
+				}
+			})
+			done := make([]sim.Time, 3)
+			for i := range done {
+				m.Sim.Spawn(fmt.Sprint("flusher", i), func(p *sim.Proc) {
+					if err := p.Sleep(sim.Time(1+i) * ipcqNS); err != nil { // after the send is issued
+						t.Error(err)
+						return
+					}
+					if err := g.Flush(p, ep, qE); err != nil {
+						t.Error(err)
+					}
+					done[i] = p.Sim().Now()
+				})
+			}
+			if err := m.Sim.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if len(*dels) != 1 {
+				t.Fatalf("setup: %d deliveries, want 1", len(*dels))
+			}
+			for i, at := range done {
+				if at < (*dels)[0].Finished {
+					t.Errorf("flusher %d returned at %v, before the send completed at %v", i, at, (*dels)[0].Finished)
+				}
+			}
+		})
+	}
+}
+
 // ---------------------------------------------------------------------------
 // 9. Exactly-once (I1) and pointer monotonicity (I2), randomized
 // ---------------------------------------------------------------------------
@@ -1371,7 +1428,7 @@ func TestIPCQ_Random_ExactlyOnceInOrderAndMonotonePointers(t *testing.T) {
 								if err := p.Sleep(pl.creditDelay); err != nil {
 									return
 								}
-								g.Credit(rq)
+								g.CopyDone(rq, rc.Meta.Seq)
 								check("credit")
 							}
 						}
@@ -1426,10 +1483,52 @@ func TestIPCQ_Random_ExactlyOnceInOrderAndMonotonePointers(t *testing.T) {
 // 10. WaitAny round-robin [tl.recv()]
 // ---------------------------------------------------------------------------
 
-// Rule (tl.recv, docs/builtins.md): tl.recv() without a direction checks
-// directions round-robin starting after the last polled one and returns the
-// first ready; when none is ready it waits for the next delivery (sleep:
-// exactly at it).
+// Rule (threads share their rank's directions): two processes of a rank
+// (its threads) receiving from any direction at once each get a message.
+// The endpoint kept one waiter, so the second receive replaced the first,
+// which waited forever beside a ready message (found by the self-test).
+func TestIPCQ_WaitAny_SeveralWaiters(t *testing.T) {
+	for _, mode := range []Backpressure{Sleep, Poll} {
+		t.Run(map[Backpressure]string{Sleep: "sleep", Poll: "poll"}[mode], func(t *testing.T) {
+			m, g := installIPCQ(t, testParams(), ringLinks(3), ipcqTestCfg(HBM, mode, 2, 4096))
+			for _, peer := range []int{1, 2} {
+				dir := map[int]string{1: "W", 2: "E"}[peer] // towards rank 0
+				sq := lookup(t, g, peer, dir, true)
+				src := srcBuf(t, m.Ranks[peer].HBM, payload(peer, 0, 64))
+				m.Sim.Spawn(fmt.Sprint("rank", peer), func(p *sim.Proc) {
+					if err := p.Sleep(sim.Time(peer) * sim.Microsecond); err != nil {
+						return
+					}
+					if err := g.Send(p, sq, src, MsgMeta{}); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			var got []string
+			for i := range 2 {
+				m.Sim.Spawn(fmt.Sprint("rank0 thread", i), func(p *sim.Proc) {
+					q, err := g.WaitAny(p, g.EPs[0])
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					g.Take(q, true)
+					got = append(got, q.Dir)
+				})
+			}
+			if err := m.Sim.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"E", "W"}, got); diff != "" {
+				t.Errorf("directions received (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Rule (tl.recv, docs/builtins.md): tl.recv() without a direction checks directions round-robin
+// starting after the last polled one and returns the first ready; when none
+// is ready it waits for the next delivery (sleep: exactly at it).
 func TestIPCQ_WaitAny_RoundRobinStartsAfterLastPolled(t *testing.T) {
 	// Rank 0 has E, N, S, W (sorted) to ranks 1..4, each linked back once.
 	links := [][]Link{

@@ -105,7 +105,11 @@ type Memory struct {
 	// allocHigh is the end of the highest allocation or Bytes view so
 	// far: data beyond it has never been handed out, so it is still zero.
 	allocHigh int64
-	_         [4]uint64
+	// freeLater are allocations freed while a send may still read them
+	// (a kernel returned with its sends on their way): they are freed
+	// when no send reads this memory any more (sendRead).
+	freeLater []span
+	_         [1]uint64
 }
 
 // preRunBlockShift is log2 of the pre-run image's block size: each block a
@@ -156,6 +160,30 @@ func (m *Memory) addSendReading(src Region) {
 		m.readLo, m.readHi = min(m.readLo, src.Off), max(m.readHi, src.Off+src.N)
 	}
 	m.sendsReading++
+}
+
+// sendRead counts one send reading m less, and frees the allocations
+// left to free once none does.
+func (m *Memory) sendRead() {
+	m.sendsReading--
+	if m.sendsReading == 0 && len(m.freeLater) > 0 {
+		for _, s := range m.freeLater {
+			m.Free(s.off, s.n)
+		}
+		m.freeLater = m.freeLater[:0]
+	}
+}
+
+// FreeAfterSends is Free, once no send reads [off, off+n) any more: at
+// once, or when every send reading m is done (a kernel's scratch, freed
+// when it returns, may be the source of a send still on its way, and a
+// new allocation there would change what it delivers).
+func (m *Memory) FreeAfterSends(off, n int64) {
+	if m.sendsMayRead(Region{Mem: m, Off: off, N: n}) {
+		m.freeLater = append(m.freeLater, span{off, n})
+		return
+	}
+	m.Free(off, n)
 }
 
 // sendsMayRead reports whether a send may still read a byte of r, a
@@ -223,8 +251,12 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		}
 		// Bytes above every earlier allocation were never written and are
 		// still zero: clearing them would touch fresh pages a first time
-		// before the caller fills them.
-		if dirty := min(end, max(off, m.allocHigh)); dirty > off {
+		// before the caller fills them. Only the n bytes asked for are
+		// cleared, not the block's alignment padding: the op_log records
+		// an allocation of n bytes, and phase 2 clears those (the padding
+		// kept what a freed allocation left there in phase 2, and phase 1
+		// disagreed with it).
+		if dirty := min(off+n, max(off, m.allocHigh)); dirty > off {
 			m.savePreRun(off, dirty)
 			clear(m.data[off:dirty])
 		}

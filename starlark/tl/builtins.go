@@ -390,7 +390,7 @@ func kernelBuiltins() []Builtin {
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				return tileFn(b, args, kw, dtype.Min)
 			}},
-		{Name: "alloc", Sig: "alloc(count, dtype, space=\"tcm\")", Doc: "Per-rank scratch memory (tcm or hbm of this PE, or its cube's sram), zeroed, freed when the kernel returns. Fails when the space is exhausted.",
+		{Name: "alloc", Sig: "alloc(count, dtype, space=\"tcm\")", Doc: "Per-rank scratch memory (tcm or hbm of this PE, or its cube's sram), zeroed, freed when the kernel returns (once the sends that read it are done). Fails when the space is exhausted.",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var count int
 				var dt string
@@ -577,7 +577,19 @@ func (k *Kernel) sendBuffer(q *machine.QueuePair, src *Ptr, piece int64, origin 
 	if err := k.prepareSend(q, src); err != nil {
 		return err
 	}
-	return k.sendPieces(k.Proc, q, src, piece, origin, nil)
+	root := k.rootKernel()
+	if root.nthreads == 0 {
+		// No other thread can write src while this one sends it.
+		return k.sendPieces(k.Proc, q, src, piece, origin, nil)
+	}
+	// Another thread could: the part not sent yet is noted as a
+	// tl.send_async's is (SendBufferHazard for a write into it; such a
+	// write silently changed what arrived).
+	h := &sendHandle{q: q, unissued: src.Reg, origin: origin, blocking: true}
+	root.issuingSends = append(root.issuingSends, h)
+	err = k.sendPieces(k.Proc, q, src, piece, origin, h)
+	h.done = true
+	return err
 }
 
 // prepareSend checks a send of src on q before its first message: the
@@ -612,23 +624,20 @@ func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 // sent, q.Sending is its size, which a deadlock report compares with the
 // ring the send waits on (a single message never fills more than a slot,
 // and leaves the queue pair's cold fields alone). A tl.send_async's
-// handle h learns what is still unissued as each message is issued.
+// handle h learns the part of src still unissued as each message is
+// queued.
 func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
-	var posted func() // nil without a handle: no call per message
-	if h != nil {
-		posted = h.posted
-	}
 	if src.Reg.N <= piece {
-		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin, h, posted)
+		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin, h, machine.Region{})
 	}
 	q.Sending = src.Reg.N
-	err := k.sendEach(p, q, src, piece, origin, h, posted)
+	err := k.sendEach(p, q, src, piece, origin, h)
 	q.Sending = 0
 	return err
 }
 
 // sendEach issues the messages of a src longer than one piece.
-func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle, posted func()) error {
+func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
 	per := piece / int64(src.DT.Size())
 	if per == 0 {
 		return errorf(errkind.IpcqMessageTooLarge, "rank %d send %s: one %s element (%d bytes) exceeds a message of %d bytes", k.Rank, q.Dir, src.DT, src.DT.Size(), piece)
@@ -636,26 +645,30 @@ func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int
 	sz := int64(src.DT.Size())
 	for lo := int64(0); lo < src.Count; lo += per {
 		n := min(per, src.Count-lo)
-		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin, h, posted); err != nil {
+		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin, h, src.Reg.Sub((lo+n)*sz, src.Reg.N-(lo+n)*sz)); err != nil {
 			return err
 		}
 	}
 	// Bytes of a raw view that do not fill an element still travel.
 	if rest := src.Reg.N - src.Count*sz; rest > 0 {
-		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin, h, posted)
+		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin, h, machine.Region{})
 	}
 	return nil
 }
 
 // sendMessage issues one IPCQ message of reg on q (at most slot_size) from
-// process p; a tl.send_async's handle h (or nil) is told through posted
-// (h.posted) when it is issued.
-func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, h *sendHandle, posted func()) error {
+// process p. For a tl.send_async (h not nil), rest is the part of its
+// source still unissued once this message is queued: it is noted then,
+// not when the send's overhead has passed, for by then a peer may have
+// taken the message and sent back what it was waiting for (a write into
+// the message's range that is no hazard).
+func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, h *sendHandle, rest machine.Region) error {
 	k.Stats.Send++
+	var posted machine.Poster
 	if h != nil {
-		h.sending = reg
+		h.rest, posted = rest, h
 	}
-	if err := k.G.SendPosted(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}, posted); err != nil {
+	if err := k.G.SendNoting(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}, posted); err != nil {
 		return err
 	}
 	if tr := k.M.Trace; tr != nil {
@@ -669,22 +682,22 @@ func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Regi
 type sendHandle struct {
 	q *machine.QueuePair
 	// unissued is the part of the source not sent yet (a send_async reads
-	// its source message by message, as credits allow); sending is the
-	// message being sent, which leaves unissued once it is issued
-	// (posted), before the send's overhead has passed.
-	unissued, sending machine.Region
-	origin            any
-	done              bool
-	err               error
-	waiter            *sim.Proc
+	// its source message by message, as credits allow).
+	unissued machine.Region
+	// rest is what unissued becomes once the message being sent is
+	// queued (Posted).
+	rest   machine.Region
+	origin any
+	// blocking: a tl.send of a kernel with threads, noted for the
+	// hazard checks of the other threads' writes (no handle to wait).
+	blocking bool
+	done     bool
+	err      error
+	waiter   *sim.Proc
 }
 
-// posted notes that the message h.sending has been issued: what is left
-// unissued starts after it (the messages go in order).
-func (h *sendHandle) posted() {
-	end := h.sending.Off + h.sending.N
-	h.unissued = h.unissued.Sub(end-h.unissued.Off, h.unissued.Off+h.unissued.N-end)
-}
+// Posted notes that the message being sent is queued (machine.Poster).
+func (h *sendHandle) Posted() { h.unissued = h.rest }
 
 func (h *sendHandle) String() string        { return fmt.Sprintf("<send %s handle>", h.q.Dir) }
 func (h *sendHandle) Type() string          { return "handle" }
@@ -884,7 +897,7 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 					return nil, err
 				}
 			}
-			g.Credit(q)
+			g.CopyDone(q, meta.Seq)
 			break
 		}
 		op.Watcher = q // its credit returns when the copy completes
@@ -992,6 +1005,10 @@ func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
 	}
 	clear(root.issuingSends[len(live):])
 	root.issuingSends = live
+	if hit != nil && hit.blocking {
+		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send(%q) at %v, in another thread, still reads it (order the write after the send and a tl.flush(%q), e.g. with tl.event, or write elsewhere)",
+			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
+	}
 	if hit != nil {
 		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v has not sent it yet (tl.wait(its handle) returns once all of it is issued, tl.flush(%q) once it is delivered and the source is free; or write elsewhere)",
 			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)

@@ -519,10 +519,21 @@ func (k *Kernel) takePrefetched(reg machine.Region) *handle {
 
 // dropPrefetched forgets tl.prefetch loads that a write to reg makes stale.
 func (k *Kernel) dropPrefetched(reg machine.Region) {
-	if len(k.prefetched.loads) == 0 {
-		return // none waiting (this much inlines: every store asks)
+	if len(k.prefetched.loads) == 0 && k.root == nil && k.nthreads == 0 {
+		return // none waiting, no other thread (this much inlines: every store asks)
 	}
-	k.dropPrefetchedOverlapping(reg)
+	k.dropPrefetchedInRank(reg)
+}
+
+// dropPrefetchedInRank discards the loads overlapping reg that any
+// thread of the rank prefetched: a write by one thread into another's
+// prefetched operand left that thread's primitive with the old bytes.
+func (k *Kernel) dropPrefetchedInRank(reg machine.Region) {
+	root := k.rootKernel()
+	root.dropPrefetchedOverlapping(reg)
+	for _, t := range root.threadKernels {
+		t.dropPrefetchedOverlapping(reg)
+	}
 }
 
 func (k *Kernel) dropPrefetchedOverlapping(reg machine.Region) {

@@ -89,6 +89,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 	root := k.rootKernel()
 	root.nthreads++
 	child := &Kernel{M: k.M, G: k.G, EP: k.EP, PE: k.PE, Rank: k.Rank, World: k.World, RedOp: k.RedOp, Stats: k.Stats, Handles: k.Handles, Obs: k.Obs, Rec: k.Rec, root: root, thread: root.nthreads}
+	root.threadKernels = append(root.threadKernels, child)
 	child.threadName = fmt.Sprintf("thread %d (%s)", child.thread, fn.Name())
 	New(child)
 	name := fmt.Sprintf("rank %d %s", k.Rank, child.threadName)

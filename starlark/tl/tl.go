@@ -139,6 +139,9 @@ type Kernel struct {
 	threadName string
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle
+	// threadKernels are, on the root, every thread spawned on the rank
+	// (a write by any of them discards the others' prefetched loads).
+	threadKernels []*Kernel
 	// attrs are the kernel's attribute values (its bound builtins and
 	// fields), by their index in attrIndex.
 	attrs []starlark.Value
@@ -413,7 +416,7 @@ func (k *Kernel) settleWrites(reg machine.Region) error {
 func (k *Kernel) Release() {
 	for i := len(k.allocs) - 1; i >= 0; i-- {
 		r := k.allocs[i]
-		r.Mem.Free(r.Off, r.N)
+		r.Mem.FreeAfterSends(r.Off, r.N) // (its sends may be on their way)
 	}
 	k.allocs = nil
 	k.scratch = scratch{}
