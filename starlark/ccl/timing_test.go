@@ -68,11 +68,16 @@ func TestTimingOnlyMatchesFullRun(t *testing.T) {
 // silently diverging from the full run.
 func TestTimingOnlyRejectsReadingValues(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct{ name, read string }{
-		{"tile", "tl.fetch(sendbuf).tolist()"},
-		{"ptr", "sendbuf.tolist()"},
-		{"bytes", "sendbuf.tobytes()"},
-		{"index", "sendbuf[0]"},
+	for _, tc := range []struct{ name, read, dtype string }{
+		{"tile", "tl.fetch(sendbuf).tolist()", ""},
+		{"ptr", "sendbuf.tolist()", ""},
+		{"bytes", "sendbuf.tobytes()", ""},
+		{"index", "sendbuf[0]", ""},
+		// Whether an integer tile divided by a tile fails depends on the
+		// divisor's elements (ZeroDivision on a 0): refused too, so that
+		// the two runs never end differently (a full run with zeros in
+		// the divisor exited 4, the timing-only run 0).
+		{"intdiv", "tl.fetch(sendbuf) / tl.full(16, 3, \"i32\")", "i32"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(dir, tc.name+".star")
@@ -80,10 +85,10 @@ func TestTimingOnlyRejectsReadingValues(t *testing.T) {
 			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, Verify: true}); err != nil {
+			if _, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, DType: tc.dtype, Verify: true}); err != nil {
 				t.Fatalf("full run: %v", err)
 			}
-			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, TimingOnly: true})
+			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, DType: tc.dtype, TimingOnly: true})
 			var f *Failure
 			if !errors.As(err, &f) || f.ErrorKind().Status != ExitRuntime || !strings.Contains(f.Msg, "TimingOnly") || !strings.Contains(f.Detail+f.Msg, tc.name+".star:3:") {
 				t.Errorf("timing-only run: %v (detail %q); want a TimingOnly error at %s.star:3", err, detailOf(f), tc.name)

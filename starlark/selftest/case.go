@@ -43,7 +43,7 @@ type Case struct {
 	Odd bool
 	// ZeroDiv is set when the odd side computation divides an integer
 	// tile by zeros (GenOptions.ZeroDivision): the full run fails with
-	// ZeroDivision, and --timing-only cannot (a known difference).
+	// ZeroDivision, and --timing-only refuses the division (TimingOnly).
 	ZeroDiv bool
 	// NoFlush is set when the passes of the kernel are not separated by a
 	// tl.flush where the model's rules do not ask for one.

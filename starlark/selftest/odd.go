@@ -7,7 +7,7 @@ package selftest
 // costs math, loads and stores: --timing-only must simulate it exactly as
 // the full run does. With zeroDiv it also divides an integer tile by a
 // tile of zeros: a ZeroDivision in a full run, which --timing-only (no
-// values) cannot see (a known difference, see knownZeroDivision).
+// values) refuses (TimingOnly), as it refuses any integer Tile ÷ Tile.
 func (g *gen) oddSide(e *emitter, zeroDiv bool) {
 	k := 1 + g.intn(300)
 	it := pick(g, "i32", "i64", "u8")

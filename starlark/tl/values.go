@@ -516,6 +516,12 @@ func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) er
 		return errorf(errkind.OutOfBounds, "%s: counts differ (%d and %d)", what, a.Count, b.Count)
 	}
 	if op == dtype.Div && !a.DT.IsFloat() {
+		if a.k.M.TimingOnly {
+			// Whether it fails depends on the divisor's values, which a
+			// timing-only run does not keep: refused as reading them is,
+			// so that the two runs never end differently.
+			return errorf(errkind.TimingOnly, "%s: an integer Tile divided by a Tile fails when an element of the divisor is 0, and a timing-only run keeps no values to tell: run without --timing-only, or divide by a scalar", what)
+		}
 		if e := zeroElement(b); e >= 0 {
 			return errorf(errkind.ZeroDivision, "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
 		}
