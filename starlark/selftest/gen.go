@@ -755,11 +755,8 @@ func (g *gen) perMessageOK() bool { return g.kind == "tcm" }
 // rank's chunk and every other dst[c] receives the chunk of position c.
 // Signature: (tl, src, dst, pos, out_dir, in_dir, final, tmp).
 func (g *gen) ringFunc(p int, mode string) string {
-	g.nfn++
-	name := fmt.Sprintf("ring_%d", g.nfn)
-	e := &g.funcs
+	name, e, pieceExpr, kw, full := g.function("ring")
 	avg := g.c.RedOp == "avg"
-	pieceExpr, kw, full := g.pieceChoice()
 	budget := 1 + g.intn(g.nSlots)
 	overlap := g.chance(50)
 	e.block(fmt.Sprintf("def %s(tl, src, dst, pos, out_dir, in_dir, final, tmp):", name), func() {
@@ -1075,11 +1072,8 @@ func (g *gen) chainReduce(e *emitter, st ringStage) {
 // to rank 0, then broadcast. Signature (tl, src, dst, tmp, rank,
 // world_size).
 func (g *gen) treeFunc(ch int) string {
-	g.nfn++
-	name := fmt.Sprintf("tree_%d", g.nfn)
-	e := &g.funcs
+	name, e, pieceExpr, kw, full := g.function("tree")
 	avg := g.c.RedOp == "avg"
-	pieceExpr, kw, full := g.pieceChoice()
 	reverse := g.chance(50)
 	e.block(fmt.Sprintf("def %s(tl, src, dst, tmp, rank, world_size):", name), func() {
 		e.l("piece = %s", pieceExpr)
@@ -1165,14 +1159,19 @@ func (g *gen) treeFunc(ch int) string {
 	return name
 }
 
+// function starts a kernel function of the case: its name (prefix_N),
+// the emitter it is written with, and its piece size (pieceChoice).
+func (g *gen) function(prefix string) (name string, e *emitter, pieceExpr, kw string, full bool) {
+	g.nfn++
+	pieceExpr, kw, full = g.pieceChoice()
+	return fmt.Sprintf("%s_%d", prefix, g.nfn), &g.funcs, pieceExpr, kw, full
+}
+
 // treeOneWay writes a broadcast from, or a reduce to, rank 0 over
 // channel ch of the binary tree. Signature (tl, src, dst, tmp, rank,
 // world_size).
 func (g *gen) treeOneWay(ch int, coll string) string {
-	g.nfn++
-	name := fmt.Sprintf("tree_%d", g.nfn)
-	e := &g.funcs
-	pieceExpr, kw, full := g.pieceChoice()
+	name, e, pieceExpr, kw, full := g.function("tree")
 	reverse := g.chance(50)
 	e.block(fmt.Sprintf("def %s(tl, src, dst, tmp, rank, world_size):", name), func() {
 		e.l("in_dir, out_dir = None, None")
@@ -1241,10 +1240,7 @@ func (g *gen) treeOneWay(ch int, coll string) string {
 // alltoall over channel ch of the full mesh, directly between ranks.
 // Signature (tl, src, dst, tmp, rank, world_size, root).
 func (g *gen) fullMeshOther(ch int, coll string) string {
-	g.nfn++
-	name := fmt.Sprintf("fm_%d", g.nfn)
-	e := &g.funcs
-	pieceExpr, kw, full := g.pieceChoice()
+	name, e, pieceExpr, kw, full := g.function("fm")
 	p := g.c.WorldSize
 	dir := func(j string) string {
 		if ch == 0 {
@@ -1322,11 +1318,8 @@ func (g *gen) fullMeshOther(ch int, coll string) string {
 // mesh: every rank reduces its own chunk from everyone's, then sends it
 // to everyone. Signature (tl, src, dst, tmp, rank, world_size).
 func (g *gen) fullMeshFunc(ch int) string {
-	g.nfn++
-	name := fmt.Sprintf("fm_%d", g.nfn)
-	e := &g.funcs
+	name, e, pieceExpr, kw, full := g.function("fm")
 	avg := g.c.RedOp == "avg"
-	pieceExpr, kw, full := g.pieceChoice()
 	p := g.c.WorldSize
 	w, t := g.weights(p)
 	dir := func(j string) string {
