@@ -47,7 +47,9 @@ func waitGraph(blocked []*sim.Proc) []waitEdge {
 		}
 		return edges[i].Why < edges[j].Why
 	})
-	return edges
+	// A rank's kernel and its tl.send_async process waiting on one queue
+	// pair are one wait of the rank: the graph is of ranks, each edge once.
+	return slices.Compact(edges)
 }
 
 // findCycle returns one cycle of the graph as a rank sequence (first rank

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
 )
 
 func TestFindCycle(t *testing.T) {
@@ -41,5 +44,21 @@ func TestWriteDOT(t *testing.T) {
 	}
 	if strings.Count(got, "{") != strings.Count(got, "}") || !strings.HasSuffix(got, "}\n") {
 		t.Errorf("DOT is not balanced:\n%s", got)
+	}
+}
+
+// The wait-for graph is of ranks: a kernel waiting in tl.wait for its own
+// tl.send_async, whose process waits on the same queue pair, is one edge,
+// not two (the report listed every edge of such a cycle twice).
+func TestWaitGraphEdgesOnce(t *testing.T) {
+	q0 := &machine.QueuePair{Rank: 0, Peer: 1, Dir: "E"}
+	q1 := &machine.QueuePair{Rank: 1, Peer: 0, Dir: "E"}
+	var blocked []*sim.Proc
+	for _, q := range []*machine.QueuePair{q0, q0, q1, q1} { // kernel and send_async process of each rank
+		blocked = append(blocked, &sim.Proc{Wait: &machine.WaitInfo{Op: "send", QP: q}})
+	}
+	want := []waitEdge{{0, 1, "send E"}, {1, 0, "send E"}}
+	if diff := cmp.Diff(want, waitGraph(blocked)); diff != "" {
+		t.Errorf("edges (-want +got):\n%s", diff)
 	}
 }
