@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -50,7 +49,7 @@ func TestTimeoutStopsTheScriptWhereItIs(t *testing.T) {
 			if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			wd := script.NewWatchdog(time.Hour, "--timeout 1h")
+			wd := script.ManualWatchdog("--timeout 1h")
 			defer wd.Stop()
 			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 2, Counts: []int64{8}, Watchdog: wd, Stderr: fireOnPrint{wd}})
 			var f *Failure

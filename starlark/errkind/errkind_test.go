@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/starlark"
@@ -122,8 +121,10 @@ func (e kinded) Error() string            { return "kinded" }
 func (e kinded) ErrorKind() *errkind.Kind { return e.k }
 
 func TestOf(t *testing.T) {
-	wd := script.NewWatchdog(time.Millisecond, "--timeout 1ms")
-	defer wd.Stop()
+	// Its limit has passed before the loop runs: the loop stops at its
+	// first step, with no clock involved.
+	wd := script.ManualWatchdog("--timeout 1ms")
+	wd.Fire()
 	cases := []struct {
 		name string
 		err  error
@@ -197,7 +198,7 @@ func TestLimitCauses(t *testing.T) {
 		t.Errorf("a step limit in a loaded module: got %v, want StepLimit (%v)", k, err)
 	}
 
-	wd := script.NewWatchdog(time.Hour, "--timeout 1h")
+	wd := script.ManualWatchdog("--timeout 1h")
 	defer wd.Stop()
 	th := (&script.Loader{Watchdog: wd}).NewThread("cancelled")
 	script.Cancel(th, "the simulation ended")

@@ -3,7 +3,6 @@ package script
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/starlark"
@@ -36,10 +35,11 @@ func TestStopped(t *testing.T) {
 	if !IsStepLimit(got) || IsTimeout(got) || got.Error() != err.Error() {
 		t.Errorf("step limit: got %v (step limit %v, timeout %v)", got, IsStepLimit(got), IsTimeout(got))
 	}
-	// A loop that never ends: the watchdog fires whenever the machine
-	// gets to it, and the thread stops at its next step after that.
-	wd := NewWatchdog(time.Nanosecond, "--timeout 1ns")
-	defer wd.Stop()
+	// A loop that never ends, watched by a watchdog whose limit has passed:
+	// the thread stops at its first step (no clock: the time at which a
+	// timer fires depends on the machine's load).
+	wd := ManualWatchdog("--timeout 1ns")
+	wd.Fire()
 	th, err = run(&Loader{Watchdog: wd}, "while True:\n    pass\n")
 	if got := Stopped(th, err); !IsTimeout(got) || IsStepLimit(got) {
 		t.Errorf("timeout: got %v (step limit %v, timeout %v)", got, IsStepLimit(got), IsTimeout(got))

@@ -35,6 +35,11 @@ func NewWatchdog(d time.Duration, what string) *Watchdog {
 	return w
 }
 
+// ManualWatchdog is a watchdog with no clock: its limit passes only when
+// Fire is called. Tests use it, so that where a script is stopped never
+// depends on how fast a loaded machine runs it.
+func ManualWatchdog(what string) *Watchdog { return &Watchdog{what: what} }
+
 // Fire passes the limit now: the watched threads are cancelled as when the
 // time is up, and so is every thread watched from now on. Tests use it to
 // stop a script at a point they choose rather than when a clock says.
@@ -96,7 +101,9 @@ func (w *Watchdog) Stop() {
 	if w == nil {
 		return
 	}
-	w.timer.Stop()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	w.mu.Lock()
 	w.threads = nil
 	w.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -50,7 +49,7 @@ func TestFileTimeout(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "x_test.star"), []byte(c.src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			wd := script.NewWatchdog(time.Hour, "-timeout 1h (per test file)")
+			wd := script.ManualWatchdog("-timeout 1h (per test file)")
 			defer wd.Stop()
 			o := Options{Env: script.Env{Dir: dir, Getenv: func(string) string { return "" }}, MaxSteps: 1_000_000, Stderr: fireOnPrint{wd}, watchdog: wd}
 			results, err := RunFile("x_test.star", o)
