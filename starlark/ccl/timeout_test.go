@@ -13,16 +13,6 @@ import (
 	"kernbench/starlark/script"
 )
 
-// fireOnPrint passes a watchdog's limit when the script prints: the test
-// decides where the script is when its time is up, which a clock cannot
-// on a loaded machine.
-type fireOnPrint struct{ wd *script.Watchdog }
-
-func (f fireOnPrint) Write(b []byte) (int, error) {
-	f.wd.Fire()
-	return len(b), nil
-}
-
 // A script stopped by --timeout ends with exit 3, kind Timeout, the hint
 // for the code it was running (a kernel's or the file's own) and its
 // backtrace at the print that passed the limit (the thread notices at its
@@ -51,7 +41,7 @@ func TestTimeoutStopsTheScriptWhereItIs(t *testing.T) {
 			}
 			wd := script.ManualWatchdog("--timeout 1h")
 			defer wd.Stop()
-			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 2, Counts: []int64{8}, Watchdog: wd, Stderr: fireOnPrint{wd}})
+			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 2, Counts: []int64{8}, Watchdog: wd, Stderr: wd.FireOnWrite()})
 			var f *Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run = %v, want a *Failure", err)

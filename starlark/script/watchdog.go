@@ -1,6 +1,7 @@
 package script
 
 import (
+	"io"
 	"sync"
 	"time"
 
@@ -39,6 +40,17 @@ func NewWatchdog(d time.Duration, what string) *Watchdog {
 // Fire is called. Tests use it, so that where a script is stopped never
 // depends on how fast a loaded machine runs it.
 func ManualWatchdog(what string) *Watchdog { return &Watchdog{what: what} }
+
+// FireOnWrite is a writer that passes w's limit at every write: given as
+// a script's print output, it stops the script at a print the test chose.
+func (w *Watchdog) FireOnWrite() io.Writer { return firingWriter{w} }
+
+type firingWriter struct{ w *Watchdog }
+
+func (f firingWriter) Write(b []byte) (int, error) {
+	f.w.Fire()
+	return len(b), nil
+}
 
 // Fire passes the limit now: the watched threads are cancelled as when the
 // time is up, and so is every thread watched from now on. Tests use it to

@@ -1078,14 +1078,7 @@ func (g *gen) treeFunc(ch int) string {
 	e.block(fmt.Sprintf("def %s(tl, src, dst, tmp, rank, world_size):", name), func() {
 		e.l("piece = %s", pieceExpr)
 		e.l("esize = ELEM_SIZE[dst.dtype]")
-		e.l("kids = []")
-		e.block("if 2 * rank + 1 < world_size:", func() { e.l("kids.append(%s)", chDir("child_left", ch)) })
-		e.block("if 2 * rank + 2 < world_size:", func() { e.l("kids.append(%s)", chDir("child_right", ch)) })
-		if reverse {
-			e.l("kids = kids[::-1]")
-		}
-		e.l("root = rank == 0")
-		e.l("parent = %s", chDir("parent", ch))
+		treeLinks(e, ch, reverse)
 		// Reduce towards the root.
 		e.block("if not kids:", func() {
 			e.block("if root:", func() {
@@ -1167,6 +1160,20 @@ func (g *gen) function(prefix string) (name string, e *emitter, pieceExpr, kw st
 	return fmt.Sprintf("%s_%d", prefix, g.nfn), &g.funcs, pieceExpr, kw, full
 }
 
+// treeLinks writes a tree function's view of the binary tree over channel
+// ch: its children (kids, in reverse order when reverse), whether it is
+// the root, and its parent's direction.
+func treeLinks(e *emitter, ch int, reverse bool) {
+	e.l("kids = []")
+	e.block("if 2 * rank + 1 < world_size:", func() { e.l("kids.append(%s)", chDir("child_left", ch)) })
+	e.block("if 2 * rank + 2 < world_size:", func() { e.l("kids.append(%s)", chDir("child_right", ch)) })
+	if reverse {
+		e.l("kids = kids[::-1]")
+	}
+	e.l("root = rank == 0")
+	e.l("parent = %s", chDir("parent", ch))
+}
+
 // treeOneWay writes a broadcast from, or a reduce to, rank 0 over
 // channel ch of the binary tree. Signature (tl, src, dst, tmp, rank,
 // world_size).
@@ -1178,14 +1185,7 @@ func (g *gen) treeOneWay(ch int, coll string) string {
 		e.l("piece = %s", pieceExpr)
 		e.l("esize = ELEM_SIZE[dst.dtype]")
 		e.l("pe = piece // esize")
-		e.l("kids = []")
-		e.block("if 2 * rank + 1 < world_size:", func() { e.l("kids.append(%s)", chDir("child_left", ch)) })
-		e.block("if 2 * rank + 2 < world_size:", func() { e.l("kids.append(%s)", chDir("child_right", ch)) })
-		if reverse {
-			e.l("kids = kids[::-1]")
-		}
-		e.l("root = rank == 0")
-		e.l("parent = %s", chDir("parent", ch))
+		treeLinks(e, ch, reverse)
 		if coll == "broadcast" {
 			e.block("if root:", func() {
 				e.block("if src != dst:", func() { g.copyIn(e, "dst", "src") })

@@ -12,16 +12,6 @@ import (
 	"kernbench/starlark/script"
 )
 
-// fireOnPrint passes a watchdog's limit when a script prints: the test
-// decides where the file is when its time is up, which a clock cannot on a
-// loaded machine.
-type fireOnPrint struct{ wd *script.Watchdog }
-
-func (f fireOnPrint) Write(b []byte) (int, error) {
-	f.wd.Fire()
-	return len(b), nil
-}
-
 // A test file's -timeout stops the running test and every later one, each
 // marked as timed out; the tests before it keep their result. A file
 // stopped while it loads is a load error of kind Timeout (exit 3, as any
@@ -51,7 +41,7 @@ func TestFileTimeout(t *testing.T) {
 			}
 			wd := script.ManualWatchdog("-timeout 1h (per test file)")
 			defer wd.Stop()
-			o := Options{Env: script.Env{Dir: dir, Getenv: func(string) string { return "" }}, MaxSteps: 1_000_000, Stderr: fireOnPrint{wd}, watchdog: wd}
+			o := Options{Env: script.Env{Dir: dir, Getenv: func(string) string { return "" }}, MaxSteps: 1_000_000, Stderr: wd.FireOnWrite(), watchdog: wd}
 			results, err := RunFile("x_test.star", o)
 			if got := errkind.Of(err); got != c.loadKind {
 				t.Fatalf("RunFile error %v of kind %v, want kind %v", err, got, c.loadKind)
