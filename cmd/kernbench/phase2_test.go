@@ -11,7 +11,10 @@ import (
 	"kernbench/starlark/errkind"
 )
 
-// A phase-2 mismatch prints where the phases differ, the diagnosis (last
+// Rule (docs/report.md, When phase 2 differs from phase 1; the two-pass
+// verification reports the wrong elements like nccl-tests and the record
+// that last wrote the first one): a phase-2 mismatch prints where the
+// phases differ, the diagnosis (last
 // writers, the first divergent record, each with its call), the
 // wrong-element report, and what the mismatch means and what to try; the
 // exit status is Phase2Mismatch's.
