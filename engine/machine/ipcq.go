@@ -285,6 +285,26 @@ type InitError struct{ Msg string }
 
 func (e *InitError) Error() string { return e.Msg }
 
+// RingFitError says a rank's rx rings do not fit the memory they go in.
+// It states the facts only: what to change is said by whoever knows the
+// settings behind cfg (the run, which tries the changes it suggests).
+type RingFitError struct {
+	Rank     int
+	Mem      *Memory
+	Dirs     int   // the rank's directions, one rx ring each
+	NSlots   int   // slots per ring
+	SlotSize int64 // bytes per slot
+	Free     int64 // bytes of Mem free before the rank's rings
+}
+
+// Need is the bytes the rank's rings take.
+func (e *RingFitError) Need() int64 { return int64(e.Dirs) * int64(e.NSlots) * e.SlotSize }
+
+func (e *RingFitError) Error() string {
+	return fmt.Sprintf("rank %d: the rx rings do not fit in %v: %d direction(s) × %d slots × %d bytes = %d bytes needed, %d free of %d",
+		e.Rank, e.Mem, e.Dirs, e.NSlots, e.SlotSize, e.Need(), e.Free, e.Mem.Capacity)
+}
+
 // Install builds the queue pairs of links[rank] for every placed rank and
 // allocates each rank's rx rings in cfg.BufferKind memory.
 func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
@@ -318,10 +338,8 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 		for _, l := range ls {
 			off, err := mem.Alloc(ring)
 			if err != nil {
-				need := ring * int64(len(ls))
-				return nil, &InitError{fmt.Sprintf("ipcq: rank %d: rx rings do not fit in %v: %d direction(s) × %d slots × %d bytes = %d bytes needed, %d free of %d; "+
-					"put them in a larger memory (buffer_kind: hbm or sram), shrink them (n_slots, slot_size), or install fewer directions (channels, topology)",
-					r, mem, len(ls), cfg.NSlots, cfg.SlotSize, need, mem.Capacity-mem.Used()+ringsSoFar(ep, ring), mem.Capacity)}
+				return nil, &RingFitError{Rank: r, Mem: mem, Dirs: len(ls), NSlots: cfg.NSlots, SlotSize: cfg.SlotSize,
+					Free: mem.Capacity - mem.Used() + ringsSoFar(ep, ring)}
 			}
 			q := &QueuePair{Rank: r, Dir: l.Dir, Peer: l.Peer, PeerDir: l.PeerDir, RecvOnly: l.RecvOnly,
 				Rx: Region{mem, off, ring}, Slots: make([]RxSlot, cfg.NSlots), ep: ep}

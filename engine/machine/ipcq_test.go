@@ -1097,7 +1097,7 @@ func TestIPCQ_Errors_InvalidDirection(t *testing.T) {
 // Rule (buffer kinds, docs/architecture.md, IPCQ): a ring that does not fit
 // in buffer_kind memory is an init error naming the rank and the bytes
 // needed.
-func TestIPCQ_Install_RxRingThatDoesNotFitIsInitErrorNamingRankAndBytes(t *testing.T) {
+func TestIPCQ_Install_RxRingThatDoesNotFitIsRingFitErrorNamingRankAndBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		kind     Space
@@ -1130,13 +1130,13 @@ func TestIPCQ_Install_RxRingThatDoesNotFitIsInitErrorNamingRankAndBytes(t *testi
 			}
 			cfg := ipcqTestCfg(tc.kind, Sleep, tc.nSlots, tc.slotSize)
 			g, err := m.Install(ringLinks(world), cfg)
-			var ie *InitError
-			if !errors.As(err, &ie) {
-				t.Fatalf("Install = %v, %v; want *InitError", g, err)
+			var rf *RingFitError
+			if !errors.As(err, &rf) {
+				t.Fatalf("Install = %v, %v; want *RingFitError", g, err)
 			}
 			for _, s := range tc.mention {
-				if !strings.Contains(ie.Msg, s) {
-					t.Errorf("init error %q does not mention %q", ie.Msg, s)
+				if !strings.Contains(rf.Error(), s) {
+					t.Errorf("ring fit error %q does not mention %q", rf.Error(), s)
 				}
 			}
 		})

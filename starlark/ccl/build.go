@@ -207,5 +207,6 @@ func isConfigErr(err error) bool {
 	var ce *config.Error
 	var ie *InitError
 	var me *machine.InitError
-	return errors.As(err, &ce) || errors.As(err, &ie) || errors.As(err, &me)
+	var rf *machine.RingFitError
+	return errors.As(err, &ce) || errors.As(err, &ie) || errors.As(err, &me) || errors.As(err, &rf)
 }

@@ -107,7 +107,7 @@ func TestRingAllreduceBidirChannels(t *testing.T) {
 
 // full_mesh installs a direction to every other rank; when their rx rings
 // do not fit in buffer_kind memory the init error (exit 2) says how much
-// is needed and what to change.
+// is needed and the settings that run it, each tried (fixes.go).
 func TestFullMeshRingsDoNotFit(t *testing.T) {
 	_, err := Run("testdata/channel_handshake.star", Options{Embedded: kernbench.Files, WorldSize: 64, Topology: "full_mesh",
 		Counts: []int64{64}, Sets: []string{"system.sips=2"}})
@@ -115,7 +115,7 @@ func TestFullMeshRingsDoNotFit(t *testing.T) {
 	if !errors.As(err, &f) || f.ErrorKind().Status != ExitUsage {
 		t.Fatalf("got %v, want an init error with exit status %d", err, ExitUsage)
 	}
-	for _, want := range []string{"63 direction(s) × 8 slots × 4096 bytes = 2064384 bytes needed", "buffer_kind: hbm or sram", "n_slots, slot_size", "channels, topology"} {
+	for _, want := range []string{"63 direction(s) × 8 slots × 4096 bytes = 2064384 bytes needed", "(each was tried): --set defaults.buffer_kind=hbm, --set defaults.n_slots=4, --set defaults.slot_size=2048"} {
 		if !strings.Contains(f.Msg, want) {
 			t.Errorf("init error %q does not say %q", f.Msg, want)
 		}

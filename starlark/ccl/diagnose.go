@@ -99,17 +99,38 @@ const Phase2Advice = "phase 2 replays the op_log and must reproduce phase 1 exac
 
 // runOnce simulates one size of the builtin bench, diagnosed.
 func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
-	return diagnosed(p.opts, func(o Options) (*Result, error) {
+	res, err := diagnosed(p.opts, func(o Options) (*Result, error) {
 		pp := *p
 		pp.opts = o
 		return simulateOnce(&pp, cfg, tgt, quiet(loader, o), kernel, hook, count)
 	})
+	if err != nil {
+		// A run short of ring or staging memory names the settings that
+		// run it, each tried here at this size (fixes.go).
+		err = memoryFixes(err, cfg, tgt, p.opts, func(t *target) error {
+			pp := *p
+			pp.opts = silent(p.opts)
+			_, err := simulateOnce(&pp, cfg, t, quiet(loader, pp.opts), kernel, hook, count)
+			return err
+		})
+	}
+	return res, err
+}
+
+// silent is opts for a run made only to learn whether it completes (a
+// phase-2 diagnosis, a tried fix): it writes no output and prints nothing.
+func silent(opts Options) Options {
+	o := opts
+	o.silent = true
+	o.OpLog, o.Trace, o.ExportMSCCL, o.DumpPointers, o.CCLTrace = nil, nil, nil, nil, nil
+	o.KeepOutputs, o.Detail, o.Stderr = false, false, nil
+	return o
 }
 
 // quiet is the loader a run with opts uses: the diagnosing run's prints
 // nothing (the first run printed what the kernels print).
 func quiet(l *script.Loader, opts Options) *script.Loader {
-	if !opts.witness {
+	if !opts.silent {
 		return l
 	}
 	q := *l // the same modules (its cache), another print
@@ -126,10 +147,8 @@ func diagnosed(opts Options, simulate func(Options) (*Result, error)) (*Result, 
 	}
 	// The second run writes nothing the first one wrote (its outputs are
 	// the same, or the first one's are the ones asked for).
-	o := opts
+	o := silent(opts)
 	o.witness = true
-	o.OpLog, o.Trace, o.ExportMSCCL, o.DumpPointers = nil, nil, nil, nil
-	o.KeepOutputs, o.Detail, o.Stderr = false, false, nil
 	again, err := simulate(o)
 	first := res.mismatch
 	d := &Phase2Diagnosis{Address: first.Addr, Phase1Byte: first.Want, Phase2Byte: first.Got,

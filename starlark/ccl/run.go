@@ -131,6 +131,9 @@ type Options struct {
 	// witness: this run diagnoses a phase-2 mismatch (diagnosed): its
 	// op_log is witnessed and its operations name their tl calls.
 	witness bool
+	// silent: this run is made only to learn its outcome (a diagnosis, a
+	// tried fix): its kernels' prints go nowhere.
+	silent bool
 }
 
 // Run executes `kernbench run arg`.

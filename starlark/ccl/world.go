@@ -226,7 +226,7 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 		icfg.Overhead, icfg.Backpressure = 0, machine.Sleep
 	}
 	if w.g, err = w.m.Install(links, icfg); err != nil {
-		return WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return WithKind(errkind.Init, &Failure{Rank: -1, Msg: tgt.file + ": " + err.Error(), Err: err})
 	}
 	w.g.Paranoid = p.opts.Check
 	// Nothing takes time in the mock: a send stays in flight for the

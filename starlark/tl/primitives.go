@@ -792,14 +792,14 @@ func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 	}
 	off, err := mem.Alloc(n)
 	if err != nil {
-		// The rx rings can make room only where they are.
+		// The settings that make room (the rx rings elsewhere, fewer or
+		// smaller slots) are named by the run, which tries each of them
+		// (ErrNoStagingRoom); the code changes are named here.
 		name := strings.ToUpper(mem.Space.String())
-		rings := ""
-		if k.G.Cfg.BufferKind == mem.Space && mem.Space != machine.HBM {
-			rings = "; --set defaults.buffer_kind=hbm moves the rx rings out of " + name
-		}
-		return machine.Region{}, errorf(errkind.TLOutOfMemory, "%s: rank %d: the primitive needs %d bytes of %s for its staging slots (%v); free %s (smaller tl.alloc buffers, fewer or smaller rx slots: n_slots, slot_size%s) or forward with tl.send",
-			fn, k.Rank, n, name, err, name, rings)
+		e := errorf(errkind.TLOutOfMemory, "%s: rank %d: the primitive needs %d bytes of %s for its staging slots (%v); free %s (smaller tl.alloc buffers) or forward with tl.send",
+			fn, k.Rank, n, name, err, name).(*Error)
+		e.cause = ErrNoStagingRoom
+		return machine.Region{}, e
 	}
 	reg := machine.Region{Mem: mem, Off: off, N: n}
 	k.rootKernel().allocs = append(k.rootKernel().allocs, reg)

@@ -1,6 +1,7 @@
 package tl
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"strings"
@@ -23,9 +24,18 @@ import (
 type Error struct {
 	Msg  string
 	kind *errkind.Kind
+	// cause, when set, tells callers what happened beyond the kind
+	// (ErrNoStagingRoom): errors.Is finds it.
+	cause error
 }
 
 func (e *Error) Error() string { return e.ErrorKind().Name + ": " + e.Msg }
+func (e *Error) Unwrap() error { return e.cause }
+
+// ErrNoStagingRoom is the cause of the OutOfMemory error of a fused
+// primitive that finds no room for its staging slots: the run then names
+// the settings (buffer_kind, n_slots, slot_size) with which it completes.
+var ErrNoStagingRoom = errors.New("no room for the staging slots")
 
 // ErrorKind is the declared kind (errkind.Kinded); an Error built without
 // errorf is a kernbench bug: InternalError.

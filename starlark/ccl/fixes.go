@@ -1,0 +1,150 @@
+package ccl
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/starlark/tl"
+)
+
+// Settings that make room, tried before they are named. A run of a .star
+// algorithm can stop for want of memory that a setting, not the code,
+// decides: its rx rings do not fit where buffer_kind puts them
+// (machine.RingFitError), or a fused primitive finds no room for its
+// staging slots, n_slots + 2 slots of slot_size each (tl.ErrNoStagingRoom).
+// Which smaller setting works depends on what the kernel allocates besides,
+// which only a run shows: the rings may fit with fewer slots and the staging
+// then not. So kernbench runs the failed size again with each candidate —
+// the rings in HBM, the largest n_slots, slot_size and channels below the
+// current ones that fit — and names in the error only those with which the
+// run completes. The tried runs print nothing and write no output.
+
+// maxFixTrials bounds the runs one failure may try per setting: each
+// candidate after the first halves the one before it.
+const maxFixTrials = 4
+
+// fixCandidate is one setting to try: defaults key and its values, best
+// first (the first that runs is named).
+type fixCandidate struct {
+	key    string
+	values []any
+	apply  func(set *config.Settings, v any)
+}
+
+// memoryFixes ends the message of a run that stopped for want of rx-ring
+// or staging memory with the settings that run it, each tried with trial
+// (a run of the same size with the changed target). Other errors are
+// returned as they are.
+func memoryFixes(err error, cfg *config.Config, tgt *target, opts Options, trial func(*target) error) error {
+	var f *Failure
+	if !errors.As(err, &f) {
+		return err
+	}
+	var rf *machine.RingFitError
+	ringFit := errors.As(err, &rf)
+	if !ringFit && !errors.Is(err, tl.ErrNoStagingRoom) {
+		return err
+	}
+	set := tgt.settings
+	var cands []fixCandidate
+	rings, kindErr := machine.ParseSpace(set.BufferKind)
+	if kindErr != nil {
+		return err
+	}
+	// The rings make room by moving only out of the memory that is short:
+	// the staging is in tgt.staging (TCM unless an MSCCL schedule moved it).
+	staging := tgt.staging
+	if staging == 0 {
+		staging = machine.TCM
+	}
+	if rings != machine.HBM && (ringFit || rings == staging) {
+		cands = append(cands, fixCandidate{key: "buffer_kind", values: []any{"hbm"},
+			apply: func(s *config.Settings, v any) { s.BufferKind = v.(string) }})
+	}
+	nSlots, slotSize := set.NSlots, set.SlotSize
+	if ringFit {
+		// The largest values with which this rank's rings would fit; the
+		// kernel's own allocations may need smaller ones.
+		perDir := rf.Free / int64(max(1, rf.Dirs))
+		nSlots = int(min(int64(set.NSlots-1), perDir/max(1, set.SlotSize)))
+		slotSize = min(set.SlotSize-1, perDir/int64(max(1, set.NSlots)))
+	} else {
+		nSlots, slotSize = set.NSlots/2, set.SlotSize-1
+	}
+	if ns := halvings(int64(nSlots), 1); len(ns) > 0 {
+		cands = append(cands, fixCandidate{key: "n_slots", values: ns,
+			apply: func(s *config.Settings, v any) { s.NSlots = int(v.(int64)) }})
+	}
+	// Slot sizes are powers of two (of at least 64 bytes, a multiple of
+	// every element size).
+	if slotSize >= 64 {
+		pow := int64(1) << (bits.Len64(uint64(slotSize)) - 1)
+		if ss := halvings(pow, 64); len(ss) > 0 {
+			cands = append(cands, fixCandidate{key: "slot_size", values: ss,
+				apply: func(s *config.Settings, v any) { s.SlotSize = v.(int64) }})
+		}
+	}
+	if ringFit && set.Channels > 1 {
+		cands = append(cands, fixCandidate{key: "channels", values: halvings(int64(set.Channels/2), 1),
+			apply: func(s *config.Settings, v any) { s.Channels = int(v.(int64)) }})
+	}
+	var works, tried []string
+	for _, c := range cands {
+		for _, v := range c.values {
+			t := *tgt
+			c.apply(&t.settings, v)
+			if trial(&t) == nil {
+				works = append(works, settingHint(cfg, tgt, opts, c.key, v))
+				break
+			}
+			tried = append(tried, fmt.Sprintf("%s=%v", c.key, v))
+		}
+	}
+	switch {
+	case len(works) > 0:
+		f.Msg += "; with any one of these settings this size runs (each was tried): " + strings.Join(works, ", ")
+	case len(tried) > 0:
+		f.Msg += "; no setting kernbench tried runs this size (" + strings.Join(tried, ", ") + ")"
+	}
+	return f
+}
+
+// halvings are from, from/2, … down to lo, at most maxFixTrials of them.
+func halvings(from, lo int64) []any {
+	var out []any
+	for v := from; v >= lo && len(out) < maxFixTrials; v /= 2 {
+		out = append(out, v)
+	}
+	return out
+}
+
+// settingHint is how the user gives defaults key = value to tgt's run: a
+// --set of the defaults key, or of the algorithm's entry when the entry
+// sets the key itself (it wins over defaults), or an item of
+// run_kernel_in_mock's set= list; it names the item of the user's own that
+// it replaces.
+func settingHint(cfg *config.Config, tgt *target, opts Options, key string, value any) string {
+	path := "defaults." + key
+	if tgt.entry != nil && slices.Contains(tgt.entry.OverrideKeys, key) {
+		path = "algorithms." + tgt.entry.Name + "." + key
+	}
+	s := fmt.Sprintf("--set %s=%v", path, value)
+	if opts.Keywords {
+		s = fmt.Sprintf("set item %q", fmt.Sprintf("%s=%v", path, value))
+	}
+	items := opts.setItems()
+	for i := len(items) - 1; i >= 0; i-- {
+		if strings.Join(items[i].path, ".") == path {
+			return s + " (in place of " + items[i].String() + ")"
+		}
+	}
+	if pos, ok := cfg.DefaultsGiven[key]; ok && path == "defaults."+key && !strings.HasPrefix(pos, "--set ") {
+		s += " (in place of " + pos + ")"
+	}
+	return s
+}
