@@ -243,6 +243,13 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) for its %s: not a deadlock, a memory operation "+
 			"always completes, but the configured latencies and bandwidths make this one slower than the timeout; "+
 			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, op)
+	} else if chain := waitsOnWork(wt); chain != nil {
+		// What it waits for depends on a rank still working: slow, not
+		// stuck (slowwait.go).
+		f.setKind(errkind.WaitTimeout)
+		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, it waits for rank %d, which is still working (%s), "+
+			"but the configured latencies and bandwidths make the run slower than the timeout; "+
+			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wt.Proc.Wait, chain[len(chain)-1], chainText(chain))
 	}
 	var re *rankError
 	if errors.As(err, &re) {

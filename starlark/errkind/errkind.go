@@ -78,7 +78,7 @@ var (
 	MemoryLimit    = &Kind{"OutOfMemory", ExitUsage, Run, "before the run: the bench buffers do not fit the simulated memory, or the run's host-memory estimate exceeds --max-memory"}
 	CheckFailed    = &Kind{"CheckFailed", ExitUsage, Run, "`kernbench check` found problems"}
 	Deadlock       = &Kind{"Deadlock", ExitDeadlock, Run, "every remaining process waits for another, or one waited longer than deadlock_timeout_ns with nothing on its way"}
-	WaitTimeout    = &Kind{"WaitTimeout", ExitDeadlock, Run, "a process waited longer than deadlock_timeout_ns for a memory operation or a message still on its way: slow, not stuck"}
+	WaitTimeout    = &Kind{"WaitTimeout", ExitDeadlock, Run, "a process waited longer than deadlock_timeout_ns for a memory operation, a message still on its way or a rank still working: slow, not stuck"}
 	Watchdog       = &Kind{"Watchdog", ExitDeadlock, Run, "the simulated-time limit was reached (processes that never return)"}
 	StepLimit      = &Kind{"StepLimit", ExitDeadlock, Run, "a script ran more Starlark steps than --max-steps allows"}
 	Timeout        = &Kind{"Timeout", ExitDeadlock, Run, "a script ran longer than --timeout (wall clock)"}
