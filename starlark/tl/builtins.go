@@ -773,17 +773,7 @@ func (k *Kernel) joinSends(q *machine.QueuePair) error {
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
 // was received (the ring wrapped).
 func (k *Kernel) checkSlot(p *Ptr, use string) error {
-	if !p.slotStale() {
-		return nil
-	}
-	q := p.Slot.Q
-	by := q.Slots[p.Slot.Idx].Meta // the message that overwrote it
-	where := ""
-	if by.Origin != nil {
-		where = fmt.Sprintf(" issued at %v", by.Origin)
-	}
-	return errorf(errkind.StaleSlot, "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
-		k.Rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.Slots[p.Slot.Idx].Gen, len(q.Slots))
+	return p.checkSlot(k.Rank, use)
 }
 
 func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Value, error) {
