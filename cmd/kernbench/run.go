@@ -319,6 +319,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if m := o.Env.Var("SLURM_ARRAY_TASK_MIN"); m != "" && m != "0" {
 			low = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN=%s)", m)
 		}
+		if st := o.Env.Var("SLURM_ARRAY_TASK_STEP"); st != "" && st != "1" {
+			low += fmt.Sprintf(" (divided by SLURM_ARRAY_TASK_STEP=%s)", st)
+		}
 		fmt.Fprintf(stderr, "kernbench: running shard %d/%d of the sweep, from SLURM_ARRAY_TASK_ID=%s%s and SLURM_ARRAY_TASK_COUNT=%s; --shard 0/1 runs the whole sweep\n",
 			shard.index, shard.count, o.Env.Var("SLURM_ARRAY_TASK_ID"), low, o.Env.Var("SLURM_ARRAY_TASK_COUNT"))
 	}

@@ -42,28 +42,13 @@ func parseShard(s string) (shardSpec, error) {
 	return shardSpec{a, b}, nil
 }
 
-// shardFromEnv finds the shard of a Slurm array task (SLURM_ARRAY_TASK_ID
-// counted from SLURM_ARRAY_TASK_MIN, out of SLURM_ARRAY_TASK_COUNT) or of a
-// Kubernetes Indexed Job (JOB_COMPLETION_INDEX out of --shards N); ok is
-// false outside both.
+// shardFromEnv finds the shard of a Slurm array task (SLURM_ARRAY_TASK_ID's
+// place among SLURM_ARRAY_TASK_MIN, MIN+STEP, …, MAX, out of
+// SLURM_ARRAY_TASK_COUNT) or of a Kubernetes Indexed Job
+// (JOB_COMPLETION_INDEX out of --shards N); ok is false outside both.
 func shardFromEnv(getenv func(string) string, shards int) (shardSpec, bool, error) {
 	if id := getenv("SLURM_ARRAY_TASK_ID"); id != "" && getenv("SLURM_ARRAY_TASK_COUNT") != "" {
-		task, err1 := strconv.Atoi(id)
-		count, err2 := strconv.Atoi(getenv("SLURM_ARRAY_TASK_COUNT"))
-		low, minus := 0, ""
-		if m := getenv("SLURM_ARRAY_TASK_MIN"); m != "" {
-			var err error
-			if low, err = strconv.Atoi(m); err != nil {
-				// Read as 0 it would pick a shard the array did not mean.
-				return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_MIN %q is not a number: no shard of SLURM_ARRAY_TASK_ID %q (use --shard I/N)", m, id)
-			}
-			minus = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN %q)", m)
-		}
-		// task < low: far enough below, task-low wraps round into range.
-		if err1 != nil || err2 != nil || count < 1 || task < low || task-low < 0 || task-low >= count {
-			return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID %q%s / SLURM_ARRAY_TASK_COUNT %q do not name a shard (use --array=0-%d or --shard I/N)", id, minus, getenv("SLURM_ARRAY_TASK_COUNT"), max(count, 1)-1)
-		}
-		return shardSpec{task - low, count}, true, nil
+		return slurmShard(getenv, id)
 	}
 	if idx := getenv("JOB_COMPLETION_INDEX"); idx != "" && shards > 0 {
 		i, err := strconv.Atoi(idx)
@@ -73,6 +58,62 @@ func shardFromEnv(getenv func(string) string, shards int) (shardSpec, bool, erro
 		return shardSpec{i, shards}, true, nil
 	}
 	return shardSpec{}, false, nil
+}
+
+// slurmShard is the shard of Slurm array task id: its place in the array
+// MIN, MIN+STEP, …, MAX of COUNT tasks (MIN 0 and STEP 1 when unset). An
+// array that is not evenly stepped (--array=1,3,7) or a task outside it
+// names no shard: read as ID-MIN, a task of --array=0-6:2 ran shard 2
+// and 4 and 6 none.
+func slurmShard(getenv func(string) string, id string) (shardSpec, bool, error) {
+	num := func(name string, def int) (int, string, error) {
+		v := getenv(name)
+		if v == "" {
+			return def, "", nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			// Read as its default it would pick a shard the array did
+			// not mean.
+			return 0, v, fmt.Errorf("%s %q is not a number: no shard of SLURM_ARRAY_TASK_ID %q (use --shard I/N)", name, v, id)
+		}
+		return n, v, nil
+	}
+	low, lowText, err := num("SLURM_ARRAY_TASK_MIN", 0)
+	if err != nil {
+		return shardSpec{}, false, err
+	}
+	step, stepText, err := num("SLURM_ARRAY_TASK_STEP", 1)
+	if err != nil {
+		return shardSpec{}, false, err
+	}
+	high, highText, err := num("SLURM_ARRAY_TASK_MAX", 0)
+	if err != nil {
+		return shardSpec{}, false, err
+	}
+	task, err1 := strconv.Atoi(id)
+	countText := getenv("SLURM_ARRAY_TASK_COUNT")
+	count, err2 := strconv.Atoi(countText)
+	from := ""
+	if lowText != "" {
+		from = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN %q)", lowText)
+	}
+	if stepText != "" {
+		from += fmt.Sprintf(" (divided by SLURM_ARRAY_TASK_STEP %q)", stepText)
+	}
+	if step < 1 {
+		return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_STEP %q is not a step of an array: no shard of SLURM_ARRAY_TASK_ID %q (use --shard I/N)", stepText, id)
+	}
+	// task < low: far enough below, task-low wraps round into range.
+	if err1 != nil || err2 != nil || count < 1 || task < low || task-low < 0 || (task-low)%step != 0 || (task-low)/step >= count {
+		return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID %q%s / SLURM_ARRAY_TASK_COUNT %q do not name a shard (use --array=0-%d or --shard I/N)", id, from, countText, max(count, 1)-1)
+	}
+	// The array must be MIN, MIN+STEP, …, MAX: a list such as 1,3,7 has
+	// no place to read from the task ID alone.
+	if highText != "" && (high < low || high-low < 0 || (high-low)%step != 0 || (high-low)/step != count-1) {
+		return shardSpec{}, false, fmt.Errorf("the Slurm array is not SLURM_ARRAY_TASK_MIN %d to SLURM_ARRAY_TASK_MAX %q in steps of %d (%s tasks): its task IDs do not name shards; use --array=0-%d or --shard I/N", low, highText, step, countText, count-1)
+	}
+	return shardSpec{(task - low) / step, count}, true, nil
 }
 
 // pick keeps the shard's points of a sweep.
