@@ -575,6 +575,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	rep.WallS = wall
 	rep.Shard = shardInfo
+	if shardInfo != nil {
+		shardInfo.Rows = ccl.RowsDigest(rep.Results)
+	}
 	if n := len(rep.Results); o.trace != "" && n > 0 && rep.Results[n-1].Refused != nil {
 		// A sweep traces its last size; refused, it left the trace empty
 		// (no file is written), which would otherwise pass unremarked.

@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"kernbench"
+	"kernbench/engine/collective"
+	"kernbench/engine/dtype"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/script"
 )
@@ -136,8 +138,10 @@ func newMergeCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 --json, one per shard) into the table (or, with --json, the document) a
 single run of the whole sweep prints: the same rows in size order. The
 reports must come from the same algorithm, settings and sweep, and every
-shard must be there; a size or shard that appears twice, a failed shard
-or a missing one is an error naming the files (docs/cluster.md). wall_s
+shard must be there; a size or shard that appears twice, a failed shard,
+a missing one, a row of a size the shard's part of the sweep does not
+hold or rows edited since the run is an error naming the files
+(docs/cluster.md). wall_s
 is the sum of the shards' wall times. A size a shard refused over
 --max-memory is a refused row of the merged sweep, and merge then exits 2
 as the run of the whole sweep would.`,
@@ -239,8 +243,12 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		if s := rep.Shard; s != nil {
 			// A report cut short or edited would leave sizes out of the
 			// merged sweep without a word.
-			if pts := (shardSpec{s.Index, s.Count}).pick(s.Sweep); len(rep.Results) != len(pts) {
+			pts := (shardSpec{s.Index, s.Count}).pick(s.Sweep)
+			if len(rep.Results) != len(pts) {
 				return nil, fmt.Errorf("%s: shard %d/%d holds %d rows, but its sizes of the sweep are %d (%s)", f, s.Index, s.Count, len(rep.Results), len(pts), pointList(pts))
+			}
+			if err := shardRows(f, &rep, pts); err != nil {
+				return nil, err
 			}
 		}
 		if empty {
@@ -304,6 +312,40 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		}
 	}
 	return merged, nil
+}
+
+// shardRows checks that the rows of shard report rep (file f) are those
+// the shard wrote, one for each of its points of the sweep in order: a
+// row of a size the sweep does not hold, or with figures edited since
+// the run, was merged as if the run had printed it.
+func shardRows(f string, rep *ccl.Report, pts []int64) error {
+	s := rep.Shard
+	if s.Rows != "" && s.Rows != ccl.RowsDigest(rep.Results) {
+		return fmt.Errorf("%s: its rows are not those shard %d/%d wrote (edited since?): merge joins the reports as kernbench run wrote them", f, s.Index, s.Count)
+	}
+	coll, ok := collective.Lookup(rep.Collective)
+	if !ok {
+		return nil // not a collective's sweep: the row count is all there is to check
+	}
+	mul := int64(1)
+	if coll.SendMul || coll.RecvMul {
+		mul = int64(rep.WorldSize) // the row is the larger buffer (ccl's row)
+	}
+	counts := sweepUnit(s) == "elements"
+	for i, r := range rep.Results {
+		dt, err := dtype.Parse(r.DType)
+		if err != nil {
+			return fmt.Errorf("%s: the row of %d bytes has dtype %q: %v", f, r.Bytes, r.DType, err)
+		}
+		n := pts[i] / int64(dt.Size()) // elements per rank
+		if counts {
+			n = pts[i]
+		}
+		if want := n * mul; r.Count != want || r.Bytes != want*int64(dt.Size()) {
+			return fmt.Errorf("%s: row %d of shard %d/%d is %d bytes (%d elements), but its size of the sweep, %d %s per rank buffer, makes %d bytes (%d elements)", f, i+1, s.Index, s.Count, r.Bytes, r.Count, pts[i], sweepUnit(s), want*int64(dt.Size()), want)
+		}
+	}
+	return nil
 }
 
 // pointList prints the sizes (or counts) of a sweep.
