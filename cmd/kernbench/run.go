@@ -89,7 +89,9 @@ Output files (--trace, --oplog, --cpuprofile, --dot, --csv, --plot,
 file is replaced whole, through a temporary file in its folder; a link
 stays and the file it names gets the output; a named pipe or character
 device is written into, never replaced; an empty name is refused, as
-an empty value of any flag is.
+an empty value of any flag is. The rows are printed as each size
+finishes, with output files too; an interrupt keeps the rows printed,
+removes the output files under way and exits 130 (143 for SIGTERM).
 
 Host memory is bounded by --max-memory (default: 80% of the memory
 available to the process, cgroup limit included): a run whose estimated
@@ -448,15 +450,17 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		outputs = append(outputs, of)
 		*out.dst = of.w
 	}
-	// Every output file is complete, and in place, before anything is
-	// printed on stdout (a reader such as `| head` may end the process
-	// there), also when the run failed; one that received nothing (the run
-	// failed before simulating) is removed rather than left empty. Until
-	// then the table's rows wait in rowBuf.
-	var rowBuf bytes.Buffer
-	table, held := io.Writer(stdout), len(outputs) > 0
-	if held {
-		table = &rowBuf
+	// The table's rows stream while the output files are written: a
+	// reader that ends early (`| head`) must not end the process before
+	// they are complete and in place, so a closed stdout only fails the
+	// rows' writes meanwhile (keepOnBrokenPipe); an interrupt removes the
+	// temporary files (removeTempsOnInterrupt). An output that received
+	// nothing (the run failed before simulating) is removed rather than
+	// left empty.
+	table := io.Writer(stdout)
+	restorePipe := func() {}
+	if len(outputs) > 0 {
+		restorePipe = keepOnBrokenPipe()
 	}
 	// closeOutputs closes the output files and returns the failure of the
 	// first that could not be written, printing the others'.
@@ -470,10 +474,8 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			}
 		}
 		outputs = nil
-		if held {
-			table, held = stdout, false
-			_, _ = rowBuf.WriteTo(stdout)
-		}
+		restorePipe()
+		restorePipe = func() {}
 		return first
 	}
 	// On the ways out below that report a failure of their own, an output
@@ -526,6 +528,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if err != nil {
 			closeAfterFailure()
 			return usageErr(stderr, o.json, "--cpuprofile: "+err.Error())
+		}
+		if len(outputs) == 0 {
+			restorePipe = keepOnBrokenPipe()
 		}
 		outputs = append(outputs, of)
 		stopProfile = pprof.StopCPUProfile
