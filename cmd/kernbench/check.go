@@ -51,6 +51,13 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			if err := checkLoadPath(env, o.LoadPath); err != nil {
 				return usageErr(stderr, false, err.Error())
 			}
+			if err := emptyValue(cmd.Flags()); err != nil {
+				return usageErr(stderr, false, err.Error())
+			}
+			if cmd.Flags().Changed("show-map") && o.ShowMap == 0 {
+				// 0 is the default, no map: given, it printed nothing.
+				return usageErr(stderr, false, "--show-map must be >= 1 (got 0)")
+			}
 			o.Watchdog = script.NewWatchdog(timeout, "--timeout "+timeout.String())
 			defer o.Watchdog.Stop()
 			if sizes != "" {

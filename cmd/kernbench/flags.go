@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -19,4 +21,19 @@ func addConfigFlags(f *pflag.FlagSet, o *ccl.Options) {
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
 	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names, " | "))
 	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))
+}
+
+// emptyValue refuses a string flag given as "" (--bytes "", --config ""):
+// read as not given it ran with the default the user meant to replace,
+// such as 1M bytes or ./ccl.yaml. The flags in allowed take "" as a value
+// (test --run "" matches every test).
+func emptyValue(flags *pflag.FlagSet, allowed ...string) error {
+	var err error
+	flags.VisitAll(func(f *pflag.Flag) {
+		if err != nil || !f.Changed || f.Value.Type() != "string" || f.Value.String() != "" || slices.Contains(allowed, f.Name) {
+			return
+		}
+		err = fmt.Errorf("--%s: an empty value; give one, or leave --%s out for its default", f.Name, f.Name)
+	})
+	return err
 }

@@ -77,6 +77,7 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 	{kind: errkind.OutOfBounds, bad: "star_oob_slice.star"},
 	{kind: errkind.DtypeMismatch, bad: "star_dtype_store.star"},
 	{kind: errkind.StaleSlot, bad: "star_stale_slot.star"},
+	{kind: errkind.SlotWrite, bad: "star_slot_write.star"},
 	{kind: errkind.SendBufferHazard, bad: "star_send_buffer_hazard.star"},
 	{kind: errkind.DirectionInUse, inline: map[string]string{"inuse.star": `
 def kernel(sendbuf, recvbuf, rank, world_size, tl):

@@ -124,3 +124,62 @@ func TestMergeRefusesBadShardRecord(t *testing.T) {
 		}
 	}
 }
+
+// A shard's rows are those it wrote, one per size of its part of the
+// sweep: a row of a size the sweep does not hold (3000 bytes in a sweep
+// of powers of two), and figures edited after the run (a faster
+// sim_time_ns), were merged as if the run had printed them.
+func TestMergeRefusesRowsNotOfTheSweep(t *testing.T) {
+	dir := t.TempDir()
+	sweep := []int64{1024, 2048, 4096, 8192}
+	shard := func(i int, coll string, digest bool, edit func(*ccl.Result), sizes ...int64) string {
+		rep := ccl.Report{Algorithm: "a", File: "a.star", Collective: coll, WorldSize: 4,
+			Shard: &ccl.Shard{Index: i, Count: 2, Sweep: sweep, Settings: []string{}}}
+		for _, s := range sizes {
+			n := s / 4
+			if coll == "allgather" {
+				n *= 4 // the row is the recvbuf of world_size chunks
+			}
+			rep.Results = append(rep.Results, ccl.Result{Bytes: n * 4, Count: n, DType: "f32", SimTimeNs: 500})
+		}
+		if digest {
+			rep.Shard.Rows = ccl.RowsDigest(rep.Results)
+		}
+		if edit != nil {
+			edit(&rep.Results[0])
+		}
+		data, err := json.Marshal(&rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	faster := func(r *ccl.Result) { r.SimTimeNs = 100 }
+	writeReports(t, dir, map[string]string{
+		"s0.json":        shard(0, "allreduce", true, nil, 1024, 4096),
+		"s1.json":        shard(1, "allreduce", true, nil, 2048, 8192),
+		"s1-size.json":   shard(1, "allreduce", false, nil, 3000, 8192),
+		"s1-edited.json": shard(1, "allreduce", true, faster, 2048, 8192),
+		"g0.json":        shard(0, "allgather", true, nil, 1024, 4096),
+		"g1.json":        shard(1, "allgather", true, nil, 2048, 8192),
+		"g1-size.json":   shard(1, "allgather", false, nil, 2048, 2048),
+	})
+	for _, tc := range []struct {
+		files []string
+		want  string // "" when the merge succeeds
+	}{
+		{[]string{"s0.json", "s1.json"}, ""},
+		{[]string{"g0.json", "g1.json"}, ""},
+		{[]string{"s0.json", "s1-size.json"}, "s1-size.json: row 1 of shard 1/2 is 3000 bytes (750 elements), but its size of the sweep, 2048 bytes per rank buffer, makes 2048 bytes (512 elements)"},
+		{[]string{"s0.json", "s1-edited.json"}, "s1-edited.json: its rows are not those shard 1/2 wrote (edited since?)"},
+		{[]string{"g0.json", "g1-size.json"}, "g1-size.json: row 2 of shard 1/2 is 8192 bytes (2048 elements), but its size of the sweep, 8192 bytes per rank buffer, makes 32768 bytes (8192 elements)"},
+	} {
+		_, err := mergeReports(script.Env{Dir: dir}, tc.files)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("merge %v: %v", tc.files, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("merge %v: error %v, want %q", tc.files, err, tc.want)
+		}
+	}
+}

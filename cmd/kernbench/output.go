@@ -278,6 +278,7 @@ func createOutput(env script.Env, d *outputDest, stdout io.Writer) (*outputFile,
 			return nil, env.UserError(err, filepath.Dir(d.shown))
 		}
 		of.f, of.out, of.tmp = f, f, true
+		trackTemp(f.Name())
 	}
 	of.w = bufio.NewWriter(countingWriter{of})
 	return of, nil
@@ -305,6 +306,16 @@ func (of *outputFile) close() *ccl.Failure {
 		}
 		return nil
 	}
+	if !of.tmp {
+		return of.closeFile(err)
+	}
+	var f *ccl.Failure
+	settleTemp(of.f.Name(), func() { f = of.closeFile(err) })
+	return f
+}
+
+// closeFile is close's end for a file: err is the flush's error.
+func (of *outputFile) closeFile(err error) *ccl.Failure {
 	if err == nil && of.tmp {
 		err = of.f.Chmod(of.dest.perm)
 	}

@@ -26,30 +26,62 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
-// Rule (issue 12 item 7, outputs that survive): --trace and --oplog are
-// written to a temporary file and renamed into place, complete, before the
-// first byte of the table reaches stdout (a `| head` that ends the process
-// there leaves valid files), and no temporary file is left behind; an
-// earlier run's file is replaced, never half overwritten.
-func TestOutputsInPlaceBeforeTable(t *testing.T) {
+// Rule (issue 29 item 4, rows stream with outputs; it replaces issue 12
+// item 7's "outputs in place before the table"): with --trace and
+// --oplog a sweep's rows are printed as each size ends, not held until
+// the last one; the outputs are written to a temporary file and renamed
+// into place, complete, also when stdout's reader has gone (a write to
+// stdout fails, as under `| head`), and no temporary file is left
+// behind; an earlier run's file is replaced, never half overwritten.
+func TestRowsStreamWithOutputs(t *testing.T) {
 	dir := t.TempDir()
 	tr, oplog := filepath.Join(dir, "t.json"), filepath.Join(dir, "op.log")
-	if err := os.WriteFile(tr, []byte("an earlier run's trace"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "sizes.star"), []byte(`def kernel(sendbuf, recvbuf, rank, world_size, tl):
+    print("simulating", len(sendbuf))
+    tl.copy(recvbuf, sendbuf)
+`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checked := false
-	stdout := writerFunc(func(b []byte) (int, error) {
-		if checked {
-			return len(b), nil
+	for _, gone := range []bool{false, true} {
+		if err := os.WriteFile(tr, []byte("an earlier run's trace"), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		checked = true
+		// stdout and stderr in the order they were written.
+		var log []string
+		stdout := writerFunc(func(b []byte) (int, error) {
+			log = append(log, "out: "+strings.TrimSpace(string(b)))
+			if gone {
+				return 0, syscall.EPIPE
+			}
+			return len(b), nil
+		})
+		stderr := writerFunc(func(b []byte) (int, error) {
+			if s := strings.TrimSpace(string(b)); strings.Contains(s, "simulating") {
+				log = append(log, "err: "+s[strings.Index(s, "simulating"):])
+			}
+			return len(b), nil
+		})
+		code := mainIn(script.Env{Dir: dir}, []string{"run", "sizes.star", "--world-size", "1", "--sweep", "256:1K", "--trace", tr, "--oplog", oplog, "-q"}, stdout, stderr)
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		var got []string
+		for _, l := range log {
+			if strings.HasPrefix(l, "err:") || strings.Contains(l, " f32 ") {
+				got = append(got, strings.Join(strings.Fields(l)[:3], " "))
+			}
+		}
+		want := []string{"err: simulating 64", "out: 256 64", "err: simulating 128", "out: 512 128", "err: simulating 256", "out: 1024 256"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("stdout gone %v: rows and the sizes' prints in order (-want +got):\n%s", gone, diff)
+		}
 		data, err := os.ReadFile(tr)
 		if err != nil || !json.Valid(data) {
-			t.Errorf("at the first line of the table, %s is not complete JSON (%d bytes, %v)", tr, len(data), err)
+			t.Errorf("stdout gone %v: %s is not complete JSON (%d bytes, %v)", gone, tr, len(data), err)
 		}
 		ops, err := os.ReadFile(oplog)
 		if err != nil || len(ops) == 0 {
-			t.Errorf("at the first line of the table, %s is missing or empty: %v", oplog, err)
+			t.Errorf("stdout gone %v: %s is missing or empty: %v", gone, oplog, err)
 		}
 		sc := bufio.NewScanner(bytes.NewReader(ops))
 		sc.Buffer(nil, 1<<20)
@@ -59,28 +91,20 @@ func TestOutputsInPlaceBeforeTable(t *testing.T) {
 				break
 			}
 		}
-		return len(b), nil
-	})
-	code := Main([]string{"run", "ring_allreduce", "--world-size", "3", "--sweep", "256:1K", "--trace", tr, "--oplog", oplog}, stdout, io.Discard)
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	if !checked {
-		t.Fatal("nothing printed on stdout")
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	if want := []string{"op.log", "t.json"}; !slices.Equal(names, want) {
-		t.Errorf("files left: %q, want %q (no temporary files)", names, want)
-	}
-	if st, err := os.Stat(tr); err == nil && st.Mode().Perm() != 0o644 {
-		t.Errorf("%s has mode %v, want 0644", tr, st.Mode().Perm())
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if want := []string{"op.log", "sizes.star", "t.json"}; !slices.Equal(names, want) {
+			t.Errorf("stdout gone %v: files left: %q, want %q (no temporary files)", gone, names, want)
+		}
+		if st, err := os.Stat(tr); err == nil && st.Mode().Perm() != 0o644 {
+			t.Errorf("%s has mode %v, want 0644", tr, st.Mode().Perm())
+		}
 	}
 }
 

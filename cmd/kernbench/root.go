@@ -43,6 +43,7 @@ func exitWith(stderr io.Writer, k *errkind.Kind) int {
 // Main runs the CLI in the process's working directory and environment
 // and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
+	defer removeTempsOnInterrupt(stderr)()
 	return mainIn(script.Env{}, args, stdout, stderr)
 }
 

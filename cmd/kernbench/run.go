@@ -88,7 +88,10 @@ Output files (--trace, --oplog, --cpuprofile, --dot, --csv, --plot,
 --export-msccl): - is stdout (the table then goes to stderr); a regular
 file is replaced whole, through a temporary file in its folder; a link
 stays and the file it names gets the output; a named pipe or character
-device is written into, never replaced; an empty name is refused.
+device is written into, never replaced; an empty name is refused, as
+an empty value of any flag is. The rows are printed as each size
+finishes, with output files too; an interrupt keeps the rows printed,
+removes the output files under way and exits 130 (143 for SIGTERM).
 
 Host memory is bounded by --max-memory (default: 80% of the memory
 available to the process, cgroup limit included): a run whose estimated
@@ -142,7 +145,7 @@ of these (its last line names that failure's kind).`,
 	addLoadPath(f, &o.LoadPath)
 	f.Int64Var(&o.count, "count", 0, "elements of each buffer of allreduce, broadcast and reduce, of allgather's sendbuf, reduce_scatter's recvbuf and an alltoall chunk (the count column is world_size times it for those three)")
 	f.StringVar(&o.bytes, "bytes", "", "count in bytes, e.g. 64K, 4M (default 1M); the size column is world_size times it for allgather, reduce_scatter and alltoall")
-	f.StringVar(&o.sweep, "sweep", "", "sweep of --bytes MIN:MAX[:FACTOR], e.g. 1K:4M (factor 2), one row per size")
+	f.StringVar(&o.sweep, "sweep", "", "sweep of --bytes MIN:MAX[:FACTOR], e.g. 1K:4M (factor 2), one row per size; MIN is whole elements and a FACTOR that is not an integer has its sizes rounded down to whole elements")
 	f.StringVarP(&o.minBytes, "minbytes", "b", "", "smallest --bytes of a sweep (nccl-tests' -b is the size column, world_size times --bytes for allgather, reduce_scatter and alltoall)")
 	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "largest --bytes of a sweep (see -b); -b or -e alone runs that one size")
 	f.Float64VarP(&o.factor, "stepfactor", "f", 2, "nccl-tests style: size multiplier between sweep rows")
@@ -151,8 +154,8 @@ of these (its last line names that failure's kind).`,
 	f.BoolVar(&o.InPlace, "in-place", false, "use one buffer for send and recv (NCCL in-place)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the deterministic input data")
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
-	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce (0 by default), passed to kernel() as the keyword root")
-	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips)")
+	f.IntVar(&o.Root, "root", 0, "root rank of broadcast and reduce (0 by default), passed to kernel() as the keyword root; refused for a collective without a root")
+	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips; --timing-only checks nothing and refuses =true)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the run to FILE (go tool pprof FILE; for work on kernbench's own speed)")
@@ -172,7 +175,7 @@ of these (its last line names that failure's kind).`,
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
-	f.IntVar(&o.shards, "shards", 0, "number of shards when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
+	f.IntVar(&o.shards, "shards", 0, "number of shards (>= 1) when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (repeatable: every combination), in one table")
 	f.StringVar(&o.csv, "csv", "", "also write the results as CSV to FILE (one line per algorithm and size)")
 	f.StringVar(&o.plot, "plot", "", "also draw busbw against size (one line per algorithm) as SVG to FILE")
@@ -205,6 +208,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if err := emptyOutput(cmd.Flags(), o.outputPaths()); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
+	if err := emptyValue(cmd.Flags()); err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
 	if err := checkLoadPath(o.Env, o.LoadPath); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
@@ -229,6 +235,12 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	} else {
 		o.MaxMemory = ccl.DefaultMaxMemory()
 		o.MaxMemoryIsDefault = true
+	}
+	if o.TimingOnly && o.Verify && cmd.Flags().Changed("verify-data") {
+		return usageErr(stderr, o.json, "--verify-data=true cannot take effect: --timing-only moves no bytes to check; give one of them")
+	}
+	if cmd.Flags().Changed("shards") && o.shards < 1 {
+		return usageErr(stderr, o.json, fmt.Sprintf("--shards must be >= 1 (got %d)", o.shards))
 	}
 	if o.TimingOnly && o.oplog != "" {
 		return usageErr(stderr, o.json, "--oplog records data, which --timing-only does not move")
@@ -283,6 +295,18 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if err != nil {
 			return usageErr(stderr, o.json, err.Error())
 		}
+		if dt, err := dtype.Parse(o.DType); err == nil {
+			name := "--sweep " + o.sweep
+			if o.sweep == "" {
+				name = "-b/--minbytes " + o.minBytes
+				if o.minBytes == "" {
+					name = "-e/--maxbytes " + o.maxBytes
+				}
+			}
+			if sizes, err = wholeElements(sizes, dt, name); err != nil {
+				return usageErr(stderr, o.json, err.Error())
+			}
+		}
 		o.Sizes = sizes
 	} else if cmd.Flags().Changed("count") {
 		if o.count < 0 {
@@ -318,6 +342,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		low := ""
 		if m := o.Env.Var("SLURM_ARRAY_TASK_MIN"); m != "" && m != "0" {
 			low = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN=%s)", m)
+		}
+		if st := o.Env.Var("SLURM_ARRAY_TASK_STEP"); st != "" && st != "1" {
+			low += fmt.Sprintf(" (divided by SLURM_ARRAY_TASK_STEP=%s)", st)
 		}
 		fmt.Fprintf(stderr, "kernbench: running shard %d/%d of the sweep, from SLURM_ARRAY_TASK_ID=%s%s and SLURM_ARRAY_TASK_COUNT=%s; --shard 0/1 runs the whole sweep\n",
 			shard.index, shard.count, o.Env.Var("SLURM_ARRAY_TASK_ID"), low, o.Env.Var("SLURM_ARRAY_TASK_COUNT"))
@@ -423,15 +450,17 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		outputs = append(outputs, of)
 		*out.dst = of.w
 	}
-	// Every output file is complete, and in place, before anything is
-	// printed on stdout (a reader such as `| head` may end the process
-	// there), also when the run failed; one that received nothing (the run
-	// failed before simulating) is removed rather than left empty. Until
-	// then the table's rows wait in rowBuf.
-	var rowBuf bytes.Buffer
-	table, held := io.Writer(stdout), len(outputs) > 0
-	if held {
-		table = &rowBuf
+	// The table's rows stream while the output files are written: a
+	// reader that ends early (`| head`) must not end the process before
+	// they are complete and in place, so a closed stdout only fails the
+	// rows' writes meanwhile (keepOnBrokenPipe); an interrupt removes the
+	// temporary files (removeTempsOnInterrupt). An output that received
+	// nothing (the run failed before simulating) is removed rather than
+	// left empty.
+	table := io.Writer(stdout)
+	restorePipe := func() {}
+	if len(outputs) > 0 {
+		restorePipe = keepOnBrokenPipe()
 	}
 	// closeOutputs closes the output files and returns the failure of the
 	// first that could not be written, printing the others'.
@@ -445,10 +474,8 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			}
 		}
 		outputs = nil
-		if held {
-			table, held = stdout, false
-			_, _ = rowBuf.WriteTo(stdout)
-		}
+		restorePipe()
+		restorePipe = func() {}
 		return first
 	}
 	// On the ways out below that report a failure of their own, an output
@@ -502,6 +529,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			closeAfterFailure()
 			return usageErr(stderr, o.json, "--cpuprofile: "+err.Error())
 		}
+		if len(outputs) == 0 {
+			restorePipe = keepOnBrokenPipe()
+		}
 		outputs = append(outputs, of)
 		stopProfile = pprof.StopCPUProfile
 	}
@@ -550,6 +580,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	rep.WallS = wall
 	rep.Shard = shardInfo
+	if shardInfo != nil {
+		shardInfo.Rows = ccl.RowsDigest(rep.Results)
+	}
 	if n := len(rep.Results); o.trace != "" && n > 0 && rep.Results[n-1].Refused != nil {
 		// A sweep traces its last size; refused, it left the trace empty
 		// (no file is written), which would otherwise pass unremarked.
@@ -866,6 +899,26 @@ func parseSweep(spec string) ([]int64, error) {
 		}
 	}
 	return sizes, nil
+}
+
+// wholeElements rounds a sweep's sizes down to whole dt elements, one row
+// per size: a sweep's rows used to run size/element elements, so that
+// --sweep 3:9 ran a 0-element row and 4:16:1.1 eleven rows of three
+// sizes. Its smallest size must be whole elements, as --bytes must
+// (flag names it).
+func wholeElements(sizes []int64, dt dtype.DType, flag string) ([]int64, error) {
+	elem := int64(dt.Size())
+	if len(sizes) > 0 && sizes[0]%elem != 0 {
+		return nil, fmt.Errorf("%s: the smallest size, %d bytes, is not a whole number of %s elements (%d bytes each); use a multiple of %d", flag, sizes[0], dt, elem, elem)
+	}
+	var out []int64
+	for _, n := range sizes {
+		n -= n % elem
+		if len(out) == 0 || n != out[len(out)-1] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // maxSweepSizes bounds the rows of a sweep.

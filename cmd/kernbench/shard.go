@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"kernbench"
+	"kernbench/engine/collective"
+	"kernbench/engine/dtype"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/script"
 )
@@ -42,28 +44,13 @@ func parseShard(s string) (shardSpec, error) {
 	return shardSpec{a, b}, nil
 }
 
-// shardFromEnv finds the shard of a Slurm array task (SLURM_ARRAY_TASK_ID
-// counted from SLURM_ARRAY_TASK_MIN, out of SLURM_ARRAY_TASK_COUNT) or of a
-// Kubernetes Indexed Job (JOB_COMPLETION_INDEX out of --shards N); ok is
-// false outside both.
+// shardFromEnv finds the shard of a Slurm array task (SLURM_ARRAY_TASK_ID's
+// place among SLURM_ARRAY_TASK_MIN, MIN+STEP, …, MAX, out of
+// SLURM_ARRAY_TASK_COUNT) or of a Kubernetes Indexed Job
+// (JOB_COMPLETION_INDEX out of --shards N); ok is false outside both.
 func shardFromEnv(getenv func(string) string, shards int) (shardSpec, bool, error) {
 	if id := getenv("SLURM_ARRAY_TASK_ID"); id != "" && getenv("SLURM_ARRAY_TASK_COUNT") != "" {
-		task, err1 := strconv.Atoi(id)
-		count, err2 := strconv.Atoi(getenv("SLURM_ARRAY_TASK_COUNT"))
-		low, minus := 0, ""
-		if m := getenv("SLURM_ARRAY_TASK_MIN"); m != "" {
-			var err error
-			if low, err = strconv.Atoi(m); err != nil {
-				// Read as 0 it would pick a shard the array did not mean.
-				return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_MIN %q is not a number: no shard of SLURM_ARRAY_TASK_ID %q (use --shard I/N)", m, id)
-			}
-			minus = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN %q)", m)
-		}
-		// task < low: far enough below, task-low wraps round into range.
-		if err1 != nil || err2 != nil || count < 1 || task < low || task-low < 0 || task-low >= count {
-			return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID %q%s / SLURM_ARRAY_TASK_COUNT %q do not name a shard (use --array=0-%d or --shard I/N)", id, minus, getenv("SLURM_ARRAY_TASK_COUNT"), max(count, 1)-1)
-		}
-		return shardSpec{task - low, count}, true, nil
+		return slurmShard(getenv, id)
 	}
 	if idx := getenv("JOB_COMPLETION_INDEX"); idx != "" && shards > 0 {
 		i, err := strconv.Atoi(idx)
@@ -73,6 +60,62 @@ func shardFromEnv(getenv func(string) string, shards int) (shardSpec, bool, erro
 		return shardSpec{i, shards}, true, nil
 	}
 	return shardSpec{}, false, nil
+}
+
+// slurmShard is the shard of Slurm array task id: its place in the array
+// MIN, MIN+STEP, …, MAX of COUNT tasks (MIN 0 and STEP 1 when unset). An
+// array that is not evenly stepped (--array=1,3,7) or a task outside it
+// names no shard: read as ID-MIN, a task of --array=0-6:2 ran shard 2
+// and 4 and 6 none.
+func slurmShard(getenv func(string) string, id string) (shardSpec, bool, error) {
+	num := func(name string, def int) (int, string, error) {
+		v := getenv(name)
+		if v == "" {
+			return def, "", nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			// Read as its default it would pick a shard the array did
+			// not mean.
+			return 0, v, fmt.Errorf("%s %q is not a number: no shard of SLURM_ARRAY_TASK_ID %q (use --shard I/N)", name, v, id)
+		}
+		return n, v, nil
+	}
+	low, lowText, err := num("SLURM_ARRAY_TASK_MIN", 0)
+	if err != nil {
+		return shardSpec{}, false, err
+	}
+	step, stepText, err := num("SLURM_ARRAY_TASK_STEP", 1)
+	if err != nil {
+		return shardSpec{}, false, err
+	}
+	high, highText, err := num("SLURM_ARRAY_TASK_MAX", 0)
+	if err != nil {
+		return shardSpec{}, false, err
+	}
+	task, err1 := strconv.Atoi(id)
+	countText := getenv("SLURM_ARRAY_TASK_COUNT")
+	count, err2 := strconv.Atoi(countText)
+	from := ""
+	if lowText != "" {
+		from = fmt.Sprintf(" (minus SLURM_ARRAY_TASK_MIN %q)", lowText)
+	}
+	if stepText != "" {
+		from += fmt.Sprintf(" (divided by SLURM_ARRAY_TASK_STEP %q)", stepText)
+	}
+	if step < 1 {
+		return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_STEP %q is not a step of an array: no shard of SLURM_ARRAY_TASK_ID %q (use --shard I/N)", stepText, id)
+	}
+	// task < low: far enough below, task-low wraps round into range.
+	if err1 != nil || err2 != nil || count < 1 || task < low || task-low < 0 || (task-low)%step != 0 || (task-low)/step >= count {
+		return shardSpec{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID %q%s / SLURM_ARRAY_TASK_COUNT %q do not name a shard (use --array=0-%d or --shard I/N)", id, from, countText, max(count, 1)-1)
+	}
+	// The array must be MIN, MIN+STEP, …, MAX: a list such as 1,3,7 has
+	// no place to read from the task ID alone.
+	if highText != "" && (high < low || high-low < 0 || (high-low)%step != 0 || (high-low)/step != count-1) {
+		return shardSpec{}, false, fmt.Errorf("the Slurm array is not SLURM_ARRAY_TASK_MIN %d to SLURM_ARRAY_TASK_MAX %q in steps of %d (%s tasks): its task IDs do not name shards; use --array=0-%d or --shard I/N", low, highText, step, countText, count-1)
+	}
+	return shardSpec{(task - low) / step, count}, true, nil
 }
 
 // pick keeps the shard's points of a sweep.
@@ -95,8 +138,10 @@ func newMergeCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
 --json, one per shard) into the table (or, with --json, the document) a
 single run of the whole sweep prints: the same rows in size order. The
 reports must come from the same algorithm, settings and sweep, and every
-shard must be there; a size or shard that appears twice, a failed shard
-or a missing one is an error naming the files (docs/cluster.md). wall_s
+shard must be there; a size or shard that appears twice, a failed shard,
+a missing one, a row of a size the shard's part of the sweep does not
+hold or rows edited since the run is an error naming the files
+(docs/cluster.md). wall_s
 is the sum of the shards' wall times. A size a shard refused over
 --max-memory is a refused row of the merged sweep, and merge then exits 2
 as the run of the whole sweep would.`,
@@ -198,8 +243,12 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		if s := rep.Shard; s != nil {
 			// A report cut short or edited would leave sizes out of the
 			// merged sweep without a word.
-			if pts := (shardSpec{s.Index, s.Count}).pick(s.Sweep); len(rep.Results) != len(pts) {
+			pts := (shardSpec{s.Index, s.Count}).pick(s.Sweep)
+			if len(rep.Results) != len(pts) {
 				return nil, fmt.Errorf("%s: shard %d/%d holds %d rows, but its sizes of the sweep are %d (%s)", f, s.Index, s.Count, len(rep.Results), len(pts), pointList(pts))
+			}
+			if err := shardRows(f, &rep, pts); err != nil {
+				return nil, err
 			}
 		}
 		if empty {
@@ -263,6 +312,40 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		}
 	}
 	return merged, nil
+}
+
+// shardRows checks that the rows of shard report rep (file f) are those
+// the shard wrote, one for each of its points of the sweep in order: a
+// row of a size the sweep does not hold, or with figures edited since
+// the run, was merged as if the run had printed it.
+func shardRows(f string, rep *ccl.Report, pts []int64) error {
+	s := rep.Shard
+	if s.Rows != "" && s.Rows != ccl.RowsDigest(rep.Results) {
+		return fmt.Errorf("%s: its rows are not those shard %d/%d wrote (edited since?): merge joins the reports as kernbench run wrote them", f, s.Index, s.Count)
+	}
+	coll, ok := collective.Lookup(rep.Collective)
+	if !ok {
+		return nil // not a collective's sweep: the row count is all there is to check
+	}
+	mul := int64(1)
+	if coll.SendMul || coll.RecvMul {
+		mul = int64(rep.WorldSize) // the row is the larger buffer (ccl's row)
+	}
+	counts := sweepUnit(s) == "elements"
+	for i, r := range rep.Results {
+		dt, err := dtype.Parse(r.DType)
+		if err != nil {
+			return fmt.Errorf("%s: the row of %d bytes has dtype %q: %v", f, r.Bytes, r.DType, err)
+		}
+		n := pts[i] / int64(dt.Size()) // elements per rank
+		if counts {
+			n = pts[i]
+		}
+		if want := n * mul; r.Count != want || r.Bytes != want*int64(dt.Size()) {
+			return fmt.Errorf("%s: row %d of shard %d/%d is %d bytes (%d elements), but its size of the sweep, %d %s per rank buffer, makes %d bytes (%d elements)", f, i+1, s.Index, s.Count, r.Bytes, r.Count, pts[i], sweepUnit(s), want*int64(dt.Size()), want)
+		}
+	}
+	return nil
 }
 
 // pointList prints the sizes (or counts) of a sweep.

@@ -65,6 +65,9 @@ simulation passed --max-memory.`,
 			if err := checkLoadPath(env, loadPath); err != nil {
 				return usageErr(stderr, asJSON, err.Error())
 			}
+			if err := emptyValue(cmd.Flags(), "run"); err != nil {
+				return usageErr(stderr, asJSON, err.Error())
+			}
 			limit := ccl.DefaultMaxMemory()
 			if maxMemory != "" {
 				n, err := config.ParseSize(maxMemory)

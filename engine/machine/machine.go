@@ -288,8 +288,10 @@ func (p Params) Holds(worldSize int) error {
 		return fmt.Errorf("world_size must be >= 1 (got %d)", worldSize)
 	}
 	if p.Placement != nil {
-		if len(p.Placement) < worldSize {
-			return fmt.Errorf("system.placement lists %d PEs but world_size is %d", len(p.Placement), worldSize)
+		// One PE per rank: the entries past the last rank were dropped
+		// without a word.
+		if len(p.Placement) != worldSize {
+			return fmt.Errorf("system.placement lists %d PEs but world_size is %d; give one PE per rank", len(p.Placement), worldSize)
 		}
 		return nil
 	}

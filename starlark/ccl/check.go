@@ -153,6 +153,10 @@ func Check(file string, o CheckOptions) []string {
 	if len(sizes) == 0 && o.WorldSize > 0 {
 		sizes = []int{o.WorldSize}
 	}
+	if len(sizes) == 0 && machine.Placement != nil {
+		// A placement places its own number of ranks.
+		sizes = []int{len(machine.Placement)}
+	}
 	if len(sizes) == 0 {
 		// The default sizes stop where a small machine does: only sizes
 		// asked for by name are reported as not fitting.

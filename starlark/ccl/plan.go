@@ -325,6 +325,11 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	if p.dataSpace, err = machine.ParseSpace(ds); err != nil {
 		return nil, usage("--data-space: %v", err)
 	}
+	if opts.RootGiven && !p.coll.Rooted {
+		// Only a rooted collective passes root to its kernel and checks
+		// the result from it: elsewhere the run would be the same without.
+		return nil, usage("%s %d cannot take effect: %s has no root (broadcast and reduce have one); drop %s", opts.optionName("--root"), opts.Root, p.coll.Name, opts.optionName("--root"))
+	}
 	p.root = opts.Root
 	if tgt.entry != nil && opts.Root == 0 && !opts.RootGiven {
 		if v, ok := tgt.entry.Params["root"].(int64); ok {

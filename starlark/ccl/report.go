@@ -4,6 +4,8 @@ package ccl
 // with their kind, and the resource use behind the -v summary.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"maps"
@@ -67,6 +69,20 @@ type Shard struct {
 	// (ccl.yaml, --config and --set laid over the default).
 	Settings []string `json:"settings"`
 	Config   string   `json:"config"`
+	// Rows is a digest of the report's rows as the shard wrote them
+	// (RowsDigest): merge refuses rows edited since.
+	Rows string `json:"rows,omitempty"`
+}
+
+// RowsDigest identifies a report's rows (their JSON, which reads back
+// into the same rows).
+func RowsDigest(rows []Result) string {
+	data, err := json.Marshal(rows)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }
 
 // Result is one size's row.

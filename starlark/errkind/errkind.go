@@ -100,6 +100,7 @@ var (
 	OutOfBounds          = &Kind{"OutOfBounds", ExitRuntime, TL, "a view outside its Ptr, or operands whose counts differ"}
 	DtypeMismatch        = &Kind{"DtypeMismatch", ExitRuntime, TL, "operands or a destination of another dtype (also a recv into a dst of another dtype)"}
 	StaleSlot            = &Kind{"StaleSlot", ExitRuntime, TL, "a return_slot Ptr read after a later message overwrote its slot"}
+	SlotWrite            = &Kind{"SlotWrite", ExitRuntime, TL, "a store, copy or recv into a return_slot Ptr, whose slot the sender may refill at any time (write into the kernel's own buffer)"}
 	SendBufferHazard     = &Kind{"SendBufferHazard", ExitRuntime, TL, "a store, copy or recv into a range that an unfinished send still reads (tl.flush first)"}
 	DirectionInUse       = &Kind{"DirectionInUse", ExitRuntime, TL, "a send on a direction whose send side a tl.send_async is still using (tl.wait its handle first), or a direction side (send or receive) used by two threads of one rank at once"}
 	LocalOperandHazard   = &Kind{"LocalOperandHazard", ExitRuntime, TL, "a write by one thread into a buffer that a fused primitive of another thread still reads as its local operand"}
@@ -142,7 +143,7 @@ var Table = []*Kind{
 	WrongResult, Phase2Mismatch, TestFailed,
 	Runtime, Invariant, Unfinished, Internal,
 
-	IpcqInvalidDirection, IpcqMessageTooLarge, OutOfBounds, DtypeMismatch, StaleSlot,
+	IpcqInvalidDirection, IpcqMessageTooLarge, OutOfBounds, DtypeMismatch, StaleSlot, SlotWrite,
 	SendBufferHazard, DirectionInUse, LocalOperandHazard, TLOutOfMemory, TimingOnly,
 	PendingStoreHazard, WriteWriteHazard, ZeroDivision,
 

@@ -329,7 +329,21 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 		"schedules?", &schedules, "seed?", &seed, "in_place?", &inPlace, "root?", &root, "set?", &sets, "timing_only?", &timingOnly); err != nil {
 		return nil, err
 	}
-	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, Count: int64(count), DType: dt, Collective: collective,
+	// Read as "not given", world_size = 0 ran the configuration's world
+	// size (8) and schedules = 0 one schedule.
+	if world < 1 {
+		return nil, fmt.Errorf("%s: world_size must be >= 1 (got %d)", b.Name(), world)
+	}
+	if schedules < 1 {
+		return nil, fmt.Errorf("%s: schedules must be >= 1 (got %d)", b.Name(), schedules)
+	}
+	rootGiven := false
+	for _, kv := range kw {
+		if k, _ := starlark.AsString(kv[0]); k == "root" {
+			rootGiven = true
+		}
+	}
+	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, RootGiven: rootGiven, Count: int64(count), DType: dt, Collective: collective,
 		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
 		Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory,
 		LoadPath: o.LoadPath, CheckPlace: place}

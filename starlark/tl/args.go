@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"go.starlark.net/starlark"
+
+	"kernbench/starlark/errkind"
 )
 
 // Argument types of tl builtins, as starlark.Unpacker for UnpackArgs. An
@@ -25,6 +27,25 @@ func (a *PtrArg) Given() bool { return a.v != nil && a.v != starlark.None }
 // Ptr is the argument of parameter param of builtin fn: a Ptr whose memory
 // still belongs to it (an L2 view after its release is not).
 func (a *PtrArg) Ptr(fn, param string) (*Ptr, error) { return asPtr(a.v, fn, param) }
+
+// Dst is Ptr for a parameter the call writes: a return_slot Ptr is refused
+// (SlotWrite).
+func (a *PtrArg) Dst(fn, param string) (*Ptr, error) { return asDst(a.v, fn, param) }
+
+// asDst is asPtr for a Ptr the call writes. A return_slot Ptr's credit
+// went back when it was received: the sender's next messages may land in
+// the slot while it is written or after, so what the kernel stored there
+// would silently become another message's bytes (or a message this
+// kernel's bytes).
+func asDst(v starlark.Value, fn, param string) (*Ptr, error) {
+	p, err := asPtr(v, fn, param)
+	if err != nil || p.Slot.Q == nil {
+		return p, err
+	}
+	q := p.Slot.Q
+	return nil, errorf(errkind.SlotWrite, "%s: rank %d writes into %s, the rx slot %d of direction %s (a return_slot Ptr): its credit went back when it was received, so rank %d's next message may overwrite what is written; write into a buffer of the kernel's (tl.alloc, or recv dst=) instead",
+		fn, q.Rank, param, p.Slot.Idx, q.Dir, q.Peer)
+}
 
 // TileArg is a Tile parameter.
 type TileArg struct{ v starlark.Value }

@@ -188,7 +188,7 @@ func kernelBuiltins() []Builtin {
 			Fn: builtinSend},
 		{Name: "send_async", Sig: "send_async(dir, src, nbytes=None, piece_bytes=None)", Doc: "Non-blocking tl.send: its messages are issued in the background as credits allow, and the kernel goes on at once. tl.wait(handle) returns when the last message has been issued; until then no other send may use dir (DirectionInUse). src stays in flight until the DMAs complete (tl.flush).",
 			Fn: builtinSendAsync},
-		{Name: "recv", Sig: "recv(dir=None, dst=None)", Doc: "Blocking receive. Without dst: one message, as the rx slot itself (return_slot, zero-copy; valid until the ring wraps). With dst: as many messages as fill dst, each copied out of its slot by DMA (copy_to_dst; its credit returns when its copy is done, so the sender refills the ring meanwhile); a message shorter than slot_size ends the buffer early. Returns the view of dst that was written. dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype.",
+		{Name: "recv", Sig: "recv(dir=None, dst=None)", Doc: "Blocking receive. Without dst: one message, as the rx slot itself (return_slot, zero-copy, read-only; valid until the ring wraps). With dst: as many messages as fill dst, each copied out of its slot by DMA (copy_to_dst; its credit returns when its copy is done, so the sender refills the ring meanwhile); a message shorter than slot_size ends the buffer early. Returns the view of dst that was written. dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype.",
 			Fn: func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir, dst starlark.Value = starlark.None, starlark.None
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
@@ -218,7 +218,7 @@ func kernelBuiltins() []Builtin {
 				}
 				h := &handle{kind: "recv", dir: dir, at: th.CallFrame(1).Pos}
 				if dst.Given() {
-					p, err := dst.Ptr(b.Name(), "dst")
+					p, err := dst.Dst(b.Name(), "dst")
 					if err != nil {
 						return nil, err
 					}
@@ -773,17 +773,7 @@ func (k *Kernel) joinSends(q *machine.QueuePair) error {
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
 // was received (the ring wrapped).
 func (k *Kernel) checkSlot(p *Ptr, use string) error {
-	if !p.slotStale() {
-		return nil
-	}
-	q := p.Slot.Q
-	by := q.Slots[p.Slot.Idx].Meta // the message that overwrote it
-	where := ""
-	if by.Origin != nil {
-		where = fmt.Sprintf(" issued at %v", by.Origin)
-	}
-	return errorf(errkind.StaleSlot, "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
-		k.Rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.Slots[p.Slot.Idx].Gen, len(q.Slots))
+	return p.checkSlot(k.Rank, use)
 }
 
 func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Value, error) {
@@ -797,7 +787,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Va
 	}
 	var dst *Ptr
 	if dstV != starlark.None {
-		if dst, err = asPtr(dstV, fn, "dst"); err != nil {
+		if dst, err = asDst(dstV, fn, "dst"); err != nil {
 			return nil, err
 		}
 	}
@@ -944,7 +934,7 @@ func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starla
 	if err := starlark.UnpackArgs(b.Name(), args, kw, "ptr", &pa, "tile", &ta); err != nil {
 		return nil, err
 	}
-	p, err := pa.Ptr(b.Name(), "ptr")
+	p, err := pa.Dst(b.Name(), "ptr")
 	if err != nil {
 		return nil, err
 	}
@@ -1067,7 +1057,7 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &da, "src", &sa); err != nil {
 		return nil, err
 	}
-	dst, err := da.Ptr(b.Name(), "dst")
+	dst, err := da.Dst(b.Name(), "dst")
 	if err != nil {
 		return nil, err
 	}
@@ -1148,7 +1138,7 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 	if err := starlark.UnpackArgs(b.Name(), args, kw, "dst", &da, "a", &av, "b", &bv, "op?", &opName); err != nil {
 		return nil, err
 	}
-	dst, err := da.Ptr(b.Name(), "dst")
+	dst, err := da.Dst(b.Name(), "dst")
 	if err != nil {
 		return nil, err
 	}

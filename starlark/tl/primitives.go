@@ -242,7 +242,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 			}
 		}
 		if spec.dst {
-			if c.dst, err = dst.Ptr(b.Name(), "dst"); err != nil {
+			if c.dst, err = dst.Dst(b.Name(), "dst"); err != nil {
 				return nil, err
 			}
 		}

@@ -87,6 +87,23 @@ func (p *Ptr) slotStale() bool {
 	return p.Slot.Q != nil && p.Slot.Q.Slots[p.Slot.Idx].Gen != p.Slot.Gen
 }
 
+// checkSlot is the StaleSlot error of a return_slot Ptr whose slot a later
+// message overwrote since it was received (the ring wrapped), for rank's
+// use of it; nil while it still holds the message.
+func (p *Ptr) checkSlot(rank int, use string) error {
+	if !p.slotStale() {
+		return nil
+	}
+	q := p.Slot.Q
+	by := q.Slots[p.Slot.Idx].Meta // the message that overwrote it
+	where := ""
+	if by.Origin != nil {
+		where = fmt.Sprintf(" issued at %v", by.Origin)
+	}
+	return errorf(errkind.StaleSlot, "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
+		rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.Slots[p.Slot.Idx].Gen, len(q.Slots))
+}
+
 // SlotRef names an rx slot generation.
 type SlotRef struct {
 	Q   *machine.QueuePair
@@ -147,6 +164,9 @@ func (p *Ptr) Get(k starlark.Value) (starlark.Value, bool, error) {
 	}
 	if p.Reg.Mem.NoData() {
 		return nil, false, errTimingOnly("Ptr[i]")
+	}
+	if err := p.checkSlot(p.Rank, "Ptr[i]"); err != nil {
+		return nil, false, err
 	}
 	return p.Index(i), true, nil
 }
@@ -288,6 +308,9 @@ var PtrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tobytes")
 		}
+		if err := p.checkSlot(p.Rank, "Ptr.tobytes()"); err != nil {
+			return nil, err
+		}
 		return starlark.Bytes(p.Reg.View()), nil
 	})},
 	{Name: "tolist", Sig: "tolist()", Doc: "Current contents as a list of numbers, read without simulated cost. In a kernel, stores a fused primitive left under way into the view finish first.", Fn: readsNow(func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -296,6 +319,9 @@ var PtrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		}
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tolist")
+		}
+		if err := p.checkSlot(p.Rank, "Ptr.tolist()"); err != nil {
+			return nil, err
 		}
 		return toList(p.DT, p.Reg.View(), int(p.Count)), nil
 	})},
