@@ -220,6 +220,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
 	o.RootGiven = cmd.Flags().Changed("root")
+	for _, name := range benchFlags {
+		if cmd.Flags().Changed(name) {
+			o.BenchFlags = append(o.BenchFlags, "--"+name)
+		}
+	}
 	if o.Jobs < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
 	}
@@ -1014,3 +1019,8 @@ func wrongRangesText(rws []ccl.RankWrong) string {
 	}
 	return b.String()
 }
+
+// benchFlags shape the collective bench's buffers and machine: an L3 bench
+// (main(orch)), which makes its own traffic, refuses them (ccl.Options.BenchFlags).
+var benchFlags = []string{"count", "bytes", "sweep", "minbytes", "maxbytes", "stepfactor", "dtype", "redop", "in-place", "seed",
+	"data-space", "root", "world-size", "topology", "collective", "timing-only", "export-msccl"}

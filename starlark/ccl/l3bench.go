@@ -36,6 +36,14 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 			return rep, err
 		}
 	}
+	if len(opts.BenchFlags) > 0 {
+		it := "them"
+		if len(opts.BenchFlags) == 1 {
+			it = "it"
+		}
+		return rep, usage("%s cannot take effect: %s is an L3 bench (it defines main(orch) and no kernel), which makes its own traffic: "+
+			"the collective bench's buffers, ranks and topology are not used; drop %s", strings.Join(opts.BenchFlags, ", "), file, it)
+	}
 	res, err := diagnosed(opts, func(o Options) (*Result, error) {
 		return runL3Once(file, mainFn, cfg, quiet(loader, o).NewThread, o)
 	})

@@ -45,7 +45,11 @@ type Options struct {
 	// RootGiven says Root was given (--root), also as 0: it then wins
 	// over the ccl.yaml entry's params.root.
 	RootGiven bool
-	MaxSteps  uint64
+	// BenchFlags are the flags given that shape the collective bench
+	// (--count, --dtype, --world-size, …): an L3 bench, which makes its own
+	// traffic, refuses them rather than run without them.
+	BenchFlags []string
+	MaxSteps   uint64
 	// Keywords says the options above came from run_kernel_in_mock's
 	// keywords, not from flags: a bad value is then named as the keyword
 	// the test wrote (topology), not as a flag it never gave (--topology).
