@@ -93,8 +93,9 @@ an empty value of any flag is. The rows are printed as each size
 finishes, with output files too; an interrupt keeps the rows printed,
 removes the output files under way and exits 130 (143 for SIGTERM).
 
-Host memory is bounded by --max-memory (default: 80% of the memory
-available to the process, cgroup limit included): a run whose estimated
+Host memory is bounded by --max-memory (default: 80% of the machine's
+memory, MemTotal, or of the cgroup limit when lower; never what other
+processes leave free, so one command is admitted the same way each time): a run whose estimated
 peak (simulated memory, the pre-run image of a verified run, IPCQ rings,
 op_log, phase 2, per-rank state and the collector's headroom; calibrated
 on the shipped algorithms, not an upper bound) is over it is refused
@@ -170,7 +171,7 @@ of these (its last line names that failure's kind).`,
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
 	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per thread: each rank's kernel and each tl.spawn counts its own steps (0 = default 10^8)")
 	f.BoolVar(&o.Strict, "strict", false, "treat lost work as an error (exit 4): an L3 main that returns with messages still queued or regions never freed (a warning otherwise)")
-	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (default: 80% of the memory available to the process, cgroup limit included); a run estimated over it is refused (exit 2, naming what fits; a sweep runs the sizes that fit and prints a refused row for each other one, exit 2), one that passes it while simulating stops (exit 3)")
+	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (default: 80% of the machine's memory, cgroup limit included); a run estimated over it is refused (exit 2, naming what fits; a sweep runs the sizes that fit and prints a refused row for each other one, exit 2), one that passes it while simulating stops (exit 3)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")

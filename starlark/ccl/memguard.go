@@ -471,10 +471,13 @@ func FormatBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", f, u[i])
 }
 
-// DefaultMaxMemory is --max-memory's default: 80 % of the memory
-// available to the process, the smaller of the cgroup's limit (v2
-// memory.max, v1 memory.limit_in_bytes) and the system's MemAvailable
-// (MemTotal when the kernel does not report it). 0 when none is known.
+// DefaultMaxMemory is --max-memory's default: 80 % of the memory the
+// process may use, the smaller of the machine's physical memory
+// (MemTotal) and the cgroup's limit (v2 memory.max, v1
+// memory.limit_in_bytes). Both are fixed while the machine runs, so one
+// command is admitted or refused the same way whatever other processes
+// hold at the moment (MemAvailable, the base before, moved by gigabytes
+// within a session). 0 when none is known.
 func DefaultMaxMemory() int64 {
 	return availableMemory(os.ReadFile) / 5 * 4
 }
@@ -483,13 +486,17 @@ func DefaultMaxMemory() int64 {
 // gave none is told the figure is the default and what it is made of.
 func limitText(limit int64, isDefault bool) string {
 	if isDefault {
-		return FormatBytes(limit) + " (the default: 80% of the memory available)"
+		return FormatBytes(limit) + " (the default: " + defaultLimitRule + ")"
 	}
 	return FormatBytes(limit)
 }
 
-// availableMemory is the memory available to the process, from the files
-// read reads (0 when none says).
+// defaultLimitRule is how messages name DefaultMaxMemory's rule.
+const defaultLimitRule = "80% of the machine's memory, cgroup limit included"
+
+// availableMemory is the memory the process may use, from the files read
+// reads: the smaller of MemTotal and the cgroup's limit (0 when none
+// says). Never MemAvailable: it moves with what other processes hold.
 func availableMemory(read func(string) ([]byte, error)) int64 {
 	var avail int64
 	take := func(n int64) {
@@ -515,11 +522,7 @@ func availableMemory(read func(string) ([]byte, error)) int64 {
 				}
 			}
 		}
-		if n, ok := fields["MemAvailable"]; ok {
-			take(n)
-		} else {
-			take(fields["MemTotal"])
-		}
+		take(fields["MemTotal"])
 	}
 	return avail
 }
@@ -612,15 +615,41 @@ func sampleLoop(stop chan struct{}) {
 	}
 }
 
-// sampleMemory is the memory the Go runtime holds from the system and has
-// not returned: close to the process's resident set.
+// sampleMemory is the memory the process holds: its resident set
+// (/proc/self/statm), what /usr/bin/time reports as the peak and what the
+// kernel's out-of-memory killer counts. The runtime's own figures count
+// more: the simulated memory a run allocated but never touched (the
+// kernel backs a page at its first write) and freed heap the runtime has
+// not returned (a run holding 4.3 GB was reported to hold 8.1 GiB). Where
+// /proc is missing, the runtime's mapped memory minus what it returned.
 func sampleMemory() int64 {
+	if n := residentBytes(os.ReadFile); n > 0 {
+		return n
+	}
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
 	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+}
+
+// residentBytes is the resident set from /proc/self/statm (its second
+// field, in pages) as read reads it; 0 when it cannot tell.
+func residentBytes(read func(string) ([]byte, error)) int64 {
+	b, err := read("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || pages <= 0 {
+		return 0
+	}
+	return satMul(pages, int64(os.Getpagesize()))
 }
 
 // OutOfMemoryError ends a run whose host memory passed --max-memory.
