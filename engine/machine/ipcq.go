@@ -430,6 +430,32 @@ func (g *Group) Lookup(rank int, dir string, sending bool) (*QueuePair, error) {
 	return q, nil
 }
 
+// LookupRecv is Lookup for a receive on dir (tl.recv, tl.recv_async,
+// tl.ready, a fused primitive's in_dir): it also refuses a direction whose
+// other end is receive-only (ring_1d_unidir's E: the peer's W may not
+// send), on which nothing can ever arrive, as IpcqInvalidDirection; a
+// receive there used to wait until the deadlock detector stopped the run.
+func (g *Group) LookupRecv(rank int, dir string) (*QueuePair, error) {
+	q, err := g.Lookup(rank, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	if q.peer != nil && q.peer.RecvOnly {
+		var recv []string
+		for _, o := range g.EPs[rank].QPs {
+			if o.peer == nil || !o.peer.RecvOnly {
+				recv = append(recv, o.Dir)
+			}
+		}
+		hint := ""
+		if len(recv) > 0 {
+			hint = "; receive on " + strings.Join(recv, " or ")
+		}
+		return nil, &IPCQError{"IpcqInvalidDirection", fmt.Sprintf("rank %d direction %q is send-only in this topology: its other end, rank %d's %q, is receive-only, so nothing arrives on it%s", rank, dir, q.Peer, q.PeerDir, hint)}
+	}
+	return q, nil
+}
+
 // Message is one IPCQ send in flight: an IpcqDmaToken on vc_comm.
 type Message struct {
 	Q    *QueuePair // sender side

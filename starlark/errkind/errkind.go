@@ -95,7 +95,7 @@ var (
 
 // The tl kinds (exit 4), in the order of the reference.
 var (
-	IpcqInvalidDirection = &Kind{"IpcqInvalidDirection", ExitRuntime, TL, "the direction is not installed on this rank (or is receive-only and you sent on it)"}
+	IpcqInvalidDirection = &Kind{"IpcqInvalidDirection", ExitRuntime, TL, "the direction is not installed on this rank (or is receive-only and you sent on it, or send-only and you received on it)"}
 	IpcqMessageTooLarge  = &Kind{"IpcqMessageTooLarge", ExitRuntime, TL, "a single element larger than slot_size (tl.send cuts longer buffers into several messages)"}
 	OutOfBounds          = &Kind{"OutOfBounds", ExitRuntime, TL, "a view outside its Ptr, or operands whose counts differ"}
 	DtypeMismatch        = &Kind{"DtypeMismatch", ExitRuntime, TL, "operands or a destination of another dtype (also a recv into a dst of another dtype)"}

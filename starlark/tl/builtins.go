@@ -178,7 +178,7 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				q, err := g.Lookup(k.Rank, dir, false)
+				q, err := g.LookupRecv(k.Rank, dir)
 				if err != nil {
 					return nil, err
 				}
@@ -212,7 +212,7 @@ func kernelBuiltins() []Builtin {
 					if err != nil {
 						return nil, err
 					}
-					if _, err := g.Lookup(k.Rank, d, false); err != nil {
+					if _, err := g.LookupRecv(k.Rank, d); err != nil {
 						return nil, err
 					}
 				}
@@ -803,7 +803,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Va
 	}
 	var q *machine.QueuePair
 	if has {
-		if q, err = g.Lookup(k.Rank, dir, false); err != nil {
+		if q, err = g.LookupRecv(k.Rank, dir); err != nil {
 			return nil, err
 		}
 		release, err := k.useSide(q, false, fn, at)

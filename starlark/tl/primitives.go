@@ -225,7 +225,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		if c.piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
 			return nil, err
 		}
-		if c.in, err = g.Lookup(k.Rank, inDir, false); err != nil {
+		if c.in, err = g.LookupRecv(k.Rank, inDir); err != nil {
 			return nil, err
 		}
 		if spec.out {
