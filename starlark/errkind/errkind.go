@@ -88,6 +88,7 @@ var (
 	Phase2Mismatch = &Kind{"Phase2Mismatch", ExitWrong, Run, "the two-pass verification of a schedule disagrees with its first pass"}
 	TestFailed     = &Kind{"TestFailed", ExitWrong, Run, "a `kernbench test` test failed"}
 	Runtime        = &Kind{"RuntimeError", ExitRuntime, Run, "a script failed at run time (fail(), a Starlark error, an L2 function's failure)"}
+	Unreceived     = &Kind{"UnreceivedMessages", ExitRuntime, Run, "the run ended with messages sent that no rank received (a receive missing or a send too many; invariant I1)"}
 	Invariant      = &Kind{"InvariantViolation", ExitRuntime, Run, "the engine found one of its invariants broken (a kernbench bug)"}
 	Unfinished     = &Kind{"Unfinished", ExitRuntime, Run, "an L3 main returned with work still queued, under --strict"}
 	Internal       = &Kind{"InternalError", ExitRuntime, Run, "a kernbench bug: a panic, or an error no kind describes"}
@@ -140,7 +141,7 @@ var Table = []*Kind{
 	Usage, Config, Load, Init, MSCCL, IO, Export, MemoryLimit, CheckFailed,
 	Deadlock, WaitTimeout, Watchdog, StepLimit, Timeout, HostMemory, TestTimeout,
 	WrongResult, Phase2Mismatch, TestFailed,
-	Runtime, Invariant, Unfinished, Internal,
+	Runtime, Unreceived, Invariant, Unfinished, Internal,
 
 	IpcqInvalidDirection, IpcqMessageTooLarge, OutOfBounds, DtypeMismatch, StaleSlot,
 	SendBufferHazard, DirectionInUse, LocalOperandHazard, TLOutOfMemory, TimingOnly,
@@ -248,6 +249,7 @@ func l3Kind(err error) *Kind {
 func engineKind(err error) *Kind {
 	var ie *machine.IPCQError
 	var inv *machine.InvariantError
+	var unrecv *machine.UnreceivedError
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
@@ -257,6 +259,8 @@ func engineKind(err error) *Kind {
 		return named(TL, ie.Kind)
 	case errors.As(err, &oom):
 		return TLOutOfMemory
+	case errors.As(err, &unrecv):
+		return Unreceived
 	case errors.As(err, &inv):
 		return Invariant
 	case errors.As(err, &stall), errors.As(err, &wt):
