@@ -328,6 +328,15 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if !sharded && o.shards > 0 {
 		return usageErr(stderr, o.json, fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set (it is inside a Kubernetes Indexed Job); elsewhere use --shard I/%d", o.shards, o.shards))
 	}
+	if sharded && (compare != nil || len(o.vary) > 0) {
+		// Its reports were written, then refused by merge, which joins
+		// the shards of one algorithm's sweep.
+		from := "--shard"
+		if o.shard == "" {
+			from = "the shard from the environment (--shard 0/1 runs the whole sweep)"
+		}
+		return usageErr(stderr, o.json, fmt.Sprintf("%s: a comparison (several algorithms or --vary) is not sharded: kernbench merge joins the shards of one algorithm's sweep; shard each algorithm's run on its own (kernbench run ALGORITHM --shard I/N)", from))
+	}
 	var shardInfo *ccl.Shard
 	if sharded {
 		if len(o.Counts) == 0 && len(o.Sizes) == 0 {
