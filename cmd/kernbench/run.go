@@ -299,6 +299,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		o.Sizes = []int64{n}
 	}
+	if o.plot != "" && allZero(o.Sizes, o.Counts) {
+		// Refused before simulating, not after (the chart has no point
+		// on its log scale).
+		return usageErr(stderr, o.json, "--plot: no sizes above 0 bytes to plot (the sweep's only size is 0); give a larger --bytes or --count, or drop --plot")
+	}
 	// A sweep runs the sizes that fit --max-memory and gives each other
 	// one a refused row; a run of one size is refused whole. Decided on
 	// the whole sweep: a shard of it may hold one size.
@@ -969,4 +974,11 @@ func wrongRangesText(rws []ccl.RankWrong) string {
 		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers)\n")
 	}
 	return b.String()
+}
+
+// allZero reports whether a run's sizes (bytes, or counts) are all 0;
+// false when none are given (the default is 1 MiB).
+func allZero(sizes, counts []int64) bool {
+	all := append(slices.Clone(sizes), counts...)
+	return len(all) > 0 && !slices.ContainsFunc(all, func(n int64) bool { return n != 0 })
 }
