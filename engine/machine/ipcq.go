@@ -431,8 +431,8 @@ func (g *Group) Lookup(rank int, dir string, sending bool) (*QueuePair, error) {
 	return q, nil
 }
 
-// LookupRecv is Lookup for a receive on dir (tl.recv, tl.recv_async,
-// tl.ready, a fused primitive's in_dir): it also refuses a direction whose
+// LookupRecv is Lookup for a receive on dir (tl.recv, tl.recv_async, a
+// fused primitive's in_dir): it also refuses a direction whose
 // other end is receive-only (ring_1d_unidir's E: the peer's W may not
 // send), on which nothing can ever arrive, as IpcqInvalidDirection; a
 // receive there used to wait until the deadlock detector stopped the run.

@@ -178,7 +178,9 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
-				q, err := g.LookupRecv(k.Rank, dir)
+				// (Never blocks: on a direction that only sends it is
+				// False, not an error.)
+				q, err := g.Lookup(k.Rank, dir, false)
 				if err != nil {
 					return nil, err
 				}
