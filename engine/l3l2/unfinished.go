@@ -66,7 +66,9 @@ func (h *Hub) UnseenPoison() error {
 	for _, q := range h.queues {
 		st := q.region.st
 		e := st.endpoint
-		if q.state == QueuePoisonedLocal || q.state == QueuePoisonedRemote || e == nil || !e.aborted {
+		if q.first != nil || e == nil || !e.aborted {
+			// (q.first: L3 saw a poisoning error, even if it freed the
+			// queue since.)
 			continue
 		}
 		return &UnseenPoisonError{Queue: st.id, Worker: st.worker, Err: e.err}
