@@ -61,7 +61,7 @@ var kindCases = []kindCase{
 	{kind: errkind.TestFailed, script: "test_cmd.txtar", files: []string{"bad_test.star", "hang.star", "order.star"},
 		args: "test -run wrong_count bad_test.star", stderr: "--- FAIL: test_wrong_count"},
 	{kind: errkind.Runtime, bad: "star_runtime_fail.star"},
-	{kind: errkind.Invariant, bad: "star_never_received_position.star"},
+	{kind: errkind.Unreceived, bad: "star_never_received_position.star"},
 	{kind: errkind.Unfinished, script: "l3_misuse.txtar", files: []string{"queued.star"},
 		args: "run queued.star --strict", stderr: "L3 main returned with unfinished work"},
 
@@ -202,6 +202,7 @@ def main(orch):
 var kindsBelowTheCLI = map[*errkind.Kind]string{
 	errkind.Phase2Mismatch: "the hazard checks refuse every kernel whose replay could differ: a mismatch is a kernbench bug; TestKindsBelowTheCLI gives checkResults a mismatching row",
 	errkind.Internal:       "a panic, a kernbench bug; TestKindsBelowTheCLI panics under mainIn's recovery, and ccl's TestFailuresAreBuiltWithKind keeps every Failure kinded",
+	errkind.Invariant:      "a broken engine invariant (I2-I7), a kernbench bug (I1 alone, a message never received, is UnreceivedMessages); machine's TestIPCQ_Paranoid_CatchesBrokenPointerI2 breaks I2 and errkind's TestOf classifies the InvariantError",
 	// The wall-clock limits: a test fires their watchdog itself (no clock:
 	// where a run is when a timer fires depends on the machine's load).
 	errkind.Timeout:     "--timeout is a wall-clock limit; ccl's TestTimeoutStopsTheScriptWhereItIs fires its watchdog at a chosen statement and checks exit 3 and the kind",

@@ -329,6 +329,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		o.Sizes = []int64{n}
 	}
+	if o.plot != "" && allZero(o.Sizes, o.Counts) {
+		// Refused before simulating, not after (the chart has no point
+		// on its log scale).
+		return usageErr(stderr, o.json, "--plot: no sizes above 0 bytes to plot (the sweep's only size is 0); give a larger --bytes or --count, or drop --plot")
+	}
 	// A sweep runs the sizes that fit --max-memory and gives each other
 	// one a refused row; a run of one size is refused whole. Decided on
 	// the whole sweep: a shard of it may hold one size.
@@ -360,6 +365,15 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	if !sharded && o.shards > 0 {
 		return usageErr(stderr, o.json, fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set (it is inside a Kubernetes Indexed Job); elsewhere use --shard I/%d", o.shards, o.shards))
+	}
+	if sharded && (compare != nil || len(o.vary) > 0) {
+		// Its reports were written, then refused by merge, which joins
+		// the shards of one algorithm's sweep.
+		from := "--shard"
+		if o.shard == "" {
+			from = "the shard from the environment (--shard 0/1 runs the whole sweep)"
+		}
+		return usageErr(stderr, o.json, fmt.Sprintf("%s: a comparison (several algorithms or --vary) is not sharded: kernbench merge joins the shards of one algorithm's sweep; shard each algorithm's run on its own (kernbench run ALGORITHM --shard I/N)", from))
 	}
 	var shardInfo *ccl.Shard
 	if sharded {
@@ -1025,3 +1039,10 @@ func wrongRangesText(rws []ccl.RankWrong) string {
 // (main(orch)), which makes its own traffic, refuses them (ccl.Options.BenchFlags).
 var benchFlags = []string{"count", "bytes", "sweep", "minbytes", "maxbytes", "stepfactor", "dtype", "redop", "in-place", "seed",
 	"data-space", "root", "world-size", "topology", "collective", "timing-only", "export-msccl"}
+
+// allZero reports whether a run's sizes (bytes, or counts) are all 0;
+// false when none are given (the default is 1 MiB).
+func allZero(sizes, counts []int64) bool {
+	all := append(slices.Clone(sizes), counts...)
+	return len(all) > 0 && !slices.ContainsFunc(all, func(n int64) bool { return n != 0 })
+}

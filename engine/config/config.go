@@ -75,6 +75,13 @@ type Algorithm struct {
 	Collective string         // collective: "" or one of Collectives()
 	Params     map[string]any // params: int64, float64, string, bool, []any, map[string]any values
 	Line       int            // line of the entry's key in the file (0 if created by --set)
+	// ParamsPos is where each key of Params was given: "FILE:LINE", or
+	// "--set KEY=VALUE" for one a --set item gave (a message about a
+	// param names it, not the entry's line in another file).
+	ParamsPos map[string]string
+	// ModuleSet is "--set KEY=VALUE" when a --set item gave module, else
+	// "" (the entry's line says where).
+	ModuleSet string
 	// Shipped: module comes from the embedded default (LoadOverlay), so
 	// it is relative to the working directory or the embedded files, not
 	// to the local ccl.yaml's directory.
@@ -90,6 +97,16 @@ type Algorithm struct {
 	// overrides holds the entry's values of OverrideKeys; its other
 	// fields are the defaults as decoded before the entry.
 	overrides Settings
+}
+
+// ParamPos is where a's param key was given (ParamsPos); false when a is
+// nil or does not know.
+func (a *Algorithm) ParamPos(key string) (string, bool) {
+	if a == nil {
+		return "", false
+	}
+	pos, ok := a.ParamsPos[key]
+	return pos, ok
 }
 
 // ParamsOrNil is a's params, or nil when a is nil (a file run without a
@@ -287,6 +304,7 @@ func (a *Algorithm) clone() *Algorithm {
 	b.overrides = a.overrides.clone()
 	b.OverrideKeys = slices.Clone(a.OverrideKeys)
 	b.OverridePos = maps.Clone(a.OverridePos)
+	b.ParamsPos = maps.Clone(a.ParamsPos)
 	if a.Params != nil {
 		b.Params = cloneValue(a.Params).(map[string]any)
 	}

@@ -14,7 +14,34 @@ import (
 // overrides are checked through Config.Settings.
 // cmpConfig compares configurations; DefaultsGiven has its own test
 // (TestDefaultsGiven).
-var cmpConfig = []cmp.Option{cmpopts.IgnoreUnexported(Algorithm{}), cmpopts.IgnoreFields(Config{}, "DefaultsGiven")}
+var cmpConfig = []cmp.Option{cmpopts.IgnoreUnexported(Algorithm{}), cmpopts.IgnoreFields(Config{}, "DefaultsGiven"), cmpopts.IgnoreFields(Algorithm{}, "ParamsPos", "ModuleSet")}
+
+// Where each param and a --set module came from (TestLoad leaves these
+// out): a message about one names the --set item or its own line, not
+// the entry's line in another file.
+func TestParamsPosAndModuleSet(t *testing.T) {
+	in := lines(
+		"defaults: {algorithm: a}", // 1
+		"algorithms:",              // 2
+		"  a:",                     // 3
+		"    module: a.star",       // 4
+		"    params:",              // 5
+		"      x: 1",               // 6
+		"      y: 2",               // 7
+		"  b: {module: b.star}",    // 8
+	)
+	got, err := Load("ccl.yaml", []byte(in), []string{"algorithms.a.params.y=3", "algorithms.a.params.z=4", "algorithms.b.module=c.star"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"x": "ccl.yaml:6", "y": "--set algorithms.a.params.y=3", "z": "--set algorithms.a.params.z=4"}
+	if diff := cmp.Diff(want, got.Algorithms["a"].ParamsPos); diff != "" {
+		t.Errorf("ParamsPos (-want +got):\n%s", diff)
+	}
+	if a, b := got.Algorithms["a"].ModuleSet, got.Algorithms["b"].ModuleSet; a != "" || b != "--set algorithms.b.module=c.star" {
+		t.Errorf("ModuleSet = %q, %q; want \"\", the --set item", a, b)
+	}
+}
 
 // lines joins its arguments as the lines of a file, so tests can count them.
 func lines(ls ...string) string { return strings.Join(ls, "\n") + "\n" }

@@ -252,12 +252,15 @@ func algorithmRule(a *Algorithm) *rule {
 		{key: "module", required: true, rule: moduleLeaf(&a.Module, &a.Shipped)},
 		{key: "topology", rule: enumLeaf(&a.Topology, topologies, false)},
 		{key: "collective", rule: enumLeaf(&a.Collective, collectives, true)},
-		{key: "params", rule: paramsRule(&a.Params)},
+		{key: "params", rule: paramsRule(&a.Params, &a.ParamsPos)},
 	}
 	fields = append(fields, settingsFields(&a.overrides, false)...)
 	return &rule{
 		fields: fields,
-		onKey: func(d *decoder, key string, k, _ *yaml.Node) {
+		onKey: func(d *decoder, key string, k, v *yaml.Node) {
+			if item, set := d.origin[v]; set && key == "module" {
+				a.ModuleSet = "--set " + item
+			}
 			if settingKeyNamed(key) != nil {
 				a.OverrideKeys = append(a.OverrideKeys, key)
 				if a.OverridePos == nil {
@@ -575,10 +578,10 @@ func placementLeaf(p *[]int, nodes *[]*yaml.Node) *rule {
 
 // paramsRule decodes params:, any YAML mapping whose top-level keys are
 // identifiers (they become keyword arguments of kernel()).
-func paramsRule(p *map[string]any) *rule {
+func paramsRule(p *map[string]any, pos *map[string]string) *rule {
 	return &rule{open: true, leaf: func(d *decoder, n *yaml.Node, path string) error {
 		if isNull(n) {
-			*p = nil
+			*p, *pos = nil, nil
 			return nil
 		}
 		if n.Kind != yaml.MappingNode {
@@ -598,6 +601,14 @@ func paramsRule(p *map[string]any) *rule {
 			return err
 		}
 		*p = v.(map[string]any)
+		*pos = make(map[string]string, len(pairs))
+		for _, pr := range pairs {
+			at := d.pos(pr.k)
+			if _, set := d.origin[pr.k]; !set && d.given(pr.v) {
+				at = d.givenAt(pr.v)
+			}
+			(*pos)[pr.key] = at
+		}
 		return nil
 	}}
 }

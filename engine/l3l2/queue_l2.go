@@ -27,6 +27,9 @@ type QueueEndpoint struct {
 	window  uint64
 	live    bool
 	err     *QueueError
+	// aborted: the first error set the peer abort flag (a poison, not an
+	// init or argument error).
+	aborted bool
 
 	in  *EndpointInput
 	out *EndpointOutput
@@ -165,6 +168,7 @@ func (e *QueueEndpoint) poison(p *sim.Proc, kind QueueErrorKind, op, format stri
 	first := e.err == nil
 	err := e.setErr(kind, op, format, args...)
 	if first && kind != QueueRemoteAborted {
+		e.aborted = true
 		if nerr := e.pt.notify(p, e.counterAddr(PeerAbortOffset), 1, NotifySet, "l2_signal_notify"); nerr != nil {
 			e.err.Msg += fmt.Sprintf(" (abort notify failed: %v)", nerr)
 		}

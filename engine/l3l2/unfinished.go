@@ -54,3 +54,37 @@ func counterBytes(st *regionState) func(off uint64) uint32 {
 		return binary.LittleEndian.Uint32(b[off:])
 	}
 }
+
+// UnseenPoison is the first failure that poisoned an L2 queue endpoint
+// (set the abort flag) while L3 never learned of it: its queue ended LIVE
+// or freed, not POISONED_*. The L2 call returned None/False, the function
+// returned normally, and L3 never waited long enough to see the abort
+// flag, so the run ended with exit 0 and nobody had seen the error. nil
+// when there is none. Init and argument errors, which set no abort flag,
+// and REMOTE_ABORTED are not counted.
+func (h *Hub) UnseenPoison() error {
+	for _, q := range h.queues {
+		st := q.region.st
+		e := st.endpoint
+		if q.first != nil || e == nil || !e.aborted {
+			// (q.first: L3 saw a poisoning error, even if it freed the
+			// queue since.)
+			continue
+		}
+		return &UnseenPoisonError{Queue: st.id, Worker: st.worker, Err: e.err}
+	}
+	return nil
+}
+
+// UnseenPoisonError is UnseenPoison's failure; its kind is the L2 error's.
+type UnseenPoisonError struct {
+	Queue  uint64
+	Worker int
+	Err    *QueueError
+}
+
+func (e *UnseenPoisonError) Error() string {
+	return fmt.Sprintf("queue %d (worker %d): an L2 function poisoned its endpoint and returned, and L3 never saw it (its q.state was never POISONED_REMOTE: no blocking call waited past its timeout to read the abort flag): %v", e.Queue, e.Worker, e.Err)
+}
+
+func (e *UnseenPoisonError) Unwrap() error { return e.Err }

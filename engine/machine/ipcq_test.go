@@ -1850,3 +1850,24 @@ func TestWaitInfo_StringNamesPointersAndRing(t *testing.T) {
 		}
 	}
 }
+
+// An UnreceivedError lists at most maxUnreceived queue pairs, in the
+// order given, and says how many more there are: a 4096-rank ring whose
+// every rank leaves a message wrote a line per queue pair.
+func TestUnreceivedErrorBounded(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{
+		{1, "messages sent and never received (invariant I1): s0: a receive is missing, or a send is one too many"},
+		{maxUnreceived + 3, "messages sent and never received (invariant I1): s0; s1; s2; s3; s4; s5; s6; s7; and 3 more queue pair(s): a receive is missing, or a send is one too many"},
+	} {
+		e := &UnreceivedError{}
+		for i := range c.n {
+			e.Sends = append(e.Sends, fmt.Sprintf("s%d", i))
+		}
+		if diff := cmp.Diff(c.want, e.Error()); diff != "" {
+			t.Errorf("%d sends (-want +got):\n%s", c.n, diff)
+		}
+	}
+}

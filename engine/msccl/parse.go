@@ -45,6 +45,9 @@ type element struct {
 // algo > gpu > tb > step; it stops at the first structural error (what
 // follows a broken structure would only add noise).
 func (p *parser) decode(data []byte) *Algo {
+	// A UTF-8 byte order mark (editors on Windows write one) is no text
+	// before the root: encoding/xml refused it as "unexpected text".
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	d := xml.NewDecoder(bytes.NewReader(data))
 	d.Strict = true
 	var a *Algo
@@ -120,6 +123,7 @@ func (p *parser) start(a **Algo, parent string, e *element) bool {
 		}
 		return false
 	}
+	p.duplicateAttrs(e)
 	switch name {
 	case "algo":
 		if *a != nil {
@@ -179,6 +183,20 @@ func (p *parser) start(a **Algo, parent string, e *element) bool {
 		p.stepAttrs(e)
 	}
 	return true
+}
+
+// duplicateAttrs reports an attribute given twice in one element, which
+// XML does not allow (encoding/xml accepts it and the first one was used
+// silently).
+func (p *parser) duplicateAttrs(e *element) {
+	for i, at := range e.Attr {
+		for _, prev := range e.Attr[:i] {
+			if prev.Name == at.Name {
+				p.errorf(e.line, "<%s> has the attribute %s twice (%q, then %q): XML allows each attribute once", e.Name.Local, at.Name.Local, prev.Value, at.Value)
+				break
+			}
+		}
+	}
 }
 
 // stepAttrs reports the attributes a step that moves data cannot do

@@ -147,6 +147,9 @@ func TestParseErrors(t *testing.T) {
 		// with only one of them the runtimes drop it or read garbage.
 		{"deps without depid", `depid="0" deps="0"`, `depid="-1" deps="0"`, []string{"f.xml:13: gpu 1 tb 1 step 0: depid -1 with deps 0: a dependency names both the thread block (depid) and its step (deps), or neither (-1, -1)"}},
 		{"depid without deps", `depid="0" deps="0"`, `depid="0"`, []string{"f.xml:13: gpu 1 tb 1 step 0: depid 0 with deps -1: a dependency names both the thread block (depid) and its step (deps), or neither (-1, -1)"}},
+		// XML allows an attribute once per element; the first of two
+		// was used silently.
+		{"attribute twice", `<tb id="1" send="-1" recv="-1" chan="0">`, `<tb id="1" send="-1" recv="-1" chan="0" chan="1">`, []string{`f.xml:12: <tb> has the attribute chan twice ("0", then "1"): XML allows each attribute once`}},
 		{"new format", `<step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="s" dstoff="0" cnt="1" depid="0" deps="0" hasdep="0" />`, `<op step="0" type="cpy" />`, []string{"f.xml:13: <op> steps (msccl-tools' newer XML format) are not supported: generate the XML with the default old_format (<step s=... srcbuf=... dstbuf=...>)"}},
 	}
 	for _, c := range cases {
@@ -168,6 +171,23 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A UTF-8 byte order mark before <algo> (as editors on Windows write)
+// is no text: the file parses as without it, lines unchanged. It was
+// refused as unexpected text, though ccl.yaml accepts one.
+func TestParseByteOrderMark(t *testing.T) {
+	want, err := Parse("pair.xml", []byte(twoGPUs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse("pair.xml", []byte("\ufeff"+twoGPUs))
+	if err != nil {
+		t.Fatalf("with a BOM: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("with a BOM (-without +with):\n%s", diff)
 	}
 }
 

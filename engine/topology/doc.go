@@ -32,8 +32,8 @@
 // and W is marked receive-only in [Topology.RecvOnly]: a rank sends on E and
 // receives on W, and the runtime rejects tl.send on a receive-only direction
 // as IpcqInvalidDirection. Nothing ever arrives on E (its other end, the
-// peer's W, may not send), so a runtime may reject tl.recv on a direction
-// whose peer end is receive-only in the same way. RecvOnly entries that name
+// peer's W, may not send), so the runtime rejects a receive on a direction
+// whose peer end is receive-only in the same way (machine.Group.LookupRecv). RecvOnly entries that name
 // directions a neighbors() hook removed are ignored.
 //
 // One-way maps: after a neighbors() hook, [ImplyReceiveEnds] gives the peer

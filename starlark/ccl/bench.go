@@ -3,6 +3,7 @@ package ccl
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -55,8 +56,13 @@ func fitHint(s machine.Space) string {
 func checkFits(p *plan, m *machine.Machine, count int64) error {
 	sz := int64(p.dt.Size())
 	if mem := dataMemory(m.Ranks[0], p.dataSpace); count > mem.Capacity/sz {
+		// (count × size may pass 2^63: --count 2^63-1 of f32 said "-4 bytes".)
+		bytes := fmt.Sprintf("%d bytes", count*sz)
+		if count > math.MaxInt64/sz {
+			bytes = "more than 2^63 bytes"
+		}
 		return WithKind(errkind.MemoryLimit, &Failure{Rank: 0,
-			Msg: fmt.Sprintf("bench: rank 0's buffer of %d × %s (%d bytes) does not fit: %v holds %d bytes; %s", count, p.dt, count*sz, mem, mem.Capacity, fitHint(p.dataSpace))})
+			Msg: fmt.Sprintf("bench: rank 0's buffer of %d × %s (%s) does not fit: %v holds %d bytes; %s", count, p.dt, bytes, mem, mem.Capacity, fitHint(p.dataSpace))})
 	}
 	return nil
 }

@@ -305,8 +305,17 @@ func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target
 				continue
 			}
 		}
+		if slices.ContainsFunc(p.opts.Params, func(kv starlark.Tuple) bool { return kv[0] == starlark.String(k) }) {
+			// run_kernel_in_mock's params=, which replaces an entry's
+			// param of the name (it was blamed on the embedded ccl.yaml).
+			out = append(out, fmt.Sprintf("params=: kernel (%s) has no parameter %q%s", fn.Position(), k, hint))
+			continue
+		}
 		where := cfgFile
-		if tgt.entry != nil && tgt.entry.Line > 0 {
+		if pos, ok := tgt.entry.ParamPos(k); ok {
+			// Its own line, or the --set or --vary item that gave it.
+			where = describeGiven(pos, p.opts.setItems())
+		} else if tgt.entry != nil && tgt.entry.Line > 0 {
 			where = fmt.Sprintf("%s:%d", cfgFile, tgt.entry.Line)
 		}
 		out = append(out, fmt.Sprintf("%s: algorithms.%s.params.%s: kernel (%s) has no parameter %q%s", where, tgt.name, k, fn.Position(), k, hint))

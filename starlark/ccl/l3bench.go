@@ -139,12 +139,19 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	proc.Data = th
 	runErr := w.runL3(set)
 	var unfinished []string
+	var unseen error
 	if runErr == nil {
 		unfinished = hub.Unfinished()
+		unseen = hub.UnseenPoison()
 	}
 	hub.ReleaseAll()
 	if runErr != nil {
 		return nil, runErr
+	}
+	if unseen != nil {
+		// An L2 failure nobody saw must not end the run with exit 0
+		// (its kind's status, 4).
+		return nil, WithKind(errkind.Of(unseen), &Failure{Rank: -1, Msg: unseen.Error(), Err: unseen})
 	}
 	if len(unfinished) > 0 {
 		// Work still queued when main returned is dropped without a

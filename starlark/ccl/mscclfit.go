@@ -30,6 +30,7 @@ type mscclRankUse struct {
 	forwards int // thread blocks that forward (rcs, rrs, rrcs): a staging ring each
 	receives int // thread blocks that receive: two landing slots each when the rings are outside TCM
 	sChunks  int // the schedule's scratch buffer s, in chunks (allocated in the data space)
+	sLine    int // the line of the rank's <gpu> element, which gives s_chunks
 }
 
 // mscclLayout is where the rx rings and the staging rings and landing
@@ -46,8 +47,12 @@ type mscclFit struct {
 	slotSize  int64
 	dataSpace machine.Space
 	// data is each rank's bench buffers and s buffer at the run's
-	// largest size, in bytes as allocated.
-	data []int64
+	// largest size, in bytes as allocated; scratch is the s buffer's
+	// part of it, of chunkElems elements a chunk.
+	data       []int64
+	scratch    []int64
+	chunkElems int64
+	count      int64 // the largest size's --count
 }
 
 // newMSCCLFit works out what a run of a with the plan p allocates (p nil:
@@ -69,7 +74,7 @@ func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings)
 	}
 	for _, g := range a.GPUs {
 		u := &f.use[g.ID]
-		u.sChunks = g.SChunks
+		u.sChunks, u.sLine = g.SChunks, g.Line
 		for _, tb := range g.TBs {
 			fwd, recv := false, false
 			for _, st := range tb.Steps {
@@ -85,6 +90,7 @@ func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings)
 		}
 	}
 	f.data = make([]int64, a.NGPUs)
+	f.scratch = make([]int64, a.NGPUs)
 	if p == nil {
 		return f, true
 	}
@@ -97,15 +103,65 @@ func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings)
 		if p.opts.InPlace {
 			bufs = machine.AllocSize(big * sz)
 		}
+		chunk := big / int64(a.NChunksPerLoop)
+		if count >= f.count {
+			f.count, f.chunkElems = count, chunk
+		}
 		for r, u := range f.use {
 			n := bufs
 			if u.sChunks > 0 {
-				n += machine.AllocSize(int64(u.sChunks) * big / int64(a.NChunksPerLoop) * sz)
+				// (s_chunks may be up to 2^30: the product saturates
+				// rather than wrap into a size that fits.)
+				s := machine.AllocSize(min(satMul(satMul(int64(u.sChunks), chunk), sz), 1<<62))
+				f.scratch[r] = max(f.scratch[r], s)
+				n = min(n+s, 1<<62)
 			}
 			f.data[r] = max(f.data[r], n)
 		}
 	}
 	return f, true
+}
+
+// scratchOverfull is the error for a schedule whose s buffer (s_chunks of
+// a <gpu>) does not fit the data memory beside the bench's buffers, which
+// do fit: the runner's tl.alloc of it failed once the run had started
+// (exit 4), though the file had passed validation.
+func (f *mscclFit) scratchOverfull(file string) error {
+	g := *f
+	g.use = make([]mscclRankUse, len(f.use))
+	m := g.overfull(mscclLayout{machine.TCM, machine.TCM})
+	if m == nil {
+		return nil
+	}
+	bench := g
+	bench.data = make([]int64, len(f.data))
+	for r := range f.data {
+		bench.data[r] = f.data[r] - f.scratch[r]
+	}
+	if bench.overfull(mscclLayout{machine.TCM, machine.TCM}) != nil {
+		return nil // the bench's buffers alone do not fit: the bench says so
+	}
+	r := m.ranks[0]
+	for _, x := range m.ranks {
+		if f.scratch[x] > 0 {
+			r = x
+			break
+		}
+	}
+	u := f.use[r]
+	where := fmt.Sprintf("rank %d's %s (%d bytes)", r, strings.ToUpper(m.space.String()), m.capacity)
+	if len(m.ranks) > 1 {
+		where = fmt.Sprintf("cube %d's %s (%d bytes, shared by ranks %s)", f.cube[r], strings.ToUpper(m.space.String()), m.capacity, rankList(m.ranks))
+	}
+	msg := fmt.Sprintf("%s:%d: gpu %d's scratch buffer (s_chunks=%d, chunks of %d elements at --count %d: %d bytes) does not fit %s beside the bench's buffers (%d bytes); use a smaller s_chunks, --count or --bytes",
+		file, u.sLine, r, u.sChunks, f.chunkElems, f.count, f.scratch[r], where, f.data[r]-f.scratch[r])
+	if h := *f; f.dataSpace != machine.HBM {
+		h.use, h.dataSpace = make([]mscclRankUse, len(f.use)), machine.HBM
+		if h.overfull(mscclLayout{machine.TCM, machine.TCM}) == nil {
+			msg += " (or --data-space hbm)"
+		}
+	}
+	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: msg})
 }
 
 // mscclMemory is one memory's share of a layout: a rank's TCM or HBM, or
@@ -279,6 +335,9 @@ func mscclPlace(file string, f *mscclFit, set config.Settings, given string, cfg
 	}
 	ls := mscclLayouts(kind, given != "")
 	if f.dataOverfull() {
+		if err := f.scratchOverfull(file); err != nil {
+			return nil, err
+		}
 		// The bench's buffers alone do not fit: the bench says so with its
 		// own advice. The rings and staging are placed as if they were
 		// elsewhere.

@@ -154,8 +154,12 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 			if a.Shipped {
 				cfgFile = config.DefaultName + " (embedded default)"
 			}
+			where := fmt.Sprintf("%s:%d", cfgFile, a.Line)
+			if a.ModuleSet != "" {
+				where = a.ModuleSet // not the entry's line in the file
+			}
 			return nil, WithKind(errkind.Config, &Failure{Rank: -1,
-				Msg: fmt.Sprintf("%s:%d: algorithms.%s.module: %s: no such file", cfgFile, a.Line, arg, file)})
+				Msg: fmt.Sprintf("%s: algorithms.%s.module: %s: no such file", where, arg, file)})
 		}
 		return &target{name: arg, file: file, entry: a, settings: set}, nil
 	}

@@ -3,9 +3,12 @@ package ccl
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 
@@ -197,6 +200,10 @@ func describeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 		procs []int // indices into blocked
 		label string
 		state string // summary of the wait and the stack, for grouping
+		// thread: the group is threads of one rank running one function
+		// ("rank 0 thread 7 (waiter)"), nums their numbers.
+		thread bool
+		nums   []int
 	}
 	byState := map[string]*group{}
 	of := make([]*group, len(blocked))
@@ -207,11 +214,18 @@ func describeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 				stack += "    " + n + "\n"
 			}
 		}
-		state, label := "", ""
-		if s, ok := p.Wait.(summarizer); ok {
+		state, label, num := "", "", 0
+		thread := false
+		if m := threadName.FindStringSubmatch(p.Name); m != nil {
+			// Threads of a rank running one function in one wait at the
+			// same positions are one entry too ("rank 0 threads 1-9999
+			// (waiter) (9999)"): 20,000 threads wrote 2.6 MB.
+			num, _ = strconv.Atoi(m[2])
+			thread, label = true, fmt.Sprintf("rank %s threads %%s (%s)", m[1], m[3])
+			state = "thread\n" + label + "\n" + clipText(fmt.Sprint(p.Wait)) + "\n" + stack
+		} else if s, ok := p.Wait.(summarizer); ok {
 			// Only ranks' own processes group ("rank N", or a rank's
-			// tl.send_async: "rank N tl.send_async(...) issued at ...");
-			// threads keep their own lines.
+			// tl.send_async: "rank N tl.send_async(...) issued at ...").
 			if r, ok := procRank(p.Name); ok && !strings.Contains(p.Name, "thread") {
 				label = strings.TrimPrefix(p.Name, fmt.Sprintf("rank %d", r))
 				state = label + "\n" + s.Summary() + "\n" + stack
@@ -219,10 +233,11 @@ func describeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 		}
 		if g := byState[state]; state != "" && g != nil {
 			g.procs = append(g.procs, i)
+			g.nums = append(g.nums, num)
 			of[i] = g
 			continue
 		}
-		g := &group{procs: []int{i}, state: state, label: label}
+		g := &group{procs: []int{i}, state: state, label: label, thread: thread, nums: []int{num}}
 		of[i] = g
 		if state != "" {
 			byState[state] = g
@@ -230,22 +245,43 @@ func describeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 	}
 	// In the order of the blocked list: a group at its first member, and
 	// the members of a group too small to shorten anything one by one
-	// (two lines are as short as a group's).
+	// (two lines are as short as a group's). At most maxEntries entries:
+	// the rest are counted.
 	var b strings.Builder
 	written := map[*group]bool{}
+	entries, left, leftProcs := 0, 0, 0
 	for i, p := range blocked {
 		g := of[i]
 		if len(g.procs) >= minGroup && written[g] {
 			continue
 		}
 		written[g] = true
-		var lines []string
-		if len(g.procs) < minGroup {
-			fmt.Fprintf(&b, "  %s", p.Name)
-			if p.Wait != nil {
-				fmt.Fprintf(&b, ": waiting in %v since t=%v", p.Wait, p.WaitSince)
+		if entries == maxEntries {
+			left++
+			if len(g.procs) >= minGroup {
+				leftProcs += len(g.procs)
+			} else {
+				leftProcs++
 			}
-		} else {
+			continue
+		}
+		entries++
+		var lines []string
+		switch {
+		case len(g.procs) < minGroup:
+			fmt.Fprintf(&b, "  %s", clipText(p.Name))
+			if p.Wait != nil {
+				fmt.Fprintf(&b, ": waiting in %s since t=%v", clipText(fmt.Sprint(p.Wait)), p.WaitSince)
+			}
+		case g.thread:
+			p = blocked[g.procs[0]]
+			first, last := p.WaitSince, p.WaitSince
+			for _, k := range g.procs {
+				first, last = min(first, blocked[k].WaitSince), max(last, blocked[k].WaitSince)
+			}
+			fmt.Fprintf(&b, "  %s (%d): waiting in %s", fmt.Sprintf(g.label, rankRanges(g.nums)), len(g.procs), clipText(fmt.Sprint(p.Wait)))
+			writeSince(&b, first, last)
+		default:
 			p = blocked[g.procs[0]]
 			ranks := make([]int, len(g.procs))
 			members := make([]*BlockedProc, len(g.procs))
@@ -257,11 +293,7 @@ func describeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 				first, last = min(first, q.WaitSince), max(last, q.WaitSince)
 			}
 			fmt.Fprintf(&b, "  ranks %s (%d)%s: waiting in %s", rankRanges(ranks), len(ranks), g.label, p.Wait.(summarizer).Summary())
-			if first == last {
-				fmt.Fprintf(&b, " since t=%v", first)
-			} else {
-				fmt.Fprintf(&b, " since t=%v to %v", first, last)
-			}
+			writeSince(&b, first, last)
 			lines = pointerLines(members)
 		}
 		b.WriteByte('\n')
@@ -275,7 +307,43 @@ func describeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 			fmt.Fprintf(&b, "    %s\n", l)
 		}
 	}
+	if left > 0 {
+		fmt.Fprintf(&b, "  ... %d more process(es) in %d more entr%s, not shown\n", leftProcs, left, map[bool]string{true: "y", false: "ies"}[left == 1])
+	}
 	return b.String()
+}
+
+func writeSince(b *strings.Builder, first, last sim.Time) {
+	if first == last {
+		fmt.Fprintf(b, " since t=%v", first)
+	} else {
+		fmt.Fprintf(b, " since t=%v to %v", first, last)
+	}
+}
+
+// threadName matches a spawned thread's process name: its rank, its
+// number and its function.
+var threadName = regexp.MustCompile(`^rank (\d+) thread (\d+) \((.*)\)$`)
+
+// maxEntries bounds the entries (a process, or a group of them) a deadlock
+// report lists; maxText the length of a name or wait it quotes (a 10 MB
+// tl.event name was printed whole, twice).
+const (
+	maxEntries = 64
+	maxText    = 200
+)
+
+// clipText is s cut to maxText bytes (at a rune boundary), saying how
+// many it left out.
+func clipText(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	n := maxText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d more bytes)", s[:n], len(s)-n)
 }
 
 // minGroup is the fewest processes a deadlock report lists as one group.

@@ -252,7 +252,12 @@ func (w *world) run(tgt *target) error {
 		failure = simFailureNoted(err, tgt.file, w.procNote)
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
-			failure = WithKind(errkind.Invariant, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+			kind := errkind.Invariant
+			var u *machine.UnreceivedError
+			if errors.As(err, &u) {
+				kind = errkind.Unreceived
+			}
+			failure = WithKind(kind, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
 	}
 	if w.g != nil && w.dump != nil {

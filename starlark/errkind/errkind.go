@@ -88,6 +88,7 @@ var (
 	Phase2Mismatch = &Kind{"Phase2Mismatch", ExitWrong, Run, "the two-pass verification of a schedule disagrees with its first pass"}
 	TestFailed     = &Kind{"TestFailed", ExitWrong, Run, "a `kernbench test` test failed"}
 	Runtime        = &Kind{"RuntimeError", ExitRuntime, Run, "a script failed at run time (fail(), a Starlark error, an L2 function's failure)"}
+	Unreceived     = &Kind{"UnreceivedMessages", ExitRuntime, Run, "the run ended with messages sent that no rank received (a receive missing or a send too many; invariant I1)"}
 	Invariant      = &Kind{"InvariantViolation", ExitRuntime, Run, "the engine found one of its invariants broken (a kernbench bug)"}
 	Unfinished     = &Kind{"Unfinished", ExitRuntime, Run, "an L3 main returned with work still queued, under --strict"}
 	Internal       = &Kind{"InternalError", ExitRuntime, Run, "a kernbench bug: a panic, or an error no kind describes"}
@@ -95,7 +96,7 @@ var (
 
 // The tl kinds (exit 4), in the order of the reference.
 var (
-	IpcqInvalidDirection = &Kind{"IpcqInvalidDirection", ExitRuntime, TL, "the direction is not installed on this rank (or is receive-only and you sent on it)"}
+	IpcqInvalidDirection = &Kind{"IpcqInvalidDirection", ExitRuntime, TL, "the direction is not installed on this rank (or is receive-only and you sent on it, or send-only and you received on it)"}
 	IpcqMessageTooLarge  = &Kind{"IpcqMessageTooLarge", ExitRuntime, TL, "a single element larger than slot_size (tl.send cuts longer buffers into several messages)"}
 	OutOfBounds          = &Kind{"OutOfBounds", ExitRuntime, TL, "a view outside its Ptr, or operands whose counts differ"}
 	DtypeMismatch        = &Kind{"DtypeMismatch", ExitRuntime, TL, "operands or a destination of another dtype (also a recv into a dst of another dtype)"}
@@ -141,7 +142,7 @@ var Table = []*Kind{
 	Usage, Config, Load, Init, MSCCL, IO, Export, MemoryLimit, CheckFailed,
 	Deadlock, WaitTimeout, Watchdog, StepLimit, Timeout, HostMemory, TestTimeout,
 	WrongResult, Phase2Mismatch, TestFailed,
-	Runtime, Invariant, Unfinished, Internal,
+	Runtime, Unreceived, Invariant, Unfinished, Internal,
 
 	IpcqInvalidDirection, IpcqMessageTooLarge, OutOfBounds, DtypeMismatch, StaleSlot, SlotWrite,
 	SendBufferHazard, DirectionInUse, LocalOperandHazard, TLOutOfMemory, TimingOnly,
@@ -249,6 +250,7 @@ func l3Kind(err error) *Kind {
 func engineKind(err error) *Kind {
 	var ie *machine.IPCQError
 	var inv *machine.InvariantError
+	var unrecv *machine.UnreceivedError
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
@@ -258,6 +260,8 @@ func engineKind(err error) *Kind {
 		return named(TL, ie.Kind)
 	case errors.As(err, &oom):
 		return TLOutOfMemory
+	case errors.As(err, &unrecv):
+		return Unreceived
 	case errors.As(err, &inv):
 		return Invariant
 	case errors.As(err, &stall), errors.As(err, &wt):

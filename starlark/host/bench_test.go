@@ -304,3 +304,30 @@ def run_rank(rank, world_size, torch):
 		t.Errorf("message %q does not say which allocation failed", f.Msg)
 	}
 }
+
+// A shape past 32 bits, or whose size passes 2^63, is OutOfMemory like any
+// tensor larger than the memory: (1 << 40,) was refused as "shape must
+// hold non-negative ints", and a byte count past 2^63 must not wrap.
+func TestBenchTensorHugeShape(t *testing.T) {
+	for _, c := range []struct{ shape, want string }{
+		{"(1 << 40,)", "torch.zeros: rank 0: hbm[pe 0]: cannot allocate 4398046511104 bytes"},
+		{"1 << 40", "torch.zeros: rank 0: hbm[pe 0]: cannot allocate 4398046511104 bytes"},
+		{"(1 << 62,)", "torch.zeros: rank 0: a tensor of 4611686018427387904 × f32 (more than 2^63 bytes) does not fit hbm[pe 0]"},
+		{"(1 << 30, 1 << 30, 1 << 30)", "torch.zeros: rank 0: a tensor of more than 2^63 elements does not fit hbm[pe 0]"},
+		{"(1 << 70,)", "torch.zeros: rank 0: a tensor of more than 2^63 elements does not fit hbm[pe 0]"},
+	} {
+		bench := writeBench(t, `
+def run_rank(rank, world_size, torch):
+    torch.distributed.init_process_group()
+    torch.zeros(`+c.shape+`, dtype = "f32")
+`)
+		_, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{4}})
+		var f *ccl.Failure
+		if !errors.As(err, &f) {
+			t.Fatalf("%s: error = %v, want a *ccl.Failure", c.shape, err)
+		}
+		if errkind.Of(err) != errkind.TLOutOfMemory || !strings.Contains(f.Msg, c.want) {
+			t.Errorf("%s: %v: %q, want OutOfMemory with %q", c.shape, errkind.Of(err), f.Msg, c.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ package host
 
 import (
 	"fmt"
+	"math"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -145,13 +146,12 @@ func (t *Torch) algorithm(_ *starlark.Thread, b *starlark.Builtin, args starlark
 	}), nil
 }
 
-// shape accepts (n,), [n], n or (a, b, …) and returns the element count.
+// shape accepts (n,), [n], n or (a, b, …) and returns the element count,
+// math.MaxInt64 when the product passes it (alloc then refuses it as too
+// large: (1 << 40,) was refused as "shape must hold non-negative ints").
 func shapeCount(fn string, v starlark.Value) (int64, error) {
-	if i, err := starlark.AsInt32(v); err == nil {
-		if i < 0 {
-			return 0, fmt.Errorf("%s: shape must hold non-negative ints, got %d", fn, i)
-		}
-		return int64(i), nil
+	if _, ok := v.(starlark.Int); ok {
+		return shapeDim(fn, v)
 	}
 	it, ok := v.(starlark.Indexable)
 	if !ok {
@@ -159,13 +159,30 @@ func shapeCount(fn string, v starlark.Value) (int64, error) {
 	}
 	n := int64(1)
 	for i := 0; i < it.Len(); i++ {
-		d, err := starlark.AsInt32(it.Index(i))
-		if err != nil || d < 0 {
-			return 0, fmt.Errorf("%s: shape must hold non-negative ints, got %s", fn, it.Index(i))
+		d, err := shapeDim(fn, it.Index(i))
+		if err != nil {
+			return 0, err
 		}
-		n *= int64(d)
+		if d != 0 && n > math.MaxInt64/d {
+			n = math.MaxInt64
+		} else {
+			n *= d
+		}
 	}
 	return n, nil
+}
+
+// shapeDim is one dimension of a shape: a non-negative int
+// (math.MaxInt64 for one past 64 bits).
+func shapeDim(fn string, v starlark.Value) (int64, error) {
+	i, ok := v.(starlark.Int)
+	if !ok || i.Sign() < 0 {
+		return 0, fmt.Errorf("%s: shape must hold non-negative ints, got %s", fn, v)
+	}
+	if d, ok := i.Int64(); ok {
+		return d, nil
+	}
+	return math.MaxInt64, nil
 }
 
 func (t *Torch) alloc(fn string, n int64, dt dtype.DType) (*Tensor, error) {
@@ -177,12 +194,33 @@ func (t *Torch) alloc(fn string, n int64, dt dtype.DType) (*Tensor, error) {
 	case machine.SRAM:
 		mem = pe.SRAM
 	}
+	if sz := int64(dt.Size()); n > math.MaxInt64/sz {
+		// n × size passes 2^63: refused before the multiplication wraps.
+		what := fmt.Sprintf("%d × %s (more than 2^63 bytes)", n, dt)
+		if n == math.MaxInt64 {
+			what = "more than 2^63 elements"
+		}
+		return nil, &tensorTooLarge{
+			msg: fmt.Sprintf("%s: rank %d: a tensor of %s does not fit %v (capacity %d bytes)", fn, t.rank, what, mem, mem.Capacity),
+			oom: &machine.OutOfMemoryError{Mem: mem, Requested: math.MaxInt64}}
+	}
 	off, err := mem.Alloc(n * int64(dt.Size()))
 	if err != nil {
 		return nil, fmt.Errorf("%s: rank %d: %w", fn, t.rank, err)
 	}
 	return &Tensor{Ptr: tl.NewPtr(machine.Region{Mem: mem, Off: off}, dt, n, t.rank), torch: t}, nil
 }
+
+// tensorTooLarge is a tensor whose size in bytes passes 2^63: the
+// allocator's OutOfMemory (its kind), with a message that does not name a
+// wrapped byte count.
+type tensorTooLarge struct {
+	msg string
+	oom *machine.OutOfMemoryError
+}
+
+func (e *tensorTooLarge) Error() string { return e.msg }
+func (e *tensorTooLarge) Unwrap() error { return e.oom }
 
 // written logs host-side writes into x for the phase-2 replay.
 func (t *Torch) written(x *Tensor) *Tensor {

@@ -26,6 +26,14 @@ func TestEnvReadsInDir(t *testing.T) {
 	vars := map[string]string{script.MaxInputEnv: "4"}
 	env := script.Env{Dir: dir, Getenv: func(k string) string { return vars[k] }}
 	big := script.Env{Dir: dir}
+	// The largest limit there is: the read of limit+1 bytes wrapped to a
+	// negative count and every file read as empty.
+	huge := script.Env{Dir: dir, Getenv: func(k string) string {
+		if k == script.MaxInputEnv {
+			return "9223372036854775807"
+		}
+		return ""
+	}}
 	for _, tc := range []struct {
 		env     script.Env
 		name    string
@@ -40,13 +48,14 @@ func TestEnvReadsInDir(t *testing.T) {
 		{big, "sub/nope.star", "open sub/nope.star: no such file or directory", true},
 		{big, "folder", "folder: not a regular file (a directory)", true},
 		{env, "a.star", "a.star: larger than the input limit of 4 bytes", true},
+		{huge, "a.star", "x = 1\n", false},
 	} {
 		data, err := tc.env.ReadInput(tc.name)
 		got := string(data)
 		if err != nil {
 			got = err.Error()
 		}
-		if (err != nil) != tc.wantErr || !strings.HasPrefix(got, tc.want) {
+		if (err != nil) != tc.wantErr || !strings.HasPrefix(got, tc.want) || got == "" {
 			t.Errorf("ReadInput(%q) = %q, err %v; want %q (error: %v)", tc.name, data, err, tc.want, tc.wantErr)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strconv"
 
@@ -64,8 +65,9 @@ func (e Env) ReadInput(name string) ([]byte, error) {
 		return nil, e.UserError(err, name)
 	}
 	defer f.Close()
-	// The file may have grown since Stat: read at most limit+1 bytes.
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	// The file may have grown since Stat: read at most limit+1 bytes
+	// (limit+1 would wrap at the largest limit, and read nothing).
+	data, err := io.ReadAll(io.LimitReader(f, min(limit, math.MaxInt64-1)+1))
 	if err != nil {
 		return nil, e.UserError(err, name)
 	}

@@ -178,17 +178,19 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, err
 				}
+				// (Never blocks: on a direction that only sends it is
+				// False, not an error.)
 				q, err := g.Lookup(k.Rank, dir, false)
 				if err != nil {
 					return nil, err
 				}
 				return starlark.Bool(q.Ready()), nil
 			}},
-		{Name: "send", Sig: "send(dir, src, nbytes=None, piece_bytes=None)", Doc: "Blocking send of src (a Ptr, or its first nbytes, a whole number of elements) to the peer of dir, as ceil(nbytes / slot_size) messages: full slots, then the rest (piece_bytes, at most slot_size, makes the messages smaller; the receiver must cut its buffer the same way). Blocks only while the peer's ring is full; returns once the last message is queued on DMA vc_comm (ipcq_overhead_ns per message). src stays in flight until the DMAs complete (tl.flush).",
+		{Name: "send", Sig: "send(dir, src, nbytes=None, piece_bytes=None)", Doc: "Blocking send of src (a Ptr, or its first nbytes, a whole number of elements) to the peer of dir, as messages of slot_size bytes (rounded down to whole elements when slot_size is not a multiple of the element size), then the rest (piece_bytes, at most slot_size, makes the messages smaller; the receiver must cut its buffer the same way). Blocks only while the peer's ring is full; returns once the last message is queued on DMA vc_comm (ipcq_overhead_ns per message). src stays in flight until the DMAs complete (tl.flush).",
 			Fn: builtinSend},
 		{Name: "send_async", Sig: "send_async(dir, src, nbytes=None, piece_bytes=None)", Doc: "Non-blocking tl.send: its messages are issued in the background as credits allow, and the kernel goes on at once. tl.wait(handle) returns when the last message has been issued; until then no other send may use dir (DirectionInUse). src stays in flight until the DMAs complete (tl.flush).",
 			Fn: builtinSendAsync},
-		{Name: "recv", Sig: "recv(dir=None, dst=None)", Doc: "Blocking receive. Without dst: one message, as the rx slot itself (return_slot, zero-copy, read-only; valid until the ring wraps). With dst: as many messages as fill dst, each copied out of its slot by DMA (copy_to_dst; its credit returns when its copy is done, so the sender refills the ring meanwhile); a message shorter than slot_size ends the buffer early. Returns the view of dst that was written. dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype.",
+		{Name: "recv", Sig: "recv(dir=None, dst=None)", Doc: "Blocking receive. Without dst: one message, as the rx slot itself (return_slot, zero-copy, read-only; valid until the ring wraps). With dst: as many messages as fill dst, each copied out of its slot by DMA (copy_to_dst; its credit returns when its copy is done, so the sender refills the ring meanwhile); a message shorter than a full one (slot_size, rounded down to whole elements) ends the buffer early. Returns the view of dst that was written. dir=None takes the next ready direction round-robin. The result has .dir and the sender's dtype.",
 			Fn: func(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 				var dir, dst starlark.Value = starlark.None, starlark.None
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "dir?", &dir, "dst?", &dst); err != nil {
@@ -212,7 +214,7 @@ func kernelBuiltins() []Builtin {
 					if err != nil {
 						return nil, err
 					}
-					if _, err := g.Lookup(k.Rank, d, false); err != nil {
+					if _, err := g.LookupRecv(k.Rank, d); err != nil {
 						return nil, err
 					}
 				}
@@ -793,7 +795,7 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Va
 	}
 	var q *machine.QueuePair
 	if has {
-		if q, err = g.Lookup(k.Rank, dir, false); err != nil {
+		if q, err = g.LookupRecv(k.Rank, dir); err != nil {
 			return nil, err
 		}
 		release, err := k.useSide(q, false, fn, at)
@@ -826,8 +828,16 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Va
 	return k.recvInto(fn, q, dst, at)
 }
 
+// fullMessage is the size of a full message of dt elements: slot_size
+// rounded down to whole elements (tl.send cuts a buffer so; a slot_size of
+// 6 carries one f32 per message, and a 4-byte message is not the last).
+func fullMessage(slotSize int64, dt dtype.DType) int64 {
+	sz := int64(dt.Size())
+	return slotSize / sz * sz
+}
+
 // recvInto receives messages of q into consecutive parts of dst until dst
-// is full or a message shorter than slot_size ends the sender's buffer
+// is full or a message shorter than a full one ends the sender's buffer
 // (tl.send of a buffer: full slots, then the rest). Each message's copy out
 // of its slot is issued as soon as it arrives and its credit returns when
 // that copy completes, so the sender refills the ring while earlier copies
@@ -879,7 +889,7 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 		op := k.M.Copy(k.PE, part, r.Slot)
 		op.Name, op.Dir, op.Seq = "recv", q.Dir, meta.Seq
 		got += meta.NBytes
-		if got == dst.Reg.N || meta.NBytes < g.Cfg.SlotSize {
+		if got == dst.Reg.N || meta.NBytes < fullMessage(g.Cfg.SlotSize, dt) {
 			// The last message: wait for every copy, then return its credit.
 			pending = append(pending, op)
 			for _, op := range pending {

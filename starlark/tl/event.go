@@ -2,6 +2,7 @@ package tl
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 
@@ -24,8 +25,22 @@ func (e *Event) String() string {
 	if e.name == "" {
 		return fmt.Sprintf("<event of rank %d>", e.rank)
 	}
-	return fmt.Sprintf("<event %q of rank %d>", e.name, e.rank)
+	name := e.name
+	if len(name) > maxEventName {
+		// A report quotes it for every waiter (a 10 MB name made a 20 MB
+		// deadlock report and --json).
+		n := maxEventName
+		for n > 0 && !utf8.RuneStart(name[n]) {
+			n--
+		}
+		return fmt.Sprintf("<event %q... (%d more bytes) of rank %d>", name[:n], len(name)-n, e.rank)
+	}
+	return fmt.Sprintf("<event %q of rank %d>", name, e.rank)
 }
+
+// maxEventName is the most of an event's name its description quotes.
+const maxEventName = 100
+
 func (e *Event) Type() string          { return "event" }
 func (e *Event) Freeze()               {}
 func (e *Event) Truth() starlark.Bool  { return starlark.Bool(e.set) }

@@ -225,7 +225,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		if c.piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
 			return nil, err
 		}
-		if c.in, err = g.Lookup(k.Rank, inDir, false); err != nil {
+		if c.in, err = g.LookupRecv(k.Rank, inDir); err != nil {
 			return nil, err
 		}
 		if spec.out {
@@ -288,7 +288,7 @@ func primitiveBuiltins() []Builtin {
 			Doc: "Start loading the first n_slots pieces of local, the local operand of a fused primitive called later, so that its first pieces are ready when it starts (the next step of a pipeline). The loads are used by the first primitive whose local operand begins with the same pieces; a write to local before that discards them.",
 			Fn:  builtinPrefetch},
 		{Name: "recv_copy", Sig: "recv_copy(in_dir, dst, piece_bytes=None, prefetch=None)",
-			Doc: "Receive a buffer from in_dir into dst the way the fused primitives do: each piece is loaded from its slot (the credit returns at once when the rings are in this PE's TCM) and stored into dst, and the call returns while the last stores finish (later operations on dst wait for them). tl.recv(dir, dst=) instead copies every slot by DMA and returns when the copies are done (MSCCL r)." + pieces + prefetch,
+			Doc: "Receive a buffer from in_dir into dst the way the fused primitives do: each piece is loaded from its slot (the credit returns at once when the rings are in this PE's TCM) and stored into dst, and the call returns while the last stores finish (later reads of dst wait for them; a later write into dst is a WriteWriteHazard until tl.flush()). tl.recv(dir, dst=) instead copies every slot by DMA and returns when the copies are done (MSCCL r)." + pieces + prefetch,
 			Fn:  builtinFused(primitiveSpec{dst: true})},
 		{Name: "recv_copy_send", Sig: "recv_copy_send(in_dir, dst, out_dir, piece_bytes=None, prefetch=None)",
 			Doc: "Receive a buffer from in_dir, store it into dst and send it on out_dir (MSCCL rcs)." + pieces + prefetch,

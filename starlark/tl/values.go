@@ -189,14 +189,16 @@ func (p *Ptr) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (sta
 	if op != syntax.PLUS && op != syntax.MINUS {
 		return nil, nil
 	}
-	k, err := starlark.AsInt32(y)
-	if err != nil {
+	if _, isInt := y.(starlark.Int); !isInt || op == syntax.MINUS && side == starlark.Right {
 		return nil, nil
 	}
+	k, err := starlark.AsInt32(y)
+	if err != nil {
+		// An int past 32 bits is past every view's end (it was "unknown
+		// binary op: Ptr + int").
+		return nil, errorf(errkind.OutOfBounds, "Ptr%s: offset %s is outside a view of %d elements", op, y, p.Count)
+	}
 	if op == syntax.MINUS {
-		if side == starlark.Right {
-			return nil, nil
-		}
 		k = -k
 	}
 	if err := p.checkLease(); err != nil {
