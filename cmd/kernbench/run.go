@@ -157,7 +157,7 @@ of these (its last line names that failure's kind).`,
 	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the run to FILE (go tool pprof FILE; for work on kernbench's own speed)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
-	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay)")
+	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay; ranks below 2^20)")
 	f.StringVar(&o.traceKinds, "trace-kinds", "", "with --trace, keep only these kinds of events: "+strings.Join(trace.Kinds, ", ")+" (comma-separated)")
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
@@ -871,7 +871,13 @@ func parseSweep(spec string) ([]int64, error) {
 // maxSweepSizes bounds the rows of a sweep.
 const maxSweepSizes = 1000
 
+// maxTraceRanks bounds the ranks --trace-ranks lists, all ranges
+// together: no machine a run can hold in memory has more.
+const maxTraceRanks = 1 << 20
+
 // parseRankList reads --trace-ranks: ranks and ranges, like 0,3,8-15.
+// Every rank is below maxTraceRanks, so a list never grows past it (a rank
+// of 2^63-1 used to wrap the loop below and fill the memory).
 func parseRankList(s string) ([]int, error) {
 	bad := fmt.Errorf("--trace-ranks %q: want ranks and ranges like 0,3,8-15", s)
 	var out []int
@@ -887,8 +893,11 @@ func parseRankList(s string) ([]int, error) {
 				return nil, bad
 			}
 		}
-		if b-a > 1<<20 {
-			return nil, fmt.Errorf("--trace-ranks %q: range %d-%d is too long", s, a, b)
+		if b >= maxTraceRanks {
+			return nil, fmt.Errorf("--trace-ranks %q: rank %d is past the largest world a run can hold (ranks are below %d)", s, b, maxTraceRanks)
+		}
+		if len(out)+(b-a+1) > maxTraceRanks {
+			return nil, fmt.Errorf("--trace-ranks %q: lists more than %d ranks", s, maxTraceRanks)
 		}
 		for r := a; r <= b; r++ {
 			out = append(out, r)
