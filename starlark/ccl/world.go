@@ -100,6 +100,12 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if err != nil {
 		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
+	if err := mp.Holds(p.world); err != nil {
+		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if err := p.checkWorldMemory(); err != nil {
+		return nil, err
+	}
 	if err := m.Place(p.world); err != nil {
 		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
