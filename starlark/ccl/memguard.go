@@ -607,7 +607,9 @@ func sampleLoop(stop chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			memGuard.held.Store(sampleMemory())
+			h := sampleMemory()
+			memGuard.held.Store(h)
+			checkWatches(h)
 		}
 	}
 }

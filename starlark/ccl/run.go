@@ -159,6 +159,9 @@ func Run(arg string, opts Options) (*Report, error) {
 		loader.Fallback = "algorithms"
 	}
 	loader.PrintPrefix = printPrefix
+	var release func()
+	loader.MemoryWatch, release = watchMemory(opts.MaxMemory, opts.MaxMemoryIsDefault)
+	defer release()
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
 		return nil, testFileHint(tgt.file, loadFailure(err))
@@ -240,8 +243,8 @@ func printPrefix(th *starlark.Thread) string {
 	return ""
 }
 
-// stepLimit turns a failure caused by the Starlark step limit or the
-// wall-clock timeout outside a kernel (a module's top level, neighbors())
+// stepLimit turns a failure caused by the Starlark step limit, the
+// wall-clock timeout or the memory watch outside a kernel (a module's top level, neighbors())
 // into a step-limit or timeout failure: exit 3 and the hint, as inside
 // kernels.
 func stepLimit(f *Failure) *Failure {
@@ -250,6 +253,11 @@ func stepLimit(f *Failure) *Failure {
 		return f
 	}
 	switch k := errkind.Of(f.Err); k {
+	case errkind.HostMemory:
+		// The reason names the limit and what to try.
+		f.setKind(k)
+		f.Msg = strings.TrimPrefix(ee.Msg, "Starlark computation cancelled: ")
+		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	case errkind.StepLimit, errkind.Timeout:
 		flag := "--max-steps"
 		if k == errkind.Timeout {

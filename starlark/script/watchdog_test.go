@@ -42,3 +42,20 @@ func TestWatchdogDoesNotKeepThreads(t *testing.T) {
 	}
 	runtime.KeepAlive(kept)
 }
+
+// A memory watch cancels its threads, those watched after it fired too,
+// and marks their errors ErrMemory, not ErrTimeout.
+func TestMemoryWatch(t *testing.T) {
+	w := NewMemoryWatch()
+	l := &Loader{MemoryWatch: w}
+	before := l.NewThread("before")
+	w.FireMemory("out of memory: test")
+	after := l.NewThread("after")
+	for _, th := range []*starlark.Thread{before, after} {
+		_, err := starlark.ExecFile(th, "x.star", "x = 1\n", nil)
+		err = Stopped(th, err)
+		if !IsMemory(err) || IsTimeout(err) {
+			t.Errorf("%s: got %v, want an error marked ErrMemory", th.Name, err)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package ccl
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+
+	"kernbench/starlark/script"
+)
+
+// The memory guard's watch over Starlark. The simulation's guard
+// (installGuard) is read by the event loop between events; Starlark code
+// that allocates without yielding to it (a module's top level, a
+// neighbors() hook, a kernel building large lists or strings, Tile math,
+// a chain of tl.spawn) never reached it, and the process died at the Go
+// runtime's fatal error. A memory watch is a script.Watchdog whose threads
+// are cancelled when a sample of the ticker (sampleLoop) is over the run's
+// limit: each thread stops at its next step, its error marked
+// script.ErrMemory, kind OutOfMemory (exit 3), as the simulation's guard.
+
+// memWatch is one run's watch and its limit.
+type memWatch struct {
+	limit     int64
+	isDefault bool
+	w         *script.Watchdog
+}
+
+var memWatches struct {
+	sync.Mutex
+	list []*memWatch
+}
+
+// watchMemory registers a memory watch for a run with this limit and
+// returns it (for Loader.MemoryWatch) and the function that ends it. The
+// run is registered with the guard meanwhile, so the ticker samples while
+// its Starlark runs, before and after the simulation. A limit below what
+// the program itself holds (runtimeBytes, the estimate's floor: such a
+// limit refuses every size before it runs, which is how the estimate is
+// read, --max-memory 1K) gets no watch, nor does no limit (<= 0).
+func watchMemory(limit int64, isDefault bool) (*script.Watchdog, func()) {
+	if limit < runtimeBytes {
+		return nil, func() {}
+	}
+	_, releaseGuard := guardMemory(limit)
+	mw := &memWatch{limit: limit, isDefault: isDefault, w: script.NewMemoryWatch()}
+	memWatches.Lock()
+	memWatches.list = append(memWatches.list, mw)
+	memWatches.Unlock()
+	var once sync.Once
+	return mw.w, func() {
+		once.Do(func() {
+			memWatches.Lock()
+			if i := slices.Index(memWatches.list, mw); i >= 0 {
+				memWatches.list = slices.Delete(memWatches.list, i, i+1)
+			}
+			memWatches.Unlock()
+			releaseGuard()
+		})
+	}
+}
+
+// checkWatches fires the watches whose limit the sample held passes. As
+// the simulation's guard, it first collects and returns what the runtime
+// holds but does not use, and fires only if the run is still over; but a
+// sample a quarter or more over a limit fires that watch at once: the soft
+// limit (90 %) already keeps the collector working, and a collection of
+// a large heap takes long enough for the script to make the next, larger
+// allocation (a string doubled, a list repeated) past what the system
+// grants.
+func checkWatches(held int64) {
+	memWatches.Lock()
+	defer memWatches.Unlock()
+	over := false
+	for _, mw := range memWatches.list {
+		if held/5*4 > mw.limit {
+			mw.fire(held)
+		}
+		over = over || held > mw.limit
+	}
+	if !over {
+		return
+	}
+	debug.FreeOSMemory()
+	held = sampleMemory()
+	memGuard.held.Store(held)
+	for _, mw := range memWatches.list {
+		if held > mw.limit {
+			mw.fire(held)
+		}
+	}
+}
+
+// fire cancels the watch's threads: the run holds held bytes.
+func (mw *memWatch) fire(held int64) {
+	mw.w.FireMemory(fmt.Sprintf("out of memory: the run holds %s of host memory, over --max-memory %s; try a smaller --bytes or --world-size, or raise --max-memory",
+		FormatBytes(held), limitText(mw.limit, mw.isDefault)))
+}
