@@ -165,7 +165,7 @@ of these (its last line names that failure's kind).`,
 	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE; a failed run writes the operations up to the failure")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
-	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per thread: each rank's kernel and each tl.spawn counts its own steps (0 = default 10^8)")
+	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per thread: each rank's kernel and each tl.spawn counts its own steps, a spawned thread from what its spawner had left (0 = default 10^8)")
 	f.BoolVar(&o.Strict, "strict", false, "treat lost work as an error (exit 4): an L3 main that returns with messages still queued or regions never freed (a warning otherwise)")
 	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (default: 80% of the memory available to the process, cgroup limit included); a run estimated over it is refused (exit 2, naming what fits; a sweep runs the sizes that fit and prints a refused row for each other one, exit 2), one that passes it while simulating stops (exit 3)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")

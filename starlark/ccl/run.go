@@ -306,7 +306,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	// load reuses is the one recycled last, still in cache.
 	handles := &tl.HandlePool{}
 	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles,
+		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles, MaxSteps: p.opts.MaxSteps,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
 				th := loader.NewThread(name)
 				th.SetLocal(kernelKey, t)
