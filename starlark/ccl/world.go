@@ -192,10 +192,16 @@ func (w *world) phase2(p *plan, res *Result) error {
 	ov := w.m.PreRunOverlay()
 	w.m.DropPreRun()
 	match := true
+	w.m.Log.Guard = w.s.Guard
+	var oom *OutOfMemoryError
 	if msg := w.m.Log.CheckCausality(); msg != "" {
 		match = false
 		res.Phase2 = msg
-	} else if err := w.m.Log.ReplayOverlay(ov); err != nil {
+	} else if err := w.m.Log.ReplayOverlay(ov); errors.As(err, &oom) {
+		// The host-memory guard, not a mismatch: the run stops as in
+		// phase 1 (exit 3).
+		return WithKind(errkind.HostMemory, &Failure{Rank: -1, Msg: "phase 2 (the replay of the op_log): " + err.Error(), Err: err})
+	} else if err != nil {
 		match = false
 		res.Phase2 = err.Error()
 	} else if mm := ov.CompareLog(w.m.Log); mm != nil {
