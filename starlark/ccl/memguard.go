@@ -474,16 +474,20 @@ func FormatBytes(n int64) string {
 // DefaultMaxMemory is --max-memory's default: 80 % of the memory
 // available to the process, the smaller of the cgroup's limit (v2
 // memory.max, v1 memory.limit_in_bytes) and the system's MemAvailable
-// (MemTotal when the kernel does not report it). 0 when none is known.
+// (MemTotal when the kernel does not report it), and at most half the
+// address space an RLIMIT_AS leaves (defaultlimit.go). 0 when none is
+// known.
 func DefaultMaxMemory() int64 {
-	return availableMemory(os.ReadFile) / 5 * 4
+	n, fromAS := underAddressSpace(availableMemory(os.ReadFile)/5*4, addressSpaceRoom())
+	defaultFromAddressSpace = fromAS
+	return n
 }
 
 // limitText is how a message names the --max-memory limit: a user who
 // gave none is told the figure is the default and what it is made of.
 func limitText(limit int64, isDefault bool) string {
 	if isDefault {
-		return FormatBytes(limit) + " (the default: 80% of the memory available)"
+		return FormatBytes(limit) + " (" + defaultLimitWhy() + ")"
 	}
 	return FormatBytes(limit)
 }
@@ -659,6 +663,9 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 		return
 	}
 	try := w.tryLessMemory()
+	w.outOfMemory = func(held int64) error {
+		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
+	}
 	w.s.Guard = func() error {
 		if over() == 0 {
 			return nil
@@ -672,7 +679,7 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 		if h <= limit {
 			return nil
 		}
-		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: h, Limit: limit, DefaultLimit: defaultLimit, Try: try}
+		return w.outOfMemory(h)
 	}
 }
 

@@ -2,7 +2,6 @@ package ccl
 
 import (
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -60,30 +59,16 @@ func watchMemory(limit int64, isDefault bool) (*script.Watchdog, func()) {
 	}
 }
 
-// checkWatches fires the watches whose limit the sample held passes. As
-// the simulation's guard, it first collects and returns what the runtime
-// holds but does not use, and fires only if the run is still over; but a
-// sample a quarter or more over a limit fires that watch at once: the soft
-// limit (90 %) already keeps the collector working, and a collection of
-// a large heap takes long enough for the script to make the next, larger
-// allocation (a string doubled, a list repeated) past what the system
-// grants.
+// checkWatches fires the watches whose limit the sample held passes. It
+// does not first collect and return what the runtime holds unused, as
+// the simulation's guard does: the soft limit (90 %) keeps the collector
+// working already, so a sample over the limit is live memory, and a
+// collection of a large heap takes long enough for the script to make its
+// next, larger allocation (a string doubled, a list repeated) past what
+// the system grants (under ulimit -v, a fatal error).
 func checkWatches(held int64) {
 	memWatches.Lock()
 	defer memWatches.Unlock()
-	over := false
-	for _, mw := range memWatches.list {
-		if held/5*4 > mw.limit {
-			mw.fire(held)
-		}
-		over = over || held > mw.limit
-	}
-	if !over {
-		return
-	}
-	debug.FreeOSMemory()
-	held = sampleMemory()
-	memGuard.held.Store(held)
 	for _, mw := range memWatches.list {
 		if held > mw.limit {
 			mw.fire(held)
@@ -95,4 +80,16 @@ func checkWatches(held int64) {
 func (mw *memWatch) fire(held int64) {
 	mw.w.FireMemory(fmt.Sprintf("out of memory: the run holds %s of host memory, over --max-memory %s; try a smaller --bytes or --world-size, or raise --max-memory",
 		FormatBytes(held), limitText(mw.limit, mw.isDefault)))
+}
+
+// memoryStop is err, the error that ended a simulation, unless the memory
+// watch caused it (a process's Starlark thread cancelled over the limit):
+// then the simulation's own guard error, which says when the run stopped
+// and what to try for its mode, as when the event loop finds the run over
+// the limit.
+func (w *world) memoryStop(err error) error {
+	if w.outOfMemory == nil || !script.IsMemory(err) {
+		return err
+	}
+	return w.outOfMemory(memGuard.held.Load())
 }

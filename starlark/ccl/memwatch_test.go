@@ -36,3 +36,25 @@ func TestPhase2AsksTheMemoryGuard(t *testing.T) {
 		t.Fatal("phase 2 did not start")
 	}
 }
+
+// The default --max-memory is at most half the address space an
+// RLIMIT_AS leaves (room), and the memory figure when there is no limit.
+func TestDefaultUnderAddressSpace(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		limit, room int64
+		want        int64
+		fromAS      bool
+	}{
+		{"no address-space limit", 8 << 30, 0, 8 << 30, false},
+		{"the limit leaves more than twice the memory", 8 << 30, 32 << 30, 8 << 30, false},
+		{"ulimit -v 3G leaves 1.5 GiB", 16 << 30, 1536 << 20, 768 << 20, true},
+		{"no memory figure", 0, 4 << 30, 2 << 30, true},
+		{"nothing left", 16 << 30, 1, 1, true},
+	} {
+		got, fromAS := underAddressSpace(c.limit, c.room)
+		if got != c.want || fromAS != c.fromAS {
+			t.Errorf("%s: underAddressSpace(%d, %d) = %d, %v; want %d, %v", c.name, c.limit, c.room, got, fromAS, c.want, c.fromAS)
+		}
+	}
+}

@@ -41,6 +41,9 @@ type world struct {
 	releaseHeap func()
 	// releaseGuard ends the world's registration with the memory guard.
 	releaseGuard func()
+	// outOfMemory is the guard's error when the run holds held bytes
+	// (nil: no limit).
+	outOfMemory func(held int64) error
 	// spent is each rank's kernel process time by activity (spawn).
 	spent [][sim.MaxActivities]sim.Time
 	// finish is each rank's kernel return time (spawn): the end of a run
@@ -261,7 +264,7 @@ func (w *world) run(tgt *target) error {
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = simFailureNoted(err, tgt.file, w.procNote)
+		failure = simFailureNoted(w.memoryStop(err), tgt.file, w.procNote)
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			failure = WithKind(errkind.Invariant, &Failure{Rank: -1, Msg: err.Error(), Err: err})
