@@ -59,6 +59,11 @@ func watchMemory(limit int64, isDefault bool) (*script.Watchdog, func()) {
 	}
 }
 
+// WatchMemory is watchMemory for the Starlark a kernbench test file runs
+// itself (its top level and test_* functions): kernbench test gives each
+// test function a watch of its own.
+func WatchMemory(limit int64) (*script.Watchdog, func()) { return watchMemory(limit, false) }
+
 // checkWatches fires the watches whose limit the sample held passes. It
 // does not first collect and return what the runtime holds unused, as
 // the simulation's guard does: the soft limit (90 %) keeps the collector
