@@ -1,5 +1,7 @@
 package ccl
 
+import "sync/atomic"
+
 // An address-space limit (ulimit -v, RLIMIT_AS) ends the process with the
 // Go runtime's fatal error when the heap cannot grow, however much memory
 // the system has: the default --max-memory stays under it. The Go heap
@@ -24,11 +26,11 @@ func underAddressSpace(limit, room int64) (capped int64, fromAS bool) {
 
 // defaultFromAddressSpace is set when DefaultMaxMemory's figure is the
 // address-space cap (the messages naming the default say so).
-var defaultFromAddressSpace bool
+var defaultFromAddressSpace atomic.Bool
 
 // defaultLimitWhy is how a message explains the default limit.
 func defaultLimitWhy() string {
-	if defaultFromAddressSpace {
+	if defaultFromAddressSpace.Load() {
 		return "the default: half the address space ulimit -v leaves"
 	}
 	return "the default: 80% of the memory available"

@@ -479,7 +479,7 @@ func FormatBytes(n int64) string {
 // known.
 func DefaultMaxMemory() int64 {
 	n, fromAS := underAddressSpace(availableMemory(os.ReadFile)/5*4, addressSpaceRoom())
-	defaultFromAddressSpace = fromAS
+	defaultFromAddressSpace.Store(fromAS)
 	return n
 }
 
