@@ -3,6 +3,7 @@ module kernbench
 go 1.26.8
 
 require (
+	early.kernbench/quietstart v0.0.0
 	github.com/agnivade/levenshtein v1.2.2
 	github.com/google/go-cmp v0.7.0
 	github.com/rogpeppe/go-internal v1.16.0
@@ -27,3 +28,7 @@ require (
 	golang.org/x/text v0.28.0 // indirect
 	golang.org/x/tools v0.36.0 // indirect
 )
+
+// quietstart is a module of this repository (its own path, so that it is
+// initialised before go.starlark.net: see its doc).
+replace early.kernbench/quietstart => ./quietstart

@@ -77,6 +77,12 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			if o.ShowMap < 0 {
 				return usageErr(stderr, false, fmt.Sprintf("--show-map must be >= 1 (got %d)", o.ShowMap))
 			}
+			if o.ShowMap > ccl.MaxCheckWorldSize {
+				return usageErr(stderr, false, fmt.Sprintf("--show-map %d: over %d, the largest world size check builds a map for", o.ShowMap, ccl.MaxCheckWorldSize))
+			}
+			if o.WorldSize > ccl.MaxCheckWorldSize {
+				return usageErr(stderr, false, fmt.Sprintf("--world-size %d: over %d, the largest world size check builds a map for", o.WorldSize, ccl.MaxCheckWorldSize))
+			}
 			o.MapOut = stdout
 			var problems []string
 			if strings.HasSuffix(args[0], "_test.star") {
@@ -111,12 +117,14 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 	cmd.Flags().Lookup("world-size").Usage = "check at this number of ranks only (default: the --world-sizes)"
 	addLoadPath(cmd.Flags(), &o.LoadPath)
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "wall-clock limit of the checked file's Starlark (top level, neighbors()); 0 = none")
-	cmd.Flags().IntVar(&o.ShowMap, "show-map", 0, "print the neighbour map at this world size and the links each direction crosses (pe_noc, ucie, pcie)")
-	cmd.Flags().StringVar(&sizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16)")
+	cmd.Flags().IntVar(&o.ShowMap, "show-map", 0, "print the neighbour map at this world size (at most 65536) and the links each direction crosses (pe_noc, ucie, pcie)")
+	cmd.Flags().StringVar(&sizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16; at most 1024 sizes, each at most 65536)")
 	return cmd
 }
 
-// parseSizes reads "1-16" or "2,4,8".
+// parseSizes reads "1-16" or "2,4,8": at most ccl.MaxCheckSizes sizes,
+// each at most ccl.MaxCheckWorldSize (an end of 2^63-1 used to wrap the
+// loop below and fill the memory).
 func parseSizes(s string) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(s, ",") {
@@ -130,6 +138,12 @@ func parseSizes(s string) ([]int, error) {
 			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a {
 				return nil, fmt.Errorf("--world-sizes %q: want sizes like 1-16 or 2,4,8", s)
 			}
+		}
+		if b > ccl.MaxCheckWorldSize {
+			return nil, fmt.Errorf("--world-sizes %q: world size %d is over %d, the largest check builds a map for", s, b, ccl.MaxCheckWorldSize)
+		}
+		if len(out)+(b-a+1) > ccl.MaxCheckSizes {
+			return nil, fmt.Errorf("--world-sizes %q: more than %d sizes; check fewer at a time", s, ccl.MaxCheckSizes)
 		}
 		for w := a; w <= b; w++ {
 			out = append(out, w)

@@ -2,6 +2,13 @@
 // algorithms on a simulated accelerator. See README.md and docs/.
 package main
 
-import "os"
+import (
+	"os"
 
-func main() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) }
+	"early.kernbench/quietstart"
+)
+
+func main() {
+	quietstart.Restore()
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}

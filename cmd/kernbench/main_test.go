@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"early.kernbench/quietstart"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,7 +30,10 @@ import (
 // kernbench in-process.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"kernbench": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"kernbench": func() {
+			quietstart.Restore()
+			os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+		},
 	})
 }
 

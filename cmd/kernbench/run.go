@@ -161,7 +161,7 @@ of these (its last line names that failure's kind).`,
 	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the run to FILE (go tool pprof FILE; for work on kernbench's own speed)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
-	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay)")
+	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay; ranks below 2^20)")
 	f.StringVar(&o.traceKinds, "trace-kinds", "", "with --trace, keep only these kinds of events: "+strings.Join(trace.Kinds, ", ")+" (comma-separated)")
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
@@ -169,9 +169,9 @@ of these (its last line names that failure's kind).`,
 	f.StringVar(&o.oplog, "oplog", "", "write the op_log (every data operation) as JSON lines to FILE; a failed run writes the operations up to the failure")
 	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
 	f.BoolVar(&o.jsonl, "jsonl", false, "print JSON lines instead of the table: one result object per size as it finishes (as in --json's results), then one line with the report's other fields (or its error)")
-	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per thread: each rank's kernel and each tl.spawn counts its own steps (0 = default 10^8)")
+	f.Uint64Var(&o.maxSteps, "max-steps", 0, "Starlark step limit per thread: each rank's kernel and each tl.spawn counts its own steps, a spawned thread from what its spawner had left (0 = default 10^8)")
 	f.BoolVar(&o.Strict, "strict", false, "treat lost work as an error (exit 4): an L3 main that returns with messages still queued or regions never freed (a warning otherwise)")
-	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (default: 80% of the machine's memory, cgroup limit included); a run estimated over it is refused (exit 2, naming what fits; a sweep runs the sizes that fit and prints a refused row for each other one, exit 2), one that passes it while simulating stops (exit 3)")
+	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (default: 80% of the machine's memory, cgroup limit included, at most half the address space a ulimit -v leaves); a run estimated over it is refused (exit 2, naming what fits; a sweep runs the sizes that fit and prints a refused row for each other one, exit 2), one that passes it while simulating stops (exit 3)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
@@ -944,7 +944,13 @@ func wholeElements(sizes []int64, dt dtype.DType, flag string) ([]int64, error) 
 // maxSweepSizes bounds the rows of a sweep.
 const maxSweepSizes = 1000
 
+// maxTraceRanks bounds the ranks --trace-ranks lists, all ranges
+// together: no machine a run can hold in memory has more.
+const maxTraceRanks = 1 << 20
+
 // parseRankList reads --trace-ranks: ranks and ranges, like 0,3,8-15.
+// Every rank is below maxTraceRanks, so a list never grows past it (a rank
+// of 2^63-1 used to wrap the loop below and fill the memory).
 func parseRankList(s string) ([]int, error) {
 	bad := fmt.Errorf("--trace-ranks %q: want ranks and ranges like 0,3,8-15", s)
 	var out []int
@@ -960,8 +966,11 @@ func parseRankList(s string) ([]int, error) {
 				return nil, bad
 			}
 		}
-		if b-a > 1<<20 {
-			return nil, fmt.Errorf("--trace-ranks %q: range %d-%d is too long", s, a, b)
+		if b >= maxTraceRanks {
+			return nil, fmt.Errorf("--trace-ranks %q: rank %d is past the largest world a run can hold (ranks are below %d)", s, b, maxTraceRanks)
+		}
+		if len(out)+(b-a+1) > maxTraceRanks {
+			return nil, fmt.Errorf("--trace-ranks %q: lists more than %d ranks", s, maxTraceRanks)
 		}
 		for r := a; r <= b; r++ {
 			out = append(out, r)

@@ -200,7 +200,7 @@ simulation passed --max-memory.`,
 	cmd.Flags().BoolVar(&builtin, "builtin", false, "run the tests shipped inside kernbench (the algorithms' and the L3/L2 builtins'), from any folder, reading nothing on disk")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "wall-clock limit of each test file (0 = none); also -timeout")
 	addLoadPath(cmd.Flags(), &loadPath)
-	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "host memory each simulation of a test may use, e.g. 4G (default: 80% of the machine's memory, cgroup limit included)")
+	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "host memory each simulation of a test may use, e.g. 4G (default: 80% of the machine's memory, cgroup limit included, at most half the address space a ulimit -v leaves)")
 	cmd.Flags().Uint64Var(&maxSteps, "max-steps", 0, "Starlark step limit per thread, tests and the kernels they run (0 = default 10^8)")
 	return cmd
 }

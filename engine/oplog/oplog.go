@@ -204,6 +204,12 @@ type Log struct {
 	scan *phase2Scan
 	// wit is set in a run that diagnoses a phase-2 mismatch (Witness).
 	wit *witness
+	// Guard, when set, is asked during the replay (every math record, the
+	// records that allocate tiles, and every 64th): an error ends the
+	// replay with it (the host-memory guard: phase 2 allocates tiles in
+	// Go, where the simulation's event loop, which reads the guard in
+	// phase 1, does not run).
+	Guard func() error
 }
 
 // phase2Scan is what phase 2 reads off the whole log: the records in
@@ -585,6 +591,11 @@ func replay(im replaySpace, l *Log) error {
 	}
 	rp.tiles = make([]replayTile, len(rp.lastUse))
 	for i, r := range order {
+		if l.Guard != nil && (i&63 == 0 || r.Kind == KindMath) {
+			if err := l.Guard(); err != nil {
+				return err
+			}
+		}
 		if tracker != nil {
 			tracker.at(i)
 		}

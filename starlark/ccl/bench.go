@@ -294,6 +294,9 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) erro
 			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
 		case errkind.Timeout:
 			f.Msg += " (raise --timeout if the kernel is meant to run this long)"
+		case errkind.HostMemory:
+			// The memory watch's reason names the limit and what to try.
+			f.Msg = strings.Replace(f.Msg, "Starlark computation cancelled: ", "", 1)
 		}
 	}
 	if len(blocked) > 0 {

@@ -47,6 +47,14 @@ type CheckOptions struct {
 	MapOut  io.Writer
 }
 
+// The bounds of what check builds maps for (--world-sizes, --world-size,
+// --show-map): a map of a million ranks takes about 800 MB and seconds,
+// and a run of more than 65536 ranks needs over 12 GiB of host memory.
+const (
+	MaxCheckWorldSize = 1 << 16
+	MaxCheckSizes     = 1024
+)
+
 // Check loads, lints and validates an algorithm without simulating: the
 // file parses and resolves (every resolve error), kernel exists with a
 // signature the benches can call, neighbors() gives valid maps for the
@@ -214,16 +222,11 @@ func Check(file string, o CheckOptions) []string {
 	if o.ShowMap > 0 && o.MapOut != nil {
 		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
 		spec.spec(p.topology, o.ShowMap, tgt.settings)
-		links, _, err := neighborTables(spec, loader.NewThread("check"))
+		// A map the machine cannot place is not built: it could not be
+		// printed.
+		err := machine.Holds(o.ShowMap)
 		if err == nil {
-			topo := p.topology
-			if topo == "mesh_2d" {
-				// The shape in force, as a run's header gives it.
-				if rows, cols, err := topology.MeshDims(o.ShowMap, tgt.settings.MeshShape); err == nil {
-					topo += fmt.Sprintf(" %d x %d", rows, cols)
-				}
-			}
-			err = writeMap(o.MapOut, tgt, topo, links, machine)
+			err = showMap(o, spec, loader, p.topology, tgt, machine)
 		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("--show-map %d: %s", o.ShowMap, script.Format(err)))
@@ -237,6 +240,22 @@ func Check(file string, o CheckOptions) []string {
 		problems = append(problems, lintCalls(tgt.file, data, globals, dirs, max(1, tgt.settings.Channels), p.topology)...)
 	}
 	return problems
+}
+
+// showMap writes the neighbour map of spec (at --show-map's world size) to
+// o.MapOut, with the links each direction crosses on the machine mp.
+func showMap(o CheckOptions, spec mapSpec, loader *script.Loader, topo string, tgt *target, mp machine.Params) error {
+	links, _, err := neighborTables(spec, loader.NewThread("check"))
+	if err != nil {
+		return err
+	}
+	if topo == "mesh_2d" {
+		// The shape in force, as a run's header gives it.
+		if rows, cols, err := topology.MeshDims(o.ShowMap, tgt.settings.MeshShape); err == nil {
+			topo += fmt.Sprintf(" %d x %d", rows, cols)
+		}
+	}
+	return writeMap(o.MapOut, tgt, topo, links, mp)
 }
 
 // configProblems are the problems of a configuration that does not load:

@@ -95,7 +95,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 			return w.g, initErr
 		},
 		NewKernel: func(rank int, g *machine.Group, proc *sim.Proc) *tl.Kernel {
-			k := &tl.Kernel{M: w.m, G: g, PE: w.m.Ranks[rank], Rank: rank, World: p.world, RedOp: p.red, Stats: &stats[rank], Proc: proc}
+			k := &tl.Kernel{M: w.m, G: g, PE: w.m.Ranks[rank], Rank: rank, World: p.world, RedOp: p.red, Stats: &stats[rank], Proc: proc, MaxSteps: p.opts.MaxSteps}
 			if g != nil {
 				k.EP = g.EPs[rank]
 			}

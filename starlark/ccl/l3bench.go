@@ -209,7 +209,7 @@ func (w *world) runL3(set config.Settings) error {
 	w.s.WaitWatchdog(sim.Time(set.DeadlockTimeoutNs) * sim.Nanosecond)
 	var failure error
 	if err := w.s.Run(); err != nil {
-		failure = l3Failure(err) // reads the blocked processes before Close
+		failure = l3Failure(w.memoryStop(err)) // reads the blocked processes before Close
 	}
 	for _, p := range w.s.Blocked() {
 		if th, ok := p.Data.(*starlark.Thread); ok {

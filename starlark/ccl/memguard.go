@@ -477,16 +477,19 @@ func FormatBytes(n int64) string {
 // memory.limit_in_bytes). Both are fixed while the machine runs, so one
 // command is admitted or refused the same way whatever other processes
 // hold at the moment (MemAvailable, the base before, moved by gigabytes
-// within a session). 0 when none is known.
+// within a session), and at most half the address space an RLIMIT_AS
+// leaves (defaultlimit.go). 0 when none is known.
 func DefaultMaxMemory() int64 {
-	return availableMemory(os.ReadFile) / 5 * 4
+	n, fromAS := underAddressSpace(availableMemory(os.ReadFile)/5*4, addressSpaceRoom())
+	defaultFromAddressSpace.Store(fromAS)
+	return n
 }
 
 // limitText is how a message names the --max-memory limit: a user who
 // gave none is told the figure is the default and what it is made of.
 func limitText(limit int64, isDefault bool) string {
 	if isDefault {
-		return FormatBytes(limit) + " (the default: " + defaultLimitRule + ")"
+		return FormatBytes(limit) + " (" + defaultLimitWhy() + ")"
 	}
 	return FormatBytes(limit)
 }
@@ -610,7 +613,9 @@ func sampleLoop(stop chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			memGuard.held.Store(sampleMemory())
+			h := sampleMemory()
+			memGuard.held.Store(h)
+			checkWatches(h)
 		}
 	}
 }
@@ -686,6 +691,9 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 		return
 	}
 	try := w.tryLessMemory()
+	w.outOfMemory = func(held int64) error {
+		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
+	}
 	w.s.Guard = func() error {
 		if over() == 0 {
 			return nil
@@ -699,7 +707,7 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 		if h <= limit {
 			return nil
 		}
-		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: h, Limit: limit, DefaultLimit: defaultLimit, Try: try}
+		return w.outOfMemory(h)
 	}
 }
 

@@ -166,6 +166,9 @@ func Run(arg string, opts Options) (*Report, error) {
 		loader.Fallback = "algorithms"
 	}
 	loader.PrintPrefix = printPrefix
+	var release func()
+	loader.MemoryWatch, release = watchMemory(opts.MaxMemory, opts.MaxMemoryIsDefault)
+	defer release()
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
 		return nil, testFileHint(tgt.file, loadFailure(err))
@@ -247,8 +250,8 @@ func printPrefix(th *starlark.Thread) string {
 	return ""
 }
 
-// stepLimit turns a failure caused by the Starlark step limit or the
-// wall-clock timeout outside a kernel (a module's top level, neighbors())
+// stepLimit turns a failure caused by the Starlark step limit, the
+// wall-clock timeout or the memory watch outside a kernel (a module's top level, neighbors())
 // into a step-limit or timeout failure: exit 3 and the hint, as inside
 // kernels.
 func stepLimit(f *Failure) *Failure {
@@ -257,6 +260,11 @@ func stepLimit(f *Failure) *Failure {
 		return f
 	}
 	switch k := errkind.Of(f.Err); k {
+	case errkind.HostMemory:
+		// The reason names the limit and what to try.
+		f.setKind(k)
+		f.Msg = strings.TrimPrefix(ee.Msg, "Starlark computation cancelled: ")
+		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	case errkind.StepLimit, errkind.Timeout:
 		flag := "--max-steps"
 		if k == errkind.Timeout {
@@ -305,7 +313,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	// load reuses is the one recycled last, still in cache.
 	handles := &tl.HandlePool{}
 	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles,
+		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles, MaxSteps: p.opts.MaxSteps,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
 				th := loader.NewThread(name)
 				th.SetLocal(kernelKey, t)

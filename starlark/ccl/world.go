@@ -41,6 +41,9 @@ type world struct {
 	releaseHeap func()
 	// releaseGuard ends the world's registration with the memory guard.
 	releaseGuard func()
+	// outOfMemory is the guard's error when the run holds held bytes
+	// (nil: no limit).
+	outOfMemory func(held int64) error
 	// spent is each rank's kernel process time by activity (spawn).
 	spent [][sim.MaxActivities]sim.Time
 	// finish is each rank's kernel return time (spawn): the end of a run
@@ -99,6 +102,12 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	m, err := machine.New(s, mp)
 	if err != nil {
 		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if err := mp.Holds(p.world); err != nil {
+		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if err := p.checkWorldMemory(); err != nil {
+		return nil, err
 	}
 	if err := m.Place(p.world); err != nil {
 		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
@@ -186,10 +195,16 @@ func (w *world) phase2(p *plan, res *Result) error {
 	ov := w.m.PreRunOverlay()
 	w.m.DropPreRun()
 	match := true
+	w.m.Log.Guard = w.s.Guard
+	var oom *OutOfMemoryError
 	if msg := w.m.Log.CheckCausality(); msg != "" {
 		match = false
 		res.Phase2 = msg
-	} else if err := w.m.Log.ReplayOverlay(ov); err != nil {
+	} else if err := w.m.Log.ReplayOverlay(ov); errors.As(err, &oom) {
+		// The host-memory guard, not a mismatch: the run stops as in
+		// phase 1 (exit 3).
+		return WithKind(errkind.HostMemory, &Failure{Rank: -1, Msg: "phase 2 (the replay of the op_log): " + err.Error(), Err: err})
+	} else if err != nil {
 		match = false
 		res.Phase2 = err.Error()
 	} else if mm := ov.CompareLog(w.m.Log); mm != nil {
@@ -249,7 +264,7 @@ func (w *world) run(tgt *target) error {
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = simFailureNoted(err, tgt.file, w.procNote)
+		failure = simFailureNoted(w.memoryStop(err), tgt.file, w.procNote)
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			kind := errkind.Invariant

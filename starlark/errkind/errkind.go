@@ -218,6 +218,8 @@ func limit(err error) *Kind {
 		return StepLimit
 	case script.IsTimeout(err):
 		return Timeout
+	case script.IsMemory(err):
+		return HostMemory
 	}
 	return nil
 }

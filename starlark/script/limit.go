@@ -15,6 +15,9 @@ var (
 	ErrStepLimit = errors.New("step limit")
 	// ErrTimeout: a Watchdog stopped the thread at its wall-clock limit.
 	ErrTimeout = errors.New("wall-clock timeout")
+	// ErrMemory: a memory watch (NewMemoryWatch) stopped the thread when
+	// the process's host memory passed --max-memory.
+	ErrMemory = errors.New("host memory limit")
 	// errCancelled: anything else cancelled it (Cancel).
 	errCancelled = errors.New("cancelled")
 )
@@ -73,7 +76,7 @@ func Stopped(th *starlark.Thread, err error) error {
 	r.mu.Lock()
 	cause := r.cause
 	r.mu.Unlock()
-	if cause != ErrStepLimit && cause != ErrTimeout {
+	if cause != ErrStepLimit && cause != ErrTimeout && cause != ErrMemory {
 		return err
 	}
 	if errors.Is(err, cause) {
@@ -97,3 +100,7 @@ func IsStepLimit(err error) bool { return errors.Is(err, ErrStepLimit) }
 
 // IsTimeout reports whether err comes from a thread a Watchdog cancelled.
 func IsTimeout(err error) bool { return errors.Is(err, ErrTimeout) }
+
+// IsMemory reports whether err comes from a thread a memory watch
+// cancelled.
+func IsMemory(err error) bool { return errors.Is(err, ErrMemory) }

@@ -103,6 +103,9 @@ type Loader struct {
 	// Watchdog, when set, cancels every thread of this loader at its
 	// wall-clock limit (--timeout).
 	Watchdog *Watchdog
+	// MemoryWatch, when set, cancels every thread of this loader when the
+	// host memory passes --max-memory (ccl's memory guard fires it).
+	MemoryWatch *Watchdog
 	// MaxMemory bounds the host memory of the simulations this loader's
 	// code starts (run_l3 in kernbench test; 0 = none): --max-memory.
 	MaxMemory int64
@@ -185,6 +188,7 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 		}
 	}
 	l.Watchdog.Watch(th)
+	l.MemoryWatch.Watch(th)
 	return th
 }
 
@@ -380,7 +384,7 @@ func (l *Loader) exec(p string) (starlark.StringDict, error) {
 // Starlark (a credentials file, a key) would copy its content into a
 // report. Its step limit and timeout are kept (they quote nothing).
 func notStarlark(p string, err error) error {
-	if IsStepLimit(err) || IsTimeout(err) {
+	if IsStepLimit(err) || IsTimeout(err) || IsMemory(err) {
 		return err
 	}
 	what := "it fails while running"

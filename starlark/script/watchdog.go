@@ -4,6 +4,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"weak"
 
 	"go.starlark.net/starlark"
 )
@@ -23,6 +24,9 @@ type Watchdog struct {
 	reason  string // "" until the limit passed
 	what    string // names the limit in the reason
 	timer   *time.Timer
+	// cause is what a cancelled thread's error is marked with: ErrTimeout,
+	// or ErrMemory for a memory watch.
+	cause error
 }
 
 // NewWatchdog starts a watchdog that fires after d; what names the limit in
@@ -31,7 +35,7 @@ func NewWatchdog(d time.Duration, what string) *Watchdog {
 	if d <= 0 {
 		return nil
 	}
-	w := &Watchdog{what: what}
+	w := &Watchdog{what: what, cause: ErrTimeout}
 	w.timer = time.AfterFunc(d, w.Fire)
 	return w
 }
@@ -39,7 +43,21 @@ func NewWatchdog(d time.Duration, what string) *Watchdog {
 // ManualWatchdog is a watchdog with no clock: its limit passes only when
 // Fire is called. Tests use it, so that where a script is stopped never
 // depends on how fast a loaded machine runs it.
-func ManualWatchdog(what string) *Watchdog { return &Watchdog{what: what} }
+func ManualWatchdog(what string) *Watchdog { return &Watchdog{what: what, cause: ErrTimeout} }
+
+// NewMemoryWatch is a watchdog with no clock for the host-memory limit:
+// FireMemory cancels its threads, their errors marked with ErrMemory.
+func NewMemoryWatch() *Watchdog { return &Watchdog{cause: ErrMemory} }
+
+// FireMemory cancels the watched threads, and every thread watched from
+// now on, with reason (what the memory limit's error says). A nil
+// *Watchdog has no threads.
+func (w *Watchdog) FireMemory(reason string) {
+	if w == nil {
+		return
+	}
+	w.fire(reason)
+}
 
 // FireOnWrite is a writer that passes w's limit at every write: given as
 // a script's print output, it stops the script at a print the test chose.
@@ -60,14 +78,18 @@ func (w *Watchdog) Fire() {
 	if w == nil {
 		return
 	}
+	w.fire(timeoutReason + ": stopped after " + w.what)
+}
+
+func (w *Watchdog) fire(reason string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.reason != "" {
 		return
 	}
-	w.reason = timeoutReason + ": stopped after " + w.what
+	w.reason = reason
 	for _, t := range w.threads {
-		t.cancel(w.reason)
+		t.cancel(w.cause, w.reason)
 	}
 	w.threads = nil
 }
@@ -81,14 +103,15 @@ func (w *Watchdog) Watch(th *starlark.Thread) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.reason != "" {
-		cancelRecorded(th, rec, ErrTimeout, w.reason)
+		cancelRecorded(th, rec, w.cause, w.reason)
 		return
 	}
-	if len(w.threads) >= 1024 && len(w.threads) == cap(w.threads) {
-		// Forget finished threads (sweeps make new ones per size).
+	if len(w.threads) >= 64 && len(w.threads) == cap(w.threads) {
+		// Forget the threads collected since (sweeps make new ones per
+		// size): the list stays about as long as the threads alive.
 		k := 0
 		for _, t := range w.threads {
-			if t.th.ExecutionSteps() == 0 || t.th.CallStackDepth() > 0 {
+			if t.th.Value() != nil {
 				w.threads[k] = t
 				k++
 			}
@@ -96,17 +119,25 @@ func (w *Watchdog) Watch(th *starlark.Thread) {
 		clear(w.threads[k:])
 		w.threads = w.threads[:k]
 	}
-	w.threads = append(w.threads, watched{th, rec})
+	w.threads = append(w.threads, watched{weak.Make(th), rec})
 }
 
 // watched is a thread and its cancel record, read when it is watched: the
-// timer's goroutine must not read the thread's locals.
+// timer's goroutine must not read the thread's locals. The thread is held
+// weakly: a thread nothing else holds can never run again, so it needs no
+// cancelling, and holding it kept its locals alive (a kernel's thread
+// holds its machine: a --timeout sweep kept every finished size's machine
+// until the sweep ended, a -j 2 sweep with --max-memory 6G reached 9.7 GB).
 type watched struct {
-	th  *starlark.Thread
+	th  weak.Pointer[starlark.Thread]
 	rec *cancelRecord
 }
 
-func (t watched) cancel(reason string) { cancelRecorded(t.th, t.rec, ErrTimeout, reason) }
+func (t watched) cancel(cause error, reason string) {
+	if th := t.th.Value(); th != nil {
+		cancelRecorded(th, t.rec, cause, reason)
+	}
+}
 
 // Stop releases the timer; threads already cancelled stay cancelled.
 func (w *Watchdog) Stop() {

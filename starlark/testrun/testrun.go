@@ -244,7 +244,13 @@ func RunFile(file string, o Options) ([]Result, error) {
 		return nil, err
 	}
 	defer o.watchdog.Stop()
+	// The file's own Starlark is watched for --max-memory too (its
+	// simulations have the guard): a watch for its top level, then one per
+	// test, so one test over the limit does not stop those after it.
+	var release func()
+	loader.MemoryWatch, release = ccl.WatchMemory(o.MaxMemory)
 	globals, err := loader.Load(file)
+	release()
 	if err != nil {
 		return nil, &loadError{script.Format(err), err}
 	}
@@ -272,6 +278,7 @@ func RunFile(file string, o Options) ([]Result, error) {
 		if o.OnTest != nil {
 			o.OnTest(file, t.name)
 		}
+		loader.MemoryWatch, release = ccl.WatchMemory(o.MaxMemory)
 		th := loader.NewThread(t.name)
 		err = nil
 		rep := &reporter{}
@@ -283,8 +290,9 @@ func RunFile(file string, o Options) ([]Result, error) {
 			err = script.Stopped(th, err)
 			rep.msgs = append(rep.msgs, script.Format(err))
 		}
+		release()
 		results = append(results, Result{File: file, Name: t.name, Pass: len(rep.msgs) == 0, Messages: rep.msgs,
-			TimedOut: script.IsTimeout(err), OutOfMemory: isOutOfMemory(err), Seconds: time.Since(start).Seconds()})
+			TimedOut: script.IsTimeout(err), OutOfMemory: isOutOfMemory(err) || script.IsMemory(err), Seconds: time.Since(start).Seconds()})
 	}
 	return results, nil
 }

@@ -99,6 +99,16 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 	} else {
 		sth = &starlark.Thread{Name: name, Print: th.Print, Load: th.Load}
 	}
+	if k.MaxSteps > 0 {
+		// The thread gets what its spawner has left: each thread of a
+		// chain that spawns the next and returns used to get the whole
+		// --max-steps, so the chain never stopped.
+		child.MaxSteps = 1
+		if used := th.ExecutionSteps(); used < k.MaxSteps {
+			child.MaxSteps = k.MaxSteps - used
+		}
+		sth.SetMaxExecutionSteps(child.MaxSteps)
+	}
 	h := &threadHandle{k: child}
 	k.children = append(k.children, h)
 	var spawnedAt []string

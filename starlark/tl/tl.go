@@ -125,6 +125,11 @@ type Kernel struct {
 	allocs []machine.Region
 	// asyncSends are the kernel's tl.send_async calls not yet joined.
 	asyncSends []*sendHandle
+	// MaxSteps is this kernel's Starlark step budget (0: none): the
+	// rank's --max-steps, and for a tl.spawn thread what its spawner had
+	// left when it spawned it, so a chain of spawns is bounded as one
+	// thread is.
+	MaxSteps uint64
 	// NewThread makes the Starlark thread of a tl.spawn thread (the
 	// runner's loader thread: print, load, step limit); nil: a plain one.
 	NewThread func(name string, k *Kernel) *starlark.Thread

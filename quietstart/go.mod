@@ -1,0 +1,3 @@
+module early.kernbench/quietstart
+
+go 1.26.8

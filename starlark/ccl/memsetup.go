@@ -1,0 +1,45 @@
+package ccl
+
+import (
+	"fmt"
+
+	"kernbench/starlark/errkind"
+)
+
+// checkWorldMemory refuses a large world whose ranks alone (their
+// machine, process and interpreter state: the estimate's per-rank part,
+// which the size's buffers, rings and op_log only add to) would need more
+// host memory than --max-memory, before anything of the world is built.
+// The full estimate (checkMemory) needs the installed rings, so it comes
+// after the topology and the queue pairs are set up: a world of millions
+// of ranks used to fill the memory there, even with --max-memory 1K, and
+// end in a Go fatal error. Setting up a world costs about a fifth of its
+// per-rank part (100,000 ranks: 3.7 GB), so a world whose per-rank part
+// is under setUpFloor is set up and gets the full estimate, whose refusal
+// names more ways to fit.
+func (p *plan) checkWorldMemory() error {
+	limit := p.opts.MaxMemory
+	if limit <= 0 {
+		return nil
+	}
+	e := MemoryEstimate{Ranks: satMul(int64(p.world), perRankBytes), Runtime: runtimeBytes}
+	if e.Total() <= limit || e.Ranks <= setUpFloor {
+		return nil
+	}
+	fit := (limit - runtimeBytes) / perRankBytes
+	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: e.Total()}
+	ref.Reason = fmt.Sprintf("world_size %d needs at least %s of host memory, over --max-memory %s; a smaller --world-size or raise --max-memory",
+		p.world, FormatBytes(e.Total()), lt)
+	alt := "a smaller --world-size"
+	if fit >= 1 {
+		alt += fmt.Sprintf(" (the ranks alone fit up to %d)", fit)
+	}
+	ref.Message = fmt.Sprintf("world_size %d needs at least %s of host memory before any buffer (%s), over --max-memory %s; try %s, or raise --max-memory",
+		p.world, FormatBytes(e.Total()), e.parts(), lt, alt)
+	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
+}
+
+// setUpFloor: a world whose per-rank estimate is at most this (5461
+// ranks) is set up before its memory is estimated (about 200 MB).
+const setUpFloor = 1 << 30

@@ -1,0 +1,100 @@
+package ccl
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"kernbench/starlark/script"
+)
+
+// The memory guard's watch over Starlark. The simulation's guard
+// (installGuard) is read by the event loop between events; Starlark code
+// that allocates without yielding to it (a module's top level, a
+// neighbors() hook, a kernel building large lists or strings, Tile math,
+// a chain of tl.spawn) never reached it, and the process died at the Go
+// runtime's fatal error. A memory watch is a script.Watchdog whose threads
+// are cancelled when a sample of the ticker (sampleLoop) is over the run's
+// limit: each thread stops at its next step, its error marked
+// script.ErrMemory, kind OutOfMemory (exit 3), as the simulation's guard.
+
+// memWatch is one run's watch and its limit.
+type memWatch struct {
+	limit     int64
+	isDefault bool
+	w         *script.Watchdog
+}
+
+var memWatches struct {
+	sync.Mutex
+	list []*memWatch
+}
+
+// watchMemory registers a memory watch for a run with this limit and
+// returns it (for Loader.MemoryWatch) and the function that ends it. The
+// run is registered with the guard meanwhile, so the ticker samples while
+// its Starlark runs, before and after the simulation. A limit below what
+// the program itself holds (runtimeBytes, the estimate's floor: such a
+// limit refuses every size before it runs, which is how the estimate is
+// read, --max-memory 1K) gets no watch, nor does no limit (<= 0).
+func watchMemory(limit int64, isDefault bool) (*script.Watchdog, func()) {
+	if limit < runtimeBytes {
+		return nil, func() {}
+	}
+	_, releaseGuard := guardMemory(limit)
+	mw := &memWatch{limit: limit, isDefault: isDefault, w: script.NewMemoryWatch()}
+	memWatches.Lock()
+	memWatches.list = append(memWatches.list, mw)
+	memWatches.Unlock()
+	var once sync.Once
+	return mw.w, func() {
+		once.Do(func() {
+			memWatches.Lock()
+			if i := slices.Index(memWatches.list, mw); i >= 0 {
+				memWatches.list = slices.Delete(memWatches.list, i, i+1)
+			}
+			memWatches.Unlock()
+			releaseGuard()
+		})
+	}
+}
+
+// WatchMemory is watchMemory for the Starlark a kernbench test file runs
+// itself (its top level and test_* functions): kernbench test gives each
+// test function a watch of its own.
+func WatchMemory(limit int64) (*script.Watchdog, func()) { return watchMemory(limit, false) }
+
+// checkWatches fires the watches whose limit the sample held passes. It
+// does not first collect and return what the runtime holds unused, as
+// the simulation's guard does: the soft limit (90 %) keeps the collector
+// working already, so a sample over the limit is live memory, and a
+// collection of a large heap takes long enough for the script to make its
+// next, larger allocation (a string doubled, a list repeated) past what
+// the system grants (under ulimit -v, a fatal error).
+func checkWatches(held int64) {
+	memWatches.Lock()
+	defer memWatches.Unlock()
+	for _, mw := range memWatches.list {
+		if held > mw.limit {
+			mw.fire(held)
+		}
+	}
+}
+
+// fire cancels the watch's threads: the run holds held bytes.
+func (mw *memWatch) fire(held int64) {
+	mw.w.FireMemory(fmt.Sprintf("out of memory: the run holds %s of host memory, over --max-memory %s; try a smaller --bytes or --world-size, or raise --max-memory",
+		FormatBytes(held), limitText(mw.limit, mw.isDefault)))
+}
+
+// memoryStop is err, the error that ended a simulation, unless the memory
+// watch caused it (a process's Starlark thread cancelled over the limit):
+// then the simulation's own guard error, which says when the run stopped
+// and what to try for its mode, as when the event loop finds the run over
+// the limit.
+func (w *world) memoryStop(err error) error {
+	if w.outOfMemory == nil || !script.IsMemory(err) {
+		return err
+	}
+	return w.outOfMemory(memGuard.held.Load())
+}

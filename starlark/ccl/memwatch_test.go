@@ -1,0 +1,60 @@
+package ccl
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"kernbench"
+	"kernbench/engine/machine"
+	"kernbench/starlark/errkind"
+)
+
+// Phase 2 replays the op_log in Go, where the simulation's event loop
+// (which reads the memory guard in phase 1) does not run: its tiles grew
+// the heap until the Go runtime's fatal error. The replay asks the guard,
+// and a run over --max-memory there stops as in phase 1 (OutOfMemory,
+// exit 3). The memory is made to pass the limit as phase 2 starts.
+func TestPhase2AsksTheMemoryGuard(t *testing.T) {
+	var ballast []byte
+	onKeepPreRun = func(*machine.Machine) func() {
+		return func() {
+			ballast = make([]byte, 256<<20)
+			for i := 0; i < len(ballast); i += 4096 {
+				ballast[i] = 1
+			}
+			memGuard.held.Store(sampleMemory())
+		}
+	}
+	t.Cleanup(func() { onKeepPreRun, ballast = nil, nil })
+	_, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Sizes: []int64{64 << 10}, Verify: true, MaxMemory: 128 << 20})
+	var f *Failure
+	if !errors.As(err, &f) || f.ErrorKind() != errkind.HostMemory || !strings.Contains(f.Msg, "phase 2 (the replay of the op_log): out of memory") {
+		t.Fatalf("got %v, want phase 2 stopped by the memory guard (OutOfMemory, exit 3)", err)
+	}
+	if len(ballast) == 0 {
+		t.Fatal("phase 2 did not start")
+	}
+}
+
+// The default --max-memory is at most half the address space an
+// RLIMIT_AS leaves (room), and the memory figure when there is no limit.
+func TestDefaultUnderAddressSpace(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		limit, room int64
+		want        int64
+		fromAS      bool
+	}{
+		{"no address-space limit", 8 << 30, 0, 8 << 30, false},
+		{"the limit leaves more than twice the memory", 8 << 30, 32 << 30, 8 << 30, false},
+		{"ulimit -v 3G leaves 1.5 GiB", 16 << 30, 1536 << 20, 768 << 20, true},
+		{"no memory figure", 0, 4 << 30, 2 << 30, true},
+		{"nothing left", 16 << 30, 1, 1, true},
+	} {
+		got, fromAS := underAddressSpace(c.limit, c.room)
+		if got != c.want || fromAS != c.fromAS {
+			t.Errorf("%s: underAddressSpace(%d, %d) = %d, %v; want %d, %v", c.name, c.limit, c.room, got, fromAS, c.want, c.fromAS)
+		}
+	}
+}
