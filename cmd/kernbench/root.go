@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,7 +56,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // report; the backtrace follows only with -v, where it helps the report.
 func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) {
 	defer recoverInternal(stderr, args, &code)
-	root := newRootCmd(env, stdout, stderr)
+	out := &countingOut{w: stdout}
+	root := newRootCmd(env, out, stderr)
 	root.SetArgs(goTestFlags(args))
 	cmd, err := root.ExecuteC()
 	if err == nil {
@@ -66,7 +68,9 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return exitWith(stderr, errkind.Of(ee.err))
+		k := errkind.Of(ee.err)
+		jsonError(out, cmd, args, k, ee.err)
+		return exitWith(stderr, k)
 	}
 	// Flag and argument errors from cobra. Cobra's errors are untyped:
 	// the text is read only to avoid pointing at --help twice, not to
@@ -77,7 +81,46 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	if !strings.Contains(err.Error(), "--help") {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
+	jsonError(out, cmd, args, errkind.Usage, err)
 	return exitWith(stderr, errkind.Usage)
+}
+
+// countingOut counts what a command writes on stdout.
+type countingOut struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingOut) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// jsonError keeps --json's promise for a command that failed before it
+// printed anything (a usage error, a file that does not load): stdout
+// gets the error as a JSON document ({"error": {"kind", "message"}}, as
+// a report's), one line of it with --jsonl, so that a program reading
+// stdout always gets JSON. A command that printed its report has put
+// the error in it.
+func jsonError(out *countingOut, cmd *cobra.Command, args []string, k *errkind.Kind, err error) {
+	if out.n > 0 {
+		return
+	}
+	asked := func(name string) bool {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			return f.Value.String() == "true"
+		}
+		// A flag error stopped the parse: the command line says.
+		return slices.Contains(args, "--"+name) || slices.Contains(args, "--"+name+"=true")
+	}
+	doc := map[string]any{"error": &ccl.ErrorOut{Kind: k.Name, Message: err.Error()}}
+	switch {
+	case asked("json"):
+		writeJSON(out, doc)
+	case asked("jsonl"):
+		writeJSONLine(out, doc)
+	}
 }
 
 // recoverInternal, deferred by mainIn, reports a panic of the command

@@ -677,11 +677,14 @@ func usageErr(stderr io.Writer, _ bool, msg string) error {
 
 // writeJSONLine writes v as one line of JSON.
 func writeJSONLine(w io.Writer, v any) {
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // "<builtin>" and ">=" as written: no web page reads it
+	_ = enc.Encode(v)
 }
 
 func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }

@@ -123,7 +123,18 @@ simulation passed --max-memory.`,
 				}
 				fmt.Fprintf(stderr, "kernbench: no *_test.star files in %s\n", where)
 			}
+			// With --json, stdout holds the JSON document alone (a program
+			// reads it); the go-test-like lines go to stderr.
+			text := stdout
+			if asJSON {
+				text = stderr
+			}
+			type loadFailure struct {
+				File  string `json:"file"`
+				Error string `json:"error"`
+			}
 			var all []testrun.Result
+			loadFailures := []loadFailure{}
 			passed, failed, broken, timedOut, outOfMemory := 0, 0, 0, 0, 0
 			loadTimedOut := 0 // files of broken stopped by -timeout as they loaded
 			for _, f := range files {
@@ -136,7 +147,8 @@ simulation passed --max-memory.`,
 					if errkind.Of(err) == errkind.Timeout {
 						loadTimedOut++
 					}
-					fmt.Fprintf(stdout, "FAIL %s [load error]\n%s\n", f, indent(err.Error()))
+					fmt.Fprintf(text, "FAIL %s [load error]\n%s\n", f, indent(err.Error()))
+					loadFailures = append(loadFailures, loadFailure{File: f, Error: err.Error()})
 					continue
 				}
 				fileFailed := 0
@@ -144,7 +156,7 @@ simulation passed --max-memory.`,
 					if r.Pass {
 						passed++
 						if verbose {
-							fmt.Fprintf(stdout, "--- PASS: %s (%.2fs)\n", r.Name, r.Seconds)
+							fmt.Fprintf(text, "--- PASS: %s (%.2fs)\n", r.Name, r.Seconds)
 						}
 						continue
 					}
@@ -156,9 +168,9 @@ simulation passed --max-memory.`,
 					if r.OutOfMemory {
 						outOfMemory++
 					}
-					fmt.Fprintf(stdout, "--- FAIL: %s (%.2fs)\n", r.Name, r.Seconds)
+					fmt.Fprintf(text, "--- FAIL: %s (%.2fs)\n", r.Name, r.Seconds)
 					for _, m := range r.Messages {
-						fmt.Fprintln(stdout, indent(m))
+						fmt.Fprintln(text, indent(m))
 					}
 				}
 				if len(results) == 0 && o.Run == nil {
@@ -172,13 +184,16 @@ simulation passed --max-memory.`,
 				if fileFailed > 0 {
 					status = "FAIL"
 				}
-				fmt.Fprintf(stdout, "%s %s\t%d test(s)\t%.3fs\n", status, f, len(results), time.Since(start).Seconds())
+				fmt.Fprintf(text, "%s %s\t%d test(s)\t%.3fs\n", status, f, len(results), time.Since(start).Seconds())
 				all = append(all, results...)
 			}
+			fmt.Fprintf(text, "%d passed, %d failed\n", passed, failed)
 			if asJSON {
-				writeJSON(stdout, map[string]any{"results": all, "passed": passed, "failed": failed, "load_errors": broken})
+				if all == nil {
+					all = []testrun.Result{}
+				}
+				writeJSON(stdout, map[string]any{"results": all, "passed": passed, "failed": failed, "load_errors": broken, "load_failures": loadFailures})
 			}
-			fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 			switch {
 			case broken > loadTimedOut:
 				return reported(errkind.Load, fmt.Sprintf("%d test file(s) did not load", broken))
@@ -196,7 +211,7 @@ simulation passed --max-memory.`,
 	}
 	cmd.Flags().StringVar(&run, "run", "", "run only tests whose name matches this regular expression")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing tests too")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "also print the results as one JSON document")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as one JSON document on stdout (the go-test-like lines go to stderr)")
 	cmd.Flags().BoolVar(&builtin, "builtin", false, "run the tests shipped inside kernbench (the algorithms' and the L3/L2 builtins'), from any folder, reading nothing on disk")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "wall-clock limit of each test file (0 = none); also -timeout")
 	addLoadPath(cmd.Flags(), &loadPath)
