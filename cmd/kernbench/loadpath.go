@@ -31,7 +31,7 @@ func checkLoadPath(env script.Env, dirs []string) error {
 			return fmt.Errorf("--load-path: the folder %s does not exist", d)
 		}
 		if err != nil {
-			return fmt.Errorf("--load-path: %v", err)
+			return fmt.Errorf("--load-path: %w", err)
 		}
 		if !st.IsDir() {
 			return fmt.Errorf("--load-path: %s is not a folder", d)

@@ -108,7 +108,7 @@ func resolveOutput(env script.Env, flag, path string) (*outputDest, error) {
 			if st.IsDir() {
 				return nil, fmt.Errorf("%s: %s is a folder; give a file name, as %s", flag, d.describe(linkedTo), filepath.Join(path, exampleOutput[flag]))
 			}
-			return nil, fmt.Errorf("%s: %s %v", flag, d.describe(linkedTo), err)
+			return nil, fmt.Errorf("%s: %s %w", flag, d.describe(linkedTo), err)
 		}
 		d.real, d.shown, d.kind = env.Path(path), linkedTo, kind
 		return d, nil
@@ -137,7 +137,7 @@ func resolveOutput(env script.Env, flag, path string) (*outputDest, error) {
 			return d, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", flag, env.UserError(err, path))
+			return nil, fmt.Errorf("%s: %w", flag, env.UserError(err, path))
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
 			if hops == maxOutputLinks {
@@ -150,7 +150,7 @@ func resolveOutput(env script.Env, flag, path string) (*outputDest, error) {
 			}
 			to, err := os.Readlink(real)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %v", flag, env.UserError(err, path))
+				return nil, fmt.Errorf("%s: %w", flag, env.UserError(err, path))
 			}
 			if filepath.IsAbs(to) {
 				real, shown = to, to

@@ -48,7 +48,7 @@ func plotBusBW(reps []labeled) ([]byte, error) {
 		}
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", l.label, err)
+			return nil, fmt.Errorf("%s: %w", l.label, err)
 		}
 		line.Color = plotutil.Color(i)
 		points.Color = plotutil.Color(i)

@@ -892,11 +892,11 @@ func parseSweep(spec string) ([]int64, error) {
 	}
 	lo, err := config.ParseSize(parts[0])
 	if err != nil {
-		return nil, fmt.Errorf("--sweep %q: %v", spec, err)
+		return nil, fmt.Errorf("--sweep %q: %w", spec, err)
 	}
 	hi, err := config.ParseSize(parts[1])
 	if err != nil {
-		return nil, fmt.Errorf("--sweep %q: %v", spec, err)
+		return nil, fmt.Errorf("--sweep %q: %w", spec, err)
 	}
 	factor := 2.0
 	if len(parts) == 3 {

@@ -203,7 +203,7 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 			if line, _, more := strings.Cut(strings.TrimSpace(string(data)), "\n"); more && json.Valid([]byte(line)) {
 				return nil, fmt.Errorf("%s: --jsonl output (a JSON line per size); merge joins the --json reports of the shards: run them with --json", f)
 			}
-			return nil, fmt.Errorf("%s: not a kernbench --json report: %v", f, err)
+			return nil, fmt.Errorf("%s: not a kernbench --json report: %w", f, err)
 		}
 		var comparison struct {
 			Runs json.RawMessage `json:"runs"`
@@ -335,7 +335,7 @@ func shardRows(f string, rep *ccl.Report, pts []int64) error {
 	for i, r := range rep.Results {
 		dt, err := dtype.Parse(r.DType)
 		if err != nil {
-			return fmt.Errorf("%s: the row of %d bytes has dtype %q: %v", f, r.Bytes, r.DType, err)
+			return fmt.Errorf("%s: the row of %d bytes has dtype %q: %w", f, r.Bytes, r.DType, err)
 		}
 		n := pts[i] / int64(dt.Size()) // elements per rank
 		if counts {

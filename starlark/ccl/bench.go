@@ -216,11 +216,11 @@ func (b *bench) verify(res *Result) {
 
 // simFailure turns the error that ended a simulation into a Failure with the
 // right exit status and a report of every blocked process.
-func simFailure(err error, file string) error { return simFailureNoted(err, file, nil) }
+func simFailure(err error, file string) *Failure { return simFailureNoted(err, file, nil) }
 
 // simFailureNoted is simFailure with note adding a line (when it returns
 // one) under each blocked process's backtrace.
-func simFailureNoted(err error, file string, note func(p *sim.Proc) string) error {
+func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *Failure {
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError

@@ -621,7 +621,7 @@ func writeExport(a *msccl.Algo, w io.Writer) error {
 		return err
 	}
 	if _, err := msccl.Parse("exported schedule", buf.Bytes()); err != nil {
-		return fmt.Errorf("--export-msccl: the recorded run is not a valid MSCCL schedule:\n%v", err)
+		return fmt.Errorf("--export-msccl: the recorded run is not a valid MSCCL schedule:\n%w", err)
 	}
 	_, err := w.Write(buf.Bytes())
 	return err

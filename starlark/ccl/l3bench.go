@@ -182,10 +182,7 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 // l3Failure converts a failed L3 run into a Failure: errors raised in main
 // or an L2 function exit 4 with the kind taken from the error.
 func l3Failure(err error) error {
-	f, ok := simFailure(err, "").(*Failure)
-	if !ok {
-		return err
-	}
+	f := simFailure(err, "")
 	var pe *l3ProcError
 	if !errors.As(err, &pe) {
 		return f

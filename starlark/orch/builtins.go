@@ -892,7 +892,7 @@ func launch(c *Call, l2 *L2) (starlark.Value, error) {
 		switch string(kv[0].(starlark.String)) {
 		case "pe":
 			if err := starlark.AsInt(kv[1], &pe); err != nil {
-				return nil, fmt.Errorf("%s: pe: %v", c.B.Name(), err)
+				return nil, fmt.Errorf("%s: pe: %w", c.B.Name(), err)
 			}
 		case "tl":
 			return nil, fmt.Errorf("%s: tl is passed by the runtime", c.B.Name())

@@ -270,7 +270,7 @@ func (f leaseFunc) Check() error { return f() }
 func view(fn string, reg machine.Region, dt string) (*tl.Ptr, error) {
 	d, err := dtype.Parse(dt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", fn, err)
+		return nil, fmt.Errorf("%s: %w", fn, err)
 	}
 	if reg.N%int64(d.Size()) != 0 {
 		return nil, fmt.Errorf("%s: %d bytes are not a whole number of %s elements", fn, reg.N, d)

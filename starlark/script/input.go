@@ -30,7 +30,7 @@ func (e Env) maxInputSize() (int64, error) {
 	}
 	n, err := config.ParseSize(v)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %v", MaxInputEnv, err)
+		return 0, fmt.Errorf("%s: %w", MaxInputEnv, err)
 	}
 	return n, nil
 }

@@ -201,7 +201,7 @@ func CheckFile(file string, o Options) (problems []string, tests int) {
 func newLoader(file string, o *Options) (*script.Loader, error) {
 	assert, err := starlarktest.LoadAssertModule()
 	if err != nil {
-		return nil, fmt.Errorf("internal error: assert module: %v", err)
+		return nil, fmt.Errorf("internal error: assert module: %w", err)
 	}
 	if o.watchdog == nil { // the package's tests give their own, to fire it
 		o.watchdog = script.NewWatchdog(o.Timeout, fmt.Sprintf("-timeout %v (per test file)", o.Timeout))

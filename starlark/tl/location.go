@@ -43,7 +43,7 @@ func callLocation(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple,
 	}
 	sip, cube, pe, err := where(rank)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
 	}
 	return LocationValue(sip, cube, pe), nil
 }
