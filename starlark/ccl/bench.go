@@ -216,6 +216,19 @@ func (b *bench) verify(res *Result) {
 
 // simFailure turns the error that ended a simulation into a Failure with the
 // right exit status and a report of every blocked process.
+// sliceHint names the view a Ptr slice means: Starlark's own message for
+// p[a:b] says only "invalid slice operand Ptr" (its slice operator cannot
+// report an error of the value's, so a Ptr does not take one).
+func sliceHint(msg string) string {
+	switch msg {
+	case "invalid slice operand Ptr":
+		return " (a Ptr has no [a:b]: p.slice(start, count) is the view of count elements from start, p.chunk(i, n) the i-th of n equal parts)"
+	case "invalid slice operand Tile":
+		return " (a Tile has no [a:b]: load the part you need, tl.fetch(p.slice(start, count)))"
+	}
+	return ""
+}
+
 func simFailure(err error, file string) *Failure { return simFailureNoted(err, file, nil) }
 
 // simFailureNoted is simFailure with note adding a line (when it returns
@@ -266,7 +279,7 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *Fai
 		if errors.As(err, &ee) {
 			// The message is the first line; the traceback follows
 			// without repeating it.
-			f.Msg = fmt.Sprintf("rank %d: %s", re.rank, ee.Msg)
+			f.Msg = fmt.Sprintf("rank %d: %s%s", re.rank, ee.Msg, sliceHint(ee.Msg))
 			f.Detail = script.Traceback(re.err)
 		}
 		// who names the failing process: the rank, the thread when a
