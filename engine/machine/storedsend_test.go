@@ -89,14 +89,16 @@ func storedRing(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint6
 }
 
 // Rule (docs/architecture.md, engine/sim): events fire in (time, sequence)
-// order, and
-// --jitter-seed permutes only process wake-ups. SendStored continues its waits on the event loop instead of resuming
-// the process for each; the run must be the one that waiting for the
-// store and then calling Send gives, event for event: the same times, the
-// same order (also under jitter, which permutes a step like the process
-// wake-up it stands for), the same time per activity, the same count of
-// events. A tiny overhead makes the send's overhead pass in place (no
-// event) after some of the waits.
+// order, and --jitter-seed permutes only process wake-ups. SendStored
+// continues its waits on the event loop instead of resuming the process
+// for each; the run must be the one that waiting for the store and then
+// calling Send gives, event for event: the same times, the same order
+// (also under jitter, which permutes a step like the process wake-up it
+// stands for), the same time per activity, the same count of events. A
+// tiny overhead makes the send's overhead pass in place (no event) after
+// some of the waits. Both sides wait through the one StepWait, so the run
+// is also checked against the one recorded while the blocking waits were
+// written out apart from the steps (checkRecorded).
 func TestSendStored_SameRunAsWaitThenSend(t *testing.T) {
 	for _, mode := range []Backpressure{Sleep, Poll} {
 		for _, overhead := range []sim.Time{5 * ipcqNS, sim.Picosecond} {
@@ -350,7 +352,10 @@ func storedRingPipe(t *testing.T, mode Backpressure, overhead sim.Time, jitter u
 // activity and count of events, under jitter too, in both backpressure modes
 // (Poll: the waits for messages and credits sleep a poll interval at a time,
 // in place or not). (With the long overhead the next message is often there
-// when it has passed; with the tiny one the overhead passes in place.)
+// when it has passed; with the tiny one the overhead passes in place.) The
+// blocking calls drive the same StepWait to its end, so the run is also
+// checked against the one recorded while they were written out apart from
+// the steps (checkRecorded).
 func TestStepWait_PipelineSameRunAsBlockingCalls(t *testing.T) {
 	for _, mode := range []Backpressure{Sleep, Poll} {
 		for _, overhead := range []sim.Time{5 * ipcqNS, sim.Picosecond, 40 * ipcqNS} {

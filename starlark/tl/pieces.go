@@ -79,6 +79,7 @@ type pieceRun struct {
 	// over to the process (errInProcess): tests check that a run takes
 	// the rare waits they compare.
 	handedOver [atOver]uint32
+	_          uint64 // to 384 bytes, whole lines
 }
 
 // pieceState is where a pipeline stands. A state does its part of a
