@@ -211,17 +211,7 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 		m.Sim.At(op.startAt, op)
 		return op
 	}
-	// Submit, written out: an operation that starts now (a piece's load)
-	// saves the call.
-	t := &op.Xfer
-	if !direct {
-		m.submitDMA(op.PE, t)
-		return op
-	}
-	t.sim = m.Sim
-	t.Issued, t.Started = now, now
-	arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.Trace != nil)
-	m.Sim.At(arrival, t)
+	m.Submit(op.PE, &op.Xfer, direct)
 	return op
 }
 
