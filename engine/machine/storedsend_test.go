@@ -452,3 +452,44 @@ func modeName(m Backpressure) string {
 	}
 	return "sleep"
 }
+
+// Rule (docs/architecture.md, engine/sim: processes; where time goes): a
+// blocking wait that the end of the run interrupts returns sim.ErrKilled
+// and leaves the process as the wait found it: no wait described, the
+// caller's activity back. (A blocking wait is a StepWait driven to its end
+// from the process; when the run ends first, the undoing is block's own.)
+func TestBlockingWait_KilledLeavesNoWait(t *testing.T) {
+	for _, mode := range []Backpressure{Sleep, Poll} {
+		for _, wait := range []string{"recv", "credit"} {
+			cfg := ipcqTestCfg(TCM, mode, 1, 64)
+			cfg.PollInterval = 10 * ipcqNS
+			m, g := installIPCQ(t, testParams(), ringLinks(2), cfg)
+			m.Sim.MaxTime = 10 * sim.Microsecond // (polling never stalls: the watchdog ends the run)
+			var err error
+			proc := m.Sim.Spawn("rank0", func(p *sim.Proc) {
+				p.Doing(ActFlush) // the caller's activity
+				switch wait {
+				case "recv":
+					err = g.WaitRecv(p, lookup(t, g, 0, "W", false))
+				case "credit":
+					q := lookup(t, g, 0, "E", true)
+					src := srcBuf(t, m.Ranks[0].TCM, payload(0, 0, 64))
+					if err = g.Send(p, q, src, MsgMeta{}); err == nil {
+						err = g.Send(p, q, src, MsgMeta{}) // the ring's one slot is taken
+					}
+				}
+			})
+			if runErr := m.Sim.Run(); runErr == nil {
+				t.Fatalf("%s, %s: the run ended without an error, want a stall or the watchdog", modeName(mode), wait)
+			}
+			if proc.Wait == nil {
+				t.Errorf("%s, %s: the blocked process describes no wait before the run is closed", modeName(mode), wait)
+			}
+			closeSim(m.Sim)
+			if !errors.Is(err, sim.ErrKilled) || proc.Wait != nil || proc.Activity != ActFlush {
+				t.Errorf("%s, %s: after Close the wait returned %v (want sim.ErrKilled), Wait %v (want none), activity %d (want %d)",
+					modeName(mode), wait, err, proc.Wait, proc.Activity, ActFlush)
+			}
+		}
+	}
+}
