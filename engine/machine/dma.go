@@ -234,15 +234,18 @@ func (e *dmaEngine) submit(t *Transfer) {
 		return
 	}
 	e.head[v], e.tail[v] = t, t
-	// The transfer starts injecting: its path is booked now (written out
-	// here and in Fire, the two places a transfer starts: a call per
-	// transfer less).
-	t.Started, t.at, t.done = now, now, 0
-	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.Trace != nil)
+	e.start(t, now)
 	if o := e.head[1-v]; o != nil && o.injects && t.injects {
 		e.share(now)
 	}
 	e.reschedule()
+}
+
+// start starts t injecting at now, its channel's head: its path is
+// booked now (submit and Fire, the two places a transfer starts).
+func (e *dmaEngine) start(t *Transfer, now sim.Time) {
+	t.Started, t.at, t.done = now, now, 0
+	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.Trace != nil)
 }
 
 // share switches to round-robin at time now, when the second channel's
@@ -283,8 +286,7 @@ func (e *dmaEngine) share(now sim.Time) {
 }
 
 // next is the channel whose head ends its injection first and when
-// (sim.Never if both channels are idle; ties go to vc_compute). Fire
-// writes its unshared case out.
+// (sim.Never if both channels are idle; ties go to vc_compute).
 func (e *dmaEngine) next() (VC, sim.Time) {
 	if e.shared {
 		v, at, _, _, _ := e.roundRobin()
@@ -384,8 +386,8 @@ func (e *dmaEngine) Fire() {
 	v := e.nextVC
 	for {
 		// Retire channel v's head, whose injection ends now, and start the
-		// channel's next transfer (written out here, its only place: a
-		// call per transfer less).
+		// channel's next transfer (here, its only place: a call per
+		// transfer less).
 		h, o := e.head[v], e.head[1-v]
 		if e.shared {
 			// Re-anchor the round-robin here: a chunk boundary for both heads.
@@ -405,9 +407,7 @@ func (e *dmaEngine) Fire() {
 		e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
 		n := e.head[v]
 		if n != nil {
-			// The channel's next transfer starts injecting (as in submit).
-			n.Started, n.at, n.done = now, now, 0
-			n.pathEnd, n.service = n.Path.book(now, now, n.N, e, n.VC, e.m.Trace != nil)
+			e.start(n, now) // the channel's next transfer
 		}
 		both := n != nil && o != nil && n.injects && o.injects
 		switch {
@@ -422,22 +422,8 @@ func (e *dmaEngine) Fire() {
 			// re-anchoring left them, for share.
 			e.shared, e.soloAt = false, now
 		}
-		at := sim.Never
-		if e.shared {
-			v, at = e.next()
-		} else {
-			// next's unshared case, written out (a call per transfer
-			// less; keep the two in step).
-			v = VCCompute
-			if h := e.head[VCCompute]; h != nil {
-				at = h.aloneEnd()
-			}
-			if h := e.head[VCComm]; h != nil {
-				if end := h.aloneEnd(); end < at {
-					v, at = VCComm, end
-				}
-			}
-		}
+		var at sim.Time
+		v, at = e.next()
 		if at > now {
 			// What reschedule would do, without computing next again.
 			if at != sim.Never {

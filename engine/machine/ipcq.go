@@ -61,7 +61,7 @@ type MsgMeta struct {
 // own rx ring and the peer endpoint it sends to.
 //
 // The fields are laid out by who touches them per message, in 64-byte
-// lines (the object is 512 bytes, a size class that starts on a line): a
+// lines (the object is 576 bytes, a size class that starts on a line): a
 // direction that sends uses the first three lines, one that receives the
 // next two, and the names, waits and route come last. At a thousand ranks
 // each message touches the sender's and the receiver's queue pair after
@@ -131,7 +131,11 @@ type QueuePair struct {
 	// freed counts the messages of this side whose slots are free again,
 	// in order: taken and, when copied out, copied (Credit returns it).
 	freed uint64
-	_     [5]uint64 // to 512 bytes
+	// recvStep and sendStep are the waits of a blocking receive (WaitRecv)
+	// and of a blocking send's credit (Send): each side has one waiter at
+	// a time, and the process keeps a pointer to its wait while it lasts.
+	recvStep, sendStep StepWait
+	_                  [7]uint64 // to 576 bytes
 }
 
 // RxSlot is one slot of a queue pair's rx ring: the message it holds and
@@ -388,40 +392,6 @@ const (
 // ActivityNames are the report's names of the activities.
 var ActivityNames = [NumActivities]string{ActOther: "other", ActSend: "send", ActRecv: "recv", ActMemory: "memory", ActFlush: "flush"}
 
-// wait blocks p until cond holds, sleeping (woken by *slot's owner) or
-// polling every poll interval. StoredSend.Advance and StepWait do its
-// registration and loop as steps (awaitCredit, StepWait.Recv, both modes):
-// a change here goes there too (TestSendStored_* and TestStepWait_*
-// compare the two).
-func (g *Group) wait(p *sim.Proc, cond func() bool, slot **sim.Proc, info *WaitInfo) error {
-	if cond() {
-		return nil
-	}
-	p.Wait, p.WaitSince = info, g.M.Sim.Now()
-	act := ActRecv
-	switch info.Op {
-	case "send":
-		act = ActSend
-	case "flush":
-		act = ActFlush
-	}
-	// The activity and the wait are undone on return (no defers: a
-	// blocked send or receive is a common case).
-	prev := p.Doing(act)
-	var err error
-	for err == nil && !cond() {
-		if g.Cfg.Backpressure == Poll {
-			err = p.Sleep(g.Cfg.PollInterval)
-		} else {
-			*slot = p
-			err = p.Park()
-		}
-	}
-	p.Doing(prev)
-	p.Wait = nil
-	return err
-}
-
 // IPCQError is a failure of an IPCQ call with an exact kind
 // (IpcqInvalidDirection, IpcqMessageTooLarge, …).
 type IPCQError struct {
@@ -505,8 +475,8 @@ func (g *Group) SendNoting(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta, 
 	if src.N > g.Cfg.SlotSize {
 		return &IPCQError{"IpcqMessageTooLarge", fmt.Sprintf("rank %d send %s: %d bytes exceed slot_size %d", q.Rank, q.Dir, src.N, g.Cfg.SlotSize)}
 	}
-	if g.noCredit(q) { // no credit: wait (a closure and a call otherwise)
-		if err := g.wait(p, func() bool { return !g.noCredit(q) }, &q.sendWaiter, &q.SendWait); err != nil {
+	if w := &q.sendStep; !w.Credit(p, q) { // no credit: wait
+		if err := w.block(p); err != nil {
 			return err
 		}
 	}
@@ -522,8 +492,8 @@ func (g *Group) SendNoting(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta, 
 // noCredit reports whether q's sender has no credit: its peer's ring
 // holds n_slots messages it has not freed (my_head − peer_tail_cache =
 // n_slots), so a send waits.
-func (g *Group) noCredit(q *QueuePair) bool {
-	return q.MyHead-q.PeerTailCache >= uint64(g.Cfg.NSlots)
+func (q *QueuePair) noCredit() bool {
+	return q.MyHead-q.PeerTailCache >= uint64(q.ep.g.Cfg.NSlots)
 }
 
 // post issues the message of a send that has its credit and sets p's
@@ -572,14 +542,15 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 
 // StoredSend is a send of a slot that a store is still filling (a fused
 // primitive's forwarded piece): it waits for the store, then sends. Its
-// waits continue on the event loop (sim.Proc.ParkStep) instead of
+// waits continue on the event loop (sim.Proc.AwaitStep) instead of
 // resuming the process for each: SendStored resumes the process once,
 // when the send's overhead has passed, and a caller that is itself a
 // chain of steps (a fused primitive's pipeline) starts it with
 // StartStored and goes on from its own step when Advance says the send is
-// done. Each step does exactly what the process would have done at that
-// point (the same operations, at the same place in the event order), so
-// the run is the same event for event.
+// done. Its waits for the store and for a credit are the ones the
+// blocking calls drive (MemOp.Wait, Send), in the same homes (the store's
+// StepWait, the sending side's), so the run is the one of waiting for the
+// store and then calling Send, event for event.
 type StoredSend struct {
 	Store *MemOp
 	Q     *QueuePair
@@ -591,7 +562,6 @@ type StoredSend struct {
 
 	g     *Group
 	phase uint8 // what the parked process waits for: stepStore, stepCredit, stepOverhead
-	prev  uint8 // the activity of the wait's caller, restored when it ends
 	outer uint8 // the activity of the send's caller
 }
 
@@ -636,58 +606,22 @@ func (g *Group) StoredSteps(ss *StoredSend) bool {
 func (g *Group) StartStored(p *sim.Proc, ss *StoredSend) (sent bool) {
 	ss.g = g
 	ss.outer = p.Activity
-	if !ss.Store.Done {
-		ss.prev = p.Account(ActMemory)
-		ss.awaitStore(p)
-		p.Repark()
+	ss.phase = stepStore
+	if op := ss.Store; !op.w.Load(p, op) {
 		return false
 	}
+	return ss.stored(p)
+}
+
+// stored goes on once the store is done: Stored, then the wait for a
+// credit, then the message (true: the send is done).
+func (ss *StoredSend) stored(p *sim.Proc) bool {
 	ss.Stored()
-	if g.noCredit(ss.Q) {
-		ss.prev = p.Account(ActSend)
-		ss.awaitCredit(p)
-		if !ss.polledCredit(p) {
-			return false
-		}
+	ss.phase = stepCredit
+	if q := ss.Q; !q.sendStep.Credit(p, q) {
+		return false
 	}
 	return ss.post(p)
-}
-
-// awaitStore registers p as the store's waiter, as MemOp.wait does.
-func (ss *StoredSend) awaitStore(p *sim.Proc) {
-	ss.Store.waiter = p
-	p.Wait, p.WaitSince = ss.Store, p.Sim().Now()
-	ss.phase = stepStore
-}
-
-// awaitCredit registers p as waiting for a credit, as Group.wait does
-// (polling, with nobody to wake it).
-func (ss *StoredSend) awaitCredit(p *sim.Proc) {
-	if ss.g.Cfg.Backpressure != Poll {
-		ss.Q.sendWaiter = p
-	}
-	p.Wait, p.WaitSince = &ss.Q.SendWait, p.Sim().Now()
-	ss.phase = stepCredit
-}
-
-// polledCredit goes on waiting for a credit (awaitCredit) as Group.wait's
-// loop does: true when the credit is there now (the wait is over, in
-// place), false when the process waits on, parked or polling (a sleep
-// that did not pass in place, whose end fires the step).
-func (ss *StoredSend) polledCredit(p *sim.Proc) bool {
-	g := ss.g
-	if g.Cfg.Backpressure != Poll {
-		p.Repark()
-		return false
-	}
-	for g.noCredit(ss.Q) {
-		if !p.SleepStep(g.Cfg.PollInterval) {
-			return false
-		}
-	}
-	p.Account(ss.prev)
-	p.Wait = nil
-	return true
 }
 
 // post issues the message, which has its store and credit, and lets the
@@ -706,43 +640,20 @@ func (ss *StoredSend) post(p *sim.Proc) bool {
 // Advance continues ss at a wake-up of the process, where the process's
 // own wait would have gone on, and reports whether the send is done.
 func (ss *StoredSend) Advance(p *sim.Proc) (sent bool) {
-	g, q := ss.g, ss.Q
 	switch ss.phase {
 	case stepStore:
-		if !ss.Store.Done { // (as MemOp.wait's loop)
-			ss.awaitStore(p)
-			p.Repark()
+		if !ss.Store.w.Woken(p) {
 			return false
 		}
-		p.Wait = nil
-		p.Account(ss.prev)
-		ss.Stored()
-		if g.noCredit(q) {
-			ss.prev = p.Account(ActSend)
-			ss.awaitCredit(p)
-			if !ss.polledCredit(p) {
-				return false
-			}
-		}
+		return ss.stored(p)
 	case stepCredit:
-		if g.Cfg.Backpressure == Poll {
-			if !ss.polledCredit(p) { // (as g.wait's loop)
-				return false
-			}
-			break
-		}
-		if g.noCredit(q) { // (as g.wait's loop)
-			q.sendWaiter = p
-			p.Repark()
+		if !ss.Q.sendStep.Woken(p) {
 			return false
 		}
-		p.Account(ss.prev)
-		p.Wait = nil
-	case stepOverhead:
-		p.Account(ss.outer)
-		return true
+		return ss.post(p)
 	}
-	return ss.post(p)
+	p.Account(ss.outer) // the overhead has passed
+	return true
 }
 
 // Step continues SendStored's chain; the process resumes once the send is
@@ -753,70 +664,103 @@ func (ss *StoredSend) Step(p *sim.Proc) {
 	}
 }
 
-// StepWait is a wait of a process's chain of steps (sim.Proc.ParkStep)
-// for a memory operation or a message: the step form of MemOp.Wait and
-// of WaitRecv in either backpressure mode (a fused primitive's pipeline
-// waits for its loads and messages between its sends). Load and Recv
-// begin the wait, in the process or in a step (they return true when
-// there is nothing to wait for); at each wake-up (or, polling, at the end
-// of each poll interval that did not pass in place) Woken continues it
-// and returns true once it is over. The process's Wait and activity are
-// those of the blocking call, which a change there must keep in step with
-// (TestStepWait_* compare the two).
+// StepWait is the one implementation of a process's wait for a memory
+// operation (MemOp.Wait), a message (WaitRecv) or a credit to send (Send),
+// in either backpressure mode, as steps (sim.Proc.AwaitStep): Load, Recv
+// and Credit begin the wait, in the process or in a step (true: there is
+// nothing to wait for, or, polling, the sleeps passed in place up to the
+// end), and at each wake-up (or, polling, at the end of each poll
+// interval that did not pass in place) Woken continues it and returns
+// true once it is over. A chain of steps (a fused primitive's pipeline)
+// calls Woken from its own step; a blocking call (and StoredSend) begins
+// the wait in the StepWait of what it waits on (the MemOp's, the queue
+// pair side's: each has one waiter at a time) and drives it to its end
+// (block), so that the process resumes once, when the wait is over. The
+// process's Wait and activity are set as the wait goes (deadlock reports
+// and the time report read them).
 type StepWait struct {
-	op   *MemOp
-	q    *QueuePair
-	prev uint8 // the activity of the wait's caller
-	// poll is the poll interval of q's wait in the backpressure mode Poll
-	// (0: Sleep, the wait is a registration with q's receiver side).
-	poll sim.Time
+	op *MemOp
+	q  *QueuePair
+	// prev is the activity of the wait's caller, restored at the end.
+	prev uint8
+	// credit: the wait on q is for a credit (else for a message); poll:
+	// it sleeps a poll interval at a time (backpressure Poll; else it is
+	// a registration with q's waker).
+	credit, poll bool
 }
 
-// Load begins waiting for op, as op.Wait(p) would.
+// Load begins waiting for op.
 func (w *StepWait) Load(p *sim.Proc, op *MemOp) (done bool) {
 	if op.Done {
-		return true
+		return true // (this much inlines)
 	}
+	w.load(p, op)
+	return false
+}
+
+func (w *StepWait) load(p *sim.Proc, op *MemOp) {
 	w.op = op
 	w.prev = p.Account(ActMemory)
+	w.awaitOp(p)
+}
+
+// awaitOp registers p as the operation's waiter and waits.
+func (w *StepWait) awaitOp(p *sim.Proc) {
+	op := w.op
 	op.waiter = p
 	p.Wait, p.WaitSince = op, p.Sim().Now()
 	p.Repark()
-	return false
 }
 
-// Recv begins waiting for q's next message, as WaitRecv(p, q) would:
-// parked until the message wakes p (Sleep), or sleeping a poll interval
-// at a time until it is there (Poll; true when the sleeps passed in place
-// up to the message).
+// Recv begins waiting for q's next message: parked until the message
+// wakes p (Sleep), or sleeping a poll interval at a time until it is
+// there (Poll).
 func (w *StepWait) Recv(p *sim.Proc, q *QueuePair) (ready bool) {
 	if q.Ready() {
+		return true // (this much inlines)
+	}
+	return w.onQueue(p, q, false)
+}
+
+// Credit begins waiting for a credit to send on q (its peer's ring holds
+// n_slots messages it has not freed): parked until a credit wakes p, or
+// polling.
+func (w *StepWait) Credit(p *sim.Proc, q *QueuePair) (ready bool) {
+	if !q.noCredit() {
 		return true
 	}
-	w.q = q
-	w.prev = p.Account(ActRecv)
-	p.Wait, p.WaitSince = &q.RecvWait, p.Sim().Now()
-	if cfg := &q.ep.g.Cfg; cfg.Backpressure == Poll {
-		w.poll = cfg.PollInterval
-		return w.polled(p)
+	return w.onQueue(p, q, true)
+}
+
+// onQueue begins a wait on q for a credit (Credit) or a message (Recv).
+func (w *StepWait) onQueue(p *sim.Proc, q *QueuePair, credit bool) bool {
+	w.q, w.credit = q, credit
+	if credit {
+		w.prev = p.Account(ActSend)
+		p.Wait = &q.SendWait
+	} else {
+		w.prev = p.Account(ActRecv)
+		p.Wait = &q.RecvWait
 	}
-	w.poll = 0
-	q.recvWaiter = p
-	p.Repark()
+	p.WaitSince = p.Sim().Now()
+	if q.ep.g.Cfg.Backpressure == Poll {
+		w.poll = true
+		return w.Woken(p) // (the first poll interval)
+	}
+	w.poll = false
+	w.register(p)
 	return false
 }
 
-// polled goes on polling for w.q's message as Group.wait's loop does:
-// true when it is there (the wait is over), false when a poll interval
-// did not pass in place (its end fires the step).
-func (w *StepWait) polled(p *sim.Proc) bool {
-	for !w.q.Ready() {
-		if !p.SleepStep(w.poll) {
-			return false
-		}
+// register makes p the waiter that q's next delivery (or credit) wakes,
+// and waits.
+func (w *StepWait) register(p *sim.Proc) {
+	if w.credit {
+		w.q.sendWaiter = p
+	} else {
+		w.q.recvWaiter = p
 	}
-	w.end(p)
-	return true
+	p.Repark()
 }
 
 // end ends the wait: the caller goes on.
@@ -826,25 +770,61 @@ func (w *StepWait) end(p *sim.Proc) {
 	p.Account(w.prev)
 }
 
-// Woken continues the wait at a wake-up of the process: true when it is
+// Woken continues the wait at a wake-up of the process (polling, at the
+// end of a poll interval; at the start of the wait too): true when it is
 // over (the caller goes on), false when the process waits on.
 func (w *StepWait) Woken(p *sim.Proc) (over bool) {
-	if op := w.op; op != nil {
-		if !op.Done { // (as MemOp.wait's loop)
-			op.waiter = p
-			p.Wait, p.WaitSince = op, p.Sim().Now()
-			p.Repark()
+	q := w.q
+	switch {
+	case q == nil:
+		if !w.op.Done {
+			w.awaitOp(p)
 			return false
 		}
-	} else if w.poll != 0 {
-		return w.polled(p)
-	} else if q := w.q; !q.Ready() { // (as Group.wait's loop)
-		q.recvWaiter = p
-		p.Repark()
+	case w.poll:
+		g := q.ep.g
+		if w.credit {
+			for q.noCredit() {
+				if !p.SleepStep(g.Cfg.PollInterval) {
+					return false // the interval's end fires the step
+				}
+			}
+		} else {
+			for !q.Ready() {
+				if !p.SleepStep(g.Cfg.PollInterval) {
+					return false
+				}
+			}
+		}
+	case w.credit && q.noCredit(), !w.credit && !q.Ready():
+		w.register(p)
 		return false
 	}
 	w.end(p)
 	return true
+}
+
+// Step continues a blocking call's wait (block): the process resumes when
+// it is over.
+func (w *StepWait) Step(p *sim.Proc) {
+	if w.Woken(p) {
+		p.ResumeNow()
+	}
+}
+
+// block drives a begun wait to its end in the process: its wake-ups are
+// w's steps, and the process resumes once, when the wait is over. (w
+// escapes to the process: it lives in the object waited on, never on the
+// stack.)
+func (w *StepWait) block(p *sim.Proc) error {
+	err := p.AwaitStep(w)
+	if err != nil {
+		// The run ended while p waited: undo what the end would have.
+		w.op, w.q = nil, nil
+		p.Wait = nil
+		p.Doing(w.prev)
+	}
+	return err
 }
 
 // Complete is the DMA completion of a message: in one step [I6] the bytes
@@ -989,10 +969,10 @@ func (q *QueuePair) Ready() bool { return q.PeerHeadCache > q.MyTail }
 
 // WaitRecv blocks until q has a message.
 func (g *Group) WaitRecv(p *sim.Proc, q *QueuePair) error {
-	if q.Ready() {
-		return nil // no wait: no method value and call
+	if w := &q.recvStep; !w.Recv(p, q) {
+		return w.block(p)
 	}
-	return g.wait(p, q.Ready, &q.recvWaiter, &q.RecvWait)
+	return nil
 }
 
 // WaitAny blocks until some direction of ep has a message and returns the
@@ -1153,15 +1133,14 @@ func (g *Group) waitFlushed(p *sim.Proc, q *QueuePair) error {
 	return g.waitShared(p, func() bool { return q.InFlight == 0 }, &q.flushWaiter, &q.moreFlushers, &q.FlushWait)
 }
 
-// waitShared is wait for a condition that several processes of a rank
-// (its kernel and its threads) may wait for at once, a flush of one
-// direction or a receive from any: the first waits in slot, the others in
-// more (one slot kept only the last waiter, and the others were never
-// woken). wakeShared wakes them all.
+// waitShared blocks p until cond holds, a condition that several
+// processes of a rank (its kernel and its threads) may wait for at once,
+// a flush of one direction or a receive from any: polling every poll
+// interval, or parked, the first waiter in slot and the others in more
+// (one slot kept only the last waiter, and the others were never woken),
+// until wakeShared wakes them all. These waits have no step form (no
+// chain of steps waits for them), so this is their only one.
 func (g *Group) waitShared(p *sim.Proc, cond func() bool, slot **sim.Proc, more *[]*sim.Proc, info *WaitInfo) error {
-	if g.Cfg.Backpressure == Poll {
-		return g.wait(p, cond, slot, info)
-	}
 	if cond() { // (once: WaitAny's condition picks a direction)
 		return nil
 	}
@@ -1173,6 +1152,10 @@ func (g *Group) waitShared(p *sim.Proc, cond func() bool, slot **sim.Proc, more 
 	prev := p.Doing(act)
 	var err error
 	for err == nil && !cond() {
+		if g.Cfg.Backpressure == Poll {
+			err = p.Sleep(g.Cfg.PollInterval)
+			continue
+		}
 		switch *slot {
 		case nil:
 			*slot = p

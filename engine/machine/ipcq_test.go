@@ -292,7 +292,7 @@ func TestIPCQ_Backpressure_BlocksAtExactlyNSlotsInFlight(t *testing.T) {
 // caller only gets the
 // *sim.StallError after Run returns, so each Blocked process must still
 // carry its Wait description then. (Regression: Run used to unwind the
-// blocked coroutines itself, and Group.wait's deferred `p.Wait = nil` erased
+// blocked coroutines itself, and the blocking wait's deferred `p.Wait = nil` erased
 // the description before the caller could read it.)
 func TestIPCQ_Deadlock_StallErrorBlockedKeepsWaitDescription(t *testing.T) {
 	cfg := ipcqTestCfg(HBM, Sleep, 2, 64)

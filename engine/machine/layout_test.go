@@ -55,7 +55,7 @@ func TestHotFieldsStayInTheirCacheLines(t *testing.T) {
 		name      string
 		got, want uintptr
 	}{
-		{"QueuePair", unsafe.Sizeof(q), 512},
+		{"QueuePair", unsafe.Sizeof(q), 576},
 		{"RxSlot", unsafe.Sizeof(RxSlot{}), 64},
 		{"Resource", unsafe.Sizeof(r), 192},
 		{"MemOp", unsafe.Sizeof(op), 0},

@@ -429,8 +429,6 @@ func (m *Machine) PEToPE(a, b *PE) Path {
 
 // Submit starts a transfer. Transfers that go through DMA use pe's engine on
 // channel vc; direct transfers (own TCM, no DMA) book their path at once.
-// (A memory operation that starts when issued is submitted by issue,
-// which writes the direct case out; keep the two in step.)
 func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 	if !direct {
 		m.submitDMA(pe, t)

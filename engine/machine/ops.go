@@ -71,7 +71,10 @@ type MemOp struct {
 	Seq uint64
 	// Origin is the issuing call (Machine.OriginOf; a witnessed run only).
 	Origin string
-	_      [3]uint64 // to 384 bytes, a size class that starts on a cache line
+	// w is the wait of a blocking Wait (one waiter at a time; the process
+	// keeps a pointer to it while it lasts). With it the operation is 384
+	// bytes, a size class that starts on a cache line.
+	w StepWait
 }
 
 // Gen is the operation's generation: it changes when the operation is
@@ -176,9 +179,8 @@ func (op *MemOp) String() string {
 	return fmt.Sprintf("%s %v -> %v on %v", name, op.Src, op.Dst, op.PE)
 }
 
-// Wait blocks p until the operation completed. StoredSend.Step waits for
-// a store the same way as steps (awaitStore): a change here goes there
-// too (TestSendStored_* compare the two).
+// Wait blocks p until the operation completed: the wait is a StepWait
+// (its one implementation) driven to its end.
 func (op *MemOp) Wait(p *sim.Proc) error {
 	if op.Done {
 		return nil // (this much inlines: a fused primitive's piece waits for three operations)
@@ -187,19 +189,9 @@ func (op *MemOp) Wait(p *sim.Proc) error {
 }
 
 func (op *MemOp) wait(p *sim.Proc) error {
-	prev := p.Doing(ActMemory) // restored on return (no defer: a wait's cost)
-	for !op.Done {
-		op.waiter = p
-		p.Wait, p.WaitSince = op, p.Sim().Now()
-		err := p.Park()
-		p.Wait = nil
-		if err != nil {
-			p.Doing(prev)
-			return err
-		}
-	}
-	p.Doing(prev)
-	return nil
+	w := &op.w
+	w.Load(p, op)
+	return w.block(p)
 }
 
 func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
@@ -219,17 +211,7 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 		m.Sim.At(op.startAt, op)
 		return op
 	}
-	// Submit, written out: an operation that starts now (a piece's load)
-	// saves the call.
-	t := &op.Xfer
-	if !direct {
-		m.submitDMA(op.PE, t)
-		return op
-	}
-	t.sim = m.Sim
-	t.Issued, t.Started = now, now
-	arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.Trace != nil)
-	m.Sim.At(arrival, t)
+	m.Submit(op.PE, &op.Xfer, direct)
 	return op
 }
 

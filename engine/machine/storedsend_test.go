@@ -1,8 +1,15 @@
 package machine
 
 import (
+	"crypto/sha256"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,14 +89,16 @@ func storedRing(t *testing.T, mode Backpressure, overhead sim.Time, jitter uint6
 }
 
 // Rule (docs/architecture.md, engine/sim): events fire in (time, sequence)
-// order, and
-// --jitter-seed permutes only process wake-ups. SendStored continues its waits on the event loop instead of resuming
-// the process for each; the run must be the one that waiting for the
-// store and then calling Send gives, event for event: the same times, the
-// same order (also under jitter, which permutes a step like the process
-// wake-up it stands for), the same time per activity, the same count of
-// events. A tiny overhead makes the send's overhead pass in place (no
-// event) after some of the waits.
+// order, and --jitter-seed permutes only process wake-ups. SendStored
+// continues its waits on the event loop instead of resuming the process
+// for each; the run must be the one that waiting for the store and then
+// calling Send gives, event for event: the same times, the same order
+// (also under jitter, which permutes a step like the process wake-up it
+// stands for), the same time per activity, the same count of events. A
+// tiny overhead makes the send's overhead pass in place (no event) after
+// some of the waits. Both sides wait through the one StepWait, so the run
+// is also checked against the one recorded while the blocking waits were
+// written out apart from the steps (checkRecorded).
 func TestSendStored_SameRunAsWaitThenSend(t *testing.T) {
 	for _, mode := range []Backpressure{Sleep, Poll} {
 		for _, overhead := range []sim.Time{5 * ipcqNS, sim.Picosecond} {
@@ -99,6 +108,7 @@ func TestSendStored_SameRunAsWaitThenSend(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("backpressure %v, overhead %v, jitter %d: SendStored's run differs from Wait then Send (-want +got):\n%s", mode, overhead, jitter, diff)
 				}
+				checkRecorded(t, fmt.Sprintf("stored_%s_%v", modeName(mode), overhead), jitter, want)
 			}
 		}
 	}
@@ -342,7 +352,10 @@ func storedRingPipe(t *testing.T, mode Backpressure, overhead sim.Time, jitter u
 // activity and count of events, under jitter too, in both backpressure modes
 // (Poll: the waits for messages and credits sleep a poll interval at a time,
 // in place or not). (With the long overhead the next message is often there
-// when it has passed; with the tiny one the overhead passes in place.)
+// when it has passed; with the tiny one the overhead passes in place.) The
+// blocking calls drive the same StepWait to its end, so the run is also
+// checked against the one recorded while they were written out apart from
+// the steps (checkRecorded).
 func TestStepWait_PipelineSameRunAsBlockingCalls(t *testing.T) {
 	for _, mode := range []Backpressure{Sleep, Poll} {
 		for _, overhead := range []sim.Time{5 * ipcqNS, sim.Picosecond, 40 * ipcqNS} {
@@ -352,6 +365,130 @@ func TestStepWait_PipelineSameRunAsBlockingCalls(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("backpressure %v, overhead %v, jitter %d: the steps' run differs from the blocking calls' (-want +got):\n%s", mode, overhead, jitter, diff)
 				}
+				checkRecorded(t, fmt.Sprintf("pipe_%s_%v", modeName(mode), overhead), jitter, want)
+			}
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the recorded runs under testdata/waits")
+
+// checkRecorded compares the transcript of a run of the waits' tests
+// (name, jitter) with the one recorded in testdata/waits: the whole
+// transcript without jitter (name.txt, readable), its SHA-256 digest with
+// (digests.txt). The runs were recorded while every IPCQ and memory wait
+// still had a blocking and a step form written out separately, which the
+// tests compared; now that the blocking form is the step form driven to
+// completion, comparing the forms no longer catches a change of the one
+// implementation, and the recorded runs do: a wait keeps its times,
+// order, time per activity and count of events.
+func checkRecorded(t *testing.T, name string, jitter uint64, got []string) {
+	t.Helper()
+	name = strings.ReplaceAll(name, " ", "")
+	text := strings.Join(got, "\n") + "\n"
+	key := fmt.Sprintf("%s jitter %d", name, jitter)
+	sum := fmt.Sprintf("%x", sha256.Sum256([]byte(text)))
+	dir := filepath.Join("testdata", "waits")
+	full := filepath.Join(dir, name+".txt")
+	if *update {
+		recordMu.Lock()
+		defer recordMu.Unlock()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if jitter == 0 {
+			if err := os.WriteFile(full, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		digests := readDigests(t, true)
+		digests[key] = sum
+		var lines []string
+		for k, v := range digests {
+			lines = append(lines, k+": "+v)
+		}
+		slices.Sort(lines)
+		if err := os.WriteFile(filepath.Join(dir, "digests.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if jitter == 0 {
+		want, err := os.ReadFile(full)
+		if err != nil {
+			t.Fatalf("%v (record it with go test -run %s -update)", err, t.Name())
+		}
+		if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(text, "\n")); diff != "" {
+			t.Errorf("%s: the run differs from the recorded one (-recorded +now):\n%s", full, diff)
+		}
+	}
+	if want := readDigests(t, false)[key]; want != sum {
+		t.Errorf("%s: the run's digest is %s, recorded %q (the run without jitter, %s, shows the changes that jitter does not move)", key, sum, want, full)
+	}
+}
+
+var recordMu sync.Mutex
+
+// readDigests reads testdata/waits/digests.txt ("name jitter N: sum"
+// lines); a missing file is empty when it is about to be written.
+func readDigests(t *testing.T, writing bool) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "waits", "digests.txt"))
+	if err != nil && !(writing && errors.Is(err, os.ErrNotExist)) {
+		t.Fatalf("%v (record it with go test -run %s -update)", err, t.Name())
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func modeName(m Backpressure) string {
+	if m == Poll {
+		return "poll"
+	}
+	return "sleep"
+}
+
+// Rule (docs/architecture.md, engine/sim: processes; where time goes): a
+// blocking wait that the end of the run interrupts returns sim.ErrKilled
+// and leaves the process as the wait found it: no wait described, the
+// caller's activity back. (A blocking wait is a StepWait driven to its end
+// from the process; when the run ends first, the undoing is block's own.)
+func TestBlockingWait_KilledLeavesNoWait(t *testing.T) {
+	for _, mode := range []Backpressure{Sleep, Poll} {
+		for _, wait := range []string{"recv", "credit"} {
+			cfg := ipcqTestCfg(TCM, mode, 1, 64)
+			cfg.PollInterval = 10 * ipcqNS
+			m, g := installIPCQ(t, testParams(), ringLinks(2), cfg)
+			m.Sim.MaxTime = 10 * sim.Microsecond // (polling never stalls: the watchdog ends the run)
+			var err error
+			proc := m.Sim.Spawn("rank0", func(p *sim.Proc) {
+				p.Doing(ActFlush) // the caller's activity
+				switch wait {
+				case "recv":
+					err = g.WaitRecv(p, lookup(t, g, 0, "W", false))
+				case "credit":
+					q := lookup(t, g, 0, "E", true)
+					src := srcBuf(t, m.Ranks[0].TCM, payload(0, 0, 64))
+					if err = g.Send(p, q, src, MsgMeta{}); err == nil {
+						err = g.Send(p, q, src, MsgMeta{}) // the ring's one slot is taken
+					}
+				}
+			})
+			if runErr := m.Sim.Run(); runErr == nil {
+				t.Fatalf("%s, %s: the run ended without an error, want a stall or the watchdog", modeName(mode), wait)
+			}
+			if proc.Wait == nil {
+				t.Errorf("%s, %s: the blocked process describes no wait before the run is closed", modeName(mode), wait)
+			}
+			closeSim(m.Sim)
+			if !errors.Is(err, sim.ErrKilled) || proc.Wait != nil || proc.Activity != ActFlush {
+				t.Errorf("%s, %s: after Close the wait returned %v (want sim.ErrKilled), Wait %v (want none), activity %d (want %d)",
+					modeName(mode), wait, err, proc.Wait, proc.Activity, ActFlush)
 			}
 		}
 	}

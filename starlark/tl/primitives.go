@@ -631,10 +631,9 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 // before anything is taken.
 func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
-	// pieceMeta, written out: a call less per piece.
-	meta := &q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
-	if dtype.DType(meta.DType) != dt || meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
-		return nil, k.pieceMetaError(c, dt, meta, count)
+	meta, err := k.pieceMeta(c, dt, count)
+	if err != nil {
+		return nil, err
 	}
 	inTCM := q.Rx.Mem == k.PE.TCM
 	if inTCM && len(k.pendingWrites) > 0 && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
