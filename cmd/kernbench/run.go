@@ -151,7 +151,7 @@ of these (its last line names that failure's kind).`,
 	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "largest --bytes of a sweep (see -b); -b or -e alone runs that one size")
 	f.Float64VarP(&o.factor, "stepfactor", "f", 2, "nccl-tests style: size multiplier between sweep rows")
 	f.StringVar(&o.DType, "dtype", "f32", "f32 | f16 | bf16 | f64 | i32 | i64 | u8")
-	f.StringVar(&o.RedOp, "redop", "sum", "sum | prod | max | min | avg")
+	f.StringVar(&o.RedOp, "redop", "sum", "sum | prod | max | min | avg: the reduction of allreduce, reduce_scatter and reduce (refused by the collectives without one)")
 	f.BoolVar(&o.InPlace, "in-place", false, "use one buffer for send and recv (NCCL in-place)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the deterministic input data")
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
@@ -221,6 +221,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
 	o.RootGiven = cmd.Flags().Changed("root")
+	o.RedOpGiven = cmd.Flags().Changed("redop")
 	for _, name := range benchFlags {
 		if cmd.Flags().Changed(name) {
 			o.BenchFlags = append(o.BenchFlags, "--"+name)

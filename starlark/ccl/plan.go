@@ -325,6 +325,11 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	if p.dataSpace, err = machine.ParseSpace(ds); err != nil {
 		return nil, usage("--data-space: %v", err)
 	}
+	if opts.RedOpGiven && !p.coll.Reduces {
+		// The bench neither reduces nor checks a reduction: the run would
+		// be the same without it, and its redop column says "none".
+		return nil, usage("%s %s cannot take effect: %s reduces nothing (allreduce, reduce_scatter and reduce do); drop %s", opts.optionName("--redop"), red, p.coll.Name, opts.optionName("--redop"))
+	}
 	if opts.RootGiven && !p.coll.Rooted {
 		// Only a rooted collective passes root to its kernel and checks
 		// the result from it: elsewhere the run would be the same without.
