@@ -304,6 +304,17 @@ func systemRule(s *System) *rule {
 			if at == nil {
 				at = v
 			}
+			// Blame the last of the three keys the user gave (a --set
+			// item or a file of theirs), not the system: line of the
+			// embedded default.
+			for i := 0; v != nil && i+1 < len(v.Content); i += 2 {
+				switch v.Content[i].Value {
+				case "sips", "cubes_per_sip", "pes_per_cube":
+					if d.given(v.Content[i+1]) {
+						at = v.Content[i+1]
+					}
+				}
+			}
 			total := uint64(1)
 			for _, f := range []int{s.Sips, s.CubesPerSip, s.PesPerCube} {
 				hi, lo := bits.Mul64(total, uint64(f))
