@@ -105,6 +105,10 @@ func resolveOutput(env script.Env, flag, path string) (*outputDest, error) {
 	if st, err := os.Stat(env.Path(path)); err == nil && !st.Mode().IsRegular() {
 		kind, err := outputKindOf(st)
 		if err != nil {
+			if st.IsDir() && flag == "--stubs" {
+				// The file name is kernbench's, not the user's.
+				return nil, fmt.Errorf("%s: %s is a folder where a stub file goes; move it away or give --stubs another folder", flag, d.describe(linkedTo))
+			}
 			if st.IsDir() {
 				return nil, fmt.Errorf("%s: %s is a folder; give a file name, as %s", flag, d.describe(linkedTo), filepath.Join(path, exampleOutput[flag]))
 			}
