@@ -236,6 +236,31 @@ func resolveOutputs(env script.Env, paths map[string]string) (map[string]*output
 	return dests, nil
 }
 
+// outputOverInput refuses an output whose file is one the command reads
+// (its script, bench, --config or ./ccl.yaml; inputs as given, those that
+// are no regular file on disk skipped): the run replaced what it was
+// given to run (--trace algo.star wrote the trace over the algorithm).
+func outputOverInput(env script.Env, dests map[string]*outputDest, inputs []string) error {
+	for _, flag := range slices.Sorted(maps.Keys(dests)) {
+		d := dests[flag]
+		if d.stdout || d.kind != outputReplace {
+			continue
+		}
+		for _, in := range inputs {
+			if in == "" {
+				continue
+			}
+			if st, err := os.Stat(env.Path(in)); err != nil || !st.Mode().IsRegular() {
+				continue
+			}
+			if sameFile(d.real, env.Path(in)) {
+				return fmt.Errorf("%s %s would write over %s, a file this command reads; give the output another file", flag, d.path, in)
+			}
+		}
+	}
+	return nil
+}
+
 // sameFile reports whether a and b (links followed) are one file: the
 // same cleaned absolute path, or (when both exist) the same file.
 func sameFile(a, b string) bool {

@@ -89,7 +89,8 @@ Output files (--trace, --oplog, --cpuprofile, --dot, --csv, --plot,
 file is replaced whole, through a temporary file in its folder; a link
 stays and the file it names gets the output; a named pipe or character
 device is written into, never replaced; an empty name is refused, as
-an empty value of any flag is. The rows are printed as each size
+an empty value of any flag is, and so is a file the command reads (its
+script, bench, --config or ./ccl.yaml). The rows are printed as each size
 finishes, with output files too; an interrupt keeps the rows printed,
 removes the output files under way and exits 130 (143 for SIGTERM).
 
@@ -417,6 +418,13 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	dests, err := resolveOutputs(o.Env, o.outputPaths())
 	if err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	inputs := append([]string{arg, o.bench, o.ConfigPath}, compare...)
+	if o.ConfigPath == "" {
+		inputs = append(inputs, "ccl.yaml") // read when present
+	}
+	if err := outputOverInput(o.Env, dests, inputs); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
 	o.outputs, o.outStdout = dests, stdout
