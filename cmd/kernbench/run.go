@@ -178,7 +178,7 @@ of these (its last line names that failure's kind).`,
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
 	f.IntVar(&o.shards, "shards", 0, "number of shards (>= 1) when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
-	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (repeatable: every combination), in one table")
+	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (a list value such as [2,4] is one value; repeatable: every combination), in one table")
 	f.StringVar(&o.csv, "csv", "", "also write the results as CSV to FILE (one line per algorithm and size)")
 	f.StringVar(&o.plot, "plot", "", "also draw busbw against size (one line per algorithm) as SVG to FILE")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
