@@ -921,7 +921,9 @@ func parseSweep(spec string) ([]int64, error) {
 		return nil, fmt.Errorf("--sweep %q: about %.0f sizes, more than %d; use a larger FACTOR or a narrower MIN:MAX", spec, steps+1, maxSweepSizes)
 	}
 	var sizes []int64
-	for v := float64(lo); v <= float64(hi); v *= factor {
+	// float64(hi) of the largest sizes rounds up to 2^63, whose int64
+	// wraps to the most negative size: the loop stops below it.
+	for v := float64(lo); v <= float64(hi) && v < math.MaxInt64; v *= factor {
 		// A FACTOR close to 1 rounds several steps to one size: one row.
 		if n := int64(v); len(sizes) == 0 || n != sizes[len(sizes)-1] {
 			sizes = append(sizes, n)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"kernbench/engine/topology"
 )
 
 // This file is the schema of ccl.yaml: one rule per key, built over the
@@ -159,7 +161,7 @@ var settingKeys = []settingKey{
 	setting("deadlock_timeout_ns", func(s *Settings) *int64 { return &s.DeadlockTimeoutNs }, durationNs(1, maxTimeoutNs)),
 	setting("max_sim_time_ns", func(s *Settings) *int64 { return &s.MaxSimTimeNs }, durationNs(1, maxTimeoutNs)),
 	setting("mesh_shape", func(s *Settings) *[]int { return &s.MeshShape }, meshShapeLeaf),
-	setting("channels", func(s *Settings) *int { return &s.Channels }, minInt(1)),
+	setting("channels", func(s *Settings) *int { return &s.Channels }, func(p *int) *rule { return boundedIntLeaf(p, 1, topology.MaxChannels) }),
 }
 
 func settingKeyNamed(key string) *settingKey {
