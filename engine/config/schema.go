@@ -306,10 +306,10 @@ func systemRule(s *System) *rule {
 			if at == nil {
 				at = v
 			}
-			// Blame the last of the three keys the user gave (a --set
-			// item or a file of theirs), not the system: line of the
-			// embedded default.
-			for i := 0; v != nil && i+1 < len(v.Content); i += 2 {
+			// Blame a system: line the user wrote, else the last of the
+			// three keys they gave (a --set item, a line of their file),
+			// not the system: line of the embedded default.
+			for i := 0; v != nil && !d.given(k) && i+1 < len(v.Content); i += 2 {
 				switch v.Content[i].Value {
 				case "sips", "cubes_per_sip", "pes_per_cube":
 					if d.given(v.Content[i+1]) {
