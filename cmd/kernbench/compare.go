@@ -53,9 +53,13 @@ func parseVary(flags, sets []string) ([]varyAxis, error) {
 			return nil, fmt.Errorf("--vary %q: want key.path=v1,v2,… (e.g. --vary defaults.buffer_kind=tcm,sram,hbm)", f)
 		}
 		axis := varyAxis{key: key}
-		for _, v := range strings.Split(vals, ",") {
+		for _, v := range splitValues(vals) {
 			if v == "" {
 				return nil, fmt.Errorf("--vary %q: an empty value", f)
+			}
+			if slices.Contains(axis.values, v) {
+				// Two rows of one run, labelled alike.
+				return nil, fmt.Errorf("--vary %q: the value %s is given twice; give each value once", f, v)
 			}
 			axis.values = append(axis.values, v)
 		}
@@ -608,4 +612,25 @@ func writeCSV(w io.Writer, reps []labeled) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// splitValues splits --vary's values at the commas outside brackets: a
+// list value ([2,4] of mesh_shape) is one value, not two broken halves.
+func splitValues(vals string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range vals {
+		switch c {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, vals[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, vals[start:])
 }

@@ -38,12 +38,19 @@ tensor) and DIR/kernbench_orch.pyi (orch, l2 and their objects).`,
 					return fail(stderr, ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: "--stubs: " + env.UserError(err, stubs).Error(), Err: err}))
 				}
 				// Each file is written as run's output files are: a
-				// link followed, a regular file replaced whole.
-				for _, f := range stubFiles {
+				// link followed, a regular file replaced whole. All three
+				// are resolved first: a name that cannot be written
+				// leaves the others as they were.
+				dests := make([]*outputDest, len(stubFiles))
+				for i, f := range stubFiles {
 					d, err := resolveOutput(env, "--stubs", filepath.Join(stubs, f.name))
 					if err != nil {
 						return usageErr(stderr, false, err.Error())
 					}
+					dests[i] = d
+				}
+				for i, f := range stubFiles {
+					d := dests[i]
 					if fl := writeOutput(env, d, stdout, []byte(f.render())); fl != nil {
 						return fail(stderr, fl)
 					}

@@ -105,6 +105,10 @@ func resolveOutput(env script.Env, flag, path string) (*outputDest, error) {
 	if st, err := os.Stat(env.Path(path)); err == nil && !st.Mode().IsRegular() {
 		kind, err := outputKindOf(st)
 		if err != nil {
+			if st.IsDir() && flag == "--stubs" {
+				// The file name is kernbench's, not the user's.
+				return nil, fmt.Errorf("%s: %s is a folder where a stub file goes; move it away or give --stubs another folder", flag, d.describe(linkedTo))
+			}
 			if st.IsDir() {
 				return nil, fmt.Errorf("%s: %s is a folder; give a file name, as %s", flag, d.describe(linkedTo), filepath.Join(path, exampleOutput[flag]))
 			}
@@ -230,6 +234,31 @@ func resolveOutputs(env script.Env, paths map[string]string) (map[string]*output
 		}
 	}
 	return dests, nil
+}
+
+// outputOverInput refuses an output whose file is one the command reads
+// (its script, bench, --config or ./ccl.yaml; inputs as given, those that
+// are no regular file on disk skipped): the run replaced what it was
+// given to run (--trace algo.star wrote the trace over the algorithm).
+func outputOverInput(env script.Env, dests map[string]*outputDest, inputs []string) error {
+	for _, flag := range slices.Sorted(maps.Keys(dests)) {
+		d := dests[flag]
+		if d.stdout || d.kind != outputReplace {
+			continue
+		}
+		for _, in := range inputs {
+			if in == "" {
+				continue
+			}
+			if st, err := os.Stat(env.Path(in)); err != nil || !st.Mode().IsRegular() {
+				continue
+			}
+			if sameFile(d.real, env.Path(in)) {
+				return fmt.Errorf("%s %s would write over %s, a file this command reads; give the output another file", flag, d.path, in)
+			}
+		}
+	}
+	return nil
 }
 
 // sameFile reports whether a and b (links followed) are one file: the

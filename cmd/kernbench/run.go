@@ -89,7 +89,8 @@ Output files (--trace, --oplog, --cpuprofile, --dot, --csv, --plot,
 file is replaced whole, through a temporary file in its folder; a link
 stays and the file it names gets the output; a named pipe or character
 device is written into, never replaced; an empty name is refused, as
-an empty value of any flag is. The rows are printed as each size
+an empty value of any flag is, and so is a file the command reads (its
+script, bench, --config or ./ccl.yaml). The rows are printed as each size
 finishes, with output files too; an interrupt keeps the rows printed,
 removes the output files under way and exits 130 (143 for SIGTERM).
 
@@ -151,7 +152,7 @@ of these (its last line names that failure's kind).`,
 	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "largest --bytes of a sweep (see -b); -b or -e alone runs that one size")
 	f.Float64VarP(&o.factor, "stepfactor", "f", 2, "nccl-tests style: size multiplier between sweep rows")
 	f.StringVar(&o.DType, "dtype", "f32", "f32 | f16 | bf16 | f64 | i32 | i64 | u8")
-	f.StringVar(&o.RedOp, "redop", "sum", "sum | prod | max | min | avg")
+	f.StringVar(&o.RedOp, "redop", "sum", "sum | prod | max | min | avg: the reduction of allreduce, reduce_scatter and reduce (refused by the collectives without one)")
 	f.BoolVar(&o.InPlace, "in-place", false, "use one buffer for send and recv (NCCL in-place)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the deterministic input data")
 	f.StringVar(&o.DataSpace, "data-space", "hbm", "where the bench puts sendbuf/recvbuf: tcm | sram | hbm")
@@ -177,7 +178,7 @@ of these (its last line names that failure's kind).`,
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
 	f.IntVar(&o.shards, "shards", 0, "number of shards (>= 1) when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
-	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (repeatable: every combination), in one table")
+	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (a list value such as [2,4] is one value; repeatable: every combination), in one table")
 	f.StringVar(&o.csv, "csv", "", "also write the results as CSV to FILE (one line per algorithm and size)")
 	f.StringVar(&o.plot, "plot", "", "also draw busbw against size (one line per algorithm) as SVG to FILE")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the table")
@@ -221,6 +222,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
 	o.RootGiven = cmd.Flags().Changed("root")
+	o.RedOpGiven = cmd.Flags().Changed("redop")
 	for _, name := range benchFlags {
 		if cmd.Flags().Changed(name) {
 			o.BenchFlags = append(o.BenchFlags, "--"+name)
@@ -416,6 +418,13 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	dests, err := resolveOutputs(o.Env, o.outputPaths())
 	if err != nil {
+		return usageErr(stderr, o.json, err.Error())
+	}
+	inputs := append([]string{arg, o.bench, o.ConfigPath}, compare...)
+	if o.ConfigPath == "" {
+		inputs = append(inputs, "ccl.yaml") // read when present
+	}
+	if err := outputOverInput(o.Env, dests, inputs); err != nil {
 		return usageErr(stderr, o.json, err.Error())
 	}
 	o.outputs, o.outStdout = dests, stdout
@@ -915,7 +924,9 @@ func parseSweep(spec string) ([]int64, error) {
 		return nil, fmt.Errorf("--sweep %q: about %.0f sizes, more than %d; use a larger FACTOR or a narrower MIN:MAX", spec, steps+1, maxSweepSizes)
 	}
 	var sizes []int64
-	for v := float64(lo); v <= float64(hi); v *= factor {
+	// float64(hi) of the largest sizes rounds up to 2^63, whose int64
+	// wraps to the most negative size: the loop stops below it.
+	for v := float64(lo); v <= float64(hi) && v < math.MaxInt64; v *= factor {
 		// A FACTOR close to 1 rounds several steps to one size: one row.
 		if n := int64(v); len(sizes) == 0 || n != sizes[len(sizes)-1] {
 			sizes = append(sizes, n)

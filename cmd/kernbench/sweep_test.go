@@ -31,6 +31,8 @@ func TestParseSweep(t *testing.T) {
 		// int64 is negative ("count must be >= 0 (got -2305843009213693952)").
 		{spec: "4:64:1e308", want: []int64{4}},
 		{spec: "4:64:1e300", want: []int64{4}},
+		// A MAX of 2^63-1 is 2^63 as a float: the step to it wrapped too.
+		{spec: "4611686018427387904:9223372036854775807", want: []int64{1 << 62}},
 		// Steps that round to one size are one row, not 1000 copies.
 		{spec: "4:6:1.001", want: []int64{4, 5}},
 		// More than 1000 sizes is an error, not a sweep cut short of MAX

@@ -498,6 +498,10 @@ func TestSetErrors(t *testing.T) {
 			`--set default.n_slots=4: top level: unknown key "default" (allowed: algorithms, defaults, system)`},
 		{"unknown key", with(), []string{"defaults.n_slot=4"},
 			`--set defaults.n_slot=4: defaults: unknown key "n_slot" (allowed: algorithm, backpressure, buffer_kind, channels, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size)`},
+		// Past 64 channels no topology installs: the error blamed the
+		// algorithm file for the --set value.
+		{"channels over the topologies' bound", with(), []string{"defaults.channels=1000000"},
+			`--set defaults.channels=1000000: defaults.channels: got 1000000, want <= 64`},
 		{"unknown nested key", with(), []string{"system.links.ucie.bw=4"},
 			`--set system.links.ucie.bw=4: system.links.ucie: unknown key "bw" (allowed: bandwidth_gbps, latency_ns)`},
 		{"below a leaf", with(), []string{"defaults.n_slots.x=4"},

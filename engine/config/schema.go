@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"kernbench/engine/topology"
 )
 
 // This file is the schema of ccl.yaml: one rule per key, built over the
@@ -159,7 +161,7 @@ var settingKeys = []settingKey{
 	setting("deadlock_timeout_ns", func(s *Settings) *int64 { return &s.DeadlockTimeoutNs }, durationNs(1, maxTimeoutNs)),
 	setting("max_sim_time_ns", func(s *Settings) *int64 { return &s.MaxSimTimeNs }, durationNs(1, maxTimeoutNs)),
 	setting("mesh_shape", func(s *Settings) *[]int { return &s.MeshShape }, meshShapeLeaf),
-	setting("channels", func(s *Settings) *int { return &s.Channels }, minInt(1)),
+	setting("channels", func(s *Settings) *int { return &s.Channels }, func(p *int) *rule { return boundedIntLeaf(p, 1, topology.MaxChannels) }),
 }
 
 func settingKeyNamed(key string) *settingKey {
@@ -303,6 +305,17 @@ func systemRule(s *System) *rule {
 			at := k
 			if at == nil {
 				at = v
+			}
+			// Blame a system: line the user wrote, else the last of the
+			// three keys they gave (a --set item, a line of their file),
+			// not the system: line of the embedded default.
+			for i := 0; v != nil && !d.given(k) && i+1 < len(v.Content); i += 2 {
+				switch v.Content[i].Value {
+				case "sips", "cubes_per_sip", "pes_per_cube":
+					if d.given(v.Content[i+1]) {
+						at = v.Content[i+1]
+					}
+				}
 			}
 			total := uint64(1)
 			for _, f := range []int{s.Sips, s.CubesPerSip, s.PesPerCube} {

@@ -6,6 +6,7 @@ package machine
 
 import (
 	"fmt"
+	"math"
 
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
@@ -297,8 +298,18 @@ func (p Params) Holds(worldSize int) error {
 	}
 	perSip := p.CubesPerSip * p.PesPerCube
 	if pes := p.Sips * perSip; worldSize > pes {
-		return fmt.Errorf("world_size %d exceeds the machine's %d PEs (%d SIP(s) × %d cubes × %d PEs); grow it with --set system.sips=%d",
-			worldSize, pes, p.Sips, p.CubesPerSip, p.PesPerCube, (worldSize+perSip-1)/perSip)
+		// The SIPs it needs, rounded up without wrapping at the largest
+		// world sizes (which gave a negative system.sips).
+		sips := worldSize / perSip
+		if worldSize%perSip != 0 {
+			sips++
+		}
+		grow := fmt.Sprintf("grow it with --set system.sips=%d", sips)
+		if sips > math.MaxInt32/perSip {
+			grow = fmt.Sprintf("no system.sips holds it: %d SIPs of %d PEs are more than the %d PEs a machine can have (sips × cubes_per_sip × pes_per_cube)", sips, perSip, math.MaxInt32)
+		}
+		return fmt.Errorf("world_size %d exceeds the machine's %d PEs (%d SIP(s) × %d cubes × %d PEs); %s",
+			worldSize, pes, p.Sips, p.CubesPerSip, p.PesPerCube, grow)
 	}
 	return nil
 }

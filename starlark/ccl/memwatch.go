@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"kernbench/starlark/script"
 )
@@ -28,6 +29,10 @@ type memWatch struct {
 var memWatches struct {
 	sync.Mutex
 	list []*memWatch
+	// fired is the largest sample that fired a watch while watches were
+	// registered: the figure a stopped run reports (memoryStop), as the
+	// sample it reads later may be lower and under the limit.
+	fired atomic.Int64
 }
 
 // watchMemory registers a memory watch for a run with this limit and
@@ -44,6 +49,9 @@ func watchMemory(limit int64, isDefault bool) (*script.Watchdog, func()) {
 	_, releaseGuard := guardMemory(limit)
 	mw := &memWatch{limit: limit, isDefault: isDefault, w: script.NewMemoryWatch()}
 	memWatches.Lock()
+	if len(memWatches.list) == 0 {
+		memWatches.fired.Store(0)
+	}
 	memWatches.list = append(memWatches.list, mw)
 	memWatches.Unlock()
 	var once sync.Once
@@ -76,6 +84,9 @@ func checkWatches(held int64) {
 	defer memWatches.Unlock()
 	for _, mw := range memWatches.list {
 		if held > mw.limit {
+			if held > memWatches.fired.Load() {
+				memWatches.fired.Store(held)
+			}
 			mw.fire(held)
 		}
 	}
@@ -96,5 +107,5 @@ func (w *world) memoryStop(err error) error {
 	if w.outOfMemory == nil || !script.IsMemory(err) {
 		return err
 	}
-	return w.outOfMemory(memGuard.held.Load())
+	return w.outOfMemory(max(memGuard.held.Load(), memWatches.fired.Load()))
 }

@@ -2,6 +2,7 @@ package ccl
 
 import (
 	"errors"
+	"fmt"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"kernbench"
 	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
 )
 
 // Phase 2 replays the op_log in Go, where the simulation's event loop
@@ -61,5 +63,24 @@ func TestDefaultUnderAddressSpace(t *testing.T) {
 		if got != c.want || fromAS != c.fromAS {
 			t.Errorf("%s: underAddressSpace(%d, %d) = %d, %v; want %d, %v", c.name, c.limit, c.room, got, fromAS, c.want, c.fromAS)
 		}
+	}
+}
+
+// The error of a run the memory watch stopped names the sample that
+// passed the limit, not a later one: by the time the simulation reports
+// it, the sampler may have read less (the stopped thread's values are
+// garbage), and the message said "holds 2.9 GiB of host memory, over
+// --max-memory 3.0 GiB".
+func TestMemoryStopNamesTheSampleOverTheLimit(t *testing.T) {
+	const limit = 3 << 30
+	_, release := watchMemory(limit, false)
+	defer release()
+	checkWatches(limit + 50<<20)
+	memGuard.held.Store(limit - 100<<20) // a later, lower sample
+	var got int64
+	w := &world{outOfMemory: func(held int64) error { got = held; return errors.New("out of memory") }}
+	_ = w.memoryStop(fmt.Errorf("thread cancelled: %w", script.ErrMemory))
+	if got != limit+50<<20 {
+		t.Errorf("the error names %s held, want %s (the sample over --max-memory %s)", FormatBytes(got), FormatBytes(limit+50<<20), FormatBytes(limit))
 	}
 }

@@ -28,6 +28,7 @@ type MockOptions struct {
 	InPlace    bool
 	Root       int
 	RootGiven  bool // root = … given, also as 0: it wins over params.root; a collective without a root refuses it
+	RedOpGiven bool // redop = … given: a collective without a reduction refuses it
 	Params     []starlark.Tuple
 	Schedules  int    // interleavings to explore (>= 1)
 	Seed       uint64 // picks the interleavings
@@ -109,7 +110,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 	for i := 0; i < o.Schedules; i++ {
 		rep, err := Run(path, Options{
 			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
-			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, InPlace: o.InPlace, Root: o.Root, RootGiven: o.RootGiven,
+			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, RedOpGiven: o.RedOpGiven, InPlace: o.InPlace, Root: o.Root, RootGiven: o.RootGiven,
 			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, Keywords: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
 			Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
 			LoadPath: o.LoadPath,

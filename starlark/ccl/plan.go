@@ -268,6 +268,15 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	if topoFrom != "" && !slices.Contains(topology.Names, p.topology) {
 		return nil, usage("%s: unknown topology %q: want one of %s", topoFrom, p.topology, strings.Join(topology.Names, ", "))
 	}
+	if p.topology != "mesh_2d" && len(opts.Compared) == 0 {
+		// Only a mesh_2d reads its shape: the run (and a --vary row
+		// labelled with the shape) would be the same without it.
+		for _, it := range opts.setItems() {
+			if n := len(it.path); it.path[n-1] == "mesh_shape" && (n == 2 && it.path[0] == "defaults" || n == 3 && it.path[0] == "algorithms") {
+				return nil, usage("%v cannot take effect: mesh_shape shapes a mesh_2d topology, and this run's topology is %s", it, p.topology)
+			}
+		}
+	}
 	coll, collFrom := "allreduce", ""
 	switch {
 	case opts.Collective != "":
@@ -324,6 +333,11 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	}
 	if p.dataSpace, err = machine.ParseSpace(ds); err != nil {
 		return nil, usage("--data-space: %v", err)
+	}
+	if opts.RedOpGiven && !p.coll.Reduces {
+		// The bench neither reduces nor checks a reduction: the run would
+		// be the same without it, and its redop column says "none".
+		return nil, usage("%s %s cannot take effect: %s reduces nothing (allreduce, reduce_scatter and reduce do); drop %s", opts.optionName("--redop"), red, p.coll.Name, opts.optionName("--redop"))
 	}
 	if opts.RootGiven && !p.coll.Rooted {
 		// Only a rooted collective passes root to its kernel and checks

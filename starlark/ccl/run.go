@@ -38,6 +38,9 @@ type Options struct {
 	Sizes      []int64 // bytes per rank buffer (converted with the dtype); used when Counts is nil
 	DType      string
 	RedOp      string
+	// RedOpGiven says RedOp was given (--redop, redop = …), also as
+	// sum: a collective without a reduction refuses it.
+	RedOpGiven bool
 	InPlace    bool
 	Seed       uint64
 	DataSpace  string // tcm | sram | hbm (default hbm)

@@ -61,9 +61,12 @@ func (c *Case) Args() []string {
 		"--world-size", strconv.Itoa(c.WorldSize),
 		"--count", strconv.FormatInt(c.Count, 10),
 		"--dtype", c.DType,
-		"--redop", c.RedOp,
 		"--seed", strconv.FormatUint(c.InputSeed, 10),
 		"--data-space", c.DataSpace,
+	}
+	if reduces[c.Collective] {
+		// A collective without a reduction refuses --redop.
+		a = append(a, "--redop", c.RedOp)
 	}
 	if c.InPlace {
 		a = append(a, "--in-place")

@@ -345,13 +345,16 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 	if schedules < 1 {
 		return nil, fmt.Errorf("%s: schedules must be >= 1 (got %d)", b.Name(), schedules)
 	}
-	rootGiven := false
+	rootGiven, redopGiven := false, false
 	for _, kv := range kw {
-		if k, _ := starlark.AsString(kv[0]); k == "root" {
+		switch k, _ := starlark.AsString(kv[0]); k {
+		case "root":
 			rootGiven = true
+		case "redop":
+			redopGiven = true
 		}
 	}
-	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, RootGiven: rootGiven, Count: int64(count), DType: dt, Collective: collective,
+	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, RootGiven: rootGiven, RedOpGiven: redopGiven, Count: int64(count), DType: dt, Collective: collective,
 		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
 		Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory,
 		LoadPath: o.LoadPath, CheckPlace: place}
