@@ -1,18 +1,27 @@
 package ccl
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // An address-space limit (ulimit -v, RLIMIT_AS) ends the process with the
 // Go runtime's fatal error when the heap cannot grow, however much memory
 // the system has: the default --max-memory stays under it. The Go heap
 // maps more address space than it holds (arenas, the pages it returned to
 // the system and still maps, goroutine stacks, its metadata), so the
-// default is half of what the limit leaves when the process starts: a
-// 3 GiB ulimit -v gives about 1.4 GiB, where a run that held 1.5 GiB was
-// killed before.
+// default is half of what the limit leaves beyond what the process maps
+// as it starts (2 GiB, addrspace_linux.go): an 8 GiB ulimit -v gives
+// 3 GiB, a 3 GiB one 512 MiB (a run that held 1.5 GiB under 3 GiB was
+// killed by the Go runtime before).
+
+// startRoom is the address space a run may map (addressSpaceRoom: the
+// limit less a constant, not a reading of VmSize, which moved between
+// runs of one command and the default with it), read once.
+var startRoom = sync.OnceValue(addressSpaceRoom)
 
 // underAddressSpace caps limit (the default from the memory available; 0
-// when unknown) at half the address space the process may still map;
+// when unknown) at half the address space a run may map (addressSpaceRoom);
 // fromAS says the cap applied.
 func underAddressSpace(limit, room int64) (capped int64, fromAS bool) {
 	if room <= 0 {
@@ -31,7 +40,7 @@ var defaultFromAddressSpace atomic.Bool
 // defaultLimitWhy is how a message explains the default limit.
 func defaultLimitWhy() string {
 	if defaultFromAddressSpace.Load() {
-		return "the default: half the address space ulimit -v leaves"
+		return "the default: half of what ulimit -v leaves past the 2 GiB kernbench maps as it starts"
 	}
 	return "the default: " + defaultLimitRule
 }

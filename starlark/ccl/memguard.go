@@ -478,9 +478,9 @@ func FormatBytes(n int64) string {
 // command is admitted or refused the same way whatever other processes
 // hold at the moment (MemAvailable, the base before, moved by gigabytes
 // within a session), and at most half the address space an RLIMIT_AS
-// leaves (defaultlimit.go). 0 when none is known.
+// leaves a run (defaultlimit.go). 0 when none is known.
 func DefaultMaxMemory() int64 {
-	n, fromAS := underAddressSpace(availableMemory(os.ReadFile)/5*4, addressSpaceRoom())
+	n, fromAS := underAddressSpace(availableMemory(os.ReadFile)/5*4, startRoom())
 	defaultFromAddressSpace.Store(fromAS)
 	return n
 }
