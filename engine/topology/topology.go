@@ -22,6 +22,22 @@ type Spec struct {
 	// build installs the directions into t.Maps (one empty map per rank);
 	// rows × cols is mesh_2d's shape.
 	build func(t *Topology, rows, cols int)
+	// degree is the most directions build installs on one rank of a
+	// world of worldSize ranks, before channels (0: the hook decides).
+	degree func(worldSize int) int
+}
+
+// Degree is the most directions the builtin topology name installs on
+// one rank of a world of worldSize ranks with channels channels, known
+// before the world is built (a full_mesh of 5000 ranks has 25 million
+// directions: its set-up alone passes any memory limit); 0 for an
+// unknown name or a topology whose neighbors() hook decides.
+func Degree(name string, worldSize, channels int) int64 {
+	spec, ok := lookup(name)
+	if !ok || spec.degree == nil {
+		return 0
+	}
+	return int64(spec.degree(worldSize)) * int64(max(1, channels))
 }
 
 // Table lists the builtin topologies, in the order messages and the
@@ -29,15 +45,15 @@ type Spec struct {
 // documentation are derived from it (a test in cmd/kernbench checks them).
 var Table = []Spec{
 	{Name: "ring_1d", Directions: "`E` → r+1, `W` → r−1 (mod world_size)",
-		build: func(t *Topology, _, _ int) { ring(t.Maps) }},
+		build: func(t *Topology, _, _ int) { ring(t.Maps) }, degree: func(int) int { return 2 }},
 	{Name: "ring_1d_unidir", Directions: "`E` → r+1 to send, `W` ← r−1 to receive",
-		build: ringUnidir},
+		build: ringUnidir, degree: func(int) int { return 2 }},
 	{Name: "mesh_2d", Directions: "ranks row by row on a rows × cols torus: `N`/`S` → row ∓ 1, `W`/`E` → column ∓ 1 (the most square rows × cols for the world size, 8 → 2 × 4, or `mesh_shape: [R, C]`)",
-		build: func(t *Topology, rows, cols int) { mesh(t.Maps, rows, cols) }},
+		build: func(t *Topology, rows, cols int) { mesh(t.Maps, rows, cols) }, degree: func(int) int { return 4 }},
 	{Name: "tree_binary", Directions: "`parent`, `child_left`, `child_right` (heap order, root 0)",
-		build: treeBinary},
+		build: treeBinary, degree: func(int) int { return 3 }},
 	{Name: "full_mesh", Directions: "`r<j>` → rank j for every other rank j",
-		build: fullMesh},
+		build: fullMesh, degree: func(w int) int { return w - 1 }},
 	{Name: "none", Directions: "whatever your `neighbors()` returns (Step 4)",
 		build: func(*Topology, int, int) {}}, // empty maps: neighbors() builds them
 	{Name: "custom", Directions: "whatever your `neighbors()` returns (Step 4)", NeedsHook: true,

@@ -15,6 +15,7 @@ import (
 	"kernbench"
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
+	"kernbench/starlark/errkind"
 )
 
 func testPlan(t *testing.T, coll string, world int, opts Options) *plan {
@@ -463,5 +464,31 @@ func TestResidentBytes(t *testing.T) {
 				t.Errorf("residentBytes(%q) = %d, want %d", tc.statm, got, tc.want)
 			}
 		})
+	}
+}
+
+// A full_mesh world has world_size − 1 directions a rank: its set-up grows
+// as the square of the world, and the check before set-up counts them (a
+// 5000-rank full_mesh passed it on its ranks alone, 0.95 GiB under a
+// 1 GiB limit, and died with a Go fatal error building 25 million
+// directions). The same world as a ring is set up and estimated in full.
+func TestWorldCheckCountsDirections(t *testing.T) {
+	for _, tc := range []struct {
+		topology string
+		refused  bool
+		fit      string
+	}{
+		{"full_mesh", true, "alone fit up to 669)"},
+		{"ring_1d", false, ""},
+	} {
+		p := &plan{world: 5000, topology: tc.topology, opts: Options{MaxMemory: 1 << 30}}
+		err := p.checkWorldMemory(1)
+		if got := err != nil; got != tc.refused {
+			t.Errorf("%s: checkWorldMemory = %v, want refused %v", tc.topology, err, tc.refused)
+			continue
+		}
+		if err != nil && (errkind.Of(err) != errkind.MemoryLimit || !strings.Contains(err.Error(), tc.fit)) {
+			t.Errorf("%s: %v, want a MemoryLimit refusal naming %q", tc.topology, err, tc.fit)
+		}
 	}
 }

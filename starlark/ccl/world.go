@@ -106,7 +106,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if err := mp.Holds(p.world); err != nil {
 		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
-	if err := p.checkWorldMemory(); err != nil {
+	if err := p.checkWorldMemory(set.Channels); err != nil {
 		return nil, err
 	}
 	if err := m.Place(p.world); err != nil {
