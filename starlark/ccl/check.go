@@ -179,7 +179,14 @@ func Check(file string, o CheckOptions) []string {
 	var unplaceable []int
 	var unplaceableErr error
 	dirs := map[string]bool{} // every direction installed at an admissible size
+	var tooLarge []string
 	for _, w := range sizes {
+		if why := setUpTooLarge(p.topology, w, tgt.settings.Channels); why != "" {
+			// Not built: a full_mesh of 8000 ranks filled the memory
+			// with 64 million directions and ended in a Go fatal error.
+			tooLarge = append(tooLarge, why)
+			continue
+		}
 		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
 		spec.spec(p.topology, w, tgt.settings)
 		links, _, err := neighborTables(spec, loader.NewThread("check"))
@@ -209,6 +216,13 @@ func Check(file string, o CheckOptions) []string {
 		}
 	}
 	problems = append(problems, groupSizeFailures(failures)...)
+	if len(tooLarge) > 0 {
+		more := ""
+		if n := len(tooLarge) - 1; n > 0 {
+			more = fmt.Sprintf(" (and %d more world size(s) of this check)", n)
+		}
+		problems = append(problems, tooLarge[0]+more)
+	}
 	switch {
 	case len(unplaceable) == 1:
 		flag := "--world-sizes"
@@ -225,6 +239,9 @@ func Check(file string, o CheckOptions) []string {
 		// A map the machine cannot place is not built: it could not be
 		// printed.
 		err := machine.Holds(o.ShowMap)
+		if why := setUpTooLarge(p.topology, o.ShowMap, tgt.settings.Channels); err == nil && why != "" {
+			err = errors.New(why)
+		}
 		if err == nil {
 			err = showMap(o, spec, loader, p.topology, tgt, machine)
 		}

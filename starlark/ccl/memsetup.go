@@ -28,10 +28,7 @@ func (p *plan) checkWorldMemory(channels int) error {
 	// A direction's set-up (its neighbour map entry, validation, queue
 	// pair and slots) counts with the rank's: full_mesh's grow as the
 	// square of the world.
-	ranksOf := func(w int) int64 {
-		dirs := satMul(int64(w), topology.Degree(p.topology, w, channels))
-		return sat(satMul(int64(w), perRankBytes), satMul(dirs, perDirectionSetUp))
-	}
+	ranksOf := func(w int) int64 { return worldSetUpBytes(p.topology, w, channels) }
 	e := MemoryEstimate{Ranks: ranksOf(p.world), Runtime: runtimeBytes}
 	if e.Total() <= limit || e.Ranks <= setUpFloor {
 		return nil
@@ -49,6 +46,25 @@ func (p *plan) checkWorldMemory(channels int) error {
 	ref.Message = fmt.Sprintf("world_size %d needs at least %s of host memory before any buffer (%s), over --max-memory %s; try %s, or raise --max-memory",
 		p.world, FormatBytes(e.Total()), e.parts(), lt, alt)
 	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
+}
+
+// worldSetUpBytes is the estimate's part for the ranks of a world of w
+// ranks on topology and their directions, before any buffer.
+func worldSetUpBytes(topo string, w, channels int) int64 {
+	dirs := satMul(int64(w), topology.Degree(topo, w, channels))
+	return sat(satMul(int64(w), perRankBytes), satMul(dirs, perDirectionSetUp))
+}
+
+// setUpTooLarge says why check does not build a world of w ranks on topo:
+// its ranks and directions alone pass the memory kernbench may use (the
+// default --max-memory); "" when it may.
+func setUpTooLarge(topo string, w, channels int) string {
+	need, limit := sat(worldSetUpBytes(topo, w, channels), runtimeBytes), DefaultMaxMemory()
+	if limit <= 0 || need <= limit {
+		return ""
+	}
+	return fmt.Sprintf("world_size %d on topology %s needs about %s of host memory to set up (%d directions), over the %s kernbench may use (%s); check a smaller world size",
+		w, topo, FormatBytes(need), satMul(int64(w), topology.Degree(topo, w, channels)), FormatBytes(limit), defaultLimitWhy())
 }
 
 // perDirectionSetUp is the host memory one installed direction takes
