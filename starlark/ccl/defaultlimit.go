@@ -44,3 +44,12 @@ func defaultLimitWhy() string {
 	}
 	return "the default: " + defaultLimitRule
 }
+
+// startMapped is the address space kernbench maps before a run: the Go
+// runtime's reservations (its page allocator's indexes, the first heap
+// arenas), the binary and its threads. Measured as VmSize while a run
+// starts under ulimit -v 3000000: 1.73 to 1.86 GB, moving by tens of
+// megabytes between runs of one command with the threads and arenas of
+// the moment. A constant, not a reading, so that the default --max-memory
+// is the same at every run.
+const startMapped = 2 << 30

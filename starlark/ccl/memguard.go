@@ -627,8 +627,16 @@ func sampleLoop(stop chan struct{}) {
 // kernel backs a page at its first write) and freed heap the runtime has
 // not returned (a run holding 4.3 GB was reported to hold 8.1 GiB). Where
 // /proc is missing, the runtime's mapped memory minus what it returned.
+// Under an address-space limit (ulimit -v) what ends the process is the
+// address space it maps, touched or not (tiles of zeros never written
+// grow it, not the resident set): there the figure is the larger of the
+// resident set and the address space mapped past what the process maps
+// as it starts (startMapped), which the default limit is half of.
 func sampleMemory() int64 {
 	if n := residentBytes(os.ReadFile); n > 0 {
+		if startRoom() > 0 {
+			n = max(n, mappedBytes(os.ReadFile)-startMapped)
+		}
 		return n
 	}
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
@@ -651,6 +659,24 @@ func residentBytes(read func(string) ([]byte, error)) int64 {
 		return 0
 	}
 	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || pages <= 0 {
+		return 0
+	}
+	return satMul(pages, int64(os.Getpagesize()))
+}
+
+// mappedBytes is the address space the process maps, from
+// /proc/self/statm (its first field, in pages); 0 when it cannot tell.
+func mappedBytes(read func(string) ([]byte, error)) int64 {
+	b, err := read("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil || pages <= 0 {
 		return 0
 	}
