@@ -369,7 +369,7 @@ func mscclFlags(arg string, a *msccl.Algo, opts Options) error {
 
 // runMSCCL is `kernbench run FILE.xml`.
 func runMSCCL(arg string, opts Options) (*Report, error) {
-	cfg, _, err := LoadConfig(opts.Env, opts.ConfigPath, opts.allSets(), opts.Embedded)
+	cfg, _, err := opts.loadConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -148,7 +148,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	if IsMSCCL(arg) {
 		return runMSCCL(arg, opts)
 	}
-	cfg, cfgDir, err := LoadConfig(opts.Env, opts.ConfigPath, opts.allSets(), opts.Embedded)
+	cfg, cfgDir, err := opts.loadConfig()
 	if err != nil {
 		return nil, err
 	}
