@@ -649,34 +649,24 @@ func sampleMemory() int64 {
 
 // residentBytes is the resident set from /proc/self/statm (its second
 // field, in pages) as read reads it; 0 when it cannot tell.
-func residentBytes(read func(string) ([]byte, error)) int64 {
-	b, err := read("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || pages <= 0 {
-		return 0
-	}
-	return satMul(pages, int64(os.Getpagesize()))
-}
+func residentBytes(read func(string) ([]byte, error)) int64 { return statmBytes(read, 1) }
 
 // mappedBytes is the address space the process maps, from
 // /proc/self/statm (its first field, in pages); 0 when it cannot tell.
-func mappedBytes(read func(string) ([]byte, error)) int64 {
+func mappedBytes(read func(string) ([]byte, error)) int64 { return statmBytes(read, 0) }
+
+// statmBytes is field i of /proc/self/statm (a count of pages) in bytes;
+// 0 when it cannot tell.
+func statmBytes(read func(string) ([]byte, error), i int) int64 {
 	b, err := read("/proc/self/statm")
 	if err != nil {
 		return 0
 	}
 	f := strings.Fields(string(b))
-	if len(f) < 1 {
+	if len(f) <= i {
 		return 0
 	}
-	pages, err := strconv.ParseInt(f[0], 10, 64)
+	pages, err := strconv.ParseInt(f[i], 10, 64)
 	if err != nil || pages <= 0 {
 		return 0
 	}
