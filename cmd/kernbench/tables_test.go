@@ -12,7 +12,6 @@ import (
 	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
-	"kernbench/engine/msccl"
 	"kernbench/engine/topology"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/script"
@@ -37,15 +36,6 @@ func TestTablesAgree(t *testing.T) {
 		}
 		if !slices.Contains(topos, config.DefaultTopology) {
 			t.Errorf("config.DefaultTopology %q is not in the topology table", config.DefaultTopology)
-		}
-	})
-
-	t.Run("msccl", func(t *testing.T) {
-		// MSCCL keeps its own order (its messages list them so); the set is
-		// the table's.
-		got := slices.Sorted(slices.Values(msccl.Collectives))
-		if diff := cmp.Diff(slices.Sorted(slices.Values(colls)), got); diff != "" {
-			t.Errorf("msccl.Collectives (-table +msccl, sorted):\n%s", diff)
 		}
 	})
 
@@ -168,7 +158,7 @@ func TestTablesAgree(t *testing.T) {
 
 	t.Run("msccl doc", func(t *testing.T) {
 		doc := readDoc(t, "../../docs/msccl.md")
-		if line := "`coll` is one of " + strings.Join(msccl.Collectives, ", ") + " |"; !strings.Contains(doc, line) {
+		if line := "`coll` is one of " + strings.Join(collective.Names(), ", ") + " |"; !strings.Contains(doc, line) {
 			t.Errorf("docs/msccl.md: the <algo> row does not say %q", line)
 		}
 	})

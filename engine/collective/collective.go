@@ -1,12 +1,11 @@
 // Package collective declares the builtin collectives once: their names,
-// the bench's buffer layout and nccl-tests' bus bandwidth factor. Config
-// validation (engine/config), MSCCL import (engine/msccl), the builtin
-// bench and its reference results (starlark/ccl), the CLI's help and the
-// documentation all take the collectives from Table, so adding one means
-// adding a row here and its reference in starlark/ccl (a test in
-// cmd/kernbench fails until every list agrees).
-//
-// The package is pure data and imports only the standard library.
+// the bench's buffer layout, nccl-tests' bus bandwidth factor and the
+// reference result the bench checks a run against. Config validation
+// (engine/config), MSCCL import (engine/msccl), the builtin bench
+// (starlark/ccl), the CLI's help and the documentation all take the
+// collectives from Table, so adding one means adding a row here, with its
+// reference (reference.go); nothing else switches on a collective's name
+// (a test in cmd/kernbench fails until every list agrees).
 package collective
 
 import "slices"
@@ -24,11 +23,16 @@ type Collective struct {
 	// Rooted: the collective has a root rank (the kernel's `root` keyword,
 	// --root, the report's root).
 	Rooted bool
+	// RecvUnchanged: some ranks' recv buffers must end as they began (the
+	// non-root ranks of reduce), so the bench keeps them to check.
+	RecvUnchanged bool
 	// Bus is nccl-tests' busbw/algbw factor, see BusFactor.
 	Bus Bus
 	// Result says what every rank's recv buffer holds afterwards, for the
 	// documentation and the CLI's help.
 	Result string
+	// reference computes Result (Collective.Expected).
+	reference func(in *Inputs, out [][]byte)
 }
 
 // Bus is the shape of a collective's busbw/algbw factor for p ranks.
@@ -47,17 +51,17 @@ const (
 // documentation show them.
 var Table = []Collective{
 	{Name: "allreduce", Reduces: true, Bus: BusTwice,
-		Result: "every recv = redop over ranks of send"},
+		Result: "every recv = redop over ranks of send", reference: allreduce},
 	{Name: "reduce_scatter", SendMul: true, Reduces: true, Bus: BusShare,
-		Result: "recv of rank r = redop of chunk r of every send"},
+		Result: "recv of rank r = redop of chunk r of every send", reference: reduceScatter},
 	{Name: "allgather", RecvMul: true, Bus: BusShare,
-		Result: "chunk r of every recv = send of rank r"},
+		Result: "chunk r of every recv = send of rank r", reference: allgather},
 	{Name: "broadcast", Rooted: true, Bus: BusOne,
-		Result: "every recv = send of `root` (kernel keyword `root`)"},
-	{Name: "reduce", Reduces: true, Rooted: true, Bus: BusOne,
-		Result: "recv of `root` = redop; other ranks' recv unchanged"},
+		Result: "every recv = send of `root` (kernel keyword `root`)", reference: broadcast},
+	{Name: "reduce", Reduces: true, Rooted: true, RecvUnchanged: true, Bus: BusOne,
+		Result: "recv of `root` = redop; other ranks' recv unchanged", reference: reduce},
 	{Name: "alltoall", SendMul: true, RecvMul: true, Bus: BusShare,
-		Result: "chunk j of recv on rank r = chunk r of send on rank j"},
+		Result: "chunk j of recv on rank r = chunk r of send on rank j", reference: alltoall},
 }
 
 // Names lists the names of Table, in its order.

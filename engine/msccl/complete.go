@@ -1,6 +1,10 @@
 package msccl
 
-import "fmt"
+import (
+	"fmt"
+
+	"kernbench/engine/collective"
+)
 
 // A reduction collective's avg is the sum divided by the number of ranks,
 // and the division belongs where a chunk's sum becomes complete. The XML
@@ -40,9 +44,7 @@ func (r ranks) count() int {
 // step that completes some of its cnt chunks but not all is an error: no
 // single division fits it.
 func (a *Algo) Completing(alias Alias) (map[StepRef]bool, error) {
-	switch a.Coll {
-	case "allreduce", "reduce_scatter", "reduce":
-	default:
+	if c, ok := collective.Lookup(a.Coll); !ok || !c.Reduces {
 		return nil, nil
 	}
 	words := (a.NGPUs + 63) / 64

@@ -17,7 +17,7 @@ type Algo struct {
 	File           string
 	Line           int
 	Name           string
-	Coll           string // allreduce, allgather, reduce_scatter, alltoall, broadcast, reduce
+	Coll           string // a name of engine/collective's Table
 	Proto          string // Simple, LL, LL128: a timing hint, kept for reports
 	NChannels      int
 	NChunksPerLoop int
@@ -102,12 +102,6 @@ func (s *Step) Reads() bool  { return kinds[s.Type].readsSrc }
 func (s *Step) Writes() bool { return kinds[s.Type].writesDst }
 func (s *Step) Recvs() bool  { return kinds[s.Type].recvs }
 func (s *Step) Sends() bool  { return kinds[s.Type].sends }
-
-// Collectives are the collectives kernbench can check a schedule against:
-// the builtin collectives of engine/collective's Table, listed in the order
-// this package's messages have always used (a test in cmd/kernbench checks
-// that the two agree).
-var Collectives = []string{"allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "reduce"}
 
 // Error is one problem of a file, at a line.
 type Error struct {

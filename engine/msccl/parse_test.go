@@ -109,7 +109,7 @@ func TestParseErrors(t *testing.T) {
 		{"piece bytes zero", ` inplace="1">`, ` inplace="1" kernbench_piece_bytes="0">`, []string{`f.xml:1: <algo kernbench_piece_bytes="0">: want a positive number of bytes`}},
 		{"piece bytes not a number", ` inplace="1">`, ` inplace="1" kernbench_piece_bytes="2K">`, []string{`f.xml:1: <algo kernbench_piece_bytes="2K">: want an integer in [-1, 2^30]`}},
 		{"huge ngpus", `ngpus="2"`, `ngpus="1000000000"`, []string{"f.xml:1: ngpus 1000000000: want at most 65536"}},
-		{"unknown collective", `coll="allreduce"`, `coll="alltonext"`, []string{`f.xml:1: collective "alltonext" is not one kernbench can check (want one of allreduce, allgather, reduce_scatter, alltoall, broadcast, reduce)`}},
+		{"unknown collective", `coll="allreduce"`, `coll="alltonext"`, []string{`f.xml:1: collective "alltonext" is not one kernbench can check (want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall)`}},
 		{"gpu twice", `<gpu id="1"`, `<gpu id="0"`, []string{"f.xml:1: gpu 1 is missing (ngpus=2 wants ids 0..1)", "f.xml:8: gpu 0 is defined twice (first at line 2)"}},
 		{"bad buffer", `dstbuf="s"`, `dstbuf="x"`, []string{`f.xml:13: <step dstbuf="x">: want i (input), o (output) or s (scratch)`}},
 		{"peer out of range", `send="1" recv="1"`, `send="2" recv="1"`, []string{"f.xml:3: gpu 0 tb 0 send peer 2 is outside [0, ngpus=2) (-1 for none)"}},

@@ -2,6 +2,7 @@ package msccl
 
 import (
 	"fmt"
+	"kernbench/engine/collective"
 	"slices"
 	"strings"
 )
@@ -44,8 +45,8 @@ func (v *validator) errorf(line int, format string, args ...any) {
 
 func (v *validator) header() {
 	a := v.a
-	if !slices.Contains(Collectives, a.Coll) {
-		v.errorf(a.Line, "collective %q is not one kernbench can check (want one of %s)", a.Coll, strings.Join(Collectives, ", "))
+	if _, ok := collective.Lookup(a.Coll); !ok {
+		v.errorf(a.Line, "collective %q is not one kernbench can check (want one of %s)", a.Coll, strings.Join(collective.Names(), ", "))
 	}
 	switch {
 	case a.NGPUs < 1:

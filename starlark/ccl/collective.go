@@ -50,71 +50,15 @@ func (c Collective) recvCount(count int64, p int) int64 {
 
 // KeepsRecv reports whether some ranks' recv buffers must end as they
 // began (non-root ranks of reduce): Expected needs them only then.
-func (c Collective) KeepsRecv() bool { return c.Name == "reduce" }
+func (c Collective) KeepsRecv() bool { return c.RecvUnchanged }
 
 // Expected computes every rank's expected recv buffer from the original
-// send buffers (independently of any algorithm: float64 accumulation in
-// dtype.Reduce). before[r] is rank r's recv buffer before the run, which
-// non-root ranks of reduce must still hold (nil unless KeepsRecv). sums,
-// when not nil, holds the sums of the send buffers as they were filled:
-// the reductions it answers (dtype.FillSum.Reduce) are taken from it
-// instead of reading the buffers again.
+// send buffers (the collective table's reference, engine/collective).
+// before[r] is rank r's recv buffer before the run (nil unless
+// KeepsRecv); sums, when not nil, the sums of the send buffers as they
+// were filled.
 func (c Collective) Expected(dt dtype.DType, red dtype.RedOp, root int, count int64, sends, before [][]byte, sums *dtype.FillSum) [][]byte {
-	p := len(sends)
-	sz := int64(dt.Size())
-	chunk := func(b []byte, i int64) []byte { return b[i*count*sz : (i+1)*count*sz] }
-	// reduce writes into dst the reduction over ranks of the send
-	// buffers' elements from lo on (parts: those elements of each).
-	reduce := func(dst []byte, lo int64, parts [][]byte) {
-		if sums == nil || !sums.Reduce(red, dst, int(lo)) {
-			dtype.Reduce(red, dt, dst, parts)
-		}
-	}
-	out := make([][]byte, p)
-	switch c.Name {
-	case "allreduce":
-		want := make([]byte, count*sz)
-		reduce(want, 0, sends)
-		for r := range out {
-			out[r] = want
-		}
-	case "reduce_scatter":
-		for r := range out {
-			parts := make([][]byte, p)
-			for s := range parts {
-				parts[s] = chunk(sends[s], int64(r))
-			}
-			out[r] = make([]byte, count*sz)
-			reduce(out[r], int64(r)*count, parts)
-		}
-	case "allgather":
-		want := make([]byte, 0, int64(p)*count*sz)
-		for s := 0; s < p; s++ {
-			want = append(want, sends[s]...)
-		}
-		for r := range out {
-			out[r] = want
-		}
-	case "broadcast":
-		for r := range out {
-			out[r] = sends[root]
-		}
-	case "reduce":
-		for r := range out {
-			out[r] = before[r]
-		}
-		want := make([]byte, count*sz)
-		reduce(want, 0, sends)
-		out[root] = want
-	case "alltoall":
-		for r := range out {
-			out[r] = make([]byte, 0, int64(p)*count*sz)
-			for s := 0; s < p; s++ {
-				out[r] = append(out[r], chunk(sends[s], int64(r))...)
-			}
-		}
-	}
-	return out
+	return c.Collective.Expected(&collective.Inputs{DT: dt, Red: red, Root: root, Count: count, Sends: sends, Before: before, Sums: sums})
 }
 
 // isSentinel reports whether element i of b (a recv buffer filled by
