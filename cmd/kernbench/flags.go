@@ -19,7 +19,7 @@ func addConfigFlags(f *pflag.FlagSet, o *ccl.Options) {
 	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml laid over the embedded default (default ./ccl.yaml if present)")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
-	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names, " | "))
+	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names(), " | "))
 	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))
 }
 

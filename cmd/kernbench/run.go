@@ -163,7 +163,7 @@ of these (its last line names that failure's kind).`,
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the run to FILE (go tool pprof FILE; for work on kernbench's own speed)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
 	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay; ranks below 2^20)")
-	f.StringVar(&o.traceKinds, "trace-kinds", "", "with --trace, keep only these kinds of events: "+strings.Join(trace.Kinds, ", ")+" (comma-separated)")
+	f.StringVar(&o.traceKinds, "trace-kinds", "", "with --trace, keep only these kinds of events: "+strings.Join(trace.Kinds(), ", ")+" (comma-separated)")
 	f.BoolVar(&o.Check, "check", false, "re-verify every queue pair's pointer invariants (I2) after each delivery and credit (slow; the cheap invariant checks are always on)")
 	f.BoolVar(&o.dumpPtrs, "dump-pointers", false, "print every queue pair's pointers (my_head, my_tail, peer_head_cache, peer_tail_cache) on stderr at the end of each run")
 	f.StringVar(&o.dot, "dot", "", "on deadlock, write the wait-for graph as Graphviz DOT to FILE")
@@ -410,8 +410,8 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.traceKinds != "" {
 		for _, k := range strings.Split(o.traceKinds, ",") {
 			k = strings.TrimSpace(k)
-			if !slices.Contains(trace.Kinds, k) {
-				return usageErr(stderr, o.json, fmt.Sprintf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds, ", ")))
+			if !slices.Contains(trace.Kinds(), k) {
+				return usageErr(stderr, o.json, fmt.Sprintf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds(), ", ")))
 			}
 			o.TraceKinds = append(o.TraceKinds, k)
 		}

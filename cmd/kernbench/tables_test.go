@@ -24,7 +24,7 @@ import (
 // names every place still to update.
 func TestTablesAgree(t *testing.T) {
 	colls := collective.Names()
-	topos := slices.Clone(topology.Names)
+	topos := slices.Clone(topology.Names())
 	guide := readDoc(t, "../../docs/ccl-author-guide.md")
 
 	t.Run("config", func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestTablesAgree(t *testing.T) {
 
 	t.Run("bench", func(t *testing.T) {
 		var names []string
-		for _, c := range ccl.Collectives {
+		for _, c := range ccl.Collectives() {
 			names = append(names, c.Name)
 		}
 		if diff := cmp.Diff(colls, names); diff != "" {
@@ -51,7 +51,7 @@ func TestTablesAgree(t *testing.T) {
 		// recv buffer with the size the layout says.
 		const p, count = 3, 2
 		sz := int64(dtype.F32.Size())
-		for _, row := range collective.Table {
+		for _, row := range collective.Table() {
 			c, err := ccl.LookupCollective(row.Name)
 			if err != nil {
 				t.Errorf("LookupCollective(%q): %v", row.Name, err)
@@ -93,7 +93,7 @@ func TestTablesAgree(t *testing.T) {
 	t.Run("author guide collectives", func(t *testing.T) {
 		rows := mdTable(t, guide, "| collective | sendbuf | recvbuf | result |")
 		var want [][]string
-		for _, c := range collective.Table {
+		for _, c := range collective.Table() {
 			want = append(want, []string{c.Name, layout(c.SendMul), layout(c.RecvMul), c.Result})
 		}
 		if diff := cmp.Diff(want, rows); diff != "" {
@@ -110,7 +110,7 @@ func TestTablesAgree(t *testing.T) {
 				got = append(got, []string{strings.Trim(name, "`"), row[1]})
 			}
 		}
-		for _, s := range topology.Table {
+		for _, s := range topology.Table() {
 			want = append(want, []string{s.Name, s.Directions})
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -145,7 +145,7 @@ func TestTablesAgree(t *testing.T) {
 				got = append(got, []string{name, row[1]})
 			}
 		}
-		for _, c := range collective.Table {
+		for _, c := range collective.Table() {
 			want = append(want, []string{c.Name, factor[c.Bus]})
 		}
 		less := func(a, b []string) int { return strings.Compare(a[0], b[0]) }

@@ -47,9 +47,11 @@ const (
 	BusTwice
 )
 
-// Table lists the builtin collectives in the order messages and the
-// documentation show them.
-var Table = []Collective{
+// Table is the builtin collectives in the order messages and the
+// documentation show them (a copy: the table is read-only).
+func Table() []Collective { return slices.Clone(table) }
+
+var table = []Collective{
 	{Name: "allreduce", Reduces: true, Bus: BusTwice,
 		Result: "every recv = redop over ranks of send", reference: allreduce},
 	{Name: "reduce_scatter", SendMul: true, Reduces: true, Bus: BusShare,
@@ -66,8 +68,8 @@ var Table = []Collective{
 
 // Names lists the names of Table, in its order.
 func Names() []string {
-	out := make([]string, len(Table))
-	for i, c := range Table {
+	out := make([]string, len(table))
+	for i, c := range table {
 		out[i] = c.Name
 	}
 	return out
@@ -75,11 +77,11 @@ func Names() []string {
 
 // Lookup finds a collective of Table by name.
 func Lookup(name string) (Collective, bool) {
-	i := slices.IndexFunc(Table, func(c Collective) bool { return c.Name == name })
+	i := slices.IndexFunc(table, func(c Collective) bool { return c.Name == name })
 	if i < 0 {
 		return Collective{}, false
 	}
-	return Table[i], true
+	return table[i], true
 }
 
 // BusFactor is nccl-tests' busbw/algbw factor for p ranks.

@@ -13,7 +13,7 @@ func TestBusFactor(t *testing.T) {
 		"broadcast": 1, "reduce": 1, "alltoall": 0.75,
 	}
 	got := map[string]float64{}
-	for _, c := range Table {
+	for _, c := range table {
 		got[c.Name] = c.BusFactor(4)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

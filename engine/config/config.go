@@ -178,7 +178,7 @@ type Math struct{ BytesPerNs, LatencyNs float64 }
 var (
 	bufferKinds   = []string{"tcm", "hbm", "sram"}
 	backpressures = []string{"sleep", "poll"}
-	topologies    = topology.Names // one list: the topology package declares them
+	topologies    = topology.Names() // one list: the topology package declares them
 	collectives   = collective.Names()
 )
 

@@ -389,9 +389,6 @@ const (
 	NumActivities
 )
 
-// ActivityNames are the report's names of the activities.
-var ActivityNames = [NumActivities]string{ActOther: "other", ActSend: "send", ActRecv: "recv", ActMemory: "memory", ActFlush: "flush"}
-
 // IPCQError is a failure of an IPCQ call with an exact kind
 // (IpcqInvalidDirection, IpcqMessageTooLarge, …).
 type IPCQError struct {

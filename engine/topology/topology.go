@@ -40,10 +40,10 @@ func Degree(name string, worldSize, channels int) int64 {
 	return int64(spec.degree(worldSize)) * int64(max(1, channels))
 }
 
-// Table lists the builtin topologies, in the order messages and the
+// table lists the builtin topologies, in the order messages and the
 // documentation show them. Config validation, the CLI's help and the
 // documentation are derived from it (a test in cmd/kernbench checks them).
-var Table = []Spec{
+var table = []Spec{
 	{Name: "ring_1d", Directions: "`E` → r+1, `W` → r−1 (mod world_size)",
 		build: func(t *Topology, _, _ int) { ring(t.Maps) }, degree: func(int) int { return 2 }},
 	{Name: "ring_1d_unidir", Directions: "`E` → r+1 to send, `W` ← r−1 to receive",
@@ -60,11 +60,17 @@ var Table = []Spec{
 		build: func(*Topology, int, int) {}},
 }
 
+// Table is the builtin topologies, in the order messages and the
+// documentation show them (a copy: the table is read-only).
+func Table() []Spec { return slices.Clone(table) }
+
 // Names lists the topology names a ccl.yaml algorithm entry may use, in the
 // order of Table.
-var Names = func() []string {
-	out := make([]string, len(Table))
-	for i, s := range Table {
+func Names() []string { return slices.Clone(names) }
+
+var names = func() []string {
+	out := make([]string, len(table))
+	for i, s := range table {
 		out[i] = s.Name
 	}
 	return out
@@ -72,11 +78,11 @@ var Names = func() []string {
 
 // lookup finds a topology of Table by name.
 func lookup(name string) (Spec, bool) {
-	i := slices.IndexFunc(Table, func(s Spec) bool { return s.Name == name })
+	i := slices.IndexFunc(table, func(s Spec) bool { return s.Name == name })
 	if i < 0 {
 		return Spec{}, false
 	}
-	return Table[i], true
+	return table[i], true
 }
 
 // ChannelDir is the name of channel c of a builtin direction: the name
@@ -162,7 +168,7 @@ const MaxChannels = 64
 func Builtin(name string, worldSize int, meshShape []int, channels int) (*Topology, error) {
 	spec, ok := lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("unknown topology %q: want one of %s", name, strings.Join(Names, ", "))
+		return nil, fmt.Errorf("unknown topology %q: want one of %s", name, strings.Join(names, ", "))
 	}
 	if worldSize < 1 {
 		return nil, fmt.Errorf("%s: got world_size %d, want at least 1", name, worldSize)

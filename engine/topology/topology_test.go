@@ -138,7 +138,7 @@ func TestBuiltinErrors(t *testing.T) {
 // every mesh_shape that fits) and checks that it passes Validate and has the
 // shape its name promises.
 func TestBuiltinValidates(t *testing.T) {
-	for _, name := range Names {
+	for _, name := range names {
 		for p := 1; p <= 17; p++ {
 			shapes := [][]int{nil}
 			if name == "mesh_2d" {
@@ -387,7 +387,7 @@ func TestClone(t *testing.T) {
 }
 
 func TestRequiresNeighborsHook(t *testing.T) {
-	for _, name := range Names {
+	for _, name := range names {
 		if got, want := RequiresNeighborsHook(name), name == "custom"; got != want {
 			t.Errorf("RequiresNeighborsHook(%q) = %v, want %v", name, got, want)
 		}
@@ -423,7 +423,7 @@ func TestReverse(t *testing.T) {
 // directions per neighbour (d, d_1, ... d_{K-1}), and channel c of a
 // direction pairs with channel c of the direction it pairs with at K = 1.
 func TestChannels(t *testing.T) {
-	for _, name := range Names {
+	for _, name := range names {
 		for _, p := range []int{2, 3, 4, 9} {
 			one, err := Builtin(name, p, nil, 1)
 			if err != nil {

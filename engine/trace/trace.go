@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"kernbench/engine/sim"
@@ -62,7 +63,9 @@ type Recorder struct {
 // rx rings), flows (send → recv arrows), credits (queue-pair credit
 // counters), links (link busy counters), l3l2 (L3 and L2 region
 // operations).
-var Kinds = []string{"kernel", "dma", "rx", "flows", "credits", "links", "l3l2"}
+func Kinds() []string { return slices.Clone(kinds) }
+
+var kinds = []string{"kernel", "dma", "rx", "flows", "credits", "links", "l3l2"}
 
 // Only limits the recording to the PE processes pids (nil: all; pid = PE
 // id + 1) and the kinds named (nil: all; see Kinds). Filtering while

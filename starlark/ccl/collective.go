@@ -17,13 +17,14 @@ type Collective struct {
 
 // Collectives are the builtin collectives, in the table's order
 // (engine/collective declares them).
-var Collectives = func() []Collective {
-	out := make([]Collective, len(collective.Table))
-	for i, c := range collective.Table {
+func Collectives() []Collective {
+	table := collective.Table()
+	out := make([]Collective, len(table))
+	for i, c := range table {
 		out[i] = Collective{c}
 	}
 	return out
-}()
+}
 
 // LookupCollective finds a collective by name.
 func LookupCollective(name string) (Collective, error) {

@@ -25,7 +25,7 @@ func stepLimited(t *testing.T) error {
 	t.Helper()
 	l := &script.Loader{MaxSteps: 500}
 	th := l.NewThread("rank 0")
-	_, err := starlark.ExecFileOptions(script.FileOptions, th, "k.star", "while True:\n    pass\n", nil)
+	_, err := starlark.ExecFileOptions(script.FileOptions(), th, "k.star", "while True:\n    pass\n", nil)
 	if err == nil {
 		t.Fatal("the loop returned")
 	}

@@ -48,7 +48,7 @@ var directionArgs = map[string]struct {
 // tl.spawn its function cannot accept. topo describes the topology for the
 // messages.
 func lintCalls(file string, src []byte, globals starlark.StringDict, dirs map[string]bool, channels int, topo string) []string {
-	f, err := script.FileOptions.Parse(file, src, 0)
+	f, err := script.FileOptions().Parse(file, src, 0)
 	if err != nil {
 		return nil // the loader has reported it
 	}

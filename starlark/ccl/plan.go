@@ -265,8 +265,8 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	default:
 		p.topology = "ring_1d"
 	}
-	if topoFrom != "" && !slices.Contains(topology.Names, p.topology) {
-		return nil, usage("%s: unknown topology %q: want one of %s", topoFrom, p.topology, strings.Join(topology.Names, ", "))
+	if topoFrom != "" && !slices.Contains(topology.Names(), p.topology) {
+		return nil, usage("%s: unknown topology %q: want one of %s", topoFrom, p.topology, strings.Join(topology.Names(), ", "))
 	}
 	if p.topology != "mesh_2d" && len(opts.Compared) == 0 {
 		// Only a mesh_2d reads its shape: the run (and a --vary row

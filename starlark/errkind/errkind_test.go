@@ -108,7 +108,7 @@ func wrap(err error) error {
 func loopErr(t *testing.T, l *script.Loader) error {
 	t.Helper()
 	th := l.NewThread("loop")
-	_, err := starlark.ExecFileOptions(script.FileOptions, th, "loop.star", "while True:\n    pass\n", nil)
+	_, err := starlark.ExecFileOptions(script.FileOptions(), th, "loop.star", "while True:\n    pass\n", nil)
 	if err == nil {
 		t.Fatal("the loop returned")
 	}
@@ -203,7 +203,7 @@ func TestLimitCauses(t *testing.T) {
 	defer wd.Stop()
 	th := (&script.Loader{Watchdog: wd}).NewThread("cancelled")
 	script.Cancel(th, "the simulation ended")
-	_, err = starlark.ExecFileOptions(script.FileOptions, th, "x.star", "x = 1\n", nil)
+	_, err = starlark.ExecFileOptions(script.FileOptions(), th, "x.star", "x = 1\n", nil)
 	err = script.Stopped(th, err)
 	if err == nil || errkind.Of(err) != errkind.Runtime {
 		t.Errorf("a thread cancelled when the simulation ended: got %v (%v), want RuntimeError", errkind.Of(err), err)

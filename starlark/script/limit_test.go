@@ -27,7 +27,7 @@ func TestFailIsTyped(t *testing.T) {
 func TestStopped(t *testing.T) {
 	run := func(l *Loader, src string) (*starlark.Thread, error) {
 		th := l.NewThread("t")
-		_, err := starlark.ExecFileOptions(FileOptions, th, "x.star", src, nil)
+		_, err := starlark.ExecFileOptions(FileOptions(), th, "x.star", src, nil)
 		return th, err
 	}
 	th, err := run(&Loader{MaxSteps: 100}, "x = 0\nfor i in range(1000):\n    x += i\n")

@@ -30,7 +30,9 @@ import (
 // FileOptions are the dialect options of every kernbench file: while, set,
 // recursion and top-level control flow are allowed (algorithm authors write
 // ordinary loops and helpers).
-var FileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+func FileOptions() *syntax.FileOptions {
+	return &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+}
 
 // Source reads script files. Relative paths are tried on disk first (in
 // Env.Dir), then in the embedded copy of the shipped algorithms and benches.
@@ -549,7 +551,7 @@ func (l *Loader) loopsOf(fn *starlark.Function) string {
 	if err != nil {
 		return ""
 	}
-	f, err := FileOptions.Parse(pos.Filename(), data, 0)
+	f, err := FileOptions().Parse(pos.Filename(), data, 0)
 	if err != nil {
 		return ""
 	}
@@ -607,7 +609,7 @@ func compile(name string, src []byte, predeclared starlark.StringDict) (*starlar
 	if c, ok := programs.m[key]; ok {
 		return c.prog, c.err
 	}
-	_, prog, err := starlark.SourceProgramOptions(FileOptions, name, src, predeclared.Has)
+	_, prog, err := starlark.SourceProgramOptions(FileOptions(), name, src, predeclared.Has)
 	if programs.m == nil || len(programs.m) >= maxPrograms {
 		programs.m = map[programKey]compiled{}
 	}

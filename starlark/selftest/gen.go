@@ -24,7 +24,7 @@ type GenOptions struct {
 }
 
 // DefaultGen is what the tests generate: every kind of case.
-var DefaultGen = GenOptions{MinimalFlush: true, ZeroDivision: true}
+func DefaultGen() GenOptions { return GenOptions{MinimalFlush: true, ZeroDivision: true} }
 
 // elemSize is the size of each dtype the generator uses.
 var elemSize = map[string]int{"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "u8": 1}

@@ -17,7 +17,7 @@ var ciSeeds = []uint64{2, 9, 13, 19, 20, 23, 25, 28, 40, 47, 57, 60, 80, 83, 94,
 // TestSelfTest checks the invariants on the fixed seeds.
 func TestSelfTest(t *testing.T) {
 	for _, seed := range ciSeeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkSeed(t, seed, DefaultGen) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkSeed(t, seed, DefaultGen()) })
 	}
 }
 
@@ -49,7 +49,7 @@ func FuzzSelfTest(f *testing.F) {
 	for _, s := range ciSeeds {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, seed uint64) { checkSeed(t, seed, DefaultGen) })
+	f.Fuzz(func(t *testing.T, seed uint64) { checkSeed(t, seed, DefaultGen()) })
 }
 
 func checkSeed(t *testing.T, seed uint64, o GenOptions) {
