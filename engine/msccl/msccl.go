@@ -94,8 +94,8 @@ var kinds = map[string]stepKind{
 	"nop":  {},
 }
 
-// StepTypes are the step types kernbench runs, in MSCCL's spelling.
-var StepTypes = []string{"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"}
+// stepTypes are the step types kernbench runs, in MSCCL's spelling.
+var stepTypes = []string{"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"}
 
 // Reads, Writes, Recvs and Sends describe what the step's type does.
 func (s *Step) Reads() bool  { return kinds[s.Type].readsSrc }

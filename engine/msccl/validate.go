@@ -195,7 +195,7 @@ func (v *validator) step(g *GPU, tb *TB, si int) {
 	}
 	k, ok := kinds[st.Type]
 	if !ok {
-		v.errorf(st.Line, "%s: unknown step type %q (want one of %s)", at, st.Type, strings.Join(StepTypes, ", "))
+		v.errorf(st.Line, "%s: unknown step type %q (want one of %s)", at, st.Type, strings.Join(stepTypes, ", "))
 		return
 	}
 	if k.sends && tb.Send < 0 {

@@ -67,8 +67,8 @@ var _ starlark.HasAttrs = (*Torch)(nil)
 // torchMethod is the signature of torch's and torch.distributed's methods.
 type torchMethod = func(t *Torch, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)
 
-// TorchTable is the torch object's attributes and functions.
-var TorchTable = registry.New("torch", "torch.", []registry.Field[*Torch]{
+// torchTable is the torch object's attributes and functions.
+var torchTable = registry.New("torch", "torch.", []registry.Field[*Torch]{
 	{Name: "args", Type: "struct", Doc: "The bench parameters from the command line: count and bytes (the size being run: --count, --bytes or a point of --sweep), dtype, redop, seed, in_place, root and collective (--dtype, --redop, --seed, --in-place, --root, --collective or the algorithm's).", Get: func(t *Torch) starlark.Value { return t.rt.Args }},
 	{Name: "distributed", Type: "torch.distributed", Doc: "The process-group API (torch.distributed below).", Get: func(t *Torch) starlark.Value { return t.dist }},
 }, []registry.Method[*Torch]{
@@ -83,9 +83,9 @@ var TorchTable = registry.New("torch", "torch.", []registry.Field[*Torch]{
 	{Name: "zeros", Sig: `zeros(shape, dtype="f32")`, Doc: "A new tensor of shape filled with zeros.", Fn: filler(0, false)},
 })
 
-// DistributedTable is torch.distributed's functions (bound to the rank's
+// distributedTable is torch.distributed's functions (bound to the rank's
 // Torch).
-var DistributedTable = registry.New("torch.distributed", "torch.distributed.", nil, []registry.Method[*Torch]{
+var distributedTable = registry.New("torch.distributed", "torch.distributed.", nil, []registry.Method[*Torch]{
 	{Name: "algorithm", Sig: "algorithm()", Doc: "The algorithm chosen by ccl.yaml or the command line: struct(name, kernel).", Fn: (*Torch).algorithm},
 	{Name: "get_rank", Sig: "get_rank()", Doc: "This process's rank.", Fn: func(t *Torch, _ *starlark.Thread, _ *starlark.Builtin, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		return starlark.MakeInt(t.rank), nil
@@ -100,8 +100,8 @@ var DistributedTable = registry.New("torch.distributed", "torch.distributed.", n
 func New(rt *Runtime, rank, world int, p *sim.Proc) *Torch {
 	t := &Torch{rt: rt, rank: rank, world: world, proc: p}
 	dist := starlark.StringDict{}
-	for _, m := range DistributedTable.MethodList() {
-		dist[m.Name] = DistributedTable.Builtin(m.Name).BindReceiver(t)
+	for _, m := range distributedTable.MethodList() {
+		dist[m.Name] = distributedTable.Builtin(m.Name).BindReceiver(t)
 	}
 	t.dist = starlarkstruct.FromStringDict(starlark.String("torch.distributed"), dist)
 	return t
@@ -113,9 +113,9 @@ func (t *Torch) Freeze()               {}
 func (t *Torch) Truth() starlark.Bool  { return true }
 func (t *Torch) Hash() (uint32, error) { return uint32(t.rank), nil }
 func (t *Torch) Attr(name string) (starlark.Value, error) {
-	return TorchTable.Attr(t, name)
+	return torchTable.Attr(t, name)
 }
-func (t *Torch) AttrNames() []string { return TorchTable.AttrNames() }
+func (t *Torch) AttrNames() []string { return torchTable.AttrNames() }
 
 func (t *Torch) initProcessGroup(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	backend, world, rank := "ahbm", t.world, t.rank

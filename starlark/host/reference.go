@@ -13,9 +13,9 @@ var receivers = []struct {
 	table registry.Receiver
 	doc   string
 }{
-	{TorchTable, "The rank's `torch` object, passed to `run_rank(rank, world_size, torch)`."},
-	{DistributedTable, "`torch.distributed`: the process group and the algorithm under test."},
-	{TensorTable, "A tensor in the rank's simulated memory (`--data-space`, HBM by default). Host arithmetic (`a + b`, `- * /` with a tensor of the same dtype and count or a number) makes a new tensor and costs no simulated time: it is for expected results. `len(x)` is the count; iterating gives the values."},
+	{torchTable, "The rank's `torch` object, passed to `run_rank(rank, world_size, torch)`."},
+	{distributedTable, "`torch.distributed`: the process group and the algorithm under test."},
+	{tensorTable, "A tensor in the rank's simulated memory (`--data-space`, HBM by default). Host arithmetic (`a + b`, `- * /` with a tensor of the same dtype and count or a number) makes a new tensor and costs no simulated time: it is for expected results. `len(x)` is the count; iterating gives the values."},
 }
 
 // Reference renders the host-bench section of the builtin reference from

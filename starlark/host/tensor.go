@@ -43,8 +43,8 @@ func (x *Tensor) list() *starlark.List {
 	return l.(*starlark.List)
 }
 
-// TensorTable is a tensor's attributes and methods.
-var TensorTable = registry.New("tensor", "tensor.", []registry.Field[*Tensor]{
+// tensorTable is a tensor's attributes and methods.
+var tensorTable = registry.New("tensor", "tensor.", []registry.Field[*Tensor]{
 	{Name: "count", Type: "int", Doc: "Number of elements.", Get: func(x *Tensor) starlark.Value { return starlark.MakeInt64(x.Ptr.Count) }},
 	{Name: "data", Type: "list", Doc: "The values as a list (read after the launch; no simulated cost).", Get: func(x *Tensor) starlark.Value { return x.list() }},
 	{Name: "dtype", Type: "str", Doc: "Element type name.", Get: func(x *Tensor) starlark.Value { return starlark.String(x.Ptr.DT.String()) }},
@@ -61,9 +61,9 @@ var TensorTable = registry.New("tensor", "tensor.", []registry.Field[*Tensor]{
 	}},
 })
 
-func (x *Tensor) AttrNames() []string { return TensorTable.AttrNames() }
+func (x *Tensor) AttrNames() []string { return tensorTable.AttrNames() }
 
-func (x *Tensor) Attr(name string) (starlark.Value, error) { return TensorTable.Attr(x, name) }
+func (x *Tensor) Attr(name string) (starlark.Value, error) { return tensorTable.Attr(x, name) }
 
 var hostOps = map[syntax.Token]dtype.Op{syntax.PLUS: dtype.Add, syntax.MINUS: dtype.Sub, syntax.STAR: dtype.Mul, syntax.SLASH: dtype.Div}
 

@@ -100,9 +100,9 @@ type Attribute struct {
 	Get                   func(o *Obj) starlark.Value
 }
 
-// Kinds lists the receiver kinds in documentation order, with a sentence
+// callKinds lists the receiver kinds in documentation order, with a sentence
 // each.
-var Kinds = []struct{ Name, Doc string }{
+var callKinds = []struct{ Name, Doc string }{
 	{"orch", "The L3 host orchestrator, passed to `main(orch)`."},
 	{"region", "An L3 region handle (`orch.create_l3_l2_region`); its operations cross PCIe."},
 	{"counter", "An L3 int32 signal counter of a region (`region.counter(offset)`)."},
@@ -123,8 +123,8 @@ var Kinds = []struct{ Name, Doc string }{
 // (in Kinds order, predeclared functions last) and name.
 var Builtins []Builtin
 
-// Attributes is the registration table of value attributes.
-var Attributes []Attribute
+// orchAttributes is the registration table of value attributes.
+var orchAttributes []Attribute
 
 // tables are the method tables of the receiver kinds, and of the
 // predeclared helpers under "": each Builtin is one shared builtin, bound
@@ -133,12 +133,12 @@ var tables = map[string]*registry.Table[*Obj]{}
 
 func init() {
 	Builtins = builtins()
-	Attributes = attributes()
+	orchAttributes = attributes()
 	order := map[string]int{}
-	for i, k := range Kinds {
+	for i, k := range callKinds {
 		order[k.Name] = i
 	}
-	order[""] = len(Kinds)
+	order[""] = len(callKinds)
 	sort.SliceStable(Builtins, func(i, j int) bool {
 		a, b := Builtins[i], Builtins[j]
 		if a.Recv != b.Recv {
@@ -147,14 +147,14 @@ func init() {
 		return a.Name < b.Name
 	})
 	fields := map[string][]registry.Field[*Obj]{}
-	for _, a := range Attributes {
+	for _, a := range orchAttributes {
 		fields[a.Recv] = append(fields[a.Recv], registry.Field[*Obj]{Name: a.Name, Type: a.Type, Doc: a.Doc, Get: a.Get})
 	}
 	methods := map[string][]registry.Method[*Obj]{}
 	for _, b := range Builtins {
 		methods[b.Recv] = append(methods[b.Recv], registry.Method[*Obj]{Name: b.Name, Sig: b.Sig, Doc: b.Doc, Fn: callOrch(b.Fn)})
 	}
-	for _, k := range Kinds {
+	for _, k := range callKinds {
 		tables[k.Name] = registry.New(k.Name, k.Name+".", fields[k.Name], methods[k.Name])
 	}
 	tables[""] = registry.New("", "", nil, methods[""])
@@ -265,8 +265,8 @@ func Predeclared() starlark.StringDict {
 	return d
 }
 
-// Constants documents the predeclared constant namespaces.
-var Constants = []struct{ Name, Values, Doc string }{
+// orchConstants documents the predeclared constant namespaces.
+var orchConstants = []struct{ Name, Values, Doc string }{
 	{"NotifyOp", "Set=0, Add=1", "How `notify` changes a counter (Add wraps at 32 bits and is not atomic)."},
 	{"WaitCmp", "EQ=0, NE=1, GT=2, GE=3, LT=4, LE=5", "Comparison `observed ⋄ value` of a test or wait, as signed int32."},
 	{"Opcode", "DATA=1, STOP=2, ERROR=3", "Queue message opcodes (STOP only on input, through `request_stop`)."},

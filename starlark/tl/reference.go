@@ -28,20 +28,20 @@ the caller's position, simulated time and rank).
 | name | type | meaning |
 | --- | --- | --- |
 `)
-	for _, a := range TL.Fields() {
+	for _, a := range tlTable.Fields() {
 		fmt.Fprintf(&b, "| `tl.%s` | %s | %s |\n", a.Name, a.Type, registry.EscapeCell(a.Doc))
 	}
 	b.WriteString("\n## tl functions\n\n")
-	for _, f := range TL.Methods() {
+	for _, f := range tlTable.Methods() {
 		fmt.Fprintf(&b, "### `tl.%s`\n\n%s\n\n", f.Sig, f.Doc)
 	}
 	b.WriteString("`tl.load` cannot be written (\"load\" is a Starlark keyword); `getattr(tl, \"load\")` is `tl.fetch`.\n\n")
 	b.WriteString("## Ptr\n\nA typed view of simulated memory. `p + k` advances k elements; `len(p)` is the count; `p[i]` reads element i without cost; two Ptrs are equal when memory, address, dtype and count are equal.\n\n| member | meaning |\n| --- | --- |\n")
-	for _, m := range registry.Members(PtrTable) {
+	for _, m := range registry.Members(ptrTable) {
 		fmt.Fprintf(&b, "| `p.%s` | %s |\n", m.Usage(), registry.EscapeCell(m.Doc))
 	}
 	b.WriteString("\n## Tile\n\nData loaded into the PE. Immutable; `+ - * /` with a Tile of the same dtype and count or with a number make a new Tile whose math costs PE_MATH time (the script continues; a store waits for the result). Integer dtypes wrap on overflow and divide truncating toward zero; dividing by zero is a ZeroDivision error, and a number beyond 64 bits an error.\n\n| member | meaning |\n| --- | --- |\n")
-	for _, m := range registry.Members(TileTable) {
+	for _, m := range registry.Members(tileTable) {
 		fmt.Fprintf(&b, "| `t.%s` | %s |\n", m.Usage(), registry.EscapeCell(m.Doc))
 	}
 	b.WriteString("\n## Error kinds\n\nThe kind appears in the message and in `--json` output (`error.kind`).\n\n| kind | raised when |\n| --- | --- |\n")

@@ -206,9 +206,9 @@ var Attributes = []Attribute{
 // Builtins is the registration table of tl's functions, sorted by name.
 var Builtins []Builtin
 
-// TL is tl's method and field table: one shared builtin per function,
+// tlTable is tl's method and field table: one shared builtin per function,
 // bound to each kernel's tl (the functions run through callTL).
-var TL *registry.Table[*Kernel]
+var tlTable *registry.Table[*Kernel]
 
 func init() {
 	Builtins = append(append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...), eventBuiltins()...)
@@ -218,7 +218,7 @@ func init() {
 		methods[i] = b
 		methods[i].Fn = callTL(b)
 	}
-	TL = registry.New("tl", "tl.", Attributes, methods)
+	tlTable = registry.New("tl", "tl.", Attributes, methods)
 	attrIndex = make(map[string]int, len(Builtins)+len(Attributes)+1)
 	for i, b := range Builtins {
 		attrIndex[b.Name] = i
@@ -301,7 +301,7 @@ func New(k *Kernel) *Kernel {
 	}
 	k.attrs = make([]starlark.Value, len(Builtins)+len(Attributes))
 	for i, b := range Builtins {
-		k.attrs[i] = TL.Builtin(b.Name).BindReceiver(k)
+		k.attrs[i] = tlTable.Builtin(b.Name).BindReceiver(k)
 	}
 	for i, a := range Attributes {
 		k.attrs[len(Builtins)+i] = a.Get(k)

@@ -245,8 +245,8 @@ func readsNow(fn func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args sta
 	}
 }
 
-// PtrTable is Ptr's attributes and methods, each sorted by name.
-var PtrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
+// ptrTable is Ptr's attributes and methods, each sorted by name.
+var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 	{Name: "addr", Type: "int", Doc: "Physical byte address of the first element.", Get: func(p *Ptr) starlark.Value { return starlark.MakeUint64(p.Reg.Addr()) }},
 	{Name: "count", Type: "int", Doc: "Number of elements (also len(p)).", Get: func(p *Ptr) starlark.Value { return starlark.MakeInt64(p.Count) }},
 	{Name: "dir", Type: "str", Doc: "For a received message, the direction it arrived from; None otherwise.", Get: func(p *Ptr) starlark.Value {
@@ -341,15 +341,15 @@ func partBound(i, count, n int64) int64 {
 // does not count (a million views is far beyond any world size).
 const maxParts = 1 << 20
 
-func (p *Ptr) AttrNames() []string { return PtrTable.AttrNames() }
+func (p *Ptr) AttrNames() []string { return ptrTable.AttrNames() }
 
 func (p *Ptr) Attr(name string) (starlark.Value, error) {
-	if PtrTable.Has(name) {
+	if ptrTable.Has(name) {
 		if err := p.checkLease(); err != nil {
 			return nil, fmt.Errorf("Ptr.%s: %w", name, err)
 		}
 	}
-	return PtrTable.Attr(p, name)
+	return ptrTable.Attr(p, name)
 }
 
 func elemValue(dt dtype.DType, b []byte, i int) starlark.Value {
@@ -413,8 +413,8 @@ func (t *Tile) Freeze()               {}
 func (t *Tile) Truth() starlark.Bool  { return true }
 func (t *Tile) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Tile") }
 
-// TileTable is Tile's attributes and methods, each sorted by name.
-var TileTable = registry.New("Tile", "", []registry.Field[*Tile]{
+// tileTable is Tile's attributes and methods, each sorted by name.
+var tileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 	{Name: "count", Type: "int", Doc: "Number of elements.", Get: func(t *Tile) starlark.Value { return starlark.MakeInt64(t.Count) }},
 	{Name: "dtype", Type: "str", Doc: "Element type name.", Get: func(t *Tile) starlark.Value { return starlark.String(t.DT.String()) }},
 }, []registry.Method[*Tile]{
@@ -446,9 +446,9 @@ var TileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 	}},
 })
 
-func (t *Tile) AttrNames() []string { return TileTable.AttrNames() }
+func (t *Tile) AttrNames() []string { return tileTable.AttrNames() }
 
-func (t *Tile) Attr(name string) (starlark.Value, error) { return TileTable.Attr(t, name) }
+func (t *Tile) Attr(name string) (starlark.Value, error) { return tileTable.Attr(t, name) }
 
 var tileOps = map[syntax.Token]dtype.Op{syntax.PLUS: dtype.Add, syntax.MINUS: dtype.Sub, syntax.STAR: dtype.Mul, syntax.SLASH: dtype.Div}
 
