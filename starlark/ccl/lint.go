@@ -125,10 +125,10 @@ func lintCalls(file string, src []byte, globals starlark.StringDict, dirs map[st
 // tlNames are the fields and methods of tl.
 var tlNames = func() []string {
 	var names []string
-	for _, b := range tl.Builtins {
+	for _, b := range tl.Builtins() {
 		names = append(names, b.Name)
 	}
-	for _, a := range tl.Attributes {
+	for _, a := range tl.Attributes() {
 		names = append(names, a.Name)
 	}
 	return names

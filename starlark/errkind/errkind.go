@@ -20,6 +20,7 @@ package errkind
 
 import (
 	"errors"
+	"slices"
 
 	"kernbench/engine/l3l2"
 	"kernbench/engine/machine"
@@ -137,8 +138,11 @@ var (
 	SingleWriter      = &Kind{"SINGLE_WRITER", ExitRuntime, L3, "a second writer on a single-writer region"}
 )
 
+// Table is every kind, in the reference's order (a copy).
+func Table() []*Kind { return slices.Clone(kindTable) }
+
 // Table is every kind, by group in the order of the reference.
-var Table = []*Kind{
+var kindTable = []*Kind{
 	Usage, Config, Load, Init, MSCCL, IO, Export, MemoryLimit, CheckFailed,
 	Deadlock, WaitTimeout, Watchdog, StepLimit, Timeout, HostMemory, TestTimeout,
 	WrongResult, Phase2Mismatch, TestFailed,
@@ -158,7 +162,7 @@ var Table = []*Kind{
 // (machine.IPCQError, the l3l2 errors); names are unique within a group.
 var byName = func() map[Group]map[string]*Kind {
 	m := map[Group]map[string]*Kind{}
-	for _, k := range Table {
+	for _, k := range kindTable {
 		if m[k.Group] == nil {
 			m[k.Group] = map[string]*Kind{}
 		}

@@ -20,7 +20,7 @@ func Reference() string {
 		"run-time error. The tl error kinds above exit 4.\n\n")
 	table := func(g Group) {
 		b.WriteString("| kind | exit | raised when |\n| --- | --- | --- |\n")
-		for _, k := range Table {
+		for _, k := range kindTable {
 			if k.Group == g {
 				fmt.Fprintf(&b, "| `%s` | %d | %s |\n", k.Name, k.Status, strings.ReplaceAll(k.Doc, "|", `\|`))
 			}

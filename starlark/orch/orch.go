@@ -22,6 +22,7 @@ package orch
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -119,9 +120,12 @@ var callKinds = []struct{ Name, Doc string }{
 	{"region_endpoint", "The L2 side of a region (`l2.region_endpoint`); operations are local HBM accesses."},
 }
 
+// Builtins are orch's functions and methods, for the reference (a copy).
+func Builtins() []Builtin { return slices.Clone(orchBuiltins) }
+
 // Builtins is the registration table of every function, sorted by receiver
 // (in Kinds order, predeclared functions last) and name.
-var Builtins []Builtin
+var orchBuiltins []Builtin
 
 // orchAttributes is the registration table of value attributes.
 var orchAttributes []Attribute
@@ -132,15 +136,15 @@ var orchAttributes []Attribute
 var tables = map[string]*registry.Table[*Obj]{}
 
 func init() {
-	Builtins = builtins()
+	orchBuiltins = builtins()
 	orchAttributes = attributes()
 	order := map[string]int{}
 	for i, k := range callKinds {
 		order[k.Name] = i
 	}
 	order[""] = len(callKinds)
-	sort.SliceStable(Builtins, func(i, j int) bool {
-		a, b := Builtins[i], Builtins[j]
+	sort.SliceStable(orchBuiltins, func(i, j int) bool {
+		a, b := orchBuiltins[i], orchBuiltins[j]
 		if a.Recv != b.Recv {
 			return order[a.Recv] < order[b.Recv]
 		}
@@ -151,7 +155,7 @@ func init() {
 		fields[a.Recv] = append(fields[a.Recv], registry.Field[*Obj]{Name: a.Name, Type: a.Type, Doc: a.Doc, Get: a.Get})
 	}
 	methods := map[string][]registry.Method[*Obj]{}
-	for _, b := range Builtins {
+	for _, b := range orchBuiltins {
 		methods[b.Recv] = append(methods[b.Recv], registry.Method[*Obj]{Name: b.Name, Sig: b.Sig, Doc: b.Doc, Fn: callOrch(b.Fn)})
 	}
 	for _, k := range callKinds {

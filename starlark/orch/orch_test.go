@@ -214,7 +214,7 @@ func TestStarTests(t *testing.T) {
 // reference lists them all.
 func TestReference(t *testing.T) {
 	ref := orch.Reference()
-	for _, b := range orch.Builtins {
+	for _, b := range orch.Builtins() {
 		if b.Sig == "" || b.Doc == "" || b.Fn == nil {
 			t.Errorf("%s.%s: incomplete registration", b.Recv, b.Name)
 		}
@@ -241,7 +241,7 @@ func TestReference(t *testing.T) {
 		"region_endpoint": {"error", "counter_addr", "signal_notify", "signal_test", "signal_wait", "payload_read", "payload_write"},
 	}
 	have := map[string]bool{}
-	for _, b := range orch.Builtins {
+	for _, b := range orch.Builtins() {
 		have[b.Recv+"."+b.Name] = true
 	}
 	for recv, names := range want {

@@ -45,7 +45,7 @@ the caller's position, simulated time and rank).
 		fmt.Fprintf(&b, "| `t.%s` | %s |\n", m.Usage(), registry.EscapeCell(m.Doc))
 	}
 	b.WriteString("\n## Error kinds\n\nThe kind appears in the message and in `--json` output (`error.kind`).\n\n| kind | raised when |\n| --- | --- |\n")
-	for _, k := range errkind.Table {
+	for _, k := range errkind.Table() {
 		if k.Group == errkind.TL {
 			fmt.Fprintf(&b, "| `%s` | %s |\n", k.Name, k.Doc)
 		}

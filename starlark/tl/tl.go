@@ -7,6 +7,7 @@ package tl
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -183,8 +184,11 @@ type Builtin = registry.Method[*Kernel]
 // when the kernel's tl is made).
 type Attribute = registry.Field[*Kernel]
 
+// Attributes are tl's attributes, for the reference (a copy).
+func Attributes() []Attribute { return slices.Clone(tlAttributes) }
+
 // Attributes lists tl's value attributes.
-var Attributes = []Attribute{
+var tlAttributes = []Attribute{
 	{Name: "rank", Type: "int", Doc: "This rank's index in the process group.", Get: func(k *Kernel) starlark.Value { return starlark.MakeInt(k.Rank) }},
 	{Name: "world_size", Type: "int", Doc: "Number of ranks in the process group.", Get: func(k *Kernel) starlark.Value { return starlark.MakeInt(k.World) }},
 	{Name: "slot_size", Type: "int", Doc: "Bytes per IPCQ message at most (the rx slot size in force).", Get: func(k *Kernel) starlark.Value { return starlark.MakeInt64(k.slotSize()) }},
@@ -203,28 +207,31 @@ var Attributes = []Attribute{
 	{Name: "redop", Type: "str", Doc: `The collective's reduction ("sum", "prod", "max", "min", "avg"); pass it to tl.reduce, which accumulates "avg" as a sum (divide by world_size at the end).`, Get: func(k *Kernel) starlark.Value { return starlark.String(k.RedOp.String()) }},
 }
 
+// Builtins are tl's functions, for the reference (a copy).
+func Builtins() []Builtin { return slices.Clone(tlBuiltins) }
+
 // Builtins is the registration table of tl's functions, sorted by name.
-var Builtins []Builtin
+var tlBuiltins []Builtin
 
 // tlTable is tl's method and field table: one shared builtin per function,
 // bound to each kernel's tl (the functions run through callTL).
 var tlTable *registry.Table[*Kernel]
 
 func init() {
-	Builtins = append(append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...), eventBuiltins()...)
-	sort.Slice(Builtins, func(i, j int) bool { return Builtins[i].Name < Builtins[j].Name })
-	methods := make([]Builtin, len(Builtins))
-	for i, b := range Builtins {
+	tlBuiltins = append(append(append(kernelBuiltins(), primitiveBuiltins()...), locationBuiltins()...), eventBuiltins()...)
+	sort.Slice(tlBuiltins, func(i, j int) bool { return tlBuiltins[i].Name < tlBuiltins[j].Name })
+	methods := make([]Builtin, len(tlBuiltins))
+	for i, b := range tlBuiltins {
 		methods[i] = b
 		methods[i].Fn = callTL(b)
 	}
-	tlTable = registry.New("tl", "tl.", Attributes, methods)
-	attrIndex = make(map[string]int, len(Builtins)+len(Attributes)+1)
-	for i, b := range Builtins {
+	tlTable = registry.New("tl", "tl.", tlAttributes, methods)
+	attrIndex = make(map[string]int, len(tlBuiltins)+len(tlAttributes)+1)
+	for i, b := range tlBuiltins {
 		attrIndex[b.Name] = i
 	}
-	for i, a := range Attributes {
-		attrIndex[a.Name] = len(Builtins) + i
+	for i, a := range tlAttributes {
+		attrIndex[a.Name] = len(tlBuiltins) + i
 	}
 	// "load" is a Starlark keyword, so tl.load cannot be written; getattr(tl,
 	// "load") still finds the fetch builtin.
@@ -299,12 +306,12 @@ func New(k *Kernel) *Kernel {
 	if k.Handles == nil {
 		k.Handles = &HandlePool{}
 	}
-	k.attrs = make([]starlark.Value, len(Builtins)+len(Attributes))
-	for i, b := range Builtins {
+	k.attrs = make([]starlark.Value, len(tlBuiltins)+len(tlAttributes))
+	for i, b := range tlBuiltins {
 		k.attrs[i] = tlTable.Builtin(b.Name).BindReceiver(k)
 	}
-	for i, a := range Attributes {
-		k.attrs[len(Builtins)+i] = a.Get(k)
+	for i, a := range tlAttributes {
+		k.attrs[len(tlBuiltins)+i] = a.Get(k)
 	}
 	return k
 }

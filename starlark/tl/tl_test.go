@@ -211,7 +211,7 @@ func TestAllocExhaustion(t *testing.T) {
 func TestBuiltinsTable(t *testing.T) {
 	seen := map[string]bool{}
 	var names []string
-	for _, b := range tl.Builtins {
+	for _, b := range tl.Builtins() {
 		if seen[b.Name] {
 			t.Errorf("builtin %q is registered twice", b.Name)
 		}
@@ -230,7 +230,7 @@ func TestBuiltinsTable(t *testing.T) {
 	if !sort.StringsAreSorted(names) {
 		t.Errorf("Builtins are not sorted by name: %v", names)
 	}
-	for _, a := range tl.Attributes {
+	for _, a := range tl.Attributes() {
 		if seen[a.Name] {
 			t.Errorf("attribute %q clashes with another builtin or attribute", a.Name)
 		}
@@ -259,7 +259,7 @@ func TestBuiltinsTable(t *testing.T) {
 	if diff := cmp.Diff(want, k.AttrNames()); diff != "" {
 		t.Errorf("tl AttrNames (-want +got):\n%s", diff)
 	}
-	for _, b := range tl.Builtins {
+	for _, b := range tl.Builtins() {
 		v, err := k.Attr(b.Name)
 		if err != nil {
 			t.Fatal(err)
@@ -471,7 +471,7 @@ func TestAttrsAreEachKernelsOwn(t *testing.T) {
 	w := newWorld(t, 2)
 	for rank := range 2 {
 		k := w.kernel(rank, nil)
-		for _, a := range tl.Attributes {
+		for _, a := range tl.Attributes() {
 			got, err := k.Attr(a.Name)
 			if err != nil {
 				t.Fatal(err)
