@@ -201,6 +201,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if v := o.Env.Var("KERNBENCH_CCL_TRACE"); v != "" && v != "0" {
 		o.CCLTrace = stderr
 	}
+	// The memory estimate of every run counted by its probe, not only of
+	// one near --max-memory (the tests that hold it against peaks).
+	o.ProbeMemory = o.Env.Var("KERNBENCH_MEMORY_PROBE") == "always"
 	o.Stderr = stderr
 	o.MaxSteps = o.maxSteps
 	if o.MaxSteps == 0 {
