@@ -128,7 +128,7 @@ const (
 	// log2 p for recursive doubling); mostly stacks and fixed structures,
 	// which the collector's headroom does not grow.
 	perRankBytes = 30 << 10
-	perQPBytes   = 9728
+	perQPBytes   = 6 << 10
 	// viewBytes, handleBytes: a Ptr view a kernel holds, and an operation
 	// handle with the operation and tile it keeps; handleBytePercent:
 	// the share of the bytes a held handle's operation moves that a run
@@ -146,6 +146,12 @@ const (
 	garbagePercent       = 100
 	tileGarbagePercent   = 170
 	recordGarbagePercent = 30
+	// kernelHeadroomBytes, kernelHeadroomPercent: the interpreter's
+	// garbage stops filling Go's 100 % once what the kernels keep is
+	// large (ring_allreduce_manual at 1024 ranks, --timing-only: 932 MiB
+	// live, 1.38 GiB of heap): at most 64 MiB and 40 % of it.
+	kernelHeadroomBytes   = 64 << 20
+	kernelHeadroomPercent = 40
 	// perStepBytes: the configuration's figure for what a kernel keeps
 	// per step of its algorithm (estimateMessages' steps, 8 × reach): a
 	// ring's tables of p chunk views, send and recv, hold 2 views per 4
@@ -223,7 +229,7 @@ func (p *plan) estimateCounted(count int64, rg rings, c *MemoryCounts) MemoryEst
 	// interpreter's, in proportion to what the kernels keep; with bytes
 	// moved, the tiles the kernels were given and dropped (the pipelined
 	// primitives recycle theirs) and the op_log's growth; at most gc.go's.
-	head := e.Kernels / 100 * garbagePercent
+	head := min(e.Kernels/100*garbagePercent, sat(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
 	if moves {
 		head = sat(head, sat(c.TileBytes/100*tileGarbagePercent, records/100*recordGarbagePercent))
 		held := sat(e.Data, e.Rings)
