@@ -212,14 +212,7 @@ func (p *plan) estimateCounted(count int64, rg rings, c *MemoryCounts) MemoryEst
 	moves := !p.opts.TimingOnly
 	var records int64
 	if moves {
-		// A PE's TCM, which holds its rings, grows by doubling as they
-		// are installed (65536 KiB of TCM for 32768 KiB of rings,
-		// mesh_allreduce at 256 ranks), and the arrays it leaves behind
-		// stay resident until collected: half the rings again, measured
-		// (mesh_allreduce and rd_allreduce at 128 and 256 ranks × 4K
-		// peaked at 1.6 times their estimate without it; alltoall's rings,
-		// one message each at 32 × 4K, at 1.5 times with twice them).
-		e.Rings = sat(e.Rings, e.Rings/2)
+		e.Rings = sat(e.Rings, p.ringGrowth(rg))
 		// The bytes the held handles' operations move stay with them.
 		e.Kernels = sat(e.Kernels, c.RetainedHandleBytes/100*handleBytePercent)
 		e.Scratch = c.AllocBytes / 100 * scratchPercent
@@ -248,6 +241,23 @@ func (p *plan) estimateCounted(count int64, rg rings, c *MemoryCounts) MemoryEst
 	}
 	e.Runtime = sat(e.Runtime, head)
 	return e
+}
+
+// ringGrowth is what the memory holding the rings leaves behind as it
+// grows: a PE's memory grows by doubling as its rings are installed
+// (65536 KiB of TCM for 32768 KiB of rings, mesh_allreduce at 256 ranks)
+// and the arrays it leaves stay resident until collected. Measured: half
+// the rings again, but no more than the room the memory has left to grow
+// into (alltoall at 32 ranks fills its 1 MiB TCMs with rings: twice them
+// put it at 1.7 times its peak; mesh_allreduce and rd_allreduce at 128
+// and 256 ranks × 4K peaked at 1.6 times their estimate without any).
+func (p *plan) ringGrowth(rg rings) int64 {
+	ring := satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
+	if rg.Room <= 0 || p.world <= 0 {
+		return ring / 2
+	}
+	perPE := ring / int64(p.world)
+	return satMul(max(0, min(perPE/2, rg.Room-perPE)), int64(p.world))
 }
 
 // rankBytes is the ranks' fixed state: per rank and per queue pair.
@@ -908,6 +918,9 @@ type rings struct {
 	// Reach is the most hops a message from rank 0 needs to reach a rank
 	// over the installed directions (0: no direction sends anywhere).
 	Reach int
+	// Room is the capacity of the memory a rank's rings are in (0:
+	// unknown).
+	Room int64
 }
 
 func ringsOf(g *machine.Group) rings {
@@ -917,6 +930,16 @@ func ringsOf(g *machine.Group) rings {
 	r := rings{NSlots: g.Cfg.NSlots, SlotSize: g.Cfg.SlotSize}
 	for _, ep := range g.EPs {
 		r.QPs += len(ep.QPs)
+	}
+	if len(g.EPs) > 0 {
+		if pe := g.EPs[0].PE; pe != nil {
+			switch g.Cfg.BufferKind {
+			case machine.TCM:
+				r.Room = pe.TCM.Capacity
+			case machine.HBM:
+				r.Room = pe.HBM.Capacity
+			}
+		}
 	}
 	r.Reach = reach(g)
 	return r

@@ -536,3 +536,20 @@ func TestResidentBytes(t *testing.T) {
 		})
 	}
 }
+
+// The memory holding the rings leaves half of them behind as it grows,
+// but no more than the room it has left.
+func TestRingGrowth(t *testing.T) {
+	p := testPlan(t, "allreduce", 8, Options{Verify: true})
+	ring := func(qps int, room int64) rings { return rings{QPs: qps, NSlots: 8, SlotSize: 4096, Room: room} }
+	got := []int64{
+		p.ringGrowth(ring(16, 0)),       // room unknown: half the rings
+		p.ringGrowth(ring(16, 1<<20)),   // 64 KiB a PE in 1 MiB: half
+		p.ringGrowth(ring(8*31, 1<<20)), // 992 KiB a PE in 1 MiB: the 32 KiB left
+		p.ringGrowth(ring(8*40, 1<<20)), // more than fits: nothing
+	}
+	want := []int64{16 * 8 * 4096 / 2, 16 * 8 * 4096 / 2, 8 * 32 << 10, 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ringGrowth (-want +got):\n%s", diff)
+	}
+}
