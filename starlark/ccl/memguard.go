@@ -106,10 +106,11 @@ const (
 //   - counted (estimateCounted): when the configuration's estimate of a
 //     run that moves bytes is over half the limit, a --timing-only run of
 //     the same size (the probe: the same operations, messages and kernel
-//     values, no bytes; a tenth of the time and little memory) counts the
-//     data operations, the tl.alloc bytes and, at its peak, the views and
-//     handles the kernels still hold (tl.Retention), and the estimate is
-//     made from those counts. A probe that passes the limit itself refuses
+//     values without bytes, in little memory and the time of a
+//     --timing-only run) counts the data operations, the tl.alloc bytes,
+//     the tiles' bytes and, at its peak, the views and handles the
+//     kernels still hold (tl.Retention), and the estimate is made from
+//     those counts. A probe that passes the limit itself refuses
 //     the run; one that fails otherwise (a kernel that reads values) leaves
 //     the configuration's estimate.
 //
