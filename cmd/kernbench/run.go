@@ -98,9 +98,10 @@ Host memory is bounded by --max-memory (default: 80% of the machine's
 memory, MemTotal, or of the cgroup limit when lower; never what other
 processes leave free, so one command is admitted the same way each time): a run whose estimated
 peak (simulated memory, the pre-run image of a verified run, IPCQ rings,
-op_log, phase 2, per-rank state and the collector's headroom; calibrated
-on the shipped algorithms, not an upper bound) is over it is refused
-before it starts, naming what would fit (--timing-only,
+op_log, phase 2, per-rank and kernel state and the collector's headroom;
+calibrated on the shipped algorithms, not an upper bound; over half the
+limit, counted by a --timing-only run of the same size first) is over it
+is refused before it starts, naming what would fit (--timing-only,
 --verify-data=false, a smaller --bytes); a sweep of several sizes runs
 those that fit and prints a "refused:" row for each other one (why, and
 whether --timing-only reaches it; --json's and --jsonl's row has
@@ -202,6 +203,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if v := o.Env.Var("KERNBENCH_CCL_TRACE"); v != "" && v != "0" {
 		o.CCLTrace = stderr
 	}
+	// The memory estimate of every run counted by its probe, not only of
+	// one near --max-memory (the tests that hold it against peaks).
+	o.ProbeMemory = o.Env.Var("KERNBENCH_MEMORY_PROBE") == "always"
 	o.Stderr = stderr
 	o.MaxSteps = o.maxSteps
 	if o.MaxSteps == 0 {

@@ -89,7 +89,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 					// The bench's buffers are args.count elements per
 					// rank, as the builtin bench's: the same estimate,
 					// now that the rings are known.
-					_, initErr = p.checkMemory(count, ringsOf(w.g))
+					_, initErr = p.checkMemory(count, ringsOf(w.g), nil)
 				}
 			}
 			return w.g, initErr

@@ -2,6 +2,7 @@ package ccl
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -17,16 +18,18 @@ import (
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/tl"
 )
 
 // The memory guard (--max-memory). Host memory is what a run can run out
 // of long before its simulated machine does: the simulated memory of the
 // bench's buffers, the pre-run image phase 2 keeps, the op_log (a record
-// per data operation) and per-rank state. Before a run the estimate below
-// is compared with the limit (over it: exit 2, naming what would fit);
-// during the run a Go soft memory limit keeps the collector working near
-// it, and a heap that passes the limit anyway ends the run with exit 3
-// instead of the Go runtime's fatal error.
+// per data operation), per-rank state and what the kernels keep in their
+// Starlark values. Before a run the estimate below is compared with the
+// limit (over it: exit 2, naming what would fit); during the run a Go soft
+// memory limit keeps the collector working near it, and a heap that
+// passes the limit anyway ends the run with exit 3 instead of the Go
+// runtime's fatal error.
 
 // MemoryEstimate is the expected peak host memory of one simulation, by
 // part, in bytes.
@@ -34,23 +37,38 @@ type MemoryEstimate struct {
 	Data    int64 `json:"data"`    // simulated memory behind the bench's buffers
 	Image   int64 `json:"image"`   // the pre-run image a verified run keeps for phase 2
 	Rings   int64 `json:"rings"`   // IPCQ receive rings (backed as messages land)
-	OpLog   int64 `json:"oplog"`   // op_log records (an upper bound: see estimateRecords)
-	Phase2  int64 `json:"phase2"`  // per record: the replay's working set and kernel state (verified runs)
+	Scratch int64 `json:"scratch"` // the kernels' tl.alloc buffers and staging slots (counted only)
+	OpLog   int64 `json:"oplog"`   // op_log records
+	Phase2  int64 `json:"phase2"`  // per record: the replay's working set (verified runs)
 	Ranks   int64 `json:"ranks"`   // per-rank machine, process and interpreter state
+	Kernels int64 `json:"kernels"` // what the kernels keep in Starlark values: views, handles
 	Runtime int64 `json:"runtime"` // the program itself and the collector's headroom
+	// Basis says where the algorithm's part came from: "counted" (a
+	// --timing-only probe of the same run counted its operations and
+	// what its kernels keep) or "configuration" (bounds from the
+	// collective, the topology's rings and the size alone).
+	Basis string `json:"basis"`
+	// Configured is the configuration's estimate of a counted one, and
+	// Counts what the probe counted.
+	Configured int64         `json:"configured,omitempty"`
+	Counts     *MemoryCounts `json:"counts,omitempty"`
 }
 
 // Total is the estimate's sum.
 func (e MemoryEstimate) Total() int64 {
 	t := int64(0)
-	for _, n := range []int64{e.Data, e.Image, e.Rings, e.OpLog, e.Phase2, e.Ranks, e.Runtime} {
+	for _, n := range []int64{e.Data, e.Image, e.Rings, e.Scratch, e.OpLog, e.Phase2, e.Ranks, e.Kernels, e.Runtime} {
 		t = sat(t, n)
 	}
 	return t
 }
 
 func (e MemoryEstimate) String() string {
-	return fmt.Sprintf("%s (%s)", FormatBytes(e.Total()), e.parts())
+	s := fmt.Sprintf("%s (%s)", FormatBytes(e.Total()), e.parts())
+	if e.Basis == basisCounted {
+		s += fmt.Sprintf(", counted by a --timing-only probe (from the configuration alone: %s)", FormatBytes(e.Configured))
+	}
+	return s
 }
 
 // parts lists the estimate's nonzero parts.
@@ -59,7 +77,8 @@ func (e MemoryEstimate) parts() string {
 	for _, p := range []struct {
 		name string
 		n    int64
-	}{{"simulated memory", e.Data}, {"pre-run image", e.Image}, {"IPCQ rings", e.Rings}, {"op_log", e.OpLog}, {"phase 2", e.Phase2}, {"ranks", e.Ranks}, {"runtime", e.Runtime}} {
+	}{{"simulated memory", e.Data}, {"pre-run image", e.Image}, {"IPCQ rings", e.Rings}, {"tl.alloc", e.Scratch}, {"op_log", e.OpLog}, {"phase 2", e.Phase2},
+		{"ranks", e.Ranks}, {"kernel state", e.Kernels}, {"runtime", e.Runtime}} {
 		if p.n > 0 {
 			parts = append(parts, p.name+" "+FormatBytes(p.n))
 		}
@@ -67,65 +86,80 @@ func (e MemoryEstimate) parts() string {
 	return strings.Join(parts, ", ")
 }
 
-// The estimate is a calibrated expectation of peak RSS, not a bound: what
-// a run keeps live (the parts below) and the collector's headroom over
-// it (gcPercent: gc.go's while a run holds its large blocks, Go's 100 %
-// for a heap under 256 MiB). Its constants are set so that the shipped
-// algorithms' runs below peak at most about a tenth above it, which puts
-// the lighter ones well below it where a heavier one sends as many
-// messages. Calibration: peak RSS (/usr/bin/time -f "%M KB") against the
-// estimate (-v, or the refusal at --max-memory 1K), default ccl.yaml with
-// --set system.sips=8 (sips=32 for 1024 ranks), Go 1.26, amd64:
-//
-//	run ring_allreduce --world-size 64 --bytes 2M                       358 MiB, estimate  516 MiB (1.44)
-//	run ring_allreduce --world-size 64 --bytes 2M --verify-data=false   290 MiB, estimate  360 MiB (1.24)
-//	run ring_allreduce --world-size 8 --bytes 4M                        102 MiB, estimate  189 MiB (1.86)
-//	run ring_allreduce --world-size 8 --bytes 4M --verify-data=false     82 MiB, estimate  155 MiB (1.89)
-//	run ring_allreduce --world-size 256 --bytes 2M --timing-only         69 MiB, estimate  100 MiB (1.45)
-//	run ring_allreduce --world-size 1024 --bytes 4K --timing-only       544 MiB, estimate  664 MiB (1.22)
-//	run ring_allreduce --world-size 128 --bytes 512K                    300 MiB, estimate  606 MiB (2.02)
-//	run ring_allreduce --world-size 256 --bytes 1M                     1089 MiB, estimate 2150 MiB (1.97)
-//	run ring_allreduce --world-size 256 --bytes 1M --verify-data=false  610 MiB, estimate  702 MiB (1.15)
-//	run ring_allreduce_manual --world-size 256 --bytes 1M              2306 MiB, estimate 2150 MiB (0.93)
-//	run ring_allreduce_manual --world-size 128 --bytes 512K             650 MiB, estimate  606 MiB (0.93)
-//	run ring_allreduce_manual --world-size 64 --bytes 1M                337 MiB, estimate  395 MiB (1.17)
-//	run ring_allreduce_bidir --world-size 256 --bytes 1M               1156 MiB, estimate 2150 MiB (1.86)
-//	run ring_allreduce_bidir --world-size 64 --bytes 1M                 296 MiB, estimate  395 MiB (1.33)
-//	run alltoall --world-size 64 --bytes 4K (ring relay)                381 MiB, estimate  456 MiB (1.20)
-//	run rd_allreduce --world-size 256 --bytes 4K                        198 MiB, estimate  246 MiB (1.24)
-//	run tree_allreduce --world-size 256 --bytes 4K                       65 MiB, estimate  150 MiB (2.31)
-//	run tree_allreduce --world-size 1024 --bytes 4K                     223 MiB, estimate  570 MiB (2.56)
-//	run mesh_allreduce --world-size 64 --bytes 1M                       292 MiB, estimate  258 MiB (0.88)
-//	run hier_allreduce --world-size 64 --bytes 1M                       229 MiB, estimate  263 MiB (1.15)
-//	run tree_allreduce --world-size 8 --bytes 16M (sips=1)              424 MiB, estimate  396 MiB (0.93)
-//
-// (The estimate before these constants said 8.8 GiB for ring 256 × 1M,
-// 1022 MiB for ring 64 × 2M.) At 256 ranks × 1M (4 KiB chunks)
-// ring_allreduce_manual sends twice ring_allreduce's messages (512-byte
-// pieces against 1 KiB) and keeps about 250 bytes per record live
-// against 160 (its kernel's state per message): the estimate covers it,
-// which puts the ring near twice its peak at chunks of 1 to 8 KiB. A run
-// holding under 256 MiB is counted with Go's full 100 % headroom, which
-// kernels built on the pipelined primitives rarely fill (ring 8 × 4M, the
-// trees).
-//
-// Not counted, so the run-time guard (exit 3) is what stops them: what a
-// kernel allocates or keeps itself beyond the figures below. Measured on
-// shipped algorithms: rd_allreduce keeps piece views and store handles
-// for its whole buffer (8 × 16M, sips=1: 516 MiB against 396, 462 against
-// 344 with --verify-data=false); ring_allreduce_manual about 800 bytes
-// per message even with --timing-only (128 × 512K: 217 MiB against 55);
-// alltoall's relay with --verify-data=false (64 × 4K: 186 MiB against
-// 110).
 const (
-	// perRankBytes, perStepBytes: a rank's PE resources, its kernel's
-	// coroutine and Starlark thread, and its kernel's state per step of
-	// its algorithm (estimateMessages' steps; a ring's table of p chunk
-	// views), with the collector's headroom: the --timing-only rows.
-	perRankBytes = 192 << 10
-	perStepBytes = 112
-	// runtimeBytes: what a small run of the binary holds.
-	runtimeBytes = 24 << 20
+	basisCounted       = "counted"
+	basisConfiguration = "configuration"
+)
+
+// How the estimate is made. What depends on the algorithm (how many
+// messages and data operations it makes, so op_log records; what its
+// kernels keep alive in Starlark values: a table of p piece views per
+// rank, a list of every store handle) differs by more than 1.5² between
+// the shipped algorithms of one topology, and only running the algorithm
+// tells. So the estimate has two forms:
+//
+//   - from the configuration alone (estimateMemory): the collective's
+//     buffers, the rings, and bounds on messages and kernel state from
+//     the topology's reach. It is what a run far below the limit (under
+//     half of it) and every --timing-only run is checked with: no run
+//     pays for a probe it does not need.
+//   - counted (estimateCounted): when the configuration's estimate of a
+//     run that moves bytes is over half the limit, a --timing-only run of
+//     the same size (the probe: the same operations, messages and kernel
+//     values without bytes, in little memory and the time of a
+//     --timing-only run) counts the data operations, the tl.alloc bytes,
+//     the tiles' bytes and, at its peak, the views and handles the
+//     kernels still hold (tl.Retention), and the estimate is made from
+//     those counts. A probe that passes the limit itself refuses
+//     the run; one that fails otherwise (a kernel that reads values) leaves
+//     the configuration's estimate.
+//
+// The figures are expectations of the peak resident set (VmHWM, what
+// /usr/bin/time reports and the guard samples), calibrated on the shipped
+// algorithms (TestMemoryEstimateMatchesPeak; docs/architecture.md lists
+// the measured runs), not bounds. Go 1.26, amd64.
+const (
+	// runtimeBytes: what a small run of the binary holds (14.4 to 15.6
+	// MiB measured at 2 to 8 ranks × 4K; runs that churn more reach
+	// 20 MiB, the collector's minimum heap filled).
+	runtimeBytes = 20 << 20
+	// perRankBytes, perQPBytes: a rank's PE resources, its kernel's
+	// coroutine stack and Starlark thread, and each of its queue pairs
+	// (the directions of the neighbor map: 2 a rank on a ring, about
+	// log2 p for recursive doubling); mostly stacks and fixed structures,
+	// which the collector's headroom does not grow.
+	perRankBytes = 30 << 10
+	perQPBytes   = 6 << 10
+	// viewBytes, handleBytes: a Ptr view a kernel holds, and an operation
+	// handle with the operation and tile it keeps; handleBytePercent:
+	// the share of the bytes a held handle's operation moves that a run
+	// which moves bytes keeps with it.
+	viewBytes         = 150
+	handleBytes       = 590
+	handleBytePercent = 22
+	// scratchPercent: the share of the tl.alloc bytes a run backs.
+	scratchPercent = 100
+	// The collector's headroom as garbage fills it: garbagePercent over
+	// what the kernels keep (the interpreter's garbage), tileGarbagePercent
+	// of the bytes of the tiles given to kernels (with the reductions'
+	// results, which are not counted), recordGarbagePercent over the
+	// op_log and the replay.
+	garbagePercent       = 100
+	tileGarbagePercent   = 170
+	recordGarbagePercent = 30
+	// kernelHeadroomBytes, kernelHeadroomPercent: the interpreter's
+	// garbage stops filling Go's 100 % once what the kernels keep is
+	// large (ring_allreduce_manual at 1024 ranks, --timing-only: 932 MiB
+	// live, 1.38 GiB of heap): at most 64 MiB and 40 % of it.
+	kernelHeadroomBytes   = 64 << 20
+	kernelHeadroomPercent = 40
+	// perStepBytes: the configuration's figure for what a kernel keeps
+	// per step of its algorithm (estimateMessages' steps, 8 × reach): a
+	// ring's tables of p chunk views, send and recv, hold 2 views per 4
+	// steps; ring_allreduce_manual's piece tables 16 and a store handle
+	// per message (ring_allreduce at 1024 ranks × 4K, --timing-only:
+	// 618 MiB, ring_allreduce_manual 1.5 GiB).
+	perStepBytes = 100
 	// recordsPerMsg bounds the records a message costs (send, recv,
 	// loads, stores, math): -v measures 4.0 (alltoall) to 6.0
 	// (ring_reduce_scatter, mesh_allreduce) on the shipped algorithms.
@@ -139,27 +173,103 @@ const (
 	// recordsPerRank: the bench's own records (host writes of the inputs).
 	recordsPerRank = 16
 	// logRecordBytes: an op_log record as the log keeps it, compact and
-	// pointer-free (-v prints the measured figure; the log kept 208-byte
-	// Records and their pointers before).
+	// pointer-free (-v prints the measured figure).
 	logRecordBytes = 120
 	// phase2PerRecord: per record, the replay's working set (its record
-	// order, tile tables) and what a kernel keeps per message it sends
-	// (ring_allreduce about 40 bytes, ring_allreduce_manual about 130:
-	// the manual rows set it).
-	phase2PerRecord = 88
+	// order, tile tables).
+	phase2PerRecord = 66
 )
 
-// estimateMemory is the estimate for one size: count elements per rank,
-// rg the installed receive rings.
+// estimateMemory is the configuration's estimate for one size: count
+// elements per rank, rg the installed receive rings.
 func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
-	// Per rank: its machine and interpreter state, and what its kernel
-	// keeps per step (a ring's table of p chunk views: 1024 ranks hold
-	// 1024² of them, --timing-only or not).
 	steps := int64(0)
 	if rg.QPs > 0 {
 		steps = stepsPerReach * int64(max(1, rg.Reach))
 	}
-	e := MemoryEstimate{Ranks: satMul(int64(p.world), sat(perRankBytes, satMul(steps, perStepBytes))), Runtime: runtimeBytes}
+	e := p.bufferParts(count, rg)
+	e.Basis = basisConfiguration
+	e.Ranks = p.rankBytes(rg)
+	e.Kernels = satMul(int64(p.world), satMul(steps, perStepBytes))
+	if !p.opts.TimingOnly {
+		// Kernels that reduce through work buffers of their own (mesh,
+		// recursive doubling) allocate up to their buffers again.
+		e.Scratch = e.Data
+	}
+	if !p.opts.TimingOnly && (p.opts.Verify || p.opts.OpLog != nil) {
+		p.recordParts(&e, p.estimateRecords(count, rg))
+	}
+	p.headroom(&e)
+	return e
+}
+
+// estimateCounted is the estimate for one size from a probe's counts c.
+func (p *plan) estimateCounted(count int64, rg rings, c *MemoryCounts) MemoryEstimate {
+	e := p.bufferParts(count, rg)
+	e.Basis = basisCounted
+	e.Counts = c
+	e.Ranks = p.rankBytes(rg)
+	e.Kernels = sat(satMul(c.RetainedViews, viewBytes), satMul(c.RetainedHandles, handleBytes))
+	moves := !p.opts.TimingOnly
+	var records int64
+	if moves {
+		e.Rings = sat(e.Rings, p.ringGrowth(rg))
+		// The bytes the held handles' operations move stay with them.
+		e.Kernels = sat(e.Kernels, c.RetainedHandleBytes/100*handleBytePercent)
+		e.Scratch = c.AllocBytes / 100 * scratchPercent
+		if p.opts.Verify || p.opts.OpLog != nil {
+			p.recordParts(&e, sat(sat(c.Ops, c.Allocs), satMul(int64(p.world), recordsPerRank)))
+			records = sat(e.OpLog, e.Phase2)
+		}
+		if p.opts.Verify && p.coll.Name == "alltoall" {
+			// alltoall's replay holds its recv buffers' blocks: every
+			// block is written by pieces from many ranks.
+			e.Phase2 = sat(e.Phase2, satMul(satMul(p.coll.recvCount(count, p.world), int64(p.dt.Size())), int64(p.world)))
+		}
+	}
+	// The collector's headroom is what garbage fills of it: the
+	// interpreter's, in proportion to what the kernels keep; with bytes
+	// moved, the tiles the kernels were given and dropped (the pipelined
+	// primitives recycle theirs) and the op_log's growth; at most gc.go's.
+	head := min(e.Kernels/100*garbagePercent, sat(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
+	if moves {
+		head = sat(head, sat(c.TileBytes/100*tileGarbagePercent, records/100*recordGarbagePercent))
+		held := sat(e.Data, e.Rings)
+		if p.opts.Verify {
+			held = sat(held, held)
+		}
+		head = min(head, (e.Total()-e.Runtime)/100*int64(gcPercent(held)))
+	}
+	e.Runtime = sat(e.Runtime, head)
+	return e
+}
+
+// ringGrowth is what the memory holding the rings leaves behind as it
+// grows: a PE's memory grows by doubling as its rings are installed
+// (65536 KiB of TCM for 32768 KiB of rings, mesh_allreduce at 256 ranks)
+// and the arrays it leaves stay resident until collected. Measured: half
+// the rings again, but no more than the room the memory has left to grow
+// into (alltoall at 32 ranks fills its 1 MiB TCMs with rings: twice them
+// put it at 1.7 times its peak; mesh_allreduce and rd_allreduce at 128
+// and 256 ranks × 4K peaked at 1.6 times their estimate without any).
+func (p *plan) ringGrowth(rg rings) int64 {
+	ring := satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
+	if rg.Room <= 0 || p.world <= 0 {
+		return ring / 2
+	}
+	perPE := ring / int64(p.world)
+	return satMul(max(0, min(perPE/2, rg.Room-perPE)), int64(p.world))
+}
+
+// rankBytes is the ranks' fixed state: per rank and per queue pair.
+func (p *plan) rankBytes(rg rings) int64 {
+	return sat(satMul(int64(p.world), perRankBytes), satMul(int64(rg.QPs), perQPBytes))
+}
+
+// bufferParts are the parts that follow from the collective and the
+// rings alone: the bench's buffers, the pre-run image, the rings.
+func (p *plan) bufferParts(count int64, rg rings) MemoryEstimate {
+	e := MemoryEstimate{Runtime: runtimeBytes}
 	if p.opts.TimingOnly {
 		return e // no byte is backed and no op_log kept
 	}
@@ -185,29 +295,36 @@ func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
 			e.Image = sat(e.Image, satMul(satMul(rc, sz), int64(p.world)))
 		}
 	}
-	if p.opts.Verify || p.opts.OpLog != nil {
-		records := p.estimateRecords(count, rg)
-		e.OpLog = satMul(records, logRecordBytes)
-		if p.opts.Verify {
-			// The replay lets a block go once the last record writing it
-			// is applied: what it holds grows with the records, not with
-			// the buffers.
-			e.Phase2 = satMul(records, phase2PerRecord)
-		}
+	return e
+}
+
+// recordParts sets the op_log and phase 2 parts for records records.
+func (p *plan) recordParts(e *MemoryEstimate, records int64) {
+	e.OpLog = satMul(records, logRecordBytes)
+	if p.opts.Verify {
+		// The replay lets a block go once the last record writing it is
+		// applied: what it holds grows with the records, not with the
+		// buffers.
+		e.Phase2 = satMul(records, phase2PerRecord)
 	}
-	// Between collections the heap grows by the collector's headroom
-	// over what is live: gc.go's while the run holds its memory (twice
-	// it when verified, the image), Go's 100 % for a heap under 256 MiB.
-	// Kernels that allocate much per message fill it (alltoall,
-	// rd_allreduce, ring_allreduce_manual); the pipelined primitives
-	// little.
+}
+
+// headroom adds the collector's headroom over what is live: gc.go's while
+// the run holds its large blocks (twice them when verified, the image),
+// Go's 100 % for a heap under 256 MiB; without bytes, 100 % of what the
+// kernels keep (the ranks' state is mostly stacks, which it does not
+// grow).
+func (p *plan) headroom(e *MemoryEstimate) {
+	if p.opts.TimingOnly {
+		e.Runtime = sat(e.Runtime, e.Kernels)
+		return
+	}
 	held := sat(e.Data, e.Rings)
 	if p.opts.Verify {
 		held = sat(held, held)
 	}
-	live := sat(sat(sat(e.Data, e.Image), sat(e.Rings, e.OpLog)), e.Phase2)
+	live := e.Total() - e.Runtime
 	e.Runtime = sat(e.Runtime, live/100*int64(gcPercent(held)))
-	return e
 }
 
 // estimateRecords bounds the op_log records of a run from above: every
@@ -294,12 +411,40 @@ func satMul(a, b int64) int64 {
 	return a * b
 }
 
+// probeFunc makes a size's probe: a --timing-only run of it that counts
+// (estimateCounted) and prints and writes nothing.
+type probeFunc func() (*MemoryCounts, error)
+
+// probeShare: a run whose configuration's estimate is over 1/probeShare of
+// the limit is counted by a probe before it is admitted.
+const probeShare = 2
+
 // checkMemory refuses a size whose estimate is over opts.MaxMemory (exit
 // 2), naming what would fit. The failure wraps a *Refusal, which a sweep
-// of several sizes makes that size's row (Options.RefusedAsRows).
-func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
+// of several sizes makes that size's row (Options.RefusedAsRows). probe,
+// when not nil, counts the run (see estimateCounted) when its
+// configuration's estimate is over half the limit, or always with
+// Options.ProbeMemory.
+func (p *plan) checkMemory(count int64, rg rings, probe probeFunc) (MemoryEstimate, error) {
 	limit := p.opts.MaxMemory
 	e := p.estimateMemory(count, rg)
+	estimate := func(q *plan) MemoryEstimate { return q.estimateMemory(count, rg) }
+	if probe != nil && (p.opts.ProbeMemory || !p.opts.TimingOnly && limit > 0 && e.Total() > limit/probeShare) && p.probeFits(count, rg) {
+		c, err := probe()
+		switch k := errkind.Of(err); {
+		case c != nil:
+			conf := e.Total()
+			e = p.estimateCounted(count, rg, c)
+			e.Configured = conf
+			estimate = func(q *plan) MemoryEstimate { return q.estimateCounted(count, rg, c) }
+		case k == errkind.MemoryLimit || k == errkind.HostMemory:
+			// The probe holds less than the run: neither fits.
+			return e, p.probeRefused(count, e, err)
+		}
+		// Any other failure of the probe (a kernel that reads values
+		// fails without them) leaves the configuration's estimate; the
+		// run reports its own failure.
+	}
 	if limit <= 0 || e.Total() <= limit {
 		return e, nil
 	}
@@ -308,7 +453,7 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 	try := func(flag string, mod func(q *plan)) int64 {
 		q := *p
 		mod(&q)
-		t := q.estimateMemory(count, rg).Total()
+		t := estimate(&q).Total()
 		fit := "fits"
 		if t > limit {
 			fit = "too large too"
@@ -337,8 +482,12 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 		alts = append(alts, "a smaller --bytes (none fits at this world size)")
 	}
 	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	parts := e.parts()
+	if e.Basis == basisCounted {
+		parts += "; counted by a --timing-only probe"
+	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-		flagSize(satMul(count, sz)), FormatBytes(e.Total()), e.parts(), lt, strings.Join(alts, ", "))
+		flagSize(satMul(count, sz)), FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
 	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", FormatBytes(e.Total()), lt)
 	switch {
 	case p.opts.TimingOnly:
@@ -349,6 +498,34 @@ func (p *plan) checkMemory(count int64, rg rings) (MemoryEstimate, error) {
 		ref.Reason += fmt.Sprintf("too large for --timing-only too (about %s): raise --max-memory", FormatBytes(ref.TimingOnly))
 	}
 	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
+}
+
+// probeFits says whether the probe of a size may run: the
+// configuration's estimate of it (a --timing-only run) is within the
+// limit. One that is not is no help: the run is checked with the
+// configuration's estimate, whose refusal says --timing-only does not fit
+// either.
+func (p *plan) probeFits(count int64, rg rings) bool {
+	q := *p
+	q.opts.TimingOnly = true
+	return p.opts.MaxMemory <= 0 || q.estimateMemory(count, rg).Total() <= p.opts.MaxMemory
+}
+
+// probeRefused is the refusal of a size whose probe passed the limit
+// (err): the run would hold more than its probe.
+func (p *plan) probeRefused(count int64, e MemoryEstimate, err error) error {
+	limit := p.opts.MaxMemory
+	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: limit + 1}
+	held := ""
+	var oom *OutOfMemoryError
+	if errors.As(err, &oom) {
+		held = fmt.Sprintf(" (it held %s at t=%v)", FormatBytes(oom.Held), oom.At)
+	}
+	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
+		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(satMul(count, int64(p.dt.Size()))), lt, held)
+	ref.Reason = fmt.Sprintf("its --timing-only probe passed --max-memory %s: raise --max-memory", lt)
+	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
 // Refusal is a size the memory guard refused before it ran: its
@@ -766,6 +943,9 @@ type rings struct {
 	// Reach is the most hops a message from rank 0 needs to reach a rank
 	// over the installed directions (0: no direction sends anywhere).
 	Reach int
+	// Room is the capacity of the memory a rank's rings are in (0:
+	// unknown).
+	Room int64
 }
 
 func ringsOf(g *machine.Group) rings {
@@ -775,6 +955,16 @@ func ringsOf(g *machine.Group) rings {
 	r := rings{NSlots: g.Cfg.NSlots, SlotSize: g.Cfg.SlotSize}
 	for _, ep := range g.EPs {
 		r.QPs += len(ep.QPs)
+	}
+	if len(g.EPs) > 0 {
+		if pe := g.EPs[0].PE; pe != nil {
+			switch g.Cfg.BufferKind {
+			case machine.TCM:
+				r.Room = pe.TCM.Capacity
+			case machine.HBM:
+				r.Room = pe.HBM.Capacity
+			}
+		}
 	}
 	r.Reach = reach(g)
 	return r
@@ -806,4 +996,35 @@ func reach(g *machine.Group) int {
 		}
 	}
 	return far
+}
+
+// MemoryCounts are what a run's host memory grows with, counted as it
+// runs (the same with --timing-only or not).
+type MemoryCounts struct {
+	// Ops are the data operations (op_log records but the bench's own).
+	Ops int64 `json:"ops"`
+	// AllocBytes, Allocs: the kernels' tl.alloc buffers and staging slots.
+	AllocBytes int64 `json:"alloc_bytes"`
+	Allocs     int64 `json:"allocs"`
+	// TileBytes: the tiles tl calls gave the kernels (tl.Stats).
+	TileBytes int64 `json:"tile_bytes"`
+	// RetainedViews, RetainedHandles: the views and handles the kernels
+	// held at the peak (a probe only: tl.Retention).
+	RetainedViews       int64 `json:"retained_views,omitempty"`
+	RetainedHandles     int64 `json:"retained_handles,omitempty"`
+	RetainedHandleBytes int64 `json:"retained_handle_bytes,omitempty"`
+}
+
+func countsOf(ops OpCounts, stats []tl.Stats) *MemoryCounts {
+	c := &MemoryCounts{Ops: ops.Send + ops.Recv + ops.Load + ops.Store + ops.Math}
+	for _, s := range stats {
+		c.AllocBytes += s.AllocBytes
+		c.Allocs += s.Allocs
+		c.TileBytes += s.TileBytes
+	}
+	if len(stats) > 0 && stats[0].Retained != nil {
+		r := stats[0].Retained
+		c.RetainedViews, c.RetainedHandles, c.RetainedHandleBytes = r.PeakViews, r.PeakHandles, r.PeakHandleBytes
+	}
+	return c
 }

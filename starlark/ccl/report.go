@@ -123,6 +123,8 @@ type Result struct {
 	Interp *InterpCounts `json:"starlark,omitempty"`
 	// HostMemory is the run's host memory estimate (-v only).
 	HostMemory *MemoryEstimate `json:"host_memory_estimate,omitempty"`
+	// counts are what the run's host memory grows with (a probe's).
+	counts *MemoryCounts
 	// OpLog is what the op_log cost in host memory (-v only).
 	OpLog *OpLogCost `json:"oplog,omitempty"`
 	// Outputs are the recv buffers after the run (Options.KeepOutputs).
@@ -363,6 +365,7 @@ func (w *world) result(p *plan, count int64, stats []tl.Stats) *Result {
 		}
 		res.OpLog = opLogCost(w.m.Log, res.Ops.Send)
 	}
+	res.counts = countsOf(res.Ops, stats)
 	return res
 }
 

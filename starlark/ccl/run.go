@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -67,6 +68,11 @@ type Options struct {
 	Verify     bool
 	// Detail adds the busiest resources to each result (-v).
 	Detail bool
+	// ProbeMemory counts every run's host memory estimate with a probe
+	// (checkMemory), not only one near --max-memory: for the tests that
+	// hold the estimate against measured peaks
+	// (KERNBENCH_MEMORY_PROBE=always).
+	ProbeMemory bool
 	// OpLog, when set, receives every run's op_log as JSON lines.
 	OpLog io.Writer
 	// CCLTrace, when set, receives one line per send and recv
@@ -138,6 +144,8 @@ type Options struct {
 	// witness: this run diagnoses a phase-2 mismatch (diagnosed): its
 	// op_log is witnessed and its operations name their tl calls.
 	witness bool
+	// probe: this run is a memory estimate's probe (tl.Retention).
+	probe bool
 	// silent: this run is made only to learn its outcome (a diagnosis, a
 	// tried fix): its kernels' prints go nowhere.
 	silent bool
@@ -296,7 +304,20 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 		return nil, err
 	}
 	if buffersFit(p, w.m, count) {
-		if est, err = p.checkMemory(count, ringsOf(w.g)); err != nil {
+		probe := func() (*MemoryCounts, error) {
+			q := *p
+			q.opts = silent(p.opts)
+			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
+			q.budget = nil
+			res, err := simulateOnce(&q, cfg, tgt, quiet(loader, q.opts), kernel, hook, count)
+			// What the probe held goes back before the run allocates.
+			debug.FreeOSMemory()
+			if err != nil {
+				return nil, err
+			}
+			return res.counts, nil
+		}
+		if est, err = p.checkMemory(count, ringsOf(w.g), probe); err != nil {
 			return nil, err
 		}
 	}
@@ -315,11 +336,18 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	// One pool of recycled handles for all ranks: the handle a rank's
 	// load reuses is the one recycled last, still in cache.
 	handles := &tl.HandlePool{}
+	if p.opts.probe {
+		r := &tl.Retention{ViewCost: viewBytes, HandleCost: handleBytes}
+		for i := range stats {
+			stats[i].Retained = r
+		}
+	}
 	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
 		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles, MaxSteps: p.opts.MaxSteps,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
 				th := loader.NewThread(name)
 				th.SetLocal(kernelKey, t)
+				th.SetLocal(tl.ViewsKey, t)
 				return th
 			},
 			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }}
@@ -328,6 +356,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 		}
 		k := tl.New(kt)
 		th.SetLocal(kernelKey, k)
+		th.SetLocal(tl.ViewsKey, k)
 		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
 		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
 		_, err := starlark.Call(th, kernel, args, kw)

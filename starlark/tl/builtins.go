@@ -422,6 +422,8 @@ func kernelBuiltins() []Builtin {
 				}
 				reg := machine.Region{Mem: mem, Off: off, N: n}
 				k.rootKernel().allocs = append(k.rootKernel().allocs, reg)
+				k.Stats.AllocBytes += n
+				k.Stats.Allocs++
 				LogWrite(k.M, k.Rank, "alloc", reg, true)
 				return NewPtr(reg, d, int64(count), k.Rank), nil
 			}},

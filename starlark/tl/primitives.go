@@ -802,6 +802,8 @@ func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 	}
 	reg := machine.Region{Mem: mem, Off: off, N: n}
 	k.rootKernel().allocs = append(k.rootKernel().allocs, reg)
+	k.Stats.AllocBytes += n
+	k.Stats.Allocs++
 	LogWrite(k.M, k.Rank, "alloc", reg, true)
 	return reg, nil
 }

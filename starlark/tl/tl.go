@@ -28,6 +28,16 @@ import (
 type Stats struct {
 	Send, Recv, Load, Store, Math int64
 	Steps, Calls                  int64
+	// AllocBytes and Allocs are the kernel's tl.alloc buffers and
+	// staging slots (bytes, and how many), for the host memory estimate.
+	AllocBytes, Allocs int64
+	// TileBytes are the bytes of the tiles tl calls gave the kernel (a
+	// fetch, a wait, a reduction): the garbage that fills the collector's
+	// headroom when the run moves bytes.
+	TileBytes int64
+	// Retained, when set (the estimate's probe), follows the views and
+	// handles the kernel is given; shared by the ranks of a simulation.
+	Retained *Retention
 }
 
 // Observer sees every data operation (the op_log and traces hook in here).
@@ -270,7 +280,26 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 		if th.Local(threadKernelKey) != k {
 			th.SetLocal(threadKernelKey, k)
 		}
-		return fn(k, th, sb, args, kw)
+		v, err := fn(k, th, sb, args, kw)
+		if err != nil {
+			return v, err
+		}
+		if t, ok := v.(*Tile); ok && t != nil {
+			k.Stats.TileBytes += t.nbytes()
+		}
+		if r := k.Stats.Retained; r != nil {
+			switch v := v.(type) {
+			case *handle:
+				if v != nil {
+					r.noteHandle(v)
+				}
+			case *Ptr:
+				if v != nil {
+					r.noteView(v)
+				}
+			}
+		}
+		return v, err
 	}
 	call := func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if k.Rec == nil {

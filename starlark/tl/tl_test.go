@@ -353,7 +353,9 @@ def kernel(rank, tl):
 }
 
 // Stats count what each rank did: sends, receives, loads (including
-// tl.reduce's operand fetches), stores, tile math and tl calls.
+// tl.reduce's operand fetches), stores, tile math and tl calls, and what
+// the host memory estimate counts: tl.alloc bytes and buffers, and the
+// bytes of the tiles tl calls returned (two fetches and tl.maximum).
 func TestStats(t *testing.T) {
 	w := runInline(t, 2, `
 def kernel(rank, tl):
@@ -372,8 +374,8 @@ def kernel(rank, tl):
 `, nil)
 	got := []tl.Stats{*w.kernels[0].Stats, *w.kernels[1].Stats}
 	want := []tl.Stats{
-		{Send: 2, Calls: 4},
-		{Recv: 2, Load: 3, Store: 2, Math: 5, Calls: 9},
+		{Send: 2, Calls: 4, AllocBytes: 16, Allocs: 1},
+		{Recv: 2, Load: 3, Store: 2, Math: 5, Calls: 9, AllocBytes: 48, Allocs: 2, TileBytes: 48},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stats per rank (-want +got):\n%s", diff)
@@ -516,5 +518,40 @@ def kernel(rank, tl):
 	}
 	if names := k.AttrNames(); len(names) != 0 {
 		t.Errorf("AttrNames of a Kernel New did not make = %v, want none", names)
+	}
+}
+
+// Retention counts the views and handles the kernels still hold at the
+// peak, not those they made and dropped, and counts the same run after
+// run (reachability after a full collection is the program's).
+func TestRetention(t *testing.T) {
+	const src = `
+def kernel(rank, tl):
+    buf = tl.alloc(64, "f32")
+    kept = [buf.slice(i % 64, 1) for i in range(20000)]
+    for i in range(40000):
+        v = buf.slice(i % 64, 1)
+    hs = [tl.fetch_async(buf.slice(0, 16)) for i in range(3000)]
+    for h in hs:
+        tl.wait(h)
+`
+	count := func() tl.Retention {
+		r := &tl.Retention{ViewCost: 100, HandleCost: 500}
+		runInline(t, 2, src, func(k *tl.Kernel) { k.Stats.Retained = r })
+		return *r
+	}
+	got := count()
+	t.Logf("peak views %d, handles %d (%d bytes), %d looks at %d values made", got.PeakViews, got.PeakHandles, got.PeakHandleBytes, got.Looks, got.Made())
+	// Both ranks keep 20000 views, and at the last look 3000 handles and
+	// their views; the looks see a view or two in flight more.
+	if got.PeakViews < 2*20000 || got.PeakViews > 2*23000+64 || got.PeakHandles > 2*3000 {
+		t.Errorf("peak views %d, handles %d: want about %d views (kept) and at most %d handles", got.PeakViews, got.PeakHandles, 2*20000, 2*3000)
+	}
+	if got.Looks < 3 {
+		t.Errorf("%d looks at %d values made, want one per eighth of growth", got.Looks, got.Made())
+	}
+	again := count()
+	if diff := cmp.Diff([]int64{got.PeakViews, got.PeakHandles, got.PeakHandleBytes}, []int64{again.PeakViews, again.PeakHandles, again.PeakHandleBytes}); diff != "" {
+		t.Errorf("a second run counts differently (-first +second):\n%s", diff)
 	}
 }

@@ -245,6 +245,17 @@ func readsNow(fn func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args sta
 	}
 }
 
+// notedView is p.view for a method of the kernel th runs: the view is
+// followed when the simulation is probed (noteView).
+func notedView(th *starlark.Thread, p *Ptr, start, count int64, what string) (starlark.Value, error) {
+	q, err := p.view(start, count, what)
+	if err != nil {
+		return nil, err
+	}
+	noteView(th, q)
+	return q, nil
+}
+
 // ptrTable is Ptr's attributes and methods, each sorted by name.
 var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 	{Name: "addr", Type: "int", Doc: "Physical byte address of the first element.", Get: func(p *Ptr) starlark.Value { return starlark.MakeUint64(p.Reg.Addr()) }},
@@ -261,7 +272,7 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 	{Name: "rank", Type: "int", Doc: "Rank the memory belongs to.", Get: func(p *Ptr) starlark.Value { return starlark.MakeInt(p.Rank) }},
 	{Name: "space", Type: "str", Doc: `Memory kind: "tcm", "sram" or "hbm".`, Get: func(p *Ptr) starlark.Value { return starlark.String(p.Reg.Mem.Space.String()) }},
 }, []registry.Method[*Ptr]{
-	{Name: "chunk", Sig: "chunk(i, n)", Doc: "The i-th of n equal parts (OutOfBounds if count is not divisible by n).", Fn: func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "chunk", Sig: "chunk(i, n)", Doc: "The i-th of n equal parts (OutOfBounds if count is not divisible by n).", Fn: func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var i, n int
 		if err := starlark.UnpackPositionalArgs("Ptr.chunk", args, kw, 2, &i, &n); err != nil {
 			return nil, err
@@ -273,9 +284,9 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 			return nil, errorf(errkind.OutOfBounds, "Ptr.chunk: part %d of %d does not exist", i, n)
 		}
 		c := p.Count / int64(n)
-		return p.view(int64(i)*c, c, ".chunk")
+		return notedView(th, p, int64(i)*c, c, ".chunk")
 	}},
-	{Name: "parts", Sig: "parts(n)", Doc: "The n nearly equal parts of the view, as a list of views: part i is elements [i*count//n, (i+1)*count//n), so sizes differ by at most one element (n >= 1; parts are empty when n > count).", Fn: func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "parts", Sig: "parts(n)", Doc: "The n nearly equal parts of the view, as a list of views: part i is elements [i*count//n, (i+1)*count//n), so sizes differ by at most one element (n >= 1; parts are empty when n > count).", Fn: func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var n int
 		if err := starlark.UnpackPositionalArgs("Ptr.parts", args, kw, 1, &n); err != nil {
 			return nil, err
@@ -293,15 +304,16 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 			lo, hi := partBound(int64(i), p.Count, int64(n)), partBound(int64(i+1), p.Count, int64(n))
 			q := p.sub(lo, hi-lo)
 			views[i] = &q
+			noteView(th, &q)
 		}
 		return starlark.NewList(views), nil
 	}},
-	{Name: "slice", Sig: "slice(start, count)", Doc: "A view of count elements from start (OutOfBounds outside the view).", Fn: func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "slice", Sig: "slice(start, count)", Doc: "A view of count elements from start (OutOfBounds outside the view).", Fn: func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var start, count int
 		if err := starlark.UnpackPositionalArgs("Ptr.slice", args, kw, 2, &start, &count); err != nil {
 			return nil, err
 		}
-		return p.view(int64(start), int64(count), ".slice")
+		return notedView(th, p, int64(start), int64(count), ".slice")
 	}},
 	{Name: "tobytes", Sig: "tobytes()", Doc: "Current contents as bytes, read without simulated cost (host code, checks, tests). In a kernel, stores a fused primitive left under way into the view finish first.", Fn: readsNow(func(p *Ptr, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Ptr.tobytes", args, kw, 0); err != nil {

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"kernbench"
+	"kernbench/starlark/ccl"
+	"kernbench/starlark/script"
+)
+
+// memoryCase is one run whose host memory estimate is held against its
+// measured peak.
+type memoryCase struct {
+	algo       string
+	world      int
+	bytes      string
+	timingOnly bool
+}
+
+func (c memoryCase) String() string {
+	mode := "verified"
+	if c.timingOnly {
+		mode = "timing-only"
+	}
+	return fmt.Sprintf("%s/%d/%s/%s", c.algo, c.world, c.bytes, mode)
+}
+
+// memoryCases are the runs of TestMemoryEstimateMatchesPeak: every
+// shipped algorithm at 2, 8 and 32 ranks, 4K and 256K, verified and
+// timing-only (alltoall's 256K at 32 ranks is 512 MiB of buffers: left to
+// the full matrix); with full (KERNBENCH_MEMORY_MATRIX=full) also 1M and
+// 64 to 1024 ranks, and 4096 ranks timing-only. alltoall stops at 64
+// ranks there: its buffers are world² × size (8 GiB at 1024 × 4K).
+func memoryCases(t *testing.T, full bool) []memoryCase {
+	cfg, _, err := ccl.LoadConfig(script.Env{}, "", nil, kernbench.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worlds, sizes := []int{2, 8, 32}, []string{"4K", "256K"}
+	if full {
+		worlds, sizes = []int{2, 8, 32, 64, 128, 256, 1024}, []string{"4K", "256K", "1M"}
+	}
+	var cases []memoryCase
+	for _, w := range worlds {
+		for _, b := range sizes {
+			for _, a := range cfg.AlgorithmNames {
+				if a == "alltoall" && (!full && w == 32 && b != "4K" || w > 64) {
+					continue
+				}
+				cases = append(cases, memoryCase{a, w, b, false}, memoryCase{a, w, b, true})
+			}
+		}
+	}
+	if full {
+		for _, a := range cfg.AlgorithmNames {
+			if a != "alltoall" {
+				cases = append(cases, memoryCase{a, 4096, "4K", true})
+			}
+		}
+	}
+	return cases
+}
+
+// memoryRun is what one run reported: its estimate (counted by the
+// probe, and from the configuration alone) and its peak resident set.
+type memoryRun struct {
+	counted, configured, peak int64
+}
+
+var peakLine = regexp.MustCompile(`# peak resident set: (\d+) bytes`)
+
+// measureMemory runs c as a process of its own (its peak is its own,
+// whatever runs beside it) with the estimate counted by a probe
+// whatever the limit, and reads the estimate from its --json report and
+// the peak from the line KERNBENCH_REPORT_PEAK adds. ok is false when the
+// run did not complete (refused or stopped by --max-memory).
+func measureMemory(t *testing.T, bin string, c memoryCase) (r memoryRun, ok bool) {
+	t.Helper()
+	args := []string{"run", c.algo, "--world-size", strconv.Itoa(c.world), "--bytes", c.bytes,
+		"--set", fmt.Sprintf("system.sips=%d", (c.world+31)/32), "-v", "--json"}
+	if c.timingOnly {
+		args = append(args, "--timing-only")
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KERNBENCH_MEMORY_PROBE=always", "KERNBENCH_REPORT_PEAK=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, isExit := err.(*exec.ExitError); isExit && (ee.ExitCode() == 2 || ee.ExitCode() == 3) &&
+		(bytes.Contains(stderr.Bytes(), []byte("--max-memory")) || bytes.Contains(stderr.Bytes(), []byte("InitError"))) {
+		// Refused or stopped by the default --max-memory (the machine
+		// cannot hold it), or a size the configuration cannot set up
+		// (hier_allreduce's rx rings at 1024 ranks).
+		t.Logf("%v: not run here: %s", c, firstLine(stderr.String()))
+		return r, false
+	}
+	if err != nil {
+		t.Fatalf("kernbench %v: %v\n%s", args, err, stderr.String())
+	}
+	var rep struct {
+		Results []struct {
+			HostMemory *ccl.MemoryEstimate `json:"host_memory_estimate"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 1 || rep.Results[0].HostMemory == nil {
+		t.Fatalf("kernbench %v: no host memory estimate in the report (%v):\n%s", args, err, stdout.String())
+	}
+	e := rep.Results[0].HostMemory
+	if e.Basis != "counted" {
+		t.Fatalf("kernbench %v: estimate %q, want one counted by a probe", args, e.Basis)
+	}
+	m := peakLine.FindSubmatch(stderr.Bytes())
+	if m == nil {
+		t.Fatalf("kernbench %v: no peak reported:\n%s", args, stderr.String())
+	}
+	r.counted, r.configured = e.Total(), e.Configured
+	r.peak, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	return r, true
+}
+
+func firstLine(s string) string {
+	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// TestMemoryEstimateMatchesPeak holds the host memory estimate of every
+// shipped algorithm against the peak resident set of the same run: the
+// estimate counted by a --timing-only probe within 1.5× of it, either
+// side; the configuration's estimate, which admits runs under half the
+// limit without a probe, never under 1/1.5 of it for a run that moves
+// bytes (so no run it admits passes the limit), and within 3× of it for a
+// timing-only run (which it alone admits). KERNBENCH_MEMORY_MATRIX=full
+// runs the long matrix, up to 1024 ranks and 4096 timing-only, one run at
+// a time (go test -run TestMemoryEstimateMatchesPeak -timeout 0 -v
+// ./cmd/kernbench): it takes hours and tens of GB; runs the machine
+// cannot hold are refused or stopped by the default --max-memory and
+// logged, as are sizes the configuration cannot set up.
+func TestMemoryEstimateMatchesPeak(t *testing.T) {
+	bin, err := exec.LookPath("kernbench")
+	if err != nil {
+		t.Skip("no kernbench command on PATH:", err)
+	}
+	full := os.Getenv("KERNBENCH_MEMORY_MATRIX") == "full"
+	for _, c := range memoryCases(t, full) {
+		t.Run(c.String(), func(t *testing.T) {
+			if !full {
+				t.Parallel()
+			}
+			r, ok := measureMemory(t, bin, c)
+			if !ok {
+				return
+			}
+			ratio := func(est int64) float64 { return float64(est) / float64(r.peak) }
+			t.Logf("peak %s, estimate %s (%.2f), from the configuration %s (%.2f)",
+				ccl.FormatBytes(r.peak), ccl.FormatBytes(r.counted), ratio(r.counted), ccl.FormatBytes(r.configured), ratio(r.configured))
+			if q := ratio(r.counted); q < 1/1.5 || q > 1.5 {
+				t.Errorf("estimate %s is %.2f× the peak %s: not within 1.5×", ccl.FormatBytes(r.counted), q, ccl.FormatBytes(r.peak))
+			}
+			q := ratio(r.configured)
+			switch {
+			case !c.timingOnly && q < 1/1.5:
+				t.Errorf("the configuration's estimate %s is %.2f× the peak %s: a run it admits without a probe could pass the limit", ccl.FormatBytes(r.configured), q, ccl.FormatBytes(r.peak))
+			case c.timingOnly && (q < 1.0/3 || q > 3):
+				t.Errorf("the timing-only estimate %s is %.2f× the peak %s: not within 3×", ccl.FormatBytes(r.configured), q, ccl.FormatBytes(r.peak))
+			}
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package tl
+
+import (
+	"runtime"
+	"weak"
+
+	"kernbench/engine/machine"
+)
+
+// Retention finds how many of the views (Ptr) and operation handles the
+// kernels of one simulation were given they still hold, at its peak: what
+// a kernel keeps alive in Starlark values (a table of piece views, a list
+// of store handles) is most of what a timing-only run holds beyond its
+// ranks' fixed state, and only the collector knows it. Every sampleEvery-th
+// value made is followed with a weak pointer; whenever the values made
+// have grown by an eighth since the last look (at least minGap), a full
+// collection runs and the sampled values still reachable are counted.
+// Reachability after a full collection depends only on what the
+// simulation holds, so the counts are the same run after run, and with
+// other simulations in the process (-j). The host memory estimate's
+// timing-only probe sets it (Stats.Retained); a collection per look makes
+// it too slow for every run.
+type Retention struct {
+	made, next int64
+	views      []weak.Pointer[Ptr]
+	handles    []weak.Pointer[handle]
+	// ViewCost and HandleCost weigh a view and a handle (bytes) to find
+	// the peak: PeakViews and PeakHandles are the counts (sampled, times
+	// sampleEvery) at the look where their weighted sum was largest.
+	ViewCost, HandleCost int64
+	PeakViews            int64
+	PeakHandles          int64
+	// PeakHandleBytes are the bytes the handles' operations move, at the
+	// same look: a run that moves bytes keeps them with the handle (a
+	// fetched tile, the tile a store writes).
+	PeakHandleBytes int64
+	Looks           int
+}
+
+const (
+	sampleEvery = 8
+	minGap      = 1 << 13
+)
+
+// Made counts every view and handle made (sampled or not).
+func (r *Retention) Made() int64 { return r.made }
+
+func (r *Retention) noteView(p *Ptr) {
+	if r.made%sampleEvery == 0 {
+		r.views = append(r.views, weak.Make(p))
+	}
+	r.note()
+}
+
+func (r *Retention) noteHandle(h *handle) {
+	if r.made%sampleEvery == 0 {
+		r.handles = append(r.handles, weak.Make(h))
+	}
+	r.note()
+}
+
+func (r *Retention) note() {
+	r.made++
+	if r.made < r.next {
+		return
+	}
+	r.next = r.made + max(minGap, r.made/8)
+	r.Look()
+}
+
+// Look collects and counts the sampled values still reachable, dropping
+// the others from the sample.
+func (r *Retention) Look() {
+	runtime.GC()
+	r.Looks++
+	v, h := compact(r.views), compact(r.handles)
+	r.views, r.handles = r.views[:v], r.handles[:h]
+	nv, nh := int64(v)*sampleEvery, int64(h)*sampleEvery
+	if nv*r.ViewCost+nh*r.HandleCost > r.PeakViews*r.ViewCost+r.PeakHandles*r.HandleCost {
+		r.PeakViews, r.PeakHandles = nv, nh
+		r.PeakHandleBytes = 0
+		for _, w := range r.handles {
+			if h := w.Value(); h != nil && h.op != nil {
+				switch h.op.Kind {
+				case machine.OpFetch:
+					r.PeakHandleBytes += h.op.Src.N * sampleEvery
+				case machine.OpStore:
+					r.PeakHandleBytes += h.op.Dst.N * sampleEvery
+				}
+			}
+		}
+	}
+}
+
+// compact moves the live weak pointers of s to its front and returns how
+// many there are.
+func compact[T any](s []weak.Pointer[T]) int {
+	n := 0
+	for _, w := range s {
+		if w.Value() != nil {
+			s[n] = w
+			n++
+		}
+	}
+	clear(s[n:])
+	return n
+}
+
+// noteView follows view p of the kernel th runs, when its simulation is
+// probed (Stats.Retained).
+func noteView(th interface{ Local(string) any }, p *Ptr) {
+	k, ok := th.Local(threadKernelKey).(*Kernel)
+	if !ok {
+		k, ok = th.Local(ViewsKey).(*Kernel)
+	}
+	if ok && k != nil && k.Stats != nil && k.Stats.Retained != nil {
+		k.Stats.Retained.noteView(p)
+	}
+}
+
+// ViewsKey is the thread-local naming the kernel whose Retention follows
+// the views a thread makes before its first tl call (a kernel that cuts
+// its buffers into a table of pieces first); the bench sets it.
+const ViewsKey = "kernbench.tl.views"
