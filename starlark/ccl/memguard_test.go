@@ -549,7 +549,7 @@ func TestWorldCheckCountsDirections(t *testing.T) {
 		refused  bool
 		fit      string
 	}{
-		{"full_mesh", true, "alone fit up to 669)"},
+		{"full_mesh", true, "alone fit up to 710)"},
 		{"ring_1d", false, ""},
 	} {
 		p := &plan{world: 5000, topology: tc.topology, opts: Options{MaxMemory: 1 << 30}}

@@ -16,10 +16,10 @@ import (
 // The full estimate (checkMemory) needs the installed rings, so it comes
 // after the topology and the queue pairs are set up: a world of millions
 // of ranks used to fill the memory there, even with --max-memory 1K, and
-// end in a Go fatal error. Setting up a world costs about a fifth of its
-// per-rank part (100,000 ranks: 3.7 GB), so a world whose per-rank part
-// is under setUpFloor is set up and gets the full estimate, whose refusal
-// names more ways to fit.
+// end in a Go fatal error. Setting up a world costs about its per-rank
+// part (100,000 ranks: 3.7 GB, against 30 KiB a rank), so a world whose
+// per-rank part is under setUpFloor is set up and gets the full estimate,
+// whose refusal names more ways to fit.
 func (p *plan) checkWorldMemory(channels int) error {
 	limit := p.opts.MaxMemory
 	if limit <= 0 {
@@ -75,6 +75,7 @@ func setUpTooLarge(topo string, w, channels int) string {
 // 4K), about 1.8 KB a direction.
 const perDirectionSetUp = 2 << 10
 
-// setUpFloor: a world whose per-rank estimate is at most this (5461
-// ranks) is set up before its memory is estimated (about 200 MB).
-const setUpFloor = 1 << 30
+// setUpFloor: a world whose per-rank estimate is at most this (8738
+// ranks of 30 KiB) is set up before its memory is estimated (about as
+// much again): under a ulimit -v that would leave the Go heap no room.
+const setUpFloor = 256 << 20
