@@ -145,6 +145,7 @@ func firstLine(s string) string {
 // cannot hold are refused or stopped by the default --max-memory and
 // logged, as are sizes the configuration cannot set up.
 func TestMemoryEstimateMatchesPeak(t *testing.T) {
+	longTest(t)
 	bin, err := exec.LookPath("kernbench")
 	if err != nil {
 		t.Skip("no kernbench command on PATH:", err)
@@ -173,5 +174,14 @@ func TestMemoryEstimateMatchesPeak(t *testing.T) {
 				t.Errorf("the timing-only estimate %s is %.2f× the peak %s: not within 3×", ccl.FormatBytes(r.configured), q, ccl.FormatBytes(r.peak))
 			}
 		})
+	}
+}
+
+// longTest skips t in the -short tier (go test -short ./...): it runs
+// many processes; the full tier (go test ./..., CI) runs it.
+func longTest(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs many processes: the full tier (go test ./...) runs it")
 	}
 }

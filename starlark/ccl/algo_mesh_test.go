@@ -75,6 +75,7 @@ func meshWorlds(file string) []meshCase {
 // size 2), for counts that do not split evenly (including 0 and 1), in
 // place and out of place.
 func TestMeshAlgorithmsWorldSizesAndCounts(t *testing.T) {
+	longTest(t)
 	for _, file := range []string{meshFile, meshCustom, meshRD} {
 		for _, c := range meshWorlds(file) {
 			for _, inPlace := range []bool{false, true} {

@@ -25,6 +25,7 @@ func simTime(t *testing.T, target string, world int, bytes int64, sets ...string
 // message by message (ring_allreduce_manual): within 1 % at 8 and 32 ranks
 // (one cube, four cubes) for 1 MiB and 4 MiB.
 func TestRingAllreducePrimitivesMatchManual(t *testing.T) {
+	longTest(t)
 	for _, world := range []int{8, 32} {
 		for _, bytes := range []int64{1 << 20, 4 << 20} {
 			t.Run(fmt.Sprintf("world=%d/bytes=%d", world, bytes), func(t *testing.T) {

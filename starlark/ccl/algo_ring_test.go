@@ -36,6 +36,7 @@ func ringalgoCheck(t *testing.T, rep *Report) {
 // default machine), counts that split into nothing, one element and sizes
 // not divisible by the world size or the slot, in place and out of place.
 func TestRingAlgoWorldSizesCountsInPlace(t *testing.T) {
+	longTest(t)
 	counts := []int64{0, 1, 37, 1000, 5000}
 	for _, a := range ringalgoAlgorithms {
 		for world := 1; world <= 16; world++ {

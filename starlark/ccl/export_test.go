@@ -25,6 +25,7 @@ import (
 // s step runs in the background until the thread block's next send; a
 // step prefetches the next step's local operand).
 func TestMSCCLExportRoundTrip(t *testing.T) {
+	longTest(t)
 	type roundTrip struct {
 		algo  string
 		world int

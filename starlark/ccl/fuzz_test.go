@@ -42,7 +42,13 @@ import (
 // Move a crasher out of testdata/fuzz/ once it is reported: a committed
 // crasher fails every go test run.
 func FuzzStarExecution(f *testing.F) {
-	for _, src := range fuzzSeedPrograms(f) {
+	seeds := fuzzSeedPrograms(f)
+	if testing.Short() {
+		// The -short tier runs a few of the programs as seeds; the full
+		// tier all of them.
+		seeds = seeds[:min(len(seeds), 4)]
+	}
+	for _, src := range seeds {
 		f.Add(uint8(0), uint16(0), []byte(src))
 	}
 	for i, ins := range []string{

@@ -322,6 +322,7 @@ func TestFlagSize(t *testing.T) {
 // 4 KiB ones and was 1000 times short), and the alltoall relayed around a
 // ring (p(p - 1)/2 chunks per rank).
 func TestEstimateMessagesBoundsShippedAlgorithms(t *testing.T) {
+	longTest(t)
 	type tc struct {
 		algo  string
 		world int

@@ -45,6 +45,7 @@ var mscclSchedules = []struct {
 // (phase2_match) through the ordinary run path, for an empty buffer, one
 // loop iteration and several with a short last one.
 func TestMSCCLSchedulesVerify(t *testing.T) {
+	longTest(t)
 	for _, s := range mscclSchedules {
 		for _, world := range []int{4, 8, 16} {
 			file := filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", s.prefix, world))
@@ -184,6 +185,7 @@ func TestMSCCLCheck(t *testing.T) {
 // written by hand on the primitives (testdata/msccl/handwritten), within
 // 2 %: the import adds no simulated work of its own.
 func TestMSCCLMatchesHandWritten(t *testing.T) {
+	longTest(t)
 	cases := []struct {
 		xml, star string
 		count     int64

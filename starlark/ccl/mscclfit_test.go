@@ -23,6 +23,7 @@ import (
 // then the thread blocks' staging, do not fit TCM, kernbench puts them in
 // HBM and the report says why.
 func TestMSCCLDefaultsFit(t *testing.T) {
+	longTest(t)
 	files, err := filepath.Glob(filepath.Join(mscclTestdata, "*.xml"))
 	if err != nil || len(files) < 30 {
 		t.Fatalf("schedules in %s: %d, %v", mscclTestdata, len(files), err)

@@ -194,3 +194,14 @@ func TestRunDeterministic(t *testing.T) {
 		})
 	}
 }
+
+// longTest skips t in the -short tier (go test -short ./...: under a
+// minute of CPU): it is one of the long equivalence tests (every shipped
+// algorithm over world sizes, counts, schedules), which the full tier,
+// go test ./... and CI, runs.
+func longTest(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a long equivalence test: the full tier (go test ./...) runs it")
+	}
+}

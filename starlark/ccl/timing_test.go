@@ -20,6 +20,7 @@ import (
 // the simulated time, the number of events and every operation count are
 // equal; the reference check and phase 2 are reported as not run.
 func TestTimingOnlyMatchesFullRun(t *testing.T) {
+	longTest(t)
 	cfg, _, err := LoadConfig(script.Env{}, "", nil, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
