@@ -1,6 +1,7 @@
 package ccl
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -107,5 +108,11 @@ func (w *world) memoryStop(err error) error {
 	if w.outOfMemory == nil || !script.IsMemory(err) {
 		return err
 	}
-	return w.outOfMemory(max(memGuard.held.Load(), memWatches.fired.Load()))
+	stop := w.outOfMemory(max(memGuard.held.Load(), memWatches.fired.Load()))
+	if e, ok := stop.(*OutOfMemoryError); ok {
+		// A kernel's Starlark was stopped: what it keeps itself (lists,
+		// strings, tiles) may be the memory, which no flag shrinks.
+		e.Try = cmp.Or(e.Try, tryVerified) + "; the memory may also be what the kernel's own code keeps (lists, strings, tiles it holds): keep less there"
+	}
+	return stop
 }
