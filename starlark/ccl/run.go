@@ -337,7 +337,8 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	// load reuses is the one recycled last, still in cache.
 	handles := &tl.HandlePool{}
 	if p.opts.probe {
-		r := &tl.Retention{ViewCost: viewBytes, HandleCost: handleBytes}
+		r := tl.NewRetention(viewBytes, handleBytes)
+		defer r.Close()
 		for i := range stats {
 			stats[i].Retained = r
 		}

@@ -2,6 +2,7 @@ package tl
 
 import (
 	"runtime"
+	"sync/atomic"
 	"weak"
 
 	"kernbench/engine/machine"
@@ -41,6 +42,22 @@ const (
 	sampleEvery = 8
 	minGap      = 1 << 13
 )
+
+// retentions counts the Retentions in use (the probes under way):
+// noteView, called for every view a kernel makes, looks its kernel up only
+// while there is one.
+var retentions atomic.Int32
+
+// NewRetention is a Retention weighing a view and a handle at viewCost
+// and handleCost bytes; Close ends it.
+func NewRetention(viewCost, handleCost int64) *Retention {
+	retentions.Add(1)
+	return &Retention{ViewCost: viewCost, HandleCost: handleCost}
+}
+
+// Close ends the following (noteView looks nothing up again once no
+// Retention is in use).
+func (r *Retention) Close() { retentions.Add(-1) }
 
 // Made counts every view and handle made (sampled or not).
 func (r *Retention) Made() int64 { return r.made }
@@ -109,6 +126,9 @@ func compact[T any](s []weak.Pointer[T]) int {
 // noteView follows view p of the kernel th runs, when its simulation is
 // probed (Stats.Retained).
 func noteView(th interface{ Local(string) any }, p *Ptr) {
+	if retentions.Load() == 0 {
+		return // no probe under way: no lookup per view made
+	}
 	k, ok := th.Local(threadKernelKey).(*Kernel)
 	if !ok {
 		k, ok = th.Local(ViewsKey).(*Kernel)

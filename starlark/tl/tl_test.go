@@ -536,7 +536,8 @@ def kernel(rank, tl):
         tl.wait(h)
 `
 	count := func() tl.Retention {
-		r := &tl.Retention{ViewCost: 100, HandleCost: 500}
+		r := tl.NewRetention(100, 500)
+		defer r.Close()
 		runInline(t, 2, src, func(k *tl.Kernel) { k.Stats.Retained = r })
 		return *r
 	}
