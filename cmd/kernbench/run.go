@@ -251,6 +251,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.TimingOnly && o.Verify && cmd.Flags().Changed("verify-data") {
 		return usageErr(stderr, o.json, "--verify-data=true cannot take effect: --timing-only moves no bytes to check; give one of them")
 	}
+	if o.TimingOnly && cmd.Flags().Changed("seed") {
+		// The seed picks the input data, which a timing-only run does not
+		// make (the times do not depend on it).
+		return usageErr(stderr, o.json, "--seed cannot take effect: --timing-only makes no input data for it to pick; give one of them")
+	}
 	if cmd.Flags().Changed("shards") && o.shards < 1 {
 		return usageErr(stderr, o.json, fmt.Sprintf("--shards must be >= 1 (got %d)", o.shards))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
 	"kernbench/starlark/selftest"
 )
@@ -60,6 +61,31 @@ func TestSelfTestReproducerRunsTheCase(t *testing.T) {
 			}
 			if got.Collective != c.Collective || got.Topology != c.Topology || got.WorldSize != c.WorldSize {
 				t.Errorf("kernbench ran %s on %s with %d ranks, the case is %s on %s with %d", got.Collective, got.Topology, got.WorldSize, c.Collective, c.Topology, c.WorldSize)
+			}
+			// The reproducer's --timing-only line runs the case's
+			// timing-only run (it takes no --seed).
+			wantT, errT := c.Run(file, true)
+			stdout.Reset()
+			stderr.Reset()
+			args = append(append([]string{"run", selftest.FileName}, c.TimingOnlyArgs()...), "--json")
+			code := mainIn(script.Env{Dir: dir}, args, &stdout, &stderr)
+			if errT != nil {
+				// (A kernel that divides integer tiles has no timing-only
+				// run: both refuse it the same way.)
+				if want := errkind.Of(errT).Status; code != want {
+					t.Errorf("kernbench %q: exit %d, the case's timing-only run %d (%v)", args, code, want, errT)
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("kernbench %q: exit %d\n%s", args, code, stderr.String())
+			}
+			var gotT ccl.Report
+			if err := json.Unmarshal(stdout.Bytes(), &gotT); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(rows(wantT), rows(&gotT)); d != "" {
+				t.Errorf("the reproducer's --timing-only run differs from the case's (-case +kernbench run):\n%s", d)
 			}
 		})
 	}

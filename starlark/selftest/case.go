@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -83,12 +84,30 @@ func (c *Case) Args() []string {
 	return a
 }
 
+// TimingOnlyArgs are Args for the case's --timing-only run: without
+// --seed, which picks input data a timing-only run does not make.
+func (c *Case) TimingOnlyArgs() []string {
+	args := c.Args()
+	if i := slices.Index(args, "--seed"); i >= 0 {
+		args = slices.Delete(args, i, i+2)
+	}
+	return append(args, "--timing-only")
+}
+
 // CommandLine is the kernbench run command that reproduces the case from
 // the reproducer's folder.
-func (c *Case) CommandLine() string {
+func (c *Case) CommandLine() string { return c.commandLine(false) }
+
+// commandLine is CommandLine, or with timingOnly its --timing-only run
+// (without --seed, which picks input data a timing-only run does not make).
+func (c *Case) commandLine(timingOnly bool) string {
 	var b strings.Builder
 	b.WriteString("kernbench run " + FileName)
-	for _, a := range c.Args() {
+	args := c.Args()
+	if timingOnly {
+		args = c.TimingOnlyArgs()
+	}
+	for _, a := range args {
 		b.WriteByte(' ')
 		if strings.ContainsAny(a, "[], {}:") {
 			a = "'" + a + "'"
@@ -122,6 +141,7 @@ func (c *Case) WriteRepro(dir, problem string) (string, error) {
 	for _, l := range strings.Split(strings.TrimRight(problem, "\n"), "\n") {
 		b.WriteString("# " + l + "\n")
 	}
+	b.WriteString("# Its --timing-only run: " + c.commandLine(true) + "\n")
 	b.WriteString("cd \"$(dirname \"$0\")\" && " + c.CommandLine() + " \"$@\"\n")
 	p := filepath.Join(dir, "repro.sh")
 	if err := os.WriteFile(p, []byte(b.String()), 0o755); err != nil {
