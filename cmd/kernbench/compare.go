@@ -527,25 +527,26 @@ func wrongResults(reps []labeled, stderr io.Writer) []labeledFailure {
 		}
 	runs:
 		for _, r := range l.rep.Results {
-			if r.Phase2Match != nil && !*r.Phase2Match {
+			f := r.Verdict()
+			if f == nil {
+				continue
+			}
+			if f.ErrorKind() == errkind.Phase2Mismatch {
 				fmt.Fprintf(stderr, "%stwo-pass verification failed at %d bytes: %s\n", prefix, r.Bytes, r.Phase2)
 				if d := r.Phase2Diagnosis; d != nil {
 					for _, line := range d.Lines() {
 						fmt.Fprintf(stderr, "  %s\n", line)
 					}
 				}
-				if r.Wrong > 0 {
-					wrongReport(stderr, prefix, l.rep, r)
-				}
-				fmt.Fprintf(stderr, "%s%s\n", prefix, ccl.Phase2Advice)
-				out = append(out, labeledFailure{l.label, ccl.WithKind(errkind.Phase2Mismatch, &ccl.Failure{Rank: -1, Msg: "phase 2 mismatch"})})
-				break runs
 			}
 			if r.Wrong > 0 {
 				wrongReport(stderr, prefix, l.rep, r)
-				out = append(out, labeledFailure{l.label, ccl.WithKind(errkind.WrongResult, &ccl.Failure{Rank: -1, Msg: "verification failed"})})
-				break runs
 			}
+			if f.ErrorKind() == errkind.Phase2Mismatch {
+				fmt.Fprintf(stderr, "%s%s\n", prefix, ccl.Phase2Advice)
+			}
+			out = append(out, labeledFailure{l.label, f})
+			break runs
 		}
 	}
 	return out

@@ -140,12 +140,15 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			res.FirstWrong, res.WrongRanges = r.FirstWrong, r.WrongRanges
 		}
 		res.Wrong += r.Wrong
-		if r.Phase2Match != nil && !*r.Phase2Match {
-			msg := fmt.Sprintf("schedule %d: %s", i, r.Phase2)
+		if f := r.Verdict(); f != nil && f.ErrorKind() == errkind.Phase2Mismatch {
+			// (A wrong result is the mock's to report: res.Wrong and the
+			// failing schedule.)
+			f.Msg = fmt.Sprintf("schedule %d: %s", i, r.Phase2)
 			if d := r.Phase2Diagnosis; d != nil {
-				msg += "\n  " + strings.Join(d.Lines(), "\n  ")
+				f.Msg += "\n  " + strings.Join(d.Lines(), "\n  ")
 			}
-			return nil, WithKind(errkind.Phase2Mismatch, &Failure{Rank: -1, Msg: msg + "\n" + Phase2Advice})
+			f.Msg += "\n" + Phase2Advice
+			return nil, f
 		}
 	}
 	return res, nil

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
@@ -135,6 +136,20 @@ type Result struct {
 	// bytes, count, dtype, redop and in_place and no figures; its JSON
 	// has only those and "refused".
 	Refused *Refusal `json:"refused,omitempty"`
+}
+
+// Verdict is the row's failure, the one rule the CLI and the mock apply:
+// a phase-2 mismatch (Phase2Mismatch, a kernbench bug or an unreported
+// race) before wrong elements (WrongResult); nil when the row passed (or
+// was not checked).
+func (r *Result) Verdict() *Failure {
+	switch {
+	case r.Phase2Match != nil && !*r.Phase2Match:
+		return WithKind(errkind.Phase2Mismatch, &Failure{Rank: -1, Msg: "phase 2 mismatch at " + strconv.FormatInt(r.Bytes, 10) + " bytes: " + r.Phase2})
+	case r.Wrong > 0:
+		return WithKind(errkind.WrongResult, &Failure{Rank: -1, Msg: "verification failed: " + strconv.FormatInt(r.Wrong, 10) + " wrong element(s) at " + strconv.FormatInt(r.Bytes, 10) + " bytes"})
+	}
+	return nil
 }
 
 // MarshalJSON writes a refused row without the figures it does not have
