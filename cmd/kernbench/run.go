@@ -195,156 +195,11 @@ const defaultMaxSteps = 100_000_000
 // runRun runs arg, or with compare set (several algorithms or --vary)
 // every variant of those targets (none: defaults.algorithm).
 func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer, compare ...string) error {
-	o.Embedded = kernbench.Files
-	o.Detail = o.verbose
-	if o.dumpPtrs {
-		o.DumpPointers = stderr
-	}
-	if v := o.Env.Var("KERNBENCH_CCL_TRACE"); v != "" && v != "0" {
-		o.CCLTrace = stderr
-	}
-	// The memory estimate of every run counted by its probe, not only of
-	// one near --max-memory (the tests that hold it against peaks).
-	o.ProbeMemory = o.Env.Var("KERNBENCH_MEMORY_PROBE") == "always"
-	o.Stderr = stderr
-	o.MaxSteps = o.maxSteps
-	if o.MaxSteps == 0 {
-		o.MaxSteps = defaultMaxSteps
-	}
-	if err := emptyOutput(cmd.Flags(), o.outputPaths()); err != nil {
+	if err := o.complete(cmd, stderr); err != nil {
 		return usageErr(stderr, o.json, err.Error())
-	}
-	if err := emptyValue(cmd.Flags()); err != nil {
-		return usageErr(stderr, o.json, err.Error())
-	}
-	if err := checkLoadPath(o.Env, o.LoadPath); err != nil {
-		return usageErr(stderr, o.json, err.Error())
-	}
-	if o.timeout < 0 {
-		return usageErr(stderr, o.json, fmt.Sprintf("--timeout must be >= 0 (got %v)", o.timeout))
 	}
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
-	o.RootGiven = cmd.Flags().Changed("root")
-	o.RedOpGiven = cmd.Flags().Changed("redop")
-	for _, name := range benchFlags {
-		if cmd.Flags().Changed(name) {
-			o.BenchFlags = append(o.BenchFlags, "--"+name)
-		}
-	}
-	if o.Jobs < 1 {
-		return usageErr(stderr, o.json, fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
-	}
-	if o.maxMemory != "" {
-		n, err := config.ParseSize(o.maxMemory)
-		if err != nil || n <= 0 {
-			if err == nil {
-				err = fmt.Errorf("must be > 0 (got %s)", o.maxMemory)
-			}
-			return usageErr(stderr, o.json, "--max-memory: "+err.Error())
-		}
-		o.MaxMemory = n
-	} else {
-		o.MaxMemory = ccl.DefaultMaxMemory()
-		o.MaxMemoryIsDefault = true
-	}
-	if o.TimingOnly && o.Verify && cmd.Flags().Changed("verify-data") {
-		return usageErr(stderr, o.json, "--verify-data=true cannot take effect: --timing-only moves no bytes to check; give one of them")
-	}
-	if o.TimingOnly && cmd.Flags().Changed("seed") {
-		// The seed picks the input data, which a timing-only run does not
-		// make (the times do not depend on it).
-		return usageErr(stderr, o.json, "--seed cannot take effect: --timing-only makes no input data for it to pick; give one of them")
-	}
-	if cmd.Flags().Changed("shards") && o.shards < 1 {
-		return usageErr(stderr, o.json, fmt.Sprintf("--shards must be >= 1 (got %d)", o.shards))
-	}
-	if o.TimingOnly && o.oplog != "" {
-		return usageErr(stderr, o.json, "--oplog records data, which --timing-only does not move")
-	}
-	if o.json && o.jsonl {
-		return usageErr(stderr, true, "--json and --jsonl are mutually exclusive")
-	}
-	sizeFlags := 0
-	for _, set := range []bool{cmd.Flags().Changed("count"), o.bytes != "", o.sweep != "", o.minBytes != "" || o.maxBytes != ""} {
-		if set {
-			sizeFlags++
-		}
-	}
-	if sizeFlags > 1 {
-		return usageErr(stderr, o.json, "--count, --bytes, --sweep and -b/-e are mutually exclusive")
-	}
-	// Anywhere but beside -b/-e, -f would be ignored without a word.
-	if cmd.Flags().Changed("stepfactor") && o.minBytes == "" && o.maxBytes == "" {
-		if o.sweep != "" && strings.Count(o.sweep, ":") == 1 {
-			return usageErr(stderr, o.json, fmt.Sprintf("-f/--stepfactor steps a -b/-e sweep; --sweep takes its factor as MIN:MAX:FACTOR (--sweep %s:%s)", o.sweep, cmd.Flags().Lookup("stepfactor").Value))
-		}
-		if o.sweep != "" {
-			return usageErr(stderr, o.json, "-f/--stepfactor steps a -b/-e sweep; --sweep takes its factor as MIN:MAX:FACTOR")
-		}
-		return usageErr(stderr, o.json, "-f/--stepfactor steps a -b/-e sweep; give -b and -e too")
-	}
-	if cmd.Flags().Changed("world-size") && o.WorldSize < 1 {
-		return usageErr(stderr, o.json, fmt.Sprintf("--world-size must be >= 1 (got %d)", o.WorldSize))
-	}
-	if o.sweep != "" || o.minBytes != "" || o.maxBytes != "" {
-		spec := o.sweep
-		if spec == "" && !(o.factor > 1 && !math.IsInf(o.factor, 0)) {
-			return usageErr(stderr, o.json, fmt.Sprintf("-f/--stepfactor must be a number > 1 (got %g)", o.factor))
-		}
-		if spec == "" {
-			lo, hi := o.minBytes, o.maxBytes
-			if lo == "" {
-				lo = hi
-			}
-			if hi == "" {
-				hi = lo
-			}
-			// Checked here under the flags' own names: the user typed
-			// -b/-e, and a message about the --sweep they become would
-			// name a flag they never gave.
-			if msg := checkMinMaxBytes(lo, hi); msg != "" {
-				return usageErr(stderr, o.json, msg)
-			}
-			spec = fmt.Sprintf("%s:%s:%g", lo, hi, o.factor)
-		}
-		sizes, err := parseSweep(spec)
-		if err != nil {
-			return usageErr(stderr, o.json, err.Error())
-		}
-		if dt, err := dtype.Parse(o.DType); err == nil {
-			name := "--sweep " + o.sweep
-			if o.sweep == "" {
-				name = "-b/--minbytes " + o.minBytes
-				if o.minBytes == "" {
-					name = "-e/--maxbytes " + o.maxBytes
-				}
-			}
-			if sizes, err = wholeElements(sizes, dt, name); err != nil {
-				return usageErr(stderr, o.json, err.Error())
-			}
-		}
-		o.Sizes = sizes
-	} else if cmd.Flags().Changed("count") {
-		if o.count < 0 {
-			return usageErr(stderr, o.json, fmt.Sprintf("--count must be >= 0 (got %d)", o.count))
-		}
-		o.Counts = []int64{o.count}
-	} else if o.bytes != "" {
-		n, err := config.ParseSize(o.bytes)
-		if err != nil {
-			return usageErr(stderr, o.json, "--bytes: "+err.Error())
-		}
-		if dt, err := dtype.Parse(o.DType); err == nil && n%int64(dt.Size()) != 0 {
-			return usageErr(stderr, o.json, fmt.Sprintf("--bytes %s is not a whole number of %s elements (%d bytes each); use a multiple of %d or --count", o.bytes, dt, dt.Size(), dt.Size()))
-		}
-		o.Sizes = []int64{n}
-	}
-	if o.plot != "" && allZero(o.Sizes, o.Counts) {
-		// Refused before simulating, not after (the chart has no point
-		// on its log scale).
-		return usageErr(stderr, o.json, "--plot: no sizes above 0 bytes to plot (the sweep's only size is 0); give a larger --bytes or --count, or drop --plot")
-	}
 	// A sweep runs the sizes that fit --max-memory and gives each other
 	// one a refused row; a run of one size is refused whole. Decided on
 	// the whole sweep: a shard of it may hold one size.
@@ -652,6 +507,161 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		printSummary(stdout, rep, o.quiet, o.verbose)
 	}
 	return checkResults([]labeled{{"", rep}}, stderr)
+}
+
+// complete checks the flags of a run and fills the options they set
+// (sizes, limits, what the run reports): every mistake in them is a usage
+// error, found before anything runs.
+func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
+	o.Embedded = kernbench.Files
+	o.Detail = o.verbose
+	if o.dumpPtrs {
+		o.DumpPointers = stderr
+	}
+	if v := o.Env.Var("KERNBENCH_CCL_TRACE"); v != "" && v != "0" {
+		o.CCLTrace = stderr
+	}
+	// The memory estimate of every run counted by its probe, not only of
+	// one near --max-memory (the tests that hold it against peaks).
+	o.ProbeMemory = o.Env.Var("KERNBENCH_MEMORY_PROBE") == "always"
+	o.Stderr = stderr
+	o.MaxSteps = o.maxSteps
+	if o.MaxSteps == 0 {
+		o.MaxSteps = defaultMaxSteps
+	}
+	if err := emptyOutput(cmd.Flags(), o.outputPaths()); err != nil {
+		return usageError(err.Error())
+	}
+	if err := emptyValue(cmd.Flags()); err != nil {
+		return usageError(err.Error())
+	}
+	if err := checkLoadPath(o.Env, o.LoadPath); err != nil {
+		return usageError(err.Error())
+	}
+	if o.timeout < 0 {
+		return usageError(fmt.Sprintf("--timeout must be >= 0 (got %v)", o.timeout))
+	}
+	o.RootGiven = cmd.Flags().Changed("root")
+	o.RedOpGiven = cmd.Flags().Changed("redop")
+	for _, name := range benchFlags {
+		if cmd.Flags().Changed(name) {
+			o.BenchFlags = append(o.BenchFlags, "--"+name)
+		}
+	}
+	if o.Jobs < 1 {
+		return usageError(fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
+	}
+	if o.maxMemory != "" {
+		n, err := config.ParseSize(o.maxMemory)
+		if err != nil || n <= 0 {
+			if err == nil {
+				err = fmt.Errorf("must be > 0 (got %s)", o.maxMemory)
+			}
+			return usageError("--max-memory: " + err.Error())
+		}
+		o.MaxMemory = n
+	} else {
+		o.MaxMemory = ccl.DefaultMaxMemory()
+		o.MaxMemoryIsDefault = true
+	}
+	if o.TimingOnly && o.Verify && cmd.Flags().Changed("verify-data") {
+		return usageError("--verify-data=true cannot take effect: --timing-only moves no bytes to check; give one of them")
+	}
+	if o.TimingOnly && cmd.Flags().Changed("seed") {
+		// The seed picks the input data, which a timing-only run does not
+		// make (the times do not depend on it).
+		return usageError("--seed cannot take effect: --timing-only makes no input data for it to pick; give one of them")
+	}
+	if cmd.Flags().Changed("shards") && o.shards < 1 {
+		return usageError(fmt.Sprintf("--shards must be >= 1 (got %d)", o.shards))
+	}
+	if o.TimingOnly && o.oplog != "" {
+		return usageError("--oplog records data, which --timing-only does not move")
+	}
+	if o.json && o.jsonl {
+		return usageError("--json and --jsonl are mutually exclusive")
+	}
+	sizeFlags := 0
+	for _, set := range []bool{cmd.Flags().Changed("count"), o.bytes != "", o.sweep != "", o.minBytes != "" || o.maxBytes != ""} {
+		if set {
+			sizeFlags++
+		}
+	}
+	if sizeFlags > 1 {
+		return usageError("--count, --bytes, --sweep and -b/-e are mutually exclusive")
+	}
+	// Anywhere but beside -b/-e, -f would be ignored without a word.
+	if cmd.Flags().Changed("stepfactor") && o.minBytes == "" && o.maxBytes == "" {
+		if o.sweep != "" && strings.Count(o.sweep, ":") == 1 {
+			return usageError(fmt.Sprintf("-f/--stepfactor steps a -b/-e sweep; --sweep takes its factor as MIN:MAX:FACTOR (--sweep %s:%s)", o.sweep, cmd.Flags().Lookup("stepfactor").Value))
+		}
+		if o.sweep != "" {
+			return usageError("-f/--stepfactor steps a -b/-e sweep; --sweep takes its factor as MIN:MAX:FACTOR")
+		}
+		return usageError("-f/--stepfactor steps a -b/-e sweep; give -b and -e too")
+	}
+	if cmd.Flags().Changed("world-size") && o.WorldSize < 1 {
+		return usageError(fmt.Sprintf("--world-size must be >= 1 (got %d)", o.WorldSize))
+	}
+	if o.sweep != "" || o.minBytes != "" || o.maxBytes != "" {
+		spec := o.sweep
+		if spec == "" && !(o.factor > 1 && !math.IsInf(o.factor, 0)) {
+			return usageError(fmt.Sprintf("-f/--stepfactor must be a number > 1 (got %g)", o.factor))
+		}
+		if spec == "" {
+			lo, hi := o.minBytes, o.maxBytes
+			if lo == "" {
+				lo = hi
+			}
+			if hi == "" {
+				hi = lo
+			}
+			// Checked here under the flags' own names: the user typed
+			// -b/-e, and a message about the --sweep they become would
+			// name a flag they never gave.
+			if msg := checkMinMaxBytes(lo, hi); msg != "" {
+				return usageError(msg)
+			}
+			spec = fmt.Sprintf("%s:%s:%g", lo, hi, o.factor)
+		}
+		sizes, err := parseSweep(spec)
+		if err != nil {
+			return usageError(err.Error())
+		}
+		if dt, err := dtype.Parse(o.DType); err == nil {
+			name := "--sweep " + o.sweep
+			if o.sweep == "" {
+				name = "-b/--minbytes " + o.minBytes
+				if o.minBytes == "" {
+					name = "-e/--maxbytes " + o.maxBytes
+				}
+			}
+			if sizes, err = wholeElements(sizes, dt, name); err != nil {
+				return usageError(err.Error())
+			}
+		}
+		o.Sizes = sizes
+	} else if cmd.Flags().Changed("count") {
+		if o.count < 0 {
+			return usageError(fmt.Sprintf("--count must be >= 0 (got %d)", o.count))
+		}
+		o.Counts = []int64{o.count}
+	} else if o.bytes != "" {
+		n, err := config.ParseSize(o.bytes)
+		if err != nil {
+			return usageError("--bytes: " + err.Error())
+		}
+		if dt, err := dtype.Parse(o.DType); err == nil && n%int64(dt.Size()) != 0 {
+			return usageError(fmt.Sprintf("--bytes %s is not a whole number of %s elements (%d bytes each); use a multiple of %d or --count", o.bytes, dt, dt.Size(), dt.Size()))
+		}
+		o.Sizes = []int64{n}
+	}
+	if o.plot != "" && allZero(o.Sizes, o.Counts) {
+		// Refused before simulating, not after (the chart has no point
+		// on its log scale).
+		return usageError("--plot: no sizes above 0 bytes to plot (the sweep's only size is 0); give a larger --bytes or --count, or drop --plot")
+	}
+	return nil
 }
 
 // sweepPosition is "at size 3 of 5 of the sweep (4096 bytes per rank
@@ -1078,3 +1088,6 @@ func allZero(sizes, counts []int64) bool {
 	all := append(slices.Clone(sizes), counts...)
 	return len(all) > 0 && !slices.ContainsFunc(all, func(n int64) bool { return n != 0 })
 }
+
+// usageError is a usage mistake's message, for complete.
+func usageError(msg string) error { return errors.New(msg) }
