@@ -62,6 +62,16 @@ type runOptions struct {
 }
 
 func newRunCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
+	return newRunCmdWith(env, stdout, stderr, runRun)
+}
+
+// runFunc runs a `kernbench run` whose flags are parsed into o: arg is the
+// target ("" for a comparison, whose targets are compare).
+type runFunc func(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer, compare ...string) error
+
+// newRunCmdWith is the run command with run as what it runs: tests give
+// their own to see the options a command line makes, without simulating.
+func newRunCmdWith(env script.Env, stdout, stderr io.Writer, run runFunc) *cobra.Command {
 	o := &runOptions{}
 	o.Env = env
 	cmd := &cobra.Command{
@@ -128,7 +138,7 @@ of these (its last line names that failure's kind).`,
 					o.Algorithm = args[0]
 				}
 			} else if len(args) > 1 || len(o.vary) > 0 {
-				return runRun(cmd, o, "", stdout, stderr, args...)
+				return run(cmd, o, "", stdout, stderr, args...)
 			} else if len(args) == 1 {
 				target = args[0]
 			} else {
@@ -139,7 +149,7 @@ of these (its last line names that failure's kind).`,
 				}
 				target = cfg.Defaults.Algorithm
 			}
-			return runRun(cmd, o, target, stdout, stderr)
+			return run(cmd, o, target, stdout, stderr)
 		},
 	}
 	f := cmd.Flags()
