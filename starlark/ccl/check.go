@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"kernbench/starlark/lint"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -254,7 +255,7 @@ func Check(file string, o CheckOptions) []string {
 		dirs = nil
 	}
 	if data, err := src.ReadFile(tgt.file); err == nil {
-		problems = append(problems, lintCalls(tgt.file, data, globals, dirs, max(1, tgt.settings.Channels), p.topology)...)
+		problems = append(problems, lint.Calls(tgt.file, data, globals, dirs, max(1, tgt.settings.Channels), p.topology)...)
 	}
 	return problems
 }
@@ -299,7 +300,7 @@ func (o CheckOptions) runOptions() Options {
 // neighbors(rank, world_size, neighbor_map, **kw) with kw its declared
 // params, location and machine; "" when it can.
 func hookSignature(fn *starlark.Function, entry *config.Algorithm) string {
-	n, positional := paramCounts(fn)
+	n, positional := script.ParamCounts(fn)
 	if positional < 3 && !fn.HasVarargs() {
 		return fmt.Sprintf("neighbors must take (rank, world_size, neighbor_map), it takes %d positional parameter(s)", positional)
 	}
@@ -359,19 +360,6 @@ func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target
 	return out
 }
 
-// paramCounts is fn's number of named parameters (without *args and
-// **kwargs) and how many of them may be passed positionally.
-func paramCounts(fn *starlark.Function) (named, positional int) {
-	named = fn.NumParams()
-	if fn.HasKwargs() {
-		named--
-	}
-	if fn.HasVarargs() {
-		named--
-	}
-	return named, named - fn.NumKwonlyParams()
-}
-
 // callProblems lists why the bench of plan p cannot call kernel: its
 // signature and the keyword arguments it would pass that kernel cannot
 // take, in check's words. run refuses such a kernel before simulating
@@ -397,7 +385,7 @@ func callProblems(kernel starlark.Callable, p *plan, cfgFile string, tgt *target
 // kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params).
 func kernelSignature(fn *starlark.Function, params map[string]bool) []string {
 	var out []string
-	n, positional := paramCounts(fn)
+	n, positional := script.ParamCounts(fn)
 	if positional < 4 && !fn.HasVarargs() {
 		out = append(out, fmt.Sprintf("kernel takes %d positional parameter(s); the benches pass 4 (sendbuf, recvbuf, rank, world_size)", positional))
 	}

@@ -616,3 +616,16 @@ func compile(name string, src []byte, predeclared starlark.StringDict) (*starlar
 	programs.m[key] = compiled{prog: prog, err: err}
 	return prog, err
 }
+
+// ParamCounts is fn's number of named parameters (without *args and
+// **kwargs) and how many of them may be passed positionally.
+func ParamCounts(fn *starlark.Function) (named, positional int) {
+	named = fn.NumParams()
+	if fn.HasKwargs() {
+		named--
+	}
+	if fn.HasVarargs() {
+		named--
+	}
+	return named, named - fn.NumKwonlyParams()
+}

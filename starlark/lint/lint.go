@@ -1,4 +1,9 @@
-package ccl
+// Package lint reads an algorithm's syntax tree for the mistakes that
+// would otherwise fail only at run time (kernbench check): a direction
+// literal the topology never installs, a tl.channel beyond the channels
+// installed, a misspelt tl name, a tl.spawn whose function cannot take its
+// arguments. It runs nothing.
+package lint
 
 import (
 	"fmt"
@@ -42,12 +47,12 @@ var directionArgs = map[string]struct {
 	"recv_reduce_copy_send": {[]int{0, 3}, []string{"in_dir", "out_dir"}},
 }
 
-// lintCalls returns a problem for every literal direction not in dirs (the
+// Calls returns a problem for every literal direction not in dirs (the
 // union of what the topology installs on any rank at the admissible world
 // sizes; nil: unknown, skip), every tl.channel beyond channels and every
 // tl.spawn its function cannot accept. topo describes the topology for the
 // messages.
-func lintCalls(file string, src []byte, globals starlark.StringDict, dirs map[string]bool, channels int, topo string) []string {
+func Calls(file string, src []byte, globals starlark.StringDict, dirs map[string]bool, channels int, topo string) []string {
 	f, err := script.FileOptions().Parse(file, src, 0)
 	if err != nil {
 		return nil // the loader has reported it
@@ -202,7 +207,7 @@ func spawnProblem(call *syntax.CallExpr, positional []syntax.Expr, keywords map[
 		return ""
 	}
 	given := len(positional) // tl plus the arguments after fn
-	n, positionalParams := paramCounts(fn)
+	n, positionalParams := script.ParamCounts(fn)
 	if given > positionalParams && !fn.HasVarargs() {
 		return fmt.Sprintf("%s takes %d positional parameter(s) (tl first), it would get %d (tl and %d more)", fn.Name(), positionalParams, given, given-1)
 	}
