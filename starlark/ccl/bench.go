@@ -3,6 +3,7 @@ package ccl
 import (
 	"errors"
 	"fmt"
+	"kernbench/starlark/deadlock"
 	"math"
 	"strings"
 
@@ -262,13 +263,13 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *Fai
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) for its %s: not a deadlock, a memory operation "+
 			"always completes, but the configured latencies and bandwidths make this one slower than the timeout; "+
 			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, op)
-	} else if chain := waitsOnWork(wt); chain != nil {
+	} else if chain := deadlock.WaitsOnWork(wt); chain != nil {
 		// What it waits for depends on a rank still working: slow, not
 		// stuck (slowwait.go).
 		f.setKind(errkind.WaitTimeout)
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, it waits for rank %d, which is still working (%s), "+
 			"but the configured latencies and bandwidths make the run slower than the timeout; "+
-			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wt.Proc.Wait, chain[len(chain)-1], chainText(chain))
+			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wt.Proc.Wait, chain[len(chain)-1], deadlock.ChainText(chain))
 	}
 	var re *rankError
 	if errors.As(err, &re) {
@@ -315,12 +316,12 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *Fai
 	if len(blocked) > 0 {
 		var bld strings.Builder
 		fmt.Fprintf(&bld, "%d process(es) blocked:\n", len(blocked))
-		views := blockedProcs(blocked)
-		bld.WriteString(describeBlocked(blocked, views, note))
-		edges := waitGraph(blocked)
-		cycle := findCycle(edges)
-		bld.WriteString(describeWaitGraph(edges, cycle))
-		f.Hint = ringHint(cycle, views)
+		views := deadlock.BlockedProcs(blocked)
+		bld.WriteString(deadlock.DescribeBlocked(blocked, views, note))
+		edges := deadlock.WaitGraph(blocked)
+		cycle := deadlock.FindCycle(edges)
+		bld.WriteString(deadlock.DescribeWaitGraph(edges, cycle))
+		f.Hint = deadlock.RingHint(cycle, views)
 		if f.Hint != "" {
 			fmt.Fprintf(&bld, "\nhint: %s", f.Hint)
 		}

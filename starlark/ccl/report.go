@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"kernbench/starlark/deadlock"
 	"maps"
 	"slices"
 	"sort"
@@ -262,9 +263,9 @@ type ErrorOut struct {
 	// the pointers of the queue pairs it waits on; Cycle is a cycle of
 	// the wait-for graph (its first rank repeated at the end), Hint what
 	// to change when the cycle is one kernbench recognises.
-	Blocked []BlockedProc `json:"blocked,omitempty"`
-	Cycle   []int         `json:"cycle,omitempty"`
-	Hint    string        `json:"hint,omitempty"`
+	Blocked []deadlock.BlockedProc `json:"blocked,omitempty"`
+	Cycle   []int                  `json:"cycle,omitempty"`
+	Hint    string                 `json:"hint,omitempty"`
 }
 
 // Exit statuses, as errkind declares them.
@@ -292,14 +293,14 @@ type Failure struct {
 	// WaitFor is the wait-for graph of a deadlock, Cycle its cycle,
 	// Blocked its blocked processes and Hint the advice for its cycle
 	// (ErrorOut says more).
-	WaitFor []waitEdge
+	WaitFor []deadlock.Edge
 	Cycle   []int
-	Blocked []BlockedProc
+	Blocked []deadlock.BlockedProc
 	Hint    string
 }
 
 // WriteDOT writes the failure's wait-for graph as Graphviz DOT (--dot).
-func (f *Failure) WriteDOT(w io.Writer) error { return writeDOT(w, f.WaitFor) }
+func (f *Failure) WriteDOT(w io.Writer) error { return deadlock.WriteDOT(w, f.WaitFor) }
 
 func (f *Failure) Error() string { return f.Msg }
 func (f *Failure) Unwrap() error { return f.Err }

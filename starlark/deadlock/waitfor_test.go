@@ -1,4 +1,4 @@
-package ccl
+package deadlock
 
 import (
 	"strings"
@@ -13,15 +13,15 @@ import (
 func TestFindCycle(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		edges []waitEdge
+		edges []Edge
 		want  []int
 	}{
-		{"ring of 3", []waitEdge{{0, 2, "recv W"}, {1, 0, "recv W"}, {2, 1, "recv W"}}, []int{0, 2, 1, 0}},
-		{"pair", []waitEdge{{0, 1, "send E"}, {1, 0, "send E"}}, []int{0, 1, 0}},
-		{"chain without cycle", []waitEdge{{0, 1, "recv W"}, {1, 2, "recv W"}}, nil},
-		{"cycle not through rank 0", []waitEdge{{0, 1, "recv W"}, {1, 2, "recv W"}, {2, 1, "send E"}}, []int{1, 2, 1}},
+		{"ring of 3", []Edge{{0, 2, "recv W"}, {1, 0, "recv W"}, {2, 1, "recv W"}}, []int{0, 2, 1, 0}},
+		{"pair", []Edge{{0, 1, "send E"}, {1, 0, "send E"}}, []int{0, 1, 0}},
+		{"chain without cycle", []Edge{{0, 1, "recv W"}, {1, 2, "recv W"}}, nil},
+		{"cycle not through rank 0", []Edge{{0, 1, "recv W"}, {1, 2, "recv W"}, {2, 1, "send E"}}, []int{1, 2, 1}},
 	} {
-		if diff := cmp.Diff(tc.want, findCycle(tc.edges)); diff != "" {
+		if diff := cmp.Diff(tc.want, FindCycle(tc.edges)); diff != "" {
 			t.Errorf("%s: cycle (-want +got):\n%s", tc.name, diff)
 		}
 	}
@@ -31,8 +31,8 @@ func TestFindCycle(t *testing.T) {
 // cycle edges in red, balanced braces.
 func TestWriteDOT(t *testing.T) {
 	var b strings.Builder
-	edges := []waitEdge{{0, 1, "send E"}, {1, 0, "send E"}, {2, 0, "recv W"}}
-	if err := writeDOT(&b, edges); err != nil {
+	edges := []Edge{{0, 1, "send E"}, {1, 0, "send E"}, {2, 0, "recv W"}}
+	if err := WriteDOT(&b, edges); err != nil {
 		t.Fatal(err)
 	}
 	got := b.String()
@@ -57,8 +57,8 @@ func TestWaitGraphEdgesOnce(t *testing.T) {
 	for _, q := range []*machine.QueuePair{q0, q0, q1, q1} { // kernel and send_async process of each rank
 		blocked = append(blocked, &sim.Proc{Wait: &machine.WaitInfo{Op: "send", QP: q}})
 	}
-	want := []waitEdge{{0, 1, "send E"}, {1, 0, "send E"}}
-	if diff := cmp.Diff(want, waitGraph(blocked)); diff != "" {
+	want := []Edge{{0, 1, "send E"}, {1, 0, "send E"}}
+	if diff := cmp.Diff(want, WaitGraph(blocked)); diff != "" {
 		t.Errorf("edges (-want +got):\n%s", diff)
 	}
 }

@@ -1,4 +1,4 @@
-package ccl
+package deadlock
 
 import (
 	"fmt"
@@ -19,9 +19,9 @@ import (
 // the root still reduces) is the second case: reporting it as a deadlock
 // sends the user looking for a bug in a right algorithm.
 
-// waitsOnWork follows wt's wait-for edges from its rank and returns the
+// WaitsOnWork follows wt's wait-for edges from its rank and returns the
 // chain to the first rank still working, or nil when there is none.
-func waitsOnWork(wt *sim.WaitTimeoutError) []int {
+func WaitsOnWork(wt *sim.WaitTimeoutError) []int {
 	if wt == nil || wt.Proc == nil {
 		return nil
 	}
@@ -47,7 +47,7 @@ func waitsOnWork(wt *sim.WaitTimeoutError) []int {
 		}
 	}
 	next := map[int][]int{}
-	for _, e := range waitGraph(waiting) {
+	for _, e := range WaitGraph(waiting) {
 		next[e.From] = append(next[e.From], e.To)
 	}
 	// Breadth first, edges in sorted order: the shortest chain, the same
@@ -74,8 +74,8 @@ func waitsOnWork(wt *sim.WaitTimeoutError) []int {
 	return nil
 }
 
-// chainText writes a wait-for chain: "rank 7 -> rank 3 -> rank 1".
-func chainText(chain []int) string {
+// ChainText writes a wait-for chain: "rank 7 -> rank 3 -> rank 1".
+func ChainText(chain []int) string {
 	parts := make([]string, len(chain))
 	for i, r := range chain {
 		parts[i] = fmt.Sprintf("rank %d", r)

@@ -1,4 +1,4 @@
-package ccl
+package deadlock
 
 // The blocked processes of a deadlock as data: what each waits in and,
 // for a wait on a queue pair, the pointers that explain it (the text
@@ -74,8 +74,8 @@ func qpState(q *machine.QueuePair, op string) QPState {
 	return s
 }
 
-// blockedProcs describes each blocked process, in the order given.
-func blockedProcs(blocked []*sim.Proc) []BlockedProc {
+// BlockedProcs describes each blocked process, in the order given.
+func BlockedProcs(blocked []*sim.Proc) []BlockedProc {
 	out := make([]BlockedProc, len(blocked))
 	for i, p := range blocked {
 		b := BlockedProc{Process: p.Name, SinceNs: p.WaitSince.Ns()}
@@ -200,11 +200,11 @@ func pointerLines(group []*BlockedProc) []string {
 	return out
 }
 
-// ringHint is the advice for a wait-for cycle in which every rank waits
+// RingHint is the advice for a wait-for cycle in which every rank waits
 // in a send larger than the receive ring it sends into: each such send
 // finishes only when its peer receives, and every peer is sending. ""
 // when the cycle is not that.
-func ringHint(cycle []int, blocked []BlockedProc) string {
+func RingHint(cycle []int, blocked []BlockedProc) string {
 	if len(cycle) < 2 {
 		return ""
 	}

@@ -1,4 +1,11 @@
-package ccl
+// Package deadlock explains a run that stopped waiting: which processes
+// are blocked in what (BlockedProcs, DescribeBlocked, grouped and bounded),
+// who waits for whom (WaitGraph, FindCycle, WriteDOT), the hint for a ring
+// of sends larger than the ring they fill (RingHint), and whether a wait
+// past the deadlock timeout waits on a rank still working, slow rather
+// than stuck (WaitsOnWork). It reads the simulation's processes and queue
+// pairs and decides nothing about the run.
+package deadlock
 
 import (
 	"fmt"
@@ -16,17 +23,17 @@ import (
 	"kernbench/engine/sim"
 )
 
-// waitEdge is "rank From waits for rank To" (because of Why).
-type waitEdge struct {
+// Edge is "rank From waits for rank To" (because of Why).
+type Edge struct {
 	From, To int
 	Why      string
 }
 
-// waitGraph builds the wait-for graph of blocked processes: a blocked recv
+// WaitGraph builds the wait-for graph of blocked processes: a blocked recv
 // waits for its peer's send, a blocked send for its peer's recv (credits),
 // a round-robin recv for every installed peer.
-func waitGraph(blocked []*sim.Proc) []waitEdge {
-	var edges []waitEdge
+func WaitGraph(blocked []*sim.Proc) []Edge {
+	var edges []Edge
 	for _, p := range blocked {
 		w, ok := p.Wait.(*machine.WaitInfo)
 		if !ok {
@@ -34,10 +41,10 @@ func waitGraph(blocked []*sim.Proc) []waitEdge {
 		}
 		switch {
 		case w.QP != nil && (w.Op == "send" || w.Op == "recv"):
-			edges = append(edges, waitEdge{From: w.QP.Rank, To: w.QP.Peer, Why: w.Op + " " + w.QP.Dir})
+			edges = append(edges, Edge{From: w.QP.Rank, To: w.QP.Peer, Why: w.Op + " " + w.QP.Dir})
 		case w.Op == "recv(any)":
 			for _, q := range w.EP.QPs {
-				edges = append(edges, waitEdge{From: w.EP.Rank, To: q.Peer, Why: "recv(any) " + q.Dir})
+				edges = append(edges, Edge{From: w.EP.Rank, To: q.Peer, Why: "recv(any) " + q.Dir})
 			}
 		}
 	}
@@ -55,10 +62,10 @@ func waitGraph(blocked []*sim.Proc) []waitEdge {
 	return slices.Compact(edges)
 }
 
-// findCycle returns one cycle of the graph as a rank sequence (first rank
+// FindCycle returns one cycle of the graph as a rank sequence (first rank
 // repeated at the end), or nil. Deterministic: searches from the smallest
 // rank, following edges in sorted order.
-func findCycle(edges []waitEdge) []int {
+func FindCycle(edges []Edge) []int {
 	adj := map[int][]int{}
 	var nodes []int
 	for _, e := range edges {
@@ -109,9 +116,9 @@ func inCycle(cycle []int, from, to int) bool {
 	return false
 }
 
-// describeWaitGraph renders the graph as text with its cycle (findCycle)
+// DescribeWaitGraph renders the graph as text with its cycle (FindCycle)
 // marked.
-func describeWaitGraph(edges []waitEdge, cycle []int) string {
+func DescribeWaitGraph(edges []Edge, cycle []int) string {
 	if len(edges) == 0 {
 		return ""
 	}
@@ -156,9 +163,9 @@ func describeWaitGraph(edges []waitEdge, cycle []int) string {
 // maxListed bounds the edges and cycle members a report lists one by one.
 const maxListed = 16
 
-// writeDOT writes the wait-for graph in Graphviz DOT, cycle edges in red.
-func writeDOT(w io.Writer, edges []waitEdge) error {
-	cycle := findCycle(edges)
+// WriteDOT writes the wait-for graph in Graphviz DOT, cycle edges in red.
+func WriteDOT(w io.Writer, edges []Edge) error {
+	cycle := FindCycle(edges)
 	var b strings.Builder
 	b.WriteString("digraph waitfor {\n  rankdir=LR;\n  node [shape=box];\n")
 	seen := map[int]bool{}
@@ -186,7 +193,7 @@ func writeDOT(w io.Writer, edges []waitEdge) error {
 // details (machine.WaitInfo).
 type summarizer interface{ Summary() string }
 
-// describeBlocked lists the blocked processes with what they wait for and
+// DescribeBlocked lists the blocked processes with what they wait for and
 // where. Processes of several ranks in the same state (the same kind of
 // wait at the same positions) are one entry, "ranks 4-63 (60): waiting in
 // recv W, no data", so that a large deadlock stays readable, followed by
@@ -194,8 +201,8 @@ type summarizer interface{ Summary() string }
 // the same and whose peers are at the same offset ("rank r in 4-63: recv
 // W <- rank r-1: my_tail=0 peer_head_cache=0 n_slots=8"); a process alone
 // in its state is listed with its full wait, pointers included. views are
-// the processes as blockedProcs describes them, in the same order.
-func describeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.Proc) string) string {
+// the processes as BlockedProcs describes them, in the same order.
+func DescribeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.Proc) string) string {
 	type group struct {
 		procs []int // indices into blocked
 		label string

@@ -1,4 +1,4 @@
-package ccl
+package deadlock
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // sendWait and recvWait are blocked processes of a world of n ranks as
-// blockedProcs describes them: rank r waits in a send to peer (the ring
+// BlockedProcs describes them: rank r waits in a send to peer (the ring
 // of 8 × 4096 bytes full, sending bytes) or in a recv from peer.
 func sendWait(r, peer, n int, head uint64, bytes int64) BlockedProc {
 	h, t := head, uint64(head-8)
@@ -101,7 +101,7 @@ func TestRingHint(t *testing.T) {
 		{"receives only", []int{0, 1, 0}, []BlockedProc{recvWait(0, 1, 2), recvWait(1, 0, 2)}, ""},
 		{"no cycle", nil, sends(2, big), ""},
 	} {
-		got := ringHint(tc.cycle, tc.blocked)
+		got := RingHint(tc.cycle, tc.blocked)
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: hint %q, want one containing %q", tc.name, got, tc.want)
 		}
@@ -116,7 +116,7 @@ func TestRingHintNamesAGuideSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	const title = "Sends larger than one ring"
-	hint := ringHint([]int{0, 1, 0}, []BlockedProc{sendWait(0, 1, 2, 8, 1<<20), sendWait(1, 0, 2, 8, 1<<20)})
+	hint := RingHint([]int{0, 1, 0}, []BlockedProc{sendWait(0, 1, 2, 8, 1<<20), sendWait(1, 0, 2, 8, 1<<20)})
 	if !strings.Contains(hint, `docs/ccl-author-guide.md, "`+title+`"`) {
 		t.Errorf("the hint does not name the section %q of docs/ccl-author-guide.md: %s", title, hint)
 	}
