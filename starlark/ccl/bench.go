@@ -265,7 +265,7 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *Fai
 			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, op)
 	} else if chain := deadlock.WaitsOnWork(wt); chain != nil {
 		// What it waits for depends on a rank still working: slow, not
-		// stuck (slowwait.go).
+		// stuck (starlark/deadlock, WaitsOnWork).
 		f.setKind(errkind.WaitTimeout)
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, it waits for rank %d, which is still working (%s), "+
 			"but the configured latencies and bandwidths make the run slower than the timeout; "+
