@@ -133,18 +133,25 @@ func settingHint(cfg *config.Config, tgt *target, opts Options, key string, valu
 	if tgt.entry != nil && slices.Contains(tgt.entry.OverrideKeys, key) {
 		path = "algorithms." + tgt.entry.Name + "." + key
 	}
-	s := fmt.Sprintf("--set %s=%v", path, value)
-	if opts.Keywords {
-		s = fmt.Sprintf("set item %q", fmt.Sprintf("%s=%v", path, value))
-	}
-	items := opts.setItems()
-	for i := len(items) - 1; i >= 0; i-- {
-		if strings.Join(items[i].path, ".") == path {
-			return s + " (in place of " + items[i].String() + ")"
-		}
-	}
-	if pos, ok := cfg.DefaultsGiven[key]; ok && path == "defaults."+key && !strings.HasPrefix(pos, "--set ") {
+	s, replaced := setHint(path, value, opts.setItems(), opts.Keywords)
+	if pos, ok := cfg.DefaultsGiven[key]; !replaced && ok && path == "defaults."+key && !strings.HasPrefix(pos, "--set ") {
 		s += " (in place of " + pos + ")"
 	}
 	return s
+}
+
+// setHint is the --set (a run_kernel_in_mock set= item with keywords)
+// that gives path the value, naming the user's own item for path that it
+// replaces (replaced).
+func setHint(path string, value any, items []setItem, keywords bool) (hint string, replaced bool) {
+	hint = fmt.Sprintf("--set %s=%v", path, value)
+	if keywords {
+		hint = fmt.Sprintf("set item %q", fmt.Sprintf("%s=%v", path, value))
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		if strings.Join(items[i].path, ".") == path {
+			return hint + " (in place of " + items[i].String() + ")", true
+		}
+	}
+	return hint, false
 }

@@ -392,10 +392,7 @@ func (f *mscclFit) fixes(kind machine.Space, given bool, cfg *config.Config, ite
 	var out []string
 	fits := func(g *mscclFit, kind machine.Space) bool { return g.pick(mscclLayouts(kind, given)) != nil }
 	with := func(key string, value any) string {
-		s := fmt.Sprintf("--set defaults.%s=%v", key, value)
-		if pos, ok := cfg.DefaultsGiven[key]; ok && strings.HasPrefix(pos, "--set ") {
-			s += fmt.Sprintf(" (in place of %s)", describeGiven(pos, items))
-		}
+		s, _ := setHint("defaults."+key, value, items, false)
 		return s
 	}
 	if given && kind != machine.HBM && fits(f, machine.HBM) {
