@@ -684,3 +684,21 @@ func TestAliasBomb(t *testing.T) {
 		t.Fatalf("Load = %v, want a document too large error", err)
 	}
 }
+
+// An item given as "--vary key.path=value" (a comparison's variant) is
+// named as the --vary it is in every position it gives: its own error,
+// and where the key it set came from.
+func TestVaryItemsAreNamedAsVary(t *testing.T) {
+	_, err := LoadDefault("ccl.yaml", []string{"--vary defaults.bogus=1"})
+	var e *Error
+	if !errors.As(err, &e) || e.Pos != "--vary defaults.bogus=1" {
+		t.Errorf("bad --vary item: %v, want an error at --vary defaults.bogus=1", err)
+	}
+	c, err := LoadDefault("ccl.yaml", []string{"--vary defaults.n_slots=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.DefaultsGiven["n_slots"]; c.Defaults.NSlots != 4 || got != "--vary defaults.n_slots=4" {
+		t.Errorf("n_slots %d given at %q, want 4 given at --vary defaults.n_slots=4", c.Defaults.NSlots, got)
+	}
+}

@@ -167,8 +167,8 @@ func (d *decoder) givenAt(n *yaml.Node) string {
 
 // pos returns where n came from.
 func (d *decoder) pos(n *yaml.Node) string {
-	if item, ok := d.origin[n]; ok {
-		return "--set " + item
+	if label, ok := d.origin[n]; ok {
+		return label // "--set ITEM" or "--vary ITEM"
 	}
 	name := d.name
 	if f, ok := d.from[n]; ok {
@@ -548,8 +548,15 @@ func badCharLine(data []byte) int {
 // applySet applies one --set item to the tree rooted at root, checking the
 // key path against the schema r.
 func (d *decoder) applySet(root *yaml.Node, r *rule, item string) error {
+	// label is how messages name the item: "--set ITEM", or "--vary ITEM"
+	// for an item given as "--vary key.path=value" (a comparison's
+	// variant), which every position it gives then names.
+	label := "--set " + item
+	if rest, ok := strings.CutPrefix(item, "--vary "); ok {
+		item, label = rest, "--vary "+rest
+	}
 	fail := func(format string, args ...any) error {
-		return &Error{Pos: "--set " + item, Msg: fmt.Sprintf(format, args...), set: true}
+		return &Error{Pos: label, Msg: fmt.Sprintf(format, args...), set: true}
 	}
 	keyPath, value, ok := strings.Cut(item, "=")
 	if !ok {
@@ -591,7 +598,7 @@ check:
 	if err != nil {
 		return fail("bad value: %v", err)
 	}
-	markTree(d.origin, val, item)
+	markTree(d.origin, val, label)
 
 	// Walk the tree, creating the missing mappings.
 	m := root
@@ -619,7 +626,7 @@ check:
 		if last {
 			if slot == nil {
 				kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
-				d.origin[kn] = item
+				d.origin[kn] = label
 				m.Content = append(m.Content, kn, val)
 			}
 			return nil
@@ -628,7 +635,7 @@ check:
 		case slot == nil:
 			kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
 			slot = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			d.origin[kn], d.origin[slot] = item, item
+			d.origin[kn], d.origin[slot] = label, label
 			m.Content = append(m.Content, kn, slot)
 		case slot.Kind != yaml.MappingNode:
 			return fail("%s: got %s at %s, want mapping", path, describe(slot), d.pos(slot))
@@ -673,7 +680,8 @@ func yamlMessage(err error) string {
 	return strings.TrimPrefix(msg, "yaml: ")
 }
 
-// markTree records every node of the tree at n as coming from item.
+// markTree records every node of the tree at n as coming from item (its
+// label: a file's name, or "--set ITEM").
 func markTree(origin map[*yaml.Node]string, n *yaml.Node, item string) {
 	origin[n] = item
 	for _, c := range n.Content {

@@ -260,8 +260,8 @@ func algorithmRule(a *Algorithm) *rule {
 	return &rule{
 		fields: fields,
 		onKey: func(d *decoder, key string, k, v *yaml.Node) {
-			if item, set := d.origin[v]; set && key == "module" {
-				a.ModuleSet = "--set " + item
+			if label, set := d.origin[v]; set && key == "module" {
+				a.ModuleSet = label
 			}
 			if settingKeyNamed(key) != nil {
 				a.OverrideKeys = append(a.OverrideKeys, key)

@@ -48,12 +48,18 @@ func (o Options) setItems() []setItem {
 	return out
 }
 
-// allSets is every key.path=value item of opts, --set then --vary.
+// allSets is every key.path=value item of opts, --set then --vary, as
+// the configuration takes them: a --vary item labelled "--vary ITEM", so
+// that its mistakes are named as the --vary they are.
 func (o Options) allSets() []string {
 	if len(o.Vary) == 0 {
 		return o.Sets
 	}
-	return append(append([]string(nil), o.Sets...), o.Vary...)
+	out := slices.Clone(o.Sets)
+	for _, item := range o.Vary {
+		out = append(out, "--vary "+item)
+	}
+	return out
 }
 
 // hasPrefix reports whether path starts with prefix.

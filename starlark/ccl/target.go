@@ -4,11 +4,9 @@ package ccl
 // `kernbench run ARG` means, and the module's entry points.
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -56,35 +54,9 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 }
 
 // loadConfig is LoadConfig of opts' configuration with its --set and
-// --vary items; an error of a --vary item is named as one (the
-// configuration sees every item as a --set: "--set defaults.bogus=1" for
-// the user's --vary defaults.bogus=1,2).
+// --vary items.
 func (o Options) loadConfig() (*config.Config, string, error) {
-	cfg, dir, err := LoadConfig(o.Env, o.ConfigPath, o.allSets(), o.Embedded)
-	var f *Failure
-	if err == nil || o.Keywords || len(o.Vary) == 0 || !errors.As(err, &f) {
-		return cfg, dir, err
-	}
-	relabel := func(pos string) string {
-		item, ok := strings.CutPrefix(pos, "--set ")
-		if ok && slices.Contains(o.Vary, item) && !slices.Contains(o.Sets, item) {
-			return "--vary " + item
-		}
-		return pos
-	}
-	var es config.Errors
-	var e *config.Error
-	switch {
-	case errors.As(err, &es):
-		for _, e := range es {
-			e.Pos = relabel(e.Pos)
-		}
-		f.Msg = es.Error()
-	case errors.As(err, &e):
-		e.Pos = relabel(e.Pos)
-		f.Msg = e.Error()
-	}
-	return cfg, dir, err
+	return LoadConfig(o.Env, o.ConfigPath, o.allSets(), o.Embedded)
 }
 
 // Resolve checks, without running anything, that `kernbench run arg`
