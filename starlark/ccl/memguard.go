@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
+	"weak"
 
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
@@ -709,51 +709,80 @@ func availableMemory(read func(string) ([]byte, error)) int64 {
 
 // The run-time guard. While runs with a limit are active, the Go soft
 // memory limit is 90 % of the smallest of them (the collector works harder
-// near it), and a ticker samples the memory the runtime holds; once that
-// passes a run's limit, the run's Sim.Guard stops it at its next check.
-// The sampling only ever ends runs: what a run simulates is the same with
-// or without it. Both the limit and the sample are the process's: runs
-// side by side in one process (-j, or the CLI tests' in-process commands)
-// are measured together, which is why those tests run a command with
+// near it), and the memory the process holds is sampled at points the run
+// itself determines, never by a clock (a ticker's samples came late on a
+// loaded machine, and where a run stopped depended on it):
+//
+//   - by Starlark's steps (script.NewMemoryWatch, pollMemory): a watched
+//     thread polls every 64 steps, and every 16 while each poll finds a
+//     new garbage collection; the first poll after a collection samples.
+//     Collections are started by what the run allocates (near the soft
+//     limit, by every allocation), so a thread that allocates fast polls
+//     often and one that does not hardly ever samples. This watches the
+//     Starlark that allocates without yielding to the simulation (a
+//     module's top level, a kernel's lists and strings, Tile math). A
+//     cleanup run after each collection was tried first: it runs when
+//     the scheduler gets to it, and under load a string doubled in a
+//     loop reached a gigabyte before one did.
+//   - at the simulation's guard turns (every sim.GuardEvery events, and
+//     every 64 records and each math record of phase 2's replay;
+//     guardTurns): the first turn after a collection, and every
+//     dataSampleTurns-th turn of a run that holds bytes (its stores touch
+//     fresh pages without allocating) or every sparseSampleTurns-th of a
+//     timing-only run or a replay.
+//
+// A sample reads /proc/self/statm through a file kept open, into a buffer
+// on the stack (about 1 µs; a fresh open costs 8 µs); a poll that finds
+// no new collection costs about 7 ns. docs/instructions.sh counts 0.4 %
+// more instructions than with a ticker on its timing-only ring, 0.3 % on
+// a verified 16-rank ring of 1 MiB and 0.9 % on ring_allreduce_manual at
+// 16 ranks × 256K (830,000 Starlark steps). A cadence of 16 steps cost 9
+// % there; one of 128 steps let a string doubled in a loop (12 steps a
+// turn) double ten times between polls. Under --max-memory 128M the
+// bad-input cases stop at a peak of 277 MB (a string doubled in a loop:
+// once more past the limit), 140 MB (lists of 32 MB) and 187 MB (tiles
+// of 16 MB), the same at every run (/usr/bin/time).
+//
+// Sampling only ever ends runs: what a run simulates is the same with or
+// without it. Both the limit and the sample are the process's: runs side
+// by side in one process (-j, or the CLI tests' in-process commands) are
+// measured together, which is why those tests run a command with
 // --max-memory alone. The soft limit composes with holdLargeHeap's GC
 // percent: the collector runs at whichever of the two triggers first.
 
 var memGuard struct {
 	sync.Mutex
-	limits []int64 // of active runs
-	saved  int64   // the soft limit before the first of them
-	stop   chan struct{}
+	limits []int64      // of active runs
+	saved  int64        // the soft limit before the first of them
 	held   atomic.Int64 // the last sample
 }
 
-// memSampleEvery is the ticker's period.
-const memSampleEvery = 10 * time.Millisecond
+// How many guard turns pass between two samples when no collection ran
+// between them. A run that holds bytes (dataSampleTurns) writes them
+// without allocating: its stores touch fresh pages, which no collection
+// sees. A timing-only run, and a replay (sparseSampleTurns), grows by
+// allocating, which the collections see: for them it is a backstop.
+const (
+	dataSampleTurns   = 4
+	sparseSampleTurns = 16
+)
 
 // guardMemory registers a run with a limit and returns the function that
-// reports the memory held when it is over the limit (else 0), and the one
-// that ends the registration.
-func guardMemory(limit int64) (over func() int64, release func()) {
+// ends the registration.
+func guardMemory(limit int64) (release func()) {
 	if limit <= 0 {
-		return func() int64 { return 0 }, func() {}
+		return func() {}
 	}
 	memGuard.Lock()
 	defer memGuard.Unlock()
 	if len(memGuard.limits) == 0 {
 		memGuard.saved = debug.SetMemoryLimit(-1)
 		memGuard.held.Store(sampleMemory())
-		memGuard.stop = make(chan struct{})
-		go sampleLoop(memGuard.stop)
 	}
 	memGuard.limits = append(memGuard.limits, limit)
 	setSoftLimit()
-	over = func() int64 {
-		if h := memGuard.held.Load(); h > limit {
-			return h
-		}
-		return 0
-	}
 	var once sync.Once
-	release = func() {
+	return func() {
 		once.Do(func() {
 			memGuard.Lock()
 			defer memGuard.Unlock()
@@ -764,14 +793,12 @@ func guardMemory(limit int64) (over func() int64, release func()) {
 				}
 			}
 			if len(memGuard.limits) == 0 {
-				close(memGuard.stop)
 				debug.SetMemoryLimit(memGuard.saved)
 				return
 			}
 			setSoftLimit()
 		})
 	}
-	return over, release
 }
 
 func setSoftLimit() {
@@ -782,19 +809,55 @@ func setSoftLimit() {
 	debug.SetMemoryLimit(min(soft, memGuard.saved))
 }
 
-func sampleLoop(stop chan struct{}) {
-	t := time.NewTicker(memSampleEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			h := sampleMemory()
-			memGuard.held.Store(h)
-			checkWatches(h)
-		}
+// collectionSentinel is an object nothing holds, so the next collection
+// frees it. Larger than the tiny allocator's 16 bytes: tiny objects share
+// a block, which another object may keep alive.
+type collectionSentinel struct{ _ [64]byte }
+
+// collections notes the garbage collections the process ran: a weak
+// pointer to a sentinel reads nil once a collection has freed it (about
+// 10 ns to ask, and it asks in the caller's own goroutine, unlike a
+// cleanup, which runs when the scheduler gets to it: under load, a string
+// doubled in a loop reached a gigabyte before one did).
+var collections struct {
+	sentinel atomic.Pointer[weak.Pointer[collectionSentinel]]
+	count    atomic.Uint64
+	// sampled is the count at the last sample a poll took (pollMemory):
+	// one sample per collection for all the threads that poll.
+	sampled atomic.Uint64
+}
+
+// collectionsSoFar is the number of collections noted so far. A sentinel
+// made while a collection marks survives it and is noted at the next one.
+func collectionsSoFar() uint64 {
+	p := collections.sentinel.Load()
+	if p != nil && p.Value() != nil {
+		return collections.count.Load()
 	}
+	next := weak.Make(new(collectionSentinel))
+	if collections.sentinel.CompareAndSwap(p, &next) {
+		collections.count.Add(1)
+	}
+	return collections.count.Load()
+}
+
+// pollMemory is the memory watch's poll (script.NewMemoryWatch), called
+// by a watched thread every so many steps: when a collection ran since
+// the thread's last poll (seen), the first thread to poll after it samples
+// and fires the watches over their limit, and every thread polls more
+// often while collections keep coming.
+func pollMemory(seen *uint64) bool {
+	c := collectionsSoFar()
+	if c == *seen {
+		return false
+	}
+	*seen = c
+	if s := collections.sampled.Load(); s < c && collections.sampled.CompareAndSwap(s, c) {
+		h := sampleMemory()
+		memGuard.held.Store(h)
+		checkWatches(h)
+	}
+	return true
 }
 
 // sampleMemory is the memory the process holds: its resident set
@@ -810,11 +873,11 @@ func sampleLoop(stop chan struct{}) {
 // resident set and the address space mapped past what the process maps
 // as it starts (startMapped), which the default limit is half of.
 func sampleMemory() int64 {
-	if n := residentBytes(os.ReadFile); n > 0 {
+	if mapped, resident := readStatm(); resident > 0 {
 		if startRoom() > 0 {
-			n = max(n, mappedBytes(os.ReadFile)-startMapped)
+			resident = max(resident, mapped-startMapped)
 		}
-		return n
+		return resident
 	}
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
@@ -824,30 +887,61 @@ func sampleMemory() int64 {
 	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
+// statmFile is /proc/self/statm, opened once (nil where it cannot be):
+// reading it again from offset 0 makes the kernel write it afresh, at an
+// eighth of the cost of opening it anew.
+var statmFile = sync.OnceValue(func() *os.File {
+	f, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
+// readStatm is what /proc/self/statm says now, read through statmFile
+// (mapped and resident bytes; 0 for a figure it cannot tell). It
+// allocates nothing: the event loop's guard calls it.
+func readStatm() (mapped, resident int64) {
+	f := statmFile()
+	if f == nil {
+		return 0, 0
+	}
+	var b [128]byte // seven counts of pages: far fewer digits
+	n, _ := f.ReadAt(b[:], 0)
+	return parseStatm(b[:n])
+}
+
 // residentBytes is the resident set from /proc/self/statm (its second
 // field, in pages) as read reads it; 0 when it cannot tell.
-func residentBytes(read func(string) ([]byte, error)) int64 { return statmBytes(read, 1) }
-
-// mappedBytes is the address space the process maps, from
-// /proc/self/statm (its first field, in pages); 0 when it cannot tell.
-func mappedBytes(read func(string) ([]byte, error)) int64 { return statmBytes(read, 0) }
-
-// statmBytes is field i of /proc/self/statm (a count of pages) in bytes;
-// 0 when it cannot tell.
-func statmBytes(read func(string) ([]byte, error), i int) int64 {
+func residentBytes(read func(string) ([]byte, error)) int64 {
 	b, err := read("/proc/self/statm")
 	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b))
-	if len(f) <= i {
-		return 0
+	_, resident := parseStatm(b)
+	return resident
+}
+
+// parseStatm is the address space mapped and the resident set, in bytes,
+// from the first two fields of /proc/self/statm (counts of pages); 0 for
+// a field missing or not a positive count.
+func parseStatm(b []byte) (mapped, resident int64) {
+	var fields [2]int64
+	for i := range fields {
+		for len(b) > 0 && (b[0] == ' ' || b[0] == '\n') {
+			b = b[1:]
+		}
+		pages, digits := int64(0), 0
+		for ; digits < len(b) && b[digits] >= '0' && b[digits] <= '9'; digits++ {
+			pages = satMul(pages, 10) + int64(b[digits]-'0')
+		}
+		if digits == 0 || (digits < len(b) && b[digits] != ' ' && b[digits] != '\n') {
+			break // not a count: this field and those after it are unknown
+		}
+		fields[i] = satMul(pages, int64(os.Getpagesize()))
+		b = b[digits:]
 	}
-	pages, err := strconv.ParseInt(f[i], 10, 64)
-	if err != nil || pages <= 0 {
-		return 0
-	}
-	return satMul(pages, int64(os.Getpagesize()))
+	return fields[0], fields[1]
 }
 
 // OutOfMemoryError ends a run whose host memory passed --max-memory.
@@ -875,27 +969,52 @@ func (e *OutOfMemoryError) Error() string {
 		"try %s, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), limitText(e.Limit, e.DefaultLimit), try)
 }
 
-// installGuard makes the world's simulation stop when the process passes
-// limit.
+// installGuard makes the world's simulation, and its phase 2, stop when
+// the process passes limit.
 func (w *world) installGuard(limit int64, defaultLimit bool) {
-	over, release := guardMemory(limit)
-	w.releaseGuard = release
+	w.releaseGuard = guardMemory(limit)
 	if limit <= 0 {
 		return
 	}
+	w.memoryLimit = limit
 	try := w.tryLessMemory()
 	w.outOfMemory = func(held int64) error {
 		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
 	}
-	w.s.Guard = func() error {
-		if over() == 0 {
+	w.s.Guard = w.guardTurns(limit, false)
+}
+
+// guardTurns is a guard for the simulation's turns (Sim.Guard) or, with
+// replay set, phase 2's (oplog.Log.Guard): each gets its own, which
+// samples at its first turn (phase 2 begins after the pre-run image was
+// kept), then at the turns the run-time guard's comment lists. Phase 2
+// writes into blocks the pre-run image already holds: what it adds, it
+// allocates (tiles), so it samples as a timing-only run does.
+func (w *world) guardTurns(limit int64, replay bool) func() error {
+	every := dataSampleTurns
+	if w.m.TimingOnly || replay {
+		every = sparseSampleTurns
+	}
+	turn := 0
+	seen := collectionsSoFar()
+	return func() error {
+		collections := collectionsSoFar()
+		due := turn%every == 0 || collections != seen
+		turn++
+		if !due {
+			return nil
+		}
+		seen = collections
+		h := sampleMemory()
+		memGuard.held.Store(h)
+		if h <= limit {
 			return nil
 		}
 		// Part of what the runtime holds may be garbage or freed pages
 		// not yet returned (an earlier size's image): collect and return
 		// them before calling the run out of memory.
 		debug.FreeOSMemory()
-		h := sampleMemory()
+		h = sampleMemory()
 		memGuard.held.Store(h)
 		if h <= limit {
 			return nil
@@ -904,15 +1023,18 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 	}
 }
 
-// tryLessMemory is what an OutOfMemoryError of this world suggests.
+// tryLessMemory is what an OutOfMemoryError of this world suggests: what
+// its mode lacks, and the kernels' own values. The event loop's guard and
+// a kernel's memory watch see the same memory, and either may be first to
+// find it over the limit: both suggest the same.
 func (w *world) tryLessMemory() string {
 	switch {
 	case w.m.TimingOnly:
-		return tryTimingOnly
+		return tryTimingOnly + tryKernelState
 	case !w.verifies:
-		return tryUnverified
+		return tryUnverified + tryKernelState
 	}
-	return tryVerified
+	return tryVerified + tryKernelState
 }
 
 // What an OutOfMemoryError suggests, by the run's mode.
@@ -920,6 +1042,8 @@ const (
 	tryVerified   = "--timing-only, a smaller --bytes or --verify-data=false"
 	tryUnverified = "--timing-only or a smaller --bytes"
 	tryTimingOnly = "a smaller --bytes or --world-size (a timing-only run keeps no data: its memory is per-rank and per-message state)"
+	// tryKernelState: what no flag shrinks.
+	tryKernelState = "; the memory may also be what the kernel's own code keeps (lists, strings, tiles it holds): keep less there"
 )
 
 // messages is the number of messages sent so far.

@@ -460,7 +460,7 @@ func TestOutOfMemorySuggestsWhatTheModeLacks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := (&OutOfMemoryError{Limit: 1 << 20, Try: tc.w.tryLessMemory()}).Error()
-			if !strings.Contains(got, "try "+tc.want+", or raise --max-memory") {
+			if !strings.Contains(got, "try "+tc.want+tryKernelState+", or raise --max-memory") {
 				t.Errorf("message %q does not suggest %q", got, tc.want)
 			}
 		})
@@ -513,6 +513,21 @@ func TestHeldMemoryIsResident(t *testing.T) {
 	}
 }
 
+// The guard's reading of /proc/self/statm: the address space mapped (ulimit
+// -v's figure) and the resident set, parsed without allocating.
+func TestParseStatm(t *testing.T) {
+	page := int64(os.Getpagesize())
+	if m, r := parseStatm([]byte("250000 1000 300 200 0 9000 0\n")); m != 250000*page || r != 1000*page {
+		t.Errorf("parseStatm = %d, %d; want %d, %d", m, r, 250000*page, 1000*page)
+	}
+	if m, r := readStatm(); residentBytes(os.ReadFile) > 0 && (m <= 0 || r <= 0 || r > m) {
+		t.Errorf("readStatm = %d mapped, %d resident: want both positive, resident at most mapped", m, r)
+	}
+	if n := testing.AllocsPerRun(100, func() { readStatm() }); n != 0 {
+		t.Errorf("readStatm allocates %v times a call, want none (the event loop's guard calls it)", n)
+	}
+}
+
 func TestResidentBytes(t *testing.T) {
 	page := int64(os.Getpagesize())
 	for _, tc := range []struct {
@@ -521,6 +536,9 @@ func TestResidentBytes(t *testing.T) {
 		want  int64
 	}{
 		{"resident pages", "250000 1000 300 200 0 9000 0\n", 1000 * page},
+		{"one space each", "7 3\n", 3 * page},
+		{"a count with a sign", "250000 -1000 300\n", 0},
+		{"digits then letters", "250000 1000x 300\n", 0},
 		{"short", "250000\n", 0},
 		{"garbled", "a b c\n", 0},
 		{"missing", "", 0},

@@ -1,7 +1,6 @@
 package ccl
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -16,9 +15,10 @@ import (
 // neighbors() hook, a kernel building large lists or strings, Tile math,
 // a chain of tl.spawn) never reached it, and the process died at the Go
 // runtime's fatal error. A memory watch is a script.Watchdog whose threads
-// are cancelled when a sample of the ticker (sampleLoop) is over the run's
-// limit: each thread stops at its next step, its error marked
-// script.ErrMemory, kind OutOfMemory (exit 3), as the simulation's guard.
+// poll it as they step (pollMemory) and are cancelled when a sample is
+// over the run's limit: each thread stops at its next step, its error
+// marked script.ErrMemory, kind OutOfMemory (exit 3), as the simulation's
+// guard.
 
 // memWatch is one run's watch and its limit.
 type memWatch struct {
@@ -38,8 +38,8 @@ var memWatches struct {
 
 // watchMemory registers a memory watch for a run with this limit and
 // returns it (for Loader.MemoryWatch) and the function that ends it. The
-// run is registered with the guard meanwhile, so the ticker samples while
-// its Starlark runs, before and after the simulation. A limit below what
+// run is registered with the guard meanwhile (the soft limit), and its
+// Starlark polls while it runs, before and after the simulation. A limit below what
 // the program itself holds (runtimeBytes, the estimate's floor: such a
 // limit refuses every size before it runs, which is how the estimate is
 // read, --max-memory 1K) gets no watch, nor does no limit (<= 0).
@@ -47,8 +47,8 @@ func watchMemory(limit int64, isDefault bool) (*script.Watchdog, func()) {
 	if limit < runtimeBytes {
 		return nil, func() {}
 	}
-	_, releaseGuard := guardMemory(limit)
-	mw := &memWatch{limit: limit, isDefault: isDefault, w: script.NewMemoryWatch()}
+	releaseGuard := guardMemory(limit)
+	mw := &memWatch{limit: limit, isDefault: isDefault, w: script.NewMemoryWatch(pollMemory)}
 	memWatches.Lock()
 	if len(memWatches.list) == 0 {
 		memWatches.fired.Store(0)
@@ -108,11 +108,5 @@ func (w *world) memoryStop(err error) error {
 	if w.outOfMemory == nil || !script.IsMemory(err) {
 		return err
 	}
-	stop := w.outOfMemory(max(memGuard.held.Load(), memWatches.fired.Load()))
-	if e, ok := stop.(*OutOfMemoryError); ok {
-		// A kernel's Starlark was stopped: what it keeps itself (lists,
-		// strings, tiles) may be the memory, which no flag shrinks.
-		e.Try = cmp.Or(e.Try, tryVerified) + "; the memory may also be what the kernel's own code keeps (lists, strings, tiles it holds): keep less there"
-	}
-	return stop
+	return w.outOfMemory(max(memGuard.held.Load(), memWatches.fired.Load()))
 }

@@ -44,6 +44,8 @@ type world struct {
 	// outOfMemory is the guard's error when the run holds held bytes
 	// (nil: no limit).
 	outOfMemory func(held int64) error
+	// memoryLimit is the --max-memory the guard holds the run to (0: none).
+	memoryLimit int64
 	// spent is each rank's kernel process time by activity (spawn).
 	spent [][sim.MaxActivities]sim.Time
 	// finish is each rank's kernel return time (spawn): the end of a run
@@ -195,7 +197,9 @@ func (w *world) phase2(p *plan, res *Result) error {
 	ov := w.m.PreRunOverlay()
 	w.m.DropPreRun()
 	match := true
-	w.m.Log.Guard = w.s.Guard
+	if w.memoryLimit > 0 {
+		w.m.Log.Guard = w.guardTurns(w.memoryLimit, true)
+	}
 	var oom *OutOfMemoryError
 	if msg := w.m.Log.CheckCausality(); msg != "" {
 		match = false

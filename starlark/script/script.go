@@ -158,40 +158,60 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 		}
 		fmt.Fprintf(l.Stderr, "%s: %s%s\n", pos, prefix, msg)
 	}
-	if l.MaxSteps > 0 {
-		th.SetMaxExecutionSteps(l.MaxSteps)
-		grace, same := 0, true
-		var first syntax.Position
+	sched := &stepSchedule{budget: l.MaxSteps, nextPoll: noPoll}
+	if l.MemoryWatch != nil && l.MemoryWatch.poll != nil {
+		sched.poll = l.MemoryWatch.poll
+		sched.nextPoll = coldPollSteps
+	}
+	if sched.budget > 0 || sched.poll != nil {
+		th.SetLocal(scheduleKey, sched)
 		th.OnMaxSteps = func(th *starlark.Thread) {
-			// go.starlark.net gives a loop's back edge the position of the
-			// function itself (or of the instruction before it): allow a
-			// few more steps so the backtrace points into the loop, not
-			// at the def line. A loop of nothing but jumps (while True:
-			// pass) never moves: then the message names the loops.
-			reason := "too many steps"
-			if th.CallStackDepth() > 0 {
-				fn, isFn := th.DebugFrame(0).Callable().(*starlark.Function)
-				pos := th.CallFrame(0).Pos
-				if grace == 0 {
-					first = pos
-				} else if pos != first {
-					same = false
+			steps := th.ExecutionSteps()
+			if steps >= sched.nextPoll {
+				every := uint64(coldPollSteps)
+				if sched.poll(&sched.seen) {
+					every = hotPollSteps
 				}
-				if isFn && grace < 16 && (same || pos == fn.Position()) {
-					grace++
-					th.SetMaxExecutionSteps(th.ExecutionSteps() + 1)
-					return
-				}
-				if isFn && same {
-					reason += l.loopsOf(fn)
-				}
+				sched.nextPoll = steps + every
 			}
-			cancel(th, ErrStepLimit, reason)
+			if sched.budget > 0 && steps >= sched.budget {
+				l.overBudget(th, sched)
+			}
+			sched.arm(th)
 		}
+		sched.arm(th)
 	}
 	l.Watchdog.Watch(th)
 	l.MemoryWatch.Watch(th)
 	return th
+}
+
+// overBudget is the step limit's turn: th ran its budget of steps.
+// go.starlark.net gives a loop's back edge the position of the function
+// itself (or of the instruction before it): a few more steps are allowed
+// so the backtrace points into the loop, not at the def line. A loop of
+// nothing but jumps (while True: pass) never moves: then the message
+// names the loops.
+func (l *Loader) overBudget(th *starlark.Thread, sched *stepSchedule) {
+	reason := "too many steps"
+	if th.CallStackDepth() > 0 {
+		fn, isFn := th.DebugFrame(0).Callable().(*starlark.Function)
+		pos := th.CallFrame(0).Pos
+		if sched.grace == 0 {
+			sched.first = pos
+		} else if pos != sched.first {
+			sched.moved = true
+		}
+		if isFn && sched.grace < 16 && (!sched.moved || pos == fn.Position()) {
+			sched.grace++
+			sched.budget = th.ExecutionSteps() + 1
+			return
+		}
+		if isFn && !sched.moved {
+			reason += l.loopsOf(fn)
+		}
+	}
+	cancel(th, ErrStepLimit, reason)
 }
 
 // resolvePath finds a load() target: relative to the loading file's folder,

@@ -27,6 +27,12 @@ type Watchdog struct {
 	// cause is what a cancelled thread's error is marked with: ErrTimeout,
 	// or ErrMemory for a memory watch.
 	cause error
+	// poll, on a memory watch, is what its threads call every so many
+	// steps (stepSchedule): it samples the memory when a garbage
+	// collection ran since the thread's last poll (seen is the thread's
+	// note of it), fires the watch when the sample is over the limit, and
+	// reports whether a collection had run.
+	poll func(seen *uint64) bool
 }
 
 // NewWatchdog starts a watchdog that fires after d; what names the limit in
@@ -47,7 +53,11 @@ func ManualWatchdog(what string) *Watchdog { return &Watchdog{what: what, cause:
 
 // NewMemoryWatch is a watchdog with no clock for the host-memory limit:
 // FireMemory cancels its threads, their errors marked with ErrMemory.
-func NewMemoryWatch() *Watchdog { return &Watchdog{cause: ErrMemory} }
+// Its threads call poll as they run (every 256 steps, every 16 while
+// each poll reports a collection); poll may be nil.
+func NewMemoryWatch(poll func(seen *uint64) bool) *Watchdog {
+	return &Watchdog{cause: ErrMemory, poll: poll}
+}
 
 // FireMemory cancels the watched threads, and every thread watched from
 // now on, with reason (what the memory limit's error says). A nil

@@ -46,7 +46,7 @@ func TestWatchdogDoesNotKeepThreads(t *testing.T) {
 // A memory watch cancels its threads, those watched after it fired too,
 // and marks their errors ErrMemory, not ErrTimeout.
 func TestMemoryWatch(t *testing.T) {
-	w := NewMemoryWatch()
+	w := NewMemoryWatch(nil)
 	l := &Loader{MemoryWatch: w}
 	before := l.NewThread("before")
 	w.FireMemory("out of memory: test")

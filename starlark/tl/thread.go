@@ -107,7 +107,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 		if used := th.ExecutionSteps(); used < k.MaxSteps {
 			child.MaxSteps = k.MaxSteps - used
 		}
-		sth.SetMaxExecutionSteps(child.MaxSteps)
+		script.SetStepLimit(sth, child.MaxSteps)
 	}
 	h := &threadHandle{k: child}
 	k.children = append(k.children, h)
