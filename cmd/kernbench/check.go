@@ -67,7 +67,7 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 				}
 				o.WorldSizes = ws
 			}
-			o.ConfigPath, o.Sets, o.WorldSize, o.Topology, o.Collective = sel.ConfigPath, sel.Sets, sel.WorldSize, sel.Topology, sel.Collective
+			o.ConfigPath, o.Sets, o.Faults, o.WorldSize, o.Topology, o.Collective = sel.ConfigPath, sel.Sets, sel.Faults, sel.WorldSize, sel.Topology, sel.Collective
 			if cmd.Flags().Changed("world-size") && o.WorldSize < 1 {
 				return usageErr(stderr, false, fmt.Sprintf("--world-size must be >= 1 (got %d)", o.WorldSize))
 			}

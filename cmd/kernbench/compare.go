@@ -367,6 +367,13 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 				}
 				fmt.Fprintf(stdout, "# %s: %s, collective %s, topology %s, world_size %d%s, %s, backpressure %s, data in %s\n",
 					l.label, r.File, r.Collective, r.Topology, r.WorldSize, root, placement(r), r.Backpressure, r.DataSpace)
+				// Every variant runs under the same faults: what each
+				// algorithm put through them at its largest size.
+				if n := len(r.Results); n > 0 {
+					for _, f := range r.Results[n-1].Faults {
+						fmt.Fprintf(stdout, "# %s fault at %d bytes: %s\n", l.label, r.Results[n-1].Bytes, f)
+					}
+				}
 			}
 		}
 	}

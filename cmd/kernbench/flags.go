@@ -18,6 +18,7 @@ import (
 func addConfigFlags(f *pflag.FlagSet, o *ccl.Options) {
 	f.StringVar(&o.ConfigPath, "config", "", "ccl.yaml laid over the embedded default (default ./ccl.yaml if present)")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a ccl.yaml value: key.path=value (repeatable)")
+	f.StringArrayVar(&o.Faults, "fault", nil, "add a fault: link=NAME with bandwidth_factor, latency_ns, jitter_ns and seed, stop_at_ns; or pe=INDEX with slowdown, stop_at_ns (key=value,...; repeatable; see docs/faults.md)")
 	f.IntVar(&o.WorldSize, "world-size", 0, "number of ranks (default: ccl.yaml)")
 	f.StringVar(&o.Topology, "topology", "", strings.Join(topology.Names(), " | "))
 	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))

@@ -815,6 +815,14 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 			fmt.Fprintf(w, "# time at %d bytes: rank %d (most blocked) %s; all ranks %s\n", r.Bytes, r.Time.MostBlocked.Rank, timeShares(r.Time.MostBlocked), timeShares(r.Time.All))
 		}
 	}
+	for i, r := range rep.Results {
+		// The faults in force, and what went through their resources.
+		if i == last || verbose {
+			for _, f := range r.Faults {
+				fmt.Fprintf(w, "# fault at %d bytes: %s\n", r.Bytes, f)
+			}
+		}
+	}
 	var events uint64
 	for _, r := range rep.Results {
 		events += r.Events

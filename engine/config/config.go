@@ -125,6 +125,30 @@ type System struct {
 	Memory                        Memories // memory:
 	Math                          Math     // math:
 	Placement                     []int    // placement: optional, rank r -> global PE index
+	Faults                        []Fault  // faults: optional, resources that deviate
+}
+
+// Fault is one entry of system.faults: a link or memory port or math unit
+// (Link, by the name `kernbench check --show-map` prints) or a whole PE
+// (PE >= 0) that deviates from its kind. Zero values change nothing.
+type Fault struct {
+	Link string // link: a resource name ("ucie c0->c1"); "" for a PE
+	PE   int    // pe: a PE index (-1 for a link)
+	// bandwidth_factor (links): bandwidth × factor, > 0.
+	BandwidthFactor float64
+	// latency_ns (links): added to the latency.
+	LatencyNs float64
+	// slowdown (PEs): its math unit and memory ports take × slowdown.
+	Slowdown float64
+	// jitter_ns, seed (links): each transfer waits a further 0 to
+	// jitter_ns, drawn from a stream of seed and the link's name.
+	JitterNs float64
+	Seed     uint64
+	// stop_at_ns: the resource (a PE: its math unit, memory ports and NoC
+	// links) carries nothing from then on; < 0: it never stops.
+	StopAtNs float64
+	// Pos is where the entry was given ("FILE:LINE" or "--fault ITEM").
+	Pos string `json:"-"`
 }
 
 // Location is where rank sits: its SIP, its cube within the SIP and its PE
@@ -296,6 +320,7 @@ func (s Settings) clone() Settings {
 
 func (s System) clone() System {
 	s.Placement = slices.Clone(s.Placement)
+	s.Faults = slices.Clone(s.Faults)
 	return s
 }
 

@@ -286,7 +286,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown vc_weights key", lines("defaults:", "  algorithm: a", "  vc_weights: {compute: 1, com: 2}", "algorithms: {a: {module: a.star}}"),
 			`ccl.yaml:3: defaults.vc_weights: unknown key "com" (allowed: comm, compute)`},
 		{"unknown system key", with("system:", "  sip: 2"),
-			`ccl.yaml:7: system: unknown key "sip" (allowed: cubes_per_sip, links, math, memory, pes_per_cube, placement, sips)`},
+			`ccl.yaml:7: system: unknown key "sip" (allowed: cubes_per_sip, faults, links, math, memory, pes_per_cube, placement, sips)`},
 		{"unknown link", with("system:", "  links:", "    nvlink: {}"),
 			`ccl.yaml:8: system.links: unknown key "nvlink" (allowed: pcie, pe_noc, ucie)`},
 		{"unknown link key", with("system:", "  links:", "    ucie: {bandwidth: 1}"),
@@ -441,7 +441,7 @@ func TestLoadErrors(t *testing.T) {
 				"ccl.yaml:4: defaults.world_size: got \"many\", want int\n" +
 				`ccl.yaml:8: algorithms.a: unknown key "topolgy" (allowed: ` + entryKeys + ")\n" +
 				"ccl.yaml:9: algorithms.a.collective: got \"allgatherr\", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall\n" +
-				`ccl.yaml:10: system: unknown key "sip" (allowed: cubes_per_sip, links, math, memory, pes_per_cube, placement, sips)`},
+				`ccl.yaml:10: system: unknown key "sip" (allowed: cubes_per_sip, faults, links, math, memory, pes_per_cube, placement, sips)`},
 		{"duplicate keys and a bad default algorithm", lines("defaults:", "  algorithm: b", "  n_slots: 2", "  n_slots: 3", "algorithms:", "  a: {module: a.star, module: b.star}"),
 			"ccl.yaml:2: defaults.algorithm: got \"b\", want one of the algorithms: a\n" +
 				"ccl.yaml:4: defaults: duplicate key \"n_slots\" (first at ccl.yaml:3)\n" +

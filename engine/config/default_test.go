@@ -32,7 +32,7 @@ func TestShippedConfigMatchesEmbedded(t *testing.T) {
 // The default config must spell out every key of defaults: and system:, so
 // that it is the one place where default values live.
 func TestDefaultYAMLSetsEveryKey(t *testing.T) {
-	optional := map[string]bool{"defaults.mesh_shape": true, "system.placement": true}
+	optional := map[string]bool{"defaults.mesh_shape": true, "system.placement": true, "system.faults": true}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(DefaultYAML(), &doc); err != nil {
 		t.Fatal(err)

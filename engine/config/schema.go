@@ -300,6 +300,7 @@ func systemRule(s *System) *rule {
 				{key: "latency_ns", rule: latencyLeaf(&s.Math.LatencyNs)},
 			}}},
 			{key: "placement", rule: placementLeaf(&s.Placement, &placement)},
+			{key: "faults", rule: faultsLeaf(&s.Faults)},
 		},
 		after: func(d *decoder, k, v *yaml.Node, path string) error {
 			at := k
@@ -589,6 +590,105 @@ func placementLeaf(p *[]int, nodes *[]*yaml.Node) *rule {
 	}}
 }
 
+// faultsLeaf decodes system.faults: a list of entries, each a link (by
+// name) or a PE (by index) and how it deviates; null is none.
+func faultsLeaf(p *[]Fault) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		if isNull(n) {
+			*p = nil
+			return nil
+		}
+		if n.Kind != yaml.SequenceNode {
+			return d.errorf(n, "%s: got %s, want a list of faults (each with link: NAME or pe: INDEX)", path, describe(n))
+		}
+		faults := make([]Fault, len(n.Content))
+		for i, item := range n.Content {
+			f := &faults[i]
+			f.PE, f.StopAtNs = -1, -1
+			itemPath := fmt.Sprintf("%s[%d]", path, i)
+			before := len(d.errs)
+			d.decode(faultRule(f), nil, item, itemPath)
+			if len(d.errs) > before {
+				continue
+			}
+			f.Pos = d.pos(item)
+			if label, set := d.origin[item]; set {
+				f.Pos = label
+			}
+			if err := f.check(d, item, itemPath); err != nil {
+				d.add(err)
+			}
+		}
+		*p = faults
+		return nil
+	}}
+}
+
+func faultRule(f *Fault) *rule {
+	return &rule{fields: []field{
+		{key: "link", rule: &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || n.Value == "" {
+				return d.errorf(n, "%s: got %s, want a resource name as `kernbench check --show-map` prints it (\"ucie c0->c1\")", path, describe(n))
+			}
+			f.Link = n.Value
+			return nil
+		}}},
+		{key: "pe", rule: boundedIntLeaf(&f.PE, 0, maxPEs)},
+		{key: "bandwidth_factor", rule: factorLeaf(&f.BandwidthFactor)},
+		{key: "latency_ns", rule: latencyLeaf(&f.LatencyNs)},
+		{key: "slowdown", rule: factorLeaf(&f.Slowdown)},
+		{key: "jitter_ns", rule: latencyLeaf(&f.JitterNs)},
+		{key: "seed", rule: &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+			v, err := d.scalarInt(n, path)
+			if err != nil {
+				return err
+			}
+			if v < 0 {
+				return d.errorf(n, "%s: got %s, want >= 0", path, describe(n))
+			}
+			f.Seed = uint64(v)
+			return nil
+		}}},
+		{key: "stop_at_ns", rule: latencyLeaf(&f.StopAtNs)},
+	}}
+}
+
+// factorLeaf decodes a factor: > 0, at most 1000.
+func factorLeaf(p *float64) *rule {
+	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
+		v, err := d.number(n, path)
+		switch {
+		case err != nil:
+			return err
+		case v <= 0 || v > 1000:
+			return d.errorf(n, "%s: got %s, want > 0 and <= 1000", path, describe(n))
+		}
+		*p = v
+		return nil
+	}}
+}
+
+// check says what an entry lacks or mixes: exactly one of link and pe;
+// what applies to links (bandwidth_factor, latency_ns, jitter_ns, seed)
+// only on a link, slowdown only on a PE; a seed only with jitter; at
+// least one change.
+func (f *Fault) check(d *decoder, n *yaml.Node, path string) error {
+	isLink, isPE := f.Link != "", f.PE >= 0
+	switch {
+	case isLink == isPE:
+		return d.errorf(n, "%s: give exactly one of link: NAME and pe: INDEX", path)
+	case isLink && f.Slowdown != 0:
+		return d.errorf(n, "%s: slowdown is for a PE (pe: INDEX); a link takes bandwidth_factor and latency_ns", path)
+	case isPE && (f.BandwidthFactor != 0 || f.LatencyNs != 0 || f.JitterNs != 0):
+		return d.errorf(n, "%s: bandwidth_factor, latency_ns and jitter_ns are for a link (link: NAME); a PE takes slowdown", path)
+	case f.Seed != 0 && f.JitterNs == 0:
+		return d.errorf(n, "%s: seed without jitter_ns changes nothing", path)
+	case f.BandwidthFactor == 0 && f.LatencyNs == 0 && f.Slowdown == 0 && f.JitterNs == 0 && f.StopAtNs < 0:
+		return d.errorf(n, "%s: the fault changes nothing: give bandwidth_factor, latency_ns, jitter_ns or stop_at_ns (a link), slowdown or stop_at_ns (a PE)", path)
+	}
+	return nil
+}
+
 // paramsRule decodes params:, any YAML mapping whose top-level keys are
 // identifiers (they become keyword arguments of kernel()).
 func paramsRule(p *map[string]any, pos *map[string]string) *rule {
@@ -699,4 +799,50 @@ func isIdent(s string) bool {
 		}
 	}
 	return true
+}
+
+// ParseFaults decodes --fault items, each a system.faults entry written
+// as key=value pairs joined by commas ("link=ucie c0->c1,bandwidth_factor=0.5",
+// "pe=3,slowdown=2"), with the same keys, checks and messages as the
+// file's entries; every mistake of every item is reported.
+func ParseFaults(items []string) ([]Fault, error) {
+	d := &decoder{name: "--fault", origin: make(map[*yaml.Node]string), budget: maxNodes}
+	var out []Fault
+	for _, item := range items {
+		label := "--fault " + item
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		d.origin[n] = label
+		bad := false
+		for _, kv := range strings.Split(item, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || strings.TrimSpace(k) == "" {
+				d.add(d.errorf(n, "%q is not key=value (keys: %s)", kv, faultRule(&Fault{}).allowed()))
+				bad = true
+				continue
+			}
+			kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.TrimSpace(k)}
+			vn := &yaml.Node{Kind: yaml.ScalarNode, Value: strings.TrimSpace(v)}
+			d.origin[kn], d.origin[vn] = label, label
+			n.Content = append(n.Content, kn, vn)
+		}
+		if bad {
+			continue
+		}
+		f := Fault{PE: -1, StopAtNs: -1}
+		before := len(d.errs)
+		d.decode(faultRule(&f), nil, n, "fault")
+		if len(d.errs) > before {
+			continue
+		}
+		f.Pos = label
+		if err := f.check(d, n, "fault"); err != nil {
+			d.add(err)
+			continue
+		}
+		out = append(out, f)
+	}
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

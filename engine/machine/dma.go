@@ -245,7 +245,7 @@ func (e *dmaEngine) submit(t *Transfer) {
 // booked now (submit and Fire, the two places a transfer starts).
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started, t.at, t.done = now, now, 0
-	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.Trace != nil)
+	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.slowBooking)
 }
 
 // share switches to round-robin at time now, when the second channel's

@@ -40,6 +40,9 @@ type Params struct {
 	// Untimed makes every transfer, latency and math operation take no
 	// time: the mock runtime, where only the order of events matters.
 	Untimed bool
+	// Faults are resources that deviate from their kind (faults.go): at
+	// most one per resource.
+	Faults []Fault
 }
 
 // PE is one processing element.
@@ -97,6 +100,13 @@ type Machine struct {
 
 	// Trace, when set (EnableTrace), receives the timeline.
 	Trace *trace.Recorder
+
+	// faults are Params.Faults by resource name.
+	faults map[string]Fault
+	// slowBooking: every booking takes the general path (Path.bookSlow),
+	// as the machine records a trace or has a fault that acts on each
+	// booking (jitter, a stop).
+	slowBooking bool
 
 	// TimingOnly (SetTimingOnly) moves no bytes: loads, stores, copies and
 	// IPCQ deliveries book the same resources at the same times and keep
@@ -191,6 +201,16 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	if m.NumPEs() <= 0 || m.NumPEs()/p.PesPerCube/p.CubesPerSip != p.Sips {
 		return nil, fmt.Errorf("machine: %d SIP(s) × %d cubes × %d PEs is too large", p.Sips, p.CubesPerSip, p.PesPerCube)
 	}
+	if err := p.validFaults(); err != nil {
+		return nil, err
+	}
+	if len(p.Faults) > 0 {
+		m.faults = make(map[string]Fault, len(p.Faults))
+		for _, f := range p.Faults {
+			m.faults[f.Resource] = f
+			m.slowBooking = m.slowBooking || f.perBooking()
+		}
+	}
 	return m, nil
 }
 
@@ -200,6 +220,9 @@ func (m *Machine) NumPEs() int { return m.Params.Sips * m.Params.CubesPerSip * m
 func (m *Machine) resource(name, kind string, lp LinkParams) *Resource {
 	r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency}
 	r.older = r.olderBuf[:0]
+	if m.faults != nil {
+		m.applyFault(r)
+	}
 	m.links = append(m.links, r)
 	return r
 }
@@ -448,7 +471,7 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 	t.sim = m.Sim
 	now := m.Sim.Now()
 	t.Issued, t.Started = now, now
-	arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.Trace != nil)
+	arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.slowBooking)
 	m.Sim.At(arrival, t)
 }
 
@@ -521,6 +544,7 @@ func (m *Machine) SetTimingOnly() {
 // channel slices, deliveries, credit and link counters.
 func (m *Machine) EnableTrace(rec *trace.Recorder) {
 	m.Trace = rec
+	m.slowBooking = true
 	for _, pe := range m.Ranks {
 		rec.Process(pe.ID+1, fmt.Sprintf("rank %d (%s)", pe.Rank, pe.Coord(m.Params.CubesPerSip)))
 	}

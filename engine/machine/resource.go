@@ -55,8 +55,11 @@ type Resource struct {
 	olderBuf [2]hold
 	trace    *trace.Recorder // links only, when tracing
 	Name     string
-	Kind     string    // pe_noc, ucie, pcie, tcm, sram, hbm, math
-	_        [2]uint64 // to 192 bytes, a size class that starts on a line
+	Kind     string // pe_noc, ucie, pcie, tcm, sram, hbm, math
+	// fault is the resource's jitter or stop (faults.go), which act on
+	// each booking; nil without one.
+	fault *resourceFault
+	_     [1]uint64 // to 192 bytes, a size class that starts on a line
 }
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
@@ -249,12 +252,13 @@ const maxOlder = 3
 // end, and the largest occupancy of a resource: the path's Service(n)
 // (Xfer never grows with bandwidth).
 //
-// tracing says whether the machine records a trace: only then can a
-// resource have one, and the check stays off the booking's cache line.
-func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, tracing bool) (arrival, service sim.Time) {
+// slow says every booking takes the general path (Machine.slowBooking: a
+// trace, or faults that act on each booking), so that neither check sits
+// on the booking's cache line.
+func (p Path) book(now, t sim.Time, n int64, source *dmaEngine, vc VC, slow bool) (arrival, service sim.Time) {
 	tag := holdTag(source, vc)
-	if tracing || n >= maxPlainXfer {
-		return p.bookTraced(now, t, n, tag, tracing)
+	if slow || n >= maxPlainXfer {
+		return p.bookSlow(now, t, n, source, tag)
 	}
 	if len(p) == 1 {
 		// Most bookings are of one resource (a PE's own TCM, its math
@@ -343,9 +347,10 @@ func (r *Resource) wait(head, d, now sim.Time, tag uint64) sim.Time {
 	return head
 }
 
-// bookTraced is book for a traced machine or a huge transfer (n·10⁶ past
-// 64 bits), which Xfer computes in 128 bits.
-func (p Path) bookTraced(now, t sim.Time, n int64, tag uint64, tracing bool) (arrival, service sim.Time) {
+// bookSlow is book for a traced machine, one with faults that act on each
+// booking (jitter, a stop), or a huge transfer (n·10⁶ past 64 bits),
+// which Xfer computes in 128 bits.
+func (p Path) bookSlow(now, t sim.Time, n int64, source *dmaEngine, tag uint64) (arrival, service sim.Time) {
 	head, lastIn := t, t
 	for _, r := range p {
 		d := r.Xfer(n)
@@ -355,17 +360,29 @@ func (p Path) bookTraced(now, t sim.Time, n int64, tag uint64, tracing bool) (ar
 			start = r.wait(head, d, now, tag)
 		}
 		until := sim.Add(start, d)
+		latency := r.Latency
+		if f := r.fault; f != nil {
+			if f.Jitter > 0 {
+				latency = sim.Add(latency, f.jitter())
+			}
+			if f.Stops && sim.Add(until, latency) > f.StopAt {
+				// Not out of the resource by its stop: it never is, and
+				// nothing after it gets through.
+				f.stall(source)
+				until, latency = sim.Never, 0
+			}
+		}
 		if until > start {
 			r.newest = hold{start, until, tag}
 		}
-		if tracing && d > 0 && r.trace != nil {
+		if d > 0 && r.trace != nil {
 			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
 			r.trace.Counter(trace.LinksPid, r.Name, until, 0)
 		}
 		r.Bytes += n
 		r.BusyTime = sim.Add(r.BusyTime, d)
-		lastIn = sim.Add(max(until, lastIn), r.Latency)
-		head = sim.Add(start, r.Latency)
+		lastIn = sim.Add(max(until, lastIn), latency)
+		head = sim.Add(start, latency)
 	}
 	return lastIn, service
 }

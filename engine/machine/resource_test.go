@@ -107,8 +107,9 @@ func TestBookMatchesFixpointModel(t *testing.T) {
 			n := []int64{0, 1, 64, 256, 2048}[rng.IntN(5)]
 			src := rng.IntN(len(engines))
 			vc := VC(rng.IntN(2))
-			// tracing takes book's general loop (bookTraced): both
-			// must agree with the model.
+			// tracing (or faults that act on each booking) takes book's
+			// general loop (bookSlow): both must agree with the model
+			// (these resources have no faults).
 			tracing := rng.IntN(4) == 0
 			got, service := path.book(now, at, n, engines[src], vc, tracing)
 			want := refBook(refPath, now, at, n, src, vc)

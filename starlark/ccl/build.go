@@ -40,7 +40,69 @@ func machineParams(sys config.System, set config.Settings) machine.Params {
 		VCWeightCompute: int64(set.VCWeights.Compute), VCWeightComm: int64(set.VCWeights.Comm),
 		VCChunkSize: set.VCChunkSize,
 		Placement:   sys.Placement,
+		Faults:      faultParams(sys).faults,
 	}
+}
+
+// machineFaults are system.faults as the machine's faults, with the entry
+// each came from.
+type machineFaults struct {
+	faults []machine.Fault
+	from   []int // the index in system.faults of faults[i]
+}
+
+// faultParams converts system.faults: a link entry is one fault; a PE
+// entry one on each of its math unit and memory ports, and, when it
+// stops, on its NoC links too (nothing enters or leaves a stopped PE).
+func faultParams(sys config.System) machineFaults {
+	var mf machineFaults
+	ps := func(ns float64) sim.Time { return sim.Time(math.Round(ns * 1000)) }
+	for i, e := range sys.Faults {
+		f := machine.Fault{BandwidthFactor: e.BandwidthFactor, ExtraLatency: ps(e.LatencyNs), Jitter: ps(e.JitterNs), Seed: e.Seed,
+			StopAt: ps(max(e.StopAtNs, 0)), Stops: e.StopAtNs >= 0}
+		if e.Link != "" {
+			f.Resource = e.Link
+			mf.faults, mf.from = append(mf.faults, f), append(mf.from, i)
+			continue
+		}
+		if e.Slowdown != 0 {
+			f.BandwidthFactor = 1 / e.Slowdown
+		}
+		names := []string{fmt.Sprintf("math pe%d", e.PE), fmt.Sprintf("tcm pe%d", e.PE), fmt.Sprintf("hbm pe%d", e.PE)}
+		for _, name := range names {
+			f.Resource = name
+			mf.faults, mf.from = append(mf.faults, f), append(mf.from, i)
+		}
+		if f.Stops {
+			cube := e.PE / max(1, sys.PesPerCube)
+			for _, name := range []string{fmt.Sprintf("pe_noc pe%d->c%d", e.PE, cube), fmt.Sprintf("pe_noc c%d->pe%d", cube, e.PE)} {
+				mf.faults, mf.from = append(mf.faults, machine.Fault{Resource: name, StopAt: f.StopAt, Stops: true}), append(mf.from, i)
+			}
+		}
+	}
+	return mf
+}
+
+// checkFaults says, at the entry of system.faults, what the machine of mp
+// would refuse: a name it has no resource of, two entries for one
+// resource.
+func checkFaults(sys config.System, mp machine.Params) error {
+	entries := sys.Faults
+	mf := faultParams(sys)
+	first := make(map[string]int)
+	for i, f := range mf.faults {
+		e := entries[mf.from[i]]
+		at := fmt.Sprintf("%s: system.faults[%d]", e.Pos, mf.from[i])
+		if err := mp.ResourceNamed(f.Resource); err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		if j, dup := first[f.Resource]; dup && mf.from[j] != mf.from[i] {
+			return fmt.Errorf("%s: %s has a fault already (%s, system.faults[%d]): give one entry per resource, with every change in it",
+				at, f.Resource, entries[mf.from[j]].Pos, mf.from[j])
+		}
+		first[f.Resource] = i
+	}
+	return nil
 }
 
 func ipcqConfig(set config.Settings) (machine.IPCQConfig, error) {

@@ -29,6 +29,7 @@ import (
 type CheckOptions struct {
 	ConfigPath string
 	Sets       []string
+	Faults     []string // --fault items (Options.Faults)
 	// WorldSize, Topology and Collective are run's flags of the same
 	// names: the algorithm is checked as `kernbench run` with them would
 	// run it (WorldSize > 0 checks that world size alone).
@@ -65,7 +66,7 @@ func Check(file string, o CheckOptions) []string {
 	if IsMSCCL(file) {
 		return checkMSCCL(file, o)
 	}
-	cfg, cfgDir, err := LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
+	cfg, cfgDir, err := Options{Env: o.Env, ConfigPath: o.ConfigPath, Sets: o.Sets, Faults: o.Faults, Embedded: o.Embedded}.loadConfig()
 	if err != nil {
 		return configProblems(err)
 	}
@@ -158,6 +159,9 @@ func Check(file string, o CheckOptions) []string {
 		return problems
 	}
 	machine := machineParams(cfg.System, tgt.settings)
+	if err := checkFaults(cfg.System, machine); err != nil {
+		problems = append(problems, err.Error())
+	}
 	sizes := o.WorldSizes
 	if len(sizes) == 0 && o.WorldSize > 0 {
 		sizes = []int{o.WorldSize}

@@ -112,6 +112,9 @@ type Result struct {
 	mismatch *oplog.Mismatch
 	Ops      OpCounts `json:"ops"`
 	Busiest  []Usage  `json:"busiest,omitempty"`
+	// Faults are system.faults as the run met them (every run that has
+	// faults: the report says which were active).
+	Faults []FaultUse `json:"faults,omitempty"`
 	// Unfinished is what an L3 orchestration left behind when main
 	// returned (queued messages, regions never freed); an error under
 	// Options.Strict.
@@ -371,6 +374,7 @@ func (w *world) result(p *plan, count int64, stats []tl.Stats) *Result {
 	if res.LinkBW > 0 {
 		res.Eff = res.BusBW / res.LinkBW
 	}
+	res.Faults = faultUses(w.m, end)
 	if p.opts.Detail && end > 0 {
 		res.Busiest = busiest(w.m, end, 8)
 		res.Classes = resourceClasses(w.m, end)

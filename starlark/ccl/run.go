@@ -27,6 +27,9 @@ type Options struct {
 	// Vary are the --vary items (key.path=value) of this variant of a
 	// comparison, applied after Sets.
 	Vary []string
+	// Faults are the --fault items: system.faults entries written as
+	// key=value pairs (config.ParseFaults), after the configuration's own.
+	Faults []string
 	// Compared are the ccl.yaml algorithms every variant of the
 	// comparison this run belongs to uses: a --set of one of their keys
 	// takes effect in another run even where not in this one.

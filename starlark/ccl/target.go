@@ -56,7 +56,16 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 // loadConfig is LoadConfig of opts' configuration with its --set and
 // --vary items.
 func (o Options) loadConfig() (*config.Config, string, error) {
-	return LoadConfig(o.Env, o.ConfigPath, o.allSets(), o.Embedded)
+	cfg, dir, err := LoadConfig(o.Env, o.ConfigPath, o.allSets(), o.Embedded)
+	if err != nil || len(o.Faults) == 0 {
+		return cfg, dir, err
+	}
+	faults, err := config.ParseFaults(o.Faults)
+	if err != nil {
+		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	cfg.System.Faults = append(cfg.System.Faults, faults...)
+	return cfg, dir, nil
 }
 
 // Resolve checks, without running anything, that `kernbench run arg`

@@ -101,6 +101,9 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	s.MaxTime = sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
 	mp := machineParams(cfg.System, set)
 	mp.Untimed = p.opts.Untimed
+	if err := checkFaults(cfg.System, mp); err != nil {
+		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
 	m, err := machine.New(s, mp)
 	if err != nil {
 		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
@@ -268,7 +271,7 @@ func (w *world) run(tgt *target) error {
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = simFailureNoted(w.memoryStop(err), tgt.file, w.procNote)
+		failure = w.faultStop(simFailureNoted(w.memoryStop(err), tgt.file, w.procNote))
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			kind := errkind.Invariant

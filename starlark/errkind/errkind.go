@@ -81,6 +81,7 @@ var (
 	Deadlock       = &Kind{"Deadlock", ExitDeadlock, Run, "every remaining process waits for another, or one waited longer than deadlock_timeout_ns with nothing on its way"}
 	WaitTimeout    = &Kind{"WaitTimeout", ExitDeadlock, Run, "a process waited longer than deadlock_timeout_ns for a memory operation, a message still on its way or a rank still working: slow, not stuck"}
 	Watchdog       = &Kind{"Watchdog", ExitDeadlock, Run, "the simulated-time limit was reached (processes that never return)"}
+	FaultStopped   = &Kind{"FaultStopped", ExitDeadlock, Run, "a resource a fault stops (stop_at_ns in system.faults or --fault) held transfers that processes waited for"}
 	StepLimit      = &Kind{"StepLimit", ExitDeadlock, Run, "a script ran more Starlark steps than --max-steps allows"}
 	Timeout        = &Kind{"Timeout", ExitDeadlock, Run, "a script ran longer than --timeout (wall clock)"}
 	HostMemory     = &Kind{"OutOfMemory", ExitDeadlock, Run, "during the run: the host memory it uses outgrew --max-memory"}
@@ -144,7 +145,7 @@ func Table() []*Kind { return slices.Clone(kindTable) }
 // Table is every kind, by group in the order of the reference.
 var kindTable = []*Kind{
 	Usage, Config, Load, Init, MSCCL, IO, Export, MemoryLimit, CheckFailed,
-	Deadlock, WaitTimeout, Watchdog, StepLimit, Timeout, HostMemory, TestTimeout,
+	Deadlock, WaitTimeout, Watchdog, FaultStopped, StepLimit, Timeout, HostMemory, TestTimeout,
 	WrongResult, Phase2Mismatch, TestFailed,
 	Runtime, Unreceived, Invariant, Unfinished, Internal,
 
