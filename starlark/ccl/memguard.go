@@ -1,23 +1,18 @@
 package ccl
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"weak"
 
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
-	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
+	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
 
@@ -64,9 +59,9 @@ func (e MemoryEstimate) Total() int64 {
 }
 
 func (e MemoryEstimate) String() string {
-	s := fmt.Sprintf("%s (%s)", FormatBytes(e.Total()), e.parts())
+	s := fmt.Sprintf("%s (%s)", hostmem.FormatBytes(e.Total()), e.parts())
 	if e.Basis == basisCounted {
-		s += fmt.Sprintf(", counted by a --timing-only probe (from the configuration alone: %s)", FormatBytes(e.Configured))
+		s += fmt.Sprintf(", counted by a --timing-only probe (from the configuration alone: %s)", hostmem.FormatBytes(e.Configured))
 	}
 	return s
 }
@@ -80,7 +75,7 @@ func (e MemoryEstimate) parts() string {
 	}{{"simulated memory", e.Data}, {"pre-run image", e.Image}, {"IPCQ rings", e.Rings}, {"tl.alloc", e.Scratch}, {"op_log", e.OpLog}, {"phase 2", e.Phase2},
 		{"ranks", e.Ranks}, {"kernel state", e.Kernels}, {"runtime", e.Runtime}} {
 		if p.n > 0 {
-			parts = append(parts, p.name+" "+FormatBytes(p.n))
+			parts = append(parts, p.name+" "+hostmem.FormatBytes(p.n))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -119,10 +114,8 @@ const (
 // algorithms (TestMemoryEstimateMatchesPeak; docs/architecture.md lists
 // the measured runs), not bounds. Go 1.26, amd64.
 const (
-	// runtimeBytes: what a small run of the binary holds (14.4 to 15.6
-	// MiB measured at 2 to 8 ranks × 4K; runs that churn more reach
-	// 20 MiB, the collector's minimum heap filled).
-	runtimeBytes = 20 << 20
+	// runtimeBytes: what a small run of the binary holds (hostmem).
+	runtimeBytes = hostmem.RuntimeBytes
 	// perRankBytes, perQPBytes: a rank's PE resources, its kernel's
 	// coroutine stack and Starlark thread, and each of its queue pairs
 	// (the directions of the neighbor map: 2 a rank on a ring, about
@@ -238,7 +231,7 @@ func (p *plan) estimateCounted(count int64, rg rings, c *MemoryCounts) MemoryEst
 		if p.opts.Verify {
 			held = sat(held, held)
 		}
-		head = min(head, (e.Total()-e.Runtime)/100*int64(gcPercent(held)))
+		head = min(head, (e.Total()-e.Runtime)/100*int64(hostmem.GCPercent(held)))
 	}
 	e.Runtime = sat(e.Runtime, head)
 	return e
@@ -324,7 +317,7 @@ func (p *plan) headroom(e *MemoryEstimate) {
 		held = sat(held, held)
 	}
 	live := e.Total() - e.Runtime
-	e.Runtime = sat(e.Runtime, live/100*int64(gcPercent(held)))
+	e.Runtime = sat(e.Runtime, live/100*int64(hostmem.GCPercent(held)))
 }
 
 // estimateRecords bounds the op_log records of a run from above: every
@@ -458,7 +451,7 @@ func (p *plan) checkMemory(count int64, rg rings, probe probeFunc) (MemoryEstima
 		if t > limit {
 			fit = "too large too"
 		}
-		alts = append(alts, fmt.Sprintf("%s (about %s: %s)", flag, FormatBytes(t), fit))
+		alts = append(alts, fmt.Sprintf("%s (about %s: %s)", flag, hostmem.FormatBytes(t), fit))
 		return t
 	}
 	if !p.opts.TimingOnly {
@@ -477,25 +470,25 @@ func (p *plan) checkMemory(count int64, rg rings, probe probeFunc) (MemoryEstima
 		}
 	}
 	if fitBytes > 0 {
-		alts = append(alts, fmt.Sprintf("--bytes %s or smaller (about %s)", flagSize(fitBytes), FormatBytes(p.estimateMemory(fitBytes/sz, rg).Total())))
+		alts = append(alts, fmt.Sprintf("--bytes %s or smaller (about %s)", flagSize(fitBytes), hostmem.FormatBytes(p.estimateMemory(fitBytes/sz, rg).Total())))
 	} else {
 		alts = append(alts, "a smaller --bytes (none fits at this world size)")
 	}
-	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
 	parts := e.parts()
 	if e.Basis == basisCounted {
 		parts += "; counted by a --timing-only probe"
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-		flagSize(satMul(count, sz)), FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
-	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", FormatBytes(e.Total()), lt)
+		flagSize(satMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
+	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", hostmem.FormatBytes(e.Total()), lt)
 	switch {
 	case p.opts.TimingOnly:
 		ref.Reason += "raise --max-memory"
 	case ref.TimingOnly <= limit:
-		ref.Reason += fmt.Sprintf("--timing-only runs it (about %s)", FormatBytes(ref.TimingOnly))
+		ref.Reason += fmt.Sprintf("--timing-only runs it (about %s)", hostmem.FormatBytes(ref.TimingOnly))
 	default:
-		ref.Reason += fmt.Sprintf("too large for --timing-only too (about %s): raise --max-memory", FormatBytes(ref.TimingOnly))
+		ref.Reason += fmt.Sprintf("too large for --timing-only too (about %s): raise --max-memory", hostmem.FormatBytes(ref.TimingOnly))
 	}
 	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
@@ -515,12 +508,12 @@ func (p *plan) probeFits(count int64, rg rings) bool {
 // (err): the run would hold more than its probe.
 func (p *plan) probeRefused(count int64, e MemoryEstimate, err error) error {
 	limit := p.opts.MaxMemory
-	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
 	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: limit + 1}
 	held := ""
-	var oom *OutOfMemoryError
+	var oom *hostmem.OutOfMemoryError
 	if errors.As(err, &oom) {
-		held = fmt.Sprintf(" (it held %s at t=%v)", FormatBytes(oom.Held), oom.At)
+		held = fmt.Sprintf(" (it held %s at t=%v)", hostmem.FormatBytes(oom.Held), oom.At)
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
 		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(satMul(count, int64(p.dt.Size()))), lt, held)
@@ -633,418 +626,32 @@ func opLogCost(l *oplog.Log, sent int64) *OpLogCost {
 	return c
 }
 
-// FormatBytes prints n in binary units with one decimal (2.0 GiB).
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, u := float64(n), "KMGTPE"
-	i := -1
-	for f >= unit && i < len(u)-1 {
-		f /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, u[i])
-}
-
-// DefaultMaxMemory is --max-memory's default: 80 % of the memory the
-// process may use, the smaller of the machine's physical memory
-// (MemTotal) and the cgroup's limit (v2 memory.max, v1
-// memory.limit_in_bytes). Both are fixed while the machine runs, so one
-// command is admitted or refused the same way whatever other processes
-// hold at the moment (MemAvailable, the base before, moved by gigabytes
-// within a session), and at most half the address space an RLIMIT_AS
-// leaves a run (defaultlimit.go). 0 when none is known.
-func DefaultMaxMemory() int64 {
-	n, fromAS := underAddressSpace(availableMemory(os.ReadFile)/5*4, startRoom())
-	defaultFromAddressSpace.Store(fromAS)
-	return n
-}
-
-// limitText is how a message names the --max-memory limit: a user who
-// gave none is told the figure is the default and what it is made of.
-func limitText(limit int64, isDefault bool) string {
-	if isDefault {
-		return FormatBytes(limit) + " (" + defaultLimitWhy() + ")"
-	}
-	return FormatBytes(limit)
-}
-
-// defaultLimitRule is how messages name DefaultMaxMemory's rule.
-const defaultLimitRule = "80% of the machine's memory, cgroup limit included"
-
-// availableMemory is the memory the process may use, from the files read
-// reads: the smaller of MemTotal and the cgroup's limit (0 when none
-// says). Never MemAvailable: it moves with what other processes hold.
-func availableMemory(read func(string) ([]byte, error)) int64 {
-	var avail int64
-	take := func(n int64) {
-		if n > 0 && (avail == 0 || n < avail) {
-			avail = n
-		}
-	}
-	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		if b, err := read(f); err == nil {
-			// "max" (v2) or a huge number (v1) mean no limit.
-			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n < 1<<60 {
-				take(n)
-			}
-		}
-	}
-	if b, err := read("/proc/meminfo"); err == nil {
-		fields := map[string]int64{}
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			f := strings.Fields(string(line))
-			if len(f) >= 2 {
-				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					fields[strings.TrimSuffix(f[0], ":")] = n * 1024 // kB
-				}
-			}
-		}
-		take(fields["MemTotal"])
-	}
-	return avail
-}
-
-// The run-time guard. While runs with a limit are active, the Go soft
-// memory limit is 90 % of the smallest of them (the collector works harder
-// near it), and the memory the process holds is sampled at points the run
-// itself determines, never by a clock (a ticker's samples came late on a
-// loaded machine, and where a run stopped depended on it):
-//
-//   - by Starlark's steps (script.NewMemoryWatch, pollMemory): a watched
-//     thread polls every 64 steps, and every 16 while each poll finds a
-//     new garbage collection; the first poll after a collection samples.
-//     Collections are started by what the run allocates (near the soft
-//     limit, by every allocation), so a thread that allocates fast polls
-//     often and one that does not hardly ever samples. This watches the
-//     Starlark that allocates without yielding to the simulation (a
-//     module's top level, a kernel's lists and strings, Tile math). A
-//     cleanup run after each collection was tried first: it runs when
-//     the scheduler gets to it, and under load a string doubled in a
-//     loop reached a gigabyte before one did.
-//   - at the simulation's guard turns (every sim.GuardEvery events, and
-//     every 64 records and each math record of phase 2's replay;
-//     guardTurns): the first turn after a collection, and every
-//     dataSampleTurns-th turn of a run that holds bytes (its stores touch
-//     fresh pages without allocating) or every sparseSampleTurns-th of a
-//     timing-only run or a replay.
-//
-// A sample reads /proc/self/statm through a file kept open, into a buffer
-// on the stack (about 1 µs; a fresh open costs 8 µs); a poll that finds
-// no new collection costs about 7 ns. docs/instructions.sh counts 0.4 %
-// more instructions than with a ticker on its timing-only ring, 0.3 % on
-// a verified 16-rank ring of 1 MiB and 0.9 % on ring_allreduce_manual at
-// 16 ranks × 256K (830,000 Starlark steps). A cadence of 16 steps cost 9
-// % there; one of 128 steps let a string doubled in a loop (12 steps a
-// turn) double ten times between polls. Under --max-memory 128M the
-// bad-input cases stop at a peak of 277 MB (a string doubled in a loop:
-// once more past the limit), 140 MB (lists of 32 MB) and 187 MB (tiles
-// of 16 MB), the same at every run (/usr/bin/time).
-//
-// Sampling only ever ends runs: what a run simulates is the same with or
-// without it. Both the limit and the sample are the process's: runs side
-// by side in one process (-j, or the CLI tests' in-process commands) are
-// measured together, which is why those tests run a command with
-// --max-memory alone. The soft limit composes with holdLargeHeap's GC
-// percent: the collector runs at whichever of the two triggers first.
-
-var memGuard struct {
-	sync.Mutex
-	limits []int64      // of active runs
-	saved  int64        // the soft limit before the first of them
-	held   atomic.Int64 // the last sample
-}
-
-// How many guard turns pass between two samples when no collection ran
-// between them. A run that holds bytes (dataSampleTurns) writes them
-// without allocating: its stores touch fresh pages, which no collection
-// sees. A timing-only run, and a replay (sparseSampleTurns), grows by
-// allocating, which the collections see: for them it is a backstop.
-const (
-	dataSampleTurns   = 4
-	sparseSampleTurns = 16
-)
-
-// guardMemory registers a run with a limit and returns the function that
-// ends the registration.
-func guardMemory(limit int64) (release func()) {
-	if limit <= 0 {
-		return func() {}
-	}
-	memGuard.Lock()
-	defer memGuard.Unlock()
-	if len(memGuard.limits) == 0 {
-		memGuard.saved = debug.SetMemoryLimit(-1)
-		memGuard.held.Store(sampleMemory())
-	}
-	memGuard.limits = append(memGuard.limits, limit)
-	setSoftLimit()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			memGuard.Lock()
-			defer memGuard.Unlock()
-			for i, l := range memGuard.limits {
-				if l == limit {
-					memGuard.limits = append(memGuard.limits[:i], memGuard.limits[i+1:]...)
-					break
-				}
-			}
-			if len(memGuard.limits) == 0 {
-				debug.SetMemoryLimit(memGuard.saved)
-				return
-			}
-			setSoftLimit()
-		})
-	}
-}
-
-func setSoftLimit() {
-	soft := int64(math.MaxInt64)
-	for _, l := range memGuard.limits {
-		soft = min(soft, l/10*9)
-	}
-	debug.SetMemoryLimit(min(soft, memGuard.saved))
-}
-
-// collectionSentinel is an object nothing holds, so the next collection
-// frees it. Larger than the tiny allocator's 16 bytes: tiny objects share
-// a block, which another object may keep alive.
-type collectionSentinel struct{ _ [64]byte }
-
-// collections notes the garbage collections the process ran: a weak
-// pointer to a sentinel reads nil once a collection has freed it (about
-// 10 ns to ask, and it asks in the caller's own goroutine, unlike a
-// cleanup, which runs when the scheduler gets to it: under load, a string
-// doubled in a loop reached a gigabyte before one did).
-var collections struct {
-	sentinel atomic.Pointer[weak.Pointer[collectionSentinel]]
-	count    atomic.Uint64
-	// sampled is the count at the last sample a poll took (pollMemory):
-	// one sample per collection for all the threads that poll.
-	sampled atomic.Uint64
-}
-
-// collectionsSoFar is the number of collections noted so far. A sentinel
-// made while a collection marks survives it and is noted at the next one.
-func collectionsSoFar() uint64 {
-	p := collections.sentinel.Load()
-	if p != nil && p.Value() != nil {
-		return collections.count.Load()
-	}
-	next := weak.Make(new(collectionSentinel))
-	if collections.sentinel.CompareAndSwap(p, &next) {
-		collections.count.Add(1)
-	}
-	return collections.count.Load()
-}
-
-// pollMemory is the memory watch's poll (script.NewMemoryWatch), called
-// by a watched thread every so many steps: when a collection ran since
-// the thread's last poll (seen), the first thread to poll after it samples
-// and fires the watches over their limit, and every thread polls more
-// often while collections keep coming.
-func pollMemory(seen *uint64) bool {
-	c := collectionsSoFar()
-	if c == *seen {
-		return false
-	}
-	*seen = c
-	if s := collections.sampled.Load(); s < c && collections.sampled.CompareAndSwap(s, c) {
-		h := sampleMemory()
-		memGuard.held.Store(h)
-		checkWatches(h)
-	}
-	return true
-}
-
-// sampleMemory is the memory the process holds: its resident set
-// (/proc/self/statm), what /usr/bin/time reports as the peak and what the
-// kernel's out-of-memory killer counts. The runtime's own figures count
-// more: the simulated memory a run allocated but never touched (the
-// kernel backs a page at its first write) and freed heap the runtime has
-// not returned (a run holding 4.3 GB was reported to hold 8.1 GiB). Where
-// /proc is missing, the runtime's mapped memory minus what it returned.
-// Under an address-space limit (ulimit -v) what ends the process is the
-// address space it maps, touched or not (tiles of zeros never written
-// grow it, not the resident set): there the figure is the larger of the
-// resident set and the address space mapped past what the process maps
-// as it starts (startMapped), which the default limit is half of.
-func sampleMemory() int64 {
-	if mapped, resident := readStatm(); resident > 0 {
-		if startRoom() > 0 {
-			resident = max(resident, mapped-startMapped)
-		}
-		return resident
-	}
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-}
-
-// statmFile is /proc/self/statm, opened once (nil where it cannot be):
-// reading it again from offset 0 makes the kernel write it afresh, at an
-// eighth of the cost of opening it anew.
-var statmFile = sync.OnceValue(func() *os.File {
-	f, err := os.Open("/proc/self/statm")
-	if err != nil {
-		return nil
-	}
-	return f
-})
-
-// readStatm is what /proc/self/statm says now, read through statmFile
-// (mapped and resident bytes; 0 for a figure it cannot tell). It
-// allocates nothing: the event loop's guard calls it.
-func readStatm() (mapped, resident int64) {
-	f := statmFile()
-	if f == nil {
-		return 0, 0
-	}
-	var b [128]byte // seven counts of pages: far fewer digits
-	n, _ := f.ReadAt(b[:], 0)
-	return parseStatm(b[:n])
-}
-
-// residentBytes is the resident set from /proc/self/statm (its second
-// field, in pages) as read reads it; 0 when it cannot tell.
-func residentBytes(read func(string) ([]byte, error)) int64 {
-	b, err := read("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	_, resident := parseStatm(b)
-	return resident
-}
-
-// parseStatm is the address space mapped and the resident set, in bytes,
-// from the first two fields of /proc/self/statm (counts of pages); 0 for
-// a field missing or not a positive count.
-func parseStatm(b []byte) (mapped, resident int64) {
-	var fields [2]int64
-	for i := range fields {
-		for len(b) > 0 && (b[0] == ' ' || b[0] == '\n') {
-			b = b[1:]
-		}
-		pages, digits := int64(0), 0
-		for ; digits < len(b) && b[digits] >= '0' && b[digits] <= '9'; digits++ {
-			pages = satMul(pages, 10) + int64(b[digits]-'0')
-		}
-		if digits == 0 || (digits < len(b) && b[digits] != ' ' && b[digits] != '\n') {
-			break // not a count: this field and those after it are unknown
-		}
-		fields[i] = satMul(pages, int64(os.Getpagesize()))
-		b = b[digits:]
-	}
-	return fields[0], fields[1]
-}
-
-// OutOfMemoryError ends a run whose host memory passed --max-memory.
-type OutOfMemoryError struct {
-	At       sim.Time
-	Messages uint64
-	Held     int64
-	Limit    int64
-	// DefaultLimit: Limit is DefaultMaxMemory, no --max-memory was given.
-	DefaultLimit bool
-	// Try lists what would hold less, for the run's mode (a timing-only
-	// run keeps no bytes, so --timing-only is no help to it).
-	Try string
-}
-
-// ErrorKind is errkind.HostMemory (exit 3, as a run stopped by a limit).
-func (e *OutOfMemoryError) ErrorKind() *errkind.Kind { return errkind.HostMemory }
-
-func (e *OutOfMemoryError) Error() string {
-	try := e.Try
-	if try == "" {
-		try = tryVerified
-	}
-	return fmt.Sprintf("out of memory at t=%v, %d messages simulated: the run holds %s of host memory, over --max-memory %s; "+
-		"try %s, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), limitText(e.Limit, e.DefaultLimit), try)
-}
-
 // installGuard makes the world's simulation, and its phase 2, stop when
-// the process passes limit.
+// the process passes limit (hostmem's run-time guard).
 func (w *world) installGuard(limit int64, defaultLimit bool) {
-	w.releaseGuard = guardMemory(limit)
+	w.releaseGuard = hostmem.GuardRun(limit)
 	if limit <= 0 {
 		return
 	}
 	w.memoryLimit = limit
-	try := w.tryLessMemory()
+	try := hostmem.TryLessMemory(w.m.TimingOnly, w.verifies)
 	w.outOfMemory = func(held int64) error {
-		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
+		return &hostmem.OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
 	}
-	w.s.Guard = w.guardTurns(limit, false)
+	w.s.Guard = hostmem.TurnGuard(limit, w.m.TimingOnly, w.outOfMemory)
 }
 
-// guardTurns is a guard for the simulation's turns (Sim.Guard) or, with
-// replay set, phase 2's (oplog.Log.Guard): each gets its own, which
-// samples at its first turn (phase 2 begins after the pre-run image was
-// kept), then at the turns the run-time guard's comment lists. Phase 2
-// writes into blocks the pre-run image already holds: what it adds, it
-// allocates (tiles), so it samples as a timing-only run does.
-func (w *world) guardTurns(limit int64, replay bool) func() error {
-	every := dataSampleTurns
-	if w.m.TimingOnly || replay {
-		every = sparseSampleTurns
+// memoryStop is err, the error that ended a simulation, unless the memory
+// watch caused it (a process's Starlark thread cancelled over the limit):
+// then the simulation's own guard error, which says when the run stopped
+// and what to try for its mode, as when the event loop finds the run over
+// the limit.
+func (w *world) memoryStop(err error) error {
+	if w.outOfMemory == nil || !script.IsMemory(err) {
+		return err
 	}
-	turn := 0
-	seen := collectionsSoFar()
-	return func() error {
-		collections := collectionsSoFar()
-		due := turn%every == 0 || collections != seen
-		turn++
-		if !due {
-			return nil
-		}
-		seen = collections
-		h := sampleMemory()
-		memGuard.held.Store(h)
-		if h <= limit {
-			return nil
-		}
-		// Part of what the runtime holds may be garbage or freed pages
-		// not yet returned (an earlier size's image): collect and return
-		// them before calling the run out of memory.
-		debug.FreeOSMemory()
-		h = sampleMemory()
-		memGuard.held.Store(h)
-		if h <= limit {
-			return nil
-		}
-		return w.outOfMemory(h)
-	}
+	return w.outOfMemory(hostmem.Held())
 }
-
-// tryLessMemory is what an OutOfMemoryError of this world suggests: what
-// its mode lacks, and the kernels' own values. The event loop's guard and
-// a kernel's memory watch see the same memory, and either may be first to
-// find it over the limit: both suggest the same.
-func (w *world) tryLessMemory() string {
-	switch {
-	case w.m.TimingOnly:
-		return tryTimingOnly + tryKernelState
-	case !w.verifies:
-		return tryUnverified + tryKernelState
-	}
-	return tryVerified + tryKernelState
-}
-
-// What an OutOfMemoryError suggests, by the run's mode.
-const (
-	tryVerified   = "--timing-only, a smaller --bytes or --verify-data=false"
-	tryUnverified = "--timing-only or a smaller --bytes"
-	tryTimingOnly = "a smaller --bytes or --world-size (a timing-only run keeps no data: its memory is per-rank and per-message state)"
-	// tryKernelState: what no flag shrinks.
-	tryKernelState = "; the memory may also be what the kernel's own code keeps (lists, strings, tiles it holds): keep less there"
-)
 
 // messages is the number of messages sent so far.
 func (w *world) messages() uint64 {

@@ -3,8 +3,6 @@ package ccl
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,8 +11,8 @@ import (
 
 	"kernbench"
 	"kernbench/engine/dtype"
-	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 )
 
 func testPlan(t *testing.T, coll string, world int, opts Options) *plan {
@@ -64,11 +62,11 @@ func TestEstimateMemory(t *testing.T) {
 				Runtime: runtimeBytes + (24*mib+ringBytes+oplog+phase2+small)/100*100}},
 		{"verified, large: gc.go's headroom", "allreduce", 8 * mib, Options{Verify: true},
 			MemoryEstimate{Data: 512 * mib, Rings: ringBytes, Scratch: 512 * mib, OpLog: records32 * logRecordBytes, Phase2: records32 * phase2PerRecord, Ranks: ranks, Kernels: kernels,
-				Runtime: runtimeBytes + (1024*mib+ringBytes+records32*(logRecordBytes+phase2PerRecord)+small)/100*int64(gcPercent(2*(512*mib+ringBytes)))}},
+				Runtime: runtimeBytes + (1024*mib+ringBytes+records32*(logRecordBytes+phase2PerRecord)+small)/100*int64(hostmem.GCPercent(2*(512*mib+ringBytes)))}},
 		{"unverified", "allreduce", mib / 4, Options{},
 			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Scratch: 16 * mib, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (32*mib+ringBytes+small)/100*100}},
 		{"unverified, large: gc.go's headroom over the memory alone", "allreduce", 4 * mib, Options{},
-			MemoryEstimate{Data: 256 * mib, Rings: ringBytes, Scratch: 256 * mib, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (512*mib+ringBytes+small)/100*int64(gcPercent(256*mib+ringBytes))}},
+			MemoryEstimate{Data: 256 * mib, Rings: ringBytes, Scratch: 256 * mib, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (512*mib+ringBytes+small)/100*int64(hostmem.GCPercent(256*mib+ringBytes))}},
 		{"unverified with --oplog keeps the log", "allreduce", mib / 4, Options{OpLog: &strings.Builder{}},
 			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Scratch: 16 * mib, OpLog: oplog, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (32*mib+ringBytes+oplog+small)/100*100}},
 		{"in place: one buffer", "allreduce", mib / 4, Options{InPlace: true},
@@ -220,7 +218,7 @@ func TestCheckMemoryProbes(t *testing.T) {
 	const count = 1 << 20 // 4 MiB buffers
 	conf := testPlan(t, "allreduce", 8, Options{Verify: true}).estimateMemory(count, rg).Total()
 	small := &MemoryCounts{Ops: 1000}
-	oom := &OutOfMemoryError{Held: 1 << 30, Limit: 1}
+	oom := &hostmem.OutOfMemoryError{Held: 1 << 30, Limit: 1}
 	tests := []struct {
 		name   string
 		limit  int64
@@ -262,44 +260,6 @@ func TestCheckMemoryProbes(t *testing.T) {
 			}
 			if e.Basis == basisCounted && tt.opts.Verify && e.Configured != conf {
 				t.Errorf("counted estimate names the configuration's %d, want %d", e.Configured, conf)
-			}
-		})
-	}
-}
-
-func TestAvailableMemory(t *testing.T) {
-	const meminfo = "MemTotal:       16000000 kB\nMemFree:         1000000 kB\nMemAvailable:    8000000 kB\n"
-	const busy = "MemTotal:       16000000 kB\nMemFree:          100000 kB\nMemAvailable:    2000000 kB\n"
-	files := func(m map[string]string) func(string) ([]byte, error) {
-		return func(name string) ([]byte, error) {
-			if s, ok := m[name]; ok {
-				return []byte(s), nil
-			}
-			return nil, fs.ErrNotExist
-		}
-	}
-	tests := []struct {
-		name  string
-		files map[string]string
-		want  int64
-	}{
-		{"meminfo only: MemTotal", map[string]string{"/proc/meminfo": meminfo}, 16000000 * 1024},
-		// Other processes took memory: MemAvailable fell, the default
-		// did not move.
-		{"MemAvailable ignored", map[string]string{"/proc/meminfo": busy}, 16000000 * 1024},
-		{"cgroup v2 limit below", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "2147483648\n"}, 2 << 30},
-		{"cgroup v2 without limit", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "max\n"}, 16000000 * 1024},
-		{"cgroup v1 limit below", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory/memory.limit_in_bytes": "1073741824\n"}, 1 << 30},
-		{"cgroup v1 unlimited", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, 16000000 * 1024},
-		{"cgroup limit above the machine's memory", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "68719476736"}, 16000000 * 1024},
-		{"cgroup limit between MemAvailable and MemTotal", map[string]string{"/proc/meminfo": busy, "/sys/fs/cgroup/memory.max": "10240000000"}, 10240000000},
-		{"old kernel: MemTotal", map[string]string{"/proc/meminfo": "MemTotal:       4000000 kB\n"}, 4000000 * 1024},
-		{"nothing known", map[string]string{}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := availableMemory(files(tt.files)); got != tt.want {
-				t.Errorf("availableMemory = %d, want %d", got, tt.want)
 			}
 		})
 	}
@@ -394,17 +354,6 @@ func TestEstimateMessagesBoundsShippedAlgorithms(t *testing.T) {
 	}
 }
 
-// gcPercent is the collector's headroom the estimate counts: Go's 100 %
-// below 256 MiB of held blocks, then 64 MiB, then about 15 %.
-func TestGCPercent(t *testing.T) {
-	const mib = 1 << 20
-	got := []int{gcPercent(0), gcPercent(255 * mib), gcPercent(256 * mib), gcPercent(400 * mib), gcPercent(1 << 30), gcPercent(1 << 40)}
-	want := []int{100, 100, 25, 16, 14, 14} // 15 % rounded down
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("gcPercent (-want +got):\n%s", diff)
-	}
-}
-
 // A -j sweep's sizes share --max-memory: a size waits while its estimate
 // does not fit next to the running ones, and one over the limit alone
 // still runs once nothing else does.
@@ -443,118 +392,6 @@ func TestMemBudget(t *testing.T) {
 	relBig()
 	var none *memBudget
 	none.acquire(1 << 60)() // no limit: admits everything
-}
-
-// A run that outgrows --max-memory is told what would hold less in its
-// own mode: --timing-only is no help to a timing-only run, and
-// --verify-data=false none to an unverified one.
-func TestOutOfMemorySuggestsWhatTheModeLacks(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		w    *world
-		want string
-	}{
-		{"verified", &world{m: &machine.Machine{}, verifies: true}, tryVerified},
-		{"unverified", &world{m: &machine.Machine{}}, tryUnverified},
-		{"timing-only", &world{m: &machine.Machine{TimingOnly: true}}, tryTimingOnly},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := (&OutOfMemoryError{Limit: 1 << 20, Try: tc.w.tryLessMemory()}).Error()
-			if !strings.Contains(got, "try "+tc.want+tryKernelState+", or raise --max-memory") {
-				t.Errorf("message %q does not suggest %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// A run stopped by the default limit says the figure is the default, so a
-// user who never gave --max-memory knows where it comes from; a limit the
-// user gave is named as given.
-func TestOutOfMemoryNamesTheDefaultLimit(t *testing.T) {
-	def := (&OutOfMemoryError{Limit: 1 << 30, DefaultLimit: true}).Error()
-	if !strings.Contains(def, "over --max-memory 1.0 GiB (the default: 80% of the machine's memory, cgroup limit included);") {
-		t.Errorf("default limit: message %q does not say it is the default", def)
-	}
-	given := (&OutOfMemoryError{Limit: 1 << 30}).Error()
-	if !strings.Contains(given, "over --max-memory 1.0 GiB;") {
-		t.Errorf("given limit: message %q does not name it as given", given)
-	}
-}
-
-// The held figure is what the process holds: memory a run allocated but
-// never wrote (the kernel backs a page at its first write; a lazy PE's
-// memory) is not held, what it wrote is. The runtime's mapped-minus-
-// returned figure counted both (a run holding 4.3 GB was reported at
-// 8.1 GiB).
-func TestHeldMemoryIsResident(t *testing.T) {
-	if residentBytes(os.ReadFile) == 0 {
-		t.Skip("no /proc/self/statm: the held figure is the runtime's")
-	}
-	const mib = 1 << 20
-	runtime.GC()
-	const size = 256 * mib
-	before := sampleMemory()
-	// Fresh pages from the system (untouchedBytes): a block of the Go
-	// heap may reuse a span an earlier test wrote, which counted as held
-	// before this wrote anything (about one run in four).
-	b, release := untouchedBytes(t, size)
-	defer release()
-	allocated := sampleMemory()
-	for i := 0; i < 128*mib; i += os.Getpagesize() {
-		b[i] = 1
-	}
-	written := sampleMemory()
-	runtime.KeepAlive(b)
-	if d := allocated - before; d > 32*mib {
-		t.Errorf("%s allocated, none written: the held figure grew by %s, want under 32 MiB", FormatBytes(int64(size)), FormatBytes(d))
-	}
-	if d := written - before; d < 112*mib || d > 160*mib {
-		t.Errorf("128 MiB written: the held figure grew by %s, want about 128 MiB", FormatBytes(d))
-	}
-}
-
-// The guard's reading of /proc/self/statm: the address space mapped (ulimit
-// -v's figure) and the resident set, parsed without allocating.
-func TestParseStatm(t *testing.T) {
-	page := int64(os.Getpagesize())
-	if m, r := parseStatm([]byte("250000 1000 300 200 0 9000 0\n")); m != 250000*page || r != 1000*page {
-		t.Errorf("parseStatm = %d, %d; want %d, %d", m, r, 250000*page, 1000*page)
-	}
-	if m, r := readStatm(); residentBytes(os.ReadFile) > 0 && (m <= 0 || r <= 0 || r > m) {
-		t.Errorf("readStatm = %d mapped, %d resident: want both positive, resident at most mapped", m, r)
-	}
-	if n := testing.AllocsPerRun(100, func() { readStatm() }); n != 0 {
-		t.Errorf("readStatm allocates %v times a call, want none (the event loop's guard calls it)", n)
-	}
-}
-
-func TestResidentBytes(t *testing.T) {
-	page := int64(os.Getpagesize())
-	for _, tc := range []struct {
-		name  string
-		statm string
-		want  int64
-	}{
-		{"resident pages", "250000 1000 300 200 0 9000 0\n", 1000 * page},
-		{"one space each", "7 3\n", 3 * page},
-		{"a count with a sign", "250000 -1000 300\n", 0},
-		{"digits then letters", "250000 1000x 300\n", 0},
-		{"short", "250000\n", 0},
-		{"garbled", "a b c\n", 0},
-		{"missing", "", 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := residentBytes(func(string) ([]byte, error) {
-				if tc.statm == "" {
-					return nil, fs.ErrNotExist
-				}
-				return []byte(tc.statm), nil
-			})
-			if got != tc.want {
-				t.Errorf("residentBytes(%q) = %d, want %d", tc.statm, got, tc.want)
-			}
-		})
-	}
 }
 
 // A full_mesh world has world_size − 1 directions a rank: its set-up grows

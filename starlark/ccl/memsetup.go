@@ -7,6 +7,7 @@ import (
 	"kernbench/engine/topology"
 
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 )
 
 // checkWorldMemory refuses a large world whose ranks alone (their
@@ -35,16 +36,16 @@ func (p *plan) checkWorldMemory(channels int) error {
 	}
 	// The largest world whose ranks and directions alone fit (0: none).
 	fit := sort.Search(p.world, func(w int) bool { return sat(ranksOf(w+1), runtimeBytes) > limit })
-	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
 	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: e.Total()}
 	ref.Reason = fmt.Sprintf("world_size %d needs at least %s of host memory, over --max-memory %s; a smaller --world-size or raise --max-memory",
-		p.world, FormatBytes(e.Total()), lt)
+		p.world, hostmem.FormatBytes(e.Total()), lt)
 	alt := "a smaller --world-size"
 	if fit >= 1 {
 		alt += fmt.Sprintf(" (the ranks and their directions alone fit up to %d)", fit)
 	}
 	ref.Message = fmt.Sprintf("world_size %d needs at least %s of host memory before any buffer (%s), over --max-memory %s; try %s, or raise --max-memory",
-		p.world, FormatBytes(e.Total()), e.parts(), lt, alt)
+		p.world, hostmem.FormatBytes(e.Total()), e.parts(), lt, alt)
 	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
@@ -59,12 +60,12 @@ func worldSetUpBytes(topo string, w, channels int) int64 {
 // its ranks and directions alone pass the memory kernbench may use (the
 // default --max-memory); "" when it may.
 func setUpTooLarge(topo string, w, channels int) string {
-	need, limit := sat(worldSetUpBytes(topo, w, channels), runtimeBytes), DefaultMaxMemory()
+	need, limit := sat(worldSetUpBytes(topo, w, channels), runtimeBytes), hostmem.DefaultMaxMemory()
 	if limit <= 0 || need <= limit {
 		return ""
 	}
 	return fmt.Sprintf("world_size %d on topology %s needs about %s of host memory to set up (%d directions), over the %s kernbench may use (%s); check a smaller world size",
-		w, topo, FormatBytes(need), satMul(int64(w), topology.Degree(topo, w, channels)), FormatBytes(limit), defaultLimitWhy())
+		w, topo, hostmem.FormatBytes(need), satMul(int64(w), topology.Degree(topo, w, channels)), hostmem.FormatBytes(limit), hostmem.DefaultLimitWhy())
 }
 
 // perDirectionSetUp is the host memory one installed direction takes

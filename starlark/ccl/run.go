@@ -15,6 +15,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
@@ -178,7 +179,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	}
 	loader.PrintPrefix = printPrefix
 	var release func()
-	loader.MemoryWatch, release = watchMemory(opts.MaxMemory, opts.MaxMemoryIsDefault)
+	loader.MemoryWatch, release = hostmem.Watch(opts.MaxMemory, opts.MaxMemoryIsDefault)
 	defer release()
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
