@@ -107,7 +107,7 @@ func measureMemory(t *testing.T, bin string, c memoryCase) (r memoryRun, ok bool
 	}
 	var rep struct {
 		Results []struct {
-			HostMemory *ccl.MemoryEstimate `json:"host_memory_estimate"`
+			HostMemory *hostmem.Estimate `json:"host_memory_estimate"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 1 || rep.Results[0].HostMemory == nil {

@@ -300,12 +300,12 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	if err := w.install(p, tgt, loader, hook); err != nil {
 		return nil, err
 	}
-	var est MemoryEstimate
+	var est hostmem.Estimate
 	if err := checkFits(p, w.m, count); err != nil {
 		return nil, err
 	}
 	if buffersFit(p, w.m, count) {
-		probe := func() (*MemoryCounts, error) {
+		probe := func() (*hostmem.Counts, error) {
 			q := *p
 			q.opts = silent(p.opts)
 			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
@@ -322,7 +322,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 			return nil, err
 		}
 	}
-	defer p.budget.acquire(est.Total())()
+	defer p.budget.Acquire(est.Total())()
 	b, err := newBench(p, w.m, count)
 	if err != nil {
 		return nil, err
@@ -338,7 +338,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	// load reuses is the one recycled last, still in cache.
 	handles := &tl.HandlePool{}
 	if p.opts.probe {
-		r := tl.NewRetention(viewBytes, handleBytes)
+		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
 		defer r.Close()
 		for i := range stats {
 			stats[i].Retained = r

@@ -1,14 +1,16 @@
-// Package hostmem is the host memory a simulation may use: it tells the
-// default --max-memory, measures what the process holds, stops the runs
-// and the Starlark that pass their limit, and keeps the collector's
-// headroom near what the runs hold. Process-wide settings (the Go
+// Package hostmem is the host memory a simulation may use: it estimates
+// what a run will hold (Configured, Counted), tells the default
+// --max-memory, measures what the process holds, stops the runs and the
+// Starlark that pass their limit, and keeps the collector's headroom near
+// what the runs hold. Process-wide settings (the Go
 // runtime's soft memory limit and GC percent, the kernel's page
 // population) are changed only through the Settings a program installs
 // (Install): a program that installs none keeps its own.
 //
-// It knows nothing of ccl's runs beyond plain figures: ccl registers a
-// run (GuardRun), hands the simulation TurnGuard's guard and a Starlark
-// loader Watch's watch, and builds its own error from what they report.
+// It knows nothing of ccl's runs beyond plain figures: ccl describes a
+// run to the estimate (Run, Rings, Counts), registers it (GuardRun),
+// hands the simulation TurnGuard's guard and a Starlark loader Watch's
+// watch, and refuses or reports in its own terms.
 package hostmem
 
 import (
