@@ -19,11 +19,11 @@ import (
 // of long before its simulated machine does: the simulated memory of the
 // bench's buffers, the pre-run image phase 2 keeps, the op_log (a record
 // per data operation), per-rank state and what the kernels keep in their
-// Starlark values. Before a run the estimate below is compared with the
-// limit (over it: exit 2, naming what would fit); during the run a Go soft
-// memory limit keeps the collector working near it, and a heap that
-// passes the limit anyway ends the run with exit 3 instead of the Go
-// runtime's fatal error.
+// Starlark values. Before a run hostmem's estimate is compared with the
+// limit here (over it: exit 2, naming what would fit); during the run
+// hostmem's guard, installed below, ends a run whose process passes the
+// limit with exit 3 instead of the Go runtime's fatal error. This file is
+// the glue: what of the plan and the world the guard needs.
 
 // memRun is what the host-memory estimate knows of a run of count
 // elements per rank (hostmem.Run): the collective's buffers and bus bytes
