@@ -12,6 +12,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/script"
 )
 
@@ -106,7 +107,7 @@ func measureMemory(t *testing.T, bin string, c memoryCase) (r memoryRun, ok bool
 	}
 	var rep struct {
 		Results []struct {
-			HostMemory *ccl.MemoryEstimate `json:"host_memory_estimate"`
+			HostMemory *hostmem.Estimate `json:"host_memory_estimate"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 1 || rep.Results[0].HostMemory == nil {
@@ -162,16 +163,16 @@ func TestMemoryEstimateMatchesPeak(t *testing.T) {
 			}
 			ratio := func(est int64) float64 { return float64(est) / float64(r.peak) }
 			t.Logf("peak %s, estimate %s (%.2f), from the configuration %s (%.2f)",
-				ccl.FormatBytes(r.peak), ccl.FormatBytes(r.counted), ratio(r.counted), ccl.FormatBytes(r.configured), ratio(r.configured))
+				hostmem.FormatBytes(r.peak), hostmem.FormatBytes(r.counted), ratio(r.counted), hostmem.FormatBytes(r.configured), ratio(r.configured))
 			if q := ratio(r.counted); q < 1/1.5 || q > 1.5 {
-				t.Errorf("estimate %s is %.2f× the peak %s: not within 1.5×", ccl.FormatBytes(r.counted), q, ccl.FormatBytes(r.peak))
+				t.Errorf("estimate %s is %.2f× the peak %s: not within 1.5×", hostmem.FormatBytes(r.counted), q, hostmem.FormatBytes(r.peak))
 			}
 			q := ratio(r.configured)
 			switch {
 			case !c.timingOnly && q < 1/1.5:
-				t.Errorf("the configuration's estimate %s is %.2f× the peak %s: a run it admits without a probe could pass the limit", ccl.FormatBytes(r.configured), q, ccl.FormatBytes(r.peak))
+				t.Errorf("the configuration's estimate %s is %.2f× the peak %s: a run it admits without a probe could pass the limit", hostmem.FormatBytes(r.configured), q, hostmem.FormatBytes(r.peak))
 			case c.timingOnly && (q < 1.0/3 || q > 3):
-				t.Errorf("the timing-only estimate %s is %.2f× the peak %s: not within 3×", ccl.FormatBytes(r.configured), q, ccl.FormatBytes(r.peak))
+				t.Errorf("the timing-only estimate %s is %.2f× the peak %s: not within 3×", hostmem.FormatBytes(r.configured), q, hostmem.FormatBytes(r.peak))
 			}
 		})
 	}

@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
 )
@@ -72,6 +74,13 @@ func reportPeak(getenv func(string) string, read func(string) ([]byte, error), s
 	}
 }
 
+// installSettings lets kernbench's runs change the process's own
+// settings (hostmem.ProcessSettings: the Go runtime's soft memory limit
+// and GC percent near what the runs hold, the kernel's backing of
+// buffers): the program opts in, as its packages change none by
+// themselves. Once, before the first command.
+var installSettings = sync.OnceFunc(func() { hostmem.Install(hostmem.ProcessSettings()) })
+
 // mainIn runs the CLI in env: every relative path it reads or writes is
 // taken in env.Dir and every environment variable it reads comes from
 // env, so tests run commands in-process and side by side, each in its
@@ -80,6 +89,7 @@ func reportPeak(getenv func(string) string, read func(string) ([]byte, error), s
 // report; the backtrace follows only with -v, where it helps the report.
 func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) {
 	defer recoverInternal(stderr, args, &code)
+	installSettings()
 	out := &countingOut{w: stdout}
 	root := newRootCmd(env, out, stderr)
 	root.SetArgs(goTestFlags(args))

@@ -24,6 +24,7 @@ import (
 	"kernbench/engine/trace"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/script"
 )
 
@@ -571,7 +572,7 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 		}
 		o.MaxMemory = n
 	} else {
-		o.MaxMemory = ccl.DefaultMaxMemory()
+		o.MaxMemory = hostmem.DefaultMaxMemory()
 		o.MaxMemoryIsDefault = true
 	}
 	if o.TimingOnly && o.Verify && cmd.Flags().Changed("verify-data") {

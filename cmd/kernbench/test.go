@@ -12,8 +12,8 @@ import (
 
 	"kernbench"
 	"kernbench/engine/config"
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/script"
 	"kernbench/starlark/testrun"
 )
@@ -68,7 +68,7 @@ simulation passed --max-memory.`,
 			if err := emptyValue(cmd.Flags(), "run"); err != nil {
 				return usageErr(stderr, asJSON, err.Error())
 			}
-			limit := ccl.DefaultMaxMemory()
+			limit := hostmem.DefaultMaxMemory()
 			if maxMemory != "" {
 				n, err := config.ParseSize(maxMemory)
 				if err != nil || n <= 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"kernbench/starlark/deadlock"
+	"kernbench/starlark/hostmem"
 	"math"
 	"strings"
 
@@ -136,12 +137,12 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 				return nil, err
 			}
 			if !m.TimingOnly {
-				populate(recvReg.Bytes())
+				hostmem.Populate(recvReg.Bytes())
 				sentinel(p.dt, recvReg.Bytes())
 			}
 		}
 		if !m.TimingOnly {
-			populate(sendReg.Bytes())
+			hostmem.Populate(sendReg.Bytes())
 			if b.sums != nil {
 				b.sums.Fill(sendReg.Bytes(), p.opts.Seed, r)
 			} else {

@@ -17,6 +17,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/script"
 )
 
@@ -43,7 +44,7 @@ func TestFailureKinds(t *testing.T) {
 		msg     string // a part of the message
 	}{
 		{"deadlock", func() error { return simFailure(fmt.Errorf("run: %w", &sim.StallError{}), "") }, errkind.Deadlock, "deadlock"},
-		{"host memory", func() error { return simFailure(fmt.Errorf("run: %w", &OutOfMemoryError{Limit: 1 << 20}), "") }, errkind.HostMemory, "over --max-memory"},
+		{"host memory", func() error { return simFailure(fmt.Errorf("run: %w", &hostmem.OutOfMemoryError{Limit: 1 << 20}), "") }, errkind.HostMemory, "over --max-memory"},
 		{"stale slot", func() error {
 			return simFailure(&rankError{rank: 1, err: fmt.Errorf("tl.fetch: %w", &machine.IPCQError{Kind: "StaleSlot", Msg: "m"})}, "")
 		}, errkind.StaleSlot, "StaleSlot: m"},

@@ -1,23 +1,17 @@
 package ccl
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"weak"
 
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
-	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
+	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
 
@@ -25,376 +19,37 @@ import (
 // of long before its simulated machine does: the simulated memory of the
 // bench's buffers, the pre-run image phase 2 keeps, the op_log (a record
 // per data operation), per-rank state and what the kernels keep in their
-// Starlark values. Before a run the estimate below is compared with the
-// limit (over it: exit 2, naming what would fit); during the run a Go soft
-// memory limit keeps the collector working near it, and a heap that
-// passes the limit anyway ends the run with exit 3 instead of the Go
-// runtime's fatal error.
+// Starlark values. Before a run hostmem's estimate is compared with the
+// limit here (over it: exit 2, naming what would fit); during the run
+// hostmem's guard, installed below, ends a run whose process passes the
+// limit with exit 3 instead of the Go runtime's fatal error. This file is
+// the glue: what of the plan and the world the guard needs.
 
-// MemoryEstimate is the expected peak host memory of one simulation, by
-// part, in bytes.
-type MemoryEstimate struct {
-	Data    int64 `json:"data"`    // simulated memory behind the bench's buffers
-	Image   int64 `json:"image"`   // the pre-run image a verified run keeps for phase 2
-	Rings   int64 `json:"rings"`   // IPCQ receive rings (backed as messages land)
-	Scratch int64 `json:"scratch"` // the kernels' tl.alloc buffers and staging slots (counted only)
-	OpLog   int64 `json:"oplog"`   // op_log records
-	Phase2  int64 `json:"phase2"`  // per record: the replay's working set (verified runs)
-	Ranks   int64 `json:"ranks"`   // per-rank machine, process and interpreter state
-	Kernels int64 `json:"kernels"` // what the kernels keep in Starlark values: views, handles
-	Runtime int64 `json:"runtime"` // the program itself and the collector's headroom
-	// Basis says where the algorithm's part came from: "counted" (a
-	// --timing-only probe of the same run counted its operations and
-	// what its kernels keep) or "configuration" (bounds from the
-	// collective, the topology's rings and the size alone).
-	Basis string `json:"basis"`
-	// Configured is the configuration's estimate of a counted one, and
-	// Counts what the probe counted.
-	Configured int64         `json:"configured,omitempty"`
-	Counts     *MemoryCounts `json:"counts,omitempty"`
-}
-
-// Total is the estimate's sum.
-func (e MemoryEstimate) Total() int64 {
-	t := int64(0)
-	for _, n := range []int64{e.Data, e.Image, e.Rings, e.Scratch, e.OpLog, e.Phase2, e.Ranks, e.Kernels, e.Runtime} {
-		t = sat(t, n)
+// memRun is what the host-memory estimate knows of a run of count
+// elements per rank (hostmem.Run): the collective's buffers and bus bytes
+// at this size and world, and the run's modes. A timing-only run's
+// estimate reads none of the collective's figures: they are left out.
+func (p *plan) memRun(count int64) hostmem.Run {
+	r := hostmem.Run{World: p.world, TimingOnly: p.opts.TimingOnly, Verify: p.opts.Verify, KeepsLog: p.opts.OpLog != nil, InPlace: p.opts.InPlace}
+	if !p.opts.TimingOnly {
+		sz := int64(p.dt.Size())
+		r.SendBytes, r.RecvBytes = satMul(p.coll.sendCount(count, p.world), sz), satMul(p.coll.recvCount(count, p.world), sz)
+		r.CountBytes = satMul(count, sz)
+		r.BusFactor = p.coll.BusFactor(p.world)
+		r.Alltoall, r.KeepsRecv = p.coll.Name == "alltoall", p.coll.KeepsRecv()
 	}
-	return t
+	return r
 }
-
-func (e MemoryEstimate) String() string {
-	s := fmt.Sprintf("%s (%s)", FormatBytes(e.Total()), e.parts())
-	if e.Basis == basisCounted {
-		s += fmt.Sprintf(", counted by a --timing-only probe (from the configuration alone: %s)", FormatBytes(e.Configured))
-	}
-	return s
-}
-
-// parts lists the estimate's nonzero parts.
-func (e MemoryEstimate) parts() string {
-	var parts []string
-	for _, p := range []struct {
-		name string
-		n    int64
-	}{{"simulated memory", e.Data}, {"pre-run image", e.Image}, {"IPCQ rings", e.Rings}, {"tl.alloc", e.Scratch}, {"op_log", e.OpLog}, {"phase 2", e.Phase2},
-		{"ranks", e.Ranks}, {"kernel state", e.Kernels}, {"runtime", e.Runtime}} {
-		if p.n > 0 {
-			parts = append(parts, p.name+" "+FormatBytes(p.n))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-const (
-	basisCounted       = "counted"
-	basisConfiguration = "configuration"
-)
-
-// How the estimate is made. What depends on the algorithm (how many
-// messages and data operations it makes, so op_log records; what its
-// kernels keep alive in Starlark values: a table of p piece views per
-// rank, a list of every store handle) differs by more than 1.5² between
-// the shipped algorithms of one topology, and only running the algorithm
-// tells. So the estimate has two forms:
-//
-//   - from the configuration alone (estimateMemory): the collective's
-//     buffers, the rings, and bounds on messages and kernel state from
-//     the topology's reach. It is what a run far below the limit (under
-//     half of it) and every --timing-only run is checked with: no run
-//     pays for a probe it does not need.
-//   - counted (estimateCounted): when the configuration's estimate of a
-//     run that moves bytes is over half the limit, a --timing-only run of
-//     the same size (the probe: the same operations, messages and kernel
-//     values without bytes, in little memory and the time of a
-//     --timing-only run) counts the data operations, the tl.alloc bytes,
-//     the tiles' bytes and, at its peak, the views and handles the
-//     kernels still hold (tl.Retention), and the estimate is made from
-//     those counts. A probe that passes the limit itself refuses
-//     the run; one that fails otherwise (a kernel that reads values) leaves
-//     the configuration's estimate.
-//
-// The figures are expectations of the peak resident set (VmHWM, what
-// /usr/bin/time reports and the guard samples), calibrated on the shipped
-// algorithms (TestMemoryEstimateMatchesPeak; docs/architecture.md lists
-// the measured runs), not bounds. Go 1.26, amd64.
-const (
-	// runtimeBytes: what a small run of the binary holds (14.4 to 15.6
-	// MiB measured at 2 to 8 ranks × 4K; runs that churn more reach
-	// 20 MiB, the collector's minimum heap filled).
-	runtimeBytes = 20 << 20
-	// perRankBytes, perQPBytes: a rank's PE resources, its kernel's
-	// coroutine stack and Starlark thread, and each of its queue pairs
-	// (the directions of the neighbor map: 2 a rank on a ring, about
-	// log2 p for recursive doubling); mostly stacks and fixed structures,
-	// which the collector's headroom does not grow.
-	perRankBytes = 30 << 10
-	perQPBytes   = 6 << 10
-	// viewBytes, handleBytes: a Ptr view a kernel holds, and an operation
-	// handle with the operation and tile it keeps; handleBytePercent:
-	// the share of the bytes a held handle's operation moves that a run
-	// which moves bytes keeps with it.
-	viewBytes         = 150
-	handleBytes       = 590
-	handleBytePercent = 22
-	// scratchPercent: the share of the tl.alloc bytes a run backs.
-	scratchPercent = 100
-	// The collector's headroom as garbage fills it: garbagePercent over
-	// what the kernels keep (the interpreter's garbage), tileGarbagePercent
-	// of the bytes of the tiles given to kernels (with the reductions'
-	// results, which are not counted), recordGarbagePercent over the
-	// op_log and the replay.
-	garbagePercent       = 100
-	tileGarbagePercent   = 170
-	recordGarbagePercent = 30
-	// kernelHeadroomBytes, kernelHeadroomPercent: the interpreter's
-	// garbage stops filling Go's 100 % once what the kernels keep is
-	// large (ring_allreduce_manual at 1024 ranks, --timing-only: 932 MiB
-	// live, 1.38 GiB of heap): at most 64 MiB and 40 % of it.
-	kernelHeadroomBytes   = 64 << 20
-	kernelHeadroomPercent = 40
-	// perStepBytes: the configuration's figure for what a kernel keeps
-	// per step of its algorithm (estimateMessages' steps, 8 × reach): a
-	// ring's tables of p chunk views, send and recv, hold 2 views per 4
-	// steps; ring_allreduce_manual's piece tables 16 and a store handle
-	// per message (ring_allreduce at 1024 ranks × 4K, --timing-only:
-	// 618 MiB, ring_allreduce_manual 1.5 GiB).
-	perStepBytes = 100
-	// recordsPerMsg bounds the records a message costs (send, recv,
-	// loads, stores, math): -v measures 4.0 (alltoall) to 6.0
-	// (ring_reduce_scatter, mesh_allreduce) on the shipped algorithms.
-	recordsPerMsg = 6.0
-	// minPieceBytes: the smallest piece a shipped algorithm cuts a chunk
-	// into (ring_allreduce_manual; estimateMessages).
-	minPieceBytes = 512
-	// stepsPerReach bounds an algorithm's steps by the reach of its
-	// neighbor map (estimateMessages).
-	stepsPerReach = 8
-	// recordsPerRank: the bench's own records (host writes of the inputs).
-	recordsPerRank = 16
-	// logRecordBytes: an op_log record as the log keeps it, compact and
-	// pointer-free (-v prints the measured figure).
-	logRecordBytes = 120
-	// phase2PerRecord: per record, the replay's working set (its record
-	// order, tile tables).
-	phase2PerRecord = 66
-)
 
 // estimateMemory is the configuration's estimate for one size: count
 // elements per rank, rg the installed receive rings.
-func (p *plan) estimateMemory(count int64, rg rings) MemoryEstimate {
-	steps := int64(0)
-	if rg.QPs > 0 {
-		steps = stepsPerReach * int64(max(1, rg.Reach))
-	}
-	e := p.bufferParts(count, rg)
-	e.Basis = basisConfiguration
-	e.Ranks = p.rankBytes(rg)
-	e.Kernels = satMul(int64(p.world), satMul(steps, perStepBytes))
-	if !p.opts.TimingOnly {
-		// Kernels that reduce through work buffers of their own (mesh,
-		// recursive doubling) allocate up to their buffers again.
-		e.Scratch = e.Data
-	}
-	if !p.opts.TimingOnly && (p.opts.Verify || p.opts.OpLog != nil) {
-		p.recordParts(&e, p.estimateRecords(count, rg))
-	}
-	p.headroom(&e)
-	return e
+func (p *plan) estimateMemory(count int64, rg hostmem.Rings) hostmem.Estimate {
+	return hostmem.Configured(p.memRun(count), rg)
 }
 
 // estimateCounted is the estimate for one size from a probe's counts c.
-func (p *plan) estimateCounted(count int64, rg rings, c *MemoryCounts) MemoryEstimate {
-	e := p.bufferParts(count, rg)
-	e.Basis = basisCounted
-	e.Counts = c
-	e.Ranks = p.rankBytes(rg)
-	e.Kernels = sat(satMul(c.RetainedViews, viewBytes), satMul(c.RetainedHandles, handleBytes))
-	moves := !p.opts.TimingOnly
-	var records int64
-	if moves {
-		e.Rings = sat(e.Rings, p.ringGrowth(rg))
-		// The bytes the held handles' operations move stay with them.
-		e.Kernels = sat(e.Kernels, c.RetainedHandleBytes/100*handleBytePercent)
-		e.Scratch = c.AllocBytes / 100 * scratchPercent
-		if p.opts.Verify || p.opts.OpLog != nil {
-			p.recordParts(&e, sat(sat(c.Ops, c.Allocs), satMul(int64(p.world), recordsPerRank)))
-			records = sat(e.OpLog, e.Phase2)
-		}
-		if p.opts.Verify && p.coll.Name == "alltoall" {
-			// alltoall's replay holds its recv buffers' blocks: every
-			// block is written by pieces from many ranks.
-			e.Phase2 = sat(e.Phase2, satMul(satMul(p.coll.recvCount(count, p.world), int64(p.dt.Size())), int64(p.world)))
-		}
-	}
-	// The collector's headroom is what garbage fills of it: the
-	// interpreter's, in proportion to what the kernels keep; with bytes
-	// moved, the tiles the kernels were given and dropped (the pipelined
-	// primitives recycle theirs) and the op_log's growth; at most gc.go's.
-	head := min(e.Kernels/100*garbagePercent, sat(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
-	if moves {
-		head = sat(head, sat(c.TileBytes/100*tileGarbagePercent, records/100*recordGarbagePercent))
-		held := sat(e.Data, e.Rings)
-		if p.opts.Verify {
-			held = sat(held, held)
-		}
-		head = min(head, (e.Total()-e.Runtime)/100*int64(gcPercent(held)))
-	}
-	e.Runtime = sat(e.Runtime, head)
-	return e
-}
-
-// ringGrowth is what the memory holding the rings leaves behind as it
-// grows: a PE's memory grows by doubling as its rings are installed
-// (65536 KiB of TCM for 32768 KiB of rings, mesh_allreduce at 256 ranks)
-// and the arrays it leaves stay resident until collected. Measured: half
-// the rings again, but no more than the room the memory has left to grow
-// into (alltoall at 32 ranks fills its 1 MiB TCMs with rings: twice them
-// put it at 1.7 times its peak; mesh_allreduce and rd_allreduce at 128
-// and 256 ranks × 4K peaked at 1.6 times their estimate without any).
-func (p *plan) ringGrowth(rg rings) int64 {
-	ring := satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
-	if rg.Room <= 0 || p.world <= 0 {
-		return ring / 2
-	}
-	perPE := ring / int64(p.world)
-	return satMul(max(0, min(perPE/2, rg.Room-perPE)), int64(p.world))
-}
-
-// rankBytes is the ranks' fixed state: per rank and per queue pair.
-func (p *plan) rankBytes(rg rings) int64 {
-	return sat(satMul(int64(p.world), perRankBytes), satMul(int64(rg.QPs), perQPBytes))
-}
-
-// bufferParts are the parts that follow from the collective and the
-// rings alone: the bench's buffers, the pre-run image, the rings.
-func (p *plan) bufferParts(count int64, rg rings) MemoryEstimate {
-	e := MemoryEstimate{Runtime: runtimeBytes}
-	if p.opts.TimingOnly {
-		return e // no byte is backed and no op_log kept
-	}
-	sz := int64(p.dt.Size())
-	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
-	per := satMul(sat(sc, rc), sz)
-	if p.opts.InPlace {
-		per = satMul(max(sc, rc), sz)
-	}
-	e.Data = satMul(per, int64(p.world))
-	e.Rings = satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
-	if p.opts.Verify {
-		// The pre-run image keeps a block that phase 1 writes as it was
-		// before: a block of one repeated 8-byte pattern (a recv buffer's
-		// sentinel, a zeroed ring or scratch) as that pattern, any other
-		// in full. Written blocks with other contents: the inputs of an
-		// in-place buffer. reduce's reference also keeps the recv
-		// buffers' pre-run bytes.
-		if p.opts.InPlace {
-			e.Image = e.Data
-		}
-		if p.coll.KeepsRecv() {
-			e.Image = sat(e.Image, satMul(satMul(rc, sz), int64(p.world)))
-		}
-	}
-	return e
-}
-
-// recordParts sets the op_log and phase 2 parts for records records.
-func (p *plan) recordParts(e *MemoryEstimate, records int64) {
-	e.OpLog = satMul(records, logRecordBytes)
-	if p.opts.Verify {
-		// The replay lets a block go once the last record writing it is
-		// applied: what it holds grows with the records, not with the
-		// buffers.
-		e.Phase2 = satMul(records, phase2PerRecord)
-	}
-}
-
-// headroom adds the collector's headroom over what is live: gc.go's while
-// the run holds its large blocks (twice them when verified, the image),
-// Go's 100 % for a heap under 256 MiB; without bytes, 100 % of what the
-// kernels keep (the ranks' state is mostly stacks, which it does not
-// grow).
-func (p *plan) headroom(e *MemoryEstimate) {
-	if p.opts.TimingOnly {
-		e.Runtime = sat(e.Runtime, e.Kernels)
-		return
-	}
-	held := sat(e.Data, e.Rings)
-	if p.opts.Verify {
-		held = sat(held, held)
-	}
-	live := e.Total() - e.Runtime
-	e.Runtime = sat(e.Runtime, live/100*int64(gcPercent(held)))
-}
-
-// estimateRecords bounds the op_log records of a run from above: every
-// rank's messages (estimateMessages) at recordsPerMsg records each, plus
-// the bench's own records per rank.
-func (p *plan) estimateRecords(count int64, rg rings) int64 {
-	if rg.QPs == 0 || rg.SlotSize <= 0 {
-		return 0
-	}
-	r := (p.estimateMessages(count, rg)*recordsPerMsg + recordsPerRank) * float64(p.world)
-	if r > math.MaxInt64/4 {
-		return math.MaxInt64 / 4
-	}
-	return int64(r)
-}
-
-// estimateMessages is an upper bound on the messages one rank sends, for
-// the shipped algorithms and others built like them:
-//
-//   - steps: at most 8 × the reach of the neighbor map, the hops from
-//     rank 0 to the farthest rank (a bidirectional ring of p ranks reaches
-//     p/2; ring_allreduce_bidir's two rings take 4(p - 1) steps, the
-//     plain ring 2(p - 1); recursive doubling reaches log2 p). A step
-//     sends at least one message however small its chunk (1024 ranks ×
-//     4K: 2 × 1023 messages of one f32 each, where the bus bytes fill two
-//     slots).
-//   - pieces: a step pipelines at most n_slots pieces of its chunk, or
-//     slot_size ones when the chunk is over n_slots slots; and no shipped
-//     algorithm cuts a piece, but a step's last, under 512 bytes
-//     (ring_allreduce_manual; the pipelined primitives cut 1 KiB) nor,
-//     up to half a slot, under buffer / p / (2 × n_slots)
-//     (ring_allreduce_bidir pipelines half chunks).
-//
-// Two bounds follow, and the smaller holds: n_slots messages per step, or
-// the collective's bus bytes (BusFactor × buffer) in slot_size messages
-// and a partly filled one per step, the tighter for large chunks; or the
-// bus bytes spread over the steps in pieces of that floor, rounded up per
-// step, the tighter for the rest (256 ranks × 1M: 4096 messages per rank
-// where the first gives 9216; ring_allreduce sends 2040,
-// ring_allreduce_manual 4080). Neither assumes a step moves buffer / p:
-// the hierarchical algorithms move larger chunks (mesh_allreduce's rows).
-// An alltoall is counted apart: it sends a chunk to every other rank in
-// messages of at most a slot; with d < p - 1 directions per rank each is
-// relayed over about p/d hops (the ring relay: p(p - 1)/2 chunks per
-// rank).
-//
-// TestEstimateMessagesBoundsShippedAlgorithms pins the bound against the
-// shipped algorithms.
-func (p *plan) estimateMessages(count int64, rg rings) float64 {
-	if rg.QPs == 0 || rg.SlotSize <= 0 {
-		return 0
-	}
-	world := float64(p.world)
-	elems := max(p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world))
-	sz, slot, nslots := float64(p.dt.Size()), float64(rg.SlotSize), float64(rg.NSlots)
-	steps := stepsPerReach * float64(max(1, rg.Reach))
-	if p.coll.Name == "alltoall" {
-		dirs := float64(rg.QPs) / world
-		return (world-1)*max(1, math.Ceil(float64(count)*sz/slot))*max(1, world/dirs) + steps
-	}
-	bus := p.coll.BusFactor(p.world) * float64(elems) * sz
-	full := math.Ceil(bus / slot)
-	chunk := float64(elems) * sz / world
-	bySteps := max(full, steps*nslots)
-	if chunk >= slot {
-		bySteps += steps // a partly filled last message per step
-	}
-	floor := max(minPieceBytes, min(slot/2, chunk/(2*nslots)))
-	byBytes := steps * max(1, math.Ceil(bus/steps/floor))
-	return min(bySteps, byBytes)
+func (p *plan) estimateCounted(count int64, rg hostmem.Rings, c *hostmem.Counts) hostmem.Estimate {
+	return hostmem.Counted(p.memRun(count), rg, c)
 }
 
 func sat(a, b int64) int64 {
@@ -413,7 +68,7 @@ func satMul(a, b int64) int64 {
 
 // probeFunc makes a size's probe: a --timing-only run of it that counts
 // (estimateCounted) and prints and writes nothing.
-type probeFunc func() (*MemoryCounts, error)
+type probeFunc func() (*hostmem.Counts, error)
 
 // probeShare: a run whose configuration's estimate is over 1/probeShare of
 // the limit is counted by a probe before it is admitted.
@@ -425,10 +80,10 @@ const probeShare = 2
 // when not nil, counts the run (see estimateCounted) when its
 // configuration's estimate is over half the limit, or always with
 // Options.ProbeMemory.
-func (p *plan) checkMemory(count int64, rg rings, probe probeFunc) (MemoryEstimate, error) {
+func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (hostmem.Estimate, error) {
 	limit := p.opts.MaxMemory
 	e := p.estimateMemory(count, rg)
-	estimate := func(q *plan) MemoryEstimate { return q.estimateMemory(count, rg) }
+	estimate := func(q *plan) hostmem.Estimate { return q.estimateMemory(count, rg) }
 	if probe != nil && (p.opts.ProbeMemory || !p.opts.TimingOnly && limit > 0 && e.Total() > limit/probeShare) && p.probeFits(count, rg) {
 		c, err := probe()
 		switch k := errkind.Of(err); {
@@ -436,7 +91,7 @@ func (p *plan) checkMemory(count int64, rg rings, probe probeFunc) (MemoryEstima
 			conf := e.Total()
 			e = p.estimateCounted(count, rg, c)
 			e.Configured = conf
-			estimate = func(q *plan) MemoryEstimate { return q.estimateCounted(count, rg, c) }
+			estimate = func(q *plan) hostmem.Estimate { return q.estimateCounted(count, rg, c) }
 		case k == errkind.MemoryLimit || k == errkind.HostMemory:
 			// The probe holds less than the run: neither fits.
 			return e, p.probeRefused(count, e, err)
@@ -458,7 +113,7 @@ func (p *plan) checkMemory(count int64, rg rings, probe probeFunc) (MemoryEstima
 		if t > limit {
 			fit = "too large too"
 		}
-		alts = append(alts, fmt.Sprintf("%s (about %s: %s)", flag, FormatBytes(t), fit))
+		alts = append(alts, fmt.Sprintf("%s (about %s: %s)", flag, hostmem.FormatBytes(t), fit))
 		return t
 	}
 	if !p.opts.TimingOnly {
@@ -477,25 +132,25 @@ func (p *plan) checkMemory(count int64, rg rings, probe probeFunc) (MemoryEstima
 		}
 	}
 	if fitBytes > 0 {
-		alts = append(alts, fmt.Sprintf("--bytes %s or smaller (about %s)", flagSize(fitBytes), FormatBytes(p.estimateMemory(fitBytes/sz, rg).Total())))
+		alts = append(alts, fmt.Sprintf("--bytes %s or smaller (about %s)", flagSize(fitBytes), hostmem.FormatBytes(p.estimateMemory(fitBytes/sz, rg).Total())))
 	} else {
 		alts = append(alts, "a smaller --bytes (none fits at this world size)")
 	}
-	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
-	parts := e.parts()
-	if e.Basis == basisCounted {
+	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
+	parts := e.Parts()
+	if e.Basis == hostmem.BasisCounted {
 		parts += "; counted by a --timing-only probe"
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-		flagSize(satMul(count, sz)), FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
-	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", FormatBytes(e.Total()), lt)
+		flagSize(satMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
+	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", hostmem.FormatBytes(e.Total()), lt)
 	switch {
 	case p.opts.TimingOnly:
 		ref.Reason += "raise --max-memory"
 	case ref.TimingOnly <= limit:
-		ref.Reason += fmt.Sprintf("--timing-only runs it (about %s)", FormatBytes(ref.TimingOnly))
+		ref.Reason += fmt.Sprintf("--timing-only runs it (about %s)", hostmem.FormatBytes(ref.TimingOnly))
 	default:
-		ref.Reason += fmt.Sprintf("too large for --timing-only too (about %s): raise --max-memory", FormatBytes(ref.TimingOnly))
+		ref.Reason += fmt.Sprintf("too large for --timing-only too (about %s): raise --max-memory", hostmem.FormatBytes(ref.TimingOnly))
 	}
 	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
@@ -505,7 +160,7 @@ func (p *plan) checkMemory(count int64, rg rings, probe probeFunc) (MemoryEstima
 // limit. One that is not is no help: the run is checked with the
 // configuration's estimate, whose refusal says --timing-only does not fit
 // either.
-func (p *plan) probeFits(count int64, rg rings) bool {
+func (p *plan) probeFits(count int64, rg hostmem.Rings) bool {
 	q := *p
 	q.opts.TimingOnly = true
 	return p.opts.MaxMemory <= 0 || q.estimateMemory(count, rg).Total() <= p.opts.MaxMemory
@@ -513,14 +168,14 @@ func (p *plan) probeFits(count int64, rg rings) bool {
 
 // probeRefused is the refusal of a size whose probe passed the limit
 // (err): the run would hold more than its probe.
-func (p *plan) probeRefused(count int64, e MemoryEstimate, err error) error {
+func (p *plan) probeRefused(count int64, e hostmem.Estimate, err error) error {
 	limit := p.opts.MaxMemory
-	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
 	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: limit + 1}
 	held := ""
-	var oom *OutOfMemoryError
+	var oom *hostmem.OutOfMemoryError
 	if errors.As(err, &oom) {
-		held = fmt.Sprintf(" (it held %s at t=%v)", FormatBytes(oom.Held), oom.At)
+		held = fmt.Sprintf(" (it held %s at t=%v)", hostmem.FormatBytes(oom.Held), oom.At)
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
 		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(satMul(count, int64(p.dt.Size()))), lt, held)
@@ -553,51 +208,6 @@ func (r *Refusal) Error() string { return r.Message }
 // Reachable says whether --timing-only would run the size under the same
 // limit.
 func (r *Refusal) Reachable() bool { return r.TimingOnly > 0 && r.TimingOnly <= r.Limit }
-
-// memBudget shares --max-memory between the sizes a -j sweep simulates at
-// once: each was checked against the whole limit alone, so together they
-// could pass it and end the sweep at the run-time guard. A size starts
-// once its estimate fits next to those running; one that fits alone
-// always starts, at the latest when the others are done. Only when sizes
-// run changes, never what they report.
-type memBudget struct {
-	mu      sync.Mutex
-	freed   *sync.Cond
-	limit   int64
-	used    int64
-	waiting int // sizes waiting in acquire
-}
-
-func newMemBudget(limit int64) *memBudget {
-	if limit <= 0 {
-		return nil
-	}
-	b := &memBudget{limit: limit}
-	b.freed = sync.NewCond(&b.mu)
-	return b
-}
-
-// acquire waits until n more bytes fit (or nothing else runs) and returns
-// the function that gives them back. A nil budget admits everything.
-func (b *memBudget) acquire(n int64) (release func()) {
-	if b == nil {
-		return func() {}
-	}
-	b.mu.Lock()
-	for b.used > 0 && b.used > b.limit-n {
-		b.waiting++
-		b.freed.Wait()
-		b.waiting--
-	}
-	b.used += n
-	b.mu.Unlock()
-	return func() {
-		b.mu.Lock()
-		b.used -= n
-		b.mu.Unlock()
-		b.freed.Broadcast()
-	}
-}
 
 // flagSize writes n as a size flag takes it (64K, 1M).
 func flagSize(n int64) string {
@@ -633,418 +243,32 @@ func opLogCost(l *oplog.Log, sent int64) *OpLogCost {
 	return c
 }
 
-// FormatBytes prints n in binary units with one decimal (2.0 GiB).
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, u := float64(n), "KMGTPE"
-	i := -1
-	for f >= unit && i < len(u)-1 {
-		f /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, u[i])
-}
-
-// DefaultMaxMemory is --max-memory's default: 80 % of the memory the
-// process may use, the smaller of the machine's physical memory
-// (MemTotal) and the cgroup's limit (v2 memory.max, v1
-// memory.limit_in_bytes). Both are fixed while the machine runs, so one
-// command is admitted or refused the same way whatever other processes
-// hold at the moment (MemAvailable, the base before, moved by gigabytes
-// within a session), and at most half the address space an RLIMIT_AS
-// leaves a run (defaultlimit.go). 0 when none is known.
-func DefaultMaxMemory() int64 {
-	n, fromAS := underAddressSpace(availableMemory(os.ReadFile)/5*4, startRoom())
-	defaultFromAddressSpace.Store(fromAS)
-	return n
-}
-
-// limitText is how a message names the --max-memory limit: a user who
-// gave none is told the figure is the default and what it is made of.
-func limitText(limit int64, isDefault bool) string {
-	if isDefault {
-		return FormatBytes(limit) + " (" + defaultLimitWhy() + ")"
-	}
-	return FormatBytes(limit)
-}
-
-// defaultLimitRule is how messages name DefaultMaxMemory's rule.
-const defaultLimitRule = "80% of the machine's memory, cgroup limit included"
-
-// availableMemory is the memory the process may use, from the files read
-// reads: the smaller of MemTotal and the cgroup's limit (0 when none
-// says). Never MemAvailable: it moves with what other processes hold.
-func availableMemory(read func(string) ([]byte, error)) int64 {
-	var avail int64
-	take := func(n int64) {
-		if n > 0 && (avail == 0 || n < avail) {
-			avail = n
-		}
-	}
-	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		if b, err := read(f); err == nil {
-			// "max" (v2) or a huge number (v1) mean no limit.
-			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n < 1<<60 {
-				take(n)
-			}
-		}
-	}
-	if b, err := read("/proc/meminfo"); err == nil {
-		fields := map[string]int64{}
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			f := strings.Fields(string(line))
-			if len(f) >= 2 {
-				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					fields[strings.TrimSuffix(f[0], ":")] = n * 1024 // kB
-				}
-			}
-		}
-		take(fields["MemTotal"])
-	}
-	return avail
-}
-
-// The run-time guard. While runs with a limit are active, the Go soft
-// memory limit is 90 % of the smallest of them (the collector works harder
-// near it), and the memory the process holds is sampled at points the run
-// itself determines, never by a clock (a ticker's samples came late on a
-// loaded machine, and where a run stopped depended on it):
-//
-//   - by Starlark's steps (script.NewMemoryWatch, pollMemory): a watched
-//     thread polls every 64 steps, and every 16 while each poll finds a
-//     new garbage collection; the first poll after a collection samples.
-//     Collections are started by what the run allocates (near the soft
-//     limit, by every allocation), so a thread that allocates fast polls
-//     often and one that does not hardly ever samples. This watches the
-//     Starlark that allocates without yielding to the simulation (a
-//     module's top level, a kernel's lists and strings, Tile math). A
-//     cleanup run after each collection was tried first: it runs when
-//     the scheduler gets to it, and under load a string doubled in a
-//     loop reached a gigabyte before one did.
-//   - at the simulation's guard turns (every sim.GuardEvery events, and
-//     every 64 records and each math record of phase 2's replay;
-//     guardTurns): the first turn after a collection, and every
-//     dataSampleTurns-th turn of a run that holds bytes (its stores touch
-//     fresh pages without allocating) or every sparseSampleTurns-th of a
-//     timing-only run or a replay.
-//
-// A sample reads /proc/self/statm through a file kept open, into a buffer
-// on the stack (about 1 µs; a fresh open costs 8 µs); a poll that finds
-// no new collection costs about 7 ns. docs/instructions.sh counts 0.4 %
-// more instructions than with a ticker on its timing-only ring, 0.3 % on
-// a verified 16-rank ring of 1 MiB and 0.9 % on ring_allreduce_manual at
-// 16 ranks × 256K (830,000 Starlark steps). A cadence of 16 steps cost 9
-// % there; one of 128 steps let a string doubled in a loop (12 steps a
-// turn) double ten times between polls. Under --max-memory 128M the
-// bad-input cases stop at a peak of 277 MB (a string doubled in a loop:
-// once more past the limit), 140 MB (lists of 32 MB) and 187 MB (tiles
-// of 16 MB), the same at every run (/usr/bin/time).
-//
-// Sampling only ever ends runs: what a run simulates is the same with or
-// without it. Both the limit and the sample are the process's: runs side
-// by side in one process (-j, or the CLI tests' in-process commands) are
-// measured together, which is why those tests run a command with
-// --max-memory alone. The soft limit composes with holdLargeHeap's GC
-// percent: the collector runs at whichever of the two triggers first.
-
-var memGuard struct {
-	sync.Mutex
-	limits []int64      // of active runs
-	saved  int64        // the soft limit before the first of them
-	held   atomic.Int64 // the last sample
-}
-
-// How many guard turns pass between two samples when no collection ran
-// between them. A run that holds bytes (dataSampleTurns) writes them
-// without allocating: its stores touch fresh pages, which no collection
-// sees. A timing-only run, and a replay (sparseSampleTurns), grows by
-// allocating, which the collections see: for them it is a backstop.
-const (
-	dataSampleTurns   = 4
-	sparseSampleTurns = 16
-)
-
-// guardMemory registers a run with a limit and returns the function that
-// ends the registration.
-func guardMemory(limit int64) (release func()) {
-	if limit <= 0 {
-		return func() {}
-	}
-	memGuard.Lock()
-	defer memGuard.Unlock()
-	if len(memGuard.limits) == 0 {
-		memGuard.saved = debug.SetMemoryLimit(-1)
-		memGuard.held.Store(sampleMemory())
-	}
-	memGuard.limits = append(memGuard.limits, limit)
-	setSoftLimit()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			memGuard.Lock()
-			defer memGuard.Unlock()
-			for i, l := range memGuard.limits {
-				if l == limit {
-					memGuard.limits = append(memGuard.limits[:i], memGuard.limits[i+1:]...)
-					break
-				}
-			}
-			if len(memGuard.limits) == 0 {
-				debug.SetMemoryLimit(memGuard.saved)
-				return
-			}
-			setSoftLimit()
-		})
-	}
-}
-
-func setSoftLimit() {
-	soft := int64(math.MaxInt64)
-	for _, l := range memGuard.limits {
-		soft = min(soft, l/10*9)
-	}
-	debug.SetMemoryLimit(min(soft, memGuard.saved))
-}
-
-// collectionSentinel is an object nothing holds, so the next collection
-// frees it. Larger than the tiny allocator's 16 bytes: tiny objects share
-// a block, which another object may keep alive.
-type collectionSentinel struct{ _ [64]byte }
-
-// collections notes the garbage collections the process ran: a weak
-// pointer to a sentinel reads nil once a collection has freed it (about
-// 10 ns to ask, and it asks in the caller's own goroutine, unlike a
-// cleanup, which runs when the scheduler gets to it: under load, a string
-// doubled in a loop reached a gigabyte before one did).
-var collections struct {
-	sentinel atomic.Pointer[weak.Pointer[collectionSentinel]]
-	count    atomic.Uint64
-	// sampled is the count at the last sample a poll took (pollMemory):
-	// one sample per collection for all the threads that poll.
-	sampled atomic.Uint64
-}
-
-// collectionsSoFar is the number of collections noted so far. A sentinel
-// made while a collection marks survives it and is noted at the next one.
-func collectionsSoFar() uint64 {
-	p := collections.sentinel.Load()
-	if p != nil && p.Value() != nil {
-		return collections.count.Load()
-	}
-	next := weak.Make(new(collectionSentinel))
-	if collections.sentinel.CompareAndSwap(p, &next) {
-		collections.count.Add(1)
-	}
-	return collections.count.Load()
-}
-
-// pollMemory is the memory watch's poll (script.NewMemoryWatch), called
-// by a watched thread every so many steps: when a collection ran since
-// the thread's last poll (seen), the first thread to poll after it samples
-// and fires the watches over their limit, and every thread polls more
-// often while collections keep coming.
-func pollMemory(seen *uint64) bool {
-	c := collectionsSoFar()
-	if c == *seen {
-		return false
-	}
-	*seen = c
-	if s := collections.sampled.Load(); s < c && collections.sampled.CompareAndSwap(s, c) {
-		h := sampleMemory()
-		memGuard.held.Store(h)
-		checkWatches(h)
-	}
-	return true
-}
-
-// sampleMemory is the memory the process holds: its resident set
-// (/proc/self/statm), what /usr/bin/time reports as the peak and what the
-// kernel's out-of-memory killer counts. The runtime's own figures count
-// more: the simulated memory a run allocated but never touched (the
-// kernel backs a page at its first write) and freed heap the runtime has
-// not returned (a run holding 4.3 GB was reported to hold 8.1 GiB). Where
-// /proc is missing, the runtime's mapped memory minus what it returned.
-// Under an address-space limit (ulimit -v) what ends the process is the
-// address space it maps, touched or not (tiles of zeros never written
-// grow it, not the resident set): there the figure is the larger of the
-// resident set and the address space mapped past what the process maps
-// as it starts (startMapped), which the default limit is half of.
-func sampleMemory() int64 {
-	if mapped, resident := readStatm(); resident > 0 {
-		if startRoom() > 0 {
-			resident = max(resident, mapped-startMapped)
-		}
-		return resident
-	}
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-}
-
-// statmFile is /proc/self/statm, opened once (nil where it cannot be):
-// reading it again from offset 0 makes the kernel write it afresh, at an
-// eighth of the cost of opening it anew.
-var statmFile = sync.OnceValue(func() *os.File {
-	f, err := os.Open("/proc/self/statm")
-	if err != nil {
-		return nil
-	}
-	return f
-})
-
-// readStatm is what /proc/self/statm says now, read through statmFile
-// (mapped and resident bytes; 0 for a figure it cannot tell). It
-// allocates nothing: the event loop's guard calls it.
-func readStatm() (mapped, resident int64) {
-	f := statmFile()
-	if f == nil {
-		return 0, 0
-	}
-	var b [128]byte // seven counts of pages: far fewer digits
-	n, _ := f.ReadAt(b[:], 0)
-	return parseStatm(b[:n])
-}
-
-// residentBytes is the resident set from /proc/self/statm (its second
-// field, in pages) as read reads it; 0 when it cannot tell.
-func residentBytes(read func(string) ([]byte, error)) int64 {
-	b, err := read("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	_, resident := parseStatm(b)
-	return resident
-}
-
-// parseStatm is the address space mapped and the resident set, in bytes,
-// from the first two fields of /proc/self/statm (counts of pages); 0 for
-// a field missing or not a positive count.
-func parseStatm(b []byte) (mapped, resident int64) {
-	var fields [2]int64
-	for i := range fields {
-		for len(b) > 0 && (b[0] == ' ' || b[0] == '\n') {
-			b = b[1:]
-		}
-		pages, digits := int64(0), 0
-		for ; digits < len(b) && b[digits] >= '0' && b[digits] <= '9'; digits++ {
-			pages = satMul(pages, 10) + int64(b[digits]-'0')
-		}
-		if digits == 0 || (digits < len(b) && b[digits] != ' ' && b[digits] != '\n') {
-			break // not a count: this field and those after it are unknown
-		}
-		fields[i] = satMul(pages, int64(os.Getpagesize()))
-		b = b[digits:]
-	}
-	return fields[0], fields[1]
-}
-
-// OutOfMemoryError ends a run whose host memory passed --max-memory.
-type OutOfMemoryError struct {
-	At       sim.Time
-	Messages uint64
-	Held     int64
-	Limit    int64
-	// DefaultLimit: Limit is DefaultMaxMemory, no --max-memory was given.
-	DefaultLimit bool
-	// Try lists what would hold less, for the run's mode (a timing-only
-	// run keeps no bytes, so --timing-only is no help to it).
-	Try string
-}
-
-// ErrorKind is errkind.HostMemory (exit 3, as a run stopped by a limit).
-func (e *OutOfMemoryError) ErrorKind() *errkind.Kind { return errkind.HostMemory }
-
-func (e *OutOfMemoryError) Error() string {
-	try := e.Try
-	if try == "" {
-		try = tryVerified
-	}
-	return fmt.Sprintf("out of memory at t=%v, %d messages simulated: the run holds %s of host memory, over --max-memory %s; "+
-		"try %s, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), limitText(e.Limit, e.DefaultLimit), try)
-}
-
 // installGuard makes the world's simulation, and its phase 2, stop when
-// the process passes limit.
+// the process passes limit (hostmem's run-time guard).
 func (w *world) installGuard(limit int64, defaultLimit bool) {
-	w.releaseGuard = guardMemory(limit)
+	w.releaseGuard = hostmem.GuardRun(limit)
 	if limit <= 0 {
 		return
 	}
 	w.memoryLimit = limit
-	try := w.tryLessMemory()
+	try := hostmem.TryLessMemory(w.m.TimingOnly, w.verifies)
 	w.outOfMemory = func(held int64) error {
-		return &OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
+		return &hostmem.OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
 	}
-	w.s.Guard = w.guardTurns(limit, false)
+	w.s.Guard = hostmem.TurnGuard(limit, w.m.TimingOnly, w.outOfMemory)
 }
 
-// guardTurns is a guard for the simulation's turns (Sim.Guard) or, with
-// replay set, phase 2's (oplog.Log.Guard): each gets its own, which
-// samples at its first turn (phase 2 begins after the pre-run image was
-// kept), then at the turns the run-time guard's comment lists. Phase 2
-// writes into blocks the pre-run image already holds: what it adds, it
-// allocates (tiles), so it samples as a timing-only run does.
-func (w *world) guardTurns(limit int64, replay bool) func() error {
-	every := dataSampleTurns
-	if w.m.TimingOnly || replay {
-		every = sparseSampleTurns
+// memoryStop is err, the error that ended a simulation, unless the memory
+// watch caused it (a process's Starlark thread cancelled over the limit):
+// then the simulation's own guard error, which says when the run stopped
+// and what to try for its mode, as when the event loop finds the run over
+// the limit.
+func (w *world) memoryStop(err error) error {
+	if w.outOfMemory == nil || !script.IsMemory(err) {
+		return err
 	}
-	turn := 0
-	seen := collectionsSoFar()
-	return func() error {
-		collections := collectionsSoFar()
-		due := turn%every == 0 || collections != seen
-		turn++
-		if !due {
-			return nil
-		}
-		seen = collections
-		h := sampleMemory()
-		memGuard.held.Store(h)
-		if h <= limit {
-			return nil
-		}
-		// Part of what the runtime holds may be garbage or freed pages
-		// not yet returned (an earlier size's image): collect and return
-		// them before calling the run out of memory.
-		debug.FreeOSMemory()
-		h = sampleMemory()
-		memGuard.held.Store(h)
-		if h <= limit {
-			return nil
-		}
-		return w.outOfMemory(h)
-	}
+	return w.outOfMemory(hostmem.Held())
 }
-
-// tryLessMemory is what an OutOfMemoryError of this world suggests: what
-// its mode lacks, and the kernels' own values. The event loop's guard and
-// a kernel's memory watch see the same memory, and either may be first to
-// find it over the limit: both suggest the same.
-func (w *world) tryLessMemory() string {
-	switch {
-	case w.m.TimingOnly:
-		return tryTimingOnly + tryKernelState
-	case !w.verifies:
-		return tryUnverified + tryKernelState
-	}
-	return tryVerified + tryKernelState
-}
-
-// What an OutOfMemoryError suggests, by the run's mode.
-const (
-	tryVerified   = "--timing-only, a smaller --bytes or --verify-data=false"
-	tryUnverified = "--timing-only or a smaller --bytes"
-	tryTimingOnly = "a smaller --bytes or --world-size (a timing-only run keeps no data: its memory is per-rank and per-message state)"
-	// tryKernelState: what no flag shrinks.
-	tryKernelState = "; the memory may also be what the kernel's own code keeps (lists, strings, tiles it holds): keep less there"
-)
 
 // messages is the number of messages sent so far.
 func (w *world) messages() uint64 {
@@ -1059,24 +283,12 @@ func (w *world) messages() uint64 {
 	return n
 }
 
-// rings are a group's installed receive rings.
-type rings struct {
-	QPs      int // queue pairs, one ring each
-	NSlots   int
-	SlotSize int64
-	// Reach is the most hops a message from rank 0 needs to reach a rank
-	// over the installed directions (0: no direction sends anywhere).
-	Reach int
-	// Room is the capacity of the memory a rank's rings are in (0:
-	// unknown).
-	Room int64
-}
-
-func ringsOf(g *machine.Group) rings {
+// ringsOf is g's installed receive rings, as the estimate takes them.
+func ringsOf(g *machine.Group) hostmem.Rings {
 	if g == nil {
-		return rings{}
+		return hostmem.Rings{}
 	}
-	r := rings{NSlots: g.Cfg.NSlots, SlotSize: g.Cfg.SlotSize}
+	r := hostmem.Rings{NSlots: g.Cfg.NSlots, SlotSize: g.Cfg.SlotSize}
 	for _, ep := range g.EPs {
 		r.QPs += len(ep.QPs)
 	}
@@ -1122,25 +334,8 @@ func reach(g *machine.Group) int {
 	return far
 }
 
-// MemoryCounts are what a run's host memory grows with, counted as it
-// runs (the same with --timing-only or not).
-type MemoryCounts struct {
-	// Ops are the data operations (op_log records but the bench's own).
-	Ops int64 `json:"ops"`
-	// AllocBytes, Allocs: the kernels' tl.alloc buffers and staging slots.
-	AllocBytes int64 `json:"alloc_bytes"`
-	Allocs     int64 `json:"allocs"`
-	// TileBytes: the tiles tl calls gave the kernels (tl.Stats).
-	TileBytes int64 `json:"tile_bytes"`
-	// RetainedViews, RetainedHandles: the views and handles the kernels
-	// held at the peak (a probe only: tl.Retention).
-	RetainedViews       int64 `json:"retained_views,omitempty"`
-	RetainedHandles     int64 `json:"retained_handles,omitempty"`
-	RetainedHandleBytes int64 `json:"retained_handle_bytes,omitempty"`
-}
-
-func countsOf(ops OpCounts, stats []tl.Stats) *MemoryCounts {
-	c := &MemoryCounts{Ops: ops.Send + ops.Recv + ops.Load + ops.Store + ops.Math}
+func countsOf(ops OpCounts, stats []tl.Stats) *hostmem.Counts {
+	c := &hostmem.Counts{Ops: ops.Send + ops.Recv + ops.Load + ops.Store + ops.Math}
 	for _, s := range stats {
 		c.AllocBytes += s.AllocBytes
 		c.Allocs += s.Allocs

@@ -3,9 +3,6 @@ package ccl
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -13,8 +10,8 @@ import (
 
 	"kernbench"
 	"kernbench/engine/dtype"
-	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 )
 
 func testPlan(t *testing.T, coll string, world int, opts Options) *plan {
@@ -26,144 +23,8 @@ func testPlan(t *testing.T, coll string, world int, opts Options) *plan {
 	return &plan{world: world, coll: c, dt: dtype.F32, opts: opts}
 }
 
-func TestEstimateMemory(t *testing.T) {
-	const mib = 1 << 20
-	rg := rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4} // a ring of 8 ranks, two directions each
-	ringBytes := int64(16 * 8 * 4096)
-	ranks := int64(8*perRankBytes + 16*perQPBytes)
-	kernels := int64(8 * 8 * 4 * perStepBytes)
-	// ring allreduce at 8 ranks × 1 MiB: 1.75 MiB of bus bytes per rank in
-	// 4 KiB messages, 448 per rank, and a partly filled one for each of
-	// 8 × 4 steps.
-	records := int64((480*recordsPerMsg + recordsPerRank) * 8)
-	oplog, phase2 := records*logRecordBytes, records*phase2PerRecord
-	// × 32 (32 MiB buffers): 14336 full slots and 32 partly filled ones.
-	records32 := int64((14368*recordsPerMsg + recordsPerRank) * 8)
-	small := ranks + kernels
-	// Under 256 MiB of held blocks (the bench's buffers and the rings,
-	// twice them when verified: the image) the collector's headroom is
-	// Go's 100 % of what is live, gc.go's above. Kernels may allocate work
-	// buffers as large as the bench's (Scratch).
-	tests := []struct {
-		name  string
-		coll  string
-		count int64
-		opts  Options
-		want  MemoryEstimate
-	}{
-		// Blocks of one repeated pattern (the recv sentinel, zeroed rings)
-		// cost the image nothing; the replay holds per record, not per
-		// block written.
-		{"verified", "allreduce", mib / 4, Options{Verify: true},
-			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Scratch: 16 * mib, OpLog: oplog, Phase2: phase2, Ranks: ranks, Kernels: kernels,
-				Runtime: runtimeBytes + (32*mib+ringBytes+oplog+phase2+small)/100*100}},
-		// In place, the blocks phase 1 writes hold the inputs: the image
-		// keeps them in full.
-		{"verified in place: the image keeps the inputs", "allreduce", mib / 4, Options{Verify: true, InPlace: true},
-			MemoryEstimate{Data: 8 * mib, Image: 8 * mib, Rings: ringBytes, Scratch: 8 * mib, OpLog: oplog, Phase2: phase2, Ranks: ranks, Kernels: kernels,
-				Runtime: runtimeBytes + (24*mib+ringBytes+oplog+phase2+small)/100*100}},
-		{"verified, large: gc.go's headroom", "allreduce", 8 * mib, Options{Verify: true},
-			MemoryEstimate{Data: 512 * mib, Rings: ringBytes, Scratch: 512 * mib, OpLog: records32 * logRecordBytes, Phase2: records32 * phase2PerRecord, Ranks: ranks, Kernels: kernels,
-				Runtime: runtimeBytes + (1024*mib+ringBytes+records32*(logRecordBytes+phase2PerRecord)+small)/100*int64(gcPercent(2*(512*mib+ringBytes)))}},
-		{"unverified", "allreduce", mib / 4, Options{},
-			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Scratch: 16 * mib, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (32*mib+ringBytes+small)/100*100}},
-		{"unverified, large: gc.go's headroom over the memory alone", "allreduce", 4 * mib, Options{},
-			MemoryEstimate{Data: 256 * mib, Rings: ringBytes, Scratch: 256 * mib, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (512*mib+ringBytes+small)/100*int64(gcPercent(256*mib+ringBytes))}},
-		{"unverified with --oplog keeps the log", "allreduce", mib / 4, Options{OpLog: &strings.Builder{}},
-			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Scratch: 16 * mib, OpLog: oplog, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (32*mib+ringBytes+oplog+small)/100*100}},
-		{"in place: one buffer", "allreduce", mib / 4, Options{InPlace: true},
-			MemoryEstimate{Data: 8 * mib, Rings: ringBytes, Scratch: 8 * mib, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (16*mib+ringBytes+small)/100*100}},
-		{"timing only: no data, no log", "allreduce", mib / 4, Options{TimingOnly: true, Verify: true},
-			MemoryEstimate{Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + kernels}},
-		{"allgather: the recv buffer is world × count", "allgather", mib / 4, Options{},
-			MemoryEstimate{Data: 8 * 9 * mib, Rings: ringBytes, Scratch: 8 * 9 * mib, Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + (144*mib+ringBytes+small)/100*100}},
-		{"huge sizes saturate", "allreduce", 1 << 61, Options{Verify: true},
-			MemoryEstimate{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := testPlan(t, tt.coll, 8, tt.opts)
-			got := p.estimateMemory(tt.count, rg)
-			if strings.HasPrefix(tt.name, "huge") {
-				// Only: nothing wraps negative.
-				if got.Total() <= 0 || got.Data <= 0 {
-					t.Errorf("estimate wrapped: %+v", got)
-				}
-				return
-			}
-			tt.want.Basis = basisConfiguration
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("estimateMemory (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// estimateCounted makes the algorithm's part from a probe's counts: its
-// records (data operations, allocations, the bench's own per rank), the
-// views and handles its kernels held at the peak, and the bytes those
-// handles move when the run moves bytes; the collector's headroom is the
-// garbage that fills it, up to gc.go's.
-func TestEstimateCounted(t *testing.T) {
-	const mib = 1 << 20
-	rg := rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4}
-	ringBytes := int64(3 * 16 * 8 * 4096 / 2) // the rings' TCM grows by doubling
-	c := &MemoryCounts{Ops: 10000, AllocBytes: 1 * mib, Allocs: 8, TileBytes: 4 * mib,
-		RetainedViews: 800, RetainedHandles: 400, RetainedHandleBytes: 400 * 4096}
-	records := int64(10000 + 8 + 8*recordsPerRank)
-	ranks := int64(8*perRankBytes + 16*perQPBytes)
-	kernels := int64(800*viewBytes + 400*handleBytes)
-	held := kernels + 400*4096/100*handleBytePercent
-	scratch := int64(mib / 100 * scratchPercent)
-	tests := []struct {
-		name string
-		coll string
-		opts Options
-		want MemoryEstimate
-	}{
-		{"verified", "allreduce", Options{Verify: true},
-			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Scratch: scratch, OpLog: records * logRecordBytes, Phase2: records * phase2PerRecord, Ranks: ranks, Kernels: held,
-				Runtime: runtimeBytes + held/100*garbagePercent + 4*mib/100*tileGarbagePercent + records*(logRecordBytes+phase2PerRecord)/100*recordGarbagePercent}},
-		{"unverified", "allreduce", Options{},
-			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Scratch: scratch, Ranks: ranks, Kernels: held,
-				Runtime: runtimeBytes + held/100*garbagePercent + 4*mib/100*tileGarbagePercent}},
-		{"timing-only: no bytes, no records, kernels' views and handles only", "allreduce", Options{TimingOnly: true},
-			MemoryEstimate{Ranks: ranks, Kernels: kernels, Runtime: runtimeBytes + kernels/100*garbagePercent}},
-		{"verified alltoall: the replay holds the recv buffers", "alltoall", Options{Verify: true},
-			MemoryEstimate{Data: 16 * mib, Rings: ringBytes, Scratch: scratch, OpLog: records * logRecordBytes, Phase2: records*phase2PerRecord + 8*mib, Ranks: ranks, Kernels: held,
-				Runtime: runtimeBytes + held/100*garbagePercent + 4*mib/100*tileGarbagePercent + records*(logRecordBytes+phase2PerRecord)/100*recordGarbagePercent}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := testPlan(t, tt.coll, 8, tt.opts)
-			got := p.estimateCounted(mib/4, rg, c)
-			if tt.coll == "alltoall" {
-				got = p.estimateCounted(mib/32, rg, c) // count per peer: 1 MiB buffers
-			}
-			tt.want.Basis, tt.want.Counts = basisCounted, c
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("estimateCounted (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// When the kernels keep much (ring_allreduce_manual at 1024 ranks), the
-// interpreter's garbage fills 64 MiB and 40 % of it, not Go's 100 %.
-func TestEstimateCountedLargeKernelState(t *testing.T) {
-	rg := rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4}
-	c := &MemoryCounts{RetainedViews: 10_000_000}
-	got := testPlan(t, "allreduce", 8, Options{TimingOnly: true}).estimateCounted(1024, rg, c)
-	kernels := int64(10_000_000 * viewBytes)
-	want := MemoryEstimate{Ranks: 8*perRankBytes + 16*perQPBytes, Kernels: kernels, Runtime: runtimeBytes + kernelHeadroomBytes + kernels/100*kernelHeadroomPercent,
-		Basis: basisCounted, Counts: c}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("estimateCounted (-want +got):\n%s", diff)
-	}
-}
-
 func TestCheckMemory(t *testing.T) {
-	rg := rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4}
+	rg := hostmem.Rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4}
 	tests := []struct {
 		name  string
 		limit int64
@@ -216,37 +77,37 @@ func TestCheckMemory(t *testing.T) {
 // leaves the configuration's estimate. Runs far below the limit and
 // timing-only runs pay for no probe, unless Options.ProbeMemory.
 func TestCheckMemoryProbes(t *testing.T) {
-	rg := rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4}
+	rg := hostmem.Rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4}
 	const count = 1 << 20 // 4 MiB buffers
 	conf := testPlan(t, "allreduce", 8, Options{Verify: true}).estimateMemory(count, rg).Total()
-	small := &MemoryCounts{Ops: 1000}
-	oom := &OutOfMemoryError{Held: 1 << 30, Limit: 1}
+	small := &hostmem.Counts{Ops: 1000}
+	oom := &hostmem.OutOfMemoryError{Held: 1 << 30, Limit: 1}
 	tests := []struct {
 		name   string
 		limit  int64
 		opts   Options
-		counts *MemoryCounts
+		counts *hostmem.Counts
 		err    error
 		probed bool
 		basis  string
 		want   string // a substring of the refusal; "" = admitted
 	}{
-		{"far below the limit: no probe", 2*conf + 1, Options{Verify: true}, small, nil, false, basisConfiguration, ""},
-		{"over half the limit: counted, admitted", 2*conf - 2, Options{Verify: true}, small, nil, true, basisCounted, ""},
-		{"over the limit: counted, admitted", conf / 2, Options{Verify: true}, small, nil, true, basisCounted, ""},
-		{"the probe passes the limit: refused", conf / 2, Options{Verify: true}, nil, oom, true, basisConfiguration, "its --timing-only probe, which holds less, passed it (it held 1.0 GiB at t=0ns)"},
-		{"the probe fails otherwise: the configuration's estimate", conf / 2, Options{Verify: true}, nil, errors.New("reads values"), true, basisConfiguration, "needs about"},
-		{"timing-only: no probe", 1, Options{TimingOnly: true}, small, nil, false, basisConfiguration, "needs about"},
-		{"not even the probe fits: no probe, the configuration's refusal", 1 << 20, Options{Verify: true}, small, nil, false, basisConfiguration, "--timing-only (about 20.4 MiB: too large too)"},
-		{"ProbeMemory: counted however far below", 0, Options{Verify: true, ProbeMemory: true}, small, nil, true, basisCounted, ""},
-		{"ProbeMemory counts timing-only runs too", 0, Options{TimingOnly: true, ProbeMemory: true}, small, nil, true, basisCounted, ""},
+		{"far below the limit: no probe", 2*conf + 1, Options{Verify: true}, small, nil, false, hostmem.BasisConfiguration, ""},
+		{"over half the limit: counted, admitted", 2*conf - 2, Options{Verify: true}, small, nil, true, hostmem.BasisCounted, ""},
+		{"over the limit: counted, admitted", conf / 2, Options{Verify: true}, small, nil, true, hostmem.BasisCounted, ""},
+		{"the probe passes the limit: refused", conf / 2, Options{Verify: true}, nil, oom, true, hostmem.BasisConfiguration, "its --timing-only probe, which holds less, passed it (it held 1.0 GiB at t=0ns)"},
+		{"the probe fails otherwise: the configuration's estimate", conf / 2, Options{Verify: true}, nil, errors.New("reads values"), true, hostmem.BasisConfiguration, "needs about"},
+		{"timing-only: no probe", 1, Options{TimingOnly: true}, small, nil, false, hostmem.BasisConfiguration, "needs about"},
+		{"not even the probe fits: no probe, the configuration's refusal", 1 << 20, Options{Verify: true}, small, nil, false, hostmem.BasisConfiguration, "--timing-only (about 20.4 MiB: too large too)"},
+		{"ProbeMemory: counted however far below", 0, Options{Verify: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
+		{"ProbeMemory counts timing-only runs too", 0, Options{TimingOnly: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.MaxMemory = tt.limit
 			p := testPlan(t, "allreduce", 8, tt.opts)
 			probed := false
-			e, err := p.checkMemory(count, rg, func() (*MemoryCounts, error) {
+			e, err := p.checkMemory(count, rg, func() (*hostmem.Counts, error) {
 				probed = true
 				return tt.counts, tt.err
 			})
@@ -260,46 +121,8 @@ func TestCheckMemoryProbes(t *testing.T) {
 			if tt.want != "" && !strings.Contains(msg, tt.want) {
 				t.Errorf("refusal lacks %q:\n%s", tt.want, msg)
 			}
-			if e.Basis == basisCounted && tt.opts.Verify && e.Configured != conf {
+			if e.Basis == hostmem.BasisCounted && tt.opts.Verify && e.Configured != conf {
 				t.Errorf("counted estimate names the configuration's %d, want %d", e.Configured, conf)
-			}
-		})
-	}
-}
-
-func TestAvailableMemory(t *testing.T) {
-	const meminfo = "MemTotal:       16000000 kB\nMemFree:         1000000 kB\nMemAvailable:    8000000 kB\n"
-	const busy = "MemTotal:       16000000 kB\nMemFree:          100000 kB\nMemAvailable:    2000000 kB\n"
-	files := func(m map[string]string) func(string) ([]byte, error) {
-		return func(name string) ([]byte, error) {
-			if s, ok := m[name]; ok {
-				return []byte(s), nil
-			}
-			return nil, fs.ErrNotExist
-		}
-	}
-	tests := []struct {
-		name  string
-		files map[string]string
-		want  int64
-	}{
-		{"meminfo only: MemTotal", map[string]string{"/proc/meminfo": meminfo}, 16000000 * 1024},
-		// Other processes took memory: MemAvailable fell, the default
-		// did not move.
-		{"MemAvailable ignored", map[string]string{"/proc/meminfo": busy}, 16000000 * 1024},
-		{"cgroup v2 limit below", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "2147483648\n"}, 2 << 30},
-		{"cgroup v2 without limit", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "max\n"}, 16000000 * 1024},
-		{"cgroup v1 limit below", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory/memory.limit_in_bytes": "1073741824\n"}, 1 << 30},
-		{"cgroup v1 unlimited", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, 16000000 * 1024},
-		{"cgroup limit above the machine's memory", map[string]string{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "68719476736"}, 16000000 * 1024},
-		{"cgroup limit between MemAvailable and MemTotal", map[string]string{"/proc/meminfo": busy, "/sys/fs/cgroup/memory.max": "10240000000"}, 10240000000},
-		{"old kernel: MemTotal", map[string]string{"/proc/meminfo": "MemTotal:       4000000 kB\n"}, 4000000 * 1024},
-		{"nothing known", map[string]string{}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := availableMemory(files(tt.files)); got != tt.want {
-				t.Errorf("availableMemory = %d, want %d", got, tt.want)
 			}
 		})
 	}
@@ -379,179 +202,16 @@ func TestEstimateMessagesBoundsShippedAlgorithms(t *testing.T) {
 			if r.HostMemory == nil || r.OpLog == nil {
 				t.Fatalf("no estimate or op_log cost in %+v", r)
 			}
-			if r.OpLog.BytesPerRecord > logRecordBytes {
-				t.Errorf("the op_log kept %.0f bytes per record, the estimate counts %d", r.OpLog.BytesPerRecord, logRecordBytes)
+			if r.OpLog.BytesPerRecord > hostmem.LogRecordBytes {
+				t.Errorf("the op_log kept %.0f bytes per record, the estimate counts %d", r.OpLog.BytesPerRecord, hostmem.LogRecordBytes)
 			}
-			est := r.HostMemory.OpLog / logRecordBytes
+			est := r.HostMemory.OpLog / hostmem.LogRecordBytes
 			got := r.OpLog.Records
 			if est < got {
 				t.Errorf("estimated %d op_log records, the run logged %d (%d messages)", est, got, r.Ops.Send)
 			}
 			if c.maxRatio > 0 && float64(est) > c.maxRatio*float64(got) {
 				t.Errorf("estimated %d op_log records, %.1f times the %d logged (want at most %.1f times)", est, float64(est)/float64(got), got, c.maxRatio)
-			}
-		})
-	}
-}
-
-// gcPercent is the collector's headroom the estimate counts: Go's 100 %
-// below 256 MiB of held blocks, then 64 MiB, then about 15 %.
-func TestGCPercent(t *testing.T) {
-	const mib = 1 << 20
-	got := []int{gcPercent(0), gcPercent(255 * mib), gcPercent(256 * mib), gcPercent(400 * mib), gcPercent(1 << 30), gcPercent(1 << 40)}
-	want := []int{100, 100, 25, 16, 14, 14} // 15 % rounded down
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("gcPercent (-want +got):\n%s", diff)
-	}
-}
-
-// A -j sweep's sizes share --max-memory: a size waits while its estimate
-// does not fit next to the running ones, and one over the limit alone
-// still runs once nothing else does.
-func TestMemBudget(t *testing.T) {
-	b := newMemBudget(100)
-	relA := b.acquire(60)
-	started := make(chan struct{})
-	go func() {
-		rel := b.acquire(50) // 60 + 50 > 100: waits for A
-		close(started)
-		rel()
-	}()
-	// Wait for the second size to be waiting, however long the machine
-	// takes to get there (no clock: a loaded machine is only slower).
-	for {
-		b.mu.Lock()
-		waiting := b.waiting
-		b.mu.Unlock()
-		if waiting == 1 {
-			break
-		}
-		select {
-		case <-started:
-			t.Fatal("a size started while its estimate did not fit next to the running one")
-		default:
-		}
-		runtime.Gosched()
-	}
-	relA()
-	<-started // else a hang, which go test's -timeout reports
-	relC := b.acquire(30)
-	relD := b.acquire(70) // 30 + 70 fits exactly
-	relC()
-	relD()
-	relBig := b.acquire(500) // alone: runs
-	relBig()
-	var none *memBudget
-	none.acquire(1 << 60)() // no limit: admits everything
-}
-
-// A run that outgrows --max-memory is told what would hold less in its
-// own mode: --timing-only is no help to a timing-only run, and
-// --verify-data=false none to an unverified one.
-func TestOutOfMemorySuggestsWhatTheModeLacks(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		w    *world
-		want string
-	}{
-		{"verified", &world{m: &machine.Machine{}, verifies: true}, tryVerified},
-		{"unverified", &world{m: &machine.Machine{}}, tryUnverified},
-		{"timing-only", &world{m: &machine.Machine{TimingOnly: true}}, tryTimingOnly},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := (&OutOfMemoryError{Limit: 1 << 20, Try: tc.w.tryLessMemory()}).Error()
-			if !strings.Contains(got, "try "+tc.want+tryKernelState+", or raise --max-memory") {
-				t.Errorf("message %q does not suggest %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// A run stopped by the default limit says the figure is the default, so a
-// user who never gave --max-memory knows where it comes from; a limit the
-// user gave is named as given.
-func TestOutOfMemoryNamesTheDefaultLimit(t *testing.T) {
-	def := (&OutOfMemoryError{Limit: 1 << 30, DefaultLimit: true}).Error()
-	if !strings.Contains(def, "over --max-memory 1.0 GiB (the default: 80% of the machine's memory, cgroup limit included);") {
-		t.Errorf("default limit: message %q does not say it is the default", def)
-	}
-	given := (&OutOfMemoryError{Limit: 1 << 30}).Error()
-	if !strings.Contains(given, "over --max-memory 1.0 GiB;") {
-		t.Errorf("given limit: message %q does not name it as given", given)
-	}
-}
-
-// The held figure is what the process holds: memory a run allocated but
-// never wrote (the kernel backs a page at its first write; a lazy PE's
-// memory) is not held, what it wrote is. The runtime's mapped-minus-
-// returned figure counted both (a run holding 4.3 GB was reported at
-// 8.1 GiB).
-func TestHeldMemoryIsResident(t *testing.T) {
-	if residentBytes(os.ReadFile) == 0 {
-		t.Skip("no /proc/self/statm: the held figure is the runtime's")
-	}
-	const mib = 1 << 20
-	runtime.GC()
-	const size = 256 * mib
-	before := sampleMemory()
-	// Fresh pages from the system (untouchedBytes): a block of the Go
-	// heap may reuse a span an earlier test wrote, which counted as held
-	// before this wrote anything (about one run in four).
-	b, release := untouchedBytes(t, size)
-	defer release()
-	allocated := sampleMemory()
-	for i := 0; i < 128*mib; i += os.Getpagesize() {
-		b[i] = 1
-	}
-	written := sampleMemory()
-	runtime.KeepAlive(b)
-	if d := allocated - before; d > 32*mib {
-		t.Errorf("%s allocated, none written: the held figure grew by %s, want under 32 MiB", FormatBytes(int64(size)), FormatBytes(d))
-	}
-	if d := written - before; d < 112*mib || d > 160*mib {
-		t.Errorf("128 MiB written: the held figure grew by %s, want about 128 MiB", FormatBytes(d))
-	}
-}
-
-// The guard's reading of /proc/self/statm: the address space mapped (ulimit
-// -v's figure) and the resident set, parsed without allocating.
-func TestParseStatm(t *testing.T) {
-	page := int64(os.Getpagesize())
-	if m, r := parseStatm([]byte("250000 1000 300 200 0 9000 0\n")); m != 250000*page || r != 1000*page {
-		t.Errorf("parseStatm = %d, %d; want %d, %d", m, r, 250000*page, 1000*page)
-	}
-	if m, r := readStatm(); residentBytes(os.ReadFile) > 0 && (m <= 0 || r <= 0 || r > m) {
-		t.Errorf("readStatm = %d mapped, %d resident: want both positive, resident at most mapped", m, r)
-	}
-	if n := testing.AllocsPerRun(100, func() { readStatm() }); n != 0 {
-		t.Errorf("readStatm allocates %v times a call, want none (the event loop's guard calls it)", n)
-	}
-}
-
-func TestResidentBytes(t *testing.T) {
-	page := int64(os.Getpagesize())
-	for _, tc := range []struct {
-		name  string
-		statm string
-		want  int64
-	}{
-		{"resident pages", "250000 1000 300 200 0 9000 0\n", 1000 * page},
-		{"one space each", "7 3\n", 3 * page},
-		{"a count with a sign", "250000 -1000 300\n", 0},
-		{"digits then letters", "250000 1000x 300\n", 0},
-		{"short", "250000\n", 0},
-		{"garbled", "a b c\n", 0},
-		{"missing", "", 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := residentBytes(func(string) ([]byte, error) {
-				if tc.statm == "" {
-					return nil, fs.ErrNotExist
-				}
-				return []byte(tc.statm), nil
-			})
-			if got != tc.want {
-				t.Errorf("residentBytes(%q) = %d, want %d", tc.statm, got, tc.want)
 			}
 		})
 	}
@@ -580,22 +240,5 @@ func TestWorldCheckCountsDirections(t *testing.T) {
 		if err != nil && (errkind.Of(err) != errkind.MemoryLimit || !strings.Contains(err.Error(), tc.fit)) {
 			t.Errorf("%s: %v, want a MemoryLimit refusal naming %q", tc.topology, err, tc.fit)
 		}
-	}
-}
-
-// The memory holding the rings leaves half of them behind as it grows,
-// but no more than the room it has left.
-func TestRingGrowth(t *testing.T) {
-	p := testPlan(t, "allreduce", 8, Options{Verify: true})
-	ring := func(qps int, room int64) rings { return rings{QPs: qps, NSlots: 8, SlotSize: 4096, Room: room} }
-	got := []int64{
-		p.ringGrowth(ring(16, 0)),       // room unknown: half the rings
-		p.ringGrowth(ring(16, 1<<20)),   // 64 KiB a PE in 1 MiB: half
-		p.ringGrowth(ring(8*31, 1<<20)), // 992 KiB a PE in 1 MiB: the 32 KiB left
-		p.ringGrowth(ring(8*40, 1<<20)), // more than fits: nothing
-	}
-	want := []int64{16 * 8 * 4096 / 2, 16 * 8 * 4096 / 2, 8 * 32 << 10, 0}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ringGrowth (-want +got):\n%s", diff)
 	}
 }

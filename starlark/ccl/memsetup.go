@@ -7,6 +7,7 @@ import (
 	"kernbench/engine/topology"
 
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 )
 
 // checkWorldMemory refuses a large world whose ranks alone (their
@@ -29,51 +30,42 @@ func (p *plan) checkWorldMemory(channels int) error {
 	// pair and slots) counts with the rank's: full_mesh's grow as the
 	// square of the world.
 	ranksOf := func(w int) int64 { return worldSetUpBytes(p.topology, w, channels) }
-	e := MemoryEstimate{Ranks: ranksOf(p.world), Runtime: runtimeBytes}
+	e := hostmem.Estimate{Ranks: ranksOf(p.world), Runtime: hostmem.RuntimeBytes}
 	if e.Total() <= limit || e.Ranks <= setUpFloor {
 		return nil
 	}
 	// The largest world whose ranks and directions alone fit (0: none).
-	fit := sort.Search(p.world, func(w int) bool { return sat(ranksOf(w+1), runtimeBytes) > limit })
-	lt := limitText(limit, p.opts.MaxMemoryIsDefault)
+	fit := sort.Search(p.world, func(w int) bool { return sat(ranksOf(w+1), hostmem.RuntimeBytes) > limit })
+	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
 	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: e.Total()}
 	ref.Reason = fmt.Sprintf("world_size %d needs at least %s of host memory, over --max-memory %s; a smaller --world-size or raise --max-memory",
-		p.world, FormatBytes(e.Total()), lt)
+		p.world, hostmem.FormatBytes(e.Total()), lt)
 	alt := "a smaller --world-size"
 	if fit >= 1 {
 		alt += fmt.Sprintf(" (the ranks and their directions alone fit up to %d)", fit)
 	}
 	ref.Message = fmt.Sprintf("world_size %d needs at least %s of host memory before any buffer (%s), over --max-memory %s; try %s, or raise --max-memory",
-		p.world, FormatBytes(e.Total()), e.parts(), lt, alt)
+		p.world, hostmem.FormatBytes(e.Total()), e.Parts(), lt, alt)
 	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
 // worldSetUpBytes is the estimate's part for the ranks of a world of w
 // ranks on topology and their directions, before any buffer.
 func worldSetUpBytes(topo string, w, channels int) int64 {
-	dirs := satMul(int64(w), topology.Degree(topo, w, channels))
-	return sat(satMul(int64(w), perRankBytes), satMul(dirs, perDirectionSetUp))
+	return hostmem.SetUpBytes(int64(w), satMul(int64(w), topology.Degree(topo, w, channels)))
 }
 
 // setUpTooLarge says why check does not build a world of w ranks on topo:
 // its ranks and directions alone pass the memory kernbench may use (the
 // default --max-memory); "" when it may.
 func setUpTooLarge(topo string, w, channels int) string {
-	need, limit := sat(worldSetUpBytes(topo, w, channels), runtimeBytes), DefaultMaxMemory()
+	need, limit := sat(worldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
 	if limit <= 0 || need <= limit {
 		return ""
 	}
 	return fmt.Sprintf("world_size %d on topology %s needs about %s of host memory to set up (%d directions), over the %s kernbench may use (%s); check a smaller world size",
-		w, topo, FormatBytes(need), satMul(int64(w), topology.Degree(topo, w, channels)), FormatBytes(limit), defaultLimitWhy())
+		w, topo, hostmem.FormatBytes(need), satMul(int64(w), topology.Degree(topo, w, channels)), hostmem.FormatBytes(limit), hostmem.DefaultLimitWhy())
 }
-
-// perDirectionSetUp is the host memory one installed direction takes
-// while a world is set up: a full_mesh of 1000 ranks (999,000
-// directions) peaked at 2.30 GB against 0.53 GB for a ring of as many
-// ranks (/usr/bin/time -f %M kernbench run ring_allreduce --topology
-// full_mesh --world-size 1000 --set system.sips=32 --timing-only --bytes
-// 4K), about 1.8 KB a direction.
-const perDirectionSetUp = 2 << 10
 
 // setUpFloor: a world whose per-rank estimate is at most this (8738
 // ranks of 30 KiB) is set up before its memory is estimated (about as

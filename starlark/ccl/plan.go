@@ -22,6 +22,7 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/script"
 )
 
@@ -126,7 +127,7 @@ func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *s
 	}
 	slots := make(chan struct{}, p.opts.Jobs)
 	stop := make(chan struct{})
-	p.budget = newMemBudget(p.opts.MaxMemory)
+	p.budget = hostmem.NewBudget(p.opts.MaxMemory)
 	defer func() { p.budget = nil }()
 	var wg sync.WaitGroup
 	go func() {
@@ -227,7 +228,7 @@ type plan struct {
 	// procNote, when set, is passed to the run's world (see world.procNote).
 	procNote func(p *sim.Proc) string
 	// budget shares --max-memory between the sizes of a -j sweep.
-	budget *memBudget
+	budget *hostmem.Budget
 }
 
 func usage(format string, args ...any) error {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"kernbench/starlark/deadlock"
+	"kernbench/starlark/hostmem"
 	"maps"
 	"slices"
 	"sort"
@@ -127,9 +128,9 @@ type Result struct {
 	// Interp is the interpreter work of the kernels (-v only).
 	Interp *InterpCounts `json:"starlark,omitempty"`
 	// HostMemory is the run's host memory estimate (-v only).
-	HostMemory *MemoryEstimate `json:"host_memory_estimate,omitempty"`
+	HostMemory *hostmem.Estimate `json:"host_memory_estimate,omitempty"`
 	// counts are what the run's host memory grows with (a probe's).
-	counts *MemoryCounts
+	counts *hostmem.Counts
 	// OpLog is what the op_log cost in host memory (-v only).
 	OpLog *OpLogCost `json:"oplog,omitempty"`
 	// Outputs are the recv buffers after the run (Options.KeepOutputs).

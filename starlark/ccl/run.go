@@ -15,6 +15,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
@@ -181,7 +182,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	}
 	loader.PrintPrefix = printPrefix
 	var release func()
-	loader.MemoryWatch, release = watchMemory(opts.MaxMemory, opts.MaxMemoryIsDefault)
+	loader.MemoryWatch, release = hostmem.Watch(opts.MaxMemory, opts.MaxMemoryIsDefault)
 	defer release()
 	globals, err := loader.Load(tgt.file)
 	if err != nil {
@@ -302,12 +303,12 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	if err := w.install(p, tgt, loader, hook); err != nil {
 		return nil, err
 	}
-	var est MemoryEstimate
+	var est hostmem.Estimate
 	if err := checkFits(p, w.m, count); err != nil {
 		return nil, err
 	}
 	if buffersFit(p, w.m, count) {
-		probe := func() (*MemoryCounts, error) {
+		probe := func() (*hostmem.Counts, error) {
 			q := *p
 			q.opts = silent(p.opts)
 			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
@@ -324,7 +325,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 			return nil, err
 		}
 	}
-	defer p.budget.acquire(est.Total())()
+	defer p.budget.Acquire(est.Total())()
 	b, err := newBench(p, w.m, count)
 	if err != nil {
 		return nil, err
@@ -340,7 +341,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	// load reuses is the one recycled last, still in cache.
 	handles := &tl.HandlePool{}
 	if p.opts.probe {
-		r := tl.NewRetention(viewBytes, handleBytes)
+		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
 		defer r.Close()
 		for i := range stats {
 			stats[i].Retained = r

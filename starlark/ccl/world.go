@@ -17,6 +17,7 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
@@ -161,7 +162,7 @@ func (w *world) snapshot() {
 		// The memory alone lives until the run is done: without the tighter
 		// headroom a kernel that allocates much (rd_allreduce 8 × 16M
 		// --verify-data=false) doubled it before the collector ran.
-		w.releaseHeap = holdLargeHeap(n)
+		w.releaseHeap = hostmem.HoldLargeHeap(n)
 		return
 	}
 	w.m.KeepPreRun()
@@ -171,7 +172,7 @@ func (w *world) snapshot() {
 	}
 	// The saved blocks (at most a copy of the memory) and the memory live
 	// until phase 2 is done.
-	w.releaseHeap = holdLargeHeap(2 * n)
+	w.releaseHeap = hostmem.HoldLargeHeap(2 * n)
 }
 
 // onKeepPreRun, when set (tests only), runs when a world starts keeping
@@ -201,9 +202,9 @@ func (w *world) phase2(p *plan, res *Result) error {
 	w.m.DropPreRun()
 	match := true
 	if w.memoryLimit > 0 {
-		w.m.Log.Guard = w.guardTurns(w.memoryLimit, true)
+		w.m.Log.Guard = hostmem.TurnGuard(w.memoryLimit, true, w.outOfMemory)
 	}
-	var oom *OutOfMemoryError
+	var oom *hostmem.OutOfMemoryError
 	if msg := w.m.Log.CheckCausality(); msg != "" {
 		match = false
 		res.Phase2 = msg

@@ -23,6 +23,7 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/hostmem"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 )
@@ -248,7 +249,7 @@ func RunFile(file string, o Options) ([]Result, error) {
 	// simulations have the guard): a watch for its top level, then one per
 	// test, so one test over the limit does not stop those after it.
 	var release func()
-	loader.MemoryWatch, release = ccl.WatchMemory(o.MaxMemory)
+	loader.MemoryWatch, release = hostmem.Watch(o.MaxMemory, false)
 	globals, err := loader.Load(file)
 	release()
 	if err != nil {
@@ -278,7 +279,7 @@ func RunFile(file string, o Options) ([]Result, error) {
 		if o.OnTest != nil {
 			o.OnTest(file, t.name)
 		}
-		loader.MemoryWatch, release = ccl.WatchMemory(o.MaxMemory)
+		loader.MemoryWatch, release = hostmem.Watch(o.MaxMemory, false)
 		th := loader.NewThread(t.name)
 		err = nil
 		rep := &reporter{}
@@ -300,7 +301,7 @@ func RunFile(file string, o Options) ([]Result, error) {
 // isOutOfMemory reports whether err comes from a simulation stopped by
 // the memory guard.
 func isOutOfMemory(err error) bool {
-	var oom *ccl.OutOfMemoryError
+	var oom *hostmem.OutOfMemoryError
 	return errors.As(err, &oom)
 }
 

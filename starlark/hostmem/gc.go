@@ -1,8 +1,7 @@
-package ccl
+package hostmem
 
 import (
 	"os"
-	"runtime/debug"
 	"sync"
 )
 
@@ -14,28 +13,34 @@ import (
 // fills that headroom). While such runs are active the collector keeps a
 // headroom of about 15 % of those bytes (at least 64 MiB) instead;
 // collections stay cheap because the big blocks hold no pointers to
-// scan. A GOGC set in the process's environment wins (the runtime's
-// setting: os.Getenv, not a command's script.Env). The count is
-// process-wide and safe for runs side by side.
+// scan. The GC percent is set through the installed Settings (none: the
+// collector keeps the program's). A GOGC set in the process's environment
+// wins (the runtime's setting: os.Getenv, not a command's script.Env).
+// The count is process-wide and safe for runs side by side.
 
 var largeHeap struct {
 	sync.Mutex
-	bytes int64 // held by active runs
-	saved int   // the GC percent before the first of them
+	bytes int64         // held by active runs
+	saved int           // the GC percent before the first of them
+	set   func(int) int // the installed SetGCPercent as the first of them registered
 }
 
 const minHeadroom = 64 << 20
 
-// holdLargeHeap registers n bytes held for the rest of a run and returns
+// HoldLargeHeap registers n bytes held for the rest of a run and returns
 // the function that gives them up.
-func holdLargeHeap(n int64) (release func()) {
+func HoldLargeHeap(n int64) (release func()) {
 	if n < 4*minHeadroom || os.Getenv("GOGC") != "" {
 		return func() {}
 	}
 	largeHeap.Lock()
 	defer largeHeap.Unlock()
 	if largeHeap.bytes == 0 {
-		largeHeap.saved = debug.SetGCPercent(100)
+		largeHeap.set = installed().SetGCPercent
+		if largeHeap.set == nil {
+			return func() {} // no setting to change
+		}
+		largeHeap.saved = largeHeap.set(100)
 	}
 	largeHeap.bytes += n
 	tuneGC()
@@ -44,7 +49,7 @@ func holdLargeHeap(n int64) (release func()) {
 		defer largeHeap.Unlock()
 		largeHeap.bytes -= n
 		if largeHeap.bytes == 0 {
-			debug.SetGCPercent(largeHeap.saved)
+			largeHeap.set(largeHeap.saved)
 			return
 		}
 		tuneGC()
@@ -52,14 +57,14 @@ func holdLargeHeap(n int64) (release func()) {
 }
 
 func tuneGC() {
-	debug.SetGCPercent(gcPercent(largeHeap.bytes))
+	largeHeap.set(GCPercent(largeHeap.bytes))
 }
 
-// gcPercent is the GC percent while runs hold b bytes of large blocks:
-// Go's default 100 below 4 × minHeadroom (holdLargeHeap takes no smaller
+// GCPercent is the GC percent while runs hold b bytes of large blocks:
+// Go's default 100 below 4 × minHeadroom (HoldLargeHeap takes no smaller
 // block), else a headroom of 15 % of the blocks, at least minHeadroom.
 // The memory estimate counts the same headroom.
-func gcPercent(b int64) int {
+func GCPercent(b int64) int {
 	if b < 4*minHeadroom {
 		return 100
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package ccl
+package hostmem
 
 import (
 	"syscall"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package ccl
+package hostmem
 
 // addressSpaceRoom: only Linux is asked for its address-space limit.
 func addressSpaceRoom() int64 { return 0 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package ccl
+package hostmem
 
 import "golang.org/x/sys/unix"
 

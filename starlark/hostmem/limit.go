@@ -1,9 +1,63 @@
-package ccl
+package hostmem
 
 import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
+
+// DefaultMaxMemory is --max-memory's default: 80 % of the memory the
+// process may use, the smaller of the machine's physical memory
+// (MemTotal) and the cgroup's limit (v2 memory.max, v1
+// memory.limit_in_bytes). Both are fixed while the machine runs, so one
+// command is admitted or refused the same way whatever other processes
+// hold at the moment (MemAvailable, the base before, moved by gigabytes
+// within a session), and at most half the address space an RLIMIT_AS
+// leaves a run (see below). 0 when none is known.
+func DefaultMaxMemory() int64 {
+	n, fromAS := underAddressSpace(availableMemory(os.ReadFile)/5*4, startRoom())
+	defaultFromAddressSpace.Store(fromAS)
+	return n
+}
+
+// defaultLimitRule is how messages name DefaultMaxMemory's rule.
+const defaultLimitRule = "80% of the machine's memory, cgroup limit included"
+
+// availableMemory is the memory the process may use, from the files read
+// reads: the smaller of MemTotal and the cgroup's limit (0 when none
+// says). Never MemAvailable: it moves with what other processes hold.
+func availableMemory(read func(string) ([]byte, error)) int64 {
+	var avail int64
+	take := func(n int64) {
+		if n > 0 && (avail == 0 || n < avail) {
+			avail = n
+		}
+	}
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		if b, err := read(f); err == nil {
+			// "max" (v2) or a huge number (v1) mean no limit.
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n < 1<<60 {
+				take(n)
+			}
+		}
+	}
+	if b, err := read("/proc/meminfo"); err == nil {
+		fields := map[string]int64{}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			f := strings.Fields(string(line))
+			if len(f) >= 2 {
+				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					fields[strings.TrimSuffix(f[0], ":")] = n * 1024 // kB
+				}
+			}
+		}
+		take(fields["MemTotal"])
+	}
+	return avail
+}
 
 // An address-space limit (ulimit -v, RLIMIT_AS) ends the process with the
 // Go runtime's fatal error when the heap cannot grow, however much memory
@@ -37,8 +91,8 @@ func underAddressSpace(limit, room int64) (capped int64, fromAS bool) {
 // address-space cap (the messages naming the default say so).
 var defaultFromAddressSpace atomic.Bool
 
-// defaultLimitWhy is how a message explains the default limit.
-func defaultLimitWhy() string {
+// DefaultLimitWhy is how a message explains the default limit.
+func DefaultLimitWhy() string {
 	if defaultFromAddressSpace.Load() {
 		return "the default: half of what ulimit -v leaves past the 2 GiB kernbench maps as it starts"
 	}

@@ -1,4 +1,4 @@
-package ccl
+package hostmem
 
 import (
 	"unsafe"

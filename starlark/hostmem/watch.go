@@ -1,4 +1,4 @@
-package ccl
+package hostmem
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // The memory guard's watch over Starlark. The simulation's guard
-// (installGuard) is read by the event loop between events; Starlark code
+// (TurnGuard) is read by the event loop between events; Starlark code
 // that allocates without yielding to it (a module's top level, a
 // neighbors() hook, a kernel building large lists or strings, Tile math,
 // a chain of tl.spawn) never reached it, and the process died at the Go
@@ -31,23 +31,25 @@ var memWatches struct {
 	sync.Mutex
 	list []*memWatch
 	// fired is the largest sample that fired a watch while watches were
-	// registered: the figure a stopped run reports (memoryStop), as the
-	// sample it reads later may be lower and under the limit.
+	// registered: the figure a stopped run reports (Held), as the sample
+	// it reads later may be lower and under the limit.
 	fired atomic.Int64
 }
 
-// watchMemory registers a memory watch for a run with this limit and
-// returns it (for Loader.MemoryWatch) and the function that ends it. The
-// run is registered with the guard meanwhile (the soft limit), and its
-// Starlark polls while it runs, before and after the simulation. A limit below what
-// the program itself holds (runtimeBytes, the estimate's floor: such a
-// limit refuses every size before it runs, which is how the estimate is
-// read, --max-memory 1K) gets no watch, nor does no limit (<= 0).
-func watchMemory(limit int64, isDefault bool) (*script.Watchdog, func()) {
-	if limit < runtimeBytes {
+// Watch registers a memory watch for a run with this limit and returns
+// it (for script.Loader.MemoryWatch) and the function that ends it;
+// isDefault says the limit is DefaultMaxMemory (the message says so).
+// The run is registered with the guard meanwhile (GuardRun), and its
+// Starlark polls while it runs, before and after the simulation. A limit
+// below what the program itself holds (RuntimeBytes, the estimate's
+// floor: such a limit refuses every size before it runs, which is how the
+// estimate is read, --max-memory 1K) gets no watch, nor does no limit
+// (<= 0).
+func Watch(limit int64, isDefault bool) (*script.Watchdog, func()) {
+	if limit < RuntimeBytes {
 		return nil, func() {}
 	}
-	releaseGuard := guardMemory(limit)
+	releaseGuard := GuardRun(limit)
 	mw := &memWatch{limit: limit, isDefault: isDefault, w: script.NewMemoryWatch(pollMemory)}
 	memWatches.Lock()
 	if len(memWatches.list) == 0 {
@@ -67,11 +69,6 @@ func watchMemory(limit int64, isDefault bool) (*script.Watchdog, func()) {
 		})
 	}
 }
-
-// WatchMemory is watchMemory for the Starlark a kernbench test file runs
-// itself (its top level and test_* functions): kernbench test gives each
-// test function a watch of its own.
-func WatchMemory(limit int64) (*script.Watchdog, func()) { return watchMemory(limit, false) }
 
 // checkWatches fires the watches whose limit the sample held passes. It
 // does not first collect and return what the runtime holds unused, as
@@ -96,17 +93,5 @@ func checkWatches(held int64) {
 // fire cancels the watch's threads: the run holds held bytes.
 func (mw *memWatch) fire(held int64) {
 	mw.w.FireMemory(fmt.Sprintf("out of memory: the run holds %s of host memory, over --max-memory %s; try a smaller --bytes or --world-size, or raise --max-memory",
-		FormatBytes(held), limitText(mw.limit, mw.isDefault)))
-}
-
-// memoryStop is err, the error that ended a simulation, unless the memory
-// watch caused it (a process's Starlark thread cancelled over the limit):
-// then the simulation's own guard error, which says when the run stopped
-// and what to try for its mode, as when the event loop finds the run over
-// the limit.
-func (w *world) memoryStop(err error) error {
-	if w.outOfMemory == nil || !script.IsMemory(err) {
-		return err
-	}
-	return w.outOfMemory(max(memGuard.held.Load(), memWatches.fired.Load()))
+		FormatBytes(held), LimitText(mw.limit, mw.isDefault)))
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package ccl
+package hostmem
 
 // populate does nothing outside Linux (see populate_linux.go): the fill
 // faults the pages in.

@@ -1,0 +1,148 @@
+package hostmem
+
+import (
+	"os"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"weak"
+)
+
+// How the guard measures the process: its resident set, read through a
+// file kept open, and the garbage collections it ran, noted through a
+// weak pointer (guard.go says when each is read).
+
+// collectionSentinel is an object nothing holds, so the next collection
+// frees it. Larger than the tiny allocator's 16 bytes: tiny objects share
+// a block, which another object may keep alive.
+type collectionSentinel struct{ _ [64]byte }
+
+// collections notes the garbage collections the process ran: a weak
+// pointer to a sentinel reads nil once a collection has freed it (about
+// 10 ns to ask, and it asks in the caller's own goroutine, unlike a
+// cleanup, which runs when the scheduler gets to it: under load, a string
+// doubled in a loop reached a gigabyte before one did).
+var collections struct {
+	sentinel atomic.Pointer[weak.Pointer[collectionSentinel]]
+	count    atomic.Uint64
+	// sampled is the count at the last sample a poll took (pollMemory):
+	// one sample per collection for all the threads that poll.
+	sampled atomic.Uint64
+}
+
+// collectionsSoFar is the number of collections noted so far. A sentinel
+// made while a collection marks survives it and is noted at the next one.
+func collectionsSoFar() uint64 {
+	p := collections.sentinel.Load()
+	if p != nil && p.Value() != nil {
+		return collections.count.Load()
+	}
+	next := weak.Make(new(collectionSentinel))
+	if collections.sentinel.CompareAndSwap(p, &next) {
+		collections.count.Add(1)
+	}
+	return collections.count.Load()
+}
+
+// pollMemory is the memory watch's poll (script.NewMemoryWatch), called
+// by a watched thread every so many steps: when a collection ran since
+// the thread's last poll (seen), the first thread to poll after it samples
+// and fires the watches over their limit, and every thread polls more
+// often while collections keep coming.
+func pollMemory(seen *uint64) bool {
+	c := collectionsSoFar()
+	if c == *seen {
+		return false
+	}
+	*seen = c
+	if s := collections.sampled.Load(); s < c && collections.sampled.CompareAndSwap(s, c) {
+		h := sampleMemory()
+		memGuard.held.Store(h)
+		checkWatches(h)
+	}
+	return true
+}
+
+// sampleMemory is the memory the process holds: its resident set
+// (/proc/self/statm), what /usr/bin/time reports as the peak and what the
+// kernel's out-of-memory killer counts. The runtime's own figures count
+// more: the simulated memory a run allocated but never touched (the
+// kernel backs a page at its first write) and freed heap the runtime has
+// not returned (a run holding 4.3 GB was reported to hold 8.1 GiB). Where
+// /proc is missing, the runtime's mapped memory minus what it returned.
+// Under an address-space limit (ulimit -v) what ends the process is the
+// address space it maps, touched or not (tiles of zeros never written
+// grow it, not the resident set): there the figure is the larger of the
+// resident set and the address space mapped past what the process maps
+// as it starts (startMapped), which the default limit is half of.
+func sampleMemory() int64 {
+	if mapped, resident := readStatm(); resident > 0 {
+		if startRoom() > 0 {
+			resident = max(resident, mapped-startMapped)
+		}
+		return resident
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+}
+
+// statmFile is /proc/self/statm, opened once (nil where it cannot be):
+// reading it again from offset 0 makes the kernel write it afresh, at an
+// eighth of the cost of opening it anew.
+var statmFile = sync.OnceValue(func() *os.File {
+	f, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
+// readStatm is what /proc/self/statm says now, read through statmFile
+// (mapped and resident bytes; 0 for a figure it cannot tell). It
+// allocates nothing: the event loop's guard calls it.
+func readStatm() (mapped, resident int64) {
+	f := statmFile()
+	if f == nil {
+		return 0, 0
+	}
+	var b [128]byte // seven counts of pages: far fewer digits
+	n, _ := f.ReadAt(b[:], 0)
+	return parseStatm(b[:n])
+}
+
+// residentBytes is the resident set from /proc/self/statm (its second
+// field, in pages) as read reads it; 0 when it cannot tell.
+func residentBytes(read func(string) ([]byte, error)) int64 {
+	b, err := read("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	_, resident := parseStatm(b)
+	return resident
+}
+
+// parseStatm is the address space mapped and the resident set, in bytes,
+// from the first two fields of /proc/self/statm (counts of pages); 0 for
+// a field missing or not a positive count.
+func parseStatm(b []byte) (mapped, resident int64) {
+	var fields [2]int64
+	for i := range fields {
+		for len(b) > 0 && (b[0] == ' ' || b[0] == '\n') {
+			b = b[1:]
+		}
+		pages, digits := int64(0), 0
+		for ; digits < len(b) && b[digits] >= '0' && b[digits] <= '9'; digits++ {
+			pages = satMul(pages, 10) + int64(b[digits]-'0')
+		}
+		if digits == 0 || (digits < len(b) && b[digits] != ' ' && b[digits] != '\n') {
+			break // not a count: this field and those after it are unknown
+		}
+		fields[i] = satMul(pages, int64(os.Getpagesize()))
+		b = b[digits:]
+	}
+	return fields[0], fields[1]
+}
