@@ -155,3 +155,16 @@ func setHint(path string, value any, items []setItem, keywords bool) (hint strin
 	}
 	return hint, false
 }
+
+// describeGiven names where the user gave a defaults key: the --set or
+// --vary item, or the file and line.
+func describeGiven(pos string, items []setItem) string {
+	if item, ok := strings.CutPrefix(pos, "--set "); ok {
+		for i := len(items) - 1; i >= 0; i-- {
+			if items[i].item == item {
+				return items[i].String()
+			}
+		}
+	}
+	return pos
+}

@@ -3,7 +3,6 @@ package ccl
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -33,8 +32,8 @@ func (p *plan) memRun(count int64) hostmem.Run {
 	r := hostmem.Run{World: p.world, TimingOnly: p.opts.TimingOnly, Verify: p.opts.Verify, KeepsLog: p.opts.OpLog != nil, InPlace: p.opts.InPlace}
 	if !p.opts.TimingOnly {
 		sz := int64(p.dt.Size())
-		r.SendBytes, r.RecvBytes = satMul(p.coll.sendCount(count, p.world), sz), satMul(p.coll.recvCount(count, p.world), sz)
-		r.CountBytes = satMul(count, sz)
+		r.SendBytes, r.RecvBytes = hostmem.SatMul(p.coll.sendCount(count, p.world), sz), hostmem.SatMul(p.coll.recvCount(count, p.world), sz)
+		r.CountBytes = hostmem.SatMul(count, sz)
 		r.BusFactor = p.coll.BusFactor(p.world)
 		r.Alltoall, r.KeepsRecv = p.coll.Name == "alltoall", p.coll.KeepsRecv()
 	}
@@ -50,20 +49,6 @@ func (p *plan) estimateMemory(count int64, rg hostmem.Rings) hostmem.Estimate {
 // estimateCounted is the estimate for one size from a probe's counts c.
 func (p *plan) estimateCounted(count int64, rg hostmem.Rings, c *hostmem.Counts) hostmem.Estimate {
 	return hostmem.Counted(p.memRun(count), rg, c)
-}
-
-func sat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func satMul(a, b int64) int64 {
-	if a != 0 && b > math.MaxInt64/a {
-		return math.MaxInt64
-	}
-	return a * b
 }
 
 // probeFunc makes a size's probe: a --timing-only run of it that counts
@@ -142,7 +127,7 @@ func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (host
 		parts += "; counted by a --timing-only probe"
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-		flagSize(satMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
+		flagSize(hostmem.SatMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
 	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", hostmem.FormatBytes(e.Total()), lt)
 	switch {
 	case p.opts.TimingOnly:
@@ -178,7 +163,7 @@ func (p *plan) probeRefused(count int64, e hostmem.Estimate, err error) error {
 		held = fmt.Sprintf(" (it held %s at t=%v)", hostmem.FormatBytes(oom.Held), oom.At)
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
-		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(satMul(count, int64(p.dt.Size()))), lt, held)
+		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(hostmem.SatMul(count, int64(p.dt.Size()))), lt, held)
 	ref.Reason = fmt.Sprintf("its --timing-only probe passed --max-memory %s: raise --max-memory", lt)
 	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }

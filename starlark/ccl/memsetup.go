@@ -35,7 +35,7 @@ func (p *plan) checkWorldMemory(channels int) error {
 		return nil
 	}
 	// The largest world whose ranks and directions alone fit (0: none).
-	fit := sort.Search(p.world, func(w int) bool { return sat(ranksOf(w+1), hostmem.RuntimeBytes) > limit })
+	fit := sort.Search(p.world, func(w int) bool { return hostmem.SatAdd(ranksOf(w+1), hostmem.RuntimeBytes) > limit })
 	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
 	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: e.Total()}
 	ref.Reason = fmt.Sprintf("world_size %d needs at least %s of host memory, over --max-memory %s; a smaller --world-size or raise --max-memory",
@@ -52,19 +52,19 @@ func (p *plan) checkWorldMemory(channels int) error {
 // worldSetUpBytes is the estimate's part for the ranks of a world of w
 // ranks on topology and their directions, before any buffer.
 func worldSetUpBytes(topo string, w, channels int) int64 {
-	return hostmem.SetUpBytes(int64(w), satMul(int64(w), topology.Degree(topo, w, channels)))
+	return hostmem.SetUpBytes(int64(w), hostmem.SatMul(int64(w), topology.Degree(topo, w, channels)))
 }
 
 // setUpTooLarge says why check does not build a world of w ranks on topo:
 // its ranks and directions alone pass the memory kernbench may use (the
 // default --max-memory); "" when it may.
 func setUpTooLarge(topo string, w, channels int) string {
-	need, limit := sat(worldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
+	need, limit := hostmem.SatAdd(worldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
 	if limit <= 0 || need <= limit {
 		return ""
 	}
 	return fmt.Sprintf("world_size %d on topology %s needs about %s of host memory to set up (%d directions), over the %s kernbench may use (%s); check a smaller world size",
-		w, topo, hostmem.FormatBytes(need), satMul(int64(w), topology.Degree(topo, w, channels)), hostmem.FormatBytes(limit), hostmem.DefaultLimitWhy())
+		w, topo, hostmem.FormatBytes(need), hostmem.SatMul(int64(w), topology.Degree(topo, w, channels)), hostmem.FormatBytes(limit), hostmem.DefaultLimitWhy())
 }
 
 // setUpFloor: a world whose per-rank estimate is at most this (8738

@@ -16,6 +16,7 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
@@ -333,9 +334,9 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	stats := make([]tl.Stats, p.world)
 	w.snapshot()
 	b.keepSentinels(w)
-	var rec *exportRecorder
+	var rec *mscclio.Recorder
 	if p.opts.ExportMSCCL != nil {
-		rec = newExportRecorder(p.world)
+		rec = mscclio.NewRecorder(p.world)
 	}
 	// One pool of recycled handles for all ranks: the handle a rank's
 	// load reuses is the one recycled last, still in cache.
@@ -401,12 +402,8 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	}
 	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
 	if rec != nil {
-		a, err := rec.build(p, b, w.g, count)
-		if err == nil {
-			err = writeExport(a, p.opts.ExportMSCCL)
-		}
-		if err != nil {
-			return nil, WithKind(errkind.Export, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		if err := exportMSCCL(rec, p, b, w.g, count, p.opts.ExportMSCCL); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil

@@ -14,6 +14,7 @@ import (
 	"kernbench/engine/config"
 	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/mscclio"
 	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
 )
@@ -86,7 +87,7 @@ func Resolve(arg string, opts Options, check bool) (algorithm string, err error)
 		return "", err
 	}
 	if IsMSCCL(arg) {
-		a, err := loadMSCCL(arg, script.Source{Env: opts.Env, Embedded: opts.Embedded, Overlay: map[string][]byte{mscclRunnerName: mscclRunner}})
+		a, err := loadMSCCL(arg, script.Source{Env: opts.Env, Embedded: opts.Embedded, Overlay: map[string][]byte{mscclio.RunnerName: mscclio.Runner}})
 		if err != nil || !check {
 			return "", err
 		}
@@ -126,11 +127,11 @@ type target struct {
 	// staging is where the fused primitives' staging rings and landing
 	// slots go (0: TCM); bufferKindWhy and stagingWhy say why kernbench
 	// put the rx rings (settings.BufferKind) and the staging elsewhere
-	// than the configuration and TCM (an MSCCL schedule, mscclPlace).
+	// than the configuration and TCM (an MSCCL schedule, mscclio.Place).
 	staging                   machine.Space
 	bufferKindWhy, stagingWhy string
 	// nSlotsWhy says why kernbench chose settings.NSlots (an MSCCL
-	// schedule whose steps need deeper rings than the default, mscclSlots).
+	// schedule whose steps need deeper rings than the default, mscclio.Slots).
 	nSlotsWhy string
 }
 

@@ -71,7 +71,7 @@ type Estimate struct {
 func (e Estimate) Total() int64 {
 	t := int64(0)
 	for _, n := range []int64{e.Data, e.Image, e.Rings, e.Scratch, e.OpLog, e.Phase2, e.Ranks, e.Kernels, e.Runtime} {
-		t = sat(t, n)
+		t = SatAdd(t, n)
 	}
 	return t
 }
@@ -201,7 +201,7 @@ func Configured(r Run, rg Rings) Estimate {
 	e := bufferParts(r, rg)
 	e.Basis = BasisConfiguration
 	e.Ranks = rankBytes(r, rg)
-	e.Kernels = satMul(int64(r.World), satMul(steps, perStepBytes))
+	e.Kernels = SatMul(int64(r.World), SatMul(steps, perStepBytes))
 	if !r.TimingOnly {
 		// Kernels that reduce through work buffers of their own (mesh,
 		// recursive doubling) allocate up to their buffers again.
@@ -220,38 +220,38 @@ func Counted(r Run, rg Rings, c *Counts) Estimate {
 	e.Basis = BasisCounted
 	e.Counts = c
 	e.Ranks = rankBytes(r, rg)
-	e.Kernels = sat(satMul(c.RetainedViews, ViewBytes), satMul(c.RetainedHandles, HandleBytes))
+	e.Kernels = SatAdd(SatMul(c.RetainedViews, ViewBytes), SatMul(c.RetainedHandles, HandleBytes))
 	moves := !r.TimingOnly
 	var records int64
 	if moves {
-		e.Rings = sat(e.Rings, ringGrowth(r, rg))
+		e.Rings = SatAdd(e.Rings, ringGrowth(r, rg))
 		// The bytes the held handles' operations move stay with them.
-		e.Kernels = sat(e.Kernels, c.RetainedHandleBytes/100*handleBytePercent)
+		e.Kernels = SatAdd(e.Kernels, c.RetainedHandleBytes/100*handleBytePercent)
 		e.Scratch = c.AllocBytes / 100 * scratchPercent
 		if r.Verify || r.KeepsLog {
-			recordParts(r, &e, sat(sat(c.Ops, c.Allocs), satMul(int64(r.World), recordsPerRank)))
-			records = sat(e.OpLog, e.Phase2)
+			recordParts(r, &e, SatAdd(SatAdd(c.Ops, c.Allocs), SatMul(int64(r.World), recordsPerRank)))
+			records = SatAdd(e.OpLog, e.Phase2)
 		}
 		if r.Verify && r.Alltoall {
 			// alltoall's replay holds its recv buffers' blocks: every
 			// block is written by pieces from many ranks.
-			e.Phase2 = sat(e.Phase2, satMul(r.RecvBytes, int64(r.World)))
+			e.Phase2 = SatAdd(e.Phase2, SatMul(r.RecvBytes, int64(r.World)))
 		}
 	}
 	// The collector's headroom is what garbage fills of it: the
 	// interpreter's, in proportion to what the kernels keep; with bytes
 	// moved, the tiles the kernels were given and dropped (the pipelined
 	// primitives recycle theirs) and the op_log's growth; at most GCPercent's.
-	head := min(e.Kernels/100*garbagePercent, sat(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
+	head := min(e.Kernels/100*garbagePercent, SatAdd(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
 	if moves {
-		head = sat(head, sat(c.TileBytes/100*tileGarbagePercent, records/100*recordGarbagePercent))
-		held := sat(e.Data, e.Rings)
+		head = SatAdd(head, SatAdd(c.TileBytes/100*tileGarbagePercent, records/100*recordGarbagePercent))
+		held := SatAdd(e.Data, e.Rings)
 		if r.Verify {
-			held = sat(held, held)
+			held = SatAdd(held, held)
 		}
 		head = min(head, (e.Total()-e.Runtime)/100*int64(GCPercent(held)))
 	}
-	e.Runtime = sat(e.Runtime, head)
+	e.Runtime = SatAdd(e.Runtime, head)
 	return e
 }
 
@@ -264,17 +264,17 @@ func Counted(r Run, rg Rings, c *Counts) Estimate {
 // put it at 1.7 times its peak; mesh_allreduce and rd_allreduce at 128
 // and 256 ranks × 4K peaked at 1.6 times their estimate without any).
 func ringGrowth(r Run, rg Rings) int64 {
-	ring := satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
+	ring := SatMul(int64(rg.QPs), SatMul(int64(rg.NSlots), rg.SlotSize))
 	if rg.Room <= 0 || r.World <= 0 {
 		return ring / 2
 	}
 	perPE := ring / int64(r.World)
-	return satMul(max(0, min(perPE/2, rg.Room-perPE)), int64(r.World))
+	return SatMul(max(0, min(perPE/2, rg.Room-perPE)), int64(r.World))
 }
 
 // rankBytes is the ranks' fixed state: per rank and per queue pair.
 func rankBytes(r Run, rg Rings) int64 {
-	return sat(satMul(int64(r.World), perRankBytes), satMul(int64(rg.QPs), perQPBytes))
+	return SatAdd(SatMul(int64(r.World), perRankBytes), SatMul(int64(rg.QPs), perQPBytes))
 }
 
 // bufferParts are the parts that follow from the collective and the
@@ -284,12 +284,12 @@ func bufferParts(r Run, rg Rings) Estimate {
 	if r.TimingOnly {
 		return e // no byte is backed and no op_log kept
 	}
-	per := sat(r.SendBytes, r.RecvBytes)
+	per := SatAdd(r.SendBytes, r.RecvBytes)
 	if r.InPlace {
 		per = max(r.SendBytes, r.RecvBytes)
 	}
-	e.Data = satMul(per, int64(r.World))
-	e.Rings = satMul(int64(rg.QPs), satMul(int64(rg.NSlots), rg.SlotSize))
+	e.Data = SatMul(per, int64(r.World))
+	e.Rings = SatMul(int64(rg.QPs), SatMul(int64(rg.NSlots), rg.SlotSize))
 	if r.Verify {
 		// The pre-run image keeps a block that phase 1 writes as it was
 		// before: a block of one repeated 8-byte pattern (a recv buffer's
@@ -301,7 +301,7 @@ func bufferParts(r Run, rg Rings) Estimate {
 			e.Image = e.Data
 		}
 		if r.KeepsRecv {
-			e.Image = sat(e.Image, satMul(r.RecvBytes, int64(r.World)))
+			e.Image = SatAdd(e.Image, SatMul(r.RecvBytes, int64(r.World)))
 		}
 	}
 	return e
@@ -309,12 +309,12 @@ func bufferParts(r Run, rg Rings) Estimate {
 
 // recordParts sets the op_log and phase 2 parts for records records.
 func recordParts(r Run, e *Estimate, records int64) {
-	e.OpLog = satMul(records, LogRecordBytes)
+	e.OpLog = SatMul(records, LogRecordBytes)
 	if r.Verify {
 		// The replay lets a block go once the last record writing it is
 		// applied: what it holds grows with the records, not with the
 		// buffers.
-		e.Phase2 = satMul(records, phase2PerRecord)
+		e.Phase2 = SatMul(records, phase2PerRecord)
 	}
 }
 
@@ -325,15 +325,15 @@ func recordParts(r Run, e *Estimate, records int64) {
 // grow).
 func headroom(r Run, e *Estimate) {
 	if r.TimingOnly {
-		e.Runtime = sat(e.Runtime, e.Kernels)
+		e.Runtime = SatAdd(e.Runtime, e.Kernels)
 		return
 	}
-	held := sat(e.Data, e.Rings)
+	held := SatAdd(e.Data, e.Rings)
 	if r.Verify {
-		held = sat(held, held)
+		held = SatAdd(held, held)
 	}
 	live := e.Total() - e.Runtime
-	e.Runtime = sat(e.Runtime, live/100*int64(GCPercent(held)))
+	e.Runtime = SatAdd(e.Runtime, live/100*int64(GCPercent(held)))
 }
 
 // estimateRecords bounds the op_log records of a run from above: every
@@ -468,18 +468,11 @@ func (b *Budget) Acquire(n int64) (release func()) {
 	}
 }
 
-func sat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
 // SetUpBytes is the estimate's part for the ranks of a world and their
 // directions (a rank's and a direction's set-up costs), before any
 // buffer: what setting up the world holds.
 func SetUpBytes(ranks, directions int64) int64 {
-	return sat(satMul(ranks, perRankBytes), satMul(directions, perDirectionSetUp))
+	return SatAdd(SatMul(ranks, perRankBytes), SatMul(directions, perDirectionSetUp))
 }
 
 // perDirectionSetUp is the host memory one installed direction takes

@@ -29,7 +29,7 @@ func testRun(t *testing.T, coll string, world int, count int64, modes Run) Run {
 	r := modes
 	r.World = world
 	if !r.TimingOnly {
-		r.SendBytes, r.RecvBytes, r.CountBytes = satMul(send, sz), satMul(recv, sz), satMul(count, sz)
+		r.SendBytes, r.RecvBytes, r.CountBytes = SatMul(send, sz), SatMul(recv, sz), SatMul(count, sz)
 		r.BusFactor, r.Alltoall = c.BusFactor(world), coll == "alltoall"
 	}
 	return r

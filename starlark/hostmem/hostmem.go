@@ -48,7 +48,18 @@ func LimitText(limit int64, isDefault bool) string {
 // smallest limit a memory watch is kept for (Watch).
 const RuntimeBytes = 20 << 20
 
-func satMul(a, b int64) int64 {
+// SatAdd is a+b for byte counts (a, b >= 0), or the largest int64 when
+// that overflows: a size past what any machine holds compares as too
+// large instead of wrapping to a negative one.
+func SatAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// SatMul is a*b for byte counts (a, b >= 0), saturating as SatAdd.
+func SatMul(a, b int64) int64 {
 	if a != 0 && b > math.MaxInt64/a {
 		return math.MaxInt64
 	}

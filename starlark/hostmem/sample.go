@@ -136,12 +136,12 @@ func parseStatm(b []byte) (mapped, resident int64) {
 		}
 		pages, digits := int64(0), 0
 		for ; digits < len(b) && b[digits] >= '0' && b[digits] <= '9'; digits++ {
-			pages = satMul(pages, 10) + int64(b[digits]-'0')
+			pages = SatMul(pages, 10) + int64(b[digits]-'0')
 		}
 		if digits == 0 || (digits < len(b) && b[digits] != ' ' && b[digits] != '\n') {
 			break // not a count: this field and those after it are unknown
 		}
-		fields[i] = satMul(pages, int64(os.Getpagesize()))
+		fields[i] = SatMul(pages, int64(os.Getpagesize()))
 		b = b[digits:]
 	}
 	return fields[0], fields[1]

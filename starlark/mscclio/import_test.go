@@ -1,4 +1,4 @@
-package ccl
+package mscclio_test
 
 import (
 	"errors"
@@ -12,12 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kernbench"
-	"kernbench/engine/msccl"
-	"kernbench/engine/topology"
+	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 )
-
-const mscclTestdata = "../../testdata/msccl"
 
 // The schedules generated from msccl-tools' examples (testdata/msccl,
 // generate.sh), each at 4, 8 and 16 ranks.
@@ -51,7 +48,7 @@ func TestMSCCLSchedulesVerify(t *testing.T) {
 			file := filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", s.prefix, world))
 			t.Run(filepath.Base(file), func(t *testing.T) {
 				t.Parallel()
-				rep := runVerified(t, file, Options{Counts: []int64{0, 4096, 36000}, Sets: s.sets})
+				rep := runVerified(t, file, ccl.Options{Counts: []int64{0, 4096, 36000}, Sets: s.sets})
 				got := []any{rep.Collective, rep.WorldSize, rep.Topology}
 				if diff := cmp.Diff([]any{s.collective, world, "custom"}, got); diff != "" {
 					t.Errorf("collective, world size, topology (-want +got):\n%s", diff)
@@ -86,7 +83,7 @@ func TestMSCCLDtypesRedopsJitter(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%s/%s/jitter=%d", c.file, c.dtype, c.redop, c.jitter), func(t *testing.T) {
 			t.Parallel()
-			rep := runVerified(t, filepath.Join(mscclTestdata, c.file), Options{Counts: []int64{8192}, DType: c.dtype, RedOp: c.redop, JitterSeed: c.jitter})
+			rep := runVerified(t, filepath.Join(mscclTestdata, c.file), ccl.Options{Counts: []int64{8192}, DType: c.dtype, RedOp: c.redop, JitterSeed: c.jitter})
 			checkCorrect(t, rep)
 		})
 	}
@@ -100,25 +97,25 @@ func TestMSCCLFlagConflicts(t *testing.T) {
 	cases := []struct {
 		name string
 		file string
-		o    Options
+		o    ccl.Options
 		want string
 	}{
-		{"world size", file, Options{WorldSize: 8}, file + " is a schedule for ngpus=4 ranks; drop --world-size 8"},
-		{"collective", file, Options{Collective: "allgather"}, file + " is an alltoall schedule; drop --collective allgather"},
-		{"topology", file, Options{Topology: "ring_1d"}, file + ": an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology ring_1d"},
-		{"in place", file, Options{InPlace: true}, file + " is an out-of-place schedule (inplace=0); drop --in-place"},
-		{"ragged", inplace, Options{Counts: []int64{6}}, inplace + ": count 6: the allreduce buffer of 6 elements does not cut into nchunksperloop=4 equal chunks; use a count whose larger buffer is a multiple of 4"},
-		{"missing", "nowhere.xml", Options{}, "nowhere.xml: no such file"},
+		{"world size", file, ccl.Options{WorldSize: 8}, file + " is a schedule for ngpus=4 ranks; drop --world-size 8"},
+		{"collective", file, ccl.Options{Collective: "allgather"}, file + " is an alltoall schedule; drop --collective allgather"},
+		{"topology", file, ccl.Options{Topology: "ring_1d"}, file + ": an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology ring_1d"},
+		{"in place", file, ccl.Options{InPlace: true}, file + " is an out-of-place schedule (inplace=0); drop --in-place"},
+		{"ragged", inplace, ccl.Options{Counts: []int64{6}}, inplace + ": count 6: the allreduce buffer of 6 elements does not cut into nchunksperloop=4 equal chunks; use a count whose larger buffer is a multiple of 4"},
+		{"missing", "nowhere.xml", ccl.Options{}, "nowhere.xml: no such file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.o.Embedded = kernbench.Files
-			_, err := Run(c.file, c.o)
-			var f *Failure
+			_, err := ccl.Run(c.file, c.o)
+			var f *ccl.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
-			if diff := cmp.Diff([]any{ExitUsage, c.want}, []any{f.ErrorKind().Status, f.Msg}); diff != "" {
+			if diff := cmp.Diff([]any{ccl.ExitUsage, c.want}, []any{f.ErrorKind().Status, f.Msg}); diff != "" {
 				t.Errorf("exit status and message (-want +got):\n%s", diff)
 			}
 		})
@@ -127,36 +124,10 @@ func TestMSCCLFlagConflicts(t *testing.T) {
 
 // An in-place schedule runs in place without --in-place: the file says so.
 func TestMSCCLInPlaceFromFile(t *testing.T) {
-	rep := runVerified(t, filepath.Join(mscclTestdata, "allgather_ring_ch2_4.xml"), Options{Counts: []int64{1024}})
+	rep := runVerified(t, filepath.Join(mscclTestdata, "allgather_ring_ch2_4.xml"), ccl.Options{Counts: []int64{1024}})
 	checkCorrect(t, rep)
 	if !rep.Results[0].InPlace {
 		t.Errorf("in_place = false, want true (the file has inplace=1)")
-	}
-}
-
-// The neighbour map has one direction per (peer, channel) a thread block
-// uses, on both ends, named g<peer>[_<chan>], and it validates.
-func TestMSCCLNeighbors(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(mscclTestdata, "allreduce_ring_ch2_4.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := msccl.Parse("ring.xml", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	maps := mscclNeighbors(a)
-	want := []map[string]int{
-		{"g1": 1, "g1_1": 1, "g3": 3, "g3_1": 3},
-		{"g0": 0, "g0_1": 0, "g2": 2, "g2_1": 2},
-		{"g1": 1, "g1_1": 1, "g3": 3, "g3_1": 3},
-		{"g0": 0, "g0_1": 0, "g2": 2, "g2_1": 2},
-	}
-	if diff := cmp.Diff(want, maps); diff != "" {
-		t.Errorf("neighbour maps (-want +got):\n%s", diff)
-	}
-	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: maps}); err != nil {
-		t.Error(err)
 	}
 }
 
@@ -167,7 +138,7 @@ func TestMSCCLCheck(t *testing.T) {
 		t.Fatalf("no schedules in %s: %v", mscclTestdata, err)
 	}
 	for _, f := range files {
-		if problems := Check(f, CheckOptions{Embedded: kernbench.Files}); len(problems) > 0 {
+		if problems := ccl.Check(f, ccl.CheckOptions{Embedded: kernbench.Files}); len(problems) > 0 {
 			t.Errorf("check %s:\n%s", f, strings.Join(problems, "\n"))
 		}
 	}
@@ -176,7 +147,7 @@ func TestMSCCLCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{bad + ":1: gpu 1 is missing (ngpus=2 wants ids 0..1)"}
-	if diff := cmp.Diff(want, Check(bad, CheckOptions{Embedded: kernbench.Files})); diff != "" {
+	if diff := cmp.Diff(want, ccl.Check(bad, ccl.CheckOptions{Embedded: kernbench.Files})); diff != "" {
 		t.Errorf("check problems (-want +got):\n%s", diff)
 	}
 }
@@ -209,8 +180,8 @@ func TestMSCCLMatchesHandWritten(t *testing.T) {
 			t.Run(fmt.Sprintf("%s_%d", c.xml, world), func(t *testing.T) {
 				t.Parallel()
 				counts := []int64{c.count}
-				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), Options{Counts: counts, Sets: c.sets})
-				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), Options{Counts: counts, WorldSize: world, InPlace: c.inPlace, Sets: c.sets})
+				imported := runVerified(t, filepath.Join(mscclTestdata, fmt.Sprintf("%s_%d.xml", c.xml, world)), ccl.Options{Counts: counts, Sets: c.sets})
+				hand := runVerified(t, filepath.Join(mscclTestdata, "handwritten", c.star), ccl.Options{Counts: counts, WorldSize: world, InPlace: c.inPlace, Sets: c.sets})
 				checkCorrect(t, imported)
 				checkCorrect(t, hand)
 				for i := range counts {
@@ -238,7 +209,7 @@ func TestMSCCLAvg(t *testing.T) {
 			t.Run(filepath.Base(file), func(t *testing.T) {
 				t.Parallel()
 				for _, dtype := range []string{"f32", "bf16"} {
-					rep := runVerified(t, file, Options{Counts: []int64{36000}, Sets: s.sets, RedOp: "avg", DType: dtype})
+					rep := runVerified(t, file, ccl.Options{Counts: []int64{36000}, Sets: s.sets, RedOp: "avg", DType: dtype})
 					checkCorrect(t, rep)
 				}
 			})
@@ -299,15 +270,15 @@ func TestMSCCLAvgRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.sumRuns {
-				checkCorrect(t, runVerified(t, file, Options{Counts: []int64{4096}}))
+				checkCorrect(t, runVerified(t, file, ccl.Options{Counts: []int64{4096}}))
 			}
-			_, err := Run(file, Options{Counts: []int64{4096}, RedOp: "avg", Embedded: kernbench.Files})
-			var f *Failure
+			_, err := ccl.Run(file, ccl.Options{Counts: []int64{4096}, RedOp: "avg", Embedded: kernbench.Files})
+			var f *ccl.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
 			got := []any{errkind.Of(err), errkind.Status(err), f.Out().Kind, f.Msg}
-			want := []any{errkind.MSCCL, ExitUsage, "MSCCLError", file + c.want}
+			want := []any{errkind.MSCCL, ccl.ExitUsage, "MSCCLError", file + c.want}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("kind, exit status, JSON kind and message (-want +got):\n%s", diff)
 			}

@@ -1,4 +1,4 @@
-package ccl
+package mscclio_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 
 	"kernbench"
 	"kernbench/engine/config"
+	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
 )
@@ -41,7 +42,7 @@ func TestMSCCLDefaultsFit(t *testing.T) {
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel()
-			rep, err := Run(file, Options{Sizes: []int64{1 << 20}, Verify: true, Embedded: kernbench.Files})
+			rep, err := ccl.Run(file, ccl.Options{Sizes: []int64{1 << 20}, Verify: true, Embedded: kernbench.Files})
 			if err != nil {
 				t.Fatalf("run with no flags: %v", err)
 			}
@@ -82,7 +83,7 @@ func TestMSCCLDefaultsFitWhy(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			t.Parallel()
-			rep := runVerified(t, filepath.Join(mscclTestdata, c.file), Options{Counts: []int64{4096}})
+			rep := runVerified(t, filepath.Join(mscclTestdata, c.file), ccl.Options{Counts: []int64{4096}})
 			checkCorrect(t, rep)
 			if diff := cmp.Diff([]string{c.kind, c.why, c.staging, c.stagingWhy}, []string{rep.BufferKind, rep.BufferKindWhy, rep.Staging, rep.StagingWhy}); diff != "" {
 				t.Errorf("placement (-want +got):\n%s", diff)
@@ -95,7 +96,7 @@ var fixesList = regexp.MustCompile(`; any one of these fits: (.*)$`)
 
 // applyFix turns one fix an error suggests into options: "--set K=V"
 // (replacing the item it names "in place of") or "--data-space S".
-func applyFix(t *testing.T, o Options, fix string) Options {
+func applyFix(t *testing.T, o ccl.Options, fix string) ccl.Options {
 	t.Helper()
 	o.Sets = append([]string(nil), o.Sets...)
 	if rest, ok := strings.CutPrefix(fix, "--data-space "); ok {
@@ -150,28 +151,28 @@ func TestMSCCLGivenBufferKind(t *testing.T) {
 	cases := []struct {
 		name  string
 		file  string
-		o     Options
+		o     ccl.Options
 		want  string
 		fixes int
 	}{
-		{"--set", hier16, Options{Sets: []string{"defaults.buffer_kind=tcm"}},
+		{"--set", hier16, ccl.Options{Sets: []string{"defaults.buffer_kind=tcm"}},
 			hier16 + ": buffer_kind tcm (--set defaults.buffer_kind=tcm) does not fit: " + rings +
 				"; any one of these fits: --set defaults.buffer_kind=hbm (in place of --set defaults.buffer_kind=tcm), --set defaults.n_slots=5, --set defaults.slot_size=2048", 3},
-		{"--vary", hier16, Options{Vary: []string{"defaults.buffer_kind=tcm"}},
+		{"--vary", hier16, ccl.Options{Vary: []string{"defaults.buffer_kind=tcm"}},
 			hier16 + ": buffer_kind tcm (--vary defaults.buffer_kind=tcm) does not fit: " + rings +
 				"; any one of these fits: --set defaults.buffer_kind=hbm (in place of --vary defaults.buffer_kind=tcm), --set defaults.n_slots=5, --set defaults.slot_size=2048", 3},
-		{"ccl.yaml", abs, Options{Env: script.Env{Dir: dir}},
+		{"ccl.yaml", abs, ccl.Options{Env: script.Env{Dir: dir}},
 			abs + ": buffer_kind tcm (ccl.yaml:2) does not fit: " + rings +
 				"; any one of these fits: --set defaults.buffer_kind=hbm, --set defaults.n_slots=5, --set defaults.slot_size=2048", 3},
-		{"sram", hier16, Options{Sets: []string{"defaults.buffer_kind=sram"}},
+		{"sram", hier16, ccl.Options{Sets: []string{"defaults.buffer_kind=sram"}},
 			hier16 + ": buffer_kind sram (--set defaults.buffer_kind=sram) does not fit: cube 0's SRAM (8388608 bytes, shared by ranks 0-7) cannot hold their 360 rx rings of 32768 bytes: 11796480 bytes" +
 				"; any one of these fits: --set defaults.buffer_kind=hbm (in place of --set defaults.buffer_kind=sram), --set defaults.n_slots=5, --set defaults.slot_size=2048", 3},
 		// n_slots given too: its fix replaces it.
-		{"n_slots given", hier16, Options{Sets: []string{"defaults.buffer_kind=tcm", "defaults.n_slots=16"}},
+		{"n_slots given", hier16, ccl.Options{Sets: []string{"defaults.buffer_kind=tcm", "defaults.n_slots=16"}},
 			hier16 + ": buffer_kind tcm (--set defaults.buffer_kind=tcm) does not fit: rank 0's TCM (1048576 bytes) cannot hold its 45 rx rings of 65536 bytes: 2949120 bytes" +
 				"; any one of these fits: --set defaults.buffer_kind=hbm (in place of --set defaults.buffer_kind=tcm), --set defaults.n_slots=5 (in place of --set defaults.n_slots=16), --set defaults.slot_size=1024", 3},
 		// The bench's buffers in TCM too: moving them out is a fix.
-		{"data in tcm", filepath.Join(mscclTestdata, "allreduce_hierarchical_8.xml"), Options{Sets: []string{"defaults.buffer_kind=tcm"}, DataSpace: "tcm", Counts: []int64{131072}},
+		{"data in tcm", filepath.Join(mscclTestdata, "allreduce_hierarchical_8.xml"), ccl.Options{Sets: []string{"defaults.buffer_kind=tcm"}, DataSpace: "tcm", Counts: []int64{131072}},
 			filepath.Join(mscclTestdata, "allreduce_hierarchical_8.xml") + ": buffer_kind tcm (--set defaults.buffer_kind=tcm) does not fit: rank 0's TCM (1048576 bytes) cannot hold its 21 rx rings of 32768 bytes and the bench's buffers (524288 bytes): 1212416 bytes" +
 				"; any one of these fits: --set defaults.buffer_kind=hbm (in place of --set defaults.buffer_kind=tcm), --set defaults.n_slots=6, --set defaults.slot_size=2048, --data-space hbm", 4},
 	}
@@ -182,12 +183,12 @@ func TestMSCCLGivenBufferKind(t *testing.T) {
 			if c.o.Counts == nil {
 				c.o.Counts = []int64{4096}
 			}
-			_, err := Run(c.file, c.o)
-			var f *Failure
+			_, err := ccl.Run(c.file, c.o)
+			var f *ccl.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
-			if diff := cmp.Diff([]any{ExitUsage, "InitError", c.want}, []any{f.ErrorKind().Status, f.ErrorKind().Name, f.Msg}); diff != "" {
+			if diff := cmp.Diff([]any{ccl.ExitUsage, "InitError", c.want}, []any{f.ErrorKind().Status, f.ErrorKind().Name, f.Msg}); diff != "" {
 				t.Fatalf("exit status, kind and message (-want +got):\n%s", diff)
 			}
 			m := fixesList.FindStringSubmatch(f.Msg)
@@ -200,7 +201,7 @@ func TestMSCCLGivenBufferKind(t *testing.T) {
 			}
 			for _, fix := range fixes {
 				o := applyFix(t, c.o, fix)
-				rep, err := Run(c.file, o)
+				rep, err := ccl.Run(c.file, o)
 				if err != nil {
 					t.Errorf("with %s: %v", fix, err)
 					continue
@@ -229,7 +230,7 @@ func TestMSCCLGivenBufferKindKept(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.file+"/"+c.set, func(t *testing.T) {
 			t.Parallel()
-			rep := runVerified(t, filepath.Join(mscclTestdata, c.file), Options{Counts: []int64{4096}, Sets: []string{c.set}})
+			rep := runVerified(t, filepath.Join(mscclTestdata, c.file), ccl.Options{Counts: []int64{4096}, Sets: []string{c.set}})
 			checkCorrect(t, rep)
 			if diff := cmp.Diff([]string{c.kind, "", c.staging, c.why}, []string{rep.BufferKind, rep.BufferKindWhy, rep.Staging, rep.StagingWhy}); diff != "" {
 				t.Errorf("placement (-want +got):\n%s", diff)
@@ -248,20 +249,20 @@ func TestMSCCLFitExact(t *testing.T) {
 	cases := []struct {
 		name    string
 		file    string
-		o       Options
+		o       ccl.Options
 		staging bool  // find the limit of the staging (rings in HBM), else of the rings
 		start   int64 // a TCM that holds the bench's buffers and not the rest
 	}{
-		{"rings and staging", "allreduce_hierarchical_8.xml", Options{}, false, 4096},
-		{"staging and landing slots", "allreduce_hierarchical_8.xml", Options{}, true, 4096},
-		{"with the data in tcm", "allreduce_ring_ch2_4.xml", Options{DataSpace: "tcm", Counts: []int64{36000}}, false, 256 << 10},
+		{"rings and staging", "allreduce_hierarchical_8.xml", ccl.Options{}, false, 4096},
+		{"staging and landing slots", "allreduce_hierarchical_8.xml", ccl.Options{}, true, 4096},
+		{"with the data in tcm", "allreduce_ring_ch2_4.xml", ccl.Options{DataSpace: "tcm", Counts: []int64{36000}}, false, 256 << 10},
 		// 320 KiB: two buffers of 8 × 4096 f32 and the s buffer's 4 chunks.
-		{"s buffer in tcm", "alltoall_two_step_8.xml", Options{DataSpace: "tcm", Counts: []int64{4096}}, false, 320 << 10},
+		{"s buffer in tcm", "alltoall_two_step_8.xml", ccl.Options{DataSpace: "tcm", Counts: []int64{4096}}, false, 320 << 10},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			run := func(capacity int64) *Report {
+			run := func(capacity int64) *ccl.Report {
 				o := c.o
 				if o.Counts == nil {
 					o.Counts = []int64{4096}
@@ -269,7 +270,7 @@ func TestMSCCLFitExact(t *testing.T) {
 				o.Sets = []string{fmt.Sprintf("system.memory.tcm.capacity=%d", capacity)}
 				return runVerified(t, filepath.Join(mscclTestdata, c.file), o)
 			}
-			why := func(r *Report) string {
+			why := func(r *ccl.Report) string {
 				if c.staging {
 					return r.StagingWhy
 				}
@@ -314,7 +315,7 @@ func TestMSCCLShippedConfigIsDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := runVerified(t, file, Options{Counts: []int64{4096}, Env: script.Env{Dir: dir}})
+	rep := runVerified(t, file, ccl.Options{Counts: []int64{4096}, Env: script.Env{Dir: dir}})
 	checkCorrect(t, rep)
 	if rep.BufferKind != "hbm" || rep.BufferKindWhy == "" {
 		t.Errorf("buffer_kind %s (%q), want hbm chosen", rep.BufferKind, rep.BufferKindWhy)
@@ -331,7 +332,7 @@ var mscclRacy = map[string]bool{"allgather_recursive_doubling_i2_4.xml": true}
 // send may read o[1] before or while it is written. kernbench reports it.
 func TestMSCCLRaceReported(t *testing.T) {
 	for file := range mscclRacy {
-		_, err := Run(filepath.Join(mscclTestdata, file), Options{Sizes: []int64{1 << 20}, Verify: true, Embedded: kernbench.Files})
+		_, err := ccl.Run(filepath.Join(mscclTestdata, file), ccl.Options{Sizes: []int64{1 << 20}, Verify: true, Embedded: kernbench.Files})
 		if errkind.Of(err) != errkind.SendBufferHazard {
 			t.Errorf("%s: %v (kind %v), want SendBufferHazard", file, err, errkind.Of(err))
 		}

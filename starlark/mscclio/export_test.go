@@ -1,4 +1,4 @@
-package ccl
+package mscclio_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"kernbench"
+	"kernbench/starlark/ccl"
 )
 
 // An exported run, run again from its XML, leaves every rank's recv buffer
@@ -44,13 +45,13 @@ func TestMSCCLExportRoundTrip(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d/%d", c.algo, c.world, c.count), func(t *testing.T) {
 			t.Parallel()
 			var xml bytes.Buffer
-			orig := runVerified(t, c.algo, Options{WorldSize: c.world, Counts: []int64{c.count}, ExportMSCCL: &xml, KeepOutputs: true})
+			orig := runVerified(t, c.algo, ccl.Options{WorldSize: c.world, Counts: []int64{c.count}, ExportMSCCL: &xml, KeepOutputs: true})
 			checkCorrect(t, orig)
 			file := filepath.Join(t.TempDir(), c.algo+".xml")
 			if err := os.WriteFile(file, xml.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			again := runVerified(t, file, Options{Counts: []int64{c.count}, KeepOutputs: true})
+			again := runVerified(t, file, ccl.Options{Counts: []int64{c.count}, KeepOutputs: true})
 			checkCorrect(t, again)
 			for r := range orig.Results[0].Outputs {
 				if !bytes.Equal(orig.Results[0].Outputs[r], again.Results[0].Outputs[r]) {
@@ -95,34 +96,34 @@ func TestMSCCLExportRefused(t *testing.T) {
 `)
 	cases := []struct {
 		name, algo string
-		o          Options
+		o          ccl.Options
 		want       string
 	}{
-		{"tile operand", tile, Options{WorldSize: 1, Counts: []int64{64}},
+		{"tile operand", tile, ccl.Options{WorldSize: 1, Counts: []int64{64}},
 			"--export-msccl: rank 0: tl.reduce at " + tile + ":2:14 has an operand that is not a buffer (a Tile): MSCCL XML moves buffers only"},
-		{"reduce op", maxop, Options{WorldSize: 1, Counts: []int64{64}},
+		{"reduce op", maxop, ccl.Options{WorldSize: 1, Counts: []int64{64}},
 			"--export-msccl: rank 0: tl.reduce at " + maxop + ":3:14 reduces with op \"max\", not the run's redop \"sum\""},
-		{"loads", loads, Options{WorldSize: 2, Counts: []int64{64}},
+		{"loads", loads, ccl.Options{WorldSize: 2, Counts: []int64{64}},
 			"--export-msccl: rank 0: tl.fetch at " + loads + ":2:17 cannot be expressed in MSCCL XML"},
-		{"rx slot", slot, Options{WorldSize: 2, Counts: []int64{64}},
+		{"rx slot", slot, ccl.Options{WorldSize: 2, Counts: []int64{64}},
 			"--export-msccl: rank 0: tl.recv at " + slot + ":3:16 receives a message into its rx slot: MSCCL XML can express tl.recv(dir, dst=buffer) only"},
-		{"sweep", "ring_allreduce_bidir", Options{WorldSize: 4, Counts: []int64{4096, 8192}},
+		{"sweep", "ring_allreduce_bidir", ccl.Options{WorldSize: 4, Counts: []int64{4096, 8192}},
 			"--export-msccl writes the schedule of one size; got 2 sizes"},
 		// Each piece's copy into recvbuf runs beside the next pieces'
 		// receives and sends (see TestMSCCLExportRoundTrip for what does
 		// round-trip).
-		{"copies in flight", "tree_broadcast", Options{WorldSize: 4, Counts: []int64{65536}},
+		{"copies in flight", "tree_broadcast", ccl.Options{WorldSize: 4, Counts: []int64{65536}},
 			"--export-msccl: rank 0: tl.copy_async at algorithms/tree_broadcast.star:101:45 starts a copy while the one from algorithms/tree_broadcast.star:101:45 is still in flight"},
-		{"avg", "ring_allreduce_bidir", Options{WorldSize: 4, Counts: []int64{4096}, RedOp: "avg"},
+		{"avg", "ring_allreduce_bidir", ccl.Options{WorldSize: 4, Counts: []int64{4096}, RedOp: "avg"},
 			"divides by world_size (redop avg), which MSCCL XML cannot express"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var xml bytes.Buffer
 			c.o.ExportMSCCL, c.o.Embedded, c.o.Verify = &xml, kernbench.Files, true
-			_, err := Run(c.algo, c.o)
-			var f *Failure
-			if !errors.As(err, &f) || f.ErrorKind().Status != ExitUsage || !strings.Contains(f.Msg, c.want) {
+			_, err := ccl.Run(c.algo, c.o)
+			var f *ccl.Failure
+			if !errors.As(err, &f) || f.ErrorKind().Status != ccl.ExitUsage || !strings.Contains(f.Msg, c.want) {
 				t.Fatalf("Run: %v, want exit 2 with %q", err, c.want)
 			}
 		})

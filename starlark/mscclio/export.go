@@ -1,4 +1,4 @@
-package ccl
+package mscclio
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
+	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/msccl"
 	"kernbench/starlark/tl"
@@ -54,8 +55,10 @@ type exportStep struct {
 	extra bool
 }
 
-// exportRecorder implements tl.Recorder.
-type exportRecorder struct {
+// Recorder records a run's data movement for --export-msccl: it is
+// every rank's tl.Recorder, and Schedule turns what it recorded into an
+// MSCCL schedule.
+type Recorder struct {
 	seq        int
 	last       map[*tl.Kernel]*exportOp     // each thread's latest op
 	pending    map[*tl.Kernel][]*exportOp   // what a thread's next op waits for
@@ -69,8 +72,9 @@ type exportRecorder struct {
 	err        error                          // the first call that cannot be expressed
 }
 
-func newExportRecorder(world int) *exportRecorder {
-	return &exportRecorder{last: map[*tl.Kernel]*exportOp{}, pending: map[*tl.Kernel][]*exportOp{},
+// NewRecorder is a Recorder for a run of world ranks.
+func NewRecorder(world int) *Recorder {
+	return &Recorder{last: map[*tl.Kernel]*exportOp{}, pending: map[*tl.Kernel][]*exportOp{},
 		events: map[*tl.Event]*exportOp{}, async: map[starlark.Value]*exportOp{}, copying: map[*tl.Kernel]*exportOp{}, allocs: make([][]machine.Region, world), at: map[*tl.Kernel]syntax.Position{}}
 }
 
@@ -81,13 +85,13 @@ var exportNeutral = map[string]bool{
 	"maximum": true, "minimum": true, "event": true,
 }
 
-func (r *exportRecorder) refuse(k *tl.Kernel, name string, at syntax.Position, why string) {
+func (r *Recorder) refuse(k *tl.Kernel, name string, at syntax.Position, why string) {
 	if r.err == nil {
 		r.err = fmt.Errorf("--export-msccl: rank %d: tl.%s at %v %s", k.Rank, name, at, why)
 	}
 }
 
-func (r *exportRecorder) Call(k *tl.Kernel, name string, args starlark.Tuple, kw []starlark.Tuple, at syntax.Position) {
+func (r *Recorder) Call(k *tl.Kernel, name string, args starlark.Tuple, kw []starlark.Tuple, at syntax.Position) {
 	r.at[k] = at
 	switch name {
 	case "send", "send_async":
@@ -127,7 +131,7 @@ func arg(args starlark.Tuple, kw []starlark.Tuple, i int, name string) starlark.
 	return nil
 }
 
-func (r *exportRecorder) Return(k *tl.Kernel, name string, args starlark.Tuple, kw []starlark.Tuple, result starlark.Value, err error) {
+func (r *Recorder) Return(k *tl.Kernel, name string, args starlark.Tuple, kw []starlark.Tuple, result starlark.Value, err error) {
 	if err != nil || r.err != nil {
 		return
 	}
@@ -326,7 +330,7 @@ func msgBytes(k *tl.Kernel, name string, args starlark.Tuple, kw []starlark.Tupl
 
 // add appends an op of thread k: it waits for what the thread waited for
 // since its previous op, and for that previous op.
-func (r *exportRecorder) add(k *tl.Kernel, op *exportOp) {
+func (r *Recorder) add(k *tl.Kernel, op *exportOp) {
 	if op.n == 0 {
 		return // moves nothing: no step
 	}
@@ -342,7 +346,7 @@ func (r *exportRecorder) add(k *tl.Kernel, op *exportOp) {
 }
 
 // join places an async op's step, once.
-func (r *exportRecorder) join(a *exportOp) {
+func (r *Recorder) join(a *exportOp) {
 	if a.joined {
 		return
 	}
@@ -355,8 +359,19 @@ func (r *exportRecorder) join(a *exportOp) {
 	r.ops = append(r.ops, a)
 }
 
-// buildMSCCL turns the recorded ops of a run into a schedule.
-func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64) (*msccl.Algo, error) {
+// Run is what a schedule says about the run it was recorded from.
+type Run struct {
+	Algo    string // the algorithm's name
+	Coll    string // the collective
+	World   int
+	InPlace bool
+	DType   dtype.DType
+}
+
+// Schedule turns the recorded ops of a run at --count count into a
+// schedule: send and recv are each rank's bench buffers, g the run's
+// queue pairs.
+func (r *Recorder) Schedule(run Run, send, recv []machine.Region, g *machine.Group, count int64) (*msccl.Algo, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -374,14 +389,14 @@ func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64)
 		off int64 // bytes from the buffer's start
 	}
 	locate := func(rank int, reg machine.Region) (place, bool) {
-		send, recv := b.send[rank].Reg, b.recv[rank].Reg
+		in, out := send[rank], recv[rank]
 		type cand struct {
 			buf  msccl.Buffer
 			reg  machine.Region
 			base int64 // where reg starts in its MSCCL buffer
 		}
-		cands := []cand{{msccl.Input, send, 0}, {msccl.Output, recv, 0}}
-		if recv.N > send.N {
+		cands := []cand{{msccl.Input, in, 0}, {msccl.Output, out, 0}}
+		if out.N > in.N {
 			cands[0], cands[1] = cands[1], cands[0]
 		}
 		var base int64
@@ -403,9 +418,9 @@ func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64)
 			chunk, x = x, chunk%x
 		}
 	}
-	for rank := range b.send {
-		gcd(b.send[rank].Reg.N)
-		gcd(b.recv[rank].Reg.N)
+	for rank := range send {
+		gcd(send[rank].N)
+		gcd(recv[rank].N)
 		for _, a := range r.allocs[rank] {
 			gcd(a.N)
 		}
@@ -423,12 +438,12 @@ func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64)
 			gcd(reg.N)
 		}
 	}
-	es := int64(p.dt.Size())
+	es := int64(run.DType.Size())
 	if chunk == 0 || chunk%es != 0 {
-		return nil, fmt.Errorf("--export-msccl: the buffers do not cut into whole elements of %s", p.dt)
+		return nil, fmt.Errorf("--export-msccl: the buffers do not cut into whole elements of %s", run.DType)
 	}
-	big := max(b.send[0].Reg.N, b.recv[0].Reg.N)
-	a := &msccl.Algo{Name: p.algoName, Coll: p.coll.Name, Proto: "Simple", NGPUs: p.world, InPlace: p.opts.InPlace,
+	big := max(send[0].N, recv[0].N)
+	a := &msccl.Algo{Name: run.Algo, Coll: run.Coll, Proto: "Simple", NGPUs: run.World, InPlace: run.InPlace,
 		NChunksPerLoop: int(big / chunk), PieceBytes: int(r.pieceBytes(g))}
 	// Channels: the queue pairs between two ranks, in the lower rank's
 	// direction order, are channels 0, 1, ...
@@ -459,7 +474,7 @@ func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64)
 		send bool
 	}
 	tbOf := map[any]*exportTB{}
-	gpuTBs := make([][]*exportTB, p.world)
+	gpuTBs := make([][]*exportTB, run.World)
 	for _, op := range r.ops {
 		var keys []any
 		if op.send != nil {
@@ -543,12 +558,12 @@ func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64)
 			}
 		}
 	}
-	for rank := 0; rank < p.world; rank++ {
+	for rank := 0; rank < run.World; rank++ {
 		var s int64
 		for _, al := range r.allocs[rank] {
 			s += al.N
 		}
-		gpu := msccl.GPU{ID: rank, IChunks: chunks(b.send[rank].Reg.N), OChunks: chunks(b.recv[rank].Reg.N), SChunks: chunks(s)}
+		gpu := msccl.GPU{ID: rank, IChunks: chunks(send[rank].N), OChunks: chunks(recv[rank].N), SChunks: chunks(s)}
 		for id, tb := range gpuTBs[rank] {
 			tb.id = id
 		}
@@ -596,7 +611,7 @@ func (r *exportRecorder) build(p *plan, b *bench, g *machine.Group, count int64)
 // slots, which is what a runner without the attribute sends). Sends of
 // different sizes have no single value; the file then says nothing and
 // the importer sends full slots.
-func (r *exportRecorder) pieceBytes(g *machine.Group) int64 {
+func (r *Recorder) pieceBytes(g *machine.Group) int64 {
 	var msg int64
 	for _, op := range r.ops {
 		switch {
@@ -613,9 +628,9 @@ func (r *exportRecorder) pieceBytes(g *machine.Group) int64 {
 	return msg
 }
 
-// writeExport writes the schedule after checking that it reads back as a
+// Write writes the schedule a after checking that it reads back as a
 // valid one (every send paired with its receive, no cycle).
-func writeExport(a *msccl.Algo, w io.Writer) error {
+func Write(a *msccl.Algo, w io.Writer) error {
 	var buf bytes.Buffer
 	if err := a.Write(&buf); err != nil {
 		return err

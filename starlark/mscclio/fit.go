@@ -1,4 +1,4 @@
-package ccl
+package mscclio
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/msccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
 )
 
 // Where an MSCCL run's memory goes. On a GPU a schedule's connection
@@ -23,9 +24,9 @@ import (
 // fit, and says so in the report. A buffer_kind the user gave is kept: if
 // the rings do not fit there, the run stops with the settings that do.
 
-// mscclRankUse is what one rank of a schedule allocates besides the
+// rankUse is what one rank of a schedule allocates besides the
 // bench's buffers.
-type mscclRankUse struct {
+type rankUse struct {
 	rings    int // queue pairs, one rx ring each
 	forwards int // thread blocks that forward (rcs, rrs, rrcs): a staging ring each
 	receives int // thread blocks that receive: two landing slots each when the rings are outside TCM
@@ -33,13 +34,13 @@ type mscclRankUse struct {
 	sLine    int // the line of the rank's <gpu> element, which gives s_chunks
 }
 
-// mscclLayout is where the rx rings and the staging rings and landing
+// layout is where the rx rings and the staging rings and landing
 // slots of the thread blocks go.
-type mscclLayout struct{ rings, staging machine.Space }
+type layout struct{ rings, staging machine.Space }
 
-// mscclFit holds what a run of a schedule allocates, per rank and memory.
-type mscclFit struct {
-	use       []mscclRankUse
+// Fit holds what a run of a schedule allocates, per rank and memory.
+type Fit struct {
+	use       []rankUse
 	tcm, sram int64 // capacities
 	hbm       int64
 	cube      []int // each rank's global cube (whose SRAM it shares)
@@ -55,11 +56,11 @@ type mscclFit struct {
 	count      int64 // the largest size's --count
 }
 
-// newMSCCLFit works out what a run of a with the plan p allocates (p nil:
+// NewFit works out what a run of a at the sizes sz allocates (sz nil:
 // without the bench's buffers, for kernbench check). ok is false when the
 // machine cannot place the ranks (its own error comes later).
-func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings) (f *mscclFit, ok bool) {
-	f = &mscclFit{tcm: sys.Memory.Tcm.Capacity, sram: sys.Memory.Sram.Capacity, hbm: sys.Memory.Hbm.Capacity,
+func NewFit(a *msccl.Algo, sz *Sizes, sys config.System, set config.Settings) (f *Fit, ok bool) {
+	f = &Fit{tcm: sys.Memory.Tcm.Capacity, sram: sys.Memory.Sram.Capacity, hbm: sys.Memory.Hbm.Capacity,
 		nSlots: set.NSlots, slotSize: set.SlotSize, dataSpace: machine.HBM}
 	for r := range a.NGPUs {
 		sip, cube, _, err := sys.Location(r)
@@ -68,8 +69,8 @@ func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings)
 		}
 		f.cube = append(f.cube, sip*sys.CubesPerSip+cube)
 	}
-	f.use = make([]mscclRankUse, a.NGPUs)
-	for r, m := range mscclNeighbors(a) {
+	f.use = make([]rankUse, a.NGPUs)
+	for r, m := range Neighbors(a) {
 		f.use[r].rings = len(m)
 	}
 	for _, g := range a.GPUs {
@@ -91,17 +92,17 @@ func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings)
 	}
 	f.data = make([]int64, a.NGPUs)
 	f.scratch = make([]int64, a.NGPUs)
-	if p == nil {
+	if sz == nil {
 		return f, true
 	}
-	f.dataSpace = p.dataSpace
-	sz := int64(p.dt.Size())
-	for _, count := range p.counts {
-		sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
+	f.dataSpace = sz.DataSpace
+	es := sz.ElemSize
+	for _, size := range sz.Sizes {
+		count, sc, rc := size.Count, size.Send, size.Recv
 		big := max(sc, rc)
-		bufs := machine.AllocSize(sc*sz) + machine.AllocSize(rc*sz)
-		if p.opts.InPlace {
-			bufs = machine.AllocSize(big * sz)
+		bufs := machine.AllocSize(sc*es) + machine.AllocSize(rc*es)
+		if sz.InPlace {
+			bufs = machine.AllocSize(big * es)
 		}
 		chunk := big / int64(a.NChunksPerLoop)
 		if count >= f.count {
@@ -112,7 +113,7 @@ func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings)
 			if u.sChunks > 0 {
 				// (s_chunks may be up to 2^30: the product saturates
 				// rather than wrap into a size that fits.)
-				s := machine.AllocSize(min(satMul(satMul(int64(u.sChunks), chunk), sz), 1<<62))
+				s := machine.AllocSize(min(hostmem.SatMul(hostmem.SatMul(int64(u.sChunks), chunk), es), 1<<62))
 				f.scratch[r] = max(f.scratch[r], s)
 				n = min(n+s, 1<<62)
 			}
@@ -126,10 +127,10 @@ func newMSCCLFit(a *msccl.Algo, p *plan, sys config.System, set config.Settings)
 // a <gpu>) does not fit the data memory beside the bench's buffers, which
 // do fit: the runner's tl.alloc of it failed once the run had started
 // (exit 4), though the file had passed validation.
-func (f *mscclFit) scratchOverfull(file string) error {
+func (f *Fit) scratchOverfull(file string) error {
 	g := *f
-	g.use = make([]mscclRankUse, len(f.use))
-	m := g.overfull(mscclLayout{machine.TCM, machine.TCM})
+	g.use = make([]rankUse, len(f.use))
+	m := g.overfull(layout{machine.TCM, machine.TCM})
 	if m == nil {
 		return nil
 	}
@@ -138,7 +139,7 @@ func (f *mscclFit) scratchOverfull(file string) error {
 	for r := range f.data {
 		bench.data[r] = f.data[r] - f.scratch[r]
 	}
-	if bench.overfull(mscclLayout{machine.TCM, machine.TCM}) != nil {
+	if bench.overfull(layout{machine.TCM, machine.TCM}) != nil {
 		return nil // the bench's buffers alone do not fit: the bench says so
 	}
 	r := m.ranks[0]
@@ -156,17 +157,17 @@ func (f *mscclFit) scratchOverfull(file string) error {
 	msg := fmt.Sprintf("%s:%d: gpu %d's scratch buffer (s_chunks=%d, chunks of %d elements at --count %d: %d bytes) does not fit %s beside the bench's buffers (%d bytes); use a smaller s_chunks, --count or --bytes",
 		file, u.sLine, r, u.sChunks, f.chunkElems, f.count, f.scratch[r], where, f.data[r]-f.scratch[r])
 	if h := *f; f.dataSpace != machine.HBM {
-		h.use, h.dataSpace = make([]mscclRankUse, len(f.use)), machine.HBM
-		if h.overfull(mscclLayout{machine.TCM, machine.TCM}) == nil {
+		h.use, h.dataSpace = make([]rankUse, len(f.use)), machine.HBM
+		if h.overfull(layout{machine.TCM, machine.TCM}) == nil {
 			msg += " (or --data-space hbm)"
 		}
 	}
-	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: msg})
+	return &Error{Kind: errkind.MemoryLimit, Msg: msg}
 }
 
-// mscclMemory is one memory's share of a layout: a rank's TCM or HBM, or
+// memory is one memory's share of a layout: a rank's TCM or HBM, or
 // a cube's SRAM.
-type mscclMemory struct {
+type memory struct {
 	space    machine.Space
 	ranks    []int
 	capacity int64
@@ -176,24 +177,24 @@ type mscclMemory struct {
 	data     int64 // the bench's buffers and s buffers
 }
 
-func (f *mscclFit) ringBytes() int64    { return machine.AllocSize(int64(f.nSlots) * f.slotSize) }
-func (f *mscclFit) stagingBytes() int64 { return machine.AllocSize(int64(f.nSlots+2) * f.slotSize) }
-func (f *mscclFit) landingBytes() int64 { return machine.AllocSize(2 * f.slotSize) }
+func (f *Fit) ringBytes() int64    { return machine.AllocSize(int64(f.nSlots) * f.slotSize) }
+func (f *Fit) stagingBytes() int64 { return machine.AllocSize(int64(f.nSlots+2) * f.slotSize) }
+func (f *Fit) landingBytes() int64 { return machine.AllocSize(2 * f.slotSize) }
 
-func (m *mscclMemory) need(f *mscclFit) int64 {
+func (m *memory) need(f *Fit) int64 {
 	return int64(m.rings)*f.ringBytes() + int64(m.staging)*f.stagingBytes() + int64(m.landing)*f.landingBytes() + m.data
 }
 
 // overfull is the first memory, in rank order, that l overfills (nil: l
 // fits).
-func (f *mscclFit) overfull(l mscclLayout) *mscclMemory {
+func (f *Fit) overfull(l layout) *memory {
 	type key struct {
 		space machine.Space
 		id    int
 	}
-	mems := map[key]*mscclMemory{}
-	var order []*mscclMemory
-	at := func(space machine.Space, r int) *mscclMemory {
+	mems := map[key]*memory{}
+	var order []*memory
+	at := func(space machine.Space, r int) *memory {
 		k, capacity := key{space, r}, f.tcm
 		switch space {
 		case machine.SRAM:
@@ -203,7 +204,7 @@ func (f *mscclFit) overfull(l mscclLayout) *mscclMemory {
 		}
 		m := mems[k]
 		if m == nil {
-			m = &mscclMemory{space: space, capacity: capacity}
+			m = &memory{space: space, capacity: capacity}
 			mems[k] = m
 			order = append(order, m)
 		}
@@ -230,21 +231,21 @@ func (f *mscclFit) overfull(l mscclLayout) *mscclMemory {
 
 // dataOverfull reports whether the bench's buffers alone overfill a
 // memory: the bench says so itself, with its own advice.
-func (f *mscclFit) dataOverfull() bool {
+func (f *Fit) dataOverfull() bool {
 	g := *f
-	g.use = make([]mscclRankUse, len(f.use))
-	return g.overfull(mscclLayout{machine.TCM, machine.TCM}) != nil
+	g.use = make([]rankUse, len(f.use))
+	return g.overfull(layout{machine.TCM, machine.TCM}) != nil
 }
 
 // withoutData is f without the bench's buffers.
-func (f *mscclFit) withoutData() *mscclFit {
+func (f *Fit) withoutData() *Fit {
 	g := *f
 	g.data = make([]int64, len(f.data))
 	return &g
 }
 
 // describe says what m cannot hold.
-func (m *mscclMemory) describe(f *mscclFit) string {
+func (m *memory) describe(f *Fit) string {
 	name := strings.ToUpper(m.space.String())
 	who, its := fmt.Sprintf("rank %d's %s (%d bytes)", m.ranks[0], name, m.capacity), "its"
 	if len(m.ranks) > 1 {
@@ -296,17 +297,17 @@ func andList(parts []string) string {
 // configured buffer_kind with the staging in TCM, then (buffer_kind not
 // given) the rings in HBM, then the staging in HBM too. The staging has no
 // setting of its own: it leaves TCM only when nothing else fits.
-func mscclLayouts(kind machine.Space, given bool) []mscclLayout {
-	ls := []mscclLayout{{kind, machine.TCM}}
+func layouts(kind machine.Space, given bool) []layout {
+	ls := []layout{{kind, machine.TCM}}
 	if !given && kind != machine.HBM {
-		ls = append(ls, mscclLayout{machine.HBM, machine.TCM})
+		ls = append(ls, layout{machine.HBM, machine.TCM})
 		kind = machine.HBM
 	}
-	return append(ls, mscclLayout{kind, machine.HBM})
+	return append(ls, layout{kind, machine.HBM})
 }
 
 // pick is the first of ls that fits, or nil.
-func (f *mscclFit) pick(ls []mscclLayout) *mscclLayout {
+func (f *Fit) pick(ls []layout) *layout {
 	for i := range ls {
 		if f.overfull(ls[i]) == nil {
 			return &ls[i]
@@ -315,25 +316,36 @@ func (f *mscclFit) pick(ls []mscclLayout) *mscclLayout {
 	return nil
 }
 
-// mscclPlacement is the outcome of mscclPlace: where the rings and the
-// staging go, and why when kernbench moved them (for the report).
-type mscclPlacement struct {
-	layout               mscclLayout
-	ringsWhy, stagingWhy string
+// Placement is the outcome of Place: where the rx rings and the staging
+// go, and why when kernbench moved them (for the report; "" when it did
+// not).
+type Placement struct {
+	Rings, Staging       machine.Space
+	RingsWhy, StagingWhy string
 }
 
-// mscclPlace decides where the rx rings and the thread blocks' staging of
-// a run of a go (see the top of this file). given is where the user gave
+// Items names the user's --set and --vary items in what Place says.
+type Items interface {
+	// Given names where the user gave a defaults key, from its position
+	// as the configuration records it ("--set ITEM" or file:line).
+	Given(pos string) string
+	// Set is the --set that gives the key path the value, naming the
+	// user's own item for path that it replaces.
+	Set(path string, value any) string
+}
+
+// Place decides where the rx rings and the thread blocks' staging of a
+// run of a go (see the top of this file). given is where the user gave
 // buffer_kind ("" for nowhere: the embedded default's), items the run's
 // --set and --vary items (to name them in hints). With nothing that fits,
 // it is an InitError (exit 2) that lists the settings that do, each one
 // checked to fit.
-func mscclPlace(file string, f *mscclFit, set config.Settings, given string, cfg *config.Config, items []setItem, itemSize int64) (*mscclPlacement, error) {
+func Place(file string, f *Fit, set config.Settings, given string, items Items, itemSize int64) (*Placement, error) {
 	kind, err := machine.ParseSpace(set.BufferKind)
 	if err != nil {
-		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, &Error{Kind: errkind.Config, Msg: err.Error(), Err: err}
 	}
-	ls := mscclLayouts(kind, given != "")
+	ls := layouts(kind, given != "")
 	if f.dataOverfull() {
 		if err := f.scratchOverfull(file); err != nil {
 			return nil, err
@@ -344,57 +356,41 @@ func mscclPlace(file string, f *mscclFit, set config.Settings, given string, cfg
 		f = f.withoutData()
 	}
 	if l := f.pick(ls); l != nil {
-		pl := &mscclPlacement{layout: *l}
+		pl := &Placement{Rings: l.rings, Staging: l.staging}
 		if l.rings != kind {
-			pl.ringsWhy = "chosen: " + f.overfull(mscclLayout{kind, machine.TCM}).describe(f)
+			pl.RingsWhy = "chosen: " + f.overfull(layout{kind, machine.TCM}).describe(f)
 		}
 		if l.staging != machine.TCM {
-			pl.stagingWhy = "chosen: " + f.overfull(mscclLayout{l.rings, machine.TCM}).describe(f)
+			pl.StagingWhy = "chosen: " + f.overfull(layout{l.rings, machine.TCM}).describe(f)
 		}
 		return pl, nil
 	}
 	last := f.overfull(ls[len(ls)-1])
 	what := "the rx rings and staging"
 	if given != "" {
-		what = fmt.Sprintf("buffer_kind %s (%s)", set.BufferKind, describeGiven(given, items))
+		what = fmt.Sprintf("buffer_kind %s (%s)", set.BufferKind, items.Given(given))
 	}
 	msg := fmt.Sprintf("%s: %s do not fit: %s", file, what, last.describe(f))
 	if given != "" {
 		msg = fmt.Sprintf("%s: %s does not fit: %s", file, what, last.describe(f))
 	}
-	hints := f.fixes(kind, given != "", cfg, items, itemSize)
+	hints := f.fixes(kind, given != "", items, itemSize)
 	if len(hints) == 0 {
 		msg += "; use a smaller --count or --bytes"
 	} else {
 		msg += "; any one of these fits: " + strings.Join(hints, ", ")
 	}
-	return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: msg})
-}
-
-// describeGiven names where the user gave a defaults key: the --set or
-// --vary item, or the file and line.
-func describeGiven(pos string, items []setItem) string {
-	if item, ok := strings.CutPrefix(pos, "--set "); ok {
-		for i := len(items) - 1; i >= 0; i-- {
-			if items[i].item == item {
-				return items[i].String()
-			}
-		}
-	}
-	return pos
+	return nil, &Error{Kind: errkind.Init, Msg: msg}
 }
 
 // fixes are the settings that make a run fit, each checked: the rings in
 // HBM (when the user put them elsewhere), the largest n_slots and
 // slot_size (a power of two of at least 64 bytes) below the current ones,
 // and the bench's buffers in HBM.
-func (f *mscclFit) fixes(kind machine.Space, given bool, cfg *config.Config, items []setItem, itemSize int64) []string {
+func (f *Fit) fixes(kind machine.Space, given bool, items Items, itemSize int64) []string {
 	var out []string
-	fits := func(g *mscclFit, kind machine.Space) bool { return g.pick(mscclLayouts(kind, given)) != nil }
-	with := func(key string, value any) string {
-		s, _ := setHint("defaults."+key, value, items, false)
-		return s
-	}
+	fits := func(g *Fit, kind machine.Space) bool { return g.pick(layouts(kind, given)) != nil }
+	with := func(key string, value any) string { return items.Set("defaults."+key, value) }
 	if given && kind != machine.HBM && fits(f, machine.HBM) {
 		out = append(out, with("buffer_kind", "hbm"))
 	}

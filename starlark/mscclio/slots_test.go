@@ -1,4 +1,4 @@
-package ccl
+package mscclio_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kernbench"
+	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 )
 
@@ -59,10 +60,10 @@ func TestMSCCLSlotsChosen(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Chunks of 128 KiB: several loop iterations.
-			o := Options{Counts: []int64{int64(c.cnt) << 15}, Sets: c.sets}
+			o := ccl.Options{Counts: []int64{int64(c.cnt) << 15}, Sets: c.sets}
 			if c.err != "" {
 				o.Verify, o.Embedded = true, kernbench.Files
-				_, err := Run(file, o)
+				_, err := ccl.Run(file, o)
 				if errkind.Of(err) != errkind.Deadlock || !strings.Contains(err.Error(), strings.ReplaceAll(c.err, "FILE", file)) {
 					t.Fatalf("run: %v (kind %v); want a deadlock ending %q", err, errkind.Of(err), c.err)
 				}
