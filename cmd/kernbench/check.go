@@ -136,7 +136,7 @@ func (o *checkOptions) complete(cmd *cobra.Command) (ccl.CheckOptions, error) {
 func runCheck(cmd *cobra.Command, o *checkOptions, stdout, stderr io.Writer) error {
 	co, err := o.complete(cmd)
 	if err != nil {
-		return usageErr(stderr, false, err.Error())
+		return usageErr(err.Error())
 	}
 	co.Watchdog = script.NewWatchdog(o.Timeout, "--timeout "+o.Timeout.String())
 	defer co.Watchdog.Stop()

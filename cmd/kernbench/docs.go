@@ -57,12 +57,12 @@ func runDocs(cmd *cobra.Command, o *docsOptions, stdout, stderr io.Writer) error
 	env, stubs := o.Env, o.Stubs
 	switch {
 	case stubs == "" && cmd.Flags().Changed("stubs"):
-		return usageErr(stderr, false, "--stubs: an empty folder name; give a folder")
+		return usageErr("--stubs: an empty folder name; give a folder")
 	case stubs == "-":
-		return usageErr(stderr, false, "--stubs writes three files into a folder: - (stdout) cannot take them; give a folder")
+		return usageErr("--stubs writes three files into a folder: - (stdout) cannot take them; give a folder")
 	case stubs != "":
 		if err := os.MkdirAll(env.Path(stubs), 0o755); err != nil {
-			return fail(stderr, ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: "--stubs: " + env.UserError(err, stubs).Error(), Err: err}))
+			return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: "--stubs: " + env.UserError(err, stubs).Error(), Err: err})
 		}
 		// Each file is written as run's output files are: a link
 		// followed, a regular file replaced whole. All three are
@@ -72,14 +72,14 @@ func runDocs(cmd *cobra.Command, o *docsOptions, stdout, stderr io.Writer) error
 		for i, f := range stubFiles {
 			d, err := resolveOutput(env, "--stubs", filepath.Join(stubs, f.name))
 			if err != nil {
-				return usageErr(stderr, false, err.Error())
+				return usageErr(err.Error())
 			}
 			dests[i] = d
 		}
 		for i, f := range stubFiles {
 			d := dests[i]
 			if fl := writeOutput(env, d, stdout, []byte(f.render())); fl != nil {
-				return fail(stderr, fl)
+				return fl
 			}
 			fmt.Fprintf(stdout, "wrote %s (%s)\n", d.name(), f.holds)
 		}

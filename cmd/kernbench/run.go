@@ -145,7 +145,7 @@ of these (its last line names that failure's kind).`,
 				// No argument: the configuration's defaults.algorithm.
 				cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 				if err != nil {
-					return usageErr(stderr, o.json, err.Error())
+					return usageErr(err.Error())
 				}
 				target = cfg.Defaults.Algorithm
 			}
@@ -206,7 +206,7 @@ const defaultMaxSteps = 100_000_000
 // every variant of those targets (none: defaults.algorithm).
 func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer, compare ...string) error {
 	if err := o.complete(cmd, stderr); err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return usageErr(err.Error())
 	}
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
@@ -220,7 +220,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		sharded = true
 	}
 	if err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return usageErr(err.Error())
 	}
 	if sharded && o.shard == "" && o.shards == 0 {
 		// Slurm's variables shard a run that never asked for it (an
@@ -240,7 +240,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "kernbench: warning: JOB_COMPLETION_INDEX is %s but --shards is not given: this runs the whole sweep (--shards N runs shard %s of N)\n", idx, idx)
 	}
 	if !sharded && o.shards > 0 {
-		return usageErr(stderr, o.json, fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set (it is inside a Kubernetes Indexed Job); elsewhere use --shard I/%d", o.shards, o.shards))
+		return usageErr(fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set (it is inside a Kubernetes Indexed Job); elsewhere use --shard I/%d", o.shards, o.shards))
 	}
 	if sharded && (compare != nil || len(o.vary) > 0) {
 		// Its reports were written, then refused by merge, which joins
@@ -249,7 +249,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if o.shard == "" {
 			from = "the shard from the environment (--shard 0/1 runs the whole sweep)"
 		}
-		return usageErr(stderr, o.json, fmt.Sprintf("%s: a comparison (several algorithms or --vary) is not sharded: kernbench merge joins the shards of one algorithm's sweep; shard each algorithm's run on its own (kernbench run ALGORITHM --shard I/N)", from))
+		return usageErr(fmt.Sprintf("%s: a comparison (several algorithms or --vary) is not sharded: kernbench merge joins the shards of one algorithm's sweep; shard each algorithm's run on its own (kernbench run ALGORITHM --shard I/N)", from))
 	}
 	var shardInfo *ccl.Shard
 	if sharded {
@@ -272,12 +272,12 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 	}
 	if (o.traceRanks != "" || o.traceKinds != "") && o.trace == "" {
-		return usageErr(stderr, o.json, "--trace-ranks and --trace-kinds limit a trace: give --trace FILE too")
+		return usageErr("--trace-ranks and --trace-kinds limit a trace: give --trace FILE too")
 	}
 	if o.traceRanks != "" {
 		ranks, err := parseRankList(o.traceRanks)
 		if err != nil {
-			return usageErr(stderr, o.json, err.Error())
+			return usageErr(err.Error())
 		}
 		o.TraceRanks = ranks
 	}
@@ -285,21 +285,21 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		for _, k := range strings.Split(o.traceKinds, ",") {
 			k = strings.TrimSpace(k)
 			if !slices.Contains(trace.Kinds(), k) {
-				return usageErr(stderr, o.json, fmt.Sprintf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds(), ", ")))
+				return usageErr(fmt.Sprintf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds(), ", ")))
 			}
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
 	dests, err := resolveOutputs(o.Env, o.outputPaths())
 	if err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return usageErr(err.Error())
 	}
 	inputs := append([]string{arg, o.bench, o.ConfigPath}, compare...)
 	if o.ConfigPath == "" {
 		inputs = append(inputs, "ccl.yaml") // read when present
 	}
 	if err := outputOverInput(o.Env, dests, inputs); err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return usageErr(err.Error())
 	}
 	o.outputs, o.outStdout = dests, stdout
 	for _, flag := range slices.Sorted(maps.Keys(dests)) {
@@ -307,19 +307,19 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			continue
 		}
 		if o.json || o.jsonl {
-			return usageErr(stderr, o.json, fmt.Sprintf("%s - writes to stdout, where --json and --jsonl print the report; give %s a file", flag, flag))
+			return usageErr(fmt.Sprintf("%s - writes to stdout, where --json and --jsonl print the report; give %s a file", flag, flag))
 		}
 		// The output has stdout to itself: the table and the summary
 		// go to stderr.
 		stdout = stderr
 	}
 	if o.export != "" && (compare != nil || len(o.vary) > 0) {
-		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
+		return usageErr("--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
 	if compare != nil || len(o.vary) > 0 {
 		axes, err := parseVary(o.vary, o.Sets)
 		if err != nil {
-			return usageErr(stderr, o.json, err.Error())
+			return usageErr(err.Error())
 		}
 		defaultAlgorithm := ""
 		switch {
@@ -329,7 +329,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		case len(compare) == 0:
 			cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 			if err != nil {
-				return usageErr(stderr, o.json, err.Error())
+				return usageErr(err.Error())
 			}
 			// No algorithm named: each variant runs the defaults.algorithm
 			// of its configuration, which --vary defaults.algorithm may set.
@@ -348,7 +348,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		of, err := createOutput(o.Env, d, o.outStdout)
 		if err != nil {
-			return usageErr(stderr, o.json, out.flag+": "+err.Error())
+			return usageErr(out.flag + ": " + err.Error())
 		}
 		outputs = append(outputs, of)
 		*out.dst = of.w
@@ -430,7 +430,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		if err != nil {
 			closeAfterFailure()
-			return usageErr(stderr, o.json, "--cpuprofile: "+err.Error())
+			return usageErr("--cpuprofile: " + err.Error())
 		}
 		if len(outputs) == 0 {
 			restorePipe = keepOnBrokenPipe()
@@ -475,11 +475,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 				fmt.Fprintf(stderr, "kernbench: %s\n", derr.Msg)
 			}
 		}
-		fmt.Fprintf(stderr, "kernbench: %s%s\n", at, f.Msg)
-		if f.Detail != "" && f.Detail != f.Msg {
-			fmt.Fprintln(stderr, f.Detail)
-		}
-		return &exitError{err: f}
+		return atPosition(at, f)
 	}
 	rep.WallS = wall
 	rep.Shard = shardInfo
@@ -493,11 +489,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	if o.export != "" {
 		if f := writeOutput(o.Env, dests["--export-msccl"], o.outStdout, exported.Bytes()); f != nil {
-			return fail(stderr, f)
+			return f
 		}
 	}
 	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
-		return fail(stderr, asFailure(err))
+		return asFailure(err)
 	}
 	switch {
 	case o.json:
@@ -691,6 +687,21 @@ func sweepPosition(o *runOptions, rep *ccl.Report) string {
 	return fmt.Sprintf("at size %d of %d of the sweep (%d %s per rank buffer): ", i+1, len(points), points[i], unit)
 }
 
+// atPosition is f with its message preceded by at (where in a sweep or
+// comparison it failed), for mainIn to print; f itself, with the message
+// the JSON report gives, when at is "".
+func atPosition(at string, f *ccl.Failure) *ccl.Failure {
+	if at == "" {
+		return f
+	}
+	g := *f
+	g.Msg = at + f.Msg
+	if g.Detail == f.Msg {
+		g.Detail = "" // said by the message
+	}
+	return &g
+}
+
 // asFailure is the ccl.Failure err is or wraps; an error of ccl.Run that
 // is none (a bug: the runs report their failures as Failures) is one of
 // the kind errkind.Of gives it.
@@ -702,15 +713,9 @@ func asFailure(err error) *ccl.Failure {
 	return ccl.WithKind(errkind.Of(err), &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
 }
 
-// fail prints f's message as the command's diagnostic and returns it to
-// mainIn, which exits with the status of its kind.
-func fail(stderr io.Writer, f *ccl.Failure) error {
-	fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
-	return &exitError{err: f}
-}
-
-func usageErr(stderr io.Writer, _ bool, msg string) error {
-	return fail(stderr, ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: msg}))
+// usageErr is a usage error (exit 2) saying msg, for mainIn to report.
+func usageErr(msg string) error {
+	return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: msg})
 }
 
 // writeJSONLine writes v as one line of JSON.

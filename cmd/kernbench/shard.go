@@ -185,7 +185,7 @@ as the run of the whole sweep would.`,
 func runMerge(_ *cobra.Command, o *mergeOptions, stdout, stderr io.Writer) error {
 	rep, err := mergeReports(o.Env, o.Reports)
 	if err != nil {
-		return usageErr(stderr, o.JSON, err.Error())
+		return usageErr(err.Error())
 	}
 	if o.JSON {
 		writeJSON(stdout, rep)

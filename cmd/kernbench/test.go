@@ -177,7 +177,7 @@ type testTally struct {
 func runTest(cmd *cobra.Command, o *testOptions, stdout, stderr io.Writer) error {
 	ro, err := o.complete(cmd)
 	if err != nil {
-		return usageErr(stderr, o.JSON, err.Error())
+		return usageErr(err.Error())
 	}
 	// print() of the tests and the progress reporter share stderr.
 	lstderr := &lockedWriter{w: stderr}
@@ -186,7 +186,7 @@ func runTest(cmd *cobra.Command, o *testOptions, stdout, stderr io.Writer) error
 	ro.Stderr, ro.OnTest = lstderr, prog.start
 	files, err := o.testFiles()
 	if err != nil {
-		return usageErr(stderr, o.JSON, err.Error())
+		return usageErr(err.Error())
 	}
 	if len(files) == 0 {
 		// Like go test's "no test files": a run from the wrong folder
