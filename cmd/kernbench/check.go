@@ -16,11 +16,31 @@ import (
 	"kernbench/starlark/testrun"
 )
 
+// checkOptions are what the flags and argument of `kernbench check` say,
+// as cobra parsed them; runCheck checks them (complete) and checks the
+// target.
+type checkOptions struct {
+	Env        script.Env
+	Target     string      // the algorithm, test file or MSCCL schedule
+	Config     ccl.Options // run's configuration flags (addConfigFlags) and nothing else
+	LoadPath   []string
+	Timeout    time.Duration
+	ShowMap    int
+	WorldSizes string // --world-sizes as given
+}
+
+// checkFunc runs a `kernbench check` whose flags and argument are parsed
+// into o.
+type checkFunc func(cmd *cobra.Command, o *checkOptions, stdout, stderr io.Writer) error
+
 func newCheckCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
-	o := ccl.CheckOptions{Env: env, Embedded: kernbench.Files}
-	var sizes string
-	var timeout time.Duration
-	var sel ccl.Options // the configuration flags, shared with run
+	return newCheckCmdWith(env, stdout, stderr, runCheck)
+}
+
+// newCheckCmdWith is the check command with run as what it runs: tests
+// give their own to see the options a command line makes.
+func newCheckCmdWith(env script.Env, stdout, stderr io.Writer, run checkFunc) *cobra.Command {
+	o := &checkOptions{Env: env}
 	cmd := &cobra.Command{
 		Use:   "check FILE.star | FILE.xml | NAME",
 		Short: "Load, lint and validate an algorithm without simulating",
@@ -45,81 +65,105 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 			return cobra.ExactArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout < 0 {
-				return usageErr(stderr, false, fmt.Sprintf("--timeout must be >= 0 (got %v)", timeout))
-			}
-			if err := checkLoadPath(env, o.LoadPath); err != nil {
-				return usageErr(stderr, false, err.Error())
-			}
-			if err := emptyValue(cmd.Flags()); err != nil {
-				return usageErr(stderr, false, err.Error())
-			}
-			if cmd.Flags().Changed("show-map") && o.ShowMap == 0 {
-				// 0 is the default, no map: given, it printed nothing.
-				return usageErr(stderr, false, "--show-map must be >= 1 (got 0)")
-			}
-			o.Watchdog = script.NewWatchdog(timeout, "--timeout "+timeout.String())
-			defer o.Watchdog.Stop()
-			if sizes != "" {
-				ws, err := parseSizes(sizes)
-				if err != nil {
-					return usageErr(stderr, false, err.Error())
-				}
-				o.WorldSizes = ws
-			}
-			o.ConfigPath, o.Sets, o.Faults, o.WorldSize, o.Topology, o.Collective = sel.ConfigPath, sel.Sets, sel.Faults, sel.WorldSize, sel.Topology, sel.Collective
-			if cmd.Flags().Changed("world-size") && o.WorldSize < 1 {
-				return usageErr(stderr, false, fmt.Sprintf("--world-size must be >= 1 (got %d)", o.WorldSize))
-			}
-			if o.WorldSize > 0 && sizes != "" {
-				return usageErr(stderr, false, "--world-size checks one world size and --world-sizes several: give one of them")
-			}
-			if o.ShowMap < 0 {
-				return usageErr(stderr, false, fmt.Sprintf("--show-map must be >= 1 (got %d)", o.ShowMap))
-			}
-			if o.ShowMap > ccl.MaxCheckWorldSize {
-				return usageErr(stderr, false, fmt.Sprintf("--show-map %d: over %d, the largest world size check builds a map for", o.ShowMap, ccl.MaxCheckWorldSize))
-			}
-			if o.WorldSize > ccl.MaxCheckWorldSize {
-				return usageErr(stderr, false, fmt.Sprintf("--world-size %d: over %d, the largest world size check builds a map for", o.WorldSize, ccl.MaxCheckWorldSize))
-			}
-			o.MapOut = stdout
-			var problems []string
-			if strings.HasSuffix(args[0], "_test.star") {
-				for _, flag := range []string{"config", "set", "world-size", "topology", "collective", "world-sizes", "show-map"} {
-					if cmd.Flags().Changed(flag) {
-						return usageErr(stderr, false, fmt.Sprintf("--%s: %s is a test file, checked as kernbench test loads it, without a configuration; check the algorithm it tests with --%s", flag, args[0], flag))
-					}
-				}
-				// A test file is checked as kernbench test loads it: with
-				// assert and @kernbench//testing.star, not as an algorithm.
-				var n int
-				problems, n = testrun.CheckFile(args[0], testrun.Options{Env: env, Embedded: kernbench.Files, MaxSteps: 10_000_000, Timeout: timeout, LoadPath: o.LoadPath})
-				if len(problems) == 0 {
-					fmt.Fprintf(stdout, "%s: ok (a test file, %d test_* function(s))\n", args[0], n)
-					return nil
-				}
-			} else {
-				problems = ccl.Check(args[0], o)
-			}
-			for _, p := range problems {
-				fmt.Fprintln(stderr, p)
-			}
-			if len(problems) > 0 {
-				fmt.Fprintf(stderr, "%s: %d problem(s)\n", args[0], len(problems))
-				return reported(errkind.CheckFailed, "check failed")
-			}
-			fmt.Fprintf(stdout, "%s: ok\n", args[0])
-			return nil
+			o.Target = args[0]
+			return run(cmd, o, stdout, stderr)
 		},
 	}
-	addConfigFlags(cmd.Flags(), &sel)
-	cmd.Flags().Lookup("world-size").Usage = "check at this number of ranks only (default: the --world-sizes)"
-	addLoadPath(cmd.Flags(), &o.LoadPath)
-	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "wall-clock limit of the checked file's Starlark (top level, neighbors()); 0 = none")
-	cmd.Flags().IntVar(&o.ShowMap, "show-map", 0, "print the neighbour map at this world size (at most 65536) and the links each direction crosses (pe_noc, ucie, pcie)")
-	cmd.Flags().StringVar(&sizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16; at most 1024 sizes, each at most 65536)")
+	f := cmd.Flags()
+	addConfigFlags(f, &o.Config)
+	f.Lookup("world-size").Usage = "check at this number of ranks only (default: the --world-sizes)"
+	addLoadPath(f, &o.LoadPath)
+	f.DurationVar(&o.Timeout, "timeout", time.Minute, "wall-clock limit of the checked file's Starlark (top level, neighbors()); 0 = none")
+	f.IntVar(&o.ShowMap, "show-map", 0, "print the neighbour map at this world size (at most 65536) and the links each direction crosses (pe_noc, ucie, pcie)")
+	f.StringVar(&o.WorldSizes, "world-sizes", "", "world sizes to validate neighbors() for, e.g. 1-16 or 2,4,8 (default 1-16; at most 1024 sizes, each at most 65536)")
 	return cmd
+}
+
+// complete checks the flags of a check and makes the options of ccl.Check
+// they set (but its Watchdog and MapOut): every mistake in them is a
+// usage error, found before anything is loaded.
+func (o *checkOptions) complete(cmd *cobra.Command) (ccl.CheckOptions, error) {
+	co := ccl.CheckOptions{Env: o.Env, Embedded: kernbench.Files, LoadPath: o.LoadPath, ShowMap: o.ShowMap,
+		ConfigPath: o.Config.ConfigPath, Sets: o.Config.Sets, Faults: o.Config.Faults, WorldSize: o.Config.WorldSize, Topology: o.Config.Topology, Collective: o.Config.Collective}
+	if o.Timeout < 0 {
+		return co, usageError(fmt.Sprintf("--timeout must be >= 0 (got %v)", o.Timeout))
+	}
+	if err := checkLoadPath(o.Env, o.LoadPath); err != nil {
+		return co, err
+	}
+	if err := emptyValue(cmd.Flags()); err != nil {
+		return co, err
+	}
+	if cmd.Flags().Changed("show-map") && o.ShowMap == 0 {
+		// 0 is the default, no map: given, it printed nothing.
+		return co, usageError("--show-map must be >= 1 (got 0)")
+	}
+	if o.WorldSizes != "" {
+		ws, err := parseSizes(o.WorldSizes)
+		if err != nil {
+			return co, err
+		}
+		co.WorldSizes = ws
+	}
+	if cmd.Flags().Changed("world-size") && co.WorldSize < 1 {
+		return co, usageError(fmt.Sprintf("--world-size must be >= 1 (got %d)", co.WorldSize))
+	}
+	if co.WorldSize > 0 && o.WorldSizes != "" {
+		return co, usageError("--world-size checks one world size and --world-sizes several: give one of them")
+	}
+	if co.ShowMap < 0 {
+		return co, usageError(fmt.Sprintf("--show-map must be >= 1 (got %d)", co.ShowMap))
+	}
+	if co.ShowMap > ccl.MaxCheckWorldSize {
+		return co, usageError(fmt.Sprintf("--show-map %d: over %d, the largest world size check builds a map for", co.ShowMap, ccl.MaxCheckWorldSize))
+	}
+	if co.WorldSize > ccl.MaxCheckWorldSize {
+		return co, usageError(fmt.Sprintf("--world-size %d: over %d, the largest world size check builds a map for", co.WorldSize, ccl.MaxCheckWorldSize))
+	}
+	if strings.HasSuffix(o.Target, "_test.star") {
+		for _, flag := range []string{"config", "set", "world-size", "topology", "collective", "world-sizes", "show-map"} {
+			if cmd.Flags().Changed(flag) {
+				return co, usageError(fmt.Sprintf("--%s: %s is a test file, checked as kernbench test loads it, without a configuration; check the algorithm it tests with --%s", flag, o.Target, flag))
+			}
+		}
+	}
+	return co, nil
+}
+
+// runCheck runs `kernbench check`: it resolves the options, checks the
+// target (a test file as kernbench test loads it) and renders the
+// problems found.
+func runCheck(cmd *cobra.Command, o *checkOptions, stdout, stderr io.Writer) error {
+	co, err := o.complete(cmd)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	co.Watchdog = script.NewWatchdog(o.Timeout, "--timeout "+o.Timeout.String())
+	defer co.Watchdog.Stop()
+	co.MapOut = stdout
+	var problems []string
+	testFile := strings.HasSuffix(o.Target, "_test.star")
+	n := 0 // a test file's test_* functions
+	if testFile {
+		// A test file is checked as kernbench test loads it: with
+		// assert and @kernbench//testing.star, not as an algorithm.
+		problems, n = testrun.CheckFile(o.Target, testrun.Options{Env: o.Env, Embedded: kernbench.Files, MaxSteps: 10_000_000, Timeout: o.Timeout, LoadPath: o.LoadPath})
+	} else {
+		problems = ccl.Check(o.Target, co)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(stderr, p)
+	}
+	switch {
+	case len(problems) > 0:
+		fmt.Fprintf(stderr, "%s: %d problem(s)\n", o.Target, len(problems))
+		return reported(errkind.CheckFailed, "check failed")
+	case testFile:
+		fmt.Fprintf(stdout, "%s: ok (a test file, %d test_* function(s))\n", o.Target, n)
+	default:
+		fmt.Fprintf(stdout, "%s: ok\n", o.Target)
+	}
+	return nil
 }
 
 // parseSizes reads "1-16" or "2,4,8": at most ccl.MaxCheckSizes sizes,

@@ -163,7 +163,7 @@ const worldColumn = "world_size"
 func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) error {
 	for flag, set := range map[string]bool{"--oplog": o.oplog != "", "--trace": o.trace != "", "--dot": o.dot != "", "--dump-pointers": o.dumpPtrs} {
 		if set {
-			return usageErr(stderr, o.json, flag+" writes one run's detail; give it one algorithm, without --vary")
+			return usageErr(flag + " writes one run's detail; give it one algorithm, without --vary")
 		}
 	}
 	// Every variant resolves before any runs; then, knowing which
@@ -466,11 +466,7 @@ func resolveFailure(o *runOptions, v variant, err error, stdout, stderr io.Write
 		rep := &ccl.Report{File: v.target, Error: f.Out()}
 		writeJSONLine(stdout, compareReport{Label: v.label, Report: rep})
 	}
-	fmt.Fprintf(stderr, "kernbench: %s: %s\n", v.label, f.Msg)
-	if f.Detail != "" && f.Detail != f.Msg {
-		fmt.Fprintln(stderr, f.Detail)
-	}
-	return &exitError{err: f}
+	return atPosition(v.label+": ", f)
 }
 
 // checkResults turns a wrong result or a phase-2 mismatch into exit 1 (see

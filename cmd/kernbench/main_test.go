@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"early.kernbench/quietstart"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,7 +52,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"kbexit": kbexit, "dropwall": dropwall},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"kbexit": kbexit, "dropwall": dropwall, "jsononly": jsononly},
 		Condition:           scriptCondition,
 	})
 }
@@ -83,6 +84,36 @@ func dropwall(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if err := os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
 		ts.Fatalf("dropwall: %v", err)
+	}
+}
+
+// jsononly fails unless the last command's stdout is JSON and nothing
+// else: one document (with --jsonl, LINES=N lines of one object each).
+func jsononly(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) > 1 || (len(args) == 1 && !strings.HasPrefix(args[0], "lines=")) {
+		ts.Fatalf("usage: jsononly [lines=N]")
+	}
+	out := ts.ReadFile("stdout")
+	want := 1
+	if len(args) == 1 {
+		n, err := strconv.Atoi(strings.TrimPrefix(args[0], "lines="))
+		if err != nil {
+			ts.Fatalf("jsononly: %v", err)
+		}
+		if got := strings.Count(out, "\n"); got != n || !strings.HasSuffix(out, "\n") {
+			ts.Fatalf("jsononly: stdout has %d lines, want %d", got, n)
+		}
+		want = n
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	for i := 0; i < want; i++ {
+		var v map[string]any
+		if err := dec.Decode(&v); err != nil {
+			ts.Fatalf("jsononly: stdout's document %d is not a JSON object: %v", i+1, err)
+		}
+	}
+	if rest, _ := io.ReadAll(dec.Buffered()); strings.TrimSpace(string(rest)) != "" || dec.More() {
+		ts.Fatalf("jsononly: stdout has more than JSON: %q", out)
 	}
 }
 

@@ -22,6 +22,20 @@ import (
 	"kernbench/starlark/script"
 )
 
+// A command's run function returns nil or the error it failed with, and
+// mainIn alone decides what follows: the diagnostic on stderr, the exit
+// status and, with --json or --jsonl, the JSON error on stdout. It
+// returns one of
+//
+//   - a *ccl.Failure (usageErr makes a usage error's) that it has not
+//     printed: mainIn prints its message (and detail) as the diagnostic;
+//   - an *exitError, a failure whose diagnostics the command printed
+//     with its output (test's and check's lines, the rows of a
+//     comparison): mainIn prints only the line naming its kind;
+//   - an error of cobra's (a flag or argument it refused): a usage error.
+//
+// A command never prints an error's last line or picks an exit status.
+
 // exitError is an error the command has reported already, carried through
 // cobra to mainIn, which takes the exit status from its kind (errkind.Of):
 // err is a ccl.Failure, or wraps the error that says what failed.
@@ -104,6 +118,16 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	if errors.As(err, &ee) {
 		k := errkind.Of(ee.err)
 		jsonError(out, cmd, args, k, ee.err)
+		return exitWith(stderr, k)
+	}
+	var f *ccl.Failure
+	if errors.As(err, &f) {
+		fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+		if f.Detail != "" && f.Detail != f.Msg {
+			fmt.Fprintln(stderr, f.Detail)
+		}
+		k := errkind.Of(f)
+		jsonError(out, cmd, args, k, f)
 		return exitWith(stderr, k)
 	}
 	// Flag and argument errors from cobra. Cobra's errors are untyped:

@@ -146,7 +146,7 @@ of these (its last line names that failure's kind).`,
 				// No argument: the configuration's defaults.algorithm.
 				cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 				if err != nil {
-					return usageErr(stderr, o.json, err.Error())
+					return usageErr(err.Error())
 				}
 				target = cfg.Defaults.Algorithm
 			}
@@ -204,10 +204,12 @@ of these (its last line names that failure's kind).`,
 const defaultMaxSteps = 100_000_000
 
 // runRun runs arg, or with compare set (several algorithms or --vary)
-// every variant of those targets (none: defaults.algorithm).
+// every variant of those targets (none: defaults.algorithm), in steps:
+// resolve the options (complete, the shard, the trace's filters, the
+// output files), simulate, render the report or the failure.
 func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Writer, compare ...string) error {
 	if err := o.complete(cmd, stderr); err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return usageErr(err.Error())
 	}
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
@@ -215,13 +217,50 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	// one a refused row; a run of one size is refused whole. Decided on
 	// the whole sweep: a shard of it may hold one size.
 	o.RefusedAsRows = len(o.Sizes) > 1 || len(o.Counts) > 1
+	shardInfo, err := o.resolveShard(cmd, compare, stderr)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	if shardInfo != nil && len(o.Sizes) == 0 && len(o.Counts) == 0 {
+		fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shardInfo.Index, shardInfo.Count)
+		if o.json {
+			writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}, Shard: shardInfo})
+		}
+		return nil
+	}
+	if err := o.resolveTraceFilters(); err != nil {
+		return usageErr(err.Error())
+	}
+	// The table goes to stdout, or to stderr when an output has stdout.
+	table, err := o.resolveOutputs(arg, compare, stdout, stderr)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	if compare != nil || len(o.vary) > 0 {
+		return o.runComparison(arg, compare, table, stderr)
+	}
+	run, err := o.simulate(arg, table, stderr)
+	switch {
+	case err != nil && !run.started:
+		return err // an output file that could not be created
+	case err != nil:
+		return o.renderFailure(arg, run.rep, err, shardInfo, table, stderr)
+	}
+	return o.render(run, shardInfo, table, stderr)
+}
+
+// resolveShard reads the shard to run (--shard, --shards or the
+// environment) and keeps of o's sweep the sizes it runs; nil when the
+// run is not sharded. The shard's Sweep is the whole sweep's sizes (or
+// counts): o has none left when the shard holds none of them.
+func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr io.Writer) (*ccl.Shard, error) {
 	shard, sharded, err := shardFromEnv(o.Env.Var, o.shards)
 	if o.shard != "" {
 		shard, err = parseShard(o.shard)
 		sharded = true
 	}
 	if err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return nil, err
 	}
 	if sharded && o.shard == "" && o.shards == 0 {
 		// Slurm's variables shard a run that never asked for it (an
@@ -241,7 +280,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "kernbench: warning: JOB_COMPLETION_INDEX is %s but --shards is not given: this runs the whole sweep (--shards N runs shard %s of N)\n", idx, idx)
 	}
 	if !sharded && o.shards > 0 {
-		return usageErr(stderr, o.json, fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set (it is inside a Kubernetes Indexed Job); elsewhere use --shard I/%d", o.shards, o.shards))
+		return nil, fmt.Errorf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set (it is inside a Kubernetes Indexed Job); elsewhere use --shard I/%d", o.shards, o.shards)
 	}
 	if sharded && (compare != nil || len(o.vary) > 0) {
 		// Its reports were written, then refused by merge, which joins
@@ -250,35 +289,33 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		if o.shard == "" {
 			from = "the shard from the environment (--shard 0/1 runs the whole sweep)"
 		}
-		return usageErr(stderr, o.json, fmt.Sprintf("%s: a comparison (several algorithms or --vary) is not sharded: kernbench merge joins the shards of one algorithm's sweep; shard each algorithm's run on its own (kernbench run ALGORITHM --shard I/N)", from))
+		return nil, fmt.Errorf("%s: a comparison (several algorithms or --vary) is not sharded: kernbench merge joins the shards of one algorithm's sweep; shard each algorithm's run on its own (kernbench run ALGORITHM --shard I/N)", from)
 	}
-	var shardInfo *ccl.Shard
-	if sharded {
-		if len(o.Counts) == 0 && len(o.Sizes) == 0 {
-			o.Sizes = []int64{1 << 20}
-		}
-		sweep := &o.Sizes
-		if len(o.Counts) > 0 {
-			sweep = &o.Counts
-		}
-		shardInfo = &ccl.Shard{Index: shard.index, Count: shard.count, Sweep: *sweep,
-			Settings: rowSettings(cmd), Config: configDigest(o)}
-		*sweep = shard.pick(*sweep)
-		if len(*sweep) == 0 {
-			fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shard.index, shard.count)
-			if o.json {
-				writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}, Shard: shardInfo})
-			}
-			return nil
-		}
+	if !sharded {
+		return nil, nil
 	}
+	if len(o.Counts) == 0 && len(o.Sizes) == 0 {
+		o.Sizes = []int64{1 << 20}
+	}
+	sweep := &o.Sizes
+	if len(o.Counts) > 0 {
+		sweep = &o.Counts
+	}
+	info := &ccl.Shard{Index: shard.index, Count: shard.count, Sweep: *sweep,
+		Settings: rowSettings(cmd), Config: configDigest(o)}
+	*sweep = shard.pick(*sweep)
+	return info, nil
+}
+
+// resolveTraceFilters reads --trace-ranks and --trace-kinds into o.
+func (o *runOptions) resolveTraceFilters() error {
 	if (o.traceRanks != "" || o.traceKinds != "") && o.trace == "" {
-		return usageErr(stderr, o.json, "--trace-ranks and --trace-kinds limit a trace: give --trace FILE too")
+		return errors.New("--trace-ranks and --trace-kinds limit a trace: give --trace FILE too")
 	}
 	if o.traceRanks != "" {
 		ranks, err := parseRankList(o.traceRanks)
 		if err != nil {
-			return usageErr(stderr, o.json, err.Error())
+			return err
 		}
 		o.TraceRanks = ranks
 	}
@@ -286,58 +323,90 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		for _, k := range strings.Split(o.traceKinds, ",") {
 			k = strings.TrimSpace(k)
 			if !slices.Contains(trace.Kinds(), k) {
-				return usageErr(stderr, o.json, fmt.Sprintf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds(), ", ")))
+				return fmt.Errorf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds(), ", "))
 			}
 			o.TraceKinds = append(o.TraceKinds, k)
 		}
 	}
+	return nil
+}
+
+// resolveOutputs resolves the output flags into o.outputs (refusing one
+// over a file the run reads, or on stdout beside --json) and returns
+// where the table goes: stdout, or stderr when an output has stdout.
+func (o *runOptions) resolveOutputs(arg string, compare []string, stdout, stderr io.Writer) (io.Writer, error) {
 	dests, err := resolveOutputs(o.Env, o.outputPaths())
 	if err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return nil, err
 	}
 	inputs := append([]string{arg, o.bench, o.ConfigPath}, compare...)
 	if o.ConfigPath == "" {
 		inputs = append(inputs, "ccl.yaml") // read when present
 	}
 	if err := outputOverInput(o.Env, dests, inputs); err != nil {
-		return usageErr(stderr, o.json, err.Error())
+		return nil, err
 	}
 	o.outputs, o.outStdout = dests, stdout
+	table := stdout
 	for _, flag := range slices.Sorted(maps.Keys(dests)) {
 		if !dests[flag].stdout {
 			continue
 		}
 		if o.json || o.jsonl {
-			return usageErr(stderr, o.json, fmt.Sprintf("%s - writes to stdout, where --json and --jsonl print the report; give %s a file", flag, flag))
+			return nil, fmt.Errorf("%s - writes to stdout, where --json and --jsonl print the report; give %s a file", flag, flag)
 		}
 		// The output has stdout to itself: the table and the summary
 		// go to stderr.
-		stdout = stderr
+		table = stderr
 	}
-	if o.export != "" && (compare != nil || len(o.vary) > 0) {
-		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
+	return table, nil
+}
+
+// runComparison runs the variants of compare (or of arg, a bench with
+// --vary; none: each variant's defaults.algorithm) in one table.
+func (o *runOptions) runComparison(arg string, compare []string, stdout, stderr io.Writer) error {
+	if o.export != "" {
+		return usageErr("--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
-	if compare != nil || len(o.vary) > 0 {
-		axes, err := parseVary(o.vary, o.Sets)
+	axes, err := parseVary(o.vary, o.Sets)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	defaultAlgorithm := ""
+	switch {
+	case arg != "":
+		// --bench BENCH with --vary: the bench, with its algorithm.
+		compare = []string{arg}
+	case len(compare) == 0:
+		cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 		if err != nil {
-			return usageErr(stderr, o.json, err.Error())
+			return usageErr(err.Error())
 		}
-		defaultAlgorithm := ""
-		switch {
-		case arg != "":
-			// --bench BENCH with --vary: the bench, with its algorithm.
-			compare = []string{arg}
-		case len(compare) == 0:
-			cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
-			if err != nil {
-				return usageErr(stderr, o.json, err.Error())
-			}
-			// No algorithm named: each variant runs the defaults.algorithm
-			// of its configuration, which --vary defaults.algorithm may set.
-			compare, defaultAlgorithm = []string{""}, cfg.Defaults.Algorithm
-		}
-		return runCompare(o, expandVariants(compare, axes, defaultAlgorithm), stdout, stderr)
+		// No algorithm named: each variant runs the defaults.algorithm
+		// of its configuration, which --vary defaults.algorithm may set.
+		compare, defaultAlgorithm = []string{""}, cfg.Defaults.Algorithm
 	}
+	return runCompare(o, expandVariants(compare, axes, defaultAlgorithm), stdout, stderr)
+}
+
+// simulated is what simulate leaves for the report: whether ccl.Run
+// started, the report (nil when the run failed before simulating), the
+// rows the table printed as they finished, the --export-msccl schedule
+// and the wall time.
+type simulated struct {
+	started  bool
+	rep      *ccl.Report
+	rows     int
+	exported bytes.Buffer
+	wallS    float64
+}
+
+// simulate runs arg with o, its rows printed on table as each size
+// finishes and its output files (--oplog, --trace, --cpuprofile)
+// written and closed; it fails with the run's error, or an output's.
+func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, error) {
+	run := &simulated{}
+	dests := o.outputs
 	var outputs []*outputFile
 	for _, out := range []struct {
 		flag string
@@ -349,7 +418,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		of, err := createOutput(o.Env, d, o.outStdout)
 		if err != nil {
-			return usageErr(stderr, o.json, out.flag+": "+err.Error())
+			return run, usageErr(out.flag + ": " + err.Error())
 		}
 		outputs = append(outputs, of)
 		*out.dst = of.w
@@ -361,7 +430,6 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	// temporary files (removeTempsOnInterrupt). An output that received
 	// nothing (the run failed before simulating) is removed rather than
 	// left empty.
-	table := io.Writer(stdout)
 	restorePipe := func() {}
 	if len(outputs) > 0 {
 		restorePipe = keepOnBrokenPipe()
@@ -399,25 +467,23 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 	}
 	// The table's rows are printed as each size finishes.
-	rows := 0
 	switch {
 	case o.jsonl:
 		o.OnResult = func(r *ccl.Result) {
-			rows++
+			run.rows++
 			writeJSONLine(table, r)
 		}
 	case !o.json:
 		o.OnResult = func(r *ccl.Result) {
-			if rows == 0 {
+			if run.rows == 0 {
 				fmt.Fprintln(table, tableHeader())
 			}
-			rows++
+			run.rows++
 			fmt.Fprintln(table, tableRow(r))
 		}
 	}
-	var exported bytes.Buffer
 	if o.export != "" {
-		o.ExportMSCCL = &exported
+		o.ExportMSCCL = &run.exported
 	}
 	if o.TimingOnly {
 		// No data: the heap is the ranks' state (hugepages_linux64.go).
@@ -431,7 +497,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		}
 		if err != nil {
 			closeAfterFailure()
-			return usageErr(stderr, o.json, "--cpuprofile: "+err.Error())
+			return run, usageErr("--cpuprofile: " + err.Error())
 		}
 		if len(outputs) == 0 {
 			restorePipe = keepOnBrokenPipe()
@@ -440,12 +506,13 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		stopProfile = pprof.StopCPUProfile
 	}
 	start := time.Now()
+	run.started = true
 	rep, err := ccl.Run(arg, o.Options)
 	stopProfile()
 	if o.Progress != nil {
 		fmt.Fprint(stderr, "\r\x1b[K")
 	}
-	wall := time.Since(start).Seconds()
+	run.rep, run.wallS = rep, time.Since(start).Seconds()
 	// A run whose output file could not be written failed, also when its
 	// simulation succeeded.
 	if f := closeOutputs(); f != nil && err == nil {
@@ -453,36 +520,46 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	} else if f != nil {
 		fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
 	}
-	if err != nil {
-		f := asFailure(err)
-		at := sweepPosition(o, rep)
-		if o.json || o.jsonl {
-			if rep == nil {
-				rep = &ccl.Report{File: arg}
-			}
-			rep.Error = f.Out()
-			rep.Shard = shardInfo
-			if o.jsonl {
-				rep.Results = nil
-				writeJSONLine(stdout, rep)
-			} else {
-				writeJSON(stdout, rep)
-			}
+	return run, err
+}
+
+// renderFailure reports a run that failed with err: its report with the
+// error (--json, --jsonl; rep is nil when it failed before simulating),
+// the wait-for graph of a deadlock (--dot), and the failure, named with
+// its position in the sweep, for mainIn to print.
+func (o *runOptions) renderFailure(arg string, rep *ccl.Report, err error, shardInfo *ccl.Shard, stdout, stderr io.Writer) error {
+	f := asFailure(err)
+	at := sweepPosition(o, rep)
+	if o.json || o.jsonl {
+		if rep == nil {
+			rep = &ccl.Report{File: arg}
 		}
-		if o.dot != "" && len(f.WaitFor) > 0 {
-			var dot bytes.Buffer
-			_ = f.WriteDOT(&dot)
-			if derr := writeOutput(o.Env, dests["--dot"], o.outStdout, dot.Bytes()); derr != nil {
-				fmt.Fprintf(stderr, "kernbench: %s\n", derr.Msg)
-			}
+		rep.Error = f.Out()
+		rep.Shard = shardInfo
+		if o.jsonl {
+			rep.Results = nil
+			writeJSONLine(stdout, rep)
+		} else {
+			writeJSON(stdout, rep)
 		}
-		fmt.Fprintf(stderr, "kernbench: %s%s\n", at, f.Msg)
-		if f.Detail != "" && f.Detail != f.Msg {
-			fmt.Fprintln(stderr, f.Detail)
-		}
-		return &exitError{err: f}
 	}
-	rep.WallS = wall
+	if o.dot != "" && len(f.WaitFor) > 0 {
+		var dot bytes.Buffer
+		_ = f.WriteDOT(&dot)
+		if derr := writeOutput(o.Env, o.outputs["--dot"], o.outStdout, dot.Bytes()); derr != nil {
+			fmt.Fprintf(stderr, "kernbench: %s\n", derr.Msg)
+		}
+	}
+	return atPosition(at, f)
+}
+
+// render reports a run that simulated: the files written after it
+// (--export-msccl, --csv, --plot), its report (the table's last rows
+// and summary, or --json's document, or --jsonl's last lines) and the
+// verdict of its results (a wrong result or a refused size fails it).
+func (o *runOptions) render(run *simulated, shardInfo *ccl.Shard, stdout, stderr io.Writer) error {
+	rep := run.rep
+	rep.WallS = run.wallS
 	rep.Shard = shardInfo
 	if shardInfo != nil {
 		shardInfo.Rows = ccl.RowsDigest(rep.Results)
@@ -493,18 +570,18 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "kernbench: --trace: no trace written: a sweep traces its last size, and %d was refused over --max-memory; trace one size that runs (--bytes)\n", rep.Results[n-1].Bytes)
 	}
 	if o.export != "" {
-		if f := writeOutput(o.Env, dests["--export-msccl"], o.outStdout, exported.Bytes()); f != nil {
-			return fail(stderr, f)
+		if f := writeOutput(o.Env, o.outputs["--export-msccl"], o.outStdout, run.exported.Bytes()); f != nil {
+			return f
 		}
 	}
 	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
-		return fail(stderr, asFailure(err))
+		return asFailure(err)
 	}
 	switch {
 	case o.json:
 		writeJSON(stdout, rep)
 	case o.jsonl:
-		for i := rows; i < len(rep.Results); i++ {
+		for i := run.rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
 		}
 		summary := *rep
@@ -512,7 +589,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		writeJSONLine(stdout, &summary)
 	default:
 		// Benches that build their report in one piece (L3) print here.
-		for i := rows; i < len(rep.Results); i++ {
+		for i := run.rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
 		}
 		printSummary(stdout, rep, o.quiet, o.verbose)
@@ -692,6 +769,21 @@ func sweepPosition(o *runOptions, rep *ccl.Report) string {
 	return fmt.Sprintf("at size %d of %d of the sweep (%d %s per rank buffer): ", i+1, len(points), points[i], unit)
 }
 
+// atPosition is f with its message preceded by at (where in a sweep or
+// comparison it failed), for mainIn to print; f itself, with the message
+// the JSON report gives, when at is "".
+func atPosition(at string, f *ccl.Failure) *ccl.Failure {
+	if at == "" {
+		return f
+	}
+	g := *f
+	g.Msg = at + f.Msg
+	if g.Detail == f.Msg {
+		g.Detail = "" // said by the message
+	}
+	return &g
+}
+
 // asFailure is the ccl.Failure err is or wraps; an error of ccl.Run that
 // is none (a bug: the runs report their failures as Failures) is one of
 // the kind errkind.Of gives it.
@@ -703,15 +795,9 @@ func asFailure(err error) *ccl.Failure {
 	return ccl.WithKind(errkind.Of(err), &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
 }
 
-// fail prints f's message as the command's diagnostic and returns it to
-// mainIn, which exits with the status of its kind.
-func fail(stderr io.Writer, f *ccl.Failure) error {
-	fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
-	return &exitError{err: f}
-}
-
-func usageErr(stderr io.Writer, _ bool, msg string) error {
-	return fail(stderr, ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: msg}))
+// usageErr is a usage error (exit 2) saying msg, for mainIn to report.
+func usageErr(msg string) error {
+	return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: msg})
 }
 
 // writeJSONLine writes v as one line of JSON.

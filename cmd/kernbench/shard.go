@@ -129,8 +129,27 @@ func (s shardSpec) pick(points []int64) []int64 {
 	return out
 }
 
+// mergeOptions are what the flags and arguments of `kernbench merge` say,
+// as cobra parsed them.
+type mergeOptions struct {
+	Env     script.Env
+	Reports []string // the shards' --json reports
+	JSON    bool
+	Quiet   bool
+}
+
+// mergeFunc runs a `kernbench merge` whose flags and arguments are parsed
+// into o.
+type mergeFunc func(cmd *cobra.Command, o *mergeOptions, stdout, stderr io.Writer) error
+
 func newMergeCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
-	var asJSON, quiet bool
+	return newMergeCmdWith(env, stdout, stderr, runMerge)
+}
+
+// newMergeCmdWith is the merge command with run as what it runs: tests
+// give their own to see the options a command line makes.
+func newMergeCmdWith(env script.Env, stdout, stderr io.Writer, run mergeFunc) *cobra.Command {
+	o := &mergeOptions{Env: env}
 	cmd := &cobra.Command{
 		Use:   "merge REPORT.json...",
 		Short: "Join the --json reports of a sharded sweep (--shard I/N) into the report one run would print",
@@ -151,30 +170,37 @@ as the run of the whole sweep would.`,
 			}
 			return nil
 		},
-		RunE: func(_ *cobra.Command, files []string) error {
-			rep, err := mergeReports(env, files)
-			if err != nil {
-				return usageErr(stderr, asJSON, err.Error())
-			}
-			if asJSON {
-				writeJSON(stdout, rep)
-			} else {
-				if len(rep.Results) > 0 {
-					fmt.Fprintln(stdout, tableHeader())
-				}
-				for i := range rep.Results {
-					fmt.Fprintln(stdout, tableRow(&rep.Results[i]))
-				}
-				printSummary(stdout, rep, quiet, false)
-			}
-			// Sizes a shard refused over --max-memory are rows of the
-			// merged sweep, and its status says so, as one run's would.
-			return worstFailure(refusedSizes([]labeled{{"", rep}}, stderr), nil, stderr)
+		RunE: func(cmd *cobra.Command, files []string) error {
+			o.Reports = files
+			return run(cmd, o, stdout, stderr)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged JSON document instead of the table")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the table")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the merged JSON document instead of the table")
+	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print only the table")
 	return cmd
+}
+
+// runMerge runs `kernbench merge`: it joins the reports and renders the
+// merged one as one run would.
+func runMerge(_ *cobra.Command, o *mergeOptions, stdout, stderr io.Writer) error {
+	rep, err := mergeReports(o.Env, o.Reports)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	if o.JSON {
+		writeJSON(stdout, rep)
+	} else {
+		if len(rep.Results) > 0 {
+			fmt.Fprintln(stdout, tableHeader())
+		}
+		for i := range rep.Results {
+			fmt.Fprintln(stdout, tableRow(&rep.Results[i]))
+		}
+		printSummary(stdout, rep, o.Quiet, false)
+	}
+	// Sizes a shard refused over --max-memory are rows of the merged
+	// sweep, and its status says so, as one run's would.
+	return worstFailure(refusedSizes([]labeled{{"", rep}}, stderr), nil, stderr)
 }
 
 // mergeReports reads shard reports (in env's working directory) and

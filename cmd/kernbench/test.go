@@ -18,13 +18,34 @@ import (
 	"kernbench/starlark/testrun"
 )
 
+// testOptions are what the flags and arguments of `kernbench test` say,
+// as cobra parsed them; runTest checks them (complete) and runs.
+type testOptions struct {
+	Env       script.Env
+	Paths     []string // the files and folders to look for tests in
+	Run       string   // --run: a regular expression of test names
+	Verbose   bool
+	JSON      bool
+	Builtin   bool
+	Timeout   time.Duration
+	LoadPath  []string
+	MaxMemory string
+	MaxSteps  uint64
+}
+
+// testFunc runs a `kernbench test` whose flags and arguments are parsed
+// into o.
+type testFunc func(cmd *cobra.Command, o *testOptions, stdout, stderr io.Writer) error
+
 func newTestCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
-	var run string
-	var verbose, asJSON, builtin bool
-	var maxSteps uint64
-	var maxMemory string
-	var timeout time.Duration
-	var loadPath []string
+	return newTestCmdWith(env, stdout, stderr, runTest)
+}
+
+// newTestCmdWith is the test command with run as what it runs: tests give
+// their own to see the options a command line makes, without running any
+// test.
+func newTestCmdWith(env script.Env, stdout, stderr io.Writer, run testFunc) *cobra.Command {
+	o := &testOptions{Env: env}
 	cmd := &cobra.Command{
 		Use:   "test [PATH...]",
 		Short: "Run *_test.star files (test_* functions) in the mock runtime",
@@ -53,171 +74,224 @@ Exit status: 0 all passed, 1 a test failed, 2 a test file did not load,
 3 a test file passed its -timeout (as it loaded too) or a test's
 simulation passed --max-memory.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout < 0 {
-				return usageErr(stderr, asJSON, fmt.Sprintf("-timeout must be >= 0 (got %v)", timeout))
-			}
-			if maxSteps == 0 {
-				maxSteps = defaultMaxSteps
-			}
-			if builtin && len(loadPath) > 0 {
-				return usageErr(stderr, asJSON, "--load-path cannot be used with --builtin: the shipped tests load only shipped files")
-			}
-			if err := checkLoadPath(env, loadPath); err != nil {
-				return usageErr(stderr, asJSON, err.Error())
-			}
-			if err := emptyValue(cmd.Flags(), "run"); err != nil {
-				return usageErr(stderr, asJSON, err.Error())
-			}
-			limit := hostmem.DefaultMaxMemory()
-			if maxMemory != "" {
-				n, err := config.ParseSize(maxMemory)
-				if err != nil || n <= 0 {
-					if err == nil {
-						err = fmt.Errorf("must be > 0 (got %s)", maxMemory)
-					}
-					return usageErr(stderr, asJSON, "--max-memory: "+err.Error())
-				}
-				limit = n
-			}
-			// print() of the tests and the progress reporter share stderr.
-			stderr := &lockedWriter{w: stderr}
-			prog := newTestProgress(stderr, progressEvery)
-			defer prog.stop()
-			o := testrun.Options{Verbose: verbose, Env: env, Embedded: kernbench.Files, Stderr: stderr, MaxSteps: maxSteps,
-				Timeout: timeout, MaxMemory: limit, OnTest: prog.start, LoadPath: loadPath}
-			if run != "" {
-				re, err := regexp.Compile(run)
-				if err != nil {
-					return usageErr(stderr, asJSON, fmt.Sprintf("-run: %v", err))
-				}
-				o.Run = re
-			}
-			var files []string
-			var err error
-			if builtin {
-				// The shipped tests see the shipped files only, whatever
-				// the working directory holds.
-				o.Env.NoDisk = true
-				files, err = testrun.DiscoverEmbedded(kernbench.Files, args)
-			} else {
-				files, err = testrun.Discover(env, args)
-				if err != nil && len(args) > 0 && strings.HasSuffix(err.Error(), ": no such file or folder") {
-					// kernbench test algorithms outside the repository.
-					if _, e2 := testrun.DiscoverEmbedded(kernbench.Files, args); e2 == nil {
-						err = fmt.Errorf("%v (the tests shipped with kernbench run from any folder with: kernbench test --builtin %s)", err, strings.Join(args, " "))
-					}
-				}
-			}
-			if err != nil {
-				return usageErr(stderr, asJSON, err.Error())
-			}
-			if len(files) == 0 {
-				// Like go test's "no test files": a run from the wrong folder
-				// should not look like a clean pass.
-				where := "the working directory"
-				if builtin {
-					where = "the files shipped with kernbench"
-				}
-				if len(args) > 0 {
-					where = strings.Join(args, ", ")
-				}
-				fmt.Fprintf(stderr, "kernbench: no *_test.star files in %s\n", where)
-			}
-			// With --json, stdout holds the JSON document alone (a program
-			// reads it); the go-test-like lines go to stderr.
-			text := stdout
-			if asJSON {
-				text = stderr
-			}
-			type loadFailure struct {
-				File  string `json:"file"`
-				Error string `json:"error"`
-			}
-			var all []testrun.Result
-			loadFailures := []loadFailure{}
-			passed, failed, broken, timedOut, outOfMemory := 0, 0, 0, 0, 0
-			loadTimedOut := 0 // files of broken stopped by -timeout as they loaded
-			for _, f := range files {
-				start := time.Now()
-				prog.start(f, "loading")
-				results, err := testrun.RunFile(f, o)
-				prog.start("", "")
-				if err != nil {
-					broken++
-					if errkind.Of(err) == errkind.Timeout {
-						loadTimedOut++
-					}
-					fmt.Fprintf(text, "FAIL %s [load error]\n%s\n", f, indent(err.Error()))
-					loadFailures = append(loadFailures, loadFailure{File: f, Error: err.Error()})
-					continue
-				}
-				fileFailed := 0
-				for _, r := range results {
-					if r.Pass {
-						passed++
-						if verbose {
-							fmt.Fprintf(text, "--- PASS: %s (%.2fs)\n", r.Name, r.Seconds)
-						}
-						continue
-					}
-					failed++
-					fileFailed++
-					if r.TimedOut {
-						timedOut++
-					}
-					if r.OutOfMemory {
-						outOfMemory++
-					}
-					fmt.Fprintf(text, "--- FAIL: %s (%.2fs)\n", r.Name, r.Seconds)
-					for _, m := range r.Messages {
-						fmt.Fprintln(text, indent(m))
-					}
-				}
-				if len(results) == 0 && o.Run == nil {
-					hint := ""
-					if !strings.HasSuffix(f, "_test.star") {
-						hint = " (an algorithm? run it with kernbench run, and test it from a NAME_test.star file)"
-					}
-					fmt.Fprintf(stderr, "kernbench: %s defines no test_* functions%s\n", f, hint)
-				}
-				status := "ok  "
-				if fileFailed > 0 {
-					status = "FAIL"
-				}
-				fmt.Fprintf(text, "%s %s\t%d test(s)\t%.3fs\n", status, f, len(results), time.Since(start).Seconds())
-				all = append(all, results...)
-			}
-			fmt.Fprintf(text, "%d passed, %d failed\n", passed, failed)
-			if asJSON {
-				if all == nil {
-					all = []testrun.Result{}
-				}
-				writeJSON(stdout, map[string]any{"results": all, "passed": passed, "failed": failed, "load_errors": broken, "load_failures": loadFailures})
-			}
-			switch {
-			case broken > loadTimedOut:
-				return reported(errkind.Load, fmt.Sprintf("%d test file(s) did not load", broken))
-			case loadTimedOut > 0:
-				return reported(errkind.TestTimeout, fmt.Sprintf("%d test file(s) passed -timeout as they loaded", loadTimedOut))
-			case timedOut > 0:
-				return reported(errkind.TestTimeout, fmt.Sprintf("%d test(s) passed -timeout", timedOut))
-			case outOfMemory > 0:
-				return reported(errkind.HostMemory, fmt.Sprintf("%d test(s) passed --max-memory", outOfMemory))
-			case failed > 0:
-				return reported(errkind.TestFailed, fmt.Sprintf("%d test(s) failed", failed))
-			}
-			return nil
+			o.Paths = args
+			return run(cmd, o, stdout, stderr)
 		},
 	}
-	cmd.Flags().StringVar(&run, "run", "", "run only tests whose name matches this regular expression")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing tests too")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as one JSON document on stdout (the go-test-like lines go to stderr)")
-	cmd.Flags().BoolVar(&builtin, "builtin", false, "run the tests shipped inside kernbench (the algorithms' and the L3/L2 builtins'), from any folder, reading nothing on disk")
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "wall-clock limit of each test file (0 = none); also -timeout")
-	addLoadPath(cmd.Flags(), &loadPath)
-	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "host memory each simulation of a test may use, e.g. 4G (default: 80% of the machine's memory, cgroup limit included, at most half the address space a ulimit -v leaves)")
-	cmd.Flags().Uint64Var(&maxSteps, "max-steps", 0, "Starlark step limit per thread, tests and the kernels they run (0 = default 10^8)")
+	f := cmd.Flags()
+	f.StringVar(&o.Run, "run", "", "run only tests whose name matches this regular expression")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "list passing tests too")
+	f.BoolVar(&o.JSON, "json", false, "print the results as one JSON document on stdout (the go-test-like lines go to stderr)")
+	f.BoolVar(&o.Builtin, "builtin", false, "run the tests shipped inside kernbench (the algorithms' and the L3/L2 builtins'), from any folder, reading nothing on disk")
+	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "wall-clock limit of each test file (0 = none); also -timeout")
+	addLoadPath(f, &o.LoadPath)
+	f.StringVar(&o.MaxMemory, "max-memory", "", "host memory each simulation of a test may use, e.g. 4G (default: 80% of the machine's memory, cgroup limit included, at most half the address space a ulimit -v leaves)")
+	f.Uint64Var(&o.MaxSteps, "max-steps", 0, "Starlark step limit per thread, tests and the kernels they run (0 = default 10^8)")
 	return cmd
+}
+
+// complete checks the flags of a test run and makes the options of
+// testrun they set (but its Stderr and OnTest): every mistake in them
+// is a usage error, found before any test runs.
+func (o *testOptions) complete(cmd *cobra.Command) (testrun.Options, error) {
+	ro := testrun.Options{Verbose: o.Verbose, Env: o.Env, Embedded: kernbench.Files, MaxSteps: o.MaxSteps,
+		Timeout: o.Timeout, LoadPath: o.LoadPath}
+	if o.Timeout < 0 {
+		return ro, usageError(fmt.Sprintf("-timeout must be >= 0 (got %v)", o.Timeout))
+	}
+	if ro.MaxSteps == 0 {
+		ro.MaxSteps = defaultMaxSteps
+	}
+	if o.Builtin && len(o.LoadPath) > 0 {
+		return ro, usageError("--load-path cannot be used with --builtin: the shipped tests load only shipped files")
+	}
+	if err := checkLoadPath(o.Env, o.LoadPath); err != nil {
+		return ro, err
+	}
+	if err := emptyValue(cmd.Flags(), "run"); err != nil {
+		return ro, err
+	}
+	ro.MaxMemory = hostmem.DefaultMaxMemory()
+	if o.MaxMemory != "" {
+		n, err := config.ParseSize(o.MaxMemory)
+		if err != nil || n <= 0 {
+			if err == nil {
+				err = fmt.Errorf("must be > 0 (got %s)", o.MaxMemory)
+			}
+			return ro, usageError("--max-memory: " + err.Error())
+		}
+		ro.MaxMemory = n
+	}
+	if o.Run != "" {
+		re, err := regexp.Compile(o.Run)
+		if err != nil {
+			return ro, usageError(fmt.Sprintf("-run: %v", err))
+		}
+		ro.Run = re
+	}
+	if o.Builtin {
+		// The shipped tests see the shipped files only, whatever the
+		// working directory holds.
+		ro.Env.NoDisk = true
+	}
+	return ro, nil
+}
+
+// testFiles are the test files o's paths name: on disk, or (--builtin)
+// shipped.
+func (o *testOptions) testFiles() ([]string, error) {
+	if o.Builtin {
+		return testrun.DiscoverEmbedded(kernbench.Files, o.Paths)
+	}
+	files, err := testrun.Discover(o.Env, o.Paths)
+	if err != nil && len(o.Paths) > 0 && strings.HasSuffix(err.Error(), ": no such file or folder") {
+		// kernbench test algorithms outside the repository.
+		if _, e2 := testrun.DiscoverEmbedded(kernbench.Files, o.Paths); e2 == nil {
+			err = fmt.Errorf("%v (the tests shipped with kernbench run from any folder with: kernbench test --builtin %s)", err, strings.Join(o.Paths, " "))
+		}
+	}
+	return files, err
+}
+
+// testLoadFailure is a test file that did not load, in test --json.
+type testLoadFailure struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+// testTally is what the test files of a run came to.
+type testTally struct {
+	all          []testrun.Result
+	loadFailures []testLoadFailure
+	passed       int
+	failed       int
+	broken       int // files that did not load
+	loadTimedOut int // files of broken stopped by -timeout as they loaded
+	timedOut     int
+	outOfMemory  int
+}
+
+// runTest runs `kernbench test`: it resolves the options and the test
+// files, runs each file (printing go-test-like lines as it goes: on
+// stdout, on stderr with --json) and renders the tally.
+func runTest(cmd *cobra.Command, o *testOptions, stdout, stderr io.Writer) error {
+	ro, err := o.complete(cmd)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	// print() of the tests and the progress reporter share stderr.
+	lstderr := &lockedWriter{w: stderr}
+	prog := newTestProgress(lstderr, progressEvery)
+	defer prog.stop()
+	ro.Stderr, ro.OnTest = lstderr, prog.start
+	files, err := o.testFiles()
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	if len(files) == 0 {
+		// Like go test's "no test files": a run from the wrong folder
+		// should not look like a clean pass.
+		where := "the working directory"
+		if o.Builtin {
+			where = "the files shipped with kernbench"
+		}
+		if len(o.Paths) > 0 {
+			where = strings.Join(o.Paths, ", ")
+		}
+		fmt.Fprintf(lstderr, "kernbench: no *_test.star files in %s\n", where)
+	}
+	// With --json, stdout holds the JSON document alone (a program
+	// reads it); the go-test-like lines go to stderr.
+	text := stdout
+	if o.JSON {
+		text = lstderr
+	}
+	t := runTestFiles(files, ro, prog, text, lstderr)
+	return t.render(o.JSON, text, stdout)
+}
+
+// runTestFiles runs files, printing each test's outcome and each file's
+// line on text (warnings on stderr).
+func runTestFiles(files []string, ro testrun.Options, prog *testProgress, text, stderr io.Writer) *testTally {
+	t := &testTally{loadFailures: []testLoadFailure{}}
+	for _, f := range files {
+		start := time.Now()
+		prog.start(f, "loading")
+		results, err := testrun.RunFile(f, ro)
+		prog.start("", "")
+		if err != nil {
+			t.broken++
+			if errkind.Of(err) == errkind.Timeout {
+				t.loadTimedOut++
+			}
+			fmt.Fprintf(text, "FAIL %s [load error]\n%s\n", f, indent(err.Error()))
+			t.loadFailures = append(t.loadFailures, testLoadFailure{File: f, Error: err.Error()})
+			continue
+		}
+		fileFailed := 0
+		for _, r := range results {
+			if r.Pass {
+				t.passed++
+				if ro.Verbose {
+					fmt.Fprintf(text, "--- PASS: %s (%.2fs)\n", r.Name, r.Seconds)
+				}
+				continue
+			}
+			t.failed++
+			fileFailed++
+			if r.TimedOut {
+				t.timedOut++
+			}
+			if r.OutOfMemory {
+				t.outOfMemory++
+			}
+			fmt.Fprintf(text, "--- FAIL: %s (%.2fs)\n", r.Name, r.Seconds)
+			for _, m := range r.Messages {
+				fmt.Fprintln(text, indent(m))
+			}
+		}
+		if len(results) == 0 && ro.Run == nil {
+			hint := ""
+			if !strings.HasSuffix(f, "_test.star") {
+				hint = " (an algorithm? run it with kernbench run, and test it from a NAME_test.star file)"
+			}
+			fmt.Fprintf(stderr, "kernbench: %s defines no test_* functions%s\n", f, hint)
+		}
+		status := "ok  "
+		if fileFailed > 0 {
+			status = "FAIL"
+		}
+		fmt.Fprintf(text, "%s %s\t%d test(s)\t%.3fs\n", status, f, len(results), time.Since(start).Seconds())
+		t.all = append(t.all, results...)
+	}
+	return t
+}
+
+// render prints the tally (the summary line on text, the document on
+// stdout with --json) and returns the error of the worst outcome, whose
+// diagnostics the lines printed.
+func (t *testTally) render(asJSON bool, text, stdout io.Writer) error {
+	fmt.Fprintf(text, "%d passed, %d failed\n", t.passed, t.failed)
+	if asJSON {
+		all := t.all
+		if all == nil {
+			all = []testrun.Result{}
+		}
+		writeJSON(stdout, map[string]any{"results": all, "passed": t.passed, "failed": t.failed, "load_errors": t.broken, "load_failures": t.loadFailures})
+	}
+	switch {
+	case t.broken > t.loadTimedOut:
+		return reported(errkind.Load, fmt.Sprintf("%d test file(s) did not load", t.broken))
+	case t.loadTimedOut > 0:
+		return reported(errkind.TestTimeout, fmt.Sprintf("%d test file(s) passed -timeout as they loaded", t.loadTimedOut))
+	case t.timedOut > 0:
+		return reported(errkind.TestTimeout, fmt.Sprintf("%d test(s) passed -timeout", t.timedOut))
+	case t.outOfMemory > 0:
+		return reported(errkind.HostMemory, fmt.Sprintf("%d test(s) passed --max-memory", t.outOfMemory))
+	case t.failed > 0:
+		return reported(errkind.TestFailed, fmt.Sprintf("%d test(s) failed", t.failed))
+	}
+	return nil
 }
 
 func indent(s string) string {
