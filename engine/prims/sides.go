@@ -2,11 +2,11 @@ package prims
 
 import "kernbench/engine/machine"
 
-// Sides arbitrate a rank's direction sides between its threads: one
-// thread (T) at a time may use the send side, or the receive side, of a
-// queue pair.
-type Sides[T comparable] struct {
-	m map[sideKey]*SideUse[T]
+// Sides arbitrate a rank's direction sides between its threads (each
+// named by a comparable value of the caller's): one thread at a time may
+// use the send side, or the receive side, of a queue pair.
+type Sides struct {
+	m map[sideKey]*SideUse
 }
 
 // sideKey names one side of a queue pair: its send side or its receive
@@ -18,8 +18,8 @@ type sideKey struct {
 
 // SideUse is a thread's operation in progress on a direction side: the
 // thread, the operation's name and where it was called.
-type SideUse[T comparable] struct {
-	By T
+type SideUse struct {
+	By any
 	Op string
 	At any
 	n  int // uses by By not yet released
@@ -29,9 +29,9 @@ type SideUse[T comparable] struct {
 // until the returned release is called; in use by another thread, the
 // side is not taken and that thread's use is returned. Uses by the same
 // thread nest: the side is free when each has been released.
-func (s *Sides[T]) Use(q *machine.QueuePair, send bool, by T, op string, at any) (release func(), other *SideUse[T]) {
+func (s *Sides) Use(q *machine.QueuePair, send bool, by any, op string, at any) (release func(), other *SideUse) {
 	if s.m == nil {
-		s.m = map[sideKey]*SideUse[T]{}
+		s.m = map[sideKey]*SideUse{}
 	}
 	key := sideKey{q, send}
 	u := s.m[key]
@@ -39,7 +39,7 @@ func (s *Sides[T]) Use(q *machine.QueuePair, send bool, by T, op string, at any)
 		return nil, u
 	}
 	if u == nil {
-		u = &SideUse[T]{By: by, Op: op, At: at}
+		u = &SideUse{By: by, Op: op, At: at}
 		s.m[key] = u
 	}
 	u.n++
@@ -57,8 +57,8 @@ func (s *Sides[T]) Use(q *machine.QueuePair, send bool, by T, op string, at any)
 
 // OperandRead is a fused primitive of thread By reading its local operand
 // Reg (its loads are issued over the whole call).
-type OperandRead[T comparable] struct {
-	By  T
+type OperandRead struct {
+	By  any
 	Reg machine.Region
 	Op  string
 	At  any
@@ -66,16 +66,16 @@ type OperandRead[T comparable] struct {
 
 // OperandReads are the local operands a rank's threads' primitives are
 // reading.
-type OperandReads[T comparable] struct {
-	list []*OperandRead[T]
+type OperandReads struct {
+	list []*OperandRead
 }
 
 // Any reports whether a primitive reads an operand.
-func (rs *OperandReads[T]) Any() bool { return len(rs.list) != 0 }
+func (rs *OperandReads) Any() bool { return len(rs.list) != 0 }
 
 // Add registers by's primitive op (at) as reading reg until done.
-func (rs *OperandReads[T]) Add(by T, reg machine.Region, op string, at any) (done func()) {
-	r := &OperandRead[T]{By: by, Reg: reg, Op: op, At: at}
+func (rs *OperandReads) Add(by any, reg machine.Region, op string, at any) (done func()) {
+	r := &OperandRead{By: by, Reg: reg, Op: op, At: at}
 	rs.list = append(rs.list, r)
 	return func() {
 		for i, x := range rs.list {
@@ -89,7 +89,7 @@ func (rs *OperandReads[T]) Add(by T, reg machine.Region, op string, at any) (don
 
 // Conflict returns the first read by another thread than by of an
 // operand overlapping dst, or nil.
-func (rs *OperandReads[T]) Conflict(by T, dst machine.Region) *OperandRead[T] {
+func (rs *OperandReads) Conflict(by any, dst machine.Region) *OperandRead {
 	for _, r := range rs.list {
 		if r.By != by && r.Reg.Overlaps(dst) {
 			return r

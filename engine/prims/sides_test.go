@@ -31,7 +31,7 @@ func TestSides_OneThreadAtATime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var s Sides[int]
+			var s Sides
 			releases := make([]func(), len(tt.uses))
 			for i, u := range tt.uses {
 				for _, r := range u.release {
@@ -40,7 +40,7 @@ func TestSides_OneThreadAtATime(t *testing.T) {
 				release, other := s.Use(u.q, u.send, u.by, "op", nil)
 				got := 0
 				if other != nil {
-					got = other.By
+					got = other.By.(int)
 				}
 				if got != u.holder {
 					t.Fatalf("use %d: refused by thread %d, want %d", i, got, u.holder)
@@ -58,7 +58,7 @@ func TestSides_OneThreadAtATime(t *testing.T) {
 // with the writer's own, and no longer once the read is done.
 func TestOperandReads_Conflict(t *testing.T) {
 	mem := &machine.Memory{}
-	var rs OperandReads[int]
+	var rs OperandReads
 	done := rs.Add(1, machine.Region{Mem: mem, Off: 0, N: 64}, "tl.recv_reduce_send", nil)
 	tests := []struct {
 		by   int

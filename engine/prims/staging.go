@@ -40,14 +40,7 @@ func (s *Staging) Set(ring machine.Region) { s.ring, s.next = ring, 0 }
 func (s *Staging) Slot(g *machine.Group, p *sim.Proc, slotSize, n int64) (machine.Region, error) {
 	reg := machine.Region{Mem: s.ring.Mem, Off: s.ring.Off + s.next, N: n}
 	if reg.SendsMayRead() { // (no call otherwise: the common case)
-		if p.Sim().Running() != p {
-			// A step leaves the wait to the process only when a send
-			// does read the slot (SendsMayRead's bounds span every send
-			// from TCM, so they mostly cover the staging ring).
-			if !g.Unread(reg) {
-				return machine.Region{}, ErrInProcess
-			}
-		} else if err := g.WaitUnread(p, reg); err != nil {
+		if err := awaitUnread(g, p, reg); err != nil {
 			return machine.Region{}, err
 		}
 	}
@@ -55,4 +48,19 @@ func (s *Staging) Slot(g *machine.Group, p *sim.Proc, slotSize, n int64) (machin
 		s.next = 0
 	}
 	return reg, nil
+}
+
+// awaitUnread waits in p until no send of g reads reg; in a step on the
+// event loop, which cannot block, a send still reading it is
+// ErrInProcess. (A step leaves the wait to the process only when a send
+// does read the slot: SendsMayRead's bounds span every send from TCM, so
+// they mostly cover the staging ring.)
+func awaitUnread(g *machine.Group, p *sim.Proc, reg machine.Region) error {
+	if p.Sim().Running() != p {
+		if !g.Unread(reg) {
+			return ErrInProcess
+		}
+		return nil
+	}
+	return g.WaitUnread(p, reg)
 }

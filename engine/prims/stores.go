@@ -8,31 +8,20 @@ import (
 // Stores are the stores a rank's fused primitives issued into their
 // destinations and did not wait for (so the next call starts at once).
 // Any later operation of the rank on an overlapping range waits for them
-// first (Settle), and so does the kernel's end (Drain).
-type Stores struct {
-	ops []*machine.MemOp
-}
-
-// Len is the number of stores noted and not yet found done.
-func (s *Stores) Len() int { return len(s.ops) }
+// first (Settle), and so does the kernel's end (Drain). (A slice type:
+// a hot path checks its length, inlined, before any call.)
+type Stores []*machine.MemOp
 
 // Add notes ops; the caller may reuse the slice.
-func (s *Stores) Add(ops []*machine.MemOp) { s.ops = append(s.ops, ops...) }
+func (s *Stores) Add(ops []*machine.MemOp) { *s = append(*s, ops...) }
 
 // Settle waits in p until no store under way writes into reg, so that an
 // operation on reg sees (or overwrites) the stored data; the stores found
 // done are recycled into m.
+// (A caller on a hot path checks Len first: with nothing under way, a
+// reduce-scatter's primitives storing nothing, no call.)
 func (s *Stores) Settle(m *machine.Machine, p *sim.Proc, reg machine.Region) error {
-	if len(s.ops) == 0 {
-		// Nothing left under way (a reduce-scatter's primitives store
-		// nothing): no call (this much inlines, every load asks).
-		return nil
-	}
-	return s.settle(m, p, reg)
-}
-
-func (s *Stores) settle(m *machine.Machine, p *sim.Proc, reg machine.Region) error {
-	ws := s.ops
+	ws := *s
 	live := 0
 	for i, op := range ws {
 		if !op.Done {
@@ -47,9 +36,9 @@ func (s *Stores) settle(m *machine.Machine, p *sim.Proc, reg machine.Region) err
 	}
 	if live < len(ws) {
 		clear(ws[live:])
-		s.ops = ws[:live]
+		*s = ws[:live]
 	}
-	for _, op := range s.ops {
+	for _, op := range *s {
 		if !op.Done && op.Dst.Overlaps(reg) {
 			if err := op.Wait(p); err != nil {
 				return err
@@ -59,9 +48,11 @@ func (s *Stores) settle(m *machine.Machine, p *sim.Proc, reg machine.Region) err
 	return nil
 }
 
-// WouldWait reports whether Settle(reg) would wait.
-func (s *Stores) WouldWait(reg machine.Region) bool {
-	for _, op := range s.ops {
+// WouldWait reports whether Settle(reg) would wait (in a step of a
+// pipeline on the event loop, which cannot block, the caller leaves such
+// a wait to the process).
+func (s Stores) WouldWait(reg machine.Region) bool {
+	for _, op := range s {
 		if !op.Done && op.Dst.Overlaps(reg) {
 			return true
 		}
@@ -71,15 +62,15 @@ func (s *Stores) WouldWait(reg machine.Region) bool {
 
 // Drain waits in p for every store under way and recycles them into m.
 func (s *Stores) Drain(m *machine.Machine, p *sim.Proc) error {
-	for _, op := range s.ops {
+	for _, op := range *s {
 		if err := op.Wait(p); err != nil {
 			return err
 		}
 	}
-	for _, op := range s.ops {
+	for _, op := range *s {
 		m.Recycle(op, false)
 	}
-	clear(s.ops)
-	s.ops = s.ops[:0]
+	clear((*s))
+	*s = (*s)[:0]
 	return nil
 }

@@ -31,9 +31,6 @@ func TestStores_SettleWaitsForOverlappingStores(t *testing.T) {
 			s.Add([]*machine.MemOp{slow, fast})
 			reg := tt.reg
 			reg.Mem = pe.HBM
-			if got := s.WouldWait(reg); got != tt.wait {
-				t.Errorf("WouldWait = %v, want %v", got, tt.wait)
-			}
 			var got []bool
 			m.Sim.Spawn("kernel", func(p *sim.Proc) {
 				if err := s.Settle(m, p, reg); err != nil {
@@ -43,10 +40,13 @@ func TestStores_SettleWaitsForOverlappingStores(t *testing.T) {
 				if err := s.Drain(m, p); err != nil {
 					t.Error(err)
 				}
-				if s.Len() != 0 {
-					t.Errorf("%d stores left after Drain", s.Len())
+				if len(s) != 0 {
+					t.Errorf("%d stores left after Drain", len(s))
 				}
 			})
+			if w := s.WouldWait(reg); w != tt.wait {
+				t.Errorf("WouldWait = %v, want %v", w, tt.wait)
+			}
 			if err := m.Sim.Run(); err != nil {
 				t.Fatal(err)
 			}

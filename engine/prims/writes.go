@@ -7,7 +7,8 @@ import (
 )
 
 // Site is where a write was issued (a script position): valid or not, and
-// printable.
+// printable. (An interface rather than a type parameter: a generic
+// tracker's methods cost twice as much to inline at every check.)
 type Site interface {
 	IsValid() bool
 	String() string
@@ -18,29 +19,29 @@ type Site interface {
 // site. Waited, for an asynchronous write with a handle, is the handle's
 // waited flag (nil for the rest): on an untimed machine such a write
 // counts as pending until it is waited, as nothing takes time there.
-type Write[S Site] struct {
+type Write struct {
 	Op     *machine.MemOp
 	Gen    uint64
 	Dst    machine.Region
 	Fn     string
-	At     S
+	At     Site
 	Waited *bool
 }
 
 // OpPending reports whether w's operation has not completed. An operation
 // recycled since it was issued has completed (only done operations are
 // recycled), whatever later operation the object stands for now.
-func (w *Write[S]) OpPending() bool { return w.Op.Gen() == w.Gen && !w.Op.Done }
+func (w *Write) OpPending() bool { return w.Op.Gen() == w.Gen && !w.Op.Done }
 
 // PendingFor reports whether w still writes its range for a read: its
 // operation is not done or, untimed, its handle is not waited yet.
-func (w *Write[S]) PendingFor(untimed bool) bool {
+func (w *Write) PendingFor(untimed bool) bool {
 	return w.OpPending() || (untimed && w.Waited != nil && !*w.Waited)
 }
 
 // IssuedAt is " issued at SITE" for a hazard message, or "".
-func (w *Write[S]) IssuedAt() string {
-	if !w.At.IsValid() {
+func (w *Write) IssuedAt() string {
+	if w.At == nil || !w.At.IsValid() {
 		return ""
 	}
 	return " issued at " + w.At.String()
@@ -52,28 +53,26 @@ func (w *Write[S]) IssuedAt() string {
 // read of a range an asynchronous write still writes depends on which
 // finishes first. Entries whose write is over are dropped once the list
 // reaches compactAt entries (Compact).
-type Writes[S Site] struct {
-	list      []Write[S]
+type Writes struct {
+	list      []Write
 	compactAt int
-	// async counts the entries that carry a handle (Waited).
-	async int
+	// AsyncN counts the entries that carry a handle (Waited); read only
+	// (a field: a check on every load reads it, inlined).
+	AsyncN int
 }
 
 // Len is the number of entries (some may be over).
-func (ws *Writes[S]) Len() int { return len(ws.list) }
+func (ws *Writes) Len() int { return len(ws.list) }
 
 // Entries are the entries, oldest first (some may be over).
-func (ws *Writes[S]) Entries() []Write[S] { return ws.list }
-
-// Async reports whether an entry carries a handle.
-func (ws *Writes[S]) Async() bool { return ws.async != 0 }
+func (ws *Writes) Entries() []Write { return ws.list }
 
 // WillCompact reports whether the next Note compacts the list first.
-func (ws *Writes[S]) WillCompact() bool { return len(ws.list) >= ws.compactAt }
+func (ws *Writes) WillCompact() bool { return len(ws.list) >= ws.compactAt }
 
 // Note records the write op, issued by fn at at (a done op is not
 // recorded).
-func (ws *Writes[S]) Note(fn string, op *machine.MemOp, at S, untimed bool) {
+func (ws *Writes) Note(fn string, op *machine.MemOp, at Site, untimed bool) {
 	if op.Done {
 		return
 	}
@@ -90,7 +89,7 @@ func (ws *Writes[S]) Note(fn string, op *machine.MemOp, at S, untimed bool) {
 	if n < cap(ws.list) {
 		ws.list = ws.list[:n+1]
 	} else {
-		ws.list = append(ws.list, Write[S]{})
+		ws.list = append(ws.list, Write{})
 	}
 	w := &ws.list[n]
 	w.Op, w.Gen, w.Dst, w.Fn, w.At, w.Waited = op, op.Gen(), op.Dst, fn, at, nil
@@ -98,12 +97,12 @@ func (ws *Writes[S]) Note(fn string, op *machine.MemOp, at S, untimed bool) {
 
 // Attach gives op's entry the waited flag of the handle its issuer got,
 // if the write was an asynchronous one (its name ends in "_async").
-func (ws *Writes[S]) Attach(op *machine.MemOp, waited *bool) {
+func (ws *Writes) Attach(op *machine.MemOp, waited *bool) {
 	for i := len(ws.list) - 1; i >= 0; i-- {
 		if w := &ws.list[i]; w.Op == op && w.Gen == op.Gen() {
 			if strings.HasSuffix(w.Fn, "_async") && w.Waited == nil {
 				w.Waited = waited
-				ws.async++
+				ws.AsyncN++
 			}
 			return
 		}
@@ -113,7 +112,7 @@ func (ws *Writes[S]) Attach(op *machine.MemOp, waited *bool) {
 // PendingInto returns the first entry that overlaps dst and is not done,
 // or nil. A write once done stays done, so nil stays the answer for the
 // writes noted so far.
-func (ws *Writes[S]) PendingInto(dst machine.Region) *Write[S] {
+func (ws *Writes) PendingInto(dst machine.Region) *Write {
 	// The destinations are in the entries: only an overlapping entry's
 	// operation is looked at. (The list is compacted as writes are noted,
 	// so it holds at most twice the writes under way.)
@@ -127,7 +126,10 @@ func (ws *Writes[S]) PendingInto(dst machine.Region) *Write[S] {
 
 // PendingRead returns the first entry with a handle that still writes a
 // range overlapping reg, or nil.
-func (ws *Writes[S]) PendingRead(reg machine.Region, untimed bool) *Write[S] {
+func (ws *Writes) PendingRead(reg machine.Region, untimed bool) *Write {
+	if ws.AsyncN == 0 {
+		return nil
+	}
 	for i := range ws.list {
 		w := &ws.list[i]
 		if w.Waited == nil || !w.Dst.Overlaps(reg) || !w.PendingFor(untimed) {
@@ -145,14 +147,14 @@ func (ws *Writes[S]) PendingRead(reg machine.Region, untimed bool) *Write[S] {
 // primitive's dst stores, one entry of 80 bytes each, cycled through
 // twenty cache lines per rank, all of them cold again by the time they
 // came round: at 128 ranks 1.5 % more last-level cache misses.)
-func (ws *Writes[S]) Compact(untimed bool) {
+func (ws *Writes) Compact(untimed bool) {
 	list := ws.list
 	live := 0
 	for i := range list {
 		w := &list[i]
 		if !w.PendingFor(untimed) {
 			if w.Waited != nil {
-				ws.async--
+				ws.AsyncN--
 			}
 			continue
 		}

@@ -40,9 +40,9 @@ func TestWrites_PendingIntoAndRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMachine(t, 1)
 			pe := m.Ranks[0]
-			var ws Writes[site]
+			var ws Writes
 			op := m.Store(pe, machine.Region{Mem: pe.TCM, Off: 0, N: 64}, nil)
-			ws.Note(tt.fn, op, 3, false)
+			ws.Note(tt.fn, op, site(3), false)
 			waited := tt.waited
 			if tt.handle {
 				ws.Attach(op, &waited)
@@ -54,7 +54,7 @@ func TestWrites_PendingIntoAndRead(t *testing.T) {
 			}
 			at := tt.at
 			at.Mem = pe.TCM
-			name := func(w *Write[site]) string {
+			name := func(w *Write) string {
 				if w == nil {
 					return ""
 				}
@@ -78,9 +78,9 @@ func TestWrites_RecycledOperationIsNotPending(t *testing.T) {
 	m := newMachine(t, 1)
 	pe := m.Ranks[0]
 	reg := machine.Region{Mem: pe.TCM, Off: 0, N: 64}
-	var ws Writes[site]
+	var ws Writes
 	first := m.Store(pe, reg, nil)
-	ws.Note("tl.first", first, 1, false)
+	ws.Note("tl.first", first, site(1), false)
 	if err := m.Sim.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestWrites_RecycledOperationIsNotPending(t *testing.T) {
 	if second != first {
 		t.Fatal("the machine did not reuse the recycled operation; the test needs it to")
 	}
-	ws.Note("tl.second", second, 2, false)
+	ws.Note("tl.second", second, site(2), false)
 	if w := ws.PendingInto(reg); w == nil || w.Fn != "tl.second" {
 		t.Fatalf("PendingInto = %v, want tl.second's entry", w)
 	}
@@ -123,7 +123,7 @@ func TestWrites_CompactionKeepsEveryWriteUnderWay(t *testing.T) {
 			}
 			ranges[i] = machine.Region{Mem: mem, Off: int64(i) * 256, N: 64 + int64(i)*32}
 		}
-		var ws Writes[site]
+		var ws Writes
 		type issued struct {
 			op  *machine.MemOp
 			gen uint64
@@ -150,7 +150,7 @@ func TestWrites_CompactionKeepsEveryWriteUnderWay(t *testing.T) {
 					if ws.WillCompact() {
 						compactions++
 					}
-					ws.Note(fn, op, 1, false)
+					ws.Note(fn, op, site(1), false)
 					ref = append(ref, issued{op, op.Gen(), fn, r})
 					for _, w := range ref {
 						if w.op.Gen() != w.gen || w.op.Done {

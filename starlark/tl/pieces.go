@@ -598,7 +598,7 @@ func (k *Kernel) onLoop() bool { return k.M.Sim.Running() != k.Proc }
 // settleInProcess reports whether settle(reg) would wait, in a step of a
 // fused primitive's pipeline, where only the process can (prims.ErrInProcess).
 func (k *Kernel) settleInProcess(reg machine.Region) bool {
-	if k.pendingWrites.Len() == 0 || !k.onLoop() {
+	if len(k.pendingWrites) == 0 || k.M.Sim.Running() == k.Proc { // (onLoop, by hand: this much inlines)
 		return false
 	}
 	return k.pendingWrites.WouldWait(reg)

@@ -56,6 +56,28 @@ type origins struct {
 	next int
 }
 
+// sites are the boxed positions of a kernel's recent writes (as
+// origins: a write noted allocates nothing for its site).
+type sites struct {
+	pos  [8]syntax.Position
+	v    [8]prims.Site
+	next int
+}
+
+// box returns pos as a prims.Site, the same value for every write from
+// pos while it is among the recent sites.
+func (s *sites) box(pos syntax.Position) prims.Site {
+	for i := range s.pos {
+		if s.pos[i] == pos && s.v[i] != nil {
+			return s.v[i]
+		}
+	}
+	v := prims.Site(pos)
+	s.pos[s.next], s.v[s.next] = pos, v
+	s.next = (s.next + 1) % len(s.pos)
+	return v
+}
+
 // origin returns pos boxed as a message's origin, the same value for
 // every call from pos while it is among the recent sites.
 func (k *Kernel) origin(pos syntax.Position) any {
@@ -223,6 +245,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 			writeSite = k.lookupCallSite() // what callSite finds otherwise
 		}
 		*c = fusedCall{name: b.Name(), final: final, origin: k.origin(site), site: writeSite}
+		k.fusedSite = nil
 		if c.piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
 			return nil, err
 		}
@@ -413,11 +436,14 @@ func (k *Kernel) deferredSent(d *deferredSend, err error) {
 }
 
 // takePrefetched returns and forgets a tl.prefetch load of exactly reg.
-func (k *Kernel) takePrefetched(reg machine.Region) *handle { return k.prefetched.Take(reg) }
+func (k *Kernel) takePrefetched(reg machine.Region) *handle {
+	h, _ := k.prefetched.Take(reg).(*handle)
+	return h
+}
 
 // dropPrefetched forgets tl.prefetch loads that a write to reg makes stale.
 func (k *Kernel) dropPrefetched(reg machine.Region) {
-	if k.prefetched.Empty() && k.root == nil && k.nthreads == 0 {
+	if k.prefetched.Len() == 0 && k.root == nil && k.nthreads == 0 {
 		return // none waiting, no other thread (this much inlines: every store asks)
 	}
 	k.dropPrefetchedInRank(reg)
@@ -505,7 +531,7 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 		return nil, err
 	}
 	inTCM := q.Rx.Mem == k.PE.TCM
-	if inTCM && k.pendingWrites.Len() > 0 && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
+	if inTCM && len(k.pendingWrites) > 0 && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
 		return nil, prims.ErrInProcess // (the slot's region, as TakeSlot makes it)
 	}
 	if tr := k.M.Trace; tr != nil {

@@ -178,7 +178,7 @@ func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (re
 			side = "send"
 		}
 		return nil, errorf(errkind.DirectionInUse, "rank %d %s: %s at %v uses the %s side of %s while %s's %s at %v is using it (one thread per direction side at a time)",
-			k.Rank, k.track(), op, at, side, q.Dir, u.By.track(), u.Op, u.At)
+			k.Rank, k.track(), op, at, side, q.Dir, u.By.(*Kernel).track(), u.Op, u.At)
 	}
 	return release, nil
 }
@@ -187,7 +187,7 @@ func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (re
 func (k *Kernel) readingOperand(reg machine.Region, op string, at any) (done func()) {
 	root := k.rootKernel()
 	if root.nthreads == 0 {
-		return func() {}
+		return noRelease
 	}
 	return root.reading.Add(k, reg, op, at)
 }
@@ -204,7 +204,7 @@ func (k *Kernel) checkOperandWrite(fn string, dst machine.Region) error {
 func (k *Kernel) scanOperandReads(fn string, dst machine.Region) error {
 	if r := k.rootKernel().reading.Conflict(k, dst); r != nil {
 		return errorf(errkind.LocalOperandHazard, "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",
-			fn, k.Rank, k.track(), dst, r.By.track(), r.Op, r.At)
+			fn, k.Rank, k.track(), dst, r.By.(*Kernel).track(), r.Op, r.At)
 	}
 	return nil
 }

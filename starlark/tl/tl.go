@@ -94,7 +94,7 @@ type Kernel struct {
 	// range before the first is done races (WriteWriteHazard), and so
 	// does a read of what a tl.store_async or tl.copy_async not waited
 	// for still writes (PendingStoreHazard).
-	writes prims.Writes[syntax.Position]
+	writes prims.Writes
 	// issuingSends (on the root only) are the rank's tl.send_async calls,
 	// from any thread, that may not have issued every message yet: their
 	// sources must not be written (SendBufferHazard).
@@ -102,10 +102,10 @@ type Kernel struct {
 	// Only on the root: the number of threads spawned so far, the
 	// direction sides in use and the local operands being read.
 	nthreads int
-	sides    prims.Sides[*Kernel]
-	reading  prims.OperandReads[*Kernel]
+	sides    prims.Sides
+	reading  prims.OperandReads
 	// prefetched are tl.prefetch loads waiting for their primitive.
-	prefetched prims.PrefetchQueue[*handle]
+	prefetched prims.PrefetchQueue
 	_          [8]byte // (fusedCallBuf starts a line)
 	// fusedCallBuf is a fused primitive call's record, reused call after
 	// call (a kernel's calls run one at a time; runFused keeps nothing
@@ -125,6 +125,10 @@ type Kernel struct {
 	fusedArgs  fusedArgs
 	fusedPairs []any
 	origins    origins
+	// writeSites box the sites of writes; fusedSite is the running fused
+	// primitive's, once one of its writes needed it (site).
+	writeSites sites
+	fusedSite  prims.Site
 
 	EP  *machine.Endpoint
 	Obs Observer
@@ -399,7 +403,14 @@ func (k *Kernel) drainWrites() error { return k.pendingWrites.Drain(k.M, k.Proc)
 
 // settle waits until no store this kernel left under way writes into reg,
 // so that an operation on reg sees (or overwrites) the stored data.
-func (k *Kernel) settle(reg machine.Region) error { return k.pendingWrites.Settle(k.M, k.Proc, reg) }
+func (k *Kernel) settle(reg machine.Region) error {
+	if len(k.pendingWrites) == 0 {
+		// Nothing left under way (a reduce-scatter's primitives store
+		// nothing): no call (this much inlines, every load asks).
+		return nil
+	}
+	return k.pendingWrites.Settle(k.M, k.Proc, reg)
+}
 
 // Release frees the kernel's tl.alloc scratch memory (called when the
 // kernel returns).
@@ -410,7 +421,7 @@ func (k *Kernel) Release() {
 	}
 	k.allocs = nil
 	k.scratch = scratch{}
-	k.deferred, k.prefetched, k.asyncSends = nil, prims.PrefetchQueue[*handle]{}, nil
+	k.deferred, k.prefetched, k.asyncSends = nil, prims.PrefetchQueue{}, nil
 }
 
 func (k *Kernel) slotSize() int64 {
@@ -482,7 +493,7 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 }
 
 // issuedWrite is a write the rank issued (see prims.Writes).
-type issuedWrite = prims.Write[syntax.Position]
+type issuedWrite = prims.Write
 
 // settleHint is what the kernel can call to wait for w: its handle's
 // tl.wait, or tl.flush() for a write without one (a fused primitive's
@@ -505,10 +516,11 @@ func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
 // waited for still writes an overlapping range: what is read would depend
 // on which finishes first.
 func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
-	if !k.rootKernel().writes.Async() {
+	if k.root == nil && k.writes.AsyncN == 0 {
 		// No tl.store_async or tl.copy_async among the issued writes (the
 		// fused primitives issue none): nothing to scan, and no call (this
-		// much inlines, every load asks).
+		// much inlines, every load asks; a thread's kernel asks its
+		// root's in the call).
 		return nil
 	}
 	return k.scanPendingReads(fn, reg)
@@ -563,5 +575,23 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 	if op.Done {
 		return
 	}
-	k.rootKernel().writes.Note(fn, op, k.callSite(), k.M.Params.Untimed)
+	k.rootKernel().writes.Note(fn, op, k.site(), k.M.Params.Untimed)
+}
+
+// site is callSite as a prims.Site: a fused primitive's, boxed once per
+// call (each of its pieces' writes takes it: this much inlines);
+// another call's, boxed once per recent site (writeSites).
+func (k *Kernel) site() prims.Site {
+	if k.inFused && k.fusedSite != nil {
+		return k.fusedSite
+	}
+	return k.boxSite()
+}
+
+func (k *Kernel) boxSite() prims.Site {
+	if k.inFused {
+		k.fusedSite = k.writeSites.box(k.fusedCallBuf.site)
+		return k.fusedSite
+	}
+	return k.writeSites.box(k.lookupCallSite())
 }

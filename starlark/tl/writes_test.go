@@ -24,7 +24,9 @@ func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
 	// Writes issued from a fused primitive take its call site (no thread
 	// needed to find it).
 	k := &Kernel{M: m, PE: pe, inFused: true}
-	at := func(line int32) { k.fusedCallBuf.site = syntax.MakePosition(&[]string{"kernel.star"}[0], line, 1) }
+	at := func(line int32) {
+		k.fusedCallBuf.site, k.fusedSite = syntax.MakePosition(&[]string{"kernel.star"}[0], line, 1), nil
+	}
 
 	at(1)
 	first := m.Store(pe, reg, nil)
