@@ -98,7 +98,7 @@ type Kernel struct {
 	// issuingSends (on the root only) are the rank's tl.send_async calls,
 	// from any thread, that may not have issued every message yet: their
 	// sources must not be written (SendBufferHazard).
-	issuingSends []*sendHandle
+	issuingSends prims.IssuingSends
 	// Only on the root: the number of threads spawned so far, the
 	// direction sides in use and the local operands being read.
 	nthreads int
