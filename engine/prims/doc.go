@@ -3,10 +3,13 @@
 // recv_copy_send, …) and the plain tl operations may do on the simulated
 // machine and when, independent of any script language. It holds the
 // rank's issued writes that later writes and reads are checked against
-// (WriteWriteHazard, PendingStoreHazard), the primitives' stores still
-// under way into their destinations, the queue of operand loads issued
-// ahead of their primitive, the staging ring forwarded pieces are stored
-// into and the ownership of a piece's bytes while its stores copy them.
+// (WriteWriteHazard, PendingStoreHazard) and the sends whose sources
+// must not be written yet (SendBufferHazard), the primitives' stores
+// still under way into their destinations, the queue of operand loads
+// issued ahead of their primitive, the staging ring forwarded pieces are
+// stored into, the ownership of a piece's bytes while its stores copy
+// them, and which thread of the rank uses each direction side and reads
+// each primitive's operand.
 //
 // starlark/tl is its Starlark face: it unpacks arguments, names call sites
 // and turns what this package reports into the kinded errors of the

@@ -522,7 +522,7 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 // recv(dst=) into a landing buffer. A step of the pipeline takes a slot
 // outside TCM with copyIn instead, whose wait for the copy is a step, so
 // here that copy blocks in the process only (without steps); in a step, a
-// store still under way into the slot to load is errInProcess, found
+// store still under way into the slot to load is prims.ErrInProcess, found
 // before anything is taken.
 func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
