@@ -625,53 +625,33 @@ func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 }
 
 // sendPieces issues the messages of src on q from process p, each of at
-// most piece bytes (whole elements). While a src of several messages is
-// sent, q.Sending is its size, which a deadlock report compares with the
-// ring the send waits on (a single message never fills more than a slot,
-// and leaves the queue pair's cold fields alone). A tl.send_async's
+// most piece bytes (whole elements; prims.SendBuffer). A tl.send_async's
 // handle h learns the part of src still unissued as each message is
 // queued.
 func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
-	if src.Reg.N <= piece {
-		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin, h, machine.Region{})
+	var s *prims.Send
+	if h != nil {
+		s = &h.Send
 	}
-	q.Sending = src.Reg.N
-	err := k.sendEach(p, q, src, piece, origin, h)
-	q.Sending = 0
-	return err
+	return prims.SendBuffer((*messenger)(k), p, q, src.Reg, src.DT, src.Count, piece, origin, s)
 }
 
-// sendEach issues the messages of a src longer than one piece.
-func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
-	per := piece / int64(src.DT.Size())
-	if per == 0 {
-		return errorf(errkind.IpcqMessageTooLarge, "rank %d send %s: one %s element (%d bytes) exceeds a message of %d bytes", k.Rank, q.Dir, src.DT, src.DT.Size(), piece)
-	}
-	sz := int64(src.DT.Size())
-	for lo := int64(0); lo < src.Count; lo += per {
-		n := min(per, src.Count-lo)
-		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin, h, src.Reg.Sub((lo+n)*sz, src.Reg.N-(lo+n)*sz)); err != nil {
-			return err
-		}
-	}
-	// Bytes of a raw view that do not fill an element still travel.
-	if rest := src.Reg.N - src.Count*sz; rest > 0 {
-		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin, h, machine.Region{})
-	}
-	return nil
-}
+// messenger is a kernel issuing the messages of its buffer sends
+// (prims.Messenger; a conversion of the kernel's pointer, no allocation).
+type messenger Kernel
 
-// sendMessage issues one IPCQ message of reg on q (at most slot_size) from
-// process p. For a tl.send_async (h not nil), rest is the part of its
-// source still unissued once this message is queued: it is noted then,
-// not when the send's overhead has passed, for by then a peer may have
-// taken the message and sent back what it was waiting for (a write into
-// the message's range that is no hazard).
-func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, h *sendHandle, rest machine.Region) error {
+// Message issues one IPCQ message of reg on q (at most slot_size) from
+// process p. For a tracked send s, rest is the part of its source still
+// unissued once this message is queued: it is noted then, not when the
+// send's overhead has passed, for by then a peer may have taken the
+// message and sent back what it was waiting for (a write into the
+// message's range that is no hazard).
+func (m *messenger) Message(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, s *prims.Send, rest machine.Region) error {
+	k := (*Kernel)(m)
 	k.Stats.Send++
 	var posted machine.Poster
-	if h != nil {
-		h.Rest, posted = rest, &h.Send
+	if s != nil {
+		s.Rest, posted = rest, s
 	}
 	if err := k.G.SendNoting(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}, posted); err != nil {
 		return err

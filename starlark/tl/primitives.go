@@ -416,7 +416,7 @@ func (k *Kernel) storedDeferred() (*deferredSend, *machine.StoredSend) {
 			// stored may still be stored elsewhere, so its bytes are not
 			// reused.
 			k.M.Recycle(ss.Store, false)
-			k.Stats.Send++ // (sendMessage's count)
+			k.Stats.Send++ // (messenger.Message's count)
 		}
 	}
 	return d, ss
