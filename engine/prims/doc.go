@@ -8,8 +8,9 @@
 // still under way into their destinations, the queue of operand loads
 // issued ahead of their primitive, the staging ring forwarded pieces are
 // stored into, the ownership of a piece's bytes while its stores copy
-// them, and which thread of the rank uses each direction side and reads
-// each primitive's operand.
+// them, which thread of the rank uses each direction side and reads each
+// primitive's operand, how a buffer send is cut into messages, and the
+// one-shot flags the rank's threads wait for.
 //
 // starlark/tl is its Starlark face: it unpacks arguments, names call sites
 // and turns what this package reports into the kinded errors of the
