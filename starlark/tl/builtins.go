@@ -10,6 +10,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
+	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 )
@@ -238,7 +239,7 @@ func kernelBuiltins() []Builtin {
 				case *handle:
 					return k.wait(b.Name(), h)
 				case *sendHandle:
-					return starlark.None, k.joinSends(h.q)
+					return starlark.None, k.joinSends(h.Q)
 				case *threadHandle:
 					return k.joinThread(h)
 				case *Event:
@@ -257,7 +258,7 @@ func kernelBuiltins() []Builtin {
 					// A recv_async receives when it is waited for.
 					return starlark.Bool(h.done || (h.kind != "recv" && h.op != nil && h.op.Done && h.stale == nil)), nil
 				case *sendHandle:
-					return starlark.Bool(h.done), nil
+					return starlark.Bool(h.Done), nil
 				case *threadHandle:
 					return starlark.Bool(h.done), nil
 				}
@@ -589,10 +590,10 @@ func (k *Kernel) sendBuffer(q *machine.QueuePair, src *Ptr, piece int64, origin 
 	// Another thread could: the part not sent yet is noted as a
 	// tl.send_async's is (SendBufferHazard for a write into it; such a
 	// write silently changed what arrived).
-	h := &sendHandle{q: q, unissued: src.Reg, origin: origin, blocking: true}
-	root.issuingSends = append(root.issuingSends, h)
+	h := &sendHandle{prims.Send{Q: q, Unissued: src.Reg, Origin: origin, Blocking: true}}
+	root.issuingSends = append(root.issuingSends, &h.Send)
 	err = k.sendPieces(k.Proc, q, src, piece, origin, h)
-	h.done = true
+	h.Done = true
 	return err
 }
 
@@ -616,61 +617,41 @@ func (k *Kernel) prepareSend(q *machine.QueuePair, src *Ptr) error {
 // is still issuing messages on it (their order would be undefined).
 func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
 	for _, h := range k.asyncSends {
-		if h.q == q && !h.done {
-			return errorf(errkind.DirectionInUse, "rank %d send %s: the send side of %s is still used by the tl.send_async issued at %v; tl.wait(its handle) first", k.Rank, q.Dir, q.Dir, h.origin)
+		if h.Q == q && !h.Done {
+			return errorf(errkind.DirectionInUse, "rank %d send %s: the send side of %s is still used by the tl.send_async issued at %v; tl.wait(its handle) first", k.Rank, q.Dir, q.Dir, h.Origin)
 		}
 	}
 	return nil
 }
 
 // sendPieces issues the messages of src on q from process p, each of at
-// most piece bytes (whole elements). While a src of several messages is
-// sent, q.Sending is its size, which a deadlock report compares with the
-// ring the send waits on (a single message never fills more than a slot,
-// and leaves the queue pair's cold fields alone). A tl.send_async's
+// most piece bytes (whole elements; prims.SendBuffer). A tl.send_async's
 // handle h learns the part of src still unissued as each message is
 // queued.
 func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
-	if src.Reg.N <= piece {
-		return k.sendMessage(p, q, src.Reg, src.DT, src.Count, origin, h, machine.Region{})
+	var s *prims.Send
+	if h != nil {
+		s = &h.Send
 	}
-	q.Sending = src.Reg.N
-	err := k.sendEach(p, q, src, piece, origin, h)
-	q.Sending = 0
-	return err
+	return prims.SendBuffer((*messenger)(k), p, q, src.Reg, src.DT, src.Count, piece, origin, s)
 }
 
-// sendEach issues the messages of a src longer than one piece.
-func (k *Kernel) sendEach(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
-	per := piece / int64(src.DT.Size())
-	if per == 0 {
-		return errorf(errkind.IpcqMessageTooLarge, "rank %d send %s: one %s element (%d bytes) exceeds a message of %d bytes", k.Rank, q.Dir, src.DT, src.DT.Size(), piece)
-	}
-	sz := int64(src.DT.Size())
-	for lo := int64(0); lo < src.Count; lo += per {
-		n := min(per, src.Count-lo)
-		if err := k.sendMessage(p, q, src.Reg.Sub(lo*sz, n*sz), src.DT, n, origin, h, src.Reg.Sub((lo+n)*sz, src.Reg.N-(lo+n)*sz)); err != nil {
-			return err
-		}
-	}
-	// Bytes of a raw view that do not fill an element still travel.
-	if rest := src.Reg.N - src.Count*sz; rest > 0 {
-		return k.sendMessage(p, q, src.Reg.Sub(src.Count*sz, rest), src.DT, 0, origin, h, machine.Region{})
-	}
-	return nil
-}
+// messenger is a kernel issuing the messages of its buffer sends
+// (prims.Messenger; a conversion of the kernel's pointer, no allocation).
+type messenger Kernel
 
-// sendMessage issues one IPCQ message of reg on q (at most slot_size) from
-// process p. For a tl.send_async (h not nil), rest is the part of its
-// source still unissued once this message is queued: it is noted then,
-// not when the send's overhead has passed, for by then a peer may have
-// taken the message and sent back what it was waiting for (a write into
-// the message's range that is no hazard).
-func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, h *sendHandle, rest machine.Region) error {
+// Message issues one IPCQ message of reg on q (at most slot_size) from
+// process p. For a tracked send s, rest is the part of its source still
+// unissued once this message is queued: it is noted then, not when the
+// send's overhead has passed, for by then a peer may have taken the
+// message and sent back what it was waiting for (a write into the
+// message's range that is no hazard).
+func (m *messenger) Message(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, s *prims.Send, rest machine.Region) error {
+	k := (*Kernel)(m)
 	k.Stats.Send++
 	var posted machine.Poster
-	if h != nil {
-		h.rest, posted = rest, h
+	if s != nil {
+		s.Rest, posted = rest, s
 	}
 	if err := k.G.SendNoting(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}, posted); err != nil {
 		return err
@@ -682,28 +663,12 @@ func (k *Kernel) sendMessage(p *sim.Proc, q *machine.QueuePair, reg machine.Regi
 }
 
 // sendHandle is a tl.send_async in progress: its own simulated process
-// issues the messages while the kernel goes on.
-type sendHandle struct {
-	q *machine.QueuePair
-	// unissued is the part of the source not sent yet (a send_async reads
-	// its source message by message, as credits allow).
-	unissued machine.Region
-	// rest is what unissued becomes once the message being sent is
-	// queued (Posted).
-	rest   machine.Region
-	origin any
-	// blocking: a tl.send of a kernel with threads, noted for the
-	// hazard checks of the other threads' writes (no handle to wait).
-	blocking bool
-	done     bool
-	err      error
-	waiter   *sim.Proc
-}
+// issues the messages while the kernel goes on (or a tl.send of a kernel
+// with threads, noted for the hazard checks of the other threads'
+// writes).
+type sendHandle struct{ prims.Send }
 
-// Posted notes that the message being sent is queued (machine.Poster).
-func (h *sendHandle) Posted() { h.unissued = h.rest }
-
-func (h *sendHandle) String() string        { return fmt.Sprintf("<send %s handle>", h.q.Dir) }
+func (h *sendHandle) String() string        { return fmt.Sprintf("<send %s handle>", h.Q.Dir) }
 func (h *sendHandle) Type() string          { return "handle" }
 func (h *sendHandle) Freeze()               {}
 func (h *sendHandle) Truth() starlark.Bool  { return true }
@@ -722,37 +687,23 @@ func builtinSendAsync(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args 
 	if err != nil {
 		return nil, err
 	}
-	h := &sendHandle{q: q, unissued: src.Reg, origin: origin}
+	h := &sendHandle{prims.Send{Q: q, Unissued: src.Reg, Origin: origin}}
 	k.asyncSends = append(k.asyncSends, h)
 	root := k.rootKernel()
-	root.issuingSends = append(root.issuingSends, h)
+	root.issuingSends = append(root.issuingSends, &h.Send)
 	k.M.Sim.Spawn(fmt.Sprintf("rank %d tl.send_async(%q) issued at %v", k.Rank, q.Dir, origin), func(p *sim.Proc) {
-		h.err = k.sendPieces(p, q, src, piece, origin, h)
-		h.done = true
+		h.Err = k.sendPieces(p, q, src, piece, origin, h)
+		h.Done = true
 		release()
-		if h.err != nil && !errors.Is(h.err, sim.ErrKilled) {
-			k.M.Sim.Stop(fmt.Errorf("rank %d: tl.send_async issued at %v: %w", k.Rank, origin, h.err))
+		if h.Err != nil && !errors.Is(h.Err, sim.ErrKilled) {
+			k.M.Sim.Stop(fmt.Errorf("rank %d: tl.send_async issued at %v: %w", k.Rank, origin, h.Err))
 		}
-		if w := h.waiter; w != nil {
-			h.waiter = nil
+		if w := h.Waiter; w != nil {
+			h.Waiter = nil
 			w.Wake()
 		}
 	})
 	return h, nil
-}
-
-// join blocks the kernel until the async send has issued its last message.
-func (k *Kernel) join(h *sendHandle) error {
-	for !h.done {
-		h.waiter = k.Proc
-		k.Proc.Wait, k.Proc.WaitSince = &h.q.SendWait, k.M.Sim.Now()
-		err := k.Proc.Park()
-		k.Proc.Wait = nil
-		if err != nil {
-			return err
-		}
-	}
-	return h.err
 }
 
 // joinSends waits for the kernel's async sends on q (every direction when
@@ -760,12 +711,12 @@ func (k *Kernel) join(h *sendHandle) error {
 func (k *Kernel) joinSends(q *machine.QueuePair) error {
 	live := k.asyncSends[:0]
 	for _, h := range k.asyncSends {
-		if q == nil || h.q == q {
-			if err := k.join(h); err != nil {
+		if q == nil || h.Q == q {
+			if err := h.Join(k.Proc); err != nil {
 				return err
 			}
 		}
-		if !h.done {
+		if !h.Done {
 			live = append(live, h)
 		}
 	}
@@ -993,27 +944,14 @@ func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
 // checkIssuingSends is checkWrite's check against the rank's
 // tl.send_async calls; it forgets the ones that are done.
 func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
-	root := k.rootKernel()
-	live := root.issuingSends[:0]
-	var hit *sendHandle
-	for _, h := range root.issuingSends {
-		if h.done {
-			continue
-		}
-		live = append(live, h)
-		if hit == nil && h.unissued.N > 0 && h.unissued.Overlaps(dst) {
-			hit = h
-		}
-	}
-	clear(root.issuingSends[len(live):])
-	root.issuingSends = live
-	if hit != nil && hit.blocking {
+	hit := k.rootKernel().issuingSends.Hit(dst)
+	if hit != nil && hit.Blocking {
 		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send(%q) at %v, in another thread, still reads it (order the write after the send and a tl.flush(%q), e.g. with tl.event, or write elsewhere)",
-			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
+			fn, k.Rank, dst, hit.Q.Dir, hit.Origin, hit.Q.Dir)
 	}
 	if hit != nil {
 		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v has not sent it yet (tl.wait(its handle) returns once all of it is issued, tl.flush(%q) once it is delivered and the source is free; or write elsewhere)",
-			fn, k.Rank, dst, hit.q.Dir, hit.origin, hit.q.Dir)
+			fn, k.Rank, dst, hit.Q.Dir, hit.Origin, hit.Q.Dir)
 	}
 	return nil
 }

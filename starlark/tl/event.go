@@ -6,7 +6,7 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"kernbench/engine/sim"
+	"kernbench/engine/prims"
 )
 
 // Event is a one-shot flag between the threads of one rank (tl.event): one
@@ -14,11 +14,9 @@ import (
 // in tl.wait until then. It is how a thread waits for a step of another
 // thread (MSCCL's cross-thread-block dependencies) without joining it.
 type Event struct {
-	rank    int
-	name    string
-	set     bool
-	setAt   any // where tl.signal set it (for messages)
-	waiters []*sim.Proc
+	rank int
+	name string
+	flag prims.Flag
 }
 
 func (e *Event) String() string {
@@ -43,7 +41,7 @@ const maxEventName = 100
 
 func (e *Event) Type() string          { return "event" }
 func (e *Event) Freeze()               {}
-func (e *Event) Truth() starlark.Bool  { return starlark.Bool(e.set) }
+func (e *Event) Truth() starlark.Bool  { return starlark.Bool(e.flag.IsSet) }
 func (e *Event) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: event") }
 
 func (k *Kernel) checkEvent(fn string, e *Event) error {
@@ -59,16 +57,7 @@ func (k *Kernel) waitEvent(fn string, e *Event) error {
 	if err := k.checkEvent(fn, e); err != nil {
 		return err
 	}
-	for !e.set {
-		e.waiters = append(e.waiters, k.Proc)
-		k.Proc.Wait, k.Proc.WaitSince = e, k.M.Sim.Now()
-		err := k.Proc.Park()
-		k.Proc.Wait = nil
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.flag.Wait(k.Proc, e)
 }
 
 // signalEvent sets e after this thread's stores are in memory (a thread
@@ -79,17 +68,13 @@ func (k *Kernel) signalEvent(fn string, e *Event, at any) error {
 	if err := k.checkEvent(fn, e); err != nil {
 		return err
 	}
-	if e.set {
-		return fmt.Errorf("%s: %v was already signalled at %v (an event is set once)", fn, e, e.setAt)
+	if e.flag.IsSet {
+		return fmt.Errorf("%s: %v was already signalled at %v (an event is set once)", fn, e, e.flag.SetAt)
 	}
 	if err := k.drainWrites(); err != nil {
 		return err
 	}
-	e.set, e.setAt = true, at
-	for _, w := range e.waiters {
-		w.Wake()
-	}
-	e.waiters = nil
+	e.flag.Set(at)
 	return nil
 }
 

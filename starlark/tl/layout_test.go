@@ -27,7 +27,6 @@ func TestKernelPieceFieldsFirst(t *testing.T) {
 		{"Rank", unsafe.Offsetof(k.Rank), unsafe.Sizeof(k.Rank)},
 		{"RedOp", unsafe.Offsetof(k.RedOp), unsafe.Sizeof(k.RedOp)},
 		{"inFused", unsafe.Offsetof(k.inFused), unsafe.Sizeof(k.inFused)},
-		{"asyncWrites", unsafe.Offsetof(k.asyncWrites), unsafe.Sizeof(k.asyncWrites)},
 		{"deferred", unsafe.Offsetof(k.deferred), unsafe.Sizeof(k.deferred)},
 		{"Handles", unsafe.Offsetof(k.Handles), unsafe.Sizeof(k.Handles)},
 		{"pendingWrites", unsafe.Offsetof(k.pendingWrites), unsafe.Sizeof(k.pendingWrites)},
@@ -37,7 +36,7 @@ func TestKernelPieceFieldsFirst(t *testing.T) {
 		{"reading", unsafe.Offsetof(k.reading), unsafe.Sizeof(k.reading)},
 		{"prefetched", unsafe.Offsetof(k.prefetched), unsafe.Sizeof(k.prefetched)},
 		{"fusedCallBuf", unsafe.Offsetof(k.fusedCallBuf), unsafe.Sizeof(k.fusedCallBuf)},
-		{"scratch.staging and next", unsafe.Offsetof(k.scratch) + unsafe.Offsetof(k.scratch.staging), unsafe.Offsetof(k.scratch.next) + unsafe.Sizeof(k.scratch.next) - unsafe.Offsetof(k.scratch.staging)},
+		{"scratch.staging", unsafe.Offsetof(k.scratch) + unsafe.Offsetof(k.scratch.staging), unsafe.Sizeof(k.scratch.staging)},
 	}
 	for _, f := range fields {
 		if end := f.off + f.size; end > 8*64 {

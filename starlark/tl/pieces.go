@@ -1,10 +1,9 @@
 package tl
 
 import (
-	"errors"
-
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
+	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 )
@@ -22,7 +21,7 @@ import (
 //
 // A few waits need the process: the blocking calls that are not steps (a
 // store of the kernel into the range a piece loads, a send still reading
-// a staging slot). A step that reaches one (errInProcess) resumes the
+// a staging slot). A step that reaches one (prims.ErrInProcess) resumes the
 // process, which does that state again, blocking, and then goes on itself
 // until the next wait. The steps serve every run: in the backpressure
 // mode Poll a wait for a message or a credit sleeps a poll interval at a
@@ -60,7 +59,7 @@ type pieceRun struct {
 	// data is piece i's result tile (the received and local tiles it is
 	// combined from are made and used at once: atLocalLoaded).
 	data   Tile
-	owner  *tileBuf
+	owner  *prims.TileBuf
 	stores []*machine.MemOp
 	// staged is piece i's staging slot and stagedStore the store filling
 	// it, deferred once the piece before is sent.
@@ -76,7 +75,7 @@ type pieceRun struct {
 	copied  int64
 	err     error
 	// handedOver counts, by state, the steps that handed the pipeline
-	// over to the process (errInProcess): tests check that a run takes
+	// over to the process (prims.ErrInProcess): tests check that a run takes
 	// the rare waits they compare.
 	handedOver [atOver]uint32
 	_          uint64 // to 384 bytes, whole lines
@@ -126,10 +125,6 @@ const (
 // pieceStepsOff makes the process do every wait of the pipelines, as
 // without steps (tests: the reference run the steps are compared with).
 var pieceStepsOff bool
-
-// errInProcess stops a step of the pipeline at a wait that only the
-// process can do (see pieceRun).
-var errInProcess = errors.New("internal error: a fused primitive's step needs its process")
 
 // runPieces receives, combines, stores and forwards the call's pieces.
 func (k *Kernel) runPieces(c *fusedCall) error {
@@ -405,19 +400,19 @@ func (pr *pieceRun) advance() (waiting bool) {
 				n := min(pr.per, pr.total-pr.i*pr.per)
 				reg := c.dst.subRegion(pr.i*pr.per, n)
 				if k.settleInProcess(reg) {
-					return pr.fail(errInProcess)
+					return pr.fail(prims.ErrInProcess)
 				}
 				op, err := k.storeOpChecked(c.name, reg, pr.dt, n, &pr.data, pr.checkDstWW)
 				if err != nil {
 					return pr.fail(err)
 				}
-				pr.owner.watch(op)
+				pr.owner.Watch(op)
 				pr.stores = append(pr.stores, op)
 			}
 			pr.at = atStage
 		case atStage:
 			if c.out == nil {
-				pr.owner.release()
+				pr.owner.Release()
 				pr.i++
 				pr.at = atPiece
 				continue
@@ -427,8 +422,8 @@ func (pr *pieceRun) advance() (waiting bool) {
 				return pr.fail(err)
 			}
 			op := k.storeStaging(slot, &pr.data)
-			pr.owner.watch(op)
-			pr.owner.release() // the piece's last store is issued
+			pr.owner.Watch(op)
+			pr.owner.Release() // the piece's last store is issued
 			// Piece i-1 goes out now, piece i once piece i+1 has been
 			// combined (or before the kernel next blocks or does
 			// anything but another primitive).
@@ -456,10 +451,10 @@ func (pr *pieceRun) advance() (waiting bool) {
 	}
 }
 
-// fail ends the call with err, or, for errInProcess, leaves the state to
+// fail ends the call with err, or, for prims.ErrInProcess, leaves the state to
 // be done again by the process (advance's false).
 func (pr *pieceRun) fail(err error) bool {
-	if err == errInProcess {
+	if err == prims.ErrInProcess {
 		pr.handedOver[pr.at]++
 		return false
 	}
@@ -487,7 +482,7 @@ func (pr *pieceRun) take(j int64, copied pieceState) (h *handle, waiting bool, e
 // (settle).
 func (pr *pieceRun) finish() {
 	k := pr.k
-	k.pendingWrites = append(k.pendingWrites, pr.stores...)
+	k.pendingWrites.Add(pr.stores)
 	clear(pr.stores)
 	k.stores = pr.stores[:0]
 	pr.at = atOver
@@ -503,7 +498,7 @@ func (pr *pieceRun) issueWindow() error {
 		h := k.takePrefetched(reg)
 		if h == nil {
 			if k.settleInProcess(reg) {
-				return errInProcess
+				return prims.ErrInProcess
 			}
 			var err error
 			if h, err = k.fetchPiece(c.name, c.local, reg, n); err != nil {
@@ -601,17 +596,12 @@ func (pr *pieceRun) deferPiece() error {
 func (k *Kernel) onLoop() bool { return k.M.Sim.Running() != k.Proc }
 
 // settleInProcess reports whether settle(reg) would wait, in a step of a
-// fused primitive's pipeline, where only the process can (errInProcess).
+// fused primitive's pipeline, where only the process can (prims.ErrInProcess).
 func (k *Kernel) settleInProcess(reg machine.Region) bool {
-	if len(k.pendingWrites) == 0 || !k.onLoop() {
+	if len(k.pendingWrites) == 0 || k.M.Sim.Running() == k.Proc { // (onLoop, by hand: this much inlines)
 		return false
 	}
-	for _, op := range k.pendingWrites {
-		if !op.Done && op.Dst.Overlaps(reg) {
-			return true
-		}
-	}
-	return false
+	return k.pendingWrites.WouldWait(reg)
 }
 
 // loadedTile sets t to the tile of the completed load h (in place: a

@@ -9,6 +9,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
+	"kernbench/engine/prims"
 	"kernbench/starlark/errkind"
 )
 
@@ -53,6 +54,28 @@ type origins struct {
 	pos  [8]syntax.Position
 	v    [8]any
 	next int
+}
+
+// sites are the boxed positions of a kernel's recent writes (as
+// origins: a write noted allocates nothing for its site).
+type sites struct {
+	pos  [8]syntax.Position
+	v    [8]prims.Site
+	next int
+}
+
+// box returns pos as a prims.Site, the same value for every write from
+// pos while it is among the recent sites.
+func (s *sites) box(pos syntax.Position) prims.Site {
+	for i := range s.pos {
+		if s.pos[i] == pos && s.v[i] != nil {
+			return s.v[i]
+		}
+	}
+	v := prims.Site(pos)
+	s.pos[s.next], s.v[s.next] = pos, v
+	s.next = (s.next + 1) % len(s.pos)
+	return v
 }
 
 // origin returns pos boxed as a message's origin, the same value for
@@ -222,6 +245,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 			writeSite = k.lookupCallSite() // what callSite finds otherwise
 		}
 		*c = fusedCall{name: b.Name(), final: final, origin: k.origin(site), site: writeSite}
+		k.fusedSite = nil
 		if c.piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
 			return nil, err
 		}
@@ -345,62 +369,9 @@ func (k *Kernel) runFusedHolding(c *fusedCall) error {
 	return err
 }
 
-// tileBuf owns the bytes of a fused primitive's piece while its stores
-// copy them: the last store to complete hands them back to the machine.
-type tileBuf struct {
-	k       *Kernel
-	data    []byte
-	pending int
-}
-
-// newTileBuf takes ownership of data (nil under timing-only: no owner).
-// The pipeline holds the bytes itself until it has issued the piece's
-// last store (release): the store into the staging slot may wait for a
-// slow send still reading the slot, and the dst store, issued first, may
-// complete during that wait; without the hold, its completion gave the
-// bytes back to the pool, another load took them, and the staging store
-// then wrote that load's bytes (phase 1 forwarded other data than its
-// op_log says).
-func (k *Kernel) newTileBuf(data []byte) *tileBuf {
-	if data == nil {
-		return nil
-	}
-	var b *tileBuf
-	if n := len(k.freeTileBufs); n > 0 {
-		b = k.freeTileBufs[n-1]
-		k.freeTileBufs = k.freeTileBufs[:n-1]
-	} else {
-		b = &tileBuf{k: k}
-	}
-	b.data, b.pending = data, 1 // the pipeline's hold
-	return b
-}
-
-// watch makes the store op one more reader of the bytes.
-func (b *tileBuf) watch(op *machine.MemOp) {
-	if b == nil {
-		return
-	}
-	b.pending++
-	op.Watcher = b
-}
-
-// OpDone runs when one of the stores has copied the bytes.
-func (b *tileBuf) OpDone(*machine.MemOp) { b.release() }
-
-// release drops one reader of the bytes (a store that copied them, or
-// the pipeline once it issued its last store); the last one gives them
-// back to the machine's pool.
-func (b *tileBuf) release() {
-	if b == nil {
-		return
-	}
-	if b.pending--; b.pending == 0 {
-		b.k.M.PutBuffer(b.data)
-		b.data = nil
-		b.k.freeTileBufs = append(b.k.freeTileBufs, b)
-	}
-}
+// newTileBuf takes ownership of a piece's bytes data while its stores
+// copy them (nil under timing-only: no owner; see prims.TileBuf).
+func (k *Kernel) newTileBuf(data []byte) *prims.TileBuf { return k.tileBufs.New(k.M, data) }
 
 // deferredSend is a forwarded piece whose send waits for the next piece
 // (or for the kernel's next operation that is not a fused primitive), so
@@ -445,7 +416,7 @@ func (k *Kernel) storedDeferred() (*deferredSend, *machine.StoredSend) {
 			// stored may still be stored elsewhere, so its bytes are not
 			// reused.
 			k.M.Recycle(ss.Store, false)
-			k.Stats.Send++ // (sendMessage's count)
+			k.Stats.Send++ // (messenger.Message's count)
 		}
 	}
 	return d, ss
@@ -464,62 +435,15 @@ func (k *Kernel) deferredSent(d *deferredSend, err error) {
 	}
 }
 
-// prefetchQueue holds the tl.prefetch loads waiting for their primitive,
-// in issue order, from head on. A primitive takes its operand's loads in
-// order, so a take is almost always at the head, which then just moves on
-// (removing the first entry of a slice shifted every other one, per
-// piece).
-type prefetchQueue struct {
-	loads []prefetchedLoad
-	head  int
-}
-
-// prefetchedLoad is a load issued by tl.prefetch for a later primitive.
-type prefetchedLoad struct {
-	reg machine.Region
-	h   *handle
-}
-
-// live are the loads not taken yet.
-func (pq *prefetchQueue) live() []prefetchedLoad { return pq.loads[pq.head:] }
-
-// push appends a load, reusing the room of taken ones when full.
-func (pq *prefetchQueue) push(l prefetchedLoad) {
-	if len(pq.loads) == cap(pq.loads) && pq.head > 0 {
-		n := copy(pq.loads, pq.loads[pq.head:])
-		clear(pq.loads[n:])
-		pq.loads, pq.head = pq.loads[:n], 0
-	}
-	pq.loads = append(pq.loads, l)
-}
-
 // takePrefetched returns and forgets a tl.prefetch load of exactly reg.
 func (k *Kernel) takePrefetched(reg machine.Region) *handle {
-	pq := &k.prefetched
-	for i := pq.head; i < len(pq.loads); i++ {
-		p := pq.loads[i]
-		if p.reg != reg {
-			continue
-		}
-		if i == pq.head {
-			pq.loads[i] = prefetchedLoad{}
-			pq.head++
-			if pq.head == len(pq.loads) {
-				pq.loads, pq.head = pq.loads[:0], 0
-			}
-		} else {
-			copy(pq.loads[i:], pq.loads[i+1:])
-			pq.loads[len(pq.loads)-1] = prefetchedLoad{}
-			pq.loads = pq.loads[:len(pq.loads)-1]
-		}
-		return p.h
-	}
-	return nil
+	h, _ := k.prefetched.Take(reg).(*handle)
+	return h
 }
 
 // dropPrefetched forgets tl.prefetch loads that a write to reg makes stale.
 func (k *Kernel) dropPrefetched(reg machine.Region) {
-	if len(k.prefetched.loads) == 0 && k.root == nil && k.nthreads == 0 {
+	if k.prefetched.Len() == 0 && k.root == nil && k.nthreads == 0 {
 		return // none waiting, no other thread (this much inlines: every store asks)
 	}
 	k.dropPrefetchedInRank(reg)
@@ -530,39 +454,10 @@ func (k *Kernel) dropPrefetched(reg machine.Region) {
 // prefetched operand left that thread's primitive with the old bytes.
 func (k *Kernel) dropPrefetchedInRank(reg machine.Region) {
 	root := k.rootKernel()
-	root.dropPrefetchedOverlapping(reg)
+	root.prefetched.Drop(reg)
 	for _, t := range root.threadKernels {
-		t.dropPrefetchedOverlapping(reg)
+		t.prefetched.Drop(reg)
 	}
-}
-
-func (k *Kernel) dropPrefetchedOverlapping(reg machine.Region) {
-	if !k.prefetchedOverlap(reg) {
-		return // the common case: the write is not to a prefetched operand
-	}
-	pq := &k.prefetched
-	live := pq.loads[:pq.head]
-	for _, p := range pq.live() {
-		if !p.reg.Overlaps(reg) {
-			live = append(live, p)
-		}
-	}
-	clear(pq.loads[len(live):])
-	pq.loads = live
-	if pq.head == len(pq.loads) {
-		pq.loads, pq.head = pq.loads[:0], 0
-	}
-}
-
-// prefetchedOverlap reports whether a load waiting for its primitive
-// overlaps reg.
-func (k *Kernel) prefetchedOverlap(reg machine.Region) bool {
-	for _, p := range k.prefetched.live() {
-		if p.reg.Overlaps(reg) {
-			return true
-		}
-	}
-	return false
 }
 
 func builtinPrefetch(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -594,7 +489,7 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 	// before this call can be one (the ones it issues are of distinct
 	// pieces), and only if one overlaps p: one scan of the queue for the
 	// call instead of one per piece.
-	again := k.prefetchedOverlap(p.Reg)
+	again := k.prefetched.Overlaps(p.Reg)
 	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
 		n := min(per, p.Count-i*per)
 		reg := p.subRegion(i*per, n)
@@ -605,7 +500,7 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 		if err != nil {
 			return err
 		}
-		k.prefetched.push(prefetchedLoad{reg, h})
+		k.prefetched.Push(reg, h)
 	}
 	return nil
 }
@@ -627,7 +522,7 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 // recv(dst=) into a landing buffer. A step of the pipeline takes a slot
 // outside TCM with copyIn instead, whose wait for the copy is a step, so
 // here that copy blocks in the process only (without steps); in a step, a
-// store still under way into the slot to load is errInProcess, found
+// store still under way into the slot to load is prims.ErrInProcess, found
 // before anything is taken.
 func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
@@ -637,7 +532,7 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 	}
 	inTCM := q.Rx.Mem == k.PE.TCM
 	if inTCM && len(k.pendingWrites) > 0 && k.settleInProcess(q.Rx.Sub(int64(q.MyTail%uint64(g.Cfg.NSlots))*g.Cfg.SlotSize, meta.NBytes)) {
-		return nil, errInProcess // (the slot's region, as TakeSlot makes it)
+		return nil, prims.ErrInProcess // (the slot's region, as TakeSlot makes it)
 	}
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
@@ -696,14 +591,9 @@ func (k *Kernel) pieceMetaError(c *fusedCall, dt dtype.DType, meta *machine.MsgM
 // pieces. It is allocated on first use and freed with the kernel's
 // tl.alloc memory.
 type scratch struct {
-	// staging is the staging ring, NSlots+2 slots of SlotSize bytes
-	// (N = 0 until allocated), next the offset of the next slot in it:
-	// a slot is computed rather than read from a slice of regions,
-	// whose array was a cache line more per piece at a hundred ranks.
-	// (First: a forwarded piece reads these, a TCM ring's piece nothing
-	// else.)
-	staging   machine.Region
-	next      int64
+	// (First: a forwarded piece reads the staging ring, a TCM ring's
+	// piece nothing else.)
+	staging   prims.Staging
 	inbox     []machine.Region // two landing slots (one piece of lookahead)
 	nextInbox int
 }
@@ -727,38 +617,18 @@ func (k *Kernel) inboxFor(fn string, dt dtype.DType, count int64) (*Ptr, error) 
 // stagingSlot returns the next TCM staging slot, sized for count
 // elements of dt, once no send still reads it (a region, not a Ptr: the
 // piece's store and send need no more, and a Ptr is a dozen words to
-// copy). The ring has n_slots + 2 slots:
-// a slot comes round again only after n_slots + 1 later sends, and a send
-// passes backpressure only when the message n_slots before it has been
-// received, so in a ring the wait is almost never taken.
+// copy); see prims.Staging.
 func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (machine.Region, error) {
 	s := &k.scratch
 	size := k.G.Cfg.SlotSize
-	if s.staging.N == 0 {
+	if !s.staging.Ready() {
 		reg, err := k.allocScratch(fn, int64(k.G.Cfg.NSlots+2)*size)
 		if err != nil {
 			return machine.Region{}, err
 		}
-		s.staging = reg
+		s.staging.Set(reg)
 	}
-	reg := machine.Region{Mem: s.staging.Mem, Off: s.staging.Off + s.next, N: count * int64(dt.Size())}
-	if reg.SendsMayRead() { // (no call otherwise: the common case)
-		if k.onLoop() {
-			// A step cannot block: it leaves the wait to the process
-			// only when a send does read the slot (SendsMayRead's
-			// bounds span every send from TCM, so they mostly cover
-			// the staging ring).
-			if !k.G.Unread(reg) {
-				return machine.Region{}, errInProcess
-			}
-		} else if err := k.G.WaitUnread(k.Proc, reg); err != nil {
-			return machine.Region{}, err
-		}
-	}
-	if s.next += size; s.next == s.staging.N {
-		s.next = 0
-	}
-	return reg, nil
+	return s.staging.Slot(k.G, k.Proc, size, count*int64(dt.Size()))
 }
 
 // storeStaging issues the store of a forwarded piece t into its staging

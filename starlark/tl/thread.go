@@ -159,21 +159,6 @@ func (k *Kernel) joinThread(h *threadHandle) (starlark.Value, error) {
 	return h.value, nil
 }
 
-// sideKey names one side of a queue pair: its send side or its receive
-// side.
-type sideKey struct {
-	q    *machine.QueuePair
-	send bool
-}
-
-// sideUse is a thread's operation in progress on a direction side.
-type sideUse struct {
-	k  *Kernel
-	op string
-	at any // the Starlark position
-	n  int // uses by k not yet released
-}
-
 // noRelease is useSide's release when there is nothing to arbitrate.
 func noRelease() {}
 
@@ -186,78 +171,40 @@ func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (re
 	if root.nthreads == 0 {
 		return noRelease, nil // one thread: nothing to arbitrate
 	}
-	if root.sides == nil {
-		root.sides = map[sideKey]*sideUse{}
-	}
-	key := sideKey{q, send}
-	u := root.sides[key]
-	if u != nil && u.k != k {
+	release, u := root.sides.Use(q, send, k, op, at)
+	if u != nil {
 		side := "receive"
 		if send {
 			side = "send"
 		}
 		return nil, errorf(errkind.DirectionInUse, "rank %d %s: %s at %v uses the %s side of %s while %s's %s at %v is using it (one thread per direction side at a time)",
-			k.Rank, k.track(), op, at, side, q.Dir, u.k.track(), u.op, u.at)
+			k.Rank, k.track(), op, at, side, q.Dir, u.By.(*Kernel).track(), u.Op, u.At)
 	}
-	if u == nil {
-		u = &sideUse{k: k, op: op, at: at}
-		root.sides[key] = u
-	}
-	u.n++
-	released := false
-	return func() {
-		if released {
-			return
-		}
-		released = true
-		if u.n--; u.n == 0 && root.sides[key] == u {
-			delete(root.sides, key)
-		}
-	}, nil
-}
-
-// operandRead is a fused primitive reading its local operand (its loads
-// are issued over the whole call).
-type operandRead struct {
-	k   *Kernel
-	reg machine.Region
-	op  string
-	at  any
+	return release, nil
 }
 
 // readingOperand registers c's local operand as being read until done.
 func (k *Kernel) readingOperand(reg machine.Region, op string, at any) (done func()) {
 	root := k.rootKernel()
 	if root.nthreads == 0 {
-		return func() {}
+		return noRelease
 	}
-	r := &operandRead{k: k, reg: reg, op: op, at: at}
-	root.reading = append(root.reading, r)
-	return func() {
-		for i, x := range root.reading {
-			if x == r {
-				root.reading = append(root.reading[:i], root.reading[i+1:]...)
-				return
-			}
-		}
-	}
+	return root.reading.Add(k, reg, op, at)
 }
 
 // checkOperandWrite rejects a write into a local operand that a primitive
 // of another thread is still reading.
 func (k *Kernel) checkOperandWrite(fn string, dst machine.Region) error {
-	if len(k.rootKernel().reading) == 0 {
+	if !k.rootKernel().reading.Any() {
 		return nil // no thread's primitive reads an operand (inlined: every write asks)
 	}
 	return k.scanOperandReads(fn, dst)
 }
 
 func (k *Kernel) scanOperandReads(fn string, dst machine.Region) error {
-	for _, r := range k.rootKernel().reading {
-		if r.k != k && r.reg.Overlaps(dst) {
-			return errorf(errkind.LocalOperandHazard, "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",
-				fn, k.Rank, k.track(), dst, r.k.track(), r.op, r.at)
-		}
+	if r := k.rootKernel().reading.Conflict(k, dst); r != nil {
+		return errorf(errkind.LocalOperandHazard, "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",
+			fn, k.Rank, k.track(), dst, r.By.(*Kernel).track(), r.Op, r.At)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -17,6 +16,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
+	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/registry"
@@ -70,9 +70,6 @@ type Kernel struct {
 	// inFused is set while a fused primitive runs (callSite: its writes
 	// are all from the call's site, fusedCallBuf.site).
 	inFused bool
-	// asyncWrites counts the entries of writes that carry the handle of a
-	// tl.store_async or tl.copy_async (what checkPendingRead looks for).
-	asyncWrites int
 	// deferred is the last forwarded piece of a fused primitive, sent by
 	// the next primitive or before any other operation of the kernel
 	// (&deferredBuf, or nil).
@@ -87,29 +84,28 @@ type Kernel struct {
 	// and did not wait for (so the next call starts at once). Any later
 	// operation of this kernel on an overlapping range waits for them
 	// first, and so does the kernel's end (Finish).
-	pendingWrites []*machine.MemOp
+	pendingWrites prims.Stores
 
 	// deferredBuf is the deferred piece's storage, reused piece after
 	// piece so that a piece allocates nothing.
 	deferredBuf deferredSend
 	// writes (on the root only) are the rank's tl.store/copy (and _async)
 	// writes that may not be done: a second write into an overlapping
-	// range before the first is done races (WriteWriteHazard). Entries
-	// whose write is over are dropped once the list reaches
-	// writesCompactAt entries (see compactWrites).
-	writesCompactAt int
-	writes          []issuedWrite
+	// range before the first is done races (WriteWriteHazard), and so
+	// does a read of what a tl.store_async or tl.copy_async not waited
+	// for still writes (PendingStoreHazard).
+	writes prims.Writes
 	// issuingSends (on the root only) are the rank's tl.send_async calls,
 	// from any thread, that may not have issued every message yet: their
 	// sources must not be written (SendBufferHazard).
-	issuingSends []*sendHandle
+	issuingSends prims.IssuingSends
 	// Only on the root: the number of threads spawned so far, the
 	// direction sides in use and the local operands being read.
 	nthreads int
-	sides    map[sideKey]*sideUse
-	reading  []*operandRead
+	sides    prims.Sides
+	reading  prims.OperandReads
 	// prefetched are tl.prefetch loads waiting for their primitive.
-	prefetched prefetchQueue
+	prefetched prims.PrefetchQueue
 	_          [8]byte // (fusedCallBuf starts a line)
 	// fusedCallBuf is a fused primitive call's record, reused call after
 	// call (a kernel's calls run one at a time; runFused keeps nothing
@@ -121,14 +117,18 @@ type Kernel struct {
 	// Reused by the fused primitives from call to call: the window of
 	// local-operand loads, the dst stores of a call and the bytes of
 	// completed tiles.
-	window       []*handle
-	stores       []*machine.MemOp
-	freeTileBufs []*tileBuf
+	window   []*handle
+	stores   []*machine.MemOp
+	tileBufs prims.TileBufs
 	// fusedArgs and fusedPairs are a fused primitive call's argument
 	// slots, reused call after call.
 	fusedArgs  fusedArgs
 	fusedPairs []any
 	origins    origins
+	// writeSites box the sites of writes; fusedSite is the running fused
+	// primitive's, once one of its writes needed it (site).
+	writeSites sites
+	fusedSite  prims.Site
 
 	EP  *machine.Endpoint
 	Obs Observer
@@ -399,19 +399,7 @@ func (k *Kernel) finishOps() error {
 }
 
 // drainWrites waits for every store this kernel left under way.
-func (k *Kernel) drainWrites() error {
-	for _, op := range k.pendingWrites {
-		if err := op.Wait(k.Proc); err != nil {
-			return err
-		}
-	}
-	for _, op := range k.pendingWrites {
-		k.M.Recycle(op, false)
-	}
-	clear(k.pendingWrites)
-	k.pendingWrites = k.pendingWrites[:0]
-	return nil
-}
+func (k *Kernel) drainWrites() error { return k.pendingWrites.Drain(k.M, k.Proc) }
 
 // settle waits until no store this kernel left under way writes into reg,
 // so that an operation on reg sees (or overwrites) the stored data.
@@ -421,35 +409,7 @@ func (k *Kernel) settle(reg machine.Region) error {
 		// nothing): no call (this much inlines, every load asks).
 		return nil
 	}
-	return k.settleWrites(reg)
-}
-
-func (k *Kernel) settleWrites(reg machine.Region) error {
-	ws := k.pendingWrites
-	live := 0
-	for i, op := range ws {
-		if !op.Done {
-			if live != i {
-				ws[live] = op
-			}
-			live++
-		} else {
-			// Only this list knew the store (its tile's bytes may live on).
-			k.M.Recycle(op, false)
-		}
-	}
-	if live < len(ws) {
-		clear(ws[live:])
-		k.pendingWrites = ws[:live]
-	}
-	for _, op := range k.pendingWrites {
-		if !op.Done && op.Dst.Overlaps(reg) {
-			if err := op.Wait(k.Proc); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return k.pendingWrites.Settle(k.M, k.Proc, reg)
 }
 
 // Release frees the kernel's tl.alloc scratch memory (called when the
@@ -461,7 +421,7 @@ func (k *Kernel) Release() {
 	}
 	k.allocs = nil
 	k.scratch = scratch{}
-	k.deferred, k.prefetched, k.asyncSends = nil, prefetchQueue{}, nil
+	k.deferred, k.prefetched, k.asyncSends = nil, prims.PrefetchQueue{}, nil
 }
 
 func (k *Kernel) slotSize() int64 {
@@ -532,62 +492,23 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	l.Add(r)
 }
 
-// issuedWrite is a write the kernel issued: its operation (and the
-// operation's generation then), its destination and its call site.
-type issuedWrite struct {
-	op  *machine.MemOp
-	gen uint64
-	dst machine.Region
-	fn  string
-	at  syntax.Position
-	// h is the handle of a tl.store_async or tl.copy_async (nil for the
-	// rest): on the untimed mock machine its write counts as pending until
-	// h is waited, as nothing takes time there (PendingStoreHazard).
-	h *handle
-}
+// issuedWrite is a write the rank issued (see prims.Writes).
+type issuedWrite = prims.Write
 
-// pendingFor reports whether w still writes its range for a read: its op
-// is not done or, untimed, its async handle is not waited yet.
-// issuedAt is " issued at FILE:LINE:COL" for a hazard message, or "".
-func (w *issuedWrite) issuedAt() string {
-	if !w.at.IsValid() {
-		return ""
-	}
-	return " issued at " + w.at.String()
-}
-
-// settle is what the kernel can call to wait for w: its handle's
+// settleHint is what the kernel can call to wait for w: its handle's
 // tl.wait, or tl.flush() for a write without one (a fused primitive's
 // store, which goes on after the call returns).
-func (w *issuedWrite) settle() string {
-	if w.h == nil {
+func settleHint(w *issuedWrite) string {
+	if w.Waited == nil {
 		return "tl.flush()"
 	}
 	return "tl.wait(its handle)"
 }
 
-func (w *issuedWrite) pendingFor(untimed bool) bool {
-	return w.opPending() || (untimed && w.h != nil && !w.h.done)
-}
-
-// opPending reports whether w's operation has not completed. An operation
-// recycled since it was issued has completed (only done operations are
-// recycled), whatever later operation the object stands for now.
-func (w *issuedWrite) opPending() bool { return w.op.Gen() == w.gen && !w.op.Done }
-
 // noteHandle attaches h, the handle a kernel got for op, to op's entry in
 // the issued writes if op was a tl.*_async call.
 func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
-	root := k.rootKernel()
-	for i := len(root.writes) - 1; i >= 0; i-- {
-		if w := &root.writes[i]; w.op == op && w.gen == op.Gen() {
-			if strings.HasSuffix(w.fn, "_async") && w.h == nil {
-				w.h = h
-				root.asyncWrites++
-			}
-			return
-		}
-	}
+	k.rootKernel().writes.Attach(op, &h.done)
 }
 
 // checkPendingRead refuses a read of reg (a send's source, a fetch, a copy's
@@ -595,25 +516,20 @@ func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
 // waited for still writes an overlapping range: what is read would depend
 // on which finishes first.
 func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
-	if k.rootKernel().asyncWrites == 0 {
+	if k.root == nil && k.writes.AsyncN == 0 {
 		// No tl.store_async or tl.copy_async among the issued writes (the
 		// fused primitives issue none): nothing to scan, and no call (this
-		// much inlines, every load asks).
+		// much inlines, every load asks; a thread's kernel asks its
+		// root's in the call).
 		return nil
 	}
 	return k.scanPendingReads(fn, reg)
 }
 
 func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
-	root := k.rootKernel()
-	untimed := k.M.Params.Untimed
-	for i := range root.writes {
-		w := &root.writes[i]
-		if w.h == nil || !w.dst.Overlaps(reg) || !w.pendingFor(untimed) {
-			continue
-		}
+	if w := k.rootKernel().writes.PendingRead(reg, k.M.Params.Untimed); w != nil {
 		return errorf(errkind.PendingStoreHazard, "%s: rank %d reads %v while the %s%s still writes %v (tl.wait(its handle) first)",
-			fn, k.Rank, reg, w.fn, w.issuedAt(), w.dst)
+			fn, k.Rank, reg, w.Fn, w.IssuedAt(), w.Dst)
 	}
 	return nil
 }
@@ -643,53 +559,15 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
 	if w := k.pendingWriteInto(dst); w != nil {
 		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (%s first, or write elsewhere)",
-			fn, k.Rank, dst, w.fn, w.issuedAt(), w.dst, w.settle())
+			fn, k.Rank, dst, w.Fn, w.IssuedAt(), w.Dst, settleHint(w))
 	}
 	return nil
 }
 
 // pendingWriteInto returns the first issued write of the rank that
-// overlaps dst and is not done, or nil. A write once done stays done, so
-// nil stays the answer for the writes issued so far.
+// overlaps dst and is not done, or nil.
 func (k *Kernel) pendingWriteInto(dst machine.Region) *issuedWrite {
-	root := k.rootKernel()
-	// The destinations are in the entries: only an overlapping entry's
-	// operation is looked at. (The list is compacted as writes are noted,
-	// so it holds at most twice the writes under way.)
-	for i := range root.writes {
-		if w := &root.writes[i]; w.dst.Overlaps(dst) && w.opPending() {
-			return w
-		}
-	}
-	return nil
-}
-
-// compactWrites drops the issued writes that are over. noteWrite runs it
-// when the list has doubled since the last time (at least 4 entries), so
-// the scan that reads every entry's operation costs O(1) per write
-// issued, and the list stays within twice the writes under way. (With at least 16, a
-// fused primitive's dst stores, one entry of 80 bytes each, cycled
-// through twenty cache lines per rank, all of them cold again by the time
-// they came round: at 128 ranks 1.5 % more last-level cache misses.)
-func (k *Kernel) compactWrites(untimed bool) {
-	ws := k.writes
-	live := 0
-	for i := range ws {
-		w := &ws[i]
-		if !w.pendingFor(untimed) {
-			if w.h != nil {
-				k.asyncWrites--
-			}
-			continue
-		}
-		if live != i {
-			ws[live] = *w
-		}
-		live++
-	}
-	clear(ws[live:])
-	k.writes = ws[:live]
-	k.writesCompactAt = max(4, 2*live)
+	return k.rootKernel().writes.PendingInto(dst)
 }
 
 // noteWrite records a write issued by fn (see checkWriteWrite).
@@ -697,22 +575,23 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 	if op.Done {
 		return
 	}
-	root := k.rootKernel()
-	if len(root.writes) >= root.writesCompactAt {
-		// Here, where the list grows, not before a check: a fused
-		// primitive's dst stores are noted piece after piece with no
-		// check between them, and the list would grow by a call's
-		// pieces, its entries cold again by the time they came round.
-		root.compactWrites(k.M.Params.Untimed)
+	k.rootKernel().writes.Note(fn, op, k.site(), k.M.Params.Untimed)
+}
+
+// site is callSite as a prims.Site: a fused primitive's, boxed once per
+// call (each of its pieces' writes takes it: this much inlines);
+// another call's, boxed once per recent site (writeSites).
+func (k *Kernel) site() prims.Site {
+	if k.inFused && k.fusedSite != nil {
+		return k.fusedSite
 	}
-	// The entry is filled in place (a literal is built aside and copied
-	// in, ten words per store of a primitive's piece).
-	n := len(root.writes)
-	if n < cap(root.writes) {
-		root.writes = root.writes[:n+1]
-	} else {
-		root.writes = append(root.writes, issuedWrite{})
+	return k.boxSite()
+}
+
+func (k *Kernel) boxSite() prims.Site {
+	if k.inFused {
+		k.fusedSite = k.writeSites.box(k.fusedCallBuf.site)
+		return k.fusedSite
 	}
-	w := &root.writes[n]
-	w.op, w.gen, w.dst, w.fn, w.at, w.h = op, op.Gen(), op.Dst, fn, k.callSite(), nil
+	return k.writeSites.box(k.lookupCallSite())
 }

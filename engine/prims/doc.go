@@ -1,0 +1,18 @@
+// Package prims is the simulation side of a rank's chunk primitives: the
+// bookkeeping that decides what the fused primitives (recv_reduce_send,
+// recv_copy_send, …) and the plain tl operations may do on the simulated
+// machine and when, independent of any script language. It holds the
+// rank's issued writes that later writes and reads are checked against
+// (WriteWriteHazard, PendingStoreHazard) and the sends whose sources
+// must not be written yet (SendBufferHazard), the primitives' stores
+// still under way into their destinations, the queue of operand loads
+// issued ahead of their primitive, the staging ring forwarded pieces are
+// stored into, the ownership of a piece's bytes while its stores copy
+// them, which thread of the rank uses each direction side and reads each
+// primitive's operand, how a buffer send is cut into messages, and the
+// one-shot flags the rank's threads wait for.
+//
+// starlark/tl is its Starlark face: it unpacks arguments, names call sites
+// and turns what this package reports into the kinded errors of the
+// reference.
+package prims
