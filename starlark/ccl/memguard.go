@@ -252,7 +252,14 @@ func (w *world) memoryStop(err error) error {
 	if w.outOfMemory == nil || !script.IsMemory(err) {
 		return err
 	}
-	return w.outOfMemory(hostmem.Held())
+	stop := w.outOfMemory(hostmem.Held())
+	var refused *hostmem.AllocRefused
+	if e, ok := stop.(*hostmem.OutOfMemoryError); ok && errors.As(err, &refused) {
+		// A tile refused before it was allocated: what the run held then,
+		// and the tile.
+		e.Held, e.Asked = refused.Held, refused.Bytes
+	}
+	return stop
 }
 
 // messages is the number of messages sent so far.

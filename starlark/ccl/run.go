@@ -357,6 +357,10 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 				return th
 			},
 			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }}
+		if loader.MemoryWatch != nil {
+			// Tiles are refused before they pass --max-memory.
+			kt.NoteAlloc = hostmem.NoteAlloc
+		}
 		if rec != nil {
 			kt.Rec = rec
 		}

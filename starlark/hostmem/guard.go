@@ -186,6 +186,9 @@ type OutOfMemoryError struct {
 	// Try lists what would hold less, for the run's mode (a timing-only
 	// run keeps no bytes, so --timing-only is no help to it).
 	Try string
+	// Asked, when > 0, is the tile refused (AllocRefused): Held and it
+	// together pass the limit.
+	Asked int64
 }
 
 // ErrorKind is errkind.HostMemory (exit 3, as a run stopped by a limit).
@@ -196,8 +199,12 @@ func (e *OutOfMemoryError) Error() string {
 	if try == "" {
 		try = tryVerified
 	}
-	return fmt.Sprintf("out of memory at t=%v, %d messages simulated: the run holds %s of host memory, over --max-memory %s; "+
-		"try %s, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), LimitText(e.Limit, e.DefaultLimit), try)
+	asked := ""
+	if e.Asked > 0 {
+		asked = fmt.Sprintf(" with the %s tile a kernel asked for next", FormatBytes(e.Asked))
+	}
+	return fmt.Sprintf("out of memory at t=%v, %d messages simulated: the run holds %s of host memory, over --max-memory %s%s; "+
+		"try %s, or raise --max-memory", e.At, e.Messages, FormatBytes(e.Held), LimitText(e.Limit, e.DefaultLimit), asked, try)
 }
 
 // TryLessMemory is what an OutOfMemoryError of a run in this mode

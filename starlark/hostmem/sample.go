@@ -1,6 +1,9 @@
 package hostmem
 
 import (
+	"fmt"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
 	"os"
 	"runtime/metrics"
 	"sync"
@@ -146,3 +149,57 @@ func parseStatm(b []byte) (mapped, resident int64) {
 	}
 	return fields[0], fields[1]
 }
+
+// allocSampleBytes is how many bytes of tiles the kernels allocate
+// between two samples (NoteAlloc).
+const allocSampleBytes = 16 << 20
+
+// allocsSinceSample counts the bytes of tiles allocated since the last
+// sample NoteAlloc took.
+var allocsSinceSample atomic.Int64
+
+// NoteAlloc is told the bytes of each tile a kernel is about to allocate
+// (tl.zeros, tl.full, Tile math) and refuses the allocation that would
+// take the process past the smallest limit of the memory watches: every
+// allocSampleBytes of tiles, and at every tile that large, it samples in
+// the allocating thread, fires the watches already over their limit, and
+// returns an *AllocRefused when the sample and the tile together pass
+// one. A poll that waits for a collection cannot bound these: a tile may
+// be gigabytes, a tile of zeros is never written (under ulimit -v it
+// grows the address space, not the heap the collector paces by), and
+// under load a collection ends late; a loop of 80 MB tiles of zeros passed
+// the limit by 200 MiB and, one run in fifteen under load, ran into the Go
+// runtime's fatal error.
+func NoteAlloc(n int64) error {
+	if allocsSinceSample.Add(n) < allocSampleBytes {
+		return nil
+	}
+	allocsSinceSample.Store(0)
+	h := sampleMemory()
+	memGuard.held.Store(h)
+	checkWatches(h)
+	if limit, isDefault, ok := smallestWatch(); ok && SatAdd(h, n) > limit {
+		return &AllocRefused{Bytes: n, Held: h, Limit: limit, DefaultLimit: isDefault}
+	}
+	return nil
+}
+
+// AllocRefused is a tile NoteAlloc refused: Bytes more would take the
+// process from Held past Limit. Kind OutOfMemory (exit 3), as the guard's
+// other stops.
+type AllocRefused struct {
+	Bytes, Held, Limit int64
+	DefaultLimit       bool
+}
+
+func (e *AllocRefused) Error() string {
+	return fmt.Sprintf("a tile of %s would take the run's host memory from %s to %s, over --max-memory %s; "+
+		"keep fewer or smaller tiles, or raise --max-memory", FormatBytes(e.Bytes), FormatBytes(e.Held), FormatBytes(SatAdd(e.Held, e.Bytes)), LimitText(e.Limit, e.DefaultLimit))
+}
+
+// ErrorKind is errkind.HostMemory.
+func (e *AllocRefused) ErrorKind() *errkind.Kind { return errkind.HostMemory }
+
+// Unwrap is script.ErrMemory: a run stopped by a refused tile reports it
+// as the guard's other stops do (OutOfMemoryError, with Asked).
+func (e *AllocRefused) Unwrap() error { return script.ErrMemory }

@@ -1,7 +1,10 @@
 package hostmem
 
 import (
+	"errors"
 	"io/fs"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/script"
 	"os"
 	"runtime"
 	"testing"
@@ -80,5 +83,35 @@ func TestResidentBytes(t *testing.T) {
 				t.Errorf("residentBytes(%q) = %d, want %d", tc.statm, got, tc.want)
 			}
 		})
+	}
+}
+
+// A tile is refused before it is allocated when the process's memory and
+// the tile together pass the smallest memory watch's limit (NoteAlloc):
+// a tile of zeros is never written, so no sample after it would see it
+// under ulimit -v until the address space ran out. Small tiles are
+// counted and sampled every allocSampleBytes.
+func TestNoteAllocRefusesATilePastTheLimit(t *testing.T) {
+	if residentBytes(os.ReadFile) == 0 {
+		t.Skip("no /proc/self/statm: the held figure is the runtime's")
+	}
+	const mib = 1 << 20
+	limit := max(sampleMemory()+64*mib, RuntimeBytes)
+	_, release := Watch(limit, false)
+	defer release()
+	if err := NoteAlloc(4 * mib); err != nil {
+		t.Errorf("a 4 MiB tile well under the limit: %v", err)
+	}
+	err := NoteAlloc(128 * mib)
+	var refused *AllocRefused
+	if !errors.As(err, &refused) || refused.Bytes != 128*mib || refused.Limit != limit {
+		t.Fatalf("a 128 MiB tile 64 MiB under the limit: got %v, want it refused", err)
+	}
+	if !script.IsMemory(err) || errkind.Of(err) != errkind.HostMemory {
+		t.Errorf("the refusal is not a memory stop of kind OutOfMemory: %v", err)
+	}
+	release()
+	if err := NoteAlloc(128 * mib); err != nil {
+		t.Errorf("with no watch registered nothing is refused: %v", err)
 	}
 }

@@ -90,6 +90,19 @@ func checkWatches(held int64) {
 	}
 }
 
+// smallestWatch is the smallest limit of the memory watches registered
+// (ok false when there is none).
+func smallestWatch() (limit int64, isDefault, ok bool) {
+	memWatches.Lock()
+	defer memWatches.Unlock()
+	for _, mw := range memWatches.list {
+		if !ok || mw.limit < limit {
+			limit, isDefault, ok = mw.limit, mw.isDefault, true
+		}
+	}
+	return limit, isDefault, ok
+}
+
 // fire cancels the watch's threads: the run holds held bytes.
 func (mw *memWatch) fire(held int64) {
 	mw.w.FireMemory(fmt.Sprintf("out of memory: the run holds %s of host memory, over --max-memory %s; try a smaller --bytes or --world-size, or raise --max-memory",

@@ -485,7 +485,11 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 	if limit := k.PE.HBM.Capacity; int64(count) > limit/int64(d.Size()) {
 		return nil, errorf(errkind.TLOutOfMemory, "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
 	}
-	t := &Tile{DT: d, Count: int64(count), Data: k.newData(int64(count * d.Size())), Ready: k.M.Sim.Now(), k: k}
+	data, err := k.newData(int64(count * d.Size()))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fn, err)
+	}
+	t := &Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now(), k: k}
 	if v != 0 {
 		dtype.FillValue(d, t.Data, v)
 	}

@@ -392,7 +392,9 @@ func (pr *pieceRun) advance() (waiting bool) {
 			pr.cur, pr.lh = nil, nil
 			if c.final && k.RedOp == dtype.Avg {
 				in := pr.data
-				pr.data = in.scalarValue(dtype.Div, float64(k.World), int64(k.World), false, in.Data)
+				// In place (into in's own bytes): nothing is allocated, so
+				// nothing can be refused.
+				pr.data, _ = in.scalarValue(dtype.Div, float64(k.World), int64(k.World), false, in.Data)
 			}
 			pr.storing()
 		case atStoreDst:

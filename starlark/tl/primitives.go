@@ -1,6 +1,7 @@
 package tl
 
 import (
+	"fmt"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -679,19 +680,25 @@ func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
 }
 
 // scalar is t op s, costed and logged like a tile-by-scalar expression.
-func (t *Tile) scalar(op dtype.Op, f float64, i int64, right bool) *Tile {
-	out := t.scalarValue(op, f, i, right, nil)
-	return &out
+func (t *Tile) scalar(op dtype.Op, f float64, i int64, right bool) (starlark.Value, error) {
+	out, err := t.scalarValue(op, f, i, right, nil)
+	if err != nil {
+		return nil, fmt.Errorf("Tile %s: %w", op, err)
+	}
+	return &out, nil
 }
 
 // scalarValue is scalar into a tile backed by buf when it is large enough
 // (buf may be t's own bytes: the operation is elementwise).
-func (t *Tile) scalarValue(op dtype.Op, f float64, i int64, right bool, buf []byte) Tile {
-	out := t.likeValue(buf)
+func (t *Tile) scalarValue(op dtype.Op, f float64, i int64, right bool, buf []byte) (Tile, error) {
+	out, err := t.likeValue(buf)
+	if err != nil {
+		return out, err
+	}
 	if out.Data != nil {
 		dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, right)
 	}
 	out.Ready = t.k.mathReady(t.Ready, out.nbytes())
 	t.k.logMath(&out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, right })
-	return out
+	return out, nil
 }

@@ -144,6 +144,10 @@ type Kernel struct {
 	// NewThread makes the Starlark thread of a tl.spawn thread (the
 	// runner's loader thread: print, load, step limit); nil: a plain one.
 	NewThread func(name string, k *Kernel) *starlark.Thread
+	// NoteAlloc, when set, is told the bytes of every tile the kernel or
+	// its threads are about to allocate, and may refuse them with an
+	// error (the host-memory guard).
+	NoteAlloc func(n int64) error
 	// Fail ends the run with a thread's error (the runner attributes it to
 	// the rank); nil: the simulation is stopped with it.
 	Fail func(err error)

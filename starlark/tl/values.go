@@ -403,11 +403,23 @@ func (t *Tile) nbytes() int64 { return t.Count * int64(t.DT.Size()) }
 
 // newData is the backing of a new tile of n bytes: nil when the machine
 // moves no bytes.
-func (k *Kernel) newData(n int64) []byte {
+func (k *Kernel) newData(n int64) ([]byte, error) {
 	if k.M.TimingOnly {
-		return nil
+		return nil, nil
 	}
-	return make([]byte, n)
+	if err := k.noteAlloc(n); err != nil {
+		return nil, err
+	}
+	return make([]byte, n), nil
+}
+
+// noteAlloc tells the root kernel's NoteAlloc of n bytes of a new tile,
+// which may refuse them (the host-memory guard).
+func (k *Kernel) noteAlloc(n int64) error {
+	if note := k.rootKernel().NoteAlloc; note != nil {
+		return note(n)
+	}
+	return nil
 }
 
 // errTimingOnly is the error of reading simulated values under
@@ -439,7 +451,11 @@ var tileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 		if err != nil {
 			return nil, fmt.Errorf("Tile.astype: %w", err)
 		}
-		out := &Tile{DT: dt, Count: t.Count, Data: t.k.newData(t.Count * int64(dt.Size())), k: t.k}
+		data, err := t.k.newData(t.Count * int64(dt.Size()))
+		if err != nil {
+			return nil, fmt.Errorf("Tile.astype: %w", err)
+		}
+		out := &Tile{DT: dt, Count: t.Count, Data: data, k: t.k}
 		if out.Data != nil {
 			dtype.Convert(out.Data, dt, t.Data, t.DT)
 		}
@@ -500,7 +516,7 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 				}
 			}
 		}
-		return t.scalar(op, f, i, right), nil
+		return t.scalar(op, f, i, right)
 	}
 	return nil, nil
 }
@@ -526,24 +542,22 @@ func intDivZero(tok syntax.Token, what string, e int) error {
 	return errorf(errkind.ZeroDivision, "Tile %s: integer division by zero: %s is 0%s", tok, what, at)
 }
 
-func (t *Tile) like() *Tile {
-	out := t.likeValue(nil)
-	return &out
-}
-
 // likeValue is a tile of t's dtype and count whose bytes are buf when it
 // is large enough (a fused primitive's recycled buffer), new ones
 // otherwise (none under timing-only).
-func (t *Tile) likeValue(buf []byte) Tile {
+func (t *Tile) likeValue(buf []byte) (Tile, error) {
 	out := Tile{DT: t.DT, Count: t.Count, k: t.k}
 	if !t.k.M.TimingOnly {
 		if n := t.nbytes(); int64(cap(buf)) >= n {
 			out.Data = buf[:n]
 		} else {
+			if err := t.k.noteAlloc(n); err != nil {
+				return out, err
+			}
 			out.Data = make([]byte, n)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
@@ -576,7 +590,11 @@ func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) er
 			return errorf(errkind.ZeroDivision, "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
 		}
 	}
-	*out = a.likeValue(buf)
+	v, err := a.likeValue(buf)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	*out = v
 	if out.Data != nil {
 		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
 	}
