@@ -229,7 +229,7 @@ how fast they are.
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(env, stdout, stderr), newTestCmd(env, stdout, stderr), newCheckCmd(env, stdout, stderr), newDocsCmd(env, stdout, stderr), newVersionCmd(stdout), newMergeCmd(env, stdout, stderr))
+	root.AddCommand(newRunCmd(env, stdout, stderr), newTestCmd(env, stdout, stderr), newCheckCmd(env, stdout, stderr), newDocsCmd(env, stdout, stderr), newVersionCmd(stdout), newMergeCmd(env, stdout, stderr), newTuneCmd(env, stdout, stderr))
 	return root
 }
 

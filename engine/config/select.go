@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,8 +78,8 @@ func selectRule(c *Config) *rule {
 	return &rule{fields: fields}
 }
 
-// selectListLeaf decodes the ranges of one collective: a non-empty list,
-// in increasing order of min_bytes, the ranges disjoint.
+// selectListLeaf decodes the ranges of one collective: a non-empty list
+// of disjoint ranges, in any order (kept sorted by min_bytes).
 func selectListLeaf(c *Config, collective string) *rule {
 	return &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
 		if isNull(n) {
@@ -87,8 +88,12 @@ func selectListLeaf(c *Config, collective string) *rule {
 		if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
 			return d.errorf(n, "%s: got %s, want a list of ranges like {min_bytes: 0, max_bytes: 32K, algorithm: NAME}", path, describe(n))
 		}
-		out := make([]SelectRange, 0, len(n.Content))
-		var nodes []*yaml.Node
+		type entry struct {
+			r    SelectRange
+			n    *yaml.Node
+			path string
+		}
+		var entries []entry
 		for i, item := range n.Content {
 			r := SelectRange{}
 			itemPath := fmt.Sprintf("%s[%d]", path, i)
@@ -105,25 +110,35 @@ func selectListLeaf(c *Config, collective string) *rule {
 				d.add(d.errorf(item, "%s: max_bytes %d is not above min_bytes %d", itemPath, r.MaxBytes, r.MinBytes))
 				continue
 			}
+			entries = append(entries, entry{r, item, itemPath})
+		}
+		// In any order (the lists of a sharded tune's shards join by
+		// concatenation), kept in increasing order of min_bytes.
+		slices.SortStableFunc(entries, func(a, b entry) int { return cmp.Compare(a.r.MinBytes, b.r.MinBytes) })
+		out := make([]SelectRange, 0, len(entries))
+		var nodes []*yaml.Node
+		var paths []string
+		for _, e := range entries {
 			if k := len(out); k > 0 {
 				prev := out[k-1]
 				switch {
 				case prev.MaxBytes == 0:
-					d.add(d.errorf(item, "%s: the range before it, %s, has no max_bytes and holds every larger size: only the last range may leave max_bytes out", itemPath, prev.RangeString()))
+					d.add(d.errorf(e.n, "%s: %s overlaps %s (%s), which has no max_bytes and holds every size from its min_bytes up", e.path, e.r.RangeString(), prev.RangeString(), prev.Pos))
 					continue
-				case r.MinBytes < prev.MaxBytes:
-					d.add(d.errorf(item, "%s: %s overlaps the range before it, %s (give the ranges in increasing order, each min_bytes >= the max_bytes before it)", itemPath, r.RangeString(), prev.RangeString()))
+				case e.r.MinBytes < prev.MaxBytes:
+					d.add(d.errorf(e.n, "%s: %s overlaps %s (%s); ranges may not overlap", e.path, e.r.RangeString(), prev.RangeString(), prev.Pos))
 					continue
 				}
 			}
-			out = append(out, r)
-			nodes = append(nodes, item)
+			out = append(out, e.r)
+			nodes = append(nodes, e.n)
+			paths = append(paths, e.path)
 		}
 		if c.Select == nil {
 			c.Select = make(map[string][]SelectRange)
 		}
 		c.Select[collective] = out
-		d.selects = append(d.selects, selectNodes{collective, nodes})
+		d.selects = append(d.selects, selectNodes{collective, nodes, paths})
 		return nil
 	}}
 }
@@ -133,6 +148,7 @@ func selectListLeaf(c *Config, collective string) *rule {
 type selectNodes struct {
 	collective string
 	nodes      []*yaml.Node
+	paths      []string // select.COLLECTIVE[I] as the file numbers them
 }
 
 func selectRangeRule(r *SelectRange) *rule {
@@ -199,13 +215,13 @@ func within(a, b string) bool {
 func (c *Config) checkSelect(d *decoder) {
 	for _, sn := range d.selects {
 		for i, r := range c.Select[sn.collective] {
-			n := sn.nodes[i]
+			n, path := sn.nodes[i], sn.paths[i]
 			a, ok := c.Algorithms[r.Algorithm]
 			switch {
 			case !ok:
-				d.add(d.errorf(n, "select.%s[%d].algorithm: got %q, want one of the algorithms: %s", sn.collective, i, r.Algorithm, knownList(c.AlgorithmNames)))
+				d.add(d.errorf(n, "%s.algorithm: got %q, want one of the algorithms: %s", path, r.Algorithm, knownList(c.AlgorithmNames)))
 			case a.Collective != "" && a.Collective != sn.collective:
-				d.add(d.errorf(n, "select.%s[%d].algorithm: %s is an algorithm of %s, not %s", sn.collective, i, r.Algorithm, a.Collective, sn.collective))
+				d.add(d.errorf(n, "%s.algorithm: %s is an algorithm of %s, not %s", path, r.Algorithm, a.Collective, sn.collective))
 			}
 		}
 	}

@@ -50,6 +50,15 @@ func TestSelect(t *testing.T) {
 				{MinBytes: 8192, Algorithm: "b", Pos: "--set select.allreduce=[{max_bytes: 4K, algorithm: a}, {min_bytes: 8K, algorithm: b}]"},
 			}}},
 		{"none", selectFile(), nil, nil},
+		{"any order", selectFile(
+			"select:",
+			"  allreduce:",
+			"    - {min_bytes: 32K, algorithm: a}",
+			"    - {max_bytes: 32K, algorithm: b}",
+		), nil, map[string][]SelectRange{"allreduce": {
+			{MaxBytes: 32768, Algorithm: "b", Pos: "ccl.yaml:15"},
+			{MinBytes: 32768, Algorithm: "a", Pos: "ccl.yaml:14"},
+		}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Load("ccl.yaml", []byte(tc.file), tc.sets)
@@ -81,6 +90,8 @@ func TestSelectErrors(t *testing.T) {
 		{"no algorithm", []string{"select:", "  allreduce:", "    - {max_bytes: 1K}"}, nil, "ccl.yaml:14: select.allreduce[0].algorithm is required"},
 		{"unknown algorithm", []string{"select:", "  allreduce:", "    - {algorithm: zz}"}, nil,
 			`ccl.yaml:14: select.allreduce[0].algorithm: got "zz", want one of the algorithms: a, b, c`},
+		{"unknown algorithm, reordered", []string{"select:", "  allreduce:", "    - {min_bytes: 8K, algorithm: zz}", "    - {max_bytes: 8K, algorithm: a}"}, nil,
+			`ccl.yaml:14: select.allreduce[0].algorithm: got "zz"`},
 		{"other collective", []string{"select:", "  allreduce:", "    - {algorithm: c}"}, nil,
 			"ccl.yaml:14: select.allreduce[0].algorithm: c is an algorithm of broadcast, not allreduce"},
 		{"auto", []string{"select:", "  allreduce:", "    - {algorithm: auto}"}, nil, "select.allreduce[0].algorithm: got auto"},
@@ -89,9 +100,9 @@ func TestSelectErrors(t *testing.T) {
 		{"zero max", []string{"select:", "  allreduce:", "    - {max_bytes: 0, algorithm: a}"}, nil,
 			"select.allreduce[0].max_bytes: got 0, want > 0 (leave max_bytes out for no upper bound)"},
 		{"overlap", []string{"select:", "  allreduce:", "    - {max_bytes: 8K, algorithm: a}", "    - {min_bytes: 4K, algorithm: b}"}, nil,
-			"ccl.yaml:15: select.allreduce[1]: [4096, ∞) overlaps the range before it, [0, 8192)"},
+			"ccl.yaml:15: select.allreduce[1]: [4096, ∞) overlaps [0, 8192) (ccl.yaml:14); ranges may not overlap"},
 		{"unbounded not last", []string{"select:", "  allreduce:", "    - {algorithm: a}", "    - {min_bytes: 4K, algorithm: b}"}, nil,
-			"ccl.yaml:15: select.allreduce[1]: the range before it, [0, ∞), has no max_bytes"},
+			"ccl.yaml:15: select.allreduce[1]: [4096, ∞) overlaps [0, ∞) (ccl.yaml:14), which has no max_bytes"},
 		{"negative", []string{"select:", "  allreduce:", "    - {min_bytes: -1, algorithm: a}"}, nil, "select.allreduce[0].min_bytes: got -1"},
 		{"bad set item", []string{"select:", "  allreduce:", "    - {algorithm: a, set: [n_slots]}"}, nil,
 			`ccl.yaml:14: select.allreduce[0].set[0]: got "n_slots", want key.path=value`},
