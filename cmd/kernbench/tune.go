@@ -162,10 +162,11 @@ func (w tuneWinner) margin() string {
 	switch {
 	case w.RunnerUp == nil:
 		return "the only run"
-	case w.RunnerUp.TimeNs <= w.Best.TimeNs*1.005:
-		// Within the rounding of the ratio: a tie, which the order of
-		// the runs breaks.
-		return fmt.Sprintf("tied with %s (listed later)", w.RunnerUp.Label)
+	case w.RunnerUp.TimeNs == w.Best.TimeNs:
+		return fmt.Sprintf("tied with %s (the first listed wins)", w.RunnerUp.Label)
+	case w.RunnerUp.TimeNs < w.Best.TimeNs*1.005:
+		// A closer race than two decimals show.
+		return fmt.Sprintf("%.4f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
 	}
 	return fmt.Sprintf("%.2f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
 }
