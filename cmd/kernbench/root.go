@@ -223,7 +223,8 @@ deterministic simulated accelerator and reports whether they are correct and
 how fast they are.
 
   kernbench run algorithms/ring_allreduce.star
-  kernbench run ring_allreduce --world-size 16 --bytes 4M`,
+  kernbench run ring_allreduce --world-size 16 --bytes 4M
+  kernbench tune allreduce --sweep 1K:4M --write-select select.yaml`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
