@@ -402,7 +402,7 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		}
 	}
 	if o.export != "" {
-		if f := exportRanges(o, collective, ranges, sweep, winners, stdout, stderr); f != nil {
+		if f := exportRanges(o, collective, ranges, winners, stdout, stderr); f != nil {
 			return fail(stderr, f)
 		}
 	}
@@ -425,14 +425,14 @@ func sizesText(sweep []int64) string {
 // o.export, recorded at the smallest measured size of its range, with
 // the range as minBytes/maxBytes. A winner that cannot be exported is
 // reported and skipped; a file that cannot be written fails the command.
-func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, sweep []int64, winners []tuneWinner, stdout, stderr io.Writer) *ccl.Failure {
+func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tuneWinner, stdout, stderr io.Writer) *ccl.Failure {
 	if err := os.MkdirAll(o.Env.Path(o.export), 0o755); err != nil {
 		return ioFailure(fmt.Sprintf("--export-msccl %s: %v", o.export, err), err)
 	}
 	for i, r := range ranges {
 		at := int64(-1) // the measured size the range starts from
 		for _, w := range winners {
-			if r.Contains(w.Bytes) || r.MinBytes == 0 && w.Bytes == sweep[0] {
+			if r.Contains(w.Bytes) {
 				at = w.Bytes
 				break
 			}
