@@ -314,12 +314,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		// go to stderr.
 		stdout = stderr
 	}
-	if arg == config.AutoAlgorithm && o.bench == "" {
+	if arg == config.AutoAlgorithm && o.bench == "" || slices.Contains(compare, config.AutoAlgorithm) {
 		// Per size, the algorithm select: records (tune.go).
-		if sharded || o.export != "" {
-			return usageErr(stderr, o.json, "auto runs an algorithm per size: run the algorithm it picks to shard its sweep or export its schedule")
-		}
-		return runAuto(o, stdout, stderr)
+		return runAuto(o, compare, sharded, stdout, stderr)
 	}
 	if o.export != "" && (compare != nil || len(o.vary) > 0) {
 		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")

@@ -551,7 +551,13 @@ func autoVariants(o *runOptions) ([]variant, []string, error) {
 
 // runAuto runs `kernbench run auto`: a comparison whose variants are the
 // algorithms select: picks, each at its own sizes.
-func runAuto(o *runOptions, stdout, stderr io.Writer) error {
+func runAuto(o *runOptions, compare []string, sharded bool, stdout, stderr io.Writer) error {
+	switch {
+	case compare != nil || len(o.vary) > 0:
+		return usageErr(stderr, o.json, "auto runs, per size, the algorithm select: records: it is not compared with other algorithms or --vary; compare the algorithms it names (kernbench run A B)")
+	case sharded || o.export != "":
+		return usageErr(stderr, o.json, "auto runs an algorithm per size: run the algorithm it picks to shard its sweep or export its schedule")
+	}
 	variants, notes, err := autoVariants(o)
 	var f *ccl.Failure
 	switch {
