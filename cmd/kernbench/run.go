@@ -84,6 +84,8 @@ bench of its collective allocates per-rank buffers, launches kernel() on
 every rank, checks the result against the collective's definition and
 prints one nccl-tests-style row per size. An .xml file is an
 MSCCL schedule (docs/msccl.md), run through the same bench and checks.
+The name auto runs each size with the algorithm ccl.yaml's select:
+records for it (kernbench tune writes it; docs/tune.md).
 
 Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
 combination) run on the same bench and sizes and print one table with a

@@ -2,6 +2,9 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -167,5 +170,53 @@ func TestTuneFlagsMakeOptions(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tc.args, diff)
 		}
+	}
+}
+
+// auto runs each size with the algorithm and set: items of the range
+// holding it, one variant per distinct choice, its sizes in order.
+func TestAutoVariants(t *testing.T) {
+	dir := t.TempDir()
+	sel := "select:\n  allreduce:\n" +
+		"    - {max_bytes: 4K, algorithm: rd_allreduce}\n" +
+		"    - {min_bytes: 4K, max_bytes: 64K, algorithm: ring_allreduce, set: [\"defaults.n_slots=2\"]}\n" +
+		"    - {min_bytes: 64K, max_bytes: 1M, algorithm: rd_allreduce}\n" +
+		"  broadcast:\n    - {algorithm: tree_broadcast}\n"
+	if err := os.WriteFile(filepath.Join(dir, "sel.yaml"), []byte(sel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := script.Env{Dir: dir, Getenv: func(string) string { return "" }}
+	for _, tc := range []struct {
+		name       string
+		collective string
+		sizes      []int64
+		want       []variant
+		err        string
+	}{
+		{"per size", "allreduce", []int64{1024, 4096, 16384, 65536, 1<<20 - 4}, []variant{
+			{target: "rd_allreduce", label: "rd_allreduce", sizes: []int64{1024, 65536, 1<<20 - 4}},
+			{target: "ring_allreduce", sets: []string{"defaults.n_slots=2"}, label: "ring_allreduce defaults.n_slots=2", sizes: []int64{4096, 16384}},
+		}, ""},
+		{"default size", "broadcast", nil, []variant{{target: "tree_broadcast", label: "tree_broadcast", sizes: []int64{1 << 20}}}, ""},
+		{"past every range", "allreduce", []int64{1 << 20}, nil, "auto: select.allreduce: no range holds 1048576 bytes"},
+		{"two collectives, none given", "", []int64{8}, nil, "auto: select: has ranges for allreduce, broadcast; say which with --collective"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &runOptions{}
+			o.Env, o.ConfigPath, o.Collective, o.Sizes = env, "sel.yaml", tc.collective, tc.sizes
+			got, _, err := autoVariants(o)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, want an error containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(variant{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("variants (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
