@@ -386,7 +386,7 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		fmt.Fprintf(stdout, "# select.%s: %s\n", collective, rangesText(ranges))
 	}
 	if len(missing) > 0 {
-		fmt.Fprintf(stderr, "kernbench: tune: no run of %s finished right at %s bytes: select: leaves them to the neighbouring sizes' winners\n", collective, strings.Join(missing, ", "))
+		fmt.Fprintf(stderr, "kernbench: tune: no run of %s finished right at %s bytes: select: has no range for them, and auto refuses them\n", collective, strings.Join(missing, ", "))
 	}
 	if d := dests["--write-select"]; d != nil && len(ranges) > 0 {
 		header := []string{

@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,13 +48,7 @@ func (r SelectRange) RangeString() string {
 func (c *Config) Pick(collective string, n int64) (SelectRange, error) {
 	ranges, ok := c.Select[collective]
 	if !ok {
-		have := slices.Sorted(func(yield func(string) bool) {
-			for k := range c.Select {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		have := slices.Sorted(maps.Keys(c.Select))
 		return SelectRange{}, fmt.Errorf("select: has no entry for %s (it has: %s); kernbench tune %s writes one", collective, knownList(have), collective)
 	}
 	for _, r := range ranges {
