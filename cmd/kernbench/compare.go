@@ -27,6 +27,10 @@ type variant struct {
 	target string
 	sets   []string // --set values the --vary flags add
 	label  string   // "ring_allreduce", "ring_allreduce defaults.n_slots=4"
+	// sizes, when set, are the variant's own sizes (bytes per rank
+	// buffer) in place of the command's: auto runs each size with the
+	// algorithm select: records for it.
+	sizes []int64
 }
 
 // labeled is a finished variant's report.
@@ -161,9 +165,18 @@ const worldColumn = "world_size"
 // before the failure stay) and the others still run; the command exits
 // with the worst status of them all (worstFailure).
 func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) error {
+	_, err := compareReports(o, variants, stdout, stderr)
+	return err
+}
+
+// compareReports is runCompare returning, with its error, every
+// variant's report in variant order (nil when the command line was
+// refused before anything ran): kernbench tune picks its winners from
+// them.
+func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer) ([]labeled, error) {
 	for flag, set := range map[string]bool{"--oplog": o.oplog != "", "--trace": o.trace != "", "--dot": o.dot != "", "--dump-pointers": o.dumpPtrs} {
 		if set {
-			return usageErr(flag + " writes one run's detail; give it one algorithm, without --vary")
+			return nil, usageErr(flag + " writes one run's detail; give it one algorithm, without --vary")
 		}
 	}
 	// Every variant resolves before any runs; then, knowing which
@@ -176,7 +189,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		opts.Vary = v.sets
 		name, err := ccl.Resolve(v.target, opts, false)
 		if err != nil {
-			return resolveFailure(o, variants[i], err, stdout, stderr)
+			return nil, resolveFailure(o, variants[i], err, stdout, stderr)
 		}
 		if name != "" && !slices.Contains(compared, name) {
 			compared = append(compared, name)
@@ -187,7 +200,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		opts := o.Options
 		opts.Vary = v.sets
 		if _, err := ccl.Resolve(v.target, opts, true); err != nil {
-			return resolveFailure(o, variants[i], err, stdout, stderr)
+			return nil, resolveFailure(o, variants[i], err, stdout, stderr)
 		}
 	}
 	width := len("algorithm")
@@ -224,6 +237,9 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 		opts := o.Options
 		opts.Vary = v.sets
 		opts.Jobs = jobs
+		if v.sizes != nil {
+			opts.Sizes, opts.Counts = v.sizes, nil
+		}
 		opts.Stderr = errTo
 		opts.Progress = nil
 		world := 0 // the variant's world size, known once it starts
@@ -390,7 +406,7 @@ func runCompare(o *runOptions, variants []variant, stdout, stderr io.Writer) err
 	for i, v := range variants {
 		labels[i] = v.label
 	}
-	return worstFailure(failures, labels, stderr)
+	return reps, worstFailure(failures, labels, stderr)
 }
 
 // labeledFailure is a failure of a comparison's variant (label) or, with

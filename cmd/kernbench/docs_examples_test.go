@@ -50,7 +50,7 @@ func TestDocExamples(t *testing.T) {
 	// parser that stops finding them fails here instead of passing empty.
 	minCommands := map[string]int{
 		"README": 2, "ccl-author-guide": 10, "msccl": 5, "cluster": 3,
-		"topologies": 6, "report": 3, "testing": 2, "l3l2": 5, "faults": 7,
+		"topologies": 6, "report": 3, "testing": 2, "l3l2": 5, "faults": 7, "tune": 8,
 	}
 	dir := t.TempDir()
 	for _, path := range docs {

@@ -247,13 +247,14 @@ deterministic simulated accelerator and reports whether they are correct and
 how fast they are.
 
   kernbench run algorithms/ring_allreduce.star
-  kernbench run ring_allreduce --world-size 16 --bytes 4M`,
+  kernbench run ring_allreduce --world-size 16 --bytes 4M
+  kernbench tune allreduce --sweep 1K:4M --write-select select.yaml`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(env, stdout, stderr), newTestCmd(env, stdout, stderr), newCheckCmd(env, stdout, stderr), newDocsCmd(env, stdout, stderr), newVersionCmd(stdout), newMergeCmd(env, stdout, stderr))
+	root.AddCommand(newRunCmd(env, stdout, stderr), newTestCmd(env, stdout, stderr), newCheckCmd(env, stdout, stderr), newDocsCmd(env, stdout, stderr), newVersionCmd(stdout), newMergeCmd(env, stdout, stderr), newTuneCmd(env, stdout, stderr))
 	return root
 }
 

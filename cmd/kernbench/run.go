@@ -84,6 +84,8 @@ bench of its collective allocates per-rank buffers, launches kernel() on
 every rank, checks the result against the collective's definition and
 prints one nccl-tests-style row per size. An .xml file is an
 MSCCL schedule (docs/msccl.md), run through the same bench and checks.
+The name auto runs each size with the algorithm ccl.yaml's select:
+records for it (kernbench tune writes it; docs/tune.md).
 
 Several algorithms (run A B C) or --vary key=v1,v2 (repeatable: every
 combination) run on the same bench and sizes and print one table with a
@@ -235,6 +237,10 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	table, err := o.resolveOutputs(arg, compare, stdout, stderr)
 	if err != nil {
 		return usageErr(err.Error())
+	}
+	if arg == config.AutoAlgorithm && o.bench == "" || slices.Contains(compare, config.AutoAlgorithm) {
+		// Per size, the algorithm select: records (tune.go).
+		return runAuto(o, compare, shardInfo != nil, table, stderr)
 	}
 	if compare != nil || len(o.vary) > 0 {
 		return o.runComparison(arg, compare, table, stderr)

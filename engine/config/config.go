@@ -34,6 +34,10 @@ type Config struct {
 	Algorithms     map[string]*Algorithm // algorithms:, by name
 	AlgorithmNames []string              // keys of Algorithms, sorted
 	System         System                // system:
+	// Select is select:, the ranges of buffer sizes each collective's
+	// algorithm `auto` picks from (kernbench tune writes it), by
+	// collective; nil when absent.
+	Select map[string][]SelectRange `json:",omitempty"`
 	// DefaultsGiven maps each key of defaults: that the user gave (in a
 	// ccl.yaml or --config file, or with a --set item) to where:
 	// "FILE:LINE" or "--set ITEM". A key only the embedded default gives
@@ -303,6 +307,16 @@ func (c *Config) Clone() *Config {
 		AlgorithmNames: slices.Clone(c.AlgorithmNames),
 		System:         c.System.clone(),
 		DefaultsGiven:  maps.Clone(c.DefaultsGiven),
+	}
+	if c.Select != nil {
+		out.Select = make(map[string][]SelectRange, len(c.Select))
+		for k, rs := range c.Select {
+			rs = slices.Clone(rs)
+			for i := range rs {
+				rs[i].Set = slices.Clone(rs[i].Set)
+			}
+			out.Select[k] = rs
+		}
 	}
 	if c.Algorithms != nil {
 		out.Algorithms = make(map[string]*Algorithm, len(c.Algorithms))

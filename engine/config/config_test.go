@@ -276,7 +276,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		// Unknown keys, at every level.
 		{"unknown top-level key", with("sytem: {}"),
-			`ccl.yaml:6: top level: unknown key "sytem" (allowed: algorithms, defaults, system)`},
+			`ccl.yaml:6: top level: unknown key "sytem" (allowed: algorithms, defaults, select, system)`},
 		{"unknown defaults key", lines("defaults:", "  algorithm: a", "  n_slot: 4", "algorithms: {a: {module: a.star}}"),
 			`ccl.yaml:3: defaults: unknown key "n_slot" (allowed: ` + defaultsKeys + `)`},
 		{"unknown algorithm key", with("    modul: a.star"),
@@ -495,7 +495,7 @@ func TestSetErrors(t *testing.T) {
 		{"empty path element", with(), []string{"defaults..n_slots=4"},
 			`--set defaults..n_slots=4: empty key in path "defaults..n_slots"`},
 		{"unknown section", with(), []string{"default.n_slots=4"},
-			`--set default.n_slots=4: top level: unknown key "default" (allowed: algorithms, defaults, system)`},
+			`--set default.n_slots=4: top level: unknown key "default" (allowed: algorithms, defaults, select, system)`},
 		{"unknown key", with(), []string{"defaults.n_slot=4"},
 			`--set defaults.n_slot=4: defaults: unknown key "n_slot" (allowed: algorithm, backpressure, buffer_kind, channels, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size)`},
 		// Past 64 channels no topology installs: the error blamed the

@@ -82,6 +82,9 @@ type decoder struct {
 	errs Errors
 	// stop ends decoding: the node budget is spent.
 	stop bool
+	// selects are the entries of select:, checked against algorithms:
+	// once both are decoded (Config.checkSelect).
+	selects []selectNodes
 }
 
 // add records err, a mistake decoding continues past.

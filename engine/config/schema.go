@@ -91,11 +91,21 @@ func rootRule(c *Config) *rule {
 			{key: "defaults", required: true, rule: defaultsRule(c)},
 			{key: "algorithms", required: true, rule: algorithmsRule(c)},
 			{key: "system", rule: systemRule(&c.System)},
+			{key: "select", rule: selectRule(c)},
 		},
 		// An unknown defaults.algorithm is reported beside other mistakes,
 		// unless algorithms: itself is one.
 		afterMistakes: true,
 		after: func(d *decoder, _, _ *yaml.Node, _ string) error {
+			if len(c.Algorithms) > 0 {
+				c.checkSelect(d)
+			}
+			if c.Defaults.Algorithm == AutoAlgorithm && d.defaultAlgorithm != nil {
+				if len(c.Select) == 0 {
+					return d.errorf(d.defaultAlgorithm, "defaults.algorithm: auto picks from select:, which this configuration does not have (kernbench tune COLLECTIVE --write-select FILE writes one)")
+				}
+				return nil
+			}
 			if _, ok := c.Algorithms[c.Defaults.Algorithm]; !ok && d.defaultAlgorithm != nil && len(c.Algorithms) > 0 {
 				return d.errorf(d.defaultAlgorithm, "defaults.algorithm: got %s, want one of the algorithms: %s",
 					strconv.Quote(c.Defaults.Algorithm), knownList(c.AlgorithmNames))
@@ -230,6 +240,9 @@ func algorithmsRule(c *Config) *rule {
 			if k != nil {
 				if !isIdent(name) {
 					return nil, d.errorf(k, "algorithms: name %q is not an identifier (want letters, digits and _, not starting with a digit)", name)
+				}
+				if name == AutoAlgorithm {
+					return nil, d.errorf(k, "algorithms: the name auto is reserved: it runs what select: picks for each size")
 				}
 				a.Line = k.Line
 				c.Algorithms[name] = a

@@ -28,7 +28,12 @@ type Algo struct {
 	// file does not say, and a runner fills one FIFO slot per message.
 	// The MSCCL runtimes look attributes up by name and ignore this one.
 	PieceBytes int
-	GPUs       []GPU // indexed by id
+	// MinBytes and MaxBytes are the range of call sizes the runtime
+	// picks the schedule for, written as minBytes (inclusive) and
+	// maxBytes (exclusive; 0 writes the largest int64: no bound). A
+	// parsed file leaves them 0.
+	MinBytes, MaxBytes int64
+	GPUs               []GPU // indexed by id
 }
 
 // GPU is one rank's part of the schedule.

@@ -27,9 +27,14 @@ func (a *Algo) Write(w io.Writer) error {
 	// runtimes (msccl-executor-nccl, RCCL), which look every attribute up
 	// by name and fail on a missing one; older parsers ignore them. The
 	// schedule is valid at any size (counts split into nchunksperloop
-	// chunks), so it is offered for all of them.
-	fmt.Fprintf(bw, "<algo name=%s proto=%s nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" coll=%s inplace=\"%d\" outofplace=\"%d\" minBytes=\"0\" maxBytes=\"%d\"",
-		attr(a.Name), attr(proto), a.NChannels, a.NChunksPerLoop, a.NGPUs, attr(a.Coll), inplace, 1-inplace, int64(math.MaxInt64))
+	// chunks), so it is offered for all of them unless MinBytes and
+	// MaxBytes say otherwise (kernbench tune's ranges).
+	maxBytes := a.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = math.MaxInt64
+	}
+	fmt.Fprintf(bw, "<algo name=%s proto=%s nchannels=\"%d\" nchunksperloop=\"%d\" ngpus=\"%d\" coll=%s inplace=\"%d\" outofplace=\"%d\" minBytes=\"%d\" maxBytes=\"%d\"",
+		attr(a.Name), attr(proto), a.NChannels, a.NChunksPerLoop, a.NGPUs, attr(a.Coll), inplace, 1-inplace, a.MinBytes, maxBytes)
 	if a.PieceBytes > 0 {
 		// Last, so that a runtime keeping a fixed number of attributes
 		// (16 in NCCL-MSCCL and RCCL) drops this one first.
