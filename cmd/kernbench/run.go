@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/engine/chakra"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
 	"kernbench/engine/trace"
@@ -42,6 +43,7 @@ type runOptions struct {
 	trace                  string
 	cpuprofile             string
 	export                 string
+	exportChakra           string
 	traceRanks, traceKinds string
 	bytes                  string
 	json                   bool
@@ -172,6 +174,7 @@ of these (its last line names that failure's kind).`,
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips; --timing-only checks nothing and refuses =true)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
+	f.StringVar(&o.exportChakra, "export-chakra", "", "write the run's schedule as Chakra execution traces for ASTRA-sim into the new folder DIR, with its configuration and a README (one size; see docs/astra-sim.md)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the run to FILE (go tool pprof FILE; for work on kernbench's own speed)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
 	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay; ranks below 2^20)")
@@ -314,6 +317,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 		// go to stderr.
 		stdout = stderr
 	}
+	if err := checkChakraDir(o.Env, o.exportChakra, compare != nil || len(o.vary) > 0); err != nil && cmd.Flags().Changed("export-chakra") {
+		return usageErr(stderr, o.json, err.Error())
+	}
 	if o.export != "" && (compare != nil || len(o.vary) > 0) {
 		return usageErr(stderr, o.json, "--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
@@ -419,6 +425,10 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if o.export != "" {
 		o.ExportMSCCL = &exported
 	}
+	var chakraTrace *chakra.Trace
+	if o.exportChakra != "" {
+		o.ExportChakra = func(t *chakra.Trace) { chakraTrace = t }
+	}
 	if o.TimingOnly {
 		// No data: the heap is the ranks' state (hugepages_linux64.go).
 		defer adviseHugePages()()
@@ -494,6 +504,11 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	if o.export != "" {
 		if f := writeOutput(o.Env, dests["--export-msccl"], o.outStdout, exported.Bytes()); f != nil {
+			return fail(stderr, f)
+		}
+	}
+	if chakraTrace != nil {
+		if f := writeChakraDir(o.Env, o.exportChakra, chakraTrace); f != nil {
 			return fail(stderr, f)
 		}
 	}
@@ -1099,7 +1114,7 @@ func wrongRangesText(rws []ccl.RankWrong) string {
 // benchFlags shape the collective bench's buffers and machine: an L3 bench
 // (main(orch)), which makes its own traffic, refuses them (ccl.Options.BenchFlags).
 var benchFlags = []string{"count", "bytes", "sweep", "minbytes", "maxbytes", "stepfactor", "dtype", "redop", "in-place", "seed",
-	"data-space", "root", "world-size", "topology", "collective", "timing-only", "export-msccl"}
+	"data-space", "root", "world-size", "topology", "collective", "timing-only", "export-msccl", "export-chakra"}
 
 // allZero reports whether a run's sizes (bytes, or counts) are all 0;
 // false when none are given (the default is 1 MiB).
