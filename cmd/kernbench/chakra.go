@@ -32,11 +32,6 @@ func checkChakraDir(env script.Env, dir string, several bool) error {
 	if several {
 		return errors.New("--export-chakra writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
-	if _, err := os.Lstat(env.Path(dir)); err == nil {
-		return fmt.Errorf("--export-chakra: %s already exists; the export makes a new folder and replaces nothing: remove it or give another name", dir)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("--export-chakra: %v", err)
-	}
 	parent := filepath.Dir(filepath.Clean(dir))
 	st, err := os.Stat(env.Path(parent))
 	switch {
@@ -46,6 +41,11 @@ func checkChakraDir(env script.Env, dir string, several bool) error {
 		return fmt.Errorf("--export-chakra: %v", err)
 	case !st.IsDir():
 		return fmt.Errorf("--export-chakra: %s, where %s would be made, is not a folder", parent, dir)
+	}
+	if _, err := os.Lstat(env.Path(dir)); err == nil {
+		return fmt.Errorf("--export-chakra: %s already exists; the export makes a new folder and replaces nothing: remove it or give another name", dir)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--export-chakra: %v", err)
 	}
 	return nil
 }
