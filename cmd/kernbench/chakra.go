@@ -56,6 +56,10 @@ func writeChakraDir(env script.Env, dir string, t *chakra.Trace) *ccl.Failure {
 	fail := func(err error) *ccl.Failure {
 		return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: "--export-chakra: " + err.Error(), Err: err})
 	}
+	if t == nil {
+		err := fmt.Errorf("--export-chakra: the run recorded no schedule; nothing written to %s", dir)
+		return ccl.WithKind(errkind.Export, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
 	files, err := t.Files()
 	if err != nil {
 		return ccl.WithKind(errkind.Export, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})

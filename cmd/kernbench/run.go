@@ -507,7 +507,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 			return fail(stderr, f)
 		}
 	}
-	if chakraTrace != nil {
+	if o.exportChakra != "" {
 		if f := writeChakraDir(o.Env, o.exportChakra, chakraTrace); f != nil {
 			return fail(stderr, f)
 		}
