@@ -180,14 +180,17 @@ func simulate(files []*chakra.File, nw netCfg, o modelOpts) (float64, error) {
 			}
 			arrive = at
 		} else {
-			start := t
+			// Cut-through: the head goes on as soon as it has crossed a
+			// link, each link carries the message in its own turn, and
+			// no link finishes before the one before it has delivered.
+			head, tail := t, t
 			for _, l := range links {
-				start = max(start, free[l])
+				start := max(head, free[l])
+				done := max(start+xfer, tail)
+				free[l] = done
+				head, tail = start+nw.lat, done+nw.lat
 			}
-			for _, l := range links {
-				free[l] = start + xfer
-			}
-			arrive = start + float64(len(links))*nw.lat + xfer
+			arrive = tail
 		}
 		rr, ok := recvOf[msgID{r.rank, int(dst), tag}]
 		if !ok {
