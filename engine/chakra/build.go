@@ -117,8 +117,11 @@ func Build(run Run, records []*oplog.Record) (*Trace, error) {
 		}
 		tags[k] = int32(i)
 	}
-	for k, r := range recvs {
-		if _, ok := sends[k]; !ok {
+	for _, r := range records {
+		if r.Kind != oplog.KindIPCQ || r.Name != "recv" {
+			continue
+		}
+		if _, ok := sends[msgKey{r.Src, r.SenderSeq}]; !ok {
 			return nil, fmt.Errorf("--export-chakra: rank %d received message #%d on %s, whose send is not in the op_log", r.Rank, r.SenderSeq, r.Dir)
 		}
 	}
@@ -153,9 +156,8 @@ func Build(run Run, records []*oplog.Record) (*Trace, error) {
 				if err := rankOK(peer); err != nil {
 					return nil, err
 				}
-				i := b.add(r, CommSendNode, fmt.Sprintf("send %s #%d to rank %d", r.Dir, r.SenderSeq, peer),
+				b.add(r, CommSendNode, fmt.Sprintf("send %s #%d to rank %d", r.Dir, r.SenderSeq, peer),
 					b.mem.get(r.Src, r.NBytes), commAttrs(r.Rank, peer, tags[k], r.NBytes))
-				_ = i
 				t.Messages++
 				t.SendBytes[r.Rank] += r.NBytes
 			case "recv":
@@ -207,20 +209,16 @@ func Build(run Run, records []*oplog.Record) (*Trace, error) {
 
 	// Number each rank's nodes in the order they were issued, after its
 	// metadata node (0).
-	byRank := make([][]*node, run.World)
-	for _, n := range b.nodes {
-		byRank[n.rank] = append(byRank[n.rank], n)
+	byRank := make([][]int, run.World)
+	for i, n := range b.nodes {
+		byRank[n.rank] = append(byRank[n.rank], i)
 	}
 	ids := make([]uint64, len(b.nodes))
-	index := map[*node]int{}
-	for i, n := range b.nodes {
-		index[n] = i
-	}
 	t.Ranks = make([][]Node, run.World)
 	for rank, ns := range byRank {
-		sort.SliceStable(ns, func(i, j int) bool { return ns[i].seq < ns[j].seq })
-		for j, n := range ns {
-			ids[index[n]] = uint64(j + 1)
+		sort.SliceStable(ns, func(i, j int) bool { return b.nodes[ns[i]].seq < b.nodes[ns[j]].seq })
+		for j, i := range ns {
+			ids[i] = uint64(j + 1)
 		}
 		out := []Node{{ID: 0, Name: "kernbench " + run.Algorithm, Type: MetadataNode, Attrs: []Attr{
 			{"is_cpu_op", false},
@@ -230,9 +228,10 @@ func Build(run Run, records []*oplog.Record) (*Trace, error) {
 			{"bytes", run.Bytes},
 			{"dtype", run.DType},
 		}}}
-		for _, n := range ns {
+		for _, i := range ns {
+			n := b.nodes[i]
 			nd := n.n
-			nd.ID = ids[index[n]]
+			nd.ID = ids[i]
 			for _, d := range n.deps {
 				// A dependency on another rank (a kernel that reads a
 				// peer's memory) has no place in a rank's file: the
