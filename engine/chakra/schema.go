@@ -136,12 +136,16 @@ var (
 	nodeAttr      = field("Node", "attr")
 )
 
+// scalarTypes are protobuf's scalar types by their .proto names.
 var scalarTypes = map[string]descriptorpb.FieldDescriptorProto_Type{
-	"string": descriptorpb.FieldDescriptorProto_TYPE_STRING,
-	"int32":  descriptorpb.FieldDescriptorProto_TYPE_INT32,
-	"int64":  descriptorpb.FieldDescriptorProto_TYPE_INT64,
-	"uint64": descriptorpb.FieldDescriptorProto_TYPE_UINT64,
-	"bool":   descriptorpb.FieldDescriptorProto_TYPE_BOOL,
+	"double": descriptorpb.FieldDescriptorProto_TYPE_DOUBLE, "float": descriptorpb.FieldDescriptorProto_TYPE_FLOAT,
+	"int32": descriptorpb.FieldDescriptorProto_TYPE_INT32, "int64": descriptorpb.FieldDescriptorProto_TYPE_INT64,
+	"uint32": descriptorpb.FieldDescriptorProto_TYPE_UINT32, "uint64": descriptorpb.FieldDescriptorProto_TYPE_UINT64,
+	"sint32": descriptorpb.FieldDescriptorProto_TYPE_SINT32, "sint64": descriptorpb.FieldDescriptorProto_TYPE_SINT64,
+	"fixed32": descriptorpb.FieldDescriptorProto_TYPE_FIXED32, "fixed64": descriptorpb.FieldDescriptorProto_TYPE_FIXED64,
+	"sfixed32": descriptorpb.FieldDescriptorProto_TYPE_SFIXED32, "sfixed64": descriptorpb.FieldDescriptorProto_TYPE_SFIXED64,
+	"bool": descriptorpb.FieldDescriptorProto_TYPE_BOOL, "string": descriptorpb.FieldDescriptorProto_TYPE_STRING,
+	"bytes": descriptorpb.FieldDescriptorProto_TYPE_BYTES,
 }
 
 // fileDescriptor is the schema as a protobuf file descriptor, built from
