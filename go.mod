@@ -27,6 +27,7 @@ require (
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 	golang.org/x/tools v0.36.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 // quietstart is a module of this repository (its own path, so that it is

@@ -51,6 +51,7 @@ func TestDocExamples(t *testing.T) {
 	minCommands := map[string]int{
 		"README": 2, "ccl-author-guide": 10, "msccl": 5, "cluster": 3,
 		"topologies": 6, "report": 3, "testing": 2, "l3l2": 5, "faults": 7, "tune": 8,
+		"astra-sim": 2,
 	}
 	dir := t.TempDir()
 	for _, path := range docs {

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/engine/chakra"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
 	"kernbench/engine/trace"
@@ -42,6 +43,7 @@ type runOptions struct {
 	trace                  string
 	cpuprofile             string
 	export                 string
+	exportChakra           string
 	traceRanks, traceKinds string
 	bytes                  string
 	json                   bool
@@ -174,6 +176,7 @@ of these (its last line names that failure's kind).`,
 	f.BoolVar(&o.Verify, "verify-data", true, "check results against the reference (=false skips; --timing-only checks nothing and refuses =true)")
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated time, events and op counts, far less memory; no reference check or phase 2 (#wrong N/A), and a kernel that reads values fails")
 	f.StringVar(&o.export, "export-msccl", "", "write the run's schedule as MSCCL XML to FILE (one size; see docs/msccl.md)")
+	f.StringVar(&o.exportChakra, "export-chakra", "", "write the run's schedule as Chakra execution traces for ASTRA-sim into the new folder DIR, with its configuration and a README (one size; see docs/astra-sim.md)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the run to FILE (go tool pprof FILE; for work on kernbench's own speed)")
 	f.StringVar(&o.trace, "trace", "", "write the timeline as Chrome/Perfetto trace JSON to FILE (ui.perfetto.dev); a sweep traces its last size")
 	f.StringVar(&o.traceRanks, "trace-ranks", "", "with --trace, keep only these ranks' events (like 0,3,8-15; the links stay; ranks below 2^20)")
@@ -236,6 +239,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	// The table goes to stdout, or to stderr when an output has stdout.
 	table, err := o.resolveOutputs(arg, compare, stdout, stderr)
 	if err != nil {
+		return usageErr(err.Error())
+	}
+	if err := checkChakraDir(o.Env, o.exportChakra, compare != nil || len(o.vary) > 0); err != nil && cmd.Flags().Changed("export-chakra") {
 		return usageErr(err.Error())
 	}
 	if arg == config.AutoAlgorithm && o.bench == "" || slices.Contains(compare, config.AutoAlgorithm) {
@@ -404,6 +410,7 @@ type simulated struct {
 	rep      *ccl.Report
 	rows     int
 	exported bytes.Buffer
+	chakra   *chakra.Trace // the --export-chakra schedule
 	wallS    float64
 }
 
@@ -491,6 +498,9 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	if o.export != "" {
 		o.ExportMSCCL = &run.exported
 	}
+	if o.exportChakra != "" {
+		o.ExportChakra = func(t *chakra.Trace) { run.chakra = t }
+	}
 	if o.TimingOnly {
 		// No data: the heap is the ranks' state (hugepages_linux64.go).
 		defer adviseHugePages()()
@@ -577,6 +587,11 @@ func (o *runOptions) render(run *simulated, shardInfo *ccl.Shard, stdout, stderr
 	}
 	if o.export != "" {
 		if f := writeOutput(o.Env, o.outputs["--export-msccl"], o.outStdout, run.exported.Bytes()); f != nil {
+			return f
+		}
+	}
+	if o.exportChakra != "" {
+		if f := writeChakraDir(o.Env, o.exportChakra, run.chakra); f != nil {
 			return f
 		}
 	}
@@ -1191,7 +1206,7 @@ func wrongRangesText(rws []ccl.RankWrong) string {
 // benchFlags shape the collective bench's buffers and machine: an L3 bench
 // (main(orch)), which makes its own traffic, refuses them (ccl.Options.BenchFlags).
 var benchFlags = []string{"count", "bytes", "sweep", "minbytes", "maxbytes", "stepfactor", "dtype", "redop", "in-place", "seed",
-	"data-space", "root", "world-size", "topology", "collective", "timing-only", "export-msccl"}
+	"data-space", "root", "world-size", "topology", "collective", "timing-only", "export-msccl", "export-chakra"}
 
 // allZero reports whether a run's sizes (bytes, or counts) are all 0;
 // false when none are given (the default is 1 MiB).

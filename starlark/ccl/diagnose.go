@@ -122,7 +122,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 func silent(opts Options) Options {
 	o := opts
 	o.silent = true
-	o.OpLog, o.Trace, o.ExportMSCCL, o.DumpPointers, o.CCLTrace = nil, nil, nil, nil, nil
+	o.OpLog, o.Trace, o.ExportMSCCL, o.ExportChakra, o.DumpPointers, o.CCLTrace = nil, nil, nil, nil, nil, nil
 	o.KeepOutputs, o.Detail, o.Stderr = false, false, nil
 	return o
 }

@@ -129,6 +129,11 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 		return nil, err
 	}
 	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
+	if p.opts.ExportChakra != nil {
+		if err := exportChakra(p, w, res); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 

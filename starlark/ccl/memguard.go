@@ -29,7 +29,7 @@ import (
 // at this size and world, and the run's modes. A timing-only run's
 // estimate reads none of the collective's figures: they are left out.
 func (p *plan) memRun(count int64) hostmem.Run {
-	r := hostmem.Run{World: p.world, TimingOnly: p.opts.TimingOnly, Verify: p.opts.Verify, KeepsLog: p.opts.OpLog != nil, InPlace: p.opts.InPlace}
+	r := hostmem.Run{World: p.world, TimingOnly: p.opts.TimingOnly, Verify: p.opts.Verify, KeepsLog: p.opts.OpLog != nil || p.opts.ExportChakra != nil, InPlace: p.opts.InPlace}
 	if !p.opts.TimingOnly {
 		sz := int64(p.dt.Size())
 		r.SendBytes, r.RecvBytes = hostmem.SatMul(p.coll.sendCount(count, p.world), sz), hostmem.SatMul(p.coll.recvCount(count, p.world), sz)

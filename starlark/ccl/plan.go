@@ -369,6 +369,12 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 			return nil, usage("count must be >= 0 (got %d)", c)
 		}
 	}
+	if opts.ExportChakra != nil && len(p.counts) != 1 {
+		return nil, usage("--export-chakra writes the schedule of one size; got %d sizes", len(p.counts))
+	}
+	if opts.ExportChakra != nil && opts.TimingOnly {
+		return nil, usage("--export-chakra reads the schedule from the op_log, which --timing-only does not keep; drop --timing-only")
+	}
 	if opts.ExportMSCCL != nil && len(p.counts) != 1 {
 		return nil, usage("--export-msccl writes the schedule of one size; got %d sizes", len(p.counts))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"kernbench/engine/chakra"
 	"kernbench/engine/config"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
@@ -124,6 +125,10 @@ type Options struct {
 	// ExportMSCCL, when set, receives the run's schedule as MSCCL XML
 	// (--export-msccl; one size only).
 	ExportMSCCL io.Writer
+	// ExportChakra, when set, receives the run's schedule as Chakra
+	// execution traces (--export-chakra; one size only, not with
+	// TimingOnly: it is read from the op_log).
+	ExportChakra func(*chakra.Trace)
 	// MaxMemory bounds the host memory of a run (--max-memory; 0 = no
 	// bound): a size whose estimate is over it is refused (exit 2), and a
 	// run that passes it anyway stops (exit 3, OutOfMemory).
@@ -407,6 +412,11 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
 	if rec != nil {
 		if err := exportMSCCL(rec, p, b, w.g, count, p.opts.ExportMSCCL); err != nil {
+			return nil, err
+		}
+	}
+	if p.opts.ExportChakra != nil {
+		if err := exportChakra(p, w, res); err != nil {
 			return nil, err
 		}
 	}

@@ -120,7 +120,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	}
 	if p.opts.TimingOnly {
 		m.SetTimingOnly()
-	} else if p.opts.Verify || p.opts.OpLog != nil {
+	} else if p.opts.Verify || p.opts.OpLog != nil || p.opts.ExportChakra != nil {
 		m.Log = &oplog.Log{}
 		if p.opts.witness {
 			m.Log.Witness()

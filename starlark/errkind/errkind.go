@@ -74,8 +74,8 @@ var (
 	Load           = &Kind{"LoadError", ExitUsage, Run, "a .star file does not parse, resolve or load, or lacks its entry function"}
 	Init           = &Kind{"InitError", ExitUsage, Run, "the simulated machine cannot be built for the run (topology, neighbors(), the bench's set-up)"}
 	MSCCL          = &Kind{"MSCCLError", ExitUsage, Run, "an MSCCL XML schedule does not parse or validate"}
-	IO             = &Kind{"IOError", ExitUsage, Run, "an output (--trace, --oplog, --cpuprofile, --csv, --plot, --export-msccl, docs --stubs) cannot be written, while the run writes it or after; a path refused before the run (a folder, a block device, a missing folder) is a UsageError"}
-	Export         = &Kind{"ExportError", ExitUsage, Run, "--export-msccl cannot express the run"}
+	IO             = &Kind{"IOError", ExitUsage, Run, "an output (--trace, --oplog, --cpuprofile, --csv, --plot, --export-msccl, --export-chakra, docs --stubs) cannot be written, while the run writes it or after; a path refused before the run (a folder, a block device, a missing folder) is a UsageError"}
+	Export         = &Kind{"ExportError", ExitUsage, Run, "--export-msccl or --export-chakra cannot express the run"}
 	MemoryLimit    = &Kind{"OutOfMemory", ExitUsage, Run, "before the run: the bench buffers do not fit the simulated memory, or the run's host-memory estimate exceeds --max-memory"}
 	CheckFailed    = &Kind{"CheckFailed", ExitUsage, Run, "`kernbench check` found problems"}
 	Deadlock       = &Kind{"Deadlock", ExitDeadlock, Run, "every remaining process waits for another, or one waited longer than deadlock_timeout_ns with nothing on its way"}
