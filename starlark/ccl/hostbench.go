@@ -22,6 +22,11 @@ import (
 // per rank as concurrent simulated host processes, with the algorithm of
 // defaults.algorithm (or opts.Algorithm) behind torch.distributed.
 func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Config, cfgDir string, loader *script.Loader, opts Options) (*Report, error) {
+	if opts.ExportMSCCL != nil {
+		// The schedule it writes names the builtin bench's buffers; a host
+		// bench's are its own tensors. Refused, not a run without the file.
+		return nil, usage("--export-msccl writes the builtin bench's schedule, and %s is a host bench: export the algorithm it runs (kernbench run ALGORITHM --export-msccl FILE)", benchFile)
+	}
 	name := cfg.Defaults.Algorithm
 	if opts.Algorithm != "" {
 		name = opts.Algorithm
