@@ -18,6 +18,7 @@ import (
 	"kernbench/engine/msccl"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -425,7 +426,7 @@ func sizesText(sweep []int64) string {
 // o.export, recorded at the smallest measured size of its range, with
 // the range as minBytes/maxBytes. A winner that cannot be exported is
 // reported and skipped; a file that cannot be written fails the command.
-func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tuneWinner, stdout, stderr io.Writer) *ccl.Failure {
+func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tuneWinner, stdout, stderr io.Writer) *report.Failure {
 	if err := os.MkdirAll(o.Env.Path(o.export), 0o755); err != nil {
 		return ioFailure(fmt.Sprintf("--export-msccl %s: %v", o.export, err), err)
 	}
@@ -474,8 +475,8 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 }
 
 // ioFailure is an output's failure to be written (exit status of IO).
-func ioFailure(msg string, err error) *ccl.Failure {
-	return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: msg, Err: err})
+func ioFailure(msg string, err error) *report.Failure {
+	return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: msg, Err: err})
 }
 
 // setRange gives the exported schedule in buf the byte range of r
@@ -559,7 +560,7 @@ func runAuto(o *runOptions, compare []string, sharded bool, stdout, stderr io.Wr
 		return usageErr("auto runs an algorithm per size: run the algorithm it picks to shard its sweep or export its schedule")
 	}
 	variants, notes, err := autoVariants(o)
-	var f *ccl.Failure
+	var f *report.Failure
 	switch {
 	case errors.As(err, &f):
 		return f // the configuration does not load

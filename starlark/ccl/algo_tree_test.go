@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"kernbench"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -15,7 +16,7 @@ import (
 // module's TOPOLOGY (tree_binary) and COLLECTIVE pick topology and bench.
 
 // treeRun runs algorithms/<algo>.star with reference verification.
-func treeRun(t *testing.T, algo string, o Options) *Report {
+func treeRun(t *testing.T, algo string, o Options) *report.Report {
 	t.Helper()
 	rep := runVerified(t, "algorithms/"+algo+".star", o)
 	if rep.Topology != "tree_binary" {
@@ -25,7 +26,7 @@ func treeRun(t *testing.T, algo string, o Options) *Report {
 }
 
 // treeCheck fails unless every row was verified with no wrong element.
-func treeCheck(t *testing.T, rep *Report) {
+func treeCheck(t *testing.T, rep *report.Report) {
 	t.Helper()
 	checkCorrect(t, rep)
 }

@@ -9,6 +9,7 @@ import (
 
 	"kernbench/engine/config"
 	"kernbench/engine/machine"
+	"kernbench/starlark/report"
 	"kernbench/starlark/tl"
 )
 
@@ -41,7 +42,7 @@ type fixCandidate struct {
 // (a run of the same size with the changed target). Other errors are
 // returned as they are.
 func memoryFixes(err error, cfg *config.Config, tgt *target, opts Options, trial func(*target) error) error {
-	var f *Failure
+	var f *report.Failure
 	if !errors.As(err, &f) {
 		return err
 	}

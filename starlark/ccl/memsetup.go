@@ -8,6 +8,7 @@ import (
 
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 )
 
 // checkWorldMemory refuses a large world whose ranks alone (their
@@ -37,7 +38,7 @@ func (p *plan) checkWorldMemory(channels int) error {
 	// The largest world whose ranks and directions alone fit (0: none).
 	fit := sort.Search(p.world, func(w int) bool { return hostmem.SatAdd(ranksOf(w+1), hostmem.RuntimeBytes) > limit })
 	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
-	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: e.Total()}
+	ref := &report.Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: e.Total()}
 	ref.Reason = fmt.Sprintf("world_size %d needs at least %s of host memory, over --max-memory %s; a smaller --world-size or raise --max-memory",
 		p.world, hostmem.FormatBytes(e.Total()), lt)
 	alt := "a smaller --world-size"
@@ -46,7 +47,7 @@ func (p *plan) checkWorldMemory(channels int) error {
 	}
 	ref.Message = fmt.Sprintf("world_size %d needs at least %s of host memory before any buffer (%s), over --max-memory %s; try %s, or raise --max-memory",
 		p.world, hostmem.FormatBytes(e.Total()), e.Parts(), lt, alt)
-	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
+	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
 // worldSetUpBytes is the estimate's part for the ranks of a world of w

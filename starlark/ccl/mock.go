@@ -12,6 +12,7 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -61,8 +62,8 @@ type MockResult struct {
 	Schedules       int
 	// FirstWrong and WrongRanges describe the wrong elements of the first
 	// failing schedule (nil when nothing is wrong).
-	FirstWrong  *WrongElem
-	WrongRanges []RankWrong
+	FirstWrong  *report.WrongElem
+	WrongRanges []report.RankWrong
 }
 
 // mockSeed is schedule i's jitter seed: schedule 0 is plain scheduling
@@ -116,7 +117,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			LoadPath: o.LoadPath,
 		})
 		if err != nil {
-			var f *Failure
+			var f *report.Failure
 			if errors.As(err, &f) {
 				msg := f.Msg
 				if f.Detail != "" && f.Detail != f.Msg {
@@ -125,7 +126,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 				if o.Schedules > 1 {
 					msg = fmt.Sprintf("schedule %d of %d (seed %d): %s", i, o.Schedules, o.Seed, msg)
 				}
-				return nil, WithKind(f.ErrorKind(), &Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
+				return nil, report.WithKind(f.ErrorKind(), &report.Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
 			}
 			return nil, err
 		}
@@ -147,7 +148,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			if d := r.Phase2Diagnosis; d != nil {
 				f.Msg += "\n  " + strings.Join(d.Lines(), "\n  ")
 			}
-			f.Msg += "\n" + Phase2Advice
+			f.Msg += "\n" + report.Phase2Advice
 			return nil, f
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -32,11 +33,11 @@ func IsMSCCL(arg string) bool { return mscclio.IsSchedule(arg) }
 func loadMSCCL(arg string, src script.Source) (*msccl.Algo, error) {
 	data, err := src.ReadFile(arg)
 	if err != nil {
-		return nil, WithKind(errkind.Usage, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	a, err := msccl.Parse(arg, data)
 	if err != nil {
-		return nil, WithKind(errkind.MSCCL, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.MSCCL, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return a, nil
 }
@@ -47,7 +48,7 @@ func mscclFailure(err error) error {
 	if !errors.As(err, &e) {
 		return err
 	}
-	return WithKind(e.Kind, &Failure{Rank: -1, Msg: e.Msg, Err: e.Err})
+	return report.WithKind(e.Kind, &report.Failure{Rank: -1, Msg: e.Msg, Err: e.Err})
 }
 
 // mscclFlags are the flags of opts that a schedule fixes.
@@ -89,7 +90,7 @@ func exportMSCCL(rec *mscclio.Recorder, p *plan, b *bench, g *machine.Group, cou
 		err = mscclio.Write(a, w)
 	}
 	if err != nil {
-		return WithKind(errkind.Export, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return report.WithKind(errkind.Export, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return nil
 }
@@ -104,7 +105,7 @@ func mscclRun(file string, a *msccl.Algo) runOf {
 }
 
 // runMSCCL is `kernbench run FILE.xml`.
-func runMSCCL(arg string, opts Options) (*Report, error) {
+func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	cfg, _, err := opts.loadConfig()
 	if err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		tgt.settings.BufferKind = place.Rings.String()
 		tgt.staging, tgt.bufferKindWhy, tgt.stagingWhy = place.Staging, place.RingsWhy, place.StagingWhy
 	}
-	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
+	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		// Each size has its own record of where the thread blocks are.
 		pr := mscclio.NewProgress(a.File)
 		pp := *p
@@ -182,7 +183,7 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		res, err := runOnce(&pp, cfg, tgt, loader, kernel, hook, count)
 		// A deadlock with n_slots (the user's) below what the schedule
 		// needs says which setting gives it that.
-		var f *Failure
+		var f *report.Failure
 		if err != nil && errkind.Of(err) == errkind.Deadlock && errors.As(err, &f) {
 			f.Msg += mscclio.SlotsNeeded(a).Hint(arg, tgt.settings.NSlots)
 		}

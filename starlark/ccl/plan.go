@@ -23,6 +23,7 @@ import (
 	"kernbench/engine/topology"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -32,8 +33,8 @@ import (
 // machine, writing its print output, op_log, CCL trace and pointer dumps
 // into buffers that are copied out in size order: the report and every
 // output are byte for byte those of a sequential sweep.
-func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error)) (*Report, error) {
-	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
+func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error)) (*report.Report, error) {
+	rep := &report.Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String(),
 		TimingOnly: p.opts.TimingOnly, BufferKindWhy: tgt.bufferKindWhy, StagingWhy: tgt.stagingWhy}
 	if tgt.nSlotsWhy != "" {
@@ -56,7 +57,7 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 			return rep, err
 		}
 	}
-	deliver := func(res *Result) {
+	deliver := func(res *report.Result) {
 		rep.Results = append(rep.Results, *res)
 		if p.opts.OnResult != nil {
 			p.opts.OnResult(res)
@@ -89,8 +90,8 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 
 // refusedRow is the row of a size the memory guard refused, when the run
 // makes such sizes rows (Options.RefusedAsRows); nil for any other error.
-func (p *plan) refusedRow(count int64, err error) *Result {
-	var ref *Refusal
+func (p *plan) refusedRow(count int64, err error) *report.Result {
+	var ref *report.Refusal
 	if !p.opts.RefusedAsRows || !errors.As(err, &ref) {
 		return nil
 	}
@@ -111,7 +112,7 @@ func (e *InternalError) Error() string { return fmt.Sprintf("internal error: %v"
 // pointOutput is what one size of a parallel sweep wrote.
 type pointOutput struct {
 	stderr, oplog, cclTrace, dump bytes.Buffer
-	res                           *Result
+	res                           *report.Result
 	err                           error
 	done                          chan struct{}
 }
@@ -119,7 +120,7 @@ type pointOutput struct {
 // parallelSweep runs the sizes Jobs at a time and delivers them in order;
 // at the first size that fails (in size order) it stops starting new ones
 // and returns that error after the sizes before it are delivered.
-func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error), deliver func(*Result)) error {
+func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error), deliver func(*report.Result)) error {
 	n := len(p.counts)
 	points := make([]*pointOutput, n)
 	for i := range points {
@@ -232,7 +233,7 @@ type plan struct {
 }
 
 func usage(format string, args ...any) error {
-	return WithKind(errkind.Usage, &Failure{Rank: -1, Msg: fmt.Sprintf(format, args...)})
+	return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: fmt.Sprintf(format, args...)})
 }
 
 func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Options) (*plan, error) {

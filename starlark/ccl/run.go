@@ -19,6 +19,7 @@ import (
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
@@ -96,7 +97,7 @@ type Options struct {
 	// OnStart, when set, sees the report's header (algorithm, collective,
 	// topology) before the first size runs; an error it returns ends the
 	// run (a comparison refuses an algorithm of another collective).
-	OnStart func(*Report) error
+	OnStart func(*report.Report) error
 	// TimingOnly moves and stores no bytes (--timing-only): the same
 	// simulated time, events and operation counts, without data, so no
 	// reference check and no phase 2; a kernel that reads values fails.
@@ -107,7 +108,7 @@ type Options struct {
 	// OnResult, when set, receives each size's row as soon as it is done
 	// (the CLI prints rows as they finish, so a failure at a later size
 	// keeps them).
-	OnResult func(r *Result)
+	OnResult func(r *report.Result)
 	// Check re-verifies every queue pair's pointer invariants after each
 	// delivery and credit (--check; costly).
 	Check bool
@@ -162,7 +163,7 @@ type Options struct {
 }
 
 // Run executes `kernbench run arg`.
-func Run(arg string, opts Options) (*Report, error) {
+func Run(arg string, opts Options) (*report.Report, error) {
 	if IsMSCCL(arg) {
 		return runMSCCL(arg, opts)
 	}
@@ -197,14 +198,14 @@ func Run(arg string, opts Options) (*Report, error) {
 	if v, ok := globals["run_rank"]; ok {
 		rr, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
+			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
 		}
 		return runHostBench(tgt.file, rr, cfg, cfgDir, loader, opts)
 	}
 	if v, ok := globals["main"]; ok && globals["kernel"] == nil {
 		mf, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
+			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
 		}
 		if err := ineffectiveSet(cfg, runOf{known: true, what: tgt.file}, opts); err != nil {
 			return nil, err
@@ -222,7 +223,7 @@ func Run(arg string, opts Options) (*Report, error) {
 	if v, ok := globals["neighbors"]; ok {
 		c, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.file, v.Type())})
+			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.file, v.Type())})
 		}
 		hook = c
 	}
@@ -231,9 +232,9 @@ func Run(arg string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	if problems := callProblems(kernel, pl, cfg.File, tgt); len(problems) > 0 {
-		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
+		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}
-	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
+	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
 }
@@ -242,7 +243,7 @@ func Run(arg string, opts Options) (*Report, error) {
 // saying what it is: its own message (undefined: assert, no kernel) does
 // not.
 func testFileHint(file string, err error) error {
-	var f *Failure
+	var f *report.Failure
 	if !errors.As(err, &f) || !strings.HasSuffix(file, "_test.star") {
 		return err
 	}
@@ -275,7 +276,7 @@ func printPrefix(th *starlark.Thread) string {
 // wall-clock timeout or the memory watch outside a kernel (a module's top level, neighbors())
 // into a step-limit or timeout failure: exit 3 and the hint, as inside
 // kernels.
-func stepLimit(f *Failure) *Failure {
+func stepLimit(f *report.Failure) *report.Failure {
 	var ee *starlark.EvalError
 	if !errors.As(f.Err, &ee) {
 		return f
@@ -283,7 +284,7 @@ func stepLimit(f *Failure) *Failure {
 	switch k := errkind.Of(f.Err); k {
 	case errkind.HostMemory:
 		// The reason names the limit and what to try.
-		f.setKind(k)
+		report.WithKind(k, f)
 		f.Msg = strings.TrimPrefix(ee.Msg, "Starlark computation cancelled: ")
 		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	case errkind.StepLimit, errkind.Timeout:
@@ -291,7 +292,7 @@ func stepLimit(f *Failure) *Failure {
 		if k == errkind.Timeout {
 			flag = "--timeout"
 		}
-		f.setKind(k)
+		report.WithKind(k, f)
 		f.Msg = ee.Msg + " (raise " + flag + " if the script is meant to run this long)"
 		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	}
@@ -299,7 +300,7 @@ func stepLimit(f *Failure) *Failure {
 }
 
 // simulateOnce simulates one size of the builtin collective bench.
-func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
+func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
 	w, err := newWorld(p, cfg, tgt.settings)
 	if err != nil {
 		return nil, err
@@ -325,7 +326,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 			if err != nil {
 				return nil, err
 			}
-			return res.counts, nil
+			return res.Counts, nil
 		}
 		if est, err = p.checkMemory(count, ringsOf(w.g), probe); err != nil {
 			return nil, err

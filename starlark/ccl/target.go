@@ -16,6 +16,7 @@ import (
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/mscclio"
 	"kernbench/starlark/registry"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -40,7 +41,7 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 		}
 	}
 	if err != nil {
-		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err})
+		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err})
 	}
 	var cfg *config.Config
 	if dir == "" {
@@ -49,7 +50,7 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 		cfg, err = config.LoadOverlay(name, data, sets)
 	}
 	if err != nil {
-		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return cfg, dir, nil
 }
@@ -63,7 +64,7 @@ func (o Options) loadConfig() (*config.Config, string, error) {
 	}
 	faults, err := config.ParseFaults(o.Faults)
 	if err != nil {
-		return nil, "", WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	cfg.System.Faults = append(cfg.System.Faults, faults...)
 	return cfg, dir, nil
@@ -160,7 +161,7 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 				// argument to a boolean flag.
 				hint = "; a boolean flag takes its value after =, as --verify-data=false"
 			}
-			return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
+			return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1,
 				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)%s", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "), hint)})
 		}
 		set, _ := cfg.Settings(arg)
@@ -174,14 +175,14 @@ func resolveTarget(arg string, cfg *config.Config, cfgDir string, src script.Sou
 			if a.ModuleSet != "" {
 				where = a.ModuleSet // not the entry's line in the file
 			}
-			return nil, WithKind(errkind.Config, &Failure{Rank: -1,
+			return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1,
 				Msg: fmt.Sprintf("%s: algorithms.%s.module: %s: no such file", where, arg, file)})
 		}
 		return &target{name: arg, file: file, entry: a, settings: set}, nil
 	}
 	t := &target{file: arg, settings: cfg.Defaults}
 	if !src.Exists(arg) {
-		return nil, WithKind(errkind.Usage, &Failure{Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)})
+		return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)})
 	}
 	// The file's ccl.yaml entry, if any: the one whose module is this very
 	// file. A file that merely shares a shipped algorithm's base name (a
@@ -206,15 +207,15 @@ const kernelKey = "kernbench.kernel"
 func entryPoint(globals starlark.StringDict, file, name string) (starlark.Callable, error) {
 	v, ok := globals[name]
 	if !ok {
-		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("no %q function found in %q", name, file)})
+		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("no %q function found in %q", name, file)})
 	}
 	c, ok := v.(starlark.Callable)
 	if !ok {
-		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", name, v.Type())})
+		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", name, v.Type())})
 	}
 	return c, nil
 }
 
 func loadFailure(err error) error {
-	return stepLimit(WithKind(errkind.Load, &Failure{Rank: -1, Msg: script.Format(err), Err: err}))
+	return stepLimit(report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: script.Format(err), Err: err}))
 }

@@ -2,6 +2,7 @@ package ccl
 
 import (
 	"fmt"
+	"kernbench/starlark/report"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,11 +214,11 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 			}
 			sets := []string{"defaults.n_slots=2"}
 			_, err := Run(file, Options{WorldSize: 2, Counts: []int64{65536}, Sets: sets, Verify: true, Embedded: kernbench.Files})
-			if f, ok := err.(*Failure); !ok || f.ErrorKind().Name != c.kind {
+			if f, ok := err.(*report.Failure); !ok || f.ErrorKind().Name != c.kind {
 				t.Errorf("timed run: %v, want a %s", err, c.kind)
 			}
 			_, err = RunKernelInMock(MockOptions{Path: file, WorldSize: 2, Count: 65536, Sets: sets, Schedules: 3, Seed: 1, Embedded: kernbench.Files})
-			if f, ok := err.(*Failure); !ok || f.ErrorKind().Name != c.kind {
+			if f, ok := err.(*report.Failure); !ok || f.ErrorKind().Name != c.kind {
 				t.Errorf("mock: %v, want a %s", err, c.kind)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"kernbench"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // The schedules generated from msccl-tools' examples (testdata/msccl,
@@ -111,11 +112,11 @@ func TestMSCCLFlagConflicts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.o.Embedded = kernbench.Files
 			_, err := ccl.Run(c.file, c.o)
-			var f *ccl.Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
-			if diff := cmp.Diff([]any{ccl.ExitUsage, c.want}, []any{f.ErrorKind().Status, f.Msg}); diff != "" {
+			if diff := cmp.Diff([]any{report.ExitUsage, c.want}, []any{f.ErrorKind().Status, f.Msg}); diff != "" {
 				t.Errorf("exit status and message (-want +got):\n%s", diff)
 			}
 		})
@@ -273,12 +274,12 @@ func TestMSCCLAvgRefused(t *testing.T) {
 				checkCorrect(t, runVerified(t, file, ccl.Options{Counts: []int64{4096}}))
 			}
 			_, err := ccl.Run(file, ccl.Options{Counts: []int64{4096}, RedOp: "avg", Embedded: kernbench.Files})
-			var f *ccl.Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
 			got := []any{errkind.Of(err), errkind.Status(err), f.Out().Kind, f.Msg}
-			want := []any{errkind.MSCCL, ccl.ExitUsage, "MSCCLError", file + c.want}
+			want := []any{errkind.MSCCL, report.ExitUsage, "MSCCLError", file + c.want}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("kind, exit status, JSON kind and message (-want +got):\n%s", diff)
 			}

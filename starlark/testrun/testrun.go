@@ -25,6 +25,7 @@ import (
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -474,7 +475,7 @@ func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	}
 	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{Src: script.Source{Env: o.Env}, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}); err != nil {
 		msg := err.Error()
-		var f *ccl.Failure
+		var f *report.Failure
 		if errors.As(err, &f) && f.Detail != "" && f.Detail != f.Msg {
 			msg += "\n" + f.Detail
 		}
