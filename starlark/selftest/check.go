@@ -17,6 +17,7 @@ import (
 	"kernbench"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/mock"
 	"kernbench/starlark/report"
 )
 
@@ -126,7 +127,7 @@ func Check(c *Case, dir string, o CheckOptions) *Outcome {
 
 	// The mock, over several interleavings: the kernel is valid.
 	var stderr bytes.Buffer
-	mock, merr := ccl.RunKernelInMock(ccl.MockOptions{
+	mr, merr := mock.RunKernel(mock.Options{
 		Path: file, WorldSize: c.WorldSize, Count: c.Count, DType: c.DType, RedOp: c.RedOp, InPlace: c.InPlace, Root: c.Root,
 		Schedules: o.Schedules, Seed: c.Seed, Sets: c.Sets, Embedded: kernbench.Files, Stderr: &stderr,
 		MaxSteps: maxSteps,
@@ -138,10 +139,10 @@ func Check(c *Case, dir string, o CheckOptions) *Outcome {
 	case merr != nil:
 		out.MockErr = merr.Error()
 		problem("mock", "the mock rejects the generated kernel: %s", firstLines(merr.Error(), 12))
-	case mock.Wrong > 0:
-		problem("mock", "the mock computes a wrong result: %d wrong, schedule %d, first %+v", mock.Wrong, mock.FailingSchedule, *mock.FirstWrong)
+	case mr.Wrong > 0:
+		problem("mock", "the mock computes a wrong result: %d wrong, schedule %d, first %+v", mr.Wrong, mr.FailingSchedule, *mr.FirstWrong)
 	}
-	mockOK := merr == nil && mock.Wrong == 0
+	mockOK := merr == nil && mr.Wrong == 0
 
 	full := c.run(file, false)
 	if f := full.fail; f != nil && f.ErrorKind().Name == "WaitTimeout" && !slices.ContainsFunc(c.Sets, isTimeoutSet) {

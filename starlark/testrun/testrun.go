@@ -24,6 +24,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/mock"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
@@ -356,7 +357,7 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 			redopGiven = true
 		}
 	}
-	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, RootGiven: rootGiven, RedOpGiven: redopGiven, Count: int64(count), DType: dt, Collective: collective,
+	mo := mock.Options{Path: path, Dir: dir, WorldSize: world, RootGiven: rootGiven, RedOpGiven: redopGiven, Count: int64(count), DType: dt, Collective: collective,
 		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
 		Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory,
 		LoadPath: o.LoadPath, CheckPlace: place}
@@ -377,7 +378,7 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 			mo.Sets = append(mo.Sets, s)
 		}
 	}
-	res, err := ccl.RunKernelInMock(mo)
+	res, err := mock.RunKernel(mo)
 	if err != nil {
 		return nil, fmt.Errorf("%s(%q): %w", b.Name(), path, err)
 	}
