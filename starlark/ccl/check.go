@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"kernbench/starlark/lint"
+	"kernbench/starlark/wiring"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -158,8 +159,8 @@ func Check(file string, o CheckOptions) []string {
 		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.topology)
 		return problems
 	}
-	machine := machineParams(cfg.System, tgt.settings)
-	if err := checkFaults(cfg.System, machine); err != nil {
+	machine := wiring.MachineParams(cfg.System, tgt.settings)
+	if err := wiring.CheckFaults(cfg.System, machine); err != nil {
 		problems = append(problems, err.Error())
 	}
 	sizes := o.WorldSizes
@@ -192,9 +193,9 @@ func Check(file string, o CheckOptions) []string {
 			tooLarge = append(tooLarge, why)
 			continue
 		}
-		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
-		spec.spec(p.topology, w, tgt.settings)
-		links, _, err := neighborTables(spec, loader.NewThread("check"))
+		spec := wiring.MapSpec{File: tgt.file, Hook: hook, Params: p.params, Sys: cfg.System}
+		spec.Shape(p.topology, w, tgt.settings)
+		links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
 		if err == nil {
 			if err := machine.Holds(w); err != nil {
 				unplaceable, unplaceableErr = append(unplaceable, w), err
@@ -239,8 +240,8 @@ func Check(file string, o CheckOptions) []string {
 		problems = append(problems, fmt.Sprintf("--world-sizes: world_sizes %s do not fit the machine; %v", sizeRanges(unplaceable), unplaceableErr))
 	}
 	if o.ShowMap > 0 && o.MapOut != nil {
-		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
-		spec.spec(p.topology, o.ShowMap, tgt.settings)
+		spec := wiring.MapSpec{File: tgt.file, Hook: hook, Params: p.params, Sys: cfg.System}
+		spec.Shape(p.topology, o.ShowMap, tgt.settings)
 		// A map the machine cannot place is not built: it could not be
 		// printed.
 		err := machine.Holds(o.ShowMap)
@@ -266,8 +267,8 @@ func Check(file string, o CheckOptions) []string {
 
 // showMap writes the neighbour map of spec (at --show-map's world size) to
 // o.MapOut, with the links each direction crosses on the machine mp.
-func showMap(o CheckOptions, spec mapSpec, loader *script.Loader, topo string, tgt *target, mp machine.Params) error {
-	links, _, err := neighborTables(spec, loader.NewThread("check"))
+func showMap(o CheckOptions, spec wiring.MapSpec, loader *script.Loader, topo string, tgt *target, mp machine.Params) error {
+	links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/starlark/report"
 	"kernbench/starlark/tl"
+	"kernbench/starlark/wiring"
 )
 
 // row is what identifies count's row: its size, elements, type, reduction
@@ -43,7 +44,7 @@ func (w *world) result(p *plan, count int64, stats []tl.Stats) *report.Result {
 	}
 	res.BusBW = res.AlgBW * p.coll.BusFactor(p.world)
 	if w.g != nil {
-		res.LinkBW = linkBandwidth(w.m, w.g)
+		res.LinkBW = wiring.LinkBandwidth(w.m, w.g)
 	}
 	if res.LinkBW > 0 {
 		res.Eff = res.BusBW / res.LinkBW

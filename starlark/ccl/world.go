@@ -21,6 +21,7 @@ import (
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
+	"kernbench/starlark/wiring"
 )
 
 // world is one simulation's machine and (once installed) its process group.
@@ -101,9 +102,9 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	s := sim.New()
 	s.SetJitter(p.opts.JitterSeed)
 	s.MaxTime = sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
-	mp := machineParams(cfg.System, set)
+	mp := wiring.MachineParams(cfg.System, set)
 	mp.Untimed = p.opts.Untimed
-	if err := checkFaults(cfg.System, mp); err != nil {
+	if err := wiring.CheckFaults(cfg.System, mp); err != nil {
 		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	m, err := machine.New(s, mp)
@@ -227,9 +228,9 @@ func (w *world) phase2(p *plan, res *report.Result) error {
 // install resolves the topology and installs the IPCQ group (init_process_group).
 func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starlark.Callable) error {
 	set := tgt.settings
-	spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: w.sys}
-	spec.spec(p.topology, p.world, set)
-	links, _, err := neighborTables(spec, loader.NewThread("init"))
+	spec := wiring.MapSpec{File: tgt.file, Hook: hook, Params: p.params, Sys: w.sys}
+	spec.Shape(p.topology, p.world, set)
+	links, _, err := wiring.NeighborTables(spec, loader.NewThread("init"))
 	if err != nil {
 		// The message says which call failed (neighbors(r, w, ...) of which
 		// file) before the Starlark traceback, as a kernel's error names
@@ -241,7 +242,7 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 		}
 		return stepLimit(f)
 	}
-	icfg, err := ipcqConfig(set)
+	icfg, err := wiring.IPCQConfig(set)
 	if err != nil {
 		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
