@@ -28,6 +28,7 @@ import (
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 type runOptions struct {
@@ -137,25 +138,25 @@ of these (its last line names that failure's kind).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			target := ""
+			arg := ""
 			if o.bench != "" {
-				target = ccl.BenchFile(o.bench)
+				arg = ccl.BenchFile(o.bench)
 				if len(args) == 1 {
 					o.Algorithm = args[0]
 				}
 			} else if len(args) > 1 || len(o.vary) > 0 {
 				return run(cmd, o, "", stdout, stderr, args...)
 			} else if len(args) == 1 {
-				target = args[0]
+				arg = args[0]
 			} else {
 				// No argument: the configuration's defaults.algorithm.
-				cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+				cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 				if err != nil {
 					return usageErr(err.Error())
 				}
-				target = cfg.Defaults.Algorithm
+				arg = cfg.Defaults.Algorithm
 			}
-			return run(cmd, o, target, stdout, stderr)
+			return run(cmd, o, arg, stdout, stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -391,7 +392,7 @@ func (o *runOptions) runComparison(arg string, compare []string, stdout, stderr 
 		// --bench BENCH with --vary: the bench, with its algorithm.
 		compare = []string{arg}
 	case len(compare) == 0:
-		cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+		cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 		if err != nil {
 			return usageErr(err.Error())
 		}

@@ -21,9 +21,9 @@ import (
 	"kernbench"
 	"kernbench/engine/collective"
 	"kernbench/engine/dtype"
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // A sweep can be split over machines: --shard I/N runs every N-th size
@@ -507,7 +507,7 @@ func rowSettings(cmd *cobra.Command) []string {
 // configDigest identifies the configuration a run uses (the default,
 // ccl.yaml or --config, and --set), whatever file it was read from.
 func configDigest(o *runOptions) string {
-	cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 	if err != nil {
 		return "" // the run reports it
 	}

@@ -20,6 +20,7 @@ import (
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // `kernbench tune COLLECTIVE` answers "which algorithm for which size?":
@@ -304,7 +305,7 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 			return nil
 		}
 	}
-	cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 	if err != nil {
 		return asFailure(err)
 	}
@@ -497,7 +498,7 @@ func setRange(buf *bytes.Buffer, r config.SelectRange) error {
 // holds it, one variant per range (its sizes in order). The collective
 // is --collective, else the only one select: has.
 func autoVariants(o *runOptions) ([]variant, []string, error) {
-	cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 	if err != nil {
 		return nil, nil, err
 	}

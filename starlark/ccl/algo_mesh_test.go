@@ -10,6 +10,7 @@ import (
 	"kernbench"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // Tests of the 2-D mesh, custom torus and recursive halving-doubling
@@ -237,7 +238,7 @@ var meshZeroOverheads = []string{
 // stores use.
 func meshLinkParams(t *testing.T, sets []string) (alpha, beta, betaHBM float64) {
 	t.Helper()
-	cfg, _, err := LoadConfig(script.Env{}, "", sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(script.Env{}, "", sets, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

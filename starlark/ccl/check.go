@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"kernbench/starlark/lint"
+	"kernbench/starlark/target"
 	"kernbench/starlark/wiring"
 	"maps"
 	"path/filepath"
@@ -72,11 +73,11 @@ func Check(file string, o CheckOptions) []string {
 		return configProblems(err)
 	}
 	src := script.Source{Env: o.Env, Embedded: o.Embedded}
-	tgt, err := resolveTarget(file, cfg, cfgDir, src)
+	tgt, err := target.Resolve(file, cfg, cfgDir, src)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	if err := ineffectiveSet(cfg, tgt.runOf(false), o.runOptions()); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(false), o.runOptions().given()); err != nil {
 		return []string{err.Error()}
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), LoadPath: o.LoadPath, MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
@@ -87,7 +88,7 @@ func Check(file string, o CheckOptions) []string {
 		// load the shipped helpers.
 		loader.Fallback = "algorithms"
 	}
-	globals, err := loader.Load(tgt.file)
+	globals, err := loader.Load(tgt.File)
 	if err != nil {
 		return loadProblems(err)
 	}
@@ -97,7 +98,7 @@ func Check(file string, o CheckOptions) []string {
 		if pos.IsValid() {
 			msg = pos.String() + ": " + msg
 		} else {
-			msg = tgt.file + ": " + msg
+			msg = tgt.File + ": " + msg
 		}
 		problems = append(problems, msg)
 	}
@@ -113,7 +114,7 @@ func Check(file string, o CheckOptions) []string {
 	v, ok := globals["kernel"]
 	switch {
 	case !ok:
-		add(syntax.Position{}, "no %q function found in %q", "kernel", tgt.file)
+		add(syntax.Position{}, "no %q function found in %q", "kernel", tgt.File)
 	default:
 		fn, ok := v.(*starlark.Function)
 		if !ok {
@@ -121,8 +122,8 @@ func Check(file string, o CheckOptions) []string {
 			break
 		}
 		params := map[string]bool{}
-		if tgt.entry != nil {
-			for k := range tgt.entry.Params {
+		if tgt.Entry != nil {
+			for k := range tgt.Entry.Params {
 				params[k] = true
 			}
 		}
@@ -136,14 +137,14 @@ func Check(file string, o CheckOptions) []string {
 		fn, ok := v.(*starlark.Function)
 		if !ok {
 			add(syntax.Position{}, "%q must be a function (got a %s)", "neighbors", v.Type())
-		} else if msg := hookSignature(fn, tgt.entry); msg != "" {
+		} else if msg := hookSignature(fn, tgt.Entry); msg != "" {
 			add(fn.Position(), "%s", msg)
 		} else {
 			hook = fn
 		}
 	}
 	if globals["kernel"] != nil {
-		if err := ineffectiveSet(cfg, tgt.runOf(true), o.runOptions()); err != nil {
+		if err := target.Ineffective(cfg, tgt.RunOf(true), o.runOptions().given()); err != nil {
 			return append(problems, err.Error())
 		}
 	}
@@ -159,7 +160,7 @@ func Check(file string, o CheckOptions) []string {
 		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.topology)
 		return problems
 	}
-	machine := wiring.MachineParams(cfg.System, tgt.settings)
+	machine := wiring.MachineParams(cfg.System, tgt.Settings)
 	if err := wiring.CheckFaults(cfg.System, machine); err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -187,14 +188,14 @@ func Check(file string, o CheckOptions) []string {
 	dirs := map[string]bool{} // every direction installed at an admissible size
 	var tooLarge []string
 	for _, w := range sizes {
-		if why := setUpTooLarge(p.topology, w, tgt.settings.Channels); why != "" {
+		if why := setUpTooLarge(p.topology, w, tgt.Settings.Channels); why != "" {
 			// Not built: a full_mesh of 8000 ranks filled the memory
 			// with 64 million directions and ended in a Go fatal error.
 			tooLarge = append(tooLarge, why)
 			continue
 		}
-		spec := wiring.MapSpec{File: tgt.file, Hook: hook, Params: p.params, Sys: cfg.System}
-		spec.Shape(p.topology, w, tgt.settings)
+		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.params, Sys: cfg.System}
+		spec.Shape(p.topology, w, tgt.Settings)
 		links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
 		if err == nil {
 			if err := machine.Holds(w); err != nil {
@@ -217,7 +218,7 @@ func Check(file string, o CheckOptions) []string {
 			// An invalid map from the hook is a mistake at any size; a
 			// builtin topology merely not admitting a size is not.
 			if ve != nil || !errors.As(err, &se) {
-				failures = append(failures, newSizeFailure(w, tgt.file, err, ve))
+				failures = append(failures, newSizeFailure(w, tgt.File, err, ve))
 			}
 		}
 	}
@@ -240,12 +241,12 @@ func Check(file string, o CheckOptions) []string {
 		problems = append(problems, fmt.Sprintf("--world-sizes: world_sizes %s do not fit the machine; %v", sizeRanges(unplaceable), unplaceableErr))
 	}
 	if o.ShowMap > 0 && o.MapOut != nil {
-		spec := wiring.MapSpec{File: tgt.file, Hook: hook, Params: p.params, Sys: cfg.System}
-		spec.Shape(p.topology, o.ShowMap, tgt.settings)
+		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.params, Sys: cfg.System}
+		spec.Shape(p.topology, o.ShowMap, tgt.Settings)
 		// A map the machine cannot place is not built: it could not be
 		// printed.
 		err := machine.Holds(o.ShowMap)
-		if why := setUpTooLarge(p.topology, o.ShowMap, tgt.settings.Channels); err == nil && why != "" {
+		if why := setUpTooLarge(p.topology, o.ShowMap, tgt.Settings.Channels); err == nil && why != "" {
 			err = errors.New(why)
 		}
 		if err == nil {
@@ -259,22 +260,22 @@ func Check(file string, o CheckOptions) []string {
 		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.topology)
 		dirs = nil
 	}
-	if data, err := src.ReadFile(tgt.file); err == nil {
-		problems = append(problems, lint.Calls(tgt.file, data, globals, dirs, max(1, tgt.settings.Channels), p.topology)...)
+	if data, err := src.ReadFile(tgt.File); err == nil {
+		problems = append(problems, lint.Calls(tgt.File, data, globals, dirs, max(1, tgt.Settings.Channels), p.topology)...)
 	}
 	return problems
 }
 
 // showMap writes the neighbour map of spec (at --show-map's world size) to
 // o.MapOut, with the links each direction crosses on the machine mp.
-func showMap(o CheckOptions, spec wiring.MapSpec, loader *script.Loader, topo string, tgt *target, mp machine.Params) error {
+func showMap(o CheckOptions, spec wiring.MapSpec, loader *script.Loader, topo string, tgt *target.Target, mp machine.Params) error {
 	links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
 	if err != nil {
 		return err
 	}
 	if topo == "mesh_2d" {
 		// The shape in force, as a run's header gives it.
-		if rows, cols, err := topology.MeshDims(o.ShowMap, tgt.settings.MeshShape); err == nil {
+		if rows, cols, err := topology.MeshDims(o.ShowMap, tgt.Settings.MeshShape); err == nil {
 			topo += fmt.Sprintf(" %d x %d", rows, cols)
 		}
 	}
@@ -322,7 +323,7 @@ func hookSignature(fn *starlark.Function, entry *config.Algorithm) string {
 // keywordProblems lists the keyword arguments the bench will pass (the
 // ccl.yaml entry's params, root for broadcast and reduce) that kernel fn
 // cannot take, each with a "did you mean" when a parameter is close.
-func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target) []string {
+func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target.Target) []string {
 	if fn.HasKwargs() {
 		return nil
 	}
@@ -342,7 +343,7 @@ func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target
 			hint = fmt.Sprintf(" (did you mean %q?)", near)
 		}
 		if k == "root" && p.coll.Rooted {
-			if _, fromYAML := tgt.entry.ParamsOrNil()["root"]; !fromYAML {
+			if _, fromYAML := tgt.Entry.ParamsOrNil()["root"]; !fromYAML {
 				out = append(out, fmt.Sprintf("%s: kernel has no parameter \"root\", which the %s bench passes by keyword: def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0)%s", fn.Position(), p.coll.Name, hint))
 				continue
 			}
@@ -354,13 +355,13 @@ func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target
 			continue
 		}
 		where := cfgFile
-		if pos, ok := tgt.entry.ParamPos(k); ok {
+		if pos, ok := tgt.Entry.ParamPos(k); ok {
 			// Its own line, or the --set or --vary item that gave it.
-			where = describeGiven(pos, p.opts.setItems())
-		} else if tgt.entry != nil && tgt.entry.Line > 0 {
-			where = fmt.Sprintf("%s:%d", cfgFile, tgt.entry.Line)
+			where = target.DescribeGiven(pos, p.opts.setItems())
+		} else if tgt.Entry != nil && tgt.Entry.Line > 0 {
+			where = fmt.Sprintf("%s:%d", cfgFile, tgt.Entry.Line)
 		}
-		out = append(out, fmt.Sprintf("%s: algorithms.%s.params.%s: kernel (%s) has no parameter %q%s", where, tgt.name, k, fn.Position(), k, hint))
+		out = append(out, fmt.Sprintf("%s: algorithms.%s.params.%s: kernel (%s) has no parameter %q%s", where, tgt.Name, k, fn.Position(), k, hint))
 	}
 	return out
 }
@@ -370,7 +371,7 @@ func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target
 // take, in check's words. run refuses such a kernel before simulating
 // (exit 2) rather than failing on every rank with Starlark's "got multiple
 // values for parameter", whose position is the kernel's first statement.
-func callProblems(kernel starlark.Callable, p *plan, cfgFile string, tgt *target) []string {
+func callProblems(kernel starlark.Callable, p *plan, cfgFile string, tgt *target.Target) []string {
 	fn, ok := kernel.(*starlark.Function)
 	if !ok {
 		return nil
@@ -514,7 +515,7 @@ func sizeRanges(ws []int) string {
 // peer's end of the queue pair, and the links a message from the rank to
 // that peer crosses (pe_noc up and down inside a cube, ucie between cubes,
 // pcie between SIPs), as placed on the configured machine.
-func writeMap(w io.Writer, tgt *target, topo string, links [][]machine.Link, mp machine.Params) error {
+func writeMap(w io.Writer, tgt *target.Target, topo string, links [][]machine.Link, mp machine.Params) error {
 	m, err := machine.New(sim.New(), mp)
 	if err != nil {
 		return err
@@ -522,9 +523,9 @@ func writeMap(w io.Writer, tgt *target, topo string, links [][]machine.Link, mp 
 	if err := m.Place(len(links)); err != nil {
 		return err
 	}
-	name := tgt.name
+	name := tgt.Name
 	if name == "" {
-		name = tgt.file
+		name = tgt.File
 	}
 	fmt.Fprintf(w, "neighbour map of %s: topology %s, world_size %d\n", name, topo, len(links))
 	for r, ls := range links {

@@ -6,10 +6,11 @@ import (
 	"kernbench/engine/config"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // runOnce simulates one size of the builtin bench, diagnosed.
-func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
+func runOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
 	res, err := diagnosed(p.opts, func(o Options) (*report.Result, error) {
 		pp := *p
 		pp.opts = o
@@ -18,7 +19,7 @@ func runOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, ke
 	if err != nil {
 		// A run short of ring or staging memory names the settings that
 		// run it, each tried here at this size (fixes.go).
-		err = memoryFixes(err, cfg, tgt, p.opts, func(t *target) error {
+		err = target.MemoryFixes(err, cfg, tgt, p.opts.given(), func(t *target.Target) error {
 			pp := *p
 			pp.opts = silent(p.opts)
 			_, err := simulateOnce(&pp, cfg, t, quiet(loader, pp.opts), kernel, hook, count)

@@ -16,6 +16,7 @@ import (
 	"kernbench/starlark/host"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
 )
 
@@ -32,19 +33,19 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	if opts.Algorithm != "" {
 		name = opts.Algorithm
 	}
-	tgt, err := resolveTarget(name, cfg, cfgDir, loader.Src)
+	tgt, err := target.Resolve(name, cfg, cfgDir, loader.Src)
 	if err != nil {
 		return nil, err
 	}
-	if err := ineffectiveSet(cfg, tgt.runOf(true), opts); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(true), opts.given()); err != nil {
 		return nil, err
 	}
-	globals, err := loader.Load(tgt.file)
+	globals, err := loader.Load(tgt.File)
 	if err != nil {
 		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1,
-			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.file, script.Format(err)), Err: err})
+			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.File, script.Format(err)), Err: err})
 	}
-	kernel, err := entryPoint(globals, tgt.file, "kernel")
+	kernel, err := target.EntryPoint(globals, tgt.File, "kernel")
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +65,8 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	})
 }
 
-func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, runRank starlark.Callable, count int64) (*report.Result, error) {
-	w, err := newWorld(p, cfg, tgt.settings)
+func runHostOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, runRank starlark.Callable, count int64) (*report.Result, error) {
+	w, err := newWorld(p, cfg, tgt.Settings)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
 )
 
@@ -74,7 +75,7 @@ func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedde
 	if len(limits) > 0 && limits[0] != nil {
 		env = limits[0].Src.Env
 	}
-	cfg, _, err := LoadConfig(env, "", sets, embedded)
+	cfg, _, err := target.LoadConfig(env, "", sets, embedded)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // An MSCCL XML schedule runs through the same path as a .star algorithm:
@@ -66,13 +67,13 @@ func mscclSizes(p *plan) *mscclio.Sizes {
 }
 
 // hintItems names the user's --set and --vary items in the hints of
-// mscclio.Place, as every other hint does (describeGiven, setHint).
-type hintItems []setItem
+// mscclio.Place, as every other hint does (target.DescribeGiven, target.SetHint).
+type hintItems []target.SetItem
 
-func (h hintItems) Given(pos string) string { return describeGiven(pos, h) }
+func (h hintItems) Given(pos string) string { return target.DescribeGiven(pos, h) }
 
 func (h hintItems) Set(path string, value any) string {
-	s, _ := setHint(path, value, h, false)
+	s, _ := target.SetHint(path, value, h, false)
 	return s
 }
 
@@ -97,8 +98,8 @@ func exportMSCCL(rec *mscclio.Recorder, p *plan, b *bench, g *machine.Group, cou
 
 // mscclRun is what a run of the schedule a in file uses of the
 // configuration: no algorithm entry, and its own world size and channels.
-func mscclRun(file string, a *msccl.Algo) runOf {
-	return runOf{known: true, what: file, fixed: map[string]string{
+func mscclRun(file string, a *msccl.Algo) target.RunOf {
+	return target.RunOf{Known: true, What: file, Fixed: map[string]string{
 		"world_size": fmt.Sprintf("%s is a schedule for ngpus=%d ranks", file, a.NGPUs),
 		"channels":   fmt.Sprintf("%s's thread blocks give its channels", file),
 	}}
@@ -115,7 +116,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ineffectiveSet(cfg, mscclRun(arg, a), opts); err != nil {
+	if err := target.Ineffective(cfg, mscclRun(arg, a), opts.given()); err != nil {
 		return nil, err
 	}
 	if err := mscclio.CheckFlags(arg, a, mscclFlags(opts)); err != nil {
@@ -140,11 +141,11 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	if err != nil {
 		return nil, loadFailure(err)
 	}
-	kernel, err := entryPoint(globals, mscclio.RunnerName, "kernel")
+	kernel, err := target.EntryPoint(globals, mscclio.RunnerName, "kernel")
 	if err != nil {
 		return nil, err
 	}
-	hook, err := entryPoint(globals, mscclio.RunnerName, "neighbors")
+	hook, err := target.EntryPoint(globals, mscclio.RunnerName, "neighbors")
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +158,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	_, slotsGiven := cfg.DefaultsGiven["n_slots"]
 	var slotsWhy string
 	set.NSlots, slotsWhy = mscclio.Slots(arg, a, set, slotsGiven)
-	tgt := &target{name: name, file: arg, settings: set, nSlotsWhy: slotsWhy}
+	tgt := &target.Target{Name: name, File: arg, Settings: set, NSlotsWhy: slotsWhy}
 	pl, err := makePlan(tgt, globals, true, opts)
 	if err != nil {
 		return nil, err
@@ -171,8 +172,8 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		if err != nil {
 			return nil, mscclFailure(err)
 		}
-		tgt.settings.BufferKind = place.Rings.String()
-		tgt.staging, tgt.bufferKindWhy, tgt.stagingWhy = place.Staging, place.RingsWhy, place.StagingWhy
+		tgt.Settings.BufferKind = place.Rings.String()
+		tgt.Staging, tgt.BufferKindWhy, tgt.StagingWhy = place.Staging, place.RingsWhy, place.StagingWhy
 	}
 	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		// Each size has its own record of where the thread blocks are.
@@ -185,7 +186,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		// needs says which setting gives it that.
 		var f *report.Failure
 		if err != nil && errkind.Of(err) == errkind.Deadlock && errors.As(err, &f) {
-			f.Msg += mscclio.SlotsNeeded(a).Hint(arg, tgt.settings.NSlots)
+			f.Msg += mscclio.SlotsNeeded(a).Hint(arg, tgt.Settings.NSlots)
 		}
 		return res, err
 	})
@@ -194,7 +195,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 // checkMSCCL is `kernbench check FILE.xml`: the file parses and validates,
 // and its neighbour map is consistent.
 func checkMSCCL(arg string, o CheckOptions) []string {
-	cfg, _, err := LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
+	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
 	if err != nil {
 		return configProblems(err)
 	}
@@ -202,7 +203,7 @@ func checkMSCCL(arg string, o CheckOptions) []string {
 	if err != nil {
 		return strings.Split(err.Error(), "\n")
 	}
-	if err := ineffectiveSet(cfg, mscclRun(arg, a), o.runOptions()); err != nil {
+	if err := target.Ineffective(cfg, mscclRun(arg, a), o.runOptions().given()); err != nil {
 		return []string{err.Error()}
 	}
 	if err := mscclio.CheckFlags(arg, a, mscclFlags(o.runOptions())); err != nil {

@@ -29,6 +29,7 @@ import (
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
 )
 
@@ -180,11 +181,11 @@ func Run(arg string, opts Options) (*report.Report, error) {
 		return nil, err
 	}
 	src := script.Source{Env: opts.Env, Embedded: opts.Embedded}
-	tgt, err := resolveTarget(arg, cfg, cfgDir, src)
+	tgt, err := target.Resolve(arg, cfg, cfgDir, src)
 	if err != nil {
 		return nil, err
 	}
-	if err := ineffectiveSet(cfg, tgt.runOf(false), opts); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(false), opts.given()); err != nil {
 		return nil, err
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), LoadPath: opts.LoadPath, MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
@@ -199,39 +200,39 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	var release func()
 	loader.MemoryWatch, release = hostmem.Watch(opts.MaxMemory, opts.MaxMemoryIsDefault)
 	defer release()
-	globals, err := loader.Load(tgt.file)
+	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return nil, testFileHint(tgt.file, loadFailure(err))
+		return nil, testFileHint(tgt.File, loadFailure(err))
 	}
 	if v, ok := globals["run_rank"]; ok {
 		rr, ok := v.(starlark.Callable)
 		if !ok {
 			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
 		}
-		return runHostBench(tgt.file, rr, cfg, cfgDir, loader, opts)
+		return runHostBench(tgt.File, rr, cfg, cfgDir, loader, opts)
 	}
 	if v, ok := globals["main"]; ok && globals["kernel"] == nil {
 		mf, ok := v.(starlark.Callable)
 		if !ok {
 			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
 		}
-		if err := ineffectiveSet(cfg, runOf{known: true, what: tgt.file}, opts); err != nil {
+		if err := target.Ineffective(cfg, target.RunOf{Known: true, What: tgt.File}, opts.given()); err != nil {
 			return nil, err
 		}
-		return runL3Bench(tgt.file, mf, cfg, loader, opts)
+		return runL3Bench(tgt.File, mf, cfg, loader, opts)
 	}
-	kernel, err := entryPoint(globals, tgt.file, "kernel")
+	kernel, err := target.EntryPoint(globals, tgt.File, "kernel")
 	if err != nil {
-		return nil, testFileHint(tgt.file, err)
+		return nil, testFileHint(tgt.File, err)
 	}
-	if err := ineffectiveSet(cfg, tgt.runOf(true), opts); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(true), opts.given()); err != nil {
 		return nil, err
 	}
 	var hook starlark.Callable
 	if v, ok := globals["neighbors"]; ok {
 		c, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.file, v.Type())})
+			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.File, v.Type())})
 		}
 		hook = c
 	}
@@ -242,7 +243,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	if problems := callProblems(kernel, pl, cfg.File, tgt); len(problems) > 0 {
 		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}
-	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
+	return pl.sweep(tgt, tgt.File, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
 }
@@ -261,12 +262,7 @@ func testFileHint(file string, err error) error {
 
 // optionName is how the user gave the option that flag sets: the flag
 // itself, or the mock's keyword of the same name.
-func (o Options) optionName(flag string) string {
-	if o.Keywords {
-		return strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
-	}
-	return flag
-}
+func (o Options) optionName(flag string) string { return o.given().OptionName(flag) }
 
 func printPrefix(th *starlark.Thread) string {
 	if k, ok := th.Local(kernelKey).(*tl.Kernel); ok && k != nil {
@@ -308,8 +304,8 @@ func stepLimit(f *report.Failure) *report.Failure {
 }
 
 // simulateOnce simulates one size of the builtin collective bench.
-func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
-	w, err := newWorld(p, cfg, tgt.settings)
+func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
+	w, err := newWorld(p, cfg, tgt.Settings)
 	if err != nil {
 		return nil, err
 	}

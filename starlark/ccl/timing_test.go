@@ -14,6 +14,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // A timing-only run moves no bytes but simulates exactly what a full run
@@ -22,7 +23,7 @@ import (
 // equal; the reference check and phase 2 are reported as not run.
 func TestTimingOnlyMatchesFullRun(t *testing.T) {
 	longTest(t)
-	cfg, _, err := LoadConfig(script.Env{}, "", nil, kernbench.Files)
+	cfg, _, err := target.LoadConfig(script.Env{}, "", nil, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
 	"kernbench/starlark/wiring"
 )
@@ -226,9 +227,9 @@ func (w *world) phase2(p *plan, res *report.Result) error {
 }
 
 // install resolves the topology and installs the IPCQ group (init_process_group).
-func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starlark.Callable) error {
-	set := tgt.settings
-	spec := wiring.MapSpec{File: tgt.file, Hook: hook, Params: p.params, Sys: w.sys}
+func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook starlark.Callable) error {
+	set := tgt.Settings
+	spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.params, Sys: w.sys}
 	spec.Shape(p.topology, p.world, set)
 	links, _, err := wiring.NeighborTables(spec, loader.NewThread("init"))
 	if err != nil {
@@ -246,12 +247,12 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 	if err != nil {
 		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
-	icfg.StagingKind = tgt.staging
+	icfg.StagingKind = tgt.Staging
 	if p.opts.Untimed {
 		icfg.Overhead, icfg.Backpressure = 0, machine.Sleep
 	}
 	if w.g, err = w.m.Install(links, icfg); err != nil {
-		return report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: tgt.file + ": " + err.Error(), Err: err})
+		return report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: tgt.File + ": " + err.Error(), Err: err})
 	}
 	w.g.Paranoid = p.opts.Check
 	// Nothing takes time in the mock: a send stays in flight for the
@@ -269,12 +270,12 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 }
 
 // run simulates to the end, converting a failed run into a Failure.
-func (w *world) run(tgt *target) error {
-	w.s.WaitWatchdog(sim.Time(tgt.settings.DeadlockTimeoutNs) * sim.Nanosecond)
+func (w *world) run(tgt *target.Target) error {
+	w.s.WaitWatchdog(sim.Time(tgt.Settings.DeadlockTimeoutNs) * sim.Nanosecond)
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = w.faultStop(simFailureNoted(w.memoryStop(err), tgt.file, w.procNote))
+		failure = w.faultStop(simFailureNoted(w.memoryStop(err), tgt.File, w.procNote))
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			kind := errkind.Invariant
