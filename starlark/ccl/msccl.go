@@ -192,21 +192,21 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	})
 }
 
-// checkMSCCL is `kernbench check FILE.xml`: the file parses and validates,
+// CheckMSCCL is `kernbench check FILE.xml` (opts: the run it checks): the file parses and validates,
 // and its neighbour map is consistent.
-func checkMSCCL(arg string, o CheckOptions) []string {
+func CheckMSCCL(arg string, o Options) []string {
 	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
 	if err != nil {
-		return configProblems(err)
+		return target.ConfigProblems(err)
 	}
 	a, err := loadMSCCL(arg, script.Source{Env: o.Env, Embedded: o.Embedded})
 	if err != nil {
 		return strings.Split(err.Error(), "\n")
 	}
-	if err := target.Ineffective(cfg, mscclRun(arg, a), o.runOptions().given()); err != nil {
+	if err := target.Ineffective(cfg, mscclRun(arg, a), o.given()); err != nil {
 		return []string{err.Error()}
 	}
-	if err := mscclio.CheckFlags(arg, a, mscclFlags(o.runOptions())); err != nil {
+	if err := mscclio.CheckFlags(arg, a, mscclFlags(o)); err != nil {
 		return []string{err.Error()}
 	}
 	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: mscclio.Neighbors(a)}); err != nil {
@@ -218,7 +218,7 @@ func checkMSCCL(arg string, o CheckOptions) []string {
 	_, slotsGiven := cfg.DefaultsGiven["n_slots"]
 	set.NSlots, _ = mscclio.Slots(arg, a, set, slotsGiven)
 	if fit, ok := mscclio.NewFit(a, nil, cfg.System, set); ok {
-		if _, err := mscclio.Place(arg, fit, set, cfg.DefaultsGiven["buffer_kind"], hintItems(o.runOptions().setItems()), 1); err != nil {
+		if _, err := mscclio.Place(arg, fit, set, cfg.DefaultsGiven["buffer_kind"], hintItems(o.setItems()), 1); err != nil {
 			return []string{err.Error()}
 		}
 	}

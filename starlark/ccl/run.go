@@ -1,11 +1,12 @@
 // Package ccl is the run path, its one job: from a `kernbench run`'s
-// options to a filled report. It loads ccl.yaml and resolves the
-// algorithm, plans the sizes and sweeps them, builds a world per size (the
+// options to a filled report. It resolves the run (starlark/target),
+// plans the sizes and sweeps them, builds a world per size (the
 // machine and maps of starlark/wiring, the IPCQ process group), runs the
 // kernels through a bench (the builtin collective bench, a host bench, an
 // L3 bench or an MSCCL schedule, all on the same world), verifies the
 // result against the collective's definition, replays phase 2 and fills
-// the report (starlark/report). kernbench check's validation is here too.
+// the report (starlark/report). kernbench check (starlark/check) plans
+// through it (PlanKernel) without simulating.
 package ccl
 
 import (

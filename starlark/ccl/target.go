@@ -15,16 +15,7 @@ import (
 // loadConfig is LoadConfig of opts' configuration with its --set and
 // --vary items.
 func (o Options) loadConfig() (*config.Config, string, error) {
-	cfg, dir, err := target.LoadConfig(o.Env, o.ConfigPath, o.given().AllSets(), o.Embedded)
-	if err != nil || len(o.Faults) == 0 {
-		return cfg, dir, err
-	}
-	faults, err := config.ParseFaults(o.Faults)
-	if err != nil {
-		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
-	}
-	cfg.System.Faults = append(cfg.System.Faults, faults...)
-	return cfg, dir, nil
+	return target.LoadConfigWithFaults(o.Env, o.ConfigPath, o.given().AllSets(), o.Faults, o.Embedded)
 }
 
 // Resolve checks, without running anything, that `kernbench run arg`

@@ -13,6 +13,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/check"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
 )
@@ -139,7 +140,7 @@ func TestMSCCLCheck(t *testing.T) {
 		t.Fatalf("no schedules in %s: %v", mscclTestdata, err)
 	}
 	for _, f := range files {
-		if problems := ccl.Check(f, ccl.CheckOptions{Embedded: kernbench.Files}); len(problems) > 0 {
+		if problems := check.Run(f, check.Options{Embedded: kernbench.Files}); len(problems) > 0 {
 			t.Errorf("check %s:\n%s", f, strings.Join(problems, "\n"))
 		}
 	}
@@ -148,7 +149,7 @@ func TestMSCCLCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{bad + ":1: gpu 1 is missing (ngpus=2 wants ids 0..1)"}
-	if diff := cmp.Diff(want, ccl.Check(bad, ccl.CheckOptions{Embedded: kernbench.Files})); diff != "" {
+	if diff := cmp.Diff(want, check.Run(bad, check.Options{Embedded: kernbench.Files})); diff != "" {
 		t.Errorf("check problems (-want +got):\n%s", diff)
 	}
 }

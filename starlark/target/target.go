@@ -7,6 +7,7 @@
 package target
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -55,6 +56,36 @@ func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*co
 		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return cfg, dir, nil
+}
+
+// LoadConfigWithFaults is LoadConfig with the --fault items (key=value
+// pairs, config.ParseFaults) added after the configuration's own
+// system.faults.
+func LoadConfigWithFaults(env script.Env, path string, sets, faults []string, embedded fs.FS) (*config.Config, string, error) {
+	cfg, dir, err := LoadConfig(env, path, sets, embedded)
+	if err != nil || len(faults) == 0 {
+		return cfg, dir, err
+	}
+	extra, err := config.ParseFaults(faults)
+	if err != nil {
+		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	cfg.System.Faults = append(cfg.System.Faults, extra...)
+	return cfg, dir, nil
+}
+
+// ConfigProblems are the problems of a configuration that does not load:
+// one per mistake the decoder found.
+func ConfigProblems(err error) []string {
+	var es config.Errors
+	if !errors.As(err, &es) {
+		return []string{err.Error()}
+	}
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Error()
+	}
+	return out
 }
 
 // NameOrEmpty is t's algorithm name, "" for none or a nil t.

@@ -23,6 +23,7 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/check"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/mock"
 	"kernbench/starlark/orch"
@@ -181,7 +182,7 @@ func CheckFile(file string, o Options) (problems []string, tests int) {
 	defer o.watchdog.Stop()
 	globals, err := loader.Load(file)
 	if err != nil {
-		return ccl.LoadProblems(err), 0
+		return check.LoadProblems(err), 0
 	}
 	names := make([]string, 0, len(globals))
 	for name := range globals {

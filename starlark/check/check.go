@@ -1,13 +1,16 @@
-package ccl
+// Package check is kernbench check, its one job: it loads, lints and
+// validates an algorithm (or an MSCCL schedule) without simulating, and
+// lists every problem found. It resolves the run as kernbench run would
+// (starlark/target, the plan of starlark/ccl), builds the neighbour maps
+// of each world size (starlark/wiring), prints one with --show-map, and
+// reads the syntax tree with starlark/lint.
+package check
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"kernbench/starlark/lint"
-	"kernbench/starlark/target"
-	"kernbench/starlark/wiring"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -22,16 +25,20 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
+	"kernbench/starlark/ccl"
+	"kernbench/starlark/hostmem"
+	"kernbench/starlark/lint"
 	"kernbench/starlark/orch"
-	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
+	"kernbench/starlark/wiring"
 )
 
-// CheckOptions configure Check.
-type CheckOptions struct {
+// Options configure Run.
+type Options struct {
 	ConfigPath string
 	Sets       []string
-	Faults     []string // --fault items (Options.Faults)
+	Faults     []string // --fault items (ccl.Options.Faults)
 	// WorldSize, Topology and Collective are run's flags of the same
 	// names: the algorithm is checked as `kernbench run` with them would
 	// run it (WorldSize > 0 checks that world size alone).
@@ -55,29 +62,29 @@ type CheckOptions struct {
 // --show-map): a map of a million ranks takes about 800 MB and seconds,
 // and a run of more than 65536 ranks needs over 12 GiB of host memory.
 const (
-	MaxCheckWorldSize = 1 << 16
-	MaxCheckSizes     = 1024
+	MaxWorldSize = 1 << 16
+	MaxSizes     = 1024
 )
 
-// Check loads, lints and validates an algorithm without simulating: the
+// Run loads, lints and validates an algorithm without simulating: the
 // file parses and resolves (every resolve error), kernel exists with a
 // signature the benches can call, neighbors() gives valid maps for the
 // world sizes, and the ccl.yaml entry (if any) fits. It returns every
 // problem found, each starting with file:line:col where one is known.
-func Check(file string, o CheckOptions) []string {
-	if IsMSCCL(file) {
-		return checkMSCCL(file, o)
+func Run(file string, o Options) []string {
+	if ccl.IsMSCCL(file) {
+		return ccl.CheckMSCCL(file, o.runOptions())
 	}
-	cfg, cfgDir, err := Options{Env: o.Env, ConfigPath: o.ConfigPath, Sets: o.Sets, Faults: o.Faults, Embedded: o.Embedded}.loadConfig()
+	cfg, cfgDir, err := target.LoadConfigWithFaults(o.Env, o.ConfigPath, o.Sets, o.Faults, o.Embedded)
 	if err != nil {
-		return configProblems(err)
+		return target.ConfigProblems(err)
 	}
 	src := script.Source{Env: o.Env, Embedded: o.Embedded}
 	tgt, err := target.Resolve(file, cfg, cfgDir, src)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	if err := target.Ineffective(cfg, tgt.RunOf(false), o.runOptions().given()); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(false), o.given()); err != nil {
 		return []string{err.Error()}
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), LoadPath: o.LoadPath, MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
@@ -90,7 +97,7 @@ func Check(file string, o CheckOptions) []string {
 	}
 	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return loadProblems(err)
+		return LoadProblems(err)
 	}
 	var problems []string
 	add := func(pos syntax.Position, format string, args ...any) {
@@ -128,7 +135,7 @@ func Check(file string, o CheckOptions) []string {
 			}
 		}
 		kernelFn = fn
-		for _, p := range kernelSignature(fn, params) {
+		for _, p := range ccl.KernelSignature(fn, params) {
 			add(fn.Position(), "%s", p)
 		}
 	}
@@ -144,20 +151,18 @@ func Check(file string, o CheckOptions) []string {
 		}
 	}
 	if globals["kernel"] != nil {
-		if err := target.Ineffective(cfg, tgt.RunOf(true), o.runOptions().given()); err != nil {
+		if err := target.Ineffective(cfg, tgt.RunOf(true), o.given()); err != nil {
 			return append(problems, err.Error())
 		}
 	}
-	p, err := makePlan(tgt, globals, hook != nil, o.runOptions())
+	p, kwProblems, err := ccl.PlanKernel(tgt, globals, hook != nil, o.runOptions(), kernelFn, cfg.File)
 	if err != nil {
 		problems = append(problems, err.Error())
 		return problems
 	}
-	if kernelFn != nil {
-		problems = append(problems, keywordProblems(kernelFn, p, cfg.File, tgt)...)
-	}
-	if topology.RequiresNeighborsHook(p.topology) && hook == nil {
-		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.topology)
+	problems = append(problems, kwProblems...)
+	if topology.RequiresNeighborsHook(p.Topology) && hook == nil {
+		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.Topology)
 		return problems
 	}
 	machine := wiring.MachineParams(cfg.System, tgt.Settings)
@@ -188,14 +193,14 @@ func Check(file string, o CheckOptions) []string {
 	dirs := map[string]bool{} // every direction installed at an admissible size
 	var tooLarge []string
 	for _, w := range sizes {
-		if why := setUpTooLarge(p.topology, w, tgt.Settings.Channels); why != "" {
+		if why := setUpTooLarge(p.Topology, w, tgt.Settings.Channels); why != "" {
 			// Not built: a full_mesh of 8000 ranks filled the memory
 			// with 64 million directions and ended in a Go fatal error.
 			tooLarge = append(tooLarge, why)
 			continue
 		}
-		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.params, Sys: cfg.System}
-		spec.Shape(p.topology, w, tgt.Settings)
+		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
+		spec.Shape(p.Topology, w, tgt.Settings)
 		links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
 		if err == nil {
 			if err := machine.Holds(w); err != nil {
@@ -241,34 +246,34 @@ func Check(file string, o CheckOptions) []string {
 		problems = append(problems, fmt.Sprintf("--world-sizes: world_sizes %s do not fit the machine; %v", sizeRanges(unplaceable), unplaceableErr))
 	}
 	if o.ShowMap > 0 && o.MapOut != nil {
-		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.params, Sys: cfg.System}
-		spec.Shape(p.topology, o.ShowMap, tgt.Settings)
+		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
+		spec.Shape(p.Topology, o.ShowMap, tgt.Settings)
 		// A map the machine cannot place is not built: it could not be
 		// printed.
 		err := machine.Holds(o.ShowMap)
-		if why := setUpTooLarge(p.topology, o.ShowMap, tgt.Settings.Channels); err == nil && why != "" {
+		if why := setUpTooLarge(p.Topology, o.ShowMap, tgt.Settings.Channels); err == nil && why != "" {
 			err = errors.New(why)
 		}
 		if err == nil {
-			err = showMap(o, spec, loader, p.topology, tgt, machine)
+			err = showMap(o, spec, loader, p.Topology, tgt, machine)
 		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("--show-map %d: %s", o.ShowMap, script.Format(err)))
 		}
 	}
 	if len(admissible) == 0 {
-		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.topology)
+		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.Topology)
 		dirs = nil
 	}
 	if data, err := src.ReadFile(tgt.File); err == nil {
-		problems = append(problems, lint.Calls(tgt.File, data, globals, dirs, max(1, tgt.Settings.Channels), p.topology)...)
+		problems = append(problems, lint.Calls(tgt.File, data, globals, dirs, max(1, tgt.Settings.Channels), p.Topology)...)
 	}
 	return problems
 }
 
 // showMap writes the neighbour map of spec (at --show-map's world size) to
 // o.MapOut, with the links each direction crosses on the machine mp.
-func showMap(o CheckOptions, spec wiring.MapSpec, loader *script.Loader, topo string, tgt *target.Target, mp machine.Params) error {
+func showMap(o Options, spec wiring.MapSpec, loader *script.Loader, topo string, tgt *target.Target, mp machine.Params) error {
 	links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
 	if err != nil {
 		return err
@@ -282,23 +287,9 @@ func showMap(o CheckOptions, spec wiring.MapSpec, loader *script.Loader, topo st
 	return writeMap(o.MapOut, tgt, topo, links, mp)
 }
 
-// configProblems are the problems of a configuration that does not load:
-// one per mistake the decoder found.
-func configProblems(err error) []string {
-	var es config.Errors
-	if !errors.As(err, &es) {
-		return []string{err.Error()}
-	}
-	out := make([]string, len(es))
-	for i, e := range es {
-		out[i] = e.Error()
-	}
-	return out
-}
-
 // runOptions are the options of the run o checks.
-func (o CheckOptions) runOptions() Options {
-	return Options{ConfigPath: o.ConfigPath, Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
+func (o Options) runOptions() ccl.Options {
+	return ccl.Options{ConfigPath: o.ConfigPath, Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 		Env: o.Env, Embedded: o.Embedded}
 }
 
@@ -320,107 +311,9 @@ func hookSignature(fn *starlark.Function, entry *config.Algorithm) string {
 	return ""
 }
 
-// keywordProblems lists the keyword arguments the bench will pass (the
-// ccl.yaml entry's params, root for broadcast and reduce) that kernel fn
-// cannot take, each with a "did you mean" when a parameter is close.
-func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target.Target) []string {
-	if fn.HasKwargs() {
-		return nil
-	}
-	var names []string
-	for i := range fn.NumParams() {
-		name, _ := fn.Param(i)
-		names = append(names, name)
-	}
-	var out []string
-	for _, kv := range p.params {
-		k := string(kv[0].(starlark.String))
-		if slices.Contains(names, k) {
-			continue
-		}
-		hint := ""
-		if near := registry.Closest(k, names); near != "" {
-			hint = fmt.Sprintf(" (did you mean %q?)", near)
-		}
-		if k == "root" && p.coll.Rooted {
-			if _, fromYAML := tgt.Entry.ParamsOrNil()["root"]; !fromYAML {
-				out = append(out, fmt.Sprintf("%s: kernel has no parameter \"root\", which the %s bench passes by keyword: def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0)%s", fn.Position(), p.coll.Name, hint))
-				continue
-			}
-		}
-		if slices.ContainsFunc(p.opts.Params, func(kv starlark.Tuple) bool { return kv[0] == starlark.String(k) }) {
-			// run_kernel_in_mock's params=, which replaces an entry's
-			// param of the name (it was blamed on the embedded ccl.yaml).
-			out = append(out, fmt.Sprintf("params=: kernel (%s) has no parameter %q%s", fn.Position(), k, hint))
-			continue
-		}
-		where := cfgFile
-		if pos, ok := tgt.Entry.ParamPos(k); ok {
-			// Its own line, or the --set or --vary item that gave it.
-			where = target.DescribeGiven(pos, p.opts.setItems())
-		} else if tgt.Entry != nil && tgt.Entry.Line > 0 {
-			where = fmt.Sprintf("%s:%d", cfgFile, tgt.Entry.Line)
-		}
-		out = append(out, fmt.Sprintf("%s: algorithms.%s.params.%s: kernel (%s) has no parameter %q%s", where, tgt.Name, k, fn.Position(), k, hint))
-	}
-	return out
-}
-
-// callProblems lists why the bench of plan p cannot call kernel: its
-// signature and the keyword arguments it would pass that kernel cannot
-// take, in check's words. run refuses such a kernel before simulating
-// (exit 2) rather than failing on every rank with Starlark's "got multiple
-// values for parameter", whose position is the kernel's first statement.
-func callProblems(kernel starlark.Callable, p *plan, cfgFile string, tgt *target.Target) []string {
-	fn, ok := kernel.(*starlark.Function)
-	if !ok {
-		return nil
-	}
-	params := map[string]bool{}
-	for _, kv := range p.params {
-		params[string(kv[0].(starlark.String))] = true
-	}
-	var out []string
-	for _, msg := range kernelSignature(fn, params) {
-		out = append(out, fn.Position().String()+": "+msg)
-	}
-	return append(out, keywordProblems(fn, p, cfgFile, tgt)...)
-}
-
-// kernelSignature lists why the benches could not call fn as
-// kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params).
-func kernelSignature(fn *starlark.Function, params map[string]bool) []string {
-	var out []string
-	n, positional := script.ParamCounts(fn)
-	if positional < 4 && !fn.HasVarargs() {
-		out = append(out, fmt.Sprintf("kernel takes %d positional parameter(s); the benches pass 4 (sendbuf, recvbuf, rank, world_size)", positional))
-	}
-	hasTL := false
-	for i := 0; i < n; i++ {
-		name, _ := fn.Param(i)
-		if name == "tl" {
-			hasTL = true
-			if i < 4 && i < positional {
-				out = append(out, fmt.Sprintf("kernel's parameter %d is tl, but the benches pass (sendbuf, recvbuf, rank, world_size) positionally and tl by keyword", i+1))
-			}
-			continue
-		}
-		if i >= 4 && fn.ParamDefault(i) == nil && !params[name] {
-			out = append(out, fmt.Sprintf("kernel parameter %q has no default and no ccl.yaml params entry supplies it", name))
-		}
-	}
-	if !hasTL && !fn.HasKwargs() {
-		out = append(out, "kernel has no tl parameter (it is passed by keyword: def kernel(sendbuf, recvbuf, rank, world_size, tl))")
-	}
-	return out
-}
-
-// loadProblems splits a load failure into one problem per error.
 // LoadProblems lists a load error's problems: every resolve error, or
 // the formatted error.
-func LoadProblems(err error) []string { return loadProblems(err) }
-
-func loadProblems(err error) []string {
+func LoadProblems(err error) []string {
 	var el resolve.ErrorList
 	if errors.As(err, &el) {
 		out := make([]string, len(el))
@@ -548,4 +441,21 @@ func writeMap(w io.Writer, tgt *target.Target, topo string, links [][]machine.Li
 		}
 	}
 	return nil
+}
+
+// setUpTooLarge says why check does not build a world of w ranks on topo:
+// its ranks and directions alone pass the memory kernbench may use (the
+// default --max-memory); "" when it may.
+func setUpTooLarge(topo string, w, channels int) string {
+	need, limit := hostmem.SatAdd(ccl.WorldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
+	if limit <= 0 || need <= limit {
+		return ""
+	}
+	return fmt.Sprintf("world_size %d on topology %s needs about %s of host memory to set up (%d directions), over the %s kernbench may use (%s); check a smaller world size",
+		w, topo, hostmem.FormatBytes(need), hostmem.SatMul(int64(w), topology.Degree(topo, w, channels)), hostmem.FormatBytes(limit), hostmem.DefaultLimitWhy())
+}
+
+// given is what of o decides whether its --set items take effect.
+func (o Options) given() target.Given {
+	return target.Given{Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective}
 }
