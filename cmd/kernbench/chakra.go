@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"kernbench/engine/chakra"
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -52,17 +52,17 @@ func checkChakraDir(env script.Env, dir string, several bool) error {
 
 // writeChakraDir creates dir and writes the export's files into it; on a
 // failure it removes what it made.
-func writeChakraDir(env script.Env, dir string, t *chakra.Trace) *ccl.Failure {
-	fail := func(err error) *ccl.Failure {
-		return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: "--export-chakra: " + err.Error(), Err: err})
+func writeChakraDir(env script.Env, dir string, t *chakra.Trace) *report.Failure {
+	fail := func(err error) *report.Failure {
+		return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: "--export-chakra: " + err.Error(), Err: err})
 	}
 	if t == nil {
 		err := fmt.Errorf("--export-chakra: the run recorded no schedule; nothing written to %s", dir)
-		return ccl.WithKind(errkind.Export, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return report.WithKind(errkind.Export, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	files, err := t.Files()
 	if err != nil {
-		return ccl.WithKind(errkind.Export, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return report.WithKind(errkind.Export, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	real := env.Path(dir)
 	if err := os.Mkdir(real, 0o755); err != nil {

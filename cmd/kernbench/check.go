@@ -11,6 +11,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/check"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
 	"kernbench/starlark/testrun"
@@ -79,11 +80,11 @@ Exit status 0 when clean, 2 with file:line:col for every problem.`,
 	return cmd
 }
 
-// complete checks the flags of a check and makes the options of ccl.Check
+// complete checks the flags of a check and makes the options of check.Run
 // they set (but its Watchdog and MapOut): every mistake in them is a
 // usage error, found before anything is loaded.
-func (o *checkOptions) complete(cmd *cobra.Command) (ccl.CheckOptions, error) {
-	co := ccl.CheckOptions{Env: o.Env, Embedded: kernbench.Files, LoadPath: o.LoadPath, ShowMap: o.ShowMap,
+func (o *checkOptions) complete(cmd *cobra.Command) (check.Options, error) {
+	co := check.Options{Env: o.Env, Embedded: kernbench.Files, LoadPath: o.LoadPath, ShowMap: o.ShowMap,
 		ConfigPath: o.Config.ConfigPath, Sets: o.Config.Sets, Faults: o.Config.Faults, WorldSize: o.Config.WorldSize, Topology: o.Config.Topology, Collective: o.Config.Collective}
 	if o.Timeout < 0 {
 		return co, usageError(fmt.Sprintf("--timeout must be >= 0 (got %v)", o.Timeout))
@@ -114,11 +115,11 @@ func (o *checkOptions) complete(cmd *cobra.Command) (ccl.CheckOptions, error) {
 	if co.ShowMap < 0 {
 		return co, usageError(fmt.Sprintf("--show-map must be >= 1 (got %d)", co.ShowMap))
 	}
-	if co.ShowMap > ccl.MaxCheckWorldSize {
-		return co, usageError(fmt.Sprintf("--show-map %d: over %d, the largest world size check builds a map for", co.ShowMap, ccl.MaxCheckWorldSize))
+	if co.ShowMap > check.MaxWorldSize {
+		return co, usageError(fmt.Sprintf("--show-map %d: over %d, the largest world size check builds a map for", co.ShowMap, check.MaxWorldSize))
 	}
-	if co.WorldSize > ccl.MaxCheckWorldSize {
-		return co, usageError(fmt.Sprintf("--world-size %d: over %d, the largest world size check builds a map for", co.WorldSize, ccl.MaxCheckWorldSize))
+	if co.WorldSize > check.MaxWorldSize {
+		return co, usageError(fmt.Sprintf("--world-size %d: over %d, the largest world size check builds a map for", co.WorldSize, check.MaxWorldSize))
 	}
 	if strings.HasSuffix(o.Target, "_test.star") {
 		for _, flag := range []string{"config", "set", "world-size", "topology", "collective", "world-sizes", "show-map"} {
@@ -149,7 +150,7 @@ func runCheck(cmd *cobra.Command, o *checkOptions, stdout, stderr io.Writer) err
 		// assert and @kernbench//testing.star, not as an algorithm.
 		problems, n = testrun.CheckFile(o.Target, testrun.Options{Env: o.Env, Embedded: kernbench.Files, MaxSteps: 10_000_000, Timeout: o.Timeout, LoadPath: o.LoadPath})
 	} else {
-		problems = ccl.Check(o.Target, co)
+		problems = check.Run(o.Target, co)
 	}
 	for _, p := range problems {
 		fmt.Fprintln(stderr, p)
@@ -166,8 +167,8 @@ func runCheck(cmd *cobra.Command, o *checkOptions, stdout, stderr io.Writer) err
 	return nil
 }
 
-// parseSizes reads "1-16" or "2,4,8": at most ccl.MaxCheckSizes sizes,
-// each at most ccl.MaxCheckWorldSize (an end of 2^63-1 used to wrap the
+// parseSizes reads "1-16" or "2,4,8": at most check.MaxSizes sizes,
+// each at most check.MaxWorldSize (an end of 2^63-1 used to wrap the
 // loop below and fill the memory).
 func parseSizes(s string) ([]int, error) {
 	var out []int
@@ -183,11 +184,11 @@ func parseSizes(s string) ([]int, error) {
 				return nil, fmt.Errorf("--world-sizes %q: want sizes like 1-16 or 2,4,8", s)
 			}
 		}
-		if b > ccl.MaxCheckWorldSize {
-			return nil, fmt.Errorf("--world-sizes %q: world size %d is over %d, the largest check builds a map for", s, b, ccl.MaxCheckWorldSize)
+		if b > check.MaxWorldSize {
+			return nil, fmt.Errorf("--world-sizes %q: world size %d is over %d, the largest check builds a map for", s, b, check.MaxWorldSize)
 		}
-		if len(out)+(b-a+1) > ccl.MaxCheckSizes {
-			return nil, fmt.Errorf("--world-sizes %q: more than %d sizes; check fewer at a time", s, ccl.MaxCheckSizes)
+		if len(out)+(b-a+1) > check.MaxSizes {
+			return nil, fmt.Errorf("--world-sizes %q: more than %d sizes; check fewer at a time", s, check.MaxSizes)
 		}
 		for w := a; w <= b; w++ {
 			out = append(out, w)

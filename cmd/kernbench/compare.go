@@ -15,6 +15,7 @@ import (
 
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // A comparison (`kernbench run A B …`, `--vary key=v1,v2`) runs one
@@ -36,7 +37,7 @@ type variant struct {
 // labeled is a finished variant's report.
 type labeled struct {
 	label string
-	rep   *ccl.Report
+	rep   *report.Report
 }
 
 // varyAxis is one --vary flag: a ccl.yaml key and the values it takes.
@@ -132,7 +133,7 @@ func expandVariants(targets []string, axes []varyAxis, defaultAlgorithm string) 
 type compareRow struct {
 	Label     string `json:"label"`
 	WorldSize int    `json:"world_size"`
-	*ccl.Result
+	*report.Result
 }
 
 // MarshalJSON puts the label and world size before the row's own fields
@@ -208,13 +209,13 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 		width = max(width, len(v.label))
 	}
 	type outcome struct {
-		rep    *ccl.Report
-		fail   *ccl.Failure // the variant's error, nil when it ran
-		out    bytes.Buffer // rows, in order
-		errOut bytes.Buffer // the variant's stderr (print(), warnings, its error)
+		rep    *report.Report
+		fail   *report.Failure // the variant's error, nil when it ran
+		out    bytes.Buffer    // rows, in order
+		errOut bytes.Buffer    // the variant's stderr (print(), warnings, its error)
 	}
 	outs := make([]*outcome, len(variants))
-	row := func(w io.Writer, label string, world int, r *ccl.Result) {
+	row := func(w io.Writer, label string, world int, r *report.Result) {
 		switch {
 		case o.jsonl:
 			writeJSONLine(w, compareRow{Label: label, WorldSize: world, Result: r})
@@ -243,7 +244,7 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 		opts.Stderr = errTo
 		opts.Progress = nil
 		world := 0 // the variant's world size, known once it starts
-		opts.OnStart = func(rep *ccl.Report) error {
+		opts.OnStart = func(rep *report.Report) error {
 			world = rep.WorldSize
 			collective.Lock()
 			defer collective.Unlock()
@@ -252,12 +253,12 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 				return nil
 			}
 			if rep.Collective != collective.name {
-				return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1,
+				return report.WithKind(errkind.Usage, &report.Failure{Rank: -1,
 					Msg: fmt.Sprintf("collective %s, but %s runs %s: compare algorithms of one collective", rep.Collective, collective.label, collective.name)})
 			}
 			return nil
 		}
-		opts.OnResult = func(r *ccl.Result) { row(rowsTo, v.label, world, r) }
+		opts.OnResult = func(r *report.Result) { row(rowsTo, v.label, world, r) }
 		rep, err := ccl.Run(v.target, opts)
 		oc.rep = rep
 		if err == nil {
@@ -267,7 +268,7 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 		// other messages went.
 		oc.fail = asFailure(err)
 		if oc.rep == nil {
-			oc.rep = &ccl.Report{File: v.target}
+			oc.rep = &report.Report{File: v.target}
 		}
 		if !o.json && !o.jsonl {
 			fmt.Fprintf(rowsTo, "%-*s  error: %s%s\n", width, v.label, variantPosition(o, oc.rep), failureLine(oc.fail))
@@ -413,7 +414,7 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 // no label, of the command (an output file it could not write).
 type labeledFailure struct {
 	label string
-	f     *ccl.Failure
+	f     *report.Failure
 }
 
 // worstFailure is the command's error for the failures of its runs: the
@@ -453,14 +454,14 @@ func worstFailure(failures []labeledFailure, labels []string, stderr io.Writer) 
 
 // failureLine is a failure as one line of the table: its kind and the
 // first line of its message.
-func failureLine(f *ccl.Failure) string {
+func failureLine(f *report.Failure) string {
 	msg, _, _ := strings.Cut(f.Msg, "\n")
 	return f.ErrorKind().Name + ": " + msg
 }
 
 // variantPosition is sweepPosition for a variant's report ("" when it
 // failed before simulating).
-func variantPosition(o *runOptions, rep *ccl.Report) string {
+func variantPosition(o *runOptions, rep *report.Report) string {
 	if rep == nil || rep.Collective == "" {
 		return ""
 	}
@@ -470,7 +471,7 @@ func variantPosition(o *runOptions, rep *ccl.Report) string {
 // compareReport is one variant's report in a comparison's JSON.
 type compareReport struct {
 	Label string `json:"label"`
-	*ccl.Report
+	*report.Report
 }
 
 // resolveFailure reports a variant that does not resolve (a misspelt
@@ -479,7 +480,7 @@ type compareReport struct {
 func resolveFailure(o *runOptions, v variant, err error, stdout, stderr io.Writer) error {
 	f := asFailure(err)
 	if o.json || o.jsonl {
-		rep := &ccl.Report{File: v.target, Error: f.Out()}
+		rep := &report.Report{File: v.target, Error: f.Out()}
 		writeJSONLine(stdout, compareReport{Label: v.label, Report: rep})
 	}
 	return atPosition(v.label+": ", f)
@@ -529,7 +530,7 @@ func refusedSizes(reps []labeled, stderr io.Writer) []labeledFailure {
 		}
 		msg := fmt.Sprintf("%d of %d sizes refused over --max-memory, not run: %s (the rows say why); %s", len(sizes), len(l.rep.Results), strings.Join(sizes, ", "), hint)
 		fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
-		out = append(out, labeledFailure{l.label, ccl.WithKind(errkind.MemoryLimit, &ccl.Failure{Rank: -1, Msg: msg})})
+		out = append(out, labeledFailure{l.label, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: msg})})
 	}
 	return out
 }
@@ -562,7 +563,7 @@ func wrongResults(reps []labeled, stderr io.Writer) []labeledFailure {
 				wrongReport(stderr, prefix, l.rep, r)
 			}
 			if f.ErrorKind() == errkind.Phase2Mismatch {
-				fmt.Fprintf(stderr, "%s%s\n", prefix, ccl.Phase2Advice)
+				fmt.Fprintf(stderr, "%s%s\n", prefix, report.Phase2Advice)
 			}
 			out = append(out, labeledFailure{l.label, f})
 			break runs
@@ -573,7 +574,7 @@ func wrongResults(reps []labeled, stderr io.Writer) []labeledFailure {
 
 // wrongReport prints a row's wrong elements: the count, the first, and
 // each rank's ranges.
-func wrongReport(stderr io.Writer, prefix string, rep *ccl.Report, r ccl.Result) {
+func wrongReport(stderr io.Writer, prefix string, rep *report.Report, r report.Result) {
 	fw := r.FirstWrong
 	fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
 	fmt.Fprint(stderr, avgHint(r.RedOp, rep.WorldSize, fw))
@@ -581,12 +582,12 @@ func wrongReport(stderr io.Writer, prefix string, rep *ccl.Report, r ccl.Result)
 }
 
 // writeExtras writes --csv and --plot for finished runs; it fails with a
-// *ccl.Failure.
+// *report.Failure.
 func writeExtras(o *runOptions, reps []labeled) error {
 	if o.csv != "" {
 		var b bytes.Buffer
 		if err := writeCSV(&b, reps); err != nil {
-			return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: "--csv: " + err.Error(), Err: err})
+			return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: "--csv: " + err.Error(), Err: err})
 		}
 		if f := writeOutput(o.Env, o.outputs["--csv"], o.outStdout, b.Bytes()); f != nil {
 			return f
@@ -595,7 +596,7 @@ func writeExtras(o *runOptions, reps []labeled) error {
 	if o.plot != "" {
 		svg, err := plotBusBW(reps)
 		if err != nil {
-			return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: "--plot: " + err.Error(), Err: err})
+			return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: "--plot: " + err.Error(), Err: err})
 		}
 		if f := writeOutput(o.Env, o.outputs["--plot"], o.outStdout, svg); f != nil {
 			return f

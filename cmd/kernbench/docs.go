@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/host"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
@@ -62,7 +62,7 @@ func runDocs(cmd *cobra.Command, o *docsOptions, stdout, stderr io.Writer) error
 		return usageErr("--stubs writes three files into a folder: - (stdout) cannot take them; give a folder")
 	case stubs != "":
 		if err := os.MkdirAll(env.Path(stubs), 0o755); err != nil {
-			return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: "--stubs: " + env.UserError(err, stubs).Error(), Err: err})
+			return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: "--stubs: " + env.UserError(err, stubs).Error(), Err: err})
 		}
 		// Each file is written as run's output files are: a link
 		// followed, a regular file replaced whole. All three are

@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // kindCase is one input that makes kernbench fail with kind.
@@ -276,7 +276,7 @@ func TestEveryKindFromTheCLI(t *testing.T) {
 			}
 			jargs := append(args, "--json")
 			code, stdout, stderr = runIn(t, bin, dir, jargs)
-			var rep ccl.Report
+			var rep report.Report
 			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 				t.Fatalf("kernbench %s: stdout is not one JSON report (%v):\n%s", strings.Join(jargs, " "), err, clip(stdout, 2000))
 			}
@@ -401,7 +401,7 @@ func TestKindsBelowTheCLI(t *testing.T) {
 	}
 	t.Run("Phase2Mismatch", func(t *testing.T) {
 		mismatch := false
-		rep := &ccl.Report{Results: []ccl.Result{{Bytes: 64, Phase2Match: &mismatch, Phase2: "rank 0 byte 3 differs"}}}
+		rep := &report.Report{Results: []report.Result{{Bytes: 64, Phase2Match: &mismatch, Phase2: "rank 0 byte 3 differs"}}}
 		var stderr bytes.Buffer
 		err := checkResults([]labeled{{"", rep}}, &stderr)
 		var ee *exitError
@@ -430,7 +430,7 @@ func TestKindsBelowTheCLI(t *testing.T) {
 		}
 		// A Failure built without a kind says InternalError in its JSON
 		// and its exit status alike.
-		f := &ccl.Failure{Rank: -1, Msg: "unkinded"}
+		f := &report.Failure{Rank: -1, Msg: "unkinded"}
 		if got := []any{f.Out().Kind, errkind.Status(f)}; !cmp.Equal(got, []any{"InternalError", errkind.ExitRuntime}) {
 			t.Errorf("an unkinded Failure: JSON kind and status %v", got)
 		}

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"kernbench"
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // memoryCase is one run whose host memory estimate is held against its
@@ -40,7 +40,7 @@ func (c memoryCase) String() string {
 // 64 to 1024 ranks, and 4096 ranks timing-only. alltoall stops at 64
 // ranks there: its buffers are world² × size (8 GiB at 1024 × 4K).
 func memoryCases(t *testing.T, full bool) []memoryCase {
-	cfg, _, err := ccl.LoadConfig(script.Env{}, "", nil, kernbench.Files)
+	cfg, _, err := target.LoadConfig(script.Env{}, "", nil, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"kernbench/starlark/ccl"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -18,9 +18,9 @@ func TestMergedWallTimeIsWholeNanoseconds(t *testing.T) {
 	dir := t.TempDir()
 	sweep := []int64{1024, 2048}
 	for i, wall := range []float64{0.1, 0.2} {
-		rep := ccl.Report{Algorithm: "a", File: "a.star", WorldSize: 2, WallS: wall,
-			Results: []ccl.Result{{Bytes: sweep[i], Count: sweep[i] / 4, DType: "f32"}},
-			Shard:   &ccl.Shard{Index: i, Count: 2, Sweep: sweep, Settings: []string{}}}
+		rep := report.Report{Algorithm: "a", File: "a.star", WorldSize: 2, WallS: wall,
+			Results: []report.Result{{Bytes: sweep[i], Count: sweep[i] / 4, DType: "f32"}},
+			Shard:   &report.Shard{Index: i, Count: 2, Sweep: sweep, Settings: []string{}}}
 		data, err := json.Marshal(&rep)
 		if err != nil {
 			t.Fatal(err)
@@ -75,10 +75,10 @@ func TestMergeRefusesFilesThatAreNotReports(t *testing.T) {
 func TestMergeRefusesShardWithoutItsRows(t *testing.T) {
 	dir := t.TempDir()
 	shard := func(i int, sizes ...int64) string {
-		rep := ccl.Report{Algorithm: "a", File: "a.star", WorldSize: 2,
-			Shard: &ccl.Shard{Index: i, Count: 2, Sweep: []int64{1024, 2048, 4096, 8192}, Settings: []string{}}}
+		rep := report.Report{Algorithm: "a", File: "a.star", WorldSize: 2,
+			Shard: &report.Shard{Index: i, Count: 2, Sweep: []int64{1024, 2048, 4096, 8192}, Settings: []string{}}}
 		for _, s := range sizes {
-			rep.Results = append(rep.Results, ccl.Result{Bytes: s, Count: s / 4, DType: "f32"})
+			rep.Results = append(rep.Results, report.Result{Bytes: s, Count: s / 4, DType: "f32"})
 		}
 		data, err := json.Marshal(&rep)
 		if err != nil {
@@ -132,18 +132,18 @@ func TestMergeRefusesBadShardRecord(t *testing.T) {
 func TestMergeRefusesRowsNotOfTheSweep(t *testing.T) {
 	dir := t.TempDir()
 	sweep := []int64{1024, 2048, 4096, 8192}
-	shard := func(i int, coll string, digest bool, edit func(*ccl.Result), sizes ...int64) string {
-		rep := ccl.Report{Algorithm: "a", File: "a.star", Collective: coll, WorldSize: 4,
-			Shard: &ccl.Shard{Index: i, Count: 2, Sweep: sweep, Settings: []string{}}}
+	shard := func(i int, coll string, digest bool, edit func(*report.Result), sizes ...int64) string {
+		rep := report.Report{Algorithm: "a", File: "a.star", Collective: coll, WorldSize: 4,
+			Shard: &report.Shard{Index: i, Count: 2, Sweep: sweep, Settings: []string{}}}
 		for _, s := range sizes {
 			n := s / 4
 			if coll == "allgather" {
 				n *= 4 // the row is the recvbuf of world_size chunks
 			}
-			rep.Results = append(rep.Results, ccl.Result{Bytes: n * 4, Count: n, DType: "f32", SimTimeNs: 500})
+			rep.Results = append(rep.Results, report.Result{Bytes: n * 4, Count: n, DType: "f32", SimTimeNs: 500})
 		}
 		if digest {
-			rep.Shard.Rows = ccl.RowsDigest(rep.Results)
+			rep.Shard.Rows = report.RowsDigest(rep.Results)
 		}
 		if edit != nil {
 			edit(&rep.Results[0])
@@ -154,7 +154,7 @@ func TestMergeRefusesRowsNotOfTheSweep(t *testing.T) {
 		}
 		return string(data)
 	}
-	faster := func(r *ccl.Result) { r.SimTimeNs = 100 }
+	faster := func(r *report.Result) { r.SimTimeNs = 100 }
 	writeReports(t, dir, map[string]string{
 		"s0.json":        shard(0, "allreduce", true, nil, 1024, 4096),
 		"s1.json":        shard(1, "allreduce", true, nil, 2048, 8192),

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -327,7 +327,7 @@ func (c countingWriter) Write(b []byte) (int, error) {
 // empty file that looks like a run that did nothing, nor an earlier run's
 // file that looks like this one's. A pipe, a device and stdout are only
 // flushed.
-func (of *outputFile) close() *ccl.Failure {
+func (of *outputFile) close() *report.Failure {
 	err := of.w.Flush()
 	if of.f == nil {
 		if err != nil {
@@ -338,13 +338,13 @@ func (of *outputFile) close() *ccl.Failure {
 	if !of.tmp {
 		return of.closeFile(err)
 	}
-	var f *ccl.Failure
+	var f *report.Failure
 	settleTemp(of.f.Name(), func() { f = of.closeFile(err) })
 	return f
 }
 
 // closeFile is close's end for a file: err is the flush's error.
-func (of *outputFile) closeFile(err error) *ccl.Failure {
+func (of *outputFile) closeFile(err error) *report.Failure {
 	if err == nil && of.tmp {
 		err = of.f.Chmod(of.dest.perm)
 	}
@@ -378,31 +378,31 @@ func (of *outputFile) closeFile(err error) *ccl.Failure {
 }
 
 // failure is the IOError of an output that could not be written.
-func (of *outputFile) failure(err error) *ccl.Failure {
+func (of *outputFile) failure(err error) *report.Failure {
 	named := of.dest.shown // the name the file system saw
 	if of.dest.kind == outputStream {
 		named = of.dest.path
 	}
 	err = of.env.UserError(err, filepath.Dir(named))
-	return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: fmt.Sprintf("%s %s: %v", of.dest.flag, of.dest.name(), err), Err: err})
+	return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s %s: %v", of.dest.flag, of.dest.name(), err), Err: err})
 }
 
 // writeOutput writes data, made whole after the run (--csv, --plot,
 // --export-msccl, --dot), to d as createOutput and close do; it fails
 // with the output's IOError.
-func writeOutput(env script.Env, d *outputDest, stdout io.Writer, data []byte) *ccl.Failure {
+func writeOutput(env script.Env, d *outputDest, stdout io.Writer, data []byte) *report.Failure {
 	if !d.stdout {
 		// Looked at again: the run took a while, and a pipe may stand
 		// where there was nothing.
 		again, err := resolveOutput(env, d.flag, d.path)
 		if err != nil {
-			return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
+			return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
 		d = again
 	}
 	of, err := createOutput(env, d, stdout)
 	if err != nil {
-		return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: fmt.Sprintf("%s %s: %v", d.flag, d.name(), err), Err: err})
+		return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s %s: %v", d.flag, d.name(), err), Err: err})
 	}
 	_, werr := of.w.Write(data)
 	f := of.close()

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // Rule (docs/report.md, When phase 2 differs from phase 1; the two-pass
@@ -20,16 +20,16 @@ import (
 // exit status is Phase2Mismatch's.
 func TestPhase2MismatchReport(t *testing.T) {
 	no := false
-	r := ccl.Result{Bytes: 4096, RedOp: "sum", Phase2Match: &no, Wrong: 3,
+	r := report.Result{Bytes: 4096, RedOp: "sum", Phase2Match: &no, Wrong: 3,
 		Phase2:      "phase 2 differs from phase 1 at address 0x10 (phase 2 0x00, phase 1 0x01)",
-		FirstWrong:  &ccl.WrongElem{Rank: 1, Index: 7, Got: "2", Want: "1"},
-		WrongRanges: []ccl.RankWrong{{Rank: 1, Wrong: 3, Ranges: []ccl.WrongRange{{Start: 7, End: 10}}}},
-		Phase2Diagnosis: &ccl.Phase2Diagnosis{Reproduced: true,
-			Phase1Writer:   &ccl.RecordRef{Seq: 9, Rank: 1, Kind: "ipcq", Name: "send", Dir: "E", TEndNs: 40, Origin: "rank 1's send E #3 at k.star:5:9"},
-			Phase2Writer:   &ccl.RecordRef{Seq: 9, Rank: 1, Kind: "ipcq", Name: "send", Dir: "E", TEndNs: 40, Origin: "rank 1's send E #3 at k.star:5:9"},
-			FirstDivergent: &ccl.RecordRef{Seq: 4, Rank: 1, Kind: "memory", Name: "store", TEndNs: 20, Origin: "rank 1 tl.recv_copy_send at k.star:7:20"}}}
+		FirstWrong:  &report.WrongElem{Rank: 1, Index: 7, Got: "2", Want: "1"},
+		WrongRanges: []report.RankWrong{{Rank: 1, Wrong: 3, Ranges: []report.WrongRange{{Start: 7, End: 10}}}},
+		Phase2Diagnosis: &report.Phase2Diagnosis{Reproduced: true,
+			Phase1Writer:   &report.RecordRef{Seq: 9, Rank: 1, Kind: "ipcq", Name: "send", Dir: "E", TEndNs: 40, Origin: "rank 1's send E #3 at k.star:5:9"},
+			Phase2Writer:   &report.RecordRef{Seq: 9, Rank: 1, Kind: "ipcq", Name: "send", Dir: "E", TEndNs: 40, Origin: "rank 1's send E #3 at k.star:5:9"},
+			FirstDivergent: &report.RecordRef{Seq: 4, Rank: 1, Kind: "memory", Name: "store", TEndNs: 20, Origin: "rank 1 tl.recv_copy_send at k.star:7:20"}}}
 	var stderr bytes.Buffer
-	err := checkResults([]labeled{{rep: &ccl.Report{WorldSize: 2, Results: []ccl.Result{r}}}}, &stderr)
+	err := checkResults([]labeled{{rep: &report.Report{WorldSize: 2, Results: []report.Result{r}}}}, &stderr)
 	if k := errkind.Of(err); k != errkind.Phase2Mismatch {
 		t.Fatalf("checkResults = %v (%v), want a Phase2Mismatch exit", err, k)
 	}
@@ -39,7 +39,7 @@ func TestPhase2MismatchReport(t *testing.T) {
 		"  first record whose effect differs between the phases (phase 1 made other bytes than the replay makes from the op_log): record 4 (memory store, rank 1, t_end 20ns), issued by rank 1 tl.recv_copy_send at k.star:7:20",
 		"kernbench: 3 wrong element(s) at 4096 bytes; first: rank 1 index 7 got 2 want 1",
 		"  rank 1: 3 wrong at [7, 10)",
-		"kernbench: " + ccl.Phase2Advice,
+		"kernbench: " + report.Phase2Advice,
 	}
 	if diff := cmp.Diff(want, strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")); diff != "" {
 		t.Errorf("stderr (-want +got):\n%s", diff)

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"kernbench/starlark/report"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,19 +16,17 @@ import (
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
-
-	"kernbench/starlark/ccl"
 )
 
 // The busbw chart is a well-formed SVG with one legend entry per run and
 // byte-size labels on its log2 size axis; sizes of 0 bytes are left out.
 func TestPlotBusBW(t *testing.T) {
 	run := func(name string, bw ...float64) labeled {
-		rep := &ccl.Report{Algorithm: name, Collective: "allreduce", WorldSize: 8}
+		rep := &report.Report{Algorithm: name, Collective: "allreduce", WorldSize: 8}
 		for i, b := range bw {
-			rep.Results = append(rep.Results, ccl.Result{Bytes: 1024 << (2 * i), BusBW: b})
+			rep.Results = append(rep.Results, report.Result{Bytes: 1024 << (2 * i), BusBW: b})
 		}
-		rep.Results = append(rep.Results, ccl.Result{Bytes: 0, BusBW: 1})
+		rep.Results = append(rep.Results, report.Result{Bytes: 0, BusBW: 1})
 		return labeled{name, rep}
 	}
 	svg, err := plotBusBW([]labeled{run("ring_allreduce", 5, 40, 110, 125), run("tree_allreduce", 3, 9, 20, 27)})
@@ -77,7 +76,7 @@ func TestPlotBusBW(t *testing.T) {
 	if paths < 2 {
 		t.Errorf("%d paths; want at least one line per run", paths)
 	}
-	if _, err := plotBusBW([]labeled{{"empty", &ccl.Report{Results: []ccl.Result{{Bytes: 0}}}}}); err == nil {
+	if _, err := plotBusBW([]labeled{{"empty", &report.Report{Results: []report.Result{{Bytes: 0}}}}}); err == nil {
 		t.Error("a chart of only 0-byte sizes: no error")
 	}
 }
@@ -174,9 +173,9 @@ func TestPlotLayout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var reps []labeled
 			for i, label := range tc.labels {
-				rep := &ccl.Report{Algorithm: label, Collective: "allreduce", WorldSize: 8}
+				rep := &report.Report{Algorithm: label, Collective: "allreduce", WorldSize: 8}
 				for j, bw := range []float64{120, 125, 126, 127, 127.5} { // high from the first size on
-					rep.Results = append(rep.Results, ccl.Result{Bytes: 1024 << (2 * j), BusBW: bw / float64(i+1)})
+					rep.Results = append(rep.Results, report.Result{Bytes: 1024 << (2 * j), BusBW: bw / float64(i+1)})
 				}
 				reps = append(reps, labeled{label, rep})
 			}

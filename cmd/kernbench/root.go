@@ -19,6 +19,7 @@ import (
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/registry"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -27,7 +28,7 @@ import (
 // status and, with --json or --jsonl, the JSON error on stdout. It
 // returns one of
 //
-//   - a *ccl.Failure (usageErr makes a usage error's) that it has not
+//   - a *report.Failure (usageErr makes a usage error's) that it has not
 //     printed: mainIn prints its message (and detail) as the diagnostic;
 //   - an *exitError, a failure whose diagnostics the command printed
 //     with its output (test's and check's lines, the rows of a
@@ -38,7 +39,7 @@ import (
 
 // exitError is an error the command has reported already, carried through
 // cobra to mainIn, which takes the exit status from its kind (errkind.Of):
-// err is a ccl.Failure, or wraps the error that says what failed.
+// err is a report.Failure, or wraps the error that says what failed.
 type exitError struct{ err error }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -47,7 +48,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // reported is the exitError of a failure of kind k whose diagnostics the
 // command has printed already; msg sums it up.
 func reported(k *errkind.Kind, msg string) error {
-	return &exitError{err: ccl.WithKind(k, &ccl.Failure{Rank: -1, Msg: msg})}
+	return &exitError{err: report.WithKind(k, &report.Failure{Rank: -1, Msg: msg})}
 }
 
 // exitWith is the exit status of a command that failed with kind k; the
@@ -120,7 +121,7 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 		jsonError(out, cmd, args, k, ee.err)
 		return exitWith(stderr, k)
 	}
-	var f *ccl.Failure
+	var f *report.Failure
 	if errors.As(err, &f) {
 		fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
 		if f.Detail != "" && f.Detail != f.Msg {
@@ -172,7 +173,7 @@ func jsonError(out *countingOut, cmd *cobra.Command, args []string, k *errkind.K
 		// A flag error stopped the parse: the command line says.
 		return slices.Contains(args, "--"+name) || slices.Contains(args, "--"+name+"=true")
 	}
-	doc := map[string]any{"error": &ccl.ErrorOut{Kind: k.Name, Message: err.Error()}}
+	doc := map[string]any{"error": &report.ErrorOut{Kind: k.Name, Message: err.Error()}}
 	switch {
 	case asked("json"):
 		writeJSON(out, doc)

@@ -26,7 +26,9 @@ import (
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 type runOptions struct {
@@ -136,25 +138,25 @@ of these (its last line names that failure's kind).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			target := ""
+			arg := ""
 			if o.bench != "" {
-				target = ccl.BenchFile(o.bench)
+				arg = ccl.BenchFile(o.bench)
 				if len(args) == 1 {
 					o.Algorithm = args[0]
 				}
 			} else if len(args) > 1 || len(o.vary) > 0 {
 				return run(cmd, o, "", stdout, stderr, args...)
 			} else if len(args) == 1 {
-				target = args[0]
+				arg = args[0]
 			} else {
 				// No argument: the configuration's defaults.algorithm.
-				cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+				cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 				if err != nil {
 					return usageErr(err.Error())
 				}
-				target = cfg.Defaults.Algorithm
+				arg = cfg.Defaults.Algorithm
 			}
-			return run(cmd, o, target, stdout, stderr)
+			return run(cmd, o, arg, stdout, stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -229,7 +231,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if shardInfo != nil && len(o.Sizes) == 0 && len(o.Counts) == 0 {
 		fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shardInfo.Index, shardInfo.Count)
 		if o.json {
-			writeJSON(stdout, &ccl.Report{Results: []ccl.Result{}, Shard: shardInfo})
+			writeJSON(stdout, &report.Report{Results: []report.Result{}, Shard: shardInfo})
 		}
 		return nil
 	}
@@ -265,7 +267,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 // environment) and keeps of o's sweep the sizes it runs; nil when the
 // run is not sharded. The shard's Sweep is the whole sweep's sizes (or
 // counts): o has none left when the shard holds none of them.
-func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr io.Writer) (*ccl.Shard, error) {
+func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr io.Writer) (*report.Shard, error) {
 	shard, sharded, err := shardFromEnv(o.Env.Var, o.shards)
 	if o.shard != "" {
 		shard, err = parseShard(o.shard)
@@ -313,7 +315,7 @@ func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr i
 	if len(o.Counts) > 0 {
 		sweep = &o.Counts
 	}
-	info := &ccl.Shard{Index: shard.index, Count: shard.count, Sweep: *sweep,
+	info := &report.Shard{Index: shard.index, Count: shard.count, Sweep: *sweep,
 		Settings: rowSettings(cmd), Config: configDigest(o)}
 	*sweep = shard.pick(*sweep)
 	return info, nil
@@ -390,7 +392,7 @@ func (o *runOptions) runComparison(arg string, compare []string, stdout, stderr 
 		// --bench BENCH with --vary: the bench, with its algorithm.
 		compare = []string{arg}
 	case len(compare) == 0:
-		cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+		cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 		if err != nil {
 			return usageErr(err.Error())
 		}
@@ -407,7 +409,7 @@ func (o *runOptions) runComparison(arg string, compare []string, stdout, stderr 
 // and the wall time.
 type simulated struct {
 	started  bool
-	rep      *ccl.Report
+	rep      *report.Report
 	rows     int
 	exported bytes.Buffer
 	chakra   *chakra.Trace // the --export-chakra schedule
@@ -449,8 +451,8 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	}
 	// closeOutputs closes the output files and returns the failure of the
 	// first that could not be written, printing the others'.
-	closeOutputs := func() *ccl.Failure {
-		var first *ccl.Failure
+	closeOutputs := func() *report.Failure {
+		var first *report.Failure
 		for _, of := range outputs {
 			if f := of.close(); f != nil && first == nil {
 				first = f
@@ -482,12 +484,12 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	// The table's rows are printed as each size finishes.
 	switch {
 	case o.jsonl:
-		o.OnResult = func(r *ccl.Result) {
+		o.OnResult = func(r *report.Result) {
 			run.rows++
 			writeJSONLine(table, r)
 		}
 	case !o.json:
-		o.OnResult = func(r *ccl.Result) {
+		o.OnResult = func(r *report.Result) {
 			if run.rows == 0 {
 				fmt.Fprintln(table, tableHeader())
 			}
@@ -543,12 +545,12 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 // error (--json, --jsonl; rep is nil when it failed before simulating),
 // the wait-for graph of a deadlock (--dot), and the failure, named with
 // its position in the sweep, for mainIn to print.
-func (o *runOptions) renderFailure(arg string, rep *ccl.Report, err error, shardInfo *ccl.Shard, stdout, stderr io.Writer) error {
+func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, shardInfo *report.Shard, stdout, stderr io.Writer) error {
 	f := asFailure(err)
 	at := sweepPosition(o, rep)
 	if o.json || o.jsonl {
 		if rep == nil {
-			rep = &ccl.Report{File: arg}
+			rep = &report.Report{File: arg}
 		}
 		rep.Error = f.Out()
 		rep.Shard = shardInfo
@@ -573,12 +575,12 @@ func (o *runOptions) renderFailure(arg string, rep *ccl.Report, err error, shard
 // (--export-msccl, --csv, --plot), its report (the table's last rows
 // and summary, or --json's document, or --jsonl's last lines) and the
 // verdict of its results (a wrong result or a refused size fails it).
-func (o *runOptions) render(run *simulated, shardInfo *ccl.Shard, stdout, stderr io.Writer) error {
+func (o *runOptions) render(run *simulated, shardInfo *report.Shard, stdout, stderr io.Writer) error {
 	rep := run.rep
 	rep.WallS = run.wallS
 	rep.Shard = shardInfo
 	if shardInfo != nil {
-		shardInfo.Rows = ccl.RowsDigest(rep.Results)
+		shardInfo.Rows = report.RowsDigest(rep.Results)
 	}
 	if n := len(rep.Results); o.trace != "" && n > 0 && rep.Results[n-1].Refused != nil {
 		// A sweep traces its last size; refused, it left the trace empty
@@ -778,7 +780,7 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 // (or a failed shard's) says which size to run again; "" for one size or
 // a run that failed before simulating (no report). The sizes before the
 // failing one were delivered, in order, with -j too.
-func sweepPosition(o *runOptions, rep *ccl.Report) string {
+func sweepPosition(o *runOptions, rep *report.Report) string {
 	points, unit := o.Sizes, "bytes"
 	if len(o.Counts) > 0 {
 		points, unit = o.Counts, "elements"
@@ -793,7 +795,7 @@ func sweepPosition(o *runOptions, rep *ccl.Report) string {
 // atPosition is f with its message preceded by at (where in a sweep or
 // comparison it failed), for mainIn to print; f itself, with the message
 // the JSON report gives, when at is "".
-func atPosition(at string, f *ccl.Failure) *ccl.Failure {
+func atPosition(at string, f *report.Failure) *report.Failure {
 	if at == "" {
 		return f
 	}
@@ -805,20 +807,20 @@ func atPosition(at string, f *ccl.Failure) *ccl.Failure {
 	return &g
 }
 
-// asFailure is the ccl.Failure err is or wraps; an error of ccl.Run that
+// asFailure is the report.Failure err is or wraps; an error of ccl.Run that
 // is none (a bug: the runs report their failures as Failures) is one of
 // the kind errkind.Of gives it.
-func asFailure(err error) *ccl.Failure {
-	var f *ccl.Failure
+func asFailure(err error) *report.Failure {
+	var f *report.Failure
 	if errors.As(err, &f) {
 		return f
 	}
-	return ccl.WithKind(errkind.Of(err), &ccl.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	return report.WithKind(errkind.Of(err), &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 }
 
 // usageErr is a usage error (exit 2) saying msg, for mainIn to report.
 func usageErr(msg string) error {
-	return ccl.WithKind(errkind.Usage, &ccl.Failure{Rank: -1, Msg: msg})
+	return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: msg})
 }
 
 // writeJSONLine writes v as one line of JSON.
@@ -859,7 +861,7 @@ func tableHeader() string {
 	return tableLine(names)
 }
 
-func tableRow(r *ccl.Result) string {
+func tableRow(r *report.Result) string {
 	if r.Refused != nil {
 		return tableLine([]string{strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.Count, 10), r.DType, r.RedOp}) + "  refused: " + r.Refused.Reason
 	}
@@ -873,7 +875,7 @@ func tableRow(r *ccl.Result) string {
 
 // printSummary prints what follows the rows: the average busbw of a sweep,
 // the busiest resources (-v) and, unless quiet, the run's description.
-func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
+func printSummary(w io.Writer, rep *report.Report, quiet, verbose bool) {
 	if avg, ok := avgBusBW(rep); ok {
 		fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", avg)
 	}
@@ -953,7 +955,7 @@ func printSummary(w io.Writer, rep *ccl.Report, quiet, verbose bool) {
 
 // placement is the header's "buffer_kind K" with why kernbench chose K
 // and where it put the fused primitives' staging, when it did.
-func placement(rep *ccl.Report) string {
+func placement(rep *report.Report) string {
 	s := "buffer_kind " + rep.BufferKind
 	if rep.BufferKindWhy != "" {
 		s += " (" + rep.BufferKindWhy + ")"
@@ -972,7 +974,7 @@ func placement(rep *ccl.Report) string {
 
 // avgBusBW is the mean busbw of the sizes of a sweep that ran (refused
 // ones have none); ok is false with fewer than two.
-func avgBusBW(rep *ccl.Report) (avg float64, ok bool) {
+func avgBusBW(rep *report.Report) (avg float64, ok bool) {
 	n := 0
 	for _, r := range rep.Results {
 		if r.Refused == nil {
@@ -988,7 +990,7 @@ func avgBusBW(rep *ccl.Report) (avg float64, ok bool) {
 
 // timeShares is a split as percentages, largest first, zeros left out:
 // "memory 90.6%, send 5.7%, recv 3.5%".
-func timeShares(t ccl.TimeSplit) string {
+func timeShares(t report.TimeSplit) string {
 	parts := []struct {
 		name string
 		ns   float64
@@ -1150,7 +1152,7 @@ const (
 // avgHint explains the commonest avg mistake when the first wrong
 // element shows it: the value is world_size times the average, so the call
 // that completed the sum did not divide (final=True). "" otherwise.
-func avgHint(redop string, world int, fw *ccl.WrongElem) string {
+func avgHint(redop string, world int, fw *report.WrongElem) string {
 	if redop != "avg" || world < 2 || fw == nil {
 		return ""
 	}
@@ -1166,7 +1168,7 @@ func avgHint(redop string, world int, fw *ccl.WrongElem) string {
 	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True)\n", world)
 }
 
-func wrongRangesText(rws []ccl.RankWrong) string {
+func wrongRangesText(rws []report.RankWrong) string {
 	var b strings.Builder
 	unwritten := false
 	for i, rw := range rws {

@@ -125,7 +125,7 @@ func TestTestFlagsMakeOptions(t *testing.T) {
 }
 
 // The check command's flags and argument make its options, and complete
-// makes ccl.Check's options of them or refuses them.
+// makes check.Run's options of them or refuses them.
 func TestCheckFlagsMakeOptions(t *testing.T) {
 	type made struct {
 		Target     string

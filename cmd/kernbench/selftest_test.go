@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/selftest"
 )
@@ -37,20 +37,20 @@ func TestSelfTestReproducerRunsTheCase(t *testing.T) {
 			if code := mainIn(script.Env{Dir: dir}, args, &stdout, &stderr); code != 0 {
 				t.Fatalf("kernbench %q: exit %d\n%s", args, code, stderr.String())
 			}
-			var got ccl.Report
+			var got report.Report
 			if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
 			type row struct {
 				SimTimeNs float64
 				Events    uint64
-				Ops       ccl.OpCounts
+				Ops       report.OpCounts
 				Wrong     int64
 				DType     string
 				RedOp     string
 				InPlace   bool
 			}
-			rows := func(r *ccl.Report) (out []row) {
+			rows := func(r *report.Report) (out []row) {
 				for _, x := range r.Results {
 					out = append(out, row{x.SimTimeNs, x.Events, x.Ops, x.Wrong, x.DType, x.RedOp, x.InPlace})
 				}
@@ -80,7 +80,7 @@ func TestSelfTestReproducerRunsTheCase(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("kernbench %q: exit %d\n%s", args, code, stderr.String())
 			}
-			var gotT ccl.Report
+			var gotT report.Report
 			if err := json.Unmarshal(stdout.Bytes(), &gotT); err != nil {
 				t.Fatal(err)
 			}

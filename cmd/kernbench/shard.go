@@ -21,8 +21,9 @@ import (
 	"kernbench"
 	"kernbench/engine/collective"
 	"kernbench/engine/dtype"
-	"kernbench/starlark/ccl"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // A sweep can be split over machines: --shard I/N runs every N-th size
@@ -207,10 +208,10 @@ func runMerge(_ *cobra.Command, o *mergeOptions, stdout, stderr io.Writer) error
 // joins them. Whether they are of one run is checked before their rows:
 // two runs of different world sizes share sizes, and "the same shard
 // twice" would name the wrong mistake.
-func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
-	var merged *ccl.Report
+func mergeReports(env script.Env, files []string) (*report.Report, error) {
+	var merged *report.Report
 	var first string
-	var place *ccl.Shard // the first report's place in the sweep
+	var place *report.Shard // the first report's place in the sweep
 	var placeFile string
 	shards := map[int]string{}
 	seen := map[int64]string{}
@@ -224,7 +225,7 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		var rep ccl.Report
+		var rep report.Report
 		if err := json.Unmarshal(data, &rep); err != nil {
 			if line, _, more := strings.Cut(strings.TrimSpace(string(data)), "\n"); more && json.Valid([]byte(line)) {
 				return nil, fmt.Errorf("%s: --jsonl output (a JSON line per size); merge joins the --json reports of the shards: run them with --json", f)
@@ -344,9 +345,9 @@ func mergeReports(env script.Env, files []string) (*ccl.Report, error) {
 // the shard wrote, one for each of its points of the sweep in order: a
 // row of a size the sweep does not hold, or with figures edited since
 // the run, was merged as if the run had printed it.
-func shardRows(f string, rep *ccl.Report, pts []int64) error {
+func shardRows(f string, rep *report.Report, pts []int64) error {
 	s := rep.Shard
-	if s.Rows != "" && s.Rows != ccl.RowsDigest(rep.Results) {
+	if s.Rows != "" && s.Rows != report.RowsDigest(rep.Results) {
 		return fmt.Errorf("%s: its rows are not those shard %d/%d wrote (edited since?): merge joins the reports as kernbench run wrote them", f, s.Index, s.Count)
 	}
 	coll, ok := collective.Lookup(rep.Collective)
@@ -385,7 +386,7 @@ func pointList(pts []int64) string {
 
 // sameSweep checks that two reports are shards of one sweep, run with
 // the same settings (those the report's header does not show).
-func sameSweep(fa string, a *ccl.Shard, fb string, b *ccl.Shard) error {
+func sameSweep(fa string, a *report.Shard, fb string, b *report.Shard) error {
 	switch {
 	case a == nil && b == nil:
 		return nil // reports without their place (older kernbench): the header and rows are checked
@@ -421,7 +422,7 @@ func sameSweep(fa string, a *ccl.Shard, fb string, b *ccl.Shard) error {
 
 // sweepUnit says what a shard's sweep counts: bytes, or elements with
 // --count.
-func sweepUnit(s *ccl.Shard) string {
+func sweepUnit(s *report.Shard) string {
 	if slices.ContainsFunc(s.Settings, func(f string) bool { return strings.HasPrefix(f, "--count=") }) {
 		return "elements"
 	}
@@ -437,8 +438,8 @@ func sweepText(s []int64) string {
 
 // sameRun checks what the headers of two shards' reports must agree on,
 // naming the first field that differs.
-func sameRun(fa string, a *ccl.Report, fb string, b *ccl.Report) error {
-	fields := func(r *ccl.Report) [][2]string {
+func sameRun(fa string, a *report.Report, fb string, b *report.Report) error {
+	fields := func(r *report.Report) [][2]string {
 		root := ""
 		if r.Root != nil {
 			root = strconv.Itoa(*r.Root)
@@ -451,7 +452,7 @@ func sameRun(fa string, a *ccl.Report, fb string, b *ccl.Report) error {
 	// The element type, reduction and placement are the rows', and
 	// whether they were verified those of the rows that ran (a refused
 	// size has no figures).
-	row := func(r *ccl.Report) [][2]string {
+	row := func(r *report.Report) [][2]string {
 		for _, x := range r.Results {
 			if x.Refused == nil {
 				return [][2]string{{"dtype", x.DType}, {"redop", x.RedOp}, {"in_place", strconv.FormatBool(x.InPlace)}, {"verified", strconv.FormatBool(x.Verified)}}
@@ -506,7 +507,7 @@ func rowSettings(cmd *cobra.Command) []string {
 // configDigest identifies the configuration a run uses (the default,
 // ccl.yaml or --config, and --set), whatever file it was read from.
 func configDigest(o *runOptions) string {
-	cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 	if err != nil {
 		return "" // the run reports it
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"kernbench/engine/config"
-	"kernbench/starlark/ccl"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -104,11 +104,11 @@ func FuzzMerge(f *testing.F) {
 
 		// Every input is a report of the run, and the merged rows are
 		// theirs, in size order.
-		var all []ccl.Result
-		rows := map[int][]ccl.Result{} // a shard's rows by its index
-		var place *ccl.Shard
+		var all []report.Result
+		rows := map[int][]report.Result{} // a shard's rows by its index
+		var place *report.Shard
 		for i, data := range inputs {
-			var rep ccl.Report
+			var rep report.Report
 			if err := json.Unmarshal(data, &rep); err != nil {
 				t.Fatalf("merge accepted %s, which is not a report: %v", files[i], err)
 			}
@@ -150,7 +150,7 @@ func FuzzMerge(f *testing.F) {
 	})
 }
 
-func sizesOf(rows []ccl.Result) []int64 {
+func sizesOf(rows []report.Result) []int64 {
 	out := make([]int64, len(rows))
 	for i := range rows {
 		out[i] = rows[i].Bytes

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 func TestParseSweep(t *testing.T) {
@@ -56,30 +56,30 @@ func TestParseSweep(t *testing.T) {
 // reaches when only some, else a larger --max-memory.
 func TestRefusedSizes(t *testing.T) {
 	const limit = 100
-	row := func(bytes, timingOnly int64) ccl.Result {
-		r := ccl.Result{Bytes: bytes}
+	row := func(bytes, timingOnly int64) report.Result {
+		r := report.Result{Bytes: bytes}
 		if timingOnly >= 0 {
-			r.Refused = &ccl.Refusal{Limit: limit, TimingOnly: timingOnly}
+			r.Refused = &report.Refusal{Limit: limit, TimingOnly: timingOnly}
 		}
 		return r
 	}
 	for _, tc := range []struct {
 		name  string
 		label string
-		rows  []ccl.Result
+		rows  []report.Result
 		want  string
 	}{
-		{"none refused", "", []ccl.Result{row(1, -1), row(2, -1)}, ""},
-		{"timing-only reaches one", "", []ccl.Result{row(1, -1), row(2, 50)},
+		{"none refused", "", []report.Result{row(1, -1), row(2, -1)}, ""},
+		{"timing-only reaches one", "", []report.Result{row(1, -1), row(2, 50)},
 			"kernbench: 1 of 2 sizes refused over --max-memory, not run: 2 (the rows say why); --timing-only runs it, or raise --max-memory\n"},
-		{"timing-only reaches some", "ring", []ccl.Result{row(1, -1), row(2, 50), row(4, 150)},
+		{"timing-only reaches some", "ring", []report.Result{row(1, -1), row(2, 50), row(4, 150)},
 			"kernbench: ring: 2 of 3 sizes refused over --max-memory, not run: 2, 4 (the rows say why); --timing-only runs 1 of them; or raise --max-memory\n"},
-		{"timing-only already", "", []ccl.Result{row(1, 0), row(2, 0)},
+		{"timing-only already", "", []report.Result{row(1, 0), row(2, 0)},
 			"kernbench: 2 of 2 sizes refused over --max-memory, not run: 1, 2 (the rows say why); raise --max-memory\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr strings.Builder
-			got := refusedSizes([]labeled{{tc.label, &ccl.Report{Results: tc.rows}}}, &stderr)
+			got := refusedSizes([]labeled{{tc.label, &report.Report{Results: tc.rows}}}, &stderr)
 			if diff := cmp.Diff(tc.want, stderr.String()); diff != "" {
 				t.Errorf("stderr (-want +got):\n%s", diff)
 			}

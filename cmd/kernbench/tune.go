@@ -18,7 +18,9 @@ import (
 	"kernbench/engine/msccl"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // `kernbench tune COLLECTIVE` answers "which algorithm for which size?":
@@ -303,7 +305,7 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 			return nil
 		}
 	}
-	cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 	if err != nil {
 		return asFailure(err)
 	}
@@ -425,7 +427,7 @@ func sizesText(sweep []int64) string {
 // o.export, recorded at the smallest measured size of its range, with
 // the range as minBytes/maxBytes. A winner that cannot be exported is
 // reported and skipped; a file that cannot be written fails the command.
-func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tuneWinner, stdout, stderr io.Writer) *ccl.Failure {
+func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tuneWinner, stdout, stderr io.Writer) *report.Failure {
 	if err := os.MkdirAll(o.Env.Path(o.export), 0o755); err != nil {
 		return ioFailure(fmt.Sprintf("--export-msccl %s: %v", o.export, err), err)
 	}
@@ -474,8 +476,8 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 }
 
 // ioFailure is an output's failure to be written (exit status of IO).
-func ioFailure(msg string, err error) *ccl.Failure {
-	return ccl.WithKind(errkind.IO, &ccl.Failure{Rank: -1, Msg: msg, Err: err})
+func ioFailure(msg string, err error) *report.Failure {
+	return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: msg, Err: err})
 }
 
 // setRange gives the exported schedule in buf the byte range of r
@@ -496,7 +498,7 @@ func setRange(buf *bytes.Buffer, r config.SelectRange) error {
 // holds it, one variant per range (its sizes in order). The collective
 // is --collective, else the only one select: has.
 func autoVariants(o *runOptions) ([]variant, []string, error) {
-	cfg, _, err := ccl.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -559,7 +561,7 @@ func runAuto(o *runOptions, compare []string, sharded bool, stdout, stderr io.Wr
 		return usageErr("auto runs an algorithm per size: run the algorithm it picks to shard its sweep or export its schedule")
 	}
 	variants, notes, err := autoVariants(o)
-	var f *ccl.Failure
+	var f *report.Failure
 	switch {
 	case errors.As(err, &f):
 		return f // the configuration does not load

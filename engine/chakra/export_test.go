@@ -15,6 +15,7 @@ import (
 	"kernbench"
 	"kernbench/engine/chakra"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/report"
 )
 
 // networkOnly makes memory ports, math and the IPCQ's per-send overhead
@@ -30,7 +31,7 @@ var networkOnly = []string{"defaults.ipcq_overhead_ns=0",
 // exported runs algo at world ranks and count elements with
 // --export-chakra and --oplog: the report, the files decoded by the
 // schema and the op_log.
-func exported(t *testing.T, algo string, world int, count int64, sets []string) (*ccl.Report, *chakra.Trace, []*chakra.File, netCfg, []map[string]any) {
+func exported(t *testing.T, algo string, world int, count int64, sets []string) (*report.Report, *chakra.Trace, []*chakra.File, netCfg, []map[string]any) {
 	t.Helper()
 	var tr *chakra.Trace
 	var oplog bytes.Buffer

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"kernbench"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // Tests of the 2-D mesh, custom torus and recursive halving-doubling
@@ -24,14 +26,14 @@ const (
 var meshCounts = []int64{0, 1, 37, 1000, 5000}
 
 // meshRun runs file with reference verification on top of o.
-func meshRun(t *testing.T, file string, o Options) *Report {
+func meshRun(t *testing.T, file string, o Options) *report.Report {
 	t.Helper()
 	return runVerified(t, file, o)
 }
 
 // meshCheck fails unless every row was verified with no wrong element and
 // the phase-2 replay of the op_log (when done) agrees.
-func meshCheck(t *testing.T, rep *Report) {
+func meshCheck(t *testing.T, rep *report.Report) {
 	t.Helper()
 	checkCorrect(t, rep)
 }
@@ -200,12 +202,12 @@ func TestMeshRDRejectsNonPowerOfTwo(t *testing.T) {
 	for _, world := range []int{3, 6, 12} {
 		t.Run(fmt.Sprintf("world=%d", world), func(t *testing.T) {
 			rep, err := Run(meshRD, Options{WorldSize: world, Counts: []int64{16}, Embedded: kernbench.Files, Verify: true})
-			var f *Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run(rd_allreduce, world %d) = %+v, %v; want a *Failure", world, rep, err)
 			}
-			if f.ErrorKind().Status != ExitUsage {
-				t.Errorf("exit code = %d, want %d (init error); message %q", f.ErrorKind().Status, ExitUsage, f.Msg)
+			if f.ErrorKind().Status != report.ExitUsage {
+				t.Errorf("exit code = %d, want %d (init error); message %q", f.ErrorKind().Status, report.ExitUsage, f.Msg)
 			}
 			if f.ErrorKind().Name != "InitError" {
 				t.Errorf("kind = %q, want InitError", f.ErrorKind().Name)
@@ -236,7 +238,7 @@ var meshZeroOverheads = []string{
 // stores use.
 func meshLinkParams(t *testing.T, sets []string) (alpha, beta, betaHBM float64) {
 	t.Helper()
-	cfg, _, err := LoadConfig(script.Env{}, "", sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(script.Env{}, "", sets, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package ccl
 import (
 	"errors"
 	"fmt"
+	"kernbench/starlark/report"
 	"math"
 	"strings"
 	"testing"
@@ -92,9 +93,9 @@ func TestHierAllreduce(t *testing.T) {
 	}
 	t.Run("unequal cubes", func(t *testing.T) {
 		_, err := Run("hier_allreduce", Options{Embedded: kernbench.Files, WorldSize: 12, Counts: []int64{16}})
-		var f *Failure
-		if !errors.As(err, &f) || f.ErrorKind().Status != ExitUsage || !strings.Contains(f.Msg, "cubes hold [8, 4] ranks") {
-			t.Errorf("world 12: got %v, want an init error (exit %d) naming the cube sizes", err, ExitUsage)
+		var f *report.Failure
+		if !errors.As(err, &f) || f.ErrorKind().Status != report.ExitUsage || !strings.Contains(f.Msg, "cubes hold [8, 4] ranks") {
+			t.Errorf("world 12: got %v, want an init error (exit %d) naming the cube sizes", err, report.ExitUsage)
 		}
 	})
 	t.Run("faster than the flat ring across cubes", func(t *testing.T) {

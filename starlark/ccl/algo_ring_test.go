@@ -2,6 +2,7 @@ package ccl
 
 import (
 	"fmt"
+	"kernbench/starlark/report"
 	"math"
 	"testing"
 )
@@ -21,13 +22,13 @@ var ringalgoAlgorithms = []struct {
 
 // ringalgoRun runs algorithms/<file> with the embedded ccl.yaml and reference
 // verification on top of o, and checks that every count got its row.
-func ringalgoRun(t *testing.T, file string, o Options) *Report {
+func ringalgoRun(t *testing.T, file string, o Options) *report.Report {
 	t.Helper()
 	return runVerified(t, "algorithms/"+file, o)
 }
 
 // ringalgoCheck fails unless every row was verified with no wrong element.
-func ringalgoCheck(t *testing.T, rep *Report) {
+func ringalgoCheck(t *testing.T, rep *report.Report) {
 	t.Helper()
 	checkCorrect(t, rep)
 }

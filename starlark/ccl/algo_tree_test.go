@@ -8,14 +8,16 @@ import (
 	"testing"
 
 	"kernbench"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // The tree algorithms run from their files (no ccl.yaml entry): the
 // module's TOPOLOGY (tree_binary) and COLLECTIVE pick topology and bench.
 
 // treeRun runs algorithms/<algo>.star with reference verification.
-func treeRun(t *testing.T, algo string, o Options) *Report {
+func treeRun(t *testing.T, algo string, o Options) *report.Report {
 	t.Helper()
 	rep := runVerified(t, "algorithms/"+algo+".star", o)
 	if rep.Topology != "tree_binary" {
@@ -25,7 +27,7 @@ func treeRun(t *testing.T, algo string, o Options) *Report {
 }
 
 // treeCheck fails unless every row was verified with no wrong element.
-func treeCheck(t *testing.T, rep *Report) {
+func treeCheck(t *testing.T, rep *report.Report) {
 	t.Helper()
 	checkCorrect(t, rep)
 }
@@ -203,7 +205,7 @@ func treeFar(p, start, prev int) int {
 // tree edges (true for the cases tested).
 func treeBroadcastFormula(t *testing.T, world, root int, count int64, placement []int, sets []string) float64 {
 	t.Helper()
-	cfg, _, err := LoadConfig(script.Env{}, "", sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(script.Env{}, "", sets, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +327,7 @@ func TestTreeBroadcastCostFormula(t *testing.T) {
 func TestTreeReduceCostFormula(t *testing.T) {
 	sets := []string{"defaults.ipcq_overhead_ns=0", "system.memory.tcm.latency_ns=0", "system.memory.hbm.latency_ns=0",
 		"system.memory.sram.latency_ns=0", "system.math.bytes_per_ns=1000000", "system.math.latency_ns=0"}
-	cfg, _, err := LoadConfig(script.Env{}, "", sets, kernbench.Files)
+	cfg, _, err := target.LoadConfig(script.Env{}, "", sets, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"kernbench/starlark/deadlock"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 	"math"
 	"strings"
 
@@ -63,7 +64,7 @@ func checkFits(p *plan, m *machine.Machine, count int64) error {
 		if count > math.MaxInt64/sz {
 			bytes = "more than 2^63 bytes"
 		}
-		return WithKind(errkind.MemoryLimit, &Failure{Rank: 0,
+		return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: 0,
 			Msg: fmt.Sprintf("bench: rank 0's buffer of %d × %s (%s) does not fit: %v holds %d bytes; %s", count, p.dt, bytes, mem, mem.Capacity, fitHint(p.dataSpace))})
 	}
 	return nil
@@ -105,7 +106,7 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 		alloc := func(n int64, what string) (machine.Region, error) {
 			off, err := mem.Alloc(n * sz)
 			if err != nil {
-				return machine.Region{}, WithKind(errkind.MemoryLimit, &Failure{Rank: r,
+				return machine.Region{}, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: r,
 					Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; %s", r, what, n, p.dt, err, fitHint(p.dataSpace)), Err: err})
 			}
 			return machine.Region{Mem: mem, Off: off, N: n * sz}, nil
@@ -191,7 +192,7 @@ func (b *bench) keepInputs(w *world) {
 
 // verify compares every rank's recv buffer with the reference and fills
 // Wrong, FirstWrong and Verified.
-func (b *bench) verify(res *Result) {
+func (b *bench) verify(res *report.Result) {
 	p := b.p
 	want := p.coll.Expected(p.dt, p.red, p.root, b.count, b.inputs, b.before, b.sums)
 	ranks := 1
@@ -200,13 +201,13 @@ func (b *bench) verify(res *Result) {
 	}
 	for r := 0; r < p.world; r++ {
 		got := b.recv[r].Reg.View()
-		rb := rangeBuilder{rw: RankWrong{Rank: r}}
+		rb := rangeBuilder{rw: report.RankWrong{Rank: r}}
 		if !p.opts.InPlace {
 			rb.isSentinel = func(i int) bool { return isSentinel(p.dt, got, i) }
 		}
 		wrong, first := dtype.EachWrong(p.dt, p.red, ranks, got, want[r], rb.add)
 		if wrong > 0 && res.FirstWrong == nil {
-			res.FirstWrong = &WrongElem{Rank: r, Index: first, Got: dtype.Format(p.dt, got, first), Want: dtype.Format(p.dt, want[r], first)}
+			res.FirstWrong = &report.WrongElem{Rank: r, Index: first, Got: dtype.Format(p.dt, got, first), Want: dtype.Format(p.dt, want[r], first)}
 		}
 		if wrong > 0 {
 			res.WrongRanges = append(res.WrongRanges, rb.rw)
@@ -231,11 +232,11 @@ func sliceHint(msg string) string {
 	return ""
 }
 
-func simFailure(err error, file string) *Failure { return simFailureNoted(err, file, nil) }
+func simFailure(err error, file string) *report.Failure { return simFailureNoted(err, file, nil) }
 
 // simFailureNoted is simFailure with note adding a line (when it returns
 // one) under each blocked process's backtrace.
-func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *Failure {
+func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *report.Failure {
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
@@ -248,10 +249,10 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *Fai
 	case errors.As(err, &wd):
 		blocked = wd.Blocked
 	}
-	f := WithKind(errkind.Of(err), &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	f := report.WithKind(errkind.Of(err), &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	if wi, ok := waitedRecvInFlight(wt); ok {
 		// The message it waits for is on its way: slow, not stuck.
-		f.setKind(errkind.WaitTimeout)
+		report.WithKind(errkind.WaitTimeout, f)
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, rank %d's message to it is still in flight, "+
 			"but the configured latencies and bandwidths make it slower than the timeout; "+
 			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wi, wi.QP.Peer)
@@ -260,14 +261,14 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *Fai
 		// the deadlock timeout is a slow machine (a huge latency, a tiny
 		// bandwidth), not a deadlock, and calling it one sends the user
 		// looking for a bug in the algorithm.
-		f.setKind(errkind.WaitTimeout)
+		report.WithKind(errkind.WaitTimeout, f)
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) for its %s: not a deadlock, a memory operation "+
 			"always completes, but the configured latencies and bandwidths make this one slower than the timeout; "+
 			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, op)
 	} else if chain := deadlock.WaitsOnWork(wt); chain != nil {
 		// What it waits for depends on a rank still working: slow, not
 		// stuck (starlark/deadlock, WaitsOnWork).
-		f.setKind(errkind.WaitTimeout)
+		report.WithKind(errkind.WaitTimeout, f)
 		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, it waits for rank %d, which is still working (%s), "+
 			"but the configured latencies and bandwidths make the run slower than the timeout; "+
 			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wt.Proc.Wait, chain[len(chain)-1], deadlock.ChainText(chain))

@@ -3,11 +3,12 @@ package ccl
 import (
 	"kernbench/engine/chakra"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // exportChakra hands the run's schedule, read from its op_log, to
 // Options.ExportChakra (--export-chakra; engine/chakra does the work).
-func exportChakra(p *plan, w *world, res *Result) error {
+func exportChakra(p *plan, w *world, res *report.Result) error {
 	route := func(a, b int) []chakra.Hop {
 		var hops []chakra.Hop
 		for _, l := range w.m.PEToPE(w.m.Ranks[a], w.m.Ranks[b]) {
@@ -19,7 +20,7 @@ func exportChakra(p *plan, w *world, res *Result) error {
 		SimTimeNs: res.SimTimeNs, Route: route}
 	t, err := chakra.Build(run, w.m.Log.Records())
 	if err != nil {
-		return WithKind(errkind.Export, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return report.WithKind(errkind.Export, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	p.opts.ExportChakra(t)
 	return nil

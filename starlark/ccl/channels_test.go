@@ -13,6 +13,7 @@ import (
 
 	"kernbench"
 	"kernbench/engine/topology"
+	"kernbench/starlark/report"
 )
 
 // Invariant I3 with channels: with channels: K every builtin topology installs K directions per
@@ -111,9 +112,9 @@ func TestRingAllreduceBidirChannels(t *testing.T) {
 func TestFullMeshRingsDoNotFit(t *testing.T) {
 	_, err := Run("testdata/channel_handshake.star", Options{Embedded: kernbench.Files, WorldSize: 64, Topology: "full_mesh",
 		Counts: []int64{64}, Sets: []string{"system.sips=2"}})
-	var f *Failure
-	if !errors.As(err, &f) || f.ErrorKind().Status != ExitUsage {
-		t.Fatalf("got %v, want an init error with exit status %d", err, ExitUsage)
+	var f *report.Failure
+	if !errors.As(err, &f) || f.ErrorKind().Status != report.ExitUsage {
+		t.Fatalf("got %v, want an init error with exit status %d", err, report.ExitUsage)
 	}
 	for _, want := range []string{"63 direction(s) × 8 slots × 4096 bytes = 2064384 bytes needed", "(each was tried): --set defaults.buffer_kind=hbm, --set defaults.n_slots=4, --set defaults.slot_size=2048"} {
 		if !strings.Contains(f.Msg, want) {

@@ -12,12 +12,13 @@ import (
 	kernbench "kernbench"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/starlark/report"
 	"kernbench/starlark/tl"
 )
 
 // mismatchRun runs a 4-rank ring allreduce whose memory is changed behind
 // the op_log's back by the hooks, and returns its one row.
-func mismatchRun(t *testing.T) Result {
+func mismatchRun(t *testing.T) report.Result {
 	t.Helper()
 	rep, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Counts: []int64{4096}, Verify: true})
 	if err != nil {

@@ -2,6 +2,7 @@ package ccl
 
 import (
 	"errors"
+	"kernbench/starlark/report"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,11 +43,11 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
     ev = tl.event("twice")
     tl.signal(ev)
     tl.signal(ev)
-`, ExitRuntime, `tl.signal: <event "twice" of rank 0> was already signalled at `},
+`, report.ExitRuntime, `tl.signal: <event "twice" of rank 0> was already signalled at `},
 		{"never signalled", `
 def kernel(sendbuf, recvbuf, rank, world_size, tl):
     tl.wait(tl.event("never"))
-`, ExitDeadlock, `waiting in <event "never" of rank 1>`},
+`, report.ExitDeadlock, `waiting in <event "never" of rank 1>`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,7 +62,7 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 			}
 			o.Embedded, o.Verify = kernbench.Files, true
 			_, err := Run(file, o)
-			var f *Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a failure", err)
 			}

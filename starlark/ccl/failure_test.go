@@ -18,6 +18,7 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -61,7 +62,7 @@ func TestFailureKinds(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f, ok := c.failure().(*Failure)
+			f, ok := c.failure().(*report.Failure)
 			if !ok {
 				t.Fatalf("got %T, want a *Failure", c.failure())
 			}

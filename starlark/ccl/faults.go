@@ -4,108 +4,30 @@ import (
 	"fmt"
 	"strings"
 
-	"kernbench/engine/machine"
-	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
-
-// FaultUse is one fault of system.faults as the run met it: the resource,
-// what deviates, and what went through it.
-type FaultUse struct {
-	Resource string `json:"resource"`
-	Fault    string `json:"fault"` // what deviates: "bandwidth ×0.5, latency +20ns"
-	// Used: the run made the resource; a fault on a resource it never
-	// used changed nothing.
-	Used        bool    `json:"used"`
-	Bytes       int64   `json:"bytes"`
-	Utilisation float64 `json:"utilisation"`
-	// Stalled counts the transfers a stop held for ever, StalledRanks the
-	// ranks whose DMA issued them (a stopped resource).
-	Stalled      int64 `json:"stalled,omitempty"`
-	StalledRanks []int `json:"stalled_ranks,omitempty"`
-}
-
-// faultUses is the machine's faults after a run that ended at end.
-func faultUses(m *machine.Machine, end sim.Time) []FaultUse {
-	var out []FaultUse
-	for _, st := range m.Faults() {
-		u := FaultUse{Resource: st.Resource, Fault: strings.TrimPrefix(st.Fault.String(), st.Resource+": "), Used: st.Used, Bytes: st.Bytes, Stalled: st.Stalled}
-		if end > 0 {
-			u.Utilisation = float64(st.BusyTime) / float64(end)
-		}
-		for _, pe := range st.StalledFrom {
-			rank := -1
-			if pe >= 0 {
-				rank = m.PE(pe).Rank
-			}
-			u.StalledRanks = append(u.StalledRanks, rank)
-		}
-		out = append(out, u)
-	}
-	return out
-}
-
-// String is the fault as a report line names it.
-func (u FaultUse) String() string {
-	s := u.Resource + " " + u.Fault
-	switch {
-	case !u.Used:
-		s += " (not used by this run)"
-	case u.Stalled > 0:
-		s += fmt.Sprintf(" (%d transfer(s) held by the stop, from %s)", u.Stalled, ranksText(u.StalledRanks))
-	default:
-		s += fmt.Sprintf(" (carried %d bytes, busy %.1f%%)", u.Bytes, 100*u.Utilisation)
-	}
-	return s
-}
-
-// ranksText names the ranks that issued transfers: "rank 7", "ranks 7,
-// 8", and "direct accesses" for transfers a PE made without its DMA (its
-// own TCM, its math unit).
-func ranksText(ranks []int) string {
-	var named []string
-	direct := false
-	for _, r := range ranks {
-		if r < 0 {
-			direct = true
-			continue
-		}
-		named = append(named, fmt.Sprint(r))
-	}
-	var parts []string
-	switch len(named) {
-	case 0:
-	case 1:
-		parts = append(parts, "rank "+named[0])
-	default:
-		parts = append(parts, "ranks "+strings.Join(named, ", "))
-	}
-	if direct {
-		parts = append(parts, "direct accesses")
-	}
-	return strings.Join(parts, " and ")
-}
 
 // faultStop is f, the failure of a run whose processes stopped waiting,
 // as the fault that held what they waited for when a stopped resource
 // held transfers (kind FaultStopped): not a deadlock of the algorithm, nor
 // slow ranks. Any other failure is returned as it is.
-func (w *world) faultStop(f *Failure) *Failure {
+func (w *world) faultStop(f *report.Failure) *report.Failure {
 	switch f.ErrorKind() {
 	case errkind.Deadlock, errkind.WaitTimeout, errkind.Watchdog:
 	default:
 		return f
 	}
 	var held []string
-	for _, u := range faultUses(w.m, w.s.Now()) {
+	for _, u := range report.FaultUses(w.m, w.s.Now()) {
 		if u.Stalled > 0 {
-			held = append(held, fmt.Sprintf("%s (%s) held %d transfer(s) from %s", u.Resource, u.Fault, u.Stalled, ranksText(u.StalledRanks)))
+			held = append(held, fmt.Sprintf("%s (%s) held %d transfer(s) from %s", u.Resource, u.Fault, u.Stalled, report.RanksText(u.StalledRanks)))
 		}
 	}
 	if len(held) == 0 {
 		return f
 	}
-	f.setKind(errkind.FaultStopped)
+	report.WithKind(errkind.FaultStopped, f)
 	f.Msg = fmt.Sprintf("a fault stopped the run: %s; they never arrive, and %d process(es) wait for ever (below)", strings.Join(held, "; "), len(f.Blocked))
 	return f
 }

@@ -8,12 +8,13 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // faultRun runs target timing-only at 16 ranks (cubes 0 and 1 of the
 // default machine) and bytes with the --fault items and returns its time
 // and the faults as the report names them.
-func faultRun(t *testing.T, target string, world int, bytes int64, faults ...string) (float64, []FaultUse) {
+func faultRun(t *testing.T, target string, world int, bytes int64, faults ...string) (float64, []report.FaultUse) {
 	t.Helper()
 	rep, err := Run(target, Options{Embedded: kernbench.Files, WorldSize: world, Sizes: []int64{bytes}, TimingOnly: true, Faults: faults})
 	if err != nil {
@@ -80,7 +81,7 @@ func TestFaultNamesAreChecked(t *testing.T) {
 		{[]string{"pe=3,slowdown=2", "link=math pe3,latency_ns=5"}, "--fault link=math pe3,latency_ns=5: system.faults[1]: math pe3 has a fault already (--fault pe=3,slowdown=2, system.faults[0])"},
 	} {
 		_, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Sizes: []int64{4096}, Faults: tc.faults})
-		var f *Failure
+		var f *report.Failure
 		if !errors.As(err, &f) || f.ErrorKind() != errkind.Config || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("faults %q: got %v, want a ConfigError containing %q", tc.faults, err, tc.want)
 		}
@@ -94,7 +95,7 @@ func TestFaultNamesAreChecked(t *testing.T) {
 func TestFaultStopNamesWhatWaited(t *testing.T) {
 	_, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 16, Sizes: []int64{1 << 20}, TimingOnly: true,
 		Faults: []string{"link=ucie c0->c1,stop_at_ns=5000"}})
-	var f *Failure
+	var f *report.Failure
 	if !errors.As(err, &f) || f.ErrorKind() != errkind.FaultStopped {
 		t.Fatalf("got %v, want a FaultStopped failure", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/cputime"
+	"kernbench/starlark/report"
 )
 
 // FuzzStarExecution runs small generated .star programs through Run and
@@ -140,7 +141,7 @@ func fuzzRunProgram(t *testing.T, src string) {
 		t.Fatal(err)
 	}
 	type outcome struct {
-		rep   *Report
+		rep   *report.Report
 		err   error
 		panic any
 		stack []byte
@@ -176,11 +177,11 @@ func fuzzRunProgram(t *testing.T, src string) {
 		}
 		return
 	}
-	var fl *Failure
+	var fl *report.Failure
 	if !errors.As(o.err, &fl) || fl != o.err {
 		t.Fatalf("Run returned %T %q, want a *Failure; program:\n%s", o.err, o.err, src)
 	}
-	if fl.ErrorKind().Status < ExitWrong || fl.ErrorKind().Status > ExitRuntime {
+	if fl.ErrorKind().Status < report.ExitWrong || fl.ErrorKind().Status > report.ExitRuntime {
 		t.Fatalf("Failure code %d (kind %s, %q) is not one of 1-4; program:\n%s", fl.ErrorKind().Status, fl.ErrorKind().Name, fl.Msg, src)
 	}
 	if strings.TrimSpace(fl.Msg) == "" || fl.ErrorKind().Name == "" {
@@ -191,7 +192,7 @@ func fuzzRunProgram(t *testing.T, src string) {
 	}
 }
 
-func fuzzRows(r *Report) int {
+func fuzzRows(r *report.Report) int {
 	if r == nil {
 		return 0
 	}

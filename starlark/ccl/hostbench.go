@@ -14,14 +14,16 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/host"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
 )
 
 // runHostBench runs a bench file's run_rank(rank, world_size, torch) once
 // per rank as concurrent simulated host processes, with the algorithm of
 // defaults.algorithm (or opts.Algorithm) behind torch.distributed.
-func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Config, cfgDir string, loader *script.Loader, opts Options) (*Report, error) {
+func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Config, cfgDir string, loader *script.Loader, opts Options) (*report.Report, error) {
 	if opts.ExportMSCCL != nil {
 		// The schedule it writes names the builtin bench's buffers; a host
 		// bench's are its own tensors. Refused, not a run without the file.
@@ -31,19 +33,19 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	if opts.Algorithm != "" {
 		name = opts.Algorithm
 	}
-	tgt, err := resolveTarget(name, cfg, cfgDir, loader.Src)
+	tgt, err := target.Resolve(name, cfg, cfgDir, loader.Src)
 	if err != nil {
 		return nil, err
 	}
-	if err := ineffectiveSet(cfg, tgt.runOf(true), opts); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(true), opts.given()); err != nil {
 		return nil, err
 	}
-	globals, err := loader.Load(tgt.file)
+	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return nil, WithKind(errkind.Init, &Failure{Rank: -1,
-			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.file, script.Format(err)), Err: err})
+		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1,
+			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.File, script.Format(err)), Err: err})
 	}
-	kernel, err := entryPoint(globals, tgt.file, "kernel")
+	kernel, err := target.EntryPoint(globals, tgt.File, "kernel")
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +56,8 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	}
 	// Host benches run their sizes one after the other (the bench's own
 	// loader is shared by its run_rank calls).
-	return p.sweep(tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*Result, error) {
-		return diagnosed(p.opts, func(o Options) (*Result, error) {
+	return p.sweep(tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*report.Result, error) {
+		return diagnosed(p.opts, func(o Options) (*report.Result, error) {
 			pp := *p
 			pp.opts = o
 			return runHostOnce(&pp, cfg, tgt, quiet(loader, o), kernel, hook, runRank, count)
@@ -63,15 +65,15 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	})
 }
 
-func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, runRank starlark.Callable, count int64) (*Result, error) {
-	w, err := newWorld(p, cfg, tgt.settings)
+func runHostOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, runRank starlark.Callable, count int64) (*report.Result, error) {
+	w, err := newWorld(p, cfg, tgt.Settings)
 	if err != nil {
 		return nil, err
 	}
 	defer w.close()
 	stats := make([]tl.Stats, p.world)
 	var wrong int64
-	var first *WrongElem
+	var first *report.WrongElem
 	checks := 0
 	var initErr error
 	rt := &host.Runtime{
@@ -110,7 +112,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 			checks++
 			wrong += int64(n)
 			if fw != nil && first == nil {
-				first = &WrongElem{Rank: fw.Rank, Index: fw.Index, Got: fw.Got, Want: fw.Want}
+				first = &report.WrongElem{Rank: fw.Rank, Index: fw.Index, Got: fw.Got, Want: fw.Want}
 			}
 		},
 	}
@@ -121,7 +123,7 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader
 		return script.Stopped(th, err)
 	})
 	if err := w.run(tgt); err != nil {
-		var f *Failure
+		var f *report.Failure
 		if errors.As(initErr, &f) {
 			return nil, f
 		}

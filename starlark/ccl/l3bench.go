@@ -15,7 +15,9 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
 )
 
@@ -25,9 +27,9 @@ import (
 // process have returned (a never-returning L2 ends in the deadlock watchdog
 // or max_sim_time_ns). One result row: the simulated time and the operation
 // counts of the kernels launched from L2.
-func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loader *script.Loader, opts Options) (*Report, error) {
+func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loader *script.Loader, opts Options) (*report.Report, error) {
 	set := cfg.Defaults
-	rep := &Report{Algorithm: strings.TrimSuffix(filepath.Base(file), ".star"), File: file, Collective: "l3l2", Topology: "none",
+	rep := &report.Report{Algorithm: strings.TrimSuffix(filepath.Base(file), ".star"), File: file, Collective: "l3l2", Topology: "none",
 		WorldSize: 1, BufferKind: set.BufferKind, Backpressure: set.Backpressure, DataSpace: "hbm"}
 	// Told like a sweep's (plan.sweep): a comparison checks the collective
 	// at the start and prints the row from OnResult.
@@ -44,7 +46,7 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 		return rep, usage("%s cannot take effect: %s is an L3 bench (it defines main(orch) and no kernel), which makes its own traffic: "+
 			"the collective bench's buffers, ranks and topology are not used; drop %s", strings.Join(opts.BenchFlags, ", "), file, it)
 	}
-	res, err := diagnosed(opts, func(o Options) (*Result, error) {
+	res, err := diagnosed(opts, func(o Options) (*report.Result, error) {
 		return runL3Once(file, mainFn, cfg, quiet(loader, o).NewThread, o)
 	})
 	if err != nil {
@@ -73,7 +75,7 @@ func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedde
 	if len(limits) > 0 && limits[0] != nil {
 		env = limits[0].Src.Env
 	}
-	cfg, _, err := LoadConfig(env, "", sets, embedded)
+	cfg, _, err := target.LoadConfig(env, "", sets, embedded)
 	if err != nil {
 		return err
 	}
@@ -103,7 +105,7 @@ type l3ProcError struct {
 func (e *l3ProcError) Error() string { return e.proc + ": " + e.err.Error() }
 func (e *l3ProcError) Unwrap() error { return e.err }
 
-func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThread func(string) *starlark.Thread, opts Options) (*Result, error) {
+func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThread func(string) *starlark.Thread, opts Options) (*report.Result, error) {
 	set := cfg.Defaults
 	p := &plan{opts: opts, world: 1}
 	w, err := newWorld(p, cfg, set)
@@ -118,7 +120,7 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	hub, err := l3l2.NewHub(w.m, l3l2.Options{Backpressure: bp, PollInterval: sim.Time(set.PollIntervalNs) * sim.Nanosecond})
 	if err != nil {
 		w.s.Close()
-		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	var stats tl.Stats
 	stop := func(proc *sim.Proc, err error) {
@@ -151,14 +153,14 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	if unseen != nil {
 		// An L2 failure nobody saw must not end the run with exit 0
 		// (its kind's status, 4).
-		return nil, WithKind(errkind.Of(unseen), &Failure{Rank: -1, Msg: unseen.Error(), Err: unseen})
+		return nil, report.WithKind(errkind.Of(unseen), &report.Failure{Rank: -1, Msg: unseen.Error(), Err: unseen})
 	}
 	if len(unfinished) > 0 {
 		// Work still queued when main returned is dropped without a
 		// trace: say so, and fail under --strict.
 		msg := "L3 main returned with unfinished work: " + strings.Join(unfinished, "; ")
 		if p.opts.Strict {
-			return nil, WithKind(errkind.Unfinished, &Failure{Rank: -1, Msg: msg + " (--strict)"})
+			return nil, report.WithKind(errkind.Unfinished, &report.Failure{Rank: -1, Msg: msg + " (--strict)"})
 		}
 		if p.opts.Stderr != nil {
 			fmt.Fprintf(p.opts.Stderr, "kernbench: warning: %s\n", msg)
@@ -167,10 +169,10 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	// The run ends when main and the last L2 process have returned (later
 	// events are bookkeeping such as the watchdog's check).
 	end := max(mainEnd, rt.L2End)
-	res := &Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true, Unfinished: unfinished,
-		Ops: OpCounts{Send: stats.Send, Recv: stats.Recv, Load: stats.Load, Store: stats.Store, Math: stats.Math}}
+	res := &report.Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true, Unfinished: unfinished,
+		Ops: report.OpCounts{Send: stats.Send, Recv: stats.Recv, Load: stats.Load, Store: stats.Store, Math: stats.Math}}
 	if p.opts.Detail && end > 0 {
-		res.Busiest = busiest(w.m, end, 8)
+		res.Busiest = report.Busiest(w.m, end, 8)
 	}
 	if err := w.phase2(p, res); err != nil {
 		return nil, err
@@ -187,7 +189,7 @@ func l3Failure(err error) error {
 	if !errors.As(err, &pe) {
 		return f
 	}
-	f.setKind(errkind.Of(pe.err))
+	report.WithKind(errkind.Of(pe.err), f)
 	f.Backtrace = script.Backtrace(pe.err)
 	f.Detail = script.Format(pe.err)
 	var ee *starlark.EvalError
@@ -216,7 +218,7 @@ func (w *world) runL3(set config.Settings) error {
 	w.s.Close()
 	if w.trace != nil {
 		if werr := w.writeTrace(); werr != nil && failure == nil {
-			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
+			return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
 		}
 	}
 	return w.writeFailedOplog(failure)

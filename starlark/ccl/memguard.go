@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"kernbench/engine/machine"
-	"kernbench/engine/oplog"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
@@ -88,7 +88,7 @@ func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (host
 	if limit <= 0 || e.Total() <= limit {
 		return e, nil
 	}
-	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit}
+	ref := &report.Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit}
 	var alts []string
 	try := func(flag string, mod func(q *plan)) int64 {
 		q := *p
@@ -137,7 +137,7 @@ func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (host
 	default:
 		ref.Reason += fmt.Sprintf("too large for --timing-only too (about %s): raise --max-memory", hostmem.FormatBytes(ref.TimingOnly))
 	}
-	return e, WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
+	return e, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
 // probeFits says whether the probe of a size may run: the
@@ -156,7 +156,7 @@ func (p *plan) probeFits(count int64, rg hostmem.Rings) bool {
 func (p *plan) probeRefused(count int64, e hostmem.Estimate, err error) error {
 	limit := p.opts.MaxMemory
 	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
-	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: limit + 1}
+	ref := &report.Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: limit + 1}
 	held := ""
 	var oom *hostmem.OutOfMemoryError
 	if errors.As(err, &oom) {
@@ -165,34 +165,8 @@ func (p *plan) probeRefused(count int64, e hostmem.Estimate, err error) error {
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
 		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(hostmem.SatMul(count, int64(p.dt.Size()))), lt, held)
 	ref.Reason = fmt.Sprintf("its --timing-only probe passed --max-memory %s: raise --max-memory", lt)
-	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
+	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
-
-// Refusal is a size the memory guard refused before it ran: its
-// host-memory estimate is over --max-memory. A run of one size fails with
-// it (exit 2); in a sweep of several (Options.RefusedAsRows) it is that
-// size's row, Result.Refused, and the other sizes run.
-type Refusal struct {
-	Kind string `json:"kind"` // errkind's name: OutOfMemory
-	// Reason is the refusal in one line, as the table's row gives it: the
-	// estimate, the limit, and what reaches the size (--timing-only, or
-	// a larger limit).
-	Reason string `json:"reason"`
-	// Message is the refusal as a run of that one size reports it: the
-	// estimate's parts and every alternative.
-	Message  string `json:"message"`
-	Estimate int64  `json:"estimate_bytes"`
-	Limit    int64  `json:"max_memory_bytes"`
-	// TimingOnly is the size's estimate with --timing-only; 0 when the run
-	// is timing-only already.
-	TimingOnly int64 `json:"timing_only_estimate_bytes,omitempty"`
-}
-
-func (r *Refusal) Error() string { return r.Message }
-
-// Reachable says whether --timing-only would run the size under the same
-// limit.
-func (r *Refusal) Reachable() bool { return r.TimingOnly > 0 && r.TimingOnly <= r.Limit }
 
 // flagSize writes n as a size flag takes it (64K, 1M).
 func flagSize(n int64) string {
@@ -205,27 +179,6 @@ func flagSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// OpLogCost is what the op_log of a run cost (-v): its records, their
-// host bytes each (the Record, its pointer and the data it carries) and
-// records per message sent.
-type OpLogCost struct {
-	Records           int64   `json:"records"`
-	BytesPerRecord    float64 `json:"bytes_per_record"`
-	RecordsPerMessage float64 `json:"records_per_message,omitempty"`
-}
-
-func opLogCost(l *oplog.Log, sent int64) *OpLogCost {
-	if l == nil || l.Len() == 0 {
-		return nil
-	}
-	n := int64(l.Len())
-	c := &OpLogCost{Records: n, BytesPerRecord: float64(l.HostBytes()) / float64(n)}
-	if sent > 0 {
-		c.RecordsPerMessage = float64(n) / float64(sent)
-	}
-	return c
 }
 
 // installGuard makes the world's simulation, and its phase 2, stop when
@@ -326,7 +279,7 @@ func reach(g *machine.Group) int {
 	return far
 }
 
-func countsOf(ops OpCounts, stats []tl.Stats) *hostmem.Counts {
+func countsOf(ops report.OpCounts, stats []tl.Stats) *hostmem.Counts {
 	c := &hostmem.Counts{Ops: ops.Send + ops.Recv + ops.Load + ops.Store + ops.Math}
 	for _, s := range stats {
 		c.AllocBytes += s.AllocBytes

@@ -12,6 +12,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 )
 
 func testPlan(t *testing.T, coll string, world int, opts Options) *plan {
@@ -52,11 +53,11 @@ func TestCheckMemory(t *testing.T) {
 				}
 				return
 			}
-			var f *Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("got %v, want a Failure", err)
 			}
-			if diff := cmp.Diff([]any{ExitUsage, "OutOfMemory"}, []any{f.ErrorKind().Status, f.ErrorKind().Name}); diff != "" {
+			if diff := cmp.Diff([]any{report.ExitUsage, "OutOfMemory"}, []any{f.ErrorKind().Status, f.ErrorKind().Name}); diff != "" {
 				t.Errorf("code, kind (-want +got):\n%s", diff)
 			}
 			for _, w := range tt.want {

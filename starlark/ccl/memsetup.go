@@ -8,6 +8,7 @@ import (
 
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 )
 
 // checkWorldMemory refuses a large world whose ranks alone (their
@@ -29,7 +30,7 @@ func (p *plan) checkWorldMemory(channels int) error {
 	// A direction's set-up (its neighbour map entry, validation, queue
 	// pair and slots) counts with the rank's: full_mesh's grow as the
 	// square of the world.
-	ranksOf := func(w int) int64 { return worldSetUpBytes(p.topology, w, channels) }
+	ranksOf := func(w int) int64 { return WorldSetUpBytes(p.topology, w, channels) }
 	e := hostmem.Estimate{Ranks: ranksOf(p.world), Runtime: hostmem.RuntimeBytes}
 	if e.Total() <= limit || e.Ranks <= setUpFloor {
 		return nil
@@ -37,7 +38,7 @@ func (p *plan) checkWorldMemory(channels int) error {
 	// The largest world whose ranks and directions alone fit (0: none).
 	fit := sort.Search(p.world, func(w int) bool { return hostmem.SatAdd(ranksOf(w+1), hostmem.RuntimeBytes) > limit })
 	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
-	ref := &Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: e.Total()}
+	ref := &report.Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: e.Total()}
 	ref.Reason = fmt.Sprintf("world_size %d needs at least %s of host memory, over --max-memory %s; a smaller --world-size or raise --max-memory",
 		p.world, hostmem.FormatBytes(e.Total()), lt)
 	alt := "a smaller --world-size"
@@ -46,25 +47,13 @@ func (p *plan) checkWorldMemory(channels int) error {
 	}
 	ref.Message = fmt.Sprintf("world_size %d needs at least %s of host memory before any buffer (%s), over --max-memory %s; try %s, or raise --max-memory",
 		p.world, hostmem.FormatBytes(e.Total()), e.Parts(), lt, alt)
-	return WithKind(errkind.MemoryLimit, &Failure{Rank: -1, Msg: ref.Message, Err: ref})
+	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
-// worldSetUpBytes is the estimate's part for the ranks of a world of w
+// WorldSetUpBytes is the estimate's part for the ranks of a world of w
 // ranks on topology and their directions, before any buffer.
-func worldSetUpBytes(topo string, w, channels int) int64 {
+func WorldSetUpBytes(topo string, w, channels int) int64 {
 	return hostmem.SetUpBytes(int64(w), hostmem.SatMul(int64(w), topology.Degree(topo, w, channels)))
-}
-
-// setUpTooLarge says why check does not build a world of w ranks on topo:
-// its ranks and directions alone pass the memory kernbench may use (the
-// default --max-memory); "" when it may.
-func setUpTooLarge(topo string, w, channels int) string {
-	need, limit := hostmem.SatAdd(worldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
-	if limit <= 0 || need <= limit {
-		return ""
-	}
-	return fmt.Sprintf("world_size %d on topology %s needs about %s of host memory to set up (%d directions), over the %s kernbench may use (%s); check a smaller world size",
-		w, topo, hostmem.FormatBytes(need), hostmem.SatMul(int64(w), topology.Degree(topo, w, channels)), hostmem.FormatBytes(limit), hostmem.DefaultLimitWhy())
 }
 
 // setUpFloor: a world whose per-rank estimate is at most this (8738

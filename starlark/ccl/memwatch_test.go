@@ -9,6 +9,7 @@ import (
 	"kernbench"
 	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // Phase 2 replays the op_log in Go, where the simulation's event loop
@@ -32,7 +33,7 @@ func TestPhase2AsksTheMemoryGuard(t *testing.T) {
 	// well under the limit.
 	debug.FreeOSMemory()
 	_, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Sizes: []int64{64 << 10}, Verify: true, MaxMemory: 128 << 20})
-	var f *Failure
+	var f *report.Failure
 	if !errors.As(err, &f) || f.ErrorKind() != errkind.HostMemory || !strings.Contains(f.Msg, "phase 2 (the replay of the op_log): out of memory") {
 		t.Fatalf("got %v, want phase 2 stopped by the memory guard (OutOfMemory, exit 3)", err)
 	}

@@ -15,7 +15,9 @@ import (
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // An MSCCL XML schedule runs through the same path as a .star algorithm:
@@ -32,11 +34,11 @@ func IsMSCCL(arg string) bool { return mscclio.IsSchedule(arg) }
 func loadMSCCL(arg string, src script.Source) (*msccl.Algo, error) {
 	data, err := src.ReadFile(arg)
 	if err != nil {
-		return nil, WithKind(errkind.Usage, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	a, err := msccl.Parse(arg, data)
 	if err != nil {
-		return nil, WithKind(errkind.MSCCL, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.MSCCL, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return a, nil
 }
@@ -47,7 +49,7 @@ func mscclFailure(err error) error {
 	if !errors.As(err, &e) {
 		return err
 	}
-	return WithKind(e.Kind, &Failure{Rank: -1, Msg: e.Msg, Err: e.Err})
+	return report.WithKind(e.Kind, &report.Failure{Rank: -1, Msg: e.Msg, Err: e.Err})
 }
 
 // mscclFlags are the flags of opts that a schedule fixes.
@@ -65,13 +67,13 @@ func mscclSizes(p *plan) *mscclio.Sizes {
 }
 
 // hintItems names the user's --set and --vary items in the hints of
-// mscclio.Place, as every other hint does (describeGiven, setHint).
-type hintItems []setItem
+// mscclio.Place, as every other hint does (target.DescribeGiven, target.SetHint).
+type hintItems []target.SetItem
 
-func (h hintItems) Given(pos string) string { return describeGiven(pos, h) }
+func (h hintItems) Given(pos string) string { return target.DescribeGiven(pos, h) }
 
 func (h hintItems) Set(path string, value any) string {
-	s, _ := setHint(path, value, h, false)
+	s, _ := target.SetHint(path, value, h, false)
 	return s
 }
 
@@ -89,22 +91,22 @@ func exportMSCCL(rec *mscclio.Recorder, p *plan, b *bench, g *machine.Group, cou
 		err = mscclio.Write(a, w)
 	}
 	if err != nil {
-		return WithKind(errkind.Export, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return report.WithKind(errkind.Export, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return nil
 }
 
 // mscclRun is what a run of the schedule a in file uses of the
 // configuration: no algorithm entry, and its own world size and channels.
-func mscclRun(file string, a *msccl.Algo) runOf {
-	return runOf{known: true, what: file, fixed: map[string]string{
+func mscclRun(file string, a *msccl.Algo) target.RunOf {
+	return target.RunOf{Known: true, What: file, Fixed: map[string]string{
 		"world_size": fmt.Sprintf("%s is a schedule for ngpus=%d ranks", file, a.NGPUs),
 		"channels":   fmt.Sprintf("%s's thread blocks give its channels", file),
 	}}
 }
 
 // runMSCCL is `kernbench run FILE.xml`.
-func runMSCCL(arg string, opts Options) (*Report, error) {
+func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	cfg, _, err := opts.loadConfig()
 	if err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ineffectiveSet(cfg, mscclRun(arg, a), opts); err != nil {
+	if err := target.Ineffective(cfg, mscclRun(arg, a), opts.given()); err != nil {
 		return nil, err
 	}
 	if err := mscclio.CheckFlags(arg, a, mscclFlags(opts)); err != nil {
@@ -139,11 +141,11 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, loadFailure(err)
 	}
-	kernel, err := entryPoint(globals, mscclio.RunnerName, "kernel")
+	kernel, err := target.EntryPoint(globals, mscclio.RunnerName, "kernel")
 	if err != nil {
 		return nil, err
 	}
-	hook, err := entryPoint(globals, mscclio.RunnerName, "neighbors")
+	hook, err := target.EntryPoint(globals, mscclio.RunnerName, "neighbors")
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +158,7 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 	_, slotsGiven := cfg.DefaultsGiven["n_slots"]
 	var slotsWhy string
 	set.NSlots, slotsWhy = mscclio.Slots(arg, a, set, slotsGiven)
-	tgt := &target{name: name, file: arg, settings: set, nSlotsWhy: slotsWhy}
+	tgt := &target.Target{Name: name, File: arg, Settings: set, NSlotsWhy: slotsWhy}
 	pl, err := makePlan(tgt, globals, true, opts)
 	if err != nil {
 		return nil, err
@@ -170,10 +172,10 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, mscclFailure(err)
 		}
-		tgt.settings.BufferKind = place.Rings.String()
-		tgt.staging, tgt.bufferKindWhy, tgt.stagingWhy = place.Staging, place.RingsWhy, place.StagingWhy
+		tgt.Settings.BufferKind = place.Rings.String()
+		tgt.Staging, tgt.BufferKindWhy, tgt.StagingWhy = place.Staging, place.RingsWhy, place.StagingWhy
 	}
-	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
+	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		// Each size has its own record of where the thread blocks are.
 		pr := mscclio.NewProgress(a.File)
 		pp := *p
@@ -182,29 +184,29 @@ func runMSCCL(arg string, opts Options) (*Report, error) {
 		res, err := runOnce(&pp, cfg, tgt, loader, kernel, hook, count)
 		// A deadlock with n_slots (the user's) below what the schedule
 		// needs says which setting gives it that.
-		var f *Failure
+		var f *report.Failure
 		if err != nil && errkind.Of(err) == errkind.Deadlock && errors.As(err, &f) {
-			f.Msg += mscclio.SlotsNeeded(a).Hint(arg, tgt.settings.NSlots)
+			f.Msg += mscclio.SlotsNeeded(a).Hint(arg, tgt.Settings.NSlots)
 		}
 		return res, err
 	})
 }
 
-// checkMSCCL is `kernbench check FILE.xml`: the file parses and validates,
+// CheckMSCCL is `kernbench check FILE.xml` (opts: the run it checks): the file parses and validates,
 // and its neighbour map is consistent.
-func checkMSCCL(arg string, o CheckOptions) []string {
-	cfg, _, err := LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
+func CheckMSCCL(arg string, o Options) []string {
+	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
 	if err != nil {
-		return configProblems(err)
+		return target.ConfigProblems(err)
 	}
 	a, err := loadMSCCL(arg, script.Source{Env: o.Env, Embedded: o.Embedded})
 	if err != nil {
 		return strings.Split(err.Error(), "\n")
 	}
-	if err := ineffectiveSet(cfg, mscclRun(arg, a), o.runOptions()); err != nil {
+	if err := target.Ineffective(cfg, mscclRun(arg, a), o.given()); err != nil {
 		return []string{err.Error()}
 	}
-	if err := mscclio.CheckFlags(arg, a, mscclFlags(o.runOptions())); err != nil {
+	if err := mscclio.CheckFlags(arg, a, mscclFlags(o)); err != nil {
 		return []string{err.Error()}
 	}
 	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: mscclio.Neighbors(a)}); err != nil {
@@ -216,7 +218,7 @@ func checkMSCCL(arg string, o CheckOptions) []string {
 	_, slotsGiven := cfg.DefaultsGiven["n_slots"]
 	set.NSlots, _ = mscclio.Slots(arg, a, set, slotsGiven)
 	if fit, ok := mscclio.NewFit(a, nil, cfg.System, set); ok {
-		if _, err := mscclio.Place(arg, fit, set, cfg.DefaultsGiven["buffer_kind"], hintItems(o.runOptions().setItems()), 1); err != nil {
+		if _, err := mscclio.Place(arg, fit, set, cfg.DefaultsGiven["buffer_kind"], hintItems(o.setItems()), 1); err != nil {
 			return []string{err.Error()}
 		}
 	}

@@ -23,7 +23,9 @@ import (
 	"kernbench/engine/topology"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // sweep runs one simulation per size and collects the report; only the
@@ -32,22 +34,22 @@ import (
 // machine, writing its print output, op_log, CCL trace and pointer dumps
 // into buffers that are copied out in size order: the report and every
 // output are byte for byte those of a sequential sweep.
-func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error)) (*Report, error) {
-	rep := &Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
-		WorldSize: p.world, BufferKind: tgt.settings.BufferKind, Backpressure: tgt.settings.Backpressure, DataSpace: p.dataSpace.String(),
-		TimingOnly: p.opts.TimingOnly, BufferKindWhy: tgt.bufferKindWhy, StagingWhy: tgt.stagingWhy}
-	if tgt.nSlotsWhy != "" {
-		rep.NSlots, rep.NSlotsWhy = tgt.settings.NSlots, tgt.nSlotsWhy
+func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error)) (*report.Report, error) {
+	rep := &report.Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
+		WorldSize: p.world, BufferKind: tgt.Settings.BufferKind, Backpressure: tgt.Settings.Backpressure, DataSpace: p.dataSpace.String(),
+		TimingOnly: p.opts.TimingOnly, BufferKindWhy: tgt.BufferKindWhy, StagingWhy: tgt.StagingWhy}
+	if tgt.NSlotsWhy != "" {
+		rep.NSlots, rep.NSlotsWhy = tgt.Settings.NSlots, tgt.NSlotsWhy
 	}
-	if tgt.staging != 0 && tgt.staging != machine.TCM {
-		rep.Staging = tgt.staging.String()
+	if tgt.Staging != 0 && tgt.Staging != machine.TCM {
+		rep.Staging = tgt.Staging.String()
 	}
 	if p.coll.Rooted {
 		root := p.root
 		rep.Root = &root
 	}
 	if p.topology == "mesh_2d" {
-		if rows, cols, err := topology.MeshDims(p.world, tgt.settings.MeshShape); err == nil {
+		if rows, cols, err := topology.MeshDims(p.world, tgt.Settings.MeshShape); err == nil {
 			rep.MeshShape = []int{rows, cols}
 		}
 	}
@@ -56,7 +58,7 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 			return rep, err
 		}
 	}
-	deliver := func(res *Result) {
+	deliver := func(res *report.Result) {
 		rep.Results = append(rep.Results, *res)
 		if p.opts.OnResult != nil {
 			p.opts.OnResult(res)
@@ -89,8 +91,8 @@ func (p *plan) sweep(tgt *target, file string, loader *script.Loader, once func(
 
 // refusedRow is the row of a size the memory guard refused, when the run
 // makes such sizes rows (Options.RefusedAsRows); nil for any other error.
-func (p *plan) refusedRow(count int64, err error) *Result {
-	var ref *Refusal
+func (p *plan) refusedRow(count int64, err error) *report.Result {
+	var ref *report.Refusal
 	if !p.opts.RefusedAsRows || !errors.As(err, &ref) {
 		return nil
 	}
@@ -111,7 +113,7 @@ func (e *InternalError) Error() string { return fmt.Sprintf("internal error: %v"
 // pointOutput is what one size of a parallel sweep wrote.
 type pointOutput struct {
 	stderr, oplog, cclTrace, dump bytes.Buffer
-	res                           *Result
+	res                           *report.Result
 	err                           error
 	done                          chan struct{}
 }
@@ -119,7 +121,7 @@ type pointOutput struct {
 // parallelSweep runs the sizes Jobs at a time and delivers them in order;
 // at the first size that fails (in size order) it stops starting new ones
 // and returns that error after the sizes before it are delivered.
-func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*Result, error), deliver func(*Result)) error {
+func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error), deliver func(*report.Result)) error {
 	n := len(p.counts)
 	points := make([]*pointOutput, n)
 	for i := range points {
@@ -232,15 +234,15 @@ type plan struct {
 }
 
 func usage(format string, args ...any) error {
-	return WithKind(errkind.Usage, &Failure{Rank: -1, Msg: fmt.Sprintf(format, args...)})
+	return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: fmt.Sprintf(format, args...)})
 }
 
-func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Options) (*plan, error) {
-	p := &plan{opts: opts, algoName: tgt.name}
+func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opts Options) (*plan, error) {
+	p := &plan{opts: opts, algoName: tgt.Name}
 	if p.algoName == "" {
-		p.algoName = strings.TrimSuffix(filepath.Base(tgt.file), ".star")
+		p.algoName = strings.TrimSuffix(filepath.Base(tgt.File), ".star")
 	}
-	p.world = tgt.settings.WorldSize
+	p.world = tgt.Settings.WorldSize
 	if opts.WorldSize > 0 {
 		p.world = opts.WorldSize
 	} else if opts.WorldSize < 0 {
@@ -253,14 +255,14 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	switch {
 	case opts.Topology != "":
 		p.topology, topoFrom = opts.Topology, opts.optionName("--topology")
-	case tgt.entry != nil:
-		p.topology = tgt.entry.Topology
+	case tgt.Entry != nil:
+		p.topology = tgt.Entry.Topology
 	case globals["TOPOLOGY"] != nil:
 		s, ok := globals["TOPOLOGY"].(starlark.String)
 		if !ok {
-			return nil, usage("%s: TOPOLOGY must be a string", tgt.file)
+			return nil, usage("%s: TOPOLOGY must be a string", tgt.File)
 		}
-		p.topology, topoFrom = string(s), tgt.file+": TOPOLOGY"
+		p.topology, topoFrom = string(s), tgt.File+": TOPOLOGY"
 	case hasHook:
 		p.topology = "none"
 	default:
@@ -273,7 +275,7 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 		// Only a mesh_2d reads its shape: the run (and a --vary row
 		// labelled with the shape) would be the same without it.
 		for _, it := range opts.setItems() {
-			if n := len(it.path); it.path[n-1] == "mesh_shape" && (n == 2 && it.path[0] == "defaults" || n == 3 && it.path[0] == "algorithms") {
+			if n := len(it.Path); it.Path[n-1] == "mesh_shape" && (n == 2 && it.Path[0] == "defaults" || n == 3 && it.Path[0] == "algorithms") {
 				return nil, usage("%v cannot take effect: mesh_shape shapes a mesh_2d topology, and this run's topology is %s", it, p.topology)
 			}
 		}
@@ -282,14 +284,14 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	switch {
 	case opts.Collective != "":
 		coll, collFrom = opts.Collective, opts.optionName("--collective")+": "
-	case tgt.entry != nil && tgt.entry.Collective != "":
-		coll = tgt.entry.Collective
+	case tgt.Entry != nil && tgt.Entry.Collective != "":
+		coll = tgt.Entry.Collective
 	case globals["COLLECTIVE"] != nil:
 		s, ok := globals["COLLECTIVE"].(starlark.String)
 		if !ok {
-			return nil, usage("%s: COLLECTIVE must be a string", tgt.file)
+			return nil, usage("%s: COLLECTIVE must be a string", tgt.File)
 		}
-		coll, collFrom = string(s), tgt.file+": COLLECTIVE: "
+		coll, collFrom = string(s), tgt.File+": COLLECTIVE: "
 	}
 	var err error
 	if p.coll, err = LookupCollective(coll); err != nil {
@@ -303,8 +305,8 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	if opts.Collective != "" && !opts.Keywords && opts.Stderr != nil {
 		declared, where := "", ""
 		switch {
-		case tgt.entry != nil && tgt.entry.Collective != "":
-			declared, where = tgt.entry.Collective, "its ccl.yaml entry"
+		case tgt.Entry != nil && tgt.Entry.Collective != "":
+			declared, where = tgt.Entry.Collective, "its ccl.yaml entry"
 		case globals["COLLECTIVE"] != nil:
 			s, _ := globals["COLLECTIVE"].(starlark.String)
 			declared, where = string(s), "its COLLECTIVE"
@@ -346,8 +348,8 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 		return nil, usage("%s %d cannot take effect: %s has no root (broadcast and reduce have one); drop %s", opts.optionName("--root"), opts.Root, p.coll.Name, opts.optionName("--root"))
 	}
 	p.root = opts.Root
-	if tgt.entry != nil && opts.Root == 0 && !opts.RootGiven {
-		if v, ok := tgt.entry.Params["root"].(int64); ok {
+	if tgt.Entry != nil && opts.Root == 0 && !opts.RootGiven {
+		if v, ok := tgt.Entry.Params["root"].(int64); ok {
 			p.root = int(v)
 		}
 	}
@@ -378,16 +380,16 @@ func makePlan(tgt *target, globals starlark.StringDict, hasHook bool, opts Optio
 	if opts.ExportMSCCL != nil && len(p.counts) != 1 {
 		return nil, usage("--export-msccl writes the schedule of one size; got %d sizes", len(p.counts))
 	}
-	if tgt.entry != nil {
-		keys := make([]string, 0, len(tgt.entry.Params))
-		for k := range tgt.entry.Params {
+	if tgt.Entry != nil {
+		keys := make([]string, 0, len(tgt.Entry.Params))
+		for k := range tgt.Entry.Params {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			v, err := toStarlark(tgt.entry.Params[k])
+			v, err := toStarlark(tgt.Entry.Params[k])
 			if err != nil {
-				return nil, usage("%s: algorithms.%s.params.%s: %v", tgt.settings.Algorithm, tgt.name, k, err)
+				return nil, usage("%s: algorithms.%s.params.%s: %v", tgt.Settings.Algorithm, tgt.Name, k, err)
 			}
 			if k == "root" {
 				continue // passed below, after --root is applied

@@ -1,3 +1,12 @@
+// Package ccl is the run path, its one job: from a `kernbench run`'s
+// options to a filled report. It resolves the run (starlark/target),
+// plans the sizes and sweeps them, builds a world per size (the
+// machine and maps of starlark/wiring, the IPCQ process group), runs the
+// kernels through a bench (the builtin collective bench, a host bench, an
+// L3 bench or an MSCCL schedule, all on the same world), verifies the
+// result against the collective's definition, replays phase 2 and fills
+// the report (starlark/report). kernbench check (starlark/check) plans
+// through it (PlanKernel) without simulating.
 package ccl
 
 import (
@@ -19,7 +28,9 @@ import (
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
 )
 
@@ -96,7 +107,7 @@ type Options struct {
 	// OnStart, when set, sees the report's header (algorithm, collective,
 	// topology) before the first size runs; an error it returns ends the
 	// run (a comparison refuses an algorithm of another collective).
-	OnStart func(*Report) error
+	OnStart func(*report.Report) error
 	// TimingOnly moves and stores no bytes (--timing-only): the same
 	// simulated time, events and operation counts, without data, so no
 	// reference check and no phase 2; a kernel that reads values fails.
@@ -107,7 +118,7 @@ type Options struct {
 	// OnResult, when set, receives each size's row as soon as it is done
 	// (the CLI prints rows as they finish, so a failure at a later size
 	// keeps them).
-	OnResult func(r *Result)
+	OnResult func(r *report.Result)
 	// Check re-verifies every queue pair's pointer invariants after each
 	// delivery and credit (--check; costly).
 	Check bool
@@ -162,7 +173,7 @@ type Options struct {
 }
 
 // Run executes `kernbench run arg`.
-func Run(arg string, opts Options) (*Report, error) {
+func Run(arg string, opts Options) (*report.Report, error) {
 	if IsMSCCL(arg) {
 		return runMSCCL(arg, opts)
 	}
@@ -171,11 +182,11 @@ func Run(arg string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	src := script.Source{Env: opts.Env, Embedded: opts.Embedded}
-	tgt, err := resolveTarget(arg, cfg, cfgDir, src)
+	tgt, err := target.Resolve(arg, cfg, cfgDir, src)
 	if err != nil {
 		return nil, err
 	}
-	if err := ineffectiveSet(cfg, tgt.runOf(false), opts); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(false), opts.given()); err != nil {
 		return nil, err
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), LoadPath: opts.LoadPath, MaxSteps: opts.MaxSteps, Watchdog: opts.Watchdog, Stderr: opts.Stderr, Predeclared: orch.Predeclared()}
@@ -190,39 +201,39 @@ func Run(arg string, opts Options) (*Report, error) {
 	var release func()
 	loader.MemoryWatch, release = hostmem.Watch(opts.MaxMemory, opts.MaxMemoryIsDefault)
 	defer release()
-	globals, err := loader.Load(tgt.file)
+	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return nil, testFileHint(tgt.file, loadFailure(err))
+		return nil, testFileHint(tgt.File, loadFailure(err))
 	}
 	if v, ok := globals["run_rank"]; ok {
 		rr, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
+			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
 		}
-		return runHostBench(tgt.file, rr, cfg, cfgDir, loader, opts)
+		return runHostBench(tgt.File, rr, cfg, cfgDir, loader, opts)
 	}
 	if v, ok := globals["main"]; ok && globals["kernel"] == nil {
 		mf, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
+			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
 		}
-		if err := ineffectiveSet(cfg, runOf{known: true, what: tgt.file}, opts); err != nil {
+		if err := target.Ineffective(cfg, target.RunOf{Known: true, What: tgt.File}, opts.given()); err != nil {
 			return nil, err
 		}
-		return runL3Bench(tgt.file, mf, cfg, loader, opts)
+		return runL3Bench(tgt.File, mf, cfg, loader, opts)
 	}
-	kernel, err := entryPoint(globals, tgt.file, "kernel")
+	kernel, err := target.EntryPoint(globals, tgt.File, "kernel")
 	if err != nil {
-		return nil, testFileHint(tgt.file, err)
+		return nil, testFileHint(tgt.File, err)
 	}
-	if err := ineffectiveSet(cfg, tgt.runOf(true), opts); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(true), opts.given()); err != nil {
 		return nil, err
 	}
 	var hook starlark.Callable
 	if v, ok := globals["neighbors"]; ok {
 		c, ok := v.(starlark.Callable)
 		if !ok {
-			return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.file, v.Type())})
+			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: \"neighbors\" must be a function (got a %s)", tgt.File, v.Type())})
 		}
 		hook = c
 	}
@@ -231,9 +242,9 @@ func Run(arg string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	if problems := callProblems(kernel, pl, cfg.File, tgt); len(problems) > 0 {
-		return nil, WithKind(errkind.Load, &Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
+		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}
-	return pl.sweep(tgt, tgt.file, loader, func(p *plan, loader *script.Loader, count int64) (*Result, error) {
+	return pl.sweep(tgt, tgt.File, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
 }
@@ -242,7 +253,7 @@ func Run(arg string, opts Options) (*Report, error) {
 // saying what it is: its own message (undefined: assert, no kernel) does
 // not.
 func testFileHint(file string, err error) error {
-	var f *Failure
+	var f *report.Failure
 	if !errors.As(err, &f) || !strings.HasSuffix(file, "_test.star") {
 		return err
 	}
@@ -252,12 +263,7 @@ func testFileHint(file string, err error) error {
 
 // optionName is how the user gave the option that flag sets: the flag
 // itself, or the mock's keyword of the same name.
-func (o Options) optionName(flag string) string {
-	if o.Keywords {
-		return strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
-	}
-	return flag
-}
+func (o Options) optionName(flag string) string { return o.given().OptionName(flag) }
 
 func printPrefix(th *starlark.Thread) string {
 	if k, ok := th.Local(kernelKey).(*tl.Kernel); ok && k != nil {
@@ -275,7 +281,7 @@ func printPrefix(th *starlark.Thread) string {
 // wall-clock timeout or the memory watch outside a kernel (a module's top level, neighbors())
 // into a step-limit or timeout failure: exit 3 and the hint, as inside
 // kernels.
-func stepLimit(f *Failure) *Failure {
+func stepLimit(f *report.Failure) *report.Failure {
 	var ee *starlark.EvalError
 	if !errors.As(f.Err, &ee) {
 		return f
@@ -283,7 +289,7 @@ func stepLimit(f *Failure) *Failure {
 	switch k := errkind.Of(f.Err); k {
 	case errkind.HostMemory:
 		// The reason names the limit and what to try.
-		f.setKind(k)
+		report.WithKind(k, f)
 		f.Msg = strings.TrimPrefix(ee.Msg, "Starlark computation cancelled: ")
 		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	case errkind.StepLimit, errkind.Timeout:
@@ -291,7 +297,7 @@ func stepLimit(f *Failure) *Failure {
 		if k == errkind.Timeout {
 			flag = "--timeout"
 		}
-		f.setKind(k)
+		report.WithKind(k, f)
 		f.Msg = ee.Msg + " (raise " + flag + " if the script is meant to run this long)"
 		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	}
@@ -299,8 +305,8 @@ func stepLimit(f *Failure) *Failure {
 }
 
 // simulateOnce simulates one size of the builtin collective bench.
-func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*Result, error) {
-	w, err := newWorld(p, cfg, tgt.settings)
+func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
+	w, err := newWorld(p, cfg, tgt.Settings)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +331,7 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target, loader *script.Loade
 			if err != nil {
 				return nil, err
 			}
-			return res.counts, nil
+			return res.Counts, nil
 		}
 		if est, err = p.checkMemory(count, ringsOf(w.g), probe); err != nil {
 			return nil, err

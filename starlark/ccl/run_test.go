@@ -3,6 +3,7 @@ package ccl
 import (
 	"encoding/json"
 	"fmt"
+	"kernbench/starlark/report"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,14 +13,14 @@ import (
 
 // runRing runs the shipped ring_allreduce with the embedded ccl.yaml and
 // reference verification, on top of the given options.
-func runRing(t *testing.T, o Options) *Report {
+func runRing(t *testing.T, o Options) *report.Report {
 	t.Helper()
 	return runVerified(t, "ring_allreduce", o)
 }
 
 // runVerified runs target with the embedded ccl.yaml and reference
 // verification on top of o, and checks that every count got its row.
-func runVerified(t *testing.T, target string, o Options) *Report {
+func runVerified(t *testing.T, target string, o Options) *report.Report {
 	t.Helper()
 	o.Embedded = kernbench.Files
 	o.Verify = true
@@ -35,7 +36,7 @@ func runVerified(t *testing.T, target string, o Options) *Report {
 }
 
 // checkCorrect fails unless every row was verified with no wrong element.
-func checkCorrect(t *testing.T, rep *Report) {
+func checkCorrect(t *testing.T, rep *report.Report) {
 	t.Helper()
 	for _, r := range rep.Results {
 		if r.Wrong != 0 || !r.Verified {

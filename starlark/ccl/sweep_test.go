@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"kernbench/starlark/report"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,7 +39,7 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 	run := func(file string, jobs int, counts []int64) outcome {
 		var stderr, oplog, rows bytes.Buffer
 		rep, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 4, Counts: counts, Verify: true, Jobs: jobs,
-			Stderr: &stderr, OpLog: &oplog, OnResult: func(r *Result) { fmt.Fprintf(&rows, "%d %v\n", r.Bytes, r.SimTimeNs) }})
+			Stderr: &stderr, OpLog: &oplog, OnResult: func(r *report.Result) { fmt.Fprintf(&rows, "%d %v\n", r.Bytes, r.SimTimeNs) }})
 		var o outcome
 		if rep != nil {
 			rep.WallS = 0

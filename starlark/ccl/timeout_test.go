@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kernbench"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -42,7 +43,7 @@ func TestTimeoutStopsTheScriptWhereItIs(t *testing.T) {
 			wd := script.ManualWatchdog("--timeout 1h")
 			defer wd.Stop()
 			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 2, Counts: []int64{8}, Watchdog: wd, Stderr: wd.FireOnWrite()})
-			var f *Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run = %v, want a *Failure", err)
 			}

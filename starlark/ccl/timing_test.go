@@ -12,7 +12,9 @@ import (
 
 	"kernbench"
 	"kernbench/engine/machine"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 )
 
 // A timing-only run moves no bytes but simulates exactly what a full run
@@ -21,14 +23,14 @@ import (
 // equal; the reference check and phase 2 are reported as not run.
 func TestTimingOnlyMatchesFullRun(t *testing.T) {
 	longTest(t)
-	cfg, _, err := LoadConfig(script.Env{}, "", nil, kernbench.Files)
+	cfg, _, err := target.LoadConfig(script.Env{}, "", nil, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type row struct {
 		SimTimeNs float64
 		Events    uint64
-		Ops       OpCounts
+		Ops       report.OpCounts
 	}
 	for _, algo := range cfg.AlgorithmNames {
 		for _, world := range []int{4, 8, 16} {
@@ -90,15 +92,15 @@ func TestTimingOnlyRejectsReadingValues(t *testing.T) {
 				t.Fatalf("full run: %v", err)
 			}
 			_, err := Run(file, Options{Embedded: kernbench.Files, WorldSize: 1, Counts: []int64{16}, DType: tc.dtype, TimingOnly: true})
-			var f *Failure
-			if !errors.As(err, &f) || f.ErrorKind().Status != ExitRuntime || !strings.Contains(f.Msg, "TimingOnly") || !strings.Contains(f.Detail+f.Msg, tc.name+".star:3:") {
+			var f *report.Failure
+			if !errors.As(err, &f) || f.ErrorKind().Status != report.ExitRuntime || !strings.Contains(f.Msg, "TimingOnly") || !strings.Contains(f.Detail+f.Msg, tc.name+".star:3:") {
 				t.Errorf("timing-only run: %v (detail %q); want a TimingOnly error at %s.star:3", err, detailOf(f), tc.name)
 			}
 		})
 	}
 }
 
-func detailOf(f *Failure) string {
+func detailOf(f *report.Failure) string {
 	if f == nil {
 		return ""
 	}
@@ -109,7 +111,7 @@ func detailOf(f *Failure) string {
 // live memory: a write that bypassed the op_log (here one byte of rank 3's
 // rx ring, which the reference check does not look at) is a mismatch.
 func TestPhase2CatchesUnloggedWrite(t *testing.T) {
-	run := func() *Result {
+	run := func() *report.Result {
 		rep, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Counts: []int64{4096}, Verify: true})
 		if err != nil {
 			t.Fatal(err)

@@ -18,8 +18,11 @@ import (
 	"kernbench/engine/trace"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
+	"kernbench/starlark/wiring"
 )
 
 // world is one simulation's machine and (once installed) its process group.
@@ -100,23 +103,23 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	s := sim.New()
 	s.SetJitter(p.opts.JitterSeed)
 	s.MaxTime = sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
-	mp := machineParams(cfg.System, set)
+	mp := wiring.MachineParams(cfg.System, set)
 	mp.Untimed = p.opts.Untimed
-	if err := checkFaults(cfg.System, mp); err != nil {
-		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+	if err := wiring.CheckFaults(cfg.System, mp); err != nil {
+		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	m, err := machine.New(s, mp)
 	if err != nil {
-		return nil, WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if err := mp.Holds(p.world); err != nil {
-		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if err := p.checkWorldMemory(set.Channels); err != nil {
 		return nil, err
 	}
 	if err := m.Place(p.world); err != nil {
-		return nil, WithKind(errkind.Init, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if p.opts.TimingOnly {
 		m.SetTimingOnly()
@@ -137,7 +140,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 			pids = []int{}
 			for _, r := range p.opts.TraceRanks {
 				if r < 0 || r >= len(m.Ranks) {
-					return nil, WithKind(errkind.Usage, &Failure{Rank: -1,
+					return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1,
 						Msg: fmt.Sprintf("--trace-ranks: rank %d is not in this run of %d rank(s)", r, len(m.Ranks))})
 				}
 				pids = append(pids, m.Ranks[r].ID+1)
@@ -181,13 +184,13 @@ var onKeepPreRun func(m *machine.Machine) (atPhase2 func())
 
 // phase2 replays the op_log on the initial image and compares the result
 // with phase 1's memory; it fills Phase2Match and, on a mismatch, Phase2.
-func (w *world) phase2(p *plan, res *Result) error {
+func (w *world) phase2(p *plan, res *report.Result) error {
 	if w.m.Log == nil {
 		return nil
 	}
 	if p.opts.OpLog != nil {
 		if err := w.m.Log.WriteJSONLines(p.opts.OpLog); err != nil {
-			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--oplog: %v", err), Err: err})
+			return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: fmt.Sprintf("--oplog: %v", err), Err: err})
 		}
 	}
 	if !p.opts.Verify || !w.keptImage {
@@ -211,45 +214,45 @@ func (w *world) phase2(p *plan, res *Result) error {
 	} else if err := w.m.Log.ReplayOverlay(ov); errors.As(err, &oom) {
 		// The host-memory guard, not a mismatch: the run stops as in
 		// phase 1 (exit 3).
-		return WithKind(errkind.HostMemory, &Failure{Rank: -1, Msg: "phase 2 (the replay of the op_log): " + err.Error(), Err: err})
+		return report.WithKind(errkind.HostMemory, &report.Failure{Rank: -1, Msg: "phase 2 (the replay of the op_log): " + err.Error(), Err: err})
 	} else if err != nil {
 		match = false
 		res.Phase2 = err.Error()
 	} else if mm := ov.CompareLog(w.m.Log); mm != nil {
 		match = false
-		res.Phase2, res.mismatch = mm.String(), mm
+		res.Phase2, res.Mismatch = mm.String(), mm
 	}
 	res.Phase2Match = &match
 	return nil
 }
 
 // install resolves the topology and installs the IPCQ group (init_process_group).
-func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starlark.Callable) error {
-	set := tgt.settings
-	spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: w.sys}
-	spec.spec(p.topology, p.world, set)
-	links, _, err := neighborTables(spec, loader.NewThread("init"))
+func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook starlark.Callable) error {
+	set := tgt.Settings
+	spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.params, Sys: w.sys}
+	spec.Shape(p.topology, p.world, set)
+	links, _, err := wiring.NeighborTables(spec, loader.NewThread("init"))
 	if err != nil {
 		// The message says which call failed (neighbors(r, w, ...) of which
 		// file) before the Starlark traceback, as a kernel's error names
 		// its rank: the traceback alone began "Traceback".
-		f := WithKind(errkind.Init, &Failure{Rank: -1, Msg: script.Format(err), Err: err})
+		f := report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: script.Format(err), Err: err})
 		var ee *starlark.EvalError
 		if errors.As(err, &ee) {
 			f.Msg, f.Detail, f.Backtrace = err.Error(), script.Traceback(ee), script.Backtrace(ee)
 		}
 		return stepLimit(f)
 	}
-	icfg, err := ipcqConfig(set)
+	icfg, err := wiring.IPCQConfig(set)
 	if err != nil {
-		return WithKind(errkind.Config, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
-	icfg.StagingKind = tgt.staging
+	icfg.StagingKind = tgt.Staging
 	if p.opts.Untimed {
 		icfg.Overhead, icfg.Backpressure = 0, machine.Sleep
 	}
 	if w.g, err = w.m.Install(links, icfg); err != nil {
-		return WithKind(errkind.Init, &Failure{Rank: -1, Msg: tgt.file + ": " + err.Error(), Err: err})
+		return report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: tgt.File + ": " + err.Error(), Err: err})
 	}
 	w.g.Paranoid = p.opts.Check
 	// Nothing takes time in the mock: a send stays in flight for the
@@ -267,12 +270,12 @@ func (w *world) install(p *plan, tgt *target, loader *script.Loader, hook starla
 }
 
 // run simulates to the end, converting a failed run into a Failure.
-func (w *world) run(tgt *target) error {
-	w.s.WaitWatchdog(sim.Time(tgt.settings.DeadlockTimeoutNs) * sim.Nanosecond)
+func (w *world) run(tgt *target.Target) error {
+	w.s.WaitWatchdog(sim.Time(tgt.Settings.DeadlockTimeoutNs) * sim.Nanosecond)
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = w.faultStop(simFailureNoted(w.memoryStop(err), tgt.file, w.procNote))
+		failure = w.faultStop(simFailureNoted(w.memoryStop(err), tgt.File, w.procNote))
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			kind := errkind.Invariant
@@ -280,7 +283,7 @@ func (w *world) run(tgt *target) error {
 			if errors.As(err, &u) {
 				kind = errkind.Unreceived
 			}
-			failure = WithKind(kind, &Failure{Rank: -1, Msg: err.Error(), Err: err})
+			failure = report.WithKind(kind, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
 	}
 	if w.g != nil && w.dump != nil {
@@ -298,7 +301,7 @@ func (w *world) run(tgt *target) error {
 		// Written even when the run failed: the timeline up to the failure
 		// is what explains it (blocked operations end when the run ended).
 		if werr := w.writeTrace(); werr != nil && failure == nil {
-			return WithKind(errkind.IO, &Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
+			return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
 		}
 	}
 	return w.writeFailedOplog(failure)

@@ -61,7 +61,7 @@ type Kind struct {
 
 func (k *Kind) String() string { return k.Name }
 
-// Kinded is an error that knows its kind (a ccl.Failure, a tl.Error).
+// Kinded is an error that knows its kind (a report.Failure, a tl.Error).
 type Kinded interface {
 	error
 	ErrorKind() *Kind

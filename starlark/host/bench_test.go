@@ -13,10 +13,11 @@ import (
 	"kernbench"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // runBench runs a host bench with the embedded ccl.yaml and algorithms.
-func runBench(t *testing.T, file string, o ccl.Options) (*ccl.Report, error) {
+func runBench(t *testing.T, file string, o ccl.Options) (*report.Report, error) {
 	t.Helper()
 	o.Embedded = kernbench.Files
 	return ccl.Run(file, o)
@@ -159,12 +160,12 @@ def run_rank(rank, world_size, torch):
     torch.distributed.init_process_group(backend = "ahbm", world_size = world_size, rank = (rank + 1) % world_size)
 `)
 	_, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{8}})
-	var f *ccl.Failure
+	var f *report.Failure
 	if !errors.As(err, &f) {
-		t.Fatalf("error = %v, want a *ccl.Failure", err)
+		t.Fatalf("error = %v, want a *report.Failure", err)
 	}
-	if f.ErrorKind().Status != ccl.ExitRuntime || f.Rank != 0 {
-		t.Errorf("failure code %d rank %d, want %d, rank 0", f.ErrorKind().Status, f.Rank, ccl.ExitRuntime)
+	if f.ErrorKind().Status != report.ExitRuntime || f.Rank != 0 {
+		t.Errorf("failure code %d rank %d, want %d, rank 0", f.ErrorKind().Status, f.Rank, report.ExitRuntime)
 	}
 	want := "world_size=2 rank=1 do not match this process (world_size 2, rank 0)"
 	if !strings.Contains(f.Msg, want) {
@@ -199,9 +200,9 @@ def run_rank(rank, world_size, torch):
         torch.launch("peek", peek, x)
 `)
 	_, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{4}})
-	var f *ccl.Failure
+	var f *report.Failure
 	if !errors.As(err, &f) {
-		t.Fatalf("error = %v, want a *ccl.Failure", err)
+		t.Fatalf("error = %v, want a *report.Failure", err)
 	}
 	if f.ErrorKind().Name != "OutOfBounds" || f.Rank != 1 {
 		t.Errorf("failure kind %q rank %d, want OutOfBounds on rank 1: %v", f.ErrorKind().Name, f.Rank, f)
@@ -245,9 +246,9 @@ def run_rank(rank, world_size, torch):
     torch.launch("k", k, torch.zeros(4))
 `)
 	_, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{4}})
-	var f *ccl.Failure
+	var f *report.Failure
 	if !errors.As(err, &f) {
-		t.Fatalf("error = %v, want a *ccl.Failure", err)
+		t.Fatalf("error = %v, want a *report.Failure", err)
 	}
 	if f.ErrorKind().Name != "IpcqInvalidDirection" || !strings.Contains(f.Msg, "no IPCQ process group is installed for rank 0") {
 		t.Errorf("failure kind %q message %q, want IpcqInvalidDirection: no IPCQ process group", f.ErrorKind().Name, f.Msg)
@@ -292,9 +293,9 @@ def run_rank(rank, world_size, torch):
     torch.zeros((1 << 30,), dtype = "f32")
 `)
 	_, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{4}})
-	var f *ccl.Failure
+	var f *report.Failure
 	if !errors.As(err, &f) {
-		t.Fatalf("error = %v, want a *ccl.Failure", err)
+		t.Fatalf("error = %v, want a *report.Failure", err)
 	}
 	got := []any{errkind.Of(err), f.Out().Kind, f.Rank}
 	if diff := cmp.Diff([]any{errkind.TLOutOfMemory, "OutOfMemory", 0}, got); diff != "" {
@@ -322,9 +323,9 @@ def run_rank(rank, world_size, torch):
     torch.zeros(`+c.shape+`, dtype = "f32")
 `)
 		_, err := runBench(t, bench, ccl.Options{WorldSize: 2, Counts: []int64{4}})
-		var f *ccl.Failure
+		var f *report.Failure
 		if !errors.As(err, &f) {
-			t.Fatalf("%s: error = %v, want a *ccl.Failure", c.shape, err)
+			t.Fatalf("%s: error = %v, want a *report.Failure", c.shape, err)
 		}
 		if errkind.Of(err) != errkind.TLOutOfMemory || !strings.Contains(f.Msg, c.want) {
 			t.Errorf("%s: %v: %q, want OutOfMemory with %q", c.shape, errkind.Of(err), f.Msg, c.want)

@@ -12,6 +12,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/report"
 )
 
 // An exported run, run again from its XML, leaves every rank's recv buffer
@@ -122,8 +123,8 @@ func TestMSCCLExportRefused(t *testing.T) {
 			var xml bytes.Buffer
 			c.o.ExportMSCCL, c.o.Embedded, c.o.Verify = &xml, kernbench.Files, true
 			_, err := ccl.Run(c.algo, c.o)
-			var f *ccl.Failure
-			if !errors.As(err, &f) || f.ErrorKind().Status != ccl.ExitUsage || !strings.Contains(f.Msg, c.want) {
+			var f *report.Failure
+			if !errors.As(err, &f) || f.ErrorKind().Status != report.ExitUsage || !strings.Contains(f.Msg, c.want) {
 				t.Fatalf("Run: %v, want exit 2 with %q", err, c.want)
 			}
 		})

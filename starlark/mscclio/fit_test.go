@@ -16,6 +16,7 @@ import (
 	"kernbench/engine/config"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -184,11 +185,11 @@ func TestMSCCLGivenBufferKind(t *testing.T) {
 				c.o.Counts = []int64{4096}
 			}
 			_, err := ccl.Run(c.file, c.o)
-			var f *ccl.Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
-			if diff := cmp.Diff([]any{ccl.ExitUsage, "InitError", c.want}, []any{f.ErrorKind().Status, f.ErrorKind().Name, f.Msg}); diff != "" {
+			if diff := cmp.Diff([]any{report.ExitUsage, "InitError", c.want}, []any{f.ErrorKind().Status, f.ErrorKind().Name, f.Msg}); diff != "" {
 				t.Fatalf("exit status, kind and message (-want +got):\n%s", diff)
 			}
 			m := fixesList.FindStringSubmatch(f.Msg)
@@ -262,7 +263,7 @@ func TestMSCCLFitExact(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			run := func(capacity int64) *ccl.Report {
+			run := func(capacity int64) *report.Report {
 				o := c.o
 				if o.Counts == nil {
 					o.Counts = []int64{4096}
@@ -270,7 +271,7 @@ func TestMSCCLFitExact(t *testing.T) {
 				o.Sets = []string{fmt.Sprintf("system.memory.tcm.capacity=%d", capacity)}
 				return runVerified(t, filepath.Join(mscclTestdata, c.file), o)
 			}
-			why := func(r *ccl.Report) string {
+			why := func(r *report.Report) string {
 				if c.staging {
 					return r.StagingWhy
 				}

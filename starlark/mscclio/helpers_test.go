@@ -5,6 +5,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/report"
 )
 
 // These tests run schedules, and export runs, through ccl.Run: the whole
@@ -14,7 +15,7 @@ const mscclTestdata = "../../testdata/msccl"
 
 // runVerified runs target with the embedded algorithms and the reference
 // check, failing the test on an error or a missing row.
-func runVerified(t *testing.T, target string, o ccl.Options) *ccl.Report {
+func runVerified(t *testing.T, target string, o ccl.Options) *report.Report {
 	t.Helper()
 	o.Embedded = kernbench.Files
 	o.Verify = true
@@ -31,7 +32,7 @@ func runVerified(t *testing.T, target string, o ccl.Options) *ccl.Report {
 
 // checkCorrect fails unless every row was verified with no wrong element
 // and phase 2 matched.
-func checkCorrect(t *testing.T, rep *ccl.Report) {
+func checkCorrect(t *testing.T, rep *report.Report) {
 	t.Helper()
 	for _, r := range rep.Results {
 		if r.Wrong != 0 || !r.Verified {

@@ -13,7 +13,9 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/check"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 )
 
 // The schedules generated from msccl-tools' examples (testdata/msccl,
@@ -111,11 +113,11 @@ func TestMSCCLFlagConflicts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.o.Embedded = kernbench.Files
 			_, err := ccl.Run(c.file, c.o)
-			var f *ccl.Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
-			if diff := cmp.Diff([]any{ccl.ExitUsage, c.want}, []any{f.ErrorKind().Status, f.Msg}); diff != "" {
+			if diff := cmp.Diff([]any{report.ExitUsage, c.want}, []any{f.ErrorKind().Status, f.Msg}); diff != "" {
 				t.Errorf("exit status and message (-want +got):\n%s", diff)
 			}
 		})
@@ -138,7 +140,7 @@ func TestMSCCLCheck(t *testing.T) {
 		t.Fatalf("no schedules in %s: %v", mscclTestdata, err)
 	}
 	for _, f := range files {
-		if problems := ccl.Check(f, ccl.CheckOptions{Embedded: kernbench.Files}); len(problems) > 0 {
+		if problems := check.Run(f, check.Options{Embedded: kernbench.Files}); len(problems) > 0 {
 			t.Errorf("check %s:\n%s", f, strings.Join(problems, "\n"))
 		}
 	}
@@ -147,7 +149,7 @@ func TestMSCCLCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{bad + ":1: gpu 1 is missing (ngpus=2 wants ids 0..1)"}
-	if diff := cmp.Diff(want, ccl.Check(bad, ccl.CheckOptions{Embedded: kernbench.Files})); diff != "" {
+	if diff := cmp.Diff(want, check.Run(bad, check.Options{Embedded: kernbench.Files})); diff != "" {
 		t.Errorf("check problems (-want +got):\n%s", diff)
 	}
 }
@@ -273,12 +275,12 @@ func TestMSCCLAvgRefused(t *testing.T) {
 				checkCorrect(t, runVerified(t, file, ccl.Options{Counts: []int64{4096}}))
 			}
 			_, err := ccl.Run(file, ccl.Options{Counts: []int64{4096}, RedOp: "avg", Embedded: kernbench.Files})
-			var f *ccl.Failure
+			var f *report.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Run: %v, want a *Failure", err)
 			}
 			got := []any{errkind.Of(err), errkind.Status(err), f.Out().Kind, f.Msg}
-			want := []any{errkind.MSCCL, ccl.ExitUsage, "MSCCLError", file + c.want}
+			want := []any{errkind.MSCCL, report.ExitUsage, "MSCCLError", file + c.want}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("kind, exit status, JSON kind and message (-want +got):\n%s", diff)
 			}

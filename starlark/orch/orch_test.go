@@ -12,23 +12,24 @@ import (
 
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/testrun"
 )
 
 const benches = "../../benches"
 
-func run(t *testing.T, file string, sets ...string) (*ccl.Report, string, error) {
+func run(t *testing.T, file string, sets ...string) (*report.Report, string, error) {
 	t.Helper()
 	var stderr bytes.Buffer
 	rep, err := ccl.Run(file, ccl.Options{Stderr: &stderr, Verify: true, MaxSteps: 100_000_000, Sets: sets})
 	return rep, stderr.String(), err
 }
 
-func failure(t *testing.T, err error) *ccl.Failure {
+func failure(t *testing.T, err error) *report.Failure {
 	t.Helper()
-	var f *ccl.Failure
+	var f *report.Failure
 	if !errors.As(err, &f) {
-		t.Fatalf("want a *ccl.Failure, got %v", err)
+		t.Fatalf("want a *report.Failure, got %v", err)
 	}
 	return f
 }
@@ -97,7 +98,7 @@ func TestMutatedExampleFails(t *testing.T) {
 	file := mutate(t, "l3l2_queue", "expect([101, 11, 0], [v + 11 for v in t1])", "expect([101, 11, 0], [v + 12 for v in t1])")
 	_, _, err := run(t, file)
 	f := failure(t, err)
-	if f.ErrorKind().Status != ccl.ExitRuntime || !strings.Contains(f.Msg, "L3: output [101, 11, 0] differs from byte 6") {
+	if f.ErrorKind().Status != report.ExitRuntime || !strings.Contains(f.Msg, "L3: output [101, 11, 0] differs from byte 6") {
 		t.Errorf("got exit %d kind %s msg %q", f.ErrorKind().Status, f.ErrorKind().Name, f.Msg)
 	}
 	if !strings.Contains(f.Msg, "l3 main") {
@@ -107,7 +108,7 @@ func TestMutatedExampleFails(t *testing.T) {
 	file = mutate(t, "l3l2_stream", "l2.launch(add_scalar_kernel, dst, src, 7.0)", "l2.launch(add_scalar_kernel, dst, src, 7.5)")
 	_, _, err = run(t, file)
 	f = failure(t, err)
-	if f.ErrorKind().Status != ccl.ExitRuntime || !strings.Contains(f.Msg, "L3: round 1: output[0]") {
+	if f.ErrorKind().Status != report.ExitRuntime || !strings.Contains(f.Msg, "L3: round 1: output[0]") {
 		t.Errorf("got exit %d kind %s msg %q", f.ErrorKind().Status, f.ErrorKind().Name, f.Msg)
 	}
 }
@@ -168,7 +169,7 @@ def main(orch):
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := run(t, writeBench(t, c.src))
 			f := failure(t, err)
-			if f.ErrorKind().Status != ccl.ExitRuntime || f.ErrorKind().Name != c.kind || !strings.Contains(f.Msg, c.msg) {
+			if f.ErrorKind().Status != report.ExitRuntime || f.ErrorKind().Name != c.kind || !strings.Contains(f.Msg, c.msg) {
 				t.Errorf("got exit %d kind %q msg %q; want 4 %q ~%q", f.ErrorKind().Status, f.ErrorKind().Name, f.Msg, c.kind, c.msg)
 			}
 		})
@@ -189,7 +190,7 @@ def main(orch):
 `
 	_, _, err := run(t, writeBench(t, src), "defaults.max_sim_time_ns=100000")
 	f := failure(t, err)
-	if f.ErrorKind().Status != ccl.ExitDeadlock {
+	if f.ErrorKind().Status != report.ExitDeadlock {
 		t.Errorf("got exit %d kind %s msg %q", f.ErrorKind().Status, f.ErrorKind().Name, f.Msg)
 	}
 }

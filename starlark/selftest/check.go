@@ -17,6 +17,8 @@ import (
 	"kernbench"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/mock"
+	"kernbench/starlark/report"
 )
 
 // Problem is an invariant a case broke.
@@ -58,8 +60,8 @@ type CheckOptions struct {
 
 // run is one Run's outcome, in the form the comparisons need.
 type run struct {
-	rep    *ccl.Report
-	fail   *ccl.Failure
+	rep    *report.Report
+	fail   *report.Failure
 	err    error
 	stderr string
 	oplog  string // with runLogged
@@ -75,13 +77,13 @@ func (r run) status() int {
 	}
 	for _, res := range r.rep.Results {
 		if res.Phase2Match != nil && !*res.Phase2Match {
-			return ccl.ExitWrong
+			return report.ExitWrong
 		}
 		if res.Wrong > 0 {
-			return ccl.ExitWrong
+			return report.ExitWrong
 		}
 	}
-	return ccl.ExitOK
+	return report.ExitOK
 }
 
 // text is everything the run reports, as bytes (wall time left out).
@@ -125,22 +127,22 @@ func Check(c *Case, dir string, o CheckOptions) *Outcome {
 
 	// The mock, over several interleavings: the kernel is valid.
 	var stderr bytes.Buffer
-	mock, merr := ccl.RunKernelInMock(ccl.MockOptions{
+	mr, merr := mock.RunKernel(mock.Options{
 		Path: file, WorldSize: c.WorldSize, Count: c.Count, DType: c.DType, RedOp: c.RedOp, InPlace: c.InPlace, Root: c.Root,
 		Schedules: o.Schedules, Seed: c.Seed, Sets: c.Sets, Embedded: kernbench.Files, Stderr: &stderr,
 		MaxSteps: maxSteps,
 	})
-	var mf *ccl.Failure
+	var mf *report.Failure
 	expected := errors.As(merr, &mf) && c.ZeroDiv && mf.ErrorKind().Name == "ZeroDivision" // the kernel divides by zero
 	switch {
 	case expected:
 	case merr != nil:
 		out.MockErr = merr.Error()
 		problem("mock", "the mock rejects the generated kernel: %s", firstLines(merr.Error(), 12))
-	case mock.Wrong > 0:
-		problem("mock", "the mock computes a wrong result: %d wrong, schedule %d, first %+v", mock.Wrong, mock.FailingSchedule, *mock.FirstWrong)
+	case mr.Wrong > 0:
+		problem("mock", "the mock computes a wrong result: %d wrong, schedule %d, first %+v", mr.Wrong, mr.FailingSchedule, *mr.FirstWrong)
 	}
-	mockOK := merr == nil && mock.Wrong == 0
+	mockOK := merr == nil && mr.Wrong == 0
 
 	full := c.run(file, false)
 	if f := full.fail; f != nil && f.ErrorKind().Name == "WaitTimeout" && !slices.ContainsFunc(c.Sets, isTimeoutSet) {
@@ -197,13 +199,13 @@ func Check(c *Case, dir string, o CheckOptions) *Outcome {
 		// A kernel whose run depends on values (it reads them, or divides
 		// an integer tile by a tile) is refused by --timing-only, with its
 		// line: nothing to compare.
-	} else if a, b := full.status(), timing.status(); a != b && !(a == ccl.ExitWrong && b == ccl.ExitOK) {
+	} else if a, b := full.status(), timing.status(); a != b && !(a == report.ExitWrong && b == report.ExitOK) {
 		problem("timing-only", "exit status %d (%s), timing-only %d (%s)", a, failText(full), b, failText(timing))
 	} else if full.fail == nil && timing.fail == nil && full.rep != nil && timing.rep != nil {
 		type row struct {
 			SimTimeNs float64
 			Events    uint64
-			Ops       ccl.OpCounts
+			Ops       report.OpCounts
 		}
 		var fr, tr []row
 		for _, r := range full.rep.Results {
@@ -249,7 +251,7 @@ const maxSteps = 100_000_000
 
 // Run runs the case's kernel in file as `kernbench run` with c.Args()
 // does.
-func (c *Case) Run(file string, timingOnly bool) (*ccl.Report, error) {
+func (c *Case) Run(file string, timingOnly bool) (*report.Report, error) {
 	r := c.run(file, timingOnly)
 	return r.rep, r.err
 }
@@ -279,7 +281,7 @@ func (c *Case) runWith(file string, timingOnly bool, oplog *bytes.Buffer, check 
 	}
 	rep, err := ccl.Run(file, o)
 	r := run{rep: rep, err: err, stderr: stderr.String()}
-	var f *ccl.Failure
+	var f *report.Failure
 	if errors.As(err, &f) {
 		r.fail = f
 	}
@@ -290,7 +292,7 @@ var kernelLine = regexp.MustCompile(regexp.QuoteMeta(FileName) + `:[0-9]+:[0-9]+
 
 // namesKernelLine: the failure's message or backtrace points into the
 // kernel.
-func namesKernelLine(f *ccl.Failure) bool {
+func namesKernelLine(f *report.Failure) bool {
 	for _, l := range f.Backtrace {
 		if kernelLine.MatchString(l) {
 			return true

@@ -23,8 +23,11 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/starlark/ccl"
+	"kernbench/starlark/check"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/mock"
 	"kernbench/starlark/orch"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
@@ -179,7 +182,7 @@ func CheckFile(file string, o Options) (problems []string, tests int) {
 	defer o.watchdog.Stop()
 	globals, err := loader.Load(file)
 	if err != nil {
-		return ccl.LoadProblems(err), 0
+		return check.LoadProblems(err), 0
 	}
 	names := make([]string, 0, len(globals))
 	for name := range globals {
@@ -355,7 +358,7 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 			redopGiven = true
 		}
 	}
-	mo := ccl.MockOptions{Path: path, Dir: dir, WorldSize: world, RootGiven: rootGiven, RedOpGiven: redopGiven, Count: int64(count), DType: dt, Collective: collective,
+	mo := mock.Options{Path: path, Dir: dir, WorldSize: world, RootGiven: rootGiven, RedOpGiven: redopGiven, Count: int64(count), DType: dt, Collective: collective,
 		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
 		Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory,
 		LoadPath: o.LoadPath, CheckPlace: place}
@@ -376,7 +379,7 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 			mo.Sets = append(mo.Sets, s)
 		}
 	}
-	res, err := ccl.RunKernelInMock(mo)
+	res, err := mock.RunKernel(mo)
 	if err != nil {
 		return nil, fmt.Errorf("%s(%q): %w", b.Name(), path, err)
 	}
@@ -474,7 +477,7 @@ func runL3(o Options, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	}
 	if err := ccl.RunL3(fn, th, sets, o.Embedded, &script.Loader{Src: script.Source{Env: o.Env}, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory}); err != nil {
 		msg := err.Error()
-		var f *ccl.Failure
+		var f *report.Failure
 		if errors.As(err, &f) && f.Detail != "" && f.Detail != f.Msg {
 			msg += "\n" + f.Detail
 		}

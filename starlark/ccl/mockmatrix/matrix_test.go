@@ -13,8 +13,8 @@ import (
 	"kernbench"
 	"kernbench/engine/collective"
 	"kernbench/engine/config"
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/mock"
 )
 
 // mockMatrixSizes are the world sizes every shipped algorithm runs at in
@@ -74,8 +74,8 @@ func TestMockEveryShippedAlgorithm(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for i, ws := range mockMatrixSizes {
 				t.Run(fmt.Sprintf("world=%d", ws), func(t *testing.T) {
-					run := func(c mockMatrixCase, schedules int) (*ccl.MockResult, error) {
-						return ccl.RunKernelInMock(ccl.MockOptions{Path: a.Module, Embedded: kernbench.Files, Stderr: io.Discard,
+					run := func(c mockMatrixCase, schedules int) (*mock.Result, error) {
+						return mock.RunKernel(mock.Options{Path: a.Module, Embedded: kernbench.Files, Stderr: io.Discard,
 							WorldSize: ws, Count: c.count, DType: c.dtype, RedOp: c.redop, InPlace: c.inPlace, Root: c.root,
 							Schedules: schedules, Seed: uint64(ws)})
 					}

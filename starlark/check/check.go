@@ -1,11 +1,16 @@
-package ccl
+// Package check is kernbench check, its one job: it loads, lints and
+// validates an algorithm (or an MSCCL schedule) without simulating, and
+// lists every problem found. It resolves the run as kernbench run would
+// (starlark/target, the plan of starlark/ccl), builds the neighbour maps
+// of each world size (starlark/wiring), prints one with --show-map, and
+// reads the syntax tree with starlark/lint.
+package check
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"kernbench/starlark/lint"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -20,16 +25,20 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/engine/topology"
+	"kernbench/starlark/ccl"
+	"kernbench/starlark/hostmem"
+	"kernbench/starlark/lint"
 	"kernbench/starlark/orch"
-	"kernbench/starlark/registry"
 	"kernbench/starlark/script"
+	"kernbench/starlark/target"
+	"kernbench/starlark/wiring"
 )
 
-// CheckOptions configure Check.
-type CheckOptions struct {
+// Options configure Run.
+type Options struct {
 	ConfigPath string
 	Sets       []string
-	Faults     []string // --fault items (Options.Faults)
+	Faults     []string // --fault items (ccl.Options.Faults)
 	// WorldSize, Topology and Collective are run's flags of the same
 	// names: the algorithm is checked as `kernbench run` with them would
 	// run it (WorldSize > 0 checks that world size alone).
@@ -53,29 +62,29 @@ type CheckOptions struct {
 // --show-map): a map of a million ranks takes about 800 MB and seconds,
 // and a run of more than 65536 ranks needs over 12 GiB of host memory.
 const (
-	MaxCheckWorldSize = 1 << 16
-	MaxCheckSizes     = 1024
+	MaxWorldSize = 1 << 16
+	MaxSizes     = 1024
 )
 
-// Check loads, lints and validates an algorithm without simulating: the
+// Run loads, lints and validates an algorithm without simulating: the
 // file parses and resolves (every resolve error), kernel exists with a
 // signature the benches can call, neighbors() gives valid maps for the
 // world sizes, and the ccl.yaml entry (if any) fits. It returns every
 // problem found, each starting with file:line:col where one is known.
-func Check(file string, o CheckOptions) []string {
-	if IsMSCCL(file) {
-		return checkMSCCL(file, o)
+func Run(file string, o Options) []string {
+	if ccl.IsMSCCL(file) {
+		return ccl.CheckMSCCL(file, o.runOptions())
 	}
-	cfg, cfgDir, err := Options{Env: o.Env, ConfigPath: o.ConfigPath, Sets: o.Sets, Faults: o.Faults, Embedded: o.Embedded}.loadConfig()
+	cfg, cfgDir, err := target.LoadConfigWithFaults(o.Env, o.ConfigPath, o.Sets, o.Faults, o.Embedded)
 	if err != nil {
-		return configProblems(err)
+		return target.ConfigProblems(err)
 	}
 	src := script.Source{Env: o.Env, Embedded: o.Embedded}
-	tgt, err := resolveTarget(file, cfg, cfgDir, src)
+	tgt, err := target.Resolve(file, cfg, cfgDir, src)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	if err := ineffectiveSet(cfg, tgt.runOf(false), o.runOptions()); err != nil {
+	if err := target.Ineffective(cfg, tgt.RunOf(false), o.given()); err != nil {
 		return []string{err.Error()}
 	}
 	loader := &script.Loader{Src: src, Search: filepath.Join(cfgDir, "algorithms"), LoadPath: o.LoadPath, MaxSteps: 10_000_000, Watchdog: o.Watchdog, Predeclared: orch.Predeclared()}
@@ -86,9 +95,9 @@ func Check(file string, o CheckOptions) []string {
 		// load the shipped helpers.
 		loader.Fallback = "algorithms"
 	}
-	globals, err := loader.Load(tgt.file)
+	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return loadProblems(err)
+		return LoadProblems(err)
 	}
 	var problems []string
 	add := func(pos syntax.Position, format string, args ...any) {
@@ -96,7 +105,7 @@ func Check(file string, o CheckOptions) []string {
 		if pos.IsValid() {
 			msg = pos.String() + ": " + msg
 		} else {
-			msg = tgt.file + ": " + msg
+			msg = tgt.File + ": " + msg
 		}
 		problems = append(problems, msg)
 	}
@@ -112,7 +121,7 @@ func Check(file string, o CheckOptions) []string {
 	v, ok := globals["kernel"]
 	switch {
 	case !ok:
-		add(syntax.Position{}, "no %q function found in %q", "kernel", tgt.file)
+		add(syntax.Position{}, "no %q function found in %q", "kernel", tgt.File)
 	default:
 		fn, ok := v.(*starlark.Function)
 		if !ok {
@@ -120,13 +129,13 @@ func Check(file string, o CheckOptions) []string {
 			break
 		}
 		params := map[string]bool{}
-		if tgt.entry != nil {
-			for k := range tgt.entry.Params {
+		if tgt.Entry != nil {
+			for k := range tgt.Entry.Params {
 				params[k] = true
 			}
 		}
 		kernelFn = fn
-		for _, p := range kernelSignature(fn, params) {
+		for _, p := range ccl.KernelSignature(fn, params) {
 			add(fn.Position(), "%s", p)
 		}
 	}
@@ -135,31 +144,29 @@ func Check(file string, o CheckOptions) []string {
 		fn, ok := v.(*starlark.Function)
 		if !ok {
 			add(syntax.Position{}, "%q must be a function (got a %s)", "neighbors", v.Type())
-		} else if msg := hookSignature(fn, tgt.entry); msg != "" {
+		} else if msg := hookSignature(fn, tgt.Entry); msg != "" {
 			add(fn.Position(), "%s", msg)
 		} else {
 			hook = fn
 		}
 	}
 	if globals["kernel"] != nil {
-		if err := ineffectiveSet(cfg, tgt.runOf(true), o.runOptions()); err != nil {
+		if err := target.Ineffective(cfg, tgt.RunOf(true), o.given()); err != nil {
 			return append(problems, err.Error())
 		}
 	}
-	p, err := makePlan(tgt, globals, hook != nil, o.runOptions())
+	p, kwProblems, err := ccl.PlanKernel(tgt, globals, hook != nil, o.runOptions(), kernelFn, cfg.File)
 	if err != nil {
 		problems = append(problems, err.Error())
 		return problems
 	}
-	if kernelFn != nil {
-		problems = append(problems, keywordProblems(kernelFn, p, cfg.File, tgt)...)
-	}
-	if topology.RequiresNeighborsHook(p.topology) && hook == nil {
-		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.topology)
+	problems = append(problems, kwProblems...)
+	if topology.RequiresNeighborsHook(p.Topology) && hook == nil {
+		add(syntax.Position{}, "topology %q requires neighbors(rank, world_size, neighbor_map)", p.Topology)
 		return problems
 	}
-	machine := machineParams(cfg.System, tgt.settings)
-	if err := checkFaults(cfg.System, machine); err != nil {
+	machine := wiring.MachineParams(cfg.System, tgt.Settings)
+	if err := wiring.CheckFaults(cfg.System, machine); err != nil {
 		problems = append(problems, err.Error())
 	}
 	sizes := o.WorldSizes
@@ -186,15 +193,15 @@ func Check(file string, o CheckOptions) []string {
 	dirs := map[string]bool{} // every direction installed at an admissible size
 	var tooLarge []string
 	for _, w := range sizes {
-		if why := setUpTooLarge(p.topology, w, tgt.settings.Channels); why != "" {
+		if why := setUpTooLarge(p.Topology, w, tgt.Settings.Channels); why != "" {
 			// Not built: a full_mesh of 8000 ranks filled the memory
 			// with 64 million directions and ended in a Go fatal error.
 			tooLarge = append(tooLarge, why)
 			continue
 		}
-		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
-		spec.spec(p.topology, w, tgt.settings)
-		links, _, err := neighborTables(spec, loader.NewThread("check"))
+		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
+		spec.Shape(p.Topology, w, tgt.Settings)
+		links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
 		if err == nil {
 			if err := machine.Holds(w); err != nil {
 				unplaceable, unplaceableErr = append(unplaceable, w), err
@@ -216,7 +223,7 @@ func Check(file string, o CheckOptions) []string {
 			// An invalid map from the hook is a mistake at any size; a
 			// builtin topology merely not admitting a size is not.
 			if ve != nil || !errors.As(err, &se) {
-				failures = append(failures, newSizeFailure(w, tgt.file, err, ve))
+				failures = append(failures, newSizeFailure(w, tgt.File, err, ve))
 			}
 		}
 	}
@@ -239,64 +246,50 @@ func Check(file string, o CheckOptions) []string {
 		problems = append(problems, fmt.Sprintf("--world-sizes: world_sizes %s do not fit the machine; %v", sizeRanges(unplaceable), unplaceableErr))
 	}
 	if o.ShowMap > 0 && o.MapOut != nil {
-		spec := mapSpec{file: tgt.file, hook: hook, params: p.params, sys: cfg.System}
-		spec.spec(p.topology, o.ShowMap, tgt.settings)
+		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
+		spec.Shape(p.Topology, o.ShowMap, tgt.Settings)
 		// A map the machine cannot place is not built: it could not be
 		// printed.
 		err := machine.Holds(o.ShowMap)
-		if why := setUpTooLarge(p.topology, o.ShowMap, tgt.settings.Channels); err == nil && why != "" {
+		if why := setUpTooLarge(p.Topology, o.ShowMap, tgt.Settings.Channels); err == nil && why != "" {
 			err = errors.New(why)
 		}
 		if err == nil {
-			err = showMap(o, spec, loader, p.topology, tgt, machine)
+			err = showMap(o, spec, loader, p.Topology, tgt, machine)
 		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("--show-map %d: %s", o.ShowMap, script.Format(err)))
 		}
 	}
 	if len(admissible) == 0 {
-		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.topology)
+		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.Topology)
 		dirs = nil
 	}
-	if data, err := src.ReadFile(tgt.file); err == nil {
-		problems = append(problems, lint.Calls(tgt.file, data, globals, dirs, max(1, tgt.settings.Channels), p.topology)...)
+	if data, err := src.ReadFile(tgt.File); err == nil {
+		problems = append(problems, lint.Calls(tgt.File, data, globals, dirs, max(1, tgt.Settings.Channels), p.Topology)...)
 	}
 	return problems
 }
 
 // showMap writes the neighbour map of spec (at --show-map's world size) to
 // o.MapOut, with the links each direction crosses on the machine mp.
-func showMap(o CheckOptions, spec mapSpec, loader *script.Loader, topo string, tgt *target, mp machine.Params) error {
-	links, _, err := neighborTables(spec, loader.NewThread("check"))
+func showMap(o Options, spec wiring.MapSpec, loader *script.Loader, topo string, tgt *target.Target, mp machine.Params) error {
+	links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
 	if err != nil {
 		return err
 	}
 	if topo == "mesh_2d" {
 		// The shape in force, as a run's header gives it.
-		if rows, cols, err := topology.MeshDims(o.ShowMap, tgt.settings.MeshShape); err == nil {
+		if rows, cols, err := topology.MeshDims(o.ShowMap, tgt.Settings.MeshShape); err == nil {
 			topo += fmt.Sprintf(" %d x %d", rows, cols)
 		}
 	}
 	return writeMap(o.MapOut, tgt, topo, links, mp)
 }
 
-// configProblems are the problems of a configuration that does not load:
-// one per mistake the decoder found.
-func configProblems(err error) []string {
-	var es config.Errors
-	if !errors.As(err, &es) {
-		return []string{err.Error()}
-	}
-	out := make([]string, len(es))
-	for i, e := range es {
-		out[i] = e.Error()
-	}
-	return out
-}
-
 // runOptions are the options of the run o checks.
-func (o CheckOptions) runOptions() Options {
-	return Options{ConfigPath: o.ConfigPath, Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
+func (o Options) runOptions() ccl.Options {
+	return ccl.Options{ConfigPath: o.ConfigPath, Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 		Env: o.Env, Embedded: o.Embedded}
 }
 
@@ -318,107 +311,9 @@ func hookSignature(fn *starlark.Function, entry *config.Algorithm) string {
 	return ""
 }
 
-// keywordProblems lists the keyword arguments the bench will pass (the
-// ccl.yaml entry's params, root for broadcast and reduce) that kernel fn
-// cannot take, each with a "did you mean" when a parameter is close.
-func keywordProblems(fn *starlark.Function, p *plan, cfgFile string, tgt *target) []string {
-	if fn.HasKwargs() {
-		return nil
-	}
-	var names []string
-	for i := range fn.NumParams() {
-		name, _ := fn.Param(i)
-		names = append(names, name)
-	}
-	var out []string
-	for _, kv := range p.params {
-		k := string(kv[0].(starlark.String))
-		if slices.Contains(names, k) {
-			continue
-		}
-		hint := ""
-		if near := registry.Closest(k, names); near != "" {
-			hint = fmt.Sprintf(" (did you mean %q?)", near)
-		}
-		if k == "root" && p.coll.Rooted {
-			if _, fromYAML := tgt.entry.ParamsOrNil()["root"]; !fromYAML {
-				out = append(out, fmt.Sprintf("%s: kernel has no parameter \"root\", which the %s bench passes by keyword: def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0)%s", fn.Position(), p.coll.Name, hint))
-				continue
-			}
-		}
-		if slices.ContainsFunc(p.opts.Params, func(kv starlark.Tuple) bool { return kv[0] == starlark.String(k) }) {
-			// run_kernel_in_mock's params=, which replaces an entry's
-			// param of the name (it was blamed on the embedded ccl.yaml).
-			out = append(out, fmt.Sprintf("params=: kernel (%s) has no parameter %q%s", fn.Position(), k, hint))
-			continue
-		}
-		where := cfgFile
-		if pos, ok := tgt.entry.ParamPos(k); ok {
-			// Its own line, or the --set or --vary item that gave it.
-			where = describeGiven(pos, p.opts.setItems())
-		} else if tgt.entry != nil && tgt.entry.Line > 0 {
-			where = fmt.Sprintf("%s:%d", cfgFile, tgt.entry.Line)
-		}
-		out = append(out, fmt.Sprintf("%s: algorithms.%s.params.%s: kernel (%s) has no parameter %q%s", where, tgt.name, k, fn.Position(), k, hint))
-	}
-	return out
-}
-
-// callProblems lists why the bench of plan p cannot call kernel: its
-// signature and the keyword arguments it would pass that kernel cannot
-// take, in check's words. run refuses such a kernel before simulating
-// (exit 2) rather than failing on every rank with Starlark's "got multiple
-// values for parameter", whose position is the kernel's first statement.
-func callProblems(kernel starlark.Callable, p *plan, cfgFile string, tgt *target) []string {
-	fn, ok := kernel.(*starlark.Function)
-	if !ok {
-		return nil
-	}
-	params := map[string]bool{}
-	for _, kv := range p.params {
-		params[string(kv[0].(starlark.String))] = true
-	}
-	var out []string
-	for _, msg := range kernelSignature(fn, params) {
-		out = append(out, fn.Position().String()+": "+msg)
-	}
-	return append(out, keywordProblems(fn, p, cfgFile, tgt)...)
-}
-
-// kernelSignature lists why the benches could not call fn as
-// kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params).
-func kernelSignature(fn *starlark.Function, params map[string]bool) []string {
-	var out []string
-	n, positional := script.ParamCounts(fn)
-	if positional < 4 && !fn.HasVarargs() {
-		out = append(out, fmt.Sprintf("kernel takes %d positional parameter(s); the benches pass 4 (sendbuf, recvbuf, rank, world_size)", positional))
-	}
-	hasTL := false
-	for i := 0; i < n; i++ {
-		name, _ := fn.Param(i)
-		if name == "tl" {
-			hasTL = true
-			if i < 4 && i < positional {
-				out = append(out, fmt.Sprintf("kernel's parameter %d is tl, but the benches pass (sendbuf, recvbuf, rank, world_size) positionally and tl by keyword", i+1))
-			}
-			continue
-		}
-		if i >= 4 && fn.ParamDefault(i) == nil && !params[name] {
-			out = append(out, fmt.Sprintf("kernel parameter %q has no default and no ccl.yaml params entry supplies it", name))
-		}
-	}
-	if !hasTL && !fn.HasKwargs() {
-		out = append(out, "kernel has no tl parameter (it is passed by keyword: def kernel(sendbuf, recvbuf, rank, world_size, tl))")
-	}
-	return out
-}
-
-// loadProblems splits a load failure into one problem per error.
 // LoadProblems lists a load error's problems: every resolve error, or
 // the formatted error.
-func LoadProblems(err error) []string { return loadProblems(err) }
-
-func loadProblems(err error) []string {
+func LoadProblems(err error) []string {
 	var el resolve.ErrorList
 	if errors.As(err, &el) {
 		out := make([]string, len(el))
@@ -513,7 +408,7 @@ func sizeRanges(ws []int) string {
 // peer's end of the queue pair, and the links a message from the rank to
 // that peer crosses (pe_noc up and down inside a cube, ucie between cubes,
 // pcie between SIPs), as placed on the configured machine.
-func writeMap(w io.Writer, tgt *target, topo string, links [][]machine.Link, mp machine.Params) error {
+func writeMap(w io.Writer, tgt *target.Target, topo string, links [][]machine.Link, mp machine.Params) error {
 	m, err := machine.New(sim.New(), mp)
 	if err != nil {
 		return err
@@ -521,9 +416,9 @@ func writeMap(w io.Writer, tgt *target, topo string, links [][]machine.Link, mp 
 	if err := m.Place(len(links)); err != nil {
 		return err
 	}
-	name := tgt.name
+	name := tgt.Name
 	if name == "" {
-		name = tgt.file
+		name = tgt.File
 	}
 	fmt.Fprintf(w, "neighbour map of %s: topology %s, world_size %d\n", name, topo, len(links))
 	for r, ls := range links {
@@ -546,4 +441,21 @@ func writeMap(w io.Writer, tgt *target, topo string, links [][]machine.Link, mp 
 		}
 	}
 	return nil
+}
+
+// setUpTooLarge says why check does not build a world of w ranks on topo:
+// its ranks and directions alone pass the memory kernbench may use (the
+// default --max-memory); "" when it may.
+func setUpTooLarge(topo string, w, channels int) string {
+	need, limit := hostmem.SatAdd(ccl.WorldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
+	if limit <= 0 || need <= limit {
+		return ""
+	}
+	return fmt.Sprintf("world_size %d on topology %s needs about %s of host memory to set up (%d directions), over the %s kernbench may use (%s); check a smaller world size",
+		w, topo, hostmem.FormatBytes(need), hostmem.SatMul(int64(w), topology.Degree(topo, w, channels)), hostmem.FormatBytes(limit), hostmem.DefaultLimitWhy())
+}
+
+// given is what of o decides whether its --set items take effect.
+func (o Options) given() target.Given {
+	return target.Given{Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective}
 }

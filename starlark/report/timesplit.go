@@ -1,4 +1,4 @@
-package ccl
+package report
 
 import (
 	"kernbench/engine/machine"
@@ -41,8 +41,8 @@ func splitOf(rank int, spent [sim.MaxActivities]sim.Time) TimeSplit {
 
 func (t TimeSplit) total() float64 { return t.SendNs + t.RecvNs + t.MemoryNs + t.FlushNs + t.OtherNs }
 
-// summarizeTime builds the summary from each rank's spent time.
-func summarizeTime(spent [][sim.MaxActivities]sim.Time, perRank bool) *TimeSummary {
+// SummarizeTime builds the summary from each rank's spent time.
+func SummarizeTime(spent [][sim.MaxActivities]sim.Time, perRank bool) *TimeSummary {
 	if len(spent) == 0 {
 		return nil
 	}

@@ -1,4 +1,9 @@
-package ccl
+// Package mock runs an algorithm in the mock runtime, the one job of
+// run_kernel_in_mock (kernbench test): the same kernels and tl API through
+// ccl's run path on a machine where nothing takes time, over several
+// schedules of same-time events, reporting wrong elements and the first
+// schedule that found them.
+package mock
 
 import (
 	"errors"
@@ -11,12 +16,14 @@ import (
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/dtype"
+	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
 
-// MockOptions configure RunKernelInMock.
-type MockOptions struct {
+// Options configure RunKernel.
+type Options struct {
 	Path       string // the algorithm file, relative to Dir, then algorithms/
 	Dir        string // folder of the calling test file ("" = working directory)
 	WorldSize  int
@@ -51,8 +58,8 @@ type MockOptions struct {
 	TimingOnly bool
 }
 
-// MockResult is what a mock run reports.
-type MockResult struct {
+// Result is what a mock run reports.
+type Result struct {
 	Wrong           int64 // wrong elements, summed over schedules
 	FailingSchedule int   // first schedule with a wrong element, -1 if none
 	Sends, Recvs    int64 // of one schedule (the same in every schedule)
@@ -61,15 +68,15 @@ type MockResult struct {
 	Schedules       int
 	// FirstWrong and WrongRanges describe the wrong elements of the first
 	// failing schedule (nil when nothing is wrong).
-	FirstWrong  *WrongElem
-	WrongRanges []RankWrong
+	FirstWrong  *report.WrongElem
+	WrongRanges []report.RankWrong
 }
 
-// mockSeed is schedule i's jitter seed: schedule 0 is plain scheduling
+// scheduleSeed is schedule i's jitter seed: schedule 0 is plain scheduling
 // order whatever the seed (so schedules=N never explores less than
 // schedules=1 did); every other (seed, i) is a reproducible permutation of
 // same-time events, i.e. of which runnable rank goes next.
-func mockSeed(seed uint64, i int) uint64 {
+func scheduleSeed(seed uint64, i int) uint64 {
 	if i == 0 {
 		return 0
 	}
@@ -78,12 +85,12 @@ func mockSeed(seed uint64, i int) uint64 {
 	return z | 1
 }
 
-// RunKernelInMock runs an algorithm in the mock runtime: the same kernels
+// RunKernel runs an algorithm in the mock runtime: the same kernels
 // and tl API on a machine where nothing takes time, FIFO per direction with
 // the configured ring depth, and a deterministic order of runnable ranks
 // (schedule i of Schedules explores another order). A deadlock is an error
 // whose message contains "deadlock" and every blocked rank's position.
-func RunKernelInMock(o MockOptions) (*MockResult, error) {
+func RunKernel(o Options) (*Result, error) {
 	path := o.Path
 	src := script.Source{Env: o.Env, Embedded: o.Embedded}
 	if cand := filepath.Join(o.Dir, path); o.Dir != "" && src.Exists(cand) {
@@ -95,7 +102,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 	}
 	// A file (not an algorithm named in ccl.yaml) is read only where the
 	// test's own load() statements may read.
-	if o.CheckPlace != nil && (strings.HasSuffix(path, ".star") || strings.ContainsRune(path, '/') || IsMSCCL(path)) {
+	if o.CheckPlace != nil && (strings.HasSuffix(path, ".star") || strings.ContainsRune(path, '/') || ccl.IsMSCCL(path)) {
 		if err := o.CheckPlace(path); err != nil {
 			return nil, err
 		}
@@ -106,17 +113,17 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 	if o.MaxSteps == 0 {
 		o.MaxSteps = 100_000_000
 	}
-	res := &MockResult{FailingSchedule: -1, Schedules: o.Schedules}
+	res := &Result{FailingSchedule: -1, Schedules: o.Schedules}
 	for i := 0; i < o.Schedules; i++ {
-		rep, err := Run(path, Options{
+		rep, err := ccl.Run(path, ccl.Options{
 			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, RedOpGiven: o.RedOpGiven, InPlace: o.InPlace, Root: o.Root, RootGiven: o.RootGiven,
-			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, Keywords: true, KeepOutputs: !o.TimingOnly, JitterSeed: mockSeed(o.Seed, i), Params: o.Params,
+			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, Keywords: true, KeepOutputs: !o.TimingOnly, JitterSeed: scheduleSeed(o.Seed, i), Params: o.Params,
 			Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,
 			LoadPath: o.LoadPath,
 		})
 		if err != nil {
-			var f *Failure
+			var f *report.Failure
 			if errors.As(err, &f) {
 				msg := f.Msg
 				if f.Detail != "" && f.Detail != f.Msg {
@@ -125,7 +132,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 				if o.Schedules > 1 {
 					msg = fmt.Sprintf("schedule %d of %d (seed %d): %s", i, o.Schedules, o.Seed, msg)
 				}
-				return nil, WithKind(f.ErrorKind(), &Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
+				return nil, report.WithKind(f.ErrorKind(), &report.Failure{Rank: f.Rank, Msg: msg, Backtrace: f.Backtrace, Err: f.Err})
 			}
 			return nil, err
 		}
@@ -147,7 +154,7 @@ func RunKernelInMock(o MockOptions) (*MockResult, error) {
 			if d := r.Phase2Diagnosis; d != nil {
 				f.Msg += "\n  " + strings.Join(d.Lines(), "\n  ")
 			}
-			f.Msg += "\n" + Phase2Advice
+			f.Msg += "\n" + report.Phase2Advice
 			return nil, f
 		}
 	}

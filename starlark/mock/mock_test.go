@@ -1,4 +1,4 @@
-package ccl
+package mock
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"kernbench"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
+	"kernbench/starlark/ccl"
 )
 
 // The mock runtime agrees with the full simulation on the final data of
@@ -23,11 +24,11 @@ func TestMockAgreesWithSimulation(t *testing.T) {
 		for _, ws := range sizes[a.Topology] {
 			t.Run(fmt.Sprintf("%s/world=%d", name, ws), func(t *testing.T) {
 				const count = 777
-				full, err := Run(name, Options{Embedded: kernbench.Files, WorldSize: ws, Counts: []int64{count}, Verify: true, KeepOutputs: true})
+				full, err := ccl.Run(name, ccl.Options{Embedded: kernbench.Files, WorldSize: ws, Counts: []int64{count}, Verify: true, KeepOutputs: true})
 				if err != nil {
 					t.Fatal(err)
 				}
-				mock, err := RunKernelInMock(MockOptions{Path: a.Module, Embedded: kernbench.Files, WorldSize: ws, Count: count, Schedules: 3, Seed: 5})
+				mock, err := RunKernel(Options{Path: a.Module, Embedded: kernbench.Files, WorldSize: ws, Count: count, Schedules: 3, Seed: 5})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -54,10 +55,10 @@ func TestMockAgreesWithSimulation(t *testing.T) {
 // schedule 0, whatever the seed, and the other schedules differ from it.
 func TestMockScheduleZeroIsDefaultOrder(t *testing.T) {
 	for _, seed := range []uint64{0, 1, 5, 1 << 40} {
-		if s := mockSeed(seed, 0); s != 0 {
+		if s := scheduleSeed(seed, 0); s != 0 {
 			t.Errorf("seed %d: schedule 0 has jitter seed %d, want 0 (the default order)", seed, s)
 		}
-		if s := mockSeed(seed, 1); s == 0 {
+		if s := scheduleSeed(seed, 1); s == 0 {
 			t.Errorf("seed %d: schedule 1 is the default order again", seed)
 		}
 	}
@@ -74,7 +75,7 @@ func TestMockScheduleZeroIsDefaultOrder(t *testing.T) {
 func TestMockInPlaceRingReceivesBehindItsSend(t *testing.T) {
 	for _, module := range []string{"ring_allreduce.star", "ring_allreduce_bidir.star", "ring_allreduce_unidir.star"} {
 		t.Run(module, func(t *testing.T) {
-			r, err := RunKernelInMock(MockOptions{Path: module, Embedded: kernbench.Files, WorldSize: 2, Count: 65536, InPlace: true, Schedules: 10, Seed: 1})
+			r, err := RunKernel(Options{Path: module, Embedded: kernbench.Files, WorldSize: 2, Count: 65536, InPlace: true, Schedules: 10, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,12 @@
-// Package ccl runs collective algorithms and benches end to end: it loads
-// ccl.yaml, builds the simulated machine, resolves and validates the
-// topology (builtin generator, then the module's neighbors() hook), installs
-// the IPCQ process group, launches kernels through a bench, verifies the
-// result against the collective's definition and produces the report.
-package ccl
+// Package wiring turns a run's configuration into what its simulated
+// machine is built from, and nothing else: machine parameters and faults
+// from the system section, the IPCQ configuration from the settings, and
+// every rank's neighbour map (the builtin topology, then the module's
+// neighbors() hook) as validated links. starlark/ccl builds its worlds,
+// and kernbench check its maps, from them.
+package wiring
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -21,9 +21,9 @@ import (
 	"kernbench/starlark/tl"
 )
 
-// machineParams converts the system section and settings into engine units:
+// MachineParams converts the system section and settings into engine units:
 // bandwidth as integer bytes per microsecond, times in picoseconds.
-func machineParams(sys config.System, set config.Settings) machine.Params {
+func MachineParams(sys config.System, set config.Settings) machine.Params {
 	link := func(bw, lat float64) machine.LinkParams {
 		return machine.LinkParams{BytesPerUs: int64(math.Round(bw * 1000)), Latency: sim.Time(math.Round(lat * 1000))}
 	}
@@ -83,10 +83,10 @@ func faultParams(sys config.System) machineFaults {
 	return mf
 }
 
-// checkFaults says, at the entry of system.faults, what the machine of mp
+// CheckFaults says, at the entry of system.faults, what the machine of mp
 // would refuse: a name it has no resource of, two entries for one
 // resource.
-func checkFaults(sys config.System, mp machine.Params) error {
+func CheckFaults(sys config.System, mp machine.Params) error {
 	entries := sys.Faults
 	mf := faultParams(sys)
 	first := make(map[string]int)
@@ -105,7 +105,10 @@ func checkFaults(sys config.System, mp machine.Params) error {
 	return nil
 }
 
-func ipcqConfig(set config.Settings) (machine.IPCQConfig, error) {
+// IPCQConfig is the process group's IPCQ configuration under set: buffer
+// kind, backpressure and polling, ring depth, slot size, credits and
+// per-message overhead.
+func IPCQConfig(set config.Settings) (machine.IPCQConfig, error) {
 	kind, err := machine.ParseSpace(set.BufferKind)
 	if err != nil {
 		return machine.IPCQConfig{}, err
@@ -128,27 +131,29 @@ type InitError struct{ Err error }
 func (e *InitError) Error() string { return e.Err.Error() }
 func (e *InitError) Unwrap() error { return e.Err }
 
-// mapSpec is what a run's neighbour maps are built from.
-type mapSpec struct {
-	file      string
+// MapSpec is what a run's neighbour maps are built from.
+type MapSpec struct {
+	File      string
 	topology  string
 	world     int
 	meshShape []int
 	channels  int // 0 = 1
-	hook      starlark.Callable
-	params    []starlark.Tuple // the algorithm's params, for neighbors(**params)
-	sys       config.System    // for neighbors(location=, machine=)
+	Hook      starlark.Callable
+	Params    []starlark.Tuple // the algorithm's params, for neighbors(**params)
+	Sys       config.System    // for neighbors(location=, machine=)
 }
 
-func (s *mapSpec) spec(topology string, world int, set config.Settings) {
+// Shape sets the topology, world size, mesh shape and channels the maps
+// are built for.
+func (s *MapSpec) Shape(topology string, world int, set config.Settings) {
 	s.topology, s.world, s.meshShape, s.channels = topology, world, set.MeshShape, set.Channels
 }
 
 // hookKwargs are the keyword arguments neighbors() declares: any of the
 // algorithm's params it names (all of them when it takes **kwargs), and
 // location / machine when it names them.
-func (s *mapSpec) hookKwargs() []starlark.Tuple {
-	fn, ok := s.hook.(*starlark.Function)
+func (s *MapSpec) hookKwargs() []starlark.Tuple {
+	fn, ok := s.Hook.(*starlark.Function)
 	if !ok {
 		return nil
 	}
@@ -158,7 +163,7 @@ func (s *mapSpec) hookKwargs() []starlark.Tuple {
 		named[name] = true
 	}
 	var kw []starlark.Tuple
-	for _, kv := range s.params {
+	for _, kv := range s.Params {
 		if k := string(kv[0].(starlark.String)); named[k] || fn.HasKwargs() {
 			kw = append(kw, kv)
 		}
@@ -168,19 +173,19 @@ func (s *mapSpec) hookKwargs() []starlark.Tuple {
 			if rank < 0 || rank >= s.world {
 				return 0, 0, 0, fmt.Errorf("rank %d is outside [0, %d)", rank, s.world)
 			}
-			return s.sys.Location(rank)
+			return s.Sys.Location(rank)
 		})})
 	}
 	if named["machine"] {
-		kw = append(kw, starlark.Tuple{starlark.String("machine"), tl.MachineValue(s.sys.Sips, s.sys.CubesPerSip, s.sys.PesPerCube, s.world)})
+		kw = append(kw, starlark.Tuple{starlark.String("machine"), tl.MachineValue(s.Sys.Sips, s.Sys.CubesPerSip, s.Sys.PesPerCube, s.world)})
 	}
 	return kw
 }
 
-// neighborTables builds every rank's neighbour map: the builtin generator,
+// NeighborTables builds every rank's neighbour map: the builtin generator,
 // then the module's neighbors() hook, then validation (I3).
-func neighborTables(s mapSpec, th *starlark.Thread) ([][]machine.Link, *topology.Topology, error) {
-	file, topo, world, hook := s.file, s.topology, s.world, s.hook
+func NeighborTables(s MapSpec, th *starlark.Thread) ([][]machine.Link, *topology.Topology, error) {
+	file, topo, world, hook := s.File, s.topology, s.world, s.Hook
 	t, err := topology.Builtin(topo, world, s.meshShape, max(1, s.channels))
 	if err != nil {
 		return nil, nil, &InitError{fmt.Errorf("%s: %w", file, err)}
@@ -245,10 +250,10 @@ func sortedDirs(m map[string]int) []string {
 	return out
 }
 
-// linkBandwidth is the bottleneck bandwidth (GB/s) of the path from a rank
+// LinkBandwidth is the bottleneck bandwidth (GB/s) of the path from a rank
 // to its slowest installed neighbour, minimised over ranks; 0 without
 // neighbours.
-func linkBandwidth(m *machine.Machine, g *machine.Group) float64 {
+func LinkBandwidth(m *machine.Machine, g *machine.Group) float64 {
 	var worst int64
 	for _, ep := range g.EPs {
 		for _, q := range ep.QPs {
@@ -262,13 +267,4 @@ func linkBandwidth(m *machine.Machine, g *machine.Group) float64 {
 		}
 	}
 	return float64(worst) / 1000
-}
-
-// isConfigErr reports errors that mean "bad configuration" (exit 2).
-func isConfigErr(err error) bool {
-	var ce *config.Error
-	var ie *InitError
-	var me *machine.InitError
-	var rf *machine.RingFitError
-	return errors.As(err, &ce) || errors.As(err, &ie) || errors.As(err, &me) || errors.As(err, &rf)
 }

@@ -1,7 +1,9 @@
-package ccl
+package mock
 
 import (
 	"fmt"
+	"kernbench/starlark/ccl"
+	"kernbench/starlark/report"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,8 +169,8 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 						sets = append(sets, "defaults.slot_size=1024") // (a case's own slot_size replaces it: one key is set once)
 					}
 					sets = append(sets, c.sets...)
-					checkCorrect(t, runVerified(t, file, Options{WorldSize: 2, Counts: []int64{3000}, InPlace: inPlace, Sets: sets}))
-					r, err := RunKernelInMock(MockOptions{Path: file, WorldSize: 2, Count: 3000, InPlace: inPlace, Sets: sets, Schedules: 4, Seed: 1, Embedded: kernbench.Files})
+					checkCorrect(t, runVerified(t, file, ccl.Options{WorldSize: 2, Counts: []int64{3000}, InPlace: inPlace, Sets: sets}))
+					r, err := RunKernel(Options{Path: file, WorldSize: 2, Count: 3000, InPlace: inPlace, Sets: sets, Schedules: 4, Seed: 1, Embedded: kernbench.Files})
 					if err != nil {
 						t.Fatalf("mock: %v", err)
 					}
@@ -212,12 +214,12 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 				t.Fatal(err)
 			}
 			sets := []string{"defaults.n_slots=2"}
-			_, err := Run(file, Options{WorldSize: 2, Counts: []int64{65536}, Sets: sets, Verify: true, Embedded: kernbench.Files})
-			if f, ok := err.(*Failure); !ok || f.ErrorKind().Name != c.kind {
+			_, err := ccl.Run(file, ccl.Options{WorldSize: 2, Counts: []int64{65536}, Sets: sets, Verify: true, Embedded: kernbench.Files})
+			if f, ok := err.(*report.Failure); !ok || f.ErrorKind().Name != c.kind {
 				t.Errorf("timed run: %v, want a %s", err, c.kind)
 			}
-			_, err = RunKernelInMock(MockOptions{Path: file, WorldSize: 2, Count: 65536, Sets: sets, Schedules: 3, Seed: 1, Embedded: kernbench.Files})
-			if f, ok := err.(*Failure); !ok || f.ErrorKind().Name != c.kind {
+			_, err = RunKernel(Options{Path: file, WorldSize: 2, Count: 65536, Sets: sets, Schedules: 3, Seed: 1, Embedded: kernbench.Files})
+			if f, ok := err.(*report.Failure); !ok || f.ErrorKind().Name != c.kind {
 				t.Errorf("mock: %v, want a %s", err, c.kind)
 			}
 		})
@@ -259,12 +261,43 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0):
 		t.Fatal(err)
 	}
 	sets := []string{"system.sips=2", "system.placement=[0, 1, 32]", "system.links.pcie.latency_ns=2000"}
-	checkCorrect(t, runVerified(t, file, Options{WorldSize: 3, Counts: []int64{256}, Sets: sets}))
-	r, err := RunKernelInMock(MockOptions{Path: file, WorldSize: 3, Count: 256, Sets: sets, Schedules: 4, Seed: 1, Embedded: kernbench.Files})
+	checkCorrect(t, runVerified(t, file, ccl.Options{WorldSize: 3, Counts: []int64{256}, Sets: sets}))
+	r, err := RunKernel(Options{Path: file, WorldSize: 3, Count: 256, Sets: sets, Schedules: 4, Seed: 1, Embedded: kernbench.Files})
 	if err != nil {
 		t.Fatalf("mock: %v", err)
 	}
 	if r.Wrong != 0 {
 		t.Errorf("mock: %d wrong", r.Wrong)
+	}
+}
+
+// runVerified runs target verified with the shipped files and fails the
+// test on an error or a missing row.
+func runVerified(t *testing.T, target string, o ccl.Options) *report.Report {
+	t.Helper()
+	o.Embedded = kernbench.Files
+	o.Verify = true
+	rep, err := ccl.Run(target, o)
+	if err != nil {
+		t.Fatalf("Run(%s, world %d, counts %v, in_place %v, sets %v) failed: %v", target, o.WorldSize, o.Counts, o.InPlace, o.Sets, err)
+	}
+	if len(rep.Results) != len(o.Counts) {
+		t.Fatalf("%s: got %d result rows, want %d", target, len(rep.Results), len(o.Counts))
+	}
+	return rep
+}
+
+// checkCorrect fails unless every row was verified with no wrong element
+// and phase 2 matched.
+func checkCorrect(t *testing.T, rep *report.Report) {
+	t.Helper()
+	for _, r := range rep.Results {
+		if r.Wrong != 0 || !r.Verified {
+			t.Errorf("%s world %d count %d in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
+				rep.Algorithm, rep.WorldSize, r.Count, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
+		}
+		if r.Phase2Match != nil && !*r.Phase2Match {
+			t.Errorf("%s world %d count %d in_place=%v: phase-2 replay does not match: %s", rep.Algorithm, rep.WorldSize, r.Count, r.InPlace, r.Phase2)
+		}
 	}
 }

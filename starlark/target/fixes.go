@@ -1,4 +1,4 @@
-package ccl
+package target
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"kernbench/engine/config"
 	"kernbench/engine/machine"
+	"kernbench/starlark/report"
 	"kernbench/starlark/tl"
 )
 
@@ -36,12 +37,12 @@ type fixCandidate struct {
 	apply  func(set *config.Settings, v any)
 }
 
-// memoryFixes ends the message of a run that stopped for want of rx-ring
+// MemoryFixes ends the message of a run that stopped for want of rx-ring
 // or staging memory with the settings that run it, each tried with trial
 // (a run of the same size with the changed target). Other errors are
 // returned as they are.
-func memoryFixes(err error, cfg *config.Config, tgt *target, opts Options, trial func(*target) error) error {
-	var f *Failure
+func MemoryFixes(err error, cfg *config.Config, tgt *Target, opts Given, trial func(*Target) error) error {
+	var f *report.Failure
 	if !errors.As(err, &f) {
 		return err
 	}
@@ -50,15 +51,15 @@ func memoryFixes(err error, cfg *config.Config, tgt *target, opts Options, trial
 	if !ringFit && !errors.Is(err, tl.ErrNoStagingRoom) {
 		return err
 	}
-	set := tgt.settings
+	set := tgt.Settings
 	var cands []fixCandidate
 	rings, kindErr := machine.ParseSpace(set.BufferKind)
 	if kindErr != nil {
 		return err
 	}
 	// The rings make room by moving only out of the memory that is short:
-	// the staging is in tgt.staging (TCM unless an MSCCL schedule moved it).
-	staging := tgt.staging
+	// the staging is in tgt.Staging (TCM unless an MSCCL schedule moved it).
+	staging := tgt.Staging
 	if staging == 0 {
 		staging = machine.TCM
 	}
@@ -97,7 +98,7 @@ func memoryFixes(err error, cfg *config.Config, tgt *target, opts Options, trial
 	for _, c := range cands {
 		for _, v := range c.values {
 			t := *tgt
-			c.apply(&t.settings, v)
+			c.apply(&t.Settings, v)
 			if trial(&t) == nil {
 				works = append(works, settingHint(cfg, tgt, opts, c.key, v))
 				break
@@ -128,40 +129,40 @@ func halvings(from, lo int64) []any {
 // sets the key itself (it wins over defaults), or an item of
 // run_kernel_in_mock's set= list; it names the item of the user's own that
 // it replaces.
-func settingHint(cfg *config.Config, tgt *target, opts Options, key string, value any) string {
+func settingHint(cfg *config.Config, tgt *Target, opts Given, key string, value any) string {
 	path := "defaults." + key
-	if tgt.entry != nil && slices.Contains(tgt.entry.OverrideKeys, key) {
-		path = "algorithms." + tgt.entry.Name + "." + key
+	if tgt.Entry != nil && slices.Contains(tgt.Entry.OverrideKeys, key) {
+		path = "algorithms." + tgt.Entry.Name + "." + key
 	}
-	s, replaced := setHint(path, value, opts.setItems(), opts.Keywords)
+	s, replaced := SetHint(path, value, opts.Items(), opts.Keywords)
 	if pos, ok := cfg.DefaultsGiven[key]; !replaced && ok && path == "defaults."+key && !strings.HasPrefix(pos, "--set ") {
 		s += " (in place of " + pos + ")"
 	}
 	return s
 }
 
-// setHint is the --set (a run_kernel_in_mock set= item with keywords)
+// SetHint is the --set (a run_kernel_in_mock set= item with keywords)
 // that gives path the value, naming the user's own item for path that it
 // replaces (replaced).
-func setHint(path string, value any, items []setItem, keywords bool) (hint string, replaced bool) {
+func SetHint(path string, value any, items []SetItem, keywords bool) (hint string, replaced bool) {
 	hint = fmt.Sprintf("--set %s=%v", path, value)
 	if keywords {
 		hint = fmt.Sprintf("set item %q", fmt.Sprintf("%s=%v", path, value))
 	}
 	for i := len(items) - 1; i >= 0; i-- {
-		if strings.Join(items[i].path, ".") == path {
+		if strings.Join(items[i].Path, ".") == path {
 			return hint + " (in place of " + items[i].String() + ")", true
 		}
 	}
 	return hint, false
 }
 
-// describeGiven names where the user gave a defaults key: the --set or
+// DescribeGiven names where the user gave a defaults key: the --set or
 // --vary item, or the file and line.
-func describeGiven(pos string, items []setItem) string {
+func DescribeGiven(pos string, items []SetItem) string {
 	if item, ok := strings.CutPrefix(pos, "--set "); ok {
 		for i := len(items) - 1; i >= 0; i-- {
-			if items[i].item == item {
+			if items[i].Item == item {
 				return items[i].String()
 			}
 		}

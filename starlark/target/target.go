@@ -1,0 +1,208 @@
+// Package target resolves what a run means before anything of it is
+// built, and nothing else: the configuration (--config or ./ccl.yaml over
+// the embedded default, with --set), which module file and ccl.yaml entry
+// an argument names, its entry points, the --set and --vary items that
+// cannot take effect, and the settings to name when a run stops for want
+// of ring or staging memory. starlark/ccl resolves every run through it.
+package target
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/registry"
+	"kernbench/starlark/report"
+	"kernbench/starlark/script"
+)
+
+// LoadConfig reads --config or ./ccl.yaml (both in env's working
+// directory) laid over the embedded default (config.LoadOverlay), or the
+// embedded default alone, applying --set overrides. It returns the config
+// and its directory (module paths of its own entries are relative to it,
+// see moduleFile; "" for the embedded one).
+func LoadConfig(env script.Env, path string, sets []string, embedded fs.FS) (*config.Config, string, error) {
+	name, dir := path, filepath.Dir(path)
+	var data []byte
+	var err error
+	switch {
+	case path != "":
+		data, err = env.ReadInput(path)
+	default:
+		if _, statErr := env.Stat("ccl.yaml"); statErr == nil {
+			name, dir = "ccl.yaml", "."
+			data, err = env.ReadInput(name)
+		} else {
+			name, dir = "ccl.yaml (embedded default)", ""
+		}
+	}
+	if err != nil {
+		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: fmt.Sprintf("--config: %v", err), Err: err})
+	}
+	var cfg *config.Config
+	if dir == "" {
+		cfg, err = config.LoadDefault(name, sets)
+	} else {
+		cfg, err = config.LoadOverlay(name, data, sets)
+	}
+	if err != nil {
+		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	return cfg, dir, nil
+}
+
+// LoadConfigWithFaults is LoadConfig with the --fault items (key=value
+// pairs, config.ParseFaults) added after the configuration's own
+// system.faults.
+func LoadConfigWithFaults(env script.Env, path string, sets, faults []string, embedded fs.FS) (*config.Config, string, error) {
+	cfg, dir, err := LoadConfig(env, path, sets, embedded)
+	if err != nil || len(faults) == 0 {
+		return cfg, dir, err
+	}
+	extra, err := config.ParseFaults(faults)
+	if err != nil {
+		return nil, "", report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	cfg.System.Faults = append(cfg.System.Faults, extra...)
+	return cfg, dir, nil
+}
+
+// ConfigProblems are the problems of a configuration that does not load:
+// one per mistake the decoder found.
+func ConfigProblems(err error) []string {
+	var es config.Errors
+	if !errors.As(err, &es) {
+		return []string{err.Error()}
+	}
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+// NameOrEmpty is t's algorithm name, "" for none or a nil t.
+func (t *Target) NameOrEmpty() string {
+	if t == nil {
+		return ""
+	}
+	return t.Name
+}
+
+// RunOf is what a run of t uses of the configuration; loaded says t's
+// file is known to hold a kernel (not a bench that runs another
+// algorithm).
+func (t *Target) RunOf(loaded bool) RunOf {
+	what := t.Name
+	if what == "" {
+		what = t.File
+	}
+	return RunOf{Algorithm: t.Name, Entry: t.Entry, Known: loaded || t.Entry != nil, What: what}
+}
+
+// Target is what `kernbench run X` resolved to.
+type Target struct {
+	Name     string // algorithm name ("" if the file has no ccl.yaml entry)
+	File     string
+	Entry    *config.Algorithm
+	Settings config.Settings
+	// Staging is where the fused primitives' staging rings and landing
+	// slots go (0: TCM); BufferKindWhy and StagingWhy say why kernbench
+	// put the rx rings (Settings.BufferKind) and the staging elsewhere
+	// than the configuration and TCM (an MSCCL schedule, mscclio.Place).
+	Staging                   machine.Space
+	BufferKindWhy, StagingWhy string
+	// NSlotsWhy says why kernbench chose Settings.NSlots (an MSCCL
+	// schedule whose steps need deeper rings than the default, mscclio.Slots).
+	NSlotsWhy string
+}
+
+// moduleFile is the path of a's module: relative to the directory of the
+// ccl.yaml that names it, cfgDir for a local one and the working directory
+// (then the embedded files) for a shipped entry.
+func moduleFile(a *config.Algorithm, cfgDir string) string {
+	if a.Shipped {
+		return a.Module
+	}
+	return filepath.Join(cfgDir, a.Module)
+}
+
+// Resolve is the target arg names under cfg (cfgDir its directory): a
+// ccl.yaml algorithm, or a .star file (with the entry whose module it is,
+// if any).
+func Resolve(arg string, cfg *config.Config, cfgDir string, src script.Source) (*Target, error) {
+	isFile := strings.HasSuffix(arg, ".star") || strings.ContainsRune(arg, '/')
+	if !isFile {
+		a, ok := cfg.Algorithms[arg]
+		if !ok {
+			hint := ""
+			if near := registry.Closest(arg, cfg.AlgorithmNames); near != "" {
+				hint = fmt.Sprintf("; did you mean %q?", near)
+			}
+			switch arg {
+			case "true", "false", "0", "1":
+				// --verify-data false: the value after a space is an
+				// argument to a boolean flag.
+				hint = "; a boolean flag takes its value after =, as --verify-data=false"
+			}
+			return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1,
+				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)%s", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "), hint)})
+		}
+		set, _ := cfg.Settings(arg)
+		file := moduleFile(a, cfgDir)
+		if !src.Exists(file) {
+			cfgFile := cfg.File
+			if a.Shipped {
+				cfgFile = config.DefaultName + " (embedded default)"
+			}
+			where := fmt.Sprintf("%s:%d", cfgFile, a.Line)
+			if a.ModuleSet != "" {
+				where = a.ModuleSet // not the entry's line in the file
+			}
+			return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1,
+				Msg: fmt.Sprintf("%s: algorithms.%s.module: %s: no such file", where, arg, file)})
+		}
+		return &Target{Name: arg, File: file, Entry: a, Settings: set}, nil
+	}
+	t := &Target{File: arg, Settings: cfg.Defaults}
+	if !src.Exists(arg) {
+		return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)})
+	}
+	// The file's ccl.yaml entry, if any: the one whose module is this very
+	// file. A file that merely shares a shipped algorithm's base name (a
+	// user's own rd_allreduce.star) is not that algorithm and must not
+	// receive its params or topology.
+	abs := func(p string) string { a, _ := src.Env.Abs(p); return a }
+	for _, n := range cfg.AlgorithmNames {
+		a := cfg.Algorithms[n]
+		if abs(moduleFile(a, cfgDir)) == abs(arg) {
+			t.Name, t.Entry = n, a
+			break
+		}
+	}
+	if t.Entry != nil {
+		t.Settings, _ = cfg.Settings(t.Name)
+	}
+	return t, nil
+}
+
+// EntryPoint is the function name of a loaded module (file), or the
+// LoadError that it is missing or not a function.
+func EntryPoint(globals starlark.StringDict, file, name string) (starlark.Callable, error) {
+	v, ok := globals[name]
+	if !ok {
+		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("no %q function found in %q", name, file)})
+	}
+	c, ok := v.(starlark.Callable)
+	if !ok {
+		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", name, v.Type())})
+	}
+	return c, nil
+}
