@@ -5,7 +5,6 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/prims"
 	"kernbench/engine/sim"
-	"kernbench/starlark/errkind"
 )
 
 // pieceRun is a fused primitive call's pipeline of pieces, written as a
@@ -169,9 +168,9 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	g := k.G
 	ref := c.operand()
 	dt := ref.DT
-	per := c.piece / int64(dt.Size())
-	if per == 0 {
-		return errorf(errkind.IpcqMessageTooLarge, "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
+	per, err := prims.PieceElems(c.name, k.Rank, dt, c.piece)
+	if err != nil {
+		return err
 	}
 	// Whether each piece's store into dst is checked against the rank's
 	// other writes (WriteWriteHazard). The pieces are disjoint, and a
@@ -209,7 +208,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	// used: a piece allocates nothing in Go, and a whole Ptr (a dozen
 	// words to copy) is built only where one is kept, in a load's handle.
 	pr.c, pr.dt, pr.per, pr.total = c, dt, per, ref.Count
-	pr.pieces = max(1, (ref.Count+per-1)/per)
+	pr.pieces = prims.Pieces(ref.Count, per)
 	pr.i, pr.issued, pr.at, pr.err = 0, 0, atPiece, nil
 	pr.checkDstWW = checkDstWW
 	// Whether a deferred piece must hold the send side (other threads may
@@ -399,7 +398,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 			pr.storing()
 		case atStoreDst:
 			if c.dst != nil {
-				n := min(pr.per, pr.total-pr.i*pr.per)
+				n := prims.PieceCount(pr.i, pr.per, pr.total)
 				reg := c.dst.subRegion(pr.i*pr.per, n)
 				if k.settleInProcess(reg) {
 					return pr.fail(prims.ErrInProcess)
@@ -469,7 +468,7 @@ func (pr *pieceRun) fail(err error) bool {
 // the inbox instead (h nil), going on at copied once the copy is done
 // (waiting: the process waits for it, a step continues).
 func (pr *pieceRun) take(j int64, copied pieceState) (h *handle, waiting bool, err error) {
-	count := min(pr.per, pr.total-j*pr.per)
+	count := prims.PieceCount(j, pr.per, pr.total)
 	if pr.inboxSteps {
 		pr.at = copied
 		waiting, err = pr.copyIn(count)
@@ -495,7 +494,7 @@ func (pr *pieceRun) finish() {
 func (pr *pieceRun) issueWindow() error {
 	k, c := pr.k, pr.c
 	for c.local != nil && pr.issued < pr.pieces && pr.issued < pr.i+pr.window {
-		n := min(pr.per, pr.total-pr.issued*pr.per)
+		n := prims.PieceCount(pr.issued, pr.per, pr.total)
 		reg := c.local.subRegion(pr.issued*pr.per, n)
 		h := k.takePrefetched(reg)
 		if h == nil {
@@ -628,7 +627,7 @@ func (k *Kernel) loadedTile(h *handle, t *Tile) error {
 // never waits.
 func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
 	k, c, g, q := pr.k, pr.c, pr.k.G, pr.c.in
-	meta, err := k.pieceMeta(c, pr.dt, count)
+	meta, err := prims.NextPiece(c.in, c.name, k.Rank, pr.dt, count)
 	if err != nil {
 		return false, err
 	}

@@ -527,7 +527,7 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 // before anything is taken.
 func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
 	g, q := k.G, c.in
-	meta, err := k.pieceMeta(c, dt, count)
+	meta, err := prims.NextPiece(q, c.name, k.Rank, dt, count)
 	if err != nil {
 		return nil, err
 	}
@@ -559,32 +559,6 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 		return nil, err
 	}
 	return k.fetchAsync(c.name, got)
-}
-
-// pieceMeta returns the metadata of c.in's next message (there), in
-// place (nothing delivers into the slot before its credit returns), or
-// the error of a message that is not a piece of count elements of dt.
-func (k *Kernel) pieceMeta(c *fusedCall, dt dtype.DType, count int64) (*machine.MsgMeta, error) {
-	q := c.in
-	meta := &q.Slots[q.MyTail%uint64(k.G.Cfg.NSlots)].Meta
-	if dtype.DType(meta.DType) != dt || meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
-		return nil, k.pieceMetaError(c, dt, meta, count)
-	}
-	return meta, nil
-}
-
-// pieceMetaError is the error of c.in's message meta, which is not a
-// piece of count elements of dt.
-func (k *Kernel) pieceMetaError(c *fusedCall, dt dtype.DType, meta *machine.MsgMeta, count int64) error {
-	q := c.in
-	if got := dtype.DType(meta.DType); got != dt {
-		name := "raw bytes"
-		if got.Valid() {
-			name = got.String()
-		}
-		return errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, dt)
-	}
-	return errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, count)
 }
 
 // scratch is a kernel's private TCM used by the fused primitives: a
