@@ -489,7 +489,7 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fn, err)
 	}
-	t := &Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now(), k: k}
+	t := &Tile{Tile: prims.Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now()}, k: k}
 	if v != 0 {
 		dtype.FillValue(d, t.Data, v)
 	}
@@ -1078,7 +1078,7 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 			return nil, h.stale
 		}
 		if h.kind == "fetch" {
-			h.value = &Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, ID: h.op.TileID, k: k}
+			h.value = &Tile{Tile: prims.Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, ID: h.op.TileID}, k: k}
 		}
 	}
 	h.done = true

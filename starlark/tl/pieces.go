@@ -381,7 +381,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 			if err := k.loadedTile(pr.lh, &lv); err != nil {
 				return pr.fail(err)
 			}
-			if err := combineInto(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
+			if err := combineInto(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.NBytes())); err != nil {
 				return pr.fail(err)
 			}
 			// Both loads are consumed: their operations and bytes are

@@ -672,7 +672,7 @@ func (t *Tile) scalarValue(op dtype.Op, f float64, i int64, right bool, buf []by
 	if out.Data != nil {
 		dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, right)
 	}
-	out.Ready = t.k.mathReady(t.Ready, out.nbytes())
+	out.Ready = t.k.mathReady(t.Ready, out.NBytes())
 	t.k.logMath(&out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, right })
 	return out, nil
 }

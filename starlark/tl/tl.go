@@ -289,7 +289,7 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 			return v, err
 		}
 		if t, ok := v.(*Tile); ok && t != nil {
-			k.Stats.TileBytes += t.nbytes()
+			k.Stats.TileBytes += t.NBytes()
 		}
 		if r := k.Stats.Retained; r != nil {
 			switch v := v.(type) {
@@ -455,7 +455,7 @@ func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	}
 	out.ID = l.NewTile()
 	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
-		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.nbytes()}
+		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.NBytes()}
 	if a != nil {
 		r.TileA = a.ID
 	}

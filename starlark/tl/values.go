@@ -12,7 +12,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
-	"kernbench/engine/sim"
+	"kernbench/engine/prims"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/registry"
 )
@@ -383,23 +383,14 @@ func toList(dt dtype.DType, b []byte, n int) *starlark.List {
 // whose Ready time accounts for the PE's math unit, so tile math costs
 // simulated time without blocking the script until the result is used.
 type Tile struct {
-	DT    dtype.DType
-	Count int64
-	Data  []byte
-	Ready sim.Time
-	// ID names the tile in the op_log's dataflow (0 when no log is kept).
-	ID int64
-	k  *Kernel
+	prims.Tile // (first: its fields are the Tile's)
+	k          *Kernel
 }
 
 var (
 	_ starlark.HasAttrs  = (*Tile)(nil)
 	_ starlark.HasBinary = (*Tile)(nil)
 )
-
-// nbytes is the size of the tile's elements (its Data is nil under
-// timing-only runs, which move no bytes).
-func (t *Tile) nbytes() int64 { return t.Count * int64(t.DT.Size()) }
 
 // newData is the backing of a new tile of n bytes: nil when the machine
 // moves no bytes.
@@ -455,12 +446,12 @@ var tileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 		if err != nil {
 			return nil, fmt.Errorf("Tile.astype: %w", err)
 		}
-		out := &Tile{DT: dt, Count: t.Count, Data: data, k: t.k}
+		out := &Tile{Tile: prims.Tile{DT: dt, Count: t.Count, Data: data}, k: t.k}
 		if out.Data != nil {
 			dtype.Convert(out.Data, dt, t.Data, t.DT)
 		}
-		out.Ready = t.k.mathReady(t.Ready, out.nbytes())
-		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.nbytes() })
+		out.Ready = t.k.mathReady(t.Ready, out.NBytes())
+		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.NBytes() })
 		return out, nil
 	}},
 	{Name: "tolist", Sig: "tolist()", Doc: "The values as a list (tests and small debug prints).", Fn: func(t *Tile, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -546,9 +537,9 @@ func intDivZero(tok syntax.Token, what string, e int) error {
 // is large enough (a fused primitive's recycled buffer), new ones
 // otherwise (none under timing-only).
 func (t *Tile) likeValue(buf []byte) (Tile, error) {
-	out := Tile{DT: t.DT, Count: t.Count, k: t.k}
+	out := Tile{Tile: prims.Tile{DT: t.DT, Count: t.Count}, k: t.k}
 	if !t.k.M.TimingOnly {
-		if n := t.nbytes(); int64(cap(buf)) >= n {
+		if n := t.NBytes(); int64(cap(buf)) >= n {
 			out.Data = buf[:n]
 		} else {
 			if err := t.k.noteAlloc(n); err != nil {
@@ -598,7 +589,7 @@ func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) er
 	if out.Data != nil {
 		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
 	}
-	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.nbytes())
+	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.NBytes())
 	if a.k.M.Log != nil { // (op.String() is not free)
 		a.k.logMath(out, op.String(), a, b, nil)
 	}
