@@ -19,11 +19,12 @@ const (
 	KindDtypeMismatch       = "DtypeMismatch"
 	KindOutOfBounds         = "OutOfBounds"
 	KindIpcqMessageTooLarge = "IpcqMessageTooLarge"
+	KindStaleSlot           = "StaleSlot"
 )
 
 // Kinds lists the kinds of this package's errors (starlark/errkind's test
 // checks that each is declared there).
-var Kinds = []string{KindDtypeMismatch, KindOutOfBounds, KindIpcqMessageTooLarge}
+var Kinds = []string{KindDtypeMismatch, KindOutOfBounds, KindIpcqMessageTooLarge, KindStaleSlot}
 
 // errorf is an Error of kind.
 func errorf(kind, format string, args ...any) error {

@@ -52,7 +52,7 @@ func (k *Kernel) watchSlot(h *handle) {
 
 // OpDone is the slot check of watchSlot.
 func (h *handle) OpDone(*machine.MemOp) {
-	if h.src.slotStale() {
+	if h.src.SlotStale() {
 		h.stale = h.k.checkSlot(&h.src, h.kind+" src")
 	}
 }
@@ -732,7 +732,7 @@ func (k *Kernel) joinSends(q *machine.QueuePair) error {
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
 // was received (the ring wrapped).
 func (k *Kernel) checkSlot(p *Ptr, use string) error {
-	return p.checkSlot(k.Rank, use)
+	return p.CheckSlot(k.Rank, use)
 }
 
 func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Value, error) {

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"kernbench/engine/machine"
+	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 )
 
@@ -22,7 +23,7 @@ func TestHandlePool_SharedByTheKernelsOfARun(t *testing.T) {
 		t.Fatal("New replaced the pool the kernels were created with")
 	}
 	ptr := func(k *Kernel) *Ptr {
-		return &Ptr{Reg: machine.Region{Mem: k.PE.TCM, Off: 0, N: 64}, Count: 16, Rank: k.Rank}
+		return &Ptr{prims.View{Reg: machine.Region{Mem: k.PE.TCM, Off: 0, N: 64}, Count: 16, Rank: k.Rank}}
 	}
 	ha, err := a.fetchAsync("tl.fetch", ptr(a))
 	if err != nil {

@@ -200,7 +200,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 		checkDstWW = threads || k.pendingWriteInto(c.dst.Reg) != nil
 	}
 	if c.local != nil {
-		if c.local.slotStale() { // the name is built only for the error
+		if c.local.SlotStale() { // the name is built only for the error
 			return k.checkSlot(c.local, c.name+" local")
 		}
 	}
@@ -399,7 +399,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 		case atStoreDst:
 			if c.dst != nil {
 				n := prims.PieceCount(pr.i, pr.per, pr.total)
-				reg := c.dst.subRegion(pr.i*pr.per, n)
+				reg := c.dst.SubRegion(pr.i*pr.per, n)
 				if k.settleInProcess(reg) {
 					return pr.fail(prims.ErrInProcess)
 				}
@@ -495,7 +495,7 @@ func (pr *pieceRun) issueWindow() error {
 	k, c := pr.k, pr.c
 	for c.local != nil && pr.issued < pr.pieces && pr.issued < pr.i+pr.window {
 		n := prims.PieceCount(pr.issued, pr.per, pr.total)
-		reg := c.local.subRegion(pr.issued*pr.per, n)
+		reg := c.local.SubRegion(pr.issued*pr.per, n)
 		h := k.takePrefetched(reg)
 		if h == nil {
 			if k.settleInProcess(reg) {

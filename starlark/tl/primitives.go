@@ -493,7 +493,7 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 	again := k.prefetched.Overlaps(p.Reg)
 	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
 		n := min(per, p.Count-i*per)
-		reg := p.subRegion(i*per, n)
+		reg := p.SubRegion(i*per, n)
 		if again && k.takePrefetched(reg) != nil {
 			continue
 		}

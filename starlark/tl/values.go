@@ -52,64 +52,14 @@ func errorf(kind *errkind.Kind, format string, args ...any) error {
 
 // Ptr is a typed view of simulated memory.
 type Ptr struct {
-	Reg   machine.Region
-	DT    dtype.DType
-	Count int64
-	Rank  int    // owning rank (-1: not a rank's memory)
-	Dir   string // direction a received message arrived from ("" otherwise)
-	// Slot identifies a return_slot Ptr's rx slot and its generation at
-	// receipt (StaleSlot detection); Slot.Q is nil for any other Ptr.
-	Slot SlotRef
-	// Lease, when set, says whether the memory still belongs to the view
-	// (an L2 queue's input handle or output reservation): a view used
-	// after its handle was released or its reservation published would
-	// read later messages or change a sent one.
-	Lease Lease
+	prims.View // (its only field: the Ptr's fields and its engine methods)
 }
+
+// SlotRef names an rx slot generation (prims.View.Slot).
+type SlotRef = prims.SlotRef
 
 // Lease is the validity of a view whose memory is lent (Ptr.Lease).
-type Lease interface {
-	// Check is nil while the view may be used, else the stale-view error.
-	Check() error
-}
-
-// checkLease is p's stale-view error, if any.
-func (p *Ptr) checkLease() error {
-	if p.Lease == nil {
-		return nil
-	}
-	return p.Lease.Check()
-}
-
-// slotStale reports whether p is a received slot that a later message has
-// overwritten.
-func (p *Ptr) slotStale() bool {
-	return p.Slot.Q != nil && p.Slot.Q.Slots[p.Slot.Idx].Gen != p.Slot.Gen
-}
-
-// checkSlot is the StaleSlot error of a return_slot Ptr whose slot a later
-// message overwrote since it was received (the ring wrapped), for rank's
-// use of it; nil while it still holds the message.
-func (p *Ptr) checkSlot(rank int, use string) error {
-	if !p.slotStale() {
-		return nil
-	}
-	q := p.Slot.Q
-	by := q.Slots[p.Slot.Idx].Meta // the message that overwrote it
-	where := ""
-	if by.Origin != nil {
-		where = fmt.Sprintf(" issued at %v", by.Origin)
-	}
-	return errorf(errkind.StaleSlot, "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
-		rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.Slots[p.Slot.Idx].Gen, len(q.Slots))
-}
-
-// SlotRef names an rx slot generation.
-type SlotRef struct {
-	Q   *machine.QueuePair
-	Idx int
-	Gen uint64
-}
+type Lease = prims.Lease
 
 var (
 	_ starlark.HasAttrs   = (*Ptr)(nil)
@@ -121,7 +71,7 @@ var (
 // NewPtr makes a Ptr of count elements of dt at the start of reg.
 func NewPtr(reg machine.Region, dt dtype.DType, count int64, rank int) *Ptr {
 	reg.N = count * int64(dt.Size())
-	return &Ptr{Reg: reg, DT: dt, Count: count, Rank: rank}
+	return &Ptr{prims.View{Reg: reg, DT: dt, Count: count, Rank: rank}}
 }
 
 func (p *Ptr) String() string {
@@ -159,13 +109,13 @@ func (p *Ptr) Get(k starlark.Value) (starlark.Value, bool, error) {
 	if i < 0 || i >= n {
 		return nil, false, fmt.Errorf("Ptr index %d out of range [%d:%d]", orig, -n, n)
 	}
-	if err := p.checkLease(); err != nil {
+	if err := p.CheckLease(); err != nil {
 		return nil, false, fmt.Errorf("Ptr[i]: %w", err)
 	}
 	if p.Reg.Mem.NoData() {
 		return nil, false, errTimingOnly("Ptr[i]")
 	}
-	if err := p.checkSlot(p.Rank, "Ptr[i]"); err != nil {
+	if err := p.CheckSlot(p.Rank, "Ptr[i]"); err != nil {
 		return nil, false, err
 	}
 	return p.Index(i), true, nil
@@ -201,7 +151,7 @@ func (p *Ptr) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (sta
 	if op == syntax.MINUS {
 		k = -k
 	}
-	if err := p.checkLease(); err != nil {
+	if err := p.CheckLease(); err != nil {
 		return nil, fmt.Errorf("Ptr %s: %w", op, err)
 	}
 	return p.view(int64(k), p.Count-int64(k), "+")
@@ -220,15 +170,9 @@ func (p *Ptr) view(start, count int64, what string) (*Ptr, error) {
 // caller keeps it inside p.
 func (p *Ptr) sub(start, count int64) Ptr {
 	q := *p
-	q.Reg = p.subRegion(start, count)
+	q.Reg = p.SubRegion(start, count)
 	q.Count = count
 	return q
-}
-
-// subRegion is the memory of elements [start, start+count) of p.
-func (p *Ptr) subRegion(start, count int64) machine.Region {
-	sz := int64(p.DT.Size())
-	return machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + start*sz, N: count * sz}
 }
 
 // readsNow wraps a Ptr method that reads memory now: in a kernel, the
@@ -322,7 +266,7 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tobytes")
 		}
-		if err := p.checkSlot(p.Rank, "Ptr.tobytes()"); err != nil {
+		if err := p.CheckSlot(p.Rank, "Ptr.tobytes()"); err != nil {
 			return nil, err
 		}
 		return starlark.Bytes(p.Reg.View()), nil
@@ -334,7 +278,7 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tolist")
 		}
-		if err := p.checkSlot(p.Rank, "Ptr.tolist()"); err != nil {
+		if err := p.CheckSlot(p.Rank, "Ptr.tolist()"); err != nil {
 			return nil, err
 		}
 		return toList(p.DT, p.Reg.View(), int(p.Count)), nil
@@ -357,7 +301,7 @@ func (p *Ptr) AttrNames() []string { return ptrTable.AttrNames() }
 
 func (p *Ptr) Attr(name string) (starlark.Value, error) {
 	if ptrTable.Has(name) {
-		if err := p.checkLease(); err != nil {
+		if err := p.CheckLease(); err != nil {
 			return nil, fmt.Errorf("Ptr.%s: %w", name, err)
 		}
 	}
