@@ -51,10 +51,10 @@ type pieceRun struct {
 	checkDstWW     bool  // each dst store is checked for WriteWriteHazard
 	holdSide       bool  // a deferred piece holds the send side (threads)
 	// prefetch are the local operand's loads, by piece modulo window.
-	prefetch []*handle
+	prefetch []*prims.Load
 	// cur is piece i's received slot load, next piece i+1's when it was
 	// taken early, lh piece i's local operand load.
-	cur, next, lh *handle
+	cur, next, lh *prims.Load
 	// data is piece i's result tile (the received and local tiles it is
 	// combined from are made and used at once: atLocalLoaded).
 	data   Tile
@@ -225,7 +225,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	pr.window = int64(g.Cfg.NSlots)
 	if c.local != nil {
 		if int64(cap(k.window)) < pr.window {
-			k.window = make([]*handle, pr.window)
+			k.window = make([]*prims.Load, pr.window)
 		}
 		pr.prefetch = k.window[:pr.window] // cleared by runFusedHolding
 	}
@@ -358,8 +358,8 @@ func (pr *pieceRun) advance() (waiting bool) {
 			// loaded too (below), from the same completed load; its
 			// StaleSlot error, found at the load's completion, ends the
 			// call now, as before any wait for the local load.
-			if pr.cur.stale != nil {
-				return pr.fail(pr.cur.stale)
+			if pr.cur.Stale != nil {
+				return pr.fail(pr.cur.Stale)
 			}
 			w := pr.i % pr.window
 			pr.lh = pr.prefetch[w]
@@ -467,7 +467,7 @@ func (pr *pieceRun) fail(err error) bool {
 // from a ring outside TCM with steps it begins the message's copy into
 // the inbox instead (h nil), going on at copied once the copy is done
 // (waiting: the process waits for it, a step continues).
-func (pr *pieceRun) take(j int64, copied pieceState) (h *handle, waiting bool, err error) {
+func (pr *pieceRun) take(j int64, copied pieceState) (h *prims.Load, waiting bool, err error) {
 	count := prims.PieceCount(j, pr.per, pr.total)
 	if pr.inboxSteps {
 		pr.at = copied
@@ -527,14 +527,14 @@ func (pr *pieceRun) awaitMessage() (waiting bool, err error) {
 
 // awaitLoad waits for the load h: true when the process is parked for it
 // (a step continues), false when it is done.
-func (pr *pieceRun) awaitLoad(h *handle) (waiting bool, err error) {
-	if h.op.Done {
+func (pr *pieceRun) awaitLoad(h *prims.Load) (waiting bool, err error) {
+	if h.Op.Done {
 		return false, nil
 	}
 	if pr.steps {
-		return !pr.wait.Load(pr.k.Proc, h.op), nil
+		return !pr.wait.Load(pr.k.Proc, h.Op), nil
 	}
-	return false, h.op.Wait(pr.k.Proc)
+	return false, h.Op.Wait(pr.k.Proc)
 }
 
 // storing goes on to store the result; its bytes go back to the
@@ -609,12 +609,9 @@ func (k *Kernel) settleInProcess(reg machine.Region) bool {
 // Tile is eight words, and a piece takes two), or returns the StaleSlot
 // error its completion found; the handle must be one nobody else holds,
 // for the caller recycles it once the tile is used.
-func (k *Kernel) loadedTile(h *handle, t *Tile) error {
-	if h.stale != nil {
-		return h.stale
-	}
-	t.DT, t.Count, t.Data, t.Ready, t.ID, t.k = h.src.DT, h.src.Count, h.op.Data, h.op.Xfer.Finished, h.op.TileID, k
-	return nil
+func (k *Kernel) loadedTile(h *prims.Load, t *Tile) error {
+	t.k = k
+	return h.Loaded(&t.Tile)
 }
 
 // copyIn begins the copy of c.in's next message (there), a piece of
@@ -656,11 +653,11 @@ func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
 
 // copiedIn ends copyIn once the copy is done: the message's credit
 // returns and the inbox's load is issued.
-func (pr *pieceRun) copiedIn() (*handle, error) {
+func (pr *pieceRun) copiedIn() (*prims.Load, error) {
 	k, q := pr.k, pr.c.in
 	k.G.CopyDone(q, pr.copying.Seq) // (the copy's message: its slot is free)
 	out, _ := pr.inbox.view(0, pr.copied/int64(pr.inbox.DT.Size()), "")
 	out.Dir = q.Dir
 	pr.inbox, pr.copying = nil, nil
-	return k.fetchAsync(pr.c.name, out)
+	return k.fetchLoad(pr.c.name, out)
 }

@@ -437,8 +437,8 @@ func (k *Kernel) deferredSent(d *deferredSend, err error) {
 }
 
 // takePrefetched returns and forgets a tl.prefetch load of exactly reg.
-func (k *Kernel) takePrefetched(reg machine.Region) *handle {
-	h, _ := k.prefetched.Take(reg).(*handle)
+func (k *Kernel) takePrefetched(reg machine.Region) *prims.Load {
+	h, _ := k.prefetched.Take(reg).(*prims.Load)
 	return h
 }
 
@@ -508,10 +508,10 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 
 // fetchPiece issues the load of the piece reg (n elements) of p, its Ptr
 // made in the load's handle (p.sub would build it aside and copy it).
-func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*handle, error) {
-	h := k.newHandle()
-	h.src = *p
-	h.src.Reg, h.src.Count = reg, n
+func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*prims.Load, error) {
+	h := k.Handles.New()
+	h.Src = p.View
+	h.Src.Reg, h.Src.Count = reg, n
 	return k.fetchSrc(fn, h)
 }
 
@@ -525,7 +525,7 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 // here that copy blocks in the process only (without steps); in a step, a
 // store still under way into the slot to load is prims.ErrInProcess, found
 // before anything is taken.
-func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
+func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*prims.Load, error) {
 	g, q := k.G, c.in
 	meta, err := prims.NextPiece(q, c.name, k.Rank, dt, count)
 	if err != nil {
@@ -543,8 +543,8 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 		k.Stats.Recv++
 		// The slot's Ptr is set in the handle field by field (a literal
 		// is built aside and copied in).
-		h := k.newHandle()
-		src := &h.src
+		h := k.Handles.New()
+		src := &h.Src
 		src.Reg, src.DT, src.Count, src.Rank, src.Dir = slot, dt, meta.Count, k.Rank, ""
 		src.Reg.N = meta.Count * int64(dt.Size())
 		src.Slot.Q, src.Slot.Idx, src.Slot.Gen, src.Lease = q, idx, gen, nil
@@ -558,7 +558,7 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 	if err != nil {
 		return nil, err
 	}
-	return k.fetchAsync(c.name, got)
+	return k.fetchLoad(c.name, got)
 }
 
 // scratch is a kernel's private TCM used by the fused primitives: a

@@ -117,7 +117,7 @@ type Kernel struct {
 	// Reused by the fused primitives from call to call: the window of
 	// local-operand loads, the dst stores of a call and the bytes of
 	// completed tiles.
-	window   []*handle
+	window   []*prims.Load
 	stores   []*machine.MemOp
 	tileBufs prims.TileBufs
 	// fusedArgs and fusedPairs are a fused primitive call's argument
