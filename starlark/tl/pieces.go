@@ -65,7 +65,7 @@ type pieceRun struct {
 	staged      machine.Region
 	stagedStore *machine.MemOp
 	// sending is the deferred piece whose send is under way.
-	sending *deferredSend
+	sending *prims.Deferred
 	wait    machine.StepWait
 	// inbox is where a message outside TCM is being copied to, copying
 	// the copy and copied the message's bytes.
@@ -152,7 +152,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 func (pr *pieceRun) Step(p *sim.Proc) {
 	var over bool
 	if pr.sending != nil {
-		over = pr.sending.send.Advance(p)
+		over = pr.sending.Send.Advance(p)
 	} else {
 		over = pr.wait.Woken(p)
 	}
@@ -581,12 +581,8 @@ func (pr *pieceRun) deferPiece() error {
 			return err
 		}
 	}
-	// Field by field: a struct literal was built aside and then copied in
-	// whole.
 	d := &k.deferredBuf
-	ss := &d.send
-	ss.Store, ss.Q, ss.Src, ss.Meta = pr.stagedStore, c.out, pr.staged, machine.MsgMeta{DType: uint8(pr.dt), Count: pr.data.Count, Origin: c.origin}
-	d.release = release
+	d.Defer(pr.stagedStore, c.out, pr.staged, pr.dt, pr.data.Count, c.origin, release)
 	k.deferred = d
 	pr.stagedStore = nil
 	return nil

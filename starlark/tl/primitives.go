@@ -374,23 +374,6 @@ func (k *Kernel) runFusedHolding(c *fusedCall) error {
 // copy them (nil under timing-only: no owner; see prims.TileBuf).
 func (k *Kernel) newTileBuf(data []byte) *prims.TileBuf { return k.tileBufs.New(k.M, data) }
 
-// deferredSend is a forwarded piece whose send waits for the next piece
-// (or for the kernel's next operation that is not a fused primitive), so
-// that one piece's store overlaps the next one's receive and math, also
-// across consecutive primitive calls. The piece is its send, made ready
-// when the piece is deferred (a kernel defers a piece only once the one
-// before has been sent): kept aside and copied into the send when it
-// began, it was a cache line and a half more per piece at a hundred ranks.
-type deferredSend struct {
-	// send is the send of the piece's staging slot: the store filling
-	// it (Store), the forwarding direction (Q), the slot (Src) and the
-	// message's dtype, count and origin (Meta). Its Stored is set once.
-	send machine.StoredSend
-	// release gives up the send side once the piece has been sent (nil:
-	// nothing to give up, the kernel has no threads).
-	release func()
-}
-
 // sendDeferred sends the deferred piece, if any.
 func (k *Kernel) sendDeferred() error {
 	if k.deferred == nil {
@@ -403,37 +386,21 @@ func (k *Kernel) sendDeferred() error {
 }
 
 // storedDeferred takes the deferred piece and its send of the staging
-// slot: the store's wait, the credit's and the send's overhead pass on
-// the event loop, without resuming the process for each
-// (machine.StoredSend). d is used in place: nothing of this kernel
-// defers another piece until this one is sent.
-func (k *Kernel) storedDeferred() (*deferredSend, *machine.StoredSend) {
+// slot (prims.Deferred.Take).
+func (k *Kernel) storedDeferred() (*prims.Deferred, *machine.StoredSend) {
 	d := k.deferred
 	k.deferred = nil
-	ss := &d.send
-	if ss.Stored == nil {
-		ss.Stored = func() {
-			// The staging slot holds the bytes now; the tile that was
-			// stored may still be stored elsewhere, so its bytes are not
-			// reused.
-			k.M.Recycle(ss.Store, false)
-			k.Stats.Send++ // (messenger.Message's count)
-		}
-	}
-	return d, ss
+	return d, d.Take(k.M, &k.Stats.Send) // (Send: messenger.Message's count)
 }
 
 // deferredSent finishes the send of d (err: its outcome): the trace's
-// flow, and the send side given up (without a defer).
-func (k *Kernel) deferredSent(d *deferredSend, err error) {
-	d.send.Store, d.send.Meta.Origin = nil, nil
+// flow, and the send side given up.
+func (k *Kernel) deferredSent(d *prims.Deferred, err error) {
 	if tr := k.M.Trace; tr != nil && err == nil {
-		q := d.send.Q
+		q := d.Send.Q
 		tr.FlowStart(flowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
-	if d.release != nil {
-		d.release()
-	}
+	d.Sent()
 }
 
 // takePrefetched returns and forgets a tl.prefetch load of exactly reg.

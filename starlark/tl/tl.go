@@ -73,7 +73,7 @@ type Kernel struct {
 	// deferred is the last forwarded piece of a fused primitive, sent by
 	// the next primitive or before any other operation of the kernel
 	// (&deferredBuf, or nil).
-	deferred *deferredSend
+	deferred *prims.Deferred
 	pipeline *pieceRun // the pieces of the running primitive call
 	// Handles are the recycled handles (the last recycled first),
 	// shared by the kernels of a run when their creator sets one pool
@@ -88,7 +88,7 @@ type Kernel struct {
 
 	// deferredBuf is the deferred piece's storage, reused piece after
 	// piece so that a piece allocates nothing.
-	deferredBuf deferredSend
+	deferredBuf prims.Deferred
 	// writes (on the root only) are the rank's tl.store/copy (and _async)
 	// writes that may not be done: a second write into an overlapping
 	// range before the first is done races (WriteWriteHazard), and so
