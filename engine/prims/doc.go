@@ -15,8 +15,9 @@
 // value (Tile), a load and the pool of the primitives' private loads
 // (Load, LoadPool), the cut of a buffer into pieces and the check of each
 // received piece (PieceElems, NextPiece), and the forwarded piece whose
-// send waits for the next one (Deferred). Its failures are Errors that
-// name their kind, which starlark/errkind maps by name.
+// send waits for the next one (Deferred). Its failures, the hazards'
+// (PendingStoreHazard, WriteWriteHazard, SendBufferHazard) among them, are
+// Errors that name their kind, which starlark/errkind maps by name.
 //
 // starlark/tl is its Starlark face: it unpacks arguments, names call sites
 // and turns what this package reports into the kinded errors of the

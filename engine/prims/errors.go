@@ -20,11 +20,15 @@ const (
 	KindOutOfBounds         = "OutOfBounds"
 	KindIpcqMessageTooLarge = "IpcqMessageTooLarge"
 	KindStaleSlot           = "StaleSlot"
+	KindPendingStoreHazard  = "PendingStoreHazard"
+	KindWriteWriteHazard    = "WriteWriteHazard"
+	KindSendBufferHazard    = "SendBufferHazard"
 )
 
 // Kinds lists the kinds of this package's errors (starlark/errkind's test
 // checks that each is declared there).
-var Kinds = []string{KindDtypeMismatch, KindOutOfBounds, KindIpcqMessageTooLarge, KindStaleSlot}
+var Kinds = []string{KindDtypeMismatch, KindOutOfBounds, KindIpcqMessageTooLarge, KindStaleSlot,
+	KindPendingStoreHazard, KindWriteWriteHazard, KindSendBufferHazard}
 
 // errorf is an Error of kind.
 func errorf(kind, format string, args ...any) error {

@@ -888,30 +888,13 @@ func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
 	if !dst.SendsMayRead() {
 		return nil // no send reads near dst (the common case): no scan, no call
 	}
-	if m := k.G.InFlightReading(dst); m != nil {
-		where := ""
-		if m.Meta.Origin != nil {
-			where = fmt.Sprintf(" issued at %v", m.Meta.Origin)
-		}
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (a send reads its source until its DMA completes, after tl.send and tl.wait(send_async handle) return: tl.flush(%q) frees it; or write elsewhere)",
-			fn, k.Rank, dst, m.Q.Rank, m.Q.Dir, m.Meta.Seq, where, m.Q.Dir)
-	}
-	return nil
+	return prims.InFlightHazard(k.G, fn, k.Rank, dst)
 }
 
-// checkIssuingSends is checkWrite's check against the rank's
-// tl.send_async calls; it forgets the ones that are done.
+// checkIssuingSends is checkWrite's check against the rank's buffer
+// sends still issuing (prims.IssuingSends.WriteHazard).
 func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
-	hit := k.rootKernel().issuingSends.Hit(dst)
-	if hit != nil && hit.Blocking {
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send(%q) at %v, in another thread, still reads it (order the write after the send and a tl.flush(%q), e.g. with tl.event, or write elsewhere)",
-			fn, k.Rank, dst, hit.Q.Dir, hit.Origin, hit.Q.Dir)
-	}
-	if hit != nil {
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v has not sent it yet (tl.wait(its handle) returns once all of it is issued, tl.flush(%q) once it is delivered and the source is free; or write elsewhere)",
-			fn, k.Rank, dst, hit.Q.Dir, hit.Origin, hit.Q.Dir)
-	}
-	return nil
+	return k.rootKernel().issuingSends.WriteHazard(fn, k.Rank, dst)
 }
 
 func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {

@@ -18,7 +18,6 @@ import (
 	"kernbench/engine/oplog"
 	"kernbench/engine/prims"
 	"kernbench/engine/sim"
-	"kernbench/starlark/errkind"
 	"kernbench/starlark/registry"
 )
 
@@ -499,16 +498,6 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 // issuedWrite is a write the rank issued (see prims.Writes).
 type issuedWrite = prims.Write
 
-// settleHint is what the kernel can call to wait for w: its handle's
-// tl.wait, or tl.flush() for a write without one (a fused primitive's
-// store, which goes on after the call returns).
-func settleHint(w *issuedWrite) string {
-	if w.Waited == nil {
-		return "tl.flush()"
-	}
-	return "tl.wait(its handle)"
-}
-
 // noteHandle attaches h, the handle a kernel got for op, to op's entry in
 // the issued writes if op was a tl.*_async call.
 func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
@@ -531,11 +520,7 @@ func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 }
 
 func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
-	if w := k.rootKernel().writes.PendingRead(reg, k.M.Params.Untimed); w != nil {
-		return errorf(errkind.PendingStoreHazard, "%s: rank %d reads %v while the %s%s still writes %v (tl.wait(its handle) first)",
-			fn, k.Rank, reg, w.Fn, w.IssuedAt(), w.Dst)
-	}
-	return nil
+	return k.rootKernel().writes.ReadHazard(fn, k.Rank, reg, k.M.Params.Untimed)
 }
 
 // callSite is the Starlark position of the tl call running on k's thread
@@ -557,15 +542,10 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 }
 
 // checkWriteWrite refuses a write into dst while an earlier write of the
-// rank into an overlapping range is not done: the two complete in an order
-// that depends on the memories and paths involved (the winner changed
-// with --data-space), so the result would be a race, not a program.
+// rank into an overlapping range is not done (prims.Writes.WriteHazard):
+// the result would be a race, not a program.
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
-	if w := k.pendingWriteInto(dst); w != nil {
-		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (%s first, or write elsewhere)",
-			fn, k.Rank, dst, w.Fn, w.IssuedAt(), w.Dst, settleHint(w))
-	}
-	return nil
+	return k.rootKernel().writes.WriteHazard(fn, k.Rank, dst)
 }
 
 // pendingWriteInto returns the first issued write of the rank that
