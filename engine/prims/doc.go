@@ -7,7 +7,7 @@
 // must not be written yet (SendBufferHazard), the primitives' stores
 // still under way into their destinations, the queue of operand loads
 // issued ahead of their primitive, the staging ring forwarded pieces are
-// stored into, the ownership of a piece's bytes while its stores copy
+// stored into and the landing slots of rings outside TCM, the ownership of a piece's bytes while its stores copy
 // them, which thread of the rank uses each direction side and reads each
 // primitive's operand, how a buffer send is cut into messages, and the
 // one-shot flags the rank's threads wait for. It also holds the values the

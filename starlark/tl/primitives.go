@@ -528,32 +528,18 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*prims.L
 	return k.fetchLoad(c.name, got)
 }
 
-// scratch is a kernel's private TCM used by the fused primitives: a
-// landing slot for rings outside TCM and a staging ring for forwarded
-// pieces. It is allocated on first use and freed with the kernel's
-// tl.alloc memory.
-type scratch struct {
-	// (First: a forwarded piece reads the staging ring, a TCM ring's
-	// piece nothing else.)
-	staging   prims.Staging
-	inbox     []machine.Region // two landing slots (one piece of lookahead)
-	nextInbox int
-}
-
 // inboxFor returns the next TCM landing view of count elements to receive
-// a slot into (two alternate, for the one piece of lookahead).
+// a slot into (prims.Scratch.NextInbox).
 func (k *Kernel) inboxFor(fn string, dt dtype.DType, count int64) (*Ptr, error) {
 	s := &k.scratch
-	if s.inbox == nil {
+	if !s.HasInbox() {
 		reg, err := k.allocScratch(fn, 2*k.G.Cfg.SlotSize)
 		if err != nil {
 			return nil, err
 		}
-		s.inbox = []machine.Region{reg.Sub(0, k.G.Cfg.SlotSize), reg.Sub(k.G.Cfg.SlotSize, k.G.Cfg.SlotSize)}
+		s.SetInbox(reg, k.G.Cfg.SlotSize)
 	}
-	reg := s.inbox[s.nextInbox]
-	s.nextInbox = 1 - s.nextInbox
-	return NewPtr(reg, dt, count, k.Rank), nil
+	return NewPtr(s.NextInbox(), dt, count, k.Rank), nil
 }
 
 // stagingSlot returns the next TCM staging slot, sized for count
@@ -563,14 +549,14 @@ func (k *Kernel) inboxFor(fn string, dt dtype.DType, count int64) (*Ptr, error) 
 func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (machine.Region, error) {
 	s := &k.scratch
 	size := k.G.Cfg.SlotSize
-	if !s.staging.Ready() {
+	if !s.Staging.Ready() {
 		reg, err := k.allocScratch(fn, int64(k.G.Cfg.NSlots+2)*size)
 		if err != nil {
 			return machine.Region{}, err
 		}
-		s.staging.Set(reg)
+		s.Staging.Set(reg)
 	}
-	return s.staging.Slot(k.G, k.Proc, size, count*int64(dt.Size()))
+	return s.Staging.Slot(k.G, k.Proc, size, count*int64(dt.Size()))
 }
 
 // storeStaging issues the store of a forwarded piece t into its staging
@@ -594,13 +580,7 @@ func (k *Kernel) storeStaging(slot machine.Region, t *Tile) *machine.MemOp {
 // allocScratch takes n bytes of the PE's TCM (or the group's StagingKind
 // memory) for the kernel's lifetime.
 func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
-	mem := k.PE.TCM
-	switch k.G.Cfg.StagingKind {
-	case machine.HBM:
-		mem = k.PE.HBM
-	case machine.SRAM:
-		mem = k.PE.SRAM
-	}
+	mem := prims.ScratchMemory(k.PE, k.G.Cfg.StagingKind)
 	off, err := mem.Alloc(n)
 	if err != nil {
 		// The settings that make room (the rx rings elsewhere, fewer or

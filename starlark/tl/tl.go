@@ -111,7 +111,7 @@ type Kernel struct {
 	// of the record).
 	fusedCallBuf fusedCall
 	// scratch is the fused primitives' TCM (staging ring, inbox).
-	scratch scratch
+	scratch prims.Scratch
 
 	// Reused by the fused primitives from call to call: the window of
 	// local-operand loads, the dst stores of a call and the bytes of
@@ -423,7 +423,7 @@ func (k *Kernel) Release() {
 		r.Mem.FreeAfterSends(r.Off, r.N) // (its sends may be on their way)
 	}
 	k.allocs = nil
-	k.scratch = scratch{}
+	k.scratch = prims.Scratch{}
 	k.deferred, k.prefetched, k.asyncSends = nil, prims.PrefetchQueue{}, nil
 }
 
