@@ -16,7 +16,8 @@
 // (Load, LoadPool), the cut of a buffer into pieces and the check of each
 // received piece (PieceElems, NextPiece), and the forwarded piece whose
 // send waits for the next one (Deferred). Its failures, the hazards'
-// (PendingStoreHazard, WriteWriteHazard, SendBufferHazard) among them, are
+// (PendingStoreHazard, WriteWriteHazard, SendBufferHazard,
+// DirectionInUse, LocalOperandHazard) among them, are
 // Errors that name their kind, which starlark/errkind maps by name.
 //
 // starlark/tl is its Starlark face: it unpacks arguments, names call sites

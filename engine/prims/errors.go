@@ -23,12 +23,14 @@ const (
 	KindPendingStoreHazard  = "PendingStoreHazard"
 	KindWriteWriteHazard    = "WriteWriteHazard"
 	KindSendBufferHazard    = "SendBufferHazard"
+	KindDirectionInUse      = "DirectionInUse"
+	KindLocalOperandHazard  = "LocalOperandHazard"
 )
 
 // Kinds lists the kinds of this package's errors (starlark/errkind's test
 // checks that each is declared there).
 var Kinds = []string{KindDtypeMismatch, KindOutOfBounds, KindIpcqMessageTooLarge, KindStaleSlot,
-	KindPendingStoreHazard, KindWriteWriteHazard, KindSendBufferHazard}
+	KindPendingStoreHazard, KindWriteWriteHazard, KindSendBufferHazard, KindDirectionInUse, KindLocalOperandHazard}
 
 // errorf is an Error of kind.
 func errorf(kind, format string, args ...any) error {

@@ -76,3 +76,23 @@ func InFlightHazard(g *machine.Group, fn string, rank int, dst machine.Region) e
 	return errorf(KindSendBufferHazard, "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (a send reads its source until its DMA completes, after tl.send and tl.wait(send_async handle) return: tl.flush(%q) frees it; or write elsewhere)",
 		fn, rank, dst, m.Q.Rank, m.Q.Dir, m.Meta.Seq, where, m.Q.Dir)
 }
+
+// InUseError is the DirectionInUse error of rank's thread track, whose
+// operation op (at) wants q's send or receive side while u, of thread
+// byTrack, is using it (one thread per direction side at a time).
+func (u *SideUse) InUseError(rank int, track string, q *machine.QueuePair, send bool, op string, at any, byTrack string) error {
+	side := "receive"
+	if send {
+		side = "send"
+	}
+	return errorf(KindDirectionInUse, "rank %d %s: %s at %v uses the %s side of %s while %s's %s at %v is using it (one thread per direction side at a time)",
+		rank, track, op, at, side, q.Dir, byTrack, u.Op, u.At)
+}
+
+// HazardError is the LocalOperandHazard error of fn on rank's thread
+// track writing dst while r, a primitive of thread byTrack, still reads
+// it as its local operand.
+func (r *OperandRead) HazardError(fn string, rank int, track string, dst machine.Region, byTrack string) error {
+	return errorf(KindLocalOperandHazard, "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",
+		fn, rank, track, dst, byTrack, r.Op, r.At)
+}

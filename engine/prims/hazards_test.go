@@ -61,3 +61,40 @@ func TestHazardErrors(t *testing.T) {
 		})
 	}
 }
+
+// A side in use by another thread, and a write into another thread's
+// local operand, name both threads and positions.
+func TestThreadHazardErrors(t *testing.T) {
+	mem := newMachine(t, 1).Ranks[0].TCM
+	q := &machine.QueuePair{Dir: "W"}
+	var sides Sides
+	release, _ := sides.Use(q, false, "thread 1", "tl.recv_copy", "k.star:4:3")
+	defer release()
+	_, u := sides.Use(q, false, "kernel", "tl.recv", "k.star:9:5")
+	var reads OperandReads
+	done := reads.Add("thread 1", machine.Region{Mem: mem, Off: 0, N: 64}, "tl.recv_reduce_send", "k.star:5:3")
+	defer done()
+	r := reads.Conflict("kernel", machine.Region{Mem: mem, Off: 8, N: 8})
+	if u == nil || r == nil {
+		t.Fatalf("no conflict found: side %v, operand %v", u, r)
+	}
+	tests := []struct {
+		name     string
+		err      error
+		wantKind string
+		want     string
+	}{
+		{"receive side in use", u.InUseError(2, "kernel", q, false, "tl.recv", "k.star:9:5", "thread 1"), KindDirectionInUse,
+			"DirectionInUse: rank 2 kernel: tl.recv at k.star:9:5 uses the receive side of W while thread 1's tl.recv_copy at k.star:4:3 is using it (one thread per direction side at a time)"},
+		{"send side in use", u.InUseError(2, "kernel", q, true, "tl.send", "k.star:9:5", "thread 1"), KindDirectionInUse,
+			"DirectionInUse: rank 2 kernel: tl.send at k.star:9:5 uses the send side of W while thread 1's tl.recv_copy at k.star:4:3 is using it (one thread per direction side at a time)"},
+		{"local operand written", r.HazardError("tl.store", 2, "kernel", machine.Region{Mem: mem, Off: 8, N: 8}, "thread 1"), KindLocalOperandHazard,
+			"LocalOperandHazard: tl.store: rank 2 kernel writes " + machine.Region{Mem: mem, Off: 8, N: 8}.String() + " while thread 1's tl.recv_reduce_send at k.star:5:3 still reads it as its local operand"},
+	}
+	for _, tt := range tests {
+		var pe *Error
+		if !errors.As(tt.err, &pe) || pe.Kind != tt.wantKind || tt.err.Error() != tt.want {
+			t.Errorf("%s: got %v\nwant %s", tt.name, tt.err, tt.want)
+		}
+	}
+}
