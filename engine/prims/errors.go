@@ -25,12 +25,15 @@ const (
 	KindSendBufferHazard    = "SendBufferHazard"
 	KindDirectionInUse      = "DirectionInUse"
 	KindLocalOperandHazard  = "LocalOperandHazard"
+	KindTimingOnly          = "TimingOnly"
+	KindZeroDivision        = "ZeroDivision"
 )
 
 // Kinds lists the kinds of this package's errors (starlark/errkind's test
 // checks that each is declared there).
 var Kinds = []string{KindDtypeMismatch, KindOutOfBounds, KindIpcqMessageTooLarge, KindStaleSlot,
-	KindPendingStoreHazard, KindWriteWriteHazard, KindSendBufferHazard, KindDirectionInUse, KindLocalOperandHazard}
+	KindPendingStoreHazard, KindWriteWriteHazard, KindSendBufferHazard, KindDirectionInUse, KindLocalOperandHazard,
+	KindTimingOnly, KindZeroDivision}
 
 // errorf is an Error of kind.
 func errorf(kind, format string, args ...any) error {

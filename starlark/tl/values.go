@@ -446,7 +446,7 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 				return nil, intDivZero(tok, "the divisor", -1)
 			}
 			if right {
-				if e := zeroElement(t); e >= 0 {
+				if e := t.ZeroElement(); e >= 0 {
 					return nil, intDivZero(tok, "the divisor Tile", e)
 				}
 			}
@@ -454,17 +454,6 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 		return t.scalar(op, f, i, right)
 	}
 	return nil, nil
-}
-
-// zeroElement is the index of t's first zero element, or -1 (also when t
-// has no data: --timing-only).
-func zeroElement(t *Tile) int {
-	for e := range len(t.Data) / t.DT.Size() {
-		if dtype.GetInt(t.DT, t.Data, e) == 0 {
-			return e
-		}
-	}
-	return -1
 }
 
 // intDivZero is the error of an integer Tile division by zero, which used
@@ -508,21 +497,9 @@ func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
 // b (its bytes are set before theirs are read); it is filled in place, as
 // a fused primitive's piece keeps its tiles on its stack.
 func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) error {
-	if a.DT != b.DT {
-		return errorf(errkind.DtypeMismatch, "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
-	}
-	if a.Count != b.Count {
-		return errorf(errkind.OutOfBounds, "%s: counts differ (%d and %d)", what, a.Count, b.Count)
-	}
-	if op == dtype.Div && !a.DT.IsFloat() {
-		if a.k.M.TimingOnly {
-			// Whether it fails depends on the divisor's values, which a
-			// timing-only run does not keep: refused as reading them is,
-			// so that the two runs never end differently.
-			return errorf(errkind.TimingOnly, "%s: an integer Tile divided by a Tile fails when an element of the divisor is 0, and a timing-only run keeps no values to tell: run without --timing-only, or divide by a scalar", what)
-		}
-		if e := zeroElement(b); e >= 0 {
-			return errorf(errkind.ZeroDivision, "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
+	if a.DT != b.DT || a.Count != b.Count || op == dtype.Div { // (no call for a fused primitive's piece)
+		if err := prims.CheckCombine(op, &a.Tile, &b.Tile, what, a.k.M.TimingOnly); err != nil {
+			return err
 		}
 	}
 	v, err := a.likeValue(buf)
