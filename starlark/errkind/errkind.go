@@ -5,9 +5,9 @@
 // text.
 //
 // The engine and the Starlark layers declare their own typed errors
-// (sim.StallError, machine.IPCQError, l3l2.QueueError, script.ErrStepLimit,
-// …); this package sits above them and says which kind each one is and how
-// the process exits. It imports the engine and starlark/script; tl and ccl
+// (sim.StallError, machine.IPCQError, prims.Error, l3l2.QueueError,
+// script.ErrStepLimit, …); this package sits above them and says which
+// kind each one is and how the process exits. It imports the engine and starlark/script; tl and ccl
 // import it (tl raises its kinds as *Kind values, ccl builds its failures
 // from them, the CLI takes its exit status from Of).
 //
@@ -24,6 +24,7 @@ import (
 
 	"kernbench/engine/l3l2"
 	"kernbench/engine/machine"
+	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 	"kernbench/starlark/script"
 )
@@ -160,7 +161,7 @@ var kindTable = []*Kind{
 }
 
 // byName finds the kinds of groups that engine errors carry as names
-// (machine.IPCQError, the l3l2 errors); names are unique within a group.
+// (machine.IPCQError, prims.Error, the l3l2 errors); names are unique within a group.
 var byName = func() map[Group]map[string]*Kind {
 	m := map[Group]map[string]*Kind{}
 	for _, k := range kindTable {
@@ -256,6 +257,7 @@ func l3Kind(err error) *Kind {
 // engineKind is the kind of a simulation-ending engine error.
 func engineKind(err error) *Kind {
 	var ie *machine.IPCQError
+	var pe *prims.Error
 	var inv *machine.InvariantError
 	var unrecv *machine.UnreceivedError
 	var stall *sim.StallError
@@ -265,6 +267,8 @@ func engineKind(err error) *Kind {
 	switch {
 	case errors.As(err, &ie):
 		return named(TL, ie.Kind)
+	case errors.As(err, &pe):
+		return named(TL, pe.Kind)
 	case errors.As(err, &oom):
 		return TLOutOfMemory
 	case errors.As(err, &unrecv):

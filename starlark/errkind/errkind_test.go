@@ -11,6 +11,7 @@ import (
 
 	"kernbench/engine/l3l2"
 	"kernbench/engine/machine"
+	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
@@ -71,6 +72,7 @@ func TestReferenceListsEveryKind(t *testing.T) {
 // be an InternalError).
 func TestEngineNames(t *testing.T) {
 	tlNames := []string{"IpcqInvalidDirection", "IpcqMessageTooLarge", "StaleSlot"} // machine.IPCQError
+	tlNames = append(tlNames, prims.Kinds...)
 	var l3Names []string
 	for _, k := range []l3l2.QueueErrorKind{l3l2.QueueBadArgument, l3l2.QueueBadDescriptor, l3l2.QueueInvalidDescriptor,
 		l3l2.QueueOwnership, l3l2.QueueRemoteAborted, l3l2.QueueEndpointError} {
@@ -138,6 +140,8 @@ func TestOf(t *testing.T) {
 		{"wait timeout", wrap(&sim.WaitTimeoutError{}), errkind.Deadlock},
 		{"watchdog", wrap(&sim.WatchdogError{}), errkind.Watchdog},
 		{"stale slot", wrap(&machine.IPCQError{Kind: "StaleSlot"}), errkind.StaleSlot},
+		{"primitive's dtype mismatch", wrap(&prims.Error{Kind: prims.KindDtypeMismatch}), errkind.DtypeMismatch},
+		{"primitive's piece too large", wrap(&prims.Error{Kind: prims.KindIpcqMessageTooLarge}), errkind.IpcqMessageTooLarge},
 		{"invariant", wrap(&machine.InvariantError{Name: "I2"}), errkind.Invariant},
 		{"unreceived", wrap(&machine.UnreceivedError{Sends: []string{"x"}}), errkind.Unreceived},
 		{"remote abort", wrap(&l3l2.QueueError{Kind: l3l2.QueueRemoteAborted}), errkind.RemoteAborted},

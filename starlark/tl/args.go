@@ -68,7 +68,7 @@ func asPtr(v starlark.Value, fn, param string) (*Ptr, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %s must be a Ptr, got %s", fn, param, v.Type())
 	}
-	if err := p.checkLease(); err != nil {
+	if err := p.CheckLease(); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", fn, param, err)
 	}
 	return p, nil

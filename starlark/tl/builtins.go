@@ -17,21 +17,10 @@ import (
 
 // handle is the result of an async tl call, completed by tl.wait.
 type handle struct {
-	// A fused primitive's private load (newHandle, fetchSrc, awaitLoad,
-	// loadedTile, recycle) touches the fields up to src's end, 160
-	// contiguous bytes: three cache lines wherever the allocator puts a
-	// handle (224 bytes, a size class whose objects start on a line or
-	// half-way). With stale, k and nextFree after the fields of
-	// Starlark's handles, as they were, a load touched four lines at
-	// half the addresses.
-	op *machine.MemOp
-	// stale is the StaleSlot error found when a read of a slot completed.
-	stale error
-	k     *Kernel
-	// nextFree links the recycled handles (HandlePool).
-	nextFree *handle
-	kind     string // fetch, store, copy, recv
-	src      Ptr    // fetch or copy source (the tile's dtype/count, its rx slot)
+	// Load is the operation of a fetch, store or copy (first: its
+	// fields are the ones a load touches, as a fused primitive's private
+	// loads, prims.LoadPool's, are).
+	prims.Load
 	// Only the handles given to Starlark use the rest.
 	dir   starlark.Value
 	dst   *Ptr
@@ -40,61 +29,15 @@ type handle struct {
 	value starlark.Value
 }
 
-// watchSlot checks, when the read completes, that a slot source still held
-// the message it was received as (the bytes are read at completion).
-func (k *Kernel) watchSlot(h *handle) {
-	if h.src.Slot.Q == nil {
-		return
-	}
-	h.k = k
-	h.op.Watcher = h
-}
+// HandlePool holds the loads the fused primitives recycled, shared by the
+// kernels of a run (prims.LoadPool).
+type HandlePool = prims.LoadPool
 
-// OpDone is the slot check of watchSlot.
-func (h *handle) OpDone(*machine.MemOp) {
-	if h.src.slotStale() {
-		h.stale = h.k.checkSlot(&h.src, h.kind+" src")
-	}
-}
+// recycle hands a private load whose operation has completed (a fused
+// primitive's) back for reuse (prims.LoadPool.Recycle).
+func (k *Kernel) recycle(l *prims.Load, keepData bool) { k.Handles.Recycle(k.M, l, keepData) }
 
-// HandlePool holds the handles the fused primitives recycled, for the
-// kernels of one run (one simulation: its kernels run one at a time) to
-// reuse, the last recycled first. Shared by all ranks, the handle a load
-// gets is the one some rank recycled last, still in cache; a pool per
-// rank handed out the one its rank recycled a whole ring turn ago, a
-// cache miss or more per message at a hundred ranks.
-type HandlePool struct {
-	free *handle // linked by nextFree
-}
-
-// newHandle returns a handle to fill, reusing one the fused primitives
-// recycled: those were private loads, which set only kind, op, src (and
-// k), and which fetchSrc sets again; the fields of a handle given to
-// Starlark (dir, dst, at, done, value) are still clear.
-func (k *Kernel) newHandle() *handle {
-	pool := k.Handles
-	if h := pool.free; h != nil {
-		pool.free, h.nextFree = h.nextFree, nil
-		return h
-	}
-	return &handle{}
-}
-
-// recycle hands a private handle whose operation has completed (a fused
-// primitive's load) and the operation back for reuse; keepData: no tile
-// holds the loaded bytes any more, so the next load may overwrite them.
-// Handles given to Starlark are never recycled, and the recycling
-// primitive keeps no pointer to h: any kernel of the run may reuse it.
-func (k *Kernel) recycle(h *handle, keepData bool) {
-	k.M.Recycle(h.op, keepData)
-	// Only what a reuse does not set again is cleared (see newHandle): a
-	// whole handle is 27 words to clear, twice per piece.
-	h.op, h.stale = nil, nil
-	pool := k.Handles
-	h.nextFree, pool.free = pool.free, h
-}
-
-func (h *handle) String() string        { return fmt.Sprintf("<%s handle>", h.kind) }
+func (h *handle) String() string        { return fmt.Sprintf("<%s handle>", h.Kind) }
 func (h *handle) Type() string          { return "handle" }
 func (h *handle) Freeze()               {}
 func (h *handle) Truth() starlark.Bool  { return true }
@@ -219,7 +162,7 @@ func kernelBuiltins() []Builtin {
 						return nil, err
 					}
 				}
-				h := &handle{kind: "recv", dir: dir, at: th.CallFrame(1).Pos}
+				h := &handle{Load: prims.Load{Kind: "recv"}, dir: dir, at: th.CallFrame(1).Pos}
 				if dst.Given() {
 					p, err := dst.Dst(b.Name(), "dst")
 					if err != nil {
@@ -256,7 +199,7 @@ func kernelBuiltins() []Builtin {
 				switch h := v.(type) {
 				case *handle:
 					// A recv_async receives when it is waited for.
-					return starlark.Bool(h.done || (h.kind != "recv" && h.op != nil && h.op.Done && h.stale == nil)), nil
+					return starlark.Bool(h.done || (h.Kind != "recv" && h.Op != nil && h.Op.Done && h.Stale == nil)), nil
 				case *sendHandle:
 					return starlark.Bool(h.Done), nil
 				case *threadHandle:
@@ -489,7 +432,7 @@ func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fn, err)
 	}
-	t := &Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now(), k: k}
+	t := &Tile{Tile: prims.Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now()}, k: k}
 	if v != 0 {
 		dtype.FillValue(d, t.Data, v)
 	}
@@ -732,7 +675,7 @@ func (k *Kernel) joinSends(q *machine.QueuePair) error {
 // checkSlot rejects a return_slot Ptr whose slot was overwritten since it
 // was received (the ring wrapped).
 func (k *Kernel) checkSlot(p *Ptr, use string) error {
-	return p.checkSlot(k.Rank, use)
+	return p.CheckSlot(k.Rank, use)
 }
 
 func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Value, error) {
@@ -866,19 +809,30 @@ func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*P
 	return out, nil
 }
 
-// fetchAsync issues the load of p (a Ptr of a dozen words, passed by
-// pointer: a fused primitive issues two loads per piece).
+// fetchAsync issues the load of p for a Starlark handle.
 func (k *Kernel) fetchAsync(fn string, p *Ptr) (*handle, error) {
-	h := k.newHandle()
-	h.src = *p
-	return k.fetchSrc(fn, h)
+	h := &handle{}
+	h.Src = p.View
+	if _, err := k.fetchSrc(fn, &h.Load); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
-// fetchSrc issues the load of h.src into h, a handle from newHandle whose
-// source the caller has filled in place (a fused primitive's received
-// slot is built there, not built aside and copied in).
-func (k *Kernel) fetchSrc(fn string, h *handle) (*handle, error) {
-	reg := h.src.Reg
+// fetchLoad issues the load of p as a private load of a fused primitive
+// (a Ptr of a dozen words, passed by pointer: a primitive issues two
+// loads per piece).
+func (k *Kernel) fetchLoad(fn string, p *Ptr) (*prims.Load, error) {
+	l := k.Handles.New()
+	l.Src = p.View
+	return k.fetchSrc(fn, l)
+}
+
+// fetchSrc issues the load of l.Src into l, whose source the caller has
+// filled in place (a fused primitive's received slot is built there, not
+// built aside and copied in).
+func (k *Kernel) fetchSrc(fn string, l *prims.Load) (*prims.Load, error) {
+	reg := l.Src.Reg
 	if err := k.checkPendingRead(fn, reg); err != nil {
 		return nil, err
 	}
@@ -890,9 +844,9 @@ func (k *Kernel) fetchSrc(fn string, h *handle) (*handle, error) {
 	if l := k.M.Log; l != nil {
 		op.TileID = l.NewTile()
 	}
-	h.kind, h.op = "fetch", op
-	k.watchSlot(h)
-	return h, nil
+	l.Kind, l.Op = "fetch", op
+	l.WatchSlot(k.Rank)
+	return l, nil
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -934,30 +888,13 @@ func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
 	if !dst.SendsMayRead() {
 		return nil // no send reads near dst (the common case): no scan, no call
 	}
-	if m := k.G.InFlightReading(dst); m != nil {
-		where := ""
-		if m.Meta.Origin != nil {
-			where = fmt.Sprintf(" issued at %v", m.Meta.Origin)
-		}
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while rank %d's send %s #%d%s still reads it (a send reads its source until its DMA completes, after tl.send and tl.wait(send_async handle) return: tl.flush(%q) frees it; or write elsewhere)",
-			fn, k.Rank, dst, m.Q.Rank, m.Q.Dir, m.Meta.Seq, where, m.Q.Dir)
-	}
-	return nil
+	return prims.InFlightHazard(k.G, fn, k.Rank, dst)
 }
 
-// checkIssuingSends is checkWrite's check against the rank's
-// tl.send_async calls; it forgets the ones that are done.
+// checkIssuingSends is checkWrite's check against the rank's buffer
+// sends still issuing (prims.IssuingSends.WriteHazard).
 func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
-	hit := k.rootKernel().issuingSends.Hit(dst)
-	if hit != nil && hit.Blocking {
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send(%q) at %v, in another thread, still reads it (order the write after the send and a tl.flush(%q), e.g. with tl.event, or write elsewhere)",
-			fn, k.Rank, dst, hit.Q.Dir, hit.Origin, hit.Q.Dir)
-	}
-	if hit != nil {
-		return errorf(errkind.SendBufferHazard, "%s: rank %d writes %v while the tl.send_async(%q) issued at %v has not sent it yet (tl.wait(its handle) returns once all of it is issued, tl.flush(%q) once it is delivered and the source is free; or write elsewhere)",
-			fn, k.Rank, dst, hit.Q.Dir, hit.Origin, hit.Q.Dir)
-	}
-	return nil
+	return k.rootKernel().issuingSends.WriteHazard(fn, k.Rank, dst)
 }
 
 func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
@@ -965,7 +902,7 @@ func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handle{kind: "store", op: op}
+	h := &handle{Load: prims.Load{Kind: "store", Op: op}}
 	k.noteHandle(op, h)
 	return h, nil
 }
@@ -1044,10 +981,10 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 		return nil, err
 	}
 	k.dropPrefetched(dst.Reg)
-	h := &handle{kind: "copy", op: k.M.Copy(k.PE, dst.Reg, src.Reg), src: *src}
-	k.noteWrite(b.Name(), h.op)
-	k.noteHandle(h.op, h)
-	k.watchSlot(h)
+	h := &handle{Load: prims.Load{Kind: "copy", Op: k.M.Copy(k.PE, dst.Reg, src.Reg), Src: src.View}}
+	k.noteWrite(b.Name(), h.Op)
+	k.noteHandle(h.Op, h)
+	h.WatchSlot(k.Rank)
 	return h, nil
 }
 
@@ -1055,7 +992,7 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 	if h.done {
 		return h.value, nil
 	}
-	switch h.kind {
+	switch h.Kind {
 	case "recv":
 		v, err := k.recv(fn, h.dir, func() starlark.Value {
 			if h.dst == nil {
@@ -1068,17 +1005,17 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 		}
 		h.value = v
 	default:
-		if err := h.op.Wait(k.Proc); err != nil {
+		if err := h.Op.Wait(k.Proc); err != nil {
 			return nil, err
 		}
 		h.value = starlark.None
 		// A slot read must still have held the message it was received as
 		// when the read completed (the source is read at completion).
-		if h.stale != nil {
-			return nil, h.stale
+		if h.Stale != nil {
+			return nil, h.Stale
 		}
-		if h.kind == "fetch" {
-			h.value = &Tile{DT: h.src.DT, Count: h.src.Count, Data: h.op.Data, Ready: h.op.Xfer.Finished, ID: h.op.TileID, k: k}
+		if h.Kind == "fetch" {
+			h.value = &Tile{Tile: prims.Tile{DT: h.Src.DT, Count: h.Src.Count, Data: h.Op.Data, Ready: h.Op.Xfer.Finished, ID: h.Op.TileID}, k: k}
 		}
 	}
 	h.done = true

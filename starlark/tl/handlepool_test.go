@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"kernbench/engine/machine"
+	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 )
 
@@ -22,9 +23,9 @@ func TestHandlePool_SharedByTheKernelsOfARun(t *testing.T) {
 		t.Fatal("New replaced the pool the kernels were created with")
 	}
 	ptr := func(k *Kernel) *Ptr {
-		return &Ptr{Reg: machine.Region{Mem: k.PE.TCM, Off: 0, N: 64}, Count: 16, Rank: k.Rank}
+		return &Ptr{prims.View{Reg: machine.Region{Mem: k.PE.TCM, Off: 0, N: 64}, Count: 16, Rank: k.Rank}}
 	}
-	ha, err := a.fetchAsync("tl.fetch", ptr(a))
+	ha, err := a.fetchLoad("tl.fetch", ptr(a))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,18 +33,18 @@ func TestHandlePool_SharedByTheKernelsOfARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.recycle(ha, true)
-	hb, err := b.fetchAsync("tl.fetch", ptr(b))
+	hb, err := b.fetchLoad("tl.fetch", ptr(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hb != ha {
-		t.Fatal("rank 1's load did not reuse the handle rank 0 recycled last")
+		t.Fatal("rank 1's load did not reuse the load rank 0 recycled last")
 	}
-	if hb.src.Reg.Mem != b.PE.TCM || hb.src.Rank != 1 || hb.op == nil || hb.op.Done || hb.stale != nil || hb.nextFree != nil {
-		t.Fatalf("the reused handle was not filled anew for rank 1's load: src %v rank %d, op %v, stale %v", hb.src.Reg, hb.src.Rank, hb.op, hb.stale)
+	if hb.Src.Reg.Mem != b.PE.TCM || hb.Src.Rank != 1 || hb.Op == nil || hb.Op.Done || hb.Stale != nil {
+		t.Fatalf("the reused load was not filled anew for rank 1's load: src %v rank %d, op %v, stale %v", hb.Src.Reg, hb.Src.Rank, hb.Op, hb.Stale)
 	}
-	if pool.free != nil {
-		t.Fatal("the reused handle is still in the pool")
+	if pool.New() == hb {
+		t.Fatal("the reused load is still in the pool")
 	}
 
 	own := New(&Kernel{M: m, PE: m.Ranks[0], Rank: 0, World: 1})
@@ -52,24 +53,17 @@ func TestHandlePool_SharedByTheKernelsOfARun(t *testing.T) {
 	}
 }
 
-// A private load's fields are contiguous and end at src's end (see
-// handle): a field added among them, or a hot field moved after the
-// Starlark-only ones, spreads a load over a fourth cache line.
-func TestHandleLoadFieldsAreContiguous(t *testing.T) {
+// A handle begins with its load (prims.Load, whose fields a private load
+// touches: TestLoadFieldsAreContiguous), and its size class starts on a
+// line or half-way: a field added before the load, or one growing the
+// handle, spreads a load over a fourth cache line.
+func TestHandleBeginsWithItsLoad(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the cache-line layout is laid out for 64-bit pointers")
 	}
 	var h handle
-	if o := unsafe.Offsetof(h.src) + unsafe.Sizeof(h.src); o != 160 {
-		t.Errorf("a private load's fields end at byte %d, want 160", o)
-	}
-	if unsafe.Offsetof(h.op) != 0 {
-		t.Errorf("handle.op is at byte %d, want 0", unsafe.Offsetof(h.op))
-	}
-	for name, off := range map[string]uintptr{"stale": unsafe.Offsetof(h.stale), "k": unsafe.Offsetof(h.k), "nextFree": unsafe.Offsetof(h.nextFree), "kind": unsafe.Offsetof(h.kind)} {
-		if off >= unsafe.Offsetof(h.src) {
-			t.Errorf("handle.%s is at byte %d, after src", name, off)
-		}
+	if unsafe.Offsetof(h.Load) != 0 {
+		t.Errorf("handle.Load is at byte %d, want 0", unsafe.Offsetof(h.Load))
 	}
 	if s := unsafe.Sizeof(h); s != 224 {
 		t.Errorf("handle is %d bytes, want 224 (a size class starting on a line or half-way)", s)

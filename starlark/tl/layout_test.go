@@ -36,7 +36,7 @@ func TestKernelPieceFieldsFirst(t *testing.T) {
 		{"reading", unsafe.Offsetof(k.reading), unsafe.Sizeof(k.reading)},
 		{"prefetched", unsafe.Offsetof(k.prefetched), unsafe.Sizeof(k.prefetched)},
 		{"fusedCallBuf", unsafe.Offsetof(k.fusedCallBuf), unsafe.Sizeof(k.fusedCallBuf)},
-		{"scratch.staging", unsafe.Offsetof(k.scratch) + unsafe.Offsetof(k.scratch.staging), unsafe.Sizeof(k.scratch.staging)},
+		{"scratch.Staging", unsafe.Offsetof(k.scratch) + unsafe.Offsetof(k.scratch.Staging), unsafe.Sizeof(k.scratch.Staging)},
 	}
 	for _, f := range fields {
 		if end := f.off + f.size; end > 8*64 {

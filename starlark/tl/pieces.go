@@ -5,7 +5,6 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/prims"
 	"kernbench/engine/sim"
-	"kernbench/starlark/errkind"
 )
 
 // pieceRun is a fused primitive call's pipeline of pieces, written as a
@@ -52,10 +51,10 @@ type pieceRun struct {
 	checkDstWW     bool  // each dst store is checked for WriteWriteHazard
 	holdSide       bool  // a deferred piece holds the send side (threads)
 	// prefetch are the local operand's loads, by piece modulo window.
-	prefetch []*handle
+	prefetch []*prims.Load
 	// cur is piece i's received slot load, next piece i+1's when it was
 	// taken early, lh piece i's local operand load.
-	cur, next, lh *handle
+	cur, next, lh *prims.Load
 	// data is piece i's result tile (the received and local tiles it is
 	// combined from are made and used at once: atLocalLoaded).
 	data   Tile
@@ -66,7 +65,7 @@ type pieceRun struct {
 	staged      machine.Region
 	stagedStore *machine.MemOp
 	// sending is the deferred piece whose send is under way.
-	sending *deferredSend
+	sending *prims.Deferred
 	wait    machine.StepWait
 	// inbox is where a message outside TCM is being copied to, copying
 	// the copy and copied the message's bytes.
@@ -153,7 +152,7 @@ func (k *Kernel) runPieces(c *fusedCall) error {
 func (pr *pieceRun) Step(p *sim.Proc) {
 	var over bool
 	if pr.sending != nil {
-		over = pr.sending.send.Advance(p)
+		over = pr.sending.Send.Advance(p)
 	} else {
 		over = pr.wait.Woken(p)
 	}
@@ -169,9 +168,9 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	g := k.G
 	ref := c.operand()
 	dt := ref.DT
-	per := c.piece / int64(dt.Size())
-	if per == 0 {
-		return errorf(errkind.IpcqMessageTooLarge, "%s: rank %d: one %s element exceeds a message of %d bytes", c.name, k.Rank, dt, c.piece)
+	per, err := prims.PieceElems(c.name, k.Rank, dt, c.piece)
+	if err != nil {
+		return err
 	}
 	// Whether each piece's store into dst is checked against the rank's
 	// other writes (WriteWriteHazard). The pieces are disjoint, and a
@@ -201,7 +200,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 		checkDstWW = threads || k.pendingWriteInto(c.dst.Reg) != nil
 	}
 	if c.local != nil {
-		if c.local.slotStale() { // the name is built only for the error
+		if c.local.SlotStale() { // the name is built only for the error
 			return k.checkSlot(c.local, c.name+" local")
 		}
 	}
@@ -209,7 +208,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	// used: a piece allocates nothing in Go, and a whole Ptr (a dozen
 	// words to copy) is built only where one is kept, in a load's handle.
 	pr.c, pr.dt, pr.per, pr.total = c, dt, per, ref.Count
-	pr.pieces = max(1, (ref.Count+per-1)/per)
+	pr.pieces = prims.Pieces(ref.Count, per)
 	pr.i, pr.issued, pr.at, pr.err = 0, 0, atPiece, nil
 	pr.checkDstWW = checkDstWW
 	// Whether a deferred piece must hold the send side (other threads may
@@ -226,7 +225,7 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	pr.window = int64(g.Cfg.NSlots)
 	if c.local != nil {
 		if int64(cap(k.window)) < pr.window {
-			k.window = make([]*handle, pr.window)
+			k.window = make([]*prims.Load, pr.window)
 		}
 		pr.prefetch = k.window[:pr.window] // cleared by runFusedHolding
 	}
@@ -359,8 +358,8 @@ func (pr *pieceRun) advance() (waiting bool) {
 			// loaded too (below), from the same completed load; its
 			// StaleSlot error, found at the load's completion, ends the
 			// call now, as before any wait for the local load.
-			if pr.cur.stale != nil {
-				return pr.fail(pr.cur.stale)
+			if pr.cur.Stale != nil {
+				return pr.fail(pr.cur.Stale)
 			}
 			w := pr.i % pr.window
 			pr.lh = pr.prefetch[w]
@@ -382,7 +381,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 			if err := k.loadedTile(pr.lh, &lv); err != nil {
 				return pr.fail(err)
 			}
-			if err := combineInto(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.nbytes())); err != nil {
+			if err := combineInto(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.NBytes())); err != nil {
 				return pr.fail(err)
 			}
 			// Both loads are consumed: their operations and bytes are
@@ -399,8 +398,8 @@ func (pr *pieceRun) advance() (waiting bool) {
 			pr.storing()
 		case atStoreDst:
 			if c.dst != nil {
-				n := min(pr.per, pr.total-pr.i*pr.per)
-				reg := c.dst.subRegion(pr.i*pr.per, n)
+				n := prims.PieceCount(pr.i, pr.per, pr.total)
+				reg := c.dst.SubRegion(pr.i*pr.per, n)
 				if k.settleInProcess(reg) {
 					return pr.fail(prims.ErrInProcess)
 				}
@@ -468,8 +467,8 @@ func (pr *pieceRun) fail(err error) bool {
 // from a ring outside TCM with steps it begins the message's copy into
 // the inbox instead (h nil), going on at copied once the copy is done
 // (waiting: the process waits for it, a step continues).
-func (pr *pieceRun) take(j int64, copied pieceState) (h *handle, waiting bool, err error) {
-	count := min(pr.per, pr.total-j*pr.per)
+func (pr *pieceRun) take(j int64, copied pieceState) (h *prims.Load, waiting bool, err error) {
+	count := prims.PieceCount(j, pr.per, pr.total)
 	if pr.inboxSteps {
 		pr.at = copied
 		waiting, err = pr.copyIn(count)
@@ -495,8 +494,8 @@ func (pr *pieceRun) finish() {
 func (pr *pieceRun) issueWindow() error {
 	k, c := pr.k, pr.c
 	for c.local != nil && pr.issued < pr.pieces && pr.issued < pr.i+pr.window {
-		n := min(pr.per, pr.total-pr.issued*pr.per)
-		reg := c.local.subRegion(pr.issued*pr.per, n)
+		n := prims.PieceCount(pr.issued, pr.per, pr.total)
+		reg := c.local.SubRegion(pr.issued*pr.per, n)
 		h := k.takePrefetched(reg)
 		if h == nil {
 			if k.settleInProcess(reg) {
@@ -528,14 +527,14 @@ func (pr *pieceRun) awaitMessage() (waiting bool, err error) {
 
 // awaitLoad waits for the load h: true when the process is parked for it
 // (a step continues), false when it is done.
-func (pr *pieceRun) awaitLoad(h *handle) (waiting bool, err error) {
-	if h.op.Done {
+func (pr *pieceRun) awaitLoad(h *prims.Load) (waiting bool, err error) {
+	if h.Op.Done {
 		return false, nil
 	}
 	if pr.steps {
-		return !pr.wait.Load(pr.k.Proc, h.op), nil
+		return !pr.wait.Load(pr.k.Proc, h.Op), nil
 	}
-	return false, h.op.Wait(pr.k.Proc)
+	return false, h.Op.Wait(pr.k.Proc)
 }
 
 // storing goes on to store the result; its bytes go back to the
@@ -582,12 +581,8 @@ func (pr *pieceRun) deferPiece() error {
 			return err
 		}
 	}
-	// Field by field: a struct literal was built aside and then copied in
-	// whole.
 	d := &k.deferredBuf
-	ss := &d.send
-	ss.Store, ss.Q, ss.Src, ss.Meta = pr.stagedStore, c.out, pr.staged, machine.MsgMeta{DType: uint8(pr.dt), Count: pr.data.Count, Origin: c.origin}
-	d.release = release
+	d.Defer(pr.stagedStore, c.out, pr.staged, pr.dt, pr.data.Count, c.origin, release)
 	k.deferred = d
 	pr.stagedStore = nil
 	return nil
@@ -610,12 +605,9 @@ func (k *Kernel) settleInProcess(reg machine.Region) bool {
 // Tile is eight words, and a piece takes two), or returns the StaleSlot
 // error its completion found; the handle must be one nobody else holds,
 // for the caller recycles it once the tile is used.
-func (k *Kernel) loadedTile(h *handle, t *Tile) error {
-	if h.stale != nil {
-		return h.stale
-	}
-	t.DT, t.Count, t.Data, t.Ready, t.ID, t.k = h.src.DT, h.src.Count, h.op.Data, h.op.Xfer.Finished, h.op.TileID, k
-	return nil
+func (k *Kernel) loadedTile(h *prims.Load, t *Tile) error {
+	t.k = k
+	return h.Loaded(&t.Tile)
 }
 
 // copyIn begins the copy of c.in's next message (there), a piece of
@@ -628,7 +620,7 @@ func (k *Kernel) loadedTile(h *handle, t *Tile) error {
 // never waits.
 func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
 	k, c, g, q := pr.k, pr.c, pr.k.G, pr.c.in
-	meta, err := k.pieceMeta(c, pr.dt, count)
+	meta, err := prims.NextPiece(c.in, c.name, k.Rank, pr.dt, count)
 	if err != nil {
 		return false, err
 	}
@@ -657,11 +649,11 @@ func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
 
 // copiedIn ends copyIn once the copy is done: the message's credit
 // returns and the inbox's load is issued.
-func (pr *pieceRun) copiedIn() (*handle, error) {
+func (pr *pieceRun) copiedIn() (*prims.Load, error) {
 	k, q := pr.k, pr.c.in
 	k.G.CopyDone(q, pr.copying.Seq) // (the copy's message: its slot is free)
 	out, _ := pr.inbox.view(0, pr.copied/int64(pr.inbox.DT.Size()), "")
 	out.Dir = q.Dir
 	pr.inbox, pr.copying = nil, nil
-	return k.fetchAsync(pr.c.name, out)
+	return k.fetchLoad(pr.c.name, out)
 }

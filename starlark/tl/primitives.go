@@ -374,23 +374,6 @@ func (k *Kernel) runFusedHolding(c *fusedCall) error {
 // copy them (nil under timing-only: no owner; see prims.TileBuf).
 func (k *Kernel) newTileBuf(data []byte) *prims.TileBuf { return k.tileBufs.New(k.M, data) }
 
-// deferredSend is a forwarded piece whose send waits for the next piece
-// (or for the kernel's next operation that is not a fused primitive), so
-// that one piece's store overlaps the next one's receive and math, also
-// across consecutive primitive calls. The piece is its send, made ready
-// when the piece is deferred (a kernel defers a piece only once the one
-// before has been sent): kept aside and copied into the send when it
-// began, it was a cache line and a half more per piece at a hundred ranks.
-type deferredSend struct {
-	// send is the send of the piece's staging slot: the store filling
-	// it (Store), the forwarding direction (Q), the slot (Src) and the
-	// message's dtype, count and origin (Meta). Its Stored is set once.
-	send machine.StoredSend
-	// release gives up the send side once the piece has been sent (nil:
-	// nothing to give up, the kernel has no threads).
-	release func()
-}
-
 // sendDeferred sends the deferred piece, if any.
 func (k *Kernel) sendDeferred() error {
 	if k.deferred == nil {
@@ -403,42 +386,26 @@ func (k *Kernel) sendDeferred() error {
 }
 
 // storedDeferred takes the deferred piece and its send of the staging
-// slot: the store's wait, the credit's and the send's overhead pass on
-// the event loop, without resuming the process for each
-// (machine.StoredSend). d is used in place: nothing of this kernel
-// defers another piece until this one is sent.
-func (k *Kernel) storedDeferred() (*deferredSend, *machine.StoredSend) {
+// slot (prims.Deferred.Take).
+func (k *Kernel) storedDeferred() (*prims.Deferred, *machine.StoredSend) {
 	d := k.deferred
 	k.deferred = nil
-	ss := &d.send
-	if ss.Stored == nil {
-		ss.Stored = func() {
-			// The staging slot holds the bytes now; the tile that was
-			// stored may still be stored elsewhere, so its bytes are not
-			// reused.
-			k.M.Recycle(ss.Store, false)
-			k.Stats.Send++ // (messenger.Message's count)
-		}
-	}
-	return d, ss
+	return d, d.Take(k.M, &k.Stats.Send) // (Send: messenger.Message's count)
 }
 
 // deferredSent finishes the send of d (err: its outcome): the trace's
-// flow, and the send side given up (without a defer).
-func (k *Kernel) deferredSent(d *deferredSend, err error) {
-	d.send.Store, d.send.Meta.Origin = nil, nil
+// flow, and the send side given up.
+func (k *Kernel) deferredSent(d *prims.Deferred, err error) {
 	if tr := k.M.Trace; tr != nil && err == nil {
-		q := d.send.Q
+		q := d.Send.Q
 		tr.FlowStart(flowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
 	}
-	if d.release != nil {
-		d.release()
-	}
+	d.Sent()
 }
 
 // takePrefetched returns and forgets a tl.prefetch load of exactly reg.
-func (k *Kernel) takePrefetched(reg machine.Region) *handle {
-	h, _ := k.prefetched.Take(reg).(*handle)
+func (k *Kernel) takePrefetched(reg machine.Region) *prims.Load {
+	h, _ := k.prefetched.Take(reg).(*prims.Load)
 	return h
 }
 
@@ -493,7 +460,7 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 	again := k.prefetched.Overlaps(p.Reg)
 	for i := int64(0); i < int64(g.Cfg.NSlots) && i*per < p.Count; i++ {
 		n := min(per, p.Count-i*per)
-		reg := p.subRegion(i*per, n)
+		reg := p.SubRegion(i*per, n)
 		if again && k.takePrefetched(reg) != nil {
 			continue
 		}
@@ -508,10 +475,10 @@ func (k *Kernel) prefetch(fn string, p *Ptr, piece int64) error {
 
 // fetchPiece issues the load of the piece reg (n elements) of p, its Ptr
 // made in the load's handle (p.sub would build it aside and copy it).
-func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*handle, error) {
-	h := k.newHandle()
-	h.src = *p
-	h.src.Reg, h.src.Count = reg, n
+func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*prims.Load, error) {
+	h := k.Handles.New()
+	h.Src = p.View
+	h.Src.Reg, h.Src.Count = reg, n
 	return k.fetchSrc(fn, h)
 }
 
@@ -525,9 +492,9 @@ func (k *Kernel) fetchPiece(fn string, p *Ptr, reg machine.Region, n int64) (*ha
 // here that copy blocks in the process only (without steps); in a step, a
 // store still under way into the slot to load is prims.ErrInProcess, found
 // before anything is taken.
-func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle, error) {
+func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*prims.Load, error) {
 	g, q := k.G, c.in
-	meta, err := k.pieceMeta(c, dt, count)
+	meta, err := prims.NextPiece(q, c.name, k.Rank, dt, count)
 	if err != nil {
 		return nil, err
 	}
@@ -543,8 +510,8 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 		k.Stats.Recv++
 		// The slot's Ptr is set in the handle field by field (a literal
 		// is built aside and copied in).
-		h := k.newHandle()
-		src := &h.src
+		h := k.Handles.New()
+		src := &h.Src
 		src.Reg, src.DT, src.Count, src.Rank, src.Dir = slot, dt, meta.Count, k.Rank, ""
 		src.Reg.N = meta.Count * int64(dt.Size())
 		src.Slot.Q, src.Slot.Idx, src.Slot.Gen, src.Lease = q, idx, gen, nil
@@ -558,61 +525,21 @@ func (k *Kernel) startPiece(c *fusedCall, dt dtype.DType, count int64) (*handle,
 	if err != nil {
 		return nil, err
 	}
-	return k.fetchAsync(c.name, got)
-}
-
-// pieceMeta returns the metadata of c.in's next message (there), in
-// place (nothing delivers into the slot before its credit returns), or
-// the error of a message that is not a piece of count elements of dt.
-func (k *Kernel) pieceMeta(c *fusedCall, dt dtype.DType, count int64) (*machine.MsgMeta, error) {
-	q := c.in
-	meta := &q.Slots[q.MyTail%uint64(k.G.Cfg.NSlots)].Meta
-	if dtype.DType(meta.DType) != dt || meta.Count != count || meta.NBytes != count*int64(dt.Size()) {
-		return nil, k.pieceMetaError(c, dt, meta, count)
-	}
-	return meta, nil
-}
-
-// pieceMetaError is the error of c.in's message meta, which is not a
-// piece of count elements of dt.
-func (k *Kernel) pieceMetaError(c *fusedCall, dt dtype.DType, meta *machine.MsgMeta, count int64) error {
-	q := c.in
-	if got := dtype.DType(meta.DType); got != dt {
-		name := "raw bytes"
-		if got.Valid() {
-			name = got.String()
-		}
-		return errorf(errkind.DtypeMismatch, "%s: rank %d recv %s: message #%d carries %s, the buffer is %s", c.name, k.Rank, q.Dir, meta.Seq, name, dt)
-	}
-	return errorf(errkind.OutOfBounds, "%s: rank %d recv %s: message #%d carries %d elements where this piece has %d (send a buffer of the same length as the one received into)", c.name, k.Rank, q.Dir, meta.Seq, meta.Count, count)
-}
-
-// scratch is a kernel's private TCM used by the fused primitives: a
-// landing slot for rings outside TCM and a staging ring for forwarded
-// pieces. It is allocated on first use and freed with the kernel's
-// tl.alloc memory.
-type scratch struct {
-	// (First: a forwarded piece reads the staging ring, a TCM ring's
-	// piece nothing else.)
-	staging   prims.Staging
-	inbox     []machine.Region // two landing slots (one piece of lookahead)
-	nextInbox int
+	return k.fetchLoad(c.name, got)
 }
 
 // inboxFor returns the next TCM landing view of count elements to receive
-// a slot into (two alternate, for the one piece of lookahead).
+// a slot into (prims.Scratch.NextInbox).
 func (k *Kernel) inboxFor(fn string, dt dtype.DType, count int64) (*Ptr, error) {
 	s := &k.scratch
-	if s.inbox == nil {
+	if !s.HasInbox() {
 		reg, err := k.allocScratch(fn, 2*k.G.Cfg.SlotSize)
 		if err != nil {
 			return nil, err
 		}
-		s.inbox = []machine.Region{reg.Sub(0, k.G.Cfg.SlotSize), reg.Sub(k.G.Cfg.SlotSize, k.G.Cfg.SlotSize)}
+		s.SetInbox(reg, k.G.Cfg.SlotSize)
 	}
-	reg := s.inbox[s.nextInbox]
-	s.nextInbox = 1 - s.nextInbox
-	return NewPtr(reg, dt, count, k.Rank), nil
+	return NewPtr(s.NextInbox(), dt, count, k.Rank), nil
 }
 
 // stagingSlot returns the next TCM staging slot, sized for count
@@ -622,14 +549,14 @@ func (k *Kernel) inboxFor(fn string, dt dtype.DType, count int64) (*Ptr, error) 
 func (k *Kernel) stagingSlot(fn string, dt dtype.DType, count int64) (machine.Region, error) {
 	s := &k.scratch
 	size := k.G.Cfg.SlotSize
-	if !s.staging.Ready() {
+	if !s.Staging.Ready() {
 		reg, err := k.allocScratch(fn, int64(k.G.Cfg.NSlots+2)*size)
 		if err != nil {
 			return machine.Region{}, err
 		}
-		s.staging.Set(reg)
+		s.Staging.Set(reg)
 	}
-	return s.staging.Slot(k.G, k.Proc, size, count*int64(dt.Size()))
+	return s.Staging.Slot(k.G, k.Proc, size, count*int64(dt.Size()))
 }
 
 // storeStaging issues the store of a forwarded piece t into its staging
@@ -653,13 +580,7 @@ func (k *Kernel) storeStaging(slot machine.Region, t *Tile) *machine.MemOp {
 // allocScratch takes n bytes of the PE's TCM (or the group's StagingKind
 // memory) for the kernel's lifetime.
 func (k *Kernel) allocScratch(fn string, n int64) (machine.Region, error) {
-	mem := k.PE.TCM
-	switch k.G.Cfg.StagingKind {
-	case machine.HBM:
-		mem = k.PE.HBM
-	case machine.SRAM:
-		mem = k.PE.SRAM
-	}
+	mem := prims.ScratchMemory(k.PE, k.G.Cfg.StagingKind)
 	off, err := mem.Alloc(n)
 	if err != nil {
 		// The settings that make room (the rx rings elsewhere, fewer or
@@ -698,7 +619,7 @@ func (t *Tile) scalarValue(op dtype.Op, f float64, i int64, right bool, buf []by
 	if out.Data != nil {
 		dtype.BinaryScalar(op, t.DT, out.Data, t.Data, f, i, right)
 	}
-	out.Ready = t.k.mathReady(t.Ready, out.nbytes())
+	out.Ready = t.k.mathReady(t.Ready, out.NBytes())
 	t.k.logMath(&out, op.String(), t, nil, func(r *oplog.Record) { r.Scalar, r.ScalarI, r.Left = f, i, right })
 	return out, nil
 }

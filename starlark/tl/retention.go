@@ -97,12 +97,12 @@ func (r *Retention) Look() {
 		r.PeakViews, r.PeakHandles = nv, nh
 		r.PeakHandleBytes = 0
 		for _, w := range r.handles {
-			if h := w.Value(); h != nil && h.op != nil {
-				switch h.op.Kind {
+			if h := w.Value(); h != nil && h.Op != nil {
+				switch h.Op.Kind {
 				case machine.OpFetch:
-					r.PeakHandleBytes += h.op.Src.N * sampleEvery
+					r.PeakHandleBytes += h.Op.Src.N * sampleEvery
 				case machine.OpStore:
-					r.PeakHandleBytes += h.op.Dst.N * sampleEvery
+					r.PeakHandleBytes += h.Op.Dst.N * sampleEvery
 				}
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
-	"kernbench/starlark/errkind"
 	"kernbench/starlark/script"
 )
 
@@ -173,12 +172,7 @@ func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (re
 	}
 	release, u := root.sides.Use(q, send, k, op, at)
 	if u != nil {
-		side := "receive"
-		if send {
-			side = "send"
-		}
-		return nil, errorf(errkind.DirectionInUse, "rank %d %s: %s at %v uses the %s side of %s while %s's %s at %v is using it (one thread per direction side at a time)",
-			k.Rank, k.track(), op, at, side, q.Dir, u.By.(*Kernel).track(), u.Op, u.At)
+		return nil, u.InUseError(k.Rank, k.track(), q, send, op, at, u.By.(*Kernel).track())
 	}
 	return release, nil
 }
@@ -203,8 +197,7 @@ func (k *Kernel) checkOperandWrite(fn string, dst machine.Region) error {
 
 func (k *Kernel) scanOperandReads(fn string, dst machine.Region) error {
 	if r := k.rootKernel().reading.Conflict(k, dst); r != nil {
-		return errorf(errkind.LocalOperandHazard, "%s: rank %d %s writes %v while %s's %s at %v still reads it as its local operand",
-			fn, k.Rank, k.track(), dst, r.By.(*Kernel).track(), r.Op, r.At)
+		return r.HazardError(fn, k.Rank, k.track(), dst, r.By.(*Kernel).track())
 	}
 	return nil
 }

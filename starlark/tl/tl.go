@@ -18,7 +18,6 @@ import (
 	"kernbench/engine/oplog"
 	"kernbench/engine/prims"
 	"kernbench/engine/sim"
-	"kernbench/starlark/errkind"
 	"kernbench/starlark/registry"
 )
 
@@ -73,7 +72,7 @@ type Kernel struct {
 	// deferred is the last forwarded piece of a fused primitive, sent by
 	// the next primitive or before any other operation of the kernel
 	// (&deferredBuf, or nil).
-	deferred *deferredSend
+	deferred *prims.Deferred
 	pipeline *pieceRun // the pieces of the running primitive call
 	// Handles are the recycled handles (the last recycled first),
 	// shared by the kernels of a run when their creator sets one pool
@@ -88,7 +87,7 @@ type Kernel struct {
 
 	// deferredBuf is the deferred piece's storage, reused piece after
 	// piece so that a piece allocates nothing.
-	deferredBuf deferredSend
+	deferredBuf prims.Deferred
 	// writes (on the root only) are the rank's tl.store/copy (and _async)
 	// writes that may not be done: a second write into an overlapping
 	// range before the first is done races (WriteWriteHazard), and so
@@ -112,12 +111,12 @@ type Kernel struct {
 	// of the record).
 	fusedCallBuf fusedCall
 	// scratch is the fused primitives' TCM (staging ring, inbox).
-	scratch scratch
+	scratch prims.Scratch
 
 	// Reused by the fused primitives from call to call: the window of
 	// local-operand loads, the dst stores of a call and the bytes of
 	// completed tiles.
-	window   []*handle
+	window   []*prims.Load
 	stores   []*machine.MemOp
 	tileBufs prims.TileBufs
 	// fusedArgs and fusedPairs are a fused primitive call's argument
@@ -289,7 +288,7 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 			return v, err
 		}
 		if t, ok := v.(*Tile); ok && t != nil {
-			k.Stats.TileBytes += t.nbytes()
+			k.Stats.TileBytes += t.NBytes()
 		}
 		if r := k.Stats.Retained; r != nil {
 			switch v := v.(type) {
@@ -424,7 +423,7 @@ func (k *Kernel) Release() {
 		r.Mem.FreeAfterSends(r.Off, r.N) // (its sends may be on their way)
 	}
 	k.allocs = nil
-	k.scratch = scratch{}
+	k.scratch = prims.Scratch{}
 	k.deferred, k.prefetched, k.asyncSends = nil, prims.PrefetchQueue{}, nil
 }
 
@@ -455,7 +454,7 @@ func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	}
 	out.ID = l.NewTile()
 	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
-		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.nbytes()}
+		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.NBytes()}
 	if a != nil {
 		r.TileA = a.ID
 	}
@@ -499,16 +498,6 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 // issuedWrite is a write the rank issued (see prims.Writes).
 type issuedWrite = prims.Write
 
-// settleHint is what the kernel can call to wait for w: its handle's
-// tl.wait, or tl.flush() for a write without one (a fused primitive's
-// store, which goes on after the call returns).
-func settleHint(w *issuedWrite) string {
-	if w.Waited == nil {
-		return "tl.flush()"
-	}
-	return "tl.wait(its handle)"
-}
-
 // noteHandle attaches h, the handle a kernel got for op, to op's entry in
 // the issued writes if op was a tl.*_async call.
 func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
@@ -531,11 +520,7 @@ func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
 }
 
 func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
-	if w := k.rootKernel().writes.PendingRead(reg, k.M.Params.Untimed); w != nil {
-		return errorf(errkind.PendingStoreHazard, "%s: rank %d reads %v while the %s%s still writes %v (tl.wait(its handle) first)",
-			fn, k.Rank, reg, w.Fn, w.IssuedAt(), w.Dst)
-	}
-	return nil
+	return k.rootKernel().writes.ReadHazard(fn, k.Rank, reg, k.M.Params.Untimed)
 }
 
 // callSite is the Starlark position of the tl call running on k's thread
@@ -557,15 +542,10 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 }
 
 // checkWriteWrite refuses a write into dst while an earlier write of the
-// rank into an overlapping range is not done: the two complete in an order
-// that depends on the memories and paths involved (the winner changed
-// with --data-space), so the result would be a race, not a program.
+// rank into an overlapping range is not done (prims.Writes.WriteHazard):
+// the result would be a race, not a program.
 func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
-	if w := k.pendingWriteInto(dst); w != nil {
-		return errorf(errkind.WriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (%s first, or write elsewhere)",
-			fn, k.Rank, dst, w.Fn, w.IssuedAt(), w.Dst, settleHint(w))
-	}
-	return nil
+	return k.rootKernel().writes.WriteHazard(fn, k.Rank, dst)
 }
 
 // pendingWriteInto returns the first issued write of the rank that

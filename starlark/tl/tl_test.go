@@ -12,20 +12,24 @@ import (
 	"go.starlark.net/syntax"
 
 	"kernbench/engine/machine"
+	"kernbench/engine/prims"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/tl"
 )
 
-// errorKind is the kind of a tl failure as reports see it: a *tl.Error or a
-// *machine.IPCQError anywhere in the chain.
+// errorKind is the kind of a tl failure as reports see it: a *tl.Error, a
+// *machine.IPCQError or a *prims.Error anywhere in the chain.
 func errorKind(err error) (kind, goType string) {
 	var te *tl.Error
 	var qe *machine.IPCQError
+	var pe *prims.Error
 	switch {
 	case errors.As(err, &te):
 		return te.ErrorKind().Name, "*tl.Error"
 	case errors.As(err, &qe):
 		return qe.Kind, "*machine.IPCQError"
+	case errors.As(err, &pe):
+		return pe.Kind, "*prims.Error"
 	}
 	return "", ""
 }
@@ -64,16 +68,16 @@ func TestErrorKinds(t *testing.T) {
 		{"raise_out_of_bounds", 0, "OutOfBounds", "*tl.Error", "Ptr.slice: elements [2, 5) are outside a view of 4 elements", "18:33"},
 		{"raise_dtype_mismatch_store", 1, "DtypeMismatch", "*tl.Error", "tl.store: rank 1: tile is i32, ptr is f32", "22:17"},
 		{"raise_dtype_mismatch_recv", 1, "DtypeMismatch", "*tl.Error", "rank 1 recv W: the message carries f32, dst is i32", "28:16"},
-		{"raise_stale_slot", 1, "StaleSlot", "*tl.Error", "rank 1 fetch src: the rx slot 0 of direction W was overwritten by rank 0's send E #4 issued at testdata/errors/raise.star:33:20 (received as generation 1, now 2)", "38:17"},
+		{"raise_stale_slot", 1, "StaleSlot", "*prims.Error", "rank 1 fetch src: the rx slot 0 of direction W was overwritten by rank 0's send E #4 issued at testdata/errors/raise.star:33:20 (received as generation 1, now 2)", "38:17"},
 		// PE 0's TCM is memory 2 (after the two cubes' SRAMs); the rx rings
 		// take its first 2048 bytes.
-		{"raise_send_buffer_hazard", 0, "SendBufferHazard", "*tl.Error", "tl.store: rank 0 writes tcm[pe 0]@0x20000000800+16 while rank 0's send E #0 issued at testdata/errors/raise.star:47:16 still reads it", "48:17"},
+		{"raise_send_buffer_hazard", 0, "SendBufferHazard", "*prims.Error", "tl.store: rank 0 writes tcm[pe 0]@0x20000000800+16 while rank 0's send E #0 issued at testdata/errors/raise.star:47:16 still reads it", "48:17"},
 		{"raise_invalid_direction_recv_async", 1, "IpcqInvalidDirection", "*machine.IPCQError", `rank 1 has no direction "x0" (installed: E, W)`, "55:26"},
 		// Rule PendingStoreHazard: a send, fetch or copy of a range an
 		// unwaited tl.store_async / tl.copy_async still writes.
-		{"raise_pending_store_hazard_send", 0, "PendingStoreHazard", "*tl.Error", "tl.send: rank 0 reads hbm", "62:16"},
-		{"raise_pending_store_hazard_fetch", 0, "PendingStoreHazard", "*tl.Error", "tl.fetch: rank 0 reads tcm[pe 0]", "71:17"},
-		{"raise_pending_store_hazard_copy", 0, "PendingStoreHazard", "*tl.Error", "tl.copy: rank 0 reads tcm[pe 0]", "77:16"},
+		{"raise_pending_store_hazard_send", 0, "PendingStoreHazard", "*prims.Error", "tl.send: rank 0 reads hbm", "62:16"},
+		{"raise_pending_store_hazard_fetch", 0, "PendingStoreHazard", "*prims.Error", "tl.fetch: rank 0 reads tcm[pe 0]", "71:17"},
+		{"raise_pending_store_hazard_copy", 0, "PendingStoreHazard", "*prims.Error", "tl.copy: rank 0 reads tcm[pe 0]", "77:16"},
 		{"raise_out_of_memory", 0, "OutOfMemory", "*tl.Error", "tl.alloc: rank 0: tcm[pe 0]: cannot allocate 1048576 bytes (capacity 1048576, 2048 in use)", "42:17"},
 	} {
 		t.Run(tc.fn, func(t *testing.T) {

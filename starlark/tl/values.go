@@ -12,7 +12,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
-	"kernbench/engine/sim"
+	"kernbench/engine/prims"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/registry"
 )
@@ -52,64 +52,14 @@ func errorf(kind *errkind.Kind, format string, args ...any) error {
 
 // Ptr is a typed view of simulated memory.
 type Ptr struct {
-	Reg   machine.Region
-	DT    dtype.DType
-	Count int64
-	Rank  int    // owning rank (-1: not a rank's memory)
-	Dir   string // direction a received message arrived from ("" otherwise)
-	// Slot identifies a return_slot Ptr's rx slot and its generation at
-	// receipt (StaleSlot detection); Slot.Q is nil for any other Ptr.
-	Slot SlotRef
-	// Lease, when set, says whether the memory still belongs to the view
-	// (an L2 queue's input handle or output reservation): a view used
-	// after its handle was released or its reservation published would
-	// read later messages or change a sent one.
-	Lease Lease
+	prims.View // (its only field: the Ptr's fields and its engine methods)
 }
+
+// SlotRef names an rx slot generation (prims.View.Slot).
+type SlotRef = prims.SlotRef
 
 // Lease is the validity of a view whose memory is lent (Ptr.Lease).
-type Lease interface {
-	// Check is nil while the view may be used, else the stale-view error.
-	Check() error
-}
-
-// checkLease is p's stale-view error, if any.
-func (p *Ptr) checkLease() error {
-	if p.Lease == nil {
-		return nil
-	}
-	return p.Lease.Check()
-}
-
-// slotStale reports whether p is a received slot that a later message has
-// overwritten.
-func (p *Ptr) slotStale() bool {
-	return p.Slot.Q != nil && p.Slot.Q.Slots[p.Slot.Idx].Gen != p.Slot.Gen
-}
-
-// checkSlot is the StaleSlot error of a return_slot Ptr whose slot a later
-// message overwrote since it was received (the ring wrapped), for rank's
-// use of it; nil while it still holds the message.
-func (p *Ptr) checkSlot(rank int, use string) error {
-	if !p.slotStale() {
-		return nil
-	}
-	q := p.Slot.Q
-	by := q.Slots[p.Slot.Idx].Meta // the message that overwrote it
-	where := ""
-	if by.Origin != nil {
-		where = fmt.Sprintf(" issued at %v", by.Origin)
-	}
-	return errorf(errkind.StaleSlot, "rank %d %s: the rx slot %d of direction %s was overwritten by rank %d's send %s #%d%s (received as generation %d, now %d); copy it out (recv dst=) or use it before receiving %d more messages",
-		rank, use, p.Slot.Idx, q.Dir, q.Peer, q.PeerDir, by.Seq, where, p.Slot.Gen, q.Slots[p.Slot.Idx].Gen, len(q.Slots))
-}
-
-// SlotRef names an rx slot generation.
-type SlotRef struct {
-	Q   *machine.QueuePair
-	Idx int
-	Gen uint64
-}
+type Lease = prims.Lease
 
 var (
 	_ starlark.HasAttrs   = (*Ptr)(nil)
@@ -121,7 +71,7 @@ var (
 // NewPtr makes a Ptr of count elements of dt at the start of reg.
 func NewPtr(reg machine.Region, dt dtype.DType, count int64, rank int) *Ptr {
 	reg.N = count * int64(dt.Size())
-	return &Ptr{Reg: reg, DT: dt, Count: count, Rank: rank}
+	return &Ptr{prims.View{Reg: reg, DT: dt, Count: count, Rank: rank}}
 }
 
 func (p *Ptr) String() string {
@@ -159,13 +109,13 @@ func (p *Ptr) Get(k starlark.Value) (starlark.Value, bool, error) {
 	if i < 0 || i >= n {
 		return nil, false, fmt.Errorf("Ptr index %d out of range [%d:%d]", orig, -n, n)
 	}
-	if err := p.checkLease(); err != nil {
+	if err := p.CheckLease(); err != nil {
 		return nil, false, fmt.Errorf("Ptr[i]: %w", err)
 	}
 	if p.Reg.Mem.NoData() {
 		return nil, false, errTimingOnly("Ptr[i]")
 	}
-	if err := p.checkSlot(p.Rank, "Ptr[i]"); err != nil {
+	if err := p.CheckSlot(p.Rank, "Ptr[i]"); err != nil {
 		return nil, false, err
 	}
 	return p.Index(i), true, nil
@@ -201,7 +151,7 @@ func (p *Ptr) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (sta
 	if op == syntax.MINUS {
 		k = -k
 	}
-	if err := p.checkLease(); err != nil {
+	if err := p.CheckLease(); err != nil {
 		return nil, fmt.Errorf("Ptr %s: %w", op, err)
 	}
 	return p.view(int64(k), p.Count-int64(k), "+")
@@ -220,15 +170,9 @@ func (p *Ptr) view(start, count int64, what string) (*Ptr, error) {
 // caller keeps it inside p.
 func (p *Ptr) sub(start, count int64) Ptr {
 	q := *p
-	q.Reg = p.subRegion(start, count)
+	q.Reg = p.SubRegion(start, count)
 	q.Count = count
 	return q
-}
-
-// subRegion is the memory of elements [start, start+count) of p.
-func (p *Ptr) subRegion(start, count int64) machine.Region {
-	sz := int64(p.DT.Size())
-	return machine.Region{Mem: p.Reg.Mem, Off: p.Reg.Off + start*sz, N: count * sz}
 }
 
 // readsNow wraps a Ptr method that reads memory now: in a kernel, the
@@ -322,7 +266,7 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tobytes")
 		}
-		if err := p.checkSlot(p.Rank, "Ptr.tobytes()"); err != nil {
+		if err := p.CheckSlot(p.Rank, "Ptr.tobytes()"); err != nil {
 			return nil, err
 		}
 		return starlark.Bytes(p.Reg.View()), nil
@@ -334,7 +278,7 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		if p.Reg.Mem.NoData() {
 			return nil, errTimingOnly("Ptr.tolist")
 		}
-		if err := p.checkSlot(p.Rank, "Ptr.tolist()"); err != nil {
+		if err := p.CheckSlot(p.Rank, "Ptr.tolist()"); err != nil {
 			return nil, err
 		}
 		return toList(p.DT, p.Reg.View(), int(p.Count)), nil
@@ -357,7 +301,7 @@ func (p *Ptr) AttrNames() []string { return ptrTable.AttrNames() }
 
 func (p *Ptr) Attr(name string) (starlark.Value, error) {
 	if ptrTable.Has(name) {
-		if err := p.checkLease(); err != nil {
+		if err := p.CheckLease(); err != nil {
 			return nil, fmt.Errorf("Ptr.%s: %w", name, err)
 		}
 	}
@@ -383,23 +327,14 @@ func toList(dt dtype.DType, b []byte, n int) *starlark.List {
 // whose Ready time accounts for the PE's math unit, so tile math costs
 // simulated time without blocking the script until the result is used.
 type Tile struct {
-	DT    dtype.DType
-	Count int64
-	Data  []byte
-	Ready sim.Time
-	// ID names the tile in the op_log's dataflow (0 when no log is kept).
-	ID int64
-	k  *Kernel
+	prims.Tile // (first: its fields are the Tile's)
+	k          *Kernel
 }
 
 var (
 	_ starlark.HasAttrs  = (*Tile)(nil)
 	_ starlark.HasBinary = (*Tile)(nil)
 )
-
-// nbytes is the size of the tile's elements (its Data is nil under
-// timing-only runs, which move no bytes).
-func (t *Tile) nbytes() int64 { return t.Count * int64(t.DT.Size()) }
 
 // newData is the backing of a new tile of n bytes: nil when the machine
 // moves no bytes.
@@ -455,12 +390,12 @@ var tileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 		if err != nil {
 			return nil, fmt.Errorf("Tile.astype: %w", err)
 		}
-		out := &Tile{DT: dt, Count: t.Count, Data: data, k: t.k}
+		out := &Tile{Tile: prims.Tile{DT: dt, Count: t.Count, Data: data}, k: t.k}
 		if out.Data != nil {
 			dtype.Convert(out.Data, dt, t.Data, t.DT)
 		}
-		out.Ready = t.k.mathReady(t.Ready, out.nbytes())
-		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.nbytes() })
+		out.Ready = t.k.mathReady(t.Ready, out.NBytes())
+		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.NBytes() })
 		return out, nil
 	}},
 	{Name: "tolist", Sig: "tolist()", Doc: "The values as a list (tests and small debug prints).", Fn: func(t *Tile, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -511,7 +446,7 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 				return nil, intDivZero(tok, "the divisor", -1)
 			}
 			if right {
-				if e := zeroElement(t); e >= 0 {
+				if e := t.ZeroElement(); e >= 0 {
 					return nil, intDivZero(tok, "the divisor Tile", e)
 				}
 			}
@@ -519,17 +454,6 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 		return t.scalar(op, f, i, right)
 	}
 	return nil, nil
-}
-
-// zeroElement is the index of t's first zero element, or -1 (also when t
-// has no data: --timing-only).
-func zeroElement(t *Tile) int {
-	for e := range len(t.Data) / t.DT.Size() {
-		if dtype.GetInt(t.DT, t.Data, e) == 0 {
-			return e
-		}
-	}
-	return -1
 }
 
 // intDivZero is the error of an integer Tile division by zero, which used
@@ -546,9 +470,9 @@ func intDivZero(tok syntax.Token, what string, e int) error {
 // is large enough (a fused primitive's recycled buffer), new ones
 // otherwise (none under timing-only).
 func (t *Tile) likeValue(buf []byte) (Tile, error) {
-	out := Tile{DT: t.DT, Count: t.Count, k: t.k}
+	out := Tile{Tile: prims.Tile{DT: t.DT, Count: t.Count}, k: t.k}
 	if !t.k.M.TimingOnly {
-		if n := t.nbytes(); int64(cap(buf)) >= n {
+		if n := t.NBytes(); int64(cap(buf)) >= n {
 			out.Data = buf[:n]
 		} else {
 			if err := t.k.noteAlloc(n); err != nil {
@@ -573,21 +497,9 @@ func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
 // b (its bytes are set before theirs are read); it is filled in place, as
 // a fused primitive's piece keeps its tiles on its stack.
 func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) error {
-	if a.DT != b.DT {
-		return errorf(errkind.DtypeMismatch, "%s: dtypes differ (%s and %s)", what, a.DT, b.DT)
-	}
-	if a.Count != b.Count {
-		return errorf(errkind.OutOfBounds, "%s: counts differ (%d and %d)", what, a.Count, b.Count)
-	}
-	if op == dtype.Div && !a.DT.IsFloat() {
-		if a.k.M.TimingOnly {
-			// Whether it fails depends on the divisor's values, which a
-			// timing-only run does not keep: refused as reading them is,
-			// so that the two runs never end differently.
-			return errorf(errkind.TimingOnly, "%s: an integer Tile divided by a Tile fails when an element of the divisor is 0, and a timing-only run keeps no values to tell: run without --timing-only, or divide by a scalar", what)
-		}
-		if e := zeroElement(b); e >= 0 {
-			return errorf(errkind.ZeroDivision, "%s: integer division by zero: the divisor Tile is 0 (element %d)", what, e)
+	if a.DT != b.DT || a.Count != b.Count || op == dtype.Div { // (no call for a fused primitive's piece)
+		if err := prims.CheckCombine(op, &a.Tile, &b.Tile, what, a.k.M.TimingOnly); err != nil {
+			return err
 		}
 	}
 	v, err := a.likeValue(buf)
@@ -598,7 +510,7 @@ func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) er
 	if out.Data != nil {
 		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
 	}
-	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.nbytes())
+	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.NBytes())
 	if a.k.M.Log != nil { // (op.String() is not free)
 		a.k.logMath(out, op.String(), a, b, nil)
 	}
