@@ -26,17 +26,15 @@ import (
 
 // memRun is what the host-memory estimate knows of a run of count
 // elements per rank (hostmem.Run): the collective's buffers and bus bytes
-// at this size and world, and the run's modes. A timing-only run's
-// estimate reads none of the collective's figures: they are left out.
+// at this size and world, and the run's modes. A timing-only run backs
+// none of the buffers, but its messages (hostmem.Messages) follow them.
 func (p *plan) memRun(count int64) hostmem.Run {
 	r := hostmem.Run{World: p.world, TimingOnly: p.opts.TimingOnly, Verify: p.opts.Verify, KeepsLog: p.opts.OpLog != nil || p.opts.ExportChakra != nil, InPlace: p.opts.InPlace}
-	if !p.opts.TimingOnly {
-		sz := int64(p.dt.Size())
-		r.SendBytes, r.RecvBytes = hostmem.SatMul(p.coll.sendCount(count, p.world), sz), hostmem.SatMul(p.coll.recvCount(count, p.world), sz)
-		r.CountBytes = hostmem.SatMul(count, sz)
-		r.BusFactor = p.coll.BusFactor(p.world)
-		r.Alltoall, r.KeepsRecv = p.coll.Name == "alltoall", p.coll.KeepsRecv()
-	}
+	sz := int64(p.dt.Size())
+	r.SendBytes, r.RecvBytes = hostmem.SatMul(p.coll.sendCount(count, p.world), sz), hostmem.SatMul(p.coll.recvCount(count, p.world), sz)
+	r.CountBytes = hostmem.SatMul(count, sz)
+	r.BusFactor = p.coll.BusFactor(p.world)
+	r.Alltoall, r.KeepsRecv = p.coll.Name == "alltoall", p.coll.KeepsRecv()
 	return r
 }
 

@@ -144,18 +144,32 @@ const (
 	// handle with the operation and tile it keeps (what a probe's
 	// tl.Retention counts them at); handleBytePercent:
 	// the share of the bytes a held handle's operation moves that a run
-	// which moves bytes keeps with it.
+	// which moves bytes keeps with it. HandleBytes is what a held handle
+	// is live, measured where the handles are most of what the kernels
+	// keep: ring_allreduce_manual at 1024 ranks × 4K, --timing-only, 932
+	// MiB live for 2.15 M views and 1.66 M handles (355 bytes a handle);
+	// fitted over ring_allreduce_manual (64 × 256K and 1M, 256 × 4K) and
+	// custom_mesh (64, 128 and 256 × 1M), --timing-only, with the
+	// headroom of handleGarbagePercent: 350 to 560, 400.
 	ViewBytes         = 150
-	HandleBytes       = 590
+	HandleBytes       = 400
 	handleBytePercent = 22
 	// scratchPercent: the share of the tl.alloc bytes a run backs.
 	scratchPercent = 100
 	// The collector's headroom as garbage fills it: garbagePercent over
-	// what the kernels keep (the interpreter's garbage), tileGarbagePercent
+	// what the kernels keep (the interpreter's garbage), but
+	// handleGarbagePercent over the handles they hold: kernels hold
+	// handles as they go (a store handle per message), so the live heap
+	// grows to its peak and the last collection's goal, twice what was
+	// live at it, lies half-way between the peak and twice it on average
+	// (ring_allreduce_manual at 1024 ranks, --timing-only: 932 MiB live,
+	// 1.38 GiB of heap); a table of views is built as a kernel starts and
+	// the garbage made around it fills the headroom; tileGarbagePercent
 	// of the bytes of the tiles given to kernels (with the reductions'
 	// results, which are not counted), recordGarbagePercent over the
 	// op_log and the replay.
 	garbagePercent       = 100
+	handleGarbagePercent = 50
 	tileGarbagePercent   = 170
 	recordGarbagePercent = 30
 	// kernelHeadroomBytes, kernelHeadroomPercent: the interpreter's
@@ -171,6 +185,14 @@ const (
 	// per message (ring_allreduce at 1024 ranks × 4K, --timing-only:
 	// 618 MiB, ring_allreduce_manual 1.5 GiB).
 	perStepBytes = 100
+	// perPieceBytes: the configuration's figure, for a --timing-only run,
+	// for what a kernel keeps per message beyond one a step (Messages'
+	// bound less its steps): between the fused primitives, which keep
+	// nothing per piece, and ring_allreduce_manual's view and store
+	// handle per piece (about 350 bytes with their headroom). Its
+	// timing-only runs were estimated at 0.36 to 0.39 of their peak at 64
+	// ranks × 256K and 1M without it (custom_mesh at 256 × 1M 0.34).
+	perPieceBytes = 150
 	// recordsPerMsg bounds the records a message costs (send, recv,
 	// loads, stores, math): -v measures 4.0 (alltoall) to 6.0
 	// (ring_reduce_scatter, mesh_allreduce) on the shipped algorithms.
@@ -202,6 +224,14 @@ func Configured(r Run, rg Rings) Estimate {
 	e.Basis = BasisConfiguration
 	e.Ranks = rankBytes(r, rg)
 	e.Kernels = SatMul(int64(r.World), SatMul(steps, perStepBytes))
+	if r.TimingOnly && steps > 0 {
+		// The pieces a rank sends beyond one a step: a kernel that cuts
+		// its chunks into pieces and keeps a view and a handle per piece
+		// (ring_allreduce_manual, custom_mesh) keeps state by the
+		// message, one on the fused primitives by the step.
+		pieces := max(0, Messages(r, rg)-float64(steps))
+		e.Kernels = SatAdd(e.Kernels, SatMul(int64(r.World), int64(min(pieces*perPieceBytes, math.MaxInt64/4/float64(max(1, r.World))))))
+	}
 	if !r.TimingOnly {
 		// Kernels that reduce through work buffers of their own (mesh,
 		// recursive doubling) allocate up to their buffers again.
@@ -242,7 +272,9 @@ func Counted(r Run, rg Rings, c *Counts) Estimate {
 	// interpreter's, in proportion to what the kernels keep; with bytes
 	// moved, the tiles the kernels were given and dropped (the pipelined
 	// primitives recycle theirs) and the op_log's growth; at most GCPercent's.
-	head := min(e.Kernels/100*garbagePercent, SatAdd(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
+	handles := SatMul(c.RetainedHandles, HandleBytes)
+	garbage := SatAdd((e.Kernels-handles)/100*garbagePercent, handles/100*handleGarbagePercent)
+	head := min(garbage, SatAdd(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
 	if moves {
 		head = SatAdd(head, SatAdd(c.TileBytes/100*tileGarbagePercent, records/100*recordGarbagePercent))
 		held := SatAdd(e.Data, e.Rings)

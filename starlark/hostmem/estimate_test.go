@@ -28,10 +28,8 @@ func testRun(t *testing.T, coll string, world int, count int64, modes Run) Run {
 	}
 	r := modes
 	r.World = world
-	if !r.TimingOnly {
-		r.SendBytes, r.RecvBytes, r.CountBytes = SatMul(send, sz), SatMul(recv, sz), SatMul(count, sz)
-		r.BusFactor, r.Alltoall = c.BusFactor(world), coll == "alltoall"
-	}
+	r.SendBytes, r.RecvBytes, r.CountBytes = SatMul(send, sz), SatMul(recv, sz), SatMul(count, sz)
+	r.BusFactor, r.Alltoall = c.BusFactor(world), coll == "alltoall"
 	return r
 }
 
@@ -82,7 +80,12 @@ func TestEstimateMemory(t *testing.T) {
 			Estimate{Data: 16 * mib, Rings: ringBytes, Scratch: 16 * mib, OpLog: oplog, Ranks: ranks, Kernels: kernels, Runtime: RuntimeBytes + (32*mib+ringBytes+oplog+small)/100*100}},
 		{"in place: one buffer", "allreduce", mib / 4, Run{InPlace: true},
 			Estimate{Data: 8 * mib, Rings: ringBytes, Scratch: 8 * mib, Ranks: ranks, Kernels: kernels, Runtime: RuntimeBytes + (16*mib+ringBytes+small)/100*100}},
-		{"timing only: no data, no log", "allreduce", mib / 4, Run{TimingOnly: true, Verify: true},
+		// The 480 messages a rank sends (above) are 448 more than the
+		// steps, each keeping perPieceBytes.
+		{"timing only: no data, no log; state by step and by piece", "allreduce", mib / 4, Run{TimingOnly: true, Verify: true},
+			Estimate{Ranks: ranks, Kernels: kernels + 8*448*perPieceBytes, Runtime: RuntimeBytes + kernels + 8*448*perPieceBytes}},
+		// 4 KiB: 28 bytes of bus bytes a step, one message each.
+		{"timing only, small: state by step", "allreduce", 1024, Run{TimingOnly: true},
 			Estimate{Ranks: ranks, Kernels: kernels, Runtime: RuntimeBytes + kernels}},
 		{"allgather: the recv buffer is world × count", "allgather", mib / 4, Run{},
 			Estimate{Data: 8 * 9 * mib, Rings: ringBytes, Scratch: 8 * 9 * mib, Ranks: ranks, Kernels: kernels, Runtime: RuntimeBytes + (144*mib+ringBytes+small)/100*100}},
@@ -122,6 +125,8 @@ func TestEstimateCounted(t *testing.T) {
 	ranks := int64(8*perRankBytes + 16*perQPBytes)
 	kernels := int64(800*ViewBytes + 400*HandleBytes)
 	held := kernels + 400*4096/100*handleBytePercent
+	// The handles, held as the kernels go, fill half their headroom.
+	garbage := (held-400*HandleBytes)/100*garbagePercent + 400*HandleBytes/100*handleGarbagePercent
 	scratch := int64(mib / 100 * scratchPercent)
 	tests := []struct {
 		name  string
@@ -131,15 +136,15 @@ func TestEstimateCounted(t *testing.T) {
 	}{
 		{"verified", "allreduce", Run{Verify: true},
 			Estimate{Data: 16 * mib, Rings: ringBytes, Scratch: scratch, OpLog: records * LogRecordBytes, Phase2: records * phase2PerRecord, Ranks: ranks, Kernels: held,
-				Runtime: RuntimeBytes + held/100*garbagePercent + 4*mib/100*tileGarbagePercent + records*(LogRecordBytes+phase2PerRecord)/100*recordGarbagePercent}},
+				Runtime: RuntimeBytes + garbage + 4*mib/100*tileGarbagePercent + records*(LogRecordBytes+phase2PerRecord)/100*recordGarbagePercent}},
 		{"unverified", "allreduce", Run{},
 			Estimate{Data: 16 * mib, Rings: ringBytes, Scratch: scratch, Ranks: ranks, Kernels: held,
-				Runtime: RuntimeBytes + held/100*garbagePercent + 4*mib/100*tileGarbagePercent}},
+				Runtime: RuntimeBytes + garbage + 4*mib/100*tileGarbagePercent}},
 		{"timing-only: no bytes, no records, kernels' views and handles only", "allreduce", Run{TimingOnly: true},
-			Estimate{Ranks: ranks, Kernels: kernels, Runtime: RuntimeBytes + kernels/100*garbagePercent}},
+			Estimate{Ranks: ranks, Kernels: kernels, Runtime: RuntimeBytes + 800*ViewBytes/100*garbagePercent + 400*HandleBytes/100*handleGarbagePercent}},
 		{"verified alltoall: the replay holds the recv buffers", "alltoall", Run{Verify: true},
 			Estimate{Data: 16 * mib, Rings: ringBytes, Scratch: scratch, OpLog: records * LogRecordBytes, Phase2: records*phase2PerRecord + 8*mib, Ranks: ranks, Kernels: held,
-				Runtime: RuntimeBytes + held/100*garbagePercent + 4*mib/100*tileGarbagePercent + records*(LogRecordBytes+phase2PerRecord)/100*recordGarbagePercent}},
+				Runtime: RuntimeBytes + garbage + 4*mib/100*tileGarbagePercent + records*(LogRecordBytes+phase2PerRecord)/100*recordGarbagePercent}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
