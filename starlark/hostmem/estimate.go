@@ -170,14 +170,15 @@ const (
 	// op_log and the replay.
 	garbagePercent       = 100
 	handleGarbagePercent = 50
+	// opGarbageBytes: the garbage a data operation makes, which fills Go's
+	// headroom over the ranks' state (their stacks and structures) once
+	// the run makes as much: mesh_allreduce at 1024 ranks × 4K,
+	// --timing-only, 764 K operations, peaks at 205 MiB, 137 MiB of heap
+	// for 65 MiB live at most; tree_allreduce at 1024 ranks, a few
+	// operations a rank, peaks at 55 MiB.
+	opGarbageBytes       = 100
 	tileGarbagePercent   = 170
 	recordGarbagePercent = 30
-	// kernelHeadroomBytes, kernelHeadroomPercent: the interpreter's
-	// garbage stops filling Go's 100 % once what the kernels keep is
-	// large (ring_allreduce_manual at 1024 ranks, --timing-only: 932 MiB
-	// live, 1.38 GiB of heap): at most 64 MiB and 40 % of it.
-	kernelHeadroomBytes   = 64 << 20
-	kernelHeadroomPercent = 40
 	// perStepBytes: the configuration's figure for what a kernel keeps
 	// per step of its algorithm (Messages' steps, 8 × reach): a
 	// ring's tables of p chunk views, send and recv, hold 2 views per 4
@@ -269,19 +270,30 @@ func Counted(r Run, rg Rings, c *Counts) Estimate {
 		}
 	}
 	// The collector's headroom is what garbage fills of it: the
-	// interpreter's, in proportion to what the kernels keep; with bytes
-	// moved, the tiles the kernels were given and dropped (the pipelined
-	// primitives recycle theirs) and the op_log's growth; at most GCPercent's.
+	// interpreter's, in proportion to what the kernels keep (half over
+	// the handles they gather as they go); with bytes moved, the tiles the
+	// kernels were given and dropped (the pipelined primitives recycle
+	// theirs) and the op_log's growth; at most GCPercent's.
 	handles := SatMul(c.RetainedHandles, HandleBytes)
-	garbage := SatAdd((e.Kernels-handles)/100*garbagePercent, handles/100*handleGarbagePercent)
-	head := min(garbage, SatAdd(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
+	head := SatAdd((e.Kernels-handles)/100*garbagePercent, handles/100*handleGarbagePercent)
+	// The garbage the operations make (their handles, tiles and the
+	// interpreter's values) fills the headroom over the ranks' state too,
+	// stacks included (Go's goal counts them), once there is enough of it.
+	head = SatAdd(head, min(e.Ranks, SatMul(c.Ops, opGarbageBytes)))
 	if moves {
 		head = SatAdd(head, SatAdd(c.TileBytes/100*tileGarbagePercent, records/100*recordGarbagePercent))
 		held := SatAdd(e.Data, e.Rings)
 		if r.Verify {
 			held = SatAdd(held, held)
 		}
-		head = min(head, (e.Total()-e.Runtime)/100*int64(GCPercent(held)))
+		// The collector's goal is a share of what was live at the last
+		// collection: of what grows through the run (the op_log, the
+		// replay, the handles and the bytes they keep) half on average,
+		// as for handles above (ring_allreduce_manual at 64 ranks × 256K,
+		// verified: 139 MiB live, 50 MiB over it at the peak, where the
+		// garbage of its tiles alone is 80 MiB).
+		grows := SatAdd(SatAdd(e.OpLog, e.Phase2), SatAdd(handles, c.RetainedHandleBytes/100*handleBytePercent))
+		head = min(head, (e.Total()-e.Runtime-grows/2)/100*int64(GCPercent(held)))
 	}
 	e.Runtime = SatAdd(e.Runtime, head)
 	return e
