@@ -147,7 +147,7 @@ const (
 	// which moves bytes keeps with it. HandleBytes is what a held handle
 	// is live, measured where the handles are most of what the kernels
 	// keep: ring_allreduce_manual at 1024 ranks × 4K, --timing-only, 932
-	// MiB live for 2.15 M views and 1.66 M handles (355 bytes a handle);
+	// MiB live for 2.11 M views and 1.97 M handles (336 bytes a handle);
 	// fitted over ring_allreduce_manual (64 × 256K and 1M, 256 × 4K) and
 	// custom_mesh (64, 128 and 256 × 1M), --timing-only, with the
 	// headroom of handleGarbagePercent: 350 to 560, 400.
