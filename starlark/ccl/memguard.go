@@ -26,15 +26,17 @@ import (
 
 // memRun is what the host-memory estimate knows of a run of count
 // elements per rank (hostmem.Run): the collective's buffers and bus bytes
-// at this size and world, and the run's modes. A timing-only run backs
-// none of the buffers, but its messages (hostmem.Messages) follow them.
+// at this size and world, and the run's modes. A timing-only run's
+// estimate reads none of the collective's figures: they are left out.
 func (p *plan) memRun(count int64) hostmem.Run {
 	r := hostmem.Run{World: p.world, TimingOnly: p.opts.TimingOnly, Verify: p.opts.Verify, KeepsLog: p.opts.OpLog != nil || p.opts.ExportChakra != nil, InPlace: p.opts.InPlace}
-	sz := int64(p.dt.Size())
-	r.SendBytes, r.RecvBytes = hostmem.SatMul(p.coll.sendCount(count, p.world), sz), hostmem.SatMul(p.coll.recvCount(count, p.world), sz)
-	r.CountBytes = hostmem.SatMul(count, sz)
-	r.BusFactor = p.coll.BusFactor(p.world)
-	r.Alltoall, r.KeepsRecv = p.coll.Name == "alltoall", p.coll.KeepsRecv()
+	if !p.opts.TimingOnly {
+		sz := int64(p.dt.Size())
+		r.SendBytes, r.RecvBytes = hostmem.SatMul(p.coll.sendCount(count, p.world), sz), hostmem.SatMul(p.coll.recvCount(count, p.world), sz)
+		r.CountBytes = hostmem.SatMul(count, sz)
+		r.BusFactor = p.coll.BusFactor(p.world)
+		r.Alltoall, r.KeepsRecv = p.coll.Name == "alltoall", p.coll.KeepsRecv()
+	}
 	return r
 }
 

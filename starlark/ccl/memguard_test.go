@@ -35,9 +35,9 @@ func TestCheckMemory(t *testing.T) {
 		{"fits", 1 << 30, Options{Verify: true}, nil},
 		{"over: names the estimate and every alternative", 200 << 20, Options{Verify: true},
 			[]string{"this run (4M per rank buffer) needs about 308.8 MiB of host memory (simulated memory 64.0 MiB, IPCQ rings 512.0 KiB, tl.alloc 64.0 MiB", "over --max-memory 200.0 MiB",
-				"--timing-only (about 24.5 MiB: fits)", "--verify-data=false (about 277.7 MiB: too large too)", "--bytes 2M or smaller (about ", "raise --max-memory"}},
+				"--timing-only (about 20.4 MiB: fits)", "--verify-data=false (about 277.7 MiB: too large too)", "--bytes 2M or smaller (about ", "raise --max-memory"}},
 		{"nothing fits", 10 << 20, Options{Verify: true},
-			[]string{"--timing-only (about 24.5 MiB: too large too)", "--verify-data=false (about 277.7 MiB: too large too)", "none fits at this world size"}},
+			[]string{"--timing-only (about 20.4 MiB: too large too)", "--verify-data=false (about 277.7 MiB: too large too)", "none fits at this world size"}},
 		{"unverified: no --verify-data=false", 32 << 20, Options{},
 			[]string{"--timing-only (about", "--bytes"}},
 	}
@@ -98,7 +98,7 @@ func TestCheckMemoryProbes(t *testing.T) {
 		{"the probe passes the limit: refused", conf / 2, Options{Verify: true}, nil, oom, true, hostmem.BasisConfiguration, "its --timing-only probe, which holds less, passed it (it held 1.0 GiB at t=0ns)"},
 		{"the probe fails otherwise: the configuration's estimate", conf / 2, Options{Verify: true}, nil, errors.New("reads values"), true, hostmem.BasisConfiguration, "needs about"},
 		{"timing-only: no probe", 1, Options{TimingOnly: true}, small, nil, false, hostmem.BasisConfiguration, "needs about"},
-		{"not even the probe fits: no probe, the configuration's refusal", 1 << 20, Options{Verify: true}, small, nil, false, hostmem.BasisConfiguration, "--timing-only (about 24.5 MiB: too large too)"},
+		{"not even the probe fits: no probe, the configuration's refusal", 1 << 20, Options{Verify: true}, small, nil, false, hostmem.BasisConfiguration, "--timing-only (about 20.4 MiB: too large too)"},
 		{"ProbeMemory: counted however far below", 0, Options{Verify: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
 		{"ProbeMemory counts timing-only runs too", 0, Options{TimingOnly: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
 	}
