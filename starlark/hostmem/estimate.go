@@ -144,26 +144,41 @@ const (
 	// handle with the operation and tile it keeps (what a probe's
 	// tl.Retention counts them at); handleBytePercent:
 	// the share of the bytes a held handle's operation moves that a run
-	// which moves bytes keeps with it.
+	// which moves bytes keeps with it. HandleBytes is what a held handle
+	// is live, measured where the handles are most of what the kernels
+	// keep: ring_allreduce_manual at 1024 ranks × 4K, --timing-only, 932
+	// MiB live for 2.11 M views and 1.97 M handles (336 bytes a handle);
+	// fitted over ring_allreduce_manual (64 × 256K and 1M, 256 × 4K) and
+	// custom_mesh (64, 128 and 256 × 1M), --timing-only, with the
+	// headroom of handleGarbagePercent: 350 to 560, 400.
 	ViewBytes         = 150
-	HandleBytes       = 590
+	HandleBytes       = 400
 	handleBytePercent = 22
 	// scratchPercent: the share of the tl.alloc bytes a run backs.
 	scratchPercent = 100
 	// The collector's headroom as garbage fills it: garbagePercent over
-	// what the kernels keep (the interpreter's garbage), tileGarbagePercent
+	// what the kernels keep (the interpreter's garbage), but
+	// handleGarbagePercent over the handles they hold: kernels hold
+	// handles as they go (a store handle per message), so the live heap
+	// grows to its peak and the last collection's goal, twice what was
+	// live at it, lies half-way between the peak and twice it on average
+	// (ring_allreduce_manual at 1024 ranks, --timing-only: 932 MiB live,
+	// 1.38 GiB of heap); a table of views is built as a kernel starts and
+	// the garbage made around it fills the headroom; tileGarbagePercent
 	// of the bytes of the tiles given to kernels (with the reductions'
 	// results, which are not counted), recordGarbagePercent over the
 	// op_log and the replay.
 	garbagePercent       = 100
+	handleGarbagePercent = 50
+	// opGarbageBytes: the garbage a data operation makes, which fills Go's
+	// headroom over the ranks' state (their stacks and structures) once
+	// the run makes as much: mesh_allreduce at 1024 ranks × 4K,
+	// --timing-only, 764 K operations, peaks at 205 MiB, 137 MiB of heap
+	// for 65 MiB live at most; tree_allreduce at 1024 ranks, a few
+	// operations a rank, peaks at 55 MiB.
+	opGarbageBytes       = 100
 	tileGarbagePercent   = 170
 	recordGarbagePercent = 30
-	// kernelHeadroomBytes, kernelHeadroomPercent: the interpreter's
-	// garbage stops filling Go's 100 % once what the kernels keep is
-	// large (ring_allreduce_manual at 1024 ranks, --timing-only: 932 MiB
-	// live, 1.38 GiB of heap): at most 64 MiB and 40 % of it.
-	kernelHeadroomBytes   = 64 << 20
-	kernelHeadroomPercent = 40
 	// perStepBytes: the configuration's figure for what a kernel keeps
 	// per step of its algorithm (Messages' steps, 8 × reach): a
 	// ring's tables of p chunk views, send and recv, hold 2 views per 4
@@ -201,6 +216,13 @@ func Configured(r Run, rg Rings) Estimate {
 	e := bufferParts(r, rg)
 	e.Basis = BasisConfiguration
 	e.Ranks = rankBytes(r, rg)
+	// Per step, not per message: a kernel that keeps a view and a handle
+	// per piece (ring_allreduce_manual) keeps 30 times what one on the
+	// fused primitives does at the same messages (32 ranks × 64M,
+	// --timing-only: 851 MiB against ring_allreduce's 28 MiB), and a
+	// figure per piece between them would refuse the fused algorithms'
+	// large timing-only runs at ten times what they hold; the run-time
+	// guard stops a timing-only run this admits and that passes the limit.
 	e.Kernels = SatMul(int64(r.World), SatMul(steps, perStepBytes))
 	if !r.TimingOnly {
 		// Kernels that reduce through work buffers of their own (mesh,
@@ -239,17 +261,30 @@ func Counted(r Run, rg Rings, c *Counts) Estimate {
 		}
 	}
 	// The collector's headroom is what garbage fills of it: the
-	// interpreter's, in proportion to what the kernels keep; with bytes
-	// moved, the tiles the kernels were given and dropped (the pipelined
-	// primitives recycle theirs) and the op_log's growth; at most GCPercent's.
-	head := min(e.Kernels/100*garbagePercent, SatAdd(kernelHeadroomBytes, e.Kernels/100*kernelHeadroomPercent))
+	// interpreter's, in proportion to what the kernels keep (half over
+	// the handles they gather as they go); with bytes moved, the tiles the
+	// kernels were given and dropped (the pipelined primitives recycle
+	// theirs) and the op_log's growth; at most GCPercent's.
+	handles := SatMul(c.RetainedHandles, HandleBytes)
+	head := SatAdd((e.Kernels-handles)/100*garbagePercent, handles/100*handleGarbagePercent)
+	// The garbage the operations make (their handles, tiles and the
+	// interpreter's values) fills the headroom over the ranks' state too,
+	// stacks included (Go's goal counts them), once there is enough of it.
+	head = SatAdd(head, min(e.Ranks, SatMul(c.Ops, opGarbageBytes)))
 	if moves {
 		head = SatAdd(head, SatAdd(c.TileBytes/100*tileGarbagePercent, records/100*recordGarbagePercent))
 		held := SatAdd(e.Data, e.Rings)
 		if r.Verify {
 			held = SatAdd(held, held)
 		}
-		head = min(head, (e.Total()-e.Runtime)/100*int64(GCPercent(held)))
+		// The collector's goal is a share of what was live at the last
+		// collection: of what grows through the run (the op_log, the
+		// replay, the handles and the bytes they keep) half on average,
+		// as for handles above (ring_allreduce_manual at 64 ranks × 256K,
+		// verified: 139 MiB live, 50 MiB over it at the peak, where the
+		// garbage of its tiles alone is 80 MiB).
+		grows := SatAdd(SatAdd(e.OpLog, e.Phase2), SatAdd(handles, c.RetainedHandleBytes/100*handleBytePercent))
+		head = min(head, (e.Total()-e.Runtime-grows/2)/100*int64(GCPercent(held)))
 	}
 	e.Runtime = SatAdd(e.Runtime, head)
 	return e
