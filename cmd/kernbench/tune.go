@@ -557,7 +557,7 @@ func runAuto(o *runOptions, compare []string, sharded bool, stdout, stderr io.Wr
 	switch {
 	case compare != nil || len(o.vary) > 0:
 		return usageErr("auto runs, per size, the algorithm select: records: it is not compared with other algorithms or --vary; compare the algorithms it names (kernbench run A B)")
-	case sharded || o.export != "":
+	case sharded || o.export != "" || o.exportChakra != "":
 		return usageErr("auto runs an algorithm per size: run the algorithm it picks to shard its sweep or export its schedule")
 	}
 	variants, notes, err := autoVariants(o)
