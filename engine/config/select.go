@@ -80,7 +80,10 @@ func selectListLeaf(c *Config, collective string) *rule {
 		if isNull(n) {
 			return nil
 		}
-		if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		if n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+			return d.errorf(n, "%s: got an empty list, want at least one range like {min_bytes: 0, algorithm: NAME} (or leave %s out)", path, collective)
+		}
+		if n.Kind != yaml.SequenceNode {
 			return d.errorf(n, "%s: got %s, want a list of ranges like {min_bytes: 0, max_bytes: 32K, algorithm: NAME}", path, describe(n))
 		}
 		type entry struct {

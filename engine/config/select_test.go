@@ -86,7 +86,7 @@ func TestSelectErrors(t *testing.T) {
 			`ccl.yaml:13: select: unknown key "allreduce_x" (allowed: `},
 		{"not a list", []string{"select:", "  allreduce: {algorithm: a}"}, nil,
 			"ccl.yaml:13: select.allreduce: got mapping, want a list of ranges"},
-		{"empty list", []string{"select:", "  allreduce: []"}, nil, "select.allreduce: got sequence, want a list of ranges"},
+		{"empty list", []string{"select:", "  allreduce: []"}, nil, "ccl.yaml:13: select.allreduce: got an empty list, want at least one range like {min_bytes: 0, algorithm: NAME} (or leave allreduce out)"},
 		{"no algorithm", []string{"select:", "  allreduce:", "    - {max_bytes: 1K}"}, nil, "ccl.yaml:14: select.allreduce[0].algorithm is required"},
 		{"unknown algorithm", []string{"select:", "  allreduce:", "    - {algorithm: zz}"}, nil,
 			`ccl.yaml:14: select.allreduce[0].algorithm: got "zz", want one of the algorithms: a, b, c`},
