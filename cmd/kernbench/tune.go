@@ -469,6 +469,7 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 		}
 		if err != nil {
 			msg, _, _ := strings.Cut(asFailure(err).Msg, "\n")
+			msg = strings.TrimPrefix(msg, "--export-msccl: ") // the line names it already
 			fmt.Fprintf(stderr, "kernbench: tune: --export-msccl: %s for %s cannot be exported, skipped: %s\n", r.Algorithm, r.RangeString(), msg)
 			continue
 		}
