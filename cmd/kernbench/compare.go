@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -139,14 +138,14 @@ type compareRow struct {
 // MarshalJSON puts the label and world size before the row's own fields
 // (the row's MarshalJSON, promoted, would leave them out).
 func (c compareRow) MarshalJSON() ([]byte, error) {
-	head, err := json.Marshal(struct {
+	head, err := report.MarshalUnescaped(struct {
 		Label     string `json:"label"`
 		WorldSize int    `json:"world_size"`
 	}{c.Label, c.WorldSize})
 	if err != nil || c.Result == nil {
 		return head, err
 	}
-	row, err := json.Marshal(c.Result)
+	row, err := report.MarshalUnescaped(c.Result)
 	if err != nil {
 		return nil, err
 	}

@@ -321,6 +321,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		if within(a.key, "defaults.algorithm") || within(a.key, "select") {
 			return usageErr(fmt.Sprintf("tune: --vary %s: name the algorithms to compare as arguments (kernbench tune %s A B)", a.key, collective))
 		}
+		if p := strings.Split(a.key, "."); within(a.key, "defaults.world_size") || len(p) == 3 && p[0] == "algorithms" && p[2] == "world_size" {
+			return usageErr(fmt.Sprintf("tune: --vary %s: tune compares algorithms at one world size; tune once per world size (--world-size N)", a.key))
+		}
 	}
 	outs := map[string]string{"--write-select": o.writeSelect}
 	dests, err := resolveOutputs(o.Env, outs)
@@ -353,10 +356,19 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	for i, n := range o.Sizes {
 		sizes[i].Bytes = n
 	}
-	for j, l := range reps {
-		if l.rep.Collective != "" && world == 0 {
-			world = l.rep.WorldSize
+	var worlds []string // label and world size of each run that started
+	for _, l := range reps {
+		if l.rep.Collective != "" {
+			worlds = append(worlds, fmt.Sprintf("%s %d", l.label, l.rep.WorldSize))
+			if world == 0 {
+				world = l.rep.WorldSize
+			} else if l.rep.WorldSize != world {
+				// An entry's own world_size: the times do not compare.
+				return usageErr(fmt.Sprintf("tune: the runs ran at different world sizes (%s): give --world-size N", strings.Join(worlds, ", ")))
+			}
 		}
+	}
+	for j, l := range reps {
 		for i, r := range l.rep.Results {
 			if i >= len(sizes) || r.Refused != nil || r.Verdict() != nil {
 				continue
@@ -457,6 +469,7 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 		}
 		if err != nil {
 			msg, _, _ := strings.Cut(asFailure(err).Msg, "\n")
+			msg = strings.TrimPrefix(msg, "--export-msccl: ") // the line names it already
 			fmt.Fprintf(stderr, "kernbench: tune: --export-msccl: %s for %s cannot be exported, skipped: %s\n", r.Algorithm, r.RangeString(), msg)
 			continue
 		}
@@ -557,7 +570,7 @@ func runAuto(o *runOptions, compare []string, sharded bool, stdout, stderr io.Wr
 	switch {
 	case compare != nil || len(o.vary) > 0:
 		return usageErr("auto runs, per size, the algorithm select: records: it is not compared with other algorithms or --vary; compare the algorithms it names (kernbench run A B)")
-	case sharded || o.export != "":
+	case sharded || o.export != "" || o.exportChakra != "":
 		return usageErr("auto runs an algorithm per size: run the algorithm it picks to shard its sweep or export its schedule")
 	}
 	variants, notes, err := autoVariants(o)

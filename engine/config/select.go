@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -80,7 +81,10 @@ func selectListLeaf(c *Config, collective string) *rule {
 		if isNull(n) {
 			return nil
 		}
-		if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		if n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+			return d.errorf(n, "%s: got an empty list, want at least one range like {min_bytes: 0, algorithm: NAME} (or leave %s out)", path, collective)
+		}
+		if n.Kind != yaml.SequenceNode {
 			return d.errorf(n, "%s: got %s, want a list of ranges like {min_bytes: 0, max_bytes: 32K, algorithm: NAME}", path, describe(n))
 		}
 		type entry struct {
@@ -192,6 +196,17 @@ func selectRangeRule(r *SelectRange) *rule {
 					return d.errorf(e, "%s: %s: an entry of select: cannot set select:", at, key)
 				case within(key, "defaults.algorithm"):
 					return d.errorf(e, "%s: %s: the entry's algorithm: names what it runs", at, key)
+				}
+				// The key path is checked here, against the schema, so
+				// that a mistake names this file and line; applied to a
+				// scratch tree, the item changes nothing yet.
+				scratch := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+				if err := d.applySet(scratch, rootRule(&Config{Algorithms: make(map[string]*Algorithm)}), e.Value); err != nil {
+					msg := err.Error()
+					if ce := (*Error)(nil); errors.As(err, &ce) {
+						msg = ce.Msg
+					}
+					return d.errorf(e, "%s: %s", at, msg)
 				}
 				r.Set = append(r.Set, e.Value)
 			}

@@ -79,6 +79,12 @@ func TestFaultNamesAreChecked(t *testing.T) {
 	}{
 		{[]string{"link=ucie c0->c9,bandwidth_factor=0.5"}, `--fault link=ucie c0->c9,bandwidth_factor=0.5: system.faults[0]: no resource "ucie c0->c9" on this machine`},
 		{[]string{"pe=3,slowdown=2", "link=math pe3,latency_ns=5"}, "--fault link=math pe3,latency_ns=5: system.faults[1]: math pe3 has a fault already (--fault pe=3,slowdown=2, system.faults[0])"},
+		// Every bad entry is named, not only the first; a PE entry once.
+		{[]string{"link=ucie c0->c9,bandwidth_factor=0.5", "pe=99,slowdown=2", "link=ucie c0->c1,latency_ns=5", "link=ucie c0->c1,latency_ns=6"},
+			"--fault link=ucie c0->c9,bandwidth_factor=0.5: system.faults[0]: no resource \"ucie c0->c9\" on this machine (4 cubes, 4 per SIP: a UCIe link joins two cubes of one SIP); " +
+				"resources are named as `kernbench check --show-map` prints them: pe_noc peP->cC, pe_noc cC->peP, ucie cA->cB (cubes of one SIP), pcie sS->host, pcie host->sS, math peP, tcm peP, hbm peP, sram cC\n" +
+				"--fault pe=99,slowdown=2: system.faults[1]: no resource \"math pe99\" on this machine (32 PEs); resources are named as `kernbench check --show-map` prints them: pe_noc peP->cC, pe_noc cC->peP, ucie cA->cB (cubes of one SIP), pcie sS->host, pcie host->sS, math peP, tcm peP, hbm peP, sram cC\n" +
+				"--fault link=ucie c0->c1,latency_ns=6: system.faults[3]: ucie c0->c1 has a fault already (--fault link=ucie c0->c1,latency_ns=5, system.faults[2])"},
 	} {
 		_, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Sizes: []int64{4096}, Faults: tc.faults})
 		var f *report.Failure

@@ -167,7 +167,14 @@ func Run(file string, o Options) []string {
 	}
 	machine := wiring.MachineParams(cfg.System, tgt.Settings)
 	if err := wiring.CheckFaults(cfg.System, machine); err != nil {
-		problems = append(problems, err.Error())
+		// One problem per bad entry.
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				problems = append(problems, e.Error())
+			}
+		} else {
+			problems = append(problems, err.Error())
+		}
 	}
 	sizes := o.WorldSizes
 	if len(sizes) == 0 && o.WorldSize > 0 {

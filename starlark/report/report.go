@@ -6,6 +6,7 @@
 package report
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -165,9 +166,9 @@ func (r *Result) Verdict() *Failure {
 func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result // without this method
 	if r.Refused == nil {
-		return json.Marshal(plain(r))
+		return MarshalUnescaped(plain(r))
 	}
-	return json.Marshal(struct {
+	return MarshalUnescaped(struct {
 		Bytes   int64    `json:"bytes"`
 		Count   int64    `json:"count"`
 		DType   string   `json:"dtype"`
@@ -175,6 +176,20 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		InPlace bool     `json:"in_place"`
 		Refused *Refusal `json:"refused"`
 	}{r.Bytes, r.Count, r.DType, r.RedOp, r.InPlace, r.Refused})
+}
+
+// MarshalUnescaped is json.Marshal without its HTML escaping, for the
+// MarshalJSON methods of rows: json.Marshal would write a resource name
+// such as "ucie c0->c1" as "ucie c0-\u003ec1", which the encoder of the
+// whole document (SetEscapeHTML(false)) then keeps.
+func MarshalUnescaped(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Usage is one resource's load over a run.

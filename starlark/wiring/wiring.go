@@ -7,6 +7,7 @@
 package wiring
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -85,24 +86,32 @@ func faultParams(sys config.System) machineFaults {
 
 // CheckFaults says, at the entry of system.faults, what the machine of mp
 // would refuse: a name it has no resource of, two entries for one
-// resource.
+// resource. Every bad entry is named, once (errors.Join, in entry order).
 func CheckFaults(sys config.System, mp machine.Params) error {
 	entries := sys.Faults
 	mf := faultParams(sys)
 	first := make(map[string]int)
+	var errs []error
+	bad := make(map[int]bool) // entries already reported
 	for i, f := range mf.faults {
-		e := entries[mf.from[i]]
-		at := fmt.Sprintf("%s: system.faults[%d]", e.Pos, mf.from[i])
-		if err := mp.ResourceNamed(f.Resource); err != nil {
-			return fmt.Errorf("%s: %w", at, err)
+		from := mf.from[i]
+		if bad[from] {
+			continue
 		}
-		if j, dup := first[f.Resource]; dup && mf.from[j] != mf.from[i] {
-			return fmt.Errorf("%s: %s has a fault already (%s, system.faults[%d]): give one entry per resource, with every change in it",
-				at, f.Resource, entries[mf.from[j]].Pos, mf.from[j])
+		e := entries[from]
+		at := fmt.Sprintf("%s: system.faults[%d]", e.Pos, from)
+		if err := mp.ResourceNamed(f.Resource); err != nil {
+			errs, bad[from] = append(errs, fmt.Errorf("%s: %w", at, err)), true
+			continue
+		}
+		if j, dup := first[f.Resource]; dup && mf.from[j] != from {
+			errs, bad[from] = append(errs, fmt.Errorf("%s: %s has a fault already (%s, system.faults[%d]): give one entry per resource, with every change in it",
+				at, f.Resource, entries[mf.from[j]].Pos, mf.from[j])), true
+			continue
 		}
 		first[f.Resource] = i
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // IPCQConfig is the process group's IPCQ configuration under set: buffer
