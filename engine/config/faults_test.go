@@ -50,6 +50,8 @@ func TestFaultErrors(t *testing.T) {
 		{"bandwidth on a PE", []string{"  faults:", "    - {pe: 1, bandwidth_factor: 0.5}"}, "are for a link (link: NAME)"},
 		{"seed alone", []string{"  faults:", "    - {link: ucie c0->c1, seed: 3}"}, "seed without jitter_ns changes nothing"},
 		{"no change", []string{"  faults:", "    - {link: ucie c0->c1}"}, "system.faults[0]: the fault changes nothing"},
+		{"factor 1", []string{"  faults:", "    - {link: ucie c0->c1, bandwidth_factor: 1}"}, "system.faults[0]: the fault changes nothing"},
+		{"slowdown 1", []string{"  faults:", "    - {pe: 3, slowdown: 1}"}, "system.faults[0]: the fault changes nothing"},
 		{"zero factor", []string{"  faults:", "    - {link: ucie c0->c1, bandwidth_factor: 0}"}, "system.faults[0].bandwidth_factor: got 0, want > 0 and <= 1000"},
 		{"unknown key", []string{"  faults:", "    - {link: ucie c0->c1, bandwidth: 0.5}"}, `system.faults[0]: unknown key "bandwidth" (allowed: bandwidth_factor, jitter_ns, latency_ns, link, pe, seed, slowdown, stop_at_ns)`},
 		{"negative pe", []string{"  faults:", "    - {pe: -1, slowdown: 2}"}, "system.faults[0].pe: got -1, want >= 0"},

@@ -696,7 +696,7 @@ func (f *Fault) check(d *decoder, n *yaml.Node, path string) error {
 		return d.errorf(n, "%s: bandwidth_factor, latency_ns and jitter_ns are for a link (link: NAME); a PE takes slowdown", path)
 	case f.Seed != 0 && f.JitterNs == 0:
 		return d.errorf(n, "%s: seed without jitter_ns changes nothing", path)
-	case f.BandwidthFactor == 0 && f.LatencyNs == 0 && f.Slowdown == 0 && f.JitterNs == 0 && f.StopAtNs < 0:
+	case (f.BandwidthFactor == 0 || f.BandwidthFactor == 1) && f.LatencyNs == 0 && (f.Slowdown == 0 || f.Slowdown == 1) && f.JitterNs == 0 && f.StopAtNs < 0:
 		return d.errorf(n, "%s: the fault changes nothing: give bandwidth_factor, latency_ns, jitter_ns or stop_at_ns (a link), slowdown or stop_at_ns (a PE)", path)
 	}
 	return nil

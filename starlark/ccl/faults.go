@@ -28,6 +28,13 @@ func (w *world) faultStop(f *report.Failure) *report.Failure {
 		return f
 	}
 	report.WithKind(errkind.FaultStopped, f)
+	// The waits go round through the stopped resource, not through each
+	// other: the wait-for graph and cycle of a deadlock, and its hint,
+	// would mislead. The blocked processes stay.
+	f.Cycle, f.WaitFor, f.Hint = nil, nil, ""
+	if i := strings.Index(f.Detail, "wait-for graph ("); i >= 0 {
+		f.Detail = strings.TrimRight(f.Detail[:i], "\n")
+	}
 	f.Msg = fmt.Sprintf("a fault stopped the run: %s; they never arrive, and %d process(es) wait for ever (below)", strings.Join(held, "; "), len(f.Blocked))
 	return f
 }

@@ -83,7 +83,7 @@ func TestFaultNamesAreChecked(t *testing.T) {
 		{[]string{"link=ucie c0->c9,bandwidth_factor=0.5", "pe=99,slowdown=2", "link=ucie c0->c1,latency_ns=5", "link=ucie c0->c1,latency_ns=6"},
 			"--fault link=ucie c0->c9,bandwidth_factor=0.5: system.faults[0]: no resource \"ucie c0->c9\" on this machine (4 cubes, 4 per SIP: a UCIe link joins two cubes of one SIP); " +
 				"resources are named as `kernbench check --show-map` prints them: pe_noc peP->cC, pe_noc cC->peP, ucie cA->cB (cubes of one SIP), pcie sS->host, pcie host->sS, math peP, tcm peP, hbm peP, sram cC\n" +
-				"--fault pe=99,slowdown=2: system.faults[1]: no resource \"math pe99\" on this machine (32 PEs); resources are named as `kernbench check --show-map` prints them: pe_noc peP->cC, pe_noc cC->peP, ucie cA->cB (cubes of one SIP), pcie sS->host, pcie host->sS, math peP, tcm peP, hbm peP, sram cC\n" +
+				"--fault pe=99,slowdown=2: system.faults[1]: pe 99: the machine has 32 PEs (0 to 31)\n" +
 				"--fault link=ucie c0->c1,latency_ns=6: system.faults[3]: ucie c0->c1 has a fault already (--fault link=ucie c0->c1,latency_ns=5, system.faults[2])"},
 	} {
 		_, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Sizes: []int64{4096}, Faults: tc.faults})
@@ -112,5 +112,8 @@ func TestFaultStopNamesWhatWaited(t *testing.T) {
 	}
 	if len(f.Blocked) == 0 {
 		t.Error("the failure lists no blocked process")
+	}
+	if f.Cycle != nil || f.Hint != "" || strings.Contains(f.Detail, "wait-for graph") {
+		t.Errorf("a stop reported as a deadlock (cycle %v, hint %q, detail %q): the waits go through the stopped link", f.Cycle, f.Hint, f.Detail)
 	}
 }

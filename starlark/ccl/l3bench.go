@@ -28,6 +28,14 @@ import (
 // or max_sim_time_ns). One result row: the simulated time and the operation
 // counts of the kernels launched from L2.
 func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loader *script.Loader, opts Options) (*report.Report, error) {
+	for i, f := range cfg.System.Faults {
+		if f.JitterNs > 0 || f.StopAtNs >= 0 {
+			// The hub charges host↔device transfers from the links'
+			// parameters without booking them: a degraded bandwidth or
+			// latency takes effect, jitter and stops would not.
+			return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: system.faults[%d]: an L3 bench (main(orch)) takes faults that degrade a link or PE (bandwidth_factor, latency_ns, slowdown), not jitter_ns or stop_at_ns: its host-device transfers are charged without booking the links", f.Pos, i)})
+		}
+	}
 	set := cfg.Defaults
 	rep := &report.Report{Algorithm: strings.TrimSuffix(filepath.Base(file), ".star"), File: file, Collective: "l3l2", Topology: "none",
 		WorldSize: 1, BufferKind: set.BufferKind, Backpressure: set.Backpressure, DataSpace: "hbm"}
@@ -171,6 +179,7 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	end := max(mainEnd, rt.L2End)
 	res := &report.Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true, Unfinished: unfinished,
 		Ops: report.OpCounts{Send: stats.Send, Recv: stats.Recv, Load: stats.Load, Store: stats.Store, Math: stats.Math}}
+	res.Faults = report.FaultUses(w.m, end)
 	if p.opts.Detail && end > 0 {
 		res.Busiest = report.Busiest(w.m, end, 8)
 	}

@@ -10,6 +10,7 @@ import (
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/target"
+	"kernbench/starlark/wiring"
 )
 
 // loadConfig is LoadConfig of opts' configuration with its --set and
@@ -45,6 +46,11 @@ func Resolve(arg string, opts Options, check bool) (algorithm string, err error)
 	tgt, err := target.Resolve(arg, cfg, cfgDir, script.Source{Env: opts.Env, Embedded: opts.Embedded})
 	if err != nil || !check {
 		return tgt.NameOrEmpty(), err
+	}
+	// A fault the machine has no resource for fails every variant of a
+	// comparison alike: said once, before anything runs.
+	if err := wiring.CheckFaults(cfg.System, wiring.MachineParams(cfg.System, tgt.Settings)); err != nil {
+		return tgt.Name, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	return tgt.Name, target.Ineffective(cfg, tgt.RunOf(false), opts.given())
 }

@@ -52,6 +52,8 @@ func (u FaultUse) String() string {
 		s += " (not used by this run)"
 	case u.Stalled > 0:
 		s += fmt.Sprintf(" (%d transfer(s) held by the stop, from %s)", u.Stalled, RanksText(u.StalledRanks))
+	case u.Bytes == 0:
+		s += " (no transfer was booked on it)"
 	default:
 		s += fmt.Sprintf(" (carried %d bytes, busy %.1f%%)", u.Bytes, 100*u.Utilisation)
 	}

@@ -100,6 +100,10 @@ func CheckFaults(sys config.System, mp machine.Params) error {
 		}
 		e := entries[from]
 		at := fmt.Sprintf("%s: system.faults[%d]", e.Pos, from)
+		if e.PE >= 0 && e.PE >= mp.Sips*mp.CubesPerSip*mp.PesPerCube {
+			errs, bad[from] = append(errs, fmt.Errorf("%s: pe %d: the machine has %d PEs (0 to %d)", at, e.PE, mp.Sips*mp.CubesPerSip*mp.PesPerCube, mp.Sips*mp.CubesPerSip*mp.PesPerCube-1)), true
+			continue
+		}
 		if err := mp.ResourceNamed(f.Resource); err != nil {
 			errs, bad[from] = append(errs, fmt.Errorf("%s: %w", at, err)), true
 			continue
