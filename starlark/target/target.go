@@ -147,6 +147,10 @@ func Resolve(arg string, cfg *config.Config, cfgDir string, src script.Source) (
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			switch arg {
+			case config.AutoAlgorithm:
+				// auto is kernbench run's own: per size, the algorithm
+				// select: records, on the builtin bench.
+				hint = "; auto picks an algorithm per size from select: for kernbench run on its builtin bench (kernbench run auto): here, name the algorithm"
 			case "true", "false", "0", "1":
 				// --verify-data false: the value after a space is an
 				// argument to a boolean flag.
