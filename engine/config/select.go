@@ -201,11 +201,17 @@ func selectRangeRule(r *SelectRange) *rule {
 				// that a mistake names this file and line; applied to a
 				// scratch tree, the item changes nothing yet.
 				scratch := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-				if err := d.applySet(scratch, rootRule(&Config{Algorithms: make(map[string]*Algorithm)}), e.Value); err != nil {
+				shape := rootRule(&Config{Algorithms: make(map[string]*Algorithm)})
+				if err := d.applySet(scratch, shape, e.Value); err != nil {
 					msg := err.Error()
 					if ce := (*Error)(nil); errors.As(err, &ce) {
 						msg = ce.Msg
 					}
+					return d.errorf(e, "%s: %s", at, msg)
+				}
+				// So is the value, by the key's own rule: at run time
+				// a bad one was blamed on a --vary nobody gave.
+				if msg := checkSetValue(shape, scratch, key); msg != "" {
 					return d.errorf(e, "%s: %s", at, msg)
 				}
 				r.Set = append(r.Set, e.Value)
@@ -213,6 +219,52 @@ func selectRangeRule(r *SelectRange) *rule {
 			return nil
 		}}},
 	}}
+}
+
+// checkSetValue decodes the value a set item put into tree (applySet) at
+// key by the rule of that key under shape, with a decoder of its own, and
+// returns its message ("" when the value is good, or when the key is
+// under params:, which takes any value).
+func checkSetValue(shape *rule, tree *yaml.Node, key string) string {
+	sub := &decoder{name: "select", origin: make(map[*yaml.Node]string), budget: maxNodes}
+	r, n := shape, tree
+	for _, k := range strings.Split(key, ".") {
+		var next *yaml.Node
+		for i := 0; n != nil && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+			}
+		}
+		switch {
+		case r == nil || next == nil || r.open:
+			return ""
+		case r.fields != nil:
+			f := r.field(k)
+			if f == nil {
+				return ""
+			}
+			r = f.rule
+		case r.entry != nil:
+			er, err := r.entry(sub, k, nil)
+			if err != nil {
+				return ""
+			}
+			r = er
+		default:
+			return ""
+		}
+		n = next
+	}
+	if r == nil || r.open || r.leaf == nil {
+		return ""
+	}
+	if err := r.leaf(sub, n, key); err != nil {
+		if ce := (*Error)(nil); errors.As(err, &ce) {
+			return ce.Msg
+		}
+		return err.Error()
+	}
+	return ""
 }
 
 // within reports whether key path a is b or lies below it.
