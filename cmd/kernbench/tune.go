@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/msccl"
 	"kernbench/starlark/ccl"
@@ -76,7 +77,12 @@ A run that fails (an algorithm that does not support the world size) is a
 row naming its error, left out of the selection; the command then exits
 with its status (name the ALGORITHMs to leave it out). -j runs the
 algorithms side by side; --shard I/N runs every N-th size (see run).`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("tune needs the collective to tune (one of %s), as kernbench tune allreduce", strings.Join(collective.Names(), ", "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, o, args[0], args[1:], stdout, stderr)
 		},
