@@ -547,12 +547,13 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 // its position in the sweep, for mainIn to print.
 func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, shardInfo *report.Shard, stdout, stderr io.Writer) error {
 	f := asFailure(err)
-	at := sweepPosition(o, rep)
+	// The size of the sweep it failed at, in the JSON error as on stderr.
+	positioned := atPosition(sweepPosition(o, rep), f)
 	if o.json || o.jsonl {
 		if rep == nil {
 			rep = &report.Report{File: arg}
 		}
-		rep.Error = f.Out()
+		rep.Error = positioned.Out()
 		rep.Shard = shardInfo
 		if o.jsonl {
 			rep.Results = nil
@@ -568,7 +569,7 @@ func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, sh
 			fmt.Fprintf(stderr, "kernbench: %s\n", derr.Msg)
 		}
 	}
-	return atPosition(at, f)
+	return positioned
 }
 
 // render reports a run that simulated: the files written after it
