@@ -547,13 +547,14 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 // its position in the sweep, for mainIn to print.
 func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, shardInfo *report.Shard, stdout, stderr io.Writer) error {
 	f := asFailure(err)
-	// The size of the sweep it failed at, in the JSON error as on stderr.
-	positioned := atPosition(sweepPosition(o, rep), f)
+	at := sweepPosition(o, rep)
 	if o.json || o.jsonl {
 		if rep == nil {
 			rep = &report.Report{File: arg}
 		}
-		rep.Error = positioned.Out()
+		rep.Error = f.Out()
+		// The size of the sweep it failed at, as stderr says it.
+		rep.Error.At = strings.TrimSuffix(at, ": ")
 		rep.Shard = shardInfo
 		if o.jsonl {
 			rep.Results = nil
@@ -569,7 +570,7 @@ func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, sh
 			fmt.Fprintf(stderr, "kernbench: %s\n", derr.Msg)
 		}
 	}
-	return positioned
+	return atPosition(at, f)
 }
 
 // render reports a run that simulated: the files written after it

@@ -247,8 +247,12 @@ const MaxWrongRanges = 16
 
 // ErrorOut is the error object of the JSON report.
 type ErrorOut struct {
-	Kind      string   `json:"kind"`
-	Message   string   `json:"message"`
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// At is where in a sweep the run failed ("at size 2 of 3 of the
+	// sweep (4096 bytes per rank buffer)"), which the text output puts
+	// before the message; "" for a run of one size.
+	At        string   `json:"at,omitempty"`
 	Rank      *int     `json:"rank,omitempty"`
 	Backtrace []string `json:"backtrace,omitempty"`
 	// SpawnedAt is where a failing tl.spawn thread was spawned.
