@@ -42,9 +42,14 @@ var heapProbe = new([64]byte)
 
 // collapseAfter is how long a run goes before the pages it already uses
 // are collapsed into huge pages. Collapsing copies them (about a second
-// for 600 MB here), which only a long run earns back: the 16384-rank tree
-// (3 s) lost a second to it, the 1024-rank ring (90 s) gains a fifth.
-const collapseAfter = 5 * time.Second
+// for 600 MB here, several for the 2.4 GB of a 65,536-rank world), which
+// only a long run earns back: the 1024-rank ring (90 s) gained a fifth.
+// At 5 s it cost the runs of 5 to 30 s more than it gave (farm-bench,
+// paired, CPU time against GODEBUG=disablethp=1, 2026-12-07): a 1024-rank
+// ring of 1M (9 s) 1.10 with the collapse, 0.97 with the advice alone; a
+// 65,536-rank tree of 4K 15.6 s with it, 9.7 s without. A 1024-rank ring
+// of 8M (26.5 s) took the same time either way.
+const collapseAfter = 30 * time.Second
 
 // adviseHugePages starts the scan and returns the function that stops it.
 func adviseHugePages() (stop func()) {
