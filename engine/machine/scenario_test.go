@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -150,11 +149,11 @@ func runScenario(t *testing.T, input string) string {
 				o.dir = f[1]
 			case o.verb == "flush" && len(f) == 1:
 			case o.verb == "sleep" && len(f) == 2:
-				d, err := time.ParseDuration(f[1])
+				d, err := parseSimTime(f[1])
 				if err != nil {
 					fail("sleep: %v", err)
 				}
-				o.d = sim.Time(d.Nanoseconds()) * sim.Nanosecond
+				o.d = d
 			default:
 				fail("unknown operation %q", op)
 			}
@@ -223,4 +222,23 @@ func runScenario(t *testing.T, input string) string {
 	}
 	g.DumpPointers(&out)
 	return out.String()
+}
+
+// parseSimTime reads a simulated duration of a scenario: an integer and a
+// unit, ns, us or ms ("2us"). Simulated time only: nothing here reads or
+// bounds the wall clock.
+func parseSimTime(v string) (sim.Time, error) {
+	for _, u := range []struct {
+		suffix string
+		unit   sim.Time
+	}{{"ns", sim.Nanosecond}, {"us", sim.Microsecond}, {"ms", sim.Millisecond}} {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			n, err := strconv.ParseInt(num, 10, 64)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("%q: want a whole number of ns, us or ms", v)
+			}
+			return sim.Time(n) * u.unit, nil
+		}
+	}
+	return 0, fmt.Errorf("%q: want a whole number of ns, us or ms", v)
 }
