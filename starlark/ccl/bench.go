@@ -232,11 +232,15 @@ func sliceHint(msg string) string {
 	return ""
 }
 
-func simFailure(err error, file string) *report.Failure { return simFailureNoted(err, file, nil) }
+func simFailure(err error, file string) *report.Failure { return simFailureNoted(err, file, nil, nil) }
 
 // simFailureNoted is simFailure with note adding a line (when it returns
-// one) under each blocked process's backtrace.
-func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *report.Failure {
+// one) under each blocked process's backtrace, and held the resources a
+// fault stopped that held transfers (faultsHeld): then processes that
+// stopped waiting wait for those transfers, and the failure is the
+// fault's (FaultStopped), with the blocked processes but no deadlock's
+// wait-for graph, cycle or hint, nor a slow run's analysis.
+func simFailureNoted(err error, file string, note func(p *sim.Proc) string, held []string) *report.Failure {
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
@@ -250,6 +254,13 @@ func simFailureNoted(err error, file string, note func(p *sim.Proc) string) *rep
 		blocked = wd.Blocked
 	}
 	f := report.WithKind(errkind.Of(err), &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	if len(held) > 0 && len(blocked) > 0 {
+		report.WithKind(errkind.FaultStopped, f)
+		f.Msg = fmt.Sprintf("a fault stopped the run: %s; they never arrive, and %d process(es) wait for ever (below)", strings.Join(held, "; "), len(blocked))
+		f.Blocked = deadlock.BlockedProcs(blocked)
+		f.Detail = fmt.Sprintf("%d process(es) blocked:\n%s", len(blocked), strings.TrimRight(deadlock.DescribeBlocked(blocked, f.Blocked, note), "\n"))
+		return f
+	}
 	if wi, ok := waitedRecvInFlight(wt); ok {
 		// The message it waits for is on its way: slow, not stuck.
 		report.WithKind(errkind.WaitTimeout, f)

@@ -275,7 +275,7 @@ func (w *world) run(tgt *target.Target) error {
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = w.faultStop(simFailureNoted(w.memoryStop(err), tgt.File, w.procNote))
+		failure = simFailureNoted(w.memoryStop(err), tgt.File, w.procNote, w.faultsHeld())
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			kind := errkind.Invariant
