@@ -12,6 +12,7 @@ import (
 
 	"kernbench"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report/reporttest"
 	"kernbench/starlark/script"
 	"kernbench/starlark/target"
 )
@@ -187,11 +188,5 @@ func TestMemoryEstimateMatchesPeak(t *testing.T) {
 	}
 }
 
-// longTest skips t in the -short tier (go test -short ./...): it runs
-// many processes; the full tier (go test ./..., CI) runs it.
-func longTest(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs many processes: the full tier (go test ./...) runs it")
-	}
-}
+// longTest skips t in the -short tier: it runs many processes.
+func longTest(t *testing.T) { t.Helper(); reporttest.Long(t, "runs many processes") }

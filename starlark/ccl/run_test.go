@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"kernbench/starlark/report"
+	"kernbench/starlark/report/reporttest"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,26 +30,12 @@ func runVerified(t *testing.T, target string, o Options) *report.Report {
 		t.Fatalf("Run(%s, world %d, root %d, counts %v, %s %s, in_place %v, sets %v) failed: %v",
 			target, o.WorldSize, o.Root, o.Counts, o.DType, o.RedOp, o.InPlace, o.Sets, err)
 	}
-	if len(rep.Results) != len(o.Counts) {
-		t.Fatalf("%s: got %d result rows, want %d", target, len(rep.Results), len(o.Counts))
-	}
+	reporttest.Rows(t, target, rep, len(o.Counts))
 	return rep
 }
 
-// checkCorrect fails unless every row was verified with no wrong element.
-func checkCorrect(t *testing.T, rep *report.Report) {
-	t.Helper()
-	for _, r := range rep.Results {
-		if r.Wrong != 0 || !r.Verified {
-			t.Errorf("%s world %d count %d %s %s in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
-				rep.Algorithm, rep.WorldSize, r.Count, r.DType, r.RedOp, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
-		}
-		if r.Phase2Match != nil && !*r.Phase2Match {
-			t.Errorf("%s world %d count %d %s %s in_place=%v: phase-2 replay does not match: %s",
-				rep.Algorithm, rep.WorldSize, r.Count, r.DType, r.RedOp, r.InPlace, r.Phase2)
-		}
-	}
-}
+// checkCorrect is reporttest.CheckCorrect.
+var checkCorrect = reporttest.CheckCorrect
 
 // Ring allreduce is correct for every world size that fits the default
 // machine's first 16 PEs and for counts that do not split evenly into
@@ -196,13 +183,7 @@ func TestRunDeterministic(t *testing.T) {
 	}
 }
 
-// longTest skips t in the -short tier (go test -short ./...: under a
-// minute of CPU): it is one of the long equivalence tests (every shipped
-// algorithm over world sizes, counts, schedules), which the full tier,
-// go test ./... and CI, runs.
-func longTest(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("a long equivalence test: the full tier (go test ./...) runs it")
-	}
-}
+// longTest skips t in the -short tier: it is one of the long
+// equivalence tests (every shipped algorithm over world sizes, counts,
+// schedules).
+func longTest(t *testing.T) { t.Helper(); reporttest.Long(t, "a long equivalence test") }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/report"
+	"kernbench/starlark/report/reporttest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -272,7 +273,8 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl, root = 0):
 }
 
 // runVerified runs target verified with the shipped files and fails the
-// test on an error or a missing row.
+// runVerified runs target with the embedded algorithms and the reference
+// check, failing the test on an error or a missing row.
 func runVerified(t *testing.T, target string, o ccl.Options) *report.Report {
 	t.Helper()
 	o.Embedded = kernbench.Files
@@ -281,23 +283,8 @@ func runVerified(t *testing.T, target string, o ccl.Options) *report.Report {
 	if err != nil {
 		t.Fatalf("Run(%s, world %d, counts %v, in_place %v, sets %v) failed: %v", target, o.WorldSize, o.Counts, o.InPlace, o.Sets, err)
 	}
-	if len(rep.Results) != len(o.Counts) {
-		t.Fatalf("%s: got %d result rows, want %d", target, len(rep.Results), len(o.Counts))
-	}
+	reporttest.Rows(t, target, rep, len(o.Counts))
 	return rep
 }
 
-// checkCorrect fails unless every row was verified with no wrong element
-// and phase 2 matched.
-func checkCorrect(t *testing.T, rep *report.Report) {
-	t.Helper()
-	for _, r := range rep.Results {
-		if r.Wrong != 0 || !r.Verified {
-			t.Errorf("%s world %d count %d in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
-				rep.Algorithm, rep.WorldSize, r.Count, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
-		}
-		if r.Phase2Match != nil && !*r.Phase2Match {
-			t.Errorf("%s world %d count %d in_place=%v: phase-2 replay does not match: %s", rep.Algorithm, rep.WorldSize, r.Count, r.InPlace, r.Phase2)
-		}
-	}
-}
+var checkCorrect = reporttest.CheckCorrect

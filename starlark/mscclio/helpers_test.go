@@ -6,6 +6,7 @@ import (
 	"kernbench"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/report"
+	"kernbench/starlark/report/reporttest"
 )
 
 // These tests run schedules, and export runs, through ccl.Run: the whole
@@ -24,32 +25,10 @@ func runVerified(t *testing.T, target string, o ccl.Options) *report.Report {
 		t.Fatalf("Run(%s, world %d, root %d, counts %v, %s %s, in_place %v, sets %v) failed: %v",
 			target, o.WorldSize, o.Root, o.Counts, o.DType, o.RedOp, o.InPlace, o.Sets, err)
 	}
-	if len(rep.Results) != len(o.Counts) {
-		t.Fatalf("%s: got %d result rows, want %d", target, len(rep.Results), len(o.Counts))
-	}
+	reporttest.Rows(t, target, rep, len(o.Counts))
 	return rep
 }
 
-// checkCorrect fails unless every row was verified with no wrong element
-// and phase 2 matched.
-func checkCorrect(t *testing.T, rep *report.Report) {
-	t.Helper()
-	for _, r := range rep.Results {
-		if r.Wrong != 0 || !r.Verified {
-			t.Errorf("%s world %d count %d %s %s in_place=%v: wrong = %d, verified = %v, first wrong %+v; want 0 wrong, verified",
-				rep.Algorithm, rep.WorldSize, r.Count, r.DType, r.RedOp, r.InPlace, r.Wrong, r.Verified, r.FirstWrong)
-		}
-		if r.Phase2Match != nil && !*r.Phase2Match {
-			t.Errorf("%s world %d count %d %s %s in_place=%v: phase-2 replay does not match: %s",
-				rep.Algorithm, rep.WorldSize, r.Count, r.DType, r.RedOp, r.InPlace, r.Phase2)
-		}
-	}
-}
+var checkCorrect = reporttest.CheckCorrect
 
-// longTest skips a long equivalence test under -short.
-func longTest(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("a long equivalence test: the full tier (go test ./...) runs it")
-	}
-}
+func longTest(t *testing.T) { t.Helper(); reporttest.Long(t, "a long equivalence test") }
