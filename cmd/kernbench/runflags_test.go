@@ -49,10 +49,7 @@ func TestRunFlagsMakeOptions(t *testing.T) {
 			return nil
 		}
 		cmd := newRunCmdWith(script.Env{}, io.Discard, io.Discard, run)
-		cmd.SetArgs(tc.args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		if err := cmd.Execute(); err != nil {
+		if err := execWith(t, cmd, tc.args); err != nil {
 			t.Errorf("%q: %v", tc.args, err)
 			continue
 		}
