@@ -132,8 +132,7 @@ func setting[T any](key string, get func(*Settings) *T, mk func(*T) *rule) setti
 	}
 }
 
-func minInt(min int64) func(*int) *rule     { return func(p *int) *rule { return intLeaf(p, min) } }
-func minInt64(min int64) func(*int64) *rule { return func(p *int64) *rule { return intLeaf(p, min) } }
+func minInt(min int64) func(*int) *rule { return func(p *int) *rule { return intLeaf(p, min) } }
 
 // durationNs is an integer number of ns in [min, max].
 func durationNs(min, max int64) func(*int64) *rule {

@@ -272,14 +272,6 @@ func (pt *port) ok() error {
 	return nil
 }
 
-// charge makes p spend d of simulated time (nil p: untimed use from Go).
-func charge(p *sim.Proc, d sim.Time) error {
-	if p == nil || d == 0 {
-		return nil
-	}
-	return p.Sleep(d)
-}
-
 // charge costs the caller d and draws the operation on the timeline.
 func (pt *port) charge(p *sim.Proc, d sim.Time, what string) error {
 	if p == nil || d == 0 {

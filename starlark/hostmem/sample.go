@@ -117,17 +117,6 @@ func readStatm() (mapped, resident int64) {
 	return parseStatm(b[:n])
 }
 
-// residentBytes is the resident set from /proc/self/statm (its second
-// field, in pages) as read reads it; 0 when it cannot tell.
-func residentBytes(read func(string) ([]byte, error)) int64 {
-	b, err := read("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	_, resident := parseStatm(b)
-	return resident
-}
-
 // parseStatm is the address space mapped and the resident set, in bytes,
 // from the first two fields of /proc/self/statm (counts of pages); 0 for
 // a field missing or not a positive count.

@@ -115,3 +115,15 @@ func TestNoteAllocRefusesATilePastTheLimit(t *testing.T) {
 		t.Errorf("with no watch registered nothing is refused: %v", err)
 	}
 }
+
+// residentBytes is the resident set from /proc/self/statm (its second
+// field, in pages) as read reads it; 0 when it cannot tell (the tests skip where
+// /proc is missing).
+func residentBytes(read func(string) ([]byte, error)) int64 {
+	b, err := read("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	_, resident := parseStatm(b)
+	return resident
+}

@@ -588,10 +588,6 @@ func (pr *pieceRun) deferPiece() error {
 	return nil
 }
 
-// onLoop reports whether k runs in a step on the event loop, where it
-// must not block, rather than in its process.
-func (k *Kernel) onLoop() bool { return k.M.Sim.Running() != k.Proc }
-
 // settleInProcess reports whether settle(reg) would wait, in a step of a
 // fused primitive's pipeline, where only the process can (prims.ErrInProcess).
 func (k *Kernel) settleInProcess(reg machine.Region) bool {

@@ -523,17 +523,9 @@ func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
 	return k.rootKernel().writes.ReadHazard(fn, k.Rank, reg, k.M.Params.Untimed)
 }
 
-// callSite is the Starlark position of the tl call running on k's thread
-// (the caller of the builtin), or the zero position. A fused primitive
-// writes every piece from one position: it is looked up (a line-table
-// decode) once per call.
-func (k *Kernel) callSite() syntax.Position {
-	if k.inFused {
-		return k.fusedCallBuf.site
-	}
-	return k.lookupCallSite()
-}
-
+// lookupCallSite is the Starlark position of the tl call running on k's
+// thread (the caller of the builtin), or the zero position: a line-table
+// decode, which a fused primitive does once per call.
 func (k *Kernel) lookupCallSite() syntax.Position {
 	if th, ok := k.Proc.Data.(*starlark.Thread); ok && th.CallStackDepth() > 1 {
 		return th.CallFrame(1).Pos

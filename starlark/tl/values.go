@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -516,5 +515,3 @@ func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) er
 	}
 	return nil
 }
-
-func joinNames(names []string) string { return strings.Join(names, ", ") }
