@@ -9,8 +9,9 @@ import (
 	"kernbench/engine/sim"
 )
 
-// A degraded resource changes the path's idle time as the α-β formula
-// says with the degraded figures: bandwidth × factor, latency + extra.
+// Rule (model §2): T(path, n) = Σ latency + n / min bandwidth holds on an
+// idle path whose resource a fault degrades, with the degraded figures:
+// bandwidth × factor, latency + extra.
 // PE 0 (cube 0) to PE 4 (cube 1) crosses pe_noc, ucie c0->c1 and pe_noc;
 // the UCIe link is the slowest at 64 GB/s.
 func TestDegradedLinkFollowsTheFormula(t *testing.T) {
@@ -40,8 +41,9 @@ func TestDegradedLinkFollowsTheFormula(t *testing.T) {
 	}
 }
 
-// Jitter is drawn per booking from a stream of the seed and the
-// resource's name: the same seed gives the same arrivals, another seed
+// Rule (model §1, §2): jitter keeps a run deterministic and the idle-path
+// time a lower bound. It is drawn per booking from a stream of the seed
+// and the resource's name: the same seed gives the same arrivals, another seed
 // others, each within [0, jitter] of the undisturbed arrival.
 func TestJitterIsSeeded(t *testing.T) {
 	const jitter = 40 * sim.Nanosecond
