@@ -513,3 +513,16 @@ func TestMeshDimsDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestRankRanges(t *testing.T) {
+	for _, tc := range []struct {
+		ranks []int
+		want  string
+	}{
+		{nil, ""}, {[]int{3}, "3"}, {[]int{0, 1, 2, 3}, "0-3"}, {[]int{9, 7, 8, 0, 2, 1, 5}, "0-2, 5, 7-9"}, {[]int{0, 2, 4}, "0, 2, 4"},
+	} {
+		if got := RankRanges(tc.ranks); got != tc.want {
+			t.Errorf("RankRanges(%v) = %q, want %q", tc.ranks, got, tc.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/engine/topology"
 )
 
 // BlockedProc is one blocked process of a deadlock (error.blocked in
@@ -195,7 +196,7 @@ func pointerLines(group []*BlockedProc) []string {
 			out = append(out, fmt.Sprintf("rank %d: %s", l.ranks[0], pointersText(l.one, false)))
 			continue
 		}
-		out = append(out, fmt.Sprintf("rank r in %s: %s", rankRanges(l.ranks), l.text))
+		out = append(out, fmt.Sprintf("rank r in %s: %s", topology.RankRanges(l.ranks), l.text))
 	}
 	return out
 }

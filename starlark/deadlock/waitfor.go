@@ -21,6 +21,7 @@ import (
 
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/engine/topology"
 )
 
 // Edge is "rank From waits for rank To" (because of Why).
@@ -286,7 +287,7 @@ func DescribeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 			for _, k := range g.procs {
 				first, last = min(first, blocked[k].WaitSince), max(last, blocked[k].WaitSince)
 			}
-			fmt.Fprintf(&b, "  %s (%d): waiting in %s", fmt.Sprintf(g.label, rankRanges(g.nums)), len(g.procs), clipText(fmt.Sprint(p.Wait)))
+			fmt.Fprintf(&b, "  %s (%d): waiting in %s", fmt.Sprintf(g.label, topology.RankRanges(g.nums)), len(g.procs), clipText(fmt.Sprint(p.Wait)))
 			writeSince(&b, first, last)
 		default:
 			p = blocked[g.procs[0]]
@@ -299,7 +300,7 @@ func DescribeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 				members[j] = &views[k]
 				first, last = min(first, q.WaitSince), max(last, q.WaitSince)
 			}
-			fmt.Fprintf(&b, "  ranks %s (%d)%s: waiting in %s", rankRanges(ranks), len(ranks), g.label, p.Wait.(summarizer).Summary())
+			fmt.Fprintf(&b, "  ranks %s (%d)%s: waiting in %s", topology.RankRanges(ranks), len(ranks), g.label, p.Wait.(summarizer).Summary())
 			writeSince(&b, first, last)
 			lines = pointerLines(members)
 		}
@@ -369,24 +370,4 @@ func stackLines(p *sim.Proc) string {
 		fmt.Fprintf(&b, "    %s: in %s\n", stack[i].Pos, stack[i].Name)
 	}
 	return b.String()
-}
-
-// rankRanges writes sorted ranks as ranges: "0-3, 5, 7-9".
-func rankRanges(ranks []int) string {
-	rs := slices.Clone(ranks)
-	slices.Sort(rs)
-	var parts []string
-	for i := 0; i < len(rs); {
-		j := i
-		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", rs[i], rs[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(rs[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
 }

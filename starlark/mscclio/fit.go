@@ -7,6 +7,7 @@ import (
 	"kernbench/engine/config"
 	"kernbench/engine/machine"
 	"kernbench/engine/msccl"
+	"kernbench/engine/topology"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
 )
@@ -152,7 +153,7 @@ func (f *Fit) scratchOverfull(file string) error {
 	u := f.use[r]
 	where := fmt.Sprintf("rank %d's %s (%d bytes)", r, strings.ToUpper(m.space.String()), m.capacity)
 	if len(m.ranks) > 1 {
-		where = fmt.Sprintf("cube %d's %s (%d bytes, shared by ranks %s)", f.cube[r], strings.ToUpper(m.space.String()), m.capacity, rankList(m.ranks))
+		where = fmt.Sprintf("cube %d's %s (%d bytes, shared by ranks %s)", f.cube[r], strings.ToUpper(m.space.String()), m.capacity, topology.RankRanges(m.ranks))
 	}
 	msg := fmt.Sprintf("%s:%d: gpu %d's scratch buffer (s_chunks=%d, chunks of %d elements at --count %d: %d bytes) does not fit %s beside the bench's buffers (%d bytes); use a smaller s_chunks, --count or --bytes",
 		file, u.sLine, r, u.sChunks, f.chunkElems, f.count, f.scratch[r], where, f.data[r]-f.scratch[r])
@@ -249,7 +250,7 @@ func (m *memory) describe(f *Fit) string {
 	name := strings.ToUpper(m.space.String())
 	who, its := fmt.Sprintf("rank %d's %s (%d bytes)", m.ranks[0], name, m.capacity), "its"
 	if len(m.ranks) > 1 {
-		who, its = fmt.Sprintf("cube %d's %s (%d bytes, shared by ranks %s)", f.cube[m.ranks[0]], name, m.capacity, rankList(m.ranks)), "their"
+		who, its = fmt.Sprintf("cube %d's %s (%d bytes, shared by ranks %s)", f.cube[m.ranks[0]], name, m.capacity, topology.RankRanges(m.ranks)), "their"
 	}
 	var parts []string
 	if m.rings > 0 {
@@ -272,18 +273,6 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// rankList is "0-7" for consecutive ranks, else "0, 2, 5".
-func rankList(xs []int) string {
-	if xs[len(xs)-1]-xs[0] == len(xs)-1 {
-		return fmt.Sprintf("%d-%d", xs[0], xs[len(xs)-1])
-	}
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ", ")
 }
 
 func andList(parts []string) string {

@@ -6,6 +6,7 @@ import (
 
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/engine/topology"
 )
 
 // FaultUse is one fault of system.faults as the run met it: the resource,
@@ -64,22 +65,22 @@ func (u FaultUse) String() string {
 // 8", and "direct accesses" for transfers a PE made without its DMA (its
 // own TCM, its math unit).
 func RanksText(ranks []int) string {
-	var named []string
+	var named []int
 	direct := false
 	for _, r := range ranks {
 		if r < 0 {
 			direct = true
 			continue
 		}
-		named = append(named, fmt.Sprint(r))
+		named = append(named, r)
 	}
 	var parts []string
 	switch len(named) {
 	case 0:
 	case 1:
-		parts = append(parts, "rank "+named[0])
+		parts = append(parts, fmt.Sprint("rank ", named[0]))
 	default:
-		parts = append(parts, "ranks "+strings.Join(named, ", "))
+		parts = append(parts, "ranks "+topology.RankRanges(named))
 	}
 	if direct {
 		parts = append(parts, "direct accesses")
