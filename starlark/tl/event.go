@@ -71,7 +71,7 @@ func (k *Kernel) signalEvent(fn string, e *Event, at any) error {
 	if e.flag.IsSet {
 		return fmt.Errorf("%s: %v was already signalled at %v (an event is set once)", fn, e, e.flag.SetAt)
 	}
-	if err := k.drainWrites(); err != nil {
+	if err := k.DrainWrites(); err != nil {
 		return err
 	}
 	e.flag.Set(at)
