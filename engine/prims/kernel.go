@@ -163,21 +163,31 @@ func FlowKey(rank int, dir string, seq uint64) string {
 	return fmt.Sprintf("%d/%s/%d", rank, dir, seq)
 }
 
-// flowEnd ends in the trace the flow of q's message seq, received now.
+// flowEnd ends in the trace the flow of q's message seq, received now
+// (untraced: no call, this much inlines).
 func (k *Kernel) flowEnd(q *machine.QueuePair, seq uint64) {
+	if k.M.Trace != nil {
+		k.FlowEnd(q, seq)
+	}
+}
+
+// FlowEnd is flowEnd in a traced run.
+func (k *Kernel) FlowEnd(q *machine.QueuePair, seq uint64) {
 	if tr := k.M.Trace; tr != nil {
 		tr.FlowEnd(FlowKey(q.Peer, q.PeerDir, seq), k.PE.ID+1, k.Tid(), k.SliceStart)
 	}
 }
 
-// FlowEnd is flowEnd for the face's receives.
-func (k *Kernel) FlowEnd(q *machine.QueuePair, seq uint64) { k.flowEnd(q, seq) }
-
-// flowStart begins the trace's flow of the message just sent on q.
+// flowStart begins the trace's flow of the message just sent on q
+// (untraced: no call, this much inlines).
 func (k *Kernel) flowStart(q *machine.QueuePair) {
-	if tr := k.M.Trace; tr != nil {
-		tr.FlowStart(FlowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.Tid(), k.SliceStart)
+	if k.M.Trace != nil {
+		k.traceFlowStart(q)
 	}
+}
+
+func (k *Kernel) traceFlowStart(q *machine.QueuePair) {
+	k.M.Trace.FlowStart(FlowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.Tid(), k.SliceStart)
 }
 
 // DrainWrites waits for every store this kernel left under way.
@@ -412,4 +422,18 @@ func (k *Kernel) dropPrefetchedInRank(reg machine.Region) {
 	for _, t := range root.threads {
 		t.prefetched.Drop(reg)
 	}
+}
+
+// AllocView is count elements of d in the PE's memory sp (its TCM or
+// HBM, or its cube's SRAM), zeroed, for the kernel's lifetime (tl.alloc).
+func (k *Kernel) AllocView(fn string, count int, d dtype.DType, sp machine.Space) (View, error) {
+	mem := map[machine.Space]*machine.Memory{machine.TCM: k.PE.TCM, machine.HBM: k.PE.HBM, machine.SRAM: k.PE.SRAM}[sp]
+	if int64(count) > mem.Capacity/int64(d.Size()) {
+		return View{}, errorf(KindOutOfMemory, "%s: rank %d: %v: cannot allocate %d × %s (capacity %d bytes)", fn, k.Rank, mem, count, d, mem.Capacity)
+	}
+	reg, err := k.Alloc(mem, int64(count)*int64(d.Size()))
+	if err != nil {
+		return View{}, errorf(KindOutOfMemory, "%s: rank %d: %v", fn, k.Rank, err)
+	}
+	return View{Reg: reg, DT: d, Count: int64(count), Rank: k.Rank}, nil
 }

@@ -330,3 +330,99 @@ func (k *Kernel) Message(p *sim.Proc, q *machine.QueuePair, reg machine.Region, 
 	k.flowStart(q)
 	return nil
 }
+
+// Recv receives on q (nil: the next direction of ep with a message,
+// round-robin) one message as its rx slot itself (dst nil: read in
+// place, valid until the ring wraps) or, into dst, as many messages as
+// fill it (RecvInto).
+func (k *Kernel) Recv(fn string, q *machine.QueuePair, ep *machine.Endpoint, dst *View, at any) (View, error) {
+	g := k.G
+	if q != nil {
+		release, err := k.UseSide(q, false, fn, at)
+		if err != nil {
+			return View{}, err
+		}
+		defer release()
+		if err := g.WaitRecv(k.Proc, q); err != nil {
+			return View{}, err
+		}
+	} else {
+		var err error
+		if q, err = g.WaitAny(k.Proc, ep); err != nil {
+			return View{}, err
+		}
+	}
+	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
+	dt := MessageType(&meta)
+	k.flowEnd(q, meta.Seq)
+	if dst != nil {
+		return k.RecvInto(fn, q, dst, at)
+	}
+	r := g.Take(q, true)
+	k.Counts.Recv++
+	v := View{Reg: r.Slot, DT: dt, Count: meta.Count, Rank: k.Rank, Dir: q.Dir, Slot: SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}}
+	v.Reg.N = meta.Count * int64(dt.Size())
+	return v, nil
+}
+
+// Operand is an operand of Reduce: a tile of kernel By (a combination is
+// costed on its first operand's kernel), or a view being loaded.
+type Operand struct {
+	Tile *Tile
+	By   *Kernel
+	load *Load
+}
+
+// LoadOperand issues the load of v as an operand of Reduce (both
+// operands' loads are issued before either is waited for, so they
+// overlap).
+func (k *Kernel) LoadOperand(fn string, v *View) (Operand, error) {
+	l := &Load{Src: *v}
+	if _, err := k.FetchSrc(fn, l); err != nil {
+		return Operand{}, err
+	}
+	return Operand{By: k, load: l}, nil
+}
+
+// tile is o's tile, once its load is done.
+func (k *Kernel) tile(o *Operand) (*Tile, error) {
+	if o.load == nil {
+		return o.Tile, nil
+	}
+	if err := o.load.Op.Wait(k.Proc); err != nil {
+		return nil, err
+	}
+	t := &Tile{}
+	if err := o.load.Loaded(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Reduce stores a op b into dst, as load, load, math, store, and returns
+// once dst is written (tl.reduce).
+func (k *Kernel) Reduce(fn string, dst *View, op dtype.Op, a, b Operand) error {
+	ta, err := k.tile(&a)
+	if err != nil {
+		return err
+	}
+	tb, err := k.tile(&b)
+	if err != nil {
+		return err
+	}
+	var t Tile
+	if err := a.By.Combine(&t, op, ta, tb, fn, nil); err != nil {
+		return err
+	}
+	st, err := k.Store(fn, dst, &t)
+	if err != nil {
+		return err
+	}
+	waited := new(bool) // (the write's entry holds it, as a handle's)
+	k.AttachDone(st, waited)
+	if err := st.Wait(k.Proc); err != nil {
+		return err
+	}
+	*waited = true
+	return nil
+}

@@ -146,3 +146,31 @@ func (k *Kernel) Convert(t *Tile, dt dtype.DType) (Tile, error) {
 	k.LogMath(&out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.NBytes() })
 	return out, nil
 }
+
+// NewTile is a tile of count elements of d (zeros; no bytes under
+// timing-only), ready now.
+func (k *Kernel) NewTile(fn string, count int, d dtype.DType) (Tile, error) {
+	if count < 0 {
+		return Tile{}, fmt.Errorf("%s: count must be >= 0, got %d", fn, count)
+	}
+	if limit := k.PE.HBM.Capacity; int64(count) > limit/int64(d.Size()) {
+		return Tile{}, errorf(KindOutOfMemory, "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
+	}
+	data, err := k.NewData(int64(count * d.Size()))
+	if err != nil {
+		return Tile{}, fmt.Errorf("%s: %w", fn, err)
+	}
+	return Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now()}, nil
+}
+
+// Fill sets every element of t to f, or to i exactly when exact (an
+// integer dtype given an integer: full precision).
+func (t *Tile) Fill(f float64, i int64, exact bool) {
+	if !exact {
+		dtype.FillValue(t.DT, t.Data, f)
+		return
+	}
+	for e := range len(t.Data) / t.DT.Size() {
+		dtype.PutInt(t.DT, t.Data, e, i)
+	}
+}

@@ -180,7 +180,7 @@ func kernelBuiltins() []Builtin {
 				case *threadHandle:
 					return k.joinThread(h)
 				case *Event:
-					return starlark.None, k.waitEvent(b.Name(), h)
+					return starlark.None, k.WaitEvent(b.Name(), &h.Event, h)
 				}
 				return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
 			}},
@@ -285,7 +285,7 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "dtype", &dt); err != nil {
 					return nil, err
 				}
-				return k.newTile(b.Name(), count, dt, 0)
+				return k.newTile(b.Name(), count, dt)
 			}},
 		{Name: "full", Sig: "full(count, value, dtype)", Doc: "A new Tile of count copies of value. For an integer dtype value must be an integer it holds (i32, i64 or u8 range): anything else is an error, not wrapped or saturated.",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -295,7 +295,7 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "value", &v, "dtype", &dt); err != nil {
 					return nil, err
 				}
-				t, err := k.newTile(b.Name(), count, dt, 0)
+				t, err := k.newTile(b.Name(), count, dt)
 				if err != nil {
 					return nil, err
 				}
@@ -306,16 +306,11 @@ func kernelBuiltins() []Builtin {
 				switch v := v.(type) {
 				case starlark.Int:
 					// Integers keep full precision for integer dtypes.
-					if i, ok := v.Int64(); ok && !t.DT.IsFloat() {
-						for e := range len(t.Data) / t.DT.Size() {
-							dtype.PutInt(t.DT, t.Data, e, i)
-						}
-					} else {
-						f, _ := starlark.AsFloat(v)
-						dtype.FillValue(t.DT, t.Data, f)
-					}
+					i, ok := v.Int64()
+					f, _ := starlark.AsFloat(v)
+					t.Fill(f, i, ok && !t.DT.IsFloat())
 				case starlark.Float:
-					dtype.FillValue(t.DT, t.Data, float64(v))
+					t.Fill(float64(v), 0, false)
 				default:
 					return nil, fmt.Errorf("%s: value must be a number, got %s", b.Name(), v.Type())
 				}
@@ -349,15 +344,11 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", b.Name(), err)
 				}
-				mem := map[machine.Space]*machine.Memory{machine.TCM: k.PE.TCM, machine.HBM: k.PE.HBM, machine.SRAM: k.PE.SRAM}[sp]
-				if int64(count) > mem.Capacity/int64(d.Size()) {
-					return nil, errorf(errkind.TLOutOfMemory, "%s: rank %d: %v: cannot allocate %d × %s (capacity %d bytes)", b.Name(), k.Rank, mem, count, d, mem.Capacity)
-				}
-				reg, err := k.Alloc(mem, int64(count)*int64(d.Size()))
+				v, err := k.AllocView(b.Name(), count, d, sp)
 				if err != nil {
-					return nil, errorf(errkind.TLOutOfMemory, "%s: rank %d: %v", b.Name(), k.Rank, err)
+					return nil, err
 				}
-				return NewPtr(reg, d, int64(count), k.Rank), nil
+				return &Ptr{v}, nil
 			}},
 		{Name: "time", Sig: "time()", Doc: "Current simulated time in ns (float).",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -405,29 +396,19 @@ func tileFn(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple, op dt
 	return tileBinary(op, a, c, b.Name())
 }
 
-func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, error) {
+func (k *Kernel) newTile(fn string, count int, dt string) (*Tile, error) {
 	d, err := parseDType(fn, dt)
 	if err != nil {
 		return nil, err
 	}
-	if count < 0 {
-		return nil, fmt.Errorf("%s: count must be >= 0, got %d", fn, count)
-	}
-	if limit := k.PE.HBM.Capacity; int64(count) > limit/int64(d.Size()) {
-		return nil, errorf(errkind.TLOutOfMemory, "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
-	}
-	data, err := k.NewData(int64(count * d.Size()))
+	t, err := k.NewTile(fn, count, d)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", fn, err)
-	}
-	t := &Tile{Tile: prims.Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now()}, k: k}
-	if v != 0 {
-		dtype.FillValue(d, t.Data, v)
+		return nil, err
 	}
 	if fn == "tl.zeros" {
-		k.LogConst(&t.Tile)
+		k.LogConst(&t)
 	}
-	return t, nil
+	return &Tile{Tile: t, k: k}, nil
 }
 
 func builtinSend(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -541,40 +522,21 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Va
 	if err != nil {
 		return nil, err
 	}
-	var dst *Ptr
+	var dst *prims.View
 	if dstV != starlark.None {
-		if dst, err = asDst(dstV, fn, "dst"); err != nil {
+		p, err := asDst(dstV, fn, "dst")
+		if err != nil {
 			return nil, err
 		}
+		dst = &p.View
 	}
 	var q *machine.QueuePair
 	if has {
 		if q, err = g.LookupRecv(k.Rank, dir); err != nil {
 			return nil, err
 		}
-		release, err := k.UseSide(q, false, fn, at)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-		if err := g.WaitRecv(k.Proc, q); err != nil {
-			return nil, err
-		}
-	} else if q, err = g.WaitAny(k.Proc, k.EP); err != nil {
-		return nil, err
 	}
-	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
-	dt := prims.MessageType(&meta)
-	k.FlowEnd(q, meta.Seq)
-	if dst == nil {
-		r := g.Take(q, true)
-		k.Stats.Recv++
-		p := NewPtr(r.Slot, dt, meta.Count, k.Rank)
-		p.Dir = q.Dir
-		p.Slot = SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
-		return p, nil
-	}
-	got, err := k.RecvInto(fn, q, &dst.View, at)
+	got, err := k.Recv(fn, q, k.EP, dst, at)
 	if err != nil {
 		return nil, err
 	}
@@ -689,52 +651,25 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
 	}
-	// Issue both loads before waiting for either, so they overlap.
-	operand := func(v starlark.Value, name string) (func() (*Tile, error), error) {
+	// Both loads are issued before either is waited for, so they overlap.
+	operand := func(v starlark.Value, name string) (prims.Operand, error) {
 		switch x := v.(type) {
 		case *Tile:
-			return func() (*Tile, error) { return x, nil }, nil
+			return prims.Operand{Tile: &x.Tile, By: &x.k.Kernel}, nil
 		case *Ptr:
-			h, err := k.fetchAsync(b.Name(), x)
-			if err != nil {
-				return nil, err
-			}
-			return func() (*Tile, error) {
-				t, err := k.wait(b.Name(), h)
-				if err != nil {
-					return nil, err
-				}
-				return t.(*Tile), nil
-			}, nil
+			return k.LoadOperand(b.Name(), &x.View)
 		}
-		return nil, fmt.Errorf("%s: %s must be a Ptr or a Tile, got %s", b.Name(), name, v.Type())
+		return prims.Operand{}, fmt.Errorf("%s: %s must be a Ptr or a Tile, got %s", b.Name(), name, v.Type())
 	}
-	ga, err := operand(av, "a")
+	oa, err := operand(av, "a")
 	if err != nil {
 		return nil, err
 	}
-	gb, err := operand(bv, "b")
+	ob, err := operand(bv, "b")
 	if err != nil {
 		return nil, err
 	}
-	ta, err := ga()
-	if err != nil {
-		return nil, err
-	}
-	tb, err := gb()
-	if err != nil {
-		return nil, err
-	}
-	t, err := tileBinary(red.Pairwise(), ta, tb, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	h, err := k.storeTile(b.Name(), dst, t)
-	if err != nil {
-		return nil, err
-	}
-	_, err = k.wait(b.Name(), h)
-	return starlark.None, err
+	return starlark.None, k.Reduce(b.Name(), &dst.View, red.Pairwise(), oa, ob)
 }
 
 // intRanges are the values an integer dtype holds.

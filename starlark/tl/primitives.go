@@ -7,7 +7,6 @@ import (
 	"go.starlark.net/syntax"
 
 	"kernbench/engine/dtype"
-	"kernbench/engine/prims"
 	"kernbench/starlark/errkind"
 )
 
@@ -15,48 +14,27 @@ import (
 // the kernel's reused slots, become a prims.Call that the engine kernel
 // runs (engine/prims: the pipeline of pieces, its costs and its order).
 
-// origins are the boxed positions of a kernel's recent fused primitive
-// calls (a kernel calls them from a few sites, over and over).
-type origins struct {
+// boxes are the boxed positions of a kernel's recent calls (a kernel
+// calls from a few sites, over and over), as a T (a message's origin, a
+// write's prims.Site): the same value for every use of a position while
+// it is among the recent ones, so that a use allocates nothing.
+type boxes[T comparable] struct {
 	pos  [8]syntax.Position
-	v    [8]any
+	v    [8]T
 	next int
 }
 
-// sites are the boxed positions of a kernel's recent writes (as
-// origins: a write noted allocates nothing for its site).
-type sites struct {
-	pos  [8]syntax.Position
-	v    [8]prims.Site
-	next int
-}
-
-// box returns pos as a prims.Site, the same value for every write from
-// pos while it is among the recent sites.
-func (s *sites) box(pos syntax.Position) prims.Site {
-	for i := range s.pos {
-		if s.pos[i] == pos && s.v[i] != nil {
-			return s.v[i]
+// box returns pos as a T.
+func (b *boxes[T]) box(pos syntax.Position) T {
+	var none T
+	for i := range b.pos {
+		if b.pos[i] == pos && b.v[i] != none {
+			return b.v[i]
 		}
 	}
-	v := prims.Site(pos)
-	s.pos[s.next], s.v[s.next] = pos, v
-	s.next = (s.next + 1) % len(s.pos)
-	return v
-}
-
-// origin returns pos boxed as a message's origin, the same value for
-// every call from pos while it is among the recent sites.
-func (k *Kernel) origin(pos syntax.Position) any {
-	o := &k.origins
-	for i := range o.pos {
-		if o.pos[i] == pos && o.v[i] != nil {
-			return o.v[i]
-		}
-	}
-	v := any(pos)
-	o.pos[o.next], o.v[o.next] = pos, v
-	o.next = (o.next + 1) % len(o.pos)
+	v := any(pos).(T)
+	b.pos[b.next], b.v[b.next] = pos, v
+	b.next = (b.next + 1) % len(b.pos)
 	return v
 }
 
@@ -210,7 +188,7 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		if d, ok := k.Proc.Data.(*starlark.Thread); !ok || d != th {
 			writeSite = k.lookupCallSite() // what a write's site is otherwise
 		}
-		c := k.NewCall(b.Name(), k.origin(site))
+		c := k.NewCall(b.Name(), k.origins.box(site))
 		c.Final, k.fusedSite = final, writeSite
 		if c.Piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
 			return nil, err

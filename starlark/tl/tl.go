@@ -90,10 +90,11 @@ type Kernel struct {
 	// slots, reused call after call.
 	fusedArgs  fusedArgs
 	fusedPairs []any
-	origins    origins
-	// writeSites box the sites of writes; fusedSite is the running fused
-	// primitive's call site.
-	writeSites sites
+	// origins box the positions of the fused primitives' calls, as their
+	// messages' origins; writeSites box the sites of writes; fusedSite is
+	// the running fused primitive's call site.
+	origins    boxes[any]
+	writeSites boxes[prims.Site]
 	fusedSite  syntax.Position
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle

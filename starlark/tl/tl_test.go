@@ -78,7 +78,7 @@ func TestErrorKinds(t *testing.T) {
 		{"raise_pending_store_hazard_send", 0, "PendingStoreHazard", "*prims.Error", "tl.send: rank 0 reads hbm", "62:16"},
 		{"raise_pending_store_hazard_fetch", 0, "PendingStoreHazard", "*prims.Error", "tl.fetch: rank 0 reads tcm[pe 0]", "71:17"},
 		{"raise_pending_store_hazard_copy", 0, "PendingStoreHazard", "*prims.Error", "tl.copy: rank 0 reads tcm[pe 0]", "77:16"},
-		{"raise_out_of_memory", 0, "OutOfMemory", "*tl.Error", "tl.alloc: rank 0: tcm[pe 0]: cannot allocate 1048576 bytes (capacity 1048576, 2048 in use)", "42:17"},
+		{"raise_out_of_memory", 0, "OutOfMemory", "*prims.Error", "tl.alloc: rank 0: tcm[pe 0]: cannot allocate 1048576 bytes (capacity 1048576, 2048 in use)", "42:17"},
 	} {
 		t.Run(tc.fn, func(t *testing.T) {
 			w := newWorld(t, 2)
