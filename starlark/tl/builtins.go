@@ -672,17 +672,10 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 	return starlark.None, k.Reduce(b.Name(), &dst.View, red.Pairwise(), oa, ob)
 }
 
-// intRanges are the values an integer dtype holds.
-var intRanges = map[dtype.DType][2]int64{
-	dtype.I32: {math.MinInt32, math.MaxInt32},
-	dtype.I64: {math.MinInt64, math.MaxInt64},
-	dtype.U8:  {0, math.MaxUint8},
-}
-
 // checkIntValue refuses a value an integer dtype cannot hold exactly: out
 // of range (it used to wrap or saturate silently) or with a fraction.
 func checkIntValue(fn string, d dtype.DType, v starlark.Value) error {
-	r, isInt := intRanges[d]
+	lo, hi, isInt := d.IntRange()
 	if !isInt {
 		return nil
 	}
@@ -691,7 +684,7 @@ func checkIntValue(fn string, d dtype.DType, v starlark.Value) error {
 	case starlark.Int:
 		var ok bool
 		if i, ok = v.Int64(); !ok {
-			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, lo, hi)
 		}
 	case starlark.Float:
 		f := float64(v)
@@ -699,14 +692,14 @@ func checkIntValue(fn string, d dtype.DType, v starlark.Value) error {
 			return fmt.Errorf("%s: value %v is not an integer, and %s holds integers", fn, v, d)
 		}
 		if f < -0x1p63 || f >= 0x1p63 {
-			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, lo, hi)
 		}
 		i = int64(f)
 	default:
 		return nil // the caller reports a value that is not a number
 	}
-	if i < r[0] || i > r[1] {
-		return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+	if i < lo || i > hi {
+		return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, lo, hi)
 	}
 	return nil
 }

@@ -1,8 +1,14 @@
-// Package tl is the Starlark face of one rank's PE: the `tl` object passed
-// to every kernel, and the Ptr and Tile values it works with. Every builtin
-// is registered once, in a starlark/registry table (TL, PtrTable,
-// TileTable: name, signature, doc, function), from which `kernbench docs`
-// writes the reference and the stubs.
+// Package tl is the Starlark face of a rank's kernel: the `tl` object
+// passed to every kernel, and the Ptr, Tile, handle and event values it
+// works with. Its one job is the binding: it unpacks a builtin's
+// arguments, turns Starlark values into the engine's (Ptr is a
+// prims.View, Tile a prims.Tile, a handle a prims.Load) and back, names
+// call sites and raises errors in Starlark terms; what an operation does
+// on the machine, and the rank's hazard bookkeeping, is engine/prims'
+// Kernel, the first field of tl's. Every builtin is registered once, in a
+// starlark/registry table (TL, PtrTable, TileTable: name, signature,
+// doc, function), from which `kernbench docs` writes the reference and
+// the stubs.
 package tl
 
 import (
