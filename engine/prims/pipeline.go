@@ -25,7 +25,7 @@ import (
 // mode Poll a wait for a message or a credit sleeps a poll interval at a
 // time in steps (SleepStep) as the process would; a step records the
 // trace's flows the process would; and in a kernel with threads a
-// deferred piece takes the send side (useSide) in a step as in the
+// deferred piece takes the send side (UseSide) in a step as in the
 // process (it never waits for it: a side in use by another thread is an
 // error, the same one). Tests turn the steps off (Kernel.StepsOff) for the
 // reference run.
@@ -177,7 +177,7 @@ func (pr *pieceRun) begin(c *Call) error {
 	// one during the call.
 	//
 	// dst is not checked against the sends still reading it here: each
-	// piece is, when it is stored (storeOpChecked), for that is when its
+	// piece is, when it is stored (storeChecked), for that is when its
 	// bytes are written. A piece is stored after its message arrived, which
 	// may be causally after the send that reads the range has completed
 	// (receiving in place into the chunk one's own send read, from the
@@ -185,7 +185,7 @@ func (pr *pieceRun) begin(c *Call) error {
 	// began reported a hazard no order of events can produce.
 	threads := k.Threads()
 	// dst is checked against the sends still reading it piece by piece,
-	// as each piece is stored (storeOpChecked), not as a whole up front:
+	// as each piece is stored (storeChecked), not as a whole up front:
 	// a send of the rank whose source overlaps dst may well be done by
 	// the time the piece it overlaps arrives (receiving in place what a
 	// peer sends back once it took our send), and a check of the whole
@@ -569,7 +569,7 @@ func (pr *pieceRun) deferPiece() error {
 	k, c := pr.k, pr.c
 	// The deferred piece keeps the send side in use until it is sent,
 	// which may be after this call.
-	var release func() // nil: one thread, nothing to arbitrate (no useSide call, no call to release)
+	var release func() // nil: one thread, nothing to arbitrate (no UseSide call, no call to release)
 	if pr.holdSide {
 		var err error
 		if release, err = k.UseSide(c.Out, true, c.Name, c.Origin); err != nil {
@@ -584,10 +584,10 @@ func (pr *pieceRun) deferPiece() error {
 }
 
 // copyIn begins the copy of c.In's next message (there), a piece of
-// count elements, into the next TCM inbox, as startPiece's recvInto does
+// count elements, into the next TCM inbox, as startPiece's RecvInto does
 // for a buffer of one message, with its wait for the copy a step (false:
 // the copy is done); copiedIn ends it. The call holds c.In's receive
-// side throughout (runFusedHolding), so recvInto's useSide, which never
+// side throughout (runFusedHolding), so RecvInto's UseSide, which never
 // fails for the side's own holder, is left out; the inbox is the
 // kernel's private TCM, which no store of the kernel writes: its settle
 // never waits.
