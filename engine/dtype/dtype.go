@@ -2,6 +2,7 @@ package dtype
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -58,6 +59,20 @@ func (d DType) IsFloat() bool {
 		return true
 	}
 	return false
+}
+
+// IntRange is the values an integer type holds, lo to hi; ok is false
+// for a floating-point type (or an invalid one).
+func (d DType) IntRange() (lo, hi int64, ok bool) {
+	switch d {
+	case I32:
+		return math.MinInt32, math.MaxInt32, true
+	case I64:
+		return math.MinInt64, math.MaxInt64, true
+	case U8:
+		return 0, math.MaxUint8, true
+	}
+	return 0, 0, false
 }
 
 // Parse returns the DType named s: a short name (f32 f16 bf16 f64 i32 i64

@@ -1,6 +1,7 @@
 package dtype
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -149,6 +150,29 @@ func TestParseNamesTheTypeOfOtherSpellings(t *testing.T) {
 	for _, in := range []string{"int8", "complex", "f128"} {
 		if _, err := Parse(in); err == nil || strings.Contains(err.Error(), "did you mean") {
 			t.Errorf("Parse(%q) error %v: want an error without a guess", in, err)
+		}
+	}
+}
+
+// An integer type holds its range (the checks of tl.full's value read
+// it); a floating-point type has none.
+func TestIntRange(t *testing.T) {
+	type rng struct {
+		Lo, Hi int64
+		OK     bool
+	}
+	for _, tt := range []struct {
+		d    DType
+		want rng
+	}{
+		{I32, rng{math.MinInt32, math.MaxInt32, true}},
+		{I64, rng{math.MinInt64, math.MaxInt64, true}},
+		{U8, rng{0, 255, true}},
+		{F32, rng{}}, {F16, rng{}}, {BF16, rng{}}, {F64, rng{}}, {DType(0), rng{}},
+	} {
+		lo, hi, ok := tt.d.IntRange()
+		if diff := cmp.Diff(tt.want, rng{lo, hi, ok}); diff != "" {
+			t.Errorf("%v.IntRange() (-want +got):\n%s", tt.d, diff)
 		}
 	}
 }

@@ -10,9 +10,13 @@ import "fmt"
 type Error struct {
 	Kind string
 	Msg  string
+	// Cause, when set, tells callers what happened beyond the kind
+	// (ErrNoStagingRoom): errors.Is finds it.
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Kind + ": " + e.Msg }
+func (e *Error) Unwrap() error { return e.Cause }
 
 // The kinds this package's errors carry (their names in the reference).
 const (
@@ -27,13 +31,14 @@ const (
 	KindLocalOperandHazard  = "LocalOperandHazard"
 	KindTimingOnly          = "TimingOnly"
 	KindZeroDivision        = "ZeroDivision"
+	KindOutOfMemory         = "OutOfMemory"
 )
 
 // Kinds lists the kinds of this package's errors (starlark/errkind's test
 // checks that each is declared there).
 var Kinds = []string{KindDtypeMismatch, KindOutOfBounds, KindIpcqMessageTooLarge, KindStaleSlot,
 	KindPendingStoreHazard, KindWriteWriteHazard, KindSendBufferHazard, KindDirectionInUse, KindLocalOperandHazard,
-	KindTimingOnly, KindZeroDivision}
+	KindTimingOnly, KindZeroDivision, KindOutOfMemory}
 
 // errorf is an Error of kind.
 func errorf(kind, format string, args ...any) error {

@@ -1,7 +1,6 @@
 package tl
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -11,7 +10,6 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/prims"
-	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 )
 
@@ -32,10 +30,6 @@ type handle struct {
 // HandlePool holds the loads the fused primitives recycled, shared by the
 // kernels of a run (prims.LoadPool).
 type HandlePool = prims.LoadPool
-
-// recycle hands a private load whose operation has completed (a fused
-// primitive's) back for reuse (prims.LoadPool.Recycle).
-func (k *Kernel) recycle(l *prims.Load, keepData bool) { k.Handles.Recycle(k.M, l, keepData) }
 
 func (h *handle) String() string        { return fmt.Sprintf("<%s handle>", h.Kind) }
 func (h *handle) Type() string          { return "handle" }
@@ -182,11 +176,11 @@ func kernelBuiltins() []Builtin {
 				case *handle:
 					return k.wait(b.Name(), h)
 				case *sendHandle:
-					return starlark.None, k.joinSends(h.Q)
+					return starlark.None, k.JoinSends(h.Q)
 				case *threadHandle:
 					return k.joinThread(h)
 				case *Event:
-					return starlark.None, k.waitEvent(b.Name(), h)
+					return starlark.None, k.WaitEvent(b.Name(), &h.Event, h)
 				}
 				return nil, fmt.Errorf("%s: want a handle from a *_async call, got %s", b.Name(), v.Type())
 			}},
@@ -220,7 +214,7 @@ func kernelBuiltins() []Builtin {
 				if !has {
 					// Everything this kernel issued: stores of the fused
 					// primitives too.
-					if err := k.drainWrites(); err != nil {
+					if err := k.DrainWrites(); err != nil {
 						return nil, err
 					}
 				}
@@ -233,7 +227,7 @@ func kernelBuiltins() []Builtin {
 						return nil, err
 					}
 				}
-				if err := k.joinSends(q); err != nil {
+				if err := k.JoinSends(q); err != nil {
 					return nil, err
 				}
 				return starlark.None, k.G.Flush(k.Proc, k.EP, q)
@@ -291,7 +285,7 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "dtype", &dt); err != nil {
 					return nil, err
 				}
-				return k.newTile(b.Name(), count, dt, 0)
+				return k.newTile(b.Name(), count, dt)
 			}},
 		{Name: "full", Sig: "full(count, value, dtype)", Doc: "A new Tile of count copies of value. For an integer dtype value must be an integer it holds (i32, i64 or u8 range): anything else is an error, not wrapped or saturated.",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -301,7 +295,7 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackArgs(b.Name(), args, kw, "count", &count, "value", &v, "dtype", &dt); err != nil {
 					return nil, err
 				}
-				t, err := k.newTile(b.Name(), count, dt, 0)
+				t, err := k.newTile(b.Name(), count, dt)
 				if err != nil {
 					return nil, err
 				}
@@ -312,20 +306,15 @@ func kernelBuiltins() []Builtin {
 				switch v := v.(type) {
 				case starlark.Int:
 					// Integers keep full precision for integer dtypes.
-					if i, ok := v.Int64(); ok && !t.DT.IsFloat() {
-						for e := range len(t.Data) / t.DT.Size() {
-							dtype.PutInt(t.DT, t.Data, e, i)
-						}
-					} else {
-						f, _ := starlark.AsFloat(v)
-						dtype.FillValue(t.DT, t.Data, f)
-					}
+					i, ok := v.Int64()
+					f, _ := starlark.AsFloat(v)
+					t.Fill(f, i, ok && !t.DT.IsFloat())
 				case starlark.Float:
-					dtype.FillValue(t.DT, t.Data, float64(v))
+					t.Fill(float64(v), 0, false)
 				default:
 					return nil, fmt.Errorf("%s: value must be a number, got %s", b.Name(), v.Type())
 				}
-				k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
+				k.LogConst(&t.Tile)
 				return t, nil
 			}},
 		{Name: "maximum", Sig: "maximum(a, b)", Doc: "Elementwise maximum of two Tiles.",
@@ -355,21 +344,11 @@ func kernelBuiltins() []Builtin {
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", b.Name(), err)
 				}
-				mem := map[machine.Space]*machine.Memory{machine.TCM: k.PE.TCM, machine.HBM: k.PE.HBM, machine.SRAM: k.PE.SRAM}[sp]
-				if int64(count) > mem.Capacity/int64(d.Size()) {
-					return nil, errorf(errkind.TLOutOfMemory, "%s: rank %d: %v: cannot allocate %d × %s (capacity %d bytes)", b.Name(), k.Rank, mem, count, d, mem.Capacity)
-				}
-				n := int64(count) * int64(d.Size())
-				off, err := mem.Alloc(n)
+				v, err := k.AllocView(b.Name(), count, d, sp)
 				if err != nil {
-					return nil, errorf(errkind.TLOutOfMemory, "%s: rank %d: %v", b.Name(), k.Rank, err)
+					return nil, err
 				}
-				reg := machine.Region{Mem: mem, Off: off, N: n}
-				k.rootKernel().allocs = append(k.rootKernel().allocs, reg)
-				k.Stats.AllocBytes += n
-				k.Stats.Allocs++
-				LogWrite(k.M, k.Rank, "alloc", reg, true)
-				return NewPtr(reg, d, int64(count), k.Rank), nil
+				return &Ptr{v}, nil
 			}},
 		{Name: "time", Sig: "time()", Doc: "Current simulated time in ns (float).",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -417,29 +396,19 @@ func tileFn(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple, op dt
 	return tileBinary(op, a, c, b.Name())
 }
 
-func (k *Kernel) newTile(fn string, count int, dt string, v float64) (*Tile, error) {
+func (k *Kernel) newTile(fn string, count int, dt string) (*Tile, error) {
 	d, err := parseDType(fn, dt)
 	if err != nil {
 		return nil, err
 	}
-	if count < 0 {
-		return nil, fmt.Errorf("%s: count must be >= 0, got %d", fn, count)
-	}
-	if limit := k.PE.HBM.Capacity; int64(count) > limit/int64(d.Size()) {
-		return nil, errorf(errkind.TLOutOfMemory, "%s: %d × %s is larger than any memory of the PE (%d bytes)", fn, count, d, limit)
-	}
-	data, err := k.newData(int64(count * d.Size()))
+	t, err := k.NewTile(fn, count, d)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", fn, err)
-	}
-	t := &Tile{Tile: prims.Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now()}, k: k}
-	if v != 0 {
-		dtype.FillValue(d, t.Data, v)
+		return nil, err
 	}
 	if fn == "tl.zeros" {
-		k.logMath(t, "const", nil, nil, func(r *oplog.Record) { r.Data = append([]byte(nil), t.Data...) })
+		k.LogConst(&t)
 	}
-	return t, nil
+	return &Tile{Tile: t, k: k}, nil
 }
 
 func builtinSend(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -447,7 +416,7 @@ func builtinSend(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starl
 	if err != nil {
 		return nil, err
 	}
-	return starlark.None, k.sendBuffer(q, src, piece, th.CallFrame(1).Pos)
+	return starlark.None, k.SendBufferOn(q, &src.View, piece, th.CallFrame(1).Pos)
 }
 
 // sendArgs unpacks (dir, src, nbytes=None, piece_bytes=None) of tl.send
@@ -517,98 +486,6 @@ func (k *Kernel) sendTarget(b *starlark.Builtin, dir string, srcArg *PtrArg, nbV
 	return q, src, nil
 }
 
-// sendBuffer sends src on q as ceil(nbytes / slot_size) messages (one empty
-// message for an empty src), each a normal IPCQ message, and returns when
-// the last one has been issued.
-func (k *Kernel) sendBuffer(q *machine.QueuePair, src *Ptr, piece int64, origin any) error {
-	release, err := k.useSide(q, true, "tl.send", origin)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := k.prepareSend(q, src); err != nil {
-		return err
-	}
-	root := k.rootKernel()
-	if root.nthreads == 0 {
-		// No other thread can write src while this one sends it.
-		return k.sendPieces(k.Proc, q, src, piece, origin, nil)
-	}
-	// Another thread could: the part not sent yet is noted as a
-	// tl.send_async's is (SendBufferHazard for a write into it; such a
-	// write silently changed what arrived).
-	h := &sendHandle{prims.Send{Q: q, Unissued: src.Reg, Origin: origin, Blocking: true}}
-	root.issuingSends = append(root.issuingSends, &h.Send)
-	err = k.sendPieces(k.Proc, q, src, piece, origin, h)
-	h.Done = true
-	return err
-}
-
-// prepareSend checks a send of src on q before its first message: the
-// source is a live slot, no store of the kernel is still writing it, and
-// no tl.send_async of the kernel is still sending on q.
-func (k *Kernel) prepareSend(q *machine.QueuePair, src *Ptr) error {
-	if err := k.checkSlot(src, "send src"); err != nil {
-		return err
-	}
-	if err := k.checkSendSide(q); err != nil {
-		return err
-	}
-	if err := k.checkPendingRead("tl.send", src.Reg); err != nil {
-		return err
-	}
-	return k.settle(src.Reg)
-}
-
-// checkSendSide rejects a send on q while a tl.send_async of this kernel
-// is still issuing messages on it (their order would be undefined).
-func (k *Kernel) checkSendSide(q *machine.QueuePair) error {
-	for _, h := range k.asyncSends {
-		if h.Q == q && !h.Done {
-			return errorf(errkind.DirectionInUse, "rank %d send %s: the send side of %s is still used by the tl.send_async issued at %v; tl.wait(its handle) first", k.Rank, q.Dir, q.Dir, h.Origin)
-		}
-	}
-	return nil
-}
-
-// sendPieces issues the messages of src on q from process p, each of at
-// most piece bytes (whole elements; prims.SendBuffer). A tl.send_async's
-// handle h learns the part of src still unissued as each message is
-// queued.
-func (k *Kernel) sendPieces(p *sim.Proc, q *machine.QueuePair, src *Ptr, piece int64, origin any, h *sendHandle) error {
-	var s *prims.Send
-	if h != nil {
-		s = &h.Send
-	}
-	return prims.SendBuffer((*messenger)(k), p, q, src.Reg, src.DT, src.Count, piece, origin, s)
-}
-
-// messenger is a kernel issuing the messages of its buffer sends
-// (prims.Messenger; a conversion of the kernel's pointer, no allocation).
-type messenger Kernel
-
-// Message issues one IPCQ message of reg on q (at most slot_size) from
-// process p. For a tracked send s, rest is the part of its source still
-// unissued once this message is queued: it is noted then, not when the
-// send's overhead has passed, for by then a peer may have taken the
-// message and sent back what it was waiting for (a write into the
-// message's range that is no hazard).
-func (m *messenger) Message(p *sim.Proc, q *machine.QueuePair, reg machine.Region, dt dtype.DType, count int64, origin any, s *prims.Send, rest machine.Region) error {
-	k := (*Kernel)(m)
-	k.Stats.Send++
-	var posted machine.Poster
-	if s != nil {
-		s.Rest, posted = rest, s
-	}
-	if err := k.G.SendNoting(p, q, reg, machine.MsgMeta{DType: uint8(dt), Count: count, Origin: origin}, posted); err != nil {
-		return err
-	}
-	if tr := k.M.Trace; tr != nil {
-		tr.FlowStart(flowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.tid(), k.sliceStart)
-	}
-	return nil
-}
-
 // sendHandle is a tl.send_async in progress: its own simulated process
 // issues the messages while the kernel goes on (or a tl.send of a kernel
 // with threads, noted for the hazard checks of the other threads'
@@ -626,56 +503,14 @@ func builtinSendAsync(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args 
 	if err != nil {
 		return nil, err
 	}
-	if err := k.prepareSend(q, src); err != nil {
+	if err := k.PrepareSend(q, &src.View); err != nil {
 		return nil, err
 	}
-	origin := th.CallFrame(1).Pos
-	release, err := k.useSide(q, true, "tl.send_async", origin)
-	if err != nil {
+	h := &sendHandle{}
+	if err := k.SendAsync(&h.Send, q, &src.View, piece, th.CallFrame(1).Pos); err != nil {
 		return nil, err
 	}
-	h := &sendHandle{prims.Send{Q: q, Unissued: src.Reg, Origin: origin}}
-	k.asyncSends = append(k.asyncSends, h)
-	root := k.rootKernel()
-	root.issuingSends = append(root.issuingSends, &h.Send)
-	k.M.Sim.Spawn(fmt.Sprintf("rank %d tl.send_async(%q) issued at %v", k.Rank, q.Dir, origin), func(p *sim.Proc) {
-		h.Err = k.sendPieces(p, q, src, piece, origin, h)
-		h.Done = true
-		release()
-		if h.Err != nil && !errors.Is(h.Err, sim.ErrKilled) {
-			k.M.Sim.Stop(fmt.Errorf("rank %d: tl.send_async issued at %v: %w", k.Rank, origin, h.Err))
-		}
-		if w := h.Waiter; w != nil {
-			h.Waiter = nil
-			w.Wake()
-		}
-	})
 	return h, nil
-}
-
-// joinSends waits for the kernel's async sends on q (every direction when
-// q is nil).
-func (k *Kernel) joinSends(q *machine.QueuePair) error {
-	live := k.asyncSends[:0]
-	for _, h := range k.asyncSends {
-		if q == nil || h.Q == q {
-			if err := h.Join(k.Proc); err != nil {
-				return err
-			}
-		}
-		if !h.Done {
-			live = append(live, h)
-		}
-	}
-	clear(k.asyncSends[len(live):])
-	k.asyncSends = live
-	return nil
-}
-
-// checkSlot rejects a return_slot Ptr whose slot was overwritten since it
-// was received (the ring wrapped).
-func (k *Kernel) checkSlot(p *Ptr, use string) error {
-	return p.CheckSlot(k.Rank, use)
 }
 
 func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Value, error) {
@@ -687,166 +522,35 @@ func (k *Kernel) recv(fn string, dirV, dstV starlark.Value, at any) (starlark.Va
 	if err != nil {
 		return nil, err
 	}
-	var dst *Ptr
+	var dst *prims.View
 	if dstV != starlark.None {
-		if dst, err = asDst(dstV, fn, "dst"); err != nil {
+		p, err := asDst(dstV, fn, "dst")
+		if err != nil {
 			return nil, err
 		}
+		dst = &p.View
 	}
 	var q *machine.QueuePair
 	if has {
 		if q, err = g.LookupRecv(k.Rank, dir); err != nil {
 			return nil, err
 		}
-		release, err := k.useSide(q, false, fn, at)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-		if err := g.WaitRecv(k.Proc, q); err != nil {
-			return nil, err
-		}
-	} else if q, err = g.WaitAny(k.Proc, k.EP); err != nil {
-		return nil, err
 	}
-	meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
-	dt := dtype.DType(meta.DType)
-	if !dt.Valid() {
-		dt = dtype.U8
-	}
-	if tr := k.M.Trace; tr != nil {
-		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
-	}
-	if dst == nil {
-		r := g.Take(q, true)
-		k.Stats.Recv++
-		p := NewPtr(r.Slot, dt, meta.Count, k.Rank)
-		p.Dir = q.Dir
-		p.Slot = SlotRef{Q: q, Idx: r.Idx, Gen: r.Gen}
-		return p, nil
-	}
-	return k.recvInto(fn, q, dst, at)
-}
-
-// fullMessage is the size of a full message of dt elements: slot_size
-// rounded down to whole elements (tl.send cuts a buffer so; a slot_size of
-// 6 carries one f32 per message, and a 4-byte message is not the last).
-func fullMessage(slotSize int64, dt dtype.DType) int64 {
-	sz := int64(dt.Size())
-	return slotSize / sz * sz
-}
-
-// recvInto receives messages of q into consecutive parts of dst until dst
-// is full or a message shorter than a full one ends the sender's buffer
-// (tl.send of a buffer: full slots, then the rest). Each message's copy out
-// of its slot is issued as soon as it arrives and its credit returns when
-// that copy completes, so the sender refills the ring while earlier copies
-// are still under way. It returns the view of dst that was written.
-func (k *Kernel) recvInto(fn string, q *machine.QueuePair, dst *Ptr, at any) (*Ptr, error) {
-	release, err := k.useSide(q, false, fn, at)
+	got, err := k.Recv(fn, q, k.EP, dst, at)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	g := k.G
-	if err := k.settle(dst.Reg); err != nil {
-		return nil, err
-	}
-	k.dropPrefetched(dst.Reg)
-	var got int64 // bytes received so far
-	var pending []*machine.MemOp
-	for {
-		if got > 0 {
-			if err := g.WaitRecv(k.Proc, q); err != nil {
-				return nil, err
-			}
-		}
-		meta := q.Slots[q.MyTail%uint64(g.Cfg.NSlots)].Meta
-		dt := dtype.DType(meta.DType)
-		if !dt.Valid() {
-			dt = dtype.U8
-		}
-		if dst.DT != dt {
-			return nil, errorf(errkind.DtypeMismatch, "rank %d recv %s: the message carries %s, dst is %s", k.Rank, q.Dir, dt, dst.DT)
-		}
-		if meta.NBytes > dst.Reg.N-got {
-			if got == 0 {
-				return nil, errorf(errkind.OutOfBounds, "rank %d recv %s: the message has %d bytes, dst holds %d", k.Rank, q.Dir, meta.NBytes, dst.Reg.N)
-			}
-			return nil, errorf(errkind.OutOfBounds, "rank %d recv %s: message #%d has %d bytes, %d of dst's %d are left", k.Rank, q.Dir, meta.Seq, meta.NBytes, dst.Reg.N-got, dst.Reg.N)
-		}
-		if got > 0 {
-			if tr := k.M.Trace; tr != nil {
-				tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
-			}
-		}
-		part := dst.Reg.Sub(got, meta.NBytes)
-		if err := k.checkWrite(fn, part); err != nil {
-			return nil, err
-		}
-		r := g.Take(q, false)
-		k.Stats.Recv++
-		op := k.M.Copy(k.PE, part, r.Slot)
-		op.Name, op.Dir, op.Seq = "recv", q.Dir, meta.Seq
-		got += meta.NBytes
-		if got == dst.Reg.N || meta.NBytes < fullMessage(g.Cfg.SlotSize, dt) {
-			// The last message: wait for every copy, then return its credit.
-			pending = append(pending, op)
-			for _, op := range pending {
-				if err := op.Wait(k.Proc); err != nil {
-					return nil, err
-				}
-			}
-			g.CopyDone(q, meta.Seq)
-			break
-		}
-		op.Watcher = q // its credit returns when the copy completes
-		pending = append(pending, op)
-	}
-	esz := int64(dst.DT.Size())
-	out, _ := dst.view(0, got/esz, "")
-	out.Dir = q.Dir
-	return out, nil
+	return &Ptr{got}, nil
 }
 
 // fetchAsync issues the load of p for a Starlark handle.
 func (k *Kernel) fetchAsync(fn string, p *Ptr) (*handle, error) {
 	h := &handle{}
 	h.Src = p.View
-	if _, err := k.fetchSrc(fn, &h.Load); err != nil {
+	if _, err := k.FetchSrc(fn, &h.Load); err != nil {
 		return nil, err
 	}
 	return h, nil
-}
-
-// fetchLoad issues the load of p as a private load of a fused primitive
-// (a Ptr of a dozen words, passed by pointer: a primitive issues two
-// loads per piece).
-func (k *Kernel) fetchLoad(fn string, p *Ptr) (*prims.Load, error) {
-	l := k.Handles.New()
-	l.Src = p.View
-	return k.fetchSrc(fn, l)
-}
-
-// fetchSrc issues the load of l.Src into l, whose source the caller has
-// filled in place (a fused primitive's received slot is built there, not
-// built aside and copied in).
-func (k *Kernel) fetchSrc(fn string, l *prims.Load) (*prims.Load, error) {
-	reg := l.Src.Reg
-	if err := k.checkPendingRead(fn, reg); err != nil {
-		return nil, err
-	}
-	if err := k.settle(reg); err != nil {
-		return nil, err
-	}
-	k.Stats.Load++
-	op := k.M.Fetch(k.PE, reg)
-	if l := k.M.Log; l != nil {
-		op.TileID = l.NewTile()
-	}
-	l.Kind, l.Op = "fetch", op
-	l.WatchSlot(k.Rank)
-	return l, nil
 }
 
 func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -866,81 +570,14 @@ func (k *Kernel) storeArgs(b *starlark.Builtin, args starlark.Tuple, kw []starla
 	return k.storeTile(b.Name(), p, t)
 }
 
-// checkWrite rejects a write into a range an unfinished send still reads,
-// or that a primitive of another thread reads as its local operand. It is
-// called as the write is issued (a fused primitive: per piece), never
-// ahead of it.
-func (k *Kernel) checkWrite(fn string, dst machine.Region) error {
-	if err := k.checkOperandWrite(fn, dst); err != nil {
-		return err
-	}
-	if k.G == nil {
-		return nil
-	}
-	// A tl.send_async reads its source message by message as credits
-	// allow: a write into a part it has not issued yet changes what is
-	// sent, in any thread of the rank.
-	if root := k.rootKernel(); len(root.issuingSends) > 0 { // (none issuing: no scan, no call)
-		if err := k.checkIssuingSends(fn, dst); err != nil {
-			return err
-		}
-	}
-	if !dst.SendsMayRead() {
-		return nil // no send reads near dst (the common case): no scan, no call
-	}
-	return prims.InFlightHazard(k.G, fn, k.Rank, dst)
-}
-
-// checkIssuingSends is checkWrite's check against the rank's buffer
-// sends still issuing (prims.IssuingSends.WriteHazard).
-func (k *Kernel) checkIssuingSends(fn string, dst machine.Region) error {
-	return k.rootKernel().issuingSends.WriteHazard(fn, k.Rank, dst)
-}
-
 func (k *Kernel) storeTile(fn string, p *Ptr, t *Tile) (*handle, error) {
-	op, err := k.storeOp(fn, p, t)
+	op, err := k.Store(fn, &p.View, &t.Tile)
 	if err != nil {
 		return nil, err
 	}
 	h := &handle{Load: prims.Load{Kind: "store", Op: op}}
-	k.noteHandle(op, h)
+	k.AttachDone(op, &h.done)
 	return h, nil
-}
-
-// storeOp issues the store of t into p once t's math is done.
-func (k *Kernel) storeOp(fn string, p *Ptr, t *Tile) (*machine.MemOp, error) {
-	return k.storeOpChecked(fn, p.Reg, p.DT, p.Count, t, true)
-}
-
-// storeOpChecked is storeOp into reg, a view of count elements of dt (a
-// fused primitive's piece of dst, which is no Ptr); checkWW=false leaves
-// out the write-write check, for a caller that knows it cannot fire.
-func (k *Kernel) storeOpChecked(fn string, reg machine.Region, dt dtype.DType, count int64, t *Tile, checkWW bool) (*machine.MemOp, error) {
-	if err := k.checkWrite(fn, reg); err != nil {
-		return nil, err
-	}
-	if checkWW {
-		if err := k.checkWriteWrite(fn, reg); err != nil {
-			return nil, err
-		}
-	}
-	if err := k.settle(reg); err != nil {
-		return nil, err
-	}
-	k.dropPrefetched(reg)
-	if dt != t.DT {
-		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d: tile is %s, ptr is %s", fn, k.Rank, t.DT, dt)
-	}
-	if count != t.Count {
-		return nil, errorf(errkind.OutOfBounds, "%s: rank %d: tile has %d elements, ptr has %d", fn, k.Rank, t.Count, count)
-	}
-	// The store starts when the tile's math is done; the caller does not
-	// wait for that (store_async) unless it waits for the handle.
-	k.Stats.Store++
-	op := k.M.StoreAt(k.PE, reg, t.Data, t.Ready)
-	op.TileID = t.ID
-	k.noteWrite(fn, op)
-	return op, nil
 }
 
 func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (*handle, error) {
@@ -956,34 +593,11 @@ func (k *Kernel) copyArgs(b *starlark.Builtin, args starlark.Tuple, kw []starlar
 	if err != nil {
 		return nil, err
 	}
-	if dst.DT != src.DT {
-		return nil, errorf(errkind.DtypeMismatch, "%s: rank %d: dst is %s, src is %s", b.Name(), k.Rank, dst.DT, src.DT)
-	}
-	if dst.Count != src.Count {
-		return nil, errorf(errkind.OutOfBounds, "%s: rank %d: dst has %d elements, src has %d", b.Name(), k.Rank, dst.Count, src.Count)
-	}
-	if err := k.checkSlot(src, "copy src"); err != nil {
+	h := &handle{Load: prims.Load{Src: src.View}}
+	if err := k.Copy(b.Name(), &dst.View, &h.Load); err != nil {
 		return nil, err
 	}
-	if err := k.checkPendingRead(b.Name(), src.Reg); err != nil {
-		return nil, err
-	}
-	if err := k.checkWrite(b.Name(), dst.Reg); err != nil {
-		return nil, err
-	}
-	if err := k.checkWriteWrite(b.Name(), dst.Reg); err != nil {
-		return nil, err
-	}
-	if err := k.settle(src.Reg); err != nil {
-		return nil, err
-	}
-	if err := k.settle(dst.Reg); err != nil {
-		return nil, err
-	}
-	k.dropPrefetched(dst.Reg)
-	h := &handle{Load: prims.Load{Kind: "copy", Op: k.M.Copy(k.PE, dst.Reg, src.Reg), Src: src.View}}
-	k.noteWrite(b.Name(), h.Op)
-	k.noteHandle(h.Op, h)
+	k.AttachDone(h.Op, &h.done)
 	h.WatchSlot(k.Rank)
 	return h, nil
 }
@@ -1037,67 +651,31 @@ func builtinReduce(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args star
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
 	}
-	// Issue both loads before waiting for either, so they overlap.
-	operand := func(v starlark.Value, name string) (func() (*Tile, error), error) {
+	// Both loads are issued before either is waited for, so they overlap.
+	operand := func(v starlark.Value, name string) (prims.Operand, error) {
 		switch x := v.(type) {
 		case *Tile:
-			return func() (*Tile, error) { return x, nil }, nil
+			return prims.Operand{Tile: &x.Tile, By: &x.k.Kernel}, nil
 		case *Ptr:
-			h, err := k.fetchAsync(b.Name(), x)
-			if err != nil {
-				return nil, err
-			}
-			return func() (*Tile, error) {
-				t, err := k.wait(b.Name(), h)
-				if err != nil {
-					return nil, err
-				}
-				return t.(*Tile), nil
-			}, nil
+			return k.LoadOperand(b.Name(), &x.View)
 		}
-		return nil, fmt.Errorf("%s: %s must be a Ptr or a Tile, got %s", b.Name(), name, v.Type())
+		return prims.Operand{}, fmt.Errorf("%s: %s must be a Ptr or a Tile, got %s", b.Name(), name, v.Type())
 	}
-	ga, err := operand(av, "a")
+	oa, err := operand(av, "a")
 	if err != nil {
 		return nil, err
 	}
-	gb, err := operand(bv, "b")
+	ob, err := operand(bv, "b")
 	if err != nil {
 		return nil, err
 	}
-	ta, err := ga()
-	if err != nil {
-		return nil, err
-	}
-	tb, err := gb()
-	if err != nil {
-		return nil, err
-	}
-	t, err := tileBinary(red.Pairwise(), ta, tb, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	h, err := k.storeTile(b.Name(), dst, t)
-	if err != nil {
-		return nil, err
-	}
-	_, err = k.wait(b.Name(), h)
-	return starlark.None, err
-}
-
-func flowKey(rank int, dir string, seq uint64) string { return fmt.Sprintf("%d/%s/%d", rank, dir, seq) }
-
-// intRanges are the values an integer dtype holds.
-var intRanges = map[dtype.DType][2]int64{
-	dtype.I32: {math.MinInt32, math.MaxInt32},
-	dtype.I64: {math.MinInt64, math.MaxInt64},
-	dtype.U8:  {0, math.MaxUint8},
+	return starlark.None, k.Reduce(b.Name(), &dst.View, red.Pairwise(), oa, ob)
 }
 
 // checkIntValue refuses a value an integer dtype cannot hold exactly: out
 // of range (it used to wrap or saturate silently) or with a fraction.
 func checkIntValue(fn string, d dtype.DType, v starlark.Value) error {
-	r, isInt := intRanges[d]
+	lo, hi, isInt := d.IntRange()
 	if !isInt {
 		return nil
 	}
@@ -1106,7 +684,7 @@ func checkIntValue(fn string, d dtype.DType, v starlark.Value) error {
 	case starlark.Int:
 		var ok bool
 		if i, ok = v.Int64(); !ok {
-			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, lo, hi)
 		}
 	case starlark.Float:
 		f := float64(v)
@@ -1114,14 +692,14 @@ func checkIntValue(fn string, d dtype.DType, v starlark.Value) error {
 			return fmt.Errorf("%s: value %v is not an integer, and %s holds integers", fn, v, d)
 		}
 		if f < -0x1p63 || f >= 0x1p63 {
-			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+			return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, lo, hi)
 		}
 		i = int64(f)
 	default:
 		return nil // the caller reports a value that is not a number
 	}
-	if i < r[0] || i > r[1] {
-		return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, r[0], r[1])
+	if i < lo || i > hi {
+		return fmt.Errorf("%s: value %v is outside the range of %s [%d, %d]", fn, v, d, lo, hi)
 	}
 	return nil
 }

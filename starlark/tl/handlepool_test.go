@@ -25,15 +25,15 @@ func TestHandlePool_SharedByTheKernelsOfARun(t *testing.T) {
 	ptr := func(k *Kernel) *Ptr {
 		return &Ptr{prims.View{Reg: machine.Region{Mem: k.PE.TCM, Off: 0, N: 64}, Count: 16, Rank: k.Rank}}
 	}
-	ha, err := a.fetchLoad("tl.fetch", ptr(a))
+	ha, err := a.FetchLoad("tl.fetch", &ptr(a).View)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Run(); err != nil {
 		t.Fatal(err)
 	}
-	a.recycle(ha, true)
-	hb, err := b.fetchLoad("tl.fetch", ptr(b))
+	a.Recycle(ha, true)
+	hb, err := b.FetchLoad("tl.fetch", &ptr(b).View)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,4 +83,13 @@ func timingOnlyMachine(t *testing.T, ranks int) *machine.Machine {
 	}
 	m.SetTimingOnly()
 	return m
+}
+
+// A Kernel begins with its engine kernel, whose first lines hold what a
+// message's piece touches (prims' TestKernelPieceFieldsFirst).
+func TestKernelBeginsWithItsEngineKernel(t *testing.T) {
+	var k Kernel
+	if off := unsafe.Offsetof(k.Kernel); off != 0 {
+		t.Errorf("Kernel.Kernel (prims.Kernel) is at byte %d, want 0", off)
+	}
 }

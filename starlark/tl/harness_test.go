@@ -93,8 +93,18 @@ func newWorldParams(t *testing.T, n int, p machine.Params, cfg machine.IPCQConfi
 
 // kernel makes rank r's tl value running in proc.
 func (w *world) kernel(r int, proc *sim.Proc) *tl.Kernel {
-	return tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: w.n, RedOp: w.redOp, Proc: proc})
+	k := tl.New(&tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: w.n, RedOp: w.redOp, Proc: proc})
+	k.StepsOff = pieceStepsOff
+	return k
 }
+
+// pieceStepsOff makes the harness's kernels do every wait of their fused
+// primitives' pipelines in their process (prims.Kernel.StepsOff), for the
+// comparisons of the steps with the process's blocking calls.
+var pieceStepsOff bool
+
+// setPieceSteps turns the fused primitives' steps on or off.
+func setPieceSteps(on bool) { pieceStepsOff = !on }
 
 // run calls fn(rank, tl=tl) on every rank as concurrent simulated processes
 // and returns the simulation's error: the first kernel error (wrapped with

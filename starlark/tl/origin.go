@@ -37,11 +37,11 @@ func WatchOrigins(m *machine.Machine) {
 // thread, the builtin and its call site.
 func (k *Kernel) describeCall(th *starlark.Thread) string {
 	who := fmt.Sprintf("rank %d", k.Rank)
-	if k.thread != 0 {
-		who += " " + k.threadName
+	if k.Thread != 0 {
+		who += " " + k.ThreadName
 	}
-	if k.inFused {
-		return fmt.Sprintf("%s %s at %v", who, k.fusedCallBuf.name, k.fusedCallBuf.site)
+	if c := k.Running(); c != nil {
+		return fmt.Sprintf("%s %s at %v", who, c.Name, k.fusedSite)
 	}
 	if th.CallStackDepth() < 2 {
 		return who

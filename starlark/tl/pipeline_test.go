@@ -10,7 +10,6 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
-	"kernbench/starlark/tl"
 )
 
 // pipelineCase is a run of testdata/pipeline.star: its IPCQ
@@ -39,8 +38,8 @@ func pipelineRun(t *testing.T, c pipelineCase, jitter uint64, steps bool) ([]str
 // the only such wait of the fixture) and the steps' hand-overs for it.
 func pipelineRunStaging(t *testing.T, c pipelineCase, jitter uint64, steps bool) (out []string, resumed uint64, flush sim.Time, staging int) {
 	t.Helper()
-	tl.SetPieceSteps(steps)
-	defer tl.SetPieceSteps(true)
+	setPieceSteps(steps)
+	defer setPieceSteps(true)
 	name := c.fn
 	if name == "" {
 		name = "ring"
@@ -69,8 +68,7 @@ func pipelineRunStaging(t *testing.T, c pipelineCase, jitter uint64, steps bool)
 	for r, k := range w.kernels {
 		out = append(out, fmt.Sprintf("rank %d spent %v, stats %+v", r, k.Proc.Spent, *k.Stats))
 		flush += k.Proc.Spent[machine.ActFlush]
-		_, _, _, n := tl.PieceHandOvers(k)
-		staging += n
+		staging += k.HandOvers().Staging
 	}
 	out = append(out, fmt.Sprintf("%v: %d events", w.s.Now(), w.s.Events()))
 	return out, w.s.Resumptions(), flush, staging
@@ -114,11 +112,11 @@ func TestPipelineStepsSameRunAsBlockingCalls(t *testing.T) {
 // ranks of a machine whose math is slow, with the fused primitives' waits
 // as steps or as the process's blocking calls, and returns everything
 // observable (as pipelineRun, with the run's error) and rank 1's
-// hand-overs (tl.PieceHandOvers).
+// hand-overs (prims.Kernel.HandOvers).
 func settleRun(t *testing.T, name string, jitter uint64, steps bool) (out []string, window, dst int) {
 	t.Helper()
-	tl.SetPieceSteps(steps)
-	defer tl.SetPieceSteps(true)
+	setPieceSteps(steps)
+	defer setPieceSteps(true)
 	cfg := testIPCQ()
 	fn := fixtureFunc(t, loadFixtureCfg(t, "pipeline_settle.star", cfg), name)
 	p := testParams()
@@ -132,7 +130,8 @@ func settleRun(t *testing.T, name string, jitter uint64, steps bool) (out []stri
 		out = append(out, fmt.Sprintf("rank %d spent %v, stats %+v", r, k.Proc.Spent, *k.Stats))
 	}
 	out = append(out, fmt.Sprintf("%v: %d events, error %v", w.s.Now(), w.s.Events(), err))
-	window, _, dst, _ = tl.PieceHandOvers(w.kernels[1])
+	h := w.kernels[1].HandOvers()
+	window, dst = h.Window, h.Dst
 	return out, window, dst
 }
 

@@ -14,7 +14,7 @@ type Recorder interface {
 }
 
 // ThreadNumber is this thread's number on its rank (0 for the kernel).
-func (k *Kernel) ThreadNumber() int { return k.thread }
+func (k *Kernel) ThreadNumber() int { return k.Thread }
 
 // ThreadOf returns the tl of the thread behind a tl.spawn handle.
 func ThreadOf(v starlark.Value) (*Kernel, bool) {

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"kernbench/engine/dtype"
-	"kernbench/starlark/tl"
 )
 
 // A forwarding primitive stages its pieces in a ring of n_slots+2 TCM
@@ -17,7 +16,7 @@ func TestStagingSlots_TakenInTurnAroundTheRing(t *testing.T) {
 	cfg := testIPCQ()
 	n := cfg.NSlots + 2
 	const count = 3
-	first, err := tl.StagingSlot(k, dtype.F32, count)
+	first, err := k.StagingSlot("tl.recv_reduce_send", dtype.F32, count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +24,7 @@ func TestStagingSlots_TakenInTurnAroundTheRing(t *testing.T) {
 		t.Fatalf("first staging slot %v: want %d bytes of rank 0's TCM", first, count*4)
 	}
 	for i := 1; i <= n; i++ {
-		reg, err := tl.StagingSlot(k, dtype.F32, count)
+		reg, err := k.StagingSlot("tl.recv_reduce_send", dtype.F32, count)
 		if err != nil {
 			t.Fatal(err)
 		}

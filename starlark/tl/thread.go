@@ -6,9 +6,7 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"kernbench/engine/machine"
 	"kernbench/engine/sim"
-	"kernbench/engine/trace"
 	"kernbench/starlark/script"
 )
 
@@ -46,7 +44,7 @@ type threadHandle struct {
 	waiter *sim.Proc
 }
 
-func (h *threadHandle) String() string        { return fmt.Sprintf("<thread %s>", h.k.threadName) }
+func (h *threadHandle) String() string        { return fmt.Sprintf("<thread %s>", h.k.ThreadName) }
 func (h *threadHandle) Type() string          { return "handle" }
 func (h *threadHandle) Freeze()               {}
 func (h *threadHandle) Truth() starlark.Bool  { return true }
@@ -57,16 +55,6 @@ func (k *Kernel) rootKernel() *Kernel {
 		return k.root
 	}
 	return k
-}
-
-// tid is the trace track of this kernel or thread on its PE.
-func (k *Kernel) tid() int { return trace.TidKernel + k.thread*trace.TidThreadStride }
-
-func (k *Kernel) track() string {
-	if k.thread == 0 {
-		return "kernel"
-	}
-	return k.threadName
 }
 
 func (k *Kernel) fail(err error) {
@@ -86,12 +74,10 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 		return nil, fmt.Errorf("%s: want a function, got %s", b.Name(), args[0].Type())
 	}
 	root := k.rootKernel()
-	root.nthreads++
-	child := &Kernel{M: k.M, G: k.G, EP: k.EP, PE: k.PE, Rank: k.Rank, World: k.World, RedOp: k.RedOp, Stats: k.Stats, Handles: k.Handles, Obs: k.Obs, Rec: k.Rec, root: root, thread: root.nthreads}
-	root.threadKernels = append(root.threadKernels, child)
-	child.threadName = fmt.Sprintf("thread %d (%s)", child.thread, fn.Name())
-	New(child)
-	name := fmt.Sprintf("rank %d %s", k.Rank, child.threadName)
+	child := New(&Kernel{M: k.M, G: k.G, EP: k.EP, PE: k.PE, Rank: k.Rank, World: k.World, RedOp: k.RedOp, Stats: k.Stats, Handles: k.Handles, Obs: k.Obs, Rec: k.Rec, root: root})
+	n := k.Kernel.Spawn(&child.Kernel)
+	child.ThreadName = fmt.Sprintf("thread %d (%s)", n, fn.Name())
+	name := fmt.Sprintf("rank %d %s", k.Rank, child.ThreadName)
 	var sth *starlark.Thread
 	if root.NewThread != nil {
 		sth = root.NewThread(name, child)
@@ -117,7 +103,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 	}
 	callArgs := append(starlark.Tuple{child}, args[1:]...)
 	proc := k.M.Sim.Spawn(name, func(p *sim.Proc) {
-		child.Proc = p
+		child.Proc, child.Kernel.Proc = p, p
 		v, err := starlark.Call(sth, fn, callArgs, kw)
 		err = script.Stopped(sth, err)
 		child.Stats.Steps += int64(sth.ExecutionSteps())
@@ -126,7 +112,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 		}
 		h.value, h.err, h.done = v, err, true
 		if err != nil && !errors.Is(err, sim.ErrKilled) {
-			h.err = &ThreadError{Rank: k.Rank, Thread: child.threadName, SpawnedAt: spawnedAt, Proc: p, Err: err}
+			h.err = &ThreadError{Rank: k.Rank, Thread: child.ThreadName, SpawnedAt: spawnedAt, Proc: p, Err: err}
 			k.fail(h.err)
 		}
 		if w := h.waiter; w != nil {
@@ -156,48 +142,4 @@ func (k *Kernel) joinThread(h *threadHandle) (starlark.Value, error) {
 		return starlark.None, nil
 	}
 	return h.value, nil
-}
-
-// noRelease is useSide's release when there is nothing to arbitrate.
-func noRelease() {}
-
-// useSide marks q's send or receive side as used by this thread's
-// operation op until the returned release is called; another live thread
-// using it is a DirectionInUse error naming both positions. Uses by the
-// same thread nest: the side is free when each has been released.
-func (k *Kernel) useSide(q *machine.QueuePair, send bool, op string, at any) (release func(), err error) {
-	root := k.rootKernel()
-	if root.nthreads == 0 {
-		return noRelease, nil // one thread: nothing to arbitrate
-	}
-	release, u := root.sides.Use(q, send, k, op, at)
-	if u != nil {
-		return nil, u.InUseError(k.Rank, k.track(), q, send, op, at, u.By.(*Kernel).track())
-	}
-	return release, nil
-}
-
-// readingOperand registers c's local operand as being read until done.
-func (k *Kernel) readingOperand(reg machine.Region, op string, at any) (done func()) {
-	root := k.rootKernel()
-	if root.nthreads == 0 {
-		return noRelease
-	}
-	return root.reading.Add(k, reg, op, at)
-}
-
-// checkOperandWrite rejects a write into a local operand that a primitive
-// of another thread is still reading.
-func (k *Kernel) checkOperandWrite(fn string, dst machine.Region) error {
-	if !k.rootKernel().reading.Any() {
-		return nil // no thread's primitive reads an operand (inlined: every write asks)
-	}
-	return k.scanOperandReads(fn, dst)
-}
-
-func (k *Kernel) scanOperandReads(fn string, dst machine.Region) error {
-	if r := k.rootKernel().reading.Conflict(k, dst); r != nil {
-		return r.HazardError(fn, k.Rank, k.track(), dst, r.By.(*Kernel).track())
-	}
-	return nil
 }

@@ -1,8 +1,14 @@
-// Package tl is the Starlark face of one rank's PE: the `tl` object passed
-// to every kernel, and the Ptr and Tile values it works with. Every builtin
-// is registered once, in a starlark/registry table (TL, PtrTable,
-// TileTable: name, signature, doc, function), from which `kernbench docs`
-// writes the reference and the stubs.
+// Package tl is the Starlark face of a rank's kernel: the `tl` object
+// passed to every kernel, and the Ptr, Tile, handle and event values it
+// works with. Its one job is the binding: it unpacks a builtin's
+// arguments, turns Starlark values into the engine's (Ptr is a
+// prims.View, Tile a prims.Tile, a handle a prims.Load) and back, names
+// call sites and raises errors in Starlark terms; what an operation does
+// on the machine, and the rank's hazard bookkeeping, is engine/prims'
+// Kernel, the first field of tl's. Every builtin is registered once, in a
+// starlark/registry table (TL, PtrTable, TileTable: name, signature,
+// doc, function), from which `kernbench docs` writes the reference and
+// the stubs.
 package tl
 
 import (
@@ -15,7 +21,6 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
-	"kernbench/engine/oplog"
 	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 	"kernbench/starlark/registry"
@@ -25,11 +30,8 @@ import (
 // interpreter work behind them: Starlark steps of the kernel and its
 // threads, and tl builtin calls.
 type Stats struct {
-	Send, Recv, Load, Store, Math int64
-	Steps, Calls                  int64
-	// AllocBytes and Allocs are the kernel's tl.alloc buffers and
-	// staging slots (bytes, and how many), for the host memory estimate.
-	AllocBytes, Allocs int64
+	prims.Counts // the operations and allocations (the engine counts them)
+	Steps, Calls int64
 	// TileBytes are the bytes of the tiles tl calls gave the kernel (a
 	// fetch, a wait, a reduction): the garbage that fills the collector's
 	// headroom when the run moves bytes.
@@ -44,97 +46,31 @@ type Observer interface {
 	Marker(k *Kernel, name string, args starlark.Tuple)
 }
 
-// Kernel is one rank's execution context and its `tl` value.
+// Kernel is one rank's `tl` value: the Starlark face of the rank's
+// engine kernel (prims.Kernel, its first field), which does what the
+// builtins ask on the machine and keeps the rank's bookkeeping.
 type Kernel struct {
-	// The fields a message's piece of a fused primitive touches come
-	// first, in the fewest cache lines: the object's first eight
-	// (TestKernelPieceFieldsFirst; a Kernel is 1 176 bytes, in the
-	// 1 280-byte size class, whose objects start on a line). At a hundred
-	// ranks and more a rank's kernel is a cache miss away whenever its
-	// rank handles a message; ordered by topic, the fields a piece needs
-	// were spread over twelve of the kernel's twenty lines. What one call
-	// uses follows; what reports, threads and tracing use is last.
+	// (First: what a message's piece touches is in its first lines.)
+	prims.Kernel
+
+	// The launch fields, set by the kernel's creator: New copies those
+	// the engine uses into the engine kernel (a piece reads them there,
+	// in its first lines).
 	M     *machine.Machine
 	G     *machine.Group // may be nil when no IPCQ group is installed
 	PE    *machine.PE
 	Proc  *sim.Proc
 	Stats *Stats
-	// root is the rank's kernel when this is a tl.spawn thread (nil for
-	// the kernel itself); the root holds what threads share.
-	root  *Kernel
 	Rank  int
 	World int
-
 	RedOp dtype.RedOp
-	// inFused is set while a fused primitive runs (callSite: its writes
-	// are all from the call's site, fusedCallBuf.site).
-	inFused bool
-	// deferred is the last forwarded piece of a fused primitive, sent by
-	// the next primitive or before any other operation of the kernel
-	// (&deferredBuf, or nil).
-	deferred *prims.Deferred
-	pipeline *pieceRun // the pieces of the running primitive call
 	// Handles are the recycled handles (the last recycled first),
 	// shared by the kernels of a run when their creator sets one pool
 	// for all (New gives a kernel without one a pool of its own;
 	// tl.spawn threads share their parent's).
 	Handles *HandlePool
-	// pendingWrites are stores the fused primitives issued into their dst
-	// and did not wait for (so the next call starts at once). Any later
-	// operation of this kernel on an overlapping range waits for them
-	// first, and so does the kernel's end (Finish).
-	pendingWrites prims.Stores
-
-	// deferredBuf is the deferred piece's storage, reused piece after
-	// piece so that a piece allocates nothing.
-	deferredBuf prims.Deferred
-	// writes (on the root only) are the rank's tl.store/copy (and _async)
-	// writes that may not be done: a second write into an overlapping
-	// range before the first is done races (WriteWriteHazard), and so
-	// does a read of what a tl.store_async or tl.copy_async not waited
-	// for still writes (PendingStoreHazard).
-	writes prims.Writes
-	// issuingSends (on the root only) are the rank's tl.send_async calls,
-	// from any thread, that may not have issued every message yet: their
-	// sources must not be written (SendBufferHazard).
-	issuingSends prims.IssuingSends
-	// Only on the root: the number of threads spawned so far, the
-	// direction sides in use and the local operands being read.
-	nthreads int
-	sides    prims.Sides
-	reading  prims.OperandReads
-	// prefetched are tl.prefetch loads waiting for their primitive.
-	prefetched prims.PrefetchQueue
-	_          [8]byte // (fusedCallBuf starts a line)
-	// fusedCallBuf is a fused primitive call's record, reused call after
-	// call (a kernel's calls run one at a time; runFused keeps nothing
-	// of the record).
-	fusedCallBuf fusedCall
-	// scratch is the fused primitives' TCM (staging ring, inbox).
-	scratch prims.Scratch
-
-	// Reused by the fused primitives from call to call: the window of
-	// local-operand loads, the dst stores of a call and the bytes of
-	// completed tiles.
-	window   []*prims.Load
-	stores   []*machine.MemOp
-	tileBufs prims.TileBufs
-	// fusedArgs and fusedPairs are a fused primitive call's argument
-	// slots, reused call after call.
-	fusedArgs  fusedArgs
-	fusedPairs []any
-	origins    origins
-	// writeSites box the sites of writes; fusedSite is the running fused
-	// primitive's, once one of its writes needed it (site).
-	writeSites sites
-	fusedSite  prims.Site
-
-	EP  *machine.Endpoint
-	Obs Observer
-
-	allocs []machine.Region
-	// asyncSends are the kernel's tl.send_async calls not yet joined.
-	asyncSends []*sendHandle
+	EP      *machine.Endpoint
+	Obs     Observer
 	// MaxSteps is this kernel's Starlark step budget (0: none): the
 	// rank's --max-steps, and for a tl.spawn thread what its spawner had
 	// left when it spawned it, so a chain of spawns is bounded as one
@@ -153,19 +89,24 @@ type Kernel struct {
 	// Rec, when set, sees every tl call of the kernel and its threads.
 	Rec Recorder
 
-	// thread is this thread's number on its rank (0 for the kernel).
-	thread     int
-	threadName string
+	// root is the rank's kernel when this is a tl.spawn thread (nil for
+	// the kernel itself).
+	root *Kernel
+	// fusedArgs and fusedPairs are a fused primitive call's argument
+	// slots, reused call after call.
+	fusedArgs  fusedArgs
+	fusedPairs []any
+	// origins box the positions of the fused primitives' calls, as their
+	// messages' origins; writeSites box the sites of writes; fusedSite is
+	// the running fused primitive's call site.
+	origins    boxes[any]
+	writeSites boxes[prims.Site]
+	fusedSite  syntax.Position
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle
-	// threadKernels are, on the root, every thread spawned on the rank
-	// (a write by any of them discards the others' prefetched loads).
-	threadKernels []*Kernel
 	// attrs are the kernel's attribute values (its bound builtins and
 	// fields), by their index in attrIndex.
 	attrs []starlark.Value
-	// sliceStart is when the traced operation in progress began.
-	sliceStart sim.Time
 }
 
 // tracedOps are the tl operations drawn on the kernel track.
@@ -270,12 +211,12 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 		if p := k.Proc; p != nil && p.Sim().Running() != p && p.Sim().Running() != nil {
 			// Its operations would block the tl's own process from
 			// inside another one's coroutine.
-			return nil, fmt.Errorf("this tl is rank %d's %s and was called from another thread; a thread calls the tl tl.spawn gave it (fn's first argument)", k.Rank, k.track())
+			return nil, fmt.Errorf("this tl is rank %d's %s and was called from another thread; a thread calls the tl tl.spawn gave it (fn's first argument)", k.Rank, k.Track())
 		}
-		if !keeps && k.deferred != nil {
+		if !keeps && k.HasDeferred() {
 			// A fused primitive's last forwarded piece goes out before any
 			// other operation (which could block on its receiver).
-			if err := k.sendDeferred(); err != nil {
+			if err := k.SendDeferred(); err != nil {
 				return nil, err
 			}
 		}
@@ -323,9 +264,9 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 		// The kernel's track: one slice per operation that can take
 		// simulated time (operations of one rank never overlap).
 		start := k.M.Sim.Now()
-		k.sliceStart = start
+		k.SliceStart = start
 		v, err := call(k, th, sb, args, kw)
-		k.M.Trace.Slice(k.PE.ID+1, k.tid(), k.track(), traceName, start, k.M.Sim.Now(), nil)
+		k.M.Trace.Slice(k.PE.ID+1, k.Tid(), k.Track(), traceName, start, k.M.Sim.Now(), nil)
 		return v, err
 	}
 }
@@ -338,6 +279,9 @@ func New(k *Kernel) *Kernel {
 	if k.Handles == nil {
 		k.Handles = &HandlePool{}
 	}
+	e := &k.Kernel
+	e.M, e.G, e.PE, e.Proc, e.Counts = k.M, k.G, k.PE, k.Proc, &k.Stats.Counts
+	e.Rank, e.World, e.RedOp, e.Handles, e.NoteAlloc, e.Face = k.Rank, k.World, k.RedOp, k.Handles, k.NoteAlloc, k
 	k.attrs = make([]starlark.Value, len(tlBuiltins)+len(tlAttributes))
 	for i, b := range tlBuiltins {
 		k.attrs[i] = tlTable.Builtin(b.Name).BindReceiver(k)
@@ -386,9 +330,9 @@ func (k *Kernel) Finish() error {
 // deferred send, its tl.send_async calls, the threads it spawned and its
 // stores.
 func (k *Kernel) finishOps() error {
-	err := k.sendDeferred()
+	err := k.SendDeferred()
 	if err == nil {
-		err = k.joinSends(nil)
+		err = k.JoinSends(nil)
 	}
 	for _, h := range k.children {
 		if err == nil {
@@ -396,35 +340,9 @@ func (k *Kernel) finishOps() error {
 		}
 	}
 	if err == nil {
-		err = k.drainWrites()
+		err = k.DrainWrites()
 	}
 	return err
-}
-
-// drainWrites waits for every store this kernel left under way.
-func (k *Kernel) drainWrites() error { return k.pendingWrites.Drain(k.M, k.Proc) }
-
-// settle waits until no store this kernel left under way writes into reg,
-// so that an operation on reg sees (or overwrites) the stored data.
-func (k *Kernel) settle(reg machine.Region) error {
-	if len(k.pendingWrites) == 0 {
-		// Nothing left under way (a reduce-scatter's primitives store
-		// nothing): no call (this much inlines, every load asks).
-		return nil
-	}
-	return k.pendingWrites.Settle(k.M, k.Proc, reg)
-}
-
-// Release frees the kernel's tl.alloc scratch memory (called when the
-// kernel returns).
-func (k *Kernel) Release() {
-	for i := len(k.allocs) - 1; i >= 0; i-- {
-		r := k.allocs[i]
-		r.Mem.FreeAfterSends(r.Off, r.N) // (its sends may be on their way)
-	}
-	k.allocs = nil
-	k.scratch = prims.Scratch{}
-	k.deferred, k.prefetched, k.asyncSends = nil, prims.PrefetchQueue{}, nil
 }
 
 func (k *Kernel) slotSize() int64 {
@@ -441,86 +359,10 @@ func (k *Kernel) nSlots() int {
 	return k.G.Cfg.NSlots
 }
 
-func (k *Kernel) mathReady(t sim.Time, n int64) sim.Time {
-	k.Stats.Math++
-	return k.M.MathReady(k.PE, t, n)
-}
-
-// logMath records a tile computed from a (and b, or a scalar) in the op_log.
-func (k *Kernel) logMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Record)) {
-	l := k.M.Log
-	if l == nil {
-		return
-	}
-	out.ID = l.NewTile()
-	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
-		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.NBytes()}
-	if a != nil {
-		r.TileA = a.ID
-	}
-	if b != nil {
-		r.TileB = b.ID
-	}
-	if fill != nil {
-		fill(r)
-	}
-	if l.Witnessed() {
-		r.Produced = out.Data
-		if k.M.OriginOf != nil {
-			r.Origin = k.M.OriginOf()
-		}
-	}
-	l.Add(r)
-}
-
-// logWrite records bytes written into memory outside any simulated
+// LogWrite records bytes written into memory outside any simulated
 // operation (allocation zeroing, host writes), so phase 2 can replay them.
 func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zero bool) {
-	l := m.Log
-	if l == nil {
-		return
-	}
-	now := m.Sim.Now()
-	r := &oplog.Record{Rank: rank, Kind: oplog.KindMemory, Name: name, TStart: now, TEnd: now,
-		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
-	if !zero {
-		r.Data = append([]byte(nil), reg.View()...)
-	}
-	if l.Witnessed() {
-		r.Produced = reg.View()
-		if m.OriginOf != nil {
-			r.Origin = m.OriginOf()
-		}
-	}
-	l.Add(r)
-}
-
-// issuedWrite is a write the rank issued (see prims.Writes).
-type issuedWrite = prims.Write
-
-// noteHandle attaches h, the handle a kernel got for op, to op's entry in
-// the issued writes if op was a tl.*_async call.
-func (k *Kernel) noteHandle(op *machine.MemOp, h *handle) {
-	k.rootKernel().writes.Attach(op, &h.done)
-}
-
-// checkPendingRead refuses a read of reg (a send's source, a fetch, a copy's
-// source) while a tl.store_async or tl.copy_async of the rank that was not
-// waited for still writes an overlapping range: what is read would depend
-// on which finishes first.
-func (k *Kernel) checkPendingRead(fn string, reg machine.Region) error {
-	if k.root == nil && k.writes.AsyncN == 0 {
-		// No tl.store_async or tl.copy_async among the issued writes (the
-		// fused primitives issue none): nothing to scan, and no call (this
-		// much inlines, every load asks; a thread's kernel asks its
-		// root's in the call).
-		return nil
-	}
-	return k.scanPendingReads(fn, reg)
-}
-
-func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
-	return k.rootKernel().writes.ReadHazard(fn, k.Rank, reg, k.M.Params.Untimed)
+	prims.LogWrite(m, rank, name, reg, zero)
 }
 
 // lookupCallSite is the Starlark position of the tl call running on k's
@@ -533,41 +375,13 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 	return syntax.Position{}
 }
 
-// checkWriteWrite refuses a write into dst while an earlier write of the
-// rank into an overlapping range is not done (prims.Writes.WriteHazard):
-// the result would be a race, not a program.
-func (k *Kernel) checkWriteWrite(fn string, dst machine.Region) error {
-	return k.rootKernel().writes.WriteHazard(fn, k.Rank, dst)
-}
-
-// pendingWriteInto returns the first issued write of the rank that
-// overlaps dst and is not done, or nil.
-func (k *Kernel) pendingWriteInto(dst machine.Region) *issuedWrite {
-	return k.rootKernel().writes.PendingInto(dst)
-}
-
-// noteWrite records a write issued by fn (see checkWriteWrite).
-func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
-	if op.Done {
-		return
-	}
-	k.rootKernel().writes.Note(fn, op, k.site(), k.M.Params.Untimed)
-}
-
-// site is callSite as a prims.Site: a fused primitive's, boxed once per
-// call (each of its pieces' writes takes it: this much inlines);
-// another call's, boxed once per recent site (writeSites).
-func (k *Kernel) site() prims.Site {
-	if k.inFused && k.fusedSite != nil {
-		return k.fusedSite
-	}
-	return k.boxSite()
-}
-
-func (k *Kernel) boxSite() prims.Site {
-	if k.inFused {
-		k.fusedSite = k.writeSites.box(k.fusedCallBuf.site)
-		return k.fusedSite
+// WriteSite is the call site of a write being issued (prims.Face): the
+// running fused primitive's, boxed once per call, or the running call's,
+// boxed once per recent site (writeSites).
+func (k *Kernel) WriteSite() prims.Site {
+	if k.InFused {
+		k.FusedSite = k.writeSites.box(k.fusedSite)
+		return k.FusedSite
 	}
 	return k.writeSites.box(k.lookupCallSite())
 }

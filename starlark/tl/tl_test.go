@@ -66,8 +66,8 @@ func TestErrorKinds(t *testing.T) {
 		{"raise_invalid_direction_send", 0, "IpcqInvalidDirection", "*machine.IPCQError", `rank 0 has no direction "N" (installed: E, W)`, "6:16"},
 		{"raise_invalid_direction_peer", 1, "IpcqInvalidDirection", "*machine.IPCQError", `rank 1 has no direction "up" (installed: E, W)`, "10:16"},
 		{"raise_out_of_bounds", 0, "OutOfBounds", "*tl.Error", "Ptr.slice: elements [2, 5) are outside a view of 4 elements", "18:33"},
-		{"raise_dtype_mismatch_store", 1, "DtypeMismatch", "*tl.Error", "tl.store: rank 1: tile is i32, ptr is f32", "22:17"},
-		{"raise_dtype_mismatch_recv", 1, "DtypeMismatch", "*tl.Error", "rank 1 recv W: the message carries f32, dst is i32", "28:16"},
+		{"raise_dtype_mismatch_store", 1, "DtypeMismatch", "*prims.Error", "tl.store: rank 1: tile is i32, ptr is f32", "22:17"},
+		{"raise_dtype_mismatch_recv", 1, "DtypeMismatch", "*prims.Error", "rank 1 recv W: the message carries f32, dst is i32", "28:16"},
 		{"raise_stale_slot", 1, "StaleSlot", "*prims.Error", "rank 1 fetch src: the rx slot 0 of direction W was overwritten by rank 0's send E #4 issued at testdata/errors/raise.star:33:20 (received as generation 1, now 2)", "38:17"},
 		// PE 0's TCM is memory 2 (after the two cubes' SRAMs); the rx rings
 		// take its first 2048 bytes.
@@ -78,7 +78,7 @@ func TestErrorKinds(t *testing.T) {
 		{"raise_pending_store_hazard_send", 0, "PendingStoreHazard", "*prims.Error", "tl.send: rank 0 reads hbm", "62:16"},
 		{"raise_pending_store_hazard_fetch", 0, "PendingStoreHazard", "*prims.Error", "tl.fetch: rank 0 reads tcm[pe 0]", "71:17"},
 		{"raise_pending_store_hazard_copy", 0, "PendingStoreHazard", "*prims.Error", "tl.copy: rank 0 reads tcm[pe 0]", "77:16"},
-		{"raise_out_of_memory", 0, "OutOfMemory", "*tl.Error", "tl.alloc: rank 0: tcm[pe 0]: cannot allocate 1048576 bytes (capacity 1048576, 2048 in use)", "42:17"},
+		{"raise_out_of_memory", 0, "OutOfMemory", "*prims.Error", "tl.alloc: rank 0: tcm[pe 0]: cannot allocate 1048576 bytes (capacity 1048576, 2048 in use)", "42:17"},
 	} {
 		t.Run(tc.fn, func(t *testing.T) {
 			w := newWorld(t, 2)
@@ -378,8 +378,8 @@ def kernel(rank, tl):
 `, nil)
 	got := []tl.Stats{*w.kernels[0].Stats, *w.kernels[1].Stats}
 	want := []tl.Stats{
-		{Send: 2, Calls: 4, AllocBytes: 16, Allocs: 1},
-		{Recv: 2, Load: 3, Store: 2, Math: 5, Calls: 9, AllocBytes: 48, Allocs: 2, TileBytes: 48},
+		{Counts: prims.Counts{Send: 2, AllocBytes: 16, Allocs: 1}, Calls: 4},
+		{Counts: prims.Counts{Recv: 2, Load: 3, Store: 2, Math: 5, AllocBytes: 48, Allocs: 2}, Calls: 9, TileBytes: 48},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stats per rank (-want +got):\n%s", diff)

@@ -1,7 +1,6 @@
 package tl
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 
@@ -10,7 +9,6 @@ import (
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
-	"kernbench/engine/oplog"
 	"kernbench/engine/prims"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/registry"
@@ -23,18 +21,14 @@ import (
 type Error struct {
 	Msg  string
 	kind *errkind.Kind
-	// cause, when set, tells callers what happened beyond the kind
-	// (ErrNoStagingRoom): errors.Is finds it.
-	cause error
 }
 
 func (e *Error) Error() string { return e.ErrorKind().Name + ": " + e.Msg }
-func (e *Error) Unwrap() error { return e.cause }
 
 // ErrNoStagingRoom is the cause of the OutOfMemory error of a fused
 // primitive that finds no room for its staging slots: the run then names
 // the settings (buffer_kind, n_slots, slot_size) with which it completes.
-var ErrNoStagingRoom = errors.New("no room for the staging slots")
+var ErrNoStagingRoom = prims.ErrNoStagingRoom
 
 // ErrorKind is the declared kind (errkind.Kinded); an Error built without
 // errorf is a kernbench bug: InternalError.
@@ -180,7 +174,7 @@ func (p *Ptr) sub(start, count int64) Ptr {
 func readsNow(fn func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)) func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	return func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if k, ok := th.Local(threadKernelKey).(*Kernel); ok && k.Proc.Sim().Running() == k.Proc {
-			if err := k.settle(p.Reg); err != nil {
+			if err := k.Settle(p.Reg); err != nil {
 				return nil, err
 			}
 		}
@@ -335,27 +329,6 @@ var (
 	_ starlark.HasBinary = (*Tile)(nil)
 )
 
-// newData is the backing of a new tile of n bytes: nil when the machine
-// moves no bytes.
-func (k *Kernel) newData(n int64) ([]byte, error) {
-	if k.M.TimingOnly {
-		return nil, nil
-	}
-	if err := k.noteAlloc(n); err != nil {
-		return nil, err
-	}
-	return make([]byte, n), nil
-}
-
-// noteAlloc tells the root kernel's NoteAlloc of n bytes of a new tile,
-// which may refuse them (the host-memory guard).
-func (k *Kernel) noteAlloc(n int64) error {
-	if note := k.rootKernel().NoteAlloc; note != nil {
-		return note(n)
-	}
-	return nil
-}
-
 // errTimingOnly is the error of reading simulated values under
 // --timing-only, where no bytes are kept: a kernel whose control flow
 // depends on data cannot be timed without them.
@@ -385,17 +358,11 @@ var tileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 		if err != nil {
 			return nil, fmt.Errorf("Tile.astype: %w", err)
 		}
-		data, err := t.k.newData(t.Count * int64(dt.Size()))
+		out, err := t.k.Convert(&t.Tile, dt)
 		if err != nil {
 			return nil, fmt.Errorf("Tile.astype: %w", err)
 		}
-		out := &Tile{Tile: prims.Tile{DT: dt, Count: t.Count, Data: data}, k: t.k}
-		if out.Data != nil {
-			dtype.Convert(out.Data, dt, t.Data, t.DT)
-		}
-		out.Ready = t.k.mathReady(t.Ready, out.NBytes())
-		t.k.logMath(out, "convert", t, nil, func(r *oplog.Record) { r.DType, r.OutType, r.NBytes = t.DT, dt, out.NBytes() })
-		return out, nil
+		return &Tile{Tile: out, k: t.k}, nil
 	}},
 	{Name: "tolist", Sig: "tolist()", Doc: "The values as a list (tests and small debug prints).", Fn: func(t *Tile, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		if err := starlark.UnpackPositionalArgs("Tile.tolist", args, kw, 0); err != nil {
@@ -465,53 +432,10 @@ func intDivZero(tok syntax.Token, what string, e int) error {
 	return errorf(errkind.ZeroDivision, "Tile %s: integer division by zero: %s is 0%s", tok, what, at)
 }
 
-// likeValue is a tile of t's dtype and count whose bytes are buf when it
-// is large enough (a fused primitive's recycled buffer), new ones
-// otherwise (none under timing-only).
-func (t *Tile) likeValue(buf []byte) (Tile, error) {
-	out := Tile{Tile: prims.Tile{DT: t.DT, Count: t.Count}, k: t.k}
-	if !t.k.M.TimingOnly {
-		if n := t.NBytes(); int64(cap(buf)) >= n {
-			out.Data = buf[:n]
-		} else {
-			if err := t.k.noteAlloc(n); err != nil {
-				return out, err
-			}
-			out.Data = make([]byte, n)
-		}
-	}
-	return out, nil
-}
-
 func tileBinary(op dtype.Op, a, b *Tile, what string) (*Tile, error) {
-	out := &Tile{}
-	if err := combineInto(out, op, a, b, what, nil); err != nil {
+	out := &Tile{k: a.k}
+	if err := a.k.Combine(&out.Tile, op, &a.Tile, &b.Tile, what, nil); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// combineInto sets out to a op b, a new tile (backed by buf when it is
-// large enough), costed on the math unit and logged. out is neither a nor
-// b (its bytes are set before theirs are read); it is filled in place, as
-// a fused primitive's piece keeps its tiles on its stack.
-func combineInto(out *Tile, op dtype.Op, a, b *Tile, what string, buf []byte) error {
-	if a.DT != b.DT || a.Count != b.Count || op == dtype.Div { // (no call for a fused primitive's piece)
-		if err := prims.CheckCombine(op, &a.Tile, &b.Tile, what, a.k.M.TimingOnly); err != nil {
-			return err
-		}
-	}
-	v, err := a.likeValue(buf)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	*out = v
-	if out.Data != nil {
-		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
-	}
-	out.Ready = a.k.mathReady(max(a.Ready, b.Ready), out.NBytes())
-	if a.k.M.Log != nil { // (op.String() is not free)
-		a.k.logMath(out, op.String(), a, b, nil)
-	}
-	return nil
 }

@@ -1,9 +1,8 @@
-package tl
+package prims
 
 import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
-	"kernbench/engine/prims"
 	"kernbench/engine/sim"
 )
 
@@ -20,15 +19,15 @@ import (
 //
 // A few waits need the process: the blocking calls that are not steps (a
 // store of the kernel into the range a piece loads, a send still reading
-// a staging slot). A step that reaches one (prims.ErrInProcess) resumes the
+// a staging slot). A step that reaches one (ErrInProcess) resumes the
 // process, which does that state again, blocking, and then goes on itself
 // until the next wait. The steps serve every run: in the backpressure
 // mode Poll a wait for a message or a credit sleeps a poll interval at a
 // time in steps (SleepStep) as the process would; a step records the
 // trace's flows the process would; and in a kernel with threads a
-// deferred piece takes the send side (useSide) in a step as in the
+// deferred piece takes the send side (UseSide) in a step as in the
 // process (it never waits for it: a side in use by another thread is an
-// error, the same one). Tests turn the steps off (pieceStepsOff) for the
+// error, the same one). Tests turn the steps off (Kernel.StepsOff) for the
 // reference run.
 type pieceRun struct {
 	// What a piece touches is in the first five cache lines (the
@@ -36,7 +35,7 @@ type pieceRun struct {
 	// message, at a hundred ranks and more); what a call or a rare wait
 	// uses is last.
 	k *Kernel
-	c *fusedCall
+	c *Call
 	// at is what the pipeline does next (the wait it is in, when parked).
 	at pieceState
 	// steps: the waits are steps (see above); inboxSteps: so is the wait
@@ -51,33 +50,33 @@ type pieceRun struct {
 	checkDstWW     bool  // each dst store is checked for WriteWriteHazard
 	holdSide       bool  // a deferred piece holds the send side (threads)
 	// prefetch are the local operand's loads, by piece modulo window.
-	prefetch []*prims.Load
+	prefetch []*Load
 	// cur is piece i's received slot load, next piece i+1's when it was
 	// taken early, lh piece i's local operand load.
-	cur, next, lh *prims.Load
+	cur, next, lh *Load
 	// data is piece i's result tile (the received and local tiles it is
 	// combined from are made and used at once: atLocalLoaded).
 	data   Tile
-	owner  *prims.TileBuf
+	owner  *TileBuf
 	stores []*machine.MemOp
 	// staged is piece i's staging slot and stagedStore the store filling
 	// it, deferred once the piece before is sent.
 	staged      machine.Region
 	stagedStore *machine.MemOp
 	// sending is the deferred piece whose send is under way.
-	sending *prims.Deferred
+	sending *Deferred
 	wait    machine.StepWait
 	// inbox is where a message outside TCM is being copied to, copying
 	// the copy and copied the message's bytes.
-	inbox   *Ptr
+	inbox   *View
 	copying *machine.MemOp
 	copied  int64
 	err     error
 	// handedOver counts, by state, the steps that handed the pipeline
-	// over to the process (prims.ErrInProcess): tests check that a run takes
+	// over to the process (ErrInProcess): tests check that a run takes
 	// the rare waits they compare.
 	handedOver [atOver]uint32
-	_          uint64 // to 384 bytes, whole lines
+	_          [2]uint64 // to 384 bytes, whole lines
 }
 
 // pieceState is where a pipeline stands. A state does its part of a
@@ -121,12 +120,8 @@ const (
 	atOver
 )
 
-// pieceStepsOff makes the process do every wait of the pipelines, as
-// without steps (tests: the reference run the steps are compared with).
-var pieceStepsOff bool
-
 // runPieces receives, combines, stores and forwards the call's pieces.
-func (k *Kernel) runPieces(c *fusedCall) error {
+func (k *Kernel) runPieces(c *Call) error {
 	pr := k.pipeline
 	if pr == nil {
 		pr = &pieceRun{k: k}
@@ -163,12 +158,12 @@ func (pr *pieceRun) Step(p *sim.Proc) {
 }
 
 // begin checks the call and sets the pipeline up for its first piece.
-func (pr *pieceRun) begin(c *fusedCall) error {
+func (pr *pieceRun) begin(c *Call) error {
 	k := pr.k
 	g := k.G
 	ref := c.operand()
 	dt := ref.DT
-	per, err := prims.PieceElems(c.name, k.Rank, dt, c.piece)
+	per, err := PieceElems(c.Name, k.Rank, dt, c.Piece)
 	if err != nil {
 		return err
 	}
@@ -182,33 +177,33 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	// one during the call.
 	//
 	// dst is not checked against the sends still reading it here: each
-	// piece is, when it is stored (storeOpChecked), for that is when its
+	// piece is, when it is stored (storeChecked), for that is when its
 	// bytes are written. A piece is stored after its message arrived, which
 	// may be causally after the send that reads the range has completed
 	// (receiving in place into the chunk one's own send read, from the
 	// peer that received that send): checking the whole dst as the call
 	// began reported a hazard no order of events can produce.
-	threads := k.rootKernel().nthreads > 0
+	threads := k.Threads()
 	// dst is checked against the sends still reading it piece by piece,
-	// as each piece is stored (storeOpChecked), not as a whole up front:
+	// as each piece is stored (storeChecked), not as a whole up front:
 	// a send of the rank whose source overlaps dst may well be done by
 	// the time the piece it overlaps arrives (receiving in place what a
 	// peer sends back once it took our send), and a check of the whole
 	// dst at the call refused such a kernel, in timed runs and the mock.
 	checkDstWW := false
-	if c.dst != nil {
-		checkDstWW = threads || k.pendingWriteInto(c.dst.Reg) != nil
+	if c.Dst != nil {
+		checkDstWW = threads || k.root0().writes.PendingInto(c.Dst.Reg) != nil
 	}
-	if c.local != nil {
-		if c.local.SlotStale() { // the name is built only for the error
-			return k.checkSlot(c.local, c.name+" local")
+	if c.Local != nil {
+		if c.Local.SlotStale() { // the name is built only for the error
+			return c.Local.CheckSlot(k.Rank, c.Name+" local")
 		}
 	}
 	// A piece is its range and element count, worked out where it is
 	// used: a piece allocates nothing in Go, and a whole Ptr (a dozen
 	// words to copy) is built only where one is kept, in a load's handle.
 	pr.c, pr.dt, pr.per, pr.total = c, dt, per, ref.Count
-	pr.pieces = prims.Pieces(ref.Count, per)
+	pr.pieces = Pieces(ref.Count, per)
 	pr.i, pr.issued, pr.at, pr.err = 0, 0, atPiece, nil
 	pr.checkDstWW = checkDstWW
 	// Whether a deferred piece must hold the send side (other threads may
@@ -218,14 +213,14 @@ func (pr *pieceRun) begin(c *fusedCall) error {
 	// (A run naming each operation's call, WatchOrigins, has the process
 	// do every wait, so that the call issuing an operation is the running
 	// process's: the run is the same event for event.)
-	pr.steps = !pieceStepsOff && k.M.OriginOf == nil
-	pr.inboxSteps = pr.steps && c.in.Rx.Mem != k.PE.TCM
+	pr.steps = !k.StepsOff && k.M.OriginOf == nil
+	pr.inboxSteps = pr.steps && c.In.Rx.Mem != k.PE.TCM
 	// Local operand pieces in flight, a window of n_slots (the first ones
 	// may have been issued by tl.prefetch).
 	pr.window = int64(g.Cfg.NSlots)
-	if c.local != nil {
+	if c.Local != nil {
 		if int64(cap(k.window)) < pr.window {
-			k.window = make([]*prims.Load, pr.window)
+			k.window = make([]*Load, pr.window)
 		}
 		pr.prefetch = k.window[:pr.window] // cleared by runFusedHolding
 	}
@@ -254,13 +249,13 @@ func (pr *pieceRun) advance() (waiting bool) {
 				pr.finish()
 				return false
 			}
-			if c.local != nil && pr.issued < pr.pieces { // (no call once all are issued)
+			if c.Local != nil && pr.issued < pr.pieces { // (no call once all are issued)
 				if err := pr.issueWindow(); err != nil {
 					return pr.fail(err)
 				}
 			}
 			// (The piece's tiles are set whole before they are read:
-			// loadedTile, combineInto.)
+			// Load.Loaded, Kernel.Combine.)
 			pr.cur, pr.next = pr.next, nil
 			if pr.cur != nil {
 				pr.at = atTaken
@@ -268,7 +263,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 			}
 			// Never wait while holding a deferred send: the piece waited
 			// for may depend on it.
-			if !c.in.Ready() && k.deferred != nil {
+			if !c.In.Ready() && k.deferred != nil {
 				pr.at = atFirstSent
 				if sent, err := pr.sendDeferred(); err != nil {
 					return pr.fail(err)
@@ -313,7 +308,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 			pr.cur = cur
 			pr.at = atTaken
 		case atTaken:
-			if pr.i+1 < pr.pieces && c.in.Ready() {
+			if pr.i+1 < pr.pieces && c.In.Ready() {
 				next, waiting, err := pr.take(pr.i+1, atNextCopied)
 				if err != nil {
 					return pr.fail(err)
@@ -344,12 +339,12 @@ func (pr *pieceRun) advance() (waiting bool) {
 				return true
 			}
 		case atLoaded:
-			if c.local == nil {
-				if err := k.loadedTile(pr.cur, &pr.data); err != nil {
+			if c.Local == nil {
+				if err := pr.cur.Loaded(&pr.data); err != nil {
 					return pr.fail(err)
 				}
 				// The loaded bytes are what gets stored: the tile keeps them.
-				k.recycle(pr.cur, false)
+				k.Recycle(pr.cur, false)
 				pr.cur = nil
 				pr.storing()
 				continue
@@ -375,35 +370,35 @@ func (pr *pieceRun) advance() (waiting bool) {
 			// (the event loop's, shared by every rank's steps), not in the
 			// pipeline, two cache lines of a rank fewer per piece.
 			var in, lv Tile
-			if err := k.loadedTile(pr.cur, &in); err != nil {
+			if err := pr.cur.Loaded(&in); err != nil {
 				return pr.fail(err)
 			}
-			if err := k.loadedTile(pr.lh, &lv); err != nil {
+			if err := pr.lh.Loaded(&lv); err != nil {
 				return pr.fail(err)
 			}
-			if err := combineInto(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.name, k.M.Buffer(in.NBytes())); err != nil {
+			if err := k.Combine(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.Name, k.M.Buffer(in.NBytes())); err != nil {
 				return pr.fail(err)
 			}
 			// Both loads are consumed: their operations and bytes are
 			// reused by later loads.
-			k.recycle(pr.cur, true)
-			k.recycle(pr.lh, true)
+			k.Recycle(pr.cur, true)
+			k.Recycle(pr.lh, true)
 			pr.cur, pr.lh = nil, nil
-			if c.final && k.RedOp == dtype.Avg {
+			if c.Final && k.RedOp == dtype.Avg {
 				in := pr.data
 				// In place (into in's own bytes): nothing is allocated, so
 				// nothing can be refused.
-				pr.data, _ = in.scalarValue(dtype.Div, float64(k.World), int64(k.World), false, in.Data)
+				pr.data, _ = k.Scalar(&in, dtype.Div, float64(k.World), int64(k.World), false, in.Data)
 			}
 			pr.storing()
 		case atStoreDst:
-			if c.dst != nil {
-				n := prims.PieceCount(pr.i, pr.per, pr.total)
-				reg := c.dst.SubRegion(pr.i*pr.per, n)
+			if c.Dst != nil {
+				n := PieceCount(pr.i, pr.per, pr.total)
+				reg := c.Dst.SubRegion(pr.i*pr.per, n)
 				if k.settleInProcess(reg) {
-					return pr.fail(prims.ErrInProcess)
+					return pr.fail(ErrInProcess)
 				}
-				op, err := k.storeOpChecked(c.name, reg, pr.dt, n, &pr.data, pr.checkDstWW)
+				op, err := k.storeChecked(c.Name, reg, pr.dt, n, &pr.data, pr.checkDstWW)
 				if err != nil {
 					return pr.fail(err)
 				}
@@ -412,13 +407,13 @@ func (pr *pieceRun) advance() (waiting bool) {
 			}
 			pr.at = atStage
 		case atStage:
-			if c.out == nil {
+			if c.Out == nil {
 				pr.owner.Release()
 				pr.i++
 				pr.at = atPiece
 				continue
 			}
-			slot, err := k.stagingSlot(c.name, pr.dt, pr.data.Count)
+			slot, err := k.StagingSlot(c.Name, pr.dt, pr.data.Count)
 			if err != nil {
 				return pr.fail(err)
 			}
@@ -452,10 +447,10 @@ func (pr *pieceRun) advance() (waiting bool) {
 	}
 }
 
-// fail ends the call with err, or, for prims.ErrInProcess, leaves the state to
+// fail ends the call with err, or, for ErrInProcess, leaves the state to
 // be done again by the process (advance's false).
 func (pr *pieceRun) fail(err error) bool {
-	if err == prims.ErrInProcess {
+	if err == ErrInProcess {
 		pr.handedOver[pr.at]++
 		return false
 	}
@@ -467,8 +462,8 @@ func (pr *pieceRun) fail(err error) bool {
 // from a ring outside TCM with steps it begins the message's copy into
 // the inbox instead (h nil), going on at copied once the copy is done
 // (waiting: the process waits for it, a step continues).
-func (pr *pieceRun) take(j int64, copied pieceState) (h *prims.Load, waiting bool, err error) {
-	count := prims.PieceCount(j, pr.per, pr.total)
+func (pr *pieceRun) take(j int64, copied pieceState) (h *Load, waiting bool, err error) {
+	count := PieceCount(j, pr.per, pr.total)
 	if pr.inboxSteps {
 		pr.at = copied
 		waiting, err = pr.copyIn(count)
@@ -493,16 +488,16 @@ func (pr *pieceRun) finish() {
 // ahead of piece i (tl.prefetch may have issued the first ones).
 func (pr *pieceRun) issueWindow() error {
 	k, c := pr.k, pr.c
-	for c.local != nil && pr.issued < pr.pieces && pr.issued < pr.i+pr.window {
-		n := prims.PieceCount(pr.issued, pr.per, pr.total)
-		reg := c.local.SubRegion(pr.issued*pr.per, n)
+	for c.Local != nil && pr.issued < pr.pieces && pr.issued < pr.i+pr.window {
+		n := PieceCount(pr.issued, pr.per, pr.total)
+		reg := c.Local.SubRegion(pr.issued*pr.per, n)
 		h := k.takePrefetched(reg)
 		if h == nil {
 			if k.settleInProcess(reg) {
-				return prims.ErrInProcess
+				return ErrInProcess
 			}
 			var err error
-			if h, err = k.fetchPiece(c.name, c.local, reg, n); err != nil {
+			if h, err = k.fetchPiece(c.Name, c.Local, reg, n); err != nil {
 				return err
 			}
 		}
@@ -512,10 +507,10 @@ func (pr *pieceRun) issueWindow() error {
 	return nil
 }
 
-// awaitMessage waits for c.in's next message: true when the process is
+// awaitMessage waits for c.In's next message: true when the process is
 // parked for it (a step continues), false when it is there.
 func (pr *pieceRun) awaitMessage() (waiting bool, err error) {
-	k, q := pr.k, pr.c.in
+	k, q := pr.k, pr.c.In
 	if q.Ready() {
 		return false, nil
 	}
@@ -527,7 +522,7 @@ func (pr *pieceRun) awaitMessage() (waiting bool, err error) {
 
 // awaitLoad waits for the load h: true when the process is parked for it
 // (a step continues), false when it is done.
-func (pr *pieceRun) awaitLoad(h *prims.Load) (waiting bool, err error) {
+func (pr *pieceRun) awaitLoad(h *Load) (waiting bool, err error) {
 	if h.Op.Done {
 		return false, nil
 	}
@@ -551,7 +546,7 @@ func (pr *pieceRun) storing() {
 func (pr *pieceRun) sendDeferred() (sent bool, err error) {
 	k := pr.k
 	if !pr.steps {
-		return true, k.sendDeferred()
+		return true, k.SendDeferred()
 	}
 	d, ss := k.storedDeferred()
 	if k.G.StartStored(k.Proc, ss) {
@@ -574,69 +569,49 @@ func (pr *pieceRun) deferPiece() error {
 	k, c := pr.k, pr.c
 	// The deferred piece keeps the send side in use until it is sent,
 	// which may be after this call.
-	var release func() // nil: one thread, nothing to arbitrate (no useSide call, no call to release)
+	var release func() // nil: one thread, nothing to arbitrate (no UseSide call, no call to release)
 	if pr.holdSide {
 		var err error
-		if release, err = k.useSide(c.out, true, c.name, c.origin); err != nil {
+		if release, err = k.UseSide(c.Out, true, c.Name, c.Origin); err != nil {
 			return err
 		}
 	}
 	d := &k.deferredBuf
-	d.Defer(pr.stagedStore, c.out, pr.staged, pr.dt, pr.data.Count, c.origin, release)
+	d.Defer(pr.stagedStore, c.Out, pr.staged, pr.dt, pr.data.Count, c.Origin, release)
 	k.deferred = d
 	pr.stagedStore = nil
 	return nil
 }
 
-// settleInProcess reports whether settle(reg) would wait, in a step of a
-// fused primitive's pipeline, where only the process can (prims.ErrInProcess).
-func (k *Kernel) settleInProcess(reg machine.Region) bool {
-	if len(k.pendingWrites) == 0 || k.M.Sim.Running() == k.Proc { // (onLoop, by hand: this much inlines)
-		return false
-	}
-	return k.pendingWrites.WouldWait(reg)
-}
-
-// loadedTile sets t to the tile of the completed load h (in place: a
-// Tile is eight words, and a piece takes two), or returns the StaleSlot
-// error its completion found; the handle must be one nobody else holds,
-// for the caller recycles it once the tile is used.
-func (k *Kernel) loadedTile(h *prims.Load, t *Tile) error {
-	t.k = k
-	return h.Loaded(&t.Tile)
-}
-
-// copyIn begins the copy of c.in's next message (there), a piece of
-// count elements, into the next TCM inbox, as startPiece's recvInto does
+// copyIn begins the copy of c.In's next message (there), a piece of
+// count elements, into the next TCM inbox, as startPiece's RecvInto does
 // for a buffer of one message, with its wait for the copy a step (false:
-// the copy is done); copiedIn ends it. The call holds c.in's receive
-// side throughout (runFusedHolding), so recvInto's useSide, which never
+// the copy is done); copiedIn ends it. The call holds c.In's receive
+// side throughout (runFusedHolding), so RecvInto's UseSide, which never
 // fails for the side's own holder, is left out; the inbox is the
 // kernel's private TCM, which no store of the kernel writes: its settle
 // never waits.
 func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
-	k, c, g, q := pr.k, pr.c, pr.k.G, pr.c.in
-	meta, err := prims.NextPiece(c.in, c.name, k.Rank, pr.dt, count)
+	k, c, g, q := pr.k, pr.c, pr.k.G, pr.c.In
+	meta, err := NextPiece(c.In, c.Name, k.Rank, pr.dt, count)
 	if err != nil {
 		return false, err
 	}
-	if tr := k.M.Trace; tr != nil { // (startPiece's)
-		tr.FlowEnd(flowKey(q.Peer, q.PeerDir, meta.Seq), k.PE.ID+1, k.tid(), k.sliceStart)
-	}
-	inbox, err := k.inboxFor(c.name, pr.dt, meta.Count)
+	k.flowEnd(q, meta.Seq) // (startPiece's)
+	inbox, err := k.inboxFor(c.Name, pr.dt, meta.Count)
 	if err != nil {
 		return false, err
 	}
-	if err := k.settle(inbox.Reg); err != nil {
+	if err := k.Settle(inbox.Reg); err != nil {
 		return false, err
 	}
-	k.dropPrefetched(inbox.Reg)
+	k.DropPrefetched(inbox.Reg)
 	part := inbox.Reg.Sub(0, meta.NBytes)
-	if err := k.checkWrite(c.name, part); err != nil {
+	if err := k.CheckWrite(c.Name, part); err != nil {
 		return false, err
 	}
 	r := g.Take(q, false)
-	k.Stats.Recv++
+	k.Counts.Recv++
 	op := k.M.Copy(k.PE, part, r.Slot)
 	op.Name, op.Dir, op.Seq = "recv", q.Dir, r.Meta.Seq
 	pr.inbox, pr.copying, pr.copied = inbox, op, r.Meta.NBytes
@@ -645,11 +620,31 @@ func (pr *pieceRun) copyIn(count int64) (waiting bool, err error) {
 
 // copiedIn ends copyIn once the copy is done: the message's credit
 // returns and the inbox's load is issued.
-func (pr *pieceRun) copiedIn() (*prims.Load, error) {
-	k, q := pr.k, pr.c.in
+func (pr *pieceRun) copiedIn() (*Load, error) {
+	k, q := pr.k, pr.c.In
 	k.G.CopyDone(q, pr.copying.Seq) // (the copy's message: its slot is free)
-	out, _ := pr.inbox.view(0, pr.copied/int64(pr.inbox.DT.Size()), "")
+	out := pr.inbox
+	out.Count = pr.copied / int64(out.DT.Size())
+	out.Reg = out.SubRegion(0, out.Count)
 	out.Dir = q.Dir
 	pr.inbox, pr.copying = nil, nil
-	return k.fetchLoad(pr.c.name, out)
+	return k.FetchLoad(pr.c.Name, out)
+}
+
+// HandOvers are how often the steps of a kernel's fused primitives
+// handed the pipeline over to the process, by the wait only the process
+// can do: a store into the local operand's piece to load (Window), into
+// the received slot to load (Slot), into the dst piece to store (Dst), or
+// a send still reading the staging slot to fill (Staging). Tests check
+// that a run takes the rare waits they compare.
+type HandOvers struct{ Window, Slot, Dst, Staging int }
+
+// HandOvers counts the hand-overs of k's pipeline so far.
+func (k *Kernel) HandOvers() HandOvers {
+	pr := k.pipeline
+	if pr == nil {
+		return HandOvers{}
+	}
+	h := &pr.handedOver
+	return HandOvers{int(h[atPiece]), int(h[atArrived] + h[atTaken]), int(h[atStoreDst]), int(h[atStage])}
 }

@@ -1,4 +1,4 @@
-package tl
+package prims
 
 import (
 	"testing"
@@ -6,7 +6,8 @@ import (
 )
 
 // The fields a message's piece of a fused primitive touches on its
-// rank's Kernel lie in its first eight cache lines (see Kernel): a field
+// rank's Kernel lie in its first eight cache lines (see Kernel; tl's
+// Kernel begins with it): a field
 // added among them, or one of them moved among the per-call fields, costs
 // a cache miss per message at a hundred ranks and more.
 func TestKernelPieceFieldsFirst(t *testing.T) {
@@ -22,11 +23,11 @@ func TestKernelPieceFieldsFirst(t *testing.T) {
 		{"G", unsafe.Offsetof(k.G), unsafe.Sizeof(k.G)},
 		{"PE", unsafe.Offsetof(k.PE), unsafe.Sizeof(k.PE)},
 		{"Proc", unsafe.Offsetof(k.Proc), unsafe.Sizeof(k.Proc)},
-		{"Stats", unsafe.Offsetof(k.Stats), unsafe.Sizeof(k.Stats)},
+		{"Counts", unsafe.Offsetof(k.Counts), unsafe.Sizeof(k.Counts)},
 		{"root", unsafe.Offsetof(k.root), unsafe.Sizeof(k.root)},
 		{"Rank", unsafe.Offsetof(k.Rank), unsafe.Sizeof(k.Rank)},
 		{"RedOp", unsafe.Offsetof(k.RedOp), unsafe.Sizeof(k.RedOp)},
-		{"inFused", unsafe.Offsetof(k.inFused), unsafe.Sizeof(k.inFused)},
+		{"InFused", unsafe.Offsetof(k.InFused), unsafe.Sizeof(k.InFused)},
 		{"deferred", unsafe.Offsetof(k.deferred), unsafe.Sizeof(k.deferred)},
 		{"Handles", unsafe.Offsetof(k.Handles), unsafe.Sizeof(k.Handles)},
 		{"pendingWrites", unsafe.Offsetof(k.pendingWrites), unsafe.Sizeof(k.pendingWrites)},
@@ -35,7 +36,7 @@ func TestKernelPieceFieldsFirst(t *testing.T) {
 		{"issuingSends", unsafe.Offsetof(k.issuingSends), unsafe.Sizeof(k.issuingSends)},
 		{"reading", unsafe.Offsetof(k.reading), unsafe.Sizeof(k.reading)},
 		{"prefetched", unsafe.Offsetof(k.prefetched), unsafe.Sizeof(k.prefetched)},
-		{"fusedCallBuf", unsafe.Offsetof(k.fusedCallBuf), unsafe.Sizeof(k.fusedCallBuf)},
+		{"call", unsafe.Offsetof(k.call), unsafe.Sizeof(k.call)},
 		{"scratch.Staging", unsafe.Offsetof(k.scratch) + unsafe.Offsetof(k.scratch.Staging), unsafe.Sizeof(k.scratch.Staging)},
 	}
 	for _, f := range fields {

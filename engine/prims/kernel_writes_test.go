@@ -1,13 +1,11 @@
-package tl
+package prims
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
-	"go.starlark.net/syntax"
-
 	"kernbench/engine/machine"
-	"kernbench/starlark/errkind"
 )
 
 // Rule (docs/architecture.md, Invariants and failures, hazards;
@@ -17,16 +15,14 @@ import (
 // later write (not the finished one whose entry still pointed at the object),
 // and the finished entry leaves the list of issued writes.
 func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
-	m := timingOnlyMachine(t, 1)
+	m := newMachine(t, 1)
 	s := m.Sim
 	pe := m.Ranks[0]
 	reg := machine.Region{Mem: pe.TCM, Off: 0, N: 64}
 	// Writes issued from a fused primitive take its call site (no thread
 	// needed to find it).
-	k := &Kernel{M: m, PE: pe, inFused: true}
-	at := func(line int32) {
-		k.fusedCallBuf.site, k.fusedSite = syntax.MakePosition(&[]string{"kernel.star"}[0], line, 1), nil
-	}
+	k := &Kernel{M: m, PE: pe, InFused: true}
+	at := func(line int) { k.FusedSite = site(line) }
 
 	at(1)
 	first := m.Store(pe, reg, nil)
@@ -43,12 +39,13 @@ func TestWriteWriteHazard_RecycledOperationIsNotPending(t *testing.T) {
 	}
 	k.noteWrite("tl.second", second)
 
-	err := k.checkWriteWrite("tl.third", reg)
-	if errkind.Of(err) != errkind.WriteWriteHazard {
+	err := k.CheckWriteWrite("tl.third", reg)
+	var pe2 *Error
+	if !errors.As(err, &pe2) || pe2.Kind != KindWriteWriteHazard {
 		t.Fatalf("a write over the second's range: got %v, want a WriteWriteHazard", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "tl.second issued at kernel.star:2:1") {
-		t.Errorf("the hazard names %q, want the pending write (tl.second issued at kernel.star:2:1)", msg)
+	if msg := err.Error(); !strings.Contains(msg, "tl.second issued at kernel.star:2") {
+		t.Errorf("the hazard names %q, want the pending write (tl.second issued at kernel.star:2)", msg)
 	}
 	k.writes.Compact(false)
 	if ws := k.writes.Entries(); len(ws) != 1 || ws[0].Fn != "tl.second" {
