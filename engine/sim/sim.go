@@ -144,6 +144,10 @@ type Sim struct {
 	// a watchdog check): when a stalled system froze. The loop brings it
 	// up to date when an instant ends and when it stops (noteWork).
 	lastWork Time
+	// bound is the end of the window a partition runs (RunUntil): no
+	// event at or after it fires, and no sleep passes it in place. Never
+	// outside a window (Run).
+	bound Time
 
 	procs   []*Proc
 	running *Proc
@@ -198,7 +202,7 @@ const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
 func New() *Sim {
-	s := &Sim{cur: &noInstant}
+	s := &Sim{cur: &noInstant, bound: Never}
 	for i := range s.recent {
 		s.recent[i] = &noInstant
 	}
@@ -424,6 +428,25 @@ func (s *Sim) limit() Time {
 // their script position) can be reported; call Close when done.
 func (s *Sim) Run() error {
 	s.runLimit = s.limit()
+	s.loop()
+	if c := s.cur; c != &noInstant {
+		s.noteWork() // (unless the limit's stop noted it already)
+	}
+	if s.stopErr != nil {
+		return s.stopErr
+	}
+	if blocked := s.Blocked(); len(blocked) > 0 {
+		// The system froze after its last piece of work (the clock may have
+		// moved on through watchdog checks since).
+		return &StallError{At: s.lastWork, Blocked: blocked}
+	}
+	return nil
+}
+
+// loop fires events until none remain, the run is stopped, the next is
+// past runLimit (a *WatchdogError) or, in a window (bound), at or after
+// the window's end.
+func (s *Sim) loop() {
 	// The Guard's first turn comes before the GuardEvery-th event.
 	s.checkAt = s.taken + GuardEvery - 1
 	if s.stopErr != nil {
@@ -462,6 +485,9 @@ func (s *Sim) Run() error {
 				if s.times.n == 0 {
 					break
 				}
+				if s.bound != Never && s.times.min() >= s.bound {
+					break // the window's end (RunUntil)
+				}
 				next := s.times.pop()
 				if limit := s.runLimit; next.at > limit {
 					// next stays pending, and times is based on now
@@ -492,18 +518,6 @@ func (s *Sim) Run() error {
 		s.taken++
 		h.Fire()
 	}
-	if c := s.cur; c != &noInstant {
-		s.noteWork() // (unless the limit's stop noted it already)
-	}
-	if s.stopErr != nil {
-		return s.stopErr
-	}
-	if blocked := s.Blocked(); len(blocked) > 0 {
-		// The system froze after its last piece of work (the clock may have
-		// moved on through watchdog checks since).
-		return &StallError{At: s.lastWork, Blocked: blocked}
-	}
-	return nil
 }
 
 // noteWork brings lastWork up to date as the current instant ends, when

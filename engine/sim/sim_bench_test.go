@@ -88,3 +88,57 @@ func BenchmarkEventSpread(b *testing.B) {
 		})
 	}
 }
+
+// hopHandler is a chain of events that moves to the next partition every
+// 16th event, as a message the lookahead later.
+type hopHandler struct {
+	g    *Partitioned
+	part int
+	left int
+}
+
+func (h *hopHandler) Fire() {
+	if h.left == 0 {
+		return
+	}
+	h.left--
+	p := h.g.Partition(h.part)
+	if h.left%16 != 0 {
+		p.Sim.After(Nanosecond, h)
+		return
+	}
+	h.part = (h.part + 1) % len(h.g.Partitions())
+	p.Send(h.part, p.Sim.Now()+h.g.Lookahead(), h)
+}
+
+// BenchmarkPartitioned measures an event of 8 partitions of 64 chains
+// each, a sixteenth of them messages, with windows of 500 ns (the
+// lookahead of two PCIe links), on K goroutines: the loop's cost per
+// event against BenchmarkEventLoop's, and what the barriers cost.
+func BenchmarkPartitioned(b *testing.B) {
+	for _, k := range []int{1, 2} {
+		b.Run(fmt.Sprintf("K=%d", k), func(b *testing.B) {
+			const parts, chains = 8, 64
+			g, err := NewPartitioned(parts, 500*Nanosecond)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.SetThreads(k); err != nil {
+				b.Fatal(err)
+			}
+			per := b.N/(parts*chains) + 1
+			for _, p := range g.Partitions() {
+				for i := range chains {
+					p.Sim.At(Time(i), &hopHandler{g: g, part: p.ID, left: per})
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := g.Run(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(g.Events())/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(g.Events())/float64(max(g.Windows(), 1)), "events/window")
+		})
+	}
+}
