@@ -242,10 +242,92 @@ func (e *dmaEngine) submit(t *Transfer) {
 }
 
 // start starts t injecting at now, its channel's head: its path is
-// booked now (submit and Fire, the two places a transfer starts).
+// booked now (submit and Fire, the two places a transfer starts), or,
+// split at a SIP boundary (Params.SplitAtSIP), its own SIP's segment now
+// and the rest when its head gets there (startSplit).
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started, t.at, t.done = now, now, 0
+	if e.m.splitAtSIP {
+		if i := t.Path.splitIndex(); i > 0 {
+			e.startSplit(t, now, i)
+			return
+		}
+	}
 	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.slowBooking)
+}
+
+// Transfer.pathEnd of a transfer split at a SIP boundary whose far
+// segment is not booked yet: pathPending while it injects, injectedFirst
+// once its injection ended (its at is then when it completes at the
+// earliest, and the crossing schedules the completion).
+const (
+	pathPending   sim.Time = -1
+	injectedFirst sim.Time = -2
+)
+
+// startSplit books the segment of t's path before resource i, the first
+// of another SIP, and leaves the rest to a crossing event when the head
+// reaches it: the rule of a partitioned run (engine/sim, partition.go),
+// where only a resource's own SIP books it. On an idle path the times
+// are the whole path's; under contention a far resource serves
+// transfers in the order their heads reach the SIP, not in the order
+// they were issued.
+func (e *dmaEngine) startSplit(t *Transfer, now sim.Time, i int) {
+	head, lastIn, _ := t.Path[:i].bookFrom(now, now, now, t.N, e, holdTag(e, t.VC))
+	t.service = 0 // the whole path's Service (book's): its bottleneck's Xfer
+	if b := t.bottleneck; b != nil {
+		t.service = b.Xfer(t.N)
+	}
+	t.pathEnd = pathPending
+	m := e.m
+	var c *crossing
+	if n := len(m.freeCrossings); n > 0 {
+		c = m.freeCrossings[n-1]
+		m.freeCrossings = m.freeCrossings[:n-1]
+	} else {
+		c = &crossing{}
+	}
+	*c = crossing{t: t, e: e, from: i, lastIn: lastIn}
+	e.sim.At(head, c)
+}
+
+// crossing is the event of a split transfer's head reaching the SIP
+// boundary: the far segment is booked then (in a partitioned run, the
+// message to the SIP that owns it).
+type crossing struct {
+	t      *Transfer
+	e      *dmaEngine
+	from   int      // the far segment's first resource
+	lastIn sim.Time // when the last byte leaves the near segment
+}
+
+// Fire books the far segment and, when the injection has already ended,
+// schedules the completion.
+func (c *crossing) Fire() {
+	t, e := c.t, c.e
+	now := e.sim.Now()
+	_, end, _ := t.Path[c.from:].bookFrom(now, now, c.lastIn, t.N, e, holdTag(e, t.VC))
+	if t.pathEnd == injectedFirst {
+		e.sim.At(max(end, t.at), t)
+	}
+	t.pathEnd = end
+	*c = crossing{}
+	e.m.freeCrossings = append(e.m.freeCrossings, c)
+}
+
+// splitIndex is the index of the path's first resource of another SIP
+// than its first's (0: the path stays in one SIP).
+func (p Path) splitIndex() int {
+	if len(p) == 0 {
+		return 0
+	}
+	sip := p[0].sip
+	for i, r := range p[1:] {
+		if r.sip != sip {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // share switches to round-robin at time now, when the second channel's
@@ -404,7 +486,13 @@ func (e *dmaEngine) Fire() {
 		if e.m.Trace != nil {
 			e.traceEnd(v, h, now)
 		}
-		e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
+		if h.pathEnd >= 0 {
+			e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
+		} else {
+			// Split, its far segment not booked yet: the crossing
+			// schedules the completion.
+			h.pathEnd, h.at = injectedFirst, sim.Add(now, h.latency)
+		}
 		n := e.head[v]
 		if n != nil {
 			e.start(n, now) // the channel's next transfer

@@ -59,7 +59,12 @@ type Resource struct {
 	// fault is the resource's jitter or stop (faults.go), which act on
 	// each booking; nil without one.
 	fault *resourceFault
-	_     [1]uint64 // to 192 bytes, a size class that starts on a line
+	// sip is the SIP the resource belongs to: a PE's links, ports and
+	// math unit are its SIP's, a UCIe link its cubes', a PCIe link the
+	// SIP it joins to the host. A transfer split at the SIP boundary
+	// (Params.SplitAtSIP) books each SIP's resources in turn.
+	sip int32
+	_   [4]byte // to 192 bytes, a size class that starts on a line
 }
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
@@ -351,7 +356,16 @@ func (r *Resource) wait(head, d, now sim.Time, tag uint64) sim.Time {
 // booking (jitter, a stop), or a huge transfer (n·10⁶ past 64 bits),
 // which Xfer computes in 128 bits.
 func (p Path) bookSlow(now, t sim.Time, n int64, source *dmaEngine, tag uint64) (arrival, service sim.Time) {
-	head, lastIn := t, t
+	_, arrival, service = p.bookFrom(now, t, t, n, source, tag)
+	return arrival, service
+}
+
+// bookFrom is bookSlow for a segment of a path whose head reaches its
+// first resource at head and whose last byte reached it at lastIn (the
+// segment before it; head and lastIn are t for a whole path): it returns
+// when the head and the last byte leave the segment, and its largest
+// occupancy.
+func (p Path) bookFrom(now, head, lastIn sim.Time, n int64, source *dmaEngine, tag uint64) (headOut, arrival, service sim.Time) {
 	for _, r := range p {
 		d := r.Xfer(n)
 		service = max(service, d)
@@ -384,7 +398,7 @@ func (p Path) bookSlow(now, t sim.Time, n int64, source *dmaEngine, tag uint64) 
 		lastIn = sim.Add(max(until, lastIn), latency)
 		head = sim.Add(start, latency)
 	}
-	return lastIn, service
+	return head, lastIn, service
 }
 
 // dropOver drops the older holds that ended by now.
