@@ -305,6 +305,7 @@ type crossing struct {
 // schedules the completion.
 func (c *crossing) Fire() {
 	t, e := c.t, c.e
+	e.sim.NotWork() // (a run counts the events of booking a path whole)
 	now := e.sim.Now()
 	_, end, _ := t.Path[c.from:].bookFrom(now, now, c.lastIn, t.N, e, holdTag(e, t.VC))
 	if t.pathEnd == injectedFirst {

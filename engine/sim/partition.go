@@ -95,10 +95,25 @@ package sim
 //     completion in any run that goes on: the sender copies them into the
 //     message at its injection end and the receiver's half writes that
 //     copy. Values never depend on partition timing.
-//   - DMA engines, resources, memories, math units, buffer pools
-//     (freeOps, freeBufs), route caches: per PE or per SIP; the machine's
-//     pools and the route map (Machine.paths, materialised PEs and links)
-//     become per partition, or are built before the run.
+//   - DMA engines, resources, memories, math units: per PE or per SIP,
+//     each touched by its own partition only once transfers are split.
+//     The machine's pools (freeOps, freeBufs, the IPCQ group's freeMsgs,
+//     the crossings) and its route cache (Machine.paths, a map filled on
+//     first use) become per partition.
+//   - Materialisation on first use (machine.go): memory IDs are
+//     addresses and follow creation order, and Machine.Resources lists
+//     links in creation order. Place already makes every placed PE with
+//     its memories before the run; links (UCIe, PCIe) are made by their
+//     owner partition when a route first needs them, and listed by (SIP,
+//     order of creation in it). Memories made during a run (none but a
+//     placed PE's today) would need IDs per partition.
+//   - Events: a sleep passes in place on a partition's own queue (Model),
+//     so a multi-SIP run counts its own number; the engine's own
+//     bookkeeping events (a transfer's crossing, the halves of a split
+//     completion) are not work (Sim.NotWork). Counting every sleep as one
+//     event, in place or not, would make the figure the same as one
+//     queue's; that changes every run's figure once, and is the lead's
+//     call.
 //   - Fault jitter: each resource has its own splitmix stream, seeded by
 //     its name (faults.go), and only its owner books it: already keyed.
 //     A stop's stall notes the source PE (StalledFrom): the booking

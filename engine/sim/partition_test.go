@@ -571,3 +571,21 @@ func TestMergeByTime(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// An event that calls NotWork is the engine's bookkeeping: Events leaves
+// it out, and a stall's time is that of the last work.
+func TestNotWorkIsNotCounted(t *testing.T) {
+	s := New()
+	s.At(5, HandlerFunc(func() {}))
+	s.At(9, HandlerFunc(func() { s.NotWork() }))
+	s.Spawn("p", func(p *Proc) {
+		_ = p.Sleep(2)
+		_ = p.Park()
+	})
+	err := s.Run()
+	var stall *StallError
+	if !errors.As(err, &stall) || stall.At != 5 || s.Events() != 2 {
+		t.Errorf("got %v, %d events; want a stall at 5ps and 2 events (the start, the one at 5; the sleep passes in place)", err, s.Events())
+	}
+	s.Close()
+}
