@@ -242,93 +242,89 @@ func (e *dmaEngine) submit(t *Transfer) {
 }
 
 // start starts t injecting at now, its channel's head: its path is
-// booked now (submit and Fire, the two places a transfer starts), or,
-// split at a SIP boundary (Params.SplitAtSIP), its own SIP's segment now
-// and the rest when its head gets there (startSplit).
+// booked now (submit and Fire, the two places a transfer starts).
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started, t.at, t.done = now, now, 0
-	if e.m.splitAtSIP {
-		if i := t.Path.splitIndex(); i > 0 {
-			e.startSplit(t, now, i)
-			return
-		}
-	}
 	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.slowBooking)
 }
 
-// Transfer.pathEnd of a transfer split at a SIP boundary whose far
-// segment is not booked yet: pathPending while it injects, injectedFirst
-// once its injection ended (its at is then when it completes at the
-// earliest, and the crossing schedules the completion).
-const (
-	pathPending   sim.Time = -1
-	injectedFirst sim.Time = -2
-)
-
-// startSplit books the segment of t's path before resource i, the first
-// of another SIP, and leaves the rest to a crossing event when the head
-// reaches it: the rule of a partitioned run (engine/sim, partition.go),
-// where only a resource's own SIP books it. On an idle path the times
-// are the whole path's; under contention a far resource serves
-// transfers in the order their heads reach the SIP, not in the order
-// they were issued.
-func (e *dmaEngine) startSplit(t *Transfer, now sim.Time, i int) {
-	head, lastIn, _ := t.Path[:i].bookFrom(now, now, now, t.N, e, holdTag(e, t.VC))
-	t.service = 0 // the whole path's Service (book's): its bottleneck's Xfer
-	if b := t.bottleneck; b != nil {
-		t.service = b.Xfer(t.N)
+// startSplit is Path.book of p, the path of channel vc's head (start is
+// the one booking on behalf of an engine), when p crosses into another
+// SIP at resource i and the machine splits such transfers
+// (Params.SplitAtSIP, which makes every booking take bookSlow): it books
+// the segment before i, the head's own SIP's, and leaves the rest to a
+// crossing event when the head reaches it. That is the rule of a
+// partitioned run (engine/sim, partition.go), where only a resource's
+// own SIP books it. On an idle path the times are the whole path's;
+// under contention a far resource serves transfers in the order their
+// heads reach it, not in the order they were issued.
+//
+// It returns the head's arrival at the boundary for the path's end (a
+// bound the completion cannot come before) and the whole path's
+// service. Until the completion the crossing stands in for the
+// transfer's owner: when the injection ends before the far segment is
+// booked, the completion fires at that bound and the crossing moves it
+// to the far segment's end (Complete).
+func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag uint64) (arrival, service sim.Time) {
+	head, lastIn, _ := p[:i].bookFrom(now, now, now, n, e, tag)
+	if b := p.slowest(); b != nil {
+		service = b.Xfer(n) // (book's: Xfer never grows with bandwidth)
 	}
-	t.pathEnd = pathPending
-	m := e.m
+	t, m := e.head[vc], e.m
 	var c *crossing
-	if n := len(m.freeCrossings); n > 0 {
-		c = m.freeCrossings[n-1]
-		m.freeCrossings = m.freeCrossings[:n-1]
+	if k := len(m.freeCrossings); k > 0 {
+		c = m.freeCrossings[k-1]
+		m.freeCrossings = m.freeCrossings[:k-1]
 	} else {
 		c = &crossing{}
 	}
-	*c = crossing{t: t, e: e, from: i, lastIn: lastIn}
+	*c = crossing{t: t, e: e, owner: t.Owner, from: i, tag: tag, lastIn: lastIn, end: -1}
+	t.Owner = c
 	e.sim.At(head, c)
+	return head, service
 }
 
-// crossing is the event of a split transfer's head reaching the SIP
-// boundary: the far segment is booked then (in a partitioned run, the
-// message to the SIP that owns it).
+// crossing is a split transfer's head reaching the SIP boundary (in a
+// partitioned run, the message to the SIP that owns the far segment),
+// and the transfer's owner until it completes.
 type crossing struct {
 	t      *Transfer
 	e      *dmaEngine
-	from   int      // the far segment's first resource
+	owner  Completer // the transfer's own
+	from   int       // the far segment's first resource
+	tag    uint64
 	lastIn sim.Time // when the last byte leaves the near segment
+	end    sim.Time // when it leaves the far one (-1: not booked yet)
 }
 
-// Fire books the far segment and, when the injection has already ended,
-// schedules the completion.
+// Fire books the far segment. A completion not yet scheduled (the
+// injection goes on) then takes the path's true end.
 func (c *crossing) Fire() {
-	t, e := c.t, c.e
-	e.sim.NotWork() // (a run counts the events of booking a path whole)
-	now := e.sim.Now()
-	_, end, _ := t.Path[c.from:].bookFrom(now, now, c.lastIn, t.N, e, holdTag(e, t.VC))
-	if t.pathEnd == injectedFirst {
-		e.sim.At(max(end, t.at), t)
+	s := c.e.sim
+	s.NotWork() // (a run counts the events of booking a path whole)
+	now := s.Now()
+	_, c.end, _ = c.t.Path[c.from:].bookFrom(now, now, c.lastIn, c.t.N, c.e, c.tag)
+	c.t.pathEnd = c.end
+}
+
+// Complete is the transfer's completion at the bound its injection end
+// scheduled: it hands the transfer back to its owner, now or, when the
+// far segment ends later, at that end.
+func (c *crossing) Complete(t *Transfer) {
+	e, end := c.e, c.end
+	if end < 0 {
+		panic("internal error: a split transfer completed before its head crossed")
 	}
-	t.pathEnd = end
+	t.Owner = c.owner
 	*c = crossing{}
 	e.m.freeCrossings = append(e.m.freeCrossings, c)
-}
-
-// splitIndex is the index of the path's first resource of another SIP
-// than its first's (0: the path stays in one SIP).
-func (p Path) splitIndex() int {
-	if len(p) == 0 {
-		return 0
+	s := e.sim
+	if now := s.Now(); end > now {
+		s.NotWork() // (the completion is the event at the end)
+		s.At(end, t)
+	} else {
+		t.Owner.Complete(t)
 	}
-	sip := p[0].sip
-	for i, r := range p[1:] {
-		if r.sip != sip {
-			return i + 1
-		}
-	}
-	return 0
 }
 
 // share switches to round-robin at time now, when the second channel's
@@ -487,13 +483,7 @@ func (e *dmaEngine) Fire() {
 		if e.m.Trace != nil {
 			e.traceEnd(v, h, now)
 		}
-		if h.pathEnd >= 0 {
-			e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
-		} else {
-			// Split, its far segment not booked yet: the crossing
-			// schedules the completion.
-			h.pathEnd, h.at = injectedFirst, sim.Add(now, h.latency)
-		}
+		e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
 		n := e.head[v]
 		if n != nil {
 			e.start(n, now) // the channel's next transfer

@@ -109,8 +109,8 @@ type Machine struct {
 	// faults are Params.Faults by resource name.
 	faults map[string]Fault
 	// slowBooking: every booking takes the general path (Path.bookSlow),
-	// as the machine records a trace or has a fault that acts on each
-	// booking (jitter, a stop).
+	// as the machine records a trace, has a fault that acts on each
+	// booking (jitter, a stop) or splits transfers (splitAtSIP).
 	slowBooking bool
 	// splitAtSIP: Params.SplitAtSIP on a timed machine of several SIPs.
 	splitAtSIP bool
@@ -214,6 +214,7 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 		return nil, err
 	}
 	m.splitAtSIP = p.SplitAtSIP && !p.Untimed && p.Sips > 1
+	m.slowBooking = m.splitAtSIP // (bookSlow splits; faults may set it too)
 	if len(p.Faults) > 0 {
 		m.faults = make(map[string]Fault, len(p.Faults))
 		for _, f := range p.Faults {

@@ -353,9 +353,15 @@ func (r *Resource) wait(head, d, now sim.Time, tag uint64) sim.Time {
 }
 
 // bookSlow is book for a traced machine, one with faults that act on each
-// booking (jitter, a stop), or a huge transfer (n·10⁶ past 64 bits),
-// which Xfer computes in 128 bits.
+// booking (jitter, a stop), one that splits transfers at SIP boundaries
+// (dmaEngine.startSplit), or a huge transfer (n·10⁶ past 64 bits), which
+// Xfer computes in 128 bits.
 func (p Path) bookSlow(now, t sim.Time, n int64, source *dmaEngine, tag uint64) (arrival, service sim.Time) {
+	if source != nil && source.m != nil && source.m.splitAtSIP {
+		if i := p.splitIndex(); i > 0 {
+			return source.startSplit(p, i, now, n, VC(tag&1), tag)
+		}
+	}
 	_, arrival, service = p.bookFrom(now, t, t, n, source, tag)
 	return arrival, service
 }
@@ -411,4 +417,19 @@ func (r *Resource) dropOver(now sim.Time) {
 		}
 	}
 	r.older = r.older[:k]
+}
+
+// splitIndex is the index of the path's first resource of another SIP
+// than its first's (0: the path stays in one SIP).
+func (p Path) splitIndex() int {
+	if len(p) == 0 {
+		return 0
+	}
+	sip := p[0].sip
+	for i, r := range p[1:] {
+		if r.sip != sip {
+			return i + 1
+		}
+	}
+	return 0
 }

@@ -344,12 +344,8 @@ func (e *PartitionPanic) Error() string {
 // or after end stay pending, and sleeps do not pass end in place.
 func (s *Sim) runUntil(end Time) {
 	s.bound = end
-	s.runLimit = s.limit()
-	s.loop()
+	_ = s.Run() // (nil in a window)
 	s.bound = Never
-	if s.cur != &noInstant {
-		s.noteWork()
-	}
 }
 
 // limit is as Sim.limit for the whole run.

@@ -432,27 +432,11 @@ func (s *Sim) limit() Time {
 //
 // Blocked processes stay suspended so that their state (what they wait for,
 // their script position) can be reported; call Close when done.
+//
+// In a partition's window (runUntil) it returns nil once the next event
+// is at or after the window's end, and the coordinator judges the stop.
 func (s *Sim) Run() error {
 	s.runLimit = s.limit()
-	s.loop()
-	if c := s.cur; c != &noInstant {
-		s.noteWork() // (unless the limit's stop noted it already)
-	}
-	if s.stopErr != nil {
-		return s.stopErr
-	}
-	if blocked := s.Blocked(); len(blocked) > 0 {
-		// The system froze after its last piece of work (the clock may have
-		// moved on through watchdog checks since).
-		return &StallError{At: s.lastWork, Blocked: blocked}
-	}
-	return nil
-}
-
-// loop fires events until none remain, the run is stopped, the next is
-// past runLimit (a *WatchdogError) or, in a window (bound), at or after
-// the window's end.
-func (s *Sim) loop() {
 	// The Guard's first turn comes before the GuardEvery-th event.
 	s.checkAt = s.taken + GuardEvery - 1
 	if s.stopErr != nil {
@@ -524,6 +508,21 @@ func (s *Sim) loop() {
 		s.taken++
 		h.Fire()
 	}
+	if c := s.cur; c != &noInstant {
+		s.noteWork() // (unless the limit's stop noted it already)
+	}
+	if s.bound != Never {
+		return nil // a window's end (runUntil)
+	}
+	if s.stopErr != nil {
+		return s.stopErr
+	}
+	if blocked := s.Blocked(); len(blocked) > 0 {
+		// The system froze after its last piece of work (the clock may have
+		// moved on through watchdog checks since).
+		return &StallError{At: s.lastWork, Blocked: blocked}
+	}
+	return nil
 }
 
 // noteWork brings lastWork up to date as the current instant ends, when
