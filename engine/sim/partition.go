@@ -45,7 +45,9 @@ package sim
 // One barrier per window: the boxes a partition sends into alternate
 // between windows, so a partition takes the previous window's messages
 // while the others write this window's; the next T is computed from each
-// partition's earliest pending event and earliest message sent.
+// partition's earliest pending event and earliest message sent, and the
+// coordinator lists each partition's incoming boxes (work in the boxes
+// used, not in the square of the partitions).
 //
 // Stops: a partition that stops (Sim.Stop) ends its window there, the
 // others run theirs to its end, and the run ends at the barrier with the
@@ -194,10 +196,18 @@ type Partition struct {
 	// ID is the partition's index.
 	ID int
 	g  *Partitioned
-	// box[par][dst] are the messages sent to dst in the window of parity
-	// par; minSent[par] is the earliest of their times (Never: none).
-	box     [2][][]message
+	// out[par] are the boxes of the messages sent in the window of
+	// parity par, one per destination in the order of the first message
+	// to it; boxOf[par][dst] is 1 + the index of dst's box there (0:
+	// none; made on the first message). minSent[par] is the earliest time
+	// of those messages (Never: none). The boxes and their messages are
+	// kept from window to window.
+	out     [2][]box
+	boxOf   [2][]int32
 	minSent [2]Time
+	// from are the boxes sent to p in the last window, in the order of
+	// their senders (the coordinator lists them at the barrier).
+	from []boxRef
 	// daemons counts the partition's pending daemon events (its wait
 	// watchdog): they are not work that keeps a run going.
 	daemons int
@@ -209,6 +219,19 @@ type Partition struct {
 type message struct {
 	at Time
 	h  Handler
+}
+
+// box is a partition's messages to one destination in one window.
+type box struct {
+	dst  int
+	msgs []message
+}
+
+// boxRef is a box of partition src (index k of its boxes of the last
+// window).
+type boxRef struct {
+	src *Partition
+	k   int
 }
 
 // NewPartitioned returns n empty partitions at time 0 whose messages
@@ -225,11 +248,7 @@ func NewPartitioned(n int, lookahead Time) (*Partitioned, error) {
 	}
 	g := &Partitioned{look: lookahead, threads: 1, parts: make([]*Partition, n), panicked: make([]any, n)}
 	for i := range g.parts {
-		p := &Partition{Sim: New(), ID: i, g: g, minSent: [2]Time{Never, Never}}
-		for par := range p.box {
-			p.box[par] = make([][]message, n)
-		}
-		g.parts[i] = p
+		g.parts[i] = &Partition{Sim: New(), ID: i, g: g, minSent: [2]Time{Never, Never}}
 	}
 	return g, nil
 }
@@ -280,11 +299,36 @@ func (p *Partition) Send(dst int, at Time, h Handler) {
 		p.sendPanic(dst, at)
 	}
 	par := g.par
-	b := &p.box[par][dst]
-	*b = append(*b, message{at, h})
+	of := p.boxOf[par]
+	if of == nil {
+		of = make([]int32, len(g.parts))
+		p.boxOf[par] = of
+	}
+	k := of[dst]
+	if k == 0 {
+		k = p.newBox(par, dst)
+	}
+	b := &p.out[par][k-1]
+	b.msgs = append(b.msgs, message{at, h})
 	if at < p.minSent[par] {
 		p.minSent[par] = at
 	}
+}
+
+// newBox adds p's box to dst for the window of parity par, reusing the
+// room of an earlier window's box, and returns 1 + its index.
+func (p *Partition) newBox(par uint8, dst int) int32 {
+	out := p.out[par]
+	if n := len(out); n < cap(out) {
+		out = out[:n+1]
+		out[n].dst = dst
+	} else {
+		out = append(out, box{dst: dst})
+	}
+	p.out[par] = out
+	k := int32(len(out))
+	p.boxOf[par][dst] = k
+	return k
 }
 
 // sendPanic reports a message that breaks the lookahead (out of line, as
@@ -296,17 +340,40 @@ func (p *Partition) sendPanic(dst int, at Time) {
 	panic(fmt.Sprintf("internal error: partition %d sent a message for %v at %v, within the lookahead %v", p.ID, at, p.Sim.now, p.g.look))
 }
 
-// take schedules the messages sent to p in the previous window, in the
-// order (sending partition, order of sending).
+// take schedules the messages sent to p in the previous window (of
+// parity par), in the order (sending partition, order of sending).
 func (p *Partition) take(par uint8) {
-	for _, src := range p.g.parts {
-		b := &src.box[par][p.ID]
-		for i, m := range *b {
+	for _, in := range p.from {
+		b := &in.src.out[par][in.k]
+		for i, m := range b.msgs {
 			p.Sim.At(m.at, m.h)
-			(*b)[i].h = nil // the box keeps no handler alive
+			b.msgs[i].h = nil // the box keeps no handler alive
 		}
-		p.received += uint64(len(*b))
-		*b = (*b)[:0]
+		p.received += uint64(len(b.msgs))
+		b.msgs = b.msgs[:0]
+	}
+}
+
+// route lists, at a barrier, the boxes of the window just run (parity
+// prev) in their receivers' from, in the order of their senders, and
+// empties the senders' boxes of the window to come (taken in the window
+// just run). Its work is in the boxes used, not in the square of the
+// partitions.
+func (g *Partitioned) route(prev uint8) {
+	for _, p := range g.parts {
+		p.from = p.from[:0]
+	}
+	next := 1 - prev
+	for _, src := range g.parts {
+		for _, b := range src.out[next] {
+			src.boxOf[next][b.dst] = 0
+		}
+		src.out[next] = src.out[next][:0]
+		src.minSent[next] = Never
+		for k, b := range src.out[prev] {
+			dst := g.parts[b.dst]
+			dst.from = append(dst.from, boxRef{src, k})
+		}
 	}
 }
 
@@ -407,10 +474,8 @@ func (g *Partitioned) Run() error {
 		if len(g.parts) > 1 {
 			end = min(Add(t, g.look), end)
 		} // (one partition receives no message: one window, the plain Sim's run)
+		g.route(g.par)
 		g.par ^= 1
-		for _, p := range g.parts {
-			p.minSent[g.par] = Never // (its box was taken in the previous window)
-		}
 		g.windows++
 		if pool != nil {
 			pool.window(end)
