@@ -136,9 +136,16 @@ package sim
 //   - Starlark threads: a kernel runs as a process of its rank's
 //     partition. go.starlark.net threads may run concurrently when they
 //     share only frozen values: the module's globals are frozen after
-//     load; what ranks share that is not frozen (a host bench's torch
-//     state, the L3 orchestrator, MSCCL runner tables) must be frozen or
-//     confined to one partition, else the run takes one partition.
+//     load (script.go). What the ranks of a run share besides
+//     (starlark/ccl/run.go) becomes per partition: the pool of load
+//     handles (tl.HandlePool, one for all ranks), the --export-msccl
+//     recorder (maps and a sequence over all ranks: per partition, its
+//     operations merged by time), the kernel's Fail (stops its own
+//     partition's Sim). hostmem.NoteAlloc is atomic and only ends a run.
+//     A host bench's torch state and the L3 orchestrator are one
+//     process's: a host bench or an L3 bench whose host side spans SIPs
+//     needs its own plan (the host as a partition of its own, one PCIe
+//     link away: lookahead the PCIe latency), else it runs on one Sim.
 //   - print output: lines are buffered per partition with their time and
 //     written at each barrier in (time, partition, order) for the part
 //     that is final (before the window's end), so output still streams.

@@ -589,3 +589,38 @@ func TestNotWorkIsNotCounted(t *testing.T) {
 	}
 	s.Close()
 }
+
+// Rule (partition.go, audit: host-memory guard): the Guard runs between
+// windows once GuardEvery events have passed since its last call, and
+// its error ends the run there, at the same event for every K.
+func TestPartitionedGuard(t *testing.T) {
+	var want uint64
+	for _, k := range []int{1, 2, 4} {
+		w := newSynth(t, 4, 100, 9)
+		calls := 0
+		w.g.Guard = func() error {
+			calls++
+			if calls == 3 {
+				return errors.New("host memory")
+			}
+			return nil
+		}
+		if err := w.g.SetThreads(k); err != nil {
+			t.Fatal(err)
+		}
+		err := w.g.Run()
+		w.g.Close()
+		if err == nil || err.Error() != "host memory" {
+			t.Fatalf("K=%d: got %v, want the guard's error", k, err)
+		}
+		ev := w.g.Events()
+		if ev < 2*GuardEvery {
+			t.Errorf("K=%d: stopped after %d events, before the guard's third turn", k, ev)
+		}
+		if k == 1 {
+			want = ev
+		} else if ev != want {
+			t.Errorf("K=%d: stopped after %d events, K=1 after %d", k, ev, want)
+		}
+	}
+}

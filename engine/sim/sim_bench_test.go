@@ -142,3 +142,45 @@ func BenchmarkPartitioned(b *testing.B) {
 		})
 	}
 }
+
+// pingHandler crosses to the other partition at every event.
+type pingHandler struct {
+	g    *Partitioned
+	part int
+	left int
+}
+
+func (h *pingHandler) Fire() {
+	if h.left == 0 {
+		return
+	}
+	h.left--
+	p := h.g.Partition(h.part)
+	h.part = 1 - h.part
+	p.Send(h.part, p.Sim.Now()+h.g.Lookahead(), h)
+}
+
+// BenchmarkPartitionedBarrier measures a window with nearly nothing in
+// it (two partitions, one event each per window): the cost of a barrier
+// on K goroutines, the scaling model's fixed cost per window.
+func BenchmarkPartitionedBarrier(b *testing.B) {
+	for _, k := range []int{1, 2} {
+		b.Run(fmt.Sprintf("K=%d", k), func(b *testing.B) {
+			g, err := NewPartitioned(2, 500*Nanosecond)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.SetThreads(k); err != nil {
+				b.Fatal(err)
+			}
+			g.Partition(0).Sim.At(0, &pingHandler{g: g, part: 0, left: b.N})
+			g.Partition(1).Sim.At(0, &pingHandler{g: g, part: 1, left: b.N})
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := g.Run(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(g.Windows()), "ns/window")
+		})
+	}
+}
