@@ -260,6 +260,27 @@ func NewPartitioned(n int, lookahead Time) (*Partitioned, error) {
 	return g, nil
 }
 
+// SetJitter makes each partition's same-instant process wake-ups a
+// reproducible pseudo-random permutation, as Sim.SetJitter does, with a
+// stream per partition derived from seed and its ID (never one stream
+// shared by partitions, whose draws would interleave by timing). Seed 0
+// turns jitter off. It is called before the first event is scheduled.
+func (g *Partitioned) SetJitter(seed uint64) {
+	for _, p := range g.parts {
+		s := uint64(0)
+		if seed != 0 {
+			// A splitmix64 step of seed and the partition: distinct
+			// partitions get unrelated streams, and none gets 0 (off).
+			s = seed + uint64(p.ID+1)*0x9e3779b97f4a7c15
+			s = (s ^ s>>30) * 0xbf58476d1ce4e5b9
+			s = (s ^ s>>27) * 0x94d049bb133111eb
+			s ^= s >> 31
+			s = max(s, 1)
+		}
+		p.Sim.SetJitter(s)
+	}
+}
+
 // SetThreads sets K, the goroutines that run a window's partitions (at
 // most the number of partitions; k < 1 is an error). The run is the same
 // for every K.

@@ -91,6 +91,11 @@ func (c *chain) Fire() {
 // lookahead (parts 0: on one plain Sim, which a one-partition run must
 // equal).
 func newSynth(t *testing.T, parts int, look Time, seed uint64) *synth {
+	return newJitteredSynth(t, parts, look, seed, 0)
+}
+
+// newJitteredSynth is newSynth with jitter (a partitioned run only).
+func newJitteredSynth(t *testing.T, parts int, look Time, seed, jitter uint64) *synth {
 	w := &synth{look: look}
 	n := max(parts, 1)
 	if parts > 0 {
@@ -98,6 +103,7 @@ func newSynth(t *testing.T, parts int, look Time, seed uint64) *synth {
 		if err != nil {
 			t.Fatal(err)
 		}
+		g.SetJitter(jitter)
 		w.g = g
 		for _, p := range g.Partitions() {
 			w.sims = append(w.sims, p.Sim)
@@ -621,6 +627,26 @@ func TestPartitionedGuard(t *testing.T) {
 			want = ev
 		} else if ev != want {
 			t.Errorf("K=%d: stopped after %d events, K=1 after %d", k, ev, want)
+		}
+	}
+}
+
+// Rule (SetJitter): under jitter a partitioned run is still the same for
+// every K (a stream per partition), and jitter changes the run.
+func TestPartitionedJitterIsTheSameForEveryK(t *testing.T) {
+	plain := newSynth(t, 3, 100, 11).run(t, 1)
+	var want outcome
+	for _, k := range []int{1, 2, 3} {
+		got := newJitteredSynth(t, 3, 100, 11, 42).run(t, k)
+		if k == 1 {
+			want = got
+			if cmp.Equal(plain.Merged, got.Merged) {
+				t.Error("jitter changed nothing: the workload has no same-instant wake-ups to permute")
+			}
+			continue
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("K=%d differs from K=1 under jitter (-K=1 +K=%d):\n%s", k, k, d)
 		}
 	}
 }
