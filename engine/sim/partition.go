@@ -76,11 +76,20 @@ package sim
 // the plan for each:
 //
 //   - Transfer completion (dma.go): completes at max(path end, injection
-//     end + path latency). The sender knows its injection end, the
-//     receiver's partition its path end; each sends the other its half
-//     (injection end + latency is ≥ L after the injection end; the path
-//     end ≥ the down-link's latency after the head's arrival), and each
-//     side completes its own half at the same max.
+//     end + path latency). The sender knows its injection end, the far
+//     partition its path end; each sends the other its half (injection
+//     end + latency is ≥ L after the injection end; the path end ≥ the
+//     down-link's latency after the head's arrival), and each side
+//     completes its own half at the same max. Machine.SplitAtSIP does
+//     this on one Sim today (a crossing event books the far segment and
+//     stands in for the transfer's owner until the completion), which
+//     measures the booking rule; on partitions the crossing becomes two
+//     objects, the far side's booking and the near side's stand-in, which
+//     must never read the other's fields (a completion due at the
+//     instant the far end is booked would read it from another
+//     goroutine), only the messages between them. That fixes the
+//     same-instant order of split completions; the one-Sim mode then
+//     runs as a partitioned run with K = 1 instead of keeping its own.
 //   - IPCQ (ipcq.go): Message.Complete writes the receiver's slot, its
 //     peer_head_cache and wakes its receiver (receiver partition), and
 //     drops the sender's in-flight send, wakes its flushes and
