@@ -151,7 +151,7 @@ func (p *Proc) Sleep(d Time) error {
 // clock there in place, without an event (Sleep, SleepStep): no other
 // event comes before t, t is within the run's limit and the run goes on,
 // so nothing could observe the interval; in a partition's window
-// (RunUntil), t is also before the window's end, where a message from
+// (runUntil), t is also before the window's end, where a message from
 // another partition may arrive.
 func (s *Sim) passesInPlace(t Time) bool {
 	return t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil && t < s.bound

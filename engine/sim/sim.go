@@ -144,7 +144,7 @@ type Sim struct {
 	// a watchdog check): when a stalled system froze. The loop brings it
 	// up to date when an instant ends and when it stops (noteWork).
 	lastWork Time
-	// bound is the end of the window a partition runs (RunUntil): no
+	// bound is the end of the window a partition runs (runUntil): no
 	// event at or after it fires, and no sleep passes it in place. Never
 	// outside a window (Run).
 	bound Time
@@ -476,7 +476,7 @@ func (s *Sim) Run() error {
 					break
 				}
 				if s.bound != Never && s.times.min() >= s.bound {
-					break // the window's end (RunUntil)
+					break // the window's end (runUntil)
 				}
 				next := s.times.pop()
 				if limit := s.runLimit; next.at > limit {
