@@ -433,3 +433,24 @@ func (p Path) splitIndex() int {
 	}
 	return 0
 }
+
+// Lookahead is the least delay of anything one SIP does to another, the
+// window of a partitioned run (engine/sim, partition.go); 0 when the
+// machine has one SIP or takes no time (no window to run in parallel).
+// Faults only add latency, so the configured latencies bound it:
+//
+//   - a split transfer's head reaches the far SIP after its source port
+//     and the PCIe up-link at least (an SRAM source has no NoC hop);
+//   - its far end comes after the PCIe down-link and the destination
+//     port at least (the booking there tells the sender);
+//   - its injection end reaches the far side a whole path's latency
+//     later, at least both of the above;
+//   - a credit returns after two NoC hops and two PCIe links
+//     (Group.Credit's delay, the idle time of the PE-to-PE path).
+func (p Params) Lookahead() sim.Time {
+	if p.Untimed || p.Sips < 2 {
+		return 0
+	}
+	port := min(p.Tcm.Latency, p.Sram.Latency, p.Hbm.Latency)
+	return min(sim.Add(p.Pcie.Latency, port), sim.Mul(sim.Add(p.Pcie.Latency, p.PeNoc.Latency), 2))
+}

@@ -97,3 +97,31 @@ func TestSplitAtSIPOnOneSIP(t *testing.T) {
 		t.Error("a one-SIP machine splits transfers")
 	}
 }
+
+func TestLookahead(t *testing.T) {
+	ns := sim.Nanosecond
+	cases := []struct {
+		name string
+		edit func(p *Params)
+		want sim.Time
+	}{
+		{"shipped links: PCIe and the fastest port", func(p *Params) {}, 502 * ns},
+		{"one SIP", func(p *Params) { p.Sips = 1 }, 0},
+		{"untimed", func(p *Params) { p.Untimed = true }, 0},
+		{"credits bound it: a fast PCIe, slow ports", func(p *Params) {
+			p.Pcie.Latency, p.PeNoc.Latency = ns, ns
+			p.Tcm.Latency, p.Sram.Latency, p.Hbm.Latency = 50*ns, 50*ns, 50*ns
+		}, 4 * ns},
+		{"no latency anywhere", func(p *Params) {
+			p.Pcie.Latency, p.PeNoc.Latency = 0, 0
+			p.Tcm.Latency, p.Sram.Latency, p.Hbm.Latency = 0, 0, 0
+		}, 0},
+	}
+	for _, c := range cases {
+		p := testParams()
+		c.edit(&p)
+		if got := p.Lookahead(); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
