@@ -95,10 +95,16 @@ package sim
 //     drops the sender's in-flight send, wakes its flushes and
 //     sent-waiters (sender partition): split into those two halves as
 //     above. Credits already travel back with a delay (creditDelay, a
-//     cross-SIP path's idle time ≥ L): a creditEvent becomes a message.
-//     The group's pool of free messages (freeMsgs) becomes per partition.
-//     The hazard scans (inFlightReading, readers) only read the sends of
-//     ranks in the region's own SIP: local.
+//     cross-SIP path's idle time ≥ L): a creditEvent becomes a message
+//     that carries its value and the receiver's my_tail (it reads them
+//     from the receiver's queue pair today, and its I2 check the
+//     sender's my_head too). The group's pool of free messages
+//     (freeMsgs) becomes per partition. The hazard scans
+//     (inFlightReading, readers) only read the sends of ranks in the
+//     region's own SIP: local. HoldSends (a receive releasing the
+//     sender's held sends) and Paranoid (a scan of every queue pair
+//     after each delivery) are the untimed mock's and --check's, which
+//     run on one Sim.
 //   - rx-ring bytes: a delivery copies the source's bytes at completion.
 //     A source written while a send reads it is an error
 //     (SendBufferHazard, StaleSlot) at the write, in the writer's own
