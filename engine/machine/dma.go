@@ -248,6 +248,85 @@ func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.slowBooking)
 }
 
+// startSplit is Path.book of p, the path of channel vc's head (start is
+// the one booking on behalf of an engine), when p crosses into another
+// SIP at resource i and the machine splits such transfers
+// (Params.SplitAtSIP, which makes every booking take bookSlow): it books
+// the segment before i, the head's own SIP's, and leaves the rest to a
+// crossing event when the head reaches it. That is the rule of a
+// partitioned run (engine/sim, partition.go), where only a resource's
+// own SIP books it. On an idle path the times are the whole path's;
+// under contention a far resource serves transfers in the order their
+// heads reach it, not in the order they were issued.
+//
+// It returns the head's arrival at the boundary for the path's end (a
+// bound the completion cannot come before) and the whole path's
+// service. Until the completion the crossing stands in for the
+// transfer's owner: when the injection ends before the far segment is
+// booked, the completion fires at that bound and the crossing moves it
+// to the far segment's end (Complete).
+func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag uint64) (arrival, service sim.Time) {
+	head, lastIn, _ := p[:i].bookFrom(now, now, now, n, e, tag)
+	if b := p.slowest(); b != nil {
+		service = b.Xfer(n) // (book's: Xfer never grows with bandwidth)
+	}
+	t, m := e.head[vc], e.m
+	var c *crossing
+	if k := len(m.freeCrossings); k > 0 {
+		c = m.freeCrossings[k-1]
+		m.freeCrossings = m.freeCrossings[:k-1]
+	} else {
+		c = &crossing{}
+	}
+	*c = crossing{t: t, e: e, owner: t.Owner, from: i, tag: tag, lastIn: lastIn, end: -1}
+	t.Owner = c
+	e.sim.At(head, c)
+	return head, service
+}
+
+// crossing is a split transfer's head reaching the SIP boundary (in a
+// partitioned run, the message to the SIP that owns the far segment),
+// and the transfer's owner until it completes.
+type crossing struct {
+	t      *Transfer
+	e      *dmaEngine
+	owner  Completer // the transfer's own
+	from   int       // the far segment's first resource
+	tag    uint64
+	lastIn sim.Time // when the last byte leaves the near segment
+	end    sim.Time // when it leaves the far one (-1: not booked yet)
+}
+
+// Fire books the far segment. A completion not yet scheduled (the
+// injection goes on) then takes the path's true end.
+func (c *crossing) Fire() {
+	s := c.e.sim
+	s.NotWork() // (a run counts the events of booking a path whole)
+	now := s.Now()
+	_, c.end, _ = c.t.Path[c.from:].bookFrom(now, now, c.lastIn, c.t.N, c.e, c.tag)
+	c.t.pathEnd = c.end
+}
+
+// Complete is the transfer's completion at the bound its injection end
+// scheduled: it hands the transfer back to its owner, now or, when the
+// far segment ends later, at that end.
+func (c *crossing) Complete(t *Transfer) {
+	e, end := c.e, c.end
+	if end < 0 {
+		panic("internal error: a split transfer completed before its head crossed")
+	}
+	t.Owner = c.owner
+	*c = crossing{}
+	e.m.freeCrossings = append(e.m.freeCrossings, c)
+	s := e.sim
+	if now := s.Now(); end > now {
+		s.NotWork() // (the completion is the event at the end)
+		s.At(end, t)
+	} else {
+		t.Owner.Complete(t)
+	}
+}
+
 // share switches to round-robin at time now, when the second channel's
 // head starts injecting: a head already injecting finishes its chunk in
 // flight, and the first round starts with vc_compute at the later of the two

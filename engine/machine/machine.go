@@ -43,6 +43,11 @@ type Params struct {
 	// Faults are resources that deviate from their kind (faults.go): at
 	// most one per resource.
 	Faults []Fault
+	// SplitAtSIP books a transfer that crosses SIPs in two segments, its
+	// own SIP's when it starts and the far SIP's when its head gets
+	// there (dmaEngine.startSplit): the rule a partitioned run needs
+	// (engine/sim, partition.go). Internal: no setting sets it yet.
+	SplitAtSIP bool
 }
 
 // PE is one processing element.
@@ -104,9 +109,13 @@ type Machine struct {
 	// faults are Params.Faults by resource name.
 	faults map[string]Fault
 	// slowBooking: every booking takes the general path (Path.bookSlow),
-	// as the machine records a trace or has a fault that acts on each
-	// booking (jitter, a stop).
+	// as the machine records a trace, has a fault that acts on each
+	// booking (jitter, a stop) or splits transfers (splitAtSIP).
 	slowBooking bool
+	// splitAtSIP: Params.SplitAtSIP on a timed machine of several SIPs.
+	splitAtSIP bool
+	// freeCrossings are the events of split transfers that fired, reused.
+	freeCrossings []*crossing
 
 	// TimingOnly (SetTimingOnly) moves no bytes: loads, stores, copies and
 	// IPCQ deliveries book the same resources at the same times and keep
@@ -204,6 +213,8 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	if err := p.validFaults(); err != nil {
 		return nil, err
 	}
+	m.splitAtSIP = p.SplitAtSIP && !p.Untimed && p.Sips > 1
+	m.slowBooking = m.splitAtSIP // (bookSlow splits; faults may set it too)
 	if len(p.Faults) > 0 {
 		m.faults = make(map[string]Fault, len(p.Faults))
 		for _, f := range p.Faults {
@@ -217,8 +228,8 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 // NumPEs is the number of PEs of the machine (materialised or not).
 func (m *Machine) NumPEs() int { return m.Params.Sips * m.Params.CubesPerSip * m.Params.PesPerCube }
 
-func (m *Machine) resource(name, kind string, lp LinkParams) *Resource {
-	r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency}
+func (m *Machine) resource(name, kind string, sip int, lp LinkParams) *Resource {
+	r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency, sip: int32(sip)}
 	r.older = r.olderBuf[:0]
 	if m.faults != nil {
 		m.applyFault(r)
@@ -228,7 +239,7 @@ func (m *Machine) resource(name, kind string, lp LinkParams) *Resource {
 }
 
 func (m *Machine) memory(space Space, pe, cube int, mp MemParams, name string) *Memory {
-	port := m.resource(name, space.String(), mp.LinkParams)
+	port := m.resource(name, space.String(), cube/m.Params.CubesPerSip, mp.LinkParams)
 	mm := newMemory(len(m.Mems), space, pe, cube, mp.Capacity, port)
 	if m.TimingOnly {
 		mm.noData = true
@@ -255,7 +266,7 @@ func (m *Machine) ucieLink(from, to int) *Resource {
 	if r, ok := m.ucie[k]; ok {
 		return r
 	}
-	r := m.resource(fmt.Sprintf("ucie c%d->c%d", from, to), "ucie", m.Params.Ucie)
+	r := m.resource(fmt.Sprintf("ucie c%d->c%d", from, to), "ucie", from/m.Params.CubesPerSip, m.Params.Ucie)
 	m.ucie[k] = r
 	return r
 }
@@ -268,7 +279,7 @@ func (m *Machine) pcieLink(sip int, up bool) *Resource {
 	if r, ok := links[sip]; ok {
 		return r
 	}
-	r := m.resource(name, "pcie", m.Params.Pcie)
+	r := m.resource(name, "pcie", sip, m.Params.Pcie)
 	links[sip] = r
 	return r
 }
@@ -289,9 +300,9 @@ func (m *Machine) PE(id int) *PE {
 	pe.TCM = m.memory(TCM, id, cube, p.Tcm, fmt.Sprintf("tcm pe%d", id))
 	pe.HBM = m.memory(HBM, id, cube, p.Hbm, fmt.Sprintf("hbm pe%d", id))
 	pe.TCM.owner, pe.HBM.owner = pe, pe
-	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", p.PeNoc)
-	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", p.PeNoc)
-	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", p.Math)
+	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", pe.Sip, p.PeNoc)
+	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", pe.Sip, p.PeNoc)
+	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", pe.Sip, p.Math)
 	pe.dma = newDMAEngine(m.Sim, uint64(id)+1, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
 	pe.dma.m, pe.dma.pe = m, pe
 	pe.tcmPath = Path{pe.TCM.Port}

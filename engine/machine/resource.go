@@ -59,7 +59,12 @@ type Resource struct {
 	// fault is the resource's jitter or stop (faults.go), which act on
 	// each booking; nil without one.
 	fault *resourceFault
-	_     [1]uint64 // to 192 bytes, a size class that starts on a line
+	// sip is the SIP the resource belongs to: a PE's links, ports and
+	// math unit are its SIP's, a UCIe link its cubes', a PCIe link the
+	// SIP it joins to the host. A transfer split at the SIP boundary
+	// (Params.SplitAtSIP) books each SIP's resources in turn.
+	sip int32
+	_   [4]byte // to 192 bytes, a size class that starts on a line
 }
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
@@ -348,10 +353,25 @@ func (r *Resource) wait(head, d, now sim.Time, tag uint64) sim.Time {
 }
 
 // bookSlow is book for a traced machine, one with faults that act on each
-// booking (jitter, a stop), or a huge transfer (n·10⁶ past 64 bits),
-// which Xfer computes in 128 bits.
+// booking (jitter, a stop), one that splits transfers at SIP boundaries
+// (dmaEngine.startSplit), or a huge transfer (n·10⁶ past 64 bits), which
+// Xfer computes in 128 bits.
 func (p Path) bookSlow(now, t sim.Time, n int64, source *dmaEngine, tag uint64) (arrival, service sim.Time) {
-	head, lastIn := t, t
+	if source != nil && source.m != nil && source.m.splitAtSIP {
+		if i := p.splitIndex(); i > 0 {
+			return source.startSplit(p, i, now, n, VC(tag&1), tag)
+		}
+	}
+	_, arrival, service = p.bookFrom(now, t, t, n, source, tag)
+	return arrival, service
+}
+
+// bookFrom is bookSlow for a segment of a path whose head reaches its
+// first resource at head and whose last byte reached it at lastIn (the
+// segment before it; head and lastIn are t for a whole path): it returns
+// when the head and the last byte leave the segment, and its largest
+// occupancy.
+func (p Path) bookFrom(now, head, lastIn sim.Time, n int64, source *dmaEngine, tag uint64) (headOut, arrival, service sim.Time) {
 	for _, r := range p {
 		d := r.Xfer(n)
 		service = max(service, d)
@@ -384,7 +404,7 @@ func (p Path) bookSlow(now, t sim.Time, n int64, source *dmaEngine, tag uint64) 
 		lastIn = sim.Add(max(until, lastIn), latency)
 		head = sim.Add(start, latency)
 	}
-	return lastIn, service
+	return head, lastIn, service
 }
 
 // dropOver drops the older holds that ended by now.
@@ -397,4 +417,40 @@ func (r *Resource) dropOver(now sim.Time) {
 		}
 	}
 	r.older = r.older[:k]
+}
+
+// splitIndex is the index of the path's first resource of another SIP
+// than its first's (0: the path stays in one SIP).
+func (p Path) splitIndex() int {
+	if len(p) == 0 {
+		return 0
+	}
+	sip := p[0].sip
+	for i, r := range p[1:] {
+		if r.sip != sip {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// Lookahead is the least delay of anything one SIP does to another, the
+// window of a partitioned run (engine/sim, partition.go); 0 when the
+// machine has one SIP or takes no time (no window to run in parallel).
+// Faults only add latency, so the configured latencies bound it:
+//
+//   - a split transfer's head reaches the far SIP after its source port
+//     and the PCIe up-link at least (an SRAM source has no NoC hop);
+//   - its far end comes after the PCIe down-link and the destination
+//     port at least (the booking there tells the sender);
+//   - its injection end reaches the far side a whole path's latency
+//     later, at least both of the above;
+//   - a credit returns after two NoC hops and two PCIe links
+//     (Group.Credit's delay, the idle time of the PE-to-PE path).
+func (p Params) Lookahead() sim.Time {
+	if p.Untimed || p.Sips < 2 {
+		return 0
+	}
+	port := min(p.Tcm.Latency, p.Sram.Latency, p.Hbm.Latency)
+	return min(sim.Add(p.Pcie.Latency, port), sim.Mul(sim.Add(p.Pcie.Latency, p.PeNoc.Latency), 2))
 }

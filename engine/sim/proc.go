@@ -150,9 +150,11 @@ func (p *Proc) Sleep(d Time) error {
 // passesInPlace reports whether a process's sleep until t may move the
 // clock there in place, without an event (Sleep, SleepStep): no other
 // event comes before t, t is within the run's limit and the run goes on,
-// so nothing could observe the interval.
+// so nothing could observe the interval; in a partition's window
+// (runUntil), t is also before the window's end, where a message from
+// another partition may arrive.
 func (s *Sim) passesInPlace(t Time) bool {
-	return t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil
+	return t < s.NextEventTime() && t <= s.limit() && s.stopErr == nil && t < s.bound
 }
 
 // Park blocks until Wake. Set Wait/WaitSince before parking for reports.

@@ -144,6 +144,10 @@ type Sim struct {
 	// a watchdog check): when a stalled system froze. The loop brings it
 	// up to date when an instant ends and when it stops (noteWork).
 	lastWork Time
+	// bound is the end of the window a partition runs (runUntil): no
+	// event at or after it fires, and no sleep passes it in place. Never
+	// outside a window (Run).
+	bound Time
 
 	procs   []*Proc
 	running *Proc
@@ -198,7 +202,7 @@ const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
 func New() *Sim {
-	s := &Sim{cur: &noInstant}
+	s := &Sim{cur: &noInstant, bound: Never}
 	for i := range s.recent {
 		s.recent[i] = &noInstant
 	}
@@ -226,6 +230,12 @@ func (s *Sim) Now() Time { return s.now }
 
 // Events is the number of events fired so far.
 func (s *Sim) Events() uint64 { return s.taken - s.daemons }
+
+// NotWork (in a handler) counts the event that fires as the engine's own
+// bookkeeping, as a daemon's: Events leaves it out, so that a run counts
+// the same events however the engine splits its work (a transfer's
+// crossing into another SIP, engine/machine).
+func (s *Sim) NotWork() { s.daemons++ }
 
 // Resumptions is the number of times a process's coroutine was resumed
 // (its start included): each is two coroutine switches, which a wait
@@ -422,6 +432,9 @@ func (s *Sim) limit() Time {
 //
 // Blocked processes stay suspended so that their state (what they wait for,
 // their script position) can be reported; call Close when done.
+//
+// In a partition's window (runUntil) it returns nil once the next event
+// is at or after the window's end, and the coordinator judges the stop.
 func (s *Sim) Run() error {
 	s.runLimit = s.limit()
 	// The Guard's first turn comes before the GuardEvery-th event.
@@ -462,6 +475,9 @@ func (s *Sim) Run() error {
 				if s.times.n == 0 {
 					break
 				}
+				if s.bound != Never && s.times.min() >= s.bound {
+					break // the window's end (runUntil)
+				}
 				next := s.times.pop()
 				if limit := s.runLimit; next.at > limit {
 					// next stays pending, and times is based on now
@@ -494,6 +510,9 @@ func (s *Sim) Run() error {
 	}
 	if c := s.cur; c != &noInstant {
 		s.noteWork() // (unless the limit's stop noted it already)
+	}
+	if s.bound != Never {
+		return nil // a window's end (runUntil)
 	}
 	if s.stopErr != nil {
 		return s.stopErr

@@ -88,3 +88,99 @@ func BenchmarkEventSpread(b *testing.B) {
 		})
 	}
 }
+
+// hopHandler is a chain of events that moves to the next partition every
+// 16th event, as a message the lookahead later.
+type hopHandler struct {
+	g    *Partitioned
+	part int
+	left int
+}
+
+func (h *hopHandler) Fire() {
+	if h.left == 0 {
+		return
+	}
+	h.left--
+	p := h.g.Partition(h.part)
+	if h.left%16 != 0 {
+		p.Sim.After(Nanosecond, h)
+		return
+	}
+	h.part = (h.part + 1) % len(h.g.Partitions())
+	p.Send(h.part, p.Sim.Now()+h.g.Lookahead(), h)
+}
+
+// BenchmarkPartitioned measures an event of 8 partitions of 64 chains
+// each, a sixteenth of them messages, with windows of 500 ns (the
+// lookahead of two PCIe links), on K goroutines: the loop's cost per
+// event against BenchmarkEventLoop's, and what the barriers cost.
+func BenchmarkPartitioned(b *testing.B) {
+	for _, k := range []int{1, 2} {
+		b.Run(fmt.Sprintf("K=%d", k), func(b *testing.B) {
+			const parts, chains = 8, 64
+			g, err := NewPartitioned(parts, 500*Nanosecond)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.SetThreads(k); err != nil {
+				b.Fatal(err)
+			}
+			per := b.N/(parts*chains) + 1
+			for _, p := range g.Partitions() {
+				for i := range chains {
+					p.Sim.At(Time(i), &hopHandler{g: g, part: p.ID, left: per})
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := g.Run(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(g.Events())/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(g.Events())/float64(max(g.Windows(), 1)), "events/window")
+		})
+	}
+}
+
+// pingHandler crosses to the other partition at every event.
+type pingHandler struct {
+	g    *Partitioned
+	part int
+	left int
+}
+
+func (h *pingHandler) Fire() {
+	if h.left == 0 {
+		return
+	}
+	h.left--
+	p := h.g.Partition(h.part)
+	h.part = 1 - h.part
+	p.Send(h.part, p.Sim.Now()+h.g.Lookahead(), h)
+}
+
+// BenchmarkPartitionedBarrier measures a window with nearly nothing in
+// it (two partitions, one event each per window): the cost of a barrier
+// on K goroutines, the scaling model's fixed cost per window.
+func BenchmarkPartitionedBarrier(b *testing.B) {
+	for _, k := range []int{1, 2} {
+		b.Run(fmt.Sprintf("K=%d", k), func(b *testing.B) {
+			g, err := NewPartitioned(2, 500*Nanosecond)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.SetThreads(k); err != nil {
+				b.Fatal(err)
+			}
+			g.Partition(0).Sim.At(0, &pingHandler{g: g, part: 0, left: b.N})
+			g.Partition(1).Sim.At(0, &pingHandler{g: g, part: 1, left: b.N})
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := g.Run(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(g.Windows()), "ns/window")
+		})
+	}
+}
