@@ -19,10 +19,10 @@ import (
 	"kernbench/starlark/tl"
 )
 
-// bench is the builtin collective bench: per-rank send and recv buffers in
-// the data space, deterministic inputs, a sentinel in out-of-place recv
-// buffers, and the reference check after the run.
-type bench struct {
+// buffers are the builtin collective bench's: per-rank send and recv
+// buffers in the data space, deterministic inputs, a sentinel in
+// out-of-place recv buffers, and the reference check after the run.
+type buffers struct {
 	p      *plan
 	count  int64
 	send   []*tl.Ptr
@@ -71,7 +71,7 @@ func checkFits(p *plan, m *machine.Machine, count int64) error {
 }
 
 // buffersFit reports whether every rank's bench buffers fit its data
-// memory; when they do not, newBench says so (the host-memory estimate
+// memory; when they do not, newBuffers says so (the host-memory estimate
 // would name the wrong limit).
 func buffersFit(p *plan, m *machine.Machine, count int64) bool {
 	sz := int64(p.dt.Size())
@@ -90,8 +90,8 @@ func buffersFit(p *plan, m *machine.Machine, count int64) bool {
 	return true
 }
 
-func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
-	b := &bench{p: p, count: count}
+func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
+	b := &buffers{p: p, count: count}
 	sz := int64(p.dt.Size())
 	if err := checkFits(p, m, count); err != nil {
 		return nil, err
@@ -157,11 +157,11 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 }
 
 // keepSentinels tells the pre-run image that every recv buffer holds its
-// sentinel (newBench wrote it, a value repeated from the buffer's start):
+// sentinel (newBuffers wrote it, a value repeated from the buffer's start):
 // the run's first write to each of their blocks then saves it without
 // checking its bytes for a pattern (128 MiB read in the verified 64-rank
 // ring). An in-place buffer holds the send data instead.
-func (b *bench) keepSentinels(w *world) {
+func (b *buffers) keepSentinels(w *world) {
 	if !w.keptImage || b.p.opts.InPlace {
 		return
 	}
@@ -176,7 +176,7 @@ func (b *bench) keepSentinels(w *world) {
 // wrote, of the live memory, so the bench copies nothing. It runs after
 // phase 1 (the image is complete then) and before phase 2 (which replays
 // onto the image). Without verification there is nothing to keep.
-func (b *bench) keepInputs(w *world) {
+func (b *buffers) keepInputs(w *world) {
 	if !b.p.opts.Verify || !w.keptImage {
 		return
 	}
@@ -192,7 +192,7 @@ func (b *bench) keepInputs(w *world) {
 
 // verify compares every rank's recv buffer with the reference and fills
 // Wrong, FirstWrong and Verified.
-func (b *bench) verify(res *report.Result) {
+func (b *buffers) verify(res *report.Result) {
 	p := b.p
 	want := p.coll.Expected(p.dt, p.red, p.root, b.count, b.inputs, b.before, b.sums)
 	ranks := 1

@@ -78,9 +78,9 @@ func (h hintItems) Set(path string, value any) string {
 }
 
 // exportMSCCL writes the schedule that rec recorded of the run of the
-// plan p at count, with the bench b on the queue pairs g, to w
+// plan p at count, with the bench's buffers b on the queue pairs g, to w
 // (--export-msccl): what cannot be written is an ExportError.
-func exportMSCCL(rec *mscclio.Recorder, p *plan, b *bench, g *machine.Group, count int64, w io.Writer) error {
+func exportMSCCL(rec *mscclio.Recorder, p *plan, b *buffers, g *machine.Group, count int64, w io.Writer) error {
 	var send, recv []machine.Region
 	for r := range b.send {
 		send, recv = append(send, b.send[r].Reg), append(recv, b.recv[r].Reg)

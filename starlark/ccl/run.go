@@ -15,18 +15,15 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/chakra"
-	"kernbench/engine/config"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
-	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
@@ -302,131 +299,6 @@ func stepLimit(f *report.Failure) *report.Failure {
 		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
 	}
 	return f
-}
-
-// simulateOnce simulates one size of the builtin collective bench.
-func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
-	w, err := newWorld(p, cfg, tgt.Settings)
-	if err != nil {
-		return nil, err
-	}
-	w.procNote = p.procNote
-	defer w.close()
-	if err := w.install(p, tgt, loader, hook); err != nil {
-		return nil, err
-	}
-	var est hostmem.Estimate
-	if err := checkFits(p, w.m, count); err != nil {
-		return nil, err
-	}
-	if buffersFit(p, w.m, count) {
-		probe := func() (*hostmem.Counts, error) {
-			q := *p
-			q.opts = silent(p.opts)
-			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
-			q.budget = nil
-			res, err := simulateOnce(&q, cfg, tgt, quiet(loader, q.opts), kernel, hook, count)
-			// What the probe held goes back before the run allocates.
-			debug.FreeOSMemory()
-			if err != nil {
-				return nil, err
-			}
-			return res.Counts, nil
-		}
-		if est, err = p.checkMemory(count, ringsOf(w.g), probe); err != nil {
-			return nil, err
-		}
-	}
-	defer p.budget.Acquire(est.Total())()
-	b, err := newBench(p, w.m, count)
-	if err != nil {
-		return nil, err
-	}
-	stats := make([]tl.Stats, p.world)
-	w.snapshot()
-	b.keepSentinels(w)
-	var rec *mscclio.Recorder
-	if p.opts.ExportMSCCL != nil {
-		rec = mscclio.NewRecorder(p.world)
-	}
-	// One pool of recycled handles for all ranks: the handle a rank's
-	// load reuses is the one recycled last, still in cache.
-	handles := &tl.HandlePool{}
-	if p.opts.probe {
-		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
-		defer r.Close()
-		for i := range stats {
-			stats[i].Retained = r
-		}
-	}
-	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles, MaxSteps: p.opts.MaxSteps,
-			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
-				th := loader.NewThread(name)
-				th.SetLocal(kernelKey, t)
-				th.SetLocal(tl.ViewsKey, t)
-				return th
-			},
-			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }}
-		if loader.MemoryWatch != nil {
-			// Tiles are refused before they pass --max-memory.
-			kt.NoteAlloc = hostmem.NoteAlloc
-		}
-		if rec != nil {
-			kt.Rec = rec
-		}
-		k := tl.New(kt)
-		th.SetLocal(kernelKey, k)
-		th.SetLocal(tl.ViewsKey, k)
-		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
-		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
-		_, err := starlark.Call(th, kernel, args, kw)
-		err = script.Stopped(th, err)
-		stats[r].Steps += int64(th.ExecutionSteps())
-		if err == nil {
-			err = k.Finish()
-		} else {
-			k.Release()
-		}
-		return err
-	})
-	if duringPhase1 != nil {
-		duringPhase1(w.m, b.send)
-	}
-	if err := w.run(tgt); err != nil {
-		return nil, err
-	}
-	if afterPhase1 != nil {
-		afterPhase1(w.m)
-	}
-	b.keepInputs(w)
-	res := w.result(p, count, stats)
-	if p.opts.Detail {
-		res.HostMemory = &est
-	}
-	if p.opts.Verify && !p.opts.TimingOnly {
-		b.verify(res)
-	}
-	if p.opts.KeepOutputs && !p.opts.TimingOnly {
-		for _, r := range b.recv {
-			res.Outputs = append(res.Outputs, append([]byte(nil), r.Reg.View()...))
-		}
-	}
-	if err := w.phase2(p, res); err != nil {
-		return nil, err
-	}
-	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
-	if rec != nil {
-		if err := exportMSCCL(rec, p, b, w.g, count, p.opts.ExportMSCCL); err != nil {
-			return nil, err
-		}
-	}
-	if p.opts.ExportChakra != nil {
-		if err := exportChakra(p, w, res); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
 }
 
 // duringPhase1, when set (tests only), runs before the kernels start,

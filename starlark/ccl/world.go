@@ -30,6 +30,7 @@ type world struct {
 	s        *sim.Sim
 	m        *machine.Machine
 	sys      config.System // the machine description (neighbors(location=, machine=))
+	set      config.Settings
 	g        *machine.Group
 	trace    *trace.Recorder
 	traceOut io.Writer
@@ -59,10 +60,25 @@ type world struct {
 	// procNote adds a line about a blocked process to deadlock reports
 	// (an MSCCL run names the step each thread block is at).
 	procNote func(p *sim.Proc) string
+	// cancelBlocked: run cancels the Starlark threads of the processes
+	// still blocked before unwinding them (an L3 bench: L2 calls return
+	// None/False on failure, also when the run ended under them, so a
+	// script looping on them would otherwise never unwind).
+	cancelBlocked bool
+	// closers are what a bench holds for the run's length (atClose).
+	closers []func()
 }
+
+// atClose has close call f, before what close releases of its own
+// (closers in the reverse order of their calls).
+func (w *world) atClose(f func()) { w.closers = append(w.closers, f) }
 
 // close ends the world's hold on the collector's settings.
 func (w *world) close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+	w.closers = nil
 	if w.releaseHeap != nil {
 		w.releaseHeap()
 		w.releaseHeap = nil
@@ -130,7 +146,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 			tl.WatchOrigins(m)
 		}
 	}
-	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
+	w := &world{s: s, m: m, sys: cfg.System, set: set, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
 		verifies: p.opts.Verify}
 	w.installGuard(p.opts.MaxMemory, p.opts.MaxMemoryIsDefault)
 	if p.opts.Trace != nil {
@@ -269,13 +285,15 @@ func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook
 	return nil
 }
 
-// run simulates to the end, converting a failed run into a Failure.
-func (w *world) run(tgt *target.Target) error {
-	w.s.WaitWatchdog(sim.Time(tgt.Settings.DeadlockTimeoutNs) * sim.Nanosecond)
+// run simulates to the end; failed turns the error that ended a failed
+// run into its failure (the bench's; the memory watch's stop is the
+// guard's first).
+func (w *world) run(failed func(error) error) error {
+	w.s.WaitWatchdog(sim.Time(w.set.DeadlockTimeoutNs) * sim.Nanosecond)
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = simFailureNoted(w.memoryStop(err), tgt.File, w.procNote, w.faultsHeld())
+		failure = failed(w.memoryStop(err))
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			kind := errkind.Invariant
@@ -295,6 +313,13 @@ func (w *world) run(tgt *target.Target) error {
 			fmt.Fprintln(w.dump, "# queue pair pointers when the run stopped")
 		}
 		w.g.DumpPointers(w.dump)
+	}
+	if w.cancelBlocked {
+		for _, p := range w.s.Blocked() {
+			if th, ok := p.Data.(*starlark.Thread); ok {
+				script.Cancel(th, "the simulation ended")
+			}
+		}
 	}
 	w.s.Close()
 	if w.trace != nil {
