@@ -11,8 +11,11 @@ import (
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/config"
+	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/mscclio"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
@@ -67,7 +70,7 @@ func (b *collectiveBench) setUp(w *world) error {
 			return res.Counts, nil
 		}
 		var err error
-		if b.est, err = p.checkMemory(count, ringsOf(w.g), probe); err != nil {
+		if b.est, err = p.checkMemory(count, admit.Rings(w.g), probe); err != nil {
 			return err
 		}
 	}
@@ -105,7 +108,7 @@ func (b *collectiveBench) spawn(w *world) {
 				th.SetLocal(tl.ViewsKey, t)
 				return th
 			},
-			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }}
+			Fail: func(err error) { w.s.Stop(&failure.RankError{Rank: r, Err: err}) }}
 		if loader.MemoryWatch != nil {
 			// Tiles are refused before they pass --max-memory.
 			kt.NoteAlloc = hostmem.NoteAlloc
@@ -134,7 +137,7 @@ func (b *collectiveBench) spawn(w *world) {
 }
 
 func (b *collectiveBench) failure(w *world, err error) error {
-	return simFailureNoted(err, b.tgt.File, w.procNote, w.faultsHeld())
+	return failure.Sim(err, w.procNote, w.faultsHeld())
 }
 
 // finish checks every rank's recv buffer against the reference.
@@ -174,3 +177,11 @@ func (b *collectiveBench) export(w *world, res *report.Result) error {
 	}
 	return nil
 }
+
+// duringPhase1, when set (tests only), runs before the kernels start,
+// e.g. to schedule a change of memory behind the op_log's back.
+var duringPhase1 func(m *machine.Machine, send []*tl.Ptr)
+
+// afterPhase1, when set (tests only), runs on the machine after the kernels
+// and before the checks, e.g. to change memory behind the op_log's back.
+var afterPhase1 func(m *machine.Machine)

@@ -13,7 +13,9 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/host"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/target"
@@ -112,7 +114,7 @@ func (b *hostBench) setUp(w *world) error {
 					// The bench's buffers are args.count elements per
 					// rank, as the builtin bench's: the same estimate,
 					// now that the rings are known.
-					_, b.initErr = p.checkMemory(count, ringsOf(w.g), nil)
+					_, b.initErr = p.checkMemory(count, admit.Rings(w.g), nil)
 				}
 			}
 			return w.g, b.initErr
@@ -145,7 +147,7 @@ func (b *hostBench) spawn(w *world) {
 }
 
 func (b *hostBench) failure(w *world, err error) error {
-	return simFailureNoted(err, b.tgt.File, w.procNote, w.faultsHeld())
+	return failure.Sim(err, w.procNote, w.faultsHeld())
 }
 
 // finish counts what torch.check found wrong: the run is verified when

@@ -14,6 +14,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
@@ -104,15 +105,6 @@ func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedde
 	return err
 }
 
-// l3ProcError is a failure raised while an L3 or L2 process ran.
-type l3ProcError struct {
-	proc string
-	err  error
-}
-
-func (e *l3ProcError) Error() string { return e.proc + ": " + e.err.Error() }
-func (e *l3ProcError) Unwrap() error { return e.err }
-
 // l3Bench is an L3 bench's run: main(orch) as the L3 host process, the
 // L2 work it submits as further processes.
 type l3Bench struct {
@@ -154,7 +146,7 @@ func (b *l3Bench) setUp(w *world) error {
 // stop ends the run at a process's error.
 func (b *l3Bench) stop(w *world, proc *sim.Proc, err error) {
 	if err != nil && !errors.Is(err, sim.ErrKilled) {
-		w.s.Stop(&l3ProcError{proc: proc.Name, err: err})
+		w.s.Stop(&failure.ProcError{Proc: proc.Name, Err: err})
 	}
 }
 
@@ -170,7 +162,7 @@ func (b *l3Bench) spawn(w *world) {
 	proc.Data = th
 }
 
-func (b *l3Bench) failure(_ *world, err error) error { return l3Failure(err) }
+func (b *l3Bench) failure(_ *world, err error) error { return failure.L3(err) }
 
 // finish releases the hub's regions and reports L2 failures nobody saw and
 // work main left queued; the row is the simulated time and the operation
@@ -218,22 +210,3 @@ func (b *l3Bench) finish(w *world, runErr error) (*report.Result, error) {
 
 // export: an L3 bench exports nothing.
 func (b *l3Bench) export(*world, *report.Result) error { return nil }
-
-// l3Failure converts a failed L3 run into a Failure: errors raised in main
-// or an L2 function exit 4 with the kind taken from the error.
-func l3Failure(err error) error {
-	f := simFailure(err, "")
-	var pe *l3ProcError
-	if !errors.As(err, &pe) {
-		return f
-	}
-	report.WithKind(errkind.Of(pe.err), f)
-	f.Backtrace = script.Backtrace(pe.err)
-	f.Detail = script.Format(pe.err)
-	var ee *starlark.EvalError
-	if errors.As(pe.err, &ee) {
-		f.Msg = fmt.Sprintf("%s: %s", pe.proc, ee.Msg)
-		f.Detail = script.Traceback(pe.err)
-	}
-	return f
-}

@@ -13,6 +13,7 @@ import (
 	"kernbench/engine/msccl"
 	"kernbench/engine/topology"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
@@ -139,7 +140,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	loader := &script.Loader{Src: src, Search: "algorithms", MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared(), PrintPrefix: printPrefix}
 	globals, err := loader.Load(mscclio.RunnerName)
 	if err != nil {
-		return nil, loadFailure(err)
+		return nil, failure.Load(err)
 	}
 	kernel, err := target.EntryPoint(globals, mscclio.RunnerName, "kernel")
 	if err != nil {

@@ -5,6 +5,7 @@ package ccl
 
 import (
 	"kernbench/engine/sim"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/report"
 	"kernbench/starlark/tl"
 	"kernbench/starlark/wiring"
@@ -60,7 +61,7 @@ func (w *world) result(p *plan, count int64, stats []tl.Stats) *report.Result {
 		}
 		res.OpLog = report.NewOpLogCost(w.m.Log, res.Ops.Send)
 	}
-	res.Counts = countsOf(res.Ops, stats)
+	res.Counts = admit.Counts(res.Ops, stats)
 	return res
 }
 

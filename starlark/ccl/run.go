@@ -20,9 +20,9 @@ import (
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/chakra"
-	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
@@ -200,7 +200,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	defer release()
 	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return nil, testFileHint(tgt.File, loadFailure(err))
+		return nil, testFileHint(tgt.File, failure.Load(err))
 	}
 	if v, ok := globals["run_rank"]; ok {
 		rr, ok := v.(starlark.Callable)
@@ -273,48 +273,3 @@ func printPrefix(th *starlark.Thread) string {
 	}
 	return ""
 }
-
-// stepLimit turns a failure caused by the Starlark step limit, the
-// wall-clock timeout or the memory watch outside a kernel (a module's top level, neighbors())
-// into a step-limit or timeout failure: exit 3 and the hint, as inside
-// kernels.
-func stepLimit(f *report.Failure) *report.Failure {
-	var ee *starlark.EvalError
-	if !errors.As(f.Err, &ee) {
-		return f
-	}
-	switch k := errkind.Of(f.Err); k {
-	case errkind.HostMemory:
-		// The reason names the limit and what to try.
-		report.WithKind(k, f)
-		f.Msg = strings.TrimPrefix(ee.Msg, "Starlark computation cancelled: ")
-		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
-	case errkind.StepLimit, errkind.Timeout:
-		flag := "--max-steps"
-		if k == errkind.Timeout {
-			flag = "--timeout"
-		}
-		report.WithKind(k, f)
-		f.Msg = ee.Msg + " (raise " + flag + " if the script is meant to run this long)"
-		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
-	}
-	return f
-}
-
-// duringPhase1, when set (tests only), runs before the kernels start,
-// e.g. to schedule a change of memory behind the op_log's back.
-var duringPhase1 func(m *machine.Machine, send []*tl.Ptr)
-
-// afterPhase1, when set (tests only), runs on the machine after the kernels
-// and before the checks, e.g. to change memory behind the op_log's back.
-var afterPhase1 func(m *machine.Machine)
-
-// rankError is a failure raised while rank's kernel ran.
-type rankError struct {
-	rank int
-	proc *sim.Proc // the rank's process, when the error is its own
-	err  error
-}
-
-func (e *rankError) Error() string { return fmt.Sprintf("rank %d: %v", e.rank, e.err) }
-func (e *rankError) Unwrap() error { return e.err }

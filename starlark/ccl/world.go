@@ -17,7 +17,9 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/target"
@@ -131,7 +133,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if err := mp.Holds(p.world); err != nil {
 		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
-	if err := p.checkWorldMemory(set.Channels); err != nil {
+	if err := admit.World(p.world, p.topology, set.Channels, p.opts.MaxMemory, p.opts.MaxMemoryIsDefault); err != nil {
 		return nil, err
 	}
 	if err := m.Place(p.world); err != nil {
@@ -257,7 +259,7 @@ func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook
 		if errors.As(err, &ee) {
 			f.Msg, f.Detail, f.Backtrace = err.Error(), script.Traceback(ee), script.Backtrace(ee)
 		}
-		return stepLimit(f)
+		return failure.StepLimit(f)
 	}
 	icfg, err := wiring.IPCQConfig(set)
 	if err != nil {
@@ -345,7 +347,7 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 			finish[r] = w.s.Now()
 			w.spent[r] = proc.Spent
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
-				w.s.Stop(&rankError{rank: r, proc: proc, err: err})
+				w.s.Stop(&failure.RankError{Rank: r, Proc: proc, Err: err})
 			}
 		})
 		proc.Data = th
