@@ -15,6 +15,7 @@ import (
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
+	"kernbench/starlark/sweep"
 )
 
 // A comparison (`kernbench run A B …`, `--vary key=v1,v2`) runs one
@@ -309,8 +310,8 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 						// on the command's goroutine.
 						defer func() {
 							if r := recover(); r != nil {
-								if _, ok := r.(*ccl.InternalError); !ok {
-									r = &ccl.InternalError{Value: r, Stack: debug.Stack()}
+								if _, ok := r.(*sweep.InternalError); !ok {
+									r = &sweep.InternalError{Value: r, Stack: debug.Stack()}
 								}
 								panics[i] = r
 							}

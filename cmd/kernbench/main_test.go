@@ -19,8 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/script"
+	"kernbench/starlark/sweep"
 )
 
 // TestMain lets the test binary double as the kernbench command: testscript
@@ -200,9 +200,9 @@ func TestReportInternal(t *testing.T) {
 	}{
 		{"plain", "internal error: negative sleep", false,
 			"kernbench: internal error: negative sleep (a bug in kernbench, not in your input: please report it with the command line and input files; run with -v for the backtrace)\n"},
-		{"from a sweep worker", &ccl.InternalError{Value: "boom\nsecond line", Stack: []byte("goroutine 7 [running]:\n")}, false,
+		{"from a sweep worker", &sweep.InternalError{Value: "boom\nsecond line", Stack: []byte("goroutine 7 [running]:\n")}, false,
 			"kernbench: internal error: boom second line (a bug in kernbench, not in your input: please report it with the command line and input files; run with -v for the backtrace)\n"},
-		{"verbose", &ccl.InternalError{Value: "boom", Stack: []byte("goroutine 7 [running]:\n")}, true,
+		{"verbose", &sweep.InternalError{Value: "boom", Stack: []byte("goroutine 7 [running]:\n")}, true,
 			"kernbench: internal error: boom (a bug in kernbench, not in your input: please report it with the command line and input files; backtrace below)\ngoroutine 7 [running]:\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,12 +15,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/registry"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/sweep"
 )
 
 // A command's run function returns nil or the error it failed with, and
@@ -328,7 +328,7 @@ func goTestFlags(args []string) []string {
 // goroutine that panicked.
 func reportInternal(w io.Writer, r any, verbose bool) {
 	msg, stack := fmt.Sprint(r), debug.Stack()
-	var ie *ccl.InternalError
+	var ie *sweep.InternalError
 	if err, ok := r.(error); ok && errors.As(err, &ie) {
 		msg, stack = fmt.Sprint(ie.Value), ie.Stack
 	}
