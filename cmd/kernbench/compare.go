@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"kernbench/cmd/kernbench/internal/output"
+	"kernbench/cmd/kernbench/internal/render"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
@@ -218,13 +220,13 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 	row := func(w io.Writer, label string, world int, r *report.Result) {
 		switch {
 		case o.jsonl:
-			writeJSONLine(w, compareRow{Label: label, WorldSize: world, Result: r})
+			render.JSONLine(w, compareRow{Label: label, WorldSize: world, Result: r})
 		case !o.json:
-			fmt.Fprintf(w, "%-*s  %*d%s\n", width, label, len(worldColumn), world, tableRow(r))
+			fmt.Fprintf(w, "%-*s  %*d%s\n", width, label, len(worldColumn), world, render.Row(r))
 		}
 	}
 	if !o.json && !o.jsonl {
-		fmt.Fprintf(stdout, "%-*s  %s%s\n", width, "algorithm", worldColumn, tableHeader())
+		fmt.Fprintf(stdout, "%-*s  %s%s\n", width, "algorithm", worldColumn, render.Header())
 	}
 	// The first variant's collective is the comparison's: rows of another
 	// collective measure other buffers (its bench and busbw differ).
@@ -359,16 +361,16 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 		for _, l := range reps {
 			all.Runs = append(all.Runs, compareReport{Label: l.label, Report: l.rep})
 		}
-		writeJSON(stdout, all)
+		render.JSON(stdout, all)
 	case o.jsonl:
 		for _, l := range reps {
 			summary := *l.rep
 			summary.Results = nil
-			writeJSONLine(stdout, compareReport{Label: l.label, Report: &summary})
+			render.JSONLine(stdout, compareReport{Label: l.label, Report: &summary})
 		}
 	default:
 		for _, l := range reps {
-			if avg, ok := avgBusBW(l.rep); ok {
+			if avg, ok := render.AvgBusBW(l.rep); ok {
 				fmt.Fprintf(stdout, "# avg busbw %s: %.2f GB/s\n", l.label, avg)
 			}
 		}
@@ -383,7 +385,7 @@ func compareReports(o *runOptions, variants []variant, stdout, stderr io.Writer)
 					root = fmt.Sprintf(", root %d", *r.Root)
 				}
 				fmt.Fprintf(stdout, "# %s: %s, collective %s, topology %s, world_size %d%s, %s, backpressure %s, data in %s\n",
-					l.label, r.File, r.Collective, r.Topology, r.WorldSize, root, placement(r), r.Backpressure, r.DataSpace)
+					l.label, r.File, r.Collective, r.Topology, r.WorldSize, root, render.Placement(r), r.Backpressure, r.DataSpace)
 				// Every variant runs under the same faults: what each
 				// algorithm put through them at its largest size.
 				if n := len(r.Results); n > 0 {
@@ -481,7 +483,7 @@ func resolveFailure(o *runOptions, v variant, err error, stdout, stderr io.Write
 	f := asFailure(err)
 	if o.json || o.jsonl {
 		rep := &report.Report{File: v.target, Error: f.Out()}
-		writeJSONLine(stdout, compareReport{Label: v.label, Report: rep})
+		render.JSONLine(stdout, compareReport{Label: v.label, Report: rep})
 	}
 	return atPosition(v.label+": ", f)
 }
@@ -577,8 +579,8 @@ func wrongResults(reps []labeled, stderr io.Writer) []labeledFailure {
 func wrongReport(stderr io.Writer, prefix string, rep *report.Report, r report.Result) {
 	fw := r.FirstWrong
 	fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
-	fmt.Fprint(stderr, avgHint(r.RedOp, rep.WorldSize, fw))
-	fmt.Fprint(stderr, wrongRangesText(r.WrongRanges))
+	fmt.Fprint(stderr, render.AvgHint(r.RedOp, rep.WorldSize, fw))
+	fmt.Fprint(stderr, render.WrongRanges(r.WrongRanges))
 }
 
 // writeExtras writes --csv and --plot for finished runs; it fails with a
@@ -589,7 +591,7 @@ func writeExtras(o *runOptions, reps []labeled) error {
 		if err := writeCSV(&b, reps); err != nil {
 			return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: "--csv: " + err.Error(), Err: err})
 		}
-		if f := writeOutput(o.Env, o.outputs["--csv"], o.outStdout, b.Bytes()); f != nil {
+		if f := output.Write(o.Env, o.outputs["--csv"], o.outStdout, b.Bytes()); f != nil {
 			return f
 		}
 	}
@@ -598,7 +600,7 @@ func writeExtras(o *runOptions, reps []labeled) error {
 		if err != nil {
 			return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: "--plot: " + err.Error(), Err: err})
 		}
-		if f := writeOutput(o.Env, o.outputs["--plot"], o.outStdout, svg); f != nil {
+		if f := output.Write(o.Env, o.outputs["--plot"], o.outStdout, svg); f != nil {
 			return f
 		}
 	}

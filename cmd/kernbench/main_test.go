@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"early.kernbench/quietstart"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"early.kernbench/quietstart"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"kernbench/cmd/kernbench/internal/output"
+	"kernbench/cmd/kernbench/internal/render"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/registry"
@@ -63,7 +65,7 @@ func exitWith(stderr io.Writer, k *errkind.Kind) int {
 // Main runs the CLI in the process's working directory and environment
 // and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
-	defer removeTempsOnInterrupt(stderr)()
+	defer output.RemoveTempsOnInterrupt(stderr)()
 	defer reportPeak(os.Getenv, os.ReadFile, stderr)
 	return mainIn(script.Env{}, args, stdout, stderr)
 }
@@ -176,9 +178,9 @@ func jsonError(out *countingOut, cmd *cobra.Command, args []string, k *errkind.K
 	doc := map[string]any{"error": &report.ErrorOut{Kind: k.Name, Message: err.Error()}}
 	switch {
 	case asked("json"):
-		writeJSON(out, doc)
+		render.JSON(out, doc)
 	case asked("jsonl"):
-		writeJSONLine(out, doc)
+		render.JSONLine(out, doc)
 	}
 }
 

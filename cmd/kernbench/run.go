@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/output"
+	"kernbench/cmd/kernbench/internal/render"
+	"kernbench/cmd/kernbench/internal/shards"
 	"kernbench/engine/chakra"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
@@ -62,7 +63,7 @@ type runOptions struct {
 	plot                   string
 	// outputs are the output flags given, resolved (output.go);
 	// outStdout is the command's stdout, where "-" sends an output.
-	outputs   map[string]*outputDest
+	outputs   map[string]*output.Dest
 	outStdout io.Writer
 }
 
@@ -140,7 +141,7 @@ of these (its last line names that failure's kind).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arg := ""
 			if o.bench != "" {
-				arg = ccl.BenchFile(o.bench)
+				arg = target.BenchFile(o.bench)
 				if len(args) == 1 {
 					o.Algorithm = args[0]
 				}
@@ -231,7 +232,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if shardInfo != nil && len(o.Sizes) == 0 && len(o.Counts) == 0 {
 		fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shardInfo.Index, shardInfo.Count)
 		if o.json {
-			writeJSON(stdout, &report.Report{Results: []report.Result{}, Shard: shardInfo})
+			render.JSON(stdout, &report.Report{Results: []report.Result{}, Shard: shardInfo})
 		}
 		return nil
 	}
@@ -268,9 +269,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 // run is not sharded. The shard's Sweep is the whole sweep's sizes (or
 // counts): o has none left when the shard holds none of them.
 func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr io.Writer) (*report.Shard, error) {
-	shard, sharded, err := shardFromEnv(o.Env.Var, o.shards)
+	shard, sharded, err := shards.FromEnv(o.Env.Var, o.shards)
 	if o.shard != "" {
-		shard, err = parseShard(o.shard)
+		shard, err = shards.Parse(o.shard)
 		sharded = true
 	}
 	if err != nil {
@@ -288,7 +289,7 @@ func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr i
 			low += fmt.Sprintf(" (divided by SLURM_ARRAY_TASK_STEP=%s)", st)
 		}
 		fmt.Fprintf(stderr, "kernbench: running shard %d/%d of the sweep, from SLURM_ARRAY_TASK_ID=%s%s and SLURM_ARRAY_TASK_COUNT=%s; --shard 0/1 runs the whole sweep\n",
-			shard.index, shard.count, o.Env.Var("SLURM_ARRAY_TASK_ID"), low, o.Env.Var("SLURM_ARRAY_TASK_COUNT"))
+			shard.Index, shard.Count, o.Env.Var("SLURM_ARRAY_TASK_ID"), low, o.Env.Var("SLURM_ARRAY_TASK_COUNT"))
 	}
 	if idx := o.Env.Var("JOB_COMPLETION_INDEX"); idx != "" && !sharded && o.shards == 0 {
 		fmt.Fprintf(stderr, "kernbench: warning: JOB_COMPLETION_INDEX is %s but --shards is not given: this runs the whole sweep (--shards N runs shard %s of N)\n", idx, idx)
@@ -315,9 +316,9 @@ func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr i
 	if len(o.Counts) > 0 {
 		sweep = &o.Counts
 	}
-	info := &report.Shard{Index: shard.index, Count: shard.count, Sweep: *sweep,
+	info := &report.Shard{Index: shard.Index, Count: shard.Count, Sweep: *sweep,
 		Settings: rowSettings(cmd), Config: configDigest(o)}
-	*sweep = shard.pick(*sweep)
+	*sweep = shard.Pick(*sweep)
 	return info, nil
 }
 
@@ -349,7 +350,7 @@ func (o *runOptions) resolveTraceFilters() error {
 // over a file the run reads, or on stdout beside --json) and returns
 // where the table goes: stdout, or stderr when an output has stdout.
 func (o *runOptions) resolveOutputs(arg string, compare []string, stdout, stderr io.Writer) (io.Writer, error) {
-	dests, err := resolveOutputs(o.Env, o.outputPaths())
+	dests, err := output.ResolveAll(o.Env, o.outputPaths())
 	if err != nil {
 		return nil, err
 	}
@@ -357,13 +358,13 @@ func (o *runOptions) resolveOutputs(arg string, compare []string, stdout, stderr
 	if o.ConfigPath == "" {
 		inputs = append(inputs, "ccl.yaml") // read when present
 	}
-	if err := outputOverInput(o.Env, dests, inputs); err != nil {
+	if err := output.OverInput(o.Env, dests, inputs); err != nil {
 		return nil, err
 	}
 	o.outputs, o.outStdout = dests, stdout
 	table := stdout
 	for _, flag := range slices.Sorted(maps.Keys(dests)) {
-		if !dests[flag].stdout {
+		if !dests[flag].Stdout() {
 			continue
 		}
 		if o.json || o.jsonl {
@@ -422,7 +423,7 @@ type simulated struct {
 func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, error) {
 	run := &simulated{}
 	dests := o.outputs
-	var outputs []*outputFile
+	var outputs []*output.File
 	for _, out := range []struct {
 		flag string
 		dst  *io.Writer
@@ -431,12 +432,12 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 		if d == nil {
 			continue
 		}
-		of, err := createOutput(o.Env, d, o.outStdout)
+		of, err := output.Create(o.Env, d, o.outStdout)
 		if err != nil {
 			return run, usageErr(out.flag + ": " + err.Error())
 		}
 		outputs = append(outputs, of)
-		*out.dst = of.w
+		*out.dst = of.Writer()
 	}
 	// The table's rows stream while the output files are written: a
 	// reader that ends early (`| head`) must not end the process before
@@ -447,14 +448,14 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	// left empty.
 	restorePipe := func() {}
 	if len(outputs) > 0 {
-		restorePipe = keepOnBrokenPipe()
+		restorePipe = output.KeepOnBrokenPipe()
 	}
 	// closeOutputs closes the output files and returns the failure of the
 	// first that could not be written, printing the others'.
 	closeOutputs := func() *report.Failure {
 		var first *report.Failure
 		for _, of := range outputs {
-			if f := of.close(); f != nil && first == nil {
+			if f := of.Close(); f != nil && first == nil {
 				first = f
 			} else if f != nil {
 				fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
@@ -486,15 +487,15 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	case o.jsonl:
 		o.OnResult = func(r *report.Result) {
 			run.rows++
-			writeJSONLine(table, r)
+			render.JSONLine(table, r)
 		}
 	case !o.json:
 		o.OnResult = func(r *report.Result) {
 			if run.rows == 0 {
-				fmt.Fprintln(table, tableHeader())
+				fmt.Fprintln(table, render.Header())
 			}
 			run.rows++
-			fmt.Fprintln(table, tableRow(r))
+			fmt.Fprintln(table, render.Row(r))
 		}
 	}
 	if o.export != "" {
@@ -509,16 +510,16 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	}
 	stopProfile := func() {}
 	if o.cpuprofile != "" {
-		of, err := createOutput(o.Env, dests["--cpuprofile"], o.outStdout)
+		of, err := output.Create(o.Env, dests["--cpuprofile"], o.outStdout)
 		if err == nil {
-			err = pprof.StartCPUProfile(of.w)
+			err = pprof.StartCPUProfile(of.Writer())
 		}
 		if err != nil {
 			closeAfterFailure()
 			return run, usageErr("--cpuprofile: " + err.Error())
 		}
 		if len(outputs) == 0 {
-			restorePipe = keepOnBrokenPipe()
+			restorePipe = output.KeepOnBrokenPipe()
 		}
 		outputs = append(outputs, of)
 		stopProfile = pprof.StopCPUProfile
@@ -558,15 +559,15 @@ func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, sh
 		rep.Shard = shardInfo
 		if o.jsonl {
 			rep.Results = nil
-			writeJSONLine(stdout, rep)
+			render.JSONLine(stdout, rep)
 		} else {
-			writeJSON(stdout, rep)
+			render.JSON(stdout, rep)
 		}
 	}
 	if o.dot != "" && len(f.WaitFor) > 0 {
 		var dot bytes.Buffer
 		_ = f.WriteDOT(&dot)
-		if derr := writeOutput(o.Env, o.outputs["--dot"], o.outStdout, dot.Bytes()); derr != nil {
+		if derr := output.Write(o.Env, o.outputs["--dot"], o.outStdout, dot.Bytes()); derr != nil {
 			fmt.Fprintf(stderr, "kernbench: %s\n", derr.Msg)
 		}
 	}
@@ -590,7 +591,7 @@ func (o *runOptions) render(run *simulated, shardInfo *report.Shard, stdout, std
 		fmt.Fprintf(stderr, "kernbench: --trace: no trace written: a sweep traces its last size, and %d was refused over --max-memory; trace one size that runs (--bytes)\n", rep.Results[n-1].Bytes)
 	}
 	if o.export != "" {
-		if f := writeOutput(o.Env, o.outputs["--export-msccl"], o.outStdout, run.exported.Bytes()); f != nil {
+		if f := output.Write(o.Env, o.outputs["--export-msccl"], o.outStdout, run.exported.Bytes()); f != nil {
 			return f
 		}
 	}
@@ -604,20 +605,20 @@ func (o *runOptions) render(run *simulated, shardInfo *report.Shard, stdout, std
 	}
 	switch {
 	case o.json:
-		writeJSON(stdout, rep)
+		render.JSON(stdout, rep)
 	case o.jsonl:
 		for i := run.rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
 		}
 		summary := *rep
 		summary.Results = nil
-		writeJSONLine(stdout, &summary)
+		render.JSONLine(stdout, &summary)
 	default:
 		// Benches that build their report in one piece (L3) print here.
 		for i := run.rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
 		}
-		printSummary(stdout, rep, o.quiet, o.verbose)
+		render.Summary(stdout, rep, o.quiet, o.verbose)
 	}
 	return checkResults([]labeled{{"", rep}}, stderr)
 }
@@ -825,201 +826,6 @@ func usageErr(msg string) error {
 	return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: msg})
 }
 
-// writeJSONLine writes v as one line of JSON.
-func writeJSONLine(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false) // "<builtin>" and ">=" as written: no web page reads it
-	_ = enc.Encode(v)
-}
-
-func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-// tableColumns are the report's columns and their widths: each at least
-// its header, size and count wide enough for 10 digits, so rows can be
-// printed as they finish and still line up.
-var tableColumns = []struct {
-	name  string
-	width int
-}{{"size", 10}, {"count", 10}, {"type", 4}, {"redop", 5}, {"time(us)", 10}, {"algbw(GB/s)", 11}, {"busbw(GB/s)", 11}, {"eff", 5}, {"#wrong", 6}}
-
-func tableLine(cells []string) string {
-	var b strings.Builder
-	for i, c := range cells {
-		fmt.Fprintf(&b, "  %*s", tableColumns[i].width, c)
-	}
-	return b.String()
-}
-
-func tableHeader() string {
-	names := make([]string, len(tableColumns))
-	for i, c := range tableColumns {
-		names[i] = c.name
-	}
-	return tableLine(names)
-}
-
-func tableRow(r *report.Result) string {
-	if r.Refused != nil {
-		return tableLine([]string{strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.Count, 10), r.DType, r.RedOp}) + "  refused: " + r.Refused.Reason
-	}
-	wrong := strconv.FormatInt(r.Wrong, 10)
-	if !r.Verified && r.Wrong == 0 {
-		wrong = "N/A"
-	}
-	return tableLine([]string{strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.Count, 10), r.DType, r.RedOp,
-		fmt.Sprintf("%.3f", r.SimTimeNs/1000), fmt.Sprintf("%.2f", r.AlgBW), fmt.Sprintf("%.2f", r.BusBW), fmt.Sprintf("%.3f", r.Eff), wrong})
-}
-
-// printSummary prints what follows the rows: the average busbw of a sweep,
-// the busiest resources (-v) and, unless quiet, the run's description.
-func printSummary(w io.Writer, rep *report.Report, quiet, verbose bool) {
-	if avg, ok := avgBusBW(rep); ok {
-		fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", avg)
-	}
-	for _, r := range rep.Results {
-		if len(r.Busiest) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "# busiest resources at %d bytes:\n", r.Bytes)
-		for _, u := range r.Busiest {
-			fmt.Fprintf(w, "#   %-24s %5.1f%%  %d bytes\n", u.Resource, 100*u.Utilisation, u.Bytes)
-		}
-		if len(r.Classes) > 0 {
-			var parts []string
-			for _, c := range r.Classes {
-				parts = append(parts, fmt.Sprintf("%s x%d busiest %.1f%% mean %.1f%%", c.Kind, c.Count, 100*c.Busiest, 100*c.Mean))
-			}
-			fmt.Fprintf(w, "# resources by kind at %d bytes: %s\n", r.Bytes, strings.Join(parts, "; "))
-		}
-		if in := r.Interp; in != nil && r.Ops.Send > 0 {
-			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls (%.1f steps, %.2f calls per message sent)\n",
-				r.Bytes, in.Steps, in.BuiltinCalls, float64(in.Steps)/float64(r.Ops.Send), float64(in.BuiltinCalls)/float64(r.Ops.Send))
-		} else if in != nil {
-			// No message sent (one rank, or a kernel of local work): the
-			// counts still tell how close a kernel runs to --max-steps.
-			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls\n", r.Bytes, in.Steps, in.BuiltinCalls)
-		}
-		if e := r.HostMemory; e != nil {
-			fmt.Fprintf(w, "# host memory at %d bytes: estimate %v\n", r.Bytes, e)
-		}
-		if c := r.OpLog; c != nil {
-			fmt.Fprintf(w, "# op_log at %d bytes: %d records, %.0f bytes of host memory each, %.2f records per message sent\n",
-				r.Bytes, c.Records, c.BytesPerRecord, c.RecordsPerMessage)
-		}
-	}
-	if quiet {
-		return
-	}
-	last := -1 // the largest size that ran
-	for i, r := range rep.Results {
-		if r.Refused == nil {
-			last = i
-		}
-	}
-	for i, r := range rep.Results {
-		// The largest size (every size with -v): what the ranks waited for.
-		if r.Time != nil && (i == last || verbose) {
-			fmt.Fprintf(w, "# time at %d bytes: rank %d (most blocked) %s; all ranks %s\n", r.Bytes, r.Time.MostBlocked.Rank, timeShares(r.Time.MostBlocked), timeShares(r.Time.All))
-		}
-	}
-	for i, r := range rep.Results {
-		// The faults in force, and what went through their resources.
-		if i == last || verbose {
-			for _, f := range r.Faults {
-				fmt.Fprintf(w, "# fault at %d bytes: %s\n", r.Bytes, f)
-			}
-		}
-	}
-	var events uint64
-	for _, r := range rep.Results {
-		events += r.Events
-	}
-	topo := rep.Topology
-	if len(rep.MeshShape) == 2 {
-		topo += fmt.Sprintf(" %d x %d", rep.MeshShape[0], rep.MeshShape[1])
-	}
-	root := ""
-	if rep.Root != nil {
-		root = fmt.Sprintf(", root %d", *rep.Root)
-	}
-	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d%s\n", rep.Algorithm, rep.File, rep.Collective, topo, rep.WorldSize, root)
-	timing := ""
-	if rep.TimingOnly {
-		timing = " (timing only: no data moved)"
-	}
-	fmt.Fprintf(w, "# %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", placement(rep), rep.Backpressure, rep.DataSpace, timing, events, wallString(rep.WallS))
-}
-
-// placement is the header's "buffer_kind K" with why kernbench chose K
-// and where it put the fused primitives' staging, when it did.
-func placement(rep *report.Report) string {
-	s := "buffer_kind " + rep.BufferKind
-	if rep.BufferKindWhy != "" {
-		s += " (" + rep.BufferKindWhy + ")"
-	}
-	if rep.NSlotsWhy != "" {
-		s += fmt.Sprintf(", n_slots %d (%s)", rep.NSlots, rep.NSlotsWhy)
-	}
-	if rep.Staging != "" {
-		s += ", staging in " + rep.Staging
-		if rep.StagingWhy != "" {
-			s += " (" + rep.StagingWhy + ")"
-		}
-	}
-	return s
-}
-
-// avgBusBW is the mean busbw of the sizes of a sweep that ran (refused
-// ones have none); ok is false with fewer than two.
-func avgBusBW(rep *report.Report) (avg float64, ok bool) {
-	n := 0
-	for _, r := range rep.Results {
-		if r.Refused == nil {
-			avg += r.BusBW
-			n++
-		}
-	}
-	if n < 2 {
-		return 0, false
-	}
-	return avg / float64(n), true
-}
-
-// timeShares is a split as percentages, largest first, zeros left out:
-// "memory 90.6%, send 5.7%, recv 3.5%".
-func timeShares(t report.TimeSplit) string {
-	parts := []struct {
-		name string
-		ns   float64
-	}{{"memory", t.MemoryNs}, {"send", t.SendNs}, {"recv", t.RecvNs}, {"flush", t.FlushNs}, {"other", t.OtherNs}}
-	total := 0.0
-	for _, p := range parts {
-		total += p.ns
-	}
-	slices.SortStableFunc(parts, func(a, b struct {
-		name string
-		ns   float64
-	}) int {
-		return cmp.Compare(b.ns, a.ns)
-	})
-	var out []string
-	for _, p := range parts {
-		if pct := 100 * p.ns / total; pct >= 0.05 {
-			out = append(out, fmt.Sprintf("%s %.1f%%", p.name, pct))
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
-func wallString(s float64) string {
-	return strings.TrimSpace(fmt.Sprintf("%.3fs", s))
-}
-
 // checkMinMaxBytes validates nccl-tests' -b/-e (already defaulted to
 // each other when only one is given) and returns what is wrong with them
 // in their own names, or "".
@@ -1140,71 +946,6 @@ func parseRankList(s string) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// Caps of wrongRangesText: ranks listed, ranges listed per rank.
-const (
-	maxWrongRanks       = 8
-	maxWrongRangesShown = 4
-)
-
-// wrongRangesText lists the wrong elements of each rank as merged index
-// ranges, one line per rank (capped), saying which ranges still hold the
-// recvbuf sentinel, i.e. were never written.
-// avgHint explains the commonest avg mistake when the first wrong
-// element shows it: the value is world_size times the average, so the call
-// that completed the sum did not divide (final=True). "" otherwise.
-func avgHint(redop string, world int, fw *report.WrongElem) string {
-	if redop != "avg" || world < 2 || fw == nil {
-		return ""
-	}
-	got, err1 := strconv.ParseFloat(fw.Got, 64)
-	want, err2 := strconv.ParseFloat(fw.Want, 64)
-	if err1 != nil || err2 != nil || want == 0 || math.IsNaN(got) || math.IsNaN(want) || math.IsInf(got, 0) || math.IsInf(want, 0) {
-		return ""
-	}
-	sum := want * float64(world)
-	if math.Abs(got-sum) > 1e-2*math.Abs(sum) {
-		return ""
-	}
-	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True)\n", world)
-}
-
-func wrongRangesText(rws []report.RankWrong) string {
-	var b strings.Builder
-	unwritten := false
-	for i, rw := range rws {
-		if i == maxWrongRanks {
-			fmt.Fprintf(&b, "  … and %d more rank(s) with wrong elements\n", len(rws)-i)
-			break
-		}
-		fmt.Fprintf(&b, "  rank %d: %d wrong at ", rw.Rank, rw.Wrong)
-		for j, g := range rw.Ranges {
-			if j == maxWrongRangesShown {
-				break
-			}
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			if g.End == g.Start+1 {
-				fmt.Fprintf(&b, "%d", g.Start)
-			} else {
-				fmt.Fprintf(&b, "[%d, %d)", g.Start, g.End)
-			}
-			if g.Sentinel {
-				b.WriteString(" never written")
-				unwritten = true
-			}
-		}
-		if more := len(rw.Ranges) - min(len(rw.Ranges), maxWrongRangesShown) + rw.More; more > 0 {
-			fmt.Fprintf(&b, ", and %d more range(s)", more)
-		}
-		b.WriteString("\n")
-	}
-	if unwritten {
-		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers)\n")
-	}
-	return b.String()
 }
 
 // benchFlags shape the collective bench's buffers and machine: an L3 bench

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/render"
 	"kernbench/engine/config"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
@@ -277,7 +278,7 @@ func (t *testTally) render(asJSON bool, text, stdout io.Writer) error {
 		if all == nil {
 			all = []testrun.Result{}
 		}
-		writeJSON(stdout, map[string]any{"results": all, "passed": t.passed, "failed": t.failed, "load_errors": t.broken, "load_failures": t.loadFailures})
+		render.JSON(stdout, map[string]any{"results": all, "passed": t.passed, "failed": t.failed, "load_errors": t.broken, "load_failures": t.loadFailures})
 	}
 	switch {
 	case t.broken > t.loadTimedOut:

@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/output"
+	"kernbench/cmd/kernbench/internal/shards"
 	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/msccl"
@@ -293,9 +295,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	}
 	sweep := slices.Clone(o.Sizes)
 	o.RefusedAsRows = len(sweep) > 1
-	shard, sharded, err := shardFromEnv(o.Env.Var, o.shards)
+	shard, sharded, err := shards.FromEnv(o.Env.Var, o.shards)
 	if o.shard != "" {
-		shard, err = parseShard(o.shard)
+		shard, err = shards.Parse(o.shard)
 		sharded = true
 	}
 	if err != nil {
@@ -305,9 +307,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		return usageErr(fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set; elsewhere use --shard I/%d", o.shards, o.shards))
 	}
 	if sharded {
-		o.Sizes = shard.pick(sweep)
+		o.Sizes = shard.Pick(sweep)
 		if len(o.Sizes) == 0 {
-			fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shard.index, shard.count)
+			fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shard.Index, shard.Count)
 			return nil
 		}
 	}
@@ -332,7 +334,7 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		}
 	}
 	outs := map[string]string{"--write-select": o.writeSelect}
-	dests, err := resolveOutputs(o.Env, outs)
+	dests, err := output.ResolveAll(o.Env, outs)
 	if err != nil {
 		return usageErr(err.Error())
 	}
@@ -340,11 +342,11 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	if o.ConfigPath == "" {
 		inputs = append(inputs, "ccl.yaml")
 	}
-	if err := outputOverInput(o.Env, dests, inputs); err != nil {
+	if err := output.OverInput(o.Env, dests, inputs); err != nil {
 		return usageErr(err.Error())
 	}
 	outStdout := stdout
-	if d := dests["--write-select"]; d != nil && d.stdout {
+	if d := dests["--write-select"]; d != nil && d.Stdout() {
 		stdout = stderr // the fragment has stdout to itself
 	}
 	if o.export != "" {
@@ -415,9 +417,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 			fmt.Sprintf("kernbench run auto --collective %s runs, per size, the algorithm of its range.", collective),
 		}
 		if sharded {
-			header = append(header, fmt.Sprintf("Shard %d/%d: the ranges of its sizes only; join the shards' lists.", shard.index, shard.count))
+			header = append(header, fmt.Sprintf("Shard %d/%d: the ranges of its sizes only; join the shards' lists.", shard.Index, shard.Count))
 		}
-		if f := writeOutput(o.Env, d, outStdout, selectYAML(collective, ranges, header)); f != nil {
+		if f := output.Write(o.Env, d, outStdout, selectYAML(collective, ranges, header)); f != nil {
 			return f
 		}
 	}
@@ -480,11 +482,11 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 			continue
 		}
 		name := filepath.Join(o.export, fmt.Sprintf("%s_%d_%s.xml", collective, i, r.Algorithm))
-		d, err := resolveOutput(o.Env, "--export-msccl", name)
+		d, err := output.Resolve(o.Env, "--export-msccl", name)
 		if err != nil {
 			return ioFailure(err.Error(), err)
 		}
-		if f := writeOutput(o.Env, d, stdout, buf.Bytes()); f != nil {
+		if f := output.Write(o.Env, d, stdout, buf.Bytes()); f != nil {
 			return f
 		}
 		if !o.quiet {

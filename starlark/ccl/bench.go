@@ -194,16 +194,16 @@ func (b *buffers) verify(res *report.Result) {
 	}
 	for r := 0; r < p.world; r++ {
 		got := b.recv[r].Reg.View()
-		rb := rangeBuilder{rw: report.RankWrong{Rank: r}}
+		rb := report.WrongRanges{RankWrong: report.RankWrong{Rank: r}}
 		if !p.opts.InPlace {
-			rb.isSentinel = func(i int) bool { return isSentinel(p.dt, got, i) }
+			rb.IsSentinel = func(i int) bool { return isSentinel(p.dt, got, i) }
 		}
-		wrong, first := dtype.EachWrong(p.dt, p.red, ranks, got, want[r], rb.add)
+		wrong, first := dtype.EachWrong(p.dt, p.red, ranks, got, want[r], rb.Add)
 		if wrong > 0 && res.FirstWrong == nil {
 			res.FirstWrong = &report.WrongElem{Rank: r, Index: first, Got: dtype.Format(p.dt, got, first), Want: dtype.Format(p.dt, want[r], first)}
 		}
 		if wrong > 0 {
-			res.WrongRanges = append(res.WrongRanges, rb.rw)
+			res.WrongRanges = append(res.WrongRanges, rb.RankWrong)
 		}
 		res.Wrong += int64(wrong)
 	}

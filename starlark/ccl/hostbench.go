@@ -3,8 +3,6 @@ package ccl
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -171,14 +169,4 @@ func (b *hostBench) export(w *world, res *report.Result) error {
 		return exportChakra(b.p, w, res)
 	}
 	return nil
-}
-
-// BenchFile is the path of a named bench in benches/; a name that is a
-// path already (it has a folder or ends in .star) is used as given, so an
-// absolute path is not turned into benches/ABS.star.
-func BenchFile(name string) string {
-	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) || strings.HasSuffix(name, ".star") {
-		return name
-	}
-	return filepath.Join("benches", name+".star")
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -260,22 +259,9 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 	if opts.ExportMSCCL != nil && len(p.counts) != 1 {
 		return nil, usage("--export-msccl writes the schedule of one size; got %d sizes", len(p.counts))
 	}
-	if tgt.Entry != nil {
-		keys := make([]string, 0, len(tgt.Entry.Params))
-		for k := range tgt.Entry.Params {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			v, err := toStarlark(tgt.Entry.Params[k])
-			if err != nil {
-				return nil, usage("%s: algorithms.%s.params.%s: %v", tgt.Settings.Algorithm, tgt.Name, k, err)
-			}
-			if k == "root" {
-				continue // passed below, after --root is applied
-			}
-			p.params = append(p.params, starlark.Tuple{starlark.String(k), v})
-		}
+	// The entry's root is passed below, after --root is applied.
+	if p.params, err = tgt.Params("root"); err != nil {
+		return nil, usage("%v", err)
 	}
 	// Extra params (mock runs) replace same-named entry params.
 	for _, kv := range opts.Params {
@@ -292,47 +278,4 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		p.params = append(p.params, starlark.Tuple{starlark.String("root"), starlark.MakeInt(p.root)})
 	}
 	return p, nil
-}
-
-func toStarlark(v any) (starlark.Value, error) {
-	switch v := v.(type) {
-	case nil:
-		return starlark.None, nil
-	case bool:
-		return starlark.Bool(v), nil
-	case int64:
-		return starlark.MakeInt64(v), nil
-	case int:
-		return starlark.MakeInt(v), nil
-	case float64:
-		return starlark.Float(v), nil
-	case string:
-		return starlark.String(v), nil
-	case []any:
-		out := make([]starlark.Value, len(v))
-		for i, x := range v {
-			sv, err := toStarlark(x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = sv
-		}
-		return starlark.NewList(out), nil
-	case map[string]any:
-		d := starlark.NewDict(len(v))
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			sv, err := toStarlark(v[k])
-			if err != nil {
-				return nil, err
-			}
-			_ = d.SetKey(starlark.String(k), sv)
-		}
-		return d, nil
-	}
-	return nil, fmt.Errorf("unsupported value %v (%T)", v, v)
 }

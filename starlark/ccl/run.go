@@ -238,7 +238,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if problems := callProblems(kernel, pl, cfg.File, tgt); len(problems) > 0 {
+	if problems := tgt.CallProblems(kernel, pl.call(cfg.File)); len(problems) > 0 {
 		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}
 	return pl.sweep(tgt, tgt.File, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {

@@ -136,7 +136,7 @@ func Run(file string, o Options) []string {
 			}
 		}
 		kernelFn = fn
-		for _, p := range ccl.KernelSignature(fn, params) {
+		for _, p := range target.KernelSignature(fn, params) {
 			add(fn.Position(), "%s", p)
 		}
 	}
