@@ -10,13 +10,15 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/compare"
+	"kernbench/cmd/kernbench/internal/hugepages"
+	"kernbench/cmd/kernbench/internal/listflag"
 	"kernbench/cmd/kernbench/internal/output"
 	"kernbench/cmd/kernbench/internal/render"
 	"kernbench/cmd/kernbench/internal/shards"
@@ -244,7 +246,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if err != nil {
 		return usageErr(err.Error())
 	}
-	if err := checkChakraDir(o.Env, o.exportChakra, compare != nil || len(o.vary) > 0); err != nil && cmd.Flags().Changed("export-chakra") {
+	if err := output.CheckChakraDir(o.Env, o.exportChakra, compare != nil || len(o.vary) > 0); err != nil && cmd.Flags().Changed("export-chakra") {
 		return usageErr(err.Error())
 	}
 	if arg == config.AutoAlgorithm && o.bench == "" || slices.Contains(compare, config.AutoAlgorithm) {
@@ -328,7 +330,7 @@ func (o *runOptions) resolveTraceFilters() error {
 		return errors.New("--trace-ranks and --trace-kinds limit a trace: give --trace FILE too")
 	}
 	if o.traceRanks != "" {
-		ranks, err := parseRankList(o.traceRanks)
+		ranks, err := listflag.Ranks(o.traceRanks)
 		if err != nil {
 			return err
 		}
@@ -377,13 +379,13 @@ func (o *runOptions) resolveOutputs(arg string, compare []string, stdout, stderr
 	return table, nil
 }
 
-// runComparison runs the variants of compare (or of arg, a bench with
+// runComparison runs the variants of targets (or of arg, a bench with
 // --vary; none: each variant's defaults.algorithm) in one table.
-func (o *runOptions) runComparison(arg string, compare []string, stdout, stderr io.Writer) error {
+func (o *runOptions) runComparison(arg string, targets []string, stdout, stderr io.Writer) error {
 	if o.export != "" {
 		return usageErr("--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
-	axes, err := parseVary(o.vary, o.Sets)
+	axes, err := compare.ParseVary(o.vary, o.Sets)
 	if err != nil {
 		return usageErr(err.Error())
 	}
@@ -391,17 +393,17 @@ func (o *runOptions) runComparison(arg string, compare []string, stdout, stderr 
 	switch {
 	case arg != "":
 		// --bench BENCH with --vary: the bench, with its algorithm.
-		compare = []string{arg}
-	case len(compare) == 0:
+		targets = []string{arg}
+	case len(targets) == 0:
 		cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 		if err != nil {
 			return usageErr(err.Error())
 		}
 		// No algorithm named: each variant runs the defaults.algorithm
 		// of its configuration, which --vary defaults.algorithm may set.
-		compare, defaultAlgorithm = []string{""}, cfg.Defaults.Algorithm
+		targets, defaultAlgorithm = []string{""}, cfg.Defaults.Algorithm
 	}
-	return runCompare(o, expandVariants(compare, axes, defaultAlgorithm), stdout, stderr)
+	return runCompare(o, compare.Expand(targets, axes, defaultAlgorithm), stdout, stderr)
 }
 
 // simulated is what simulate leaves for the report: whether ccl.Run
@@ -506,7 +508,7 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	}
 	if o.TimingOnly {
 		// No data: the heap is the ranks' state (hugepages_linux64.go).
-		defer adviseHugePages()()
+		defer hugepages.Advise()()
 	}
 	stopProfile := func() {}
 	if o.cpuprofile != "" {
@@ -596,11 +598,11 @@ func (o *runOptions) render(run *simulated, shardInfo *report.Shard, stdout, std
 		}
 	}
 	if o.exportChakra != "" {
-		if f := writeChakraDir(o.Env, o.exportChakra, run.chakra); f != nil {
+		if f := output.WriteChakraDir(o.Env, o.exportChakra, run.chakra); f != nil {
 			return f
 		}
 	}
-	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
+	if err := writeExtras(o, []compare.Labeled{{Label: rep.Algorithm, Rep: rep}}); err != nil {
 		return asFailure(err)
 	}
 	switch {
@@ -620,7 +622,7 @@ func (o *runOptions) render(run *simulated, shardInfo *report.Shard, stdout, std
 		}
 		render.Summary(stdout, rep, o.quiet, o.verbose)
 	}
-	return checkResults([]labeled{{"", rep}}, stderr)
+	return checkResults([]compare.Labeled{{Rep: rep}}, stderr)
 }
 
 // complete checks the flags of a run and fills the options they set
@@ -733,12 +735,12 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 			// Checked here under the flags' own names: the user typed
 			// -b/-e, and a message about the --sweep they become would
 			// name a flag they never gave.
-			if msg := checkMinMaxBytes(lo, hi); msg != "" {
+			if msg := listflag.CheckMinMax(lo, hi); msg != "" {
 				return usageError(msg)
 			}
 			spec = fmt.Sprintf("%s:%s:%g", lo, hi, o.factor)
 		}
-		sizes, err := parseSweep(spec)
+		sizes, err := listflag.Sweep(spec)
 		if err != nil {
 			return usageError(err.Error())
 		}
@@ -750,7 +752,7 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 					name = "-e/--maxbytes " + o.maxBytes
 				}
 			}
-			if sizes, err = wholeElements(sizes, dt, name); err != nil {
+			if sizes, err = listflag.WholeElements(sizes, dt, name); err != nil {
 				return usageError(err.Error())
 			}
 		}
@@ -824,128 +826,6 @@ func asFailure(err error) *report.Failure {
 // usageErr is a usage error (exit 2) saying msg, for mainIn to report.
 func usageErr(msg string) error {
 	return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: msg})
-}
-
-// checkMinMaxBytes validates nccl-tests' -b/-e (already defaulted to
-// each other when only one is given) and returns what is wrong with them
-// in their own names, or "".
-func checkMinMaxBytes(lo, hi string) string {
-	var sizes [2]int64
-	for i, f := range []struct{ name, value string }{{"-b/--minbytes", lo}, {"-e/--maxbytes", hi}} {
-		n, err := config.ParseSize(f.value)
-		if err != nil {
-			return f.name + ": " + err.Error()
-		}
-		if n <= 0 {
-			return fmt.Sprintf("%s must be > 0 (got %s)", f.name, f.value)
-		}
-		sizes[i] = n
-	}
-	if sizes[0] > sizes[1] {
-		return fmt.Sprintf("-b/--minbytes %s is larger than -e/--maxbytes %s", lo, hi)
-	}
-	return ""
-}
-
-// parseSweep turns MIN:MAX[:FACTOR] into the list of sizes min, min×f, …
-// up to max (inclusive), like nccl-tests' -b/-e/-f.
-func parseSweep(spec string) ([]int64, error) {
-	parts := strings.Split(spec, ":")
-	if len(parts) < 2 || len(parts) > 3 {
-		return nil, fmt.Errorf("--sweep %q: want MIN:MAX[:FACTOR], e.g. 1K:4M or 1K:4M:4", spec)
-	}
-	lo, err := config.ParseSize(parts[0])
-	if err != nil {
-		return nil, fmt.Errorf("--sweep %q: %w", spec, err)
-	}
-	hi, err := config.ParseSize(parts[1])
-	if err != nil {
-		return nil, fmt.Errorf("--sweep %q: %w", spec, err)
-	}
-	factor := 2.0
-	if len(parts) == 3 {
-		if factor, err = strconv.ParseFloat(parts[2], 64); err != nil || !(factor > 1) || math.IsInf(factor, 0) {
-			return nil, fmt.Errorf("--sweep %q: FACTOR must be a number > 1", spec)
-		}
-	}
-	if lo <= 0 || hi < lo {
-		return nil, fmt.Errorf("--sweep %q: want 0 < MIN <= MAX", spec)
-	}
-	// The steps are counted first: a FACTOR a hair over 1 would take for
-	// ever, and a sweep that stopped at a row cap would silently leave out
-	// the sizes the user asked for up to MAX. The loop compares floats: a
-	// huge FACTOR makes v infinite, whose int64 is negative.
-	if steps := math.Log(float64(hi)/float64(lo)) / math.Log(factor); steps >= maxSweepSizes {
-		return nil, fmt.Errorf("--sweep %q: about %.0f sizes, more than %d; use a larger FACTOR or a narrower MIN:MAX", spec, steps+1, maxSweepSizes)
-	}
-	var sizes []int64
-	// float64(hi) of the largest sizes rounds up to 2^63, whose int64
-	// wraps to the most negative size: the loop stops below it.
-	for v := float64(lo); v <= float64(hi) && v < math.MaxInt64; v *= factor {
-		// A FACTOR close to 1 rounds several steps to one size: one row.
-		if n := int64(v); len(sizes) == 0 || n != sizes[len(sizes)-1] {
-			sizes = append(sizes, n)
-		}
-	}
-	return sizes, nil
-}
-
-// wholeElements rounds a sweep's sizes down to whole dt elements, one row
-// per size: a sweep's rows used to run size/element elements, so that
-// --sweep 3:9 ran a 0-element row and 4:16:1.1 eleven rows of three
-// sizes. Its smallest size must be whole elements, as --bytes must
-// (flag names it).
-func wholeElements(sizes []int64, dt dtype.DType, flag string) ([]int64, error) {
-	elem := int64(dt.Size())
-	if len(sizes) > 0 && sizes[0]%elem != 0 {
-		return nil, fmt.Errorf("%s: the smallest size, %d bytes, is not a whole number of %s elements (%d bytes each); use a multiple of %d", flag, sizes[0], dt, elem, elem)
-	}
-	var out []int64
-	for _, n := range sizes {
-		n -= n % elem
-		if len(out) == 0 || n != out[len(out)-1] {
-			out = append(out, n)
-		}
-	}
-	return out, nil
-}
-
-// maxSweepSizes bounds the rows of a sweep.
-const maxSweepSizes = 1000
-
-// maxTraceRanks bounds the ranks --trace-ranks lists, all ranges
-// together: no machine a run can hold in memory has more.
-const maxTraceRanks = 1 << 20
-
-// parseRankList reads --trace-ranks: ranks and ranges, like 0,3,8-15.
-// Every rank is below maxTraceRanks, so a list never grows past it (a rank
-// of 2^63-1 used to wrap the loop below and fill the memory).
-func parseRankList(s string) ([]int, error) {
-	bad := fmt.Errorf("--trace-ranks %q: want ranks and ranges like 0,3,8-15", s)
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, bad
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, bad
-			}
-		}
-		if b >= maxTraceRanks {
-			return nil, fmt.Errorf("--trace-ranks %q: rank %d is past the largest world a run can hold (ranks are below %d)", s, b, maxTraceRanks)
-		}
-		if len(out)+(b-a+1) > maxTraceRanks {
-			return nil, fmt.Errorf("--trace-ranks %q: lists more than %d ranks", s, maxTraceRanks)
-		}
-		for r := a; r <= b; r++ {
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }
 
 // benchFlags shape the collective bench's buffers and machine: an L3 bench

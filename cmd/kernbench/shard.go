@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/compare"
 	"kernbench/cmd/kernbench/internal/render"
 	"kernbench/cmd/kernbench/internal/shards"
 	"kernbench/starlark/script"
@@ -89,7 +90,7 @@ func runMerge(_ *cobra.Command, o *mergeOptions, stdout, stderr io.Writer) error
 	}
 	// Sizes a shard refused over --max-memory are rows of the merged
 	// sweep, and its status says so, as one run's would.
-	return worstFailure(refusedSizes([]labeled{{"", rep}}, stderr), nil, stderr)
+	return worstFailure(compare.RefusedSizes([]compare.Labeled{{Rep: rep}}, stderr), nil, stderr)
 }
 
 // notRowFlags are the run flags that change nothing in a report's rows

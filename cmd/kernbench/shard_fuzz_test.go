@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"kernbench/cmd/kernbench/internal/listflag"
 	"kernbench/cmd/kernbench/internal/shards"
 	"kernbench/engine/config"
 	"kernbench/starlark/report"
@@ -216,7 +217,7 @@ func FuzzShard(f *testing.F) {
 			}
 		}
 
-		sizes, err := parseSweep(sweep)
+		sizes, err := listflag.Sweep(sweep)
 		if err != nil {
 			if !strings.Contains(err.Error(), "--sweep "+strconv.Quote(sweep)) {
 				t.Fatalf("--sweep %q: error does not name it: %v", sweep, err)
@@ -226,10 +227,10 @@ func FuzzShard(f *testing.F) {
 		}
 
 		// -b/-e with -f become a --sweep (as run builds it).
-		if msg := checkMinMaxBytes(lo, hi); msg == "" {
+		if msg := listflag.CheckMinMax(lo, hi); msg == "" {
 			if factor > 1 && !math.IsInf(factor, 0) {
 				spec := fmt.Sprintf("%s:%s:%g", lo, hi, factor)
-				bs, err := parseSweep(spec)
+				bs, err := listflag.Sweep(spec)
 				if err != nil && !strings.Contains(err.Error(), "sizes, more than") {
 					t.Fatalf("-b %q -e %q -f %g accepted, but its sweep %q is not: %v", lo, hi, factor, spec, err)
 				}
@@ -286,7 +287,7 @@ func checkShard(t *testing.T, what string, sh shards.Spec) {
 }
 
 // checkSweep: an accepted sweep rises strictly from MIN to at most MAX,
-// in at most maxSweepSizes sizes.
+// in at most listflag.MaxSweep sizes.
 func checkSweep(t *testing.T, what, spec string, sizes []int64) {
 	t.Helper()
 	parts := strings.Split(spec, ":")
@@ -295,7 +296,7 @@ func checkSweep(t *testing.T, what, spec string, sizes []int64) {
 	if err1 != nil || err2 != nil {
 		t.Fatalf("%s: accepted, but MIN or MAX is not a size", what)
 	}
-	if len(sizes) == 0 || len(sizes) > maxSweepSizes || sizes[0] != lo || sizes[len(sizes)-1] > hi {
+	if len(sizes) == 0 || len(sizes) > listflag.MaxSweep || sizes[0] != lo || sizes[len(sizes)-1] > hi {
 		t.Fatalf("%s: %d sizes %v, want %d rising to at most %d", what, len(sizes), sizes, lo, hi)
 	}
 	for i := 1; i < len(sizes); i++ {

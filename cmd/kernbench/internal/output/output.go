@@ -1,8 +1,9 @@
 // Package output writes kernbench's output files, its one job: where an
 // output flag's path sends what is written (stdout, a file replaced
 // atomically, a pipe or device written into, through links), refusing
-// what cannot receive it before a run starts, and removing the
-// temporary files of outputs under way when the process is interrupted.
+// what cannot receive it before a run starts, the --export-chakra folder,
+// and removing the temporary files of outputs under way when the process
+// is interrupted.
 package output
 
 import (
