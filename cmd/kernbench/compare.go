@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -14,7 +13,6 @@ import (
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
-	"kernbench/starlark/sweep"
 )
 
 // runCompare runs the variants and prints them as one table (or JSON),
@@ -146,54 +144,13 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 	} else {
 		// Variants in parallel, each buffered and written in order once
 		// every earlier one is out.
-		workers := min(o.Jobs, len(variants))
 		per := max(1, o.Jobs/len(variants))
-		var wg sync.WaitGroup
-		next := make(chan int)
-		done := make([]chan struct{}, len(variants))
-		panics := make([]any, len(variants))
-		for i := range done {
-			done[i] = make(chan struct{})
-		}
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					func() {
-						defer close(done[i])
-						// A panic here would end the process past the
-						// CLI's error boundary: it is raised again below,
-						// on the command's goroutine.
-						defer func() {
-							if r := recover(); r != nil {
-								if _, ok := r.(*sweep.InternalError); !ok {
-									r = &sweep.InternalError{Value: r, Stack: debug.Stack()}
-								}
-								panics[i] = r
-							}
-						}()
-						runOne(i, per, &outs[i].out, &outs[i].errOut)
-					}()
-				}
-			}()
-		}
-		go func() {
-			for i := range variants {
-				next <- i
-			}
-			close(next)
-		}()
-		for i := range variants {
-			<-done[i]
-			if panics[i] != nil {
-				wg.Wait()
-				panic(panics[i])
-			}
-			_, _ = stdout.Write(outs[i].out.Bytes())
-			_, _ = stderr.Write(outs[i].errOut.Bytes())
-		}
-		wg.Wait()
+		compare.InOrder(len(variants), min(o.Jobs, len(variants)),
+			func(i int) { runOne(i, per, &outs[i].out, &outs[i].errOut) },
+			func(i int) {
+				_, _ = stdout.Write(outs[i].out.Bytes())
+				_, _ = stderr.Write(outs[i].errOut.Bytes())
+			})
 	}
 	var reps, ran []compare.Labeled
 	var failures []compare.Failure
@@ -208,49 +165,7 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 			ran = append(ran, l)
 		}
 	}
-	switch {
-	case o.json:
-		all := struct {
-			Runs []compare.Report `json:"runs"`
-		}{}
-		for _, l := range reps {
-			all.Runs = append(all.Runs, compare.Report{Label: l.Label, Report: l.Rep})
-		}
-		render.JSON(stdout, all)
-	case o.jsonl:
-		for _, l := range reps {
-			summary := *l.Rep
-			summary.Results = nil
-			render.JSONLine(stdout, compare.Report{Label: l.Label, Report: &summary})
-		}
-	default:
-		for _, l := range reps {
-			if avg, ok := render.AvgBusBW(l.Rep); ok {
-				fmt.Fprintf(stdout, "# avg busbw %s: %.2f GB/s\n", l.Label, avg)
-			}
-		}
-		if !o.quiet {
-			for _, l := range reps {
-				r := l.Rep
-				if r.Collective == "" {
-					continue // failed before it started: its error row says why
-				}
-				root := ""
-				if r.Root != nil {
-					root = fmt.Sprintf(", root %d", *r.Root)
-				}
-				fmt.Fprintf(stdout, "# %s: %s, collective %s, topology %s, world_size %d%s, %s, backpressure %s, data in %s\n",
-					l.Label, r.File, r.Collective, r.Topology, r.WorldSize, root, render.Placement(r), r.Backpressure, r.DataSpace)
-				// Every variant runs under the same faults: what each
-				// algorithm put through them at its largest size.
-				if n := len(r.Results); n > 0 {
-					for _, f := range r.Results[n-1].Faults {
-						fmt.Fprintf(stdout, "# %s fault at %d bytes: %s\n", l.Label, r.Results[n-1].Bytes, f)
-					}
-				}
-			}
-		}
-	}
+	compare.Print(stdout, reps, o.json, o.jsonl, o.quiet)
 	if len(ran) > 0 {
 		if err := writeExtras(o, ran); err != nil {
 			f := asFailure(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"kernbench/cmd/kernbench/internal/testreport"
 	"kernbench/starlark/script"
 	"kernbench/starlark/sweep"
 )
@@ -182,7 +183,7 @@ func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 	// descriptor); the script's buffers take one write at a time.
 	var stdout, stderr bytes.Buffer
 	env := script.Env{Dir: ts.MkAbs("."), Getenv: ts.Getenv}
-	got := mainTest(env, args, &lockedWriter{w: &stdout}, &lockedWriter{w: &stderr})
+	got := mainTest(env, args, &testreport.LockedWriter{W: &stdout}, &testreport.LockedWriter{W: &stderr})
 	ts.Stdout().Write(stdout.Bytes())
 	ts.Stderr().Write(stderr.Bytes())
 	if got != want {

@@ -425,7 +425,8 @@ type simulated struct {
 func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, error) {
 	run := &simulated{}
 	dests := o.outputs
-	var outputs []*output.File
+	// The output files are written while the rows stream (output.Set).
+	var outputs output.Set
 	for _, out := range []struct {
 		flag string
 		dst  *io.Writer
@@ -438,36 +439,10 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 		if err != nil {
 			return run, usageErr(out.flag + ": " + err.Error())
 		}
-		outputs = append(outputs, of)
+		outputs.Hold(of)
 		*out.dst = of.Writer()
 	}
-	// The table's rows stream while the output files are written: a
-	// reader that ends early (`| head`) must not end the process before
-	// they are complete and in place, so a closed stdout only fails the
-	// rows' writes meanwhile (keepOnBrokenPipe); an interrupt removes the
-	// temporary files (removeTempsOnInterrupt). An output that received
-	// nothing (the run failed before simulating) is removed rather than
-	// left empty.
-	restorePipe := func() {}
-	if len(outputs) > 0 {
-		restorePipe = output.KeepOnBrokenPipe()
-	}
-	// closeOutputs closes the output files and returns the failure of the
-	// first that could not be written, printing the others'.
-	closeOutputs := func() *report.Failure {
-		var first *report.Failure
-		for _, of := range outputs {
-			if f := of.Close(); f != nil && first == nil {
-				first = f
-			} else if f != nil {
-				fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
-			}
-		}
-		outputs = nil
-		restorePipe()
-		restorePipe = func() {}
-		return first
-	}
+	closeOutputs := func() *report.Failure { return outputs.Close(stderr) }
 	// On the ways out below that report a failure of their own, an output
 	// file's failure is one more diagnostic.
 	closeAfterFailure := func() {
@@ -520,10 +495,7 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 			closeAfterFailure()
 			return run, usageErr("--cpuprofile: " + err.Error())
 		}
-		if len(outputs) == 0 {
-			restorePipe = output.KeepOnBrokenPipe()
-		}
-		outputs = append(outputs, of)
+		outputs.Hold(of)
 		stopProfile = pprof.StopCPUProfile
 	}
 	start := time.Now()

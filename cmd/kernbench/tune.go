@@ -116,39 +116,6 @@ algorithms side by side; --shard I/N runs every N-th size (see run).`,
 	return cmd
 }
 
-// tuneAlgorithms are the algorithms a tune of collective runs: names,
-// each of the configuration and not of another collective, or else
-// every algorithm whose entry names collective.
-func tuneAlgorithms(cfg *config.Config, collective string, names []string) ([]string, error) {
-	if !slices.Contains(config.Collectives(), collective) {
-		return nil, fmt.Errorf("tune: unknown collective %q (want one of %s)", collective, strings.Join(config.Collectives(), ", "))
-	}
-	if len(names) == 0 {
-		for _, n := range cfg.AlgorithmNames {
-			if cfg.Algorithms[n].Collective == collective {
-				names = append(names, n)
-			}
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("tune: no algorithm of %s names collective: %s; name the algorithms to run", cfg.File, collective)
-		}
-		return names, nil
-	}
-	for i, n := range names {
-		a, err := cfg.Algorithm(n)
-		if err != nil {
-			return nil, fmt.Errorf("tune: %v", err)
-		}
-		if a.Collective != "" && a.Collective != collective {
-			return nil, fmt.Errorf("tune: %s is an algorithm of %s, not %s", n, a.Collective, collective)
-		}
-		if slices.Contains(names[:i], n) {
-			return nil, fmt.Errorf("tune: %s is named twice", n)
-		}
-	}
-	return names, nil
-}
-
 // runTune runs the tune of collective: the comparison, then the winners
 // and the select: section.
 func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []string, stdout, stderr io.Writer) error {
@@ -184,7 +151,7 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	if err != nil {
 		return asFailure(err)
 	}
-	algs, err := tuneAlgorithms(cfg, collective, names)
+	algs, err := tune.Algorithms(cfg, collective, names)
 	if err != nil {
 		return usageErr(err.Error())
 	}
@@ -365,53 +332,7 @@ func autoVariants(o *runOptions) ([]compare.Variant, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	coll := o.Collective
-	if coll == "" {
-		var have []string
-		for k := range cfg.Select {
-			have = append(have, k)
-		}
-		slices.Sort(have)
-		switch len(have) {
-		case 0:
-			return nil, nil, usageError("auto runs what select: of ccl.yaml records per size, and this configuration has none; kernbench tune COLLECTIVE --write-select FILE writes one (then --config FILE)")
-		case 1:
-			coll = have[0]
-		default:
-			return nil, nil, usageError(fmt.Sprintf("auto: select: has ranges for %s; say which with --collective", strings.Join(have, ", ")))
-		}
-	}
-	sizes := o.Sizes
-	if len(o.Counts) > 0 {
-		return nil, nil, usageError("auto picks by bytes per rank buffer: give --bytes, --sweep or -b/-e, not --count")
-	}
-	if len(sizes) == 0 {
-		sizes = []int64{1 << 20}
-	}
-	var out []compare.Variant
-	var notes []string
-	index := map[string]int{} // variant key -> position in out
-	for _, n := range sizes {
-		r, err := cfg.Pick(coll, n)
-		if err != nil {
-			return nil, nil, usageError("auto: " + err.Error())
-		}
-		key := r.Algorithm + "\x00" + strings.Join(r.Set, "\x00")
-		i, ok := index[key]
-		if !ok {
-			label := r.Algorithm
-			if len(r.Set) > 0 {
-				label += " " + strings.Join(r.Set, " ")
-			}
-			i = len(out)
-			index[key] = i
-			out = append(out, compare.Variant{Target: r.Algorithm, Sets: slices.Clone(r.Set), Label: label})
-			notes = append(notes, fmt.Sprintf("auto: select.%s %s (%s) runs %s for", coll, r.RangeString(), r.Pos, label))
-		}
-		out[i].Sizes = append(out[i].Sizes, n)
-		notes[i] += fmt.Sprintf(" %d", n)
-	}
-	return out, notes, nil
+	return compare.Auto(cfg, o.Collective, o.Sizes, o.Counts)
 }
 
 // runAuto runs `kernbench run auto`: a comparison whose variants are the

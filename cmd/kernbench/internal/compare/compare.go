@@ -1,16 +1,20 @@
 // Package compare holds what a comparison (`kernbench run A B …`,
-// `--vary key=v1,v2`, `kernbench tune`) is made of besides running it,
-// its one job: the variants (one per algorithm and combination of varied
-// values, each labelled), the rows and reports of its JSON, the verdict
-// over its runs (wrong results, refused sizes, the worst failure) and
-// its extra outputs (--csv, --plot).
+// `--vary key=v1,v2`, `kernbench tune`, `kernbench run auto`) is made of
+// besides running each variant, its one job: the variants (one per
+// algorithm and combination of varied values, each labelled; auto's from
+// select:), running them in parallel with their output in order, the
+// rows and reports of its output, the verdict over its runs (wrong
+// results, refused sizes, the worst failure) and its extra outputs
+// (--csv, --plot).
 package compare
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"kernbench/cmd/kernbench/internal/render"
+	"kernbench/engine/config"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
 	"path/filepath"
@@ -353,4 +357,58 @@ func SplitValues(vals string) []string {
 		}
 	}
 	return append(out, vals[start:])
+}
+
+// Auto are the variants of `kernbench run auto` of cfg: for each size
+// (bytes per rank buffer; none: 1M), the algorithm and --set items of the
+// select: range that holds it, one variant per range (its sizes in
+// order), and a note per variant saying so. The collective is collective,
+// else the only one select: has; counts (--count) are refused.
+func Auto(cfg *config.Config, collective string, sizes, counts []int64) ([]Variant, []string, error) {
+	coll := collective
+	if coll == "" {
+		var have []string
+		for k := range cfg.Select {
+			have = append(have, k)
+		}
+		slices.Sort(have)
+		switch len(have) {
+		case 0:
+			return nil, nil, errors.New("auto runs what select: of ccl.yaml records per size, and this configuration has none; kernbench tune COLLECTIVE --write-select FILE writes one (then --config FILE)")
+		case 1:
+			coll = have[0]
+		default:
+			return nil, nil, fmt.Errorf("auto: select: has ranges for %s; say which with --collective", strings.Join(have, ", "))
+		}
+	}
+	if len(counts) > 0 {
+		return nil, nil, errors.New("auto picks by bytes per rank buffer: give --bytes, --sweep or -b/-e, not --count")
+	}
+	if len(sizes) == 0 {
+		sizes = []int64{1 << 20}
+	}
+	var out []Variant
+	var notes []string
+	index := map[string]int{} // variant key -> position in out
+	for _, n := range sizes {
+		r, err := cfg.Pick(coll, n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("auto: %w", err)
+		}
+		key := r.Algorithm + "\x00" + strings.Join(r.Set, "\x00")
+		i, ok := index[key]
+		if !ok {
+			label := r.Algorithm
+			if len(r.Set) > 0 {
+				label += " " + strings.Join(r.Set, " ")
+			}
+			i = len(out)
+			index[key] = i
+			out = append(out, Variant{Target: r.Algorithm, Sets: slices.Clone(r.Set), Label: label})
+			notes = append(notes, fmt.Sprintf("auto: select.%s %s (%s) runs %s for", coll, r.RangeString(), r.Pos, label))
+		}
+		out[i].Sizes = append(out[i].Sizes, n)
+		notes[i] += fmt.Sprintf(" %d", n)
+	}
+	return out, notes, nil
 }

@@ -497,3 +497,41 @@ func (of *File) Writer() io.Writer { return of.w }
 
 // Stdout says the output is the command's stdout ("-").
 func (d *Dest) Stdout() bool { return d.stdout }
+
+// Set is the output files a run writes while its table's rows stream: a
+// reader that ends early (`| head`) must not end the process before they
+// are complete and in place, so while the set holds a file a closed
+// stdout only fails the rows' writes (KeepOnBrokenPipe); an interrupt
+// removes the temporary files (RemoveTempsOnInterrupt). An output that
+// received nothing (the run failed before simulating) is removed rather
+// than left empty.
+type Set struct {
+	files       []*File
+	restorePipe func()
+}
+
+// Hold adds the open output of to the set.
+func (s *Set) Hold(of *File) {
+	if len(s.files) == 0 {
+		s.restorePipe = KeepOnBrokenPipe()
+	}
+	s.files = append(s.files, of)
+}
+
+// Close closes the set's files and returns the failure of the first that
+// could not be written, printing the others' on stderr.
+func (s *Set) Close(stderr io.Writer) *report.Failure {
+	var first *report.Failure
+	for _, of := range s.files {
+		if f := of.Close(); f != nil && first == nil {
+			first = f
+		} else if f != nil {
+			fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
+		}
+	}
+	if len(s.files) > 0 {
+		s.restorePipe()
+	}
+	s.files = nil
+	return first
+}

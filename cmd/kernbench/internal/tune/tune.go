@@ -171,3 +171,36 @@ func SetRange(buf *bytes.Buffer, r config.SelectRange) error {
 	buf.Reset()
 	return a.Write(buf)
 }
+
+// Algorithms are the algorithms a tune of collective runs: names,
+// each of the configuration and not of another collective, or else
+// every algorithm whose entry names collective.
+func Algorithms(cfg *config.Config, collective string, names []string) ([]string, error) {
+	if !slices.Contains(config.Collectives(), collective) {
+		return nil, fmt.Errorf("tune: unknown collective %q (want one of %s)", collective, strings.Join(config.Collectives(), ", "))
+	}
+	if len(names) == 0 {
+		for _, n := range cfg.AlgorithmNames {
+			if cfg.Algorithms[n].Collective == collective {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("tune: no algorithm of %s names collective: %s; name the algorithms to run", cfg.File, collective)
+		}
+		return names, nil
+	}
+	for i, n := range names {
+		a, err := cfg.Algorithm(n)
+		if err != nil {
+			return nil, fmt.Errorf("tune: %v", err)
+		}
+		if a.Collective != "" && a.Collective != collective {
+			return nil, fmt.Errorf("tune: %s is an algorithm of %s, not %s", n, a.Collective, collective)
+		}
+		if slices.Contains(names[:i], n) {
+			return nil, fmt.Errorf("tune: %s is named twice", n)
+		}
+	}
+	return names, nil
+}
