@@ -204,8 +204,8 @@ func resolveFailure(o *runOptions, v compare.Variant, err error, stdout, stderr 
 }
 
 // checkResults turns a wrong result or a phase-2 mismatch into exit 1 (see
-// wrongResults) and a size refused over --max-memory into exit 2
-// (refusedSizes).
+// compare.WrongResults) and a size refused over --max-memory into exit 2
+// (compare.RefusedSizes).
 func checkResults(reps []compare.Labeled, stderr io.Writer) error {
 	return worstFailure(append(compare.WrongResults(reps, stderr), compare.RefusedSizes(reps, stderr)...), nil, stderr)
 }

@@ -89,7 +89,7 @@ type svgText struct {
 	box vg.Rectangle
 }
 
-// chartTexts reads the texts of a chart drawn by plotBusBW, measured in
+// chartTexts reads the texts of a chart drawn by compare.Plot, measured in
 // the font it names, and the chart's size. Rotated texts (the y axis
 // title, placed by gonum alone) are left out.
 func chartTexts(t *testing.T, svg []byte) (texts []svgText, size vg.Point) {

@@ -482,7 +482,7 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 		o.ExportChakra = func(t *chakra.Trace) { run.chakra = t }
 	}
 	if o.TimingOnly {
-		// No data: the heap is the ranks' state (hugepages_linux64.go).
+		// No data: the heap is the ranks' state (internal/hugepages).
 		defer hugepages.Advise()()
 	}
 	stopProfile := func() {}

@@ -8,9 +8,9 @@ package admit
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
+	"kernbench/engine/config"
 	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
@@ -107,7 +107,7 @@ func (r Run) Check(count int64, rg hostmem.Rings, probe Probe) (hostmem.Estimate
 		}
 	}
 	if fitBytes > 0 {
-		alts = append(alts, fmt.Sprintf("--bytes %s or smaller (about %s)", flagSize(fitBytes), hostmem.FormatBytes(r.configured(fitBytes/sz, rg, r.Modes).Total())))
+		alts = append(alts, fmt.Sprintf("--bytes %s or smaller (about %s)", config.FormatSize(fitBytes), hostmem.FormatBytes(r.configured(fitBytes/sz, rg, r.Modes).Total())))
 	} else {
 		alts = append(alts, "a smaller --bytes (none fits at this world size)")
 	}
@@ -117,7 +117,7 @@ func (r Run) Check(count int64, rg hostmem.Rings, probe Probe) (hostmem.Estimate
 		parts += "; counted by a --timing-only probe"
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
-		flagSize(hostmem.SatMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
+		config.FormatSize(hostmem.SatMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
 	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", hostmem.FormatBytes(e.Total()), lt)
 	switch {
 	case r.Modes.TimingOnly:
@@ -153,22 +153,9 @@ func (r Run) probeRefused(count int64, e hostmem.Estimate, err error) error {
 		held = fmt.Sprintf(" (it held %s at t=%v)", hostmem.FormatBytes(oom.Held), oom.At)
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
-		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(hostmem.SatMul(count, r.ElemSize)), lt, held)
+		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", config.FormatSize(hostmem.SatMul(count, r.ElemSize)), lt, held)
 	ref.Reason = fmt.Sprintf("its --timing-only probe passed --max-memory %s: raise --max-memory", lt)
 	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
-}
-
-// flagSize writes n as a size flag takes it (64K, 1M).
-func flagSize(n int64) string {
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.n && n%u.n == 0 {
-			return fmt.Sprintf("%d%s", n/u.n, u.s)
-		}
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // Rings is g's installed receive rings, as the estimate takes them.

@@ -4,18 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"kernbench/starlark/errkind"
 )
-
-func TestFlagSize(t *testing.T) {
-	got := []string{flagSize(4 << 20), flagSize(1 << 30), flagSize(96 << 10), flagSize(1000), flagSize(3 << 19)}
-	want := []string{"4M", "1G", "96K", "1000", "1536K"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("flagSize (-want +got):\n%s", diff)
-	}
-}
 
 // A full_mesh world has world_size − 1 directions a rank: its set-up grows
 // as the square of the world, and the check before set-up counts them (a

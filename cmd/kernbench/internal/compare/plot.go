@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"fmt"
+	"kernbench/engine/config"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -114,24 +115,11 @@ func sizeTicks(min, max float64) []plot.Tick {
 		}
 		label := ""
 		if (e-lo)%step == 0 {
-			label = sizeLabel(int64(v))
+			label = config.FormatSize(int64(v))
 		}
 		ticks = append(ticks, plot.Tick{Value: v, Label: label})
 	}
 	return ticks
-}
-
-// sizeLabel is n in the units sizes are given in (4096 → 4K).
-func sizeLabel(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		size   int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
-		}
-	}
-	return fmt.Sprint(n)
 }
 
 // plotTitle names what the lines share, so a saved chart says what it
