@@ -153,13 +153,13 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 			})
 	}
 	var reps, ran []compare.Labeled
-	var failures []compare.Failure
+	var failures []compare.LabeledFailure
 	for i, v := range variants {
 		l := compare.Labeled{Label: v.Label, Rep: outs[i].rep}
 		reps = append(reps, l)
 		if outs[i].fail != nil {
 			outs[i].rep.Error = outs[i].fail.Out()
-			failures = append(failures, compare.Failure{Label: v.Label, F: outs[i].fail})
+			failures = append(failures, compare.LabeledFailure{Label: v.Label, F: outs[i].fail})
 		}
 		if len(l.Rep.Results) > 0 {
 			ran = append(ran, l)
@@ -170,7 +170,7 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 		if err := writeExtras(o, ran); err != nil {
 			f := asFailure(err)
 			fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
-			failures = append(failures, compare.Failure{F: f})
+			failures = append(failures, compare.LabeledFailure{F: f})
 		}
 	}
 	failures = append(failures, compare.WrongResults(reps, stderr)...)
@@ -236,7 +236,7 @@ func writeExtras(o *runOptions, reps []compare.Labeled) error {
 
 // worstFailure is the command's error for the failures of its runs
 // (compare.Worst), nil when there are none.
-func worstFailure(failures []compare.Failure, labels []string, stderr io.Writer) error {
+func worstFailure(failures []compare.LabeledFailure, labels []string, stderr io.Writer) error {
 	if f := compare.Worst(failures, labels, stderr); f != nil {
 		return &exitError{err: f}
 	}

@@ -1,12 +1,14 @@
 // Package ccl is the run path, its one job: from a `kernbench run`'s
 // options to a filled report. It resolves the run (starlark/target),
-// plans the sizes and sweeps them, builds a world per size (the
-// machine and maps of starlark/wiring, the IPCQ process group), runs the
-// kernels through a bench (the builtin collective bench, a host bench, an
-// L3 bench or an MSCCL schedule, all on the same world), verifies the
-// result against the collective's definition, replays phase 2 and fills
-// the report (starlark/report). kernbench check (starlark/check) plans
-// through it (PlanKernel) without simulating.
+// plans its sizes and sweeps them (starlark/sweep), and runs each size as
+// a bench on a fresh world (once.go: the machine and maps of
+// starlark/wiring, the IPCQ process group, the pre-run image, phase 2).
+// A bench is one kind of run behind one interface: the builtin collective
+// bench (its buffers and the collective's reference; MSCCL schedules and
+// the mock run through it), a host bench or an L3 bench. What stopped a
+// run becomes its failure through starlark/failure, and a size is
+// admitted under --max-memory by starlark/hostmem/admit. kernbench check
+// (starlark/check) plans through it (PlanKernel) without simulating.
 package ccl
 
 import (

@@ -1,7 +1,8 @@
 // Package report holds what a run reports, and only that: the report and
 // its rows (the shape of --json), failures with their kind and exit
-// status, wrong-element ranges, resource use, where the time went, the
-// faults a run met, a phase-2 diagnosis and the memory guard's refusals.
+// status, wrong-element ranges and their merging, resource use, where
+// the time went, the faults a run met, a phase-2 diagnosis and the memory
+// guard's refusals.
 // starlark/ccl fills these types; cmd/kernbench renders them.
 package report
 

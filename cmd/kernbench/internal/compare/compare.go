@@ -165,9 +165,9 @@ func (c Row) MarshalJSON() ([]byte, error) {
 // say. A single run's table has none; its summary line says it.
 const WorldColumn = "world_size"
 
-// Failure is a failure of a comparison's variant (label) or, with
+// LabeledFailure is a failure of a comparison's variant (label) or, with
 // no label, of the command (an output file it could not write).
-type Failure struct {
+type LabeledFailure struct {
 	Label string
 	F     *report.Failure
 }
@@ -180,7 +180,7 @@ type Failure struct {
 // table's order) it first lists the runs that failed on one line, each
 // with its worst kind, as the kind line that ends the command names only
 // the command's.
-func Worst(failures []Failure, labels []string, stderr io.Writer) *report.Failure {
+func Worst(failures []LabeledFailure, labels []string, stderr io.Writer) *report.Failure {
 	if len(failures) == 0 {
 		return nil
 	}
@@ -224,8 +224,8 @@ type Report struct {
 // refused (the sweep ran the others) and returns them as failures, one
 // per run, of the refusal's kind (OutOfMemory, exit 2): a size asked for
 // and not run must not pass for a success.
-func RefusedSizes(reps []Labeled, stderr io.Writer) []Failure {
-	var out []Failure
+func RefusedSizes(reps []Labeled, stderr io.Writer) []LabeledFailure {
+	var out []LabeledFailure
 	for _, l := range reps {
 		var sizes []string
 		reachable := 0
@@ -257,7 +257,7 @@ func RefusedSizes(reps []Labeled, stderr io.Writer) []Failure {
 		}
 		msg := fmt.Sprintf("%d of %d sizes refused over --max-memory, not run: %s (the rows say why); %s", len(sizes), len(l.Rep.Results), strings.Join(sizes, ", "), hint)
 		fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
-		out = append(out, Failure{l.Label, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: msg})})
+		out = append(out, LabeledFailure{l.Label, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: msg})})
 	}
 	return out
 }
@@ -265,8 +265,8 @@ func RefusedSizes(reps []Labeled, stderr io.Writer) []Failure {
 // WrongResults reports every wrong result and phase-2 mismatch of reps (a
 // run's messages name it by its label when it has one, a comparison's)
 // and returns them as failures (exit 1), one per run.
-func WrongResults(reps []Labeled, stderr io.Writer) []Failure {
-	var out []Failure
+func WrongResults(reps []Labeled, stderr io.Writer) []LabeledFailure {
+	var out []LabeledFailure
 	for _, l := range reps {
 		prefix := "kernbench: "
 		if l.Label != "" {
@@ -292,7 +292,7 @@ func WrongResults(reps []Labeled, stderr io.Writer) []Failure {
 			if f.ErrorKind() == errkind.Phase2Mismatch {
 				fmt.Fprintf(stderr, "%s%s\n", prefix, report.Phase2Advice)
 			}
-			out = append(out, Failure{l.Label, f})
+			out = append(out, LabeledFailure{l.Label, f})
 			break runs
 		}
 	}
