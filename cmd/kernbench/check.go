@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/listflag"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/check"
 	"kernbench/starlark/errkind"
@@ -100,7 +100,7 @@ func (o *checkOptions) complete(cmd *cobra.Command) (check.Options, error) {
 		return co, usageError("--show-map must be >= 1 (got 0)")
 	}
 	if o.WorldSizes != "" {
-		ws, err := parseSizes(o.WorldSizes)
+		ws, err := listflag.WorldSizes(o.WorldSizes)
 		if err != nil {
 			return co, err
 		}
@@ -165,34 +165,4 @@ func runCheck(cmd *cobra.Command, o *checkOptions, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "%s: ok\n", o.Target)
 	}
 	return nil
-}
-
-// parseSizes reads "1-16" or "2,4,8": at most check.MaxSizes sizes,
-// each at most check.MaxWorldSize (an end of 2^63-1 used to wrap the
-// loop below and fill the memory).
-func parseSizes(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(strings.TrimSpace(lo))
-		if err != nil || a < 1 {
-			return nil, fmt.Errorf("--world-sizes %q: want sizes like 1-16 or 2,4,8", s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a {
-				return nil, fmt.Errorf("--world-sizes %q: want sizes like 1-16 or 2,4,8", s)
-			}
-		}
-		if b > check.MaxWorldSize {
-			return nil, fmt.Errorf("--world-sizes %q: world size %d is over %d, the largest check builds a map for", s, b, check.MaxWorldSize)
-		}
-		if len(out)+(b-a+1) > check.MaxSizes {
-			return nil, fmt.Errorf("--world-sizes %q: more than %d sizes; check fewer at a time", s, check.MaxSizes)
-		}
-		for w := a; w <= b; w++ {
-			out = append(out, w)
-		}
-	}
-	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"kernbench/cmd/kernbench/internal/output"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/host"
 	"kernbench/starlark/orch"
@@ -68,9 +69,9 @@ func runDocs(cmd *cobra.Command, o *docsOptions, stdout, stderr io.Writer) error
 		// followed, a regular file replaced whole. All three are
 		// resolved first: a name that cannot be written leaves the
 		// others as they were.
-		dests := make([]*outputDest, len(stubFiles))
+		dests := make([]*output.Dest, len(stubFiles))
 		for i, f := range stubFiles {
-			d, err := resolveOutput(env, "--stubs", filepath.Join(stubs, f.name))
+			d, err := output.Resolve(env, "--stubs", filepath.Join(stubs, f.name))
 			if err != nil {
 				return usageErr(err.Error())
 			}
@@ -78,10 +79,10 @@ func runDocs(cmd *cobra.Command, o *docsOptions, stdout, stderr io.Writer) error
 		}
 		for i, f := range stubFiles {
 			d := dests[i]
-			if fl := writeOutput(env, d, stdout, []byte(f.render())); fl != nil {
+			if fl := output.Write(env, d, stdout, []byte(f.render())); fl != nil {
 				return fl
 			}
-			fmt.Fprintf(stdout, "wrote %s (%s)\n", d.name(), f.holds)
+			fmt.Fprintf(stdout, "wrote %s (%s)\n", d.Name(), f.holds)
 		}
 		return nil
 	}

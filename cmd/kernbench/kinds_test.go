@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"kernbench/cmd/kernbench/internal/compare"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
 )
@@ -403,7 +404,7 @@ func TestKindsBelowTheCLI(t *testing.T) {
 		mismatch := false
 		rep := &report.Report{Results: []report.Result{{Bytes: 64, Phase2Match: &mismatch, Phase2: "rank 0 byte 3 differs"}}}
 		var stderr bytes.Buffer
-		err := checkResults([]labeled{{"", rep}}, &stderr)
+		err := checkResults([]compare.Labeled{{Rep: rep}}, &stderr)
 		var ee *exitError
 		if !errors.As(err, &ee) {
 			t.Fatalf("checkResults = %v, want an exitError", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"early.kernbench/quietstart"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,11 +15,14 @@ import (
 	"sync"
 	"testing"
 
+	"early.kernbench/quietstart"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"kernbench/starlark/ccl"
+	"kernbench/cmd/kernbench/internal/testreport"
 	"kernbench/starlark/script"
+	"kernbench/starlark/sweep"
 )
 
 // TestMain lets the test binary double as the kernbench command: testscript
@@ -181,7 +183,7 @@ func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 	// descriptor); the script's buffers take one write at a time.
 	var stdout, stderr bytes.Buffer
 	env := script.Env{Dir: ts.MkAbs("."), Getenv: ts.Getenv}
-	got := mainTest(env, args, &lockedWriter{w: &stdout}, &lockedWriter{w: &stderr})
+	got := mainTest(env, args, &testreport.LockedWriter{W: &stdout}, &testreport.LockedWriter{W: &stderr})
 	ts.Stdout().Write(stdout.Bytes())
 	ts.Stderr().Write(stderr.Bytes())
 	if got != want {
@@ -200,9 +202,9 @@ func TestReportInternal(t *testing.T) {
 	}{
 		{"plain", "internal error: negative sleep", false,
 			"kernbench: internal error: negative sleep (a bug in kernbench, not in your input: please report it with the command line and input files; run with -v for the backtrace)\n"},
-		{"from a sweep worker", &ccl.InternalError{Value: "boom\nsecond line", Stack: []byte("goroutine 7 [running]:\n")}, false,
+		{"from a sweep worker", &sweep.InternalError{Value: "boom\nsecond line", Stack: []byte("goroutine 7 [running]:\n")}, false,
 			"kernbench: internal error: boom second line (a bug in kernbench, not in your input: please report it with the command line and input files; run with -v for the backtrace)\n"},
-		{"verbose", &ccl.InternalError{Value: "boom", Stack: []byte("goroutine 7 [running]:\n")}, true,
+		{"verbose", &sweep.InternalError{Value: "boom", Stack: []byte("goroutine 7 [running]:\n")}, true,
 			"kernbench: internal error: boom (a bug in kernbench, not in your input: please report it with the command line and input files; backtrace below)\ngoroutine 7 [running]:\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"kernbench/cmd/kernbench/internal/shards"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 )
@@ -29,7 +30,7 @@ func TestMergedWallTimeIsWholeNanoseconds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	merged, err := mergeReports(script.Env{Dir: dir}, []string{"s0.json", "s1.json"})
+	merged, err := shards.Merge(script.Env{Dir: dir}, []string{"s0.json", "s1.json"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestMergeRefusesFilesThatAreNotReports(t *testing.T) {
 	writeReports(t, dir, map[string]string{"whole.json": string(whole), "null.json": "null", "empty.json": "{}",
 		"row.jsonl": `{"bytes":256,"count":64,"dtype":"f32","redop":"sum","sim_time_ns":259.5}`})
 	for _, f := range []string{"null.json", "empty.json", "row.jsonl"} {
-		_, err := mergeReports(script.Env{Dir: dir}, []string{"whole.json", f})
+		_, err := shards.Merge(script.Env{Dir: dir}, []string{"whole.json", f})
 		if err == nil || !strings.Contains(err.Error(), f+": not a kernbench --json report") {
 			t.Errorf("merge whole.json %s: error %v, want %s: not a kernbench --json report", f, err, f)
 		}
@@ -89,7 +90,7 @@ func TestMergeRefusesShardWithoutItsRows(t *testing.T) {
 	writeReports(t, dir, map[string]string{"s0.json": shard(0, 1024, 4096), "s1.json": shard(1, 2048, 8192),
 		"s1-none.json": shard(1), "s1-short.json": shard(1, 2048), "s1-more.json": shard(1, 2048, 8192, 16384),
 		"s0-swapped.json": shard(0, 1024, 2048), "s1-swapped.json": shard(1, 4096, 8192)})
-	if _, err := mergeReports(script.Env{Dir: dir}, []string{"s0.json", "s1.json"}); err != nil {
+	if _, err := shards.Merge(script.Env{Dir: dir}, []string{"s0.json", "s1.json"}); err != nil {
 		t.Fatalf("merge of the whole sweep: %v", err)
 	}
 	for _, tc := range []struct {
@@ -101,7 +102,7 @@ func TestMergeRefusesShardWithoutItsRows(t *testing.T) {
 		{[]string{"s1-more.json", "s0.json"}, "s1-more.json: shard 1/2 holds 3 rows, but its sizes of the sweep are 2 (2048, 8192)"},
 		{[]string{"s0-swapped.json", "s1-swapped.json"}, "s0-swapped.json holds the row of 2048 bytes, size 2 of the sweep, which is shard 1/2's"},
 	} {
-		_, err := mergeReports(script.Env{Dir: dir}, tc.files)
+		_, err := shards.Merge(script.Env{Dir: dir}, tc.files)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("merge %v: error %v, want %q", tc.files, err, tc.want)
 		}
@@ -118,7 +119,7 @@ func TestMergeRefusesBadShardRecord(t *testing.T) {
 		"past.json":     `{"algorithm":"a","results":[{"bytes":1024}],"shard":{"index":2,"count":2,"sweep":[1024]}}`,
 		"negative.json": `{"algorithm":"a","results":[{"bytes":1024}],"shard":{"index":-1,"count":2,"sweep":[1024]}}`})
 	for _, f := range []string{"zero.json", "past.json", "negative.json"} {
-		_, err := mergeReports(script.Env{Dir: dir}, []string{f})
+		_, err := shards.Merge(script.Env{Dir: dir}, []string{f})
 		if err == nil || !strings.Contains(err.Error(), f+": its shard record") {
 			t.Errorf("merge %s: error %v, want %s: its shard record ...", f, err, f)
 		}
@@ -174,7 +175,7 @@ func TestMergeRefusesRowsNotOfTheSweep(t *testing.T) {
 		{[]string{"s0.json", "s1-edited.json"}, "s1-edited.json: its rows are not those shard 1/2 wrote (edited since?)"},
 		{[]string{"g0.json", "g1-size.json"}, "g1-size.json: row 2 of shard 1/2 is 8192 bytes (2048 elements), but its size of the sweep, 8192 bytes per rank buffer, makes 32768 bytes (8192 elements)"},
 	} {
-		_, err := mergeReports(script.Env{Dir: dir}, tc.files)
+		_, err := shards.Merge(script.Env{Dir: dir}, tc.files)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("merge %v: %v", tc.files, err)

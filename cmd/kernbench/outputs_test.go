@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"kernbench/cmd/kernbench/internal/output"
 	"kernbench/starlark/script"
 )
 
@@ -311,22 +312,22 @@ func TestOutputThroughProcFD(t *testing.T) {
 // the tests never write to the host's device nodes.
 func TestOutputKindOf(t *testing.T) {
 	type verdict struct {
-		Kind    outputKind
+		Kind    output.Kind
 		Refused bool
 	}
 	for _, c := range []struct {
 		mode fs.FileMode
 		want verdict
 	}{
-		{0o644, verdict{outputReplace, false}},
-		{fs.ModeNamedPipe | 0o600, verdict{outputStream, false}},
-		{fs.ModeDevice | fs.ModeCharDevice | 0o666, verdict{outputStream, false}},
+		{0o644, verdict{output.Replace, false}},
+		{fs.ModeNamedPipe | 0o600, verdict{output.Stream, false}},
+		{fs.ModeDevice | fs.ModeCharDevice | 0o666, verdict{output.Stream, false}},
 		{fs.ModeDevice | 0o660, verdict{0, true}}, // a block device: a disk
 		{fs.ModeSocket | 0o755, verdict{0, true}},
 		{fs.ModeDir | 0o755, verdict{0, true}},
 		{fs.ModeIrregular, verdict{0, true}},
 	} {
-		kind, err := outputKindOf(fakeInfo{c.mode})
+		kind, err := output.KindOf(fakeInfo{c.mode})
 		if diff := cmp.Diff(c.want, verdict{kind, err != nil}); diff != "" {
 			t.Errorf("mode %v (-want +got):\n%s", c.mode, diff)
 		}

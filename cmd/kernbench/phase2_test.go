@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"kernbench/cmd/kernbench/internal/compare"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
 )
@@ -29,7 +30,7 @@ func TestPhase2MismatchReport(t *testing.T) {
 			Phase2Writer:   &report.RecordRef{Seq: 9, Rank: 1, Kind: "ipcq", Name: "send", Dir: "E", TEndNs: 40, Origin: "rank 1's send E #3 at k.star:5:9"},
 			FirstDivergent: &report.RecordRef{Seq: 4, Rank: 1, Kind: "memory", Name: "store", TEndNs: 20, Origin: "rank 1 tl.recv_copy_send at k.star:7:20"}}}
 	var stderr bytes.Buffer
-	err := checkResults([]labeled{{rep: &report.Report{WorldSize: 2, Results: []report.Result{r}}}}, &stderr)
+	err := checkResults([]compare.Labeled{{Rep: &report.Report{WorldSize: 2, Results: []report.Result{r}}}}, &stderr)
 	if k := errkind.Of(err); k != errkind.Phase2Mismatch {
 		t.Fatalf("checkResults = %v (%v), want a Phase2Mismatch exit", err, k)
 	}

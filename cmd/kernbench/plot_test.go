@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"kernbench/cmd/kernbench/internal/compare"
 	"kernbench/starlark/report"
 	"slices"
 	"strconv"
@@ -21,15 +22,15 @@ import (
 // The busbw chart is a well-formed SVG with one legend entry per run and
 // byte-size labels on its log2 size axis; sizes of 0 bytes are left out.
 func TestPlotBusBW(t *testing.T) {
-	run := func(name string, bw ...float64) labeled {
+	run := func(name string, bw ...float64) compare.Labeled {
 		rep := &report.Report{Algorithm: name, Collective: "allreduce", WorldSize: 8}
 		for i, b := range bw {
 			rep.Results = append(rep.Results, report.Result{Bytes: 1024 << (2 * i), BusBW: b})
 		}
 		rep.Results = append(rep.Results, report.Result{Bytes: 0, BusBW: 1})
-		return labeled{name, rep}
+		return compare.Labeled{Label: name, Rep: rep}
 	}
-	svg, err := plotBusBW([]labeled{run("ring_allreduce", 5, 40, 110, 125), run("tree_allreduce", 3, 9, 20, 27)})
+	svg, err := compare.Plot([]compare.Labeled{run("ring_allreduce", 5, 40, 110, 125), run("tree_allreduce", 3, 9, 20, 27)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestPlotBusBW(t *testing.T) {
 	if paths < 2 {
 		t.Errorf("%d paths; want at least one line per run", paths)
 	}
-	if _, err := plotBusBW([]labeled{{"empty", &report.Report{Results: []report.Result{{Bytes: 0}}}}}); err == nil {
+	if _, err := compare.Plot([]compare.Labeled{{Label: "empty", Rep: &report.Report{Results: []report.Result{{Bytes: 0}}}}}); err == nil {
 		t.Error("a chart of only 0-byte sizes: no error")
 	}
 }
@@ -88,7 +89,7 @@ type svgText struct {
 	box vg.Rectangle
 }
 
-// chartTexts reads the texts of a chart drawn by plotBusBW, measured in
+// chartTexts reads the texts of a chart drawn by compare.Plot, measured in
 // the font it names, and the chart's size. Rotated texts (the y axis
 // title, placed by gonum alone) are left out.
 func chartTexts(t *testing.T, svg []byte) (texts []svgText, size vg.Point) {
@@ -171,15 +172,15 @@ func TestPlotLayout(t *testing.T) {
 		{"a long label", []string{"ring_allreduce", long}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var reps []labeled
+			var reps []compare.Labeled
 			for i, label := range tc.labels {
 				rep := &report.Report{Algorithm: label, Collective: "allreduce", WorldSize: 8}
 				for j, bw := range []float64{120, 125, 126, 127, 127.5} { // high from the first size on
 					rep.Results = append(rep.Results, report.Result{Bytes: 1024 << (2 * j), BusBW: bw / float64(i+1)})
 				}
-				reps = append(reps, labeled{label, rep})
+				reps = append(reps, compare.Labeled{Label: label, Rep: rep})
 			}
-			svg, err := plotBusBW(reps)
+			svg, err := compare.Plot(reps)
 			if err != nil {
 				t.Fatal(err)
 			}

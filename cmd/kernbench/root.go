@@ -13,14 +13,15 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"kernbench/starlark/ccl"
+	"kernbench/cmd/kernbench/internal/flagcompat"
+	"kernbench/cmd/kernbench/internal/output"
+	"kernbench/cmd/kernbench/internal/render"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
-	"kernbench/starlark/registry"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/sweep"
 )
 
 // A command's run function returns nil or the error it failed with, and
@@ -63,7 +64,7 @@ func exitWith(stderr io.Writer, k *errkind.Kind) int {
 // Main runs the CLI in the process's working directory and environment
 // and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
-	defer removeTempsOnInterrupt(stderr)()
+	defer output.RemoveTempsOnInterrupt(stderr)()
 	defer reportPeak(os.Getenv, os.ReadFile, stderr)
 	return mainIn(script.Env{}, args, stdout, stderr)
 }
@@ -107,7 +108,7 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	installSettings()
 	out := &countingOut{w: stdout}
 	root := newRootCmd(env, out, stderr)
-	root.SetArgs(goTestFlags(args))
+	root.SetArgs(flagcompat.GoTest(args))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return errkind.ExitOK
@@ -136,7 +137,7 @@ func mainIn(env script.Env, args []string, stdout, stderr io.Writer) (code int) 
 	// classify the error (every one of them is a usage error).
 	// The help to point at is the failing command's: kernbench --help
 	// lists none of run's flags.
-	fmt.Fprintf(stderr, "kernbench: %v%s\n", err, flagHint(cmd, err))
+	fmt.Fprintf(stderr, "kernbench: %v%s\n", err, flagcompat.Hint(cmd, err))
 	if !strings.Contains(err.Error(), "--help") {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
@@ -176,9 +177,9 @@ func jsonError(out *countingOut, cmd *cobra.Command, args []string, k *errkind.K
 	doc := map[string]any{"error": &report.ErrorOut{Kind: k.Name, Message: err.Error()}}
 	switch {
 	case asked("json"):
-		writeJSON(out, doc)
+		render.JSON(out, doc)
 	case asked("jsonl"):
-		writeJSONLine(out, doc)
+		render.JSONLine(out, doc)
 	}
 }
 
@@ -189,54 +190,6 @@ func recoverInternal(stderr io.Writer, args []string, code *int) {
 		reportInternal(stderr, r, verboseArg(args))
 		*code = exitWith(stderr, errkind.Internal)
 	}
-}
-
-// ncclTestsFlags answers the nccl-tests flags kernbench run does not
-// have (its users type them first) with kernbench's way of saying the
-// same: shorthands by letter, long flags by name.
-var ncclTestsFlags = func() map[string]string {
-	ranks := "nccl-tests' -g/-t: the number of ranks is --world-size N"
-	dtype := "nccl-tests' -d: use --dtype f32, f16, bf16, f64, i32, i64 or u8"
-	op := "nccl-tests' -o/--op: use --redop sum, prod, max, min or avg"
-	iters := "nccl-tests' -n/-w: the simulation is deterministic, one run per size needs no iterations or warm-up"
-	step := "nccl-tests' -i/--stepbytes: kernbench steps by a factor only, -f"
-	return map[string]string{
-		"g": ranks, "t": ranks, "ngpus": ranks, "nthreads": ranks,
-		"d": dtype, "datatype": dtype,
-		"o": op, "op": op,
-		"n": iters, "w": iters, "iters": iters, "warmup_iters": iters,
-		"i": step, "stepbytes": step,
-		"c": "nccl-tests' -c: results are always checked; --verify-data=false skips the check",
-		"r": "nccl-tests' -r: use --root N",
-	}
-}()
-
-// flagHint is " (did you mean --shard?)" when err is an unknown long
-// flag within two edits of one of cmd's flags, " (nccl-tests' -d: use
-// --dtype …)" for an nccl-tests flag given to run, what a duration looks
-// like for a bad one, else "".
-func flagHint(cmd *cobra.Command, err error) string {
-	if invalid := (*pflag.InvalidValueError)(nil); errors.As(err, &invalid) && invalid.GetFlag().Value.Type() == "duration" {
-		return " (a duration has a unit: 30s, 10m, 1h)"
-	}
-	var unknown *pflag.NotExistError
-	if !errors.As(err, &unknown) || unknown.GetSpecifiedName() == "" {
-		return ""
-	}
-	if hint, ok := ncclTestsFlags[unknown.GetSpecifiedName()]; ok && cmd.Name() == "run" {
-		return " (" + hint + ")"
-	}
-	// A one-letter name is within two edits of every short flag name
-	// (-t would get --dot): no guess for shorthands.
-	if unknown.GetSpecifiedShortnames() != "" {
-		return ""
-	}
-	var names []string
-	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if n := registry.Closest(unknown.GetSpecifiedName(), names); n != "" {
-		return " (did you mean --" + n + "?)"
-	}
-	return ""
 }
 
 func newRootCmd(env script.Env, stdout, stderr io.Writer) *cobra.Command {
@@ -308,27 +261,12 @@ func versionText(bi *debug.BuildInfo, goVersion string) string {
 	return fmt.Sprintf("%s\ngo %s\ngo.starlark.net %s\n", line, goVersion, star)
 }
 
-// goTestFlags lets `kernbench test` take go test's single-dash -run,
-// -timeout and -v spellings (pflag reads "-run" as three shorthand flags).
-func goTestFlags(args []string) []string {
-	if len(args) == 0 || args[0] != "test" {
-		return args
-	}
-	out := append([]string(nil), args...)
-	for i, a := range out {
-		if a == "-run" || strings.HasPrefix(a, "-run=") || a == "-timeout" || strings.HasPrefix(a, "-timeout=") {
-			out[i] = "-" + a
-		}
-	}
-	return out
-}
-
 // reportInternal prints a recovered panic: what went wrong and a request
 // for a bug report on one line, then (verbose) the backtrace of the
 // goroutine that panicked.
 func reportInternal(w io.Writer, r any, verbose bool) {
 	msg, stack := fmt.Sprint(r), debug.Stack()
-	var ie *ccl.InternalError
+	var ie *sweep.InternalError
 	if err, ok := r.(error); ok && errors.As(err, &ie) {
 		msg, stack = fmt.Sprint(ie.Value), ie.Stack
 	}

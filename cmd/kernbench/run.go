@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,13 +10,18 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/compare"
+	"kernbench/cmd/kernbench/internal/hugepages"
+	"kernbench/cmd/kernbench/internal/listflag"
+	"kernbench/cmd/kernbench/internal/output"
+	"kernbench/cmd/kernbench/internal/render"
+	"kernbench/cmd/kernbench/internal/shards"
 	"kernbench/engine/chakra"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
@@ -62,7 +65,7 @@ type runOptions struct {
 	plot                   string
 	// outputs are the output flags given, resolved (output.go);
 	// outStdout is the command's stdout, where "-" sends an output.
-	outputs   map[string]*outputDest
+	outputs   map[string]*output.Dest
 	outStdout io.Writer
 }
 
@@ -140,7 +143,7 @@ of these (its last line names that failure's kind).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arg := ""
 			if o.bench != "" {
-				arg = ccl.BenchFile(o.bench)
+				arg = target.BenchFile(o.bench)
 				if len(args) == 1 {
 					o.Algorithm = args[0]
 				}
@@ -231,7 +234,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if shardInfo != nil && len(o.Sizes) == 0 && len(o.Counts) == 0 {
 		fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shardInfo.Index, shardInfo.Count)
 		if o.json {
-			writeJSON(stdout, &report.Report{Results: []report.Result{}, Shard: shardInfo})
+			render.JSON(stdout, &report.Report{Results: []report.Result{}, Shard: shardInfo})
 		}
 		return nil
 	}
@@ -243,7 +246,7 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	if err != nil {
 		return usageErr(err.Error())
 	}
-	if err := checkChakraDir(o.Env, o.exportChakra, compare != nil || len(o.vary) > 0); err != nil && cmd.Flags().Changed("export-chakra") {
+	if err := output.CheckChakraDir(o.Env, o.exportChakra, compare != nil || len(o.vary) > 0); err != nil && cmd.Flags().Changed("export-chakra") {
 		return usageErr(err.Error())
 	}
 	if arg == config.AutoAlgorithm && o.bench == "" || slices.Contains(compare, config.AutoAlgorithm) {
@@ -268,9 +271,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 // run is not sharded. The shard's Sweep is the whole sweep's sizes (or
 // counts): o has none left when the shard holds none of them.
 func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr io.Writer) (*report.Shard, error) {
-	shard, sharded, err := shardFromEnv(o.Env.Var, o.shards)
+	shard, sharded, err := shards.FromEnv(o.Env.Var, o.shards)
 	if o.shard != "" {
-		shard, err = parseShard(o.shard)
+		shard, err = shards.Parse(o.shard)
 		sharded = true
 	}
 	if err != nil {
@@ -288,7 +291,7 @@ func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr i
 			low += fmt.Sprintf(" (divided by SLURM_ARRAY_TASK_STEP=%s)", st)
 		}
 		fmt.Fprintf(stderr, "kernbench: running shard %d/%d of the sweep, from SLURM_ARRAY_TASK_ID=%s%s and SLURM_ARRAY_TASK_COUNT=%s; --shard 0/1 runs the whole sweep\n",
-			shard.index, shard.count, o.Env.Var("SLURM_ARRAY_TASK_ID"), low, o.Env.Var("SLURM_ARRAY_TASK_COUNT"))
+			shard.Index, shard.Count, o.Env.Var("SLURM_ARRAY_TASK_ID"), low, o.Env.Var("SLURM_ARRAY_TASK_COUNT"))
 	}
 	if idx := o.Env.Var("JOB_COMPLETION_INDEX"); idx != "" && !sharded && o.shards == 0 {
 		fmt.Fprintf(stderr, "kernbench: warning: JOB_COMPLETION_INDEX is %s but --shards is not given: this runs the whole sweep (--shards N runs shard %s of N)\n", idx, idx)
@@ -315,9 +318,9 @@ func (o *runOptions) resolveShard(cmd *cobra.Command, compare []string, stderr i
 	if len(o.Counts) > 0 {
 		sweep = &o.Counts
 	}
-	info := &report.Shard{Index: shard.index, Count: shard.count, Sweep: *sweep,
+	info := &report.Shard{Index: shard.Index, Count: shard.Count, Sweep: *sweep,
 		Settings: rowSettings(cmd), Config: configDigest(o)}
-	*sweep = shard.pick(*sweep)
+	*sweep = shard.Pick(*sweep)
 	return info, nil
 }
 
@@ -327,7 +330,7 @@ func (o *runOptions) resolveTraceFilters() error {
 		return errors.New("--trace-ranks and --trace-kinds limit a trace: give --trace FILE too")
 	}
 	if o.traceRanks != "" {
-		ranks, err := parseRankList(o.traceRanks)
+		ranks, err := listflag.Ranks(o.traceRanks)
 		if err != nil {
 			return err
 		}
@@ -349,7 +352,7 @@ func (o *runOptions) resolveTraceFilters() error {
 // over a file the run reads, or on stdout beside --json) and returns
 // where the table goes: stdout, or stderr when an output has stdout.
 func (o *runOptions) resolveOutputs(arg string, compare []string, stdout, stderr io.Writer) (io.Writer, error) {
-	dests, err := resolveOutputs(o.Env, o.outputPaths())
+	dests, err := output.ResolveAll(o.Env, o.outputPaths())
 	if err != nil {
 		return nil, err
 	}
@@ -357,13 +360,13 @@ func (o *runOptions) resolveOutputs(arg string, compare []string, stdout, stderr
 	if o.ConfigPath == "" {
 		inputs = append(inputs, "ccl.yaml") // read when present
 	}
-	if err := outputOverInput(o.Env, dests, inputs); err != nil {
+	if err := output.OverInput(o.Env, dests, inputs); err != nil {
 		return nil, err
 	}
 	o.outputs, o.outStdout = dests, stdout
 	table := stdout
 	for _, flag := range slices.Sorted(maps.Keys(dests)) {
-		if !dests[flag].stdout {
+		if !dests[flag].Stdout() {
 			continue
 		}
 		if o.json || o.jsonl {
@@ -376,13 +379,13 @@ func (o *runOptions) resolveOutputs(arg string, compare []string, stdout, stderr
 	return table, nil
 }
 
-// runComparison runs the variants of compare (or of arg, a bench with
+// runComparison runs the variants of targets (or of arg, a bench with
 // --vary; none: each variant's defaults.algorithm) in one table.
-func (o *runOptions) runComparison(arg string, compare []string, stdout, stderr io.Writer) error {
+func (o *runOptions) runComparison(arg string, targets []string, stdout, stderr io.Writer) error {
 	if o.export != "" {
 		return usageErr("--export-msccl writes the schedule of one algorithm at one size; drop the other algorithms and --vary")
 	}
-	axes, err := parseVary(o.vary, o.Sets)
+	axes, err := compare.ParseVary(o.vary, o.Sets)
 	if err != nil {
 		return usageErr(err.Error())
 	}
@@ -390,17 +393,17 @@ func (o *runOptions) runComparison(arg string, compare []string, stdout, stderr 
 	switch {
 	case arg != "":
 		// --bench BENCH with --vary: the bench, with its algorithm.
-		compare = []string{arg}
-	case len(compare) == 0:
+		targets = []string{arg}
+	case len(targets) == 0:
 		cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 		if err != nil {
 			return usageErr(err.Error())
 		}
 		// No algorithm named: each variant runs the defaults.algorithm
 		// of its configuration, which --vary defaults.algorithm may set.
-		compare, defaultAlgorithm = []string{""}, cfg.Defaults.Algorithm
+		targets, defaultAlgorithm = []string{""}, cfg.Defaults.Algorithm
 	}
-	return runCompare(o, expandVariants(compare, axes, defaultAlgorithm), stdout, stderr)
+	return runCompare(o, compare.Expand(targets, axes, defaultAlgorithm), stdout, stderr)
 }
 
 // simulated is what simulate leaves for the report: whether ccl.Run
@@ -422,7 +425,8 @@ type simulated struct {
 func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, error) {
 	run := &simulated{}
 	dests := o.outputs
-	var outputs []*outputFile
+	// The output files are written while the rows stream (output.Set).
+	var outputs output.Set
 	for _, out := range []struct {
 		flag string
 		dst  *io.Writer
@@ -431,40 +435,14 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 		if d == nil {
 			continue
 		}
-		of, err := createOutput(o.Env, d, o.outStdout)
+		of, err := output.Create(o.Env, d, o.outStdout)
 		if err != nil {
 			return run, usageErr(out.flag + ": " + err.Error())
 		}
-		outputs = append(outputs, of)
-		*out.dst = of.w
+		outputs.Hold(of)
+		*out.dst = of.Writer()
 	}
-	// The table's rows stream while the output files are written: a
-	// reader that ends early (`| head`) must not end the process before
-	// they are complete and in place, so a closed stdout only fails the
-	// rows' writes meanwhile (keepOnBrokenPipe); an interrupt removes the
-	// temporary files (removeTempsOnInterrupt). An output that received
-	// nothing (the run failed before simulating) is removed rather than
-	// left empty.
-	restorePipe := func() {}
-	if len(outputs) > 0 {
-		restorePipe = keepOnBrokenPipe()
-	}
-	// closeOutputs closes the output files and returns the failure of the
-	// first that could not be written, printing the others'.
-	closeOutputs := func() *report.Failure {
-		var first *report.Failure
-		for _, of := range outputs {
-			if f := of.close(); f != nil && first == nil {
-				first = f
-			} else if f != nil {
-				fmt.Fprintf(stderr, "kernbench: %s\n", f.Msg)
-			}
-		}
-		outputs = nil
-		restorePipe()
-		restorePipe = func() {}
-		return first
-	}
+	closeOutputs := func() *report.Failure { return outputs.Close(stderr) }
 	// On the ways out below that report a failure of their own, an output
 	// file's failure is one more diagnostic.
 	closeAfterFailure := func() {
@@ -486,15 +464,15 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	case o.jsonl:
 		o.OnResult = func(r *report.Result) {
 			run.rows++
-			writeJSONLine(table, r)
+			render.JSONLine(table, r)
 		}
 	case !o.json:
 		o.OnResult = func(r *report.Result) {
 			if run.rows == 0 {
-				fmt.Fprintln(table, tableHeader())
+				fmt.Fprintln(table, render.Header())
 			}
 			run.rows++
-			fmt.Fprintln(table, tableRow(r))
+			fmt.Fprintln(table, render.Row(r))
 		}
 	}
 	if o.export != "" {
@@ -504,23 +482,20 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 		o.ExportChakra = func(t *chakra.Trace) { run.chakra = t }
 	}
 	if o.TimingOnly {
-		// No data: the heap is the ranks' state (hugepages_linux64.go).
-		defer adviseHugePages()()
+		// No data: the heap is the ranks' state (internal/hugepages).
+		defer hugepages.Advise()()
 	}
 	stopProfile := func() {}
 	if o.cpuprofile != "" {
-		of, err := createOutput(o.Env, dests["--cpuprofile"], o.outStdout)
+		of, err := output.Create(o.Env, dests["--cpuprofile"], o.outStdout)
 		if err == nil {
-			err = pprof.StartCPUProfile(of.w)
+			err = pprof.StartCPUProfile(of.Writer())
 		}
 		if err != nil {
 			closeAfterFailure()
 			return run, usageErr("--cpuprofile: " + err.Error())
 		}
-		if len(outputs) == 0 {
-			restorePipe = keepOnBrokenPipe()
-		}
-		outputs = append(outputs, of)
+		outputs.Hold(of)
 		stopProfile = pprof.StopCPUProfile
 	}
 	start := time.Now()
@@ -558,15 +533,15 @@ func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, sh
 		rep.Shard = shardInfo
 		if o.jsonl {
 			rep.Results = nil
-			writeJSONLine(stdout, rep)
+			render.JSONLine(stdout, rep)
 		} else {
-			writeJSON(stdout, rep)
+			render.JSON(stdout, rep)
 		}
 	}
 	if o.dot != "" && len(f.WaitFor) > 0 {
 		var dot bytes.Buffer
 		_ = f.WriteDOT(&dot)
-		if derr := writeOutput(o.Env, o.outputs["--dot"], o.outStdout, dot.Bytes()); derr != nil {
+		if derr := output.Write(o.Env, o.outputs["--dot"], o.outStdout, dot.Bytes()); derr != nil {
 			fmt.Fprintf(stderr, "kernbench: %s\n", derr.Msg)
 		}
 	}
@@ -590,36 +565,36 @@ func (o *runOptions) render(run *simulated, shardInfo *report.Shard, stdout, std
 		fmt.Fprintf(stderr, "kernbench: --trace: no trace written: a sweep traces its last size, and %d was refused over --max-memory; trace one size that runs (--bytes)\n", rep.Results[n-1].Bytes)
 	}
 	if o.export != "" {
-		if f := writeOutput(o.Env, o.outputs["--export-msccl"], o.outStdout, run.exported.Bytes()); f != nil {
+		if f := output.Write(o.Env, o.outputs["--export-msccl"], o.outStdout, run.exported.Bytes()); f != nil {
 			return f
 		}
 	}
 	if o.exportChakra != "" {
-		if f := writeChakraDir(o.Env, o.exportChakra, run.chakra); f != nil {
+		if f := output.WriteChakraDir(o.Env, o.exportChakra, run.chakra); f != nil {
 			return f
 		}
 	}
-	if err := writeExtras(o, []labeled{{rep.Algorithm, rep}}); err != nil {
+	if err := writeExtras(o, []compare.Labeled{{Label: rep.Algorithm, Rep: rep}}); err != nil {
 		return asFailure(err)
 	}
 	switch {
 	case o.json:
-		writeJSON(stdout, rep)
+		render.JSON(stdout, rep)
 	case o.jsonl:
 		for i := run.rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
 		}
 		summary := *rep
 		summary.Results = nil
-		writeJSONLine(stdout, &summary)
+		render.JSONLine(stdout, &summary)
 	default:
 		// Benches that build their report in one piece (L3) print here.
 		for i := run.rows; i < len(rep.Results); i++ {
 			o.OnResult(&rep.Results[i])
 		}
-		printSummary(stdout, rep, o.quiet, o.verbose)
+		render.Summary(stdout, rep, o.quiet, o.verbose)
 	}
-	return checkResults([]labeled{{"", rep}}, stderr)
+	return checkResults([]compare.Labeled{{Rep: rep}}, stderr)
 }
 
 // complete checks the flags of a run and fills the options they set
@@ -732,12 +707,12 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 			// Checked here under the flags' own names: the user typed
 			// -b/-e, and a message about the --sweep they become would
 			// name a flag they never gave.
-			if msg := checkMinMaxBytes(lo, hi); msg != "" {
+			if msg := listflag.CheckMinMax(lo, hi); msg != "" {
 				return usageError(msg)
 			}
 			spec = fmt.Sprintf("%s:%s:%g", lo, hi, o.factor)
 		}
-		sizes, err := parseSweep(spec)
+		sizes, err := listflag.Sweep(spec)
 		if err != nil {
 			return usageError(err.Error())
 		}
@@ -749,7 +724,7 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 					name = "-e/--maxbytes " + o.maxBytes
 				}
 			}
-			if sizes, err = wholeElements(sizes, dt, name); err != nil {
+			if sizes, err = listflag.WholeElements(sizes, dt, name); err != nil {
 				return usageError(err.Error())
 			}
 		}
@@ -823,388 +798,6 @@ func asFailure(err error) *report.Failure {
 // usageErr is a usage error (exit 2) saying msg, for mainIn to report.
 func usageErr(msg string) error {
 	return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: msg})
-}
-
-// writeJSONLine writes v as one line of JSON.
-func writeJSONLine(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false) // "<builtin>" and ">=" as written: no web page reads it
-	_ = enc.Encode(v)
-}
-
-func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-// tableColumns are the report's columns and their widths: each at least
-// its header, size and count wide enough for 10 digits, so rows can be
-// printed as they finish and still line up.
-var tableColumns = []struct {
-	name  string
-	width int
-}{{"size", 10}, {"count", 10}, {"type", 4}, {"redop", 5}, {"time(us)", 10}, {"algbw(GB/s)", 11}, {"busbw(GB/s)", 11}, {"eff", 5}, {"#wrong", 6}}
-
-func tableLine(cells []string) string {
-	var b strings.Builder
-	for i, c := range cells {
-		fmt.Fprintf(&b, "  %*s", tableColumns[i].width, c)
-	}
-	return b.String()
-}
-
-func tableHeader() string {
-	names := make([]string, len(tableColumns))
-	for i, c := range tableColumns {
-		names[i] = c.name
-	}
-	return tableLine(names)
-}
-
-func tableRow(r *report.Result) string {
-	if r.Refused != nil {
-		return tableLine([]string{strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.Count, 10), r.DType, r.RedOp}) + "  refused: " + r.Refused.Reason
-	}
-	wrong := strconv.FormatInt(r.Wrong, 10)
-	if !r.Verified && r.Wrong == 0 {
-		wrong = "N/A"
-	}
-	return tableLine([]string{strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.Count, 10), r.DType, r.RedOp,
-		fmt.Sprintf("%.3f", r.SimTimeNs/1000), fmt.Sprintf("%.2f", r.AlgBW), fmt.Sprintf("%.2f", r.BusBW), fmt.Sprintf("%.3f", r.Eff), wrong})
-}
-
-// printSummary prints what follows the rows: the average busbw of a sweep,
-// the busiest resources (-v) and, unless quiet, the run's description.
-func printSummary(w io.Writer, rep *report.Report, quiet, verbose bool) {
-	if avg, ok := avgBusBW(rep); ok {
-		fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", avg)
-	}
-	for _, r := range rep.Results {
-		if len(r.Busiest) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "# busiest resources at %d bytes:\n", r.Bytes)
-		for _, u := range r.Busiest {
-			fmt.Fprintf(w, "#   %-24s %5.1f%%  %d bytes\n", u.Resource, 100*u.Utilisation, u.Bytes)
-		}
-		if len(r.Classes) > 0 {
-			var parts []string
-			for _, c := range r.Classes {
-				parts = append(parts, fmt.Sprintf("%s x%d busiest %.1f%% mean %.1f%%", c.Kind, c.Count, 100*c.Busiest, 100*c.Mean))
-			}
-			fmt.Fprintf(w, "# resources by kind at %d bytes: %s\n", r.Bytes, strings.Join(parts, "; "))
-		}
-		if in := r.Interp; in != nil && r.Ops.Send > 0 {
-			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls (%.1f steps, %.2f calls per message sent)\n",
-				r.Bytes, in.Steps, in.BuiltinCalls, float64(in.Steps)/float64(r.Ops.Send), float64(in.BuiltinCalls)/float64(r.Ops.Send))
-		} else if in != nil {
-			// No message sent (one rank, or a kernel of local work): the
-			// counts still tell how close a kernel runs to --max-steps.
-			fmt.Fprintf(w, "# starlark at %d bytes: %d steps, %d tl calls\n", r.Bytes, in.Steps, in.BuiltinCalls)
-		}
-		if e := r.HostMemory; e != nil {
-			fmt.Fprintf(w, "# host memory at %d bytes: estimate %v\n", r.Bytes, e)
-		}
-		if c := r.OpLog; c != nil {
-			fmt.Fprintf(w, "# op_log at %d bytes: %d records, %.0f bytes of host memory each, %.2f records per message sent\n",
-				r.Bytes, c.Records, c.BytesPerRecord, c.RecordsPerMessage)
-		}
-	}
-	if quiet {
-		return
-	}
-	last := -1 // the largest size that ran
-	for i, r := range rep.Results {
-		if r.Refused == nil {
-			last = i
-		}
-	}
-	for i, r := range rep.Results {
-		// The largest size (every size with -v): what the ranks waited for.
-		if r.Time != nil && (i == last || verbose) {
-			fmt.Fprintf(w, "# time at %d bytes: rank %d (most blocked) %s; all ranks %s\n", r.Bytes, r.Time.MostBlocked.Rank, timeShares(r.Time.MostBlocked), timeShares(r.Time.All))
-		}
-	}
-	for i, r := range rep.Results {
-		// The faults in force, and what went through their resources.
-		if i == last || verbose {
-			for _, f := range r.Faults {
-				fmt.Fprintf(w, "# fault at %d bytes: %s\n", r.Bytes, f)
-			}
-		}
-	}
-	var events uint64
-	for _, r := range rep.Results {
-		events += r.Events
-	}
-	topo := rep.Topology
-	if len(rep.MeshShape) == 2 {
-		topo += fmt.Sprintf(" %d x %d", rep.MeshShape[0], rep.MeshShape[1])
-	}
-	root := ""
-	if rep.Root != nil {
-		root = fmt.Sprintf(", root %d", *rep.Root)
-	}
-	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d%s\n", rep.Algorithm, rep.File, rep.Collective, topo, rep.WorldSize, root)
-	timing := ""
-	if rep.TimingOnly {
-		timing = " (timing only: no data moved)"
-	}
-	fmt.Fprintf(w, "# %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", placement(rep), rep.Backpressure, rep.DataSpace, timing, events, wallString(rep.WallS))
-}
-
-// placement is the header's "buffer_kind K" with why kernbench chose K
-// and where it put the fused primitives' staging, when it did.
-func placement(rep *report.Report) string {
-	s := "buffer_kind " + rep.BufferKind
-	if rep.BufferKindWhy != "" {
-		s += " (" + rep.BufferKindWhy + ")"
-	}
-	if rep.NSlotsWhy != "" {
-		s += fmt.Sprintf(", n_slots %d (%s)", rep.NSlots, rep.NSlotsWhy)
-	}
-	if rep.Staging != "" {
-		s += ", staging in " + rep.Staging
-		if rep.StagingWhy != "" {
-			s += " (" + rep.StagingWhy + ")"
-		}
-	}
-	return s
-}
-
-// avgBusBW is the mean busbw of the sizes of a sweep that ran (refused
-// ones have none); ok is false with fewer than two.
-func avgBusBW(rep *report.Report) (avg float64, ok bool) {
-	n := 0
-	for _, r := range rep.Results {
-		if r.Refused == nil {
-			avg += r.BusBW
-			n++
-		}
-	}
-	if n < 2 {
-		return 0, false
-	}
-	return avg / float64(n), true
-}
-
-// timeShares is a split as percentages, largest first, zeros left out:
-// "memory 90.6%, send 5.7%, recv 3.5%".
-func timeShares(t report.TimeSplit) string {
-	parts := []struct {
-		name string
-		ns   float64
-	}{{"memory", t.MemoryNs}, {"send", t.SendNs}, {"recv", t.RecvNs}, {"flush", t.FlushNs}, {"other", t.OtherNs}}
-	total := 0.0
-	for _, p := range parts {
-		total += p.ns
-	}
-	slices.SortStableFunc(parts, func(a, b struct {
-		name string
-		ns   float64
-	}) int {
-		return cmp.Compare(b.ns, a.ns)
-	})
-	var out []string
-	for _, p := range parts {
-		if pct := 100 * p.ns / total; pct >= 0.05 {
-			out = append(out, fmt.Sprintf("%s %.1f%%", p.name, pct))
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
-func wallString(s float64) string {
-	return strings.TrimSpace(fmt.Sprintf("%.3fs", s))
-}
-
-// checkMinMaxBytes validates nccl-tests' -b/-e (already defaulted to
-// each other when only one is given) and returns what is wrong with them
-// in their own names, or "".
-func checkMinMaxBytes(lo, hi string) string {
-	var sizes [2]int64
-	for i, f := range []struct{ name, value string }{{"-b/--minbytes", lo}, {"-e/--maxbytes", hi}} {
-		n, err := config.ParseSize(f.value)
-		if err != nil {
-			return f.name + ": " + err.Error()
-		}
-		if n <= 0 {
-			return fmt.Sprintf("%s must be > 0 (got %s)", f.name, f.value)
-		}
-		sizes[i] = n
-	}
-	if sizes[0] > sizes[1] {
-		return fmt.Sprintf("-b/--minbytes %s is larger than -e/--maxbytes %s", lo, hi)
-	}
-	return ""
-}
-
-// parseSweep turns MIN:MAX[:FACTOR] into the list of sizes min, min×f, …
-// up to max (inclusive), like nccl-tests' -b/-e/-f.
-func parseSweep(spec string) ([]int64, error) {
-	parts := strings.Split(spec, ":")
-	if len(parts) < 2 || len(parts) > 3 {
-		return nil, fmt.Errorf("--sweep %q: want MIN:MAX[:FACTOR], e.g. 1K:4M or 1K:4M:4", spec)
-	}
-	lo, err := config.ParseSize(parts[0])
-	if err != nil {
-		return nil, fmt.Errorf("--sweep %q: %w", spec, err)
-	}
-	hi, err := config.ParseSize(parts[1])
-	if err != nil {
-		return nil, fmt.Errorf("--sweep %q: %w", spec, err)
-	}
-	factor := 2.0
-	if len(parts) == 3 {
-		if factor, err = strconv.ParseFloat(parts[2], 64); err != nil || !(factor > 1) || math.IsInf(factor, 0) {
-			return nil, fmt.Errorf("--sweep %q: FACTOR must be a number > 1", spec)
-		}
-	}
-	if lo <= 0 || hi < lo {
-		return nil, fmt.Errorf("--sweep %q: want 0 < MIN <= MAX", spec)
-	}
-	// The steps are counted first: a FACTOR a hair over 1 would take for
-	// ever, and a sweep that stopped at a row cap would silently leave out
-	// the sizes the user asked for up to MAX. The loop compares floats: a
-	// huge FACTOR makes v infinite, whose int64 is negative.
-	if steps := math.Log(float64(hi)/float64(lo)) / math.Log(factor); steps >= maxSweepSizes {
-		return nil, fmt.Errorf("--sweep %q: about %.0f sizes, more than %d; use a larger FACTOR or a narrower MIN:MAX", spec, steps+1, maxSweepSizes)
-	}
-	var sizes []int64
-	// float64(hi) of the largest sizes rounds up to 2^63, whose int64
-	// wraps to the most negative size: the loop stops below it.
-	for v := float64(lo); v <= float64(hi) && v < math.MaxInt64; v *= factor {
-		// A FACTOR close to 1 rounds several steps to one size: one row.
-		if n := int64(v); len(sizes) == 0 || n != sizes[len(sizes)-1] {
-			sizes = append(sizes, n)
-		}
-	}
-	return sizes, nil
-}
-
-// wholeElements rounds a sweep's sizes down to whole dt elements, one row
-// per size: a sweep's rows used to run size/element elements, so that
-// --sweep 3:9 ran a 0-element row and 4:16:1.1 eleven rows of three
-// sizes. Its smallest size must be whole elements, as --bytes must
-// (flag names it).
-func wholeElements(sizes []int64, dt dtype.DType, flag string) ([]int64, error) {
-	elem := int64(dt.Size())
-	if len(sizes) > 0 && sizes[0]%elem != 0 {
-		return nil, fmt.Errorf("%s: the smallest size, %d bytes, is not a whole number of %s elements (%d bytes each); use a multiple of %d", flag, sizes[0], dt, elem, elem)
-	}
-	var out []int64
-	for _, n := range sizes {
-		n -= n % elem
-		if len(out) == 0 || n != out[len(out)-1] {
-			out = append(out, n)
-		}
-	}
-	return out, nil
-}
-
-// maxSweepSizes bounds the rows of a sweep.
-const maxSweepSizes = 1000
-
-// maxTraceRanks bounds the ranks --trace-ranks lists, all ranges
-// together: no machine a run can hold in memory has more.
-const maxTraceRanks = 1 << 20
-
-// parseRankList reads --trace-ranks: ranks and ranges, like 0,3,8-15.
-// Every rank is below maxTraceRanks, so a list never grows past it (a rank
-// of 2^63-1 used to wrap the loop below and fill the memory).
-func parseRankList(s string) ([]int, error) {
-	bad := fmt.Errorf("--trace-ranks %q: want ranks and ranges like 0,3,8-15", s)
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, bad
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, bad
-			}
-		}
-		if b >= maxTraceRanks {
-			return nil, fmt.Errorf("--trace-ranks %q: rank %d is past the largest world a run can hold (ranks are below %d)", s, b, maxTraceRanks)
-		}
-		if len(out)+(b-a+1) > maxTraceRanks {
-			return nil, fmt.Errorf("--trace-ranks %q: lists more than %d ranks", s, maxTraceRanks)
-		}
-		for r := a; r <= b; r++ {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-// Caps of wrongRangesText: ranks listed, ranges listed per rank.
-const (
-	maxWrongRanks       = 8
-	maxWrongRangesShown = 4
-)
-
-// wrongRangesText lists the wrong elements of each rank as merged index
-// ranges, one line per rank (capped), saying which ranges still hold the
-// recvbuf sentinel, i.e. were never written.
-// avgHint explains the commonest avg mistake when the first wrong
-// element shows it: the value is world_size times the average, so the call
-// that completed the sum did not divide (final=True). "" otherwise.
-func avgHint(redop string, world int, fw *report.WrongElem) string {
-	if redop != "avg" || world < 2 || fw == nil {
-		return ""
-	}
-	got, err1 := strconv.ParseFloat(fw.Got, 64)
-	want, err2 := strconv.ParseFloat(fw.Want, 64)
-	if err1 != nil || err2 != nil || want == 0 || math.IsNaN(got) || math.IsNaN(want) || math.IsInf(got, 0) || math.IsInf(want, 0) {
-		return ""
-	}
-	sum := want * float64(world)
-	if math.Abs(got-sum) > 1e-2*math.Abs(sum) {
-		return ""
-	}
-	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True)\n", world)
-}
-
-func wrongRangesText(rws []report.RankWrong) string {
-	var b strings.Builder
-	unwritten := false
-	for i, rw := range rws {
-		if i == maxWrongRanks {
-			fmt.Fprintf(&b, "  … and %d more rank(s) with wrong elements\n", len(rws)-i)
-			break
-		}
-		fmt.Fprintf(&b, "  rank %d: %d wrong at ", rw.Rank, rw.Wrong)
-		for j, g := range rw.Ranges {
-			if j == maxWrongRangesShown {
-				break
-			}
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			if g.End == g.Start+1 {
-				fmt.Fprintf(&b, "%d", g.Start)
-			} else {
-				fmt.Fprintf(&b, "[%d, %d)", g.Start, g.End)
-			}
-			if g.Sentinel {
-				b.WriteString(" never written")
-				unwritten = true
-			}
-		}
-		if more := len(rw.Ranges) - min(len(rw.Ranges), maxWrongRangesShown) + rw.More; more > 0 {
-			fmt.Fprintf(&b, ", and %d more range(s)", more)
-		}
-		b.WriteString("\n")
-	}
-	if unwritten {
-		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers)\n")
-	}
-	return b.String()
 }
 
 // benchFlags shape the collective bench's buffers and machine: an L3 bench

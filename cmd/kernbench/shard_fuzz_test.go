@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"kernbench/cmd/kernbench/internal/listflag"
+	"kernbench/cmd/kernbench/internal/shards"
 	"kernbench/engine/config"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
@@ -75,9 +77,9 @@ func FuzzMerge(f *testing.F) {
 			}
 		}
 		env := script.Env{Dir: dir}
-		merged, err := mergeReports(env, files)
+		merged, err := shards.Merge(env, files)
 
-		// The command prints what mergeReports returns (or its error).
+		// The command prints what shards.Merge returns (or its error).
 		var stdout, stderr bytes.Buffer
 		code := mainTest(env, append([]string{"merge"}, files...), &stdout, &stderr)
 		for _, bad := range []string{"internal error", "\ngoroutine ", "panic:"} {
@@ -86,7 +88,7 @@ func FuzzMerge(f *testing.F) {
 			}
 		}
 		if (err == nil) != (code == 0) || (err != nil && code != 2) {
-			t.Fatalf("kernbench merge: status %d, mergeReports error %v", code, err)
+			t.Fatalf("kernbench merge: status %d, shards.Merge error %v", code, err)
 		}
 
 		if err != nil {
@@ -172,12 +174,12 @@ func FuzzShard(f *testing.F) {
 	f.Add("-1/2", "x", "2", "", "7", 4, "4K:1K", "0", "-1", 1.0)
 	f.Add("2/2", "2", "0", "", "-1", 2, "1K:1M:1.0001", "1.5K", "2.5K", 1e300)
 	f.Add(" 1/2", "9223372036854775807", "9223372036854775807", "-9223372036854775808", "9", 10, "8E:8E", "1E", "7E", 3.0)
-	f.Fuzz(func(t *testing.T, spec, taskID, taskCount, taskMin, jobIndex string, shards int, sweep, lo, hi string, factor float64) {
-		if sh, err := parseShard(spec); err == nil {
+	f.Fuzz(func(t *testing.T, spec, taskID, taskCount, taskMin, jobIndex string, nShards int, sweep, lo, hi string, factor float64) {
+		if sh, err := shards.Parse(spec); err == nil {
 			checkShard(t, "--shard "+spec, sh)
 			i, n, _ := strings.Cut(spec, "/")
-			if !sameNumber(i, sh.index) || !sameNumber(n, sh.count) {
-				t.Fatalf("--shard %q read as %d/%d", spec, sh.index, sh.count)
+			if !sameNumber(i, sh.Index) || !sameNumber(n, sh.Count) {
+				t.Fatalf("--shard %q read as %d/%d", spec, sh.Index, sh.Count)
 			}
 		} else if !strings.Contains(err.Error(), "--shard "+strconv.Quote(spec)) {
 			t.Fatalf("--shard %q: error does not name it: %v", spec, err)
@@ -186,7 +188,7 @@ func FuzzShard(f *testing.F) {
 		vars := map[string]string{"SLURM_ARRAY_TASK_ID": taskID, "SLURM_ARRAY_TASK_COUNT": taskCount,
 			"SLURM_ARRAY_TASK_MIN": taskMin, "JOB_COMPLETION_INDEX": jobIndex}
 		slurm := taskID != "" && taskCount != ""
-		sh, ok, err := shardFromEnv(func(k string) string { return vars[k] }, shards)
+		sh, ok, err := shards.FromEnv(func(k string) string { return vars[k] }, nShards)
 		switch {
 		case err != nil:
 			name := "JOB_COMPLETION_INDEX"
@@ -194,7 +196,7 @@ func FuzzShard(f *testing.F) {
 				name = "SLURM_ARRAY_TASK_"
 			}
 			if !strings.Contains(err.Error(), name) {
-				t.Fatalf("environment %v, --shards %d: error does not name %s: %v", vars, shards, name, err)
+				t.Fatalf("environment %v, --shards %d: error does not name %s: %v", vars, nShards, name, err)
 			}
 		case ok && slurm:
 			checkShard(t, fmt.Sprintf("Slurm %v", vars), sh)
@@ -205,17 +207,17 @@ func FuzzShard(f *testing.F) {
 			if taskMin == "" {
 				low, e2 = new(big.Int), true
 			}
-			if !e1 || !e2 || new(big.Int).Sub(id, low).Cmp(big.NewInt(int64(sh.index))) != 0 || !sameNumber(taskCount, sh.count) {
-				t.Fatalf("Slurm %v: shard %d/%d", vars, sh.index, sh.count)
+			if !e1 || !e2 || new(big.Int).Sub(id, low).Cmp(big.NewInt(int64(sh.Index))) != 0 || !sameNumber(taskCount, sh.Count) {
+				t.Fatalf("Slurm %v: shard %d/%d", vars, sh.Index, sh.Count)
 			}
 		case ok:
-			checkShard(t, fmt.Sprintf("JOB_COMPLETION_INDEX %q --shards %d", jobIndex, shards), sh)
-			if sh.count != shards {
-				t.Fatalf("JOB_COMPLETION_INDEX %q --shards %d: shard %d/%d", jobIndex, shards, sh.index, sh.count)
+			checkShard(t, fmt.Sprintf("JOB_COMPLETION_INDEX %q --shards %d", jobIndex, nShards), sh)
+			if sh.Count != nShards {
+				t.Fatalf("JOB_COMPLETION_INDEX %q --shards %d: shard %d/%d", jobIndex, nShards, sh.Index, sh.Count)
 			}
 		}
 
-		sizes, err := parseSweep(sweep)
+		sizes, err := listflag.Sweep(sweep)
 		if err != nil {
 			if !strings.Contains(err.Error(), "--sweep "+strconv.Quote(sweep)) {
 				t.Fatalf("--sweep %q: error does not name it: %v", sweep, err)
@@ -225,10 +227,10 @@ func FuzzShard(f *testing.F) {
 		}
 
 		// -b/-e with -f become a --sweep (as run builds it).
-		if msg := checkMinMaxBytes(lo, hi); msg == "" {
+		if msg := listflag.CheckMinMax(lo, hi); msg == "" {
 			if factor > 1 && !math.IsInf(factor, 0) {
 				spec := fmt.Sprintf("%s:%s:%g", lo, hi, factor)
-				bs, err := parseSweep(spec)
+				bs, err := listflag.Sweep(spec)
 				if err != nil && !strings.Contains(err.Error(), "sizes, more than") {
 					t.Fatalf("-b %q -e %q -f %g accepted, but its sweep %q is not: %v", lo, hi, factor, spec, err)
 				}
@@ -243,13 +245,13 @@ func FuzzShard(f *testing.F) {
 		if len(sizes) == 0 {
 			return
 		}
-		for _, n := range []int{1, 2, 3, len(sizes), len(sizes) + 1, sh.count} {
+		for _, n := range []int{1, 2, 3, len(sizes), len(sizes) + 1, sh.Count} {
 			if n < 1 {
 				continue
 			}
 			seen := map[int]int{} // a size's position in the sweep -> its shard
 			for i := 0; i < n && i <= len(sizes); i++ {
-				part := shardSpec{i, n}.pick(sizes)
+				part := shards.Spec{Index: i, Count: n}.Pick(sizes)
 				for k, s := range part {
 					pos := i + k*n
 					if pos >= len(sizes) || sizes[pos] != s {
@@ -264,7 +266,7 @@ func FuzzShard(f *testing.F) {
 			if len(seen) != len(sizes) {
 				t.Fatalf("the %d shards of %v hold %d of its sizes", n, sizes, len(seen))
 			}
-			if n > len(sizes) && len(shardSpec{n - 1, n}.pick(sizes)) != 0 {
+			if n > len(sizes) && len(shards.Spec{Index: n - 1, Count: n}.Pick(sizes)) != 0 {
 				t.Fatalf("shard %d/%d of %v has sizes", n-1, n, sizes)
 			}
 		}
@@ -277,15 +279,15 @@ func sameNumber(s string, n int) bool {
 	return ok && v.Cmp(big.NewInt(int64(n))) == 0
 }
 
-func checkShard(t *testing.T, what string, sh shardSpec) {
+func checkShard(t *testing.T, what string, sh shards.Spec) {
 	t.Helper()
-	if sh.count < 1 || sh.index < 0 || sh.index >= sh.count {
-		t.Fatalf("%s: accepted as shard %d/%d", what, sh.index, sh.count)
+	if sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count {
+		t.Fatalf("%s: accepted as shard %d/%d", what, sh.Index, sh.Count)
 	}
 }
 
 // checkSweep: an accepted sweep rises strictly from MIN to at most MAX,
-// in at most maxSweepSizes sizes.
+// in at most listflag.MaxSweep sizes.
 func checkSweep(t *testing.T, what, spec string, sizes []int64) {
 	t.Helper()
 	parts := strings.Split(spec, ":")
@@ -294,7 +296,7 @@ func checkSweep(t *testing.T, what, spec string, sizes []int64) {
 	if err1 != nil || err2 != nil {
 		t.Fatalf("%s: accepted, but MIN or MAX is not a size", what)
 	}
-	if len(sizes) == 0 || len(sizes) > maxSweepSizes || sizes[0] != lo || sizes[len(sizes)-1] > hi {
+	if len(sizes) == 0 || len(sizes) > listflag.MaxSweep || sizes[0] != lo || sizes[len(sizes)-1] > hi {
 		t.Fatalf("%s: %d sizes %v, want %d rising to at most %d", what, len(sizes), sizes, lo, hi)
 	}
 	for i := 1; i < len(sizes); i++ {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"kernbench/cmd/kernbench/internal/compare"
+	"kernbench/cmd/kernbench/internal/listflag"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
 )
@@ -40,7 +42,7 @@ func TestParseSweep(t *testing.T) {
 		{spec: "4:1G:1.01", err: true},
 		{spec: "1:8E:1.0000000000000002", err: true},
 	} {
-		got, err := parseSweep(tc.spec)
+		got, err := listflag.Sweep(tc.spec)
 		if (err != nil) != tc.err {
 			t.Errorf("parseSweep(%q) error = %v, want error %v", tc.spec, err, tc.err)
 			continue
@@ -79,7 +81,7 @@ func TestRefusedSizes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr strings.Builder
-			got := refusedSizes([]labeled{{tc.label, &report.Report{Results: tc.rows}}}, &stderr)
+			got := compare.RefusedSizes([]compare.Labeled{{Label: tc.label, Rep: &report.Report{Results: tc.rows}}}, &stderr)
 			if diff := cmp.Diff(tc.want, stderr.String()); diff != "" {
 				t.Errorf("stderr (-want +got):\n%s", diff)
 			}
@@ -87,8 +89,8 @@ func TestRefusedSizes(t *testing.T) {
 				t.Fatalf("%d failures, want %d", len(got), want)
 			}
 			for _, lf := range got {
-				if k := lf.f.ErrorKind(); k != errkind.MemoryLimit || lf.label != tc.label {
-					t.Errorf("failure %s of %q, want %s (exit 2) of %q", k.Name, lf.label, errkind.MemoryLimit.Name, tc.label)
+				if k := lf.F.ErrorKind(); k != errkind.MemoryLimit || lf.Label != tc.label {
+					t.Errorf("failure %s of %q, want %s (exit 2) of %q", k.Name, lf.Label, errkind.MemoryLimit.Name, tc.label)
 				}
 			}
 		})

@@ -5,12 +5,13 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/render"
+	"kernbench/cmd/kernbench/internal/testreport"
 	"kernbench/engine/config"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
@@ -153,24 +154,6 @@ func (o *testOptions) testFiles() ([]string, error) {
 	return files, err
 }
 
-// testLoadFailure is a test file that did not load, in test --json.
-type testLoadFailure struct {
-	File  string `json:"file"`
-	Error string `json:"error"`
-}
-
-// testTally is what the test files of a run came to.
-type testTally struct {
-	all          []testrun.Result
-	loadFailures []testLoadFailure
-	passed       int
-	failed       int
-	broken       int // files that did not load
-	loadTimedOut int // files of broken stopped by -timeout as they loaded
-	timedOut     int
-	outOfMemory  int
-}
-
 // runTest runs `kernbench test`: it resolves the options and the test
 // files, runs each file (printing go-test-like lines as it goes: on
 // stdout, on stderr with --json) and renders the tally.
@@ -180,10 +163,10 @@ func runTest(cmd *cobra.Command, o *testOptions, stdout, stderr io.Writer) error
 		return usageErr(err.Error())
 	}
 	// print() of the tests and the progress reporter share stderr.
-	lstderr := &lockedWriter{w: stderr}
-	prog := newTestProgress(lstderr, progressEvery)
-	defer prog.stop()
-	ro.Stderr, ro.OnTest = lstderr, prog.start
+	lstderr := &testreport.LockedWriter{W: stderr}
+	prog := testreport.NewProgress(lstderr, testreport.ProgressEvery)
+	defer prog.Stop()
+	ro.Stderr, ro.OnTest = lstderr, prog.Start
 	files, err := o.testFiles()
 	if err != nil {
 		return usageErr(err.Error())
@@ -206,189 +189,33 @@ func runTest(cmd *cobra.Command, o *testOptions, stdout, stderr io.Writer) error
 	if o.JSON {
 		text = lstderr
 	}
-	t := runTestFiles(files, ro, prog, text, lstderr)
-	return t.render(o.JSON, text, stdout)
+	t := testreport.Run(files, ro, prog, text, lstderr)
+	return renderTally(t, o.JSON, text, stdout)
 }
 
-// runTestFiles runs files, printing each test's outcome and each file's
-// line on text (warnings on stderr).
-func runTestFiles(files []string, ro testrun.Options, prog *testProgress, text, stderr io.Writer) *testTally {
-	t := &testTally{loadFailures: []testLoadFailure{}}
-	for _, f := range files {
-		start := time.Now()
-		prog.start(f, "loading")
-		results, err := testrun.RunFile(f, ro)
-		prog.start("", "")
-		if err != nil {
-			t.broken++
-			if errkind.Of(err) == errkind.Timeout {
-				t.loadTimedOut++
-			}
-			fmt.Fprintf(text, "FAIL %s [load error]\n%s\n", f, indent(err.Error()))
-			t.loadFailures = append(t.loadFailures, testLoadFailure{File: f, Error: err.Error()})
-			continue
-		}
-		fileFailed := 0
-		for _, r := range results {
-			if r.Pass {
-				t.passed++
-				if ro.Verbose {
-					fmt.Fprintf(text, "--- PASS: %s (%.2fs)\n", r.Name, r.Seconds)
-				}
-				continue
-			}
-			t.failed++
-			fileFailed++
-			if r.TimedOut {
-				t.timedOut++
-			}
-			if r.OutOfMemory {
-				t.outOfMemory++
-			}
-			fmt.Fprintf(text, "--- FAIL: %s (%.2fs)\n", r.Name, r.Seconds)
-			for _, m := range r.Messages {
-				fmt.Fprintln(text, indent(m))
-			}
-		}
-		if len(results) == 0 && ro.Run == nil {
-			hint := ""
-			if !strings.HasSuffix(f, "_test.star") {
-				hint = " (an algorithm? run it with kernbench run, and test it from a NAME_test.star file)"
-			}
-			fmt.Fprintf(stderr, "kernbench: %s defines no test_* functions%s\n", f, hint)
-		}
-		status := "ok  "
-		if fileFailed > 0 {
-			status = "FAIL"
-		}
-		fmt.Fprintf(text, "%s %s\t%d test(s)\t%.3fs\n", status, f, len(results), time.Since(start).Seconds())
-		t.all = append(t.all, results...)
-	}
-	return t
-}
-
-// render prints the tally (the summary line on text, the document on
+// renderTally prints the tally (the summary line on text, the document on
 // stdout with --json) and returns the error of the worst outcome, whose
 // diagnostics the lines printed.
-func (t *testTally) render(asJSON bool, text, stdout io.Writer) error {
-	fmt.Fprintf(text, "%d passed, %d failed\n", t.passed, t.failed)
+func renderTally(t *testreport.Tally, asJSON bool, text, stdout io.Writer) error {
+	fmt.Fprintf(text, "%d passed, %d failed\n", t.Passed, t.Failed)
 	if asJSON {
-		all := t.all
+		all := t.All
 		if all == nil {
 			all = []testrun.Result{}
 		}
-		writeJSON(stdout, map[string]any{"results": all, "passed": t.passed, "failed": t.failed, "load_errors": t.broken, "load_failures": t.loadFailures})
+		render.JSON(stdout, map[string]any{"results": all, "passed": t.Passed, "failed": t.Failed, "load_errors": t.Broken, "load_failures": t.LoadFailures})
 	}
 	switch {
-	case t.broken > t.loadTimedOut:
-		return reported(errkind.Load, fmt.Sprintf("%d test file(s) did not load", t.broken))
-	case t.loadTimedOut > 0:
-		return reported(errkind.TestTimeout, fmt.Sprintf("%d test file(s) passed -timeout as they loaded", t.loadTimedOut))
-	case t.timedOut > 0:
-		return reported(errkind.TestTimeout, fmt.Sprintf("%d test(s) passed -timeout", t.timedOut))
-	case t.outOfMemory > 0:
-		return reported(errkind.HostMemory, fmt.Sprintf("%d test(s) passed --max-memory", t.outOfMemory))
-	case t.failed > 0:
-		return reported(errkind.TestFailed, fmt.Sprintf("%d test(s) failed", t.failed))
+	case t.Broken > t.LoadTimedOut:
+		return reported(errkind.Load, fmt.Sprintf("%d test file(s) did not load", t.Broken))
+	case t.LoadTimedOut > 0:
+		return reported(errkind.TestTimeout, fmt.Sprintf("%d test file(s) passed -timeout as they loaded", t.LoadTimedOut))
+	case t.TimedOut > 0:
+		return reported(errkind.TestTimeout, fmt.Sprintf("%d test(s) passed -timeout", t.TimedOut))
+	case t.OutOfMemory > 0:
+		return reported(errkind.HostMemory, fmt.Sprintf("%d test(s) passed --max-memory", t.OutOfMemory))
+	case t.Failed > 0:
+		return reported(errkind.TestFailed, fmt.Sprintf("%d test(s) failed", t.Failed))
 	}
 	return nil
-}
-
-func indent(s string) string {
-	out := "    "
-	for _, c := range s {
-		out += string(c)
-		if c == '\n' {
-			out += "    "
-		}
-	}
-	return out
-}
-
-// progressEvery is how long a test runs before it is reported on stderr,
-// and how often after that; progressTick is how often the reporter looks.
-const (
-	progressEvery = 10 * time.Second
-	progressTick  = time.Second
-)
-
-// lockedWriter serialises writes from the tests and the progress reporter.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-// testProgress says on stderr which test is running when one takes long:
-// a test that runs for minutes must not look like a hang, and fast runs
-// stay silent (and deterministic).
-type testProgress struct {
-	mu        sync.Mutex
-	w         io.Writer
-	now       func() time.Time
-	every     time.Duration
-	current   string
-	since     time.Time
-	reported  int // reports of the current test so far
-	stopTicks func()
-	done      chan struct{}
-	exited    chan struct{}
-}
-
-// newTestProgress reports a test that has run for every, and again each
-// every after that, in wall time.
-func newTestProgress(w io.Writer, every time.Duration) *testProgress {
-	t := time.NewTicker(progressTick)
-	p := startTestProgress(w, t.C, time.Now, every)
-	p.stopTicks = t.Stop
-	return p
-}
-
-// startTestProgress looks at the running test at each tick, taking its
-// time from the tick and its start from now (the tests give both, the
-// clock's ticks and now). A test is reported once each whole period of
-// every it has run: a test that has run for less is never "still
-// running", however the ticks fall.
-func startTestProgress(w io.Writer, ticks <-chan time.Time, now func() time.Time, every time.Duration) *testProgress {
-	p := &testProgress{w: w, now: now, every: every, stopTicks: func() {}, done: make(chan struct{}), exited: make(chan struct{})}
-	go func() {
-		defer close(p.exited)
-		for {
-			select {
-			case <-p.done:
-				return
-			case t := <-ticks:
-				p.mu.Lock()
-				ran := t.Sub(p.since)
-				if n := int(ran / p.every); p.current != "" && n > p.reported {
-					p.reported = n
-					fmt.Fprintf(p.w, "kernbench test: %s still running (%s)\n", p.current, ran.Truncate(time.Second))
-				}
-				p.mu.Unlock()
-			}
-		}
-	}()
-	return p
-}
-
-// start is testrun's OnTest: name is now running ("" file: nothing is).
-func (p *testProgress) start(file, name string) {
-	p.mu.Lock()
-	p.current, p.since, p.reported = "", p.now(), 0
-	if file != "" {
-		p.current = file + ": " + name
-	}
-	p.mu.Unlock()
-}
-
-// stop ends the reports; none is written once it returns.
-func (p *testProgress) stop() {
-	p.stopTicks()
-	close(p.done)
-	<-p.exited
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +13,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"kernbench"
+	"kernbench/cmd/kernbench/internal/compare"
+	"kernbench/cmd/kernbench/internal/output"
+	"kernbench/cmd/kernbench/internal/shards"
+	"kernbench/cmd/kernbench/internal/tune"
 	"kernbench/engine/collective"
 	"kernbench/engine/config"
-	"kernbench/engine/msccl"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
@@ -114,172 +116,6 @@ algorithms side by side; --shard I/N runs every N-th size (see run).`,
 	return cmd
 }
 
-// tuneCandidate is one run of a tune (a variant) at one size.
-type tuneCandidate struct {
-	Label     string   // the variant's label, as the table names it
-	Algorithm string   // its ccl.yaml algorithm
-	Set       []string // its --vary items
-	TimeNs    float64  // simulated time
-}
-
-// tuneSize is one size of the sweep and the runs that gave a right
-// result for it, in variant order.
-type tuneSize struct {
-	Bytes      int64 // bytes per rank buffer, as --bytes gives them
-	Candidates []tuneCandidate
-}
-
-// tuneWinner is the fastest run at one size and the next fastest other
-// run (nil when only one ran).
-type tuneWinner struct {
-	Bytes    int64
-	Best     tuneCandidate
-	RunnerUp *tuneCandidate
-}
-
-// pickWinners is the fastest candidate of each size, the first in
-// variant order on a tie; a size no run finished right has no winner.
-func pickWinners(sizes []tuneSize) []tuneWinner {
-	var out []tuneWinner
-	for _, s := range sizes {
-		if len(s.Candidates) == 0 {
-			continue
-		}
-		order := slices.Clone(s.Candidates)
-		slices.SortStableFunc(order, func(a, b tuneCandidate) int {
-			switch {
-			case a.TimeNs < b.TimeNs:
-				return -1
-			case a.TimeNs > b.TimeNs:
-				return 1
-			}
-			return 0
-		})
-		w := tuneWinner{Bytes: s.Bytes, Best: order[0]}
-		if len(order) > 1 {
-			w.RunnerUp = &order[1]
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
-// margin is how the winner beats the runner-up: "1.23× faster than
-// ring_allreduce".
-func (w tuneWinner) margin() string {
-	switch {
-	case w.RunnerUp == nil:
-		return "the only run"
-	case w.RunnerUp.TimeNs == w.Best.TimeNs:
-		return fmt.Sprintf("tied with %s (the first listed wins)", w.RunnerUp.Label)
-	case w.RunnerUp.TimeNs < w.Best.TimeNs*1.005:
-		// A closer race than two decimals show.
-		return fmt.Sprintf("%.4f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
-	}
-	return fmt.Sprintf("%.2f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
-}
-
-// selectRanges turns the winners of a sweep's sizes (sweep: all its
-// sizes, ascending, of which winners may hold a shard's) into ranges
-// of sizes: each measured size wins from itself up to the next size of
-// the sweep, the smallest from 0 and the largest with no upper bound.
-// Adjacent ranges with the same algorithm and settings are one.
-func selectRanges(sweep []int64, winners []tuneWinner) []config.SelectRange {
-	var out []config.SelectRange
-	for _, w := range winners {
-		i := slices.Index(sweep, w.Bytes)
-		if i < 0 {
-			continue
-		}
-		r := config.SelectRange{MinBytes: w.Bytes, Algorithm: w.Best.Algorithm, Set: slices.Clone(w.Best.Set)}
-		if i == 0 {
-			r.MinBytes = 0
-		}
-		if i+1 < len(sweep) {
-			r.MaxBytes = sweep[i+1]
-		}
-		if n := len(out); n > 0 && out[n-1].MaxBytes == r.MinBytes && out[n-1].Algorithm == r.Algorithm && slices.Equal(out[n-1].Set, r.Set) {
-			out[n-1].MaxBytes = r.MaxBytes
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// selectYAML is select: for one collective as a ccl.yaml fragment, under
-// comment lines (header, without the "# ").
-func selectYAML(collective string, ranges []config.SelectRange, header []string) []byte {
-	var b bytes.Buffer
-	for _, h := range header {
-		fmt.Fprintf(&b, "# %s\n", h)
-	}
-	fmt.Fprintf(&b, "select:\n  %s:\n", collective)
-	for _, r := range ranges {
-		fmt.Fprintf(&b, "    - {min_bytes: %d", r.MinBytes)
-		if r.MaxBytes != 0 {
-			fmt.Fprintf(&b, ", max_bytes: %d", r.MaxBytes)
-		}
-		fmt.Fprintf(&b, ", algorithm: %s", r.Algorithm)
-		if len(r.Set) > 0 {
-			items := make([]string, len(r.Set))
-			for i, s := range r.Set {
-				q, _ := json.Marshal(s) // a JSON string is a YAML double-quoted one
-				items[i] = string(q)
-			}
-			fmt.Fprintf(&b, ", set: [%s]", strings.Join(items, ", "))
-		}
-		b.WriteString("}\n")
-	}
-	return b.Bytes()
-}
-
-// rangesText is the ranges on one line: "[0, 65536) rd_allreduce,
-// [65536, ∞) ring_allreduce".
-func rangesText(ranges []config.SelectRange) string {
-	parts := make([]string, len(ranges))
-	for i, r := range ranges {
-		parts[i] = r.RangeString() + " " + r.Algorithm
-		if len(r.Set) > 0 {
-			parts[i] += " " + strings.Join(r.Set, " ")
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// tuneAlgorithms are the algorithms a tune of collective runs: names,
-// each of the configuration and not of another collective, or else
-// every algorithm whose entry names collective.
-func tuneAlgorithms(cfg *config.Config, collective string, names []string) ([]string, error) {
-	if !slices.Contains(config.Collectives(), collective) {
-		return nil, fmt.Errorf("tune: unknown collective %q (want one of %s)", collective, strings.Join(config.Collectives(), ", "))
-	}
-	if len(names) == 0 {
-		for _, n := range cfg.AlgorithmNames {
-			if cfg.Algorithms[n].Collective == collective {
-				names = append(names, n)
-			}
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("tune: no algorithm of %s names collective: %s; name the algorithms to run", cfg.File, collective)
-		}
-		return names, nil
-	}
-	for i, n := range names {
-		a, err := cfg.Algorithm(n)
-		if err != nil {
-			return nil, fmt.Errorf("tune: %v", err)
-		}
-		if a.Collective != "" && a.Collective != collective {
-			return nil, fmt.Errorf("tune: %s is an algorithm of %s, not %s", n, a.Collective, collective)
-		}
-		if slices.Contains(names[:i], n) {
-			return nil, fmt.Errorf("tune: %s is named twice", n)
-		}
-	}
-	return names, nil
-}
-
 // runTune runs the tune of collective: the comparison, then the winners
 // and the select: section.
 func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []string, stdout, stderr io.Writer) error {
@@ -293,9 +129,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	}
 	sweep := slices.Clone(o.Sizes)
 	o.RefusedAsRows = len(sweep) > 1
-	shard, sharded, err := shardFromEnv(o.Env.Var, o.shards)
+	shard, sharded, err := shards.FromEnv(o.Env.Var, o.shards)
 	if o.shard != "" {
-		shard, err = parseShard(o.shard)
+		shard, err = shards.Parse(o.shard)
 		sharded = true
 	}
 	if err != nil {
@@ -305,9 +141,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		return usageErr(fmt.Sprintf("--shards %d takes the shard index from JOB_COMPLETION_INDEX, which is not set; elsewhere use --shard I/%d", o.shards, o.shards))
 	}
 	if sharded {
-		o.Sizes = shard.pick(sweep)
+		o.Sizes = shard.Pick(sweep)
 		if len(o.Sizes) == 0 {
-			fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shard.index, shard.count)
+			fmt.Fprintf(stderr, "kernbench: shard %d/%d has no sizes of this sweep; nothing to run\n", shard.Index, shard.Count)
 			return nil
 		}
 	}
@@ -315,24 +151,24 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	if err != nil {
 		return asFailure(err)
 	}
-	algs, err := tuneAlgorithms(cfg, collective, names)
+	algs, err := tune.Algorithms(cfg, collective, names)
 	if err != nil {
 		return usageErr(err.Error())
 	}
-	axes, err := parseVary(o.vary, o.Sets)
+	axes, err := compare.ParseVary(o.vary, o.Sets)
 	if err != nil {
 		return usageErr(err.Error())
 	}
 	for _, a := range axes {
-		if within(a.key, "defaults.algorithm") || within(a.key, "select") {
-			return usageErr(fmt.Sprintf("tune: --vary %s: name the algorithms to compare as arguments (kernbench tune %s A B)", a.key, collective))
+		if compare.Within(a.Key, "defaults.algorithm") || compare.Within(a.Key, "select") {
+			return usageErr(fmt.Sprintf("tune: --vary %s: name the algorithms to compare as arguments (kernbench tune %s A B)", a.Key, collective))
 		}
-		if p := strings.Split(a.key, "."); within(a.key, "defaults.world_size") || len(p) == 3 && p[0] == "algorithms" && p[2] == "world_size" {
-			return usageErr(fmt.Sprintf("tune: --vary %s: tune compares algorithms at one world size; tune once per world size (--world-size N)", a.key))
+		if p := strings.Split(a.Key, "."); compare.Within(a.Key, "defaults.world_size") || len(p) == 3 && p[0] == "algorithms" && p[2] == "world_size" {
+			return usageErr(fmt.Sprintf("tune: --vary %s: tune compares algorithms at one world size; tune once per world size (--world-size N)", a.Key))
 		}
 	}
 	outs := map[string]string{"--write-select": o.writeSelect}
-	dests, err := resolveOutputs(o.Env, outs)
+	dests, err := output.ResolveAll(o.Env, outs)
 	if err != nil {
 		return usageErr(err.Error())
 	}
@@ -340,11 +176,11 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	if o.ConfigPath == "" {
 		inputs = append(inputs, "ccl.yaml")
 	}
-	if err := outputOverInput(o.Env, dests, inputs); err != nil {
+	if err := output.OverInput(o.Env, dests, inputs); err != nil {
 		return usageErr(err.Error())
 	}
 	outStdout := stdout
-	if d := dests["--write-select"]; d != nil && d.stdout {
+	if d := dests["--write-select"]; d != nil && d.Stdout() {
 		stdout = stderr // the fragment has stdout to itself
 	}
 	if o.export != "" {
@@ -352,39 +188,39 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 			return usageErr(fmt.Sprintf("--export-msccl %s: not a folder (tune writes one schedule per range into it)", o.export))
 		}
 	}
-	variants := expandVariants(algs, axes, "")
+	variants := compare.Expand(algs, axes, "")
 	reps, runErr := compareReports(&o.runOptions, variants, stdout, stderr)
 	if reps == nil {
 		return runErr
 	}
-	sizes := make([]tuneSize, len(o.Sizes))
+	sizes := make([]tune.Size, len(o.Sizes))
 	world := 0
 	for i, n := range o.Sizes {
 		sizes[i].Bytes = n
 	}
 	var worlds []string // label and world size of each run that started
 	for _, l := range reps {
-		if l.rep.Collective != "" {
-			worlds = append(worlds, fmt.Sprintf("%s %d", l.label, l.rep.WorldSize))
+		if l.Rep.Collective != "" {
+			worlds = append(worlds, fmt.Sprintf("%s %d", l.Label, l.Rep.WorldSize))
 			if world == 0 {
-				world = l.rep.WorldSize
-			} else if l.rep.WorldSize != world {
+				world = l.Rep.WorldSize
+			} else if l.Rep.WorldSize != world {
 				// An entry's own world_size: the times do not compare.
 				return usageErr(fmt.Sprintf("tune: the runs ran at different world sizes (%s): give --world-size N", strings.Join(worlds, ", ")))
 			}
 		}
 	}
 	for j, l := range reps {
-		for i, r := range l.rep.Results {
+		for i, r := range l.Rep.Results {
 			if i >= len(sizes) || r.Refused != nil || r.Verdict() != nil {
 				continue
 			}
-			sizes[i].Candidates = append(sizes[i].Candidates, tuneCandidate{
-				Label: l.label, Algorithm: variants[j].target, Set: variants[j].sets, TimeNs: r.SimTimeNs})
+			sizes[i].Candidates = append(sizes[i].Candidates, tune.Candidate{
+				Label: l.Label, Algorithm: variants[j].Target, Set: variants[j].Sets, TimeNs: r.SimTimeNs})
 		}
 	}
-	winners := pickWinners(sizes)
-	ranges := selectRanges(sweep, winners)
+	winners := tune.PickWinners(sizes)
+	ranges := tune.SelectRanges(sweep, winners)
 	fmt.Fprintf(stdout, "\n# tune %s at world_size %d: the fastest per size\n", collective, world)
 	width := len("algorithm")
 	for _, w := range winners {
@@ -393,31 +229,31 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	fmt.Fprintf(stdout, "%10s  %-*s  %10s  %s\n", "size", width, "algorithm", "time(us)", "margin")
 	var missing []string
 	for _, s := range sizes {
-		i := slices.IndexFunc(winners, func(w tuneWinner) bool { return w.Bytes == s.Bytes })
+		i := slices.IndexFunc(winners, func(w tune.Winner) bool { return w.Bytes == s.Bytes })
 		if i < 0 {
 			missing = append(missing, fmt.Sprint(s.Bytes))
 			fmt.Fprintf(stdout, "%10d  %-*s\n", s.Bytes, width, "(none: no run finished right)")
 			continue
 		}
 		w := winners[i]
-		fmt.Fprintf(stdout, "%10d  %-*s  %10.3f  %s\n", w.Bytes, width, w.Best.Label, w.Best.TimeNs/1000, w.margin())
+		fmt.Fprintf(stdout, "%10d  %-*s  %10.3f  %s\n", w.Bytes, width, w.Best.Label, w.Best.TimeNs/1000, w.Margin())
 	}
 	if len(ranges) > 0 {
-		fmt.Fprintf(stdout, "# select.%s: %s\n", collective, rangesText(ranges))
+		fmt.Fprintf(stdout, "# select.%s: %s\n", collective, tune.RangesText(ranges))
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(stderr, "kernbench: tune: no run of %s finished right at %s bytes: select: has no range for them, and auto refuses them\n", collective, strings.Join(missing, ", "))
 	}
 	if d := dests["--write-select"]; d != nil && len(ranges) > 0 {
 		header := []string{
-			fmt.Sprintf("Written by kernbench tune %s at world_size %d, sizes %s.", collective, world, sizesText(sweep)),
+			fmt.Sprintf("Written by kernbench tune %s at world_size %d, sizes %s.", collective, world, tune.SizesText(sweep)),
 			"Load it with --config FILE or paste it into ccl.yaml; then",
 			fmt.Sprintf("kernbench run auto --collective %s runs, per size, the algorithm of its range.", collective),
 		}
 		if sharded {
-			header = append(header, fmt.Sprintf("Shard %d/%d: the ranges of its sizes only; join the shards' lists.", shard.index, shard.count))
+			header = append(header, fmt.Sprintf("Shard %d/%d: the ranges of its sizes only; join the shards' lists.", shard.Index, shard.Count))
 		}
-		if f := writeOutput(o.Env, d, outStdout, selectYAML(collective, ranges, header)); f != nil {
+		if f := output.Write(o.Env, d, outStdout, tune.SelectYAML(collective, ranges, header)); f != nil {
 			return f
 		}
 	}
@@ -429,23 +265,11 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	return runErr
 }
 
-// sizesText is a sweep's sizes for a comment: "1024, 4096, …, 1048576".
-func sizesText(sweep []int64) string {
-	parts := make([]string, len(sweep))
-	for i, n := range sweep {
-		parts[i] = fmt.Sprint(n)
-	}
-	if len(parts) > 6 {
-		parts = append(parts[:3], "…", parts[len(parts)-1])
-	}
-	return strings.Join(parts, ", ")
-}
-
 // exportRanges writes each range's winner as MSCCL XML into
 // o.export, recorded at the smallest measured size of its range, with
 // the range as minBytes/maxBytes. A winner that cannot be exported is
 // reported and skipped; a file that cannot be written fails the command.
-func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tuneWinner, stdout, stderr io.Writer) *report.Failure {
+func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tune.Winner, stdout, stderr io.Writer) *report.Failure {
 	if err := os.MkdirAll(o.Env.Path(o.export), 0o755); err != nil {
 		return ioFailure(fmt.Sprintf("--export-msccl %s: %v", o.export, err), err)
 	}
@@ -471,7 +295,7 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 		opts.Stderr = &diag
 		_, err := ccl.Run(r.Algorithm, opts)
 		if err == nil {
-			err = setRange(&buf, r)
+			err = tune.SetRange(&buf, r)
 		}
 		if err != nil {
 			msg, _, _ := strings.Cut(asFailure(err).Msg, "\n")
@@ -480,11 +304,11 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 			continue
 		}
 		name := filepath.Join(o.export, fmt.Sprintf("%s_%d_%s.xml", collective, i, r.Algorithm))
-		d, err := resolveOutput(o.Env, "--export-msccl", name)
+		d, err := output.Resolve(o.Env, "--export-msccl", name)
 		if err != nil {
 			return ioFailure(err.Error(), err)
 		}
-		if f := writeOutput(o.Env, d, stdout, buf.Bytes()); f != nil {
+		if f := output.Write(o.Env, d, stdout, buf.Bytes()); f != nil {
 			return f
 		}
 		if !o.quiet {
@@ -499,75 +323,16 @@ func ioFailure(msg string, err error) *report.Failure {
 	return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: msg, Err: err})
 }
 
-// setRange gives the exported schedule in buf the byte range of r
-// (minBytes, maxBytes: MSCCL's runtime runs a schedule for the calls
-// whose size lies in its range).
-func setRange(buf *bytes.Buffer, r config.SelectRange) error {
-	a, err := msccl.Parse("exported schedule", buf.Bytes())
-	if err != nil {
-		return err
-	}
-	a.MinBytes, a.MaxBytes = r.MinBytes, r.MaxBytes
-	buf.Reset()
-	return a.Write(buf)
-}
-
 // autoVariants are the runs of `kernbench run auto`: for each size of
 // the command, the algorithm and --set items of the select: range that
 // holds it, one variant per range (its sizes in order). The collective
 // is --collective, else the only one select: has.
-func autoVariants(o *runOptions) ([]variant, []string, error) {
+func autoVariants(o *runOptions) ([]compare.Variant, []string, error) {
 	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 	if err != nil {
 		return nil, nil, err
 	}
-	coll := o.Collective
-	if coll == "" {
-		var have []string
-		for k := range cfg.Select {
-			have = append(have, k)
-		}
-		slices.Sort(have)
-		switch len(have) {
-		case 0:
-			return nil, nil, usageError("auto runs what select: of ccl.yaml records per size, and this configuration has none; kernbench tune COLLECTIVE --write-select FILE writes one (then --config FILE)")
-		case 1:
-			coll = have[0]
-		default:
-			return nil, nil, usageError(fmt.Sprintf("auto: select: has ranges for %s; say which with --collective", strings.Join(have, ", ")))
-		}
-	}
-	sizes := o.Sizes
-	if len(o.Counts) > 0 {
-		return nil, nil, usageError("auto picks by bytes per rank buffer: give --bytes, --sweep or -b/-e, not --count")
-	}
-	if len(sizes) == 0 {
-		sizes = []int64{1 << 20}
-	}
-	var out []variant
-	var notes []string
-	index := map[string]int{} // variant key -> position in out
-	for _, n := range sizes {
-		r, err := cfg.Pick(coll, n)
-		if err != nil {
-			return nil, nil, usageError("auto: " + err.Error())
-		}
-		key := r.Algorithm + "\x00" + strings.Join(r.Set, "\x00")
-		i, ok := index[key]
-		if !ok {
-			label := r.Algorithm
-			if len(r.Set) > 0 {
-				label += " " + strings.Join(r.Set, " ")
-			}
-			i = len(out)
-			index[key] = i
-			out = append(out, variant{target: r.Algorithm, sets: slices.Clone(r.Set), label: label})
-			notes = append(notes, fmt.Sprintf("auto: select.%s %s (%s) runs %s for", coll, r.RangeString(), r.Pos, label))
-		}
-		out[i].sizes = append(out[i].sizes, n)
-		notes[i] += fmt.Sprintf(" %d", n)
-	}
-	return out, notes, nil
+	return compare.Auto(cfg, o.Collective, o.Sizes, o.Counts)
 }
 
 // runAuto runs `kernbench run auto`: a comparison whose variants are the

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 
+	"kernbench/cmd/kernbench/internal/compare"
+	"kernbench/cmd/kernbench/internal/tune"
 	"kernbench/engine/config"
 	"kernbench/starlark/script"
 )
@@ -18,38 +20,38 @@ import (
 // The fastest run of each size wins, the first listed on a tie; the
 // runner-up is the next fastest; a size no run finished has none.
 func TestPickWinners(t *testing.T) {
-	ring := func(ns float64) tuneCandidate { return tuneCandidate{Label: "ring", Algorithm: "ring", TimeNs: ns} }
-	rd := func(ns float64) tuneCandidate { return tuneCandidate{Label: "rd", Algorithm: "rd", TimeNs: ns} }
-	tree := func(ns float64) tuneCandidate { return tuneCandidate{Label: "tree", Algorithm: "tree", TimeNs: ns} }
+	ring := func(ns float64) tune.Candidate { return tune.Candidate{Label: "ring", Algorithm: "ring", TimeNs: ns} }
+	rd := func(ns float64) tune.Candidate { return tune.Candidate{Label: "rd", Algorithm: "rd", TimeNs: ns} }
+	tree := func(ns float64) tune.Candidate { return tune.Candidate{Label: "tree", Algorithm: "tree", TimeNs: ns} }
 	for _, tc := range []struct {
 		name   string
-		sizes  []tuneSize
-		want   []tuneWinner
+		sizes  []tune.Size
+		want   []tune.Winner
 		margin []string
 	}{
-		{"crossover", []tuneSize{
-			{Bytes: 1024, Candidates: []tuneCandidate{ring(200), rd(100), tree(150)}},
-			{Bytes: 4096, Candidates: []tuneCandidate{ring(300), rd(369)}},
-		}, []tuneWinner{
+		{"crossover", []tune.Size{
+			{Bytes: 1024, Candidates: []tune.Candidate{ring(200), rd(100), tree(150)}},
+			{Bytes: 4096, Candidates: []tune.Candidate{ring(300), rd(369)}},
+		}, []tune.Winner{
 			{Bytes: 1024, Best: rd(100), RunnerUp: ptr(tree(150))},
 			{Bytes: 4096, Best: ring(300), RunnerUp: ptr(rd(369))},
 		}, []string{"1.50× faster than tree", "1.23× faster than rd"}},
-		{"tie: the first listed", []tuneSize{{Bytes: 8, Candidates: []tuneCandidate{rd(10), ring(10)}}},
-			[]tuneWinner{{Bytes: 8, Best: rd(10), RunnerUp: ptr(ring(10))}}, []string{"tied with ring (the first listed wins)"}},
-		{"close", []tuneSize{{Bytes: 8, Candidates: []tuneCandidate{rd(1000), ring(1004)}}},
-			[]tuneWinner{{Bytes: 8, Best: rd(1000), RunnerUp: ptr(ring(1004))}}, []string{"1.0040× faster than ring"}},
-		{"alone", []tuneSize{{Bytes: 8, Candidates: []tuneCandidate{ring(5)}}},
-			[]tuneWinner{{Bytes: 8, Best: ring(5)}}, []string{"the only run"}},
-		{"none ran", []tuneSize{{Bytes: 8}}, nil, nil},
+		{"tie: the first listed", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{rd(10), ring(10)}}},
+			[]tune.Winner{{Bytes: 8, Best: rd(10), RunnerUp: ptr(ring(10))}}, []string{"tied with ring (the first listed wins)"}},
+		{"close", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{rd(1000), ring(1004)}}},
+			[]tune.Winner{{Bytes: 8, Best: rd(1000), RunnerUp: ptr(ring(1004))}}, []string{"1.0040× faster than ring"}},
+		{"alone", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{ring(5)}}},
+			[]tune.Winner{{Bytes: 8, Best: ring(5)}}, []string{"the only run"}},
+		{"none ran", []tune.Size{{Bytes: 8}}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := pickWinners(tc.sizes)
+			got := tune.PickWinners(tc.sizes)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("winners (-want +got):\n%s", diff)
 			}
 			var margins []string
 			for _, w := range got {
-				margins = append(margins, w.margin())
+				margins = append(margins, w.Margin())
 			}
 			if diff := cmp.Diff(tc.margin, margins); diff != "" {
 				t.Errorf("margins (-want +got):\n%s", diff)
@@ -64,39 +66,39 @@ func ptr[T any](v T) *T { return &v }
 // (the smallest from 0, the largest without bound); neighbours with the
 // same algorithm and settings merge; a shard's ranges cover its sizes.
 func TestSelectRanges(t *testing.T) {
-	win := func(n int64, alg string, set ...string) tuneWinner {
-		return tuneWinner{Bytes: n, Best: tuneCandidate{Algorithm: alg, Set: set}}
+	win := func(n int64, alg string, set ...string) tune.Winner {
+		return tune.Winner{Bytes: n, Best: tune.Candidate{Algorithm: alg, Set: set}}
 	}
 	sweep := []int64{1024, 4096, 16384, 65536}
 	for _, tc := range []struct {
 		name    string
-		winners []tuneWinner
+		winners []tune.Winner
 		want    []config.SelectRange
 	}{
-		{"crossover", []tuneWinner{win(1024, "rd"), win(4096, "rd"), win(16384, "ring"), win(65536, "ring")}, []config.SelectRange{
+		{"crossover", []tune.Winner{win(1024, "rd"), win(4096, "rd"), win(16384, "ring"), win(65536, "ring")}, []config.SelectRange{
 			{MinBytes: 0, MaxBytes: 16384, Algorithm: "rd"},
 			{MinBytes: 16384, Algorithm: "ring"},
 		}},
-		{"one winner", []tuneWinner{win(1024, "ring"), win(4096, "ring"), win(16384, "ring"), win(65536, "ring")}, []config.SelectRange{
+		{"one winner", []tune.Winner{win(1024, "ring"), win(4096, "ring"), win(16384, "ring"), win(65536, "ring")}, []config.SelectRange{
 			{Algorithm: "ring"},
 		}},
-		{"settings differ", []tuneWinner{win(1024, "ring", "defaults.n_slots=2"), win(4096, "ring", "defaults.n_slots=8"), win(16384, "ring", "defaults.n_slots=8"), win(65536, "ring", "defaults.n_slots=8")}, []config.SelectRange{
+		{"settings differ", []tune.Winner{win(1024, "ring", "defaults.n_slots=2"), win(4096, "ring", "defaults.n_slots=8"), win(16384, "ring", "defaults.n_slots=8"), win(65536, "ring", "defaults.n_slots=8")}, []config.SelectRange{
 			{MaxBytes: 4096, Algorithm: "ring", Set: []string{"defaults.n_slots=2"}},
 			{MinBytes: 4096, Algorithm: "ring", Set: []string{"defaults.n_slots=8"}},
 		}},
-		{"back and forth", []tuneWinner{win(1024, "rd"), win(4096, "ring"), win(16384, "rd"), win(65536, "ring")}, []config.SelectRange{
+		{"back and forth", []tune.Winner{win(1024, "rd"), win(4096, "ring"), win(16384, "rd"), win(65536, "ring")}, []config.SelectRange{
 			{MaxBytes: 4096, Algorithm: "rd"}, {MinBytes: 4096, MaxBytes: 16384, Algorithm: "ring"},
 			{MinBytes: 16384, MaxBytes: 65536, Algorithm: "rd"}, {MinBytes: 65536, Algorithm: "ring"},
 		}},
-		{"shard 1/2", []tuneWinner{win(4096, "ring"), win(65536, "ring")}, []config.SelectRange{
+		{"shard 1/2", []tune.Winner{win(4096, "ring"), win(65536, "ring")}, []config.SelectRange{
 			{MinBytes: 4096, MaxBytes: 16384, Algorithm: "ring"}, {MinBytes: 65536, Algorithm: "ring"},
 		}},
-		{"a size without a winner", []tuneWinner{win(1024, "rd"), win(16384, "rd"), win(65536, "ring")}, []config.SelectRange{
+		{"a size without a winner", []tune.Winner{win(1024, "rd"), win(16384, "rd"), win(65536, "ring")}, []config.SelectRange{
 			{MaxBytes: 4096, Algorithm: "rd"}, {MinBytes: 16384, MaxBytes: 65536, Algorithm: "rd"}, {MinBytes: 65536, Algorithm: "ring"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, selectRanges(sweep, tc.winners)); diff != "" {
+			if diff := cmp.Diff(tc.want, tune.SelectRanges(sweep, tc.winners)); diff != "" {
 				t.Errorf("ranges (-want +got):\n%s", diff)
 			}
 		})
@@ -111,7 +113,7 @@ func TestSelectYAMLRoundTrip(t *testing.T) {
 		{MinBytes: 16384, MaxBytes: 1 << 20, Algorithm: "ring_allreduce", Set: []string{"defaults.n_slots=4", `defaults.mesh_shape=[2,2]`}},
 		{MinBytes: 1 << 20, Algorithm: "mesh_allreduce", Set: []string{"algorithms.mesh_allreduce.params.tcm_limit=4096"}},
 	}
-	data := selectYAML("allreduce", ranges, []string{"a comment"})
+	data := tune.SelectYAML("allreduce", ranges, []string{"a comment"})
 	c, err := config.LoadOverlay("sel.yaml", data, nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, data)
@@ -187,14 +189,14 @@ func TestAutoVariants(t *testing.T) {
 		name       string
 		collective string
 		sizes      []int64
-		want       []variant
+		want       []compare.Variant
 		err        string
 	}{
-		{"per size", "allreduce", []int64{1024, 4096, 16384, 65536, 1<<20 - 4}, []variant{
-			{target: "rd_allreduce", label: "rd_allreduce", sizes: []int64{1024, 65536, 1<<20 - 4}},
-			{target: "ring_allreduce", sets: []string{"defaults.n_slots=2"}, label: "ring_allreduce defaults.n_slots=2", sizes: []int64{4096, 16384}},
+		{"per size", "allreduce", []int64{1024, 4096, 16384, 65536, 1<<20 - 4}, []compare.Variant{
+			{Target: "rd_allreduce", Label: "rd_allreduce", Sizes: []int64{1024, 65536, 1<<20 - 4}},
+			{Target: "ring_allreduce", Sets: []string{"defaults.n_slots=2"}, Label: "ring_allreduce defaults.n_slots=2", Sizes: []int64{4096, 16384}},
 		}, ""},
-		{"default size", "broadcast", nil, []variant{{target: "tree_broadcast", label: "tree_broadcast", sizes: []int64{1 << 20}}}, ""},
+		{"default size", "broadcast", nil, []compare.Variant{{Target: "tree_broadcast", Label: "tree_broadcast", Sizes: []int64{1 << 20}}}, ""},
 		{"past every range", "allreduce", []int64{1 << 20}, nil, "auto: select.allreduce: no range holds 1048576 bytes"},
 		{"two collectives, none given", "", []int64{8}, nil, "auto: select: has ranges for allreduce, broadcast; say which with --collective"},
 	} {
@@ -211,7 +213,7 @@ func TestAutoVariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(variant{}), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("variants (-want +got):\n%s", diff)
 			}
 		})

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -68,4 +69,19 @@ func digitsOnly(s string) bool {
 		}
 	}
 	return true
+}
+
+// FormatSize writes n as a size flag takes it and ParseSize reads it
+// back: in the largest of G, M and K that divides it (4096 → 4K, 3 << 19
+// → 1536K), else in bytes (1000).
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.n && n%u.n == 0 {
+			return fmt.Sprintf("%d%s", n/u.n, u.s)
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

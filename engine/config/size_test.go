@@ -94,3 +94,11 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+func TestFormatSize(t *testing.T) {
+	got := []string{FormatSize(4 << 20), FormatSize(1 << 30), FormatSize(96 << 10), FormatSize(1000), FormatSize(3 << 19)}
+	want := []string{"4M", "1G", "96K", "1000", "1536K"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FormatSize (-want +got):\n%s", diff)
+	}
+}

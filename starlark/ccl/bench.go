@@ -1,28 +1,21 @@
 package ccl
 
 import (
-	"errors"
 	"fmt"
-	"kernbench/starlark/deadlock"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
 	"math"
-	"strings"
-
-	"go.starlark.net/starlark"
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
-	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
-	"kernbench/starlark/script"
 	"kernbench/starlark/tl"
 )
 
-// bench is the builtin collective bench: per-rank send and recv buffers in
-// the data space, deterministic inputs, a sentinel in out-of-place recv
-// buffers, and the reference check after the run.
-type bench struct {
+// buffers are the builtin collective bench's: per-rank send and recv
+// buffers in the data space, deterministic inputs, a sentinel in
+// out-of-place recv buffers, and the reference check after the run.
+type buffers struct {
 	p      *plan
 	count  int64
 	send   []*tl.Ptr
@@ -71,7 +64,7 @@ func checkFits(p *plan, m *machine.Machine, count int64) error {
 }
 
 // buffersFit reports whether every rank's bench buffers fit its data
-// memory; when they do not, newBench says so (the host-memory estimate
+// memory; when they do not, newBuffers says so (the host-memory estimate
 // would name the wrong limit).
 func buffersFit(p *plan, m *machine.Machine, count int64) bool {
 	sz := int64(p.dt.Size())
@@ -90,8 +83,8 @@ func buffersFit(p *plan, m *machine.Machine, count int64) bool {
 	return true
 }
 
-func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
-	b := &bench{p: p, count: count}
+func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
+	b := &buffers{p: p, count: count}
 	sz := int64(p.dt.Size())
 	if err := checkFits(p, m, count); err != nil {
 		return nil, err
@@ -157,11 +150,11 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 }
 
 // keepSentinels tells the pre-run image that every recv buffer holds its
-// sentinel (newBench wrote it, a value repeated from the buffer's start):
+// sentinel (newBuffers wrote it, a value repeated from the buffer's start):
 // the run's first write to each of their blocks then saves it without
 // checking its bytes for a pattern (128 MiB read in the verified 64-rank
 // ring). An in-place buffer holds the send data instead.
-func (b *bench) keepSentinels(w *world) {
+func (b *buffers) keepSentinels(w *world) {
 	if !w.keptImage || b.p.opts.InPlace {
 		return
 	}
@@ -176,7 +169,7 @@ func (b *bench) keepSentinels(w *world) {
 // wrote, of the live memory, so the bench copies nothing. It runs after
 // phase 1 (the image is complete then) and before phase 2 (which replays
 // onto the image). Without verification there is nothing to keep.
-func (b *bench) keepInputs(w *world) {
+func (b *buffers) keepInputs(w *world) {
 	if !b.p.opts.Verify || !w.keptImage {
 		return
 	}
@@ -192,7 +185,7 @@ func (b *bench) keepInputs(w *world) {
 
 // verify compares every rank's recv buffer with the reference and fills
 // Wrong, FirstWrong and Verified.
-func (b *bench) verify(res *report.Result) {
+func (b *buffers) verify(res *report.Result) {
 	p := b.p
 	want := p.coll.Expected(p.dt, p.red, p.root, b.count, b.inputs, b.before, b.sums)
 	ranks := 1
@@ -201,170 +194,18 @@ func (b *bench) verify(res *report.Result) {
 	}
 	for r := 0; r < p.world; r++ {
 		got := b.recv[r].Reg.View()
-		rb := rangeBuilder{rw: report.RankWrong{Rank: r}}
+		rb := report.WrongRanges{RankWrong: report.RankWrong{Rank: r}}
 		if !p.opts.InPlace {
-			rb.isSentinel = func(i int) bool { return isSentinel(p.dt, got, i) }
+			rb.IsSentinel = func(i int) bool { return isSentinel(p.dt, got, i) }
 		}
-		wrong, first := dtype.EachWrong(p.dt, p.red, ranks, got, want[r], rb.add)
+		wrong, first := dtype.EachWrong(p.dt, p.red, ranks, got, want[r], rb.Add)
 		if wrong > 0 && res.FirstWrong == nil {
 			res.FirstWrong = &report.WrongElem{Rank: r, Index: first, Got: dtype.Format(p.dt, got, first), Want: dtype.Format(p.dt, want[r], first)}
 		}
 		if wrong > 0 {
-			res.WrongRanges = append(res.WrongRanges, rb.rw)
+			res.WrongRanges = append(res.WrongRanges, rb.RankWrong)
 		}
 		res.Wrong += int64(wrong)
 	}
 	res.Verified = res.Wrong == 0
-}
-
-// simFailure turns the error that ended a simulation into a Failure with the
-// right exit status and a report of every blocked process.
-// sliceHint names the view a Ptr slice means: Starlark's own message for
-// p[a:b] says only "invalid slice operand Ptr" (its slice operator cannot
-// report an error of the value's, so a Ptr does not take one).
-func sliceHint(msg string) string {
-	switch msg {
-	case "invalid slice operand Ptr":
-		return " (a Ptr has no [a:b]: p.slice(start, count) is the view of count elements from start, p.chunk(i, n) the i-th of n equal parts)"
-	case "invalid slice operand Tile":
-		return " (a Tile has no [a:b]: load the part you need, tl.fetch(p.slice(start, count)))"
-	}
-	return ""
-}
-
-func simFailure(err error, file string) *report.Failure { return simFailureNoted(err, file, nil, nil) }
-
-// simFailureNoted is simFailure with note adding a line (when it returns
-// one) under each blocked process's backtrace, and held the resources a
-// fault stopped that held transfers (faultsHeld): then processes that
-// stopped waiting wait for those transfers, and the failure is the
-// fault's (FaultStopped), with the blocked processes but no deadlock's
-// wait-for graph, cycle or hint, nor a slow run's analysis.
-func simFailureNoted(err error, file string, note func(p *sim.Proc) string, held []string) *report.Failure {
-	var stall *sim.StallError
-	var wt *sim.WaitTimeoutError
-	var wd *sim.WatchdogError
-	var blocked []*sim.Proc
-	switch {
-	case errors.As(err, &stall):
-		blocked = stall.Blocked
-	case errors.As(err, &wt):
-		blocked = wt.Blocked
-	case errors.As(err, &wd):
-		blocked = wd.Blocked
-	}
-	f := report.WithKind(errkind.Of(err), &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
-	if len(held) > 0 && len(blocked) > 0 {
-		report.WithKind(errkind.FaultStopped, f)
-		f.Msg = fmt.Sprintf("a fault stopped the run: %s; they never arrive, and %d process(es) wait for ever (below)", strings.Join(held, "; "), len(blocked))
-		f.Blocked = deadlock.BlockedProcs(blocked)
-		f.Detail = fmt.Sprintf("%d process(es) blocked:\n%s", len(blocked), strings.TrimRight(deadlock.DescribeBlocked(blocked, f.Blocked, note), "\n"))
-		return f
-	}
-	if wi, ok := waitedRecvInFlight(wt); ok {
-		// The message it waits for is on its way: slow, not stuck.
-		report.WithKind(errkind.WaitTimeout, f)
-		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, rank %d's message to it is still in flight, "+
-			"but the configured latencies and bandwidths make it slower than the timeout; "+
-			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wi, wi.QP.Peer)
-	} else if op, ok := waitedOp(wt); ok {
-		// A memory operation always completes: a wait on one that passes
-		// the deadlock timeout is a slow machine (a huge latency, a tiny
-		// bandwidth), not a deadlock, and calling it one sends the user
-		// looking for a bug in the algorithm.
-		report.WithKind(errkind.WaitTimeout, f)
-		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) for its %s: not a deadlock, a memory operation "+
-			"always completes, but the configured latencies and bandwidths make this one slower than the timeout; "+
-			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, op)
-	} else if chain := deadlock.WaitsOnWork(wt); chain != nil {
-		// What it waits for depends on a rank still working: slow, not
-		// stuck (starlark/deadlock, WaitsOnWork).
-		report.WithKind(errkind.WaitTimeout, f)
-		f.Msg = fmt.Sprintf("%s has waited longer than deadlock_timeout_ns (%v) in %v: not a deadlock, it waits for rank %d, which is still working (%s), "+
-			"but the configured latencies and bandwidths make the run slower than the timeout; "+
-			"raise defaults.deadlock_timeout_ns (--set defaults.deadlock_timeout_ns=N) if that is meant", wt.Proc.Name, wt.Limit, wt.Proc.Wait, chain[len(chain)-1], deadlock.ChainText(chain))
-	}
-	var re *rankError
-	if errors.As(err, &re) {
-		f.Rank = re.rank
-		f.Backtrace = script.Backtrace(re.err)
-		f.Detail = script.Format(re.err)
-		var ee *starlark.EvalError
-		if errors.As(err, &ee) {
-			// The message is the first line; the traceback follows
-			// without repeating it.
-			f.Msg = fmt.Sprintf("rank %d: %s%s", re.rank, ee.Msg, sliceHint(ee.Msg))
-			f.Detail = script.Traceback(re.err)
-		}
-		// who names the failing process: the rank, the thread when a
-		// spawned one failed, and the process's note (an MSCCL run: the
-		// XML step it was at, as a deadlock report gives for each blocked
-		// process; the backtrace points into the runner, not the schedule).
-		who, failed := fmt.Sprintf("rank %d", re.rank), re.proc
-		var the *tl.ThreadError
-		if errors.As(err, &the) {
-			// A spawned thread failed: say which, and where it was spawned.
-			who, failed = who+" "+the.Thread, the.Proc
-			f.SpawnedAt = the.SpawnedAt
-			f.Detail += "\nthe thread was spawned at:\n  " + strings.Join(the.SpawnedAt, "\n  ")
-		}
-		if note != nil && failed != nil {
-			if n := note(failed); n != "" {
-				who += " " + n
-			}
-		}
-		if rankOnly := fmt.Sprintf("rank %d", re.rank); who != rankOnly {
-			f.Msg = who + ": " + strings.TrimPrefix(f.Msg, rankOnly+": ")
-		}
-		switch f.ErrorKind() {
-		case errkind.StepLimit:
-			f.Msg += " (raise --max-steps if the kernel is meant to run this long)"
-		case errkind.Timeout:
-			f.Msg += " (raise --timeout if the kernel is meant to run this long)"
-		case errkind.HostMemory:
-			// The memory watch's reason names the limit and what to try.
-			f.Msg = strings.Replace(f.Msg, "Starlark computation cancelled: ", "", 1)
-		}
-	}
-	if len(blocked) > 0 {
-		var bld strings.Builder
-		fmt.Fprintf(&bld, "%d process(es) blocked:\n", len(blocked))
-		views := deadlock.BlockedProcs(blocked)
-		bld.WriteString(deadlock.DescribeBlocked(blocked, views, note))
-		edges := deadlock.WaitGraph(blocked)
-		cycle := deadlock.FindCycle(edges)
-		bld.WriteString(deadlock.DescribeWaitGraph(edges, cycle))
-		f.Hint = deadlock.RingHint(cycle, views)
-		if f.Hint != "" {
-			fmt.Fprintf(&bld, "\nhint: %s", f.Hint)
-		}
-		f.Detail = strings.TrimRight(bld.String(), "\n")
-		f.WaitFor, f.Blocked, f.Cycle = edges, views, cycle
-	}
-	return f
-}
-
-// waitedOp is the memory operation a WaitTimeoutError's process waits
-// for, if it waits for one.
-func waitedOp(wt *sim.WaitTimeoutError) (*machine.MemOp, bool) {
-	if wt == nil || wt.Proc == nil {
-		return nil, false
-	}
-	op, ok := wt.Proc.Wait.(*machine.MemOp)
-	return op, ok && op != nil
-}
-
-// waitedRecvInFlight is the recv a WaitTimeoutError's process waits in
-// when a message toward it is still in flight (its sender's DMA has not
-// completed).
-func waitedRecvInFlight(wt *sim.WaitTimeoutError) (*machine.WaitInfo, bool) {
-	if wt == nil || wt.Proc == nil {
-		return nil, false
-	}
-	wi, ok := wt.Proc.Wait.(*machine.WaitInfo)
-	if !ok || wi == nil || wi.QP == nil || !strings.HasPrefix(wi.Op, "recv") {
-		return nil, false
-	}
-	peer := wi.QP.PeerQP()
-	return wi, peer != nil && peer.InFlight > 0
 }

@@ -3,8 +3,6 @@ package ccl
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -13,7 +11,9 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/host"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/target"
@@ -65,19 +65,35 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	})
 }
 
+// hostBench is one size of a host bench: run_rank on every rank, the
+// algorithm's kernel behind torch.distributed, the bench's own checks.
+type hostBench struct {
+	p            *plan
+	tgt          *target.Target
+	loader       *script.Loader
+	kernel, hook starlark.Callable
+	runRank      starlark.Callable
+	count        int64
+
+	rt      *host.Runtime
+	stats   []tl.Stats
+	wrong   int64
+	first   *report.WrongElem
+	checks  int
+	initErr error // init_process_group's failure
+}
+
 func runHostOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, runRank starlark.Callable, count int64) (*report.Result, error) {
-	w, err := newWorld(p, cfg, tgt.Settings)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
-	stats := make([]tl.Stats, p.world)
-	var wrong int64
-	var first *report.WrongElem
-	checks := 0
-	var initErr error
-	rt := &host.Runtime{
-		M: w.m, AlgoName: p.algoName, AlgoKernel: kernel, AlgoParams: p.params, RedOp: p.red, DataSpace: p.dataSpace,
+	return simulate(p, cfg, tgt.Settings, &hostBench{p: p, tgt: tgt, loader: loader, kernel: kernel, hook: hook, runRank: runRank, count: count})
+}
+
+// setUp makes the torch runtime; init_process_group installs the queue
+// pairs when a rank calls it.
+func (b *hostBench) setUp(w *world) error {
+	p, count := b.p, b.count
+	b.stats = make([]tl.Stats, p.world)
+	b.rt = &host.Runtime{
+		M: w.m, AlgoName: p.algoName, AlgoKernel: b.kernel, AlgoParams: p.params, RedOp: p.red, DataSpace: p.dataSpace,
 		ThreadKey: kernelKey,
 		Args: starlarkstruct.FromStringDict(starlark.String("args"), starlark.StringDict{
 			"count":      starlark.MakeInt64(count),
@@ -90,66 +106,67 @@ func runHostOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script
 			"collective": starlark.String(p.coll.Name),
 		}),
 		InitGroup: func(int) (*machine.Group, error) {
-			if w.g == nil && initErr == nil {
-				initErr = w.install(p, tgt, loader, hook)
-				if initErr == nil {
+			if w.g == nil && b.initErr == nil {
+				b.initErr = w.install(p, b.tgt, b.loader, b.hook)
+				if b.initErr == nil {
 					// The bench's buffers are args.count elements per
 					// rank, as the builtin bench's: the same estimate,
 					// now that the rings are known.
-					_, initErr = p.checkMemory(count, ringsOf(w.g), nil)
+					_, b.initErr = p.checkMemory(count, admit.Rings(w.g), nil)
 				}
 			}
-			return w.g, initErr
+			return w.g, b.initErr
 		},
 		NewKernel: func(rank int, g *machine.Group, proc *sim.Proc) *tl.Kernel {
-			k := &tl.Kernel{M: w.m, G: g, PE: w.m.Ranks[rank], Rank: rank, World: p.world, RedOp: p.red, Stats: &stats[rank], Proc: proc, MaxSteps: p.opts.MaxSteps}
+			k := &tl.Kernel{M: w.m, G: g, PE: w.m.Ranks[rank], Rank: rank, World: p.world, RedOp: p.red, Stats: &b.stats[rank], Proc: proc, MaxSteps: p.opts.MaxSteps}
 			if g != nil {
 				k.EP = g.EPs[rank]
 			}
 			return tl.New(k)
 		},
 		OnCheck: func(rank, n int, fw *host.Wrong) {
-			checks++
-			wrong += int64(n)
-			if fw != nil && first == nil {
-				first = &report.WrongElem{Rank: fw.Rank, Index: fw.Index, Got: fw.Got, Want: fw.Want}
+			b.checks++
+			b.wrong += int64(n)
+			if fw != nil && b.first == nil {
+				b.first = &report.WrongElem{Rank: fw.Rank, Index: fw.Index, Got: fw.Got, Want: fw.Want}
 			}
 		},
 	}
-	w.snapshot()
-	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		torch := host.New(rt, r, p.world, proc)
-		_, err := starlark.Call(th, runRank, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(p.world), torch}, nil)
+	return nil
+}
+
+// spawn calls run_rank(rank, world_size, torch) on every rank.
+func (b *hostBench) spawn(w *world) {
+	w.spawn(b.p.world, b.loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
+		torch := host.New(b.rt, r, b.p.world, proc)
+		_, err := starlark.Call(th, b.runRank, starlark.Tuple{starlark.MakeInt(r), starlark.MakeInt(b.p.world), torch}, nil)
 		return script.Stopped(th, err)
 	})
-	if err := w.run(tgt); err != nil {
+}
+
+func (b *hostBench) failure(w *world, err error) error {
+	return failure.Sim(err, w.procNote, w.faultsHeld())
+}
+
+// finish counts what torch.check found wrong: the run is verified when
+// the bench checked and nothing was wrong.
+func (b *hostBench) finish(w *world, runErr error) (*report.Result, error) {
+	if runErr != nil {
 		var f *report.Failure
-		if errors.As(initErr, &f) {
+		if errors.As(b.initErr, &f) {
 			return nil, f
 		}
-		return nil, err
+		return nil, runErr
 	}
-	res := w.result(p, count, stats)
-	res.Wrong, res.FirstWrong = wrong, first
-	res.Verified = checks > 0 && wrong == 0
-	if err := w.phase2(p, res); err != nil {
-		return nil, err
-	}
-	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
-	if p.opts.ExportChakra != nil {
-		if err := exportChakra(p, w, res); err != nil {
-			return nil, err
-		}
-	}
+	res := w.result(b.p, b.count, b.stats)
+	res.Wrong, res.FirstWrong = b.wrong, b.first
+	res.Verified = b.checks > 0 && b.wrong == 0
 	return res, nil
 }
 
-// BenchFile is the path of a named bench in benches/; a name that is a
-// path already (it has a folder or ends in .star) is used as given, so an
-// absolute path is not turned into benches/ABS.star.
-func BenchFile(name string) string {
-	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) || strings.HasSuffix(name, ".star") {
-		return name
+func (b *hostBench) export(w *world, res *report.Result) error {
+	if b.p.opts.ExportChakra != nil {
+		return exportChakra(b.p, w, res)
 	}
-	return filepath.Join("benches", name+".star")
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
@@ -104,23 +105,27 @@ func RunL3(mainFn starlark.Callable, th *starlark.Thread, sets []string, embedde
 	return err
 }
 
-// l3ProcError is a failure raised while an L3 or L2 process ran.
-type l3ProcError struct {
-	proc string
-	err  error
+// l3Bench is an L3 bench's run: main(orch) as the L3 host process, the
+// L2 work it submits as further processes.
+type l3Bench struct {
+	p         *plan
+	mainFn    starlark.Callable
+	newThread func(string) *starlark.Thread
+
+	hub     *l3l2.Hub
+	rt      *orch.Runtime
+	stats   tl.Stats
+	mainEnd sim.Time
 }
 
-func (e *l3ProcError) Error() string { return e.proc + ": " + e.err.Error() }
-func (e *l3ProcError) Unwrap() error { return e.err }
-
 func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThread func(string) *starlark.Thread, opts Options) (*report.Result, error) {
-	set := cfg.Defaults
 	p := &plan{opts: opts, world: 1}
-	w, err := newWorld(p, cfg, set)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
+	return simulate(p, cfg, cfg.Defaults, &l3Bench{p: p, mainFn: mainFn, newThread: newThread})
+}
+
+// setUp puts the L3-L2 hub on the machine.
+func (b *l3Bench) setUp(w *world) error {
+	set := w.set
 	bp := machine.Sleep
 	if set.Backpressure == "poll" {
 		bp = machine.Poll
@@ -128,26 +133,42 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	hub, err := l3l2.NewHub(w.m, l3l2.Options{Backpressure: bp, PollInterval: sim.Time(set.PollIntervalNs) * sim.Nanosecond})
 	if err != nil {
 		w.s.Close()
-		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
-	var stats tl.Stats
-	stop := func(proc *sim.Proc, err error) {
-		if err != nil && !errors.Is(err, sim.ErrKilled) {
-			w.s.Stop(&l3ProcError{proc: proc.Name, err: err})
-		}
+	b.hub = hub
+	b.rt = &orch.Runtime{Hub: hub, NewThread: b.newThread, KernelKey: kernelKey, Stats: &b.stats, OnError: func(proc *sim.Proc, err error) { b.stop(w, proc, err) }}
+	// L2 calls return None/False on failure, also when the run ended
+	// under them: a script looping on them must be cancelled to unwind.
+	w.cancelBlocked = true
+	return nil
+}
+
+// stop ends the run at a process's error.
+func (b *l3Bench) stop(w *world, proc *sim.Proc, err error) {
+	if err != nil && !errors.Is(err, sim.ErrKilled) {
+		w.s.Stop(&failure.ProcError{Proc: proc.Name, Err: err})
 	}
-	rt := &orch.Runtime{Hub: hub, NewThread: newThread, KernelKey: kernelKey, Stats: &stats, OnError: stop}
-	w.snapshot()
-	th := newThread("l3 main")
-	var mainEnd sim.Time
+}
+
+// spawn starts main(orch).
+func (b *l3Bench) spawn(w *world) {
+	th := b.newThread("l3 main")
 	proc := w.s.Spawn("l3 main", func(proc *sim.Proc) {
 		orch.SetProc(th, proc)
-		_, err := starlark.Call(th, mainFn, starlark.Tuple{orch.New(rt)}, nil)
-		mainEnd = w.s.Now()
-		stop(proc, script.Stopped(th, err))
+		_, err := starlark.Call(th, b.mainFn, starlark.Tuple{orch.New(b.rt)}, nil)
+		b.mainEnd = w.s.Now()
+		b.stop(w, proc, script.Stopped(th, err))
 	})
 	proc.Data = th
-	runErr := w.runL3(set)
+}
+
+func (b *l3Bench) failure(_ *world, err error) error { return failure.L3(err) }
+
+// finish releases the hub's regions and reports L2 failures nobody saw and
+// work main left queued; the row is the simulated time and the operation
+// counts of the kernels launched from L2.
+func (b *l3Bench) finish(w *world, runErr error) (*report.Result, error) {
+	hub, p := b.hub, b.p
 	var unfinished []string
 	var unseen error
 	if runErr == nil {
@@ -176,59 +197,16 @@ func runL3Once(file string, mainFn starlark.Callable, cfg *config.Config, newThr
 	}
 	// The run ends when main and the last L2 process have returned (later
 	// events are bookkeeping such as the watchdog's check).
-	end := max(mainEnd, rt.L2End)
+	end := max(b.mainEnd, b.rt.L2End)
+	stats := b.stats
 	res := &report.Result{DType: "-", RedOp: "-", SimTimeNs: end.Ns(), Events: w.s.Events(), Verified: true, Unfinished: unfinished,
 		Ops: report.OpCounts{Send: stats.Send, Recv: stats.Recv, Load: stats.Load, Store: stats.Store, Math: stats.Math}}
 	res.Faults = report.FaultUses(w.m, end)
 	if p.opts.Detail && end > 0 {
 		res.Busiest = report.Busiest(w.m, end, 8)
 	}
-	if err := w.phase2(p, res); err != nil {
-		return nil, err
-	}
-	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
 	return res, nil
 }
 
-// l3Failure converts a failed L3 run into a Failure: errors raised in main
-// or an L2 function exit 4 with the kind taken from the error.
-func l3Failure(err error) error {
-	f := simFailure(err, "")
-	var pe *l3ProcError
-	if !errors.As(err, &pe) {
-		return f
-	}
-	report.WithKind(errkind.Of(pe.err), f)
-	f.Backtrace = script.Backtrace(pe.err)
-	f.Detail = script.Format(pe.err)
-	var ee *starlark.EvalError
-	if errors.As(pe.err, &ee) {
-		f.Msg = fmt.Sprintf("%s: %s", pe.proc, ee.Msg)
-		f.Detail = script.Traceback(pe.err)
-	}
-	return f
-}
-
-// runL3 simulates to the end like world.run, and before unwinding the
-// processes still alive it cancels their Starlark threads: L2 calls return
-// None/False on failure (also when the run ended under them), so a script
-// looping on them would otherwise never unwind.
-func (w *world) runL3(set config.Settings) error {
-	w.s.WaitWatchdog(sim.Time(set.DeadlockTimeoutNs) * sim.Nanosecond)
-	var failure error
-	if err := w.s.Run(); err != nil {
-		failure = l3Failure(w.memoryStop(err)) // reads the blocked processes before Close
-	}
-	for _, p := range w.s.Blocked() {
-		if th, ok := p.Data.(*starlark.Thread); ok {
-			script.Cancel(th, "the simulation ended")
-		}
-	}
-	w.s.Close()
-	if w.trace != nil {
-		if werr := w.writeTrace(); werr != nil && failure == nil {
-			return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
-		}
-	}
-	return w.writeFailedOplog(failure)
-}
+// export: an L3 bench exports nothing.
+func (b *l3Bench) export(*world, *report.Result) error { return nil }

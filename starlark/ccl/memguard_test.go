@@ -10,8 +10,8 @@ import (
 
 	"kernbench"
 	"kernbench/engine/dtype"
-	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/report"
 )
 
@@ -80,7 +80,7 @@ func TestCheckMemory(t *testing.T) {
 func TestCheckMemoryProbes(t *testing.T) {
 	rg := hostmem.Rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4}
 	const count = 1 << 20 // 4 MiB buffers
-	conf := testPlan(t, "allreduce", 8, Options{Verify: true}).estimateMemory(count, rg).Total()
+	conf := hostmem.Configured(testPlan(t, "allreduce", 8, Options{Verify: true}).memRun(count, admit.Modes{Verify: true}), rg).Total()
 	small := &hostmem.Counts{Ops: 1000}
 	oom := &hostmem.OutOfMemoryError{Held: 1 << 30, Limit: 1}
 	tests := []struct {
@@ -126,14 +126,6 @@ func TestCheckMemoryProbes(t *testing.T) {
 				t.Errorf("counted estimate names the configuration's %d, want %d", e.Configured, conf)
 			}
 		})
-	}
-}
-
-func TestFlagSize(t *testing.T) {
-	got := []string{flagSize(4 << 20), flagSize(1 << 30), flagSize(96 << 10), flagSize(1000), flagSize(3 << 19)}
-	want := []string{"4M", "1G", "96K", "1000", "1536K"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("flagSize (-want +got):\n%s", diff)
 	}
 }
 
@@ -215,31 +207,5 @@ func TestEstimateMessagesBoundsShippedAlgorithms(t *testing.T) {
 				t.Errorf("estimated %d op_log records, %.1f times the %d logged (want at most %.1f times)", est, float64(est)/float64(got), got, c.maxRatio)
 			}
 		})
-	}
-}
-
-// A full_mesh world has world_size − 1 directions a rank: its set-up grows
-// as the square of the world, and the check before set-up counts them (a
-// 5000-rank full_mesh passed it on its ranks alone, 0.95 GiB under a
-// 1 GiB limit, and died with a Go fatal error building 25 million
-// directions). The same world as a ring is set up and estimated in full.
-func TestWorldCheckCountsDirections(t *testing.T) {
-	for _, tc := range []struct {
-		topology string
-		refused  bool
-		fit      string
-	}{
-		{"full_mesh", true, "alone fit up to 710)"},
-		{"ring_1d", false, ""},
-	} {
-		p := &plan{world: 5000, topology: tc.topology, opts: Options{MaxMemory: 1 << 30}}
-		err := p.checkWorldMemory(1)
-		if got := err != nil; got != tc.refused {
-			t.Errorf("%s: checkWorldMemory = %v, want refused %v", tc.topology, err, tc.refused)
-			continue
-		}
-		if err != nil && (errkind.Of(err) != errkind.MemoryLimit || !strings.Contains(err.Error(), tc.fit)) {
-			t.Errorf("%s: %v, want a MemoryLimit refusal naming %q", tc.topology, err, tc.fit)
-		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"kernbench/engine/msccl"
 	"kernbench/engine/topology"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
@@ -78,9 +79,9 @@ func (h hintItems) Set(path string, value any) string {
 }
 
 // exportMSCCL writes the schedule that rec recorded of the run of the
-// plan p at count, with the bench b on the queue pairs g, to w
+// plan p at count, with the bench's buffers b on the queue pairs g, to w
 // (--export-msccl): what cannot be written is an ExportError.
-func exportMSCCL(rec *mscclio.Recorder, p *plan, b *bench, g *machine.Group, count int64, w io.Writer) error {
+func exportMSCCL(rec *mscclio.Recorder, p *plan, b *buffers, g *machine.Group, count int64, w io.Writer) error {
 	var send, recv []machine.Region
 	for r := range b.send {
 		send, recv = append(send, b.send[r].Reg), append(recv, b.recv[r].Reg)
@@ -139,7 +140,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	loader := &script.Loader{Src: src, Search: "algorithms", MaxSteps: opts.MaxSteps, Stderr: opts.Stderr, Predeclared: orch.Predeclared(), PrintPrefix: printPrefix}
 	globals, err := loader.Load(mscclio.RunnerName)
 	if err != nil {
-		return nil, loadFailure(err)
+		return nil, failure.Load(err)
 	}
 	kernel, err := target.EntryPoint(globals, mscclio.RunnerName, "kernel")
 	if err != nil {

@@ -4,16 +4,11 @@ package ccl
 // and the sweep over sizes, in order or in parallel (-j).
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 
 	"go.starlark.net/starlark"
 
@@ -25,15 +20,13 @@ import (
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
+	"kernbench/starlark/sweep"
 	"kernbench/starlark/target"
 )
 
-// sweep runs one simulation per size and collects the report; only the
-// last size records a timeline (one trace document per run). With
-// opts.Jobs > 1 and a loader, up to Jobs sizes run at once, each on its own
-// machine, writing its print output, op_log, CCL trace and pointer dumps
-// into buffers that are copied out in size order: the report and every
-// output are byte for byte those of a sequential sweep.
+// sweep runs one simulation per size (starlark/sweep: in order, or with
+// opts.Jobs > 1 and a loader up to Jobs at once, each on its own
+// machine) and collects the report.
 func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error)) (*report.Report, error) {
 	rep := &report.Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.Settings.BufferKind, Backpressure: tgt.Settings.Backpressure, DataSpace: p.dataSpace.String(),
@@ -58,35 +51,35 @@ func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, onc
 			return rep, err
 		}
 	}
-	deliver := func(res *report.Result) {
-		rep.Results = append(rep.Results, *res)
-		if p.opts.OnResult != nil {
-			p.opts.OnResult(res)
-		}
+	jobs := p.opts.Jobs
+	if loader == nil {
+		jobs = 1 // a host bench's sizes share its loader
 	}
-	if p.opts.Jobs > 1 && loader != nil && len(p.counts) > 1 {
-		return rep, p.parallelSweep(loader, once, deliver)
+	sw := &sweep.Sweep{Counts: p.counts, Jobs: jobs, Progress: p.opts.Progress, Refused: p.refusedRow,
+		Out: sweep.Outputs{Stderr: p.opts.Stderr, OpLog: p.opts.OpLog, CCLTrace: p.opts.CCLTrace, DumpPointers: p.opts.DumpPointers, Trace: p.opts.Trace},
+		Size: func(count int64, out sweep.Outputs, own bool) (*report.Result, error) {
+			pp := *p
+			pp.opts.Stderr, pp.opts.OpLog, pp.opts.CCLTrace, pp.opts.DumpPointers, pp.opts.Trace = out.Stderr, out.OpLog, out.CCLTrace, out.DumpPointers, out.Trace
+			l := loader
+			if own {
+				lc := *loader
+				lc.Stderr = out.Stderr
+				l = &lc
+			}
+			return once(&pp, l, count)
+		},
+		Deliver: func(res *report.Result) {
+			rep.Results = append(rep.Results, *res)
+			if p.opts.OnResult != nil {
+				p.opts.OnResult(res)
+			}
+		}}
+	if sw.Parallel() {
+		// --max-memory is shared between the sizes running at once.
+		p.budget = hostmem.NewBudget(p.opts.MaxMemory)
+		defer func() { p.budget = nil }()
 	}
-	traceOut := p.opts.Trace
-	defer func() { p.opts.Trace = traceOut }()
-	for i, count := range p.counts {
-		if p.opts.Progress != nil {
-			p.opts.Progress(i, len(p.counts), count)
-		}
-		p.opts.Trace = nil
-		if i == len(p.counts)-1 {
-			p.opts.Trace = traceOut
-		}
-		res, err := once(p, loader, count)
-		if row := p.refusedRow(count, err); row != nil {
-			res, err = row, nil
-		}
-		if err != nil {
-			return rep, err
-		}
-		deliver(res)
-	}
-	return rep, nil
+	return rep, sw.Run()
 }
 
 // refusedRow is the row of a size the memory guard refused, when the run
@@ -100,120 +93,6 @@ func (p *plan) refusedRow(count int64, err error) *report.Result {
 	row.Refused = ref
 	return row
 }
-
-// InternalError is a panic (a bug in kernbench) caught on a goroutine of
-// its own and carried to the caller with the goroutine's backtrace.
-type InternalError struct {
-	Value any
-	Stack []byte
-}
-
-func (e *InternalError) Error() string { return fmt.Sprintf("internal error: %v", e.Value) }
-
-// pointOutput is what one size of a parallel sweep wrote.
-type pointOutput struct {
-	stderr, oplog, cclTrace, dump bytes.Buffer
-	res                           *report.Result
-	err                           error
-	done                          chan struct{}
-}
-
-// parallelSweep runs the sizes Jobs at a time and delivers them in order;
-// at the first size that fails (in size order) it stops starting new ones
-// and returns that error after the sizes before it are delivered.
-func (p *plan) parallelSweep(loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error), deliver func(*report.Result)) error {
-	n := len(p.counts)
-	points := make([]*pointOutput, n)
-	for i := range points {
-		points[i] = &pointOutput{done: make(chan struct{})}
-	}
-	slots := make(chan struct{}, p.opts.Jobs)
-	stop := make(chan struct{})
-	p.budget = hostmem.NewBudget(p.opts.MaxMemory)
-	defer func() { p.budget = nil }()
-	var wg sync.WaitGroup
-	go func() {
-		for i, count := range p.counts {
-			select {
-			case slots <- struct{}{}:
-			case <-stop:
-				for ; i < n; i++ {
-					points[i].err = errSweepStopped
-					close(points[i].done)
-				}
-				return
-			}
-			wg.Add(1)
-			go func(i int, count int64, out *pointOutput) {
-				defer wg.Done()
-				defer func() { <-slots }()
-				defer close(out.done)
-				// A panic here would kill the process past the CLI's error
-				// boundary: carry it to the delivering goroutine instead.
-				defer func() {
-					if r := recover(); r != nil {
-						out.err = &InternalError{Value: r, Stack: debug.Stack()}
-					}
-				}()
-				pp := *p
-				pp.opts.Stderr = &out.stderr
-				if pp.opts.OpLog != nil {
-					pp.opts.OpLog = &out.oplog
-				}
-				if pp.opts.CCLTrace != nil {
-					pp.opts.CCLTrace = &out.cclTrace
-				}
-				if pp.opts.DumpPointers != nil {
-					pp.opts.DumpPointers = &out.dump
-				}
-				if i != n-1 {
-					pp.opts.Trace = nil
-				}
-				lc := *loader
-				lc.Stderr = &out.stderr
-				out.res, out.err = once(&pp, &lc, count)
-			}(i, count, points[i])
-		}
-	}()
-	var firstErr error
-	for i, out := range points {
-		if p.opts.Progress != nil && firstErr == nil {
-			p.opts.Progress(i, n, p.counts[i])
-		}
-		<-out.done
-		if firstErr != nil {
-			continue
-		}
-		if ie := (*InternalError)(nil); errors.As(out.err, &ie) {
-			close(stop)
-			wg.Wait()
-			panic(ie) // to the CLI's error boundary, as in a sequential sweep
-		}
-		for _, c := range []struct {
-			buf *bytes.Buffer
-			w   io.Writer
-		}{{&out.stderr, p.opts.Stderr}, {&out.oplog, p.opts.OpLog}, {&out.cclTrace, p.opts.CCLTrace}, {&out.dump, p.opts.DumpPointers}} {
-			if c.w != nil && c.buf.Len() > 0 {
-				_, _ = c.w.Write(c.buf.Bytes())
-			}
-		}
-		if row := p.refusedRow(p.counts[i], out.err); row != nil {
-			out.res, out.err = row, nil
-		}
-		if out.err != nil {
-			firstErr = out.err
-			close(stop)
-			continue
-		}
-		deliver(out.res)
-	}
-	wg.Wait()
-	return firstErr
-}
-
-// errSweepStopped marks sizes a parallel sweep did not start because an
-// earlier size failed.
-var errSweepStopped = errors.New("not run: an earlier size failed")
 
 type plan struct {
 	algoName  string
@@ -380,22 +259,9 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 	if opts.ExportMSCCL != nil && len(p.counts) != 1 {
 		return nil, usage("--export-msccl writes the schedule of one size; got %d sizes", len(p.counts))
 	}
-	if tgt.Entry != nil {
-		keys := make([]string, 0, len(tgt.Entry.Params))
-		for k := range tgt.Entry.Params {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			v, err := toStarlark(tgt.Entry.Params[k])
-			if err != nil {
-				return nil, usage("%s: algorithms.%s.params.%s: %v", tgt.Settings.Algorithm, tgt.Name, k, err)
-			}
-			if k == "root" {
-				continue // passed below, after --root is applied
-			}
-			p.params = append(p.params, starlark.Tuple{starlark.String(k), v})
-		}
+	// The entry's root is passed below, after --root is applied.
+	if p.params, err = tgt.Params("root"); err != nil {
+		return nil, usage("%v", err)
 	}
 	// Extra params (mock runs) replace same-named entry params.
 	for _, kv := range opts.Params {
@@ -412,47 +278,4 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		p.params = append(p.params, starlark.Tuple{starlark.String("root"), starlark.MakeInt(p.root)})
 	}
 	return p, nil
-}
-
-func toStarlark(v any) (starlark.Value, error) {
-	switch v := v.(type) {
-	case nil:
-		return starlark.None, nil
-	case bool:
-		return starlark.Bool(v), nil
-	case int64:
-		return starlark.MakeInt64(v), nil
-	case int:
-		return starlark.MakeInt(v), nil
-	case float64:
-		return starlark.Float(v), nil
-	case string:
-		return starlark.String(v), nil
-	case []any:
-		out := make([]starlark.Value, len(v))
-		for i, x := range v {
-			sv, err := toStarlark(x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = sv
-		}
-		return starlark.NewList(out), nil
-	case map[string]any:
-		d := starlark.NewDict(len(v))
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			sv, err := toStarlark(v[k])
-			if err != nil {
-				return nil, err
-			}
-			_ = d.SetKey(starlark.String(k), sv)
-		}
-		return d, nil
-	}
-	return nil, fmt.Errorf("unsupported value %v (%T)", v, v)
 }

@@ -5,6 +5,7 @@ package ccl
 
 import (
 	"kernbench/engine/sim"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/report"
 	"kernbench/starlark/tl"
 	"kernbench/starlark/wiring"
@@ -60,34 +61,6 @@ func (w *world) result(p *plan, count int64, stats []tl.Stats) *report.Result {
 		}
 		res.OpLog = report.NewOpLogCost(w.m.Log, res.Ops.Send)
 	}
-	res.Counts = countsOf(res.Ops, stats)
+	res.Counts = admit.Counts(res.Ops, stats)
 	return res
-}
-
-// rangeBuilder merges the increasing wrong indices of one rank into
-// ranges of consecutive indices with the same sentinel state.
-type rangeBuilder struct {
-	rw         report.RankWrong
-	isSentinel func(i int) bool // nil: the buffer had no sentinel (in place)
-	open       bool             // a run is under way (kept or only counted)
-	end        int
-	sentinel   bool
-}
-
-func (b *rangeBuilder) add(i int) {
-	b.rw.Wrong++
-	s := b.isSentinel != nil && b.isSentinel(i)
-	if b.open && b.end == i && b.sentinel == s {
-		b.end++
-		if b.rw.More == 0 {
-			b.rw.Ranges[len(b.rw.Ranges)-1].End++
-		}
-		return
-	}
-	b.open, b.end, b.sentinel = true, i+1, s
-	if len(b.rw.Ranges) < report.MaxWrongRanges {
-		b.rw.Ranges = append(b.rw.Ranges, report.WrongRange{Start: i, End: i + 1, Sentinel: s})
-	} else {
-		b.rw.More++
-	}
 }

@@ -1,12 +1,14 @@
 // Package ccl is the run path, its one job: from a `kernbench run`'s
 // options to a filled report. It resolves the run (starlark/target),
-// plans the sizes and sweeps them, builds a world per size (the
-// machine and maps of starlark/wiring, the IPCQ process group), runs the
-// kernels through a bench (the builtin collective bench, a host bench, an
-// L3 bench or an MSCCL schedule, all on the same world), verifies the
-// result against the collective's definition, replays phase 2 and fills
-// the report (starlark/report). kernbench check (starlark/check) plans
-// through it (PlanKernel) without simulating.
+// plans its sizes and sweeps them (starlark/sweep), and runs each size as
+// a bench on a fresh world (once.go: the machine and maps of
+// starlark/wiring, the IPCQ process group, the pre-run image, phase 2).
+// A bench is one kind of run behind one interface: the builtin collective
+// bench (its buffers and the collective's reference; MSCCL schedules and
+// the mock run through it), a host bench or an L3 bench. What stopped a
+// run becomes its failure through starlark/failure, and a size is
+// admitted under --max-memory by starlark/hostmem/admit. kernbench check
+// (starlark/check) plans through it (PlanKernel) without simulating.
 package ccl
 
 import (
@@ -15,18 +17,15 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/chakra"
-	"kernbench/engine/config"
-	"kernbench/engine/machine"
 	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/hostmem"
-	"kernbench/starlark/mscclio"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
@@ -203,7 +202,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	defer release()
 	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return nil, testFileHint(tgt.File, loadFailure(err))
+		return nil, testFileHint(tgt.File, failure.Load(err))
 	}
 	if v, ok := globals["run_rank"]; ok {
 		rr, ok := v.(starlark.Callable)
@@ -241,7 +240,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if problems := callProblems(kernel, pl, cfg.File, tgt); len(problems) > 0 {
+	if problems := tgt.CallProblems(kernel, pl.call(cfg.File)); len(problems) > 0 {
 		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}
 	return pl.sweep(tgt, tgt.File, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
@@ -276,173 +275,3 @@ func printPrefix(th *starlark.Thread) string {
 	}
 	return ""
 }
-
-// stepLimit turns a failure caused by the Starlark step limit, the
-// wall-clock timeout or the memory watch outside a kernel (a module's top level, neighbors())
-// into a step-limit or timeout failure: exit 3 and the hint, as inside
-// kernels.
-func stepLimit(f *report.Failure) *report.Failure {
-	var ee *starlark.EvalError
-	if !errors.As(f.Err, &ee) {
-		return f
-	}
-	switch k := errkind.Of(f.Err); k {
-	case errkind.HostMemory:
-		// The reason names the limit and what to try.
-		report.WithKind(k, f)
-		f.Msg = strings.TrimPrefix(ee.Msg, "Starlark computation cancelled: ")
-		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
-	case errkind.StepLimit, errkind.Timeout:
-		flag := "--max-steps"
-		if k == errkind.Timeout {
-			flag = "--timeout"
-		}
-		report.WithKind(k, f)
-		f.Msg = ee.Msg + " (raise " + flag + " if the script is meant to run this long)"
-		f.Detail, f.Backtrace = script.Traceback(ee), script.Backtrace(ee)
-	}
-	return f
-}
-
-// simulateOnce simulates one size of the builtin collective bench.
-func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
-	w, err := newWorld(p, cfg, tgt.Settings)
-	if err != nil {
-		return nil, err
-	}
-	w.procNote = p.procNote
-	defer w.close()
-	if err := w.install(p, tgt, loader, hook); err != nil {
-		return nil, err
-	}
-	var est hostmem.Estimate
-	if err := checkFits(p, w.m, count); err != nil {
-		return nil, err
-	}
-	if buffersFit(p, w.m, count) {
-		probe := func() (*hostmem.Counts, error) {
-			q := *p
-			q.opts = silent(p.opts)
-			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
-			q.budget = nil
-			res, err := simulateOnce(&q, cfg, tgt, quiet(loader, q.opts), kernel, hook, count)
-			// What the probe held goes back before the run allocates.
-			debug.FreeOSMemory()
-			if err != nil {
-				return nil, err
-			}
-			return res.Counts, nil
-		}
-		if est, err = p.checkMemory(count, ringsOf(w.g), probe); err != nil {
-			return nil, err
-		}
-	}
-	defer p.budget.Acquire(est.Total())()
-	b, err := newBench(p, w.m, count)
-	if err != nil {
-		return nil, err
-	}
-	stats := make([]tl.Stats, p.world)
-	w.snapshot()
-	b.keepSentinels(w)
-	var rec *mscclio.Recorder
-	if p.opts.ExportMSCCL != nil {
-		rec = mscclio.NewRecorder(p.world)
-	}
-	// One pool of recycled handles for all ranks: the handle a rank's
-	// load reuses is the one recycled last, still in cache.
-	handles := &tl.HandlePool{}
-	if p.opts.probe {
-		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
-		defer r.Close()
-		for i := range stats {
-			stats[i].Retained = r
-		}
-	}
-	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles, MaxSteps: p.opts.MaxSteps,
-			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
-				th := loader.NewThread(name)
-				th.SetLocal(kernelKey, t)
-				th.SetLocal(tl.ViewsKey, t)
-				return th
-			},
-			Fail: func(err error) { w.s.Stop(&rankError{rank: r, err: err}) }}
-		if loader.MemoryWatch != nil {
-			// Tiles are refused before they pass --max-memory.
-			kt.NoteAlloc = hostmem.NoteAlloc
-		}
-		if rec != nil {
-			kt.Rec = rec
-		}
-		k := tl.New(kt)
-		th.SetLocal(kernelKey, k)
-		th.SetLocal(tl.ViewsKey, k)
-		args := starlark.Tuple{b.send[r], b.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
-		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
-		_, err := starlark.Call(th, kernel, args, kw)
-		err = script.Stopped(th, err)
-		stats[r].Steps += int64(th.ExecutionSteps())
-		if err == nil {
-			err = k.Finish()
-		} else {
-			k.Release()
-		}
-		return err
-	})
-	if duringPhase1 != nil {
-		duringPhase1(w.m, b.send)
-	}
-	if err := w.run(tgt); err != nil {
-		return nil, err
-	}
-	if afterPhase1 != nil {
-		afterPhase1(w.m)
-	}
-	b.keepInputs(w)
-	res := w.result(p, count, stats)
-	if p.opts.Detail {
-		res.HostMemory = &est
-	}
-	if p.opts.Verify && !p.opts.TimingOnly {
-		b.verify(res)
-	}
-	if p.opts.KeepOutputs && !p.opts.TimingOnly {
-		for _, r := range b.recv {
-			res.Outputs = append(res.Outputs, append([]byte(nil), r.Reg.View()...))
-		}
-	}
-	if err := w.phase2(p, res); err != nil {
-		return nil, err
-	}
-	res.Verified = res.Verified && (res.Phase2Match == nil || *res.Phase2Match)
-	if rec != nil {
-		if err := exportMSCCL(rec, p, b, w.g, count, p.opts.ExportMSCCL); err != nil {
-			return nil, err
-		}
-	}
-	if p.opts.ExportChakra != nil {
-		if err := exportChakra(p, w, res); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
-}
-
-// duringPhase1, when set (tests only), runs before the kernels start,
-// e.g. to schedule a change of memory behind the op_log's back.
-var duringPhase1 func(m *machine.Machine, send []*tl.Ptr)
-
-// afterPhase1, when set (tests only), runs on the machine after the kernels
-// and before the checks, e.g. to change memory behind the op_log's back.
-var afterPhase1 func(m *machine.Machine)
-
-// rankError is a failure raised while rank's kernel ran.
-type rankError struct {
-	rank int
-	proc *sim.Proc // the rank's process, when the error is its own
-	err  error
-}
-
-func (e *rankError) Error() string { return fmt.Sprintf("rank %d: %v", e.rank, e.err) }
-func (e *rankError) Unwrap() error { return e.err }

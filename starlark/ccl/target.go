@@ -59,11 +59,6 @@ func Resolve(arg string, opts Options, check bool) (algorithm string, err error)
 // tl.Kernel.
 const kernelKey = "kernbench.kernel"
 
-// loadFailure is a module's load error as a LoadError failure.
-func loadFailure(err error) error {
-	return stepLimit(report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: script.Format(err), Err: err}))
-}
-
 // given is what of o decides whether its --set and --vary items take
 // effect (target.Given).
 func (o Options) given() target.Given {

@@ -17,7 +17,9 @@ import (
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
 	"kernbench/starlark/errkind"
+	"kernbench/starlark/failure"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/target"
@@ -30,6 +32,7 @@ type world struct {
 	s        *sim.Sim
 	m        *machine.Machine
 	sys      config.System // the machine description (neighbors(location=, machine=))
+	set      config.Settings
 	g        *machine.Group
 	trace    *trace.Recorder
 	traceOut io.Writer
@@ -59,10 +62,25 @@ type world struct {
 	// procNote adds a line about a blocked process to deadlock reports
 	// (an MSCCL run names the step each thread block is at).
 	procNote func(p *sim.Proc) string
+	// cancelBlocked: run cancels the Starlark threads of the processes
+	// still blocked before unwinding them (an L3 bench: L2 calls return
+	// None/False on failure, also when the run ended under them, so a
+	// script looping on them would otherwise never unwind).
+	cancelBlocked bool
+	// closers are what a bench holds for the run's length (atClose).
+	closers []func()
 }
+
+// atClose has close call f, before what close releases of its own
+// (closers in the reverse order of their calls).
+func (w *world) atClose(f func()) { w.closers = append(w.closers, f) }
 
 // close ends the world's hold on the collector's settings.
 func (w *world) close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+	w.closers = nil
 	if w.releaseHeap != nil {
 		w.releaseHeap()
 		w.releaseHeap = nil
@@ -115,7 +133,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if err := mp.Holds(p.world); err != nil {
 		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
-	if err := p.checkWorldMemory(set.Channels); err != nil {
+	if err := admit.World(p.world, p.topology, set.Channels, p.opts.MaxMemory, p.opts.MaxMemoryIsDefault); err != nil {
 		return nil, err
 	}
 	if err := m.Place(p.world); err != nil {
@@ -130,7 +148,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 			tl.WatchOrigins(m)
 		}
 	}
-	w := &world{s: s, m: m, sys: cfg.System, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
+	w := &world{s: s, m: m, sys: cfg.System, set: set, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
 		verifies: p.opts.Verify}
 	w.installGuard(p.opts.MaxMemory, p.opts.MaxMemoryIsDefault)
 	if p.opts.Trace != nil {
@@ -241,7 +259,7 @@ func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook
 		if errors.As(err, &ee) {
 			f.Msg, f.Detail, f.Backtrace = err.Error(), script.Traceback(ee), script.Backtrace(ee)
 		}
-		return stepLimit(f)
+		return failure.StepLimit(f)
 	}
 	icfg, err := wiring.IPCQConfig(set)
 	if err != nil {
@@ -269,13 +287,15 @@ func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook
 	return nil
 }
 
-// run simulates to the end, converting a failed run into a Failure.
-func (w *world) run(tgt *target.Target) error {
-	w.s.WaitWatchdog(sim.Time(tgt.Settings.DeadlockTimeoutNs) * sim.Nanosecond)
+// run simulates to the end; failed turns the error that ended a failed
+// run into its failure (the bench's; the memory watch's stop is the
+// guard's first).
+func (w *world) run(failed func(error) error) error {
+	w.s.WaitWatchdog(sim.Time(w.set.DeadlockTimeoutNs) * sim.Nanosecond)
 	var failure error
 	if err := w.s.Run(); err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = simFailureNoted(w.memoryStop(err), tgt.File, w.procNote, w.faultsHeld())
+		failure = failed(w.memoryStop(err))
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
 			kind := errkind.Invariant
@@ -295,6 +315,13 @@ func (w *world) run(tgt *target.Target) error {
 			fmt.Fprintln(w.dump, "# queue pair pointers when the run stopped")
 		}
 		w.g.DumpPointers(w.dump)
+	}
+	if w.cancelBlocked {
+		for _, p := range w.s.Blocked() {
+			if th, ok := p.Data.(*starlark.Thread); ok {
+				script.Cancel(th, "the simulation ended")
+			}
+		}
 	}
 	w.s.Close()
 	if w.trace != nil {
@@ -320,7 +347,7 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 			finish[r] = w.s.Now()
 			w.spent[r] = proc.Spent
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
-				w.s.Stop(&rankError{rank: r, proc: proc, err: err})
+				w.s.Stop(&failure.RankError{Rank: r, Proc: proc, Err: err})
 			}
 		})
 		proc.Data = th

@@ -27,6 +27,7 @@ import (
 	"kernbench/engine/topology"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/lint"
 	"kernbench/starlark/orch"
 	"kernbench/starlark/script"
@@ -135,7 +136,7 @@ func Run(file string, o Options) []string {
 			}
 		}
 		kernelFn = fn
-		for _, p := range ccl.KernelSignature(fn, params) {
+		for _, p := range target.KernelSignature(fn, params) {
 			add(fn.Position(), "%s", p)
 		}
 	}
@@ -454,7 +455,7 @@ func writeMap(w io.Writer, tgt *target.Target, topo string, links [][]machine.Li
 // its ranks and directions alone pass the memory kernbench may use (the
 // default --max-memory); "" when it may.
 func setUpTooLarge(topo string, w, channels int) string {
-	need, limit := hostmem.SatAdd(ccl.WorldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
+	need, limit := hostmem.SatAdd(admit.WorldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
 	if limit <= 0 || need <= limit {
 		return ""
 	}

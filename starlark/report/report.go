@@ -1,7 +1,8 @@
 // Package report holds what a run reports, and only that: the report and
 // its rows (the shape of --json), failures with their kind and exit
-// status, wrong-element ranges, resource use, where the time went, the
-// faults a run met, a phase-2 diagnosis and the memory guard's refusals.
+// status, wrong-element ranges and their merging, resource use, where
+// the time went, the faults a run met, a phase-2 diagnosis and the memory
+// guard's refusals.
 // starlark/ccl fills these types; cmd/kernbench renders them.
 package report
 
@@ -244,6 +245,36 @@ type WrongRange struct {
 
 // MaxWrongRanges bounds the ranges kept per rank (RankWrong.More counts the rest).
 const MaxWrongRanges = 16
+
+// WrongRanges merges the increasing wrong indices of one rank, given to
+// Add, into its RankWrong: ranges of consecutive indices with the same
+// sentinel state.
+type WrongRanges struct {
+	RankWrong
+	IsSentinel func(i int) bool // nil: the buffer had no sentinel (in place)
+	open       bool             // a run is under way (kept or only counted)
+	end        int
+	sentinel   bool
+}
+
+// Add counts wrong element i (indices come in increasing order).
+func (b *WrongRanges) Add(i int) {
+	b.RankWrong.Wrong++
+	s := b.IsSentinel != nil && b.IsSentinel(i)
+	if b.open && b.end == i && b.sentinel == s {
+		b.end++
+		if b.RankWrong.More == 0 {
+			b.RankWrong.Ranges[len(b.RankWrong.Ranges)-1].End++
+		}
+		return
+	}
+	b.open, b.end, b.sentinel = true, i+1, s
+	if len(b.RankWrong.Ranges) < MaxWrongRanges {
+		b.RankWrong.Ranges = append(b.RankWrong.Ranges, WrongRange{Start: i, End: i + 1, Sentinel: s})
+	} else {
+		b.RankWrong.More++
+	}
+}
 
 // ErrorOut is the error object of the JSON report.
 type ErrorOut struct {

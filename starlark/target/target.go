@@ -1,9 +1,11 @@
 // Package target resolves what a run means before anything of it is
 // built, and nothing else: the configuration (--config or ./ccl.yaml over
 // the embedded default, with --set), which module file and ccl.yaml entry
-// an argument names, its entry points, the --set and --vary items that
-// cannot take effect, and the settings to name when a run stops for want
-// of ring or staging memory. starlark/ccl resolves every run through it.
+// an argument names, its entry points, the entry's params as keyword
+// arguments and whether its kernel takes what the benches pass, the --set
+// and --vary items that cannot take effect, and the settings to name
+// when a run stops for want of ring or staging memory. starlark/ccl
+// resolves every run through it.
 package target
 
 import (

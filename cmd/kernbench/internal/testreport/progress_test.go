@@ -1,4 +1,4 @@
-package main
+package testreport
 
 import (
 	"testing"
@@ -26,23 +26,23 @@ func TestTestProgress(t *testing.T) {
 	ticks := make(chan time.Time)
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := t0
-	p := startTestProgress(lines, ticks, func() time.Time { return clock }, 10*time.Second)
+	p := StartProgress(lines, ticks, func() time.Time { return clock }, 10*time.Second)
 	at := func(d time.Duration) { ticks <- t0.Add(d) }
-	p.start("a_test.star", "test_slow")
+	p.Start("a_test.star", "test_slow")
 	at(600 * time.Millisecond) // 0.6 s: not reported
 	at(9*time.Second + 900*time.Millisecond)
 	at(10*time.Second + 200*time.Millisecond) // reported once per period
 	at(11 * time.Second)
 	at(21*time.Second + 400*time.Millisecond)
 	at(22 * time.Second)
-	p.start("", "")
+	p.Start("", "")
 	at(30 * time.Second) // nothing runs: nothing said
 	clock = t0.Add(30*time.Second + 500*time.Millisecond)
-	p.start("a_test.star", "test_fast")
+	p.Start("a_test.star", "test_fast")
 	at(31*time.Second + 100*time.Millisecond) // 0.6 s into test_fast
 	at(40 * time.Second)                      // 9.5 s into it
 	at(41 * time.Second)                      // 10.5 s: reported
-	p.stop()
+	p.Stop()
 	close(lines)
 	var got []string
 	for l := range lines {

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64)
 
-package main
+package hugepages
 
 import (
 	"bytes"
@@ -51,8 +51,8 @@ var heapProbe = new([64]byte)
 // of 8M (26.5 s) took the same time either way.
 const collapseAfter = 30 * time.Second
 
-// adviseHugePages starts the scan and returns the function that stops it.
-func adviseHugePages() (stop func()) {
+// Advise starts the scan and returns the function that stops it.
+func Advise() (stop func()) {
 	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") || !thpOnRequest() {
 		return func() {}
 	}

@@ -1,8 +1,9 @@
-package main
+package compare
 
 import (
 	"bytes"
 	"fmt"
+	"kernbench/engine/config"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -13,12 +14,12 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// plotBusBW draws busbw against size, one line per run (a log2 size axis,
+// Plot draws busbw against size, one line per run (a log2 size axis,
 // as sweeps double), and returns the SVG. The legend goes below the
 // chart, where it can cover no line whatever the runs measured, and the
 // SVG grows with its entries; the chart keeps room on its right for half
 // of the last size label, which is centred on the axis's end.
-func plotBusBW(reps []labeled) ([]byte, error) {
+func Plot(reps []Labeled) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = plotTitle(reps)
 	p.X.Label.Text = "size per rank (bytes)"
@@ -34,11 +35,11 @@ func plotBusBW(reps []labeled) ([]byte, error) {
 	// then names none).
 	worlds := false
 	for _, l := range reps {
-		worlds = worlds || l.rep.WorldSize != reps[0].rep.WorldSize
+		worlds = worlds || l.Rep.WorldSize != reps[0].Rep.WorldSize
 	}
 	for i, l := range reps {
 		var pts plotter.XYs
-		for _, r := range l.rep.Results {
+		for _, r := range l.Rep.Results {
 			if r.Bytes > 0 && r.Refused == nil { // a log axis has no 0; a refused size has no busbw
 				pts = append(pts, plotter.XY{X: float64(r.Bytes), Y: r.BusBW})
 			}
@@ -48,15 +49,15 @@ func plotBusBW(reps []labeled) ([]byte, error) {
 		}
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", l.label, err)
+			return nil, fmt.Errorf("%s: %w", l.Label, err)
 		}
 		line.Color = plotutil.Color(i)
 		points.Color = plotutil.Color(i)
 		points.Shape = plotutil.Shape(i)
 		p.Add(line, points)
-		name := l.label
+		name := l.Label
 		if worlds {
-			name += fmt.Sprintf(" (%d ranks)", l.rep.WorldSize)
+			name += fmt.Sprintf(" (%d ranks)", l.Rep.WorldSize)
 		}
 		legend.Add(name, line, points)
 		lines++
@@ -114,40 +115,27 @@ func sizeTicks(min, max float64) []plot.Tick {
 		}
 		label := ""
 		if (e-lo)%step == 0 {
-			label = sizeLabel(int64(v))
+			label = config.FormatSize(int64(v))
 		}
 		ticks = append(ticks, plot.Tick{Value: v, Label: label})
 	}
 	return ticks
 }
 
-// sizeLabel is n in the units sizes are given in (4096 → 4K).
-func sizeLabel(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		size   int64
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
-		}
-	}
-	return fmt.Sprint(n)
-}
-
 // plotTitle names what the lines share, so a saved chart says what it
 // measured: "allreduce busbw, 8 ranks" (a part is left out when the runs
 // differ in it).
-func plotTitle(reps []labeled) string {
+func plotTitle(reps []Labeled) string {
 	title := "bus bandwidth"
 	if len(reps) == 0 {
 		return title
 	}
-	coll, world := reps[0].rep.Collective, reps[0].rep.WorldSize
+	coll, world := reps[0].Rep.Collective, reps[0].Rep.WorldSize
 	for _, l := range reps[1:] {
-		if l.rep.Collective != coll {
+		if l.Rep.Collective != coll {
 			coll = ""
 		}
-		if l.rep.WorldSize != world {
+		if l.Rep.WorldSize != world {
 			world = 0
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package output
 
 import (
 	"errors"
@@ -19,10 +19,10 @@ import (
 // the run, and so is a DIR whose parent is not a folder; the files are
 // created inside the new folder, each refusing to replace a file.
 
-// checkChakraDir refuses, before anything runs, an --export-chakra folder
+// CheckChakraDir refuses, before anything runs, an --export-chakra folder
 // the run could not create. several says the command runs more than one
 // algorithm or variant.
-func checkChakraDir(env script.Env, dir string, several bool) error {
+func CheckChakraDir(env script.Env, dir string, several bool) error {
 	switch dir {
 	case "":
 		return errors.New("--export-chakra: an empty folder name; give a folder that does not exist yet, such as chakra_out")
@@ -50,9 +50,9 @@ func checkChakraDir(env script.Env, dir string, several bool) error {
 	return nil
 }
 
-// writeChakraDir creates dir and writes the export's files into it; on a
+// WriteChakraDir creates dir and writes the export's files into it; on a
 // failure it removes what it made.
-func writeChakraDir(env script.Env, dir string, t *chakra.Trace) *report.Failure {
+func WriteChakraDir(env script.Env, dir string, t *chakra.Trace) *report.Failure {
 	fail := func(err error) *report.Failure {
 		return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: "--export-chakra: " + err.Error(), Err: err})
 	}

@@ -1,0 +1,206 @@
+// Package tune ranks the runs of `kernbench tune`, its one job: the
+// fastest run of each size (and by how much), the select: ranges of
+// sizes the winners make, and those ranges as ccl.yaml, as text and as an
+// exported schedule's byte range.
+package tune
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"kernbench/engine/config"
+	"kernbench/engine/msccl"
+	"slices"
+	"strings"
+)
+
+// Candidate is one run of a tune (a variant) at one size.
+type Candidate struct {
+	Label     string   // the variant's label, as the table names it
+	Algorithm string   // its ccl.yaml algorithm
+	Set       []string // its --vary items
+	TimeNs    float64  // simulated time
+}
+
+// Size is one size of the sweep and the runs that gave a right
+// result for it, in variant order.
+type Size struct {
+	Bytes      int64 // bytes per rank buffer, as --bytes gives them
+	Candidates []Candidate
+}
+
+// Winner is the fastest run at one size and the next fastest other
+// run (nil when only one ran).
+type Winner struct {
+	Bytes    int64
+	Best     Candidate
+	RunnerUp *Candidate
+}
+
+// PickWinners is the fastest candidate of each size, the first in
+// variant order on a tie; a size no run finished right has no winner.
+func PickWinners(sizes []Size) []Winner {
+	var out []Winner
+	for _, s := range sizes {
+		if len(s.Candidates) == 0 {
+			continue
+		}
+		order := slices.Clone(s.Candidates)
+		slices.SortStableFunc(order, func(a, b Candidate) int {
+			switch {
+			case a.TimeNs < b.TimeNs:
+				return -1
+			case a.TimeNs > b.TimeNs:
+				return 1
+			}
+			return 0
+		})
+		w := Winner{Bytes: s.Bytes, Best: order[0]}
+		if len(order) > 1 {
+			w.RunnerUp = &order[1]
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// Margin is how the winner beats the runner-up: "1.23× faster than
+// ring_allreduce".
+func (w Winner) Margin() string {
+	switch {
+	case w.RunnerUp == nil:
+		return "the only run"
+	case w.RunnerUp.TimeNs == w.Best.TimeNs:
+		return fmt.Sprintf("tied with %s (the first listed wins)", w.RunnerUp.Label)
+	case w.RunnerUp.TimeNs < w.Best.TimeNs*1.005:
+		// A closer race than two decimals show.
+		return fmt.Sprintf("%.4f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
+	}
+	return fmt.Sprintf("%.2f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
+}
+
+// SelectRanges turns the winners of a sweep's sizes (sweep: all its
+// sizes, ascending, of which winners may hold a shard's) into ranges
+// of sizes: each measured size wins from itself up to the next size of
+// the sweep, the smallest from 0 and the largest with no upper bound.
+// Adjacent ranges with the same algorithm and settings are one.
+func SelectRanges(sweep []int64, winners []Winner) []config.SelectRange {
+	var out []config.SelectRange
+	for _, w := range winners {
+		i := slices.Index(sweep, w.Bytes)
+		if i < 0 {
+			continue
+		}
+		r := config.SelectRange{MinBytes: w.Bytes, Algorithm: w.Best.Algorithm, Set: slices.Clone(w.Best.Set)}
+		if i == 0 {
+			r.MinBytes = 0
+		}
+		if i+1 < len(sweep) {
+			r.MaxBytes = sweep[i+1]
+		}
+		if n := len(out); n > 0 && out[n-1].MaxBytes == r.MinBytes && out[n-1].Algorithm == r.Algorithm && slices.Equal(out[n-1].Set, r.Set) {
+			out[n-1].MaxBytes = r.MaxBytes
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// SelectYAML is select: for one collective as a ccl.yaml fragment, under
+// comment lines (header, without the "# ").
+func SelectYAML(collective string, ranges []config.SelectRange, header []string) []byte {
+	var b bytes.Buffer
+	for _, h := range header {
+		fmt.Fprintf(&b, "# %s\n", h)
+	}
+	fmt.Fprintf(&b, "select:\n  %s:\n", collective)
+	for _, r := range ranges {
+		fmt.Fprintf(&b, "    - {min_bytes: %d", r.MinBytes)
+		if r.MaxBytes != 0 {
+			fmt.Fprintf(&b, ", max_bytes: %d", r.MaxBytes)
+		}
+		fmt.Fprintf(&b, ", algorithm: %s", r.Algorithm)
+		if len(r.Set) > 0 {
+			items := make([]string, len(r.Set))
+			for i, s := range r.Set {
+				q, _ := json.Marshal(s) // a JSON string is a YAML double-quoted one
+				items[i] = string(q)
+			}
+			fmt.Fprintf(&b, ", set: [%s]", strings.Join(items, ", "))
+		}
+		b.WriteString("}\n")
+	}
+	return b.Bytes()
+}
+
+// RangesText is the ranges on one line: "[0, 65536) rd_allreduce,
+// [65536, ∞) ring_allreduce".
+func RangesText(ranges []config.SelectRange) string {
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = r.RangeString() + " " + r.Algorithm
+		if len(r.Set) > 0 {
+			parts[i] += " " + strings.Join(r.Set, " ")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// SizesText is a sweep's sizes for a comment: "1024, 4096, …, 1048576".
+func SizesText(sweep []int64) string {
+	parts := make([]string, len(sweep))
+	for i, n := range sweep {
+		parts[i] = fmt.Sprint(n)
+	}
+	if len(parts) > 6 {
+		parts = append(parts[:3], "…", parts[len(parts)-1])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// SetRange gives the exported schedule in buf the byte range of r
+// (minBytes, maxBytes: MSCCL's runtime runs a schedule for the calls
+// whose size lies in its range).
+func SetRange(buf *bytes.Buffer, r config.SelectRange) error {
+	a, err := msccl.Parse("exported schedule", buf.Bytes())
+	if err != nil {
+		return err
+	}
+	a.MinBytes, a.MaxBytes = r.MinBytes, r.MaxBytes
+	buf.Reset()
+	return a.Write(buf)
+}
+
+// Algorithms are the algorithms a tune of collective runs: names,
+// each of the configuration and not of another collective, or else
+// every algorithm whose entry names collective.
+func Algorithms(cfg *config.Config, collective string, names []string) ([]string, error) {
+	if !slices.Contains(config.Collectives(), collective) {
+		return nil, fmt.Errorf("tune: unknown collective %q (want one of %s)", collective, strings.Join(config.Collectives(), ", "))
+	}
+	if len(names) == 0 {
+		for _, n := range cfg.AlgorithmNames {
+			if cfg.Algorithms[n].Collective == collective {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("tune: no algorithm of %s names collective: %s; name the algorithms to run", cfg.File, collective)
+		}
+		return names, nil
+	}
+	for i, n := range names {
+		a, err := cfg.Algorithm(n)
+		if err != nil {
+			return nil, fmt.Errorf("tune: %v", err)
+		}
+		if a.Collective != "" && a.Collective != collective {
+			return nil, fmt.Errorf("tune: %s is an algorithm of %s, not %s", n, a.Collective, collective)
+		}
+		if slices.Contains(names[:i], n) {
+			return nil, fmt.Errorf("tune: %s is named twice", n)
+		}
+	}
+	return names, nil
+}

@@ -1,0 +1,187 @@
+package ccl
+
+// The builtin collective bench as a bench: the algorithm's kernel on
+// every rank over the collective's buffers (bench.go), checked against
+// the collective's reference. MSCCL schedules (their runner kernel) and
+// the mock (an untimed world) run through it.
+
+import (
+	"runtime/debug"
+
+	"go.starlark.net/starlark"
+
+	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/engine/sim"
+	"kernbench/starlark/failure"
+	"kernbench/starlark/hostmem"
+	"kernbench/starlark/hostmem/admit"
+	"kernbench/starlark/mscclio"
+	"kernbench/starlark/report"
+	"kernbench/starlark/script"
+	"kernbench/starlark/target"
+	"kernbench/starlark/tl"
+)
+
+// collectiveBench is one size of the builtin bench.
+type collectiveBench struct {
+	p            *plan
+	cfg          *config.Config
+	tgt          *target.Target
+	loader       *script.Loader
+	kernel, hook starlark.Callable
+	count        int64
+
+	est   hostmem.Estimate // the admitted estimate (-v: Result.HostMemory)
+	buf   *buffers
+	stats []tl.Stats
+	rec   *mscclio.Recorder // --export-msccl
+}
+
+// simulateOnce simulates one size of the builtin collective bench.
+func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *script.Loader, kernel, hook starlark.Callable, count int64) (*report.Result, error) {
+	return simulate(p, cfg, tgt.Settings, &collectiveBench{p: p, cfg: cfg, tgt: tgt, loader: loader, kernel: kernel, hook: hook, count: count})
+}
+
+// setUp installs the queue pairs, admits the size (the host-memory
+// estimate, with a probe run when it is near the limit) and fills the
+// buffers.
+func (b *collectiveBench) setUp(w *world) error {
+	p, count := b.p, b.count
+	w.procNote = p.procNote
+	if err := w.install(p, b.tgt, b.loader, b.hook); err != nil {
+		return err
+	}
+	if err := checkFits(p, w.m, count); err != nil {
+		return err
+	}
+	if buffersFit(p, w.m, count) {
+		probe := func() (*hostmem.Counts, error) {
+			q := *p
+			q.opts = silent(p.opts)
+			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
+			q.budget = nil
+			res, err := simulateOnce(&q, b.cfg, b.tgt, quiet(b.loader, q.opts), b.kernel, b.hook, count)
+			// What the probe held goes back before the run allocates.
+			debug.FreeOSMemory()
+			if err != nil {
+				return nil, err
+			}
+			return res.Counts, nil
+		}
+		var err error
+		if b.est, err = p.checkMemory(count, admit.Rings(w.g), probe); err != nil {
+			return err
+		}
+	}
+	w.atClose(p.budget.Acquire(b.est.Total()))
+	var err error
+	b.buf, err = newBuffers(p, w.m, count)
+	return err
+}
+
+// spawn calls kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params)
+// on every rank.
+func (b *collectiveBench) spawn(w *world) {
+	p, loader := b.p, b.loader
+	b.stats = make([]tl.Stats, p.world)
+	stats := b.stats
+	b.buf.keepSentinels(w)
+	if p.opts.ExportMSCCL != nil {
+		b.rec = mscclio.NewRecorder(p.world)
+	}
+	// One pool of recycled handles for all ranks: the handle a rank's
+	// load reuses is the one recycled last, still in cache.
+	handles := &tl.HandlePool{}
+	if p.opts.probe {
+		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
+		w.atClose(r.Close)
+		for i := range stats {
+			stats[i].Retained = r
+		}
+	}
+	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
+		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles, MaxSteps: p.opts.MaxSteps,
+			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
+				th := loader.NewThread(name)
+				th.SetLocal(kernelKey, t)
+				th.SetLocal(tl.ViewsKey, t)
+				return th
+			},
+			Fail: func(err error) { w.s.Stop(&failure.RankError{Rank: r, Err: err}) }}
+		if loader.MemoryWatch != nil {
+			// Tiles are refused before they pass --max-memory.
+			kt.NoteAlloc = hostmem.NoteAlloc
+		}
+		if b.rec != nil {
+			kt.Rec = b.rec
+		}
+		k := tl.New(kt)
+		th.SetLocal(kernelKey, k)
+		th.SetLocal(tl.ViewsKey, k)
+		args := starlark.Tuple{b.buf.send[r], b.buf.recv[r], starlark.MakeInt(r), starlark.MakeInt(p.world)}
+		kw := append(append([]starlark.Tuple(nil), p.params...), starlark.Tuple{starlark.String("tl"), k})
+		_, err := starlark.Call(th, b.kernel, args, kw)
+		err = script.Stopped(th, err)
+		stats[r].Steps += int64(th.ExecutionSteps())
+		if err == nil {
+			err = k.Finish()
+		} else {
+			k.Release()
+		}
+		return err
+	})
+	if duringPhase1 != nil {
+		duringPhase1(w.m, b.buf.send)
+	}
+}
+
+func (b *collectiveBench) failure(w *world, err error) error {
+	return failure.Sim(err, w.procNote, w.faultsHeld())
+}
+
+// finish checks every rank's recv buffer against the reference.
+func (b *collectiveBench) finish(w *world, runErr error) (*report.Result, error) {
+	if runErr != nil {
+		return nil, runErr
+	}
+	p := b.p
+	if afterPhase1 != nil {
+		afterPhase1(w.m)
+	}
+	b.buf.keepInputs(w)
+	res := w.result(p, b.count, b.stats)
+	if p.opts.Detail {
+		est := b.est
+		res.HostMemory = &est
+	}
+	if p.opts.Verify && !p.opts.TimingOnly {
+		b.buf.verify(res)
+	}
+	if p.opts.KeepOutputs && !p.opts.TimingOnly {
+		for _, r := range b.buf.recv {
+			res.Outputs = append(res.Outputs, append([]byte(nil), r.Reg.View()...))
+		}
+	}
+	return res, nil
+}
+
+func (b *collectiveBench) export(w *world, res *report.Result) error {
+	if b.rec != nil {
+		if err := exportMSCCL(b.rec, b.p, b.buf, w.g, b.count, b.p.opts.ExportMSCCL); err != nil {
+			return err
+		}
+	}
+	if b.p.opts.ExportChakra != nil {
+		return exportChakra(b.p, w, res)
+	}
+	return nil
+}
+
+// duringPhase1, when set (tests only), runs before the kernels start,
+// e.g. to schedule a change of memory behind the op_log's back.
+var duringPhase1 func(m *machine.Machine, send []*tl.Ptr)
+
+// afterPhase1, when set (tests only), runs on the machine after the kernels
+// and before the checks, e.g. to change memory behind the op_log's back.
+var afterPhase1 func(m *machine.Machine)

@@ -1,0 +1,226 @@
+// Package admit decides whether a run may start under --max-memory, its
+// one job: before a world is built (its ranks and directions alone) and
+// before a size runs (the full estimate of starlark/hostmem, counted by a
+// probe run near the limit), a run over the limit is refused (exit 2)
+// with what would fit. The guard during the run is hostmem's.
+package admit
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"kernbench/engine/config"
+	"kernbench/engine/machine"
+	"kernbench/starlark/errkind"
+	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
+	"kernbench/starlark/tl"
+)
+
+// Modes are the modes of a run its estimate depends on, which a
+// refusal's alternatives change.
+type Modes struct{ TimingOnly, Verify bool }
+
+// Run is what the admission knows of a run.
+type Run struct {
+	ElemSize int64 // bytes per element
+	Modes    Modes
+	// Of is the estimate's view of the run at count elements per rank in
+	// modes m (its buffers, bus bytes and modes).
+	Of             func(count int64, m Modes) hostmem.Run
+	Limit          int64 // --max-memory; 0 = none
+	LimitIsDefault bool  // Limit is hostmem's default, not the user's
+	// ProbeAlways counts every size with a probe, not only one near the
+	// limit (KERNBENCH_MEMORY_PROBE=always).
+	ProbeAlways bool
+}
+
+// configured is the configuration's estimate at count in modes m.
+func (r Run) configured(count int64, rg hostmem.Rings, m Modes) hostmem.Estimate {
+	return hostmem.Configured(r.Of(count, m), rg)
+}
+
+// Probe is a size's probe: a --timing-only run of it that counts what it
+// holds (hostmem.Counted) and prints and writes nothing.
+type Probe func() (*hostmem.Counts, error)
+
+// probeShare: a run whose configuration's estimate is over 1/probeShare of
+// the limit is counted by a probe before it is admitted.
+const probeShare = 2
+
+// Check refuses a size of count elements per rank, rg the installed
+// receive rings, whose estimate is over the limit (exit 2), naming what
+// would fit. The failure wraps a *report.Refusal, which a sweep of
+// several sizes makes that size's row. probe, when not nil, counts the
+// run (hostmem.Counted) when its configuration's estimate is over half
+// the limit, or always with ProbeAlways.
+func (r Run) Check(count int64, rg hostmem.Rings, probe Probe) (hostmem.Estimate, error) {
+	limit := r.Limit
+	e := r.configured(count, rg, r.Modes)
+	estimate := func(m Modes) hostmem.Estimate { return r.configured(count, rg, m) }
+	if probe != nil && (r.ProbeAlways || !r.Modes.TimingOnly && limit > 0 && e.Total() > limit/probeShare) && r.probeFits(count, rg) {
+		c, err := probe()
+		switch k := errkind.Of(err); {
+		case c != nil:
+			conf := e.Total()
+			e = hostmem.Counted(r.Of(count, r.Modes), rg, c)
+			e.Configured = conf
+			estimate = func(m Modes) hostmem.Estimate { return hostmem.Counted(r.Of(count, m), rg, c) }
+		case k == errkind.MemoryLimit || k == errkind.HostMemory:
+			// The probe holds less than the run: neither fits.
+			return e, r.probeRefused(count, e, err)
+		}
+		// Any other failure of the probe (a kernel that reads values
+		// fails without them) leaves the configuration's estimate; the
+		// run reports its own failure.
+	}
+	if limit <= 0 || e.Total() <= limit {
+		return e, nil
+	}
+	ref := &report.Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit}
+	var alts []string
+	try := func(flag string, mod func(m *Modes)) int64 {
+		m := r.Modes
+		mod(&m)
+		t := estimate(m).Total()
+		fit := "fits"
+		if t > limit {
+			fit = "too large too"
+		}
+		alts = append(alts, fmt.Sprintf("%s (about %s: %s)", flag, hostmem.FormatBytes(t), fit))
+		return t
+	}
+	if !r.Modes.TimingOnly {
+		ref.TimingOnly = try("--timing-only", func(m *Modes) { m.TimingOnly = true })
+		if r.Modes.Verify {
+			try("--verify-data=false", func(m *Modes) { m.Verify = false })
+		}
+	}
+	// The largest power-of-two buffer (whole elements) that fits.
+	sz := r.ElemSize
+	fitBytes := int64(-1)
+	for b := int64(1) << 40; b >= sz; b /= 2 {
+		if b/sz < count && r.configured(b/sz, rg, r.Modes).Total() <= limit {
+			fitBytes = b / sz * sz
+			break
+		}
+	}
+	if fitBytes > 0 {
+		alts = append(alts, fmt.Sprintf("--bytes %s or smaller (about %s)", config.FormatSize(fitBytes), hostmem.FormatBytes(r.configured(fitBytes/sz, rg, r.Modes).Total())))
+	} else {
+		alts = append(alts, "a smaller --bytes (none fits at this world size)")
+	}
+	lt := hostmem.LimitText(limit, r.LimitIsDefault)
+	parts := e.Parts()
+	if e.Basis == hostmem.BasisCounted {
+		parts += "; counted by a --timing-only probe"
+	}
+	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
+		config.FormatSize(hostmem.SatMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
+	ref.Reason = fmt.Sprintf("needs about %s of host memory, over --max-memory %s; ", hostmem.FormatBytes(e.Total()), lt)
+	switch {
+	case r.Modes.TimingOnly:
+		ref.Reason += "raise --max-memory"
+	case ref.TimingOnly <= limit:
+		ref.Reason += fmt.Sprintf("--timing-only runs it (about %s)", hostmem.FormatBytes(ref.TimingOnly))
+	default:
+		ref.Reason += fmt.Sprintf("too large for --timing-only too (about %s): raise --max-memory", hostmem.FormatBytes(ref.TimingOnly))
+	}
+	return e, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
+}
+
+// probeFits says whether the probe of a size may run: the
+// configuration's estimate of it (a --timing-only run) is within the
+// limit. One that is not is no help: the run is checked with the
+// configuration's estimate, whose refusal says --timing-only does not fit
+// either.
+func (r Run) probeFits(count int64, rg hostmem.Rings) bool {
+	m := r.Modes
+	m.TimingOnly = true
+	return r.Limit <= 0 || r.configured(count, rg, m).Total() <= r.Limit
+}
+
+// probeRefused is the refusal of a size whose probe passed the limit
+// (err): the run would hold more than its probe.
+func (r Run) probeRefused(count int64, e hostmem.Estimate, err error) error {
+	limit := r.Limit
+	lt := hostmem.LimitText(limit, r.LimitIsDefault)
+	ref := &report.Refusal{Kind: errkind.MemoryLimit.Name, Estimate: e.Total(), Limit: limit, TimingOnly: limit + 1}
+	held := ""
+	var oom *hostmem.OutOfMemoryError
+	if errors.As(err, &oom) {
+		held = fmt.Sprintf(" (it held %s at t=%v)", hostmem.FormatBytes(oom.Held), oom.At)
+	}
+	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
+		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", config.FormatSize(hostmem.SatMul(count, r.ElemSize)), lt, held)
+	ref.Reason = fmt.Sprintf("its --timing-only probe passed --max-memory %s: raise --max-memory", lt)
+	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
+}
+
+// Rings is g's installed receive rings, as the estimate takes them.
+func Rings(g *machine.Group) hostmem.Rings {
+	if g == nil {
+		return hostmem.Rings{}
+	}
+	r := hostmem.Rings{NSlots: g.Cfg.NSlots, SlotSize: g.Cfg.SlotSize}
+	for _, ep := range g.EPs {
+		r.QPs += len(ep.QPs)
+	}
+	if len(g.EPs) > 0 {
+		if pe := g.EPs[0].PE; pe != nil {
+			switch g.Cfg.BufferKind {
+			case machine.TCM:
+				r.Room = pe.TCM.Capacity
+			case machine.HBM:
+				r.Room = pe.HBM.Capacity
+			}
+		}
+	}
+	r.Reach = reach(g)
+	return r
+}
+
+// reach is the eccentricity of rank 0 in the graph of send directions
+// (breadth-first; ranks it cannot reach do not count).
+func reach(g *machine.Group) int {
+	if len(g.EPs) == 0 {
+		return 0
+	}
+	dist := make([]int, len(g.EPs))
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[0] = 0
+	far := 0
+	queue := []int{0}
+	for len(queue) > 0 {
+		r := queue[0]
+		queue = queue[1:]
+		for _, q := range g.EPs[r].QPs {
+			if q.RecvOnly || q.Peer < 0 || q.Peer >= len(dist) || dist[q.Peer] >= 0 {
+				continue
+			}
+			dist[q.Peer] = dist[r] + 1
+			far = max(far, dist[q.Peer])
+			queue = append(queue, q.Peer)
+		}
+	}
+	return far
+}
+
+// Counts is what a run's operation counts and its ranks' statistics tell
+// the estimate (Result.Counts).
+func Counts(ops report.OpCounts, stats []tl.Stats) *hostmem.Counts {
+	c := &hostmem.Counts{Ops: ops.Send + ops.Recv + ops.Load + ops.Store + ops.Math}
+	for _, s := range stats {
+		c.AllocBytes += s.AllocBytes
+		c.Allocs += s.Allocs
+		c.TileBytes += s.TileBytes
+	}
+	if len(stats) > 0 && stats[0].Retained != nil {
+		r := stats[0].Retained
+		c.RetainedViews, c.RetainedHandles, c.RetainedHandleBytes = r.PeakViews, r.PeakHandles, r.PeakHandleBytes
+	}
+	return c
+}
