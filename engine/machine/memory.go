@@ -109,7 +109,9 @@ type Memory struct {
 	// (a kernel returned with its sends on their way): they are freed
 	// when no send reads this memory any more (sendRead).
 	freeLater []span
-	_         [1]uint64
+	// bufs, when set, hands out and takes back the large slices (data,
+	// the pre-run image's blocks) across a sweep's machines (buffers.go).
+	bufs *Buffers
 }
 
 // preRunBlockShift is log2 of the pre-run image's block size: each block a
@@ -244,10 +246,7 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		}
 		end := off + size
 		if end > int64(len(m.data)) {
-			grow := max(end, min(m.Capacity, 2*int64(len(m.data))))
-			nd := make([]byte, grow)
-			copy(nd, m.data)
-			m.data = nd
+			m.grown(max(end, min(m.Capacity, 2*int64(len(m.data)))))
 		}
 		// Bytes above every earlier allocation were never written and are
 		// still zero: clearing them would touch fresh pages a first time
@@ -277,9 +276,7 @@ func (m *Memory) Reserve(n int64) {
 	}
 	want := min(m.Capacity, m.used+n+allocAlign)
 	if want > int64(len(m.data)) {
-		nd := make([]byte, want)
-		copy(nd, m.data)
-		m.data = nd
+		m.grown(want)
 	}
 }
 
@@ -342,9 +339,7 @@ func (m *Memory) View(off, n int64) []byte {
 func (m *Memory) view(off, n int64) []byte {
 	if end := off + n; end > int64(len(m.data)) {
 		// Reading never-allocated space: grow so it reads as zeros.
-		nd := make([]byte, min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)))
-		copy(nd, m.data)
-		m.data = nd
+		m.grown(min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)))
 	}
 	// Whoever holds the slice may write it: it counts as handed out.
 	m.allocHigh = max(m.allocHigh, off+n)
@@ -377,7 +372,8 @@ func (m *Memory) keepPreRun() {
 		return
 	}
 	blocks := (int64(len(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift
-	m.preRun = &preRunBlocks{pre: make([]byte, blocks<<preRunBlockShift), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
+	// (Scratch: a block of pre is read only after Save copied it there.)
+	m.preRun = &preRunBlocks{pre: m.bufs.Scratch(blocks << preRunBlockShift), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
 }
 
 // PreRun returns the region's bytes as they were when the machine started

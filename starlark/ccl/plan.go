@@ -64,6 +64,10 @@ func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, onc
 			p.opts.OnResult(res)
 		}
 	}
+	if !p.opts.TimingOnly && p.bufs == nil {
+		p.bufs = sweepBuffers()
+		defer func() { p.bufs = nil }()
+	}
 	if p.opts.Jobs > 1 && loader != nil && len(p.counts) > 1 {
 		return rep, p.parallelSweep(loader, once, deliver)
 	}
@@ -87,6 +91,20 @@ func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, onc
 		deliver(res)
 	}
 	return rep, nil
+}
+
+// sweepBuffers is the pool of a sweep's memories: the slices one size's
+// memories leave are the next size's (already backed pages, cleared
+// where written), and when a larger size lets go of the smaller ones
+// their pages go back to the system at once, so that the sweep's peak is
+// its largest size's, not the sum of the last two (the collector would
+// give them back only minutes later).
+func sweepBuffers() *machine.Buffers {
+	return &machine.Buffers{Drop: func(bytes int64) {
+		if bytes >= 64<<20 {
+			debug.FreeOSMemory()
+		}
+	}}
 }
 
 // refusedRow is the row of a size the memory guard refused, when the run
@@ -227,6 +245,10 @@ type plan struct {
 	opts      Options
 	params    []starlark.Tuple
 	root      int // root rank of broadcast and reduce
+	// bufs passes the simulated memories' large slices from one size of a
+	// sweep to the next (and between -j workers' sizes): set by sweep for
+	// runs that move data.
+	bufs *machine.Buffers
 	// procNote, when set, is passed to the run's world (see world.procNote).
 	procNote func(p *sim.Proc) string
 	// budget shares --max-memory between the sizes of a -j sweep.

@@ -311,6 +311,9 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *scrip
 		return nil, err
 	}
 	w.procNote = p.procNote
+	if !p.opts.TimingOnly {
+		w.m.UseBuffers(p.bufs)
+	}
 	defer w.close()
 	if err := w.install(p, tgt, loader, hook); err != nil {
 		return nil, err

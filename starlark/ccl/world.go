@@ -63,6 +63,11 @@ type world struct {
 
 // close ends the world's hold on the collector's settings.
 func (w *world) close() {
+	if w.m != nil {
+		// Nothing reads the memories any more: their slices go to the
+		// next size of the sweep (plan.bufs).
+		w.m.ReleaseBuffers()
+	}
 	if w.releaseHeap != nil {
 		w.releaseHeap()
 		w.releaseHeap = nil
