@@ -128,7 +128,7 @@ func (p *Buffers) Kept() int64 {
 func (m *Machine) UseBuffers(b *Buffers) {
 	m.buffers = b
 	for _, mem := range m.Mems {
-		mem.bufs = b
+		mem.useBuffers(b)
 	}
 	if b != nil && m.Log != nil {
 		m.Log.UseSlabs(&b.slabs)
@@ -155,19 +155,35 @@ func (m *Machine) ReleaseBuffers() {
 	}
 }
 
+// useBuffers makes the memory take its slices from b.
+func (m *Memory) useBuffers(b *Buffers) {
+	if m.aux == nil {
+		if b == nil {
+			return
+		}
+		m.aux = &memAux{}
+	}
+	m.aux.bufs = b
+}
+
 // release gives the memory's slices to its Buffers.
 func (m *Memory) release() {
-	if m.bufs == nil {
+	bufs := m.buffers()
+	if bufs == nil {
 		return
+	}
+	if a := m.aux; m.lazyBlocks > 0 {
+		clear(a.lazy) // the bytes go, and their patterns with them
+		m.lazyBlocks = 0
 	}
 	if m.data != nil {
 		// Only handed-out bytes were written: past allocHigh the slice is
 		// still zero.
-		m.bufs.put(m.data, int(min(m.allocHigh, int64(len(m.data)))))
+		bufs.put(m.data, int(min(m.allocHigh, int64(len(m.data)))))
 		m.data = nil
 	}
 	if m.preRun != nil {
-		m.bufs.put(m.preRun.pre, cap(m.preRun.pre))
+		bufs.put(m.preRun.pre, cap(m.preRun.pre))
 		m.preRun = nil
 	}
 }
@@ -184,7 +200,7 @@ func (m *Machine) keepSpent(pre []byte) {
 // old slice is not kept for reuse: a view of it taken before the growth
 // may still be read.
 func (m *Memory) grown(n int64) {
-	nd := m.bufs.Zeroed(n)
+	nd := m.buffers().Zeroed(n)
 	copy(nd, m.data)
 	m.data = nd
 }

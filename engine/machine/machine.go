@@ -234,7 +234,7 @@ func (m *Machine) resource(name, kind string, lp LinkParams) *Resource {
 func (m *Machine) memory(space Space, pe, cube int, mp MemParams, name string) *Memory {
 	port := m.resource(name, space.String(), mp.LinkParams)
 	mm := newMemory(len(m.Mems), space, pe, cube, mp.Capacity, port)
-	mm.bufs = m.buffers
+	mm.useBuffers(m.buffers)
 	if m.TimingOnly {
 		mm.noData = true
 	}
@@ -519,6 +519,7 @@ func (m *Machine) KeepPreRun() {
 func (m *Machine) PreRunOverlay() *oplog.Overlay {
 	ov := &oplog.Overlay{Mems: make([]oplog.OverlayMem, len(m.Mems)), BlockShift: preRunBlockShift}
 	for i, mem := range m.Mems {
+		mem.writeLazy() // the overlay reads the live bytes whole
 		om := oplog.OverlayMem{Live: mem.data}
 		if p := mem.preRun; p != nil {
 			om = p.overlay(mem.data)

@@ -75,6 +75,10 @@ type Memory struct {
 	// never backed and Bytes returns nil.
 	noData bool
 	Space  Space
+	// lazyBlocks counts the blocks that hold a pattern not written yet
+	// (FillPattern; their state is in aux): while it is 0, reads and
+	// writes look no further.
+	lazyBlocks int32
 	// sendsReading counts the IPCQ sends whose source is in this memory
 	// and that still read it (in flight, or held until a flush): when it
 	// is 0, a write here cannot be a SendBufferHazard and the hazard
@@ -109,9 +113,29 @@ type Memory struct {
 	// (a kernel returned with its sends on their way): they are freed
 	// when no send reads this memory any more (sendRead).
 	freeLater []span
+	// aux holds what few memories need: the pool of a sweep's slices and
+	// the blocks of a pattern not written yet.
+	aux *memAux
+}
+
+// memAux is the part of a Memory few memories use.
+type memAux struct {
 	// bufs, when set, hands out and takes back the large slices (data,
 	// the pre-run image's blocks) across a sweep's machines (buffers.go).
 	bufs *Buffers
+	// lazy are the blocks of a pattern not written yet, by block
+	// (FillPattern; pattern.go); lazyLo and lazyHi bound those pending
+	// (in bytes; an access outside looks no further).
+	lazy           []lazyBlock
+	lazyLo, lazyHi int64
+}
+
+// buffers is the memory's pool of slices (nil: none).
+func (m *Memory) buffers() *Buffers {
+	if m.aux == nil {
+		return nil
+	}
+	return m.aux.bufs
 }
 
 // preRunBlockShift is log2 of the pre-run image's block size: each block a
@@ -256,6 +280,9 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		// kept what a freed allocation left there in phase 2, and phase 1
 		// disagreed with it).
 		if dirty := min(off+n, max(off, m.allocHigh)); dirty > off {
+			if m.lazyBlocks > 0 {
+				m.touchLazy(off, dirty, true) // cleared below
+			}
 			m.savePreRun(off, dirty)
 			clear(m.data[off:dirty])
 		}
@@ -318,8 +345,15 @@ func (m *Memory) Bytes(off, n int64) []byte {
 	return m.bytes(off, n)
 }
 
-func (m *Memory) bytes(off, n int64) []byte {
+func (m *Memory) bytes(off, n int64) []byte { return m.write(off, n, false) }
+
+// write is bytes; overwrite says the caller writes every byte before it
+// reads any (Overwrite).
+func (m *Memory) write(off, n int64, overwrite bool) []byte {
 	b := m.view(off, n)
+	if m.lazyBlocks > 0 {
+		m.touchLazy(off, off+n, overwrite)
+	}
 	if m.preRun != nil && n > 0 {
 		m.savePreRun(off, off+n)
 	}
@@ -333,7 +367,11 @@ func (m *Memory) View(off, n int64) []byte {
 	if m.noData {
 		return nil
 	}
-	return m.view(off, n)
+	b := m.view(off, n)
+	if m.lazyBlocks > 0 {
+		m.touchLazy(off, off+n, false)
+	}
+	return b
 }
 
 func (m *Memory) view(off, n int64) []byte {
@@ -373,7 +411,7 @@ func (m *Memory) keepPreRun() {
 	}
 	blocks := (int64(len(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift
 	// (Scratch: a block of pre is read only after Save copied it there.)
-	m.preRun = &preRunBlocks{pre: m.bufs.Scratch(blocks << preRunBlockShift), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
+	m.preRun = &preRunBlocks{pre: m.buffers().Scratch(blocks << preRunBlockShift), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
 }
 
 // PreRun returns the region's bytes as they were when the machine started
@@ -416,7 +454,7 @@ func (r Region) KeepPreRunPattern() {
 	if end <= first || end > int64(len(p.state)) {
 		return
 	}
-	pattern := binary.LittleEndian.Uint64(m.data[r.Off:])
+	pattern := binary.LittleEndian.Uint64(m.View(r.Off, 8))
 	for b := first; b < end; b++ {
 		if p.state[b] == oplog.Unheld {
 			p.state[b], p.pattern[b] = oplog.HeldPattern, pattern
@@ -432,7 +470,10 @@ func (m *Memory) Size() int64 { return int64(len(m.data)) }
 func (m *Memory) NoData() bool { return m.noData }
 
 // Snapshot copies the used bytes (Machine.Image).
-func (m *Memory) Snapshot() []byte { return append([]byte(nil), m.data...) }
+func (m *Memory) Snapshot() []byte {
+	m.writeLazy()
+	return append([]byte(nil), m.data...)
+}
 
 // Region is a byte range of one memory.
 type Region struct {
