@@ -31,6 +31,9 @@ type Buffers struct {
 	slabs oplog.Slabs
 }
 
+// PopulateSlabs has the op_log's new slabs backed at once by populate.
+func (p *Buffers) PopulateSlabs(populate func([]byte)) { p.slabs.Populate = populate }
+
 // pooled is a slice waiting for its next use; dirty is the length of its
 // prefix that may hold non-zero bytes (past it the slice is still zero).
 type pooled struct {

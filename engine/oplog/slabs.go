@@ -1,6 +1,9 @@
 package oplog
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // Slabs keeps the record slabs of finished logs for the next log: a
 // sweep's sizes, one after another or side by side (-j), write their
@@ -8,6 +11,10 @@ import "sync"
 // ones (a 64-rank ring of 2 MiB logs about 40 MB of records). Its methods
 // are safe for concurrent use. A nil *Slabs makes every slab anew.
 type Slabs struct {
+	// Populate, when set, backs a new slab's pages at once (one system
+	// call instead of a fault per page as the log first writes each).
+	Populate func([]byte)
+
 	mu   sync.Mutex
 	free [][]entry
 }
@@ -26,7 +33,11 @@ func (s *Slabs) slab() []entry {
 		}
 		s.mu.Unlock()
 	}
-	return make([]entry, 1<<slabShift)
+	sl := make([]entry, 1<<slabShift)
+	if s != nil && s.Populate != nil {
+		s.Populate(unsafe.Slice((*byte)(unsafe.Pointer(&sl[0])), len(sl)*int(unsafe.Sizeof(sl[0]))))
+	}
+	return sl
 }
 
 // UseSlabs makes the log take its slabs from s (before its first record).

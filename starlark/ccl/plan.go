@@ -100,11 +100,13 @@ func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, onc
 // its largest size's, not the sum of the last two (the collector would
 // give them back only minutes later).
 func sweepBuffers() *machine.Buffers {
-	return &machine.Buffers{Drop: func(bytes int64) {
+	b := &machine.Buffers{Drop: func(bytes int64) {
 		if bytes >= 64<<20 {
 			debug.FreeOSMemory()
 		}
 	}}
+	b.PopulateSlabs(hostmem.Populate)
+	return b
 }
 
 // refusedRow is the row of a size the memory guard refused, when the run
