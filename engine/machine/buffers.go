@@ -45,38 +45,44 @@ type pooled struct {
 // costs a few faults at most, and the collector handles it well.
 const minPooled = 1 << 20
 
-// Zeroed returns n zero bytes: a kept slice of at most twice n (cleared
-// where its last user wrote) or a new one.
-func (p *Buffers) Zeroed(n int64) []byte {
-	b, dirty := p.take(n)
+// Zeroed returns n zero bytes: a kept slice of n to max(2n, room) bytes
+// (cleared where its last user wrote) or a new one with a capacity of
+// room (when larger than n; its pages past n are not touched).
+func (p *Buffers) Zeroed(n, room int64) []byte {
+	b, dirty := p.take(n, room)
 	if b == nil {
-		return make([]byte, n)
+		return make([]byte, n, max(n, room))
 	}
 	clear(b[:min(int64(dirty), n)])
-	// (Capped at n: its bytes past n may be dirty, and whoever gives it
-	// back says only how far it wrote.)
-	return b[:n:n]
-}
-
-// Scratch returns n bytes whose contents are not defined: the caller
-// writes each byte before it reads it.
-func (p *Buffers) Scratch(n int64) []byte {
-	b, _ := p.take(n)
-	if b == nil {
-		return make([]byte, n)
+	if int64(dirty) > n {
+		// Capped at n: its bytes past n are dirty, and whoever gives it
+		// back says only how far it wrote.
+		return b[:n:n]
 	}
-	return b[:n:n]
+	return b[:n]
 }
 
-// take removes and returns the smallest kept slice of n to 2n bytes. When
-// none fits, the kept slices smaller than n are let go (Drop).
-func (p *Buffers) take(n int64) ([]byte, int) {
+// Scratch returns n bytes whose contents are not defined (the caller
+// writes each byte before it reads it), with a capacity of room as for
+// Zeroed.
+func (p *Buffers) Scratch(n, room int64) []byte {
+	b, _ := p.take(n, room)
+	if b == nil {
+		return make([]byte, n, max(n, room))
+	}
+	return b[:n]
+}
+
+// take removes and returns the smallest kept slice of n to max(2n, room)
+// bytes. When none fits, the kept slices smaller than n are let go
+// (Drop).
+func (p *Buffers) take(n, room int64) ([]byte, int) {
 	if p == nil || n < minPooled {
 		return nil, 0
 	}
 	p.mu.Lock()
 	i := sort.Search(len(p.free), func(i int) bool { return int64(cap(p.free[i].b)) >= n })
-	if i < len(p.free) && int64(cap(p.free[i].b)) <= 2*n {
+	if i < len(p.free) && int64(cap(p.free[i].b)) <= max(2*n, room) {
 		b := p.free[i]
 		p.free = append(p.free[:i], p.free[i+1:]...)
 		p.mu.Unlock()
@@ -199,11 +205,11 @@ func (m *Machine) keepSpent(pre []byte) {
 	}
 }
 
-// grown replaces m.data by n zero bytes holding its old contents. The
-// old slice is not kept for reuse: a view of it taken before the growth
-// may still be read.
-func (m *Memory) grown(n int64) {
-	nd := m.buffers().Zeroed(n)
+// grown replaces m.data by n zero bytes holding its old contents, with
+// a capacity of room (ReserveAhead). The old slice is not kept for
+// reuse: a view of it taken before the growth may still be read.
+func (m *Memory) grown(n, room int64) {
+	nd := m.buffers().Zeroed(n, room)
 	copy(nd, m.data)
 	m.data = nd
 }

@@ -54,7 +54,7 @@ func TestBuffersReuseZeroedAndDrop(t *testing.T) {
 				addrs[&b[0]] = true
 				p.put(b, c)
 			}
-			got := p.Zeroed(tc.ask)
+			got := p.Zeroed(tc.ask, 0)
 			if int64(len(got)) != tc.ask || int64(cap(got)) != tc.ask {
 				t.Fatalf("len %d cap %d, want %d", len(got), cap(got), tc.ask)
 			}
@@ -81,9 +81,9 @@ func TestBuffersTailOfALargerSliceStaysOutOfReach(t *testing.T) {
 	const mib = 1 << 20
 	p := &Buffers{}
 	p.put(dirtied(3*mib), 3*mib)
-	a := p.Zeroed(2 * mib)
+	a := p.Zeroed(2*mib, 0)
 	p.put(a, 0) // nothing written
-	b := p.Zeroed(2 * mib)
+	b := p.Zeroed(2*mib, 0)
 	if i := nonZero(b[:cap(b)]); i >= 0 {
 		t.Errorf("byte %d is %#x, not zero", i, b[i])
 	}
@@ -139,5 +139,30 @@ func TestMemoryFromUsedBuffersReadsZero(t *testing.T) {
 	}
 	if i := nonZero(Region{Mem: mem2, Off: off2, N: n}.PreRun()); i >= 0 {
 		t.Errorf("pre-run byte %d is non-zero", i)
+	}
+}
+
+// Room ahead: a new slice has the capacity asked for, untouched past n;
+// given back written up to n, it serves a request up to its capacity (the
+// next, larger size of a sweep), zero throughout, and keeps its capacity
+// when its written part lies within the request.
+func TestBuffersRoomAhead(t *testing.T) {
+	const mib = 1 << 20
+	p := &Buffers{}
+	a := p.Zeroed(2*mib, 4*mib)
+	if len(a) != 2*mib || cap(a) != 4*mib {
+		t.Fatalf("len %d cap %d, want %d and %d", len(a), cap(a), 2*mib, 4*mib)
+	}
+	copy(a, dirtied(2*mib))
+	p.put(a, 2*mib)
+	b := p.Zeroed(3*mib, 0)
+	if &b[0] != &a[0] {
+		t.Fatal("the larger request did not reuse the slice with room for it")
+	}
+	if len(b) != 3*mib || cap(b) != 4*mib {
+		t.Errorf("len %d cap %d, want %d and %d", len(b), cap(b), 3*mib, 4*mib)
+	}
+	if i := nonZero(b[:cap(b)]); i >= 0 {
+		t.Errorf("byte %d is %#x, not zero", i, b[i])
 	}
 }

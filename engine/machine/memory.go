@@ -270,7 +270,7 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		}
 		end := off + size
 		if end > int64(len(m.data)) {
-			m.grown(max(end, min(m.Capacity, 2*int64(len(m.data)))))
+			m.grown(max(end, min(m.Capacity, 2*int64(len(m.data)))), 0)
 		}
 		// Bytes above every earlier allocation were never written and are
 		// still zero: clearing them would touch fresh pages a first time
@@ -294,7 +294,13 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 
 // Reserve makes room for n more bytes of allocations without further
 // growth copies (a hint from callers that know their sizes up front).
-func (m *Memory) Reserve(n int64) {
+func (m *Memory) Reserve(n int64) { m.ReserveAhead(n, 0) }
+
+// ReserveAhead is Reserve, and with a pool of slices (UseBuffers) it
+// makes the slice's capacity room for ahead more bytes (the next size of
+// a sweep): the pages past n are not touched now, and the next size's
+// memory takes the slice instead of a new one.
+func (m *Memory) ReserveAhead(n, ahead int64) {
 	if m.noData {
 		return
 	}
@@ -303,7 +309,11 @@ func (m *Memory) Reserve(n int64) {
 	}
 	want := min(m.Capacity, m.used+n+allocAlign)
 	if want > int64(len(m.data)) {
-		m.grown(want)
+		room := int64(0)
+		if m.buffers() != nil && ahead > n {
+			room = min(m.Capacity, m.used+ahead+allocAlign)
+		}
+		m.grown(want, room)
 	}
 }
 
@@ -377,7 +387,7 @@ func (m *Memory) View(off, n int64) []byte {
 func (m *Memory) view(off, n int64) []byte {
 	if end := off + n; end > int64(len(m.data)) {
 		// Reading never-allocated space: grow so it reads as zeros.
-		m.grown(min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)))
+		m.grown(min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)), 0)
 	}
 	// Whoever holds the slice may write it: it counts as handed out.
 	m.allocHigh = max(m.allocHigh, off+n)
@@ -411,7 +421,8 @@ func (m *Memory) keepPreRun() {
 	}
 	blocks := (int64(len(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift
 	// (Scratch: a block of pre is read only after Save copied it there.)
-	m.preRun = &preRunBlocks{pre: m.buffers().Scratch(blocks << preRunBlockShift), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
+	room := (int64(cap(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift << preRunBlockShift
+	m.preRun = &preRunBlocks{pre: m.buffers().Scratch(blocks<<preRunBlockShift, room), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
 }
 
 // PreRun returns the region's bytes as they were when the machine started

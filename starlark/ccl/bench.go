@@ -8,6 +8,7 @@ import (
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
 	"math"
+	"slices"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -101,9 +102,10 @@ func newBench(p *plan, m *machine.Machine, count int64) (*bench, error) {
 	if p.opts.Verify && !m.TimingOnly && p.coll.Reduces {
 		b.sums = dtype.NewFillSum(p.dt, sc, p.world)
 	}
+	ahead := p.roomAhead(count)
 	for r := 0; r < p.world; r++ {
 		mem := dataMemory(m.Ranks[r], p.dataSpace)
-		mem.Reserve((sc + rc) * sz)
+		mem.ReserveAhead((sc+rc)*sz, ahead)
 		alloc := func(n int64, what string) (machine.Region, error) {
 			off, err := mem.Alloc(n * sz)
 			if err != nil {
@@ -168,6 +170,23 @@ func fillSentinel(dt dtype.DType, recv machine.Region) {
 	}
 	sentinel(dt, pat[:])
 	recv.FillPattern(binary.LittleEndian.Uint64(pat[:]))
+}
+
+// roomAhead is the bytes of a rank's bench buffers at the largest size
+// of the sweep above count, which its memory keeps room for (pages not
+// touched until used, machine.Memory.ReserveAhead): the sizes after it
+// take its slices and back only what they add, instead of new slices
+// (the collector would clear reused heap pages, faulting them one by
+// one). It is at most --max-memory over the ranks, which a size must fit
+// to run, and 0 without that bound, under an address-space limit (where
+// untouched room counts too), or with no larger size.
+func (p *plan) roomAhead(count int64) int64 {
+	largest := slices.Max(p.counts)
+	if largest <= count || p.bufs == nil || p.opts.MaxMemory <= 0 || hostmem.AddressSpaceLimited() {
+		return 0
+	}
+	need := (p.coll.sendCount(largest, p.world) + p.coll.recvCount(largest, p.world)) * int64(p.dt.Size())
+	return min(need, p.opts.MaxMemory/int64(p.world))
 }
 
 // keepSentinels tells the pre-run image that every recv buffer holds its

@@ -75,9 +75,10 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 }
 
 // The sizes of a sweep reuse the memories' slices and the op_log's slabs
-// of the sizes before them (plan.bufs): every row, output and op_log is
-// the one the size gives alone, whether the slices it gets were written
-// by a larger size, an equal one, or none, in sequence or with -j.
+// of the sizes before them (plan.bufs), with room kept for the larger
+// sizes: every row, output and op_log is the one the size gives alone,
+// whether the slices it gets were written by a smaller size, a larger
+// one, an equal one, or none, in sequence or with -j.
 func TestSweepReusedMemoryMatchesSingleRuns(t *testing.T) {
 	type outcome struct {
 		Row    string
@@ -85,8 +86,10 @@ func TestSweepReusedMemoryMatchesSingleRuns(t *testing.T) {
 	}
 	run := func(counts []int64, jobs int) ([]outcome, string) {
 		var oplog bytes.Buffer
+		// (A --max-memory lets a size keep room for the larger ones:
+		// plan.roomAhead.)
 		rep, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Counts: counts, Verify: true, Jobs: jobs,
-			KeepOutputs: true, OpLog: &oplog})
+			KeepOutputs: true, OpLog: &oplog, MaxMemory: 8 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,8 +106,9 @@ func TestSweepReusedMemoryMatchesSingleRuns(t *testing.T) {
 		return out, oplog.String()
 	}
 	// 1 MiB buffers and more: the memories' slices are pooled (a
-	// smaller one is left to the collector).
-	counts := []int64{1 << 18, 1 << 17, 1 << 17, 3 << 16, 1 << 18}
+	// smaller one is left to the collector). Larger sizes after smaller
+	// ones (room ahead), equal ones, smaller ones.
+	counts := []int64{1 << 17, 3 << 16, 1 << 18, 1 << 17, 1 << 17, 3 << 16, 1 << 18}
 	alone, aloneLog := map[int64]outcome{}, map[int64]string{}
 	var wantLog string
 	for _, c := range counts {
