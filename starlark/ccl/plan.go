@@ -82,6 +82,12 @@ func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, onc
 			p.opts.Trace = traceOut
 		}
 		res, err := once(p, loader, count)
+		if p.bufs != nil && i < len(p.counts)-1 {
+			// What the size left besides the pool's slices (its op_log's
+			// strings, phase 2's scan, the kernels' objects) goes back now,
+			// not on top of the next size's peak.
+			debug.FreeOSMemory()
+		}
 		if row := p.refusedRow(count, err); row != nil {
 			res, err = row, nil
 		}
