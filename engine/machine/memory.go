@@ -360,9 +360,14 @@ func (m *Memory) bytes(off, n int64) []byte { return m.write(off, n, false) }
 // write is bytes; overwrite says the caller writes every byte before it
 // reads any (Overwrite).
 func (m *Memory) write(off, n int64, overwrite bool) []byte {
-	b := m.view(off, n)
-	if m.lazyBlocks > 0 {
-		m.touchLazy(off, off+n, overwrite)
+	var b []byte
+	if overwrite {
+		b = m.viewRaw(off, n)
+		if m.lazyBlocks > 0 {
+			m.touchLazy(off, off+n, true)
+		}
+	} else {
+		b = m.view(off, n)
 	}
 	if m.preRun != nil && n > 0 {
 		m.savePreRun(off, off+n)
@@ -377,14 +382,21 @@ func (m *Memory) View(off, n int64) []byte {
 	if m.noData {
 		return nil
 	}
-	b := m.view(off, n)
+	return m.view(off, n)
+}
+
+// view is viewRaw with the pending pattern written where the range
+// needs it (pattern.go).
+func (m *Memory) view(off, n int64) []byte {
+	b := m.viewRaw(off, n)
 	if m.lazyBlocks > 0 {
 		m.touchLazy(off, off+n, false)
 	}
 	return b
 }
 
-func (m *Memory) view(off, n int64) []byte {
+// viewRaw grows the memory over [off, off+n) and returns its live bytes.
+func (m *Memory) viewRaw(off, n int64) []byte {
 	if end := off + n; end > int64(len(m.data)) {
 		// Reading never-allocated space: grow so it reads as zeros.
 		m.grown(min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)), 0)
