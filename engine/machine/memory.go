@@ -297,9 +297,9 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 func (m *Memory) Reserve(n int64) { m.ReserveAhead(n, 0) }
 
 // ReserveAhead is Reserve, and with a pool of slices (UseBuffers) it
-// makes the slice's capacity room for ahead more bytes (the next size of
-// a sweep): the pages past n are not touched now, and the next size's
-// memory takes the slice instead of a new one.
+// gives the slice the capacity of ahead more bytes instead (a larger size
+// of the sweep to come): the pages past n are not touched now, and that
+// size's memory takes the slice instead of a new one.
 func (m *Memory) ReserveAhead(n, ahead int64) {
 	if m.noData {
 		return
