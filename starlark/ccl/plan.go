@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -83,10 +84,13 @@ func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, onc
 		}
 		res, err := once(p, loader, count)
 		if p.bufs != nil && i < len(p.counts)-1 {
-			// What the size left besides the pool's slices (its op_log's
-			// strings, phase 2's scan, the kernels' objects) goes back now,
-			// not on top of the next size's peak.
-			debug.FreeOSMemory()
+			// What the size left besides the pool's slices (phase 2's
+			// scan, the kernels' objects) is collected now, so that the
+			// next size's heap reuses it instead of growing on top of it
+			// (debug.FreeOSMemory also handed the pages back, and the
+			// next size faulted them in again: 11 % more CPU on a sweep
+			// of 1.25 × steps).
+			runtime.GC()
 		}
 		if row := p.refusedRow(count, err); row != nil {
 			res, err = row, nil
