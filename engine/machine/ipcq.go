@@ -841,7 +841,7 @@ func (msg *Message) Complete(*Transfer) {
 				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
 		}
 	}
-	copy(msg.Dst.Bytes(), msg.Src.View()) // nothing under timing-only (no bytes)
+	msg.Dst.WriteFrom(msg.Src.View()) // nothing under timing-only (no bytes)
 	rs := &peer.Slots[msg.Slot]
 	rs.Meta = msg.Meta
 	rs.Gen++

@@ -84,6 +84,10 @@ type Machine struct {
 	// keepingPreRun: memories keep their pre-run bytes copy-on-first-write
 	// (KeepPreRun).
 	keepingPreRun bool
+	// buffers hands out the memories' large slices (UseBuffers); spentPre
+	// are pre-run blocks phase 2 used, kept for ReleaseBuffers.
+	buffers  *Buffers
+	spentPre [][]byte
 
 	// PEs, cube SRAMs and links are materialised on first use (PE, Place,
 	// routes), so a machine of a million PEs with 8 busy ones costs what 8
@@ -241,6 +245,7 @@ func (m *Machine) resource(name, kind string, sip int, lp LinkParams) *Resource 
 func (m *Machine) memory(space Space, pe, cube int, mp MemParams, name string) *Memory {
 	port := m.resource(name, space.String(), cube/m.Params.CubesPerSip, mp.LinkParams)
 	mm := newMemory(len(m.Mems), space, pe, cube, mp.Capacity, port)
+	mm.useBuffers(m.buffers)
 	if m.TimingOnly {
 		mm.noData = true
 	}
@@ -525,6 +530,7 @@ func (m *Machine) KeepPreRun() {
 func (m *Machine) PreRunOverlay() *oplog.Overlay {
 	ov := &oplog.Overlay{Mems: make([]oplog.OverlayMem, len(m.Mems)), BlockShift: preRunBlockShift}
 	for i, mem := range m.Mems {
+		mem.writeLazy() // the overlay reads the live bytes whole
 		om := oplog.OverlayMem{Live: mem.data}
 		if p := mem.preRun; p != nil {
 			om = p.overlay(mem.data)
@@ -538,6 +544,9 @@ func (m *Machine) PreRunOverlay() *oplog.Overlay {
 func (m *Machine) DropPreRun() {
 	m.keepingPreRun = false
 	for _, mem := range m.Mems {
+		if mem.preRun != nil {
+			m.keepSpent(mem.preRun.pre)
+		}
 		mem.preRun = nil
 	}
 }

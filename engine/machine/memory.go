@@ -75,6 +75,10 @@ type Memory struct {
 	// never backed and Bytes returns nil.
 	noData bool
 	Space  Space
+	// lazyBlocks counts the blocks that hold a pattern not written yet
+	// (FillPattern; their state is in aux): while it is 0, reads and
+	// writes look no further.
+	lazyBlocks int32
 	// sendsReading counts the IPCQ sends whose source is in this memory
 	// and that still read it (in flight, or held until a flush): when it
 	// is 0, a write here cannot be a SendBufferHazard and the hazard
@@ -109,7 +113,29 @@ type Memory struct {
 	// (a kernel returned with its sends on their way): they are freed
 	// when no send reads this memory any more (sendRead).
 	freeLater []span
-	_         [1]uint64
+	// aux holds what few memories need: the pool of a sweep's slices and
+	// the blocks of a pattern not written yet.
+	aux *memAux
+}
+
+// memAux is the part of a Memory few memories use.
+type memAux struct {
+	// bufs, when set, hands out and takes back the large slices (data,
+	// the pre-run image's blocks) across a sweep's machines (buffers.go).
+	bufs *Buffers
+	// lazy are the blocks of a pattern not written yet, by block
+	// (FillPattern; pattern.go); lazyLo and lazyHi bound those pending
+	// (in bytes; an access outside looks no further).
+	lazy           []lazyBlock
+	lazyLo, lazyHi int64
+}
+
+// buffers is the memory's pool of slices (nil: none).
+func (m *Memory) buffers() *Buffers {
+	if m.aux == nil {
+		return nil
+	}
+	return m.aux.bufs
 }
 
 // preRunBlockShift is log2 of the pre-run image's block size: each block a
@@ -244,10 +270,7 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		}
 		end := off + size
 		if end > int64(len(m.data)) {
-			grow := max(end, min(m.Capacity, 2*int64(len(m.data))))
-			nd := make([]byte, grow)
-			copy(nd, m.data)
-			m.data = nd
+			m.grown(max(end, min(m.Capacity, 2*int64(len(m.data)))), 0)
 		}
 		// Bytes above every earlier allocation were never written and are
 		// still zero: clearing them would touch fresh pages a first time
@@ -257,6 +280,9 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 		// kept what a freed allocation left there in phase 2, and phase 1
 		// disagreed with it).
 		if dirty := min(off+n, max(off, m.allocHigh)); dirty > off {
+			if m.lazyBlocks > 0 {
+				m.touchLazy(off, dirty, true) // cleared below
+			}
 			m.savePreRun(off, dirty)
 			clear(m.data[off:dirty])
 		}
@@ -268,7 +294,13 @@ func (m *Memory) Alloc(n int64) (int64, error) {
 
 // Reserve makes room for n more bytes of allocations without further
 // growth copies (a hint from callers that know their sizes up front).
-func (m *Memory) Reserve(n int64) {
+func (m *Memory) Reserve(n int64) { m.ReserveAhead(n, 0) }
+
+// ReserveAhead is Reserve, and with a pool of slices (UseBuffers) it
+// gives the slice the capacity of ahead more bytes instead (a larger size
+// of the sweep to come): the pages past n are not touched now, and that
+// size's memory takes the slice instead of a new one.
+func (m *Memory) ReserveAhead(n, ahead int64) {
 	if m.noData {
 		return
 	}
@@ -277,9 +309,11 @@ func (m *Memory) Reserve(n int64) {
 	}
 	want := min(m.Capacity, m.used+n+allocAlign)
 	if want > int64(len(m.data)) {
-		nd := make([]byte, want)
-		copy(nd, m.data)
-		m.data = nd
+		room := int64(0)
+		if m.buffers() != nil && ahead > n {
+			room = min(m.Capacity, m.used+ahead+allocAlign)
+		}
+		m.grown(want, room)
 	}
 }
 
@@ -321,8 +355,20 @@ func (m *Memory) Bytes(off, n int64) []byte {
 	return m.bytes(off, n)
 }
 
-func (m *Memory) bytes(off, n int64) []byte {
-	b := m.view(off, n)
+func (m *Memory) bytes(off, n int64) []byte { return m.write(off, n, false) }
+
+// write is bytes; overwrite says the caller writes every byte before it
+// reads any (Overwrite).
+func (m *Memory) write(off, n int64, overwrite bool) []byte {
+	var b []byte
+	if overwrite {
+		b = m.viewRaw(off, n)
+		if m.lazyBlocks > 0 {
+			m.touchLazy(off, off+n, true)
+		}
+	} else {
+		b = m.view(off, n)
+	}
 	if m.preRun != nil && n > 0 {
 		m.savePreRun(off, off+n)
 	}
@@ -339,12 +385,21 @@ func (m *Memory) View(off, n int64) []byte {
 	return m.view(off, n)
 }
 
+// view is viewRaw with the pending pattern written where the range
+// needs it (pattern.go).
 func (m *Memory) view(off, n int64) []byte {
+	b := m.viewRaw(off, n)
+	if m.lazyBlocks > 0 {
+		m.touchLazy(off, off+n, false)
+	}
+	return b
+}
+
+// viewRaw grows the memory over [off, off+n) and returns its live bytes.
+func (m *Memory) viewRaw(off, n int64) []byte {
 	if end := off + n; end > int64(len(m.data)) {
 		// Reading never-allocated space: grow so it reads as zeros.
-		nd := make([]byte, min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)))
-		copy(nd, m.data)
-		m.data = nd
+		m.grown(min(max(end, 2*int64(len(m.data))), max(m.Capacity, end)), 0)
 	}
 	// Whoever holds the slice may write it: it counts as handed out.
 	m.allocHigh = max(m.allocHigh, off+n)
@@ -377,7 +432,9 @@ func (m *Memory) keepPreRun() {
 		return
 	}
 	blocks := (int64(len(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift
-	m.preRun = &preRunBlocks{pre: make([]byte, blocks<<preRunBlockShift), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
+	// (Scratch: a block of pre is read only after Save copied it there.)
+	room := (int64(cap(m.data)) + 1<<preRunBlockShift - 1) >> preRunBlockShift << preRunBlockShift
+	m.preRun = &preRunBlocks{pre: m.buffers().Scratch(blocks<<preRunBlockShift, room), state: make([]oplog.BlockState, blocks), pattern: make([]uint64, blocks)}
 }
 
 // PreRun returns the region's bytes as they were when the machine started
@@ -420,7 +477,7 @@ func (r Region) KeepPreRunPattern() {
 	if end <= first || end > int64(len(p.state)) {
 		return
 	}
-	pattern := binary.LittleEndian.Uint64(m.data[r.Off:])
+	pattern := binary.LittleEndian.Uint64(m.View(r.Off, 8))
 	for b := first; b < end; b++ {
 		if p.state[b] == oplog.Unheld {
 			p.state[b], p.pattern[b] = oplog.HeldPattern, pattern
@@ -436,7 +493,10 @@ func (m *Memory) Size() int64 { return int64(len(m.data)) }
 func (m *Memory) NoData() bool { return m.noData }
 
 // Snapshot copies the used bytes (Machine.Image).
-func (m *Memory) Snapshot() []byte { return append([]byte(nil), m.data...) }
+func (m *Memory) Snapshot() []byte {
+	m.writeLazy()
+	return append([]byte(nil), m.data...)
+}
 
 // Region is a byte range of one memory.
 type Region struct {

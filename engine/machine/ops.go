@@ -147,9 +147,9 @@ func (op *MemOp) Complete(*Transfer) {
 			op.Data = append(op.Data[:0], src...)
 		}
 	case OpStore:
-		copy(op.Dst.Bytes(), op.Data)
+		op.Dst.WriteFrom(op.Data)
 	case OpCopy:
-		copy(op.Dst.Bytes(), op.Src.View())
+		op.Dst.WriteFrom(op.Src.View())
 	}
 	op.Done = true
 	if l := op.m.Log; l != nil {

@@ -210,6 +210,8 @@ type Log struct {
 	// Go, where the simulation's event loop, which reads the guard in
 	// phase 1, does not run).
 	Guard func() error
+	// pool, when set, gives and takes back the slabs (UseSlabs).
+	pool *Slabs
 }
 
 // phase2Scan is what phase 2 reads off the whole log: the records in
@@ -318,7 +320,7 @@ func (l *Log) add(r *Record) {
 		l.init()
 	}
 	if l.n&(1<<slabShift-1) == 0 {
-		l.slabs = append(l.slabs, make([]entry, 1<<slabShift))
+		l.slabs = append(l.slabs, l.pool.slab())
 	}
 	e := &l.slabs[l.n>>slabShift][l.n&(1<<slabShift-1)]
 	l.n++

@@ -1,10 +1,12 @@
 package ccl
 
 import (
+	"encoding/binary"
 	"fmt"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
 	"math"
+	"slices"
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
@@ -93,9 +95,10 @@ func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
 	if p.opts.Verify && !m.TimingOnly && p.coll.Reduces {
 		b.sums = dtype.NewFillSum(p.dt, sc, p.world)
 	}
+	ahead := p.roomAhead(count)
 	for r := 0; r < p.world; r++ {
 		mem := dataMemory(m.Ranks[r], p.dataSpace)
-		mem.Reserve((sc + rc) * sz)
+		mem.ReserveAhead((sc+rc)*sz, ahead)
 		alloc := func(n int64, what string) (machine.Region, error) {
 			off, err := mem.Alloc(n * sz)
 			if err != nil {
@@ -132,7 +135,7 @@ func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
 			}
 			if !m.TimingOnly {
 				hostmem.Populate(recvReg.Bytes())
-				sentinel(p.dt, recvReg.Bytes())
+				fillSentinel(p.dt, recvReg)
 			}
 		}
 		if !m.TimingOnly {
@@ -147,6 +150,36 @@ func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
 		b.recv = append(b.recv, tl.NewPtr(recvReg, p.dt, rc, r))
 	}
 	return b, nil
+}
+
+// fillSentinel makes recv read as the sentinel without writing it
+// (Region.FillPattern): the run's stores overwrite most of it, and the
+// blocks they do not are written with it when read.
+func fillSentinel(dt dtype.DType, recv machine.Region) {
+	var pat [8]byte
+	if 8%dt.Size() != 0 {
+		sentinel(dt, recv.Bytes())
+		return
+	}
+	sentinel(dt, pat[:])
+	recv.FillPattern(binary.LittleEndian.Uint64(pat[:]))
+}
+
+// roomAhead is the bytes of a rank's bench buffers at the largest size
+// of the sweep above count, which its memory keeps room for (pages not
+// touched until used, machine.Memory.ReserveAhead): the sizes after it
+// take its slices and back only what they add, instead of new slices
+// (the collector would clear reused heap pages, faulting them one by
+// one). It is at most --max-memory over the ranks, which a size must fit
+// to run, and 0 without that bound, under an address-space limit (where
+// untouched room counts too), or with no larger size.
+func (p *plan) roomAhead(count int64) int64 {
+	largest := slices.Max(p.counts)
+	if largest <= count || p.bufs == nil || p.opts.MaxMemory <= 0 || hostmem.AddressSpaceLimited() {
+		return 0
+	}
+	need := (p.coll.sendCount(largest, p.world) + p.coll.recvCount(largest, p.world)) * int64(p.dt.Size())
+	return min(need, p.opts.MaxMemory/int64(p.world))
 }
 
 // keepSentinels tells the pre-run image that every recv buffer holds its

@@ -49,6 +49,9 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *scrip
 func (b *collectiveBench) setUp(w *world) error {
 	p, count := b.p, b.count
 	w.procNote = p.procNote
+	if !p.opts.TimingOnly {
+		w.m.UseBuffers(p.bufs)
+	}
 	if err := w.install(p, b.tgt, b.loader, b.hook); err != nil {
 		return err
 	}

@@ -73,3 +73,66 @@ def kernel(sendbuf, recvbuf, rank, world_size, tl):
 		})
 	}
 }
+
+// The sizes of a sweep reuse the memories' slices and the op_log's slabs
+// of the sizes before them (plan.bufs), with room kept for the larger
+// sizes: every row, output and op_log is the one the size gives alone,
+// whether the slices it gets were written by a smaller size, a larger
+// one, an equal one, or none, in sequence or with -j.
+func TestSweepReusedMemoryMatchesSingleRuns(t *testing.T) {
+	type outcome struct {
+		Row    string
+		Output []byte // every rank's recv buffer, one after another
+	}
+	run := func(counts []int64, jobs int) ([]outcome, string) {
+		var oplog bytes.Buffer
+		// (A --max-memory lets a size keep room for the larger ones:
+		// plan.roomAhead.)
+		rep, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Counts: counts, Verify: true, Jobs: jobs,
+			KeepOutputs: true, OpLog: &oplog, MaxMemory: 8 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []outcome
+		for _, r := range rep.Results {
+			if r.Wrong != 0 || r.Phase2Match == nil || !*r.Phase2Match {
+				t.Errorf("count %d: wrong %d, phase 2 %v", r.Count, r.Wrong, r.Phase2Match)
+			}
+			outputs := bytes.Join(r.Outputs, nil)
+			r.Outputs = nil
+			b, _ := json.Marshal(r)
+			out = append(out, outcome{Row: string(b), Output: outputs})
+		}
+		return out, oplog.String()
+	}
+	// 1 MiB buffers and more: the memories' slices are pooled (a
+	// smaller one is left to the collector). Larger sizes after smaller
+	// ones (room ahead), equal ones, smaller ones.
+	counts := []int64{1 << 17, 3 << 16, 1 << 18, 1 << 17, 1 << 17, 3 << 16, 1 << 18}
+	alone, aloneLog := map[int64]outcome{}, map[int64]string{}
+	var wantLog string
+	for _, c := range counts {
+		if _, ok := alone[c]; !ok {
+			o, l := run([]int64{c}, 1)
+			alone[c], aloneLog[c] = o[0], l
+		}
+		wantLog += aloneLog[c]
+	}
+	for _, jobs := range []int{1, 2} {
+		got, log := run(counts, jobs)
+		if len(got) != len(counts) {
+			t.Fatalf("-j %d: %d rows for %d sizes", jobs, len(got), len(counts))
+		}
+		for i, c := range counts {
+			if diff := cmp.Diff(alone[c].Row, got[i].Row); diff != "" {
+				t.Errorf("-j %d, size %d (count %d): the row differs from its run alone (-alone +sweep):\n%s", jobs, i, c, diff)
+			}
+			if !bytes.Equal(alone[c].Output, got[i].Output) {
+				t.Errorf("-j %d, size %d (count %d): the recv buffers differ from its run alone", jobs, i, c)
+			}
+		}
+		if log != wantLog {
+			t.Errorf("-j %d: the op_log (%d bytes) is not the sizes' op_logs alone (%d bytes)", jobs, len(log), len(wantLog))
+		}
+	}
+}

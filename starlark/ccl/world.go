@@ -77,6 +77,11 @@ func (w *world) atClose(f func()) { w.closers = append(w.closers, f) }
 
 // close ends the world's hold on the collector's settings.
 func (w *world) close() {
+	if w.m != nil {
+		// Nothing reads the memories any more: their slices go to the
+		// next size of the sweep (plan.bufs).
+		w.m.ReleaseBuffers()
+	}
 	for i := len(w.closers) - 1; i >= 0; i-- {
 		w.closers[i]()
 	}

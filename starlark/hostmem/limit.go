@@ -107,3 +107,8 @@ func DefaultLimitWhy() string {
 // the moment. A constant, not a reading, so that the default --max-memory
 // is the same at every run.
 const startMapped = 2 << 30
+
+// AddressSpaceLimited reports whether the process runs under an
+// address-space limit (RLIMIT_AS, ulimit -v): then address space a run
+// maps without touching counts against it too.
+func AddressSpaceLimited() bool { return addressSpaceRoom() != 0 }

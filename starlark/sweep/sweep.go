@@ -38,6 +38,9 @@ type Sweep struct {
 	Refused func(count int64, err error) *report.Result
 	// Deliver receives each size's row, in size order.
 	Deliver func(*report.Result)
+	// Between, when set, runs after each size but the last of a sweep
+	// that runs them one after the other.
+	Between func()
 }
 
 // Parallel says whether s runs sizes at once.
@@ -59,6 +62,9 @@ func (s *Sweep) Run() error {
 			out.Trace = s.Out.Trace
 		}
 		res, err := s.Size(count, out, false)
+		if s.Between != nil && i < len(s.Counts)-1 {
+			s.Between()
+		}
 		if row := s.Refused(count, err); row != nil {
 			res, err = row, nil
 		}
