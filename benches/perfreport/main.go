@@ -7,7 +7,7 @@
 //
 //	go run ./benches/perfreport                  # print the tables
 //	go run ./benches/perfreport -write docs/performance.md
-//	go run ./benches/perfreport -full            # also N=1024 and 16384 ranks (minutes)
+//	go run ./benches/perfreport -full            # also N=1024, 16384 and 65536 ranks (minutes)
 //	go run ./benches/perfreport -baseline /tmp/kb-old   # before/after, alternating
 //
 // Figures are wall clock on whatever machine runs this, and a shared
@@ -57,6 +57,9 @@ var jobs = []job{
 	{"ring, verified, N=256 × 1 MiB per rank", []string{"ring_allreduce", "--world-size", "256", "--set", "system.sips=8", "--bytes", "1M"}, false},
 	{"ring, timing-only, N=1024", ringArgs(1024, "--timing-only"), true},
 	{"tree_allreduce, timing-only, 16384 ranks × 4 KiB", []string{"tree_allreduce", "--world-size", "16384", "--set", "system.sips=512", "--bytes", "4K", "--timing-only"}, true},
+	// Set-up at scale: a rank's kernel start (Starlark thread and frames,
+	// coroutine stack, machine objects) against a handful of messages.
+	{"tree_allreduce, timing-only, 65536 ranks × 4 KiB", []string{"tree_allreduce", "--world-size", "65536", "--set", "system.sips=2048", "--bytes", "4K", "--timing-only"}, true},
 }
 
 // result is what one job measured.
@@ -87,7 +90,7 @@ type report struct {
 func main() {
 	bin := flag.String("bin", "", "kernbench binary to measure (default: build ./cmd/kernbench)")
 	write := flag.String("write", "", "replace the generated section of this markdown file")
-	full := flag.Bool("full", false, "also run the long jobs (N=1024, 16384 ranks)")
+	full := flag.Bool("full", false, "also run the long jobs (N=1024, 16384 and 65536 ranks)")
 	goBench := flag.Bool("gobench", true, "also run the engine's Go benchmarks (event loop, process switch, IPCQ ring, the shipped ring end to end)")
 	flag.IntVar(&runs, "runs", 3, "runs of each job; the table shows the median wall time")
 	flag.IntVar(&fullRuns, "full-runs", 1, "runs of each long (-full) job")

@@ -322,12 +322,14 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 	if cfg.Backpressure == Poll && cfg.PollInterval <= 0 {
 		return nil, &InitError{fmt.Sprintf("ipcq: poll_interval_ns must be > 0 in poll mode (got %v)", cfg.PollInterval)}
 	}
-	g := &Group{M: m, Cfg: cfg}
+	g := &Group{M: m, Cfg: cfg, EPs: make([]*Endpoint, 0, len(m.Ranks))}
+	var ls []Link // a rank's links by direction (one buffer for all)
 	for r, pe := range m.Ranks {
 		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1}
 		ep.AnyWait = WaitInfo{Op: "recv(any)", EP: ep}
-		ls := append([]Link(nil), links[r]...)
-		sort.Slice(ls, func(i, j int) bool { return ls[i].Dir < ls[j].Dir })
+		ls = append(ls[:0], links[r]...)
+		slices.SortFunc(ls, func(a, b Link) int { return strings.Compare(a.Dir, b.Dir) })
+		ep.QPs = make([]*QueuePair, 0, len(ls))
 		var mem *Memory
 		switch cfg.BufferKind {
 		case TCM:

@@ -277,12 +277,19 @@ func (m *Machine) ucieLink(from, to int) *Resource {
 }
 
 func (m *Machine) pcieLink(sip int, up bool) *Resource {
-	links, name := m.pcieDown, fmt.Sprintf("pcie host->s%d", sip)
+	links := m.pcieDown
 	if up {
-		links, name = m.pcieUp, fmt.Sprintf("pcie s%d->host", sip)
+		links = m.pcieUp
 	}
 	if r, ok := links[sip]; ok {
 		return r
+	}
+	// Named when made: a route across SIPs asks for both links, and
+	// naming them on every call made 426,000 strings for the routes of a
+	// 65,536-rank tree.
+	name := fmt.Sprintf("pcie host->s%d", sip)
+	if up {
+		name = fmt.Sprintf("pcie s%d->host", sip)
 	}
 	r := m.resource(name, "pcie", sip, m.Params.Pcie)
 	links[sip] = r

@@ -716,3 +716,20 @@ func TestDMAPathFactsFollowEachTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A SIP's PCIe links are made (and named) once: asking for them again, as
+// every route across SIPs does, allocates nothing.
+func TestPCIeLinksMadeOnce(t *testing.T) {
+	m := newTestMachine(t, testParams())
+	up, down := m.PCIe(1)
+	if n := testing.AllocsPerRun(100, func() {
+		if u, d := m.PCIe(1); u != up || d != down {
+			t.Fatal("a second PCIe(1) gave other links")
+		}
+	}); n != 0 {
+		t.Errorf("PCIe of links already made allocates %v objects per call", n)
+	}
+	if up.Name != "pcie s1->host" || down.Name != "pcie host->s1" {
+		t.Errorf("links named %q and %q", up.Name, down.Name)
+	}
+}

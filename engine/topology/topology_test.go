@@ -469,6 +469,7 @@ func TestChannelNames(t *testing.T) {
 	}{
 		{"E", "E", 0}, {"E_1", "E", 1}, {"child_left_12", "child_left", 12}, {"child_left", "child_left", 0},
 		{"r3_2", "r3", 2}, {"x_0", "x_0", 0}, {"x_01", "x_01", 0}, {"_1", "_1", 0}, {"a_", "a_", 0},
+		{"a_1x", "a_1x", 0}, {"a_-1", "a_-1", 0}, {"a_99999999999999999999", "a_99999999999999999999", 0},
 	} {
 		base, c := SplitChannel(tt.dir)
 		if base != tt.base || c != tt.c {
@@ -477,6 +478,11 @@ func TestChannelNames(t *testing.T) {
 		if c > 0 && ChannelDir(base, c) != tt.dir {
 			t.Errorf("ChannelDir(%q, %d) = %q, want %q", base, c, ChannelDir(base, c), tt.dir)
 		}
+	}
+	// Pairing a large topology splits every direction name: one without a
+	// channel number costs no allocation.
+	if n := testing.AllocsPerRun(100, func() { SplitChannel("child_left") }); n != 0 {
+		t.Errorf("SplitChannel(%q) allocates %v objects", "child_left", n)
 	}
 	if _, err := Builtin("ring_1d", 4, nil, 0); err == nil || !strings.Contains(err.Error(), "channels 0") {
 		t.Errorf("channels 0: got %v, want an error naming it", err)

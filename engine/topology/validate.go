@@ -124,8 +124,11 @@ func Validate(t *Topology) (Pairing, error) {
 	}
 	var problems []Problem
 	var edges []edge
+	var dirs []string // a rank's directions, sorted (one buffer for all)
 	for a, m := range t.Maps {
-		for _, d := range slices.Sorted(maps.Keys(m)) {
+		dirs = slices.AppendSeq(dirs[:0], maps.Keys(m))
+		slices.Sort(dirs)
+		for _, d := range dirs {
 			b := m[d]
 			if !isIdent(d) {
 				problems = append(problems, Problem{a, d, fmt.Sprintf("rank %d direction %q is not an identifier", a, d)})
@@ -184,6 +187,12 @@ func Validate(t *Topology) (Pairing, error) {
 // partner when each is the other's only candidate; every direction left
 // over is a problem.
 func pairBetween(a, b int, da, db []string) (pairs [][2]string, problems []Problem) {
+	if len(da) == 1 && len(db) == 1 && canPair(da[0], db[0]) {
+		// The common case, one direction each way (what the rest finds
+		// for it, without its tables: a tree of 65,536 ranks has 65,535
+		// such pairs).
+		return [][2]string{{da[0], db[0]}}, nil
+	}
 	candA := make([][]int, len(da)) // candA[i]: indices into db that may pair with da[i]
 	candB := make([][]int, len(db))
 	// Custom names carry no reverse rule; where several could pair, those

@@ -254,3 +254,22 @@ func TestValidationErrorProblems(t *testing.T) {
 		t.Errorf("error %q lacks the header", err)
 	}
 }
+
+// Validating a large topology costs a few allocations per rank (a 65,536-rank
+// tree is validated as every run of it starts): a pair of single directions
+// pairs without the tables several directions need, and one buffer sorts
+// every rank's directions. It was 13 per rank.
+func TestValidateAllocationsPerRank(t *testing.T) {
+	const p = 1024
+	tp, err := Builtin("tree_binary", p, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(5, func() {
+		if _, err := Validate(tp); err != nil {
+			t.Fatal(err)
+		}
+	}); n/p > 7 {
+		t.Errorf("Validate of a %d-rank tree allocates %.1f objects per rank, want at most 7", p, n/p)
+	}
+}

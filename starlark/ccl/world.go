@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 
 	"go.starlark.net/starlark"
 
@@ -346,8 +347,10 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 	w.finish = finish
 	w.spent = make([][sim.MaxActivities]sim.Time, n)
 	for r := 0; r < n; r++ {
-		th := loader.NewThread(fmt.Sprintf("rank %d", r))
-		proc := w.s.Spawn(fmt.Sprintf("rank %d", r), func(proc *sim.Proc) {
+		name := "rank " + strconv.Itoa(r)
+		th := loader.NewThread(name)
+		// A kernel's Starlark frames take its stack past 8 KiB.
+		proc := w.s.SpawnDeep(name, func(proc *sim.Proc) {
 			err := body(r, th, proc)
 			finish[r] = w.s.Now()
 			w.spent[r] = proc.Spent

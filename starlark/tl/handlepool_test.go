@@ -93,3 +93,32 @@ func TestKernelBeginsWithItsEngineKernel(t *testing.T) {
 		t.Errorf("Kernel.Kernel (prims.Kernel) is at byte %d, want 0", off)
 	}
 }
+
+// New binds no attribute (a kernel reads a handful of tl's fifty, and a
+// run of tens of thousands of ranks made them all for every rank): each is
+// made as the kernel first reads it, and a second read gives the same
+// value.
+func TestNewBindsAttributesOnFirstRead(t *testing.T) {
+	m := timingOnlyMachine(t, 1)
+	pool := &HandlePool{}
+	stats := &Stats{}
+	if n := testing.AllocsPerRun(10, func() {
+		New(&Kernel{M: m, PE: m.Ranks[0], Rank: 0, World: 1, Handles: pool, Stats: stats})
+	}); n > 1 {
+		t.Errorf("New allocates %v objects besides the kernel; want none", n-1)
+	}
+	k := New(&Kernel{M: m, PE: m.Ranks[0], Rank: 0, World: 1})
+	for _, name := range []string{"send", "machine", "load", "rank"} {
+		a, err := k.Attr(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := k.Attr(name)
+		if a != b {
+			t.Errorf("tl.%s read twice gave two values (%v, %v)", name, a, b)
+		}
+	}
+	if f, _ := k.Attr("fetch"); f != k.attrs[attrIndex["load"]] {
+		t.Error(`tl.fetch and getattr(tl, "load") are not the same builtin`)
+	}
+}
