@@ -1,9 +1,11 @@
 package machine
 
 import (
+	"fmt"
+	"slices"
+
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
-	"slices"
 )
 
 // VC is a DMA virtual channel.
@@ -252,79 +254,116 @@ func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 // the one booking on behalf of an engine), when p crosses into another
 // SIP at resource i and the machine splits such transfers
 // (Params.SplitAtSIP, which makes every booking take bookSlow): it books
-// the segment before i, the head's own SIP's, and leaves the rest to a
-// crossing event when the head reaches it. That is the rule of a
-// partitioned run (engine/sim, partition.go), where only a resource's
-// own SIP books it. On an idle path the times are the whole path's;
-// under contention a far resource serves transfers in the order their
-// heads reach it, not in the order they were issued.
+// the segment before i, the head's own SIP's, and sends the rest to the
+// far SIP, to be booked there when the head reaches it. That is the rule
+// of a partitioned run (engine/sim, partition.go), where only a
+// resource's own SIP books it. On an idle path the times are the whole
+// path's; under contention a far resource serves transfers in the order
+// their heads reach it, not in the order they were issued.
 //
 // It returns the head's arrival at the boundary for the path's end (a
 // bound the completion cannot come before) and the whole path's
-// service. Until the completion the crossing stands in for the
-// transfer's owner: when the injection ends before the far segment is
-// booked, the completion fires at that bound and the crossing moves it
-// to the far segment's end (Complete).
+// service. The two sides are two objects that only exchange messages
+// (Machine.post): the far booking (crossFar) goes to the far SIP and
+// comes back with the far end; the near stand-in (crossNear) is the
+// transfer's owner until the completion, which fires at the later of
+// the bound the injection end scheduled and the far end's message.
 func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag uint64) (arrival, service sim.Time) {
 	head, lastIn, _ := p[:i].bookFrom(now, now, now, n, e, tag)
 	if b := p.slowest(); b != nil {
 		service = b.Xfer(n) // (book's: Xfer never grows with bandwidth)
 	}
 	t, m := e.head[vc], e.m
-	var c *crossing
-	if k := len(m.freeCrossings); k > 0 {
-		c = m.freeCrossings[k-1]
-		m.freeCrossings = m.freeCrossings[:k-1]
-	} else {
-		c = &crossing{}
-	}
-	*c = crossing{t: t, e: e, owner: t.Owner, from: i, tag: tag, lastIn: lastIn, end: -1}
-	t.Owner = c
-	e.sim.At(head, c)
+	near := m.newCrossNear()
+	*near = crossNear{t: t, e: e, owner: t.Owner, end: -1}
+	t.Owner = near
+	far := m.newCrossFar()
+	sip := int(p[i].sip)
+	*far = crossFar{sim: m.sipSim(sip), sip: int(p[0].sip), near: near, path: p[i:], n: n, tag: tag, lastIn: lastIn, source: e, end: -1}
+	m.post(e.sim, sip, head, far)
 	return head, service
 }
 
-// crossing is a split transfer's head reaching the SIP boundary (in a
-// partitioned run, the message to the SIP that owns the far segment),
-// and the transfer's owner until it completes.
-type crossing struct {
-	t      *Transfer
-	e      *dmaEngine
-	owner  Completer // the transfer's own
-	from   int       // the far segment's first resource
+// crossFar is a split transfer's far segment: a message to the far SIP
+// that books it when the transfer's head gets there, and then the
+// message back to the issuing SIP with the far end. It carries what the
+// booking needs and never reads the transfer or the near side; while it
+// is on its way nothing on the near side reads it.
+type crossFar struct {
+	sim    *sim.Sim // the clock of the SIP it is at
+	sip    int      // the issuing SIP, where it goes back
+	near   *crossNear
+	path   Path // the far segment
+	n      int64
 	tag    uint64
 	lastIn sim.Time // when the last byte leaves the near segment
-	end    sim.Time // when it leaves the far one (-1: not booked yet)
+	// source is the issuing engine, for a stop fault's note of the PE
+	// it stalls (its PE, set when the machine is built, never changes).
+	source *dmaEngine
+	end    sim.Time // when the last byte leaves the far segment (-1: not booked yet)
 }
 
-// Fire books the far segment. A completion not yet scheduled (the
-// injection goes on) then takes the path's true end.
-func (c *crossing) Fire() {
-	s := c.e.sim
-	s.NotWork() // (a run counts the events of booking a path whole)
-	now := s.Now()
-	_, c.end, _ = c.t.Path[c.from:].bookFrom(now, now, c.lastIn, c.t.N, c.e, c.tag)
-	c.t.pathEnd = c.end
+// Fire books the far segment at the head's arrival and sends the far
+// end back; back on the issuing SIP it hands the end to the near side.
+func (c *crossFar) Fire() {
+	s := c.sim
+	if c.end < 0 {
+		s.NotWork() // (a run counts the events of booking a path whole)
+		now := s.Now()
+		_, c.end, _ = c.path.bookFrom(now, now, c.lastIn, c.n, c.source, c.tag)
+		back := c.source.m.sipSim(c.sip)
+		c.source.m.post(s, c.sip, c.end, c)
+		c.sim = back
+		return
+	}
+	near, end, m := c.near, c.end, c.source.m
+	*c = crossFar{}
+	m.freeFar = append(m.freeFar, c)
+	near.farEnd(end)
+}
+
+// crossNear stands in for a split transfer's owner on the issuing SIP
+// until it completes: the completion needs both the bound the injection
+// end scheduled (Complete) and the far end (farEnd, crossFar's message
+// back), and fires at the later of the two.
+type crossNear struct {
+	t     *Transfer
+	e     *dmaEngine
+	owner Completer // the transfer's own
+	end   sim.Time  // the far end (-1: its message has not arrived)
+	bound bool      // the injection end's bound has fired
 }
 
 // Complete is the transfer's completion at the bound its injection end
-// scheduled: it hands the transfer back to its owner, now or, when the
-// far segment ends later, at that end.
-func (c *crossing) Complete(t *Transfer) {
-	e, end := c.e, c.end
-	if end < 0 {
-		panic("internal error: a split transfer completed before its head crossed")
+// scheduled: it hands the transfer back to its owner when the far end
+// has arrived (at or before now), else waits for it.
+func (c *crossNear) Complete(t *Transfer) {
+	if c.end < 0 {
+		c.bound = true
+		c.e.sim.NotWork() // (the completion is the far end's event)
+		return
 	}
+	c.done()
+}
+
+// farEnd is the far end's arrival, at that end.
+func (c *crossNear) farEnd(end sim.Time) {
+	if !c.bound {
+		c.end = end
+		c.e.sim.NotWork() // (the completion is the bound's event)
+		return
+	}
+	c.t.Finished = end
+	c.done()
+}
+
+// done hands the transfer back to its owner, which completes it now.
+func (c *crossNear) done() {
+	t, m := c.t, c.e.m
 	t.Owner = c.owner
-	*c = crossing{}
-	e.m.freeCrossings = append(e.m.freeCrossings, c)
-	s := e.sim
-	if now := s.Now(); end > now {
-		s.NotWork() // (the completion is the event at the end)
-		s.At(end, t)
-	} else {
-		t.Owner.Complete(t)
-	}
+	*c = crossNear{}
+	m.freeNear = append(m.freeNear, c)
+	t.Owner.Complete(t)
 }
 
 // share switches to round-robin at time now, when the second channel's
@@ -525,4 +564,41 @@ func (e *dmaEngine) traceEnd(v VC, h *Transfer, now sim.Time) {
 		label = track
 	}
 	e.m.Trace.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
+}
+
+// newCrossNear is a near side from the pool, or a new one.
+func (m *Machine) newCrossNear() *crossNear {
+	if k := len(m.freeNear); k > 0 {
+		c := m.freeNear[k-1]
+		m.freeNear = m.freeNear[:k-1]
+		return c
+	}
+	return &crossNear{}
+}
+
+// newCrossFar is a far booking from the pool, or a new one.
+func (m *Machine) newCrossFar() *crossFar {
+	if k := len(m.freeFar); k > 0 {
+		c := m.freeFar[k-1]
+		m.freeFar = m.freeFar[:k-1]
+		return c
+	}
+	return &crossFar{}
+}
+
+// sipSim is the simulation SIP sip's events go to: the machine's one Sim
+// (a partitioned run gives each SIP its own).
+func (m *Machine) sipSim(sip int) *sim.Sim { return m.Sim }
+
+// post sends h from a SIP whose clock is from's to SIP to, to fire there
+// at at: the one way a split transfer's work on one SIP reaches another
+// (a message of a partitioned run, engine/sim, partition.go). At must be
+// at least the lookahead after from's clock, which a partitioned run
+// relies on; on one Sim the message is scheduled at once, and the bound
+// is checked all the same, so that every split run checks it.
+func (m *Machine) post(from *sim.Sim, to int, at sim.Time, h sim.Handler) {
+	if now := from.Now(); at < sim.Add(now, m.look) {
+		panic(fmt.Sprintf("internal error: a message to SIP %d for %v at %v, within the lookahead %v", to, at, now, m.look))
+	}
+	from.At(at, h)
 }

@@ -114,8 +114,13 @@ type Machine struct {
 	slowBooking bool
 	// splitAtSIP: Params.SplitAtSIP on a timed machine of several SIPs.
 	splitAtSIP bool
-	// freeCrossings are the events of split transfers that fired, reused.
-	freeCrossings []*crossing
+	// freeNear and freeFar are the two sides of split transfers that
+	// completed, reused (dmaEngine.startSplit).
+	freeNear []*crossNear
+	freeFar  []*crossFar
+	// look is the least delay of a message from one SIP to another
+	// (Params.Lookahead), which post checks.
+	look sim.Time
 
 	// TimingOnly (SetTimingOnly) moves no bytes: loads, stores, copies and
 	// IPCQ deliveries book the same resources at the same times and keep
@@ -215,6 +220,9 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	}
 	m.splitAtSIP = p.SplitAtSIP && !p.Untimed && p.Sips > 1
 	m.slowBooking = m.splitAtSIP // (bookSlow splits; faults may set it too)
+	if m.splitAtSIP {
+		m.look = p.Lookahead()
+	}
 	if len(p.Faults) > 0 {
 		m.faults = make(map[string]Fault, len(p.Faults))
 		for _, f := range p.Faults {

@@ -81,15 +81,18 @@ package sim
 //     end + latency is ≥ L after the injection end; the path end ≥ the
 //     down-link's latency after the head's arrival), and each side
 //     completes its own half at the same max. Machine.SplitAtSIP does
-//     this on one Sim today (a crossing event books the far segment and
-//     stands in for the transfer's owner until the completion), which
-//     measures the booking rule; on partitions the crossing becomes two
-//     objects, the far side's booking and the near side's stand-in, which
-//     must never read the other's fields (a completion due at the
-//     instant the far end is booked would read it from another
-//     goroutine), only the messages between them. That fixes the
-//     same-instant order of split completions; the one-Sim mode then
-//     runs as a partitioned run with K = 1 instead of keeping its own.
+//     this on one Sim today with two objects that only exchange messages
+//     (Machine.post, which checks the lookahead of each): the far
+//     booking (crossFar) goes to the far SIP at the head's arrival,
+//     books there and goes back with the far end, which it carries; the
+//     near stand-in (crossNear) is the transfer's owner until the
+//     completion, at the later of the injection end's bound and the far
+//     end's message. Post schedules on the one Sim; on partitions it
+//     becomes Partition.Send, and the one-Sim mode then runs as a
+//     partitioned run with K = 1 instead of keeping its own order. The
+//     far side's half of a completion (the receiver's, for IPCQ) needs
+//     the injection end too: a message the near side sends at the
+//     injection end (a hook there, out of the hot line, as the trace's).
 //   - IPCQ (ipcq.go): Message.Complete writes the receiver's slot, its
 //     peer_head_cache and wakes its receiver (receiver partition), and
 //     drops the sender's in-flight send, wakes its flushes and
