@@ -283,6 +283,8 @@ type Group struct {
 	// send would have gone cold while every other rank ran (its clear
 	// and fill were 4 last-level misses of 78 per message at 256 ranks).
 	freeMsgs []*Message
+	// freeCredits are credits that crossed SIPs, reused (postCredit).
+	freeCredits []*creditMsg
 }
 
 // InitError is an init-time failure of a process group.
@@ -1051,8 +1053,48 @@ func (g *Group) Credit(q *QueuePair) {
 	for q.freed < q.MyTail && !q.Slots[q.freed%n].copying {
 		q.freed++
 	}
+	if g.M.splitAtSIP && q.ep.PE.Sip != q.peer.ep.PE.Sip {
+		g.postCredit(q)
+		return
+	}
 	q.credits = append(q.credits, q.freed)
 	g.M.Sim.After(q.creditDelay, (*creditEvent)(q))
+}
+
+// postCredit is Credit's return across SIPs when the machine splits
+// transfers there: a message to the sender's SIP carrying the credit and
+// what its I2 check reads of the receiver (my_tail when the credit left:
+// it only grows, so the check is the same), so that the sender's side
+// never reads the receiver's queue pair (engine/sim, partition.go).
+func (g *Group) postCredit(q *QueuePair) {
+	c := g.newCreditMsg()
+	*c = creditMsg{s: q.peer, v: q.freed, tail: q.MyTail}
+	s := g.M.Sim
+	g.M.post(s, q.peer.ep.PE.Sip, sim.Add(s.Now(), q.creditDelay), c)
+}
+
+// creditMsg is a credit on its way to the sender's SIP.
+type creditMsg struct {
+	s       *QueuePair // the sender's side
+	v, tail uint64     // the credit; the receiver's my_tail when it left
+}
+
+func (g *Group) newCreditMsg() *creditMsg {
+	if k := len(g.freeCredits); k > 0 {
+		c := g.freeCredits[k-1]
+		g.freeCredits = g.freeCredits[:k-1]
+		return c
+	}
+	return &creditMsg{}
+}
+
+// Fire applies the credit on the sender's side.
+func (c *creditMsg) Fire() {
+	s, v, tail := c.s, c.v, c.tail
+	g := s.ep.g
+	*c = creditMsg{}
+	g.freeCredits = append(g.freeCredits, c)
+	s.applyCredit(v, tail)
 }
 
 // CopyDone frees the slot of message seq of q, taken to be copied out
@@ -1079,6 +1121,30 @@ func (c *creditEvent) Fire() {
 	if v < s.PeerTailCache || v > q.MyTail || v > s.MyHead {
 		s.ep.g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
 			s.Rank, s.Dir, v, s.PeerTailCache, q.MyTail, s.MyHead)})
+	}
+	if v > s.PeerTailCache {
+		s.PeerTailCache = v
+	}
+	if tr := s.ep.g.M.Trace; tr != nil {
+		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.g.M.Sim.Now(), float64(s.MyHead-s.PeerTailCache))
+	}
+	if w := s.sendWaiter; w != nil {
+		s.sendWaiter = nil
+		w.Wake()
+	}
+	if g := s.ep.g; g.Paranoid {
+		g.scan()
+	}
+}
+
+// applyCredit is creditEvent.Fire's effect on the sender's side s for
+// a credit v that crossed SIPs as a message with the receiver's my_tail
+// (tail). (Fire keeps its own copy: a call there costs every message of
+// a run that splits nothing.)
+func (s *QueuePair) applyCredit(v, tail uint64) {
+	if v < s.PeerTailCache || v > tail || v > s.MyHead {
+		s.ep.g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
+			s.Rank, s.Dir, v, s.PeerTailCache, tail, s.MyHead)})
 	}
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v

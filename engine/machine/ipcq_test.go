@@ -553,10 +553,16 @@ type ringRun struct {
 // distinct messages E (n_slots 2) while a slow receiver drains W.
 func runRing3(t *testing.T, mode Backpressure) ringRun {
 	t.Helper()
+	return runRing3On(t, mode, testParams())
+}
+
+// runRing3On is runRing3 on a machine of parameters p.
+func runRing3On(t *testing.T, mode Backpressure, p Params) ringRun {
+	t.Helper()
 	const world, count = 3, 20
 	cfg := ipcqTestCfg(HBM, mode, 2, 128)
 	cfg.PollInterval = 40 * ipcqNS
-	m, g := installIPCQ(t, testParams(), ringLinks(world), cfg)
+	m, g := installIPCQ(t, p, ringLinks(world), cfg)
 	run := ringRun{Finish: map[string]sim.Time{}}
 	for r := 0; r < world; r++ {
 		var srcs []Region
@@ -1868,6 +1874,26 @@ func TestUnreceivedErrorBounded(t *testing.T) {
 		}
 		if diff := cmp.Diff(c.want, e.Error()); diff != "" {
 			t.Errorf("%d sends (-want +got):\n%s", c.n, diff)
+		}
+	}
+}
+
+// Rule (engine/sim, partition.go: IPCQ): with SplitAtSIP a credit that
+// crosses SIPs is a message carrying its value (the sender's side never
+// reads the receiver's queue pair), due when the credit was due. On a
+// ring over two SIPs whose transfers meet no contention on the far side,
+// the split run is the whole-path run: every receive, wait and finish.
+func TestIPCQ_SplitAtSIP_CreditsCrossAsMessages(t *testing.T) {
+	for _, mode := range []Backpressure{Sleep, Poll} {
+		var runs [2]ringRun
+		for i, split := range []bool{false, true} {
+			p := testParams()
+			p.Placement = []int{0, 9, 2} // rank 1 on SIP 1: two of three links cross
+			p.SplitAtSIP = split
+			runs[i] = runRing3On(t, mode, p)
+		}
+		if diff := cmp.Diff(runs[0], runs[1]); diff != "" {
+			t.Errorf("%v mode: split run differs from the whole-path run (-whole +split):\n%s", mode, diff)
 		}
 	}
 }

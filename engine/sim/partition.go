@@ -97,12 +97,13 @@ package sim
 //     peer_head_cache and wakes its receiver (receiver partition), and
 //     drops the sender's in-flight send, wakes its flushes and
 //     sent-waiters (sender partition): split into those two halves as
-//     above. Credits already travel back with a delay (creditDelay, a
-//     cross-SIP path's idle time ≥ L): a creditEvent becomes a message
-//     that carries its value and the receiver's my_tail (it reads them
-//     from the receiver's queue pair today, and its I2 check the
-//     sender's my_head too). The group's pool of free messages
-//     (freeMsgs) becomes per partition. The hazard scans
+//     above. Credits travel back with a delay (creditDelay, a cross-SIP
+//     path's idle time ≥ L); with SplitAtSIP one that crosses SIPs is a
+//     message (Group.postCredit) carrying its value and the receiver's
+//     my_tail when it left, for the I2 check on the sender's side (the
+//     one-SIP creditEvent reads them from the receiver's queue pair at
+//     arrival). The group's pools of free messages and credits
+//     (freeMsgs, freeCredits) become per partition. The hazard scans
 //     (inFlightReading, readers) only read the sends of ranks in the
 //     region's own SIP: local. HoldSends (a receive releasing the
 //     sender's held sends) and Paranoid (a scan of every queue pair
