@@ -263,35 +263,49 @@ func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 //
 // It returns the head's arrival at the boundary for the path's end (a
 // bound the completion cannot come before) and the whole path's
-// service. The two sides are two objects that only exchange messages
-// (Machine.post): the far booking (crossFar) goes to the far SIP and
-// comes back with the far end; the near stand-in (crossNear) is the
-// transfer's owner until the completion, which fires at the later of
-// the bound the injection end scheduled and the far end's message.
+// service. The two sides are objects that only exchange messages
+// (Machine.post), each due at least the lookahead after it is sent:
+//
+//   - the far side (crossFar) goes to the far SIP at the head's arrival,
+//     books the far segment there and sends its end back (crossEnd);
+//   - the near side (crossNear) stands in for the transfer's owner until
+//     the completion, at the later of the bound its injection end
+//     scheduled and the far end's arrival;
+//   - an IPCQ message's completion has a half on each side: at the
+//     injection end the near side sends the far side the completion's
+//     other bound (injection end + path latency) with a copy of the
+//     source's bytes (crossInjected, Machine.injected), and the far side
+//     delivers into the receiver's slot at the later of the two bounds,
+//     the completion's time on both sides (Message.deliverFar); the
+//     near side then does the sender's half (Message.sentNear).
 func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag uint64) (arrival, service sim.Time) {
 	head, lastIn, _ := p[:i].bookFrom(now, now, now, n, e, tag)
 	if b := p.slowest(); b != nil {
 		service = b.Xfer(n) // (book's: Xfer never grows with bandwidth)
 	}
 	t, m := e.head[vc], e.m
-	near := m.newCrossNear()
-	*near = crossNear{t: t, e: e, owner: t.Owner, end: -1}
+	near, far := m.newCrossNear(), m.newCrossFar()
+	sip, home := int(p[i].sip), int(p[0].sip)
+	*near = crossNear{t: t, e: e, owner: t.Owner, far: far, farSip: sip, end: -1}
+	*far = crossFar{sim: m.sipSim(sip), home: home, near: near, path: p[i:], n: n, tag: tag, lastIn: lastIn, source: e, end: -1, due: -1}
+	if msg, ok := t.Owner.(*Message); ok {
+		near.msg = msg
+		far.deliver = true
+		far.msg = *msg // (the far side's copy: it never reads the sender's)
+		far.msg.Xfer.Owner, far.msg.Xfer.next = nil, nil
+	}
 	t.Owner = near
-	far := m.newCrossFar()
-	sip := int(p[i].sip)
-	*far = crossFar{sim: m.sipSim(sip), sip: int(p[0].sip), near: near, path: p[i:], n: n, tag: tag, lastIn: lastIn, source: e, end: -1}
 	m.post(e.sim, sip, head, far)
 	return head, service
 }
 
-// crossFar is a split transfer's far segment: a message to the far SIP
-// that books it when the transfer's head gets there, and then the
-// message back to the issuing SIP with the far end. It carries what the
-// booking needs and never reads the transfer or the near side; while it
-// is on its way nothing on the near side reads it.
+// crossFar is a split transfer's far side: a message to the far SIP
+// that books the far segment when the transfer's head gets there, and,
+// for an IPCQ message, the receiver's half of its completion. It
+// carries what it needs and never reads the transfer or the near side.
 type crossFar struct {
-	sim    *sim.Sim // the clock of the SIP it is at
-	sip    int      // the issuing SIP, where it goes back
+	sim    *sim.Sim // the far SIP's clock
+	home   int      // the issuing SIP
 	near   *crossNear
 	path   Path // the far segment
 	n      int64
@@ -301,37 +315,133 @@ type crossFar struct {
 	// it stalls (its PE, set when the machine is built, never changes).
 	source *dmaEngine
 	end    sim.Time // when the last byte leaves the far segment (-1: not booked yet)
+	// deliver: the transfer is an IPCQ message, msg the far side's copy
+	// of it; due is the injection end's bound (-1: not arrived yet) and
+	// data the source's bytes copied then.
+	deliver bool
+	due     sim.Time
+	data    []byte
+	msg     Message
 }
 
-// Fire books the far segment at the head's arrival and sends the far
-// end back; back on the issuing SIP it hands the end to the near side.
+// Fire books the far segment at the head's arrival and sends the far end
+// back, then delivers when the injection end's bound has arrived too; a
+// second Fire is the delivery at the later of the two bounds. Its events
+// are bookkeeping (the completion is counted on the issuing side).
 func (c *crossFar) Fire() {
 	s := c.sim
-	if c.end < 0 {
-		s.NotWork() // (a run counts the events of booking a path whole)
-		now := s.Now()
-		_, c.end, _ = c.path.bookFrom(now, now, c.lastIn, c.n, c.source, c.tag)
-		back := c.source.m.sipSim(c.sip)
-		c.source.m.post(s, c.sip, c.end, c)
-		c.sim = back
+	s.NotWork()
+	if c.end >= 0 {
+		c.deliverNow()
 		return
 	}
-	near, end, m := c.near, c.end, c.source.m
+	now := s.Now()
+	_, c.end, _ = c.path.bookFrom(now, now, c.lastIn, c.n, c.source, c.tag)
+	m := c.source.m
+	back := m.newCrossEnd(s)
+	*back = crossEnd{near: c.near, end: c.end, sim: m.sipSim(c.home)}
+	m.post(s, c.home, c.end, back)
+	if !c.deliver {
+		*c = crossFar{}
+		m.freeFar = append(m.freeFar, c)
+		return
+	}
+	c.ready()
+}
+
+// ready delivers at the later of the far end and the injection end's
+// bound once both are known (now, or in a Fire then).
+func (c *crossFar) ready() {
+	if c.end < 0 || c.due < 0 {
+		return
+	}
+	s := c.sim
+	if at := max(c.end, c.due); at > s.Now() {
+		s.At(at, c)
+		return
+	}
+	c.deliverNow()
+}
+
+// deliverNow is the receiver's half of the message's completion.
+func (c *crossFar) deliverNow() {
+	m := c.source.m
+	c.msg.Xfer.Finished = c.sim.Now()
+	c.msg.deliverFar(c.data)
+	m.PutBuffer(c.data)
 	*c = crossFar{}
 	m.freeFar = append(m.freeFar, c)
+}
+
+// crossInjected is the injection end's bound and the source's bytes on
+// their way to the far side.
+type crossInjected struct {
+	far  *crossFar
+	due  sim.Time
+	data []byte
+}
+
+// Fire hands the bound and the bytes to the far side.
+func (c *crossInjected) Fire() {
+	far, due, data := c.far, c.due, c.data
+	far.sim.NotWork()
+	*c = crossInjected{}
+	// (Freed into the pool of the SIP it arrived at, as the other messages.)
+	far.source.m.freeInjected = append(far.source.m.freeInjected, c)
+	far.due, far.data = due, data
+	far.ready()
+}
+
+// crossEnd is the far end on its way back to the issuing side.
+type crossEnd struct {
+	near *crossNear
+	end  sim.Time
+	sim  *sim.Sim // the issuing SIP's clock
+}
+
+// Fire hands the far end to the near side.
+func (c *crossEnd) Fire() {
+	near, end := c.near, c.end
+	m := near.e.m
+	*c = crossEnd{}
+	m.freeEnds = append(m.freeEnds, c)
 	near.farEnd(end)
 }
 
 // crossNear stands in for a split transfer's owner on the issuing SIP
 // until it completes: the completion needs both the bound the injection
-// end scheduled (Complete) and the far end (farEnd, crossFar's message
-// back), and fires at the later of the two.
+// end scheduled (Complete) and the far end (farEnd, crossEnd's message),
+// and fires at the later of the two.
 type crossNear struct {
 	t     *Transfer
 	e     *dmaEngine
 	owner Completer // the transfer's own
-	end   sim.Time  // the far end (-1: its message has not arrived)
-	bound bool      // the injection end's bound has fired
+	// msg is the owner when it is an IPCQ message (its far half is far's,
+	// the SIP farSip's: the near side only sends it messages).
+	msg    *Message
+	far    *crossFar
+	farSip int
+	end    sim.Time // the far end (-1: its message has not arrived)
+	bound  bool     // the injection end's bound has fired
+}
+
+// injected is the injection end of the near side's transfer (from the
+// engine's hook, Machine.endHook): an IPCQ message sends the far side
+// the completion's other bound and the source's bytes.
+func (c *crossNear) injected(now sim.Time) {
+	if c.msg == nil {
+		return
+	}
+	t, m := c.t, c.e.m
+	var data []byte
+	if src := c.msg.Src.View(); src != nil {
+		data = m.Buffer(int64(len(src)))
+		copy(data, src)
+	}
+	k := m.newCrossInjected()
+	due := sim.Add(now, t.latency)
+	*k = crossInjected{far: c.far, due: due, data: data}
+	m.post(c.e.sim, c.farSip, due, k)
 }
 
 // Complete is the transfer's completion at the bound its injection end
@@ -357,12 +467,17 @@ func (c *crossNear) farEnd(end sim.Time) {
 	c.done()
 }
 
-// done hands the transfer back to its owner, which completes it now.
+// done hands the transfer back to its owner, which completes it now (an
+// IPCQ message: the sender's half).
 func (c *crossNear) done() {
-	t, m := c.t, c.e.m
+	t, m, msg := c.t, c.e.m, c.msg
 	t.Owner = c.owner
 	*c = crossNear{}
 	m.freeNear = append(m.freeNear, c)
+	if msg != nil {
+		msg.sentNear()
+		return
+	}
 	t.Owner.Complete(t)
 }
 
@@ -519,8 +634,8 @@ func (e *dmaEngine) Fire() {
 			e.tail[v] = nil
 		}
 		h.next = nil
-		if e.m.Trace != nil {
-			e.traceEnd(v, h, now)
+		if e.m.endHook {
+			e.injected(v, h, now)
 		}
 		e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
 		n := e.head[v]
@@ -576,7 +691,7 @@ func (m *Machine) newCrossNear() *crossNear {
 	return &crossNear{}
 }
 
-// newCrossFar is a far booking from the pool, or a new one.
+// newCrossFar is a far side from the pool, or a new one.
 func (m *Machine) newCrossFar() *crossFar {
 	if k := len(m.freeFar); k > 0 {
 		c := m.freeFar[k-1]
@@ -584,6 +699,40 @@ func (m *Machine) newCrossFar() *crossFar {
 		return c
 	}
 	return &crossFar{}
+}
+
+// newCrossEnd is a far end's message from the pool of the SIP whose
+// clock is s, or a new one.
+func (m *Machine) newCrossEnd(s *sim.Sim) *crossEnd {
+	if k := len(m.freeEnds); k > 0 {
+		c := m.freeEnds[k-1]
+		m.freeEnds = m.freeEnds[:k-1]
+		return c
+	}
+	return &crossEnd{}
+}
+
+// newCrossInjected is an injection end's message from the pool, or a
+// new one.
+func (m *Machine) newCrossInjected() *crossInjected {
+	if k := len(m.freeInjected); k > 0 {
+		c := m.freeInjected[k-1]
+		m.freeInjected = m.freeInjected[:k-1]
+		return c
+	}
+	return &crossInjected{}
+}
+
+// injected is the engine's hook at the end of h's injection on channel
+// v (Machine.endHook): the trace's slice, and a split transfer's message
+// to its far side.
+func (e *dmaEngine) injected(v VC, h *Transfer, now sim.Time) {
+	if e.m.Trace != nil {
+		e.traceEnd(v, h, now)
+	}
+	if near, ok := h.Owner.(*crossNear); ok {
+		near.injected(now)
+	}
 }
 
 // sipSim is the simulation SIP sip's events go to: the machine's one Sim

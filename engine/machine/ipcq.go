@@ -917,6 +917,92 @@ func (msg *Message) Complete(*Transfer) {
 	}
 }
 
+// deliverFar is the receiver's half of Complete for a message whose
+// transfer crossed SIPs with SplitAtSIP, on the receiver's SIP at the
+// completion: msg is the far side's copy of the sender's message (it
+// reads only the sender's fixed fields: rank, direction, peer) and data
+// the source's bytes the sender copied at the injection end (nil under
+// timing-only). Complete keeps one body for both halves: calls to them
+// would cost every message of a run that splits nothing.
+func (msg *Message) deliverFar(data []byte) {
+	q := msg.Q
+	peer := q.peer
+	g := q.ep.g
+	if msg.Dst.Mem.sendsMayRead(msg.Dst) {
+		if m := g.inFlightReading(msg.Dst, false); m != nil {
+			g.M.Sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
+				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
+		}
+	}
+	copy(msg.Dst.Bytes(), data)
+	rs := &peer.Slots[msg.Slot]
+	rs.Meta = msg.Meta
+	rs.Gen++
+	if msg.Meta.Seq == peer.PeerHeadCache {
+		// Published, then any later ones that arrived before it. A slot
+		// marked arrived holds the message of the sequence number it is
+		// at (at most n_slots are in flight past my_tail), so the
+		// sender's my_head, which Complete stops at, is not needed.
+		peer.PeerHeadCache++
+		n := uint64(len(peer.Slots))
+		for k := 1; k < len(peer.Slots) && peer.Slots[peer.PeerHeadCache%n].arrived; k++ {
+			peer.Slots[peer.PeerHeadCache%n].arrived = false
+			peer.PeerHeadCache++
+		}
+	} else {
+		rs.arrived = true
+	}
+	if l := g.M.Log; l != nil {
+		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
+			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
+			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
+		if l.Witnessed() {
+			r.Produced = msg.Dst.View()
+			if msg.Meta.Origin != nil {
+				r.Origin = fmt.Sprintf("rank %d's send %s #%d at %v", q.Rank, q.Dir, msg.Meta.Seq, msg.Meta.Origin)
+			}
+		}
+		l.Add(r)
+	}
+	if tr := g.M.Trace; tr != nil {
+		pid := peer.ep.PE.ID + 1
+		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), g.M.Sim.Now(), map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
+	}
+	if g.OnDeliver != nil {
+		g.OnDeliver(q, msg)
+	}
+	if w := peer.recvWaiter; w != nil {
+		peer.recvWaiter = nil
+		w.Wake()
+	}
+	if peer.ep.anyWaiter != nil {
+		wakeShared(&peer.ep.anyWaiter, &peer.ep.moreAny)
+	}
+}
+
+// sentNear is the sender's half of Complete for a message whose transfer
+// crossed SIPs with SplitAtSIP, on the sender's SIP at the completion:
+// the send is no longer in flight (its source may be written again), and
+// its flushes and sent-waiters wake. (HoldSends and Paranoid, the
+// untimed mock's and --check's, split nothing.)
+func (msg *Message) sentNear() {
+	q := msg.Q
+	g := q.ep.g
+	q.InFlight--
+	if q.dropInflight(msg) {
+		msg.Src.Mem.sendRead()
+	}
+	for i, w := range q.sentWaiters {
+		q.sentWaiters[i] = nil
+		w.Wake()
+	}
+	q.sentWaiters = q.sentWaiters[:0]
+	if q.InFlight == 0 && q.flushWaiter != nil {
+		wakeShared(&q.flushWaiter, &q.moreFlushers)
+	}
+	g.freeMsgs = append(g.freeMsgs, msg)
+}
+
 // pushInflight appends a send to the in-flight ones, reusing the room
 // of completed ones when the slice is full.
 func (q *QueuePair) pushInflight(msg *Message) {

@@ -1307,12 +1307,16 @@ func TestIPCQ_Flush_SeveralWaitersOfOneDirection(t *testing.T) {
 func TestIPCQ_Random_ExactlyOnceInOrderAndMonotonePointers(t *testing.T) {
 	dirs := []string{"E", "W"}
 	rev := map[string]string{"E": "W", "W": "E"}
-	for seed := uint64(1); seed <= 12; seed++ {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+	for seed := uint64(1); seed <= 24; seed++ {
+		// Even seeds split transfers at SIPs (the rule of a partitioned
+		// run: its messages, credits and halves of a completion).
+		split := seed%2 == 0
+		t.Run(fmt.Sprint("seed", seed, map[bool]string{true: "-split"}[split]), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0x1bc))
 			world := 2 + rng.IntN(4)
 			p := testParams()
 			p.Placement = rng.Perm(16)[:world]
+			p.SplitAtSIP = split
 			cfg := ipcqTestCfg([]Space{TCM, SRAM, HBM}[rng.IntN(3)], []Backpressure{Sleep, Poll}[rng.IntN(2)], 1+rng.IntN(4), 128)
 			cfg.PollInterval = sim.Time(1+rng.IntN(60)) * ipcqNS
 			m, g := installIPCQ(t, p, ringLinks(world), cfg)

@@ -114,10 +114,15 @@ type Machine struct {
 	slowBooking bool
 	// splitAtSIP: Params.SplitAtSIP on a timed machine of several SIPs.
 	splitAtSIP bool
-	// freeNear and freeFar are the two sides of split transfers that
-	// completed, reused (dmaEngine.startSplit).
-	freeNear []*crossNear
-	freeFar  []*crossFar
+	// freeNear, freeFar, freeEnds and freeInjected are the sides of split
+	// transfers and their messages, reused (dmaEngine.startSplit).
+	freeNear     []*crossNear
+	freeFar      []*crossFar
+	freeEnds     []*crossEnd
+	freeInjected []*crossInjected
+	// endHook: the DMA engines call injected at each injection end (a
+	// trace, split transfers).
+	endHook bool
 	// look is the least delay of a message from one SIP to another
 	// (Params.Lookahead), which post checks.
 	look sim.Time
@@ -221,7 +226,7 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	m.splitAtSIP = p.SplitAtSIP && !p.Untimed && p.Sips > 1
 	m.slowBooking = m.splitAtSIP // (bookSlow splits; faults may set it too)
 	if m.splitAtSIP {
-		m.look = p.Lookahead()
+		m.look, m.endHook = p.Lookahead(), true
 	}
 	if len(p.Faults) > 0 {
 		m.faults = make(map[string]Fault, len(p.Faults))
@@ -563,7 +568,7 @@ func (m *Machine) SetTimingOnly() {
 // channel slices, deliveries, credit and link counters.
 func (m *Machine) EnableTrace(rec *trace.Recorder) {
 	m.Trace = rec
-	m.slowBooking = true
+	m.slowBooking, m.endHook = true, true
 	for _, pe := range m.Ranks {
 		rec.Process(pe.ID+1, fmt.Sprintf("rank %d (%s)", pe.Rank, pe.Coord(m.Params.CubesPerSip)))
 	}

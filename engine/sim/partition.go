@@ -81,24 +81,35 @@ package sim
 //     end + latency is ≥ L after the injection end; the path end ≥ the
 //     down-link's latency after the head's arrival), and each side
 //     completes its own half at the same max. Machine.SplitAtSIP does
-//     this on one Sim today with two objects that only exchange messages
-//     (Machine.post, which checks the lookahead of each): the far
-//     booking (crossFar) goes to the far SIP at the head's arrival,
-//     books there and goes back with the far end, which it carries; the
-//     near stand-in (crossNear) is the transfer's owner until the
+//     this on one Sim today (dmaEngine.startSplit) with objects that only
+//     exchange messages (Machine.post, which checks the lookahead of
+//     each): the far side (crossFar) goes to the far SIP at the head's
+//     arrival, books there and sends the far end back (crossEnd); the
+//     near side (crossNear) is the transfer's owner until the
 //     completion, at the later of the injection end's bound and the far
-//     end's message. Post schedules on the one Sim; on partitions it
-//     becomes Partition.Send, and the one-Sim mode then runs as a
-//     partitioned run with K = 1 instead of keeping its own order. The
-//     far side's half of a completion (the receiver's, for IPCQ) needs
-//     the injection end too: a message the near side sends at the
-//     injection end (a hook there, out of the hot line, as the trace's).
+//     end's message; at the injection end (the engine's hook,
+//     Machine.endHook, out of the hot line as the trace's was) an IPCQ
+//     message's near side sends the far side that bound with the
+//     source's bytes (crossInjected). Post schedules on the one Sim; on
+//     partitions it becomes Partition.Send, and the one-Sim mode then
+//     runs as a partitioned run with K = 1 instead of keeping its own
+//     order.
 //   - IPCQ (ipcq.go): Message.Complete writes the receiver's slot, its
 //     peer_head_cache and wakes its receiver (receiver partition), and
 //     drops the sender's in-flight send, wakes its flushes and
-//     sent-waiters (sender partition): split into those two halves as
-//     above. Credits travel back with a delay (creditDelay, a cross-SIP
-//     path's idle time ≥ L); with SplitAtSIP one that crosses SIPs is a
+//     sent-waiters (sender partition). With SplitAtSIP a message that
+//     crosses SIPs completes in those two halves, Message.deliverFar on
+//     the far side (a copy of the message; it reads only the sender's
+//     fixed fields, and publishes without the sender's my_head) and
+//     Message.sentNear on the near side, at the same time; the op_log
+//     record and the trace's delivery are the far half's. (Complete keeps
+//     one body for a run that splits nothing.) A memory operation that
+//     crosses SIPs still completes whole on the issuing side, writing or
+//     reading the far memory from there (MemOp.Complete): on partitions
+//     it needs halves too (or the run stays on one Sim); to be checked
+//     against what kernels can issue. Credits travel back with a delay
+//     (creditDelay, a cross-SIP path's idle time ≥ L); with SplitAtSIP
+//     one that crosses SIPs is a
 //     message (Group.postCredit) carrying its value and the receiver's
 //     my_tail when it left, for the I2 check on the sender's side (the
 //     one-SIP creditEvent reads them from the receiver's queue pair at
@@ -113,13 +124,14 @@ package sim
 //     A source written while a send reads it is an error
 //     (SendBufferHazard, StaleSlot) at the write, in the writer's own
 //     partition, so the bytes do not change between issue and
-//     completion in any run that goes on: the sender copies them into the
-//     message at its injection end and the receiver's half writes that
-//     copy. Values never depend on partition timing.
+//     completion in any run that goes on: with SplitAtSIP the sender
+//     copies them at its injection end and the receiver's half writes
+//     that copy. Values never depend on partition timing.
 //   - DMA engines, resources, memories, math units: per PE or per SIP,
 //     each touched by its own partition only once transfers are split.
-//     The machine's pools (freeOps, freeBufs, the IPCQ group's freeMsgs,
-//     the crossings) and its route cache (Machine.paths, a map filled on
+//     The machine's pools (freeOps, freeBufs, the IPCQ group's freeMsgs
+//     and freeCredits, the split transfers' sides and messages, which
+//     are freed on the SIP they end at) and its route cache (Machine.paths, a map filled on
 //     first use) become per partition.
 //   - Materialisation on first use (machine.go): memory IDs are
 //     addresses and follow creation order, and Machine.Resources lists
