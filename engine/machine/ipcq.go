@@ -223,6 +223,8 @@ type Endpoint struct {
 	moreAny    []*sim.Proc // receives from any direction besides anyWaiter (threads)
 	AnyWait    WaitInfo
 	g          *Group
+	// sim is the simulation of the endpoint's SIP (its PE's).
+	sim *sim.Sim
 }
 
 // Group is the process group the endpoint belongs to.
@@ -326,7 +328,7 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 	}
 	g := &Group{M: m, Cfg: cfg}
 	for r, pe := range m.Ranks {
-		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1}
+		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1, sim: pe.dma.sim}
 		ep.AnyWait = WaitInfo{Op: "recv(any)", EP: ep}
 		ls := append([]Link(nil), links[r]...)
 		sort.Slice(ls, func(i, j int) bool { return ls[i].Dir < ls[j].Dir })
@@ -529,12 +531,12 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 	src.Mem.addSendReading(src)
 	prev = p.Account(ActSend) // (Doing in the process; a step charges the time so far)
 	if g.OnSend != nil {
-		g.OnSend(q, msg.Meta, g.M.Sim.Now())
+		g.OnSend(q, msg.Meta, p.Sim().Now())
 	}
 	q.MyHead++
 	q.InFlight++
 	if tr := g.M.Trace; tr != nil {
-		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, g.M.Sim.Now(), float64(q.MyHead-q.PeerTailCache))
+		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, p.Sim().Now(), float64(q.MyHead-q.PeerTailCache))
 	}
 	return prev
 }
@@ -839,7 +841,7 @@ func (msg *Message) Complete(*Transfer) {
 	// no call.)
 	if msg.Dst.Mem.sendsMayRead(msg.Dst) {
 		if m := g.inFlightReading(msg.Dst, false); m != nil && m != msg {
-			g.M.Sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
+			q.ep.sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
 				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
 		}
 	}
@@ -877,7 +879,7 @@ func (msg *Message) Complete(*Transfer) {
 		msg.Src.Mem.addSendReading(msg.Src)
 	}
 	if l := g.M.Log; l != nil {
-		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
+		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
 			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
 		if l.Witnessed() {
@@ -890,7 +892,7 @@ func (msg *Message) Complete(*Transfer) {
 	}
 	if tr := g.M.Trace; tr != nil {
 		pid := peer.ep.PE.ID + 1
-		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), g.M.Sim.Now(), map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
+		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
 	}
 	if g.OnDeliver != nil {
 		g.OnDeliver(q, msg)
@@ -930,7 +932,7 @@ func (msg *Message) deliverFar(data []byte) {
 	g := q.ep.g
 	if msg.Dst.Mem.sendsMayRead(msg.Dst) {
 		if m := g.inFlightReading(msg.Dst, false); m != nil {
-			g.M.Sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
+			peer.ep.sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
 				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
 		}
 	}
@@ -953,7 +955,7 @@ func (msg *Message) deliverFar(data []byte) {
 		rs.arrived = true
 	}
 	if l := g.M.Log; l != nil {
-		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
+		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
 			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
 		if l.Witnessed() {
@@ -966,7 +968,7 @@ func (msg *Message) deliverFar(data []byte) {
 	}
 	if tr := g.M.Trace; tr != nil {
 		pid := peer.ep.PE.ID + 1
-		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), g.M.Sim.Now(), map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
+		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
 	}
 	if g.OnDeliver != nil {
 		g.OnDeliver(q, msg)
@@ -1105,7 +1107,7 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 	// I7 (and I6 behind it): a slot visible through peer_head_cache holds
 	// exactly the message the pointer says, and I1: it is taken once.
 	if q.PeerHeadCache <= q.MyTail || meta.Seq != q.MyTail || gen == 0 {
-		g.M.Sim.Stop(&InvariantError{"I7", fmt.Sprintf("rank %d recv %s: slot %d holds seq %d (generation %d), expected seq %d with peer_head_cache=%d > my_tail=%d",
+		q.ep.sim.Stop(&InvariantError{"I7", fmt.Sprintf("rank %d recv %s: slot %d holds seq %d (generation %d), expected seq %d with peer_head_cache=%d > my_tail=%d",
 			q.Rank, q.Dir, idx, meta.Seq, gen, q.MyTail, q.PeerHeadCache, q.MyTail)})
 	}
 	slot = q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes)
@@ -1115,12 +1117,12 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 		q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
 	}
 	if l := g.M.Log; l != nil && creditNow {
-		now := g.M.Sim.Now()
+		now := q.ep.sim.Now()
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
 			Src: slot.Addr(), SrcSp: slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
 	}
 	if g.OnRecv != nil {
-		g.OnRecv(q, *meta, slot, g.M.Sim.Now())
+		g.OnRecv(q, *meta, slot, q.ep.sim.Now())
 	}
 	if creditNow {
 		g.Credit(q)
@@ -1144,7 +1146,7 @@ func (g *Group) Credit(q *QueuePair) {
 		return
 	}
 	q.credits = append(q.credits, q.freed)
-	g.M.Sim.After(q.creditDelay, (*creditEvent)(q))
+	q.ep.sim.After(q.creditDelay, (*creditEvent)(q))
 }
 
 // postCredit is Credit's return across SIPs when the machine splits
@@ -1155,7 +1157,7 @@ func (g *Group) Credit(q *QueuePair) {
 func (g *Group) postCredit(q *QueuePair) {
 	c := g.newCreditMsg()
 	*c = creditMsg{s: q.peer, v: q.freed, tail: q.MyTail}
-	s := g.M.Sim
+	s := q.ep.sim
 	g.M.post(s, q.peer.ep.PE.Sip, sim.Add(s.Now(), q.creditDelay), c)
 }
 
@@ -1205,14 +1207,14 @@ func (c *creditEvent) Fire() {
 	// I2: pointers only move forward; a credit never passes the receiver's
 	// tail nor the sender's head.
 	if v < s.PeerTailCache || v > q.MyTail || v > s.MyHead {
-		s.ep.g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
+		s.ep.sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
 			s.Rank, s.Dir, v, s.PeerTailCache, q.MyTail, s.MyHead)})
 	}
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
 	}
 	if tr := s.ep.g.M.Trace; tr != nil {
-		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.g.M.Sim.Now(), float64(s.MyHead-s.PeerTailCache))
+		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
 	}
 	if w := s.sendWaiter; w != nil {
 		s.sendWaiter = nil
@@ -1229,14 +1231,14 @@ func (c *creditEvent) Fire() {
 // a run that splits nothing.)
 func (s *QueuePair) applyCredit(v, tail uint64) {
 	if v < s.PeerTailCache || v > tail || v > s.MyHead {
-		s.ep.g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
+		s.ep.sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
 			s.Rank, s.Dir, v, s.PeerTailCache, tail, s.MyHead)})
 	}
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
 	}
 	if tr := s.ep.g.M.Trace; tr != nil {
-		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.g.M.Sim.Now(), float64(s.MyHead-s.PeerTailCache))
+		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
 	}
 	if w := s.sendWaiter; w != nil {
 		s.sendWaiter = nil
@@ -1253,7 +1255,7 @@ func (g *Group) scan() {
 		for _, q := range ep.QPs {
 			p := q.peer
 			if !(q.MyTail <= q.PeerHeadCache && q.PeerHeadCache <= p.MyHead && p.PeerTailCache <= q.MyTail && p.MyHead-p.PeerTailCache <= uint64(g.Cfg.NSlots)) {
-				g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: my_tail=%d peer_head_cache=%d; rank %d %s: my_head=%d peer_tail_cache=%d (n_slots %d)",
+				q.ep.sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: my_tail=%d peer_head_cache=%d; rank %d %s: my_head=%d peer_tail_cache=%d (n_slots %d)",
 					q.Rank, q.Dir, q.MyTail, q.PeerHeadCache, p.Rank, p.Dir, p.MyHead, p.PeerTailCache, g.Cfg.NSlots)})
 				return
 			}
@@ -1293,7 +1295,7 @@ func (g *Group) waitShared(p *sim.Proc, cond func() bool, slot **sim.Proc, more 
 	if cond() { // (once: WaitAny's condition picks a direction)
 		return nil
 	}
-	p.Wait, p.WaitSince = info, g.M.Sim.Now()
+	p.Wait, p.WaitSince = info, p.Sim().Now()
 	act := ActFlush
 	if info.Op != "flush" {
 		act = ActRecv
@@ -1372,7 +1374,7 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 		}
 		q := m.Q
 		q.sentWaiters = append(q.sentWaiters, p)
-		p.Wait, p.WaitSince = &q.FlushWait, g.M.Sim.Now()
+		p.Wait, p.WaitSince = &q.FlushWait, p.Sim().Now()
 		prev := p.Doing(ActFlush)
 		err := p.Park()
 		p.Doing(prev)

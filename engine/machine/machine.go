@@ -316,7 +316,7 @@ func (m *Machine) PE(id int) *PE {
 	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", pe.Sip, p.PeNoc)
 	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", pe.Sip, p.PeNoc)
 	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", pe.Sip, p.Math)
-	pe.dma = newDMAEngine(m.Sim, uint64(id)+1, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
+	pe.dma = newDMAEngine(m.sipSim(pe.Sip), uint64(id)+1, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
 	pe.dma.m, pe.dma.pe = m, pe
 	pe.tcmPath = Path{pe.TCM.Port}
 	pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
@@ -492,17 +492,17 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 		m.submitDMA(pe, t)
 		return
 	}
-	t.sim = m.Sim
-	now := m.Sim.Now()
+	t.sim = pe.dma.sim
+	now := t.sim.Now()
 	t.Issued, t.Started = now, now
 	arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.slowBooking)
-	m.Sim.At(arrival, t)
+	t.sim.At(arrival, t)
 }
 
 // submitDMA is Submit's DMA case, small enough to inline where a message
 // or a memory operation is issued (one call less per message).
 func (m *Machine) submitDMA(pe *PE, t *Transfer) {
-	t.sim = m.Sim
+	t.sim = pe.dma.sim
 	pe.dma.submit(t)
 }
 
@@ -578,3 +578,7 @@ func (m *Machine) EnableTrace(rec *trace.Recorder) {
 		}
 	}
 }
+
+// Sim is the simulation PE p's events go to (its SIP's; the machine's
+// one Sim unless the run is partitioned).
+func (p *PE) Sim() *sim.Sim { return p.dma.sim }

@@ -206,9 +206,9 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	if m.OriginOf != nil {
 		op.Origin = m.OriginOf()
 	}
-	now := m.Sim.Now()
+	now := op.PE.dma.sim.Now()
 	if op.startAt > now {
-		m.Sim.At(op.startAt, op)
+		op.PE.dma.sim.At(op.startAt, op)
 		return op
 	}
 	m.Submit(op.PE, &op.Xfer, direct)
@@ -264,14 +264,14 @@ func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
 // MathReady books pe's math unit for an elementwise operation over n bytes
 // whose operands are ready at t, and returns when the result is ready.
 func (m *Machine) MathReady(pe *PE, t sim.Time, n int64) sim.Time {
-	now := m.Sim.Now()
+	now := pe.dma.sim.Now()
 	ready, _ := pe.mathPath.book(now, max(t, now), n, nil, 0, m.slowBooking)
 	return ready
 }
 
 func (op *MemOp) record(l *oplog.Log) {
 	r := &oplog.Record{Rank: op.PE.Rank, Kind: oplog.KindMemory, Name: op.Kind.String(),
-		TStart: op.Xfer.Issued, TEnd: op.m.Sim.Now()}
+		TStart: op.Xfer.Issued, TEnd: op.Xfer.Finished}
 	switch op.Kind {
 	case OpFetch:
 		r.Src, r.SrcSp, r.NBytes, r.TileOut = op.Src.Addr(), op.Src.Mem.Space.Log(), op.Src.N, op.TileID
