@@ -284,10 +284,11 @@ func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag 
 		service = b.Xfer(n) // (book's: Xfer never grows with bandwidth)
 	}
 	t, m := e.head[vc], e.m
-	near, far := m.newCrossNear(), m.newCrossFar()
 	sip, home := int(p[i].sip), int(p[0].sip)
-	*near = crossNear{t: t, e: e, owner: t.Owner, far: far, farSip: sip, end: -1}
-	*far = crossFar{sim: m.sipSim(sip), home: home, near: near, path: p[i:], n: n, tag: tag, lastIn: lastIn, source: e, end: -1, due: -1}
+	loc := m.localOf(home)
+	near, far := loc.newCrossNear(), loc.newCrossFar()
+	*near = crossNear{t: t, e: e, owner: t.Owner, far: far, home: home, farSip: sip, end: -1}
+	*far = crossFar{sim: m.sipSim(sip), sip: sip, home: home, near: near, path: p[i:], n: n, tag: tag, lastIn: lastIn, source: e, end: -1, due: -1}
 	if msg, ok := t.Owner.(*Message); ok {
 		near.msg = msg
 		far.deliver = true
@@ -295,7 +296,7 @@ func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag 
 		far.msg.Xfer.Owner, far.msg.Xfer.next = nil, nil
 	}
 	t.Owner = near
-	m.post(e.sim, sip, head, far)
+	m.post(home, sip, head, far)
 	return head, service
 }
 
@@ -305,6 +306,7 @@ func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag 
 // carries what it needs and never reads the transfer or the near side.
 type crossFar struct {
 	sim    *sim.Sim // the far SIP's clock
+	sip    int      // the far SIP
 	home   int      // the issuing SIP
 	near   *crossNear
 	path   Path // the far segment
@@ -338,12 +340,13 @@ func (c *crossFar) Fire() {
 	now := s.Now()
 	_, c.end, _ = c.path.bookFrom(now, now, c.lastIn, c.n, c.source, c.tag)
 	m := c.source.m
-	back := m.newCrossEnd(s)
-	*back = crossEnd{near: c.near, end: c.end, sim: m.sipSim(c.home)}
-	m.post(s, c.home, c.end, back)
+	loc := m.localOf(c.sip)
+	back := loc.newCrossEnd()
+	*back = crossEnd{near: c.near, end: c.end}
+	m.post(c.sip, c.home, c.end, back)
 	if !c.deliver {
 		*c = crossFar{}
-		m.freeFar = append(m.freeFar, c)
+		loc.freeFar = append(loc.freeFar, c)
 		return
 	}
 	c.ready()
@@ -365,12 +368,12 @@ func (c *crossFar) ready() {
 
 // deliverNow is the receiver's half of the message's completion.
 func (c *crossFar) deliverNow() {
-	m := c.source.m
+	loc := c.source.m.localOf(c.sip)
 	c.msg.Xfer.Finished = c.sim.Now()
 	c.msg.deliverFar(c.data)
-	m.PutBuffer(c.data)
+	loc.putBuffer(c.data)
 	*c = crossFar{}
-	m.freeFar = append(m.freeFar, c)
+	loc.freeFar = append(loc.freeFar, c)
 }
 
 // crossInjected is the injection end's bound and the source's bytes on
@@ -387,7 +390,8 @@ func (c *crossInjected) Fire() {
 	far.sim.NotWork()
 	*c = crossInjected{}
 	// (Freed into the pool of the SIP it arrived at, as the other messages.)
-	far.source.m.freeInjected = append(far.source.m.freeInjected, c)
+	loc := far.source.m.localOf(far.sip)
+	loc.freeInjected = append(loc.freeInjected, c)
 	far.due, far.data = due, data
 	far.ready()
 }
@@ -396,15 +400,14 @@ func (c *crossInjected) Fire() {
 type crossEnd struct {
 	near *crossNear
 	end  sim.Time
-	sim  *sim.Sim // the issuing SIP's clock
 }
 
 // Fire hands the far end to the near side.
 func (c *crossEnd) Fire() {
 	near, end := c.near, c.end
-	m := near.e.m
+	loc := near.e.m.localOf(near.home)
 	*c = crossEnd{}
-	m.freeEnds = append(m.freeEnds, c)
+	loc.freeEnds = append(loc.freeEnds, c)
 	near.farEnd(end)
 }
 
@@ -418,11 +421,11 @@ type crossNear struct {
 	owner Completer // the transfer's own
 	// msg is the owner when it is an IPCQ message (its far half is far's,
 	// the SIP farSip's: the near side only sends it messages).
-	msg    *Message
-	far    *crossFar
-	farSip int
-	end    sim.Time // the far end (-1: its message has not arrived)
-	bound  bool     // the injection end's bound has fired
+	msg          *Message
+	far          *crossFar
+	home, farSip int      // the issuing SIP, the far one
+	end          sim.Time // the far end (-1: its message has not arrived)
+	bound        bool     // the injection end's bound has fired
 }
 
 // injected is the injection end of the near side's transfer (from the
@@ -433,15 +436,16 @@ func (c *crossNear) injected(now sim.Time) {
 		return
 	}
 	t, m := c.t, c.e.m
+	loc := m.localOf(c.home)
 	var data []byte
 	if src := c.msg.Src.View(); src != nil {
-		data = m.Buffer(int64(len(src)))
+		data = loc.buffer(len(src))
 		copy(data, src)
 	}
-	k := m.newCrossInjected()
+	k := loc.newCrossInjected()
 	due := sim.Add(now, t.latency)
 	*k = crossInjected{far: c.far, due: due, data: data}
-	m.post(c.e.sim, c.farSip, due, k)
+	m.post(c.home, c.farSip, due, k)
 }
 
 // Complete is the transfer's completion at the bound its injection end
@@ -470,10 +474,10 @@ func (c *crossNear) farEnd(end sim.Time) {
 // done hands the transfer back to its owner, which completes it now (an
 // IPCQ message: the sender's half).
 func (c *crossNear) done() {
-	t, m, msg := c.t, c.e.m, c.msg
+	t, loc, msg := c.t, c.e.m.localOf(c.home), c.msg
 	t.Owner = c.owner
 	*c = crossNear{}
-	m.freeNear = append(m.freeNear, c)
+	loc.freeNear = append(loc.freeNear, c)
 	if msg != nil {
 		msg.sentNear()
 		return
@@ -681,46 +685,81 @@ func (e *dmaEngine) traceEnd(v VC, h *Transfer, now sim.Time) {
 	e.m.Trace.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
 }
 
-// newCrossNear is a near side from the pool, or a new one.
-func (m *Machine) newCrossNear() *crossNear {
-	if k := len(m.freeNear); k > 0 {
-		c := m.freeNear[k-1]
-		m.freeNear = m.freeNear[:k-1]
+// local is what a SIP keeps for itself: the pools of the split
+// transfers' sides and messages (each freed into the pool of the SIP it
+// ends at), the copies of sent bytes, credits that crossed SIPs and IPCQ
+// messages. A partitioned run has one per SIP, touched by that SIP's
+// partition only; a run on one Sim one for the machine (Machine.localOf).
+type local struct {
+	freeMsgs     []*Message
+	freeCredits  []*creditMsg
+	freeNear     []*crossNear
+	freeFar      []*crossFar
+	freeEnds     []*crossEnd
+	freeInjected []*crossInjected
+	freeBufs     [][]byte
+}
+
+// localOf is SIP sip's local state.
+func (m *Machine) localOf(sip int) *local {
+	if m.locals == nil {
+		return &m.one
+	}
+	return m.locals[sip]
+}
+
+func (l *local) newCrossNear() *crossNear {
+	if k := len(l.freeNear); k > 0 {
+		c := l.freeNear[k-1]
+		l.freeNear = l.freeNear[:k-1]
 		return c
 	}
 	return &crossNear{}
 }
 
-// newCrossFar is a far side from the pool, or a new one.
-func (m *Machine) newCrossFar() *crossFar {
-	if k := len(m.freeFar); k > 0 {
-		c := m.freeFar[k-1]
-		m.freeFar = m.freeFar[:k-1]
+func (l *local) newCrossFar() *crossFar {
+	if k := len(l.freeFar); k > 0 {
+		c := l.freeFar[k-1]
+		l.freeFar = l.freeFar[:k-1]
 		return c
 	}
 	return &crossFar{}
 }
 
-// newCrossEnd is a far end's message from the pool of the SIP whose
-// clock is s, or a new one.
-func (m *Machine) newCrossEnd(s *sim.Sim) *crossEnd {
-	if k := len(m.freeEnds); k > 0 {
-		c := m.freeEnds[k-1]
-		m.freeEnds = m.freeEnds[:k-1]
+func (l *local) newCrossEnd() *crossEnd {
+	if k := len(l.freeEnds); k > 0 {
+		c := l.freeEnds[k-1]
+		l.freeEnds = l.freeEnds[:k-1]
 		return c
 	}
 	return &crossEnd{}
 }
 
-// newCrossInjected is an injection end's message from the pool, or a
-// new one.
-func (m *Machine) newCrossInjected() *crossInjected {
-	if k := len(m.freeInjected); k > 0 {
-		c := m.freeInjected[k-1]
-		m.freeInjected = m.freeInjected[:k-1]
+func (l *local) newCrossInjected() *crossInjected {
+	if k := len(l.freeInjected); k > 0 {
+		c := l.freeInjected[k-1]
+		l.freeInjected = l.freeInjected[:k-1]
 		return c
 	}
 	return &crossInjected{}
+}
+
+// buffer is n bytes for a copy of a send's source, reused when the pool
+// has one large enough on top.
+func (l *local) buffer(n int) []byte {
+	if k := len(l.freeBufs); k > 0 && cap(l.freeBufs[k-1]) >= n {
+		b := l.freeBufs[k-1]
+		l.freeBufs = l.freeBufs[:k-1]
+		return b[:n]
+	}
+	return make([]byte, n)
+}
+
+// putBuffer hands back a copy that was delivered.
+func (l *local) putBuffer(b []byte) {
+	if cap(b) > 0 && len(l.freeBufs) < maxFreeBufs {
+		l.freeBufs = append(l.freeBufs, b[:0])
+	}
 }
 
 // injected is the engine's hook at the end of h's injection on channel
@@ -735,19 +774,29 @@ func (e *dmaEngine) injected(v VC, h *Transfer, now sim.Time) {
 	}
 }
 
-// sipSim is the simulation SIP sip's events go to: the machine's one Sim
-// (a partitioned run gives each SIP its own).
-func (m *Machine) sipSim(sip int) *sim.Sim { return m.Sim }
-
-// post sends h from a SIP whose clock is from's to SIP to, to fire there
-// at at: the one way a split transfer's work on one SIP reaches another
-// (a message of a partitioned run, engine/sim, partition.go). At must be
-// at least the lookahead after from's clock, which a partitioned run
-// relies on; on one Sim the message is scheduled at once, and the bound
-// is checked all the same, so that every split run checks it.
-func (m *Machine) post(from *sim.Sim, to int, at sim.Time, h sim.Handler) {
-	if now := from.Now(); at < sim.Add(now, m.look) {
-		panic(fmt.Sprintf("internal error: a message to SIP %d for %v at %v, within the lookahead %v", to, at, now, m.look))
+// sipSim is the simulation SIP sip's events go to: its partition's in a
+// partitioned run, else the machine's one Sim.
+func (m *Machine) sipSim(sip int) *sim.Sim {
+	if m.parts != nil {
+		return m.parts.Partition(sip).Sim
 	}
-	from.At(at, h)
+	return m.Sim
+}
+
+// post sends h from SIP from to SIP to, to fire there at at: the one way
+// a split transfer's or a credit's work on one SIP reaches another (a
+// message of a partitioned run, engine/sim, partition.go, at least the
+// lookahead after the sender's clock). On one Sim the message is
+// scheduled at once, and the bound is checked all the same, so that
+// every split run checks it.
+func (m *Machine) post(from, to int, at sim.Time, h sim.Handler) {
+	s := m.sipSim(from)
+	if now := s.Now(); at < sim.Add(now, m.look) {
+		panic(fmt.Sprintf("internal error: a message from SIP %d to SIP %d for %v at %v, within the lookahead %v", from, to, at, now, m.look))
+	}
+	if m.parts != nil {
+		m.parts.Partition(from).Send(to, at, h)
+		return
+	}
+	s.At(at, h)
 }

@@ -223,8 +223,15 @@ type Endpoint struct {
 	moreAny    []*sim.Proc // receives from any direction besides anyWaiter (threads)
 	AnyWait    WaitInfo
 	g          *Group
-	// sim is the simulation of the endpoint's SIP (its PE's).
+	// sim is the simulation of the endpoint's SIP (its PE's), loc its
+	// local state: its pool of messages is the SIP's, reused by the next
+	// send of any of its queue pairs, latest first (the message a
+	// delivery has just touched is still in the cache, where one kept for
+	// its own queue pair's next send would have gone cold while every
+	// other rank ran: its clear and fill were 4 last-level misses of 78
+	// per message at 256 ranks).
 	sim *sim.Sim
+	loc *local
 }
 
 // Group is the process group the endpoint belongs to.
@@ -278,15 +285,6 @@ type Group struct {
 	OnSend    func(q *QueuePair, meta MsgMeta, at sim.Time)
 	OnDeliver func(q *QueuePair, msg *Message)
 	OnRecv    func(q *QueuePair, meta MsgMeta, slot Region, at sim.Time)
-
-	// freeMsgs are delivered messages, reused by the next send of any
-	// queue pair, latest first: the message a delivery has just touched is
-	// still in the cache, where one kept for its own queue pair's next
-	// send would have gone cold while every other rank ran (its clear
-	// and fill were 4 last-level misses of 78 per message at 256 ranks).
-	freeMsgs []*Message
-	// freeCredits are credits that crossed SIPs, reused (postCredit).
-	freeCredits []*creditMsg
 }
 
 // InitError is an init-time failure of a process group.
@@ -328,7 +326,7 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 	}
 	g := &Group{M: m, Cfg: cfg}
 	for r, pe := range m.Ranks {
-		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1, sim: pe.dma.sim}
+		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1, sim: pe.dma.sim, loc: m.localOf(pe.Sip)}
 		ep.AnyWait = WaitInfo{Op: "recv(any)", EP: ep}
 		ls := append([]Link(nil), links[r]...)
 		sort.Slice(ls, func(i, j int) bool { return ls[i].Dir < ls[j].Dir })
@@ -506,9 +504,9 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 	meta.NBytes = src.N
 	peer := q.peer
 	var msg *Message
-	if n := len(g.freeMsgs); n > 0 {
-		msg = g.freeMsgs[n-1]
-		g.freeMsgs = g.freeMsgs[:n-1]
+	if n := len(q.ep.loc.freeMsgs); n > 0 {
+		msg = q.ep.loc.freeMsgs[n-1]
+		q.ep.loc.freeMsgs = q.ep.loc.freeMsgs[:n-1]
 	} else {
 		msg = &Message{}
 	}
@@ -913,7 +911,7 @@ func (msg *Message) Complete(*Transfer) {
 		wakeShared(&q.flushWaiter, &q.moreFlushers)
 	}
 	// The message is done: observers have seen it, nobody else holds it.
-	g.freeMsgs = append(g.freeMsgs, msg)
+	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
 	if g.Paranoid {
 		g.scan()
 	}
@@ -989,7 +987,6 @@ func (msg *Message) deliverFar(data []byte) {
 // untimed mock's and --check's, split nothing.)
 func (msg *Message) sentNear() {
 	q := msg.Q
-	g := q.ep.g
 	q.InFlight--
 	if q.dropInflight(msg) {
 		msg.Src.Mem.sendRead()
@@ -1002,7 +999,7 @@ func (msg *Message) sentNear() {
 	if q.InFlight == 0 && q.flushWaiter != nil {
 		wakeShared(&q.flushWaiter, &q.moreFlushers)
 	}
-	g.freeMsgs = append(g.freeMsgs, msg)
+	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
 }
 
 // pushInflight appends a send to the in-flight ones, reusing the room
@@ -1155,10 +1152,9 @@ func (g *Group) Credit(q *QueuePair) {
 // it only grows, so the check is the same), so that the sender's side
 // never reads the receiver's queue pair (engine/sim, partition.go).
 func (g *Group) postCredit(q *QueuePair) {
-	c := g.newCreditMsg()
+	c := q.ep.loc.newCreditMsg()
 	*c = creditMsg{s: q.peer, v: q.freed, tail: q.MyTail}
-	s := q.ep.sim
-	g.M.post(s, q.peer.ep.PE.Sip, sim.Add(s.Now(), q.creditDelay), c)
+	g.M.post(q.ep.PE.Sip, q.peer.ep.PE.Sip, sim.Add(q.ep.sim.Now(), q.creditDelay), c)
 }
 
 // creditMsg is a credit on its way to the sender's SIP.
@@ -1167,10 +1163,10 @@ type creditMsg struct {
 	v, tail uint64     // the credit; the receiver's my_tail when it left
 }
 
-func (g *Group) newCreditMsg() *creditMsg {
-	if k := len(g.freeCredits); k > 0 {
-		c := g.freeCredits[k-1]
-		g.freeCredits = g.freeCredits[:k-1]
+func (l *local) newCreditMsg() *creditMsg {
+	if k := len(l.freeCredits); k > 0 {
+		c := l.freeCredits[k-1]
+		l.freeCredits = l.freeCredits[:k-1]
 		return c
 	}
 	return &creditMsg{}
@@ -1179,9 +1175,8 @@ func (g *Group) newCreditMsg() *creditMsg {
 // Fire applies the credit on the sender's side.
 func (c *creditMsg) Fire() {
 	s, v, tail := c.s, c.v, c.tail
-	g := s.ep.g
 	*c = creditMsg{}
-	g.freeCredits = append(g.freeCredits, c)
+	s.ep.loc.freeCredits = append(s.ep.loc.freeCredits, c)
 	s.applyCredit(v, tail)
 }
 

@@ -114,12 +114,13 @@ type Machine struct {
 	slowBooking bool
 	// splitAtSIP: Params.SplitAtSIP on a timed machine of several SIPs.
 	splitAtSIP bool
-	// freeNear, freeFar, freeEnds and freeInjected are the sides of split
-	// transfers and their messages, reused (dmaEngine.startSplit).
-	freeNear     []*crossNear
-	freeFar      []*crossFar
-	freeEnds     []*crossEnd
-	freeInjected []*crossInjected
+	// one is the machine's local state (pools) on one Sim; locals are
+	// each SIP's in a partitioned run (localOf).
+	one    local
+	locals []*local
+	// parts is the partitioned run the machine runs on (nil: one Sim,
+	// Sim).
+	parts *sim.Partitioned
 	// endHook: the DMA engines call injected at each injection end (a
 	// trace, split transfers).
 	endHook bool

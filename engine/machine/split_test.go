@@ -203,5 +203,5 @@ func TestPostChecksTheLookahead(t *testing.T) {
 			t.Error("a message within the lookahead was scheduled")
 		}
 	}()
-	m.post(m.Sim, 1, m.look-1, sim.HandlerFunc(func() {}))
+	m.post(0, 1, m.look-1, sim.HandlerFunc(func() {}))
 }
