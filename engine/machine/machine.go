@@ -7,6 +7,7 @@ package machine
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
@@ -119,8 +120,9 @@ type Machine struct {
 	one    local
 	locals []*local
 	// parts is the partitioned run the machine runs on (nil: one Sim,
-	// Sim).
-	parts *sim.Partitioned
+	// Sim); pathsMu guards paths there, which any SIP may fill.
+	parts   *sim.Partitioned
+	pathsMu sync.Mutex
 	// endHook: the DMA engines call injected at each injection end (a
 	// trace, split transfers).
 	endHook bool
@@ -235,6 +237,43 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 			m.faults[f.Resource] = f
 			m.slowBooking = m.slowBooking || f.perBooking()
 		}
+	}
+	return m, nil
+}
+
+// NewPartitioned builds a machine that runs on g, a partition per SIP
+// (engine/sim, partition.go): each SIP's PEs, DMA engines and resources
+// are its partition's, transfers that cross SIPs are split
+// (SplitAtSIP), and what one SIP does to another is a message of g,
+// which must have one partition per SIP and a lookahead of at most the
+// machine's (Params.Lookahead). Processes go on their rank's partition
+// (g.Spawn with PE.Sip).
+//
+// Internal, and not complete yet: the machine's IPCQ traffic runs on it;
+// memory operations (their pools, freeOps and freeBufs, are the
+// machine's), the op_log, the trace, faults and the mock's and --check's
+// modes do not, nor do kernels, whose engine reads Machine.Sim (nil
+// here).
+func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
+	look := p.Lookahead()
+	if look <= 0 || g.Lookahead() > look {
+		return nil, fmt.Errorf("machine: a partitioned run needs a machine of several SIPs with a lookahead (%v) of at least the run's (%v)", look, g.Lookahead())
+	}
+	if n := len(g.Partitions()); n != p.Sips {
+		return nil, fmt.Errorf("machine: %d partitions for %d SIPs", n, p.Sips)
+	}
+	if len(p.Faults) > 0 {
+		return nil, fmt.Errorf("machine: a partitioned run has no faults yet")
+	}
+	p.SplitAtSIP = true
+	m, err := New(nil, p)
+	if err != nil {
+		return nil, err
+	}
+	m.parts = g
+	m.locals = make([]*local, p.Sips)
+	for i := range m.locals {
+		m.locals[i] = &local{}
 	}
 	return m, nil
 }
@@ -386,7 +425,35 @@ func (m *Machine) Place(worldSize int) error {
 		m.Ranks[r] = m.PE(id)
 		m.Ranks[r].Rank = r
 	}
+	if m.parts != nil {
+		m.makeLinks()
+	}
 	return nil
+}
+
+// makeLinks makes the links of every SIP that has a placed PE, in SIP
+// order, before a partitioned run: routes made during the run then only
+// read the link maps, from any partition, and the links' order
+// (Resources) is the same for every number of threads.
+func (m *Machine) makeLinks() {
+	cps := m.Params.CubesPerSip
+	for sip := range m.Params.Sips {
+		used := false
+		for _, pe := range m.Ranks {
+			used = used || pe.Sip == sip
+		}
+		if !used {
+			continue
+		}
+		m.PCIe(sip)
+		for a := sip * cps; a < (sip+1)*cps; a++ {
+			for b := sip * cps; b < (sip+1)*cps; b++ {
+				if a != b {
+					m.ucieLink(a, b)
+				}
+			}
+		}
+	}
 }
 
 // location is a fabric node: a PE's port, or a cube router (SRAM side).
@@ -429,6 +496,13 @@ func (m *Machine) route(p Path, a, b location) Path {
 // MemToMem is the path of a DMA from src to dst memory: source port, links,
 // destination port.
 func (m *Machine) MemToMem(src, dst *Memory) Path {
+	if m.parts != nil {
+		return m.lockedPath(func() Path { return m.memToMem(src, dst) })
+	}
+	return m.memToMem(src, dst)
+}
+
+func (m *Machine) memToMem(src, dst *Memory) Path {
 	k := pathKey{0, src.ID, dst.ID}
 	if p, ok := m.paths[k]; ok {
 		return p
@@ -445,7 +519,12 @@ func (m *Machine) MemToPE(mem *Memory, pe *PE) Path {
 	if pe.loadFrom == mem {
 		return pe.loadPath
 	}
-	p := m.memToPE(mem, pe)
+	var p Path
+	if m.parts != nil {
+		p = m.lockedPath(func() Path { return m.memToPE(mem, pe) })
+	} else {
+		p = m.memToPE(mem, pe)
+	}
 	pe.loadFrom, pe.loadPath = mem, p
 	return p
 }
@@ -465,7 +544,12 @@ func (m *Machine) PEToMem(pe *PE, mem *Memory) Path {
 	if pe.storeTo == mem {
 		return pe.storePath
 	}
-	p := m.peToMem(pe, mem)
+	var p Path
+	if m.parts != nil {
+		p = m.lockedPath(func() Path { return m.peToMem(pe, mem) })
+	} else {
+		p = m.peToMem(pe, mem)
+	}
 	pe.storeTo, pe.storePath = mem, p
 	return p
 }
@@ -478,6 +562,16 @@ func (m *Machine) peToMem(pe *PE, mem *Memory) Path {
 	p := append(m.route(nil, location{pe: pe, cube: pe.Cube}, m.memLocation(mem)), mem.Port)
 	m.paths[k] = p
 	return p
+}
+
+// lockedPath is a route cache's path in a partitioned run, where any
+// partition may fill the cache: make looks it up or computes and stores
+// it, under the lock (a route reads only links made before the run,
+// makeLinks).
+func (m *Machine) lockedPath(make func() Path) Path {
+	m.pathsMu.Lock()
+	defer m.pathsMu.Unlock()
+	return make()
 }
 
 // PEToPE is the link path between two PEs (no memory ports): the credit

@@ -128,18 +128,26 @@ package sim
 //     copies them at its injection end and the receiver's half writes
 //     that copy. Values never depend on partition timing.
 //   - DMA engines, resources, memories, math units: per PE or per SIP,
-//     each touched by its own partition only once transfers are split.
-//     The machine's pools (freeOps, freeBufs, the IPCQ group's freeMsgs
-//     and freeCredits, the split transfers' sides and messages, which
-//     are freed on the SIP they end at) and its route cache (Machine.paths, a map filled on
-//     first use) become per partition.
+//     each touched by its own partition only once transfers are split;
+//     the machine's events go to the Sim of their PE (PE.Sim,
+//     Endpoint.sim). The pools a partition touches are its SIP's
+//     (machine.local: IPCQ messages, credits that cross SIPs, the split
+//     transfers' sides, messages and byte copies, each freed into the
+//     pool of the SIP it ends at); the machine's freeOps and freeBufs
+//     (memory operations and tiles, the kernels') are still the
+//     machine's. The route cache (Machine.paths) is locked in a
+//     partitioned run (any partition may fill it; its paths are the same
+//     whoever does).
 //   - Materialisation on first use (machine.go): memory IDs are
 //     addresses and follow creation order, and Machine.Resources lists
 //     links in creation order. Place already makes every placed PE with
-//     its memories before the run; links (UCIe, PCIe) are made by their
-//     owner partition when a route first needs them, and listed by (SIP,
-//     order of creation in it). Memories made during a run (none but a
-//     placed PE's today) would need IDs per partition.
+//     its memories before the run; in a partitioned run it makes the
+//     links of every SIP with a placed PE too (makeLinks: PCIe up and
+//     down, every UCIe pair of its cubes, in SIP order), so routes made
+//     during the run only read them and Resources is the same for every
+//     K (in an order of its own: a one-Sim run lists links as routes
+//     first need them). Memories made during a run (none but a placed
+//     PE's today) would need IDs per partition.
 //   - Events: a sleep passes in place on a partition's own queue (Model),
 //     so a multi-SIP run counts its own number; the engine's own
 //     bookkeeping events (a transfer's crossing, the halves of a split
