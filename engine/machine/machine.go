@@ -60,6 +60,7 @@ type PE struct {
 	NocUp, NocDown       *Resource
 	Math                 *Resource
 	dma                  *dmaEngine
+	loc                  *local // its SIP's (Machine.localOf)
 
 	tcmPath, tcmCopyPath, mathPath Path // direct-access paths, built once
 	// The last load source and store destination and their paths: a
@@ -139,47 +140,20 @@ type Machine struct {
 	// paths caches routes by (kind, from, to) so the hot path allocates
 	// nothing; routes never change after New.
 	paths map[pathKey]Path
-
-	// freeOps are completed memory operations handed back with Recycle,
-	// reused the last one first: the fused primitives issue several per
-	// message, and reusing them keeps the garbage collector out of the
-	// simulation's hot path. A slice rather than a list linked through the
-	// operations: a link would sit in a line of the operation that neither
-	// its issue nor its completion touches, one cache miss more per
-	// recycle and reuse at a thousand ranks.
-	freeOps []*MemOp
-	// freeBufs are byte buffers of finished tiles (PutBuffer), reused by
-	// later loads and tile math: fresh memory costs a page fault per 4 KiB
-	// on first touch, which dominated the data path.
-	freeBufs [][]byte
 }
 
 // Buffer returns n bytes (contents undefined) for a tile, reusing a
 // buffer handed back with PutBuffer when one is large enough; nil when the
-// machine moves no bytes.
+// machine moves no bytes. (The machine's pool: a kernel's, on one Sim.)
 func (m *Machine) Buffer(n int64) []byte {
 	if m.TimingOnly {
 		return nil
 	}
-	for i := len(m.freeBufs) - 1; i >= 0 && i >= len(m.freeBufs)-4; i-- {
-		if b := m.freeBufs[i]; int64(cap(b)) >= n {
-			last := len(m.freeBufs) - 1
-			m.freeBufs[i] = m.freeBufs[last]
-			m.freeBufs[last] = nil
-			m.freeBufs = m.freeBufs[:last]
-			return b[:n]
-		}
-	}
-	return make([]byte, n)
+	return m.one.buffer(n)
 }
 
 // PutBuffer hands back a tile's bytes that nothing reads any more.
-func (m *Machine) PutBuffer(b []byte) {
-	if cap(b) == 0 || len(m.freeBufs) >= maxFreeBufs {
-		return
-	}
-	m.freeBufs = append(m.freeBufs, b[:0])
-}
+func (m *Machine) PutBuffer(b []byte) { m.one.putBuffer(b) }
 
 // maxFreeBufs bounds the buffer pool (a few per PE in flight is typical).
 const maxFreeBufs = 1 << 14
@@ -249,11 +223,12 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 // machine's (Params.Lookahead). Processes go on their rank's partition
 // (g.Spawn with PE.Sip).
 //
-// Internal, and not complete yet: the machine's IPCQ traffic runs on it;
-// memory operations (their pools, freeOps and freeBufs, are the
-// machine's), the op_log, the trace, faults and the mock's and --check's
-// modes do not, nor do kernels, whose engine reads Machine.Sim (nil
-// here).
+// Internal, and not complete yet: the machine's IPCQ traffic and memory
+// operations within a SIP run on it; memory operations that cross SIPs
+// (completed whole on the issuing side), the op_log, the trace, faults
+// and the mock's and --check's modes do not, nor do kernels, whose
+// engine reads Machine.Sim (nil here) and the machine's own buffer pool
+// (Buffer, PutBuffer).
 func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 	look := p.Lookahead()
 	if look <= 0 || g.Lookahead() > look {
@@ -358,6 +333,7 @@ func (m *Machine) PE(id int) *PE {
 	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", pe.Sip, p.Math)
 	pe.dma = newDMAEngine(m.sipSim(pe.Sip), uint64(id)+1, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
 	pe.dma.m, pe.dma.pe = m, pe
+	pe.loc = m.localOf(pe.Sip)
 	pe.tcmPath = Path{pe.TCM.Port}
 	pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
 	pe.mathPath = Path{pe.Math}

@@ -14,7 +14,8 @@ import (
 // the next) on a partitioned simulation of k threads (k = 0: on one Sim,
 // splitting transfers at SIPs): each rank sends
 // count messages east through rx rings of two slots and receives from
-// the west with a pause that varies by rank and message. It returns what
+// the west with a pause that varies by rank and message, copying every
+// other message out of its slot into its HBM. It returns what
 // each rank received, when, and the run's events and end.
 func partitionedRing(t *testing.T, k int, mode Backpressure) (got [][]string, events uint64, end sim.Time) {
 	t.Helper()
@@ -73,6 +74,8 @@ func partitionedRing(t *testing.T, k int, mode Backpressure) (got [][]string, ev
 				}
 			}
 		})
+		pe := m.Ranks[r]
+		dst := srcBuf(t, pe.HBM, make([]byte, 128))
 		spawn(sip, fmt.Sprintf("rank%d.recv", r), func(p *sim.Proc) {
 			for i := range count {
 				if err := p.Sleep(sim.Time(50+(r*7+i*13)%120) * ipcqNS); err != nil {
@@ -82,8 +85,22 @@ func partitionedRing(t *testing.T, k int, mode Backpressure) (got [][]string, ev
 					t.Error(err)
 					return
 				}
-				rcv := grp.Take(rq, true)
-				got[r] = append(got[r], fmt.Sprintf("%v seq=%d %x", p.Sim().Now(), rcv.Meta.Seq, rcv.Slot.Bytes()))
+				// Odd messages are copied out of the slot (a memory
+				// operation: the pools of the rank's SIP), the others read
+				// in place.
+				rcv := grp.Take(rq, i%2 == 0)
+				data := rcv.Slot.Bytes()
+				if i%2 == 1 {
+					to := Region{Mem: dst.Mem, Off: dst.Off, N: rcv.Slot.N}
+					op := m.Copy(pe, to, rcv.Slot)
+					if err := op.Wait(p); err != nil {
+						return
+					}
+					grp.CopyDone(rq, rcv.Meta.Seq)
+					m.Recycle(op, true)
+					data = to.Bytes()
+				}
+				got[r] = append(got[r], fmt.Sprintf("%v seq=%d %x", p.Sim().Now(), rcv.Meta.Seq, data))
 			}
 		})
 	}

@@ -133,9 +133,9 @@ package sim
 //     Endpoint.sim). The pools a partition touches are its SIP's
 //     (machine.local: IPCQ messages, credits that cross SIPs, the split
 //     transfers' sides, messages and byte copies, each freed into the
-//     pool of the SIP it ends at); the machine's freeOps and freeBufs
-//     (memory operations and tiles, the kernels') are still the
-//     machine's. The route cache (Machine.paths) is locked in a
+//     pool of the SIP it ends at; memory operations and their buffers,
+//     through PE.loc); Machine.Buffer and PutBuffer, the kernels' tile
+//     buffers, are still the machine's one pool. The route cache (Machine.paths) is locked in a
 //     partitioned run (any partition may fill it; its paths are the same
 //     whoever does).
 //   - Materialisation on first use (machine.go): memory IDs are
