@@ -190,6 +190,31 @@ package sim
 //     that is final (before the window's end), so output still streams.
 //   - Step limits, the watchdog of Starlark steps: per thread already.
 //
+// # Where it stands
+//
+// Done (machine, internal, off by default): the split booking and its
+// protocol of messages (transfers, IPCQ halves, credits), each SIP's
+// events on its own Sim (PE.Sim), pools per SIP, and
+// machine.NewPartitioned, on which IPCQ traffic and memory operations
+// within a SIP run the same for every K (TestPartitionedMachineSameForEveryK,
+// -race). Next, in order:
+//
+//  1. Kernels on partitions: engine/prims, starlark/tl, engine/l3l2 and
+//     starlark/ccl read Machine.Sim (k.M.Sim.Now, Stop, Spawn, Running):
+//     each must take its rank's (k.PE.Sim(), or the process's p.Sim());
+//     Machine.Buffer/PutBuffer become the PE's pool (PE.loc); a kernel
+//     process is spawned with Partitioned.Spawn on its rank's SIP; the
+//     shared handle pool, MSCCL recorder and Fail (above) per partition.
+//  2. op_log and trace per SIP, merged with MergeByTime; faults (the
+//     stop's StalledFrom is written by the booking partition, fine;
+//     jitter streams are per resource) allowed on partitions; memory
+//     operations that cross SIPs either split (a far half writing the
+//     far memory) or refused on partitions.
+//  3. starlark/ccl builds the partitioned machine for a multi-SIP timed
+//     run behind an internal option, K = 1 first: the one-Sim split mode
+//     becomes that run (its same-instant order), then goldens once, the
+//     rule in docs/architecture.md, --threads and the measurements.
+//
 // # Cost
 //
 // The hot path adds a comparison per instant (the window's end) and one
