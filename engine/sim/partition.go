@@ -205,6 +205,12 @@ package sim
 //     Machine.Buffer/PutBuffer become the PE's pool (PE.loc); a kernel
 //     process is spawned with Partitioned.Spawn on its rank's SIP; the
 //     shared handle pool, MSCCL recorder and Fail (above) per partition.
+//     Processes spawned during the run (tl threads, send_async's) go on
+//     their partition's Sim, not into Partitioned.procs (the coordinator's,
+//     appended from several goroutines): they need an ID and a place in
+//     Blocked that do not depend on K, e.g. the order (spawn time,
+//     partition, order in it) after the processes spawned before the
+//     run, and a name in reports that does not show a per-Sim ID.
 //  2. op_log and trace per SIP, merged with MergeByTime; faults (the
 //     stop's StalledFrom is written by the booking partition, fine;
 //     jitter streams are per resource) allowed on partitions; memory
