@@ -205,12 +205,10 @@ package sim
 //     Machine.Buffer/PutBuffer become the PE's pool (PE.loc); a kernel
 //     process is spawned with Partitioned.Spawn on its rank's SIP; the
 //     shared handle pool, MSCCL recorder and Fail (above) per partition.
-//     Processes spawned during the run (tl threads, send_async's) go on
-//     their partition's Sim, not into Partitioned.procs (the coordinator's,
-//     appended from several goroutines): they need an ID and a place in
-//     Blocked that do not depend on K, e.g. the order (spawn time,
-//     partition, order in it) after the processes spawned before the
-//     run, and a name in reports that does not show a per-Sim ID.
+//     Processes spawned during the run (tl threads, send_async's) use
+//     Partition.Spawn (their IDs and their place in Blocked do not
+//     depend on K; a one-Sim run numbers them in spawning order, so
+//     deadlock reports that show IDs change once).
 //  2. op_log and trace per SIP, merged with MergeByTime; faults (the
 //     stop's StalledFrom is written by the booking partition, fine;
 //     jitter streams are per resource) allowed on partitions; memory
@@ -247,9 +245,13 @@ type Partitioned struct {
 	// or more have fired since its last call; an error it returns stops
 	// the run. As Sim.Guard, it may end a run, never change it.
 	Guard func() error
-	// procs are the processes of every partition in the order they were
-	// spawned (their IDs).
-	procs []*Proc
+	// procs are the processes of every partition spawned before the
+	// run, in the order they were spawned (their IDs); running: Run has
+	// started, and processes are spawned by their partition
+	// (Partition.Spawn), numbered from base.
+	procs   []*Proc
+	running bool
+	base    int
 	// par is the parity of the boxes partitions send into: the window's
 	// (setup sends into 0, the first window takes them).
 	par uint8
@@ -290,6 +292,15 @@ type Partition struct {
 	daemons int
 	// received counts the messages the partition has taken.
 	received uint64
+	// spawned are the processes the partition spawned during the run,
+	// with their times, in order.
+	spawned []spawned
+}
+
+// spawned is a process spawned during a run and when.
+type spawned struct {
+	p  *Proc
+	at Time
 }
 
 // message is a handler to fire in another partition at a time.
@@ -379,12 +390,32 @@ func (g *Partitioned) Windows() uint64 { return g.windows }
 
 // Spawn creates a process in partition part that starts at that
 // partition's current time; its ID is its place among every partition's
-// processes.
+// processes. Before the run only (in a run, Partition.Spawn).
 func (g *Partitioned) Spawn(part int, name string, body func(p *Proc)) *Proc {
+	if g.running {
+		panic("internal error: Partitioned.Spawn during the run (Partition.Spawn spawns in a partition's events)")
+	}
 	p := g.parts[part].Sim.Spawn(name, body)
 	p.ID = len(g.procs)
 	g.procs = append(g.procs, p)
 	return p
+}
+
+// Spawn creates a process in partition p that starts at its current
+// time: before the run as Partitioned.Spawn, during it in p's events
+// and processes. A process spawned during the run is numbered by p
+// alone, the same for every K: the k-th process p spawns gets ID
+// base + k·P + p.ID, where base counts the processes spawned before the
+// run and P the partitions.
+func (p *Partition) Spawn(name string, body func(q *Proc)) *Proc {
+	g := p.g
+	if !g.running {
+		return g.Spawn(p.ID, name, body)
+	}
+	q := p.Sim.Spawn(name, body)
+	q.ID = g.base + len(p.spawned)*len(g.parts) + p.ID
+	p.spawned = append(p.spawned, spawned{q, p.Sim.now})
+	return q
 }
 
 // Send schedules h to fire in partition dst at time at, which is at
@@ -540,6 +571,9 @@ func (g *Partitioned) next() Time {
 // *StallError when processes are still blocked with nothing left that
 // could wake them. Blocked processes stay suspended; call Close.
 func (g *Partitioned) Run() error {
+	if !g.running {
+		g.running, g.base = true, len(g.procs)
+	}
 	limit := g.limit()
 	var pool *workers
 	if g.threads > 1 {
@@ -682,13 +716,26 @@ func (g *Partitioned) Resumptions() uint64 {
 }
 
 // Blocked lists the live processes of every partition that have not
-// finished, in the order they were spawned.
+// finished: those spawned before the run in the order they were
+// spawned, then those spawned during it in (time of spawning,
+// partition, order of spawning), the same for every K.
 func (g *Partitioned) Blocked() []*Proc {
 	var out []*Proc
 	for _, p := range g.procs {
 		if !p.done {
 			out = append(out, p)
 		}
+	}
+	lists := make([][]spawned, len(g.parts))
+	for i, part := range g.parts {
+		for _, s := range part.spawned {
+			if !s.p.done {
+				lists[i] = append(lists[i], s)
+			}
+		}
+	}
+	for _, s := range MergeByTime(lists, func(s spawned) Time { return s.at }) {
+		out = append(out, s.p)
 	}
 	return out
 }
