@@ -653,3 +653,22 @@ func (m *Machine) EnableTrace(rec *trace.Recorder) {
 // Sim is the simulation PE p's events go to (its SIP's; the machine's
 // one Sim unless the run is partitioned).
 func (p *PE) Sim() *sim.Sim { return p.dma.sim }
+
+// RankSim is the simulation of rank's PE, the machine's one Sim for the
+// host (rank < 0).
+func (m *Machine) RankSim(rank int) *sim.Sim {
+	if rank >= 0 && rank < len(m.Ranks) {
+		return m.Ranks[rank].Sim()
+	}
+	return m.Sim
+}
+
+// Spawn creates a process of pe's SIP (a kernel's thread, an
+// asynchronous send) that starts now: on the machine's one Sim, or on
+// the SIP's partition (sim.Partition.Spawn).
+func (m *Machine) Spawn(pe *PE, name string, body func(p *sim.Proc)) *sim.Proc {
+	if m.parts != nil {
+		return m.parts.Partition(pe.Sip).Spawn(name, body)
+	}
+	return m.Sim.Spawn(name, body)
+}
