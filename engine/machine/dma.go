@@ -294,6 +294,9 @@ func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag 
 		far.deliver = true
 		far.msg = *msg // (the far side's copy: it never reads the sender's)
 		far.msg.Xfer.Owner, far.msg.Xfer.next = nil, nil
+	} else if m.parts != nil {
+		// Its completion would touch the far SIP's memory from this one.
+		panic(fmt.Sprintf("internal error: %v crosses SIPs in a partitioned run, which has no plan for it yet", t.Owner))
 	}
 	t.Owner = near
 	m.post(home, sip, head, far)

@@ -224,11 +224,12 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 // (g.Spawn with PE.Sip).
 //
 // Internal, and not complete yet: the machine's IPCQ traffic and memory
-// operations within a SIP run on it; memory operations that cross SIPs
-// (completed whole on the issuing side), the op_log, the trace, faults
-// and the mock's and --check's modes do not, nor do kernels, whose
-// engine reads Machine.Sim (nil here) and the machine's own buffer pool
-// (Buffer, PutBuffer).
+// operations within a SIP run on it, with faults (each resource's jitter
+// stream and stop are its owner's); memory operations that cross SIPs
+// (completed whole on the issuing side: an internal error here), the
+// op_log, the trace and the mock's and --check's modes do not, nor do
+// kernels, whose buffer pool (Buffer, PutBuffer) and tile IDs are the
+// machine's.
 func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 	look := p.Lookahead()
 	if look <= 0 || g.Lookahead() > look {
@@ -236,9 +237,6 @@ func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 	}
 	if n := len(g.Partitions()); n != p.Sips {
 		return nil, fmt.Errorf("machine: %d partitions for %d SIPs", n, p.Sips)
-	}
-	if len(p.Faults) > 0 {
-		return nil, fmt.Errorf("machine: a partitioned run has no faults yet")
 	}
 	p.SplitAtSIP = true
 	m, err := New(nil, p)

@@ -17,11 +17,12 @@ import (
 // the west with a pause that varies by rank and message, copying every
 // other message out of its slot into its HBM. It returns what
 // each rank received, when, and the run's events and end.
-func partitionedRing(t *testing.T, k int, mode Backpressure) (got [][]string, events uint64, end sim.Time) {
+func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (got [][]string, events uint64, end sim.Time) {
 	t.Helper()
 	const world, count = 8, 24
 	p := testParams()
 	p.Sips = 4
+	p.Faults = faults
 	p.Placement = make([]int, world)
 	for r := range p.Placement {
 		p.Placement[r] = r * 4 // PE 4r: cube r of SIP r/2
@@ -153,5 +154,26 @@ func TestPartitionedMachineSameForEveryK(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Rule (the same, with faults): a resource's jitter stream and its
+// slowdown are its own, booked by its SIP only: the run is the same for
+// every K.
+func TestPartitionedMachineFaultsSameForEveryK(t *testing.T) {
+	faults := []Fault{
+		{Resource: "pcie host->s1", Jitter: 300 * ipcqNS, Seed: 7},
+		{Resource: "pcie s2->host", BandwidthFactor: 0.25},
+		{Resource: "hbm pe12", Jitter: 50 * ipcqNS, Seed: 3},
+	}
+	want, wantEvents, wantEnd := partitionedRing(t, 1, Sleep, faults...)
+	if _, _, plainEnd := partitionedRing(t, 1, Sleep); plainEnd == wantEnd {
+		t.Fatalf("the faults changed nothing (end %v)", wantEnd)
+	}
+	for _, k := range []int{2, 4} {
+		got, events, end := partitionedRing(t, k, Sleep, faults...)
+		if diff := cmp.Diff(want, got); diff != "" || events != wantEvents || end != wantEnd {
+			t.Errorf("K=%d: %d events ending at %v, K=1: %d at %v (-K=1 +K=%d):\n%s", k, events, end, wantEvents, wantEnd, k, diff)
+		}
 	}
 }

@@ -196,12 +196,14 @@ package sim
 // protocol of messages (transfers, IPCQ halves, credits), each SIP's
 // events on its own Sim (PE.Sim), pools per SIP, and
 // machine.NewPartitioned, on which IPCQ traffic and memory operations
-// within a SIP run the same for every K (TestPartitionedMachineSameForEveryK,
-// -race). Next, in order:
+// within a SIP run the same for every K, faults included
+// (TestPartitionedMachineSameForEveryK, -race); kernels take their
+// rank's Sim (PE.Sim) and spawn on their SIP (Machine.Spawn,
+// Partition.Spawn). Next, in order:
 //
-//  1. Kernels on partitions: engine/prims, starlark/tl, engine/l3l2 and
-//     starlark/ccl read Machine.Sim (k.M.Sim.Now, Stop, Spawn, Running):
-//     each must take its rank's (k.PE.Sim(), or the process's p.Sim());
+//  1. Kernels on partitions: tl's OriginOf (a witnessed run's) still
+//     reads Machine.Sim, and engine/l3l2 and starlark/orch (the host and
+//     L3 side, one Sim or a partition of its own, above);
 //     Machine.Buffer/PutBuffer become the PE's pool (PE.loc); a kernel
 //     process is spawned with Partitioned.Spawn on its rank's SIP; the
 //     shared handle pool, MSCCL recorder and Fail (above) per partition.
@@ -209,11 +211,12 @@ package sim
 //     Partition.Spawn (their IDs and their place in Blocked do not
 //     depend on K; a one-Sim run numbers them in spawning order, so
 //     deadlock reports that show IDs change once).
-//  2. op_log and trace per SIP, merged with MergeByTime; faults (the
-//     stop's StalledFrom is written by the booking partition, fine;
-//     jitter streams are per resource) allowed on partitions; memory
-//     operations that cross SIPs either split (a far half writing the
-//     far memory) or refused on partitions.
+//  2. op_log and trace per SIP, merged with MergeByTime (the op_log's
+//     tile IDs, Log.NewTile, need numbers that do not depend on K: per
+//     SIP spaces); memory operations that cross SIPs either split (a
+//     far half writing the far memory) or refused before the run (today
+//     an internal error in startSplit). Faults run on partitions
+//     (TestPartitionedMachineFaultsSameForEveryK).
 //  3. starlark/ccl builds the partitioned machine for a multi-SIP timed
 //     run behind an internal option, K = 1 first: the one-Sim split mode
 //     becomes that run (its same-instant order), then goldens once, the
