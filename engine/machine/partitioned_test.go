@@ -2,6 +2,8 @@ package machine
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -175,5 +177,135 @@ func TestPartitionedMachineFaultsSameForEveryK(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" || events != wantEvents || end != wantEnd {
 			t.Errorf("K=%d: %d events ending at %v, K=1: %d at %v (-K=1 +K=%d):\n%s", k, events, end, wantEvents, wantEnd, k, diff)
 		}
+	}
+}
+
+// ringSetup is a random ring on partitions: its placement over 4 SIPs,
+// rx ring kind, backpressure mode, ring size and traffic.
+type ringSetup struct {
+	placement []int
+	kind      Space
+	mode      Backpressure
+	nSlots    int
+	sizes     [][]int      // per rank, its messages' sizes
+	pauses    [][]sim.Time // per rank, the receiver's pause before each
+}
+
+func randomRing(seed uint64) ringSetup {
+	rng := rand.New(rand.NewPCG(seed, 0x5a1))
+	world := 3 + rng.IntN(6)
+	s := ringSetup{
+		placement: rng.Perm(32)[:world],
+		kind:      []Space{TCM, SRAM, HBM}[rng.IntN(3)],
+		mode:      []Backpressure{Sleep, Poll}[rng.IntN(2)],
+		nSlots:    1 + rng.IntN(4),
+	}
+	for range world {
+		n := 5 + rng.IntN(20)
+		var sizes []int
+		var pauses []sim.Time
+		for range n {
+			sizes = append(sizes, 1+rng.IntN(128))
+			pauses = append(pauses, sim.Time(rng.IntN(400))*ipcqNS)
+		}
+		s.sizes, s.pauses = append(s.sizes, sizes), append(s.pauses, pauses)
+	}
+	return s
+}
+
+// runRandomRing runs s on k threads: what each rank received, when.
+func runRandomRing(t *testing.T, s ringSetup, k int) (got [][]string, events uint64, end sim.Time) {
+	t.Helper()
+	world := len(s.placement)
+	p := testParams()
+	p.Sips = 4
+	p.Placement = s.placement
+	g, err := sim.NewPartitioned(p.Sips, p.Lookahead())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetThreads(k); err != nil {
+		t.Fatal(err)
+	}
+	g.MaxTime = sim.Second
+	defer g.Close()
+	m, err := NewPartitioned(g, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Place(world); err != nil {
+		t.Fatal(err)
+	}
+	cfg := ipcqTestCfg(s.kind, s.mode, s.nSlots, 128)
+	cfg.PollInterval = 30 * ipcqNS
+	grp, err := m.Install(ringLinks(world), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = make([][]string, world)
+	for r := range world {
+		var srcs []Region
+		for i, n := range s.sizes[r] {
+			srcs = append(srcs, srcBuf(t, m.Ranks[r].HBM, payload(r, i, n)))
+		}
+		sq, rq := lookup(t, grp, r, "E", true), lookup(t, grp, r, "W", false)
+		from := (r + world - 1) % world
+		sip := m.Ranks[r].Sip
+		g.Spawn(sip, fmt.Sprintf("rank%d.send", r), func(p *sim.Proc) {
+			for _, src := range srcs {
+				if err := grp.Send(p, sq, src, MsgMeta{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+		g.Spawn(sip, fmt.Sprintf("rank%d.recv", r), func(p *sim.Proc) {
+			for _, pause := range s.pauses[from] {
+				if err := p.Sleep(pause); err != nil {
+					return
+				}
+				if err := grp.WaitRecv(p, rq); err != nil {
+					t.Error(err)
+					return
+				}
+				rcv := grp.Take(rq, true)
+				got[r] = append(got[r], fmt.Sprintf("%v seq=%d %s", p.Sim().Now(), rcv.Meta.Seq, rcv.Slot.Bytes()))
+			}
+		})
+	}
+	if err := g.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return got, g.Events(), g.Now()
+}
+
+// Rule (the same, on random rings): random placements over the SIPs, rx
+// rings in every kind of memory, both modes, rings of 1 to 4 slots:
+// every message arrives once, in order, with its bytes, and the run is
+// the same for K = 1, 2 and 4.
+func TestPartitionedMachineRandomRings(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		s := randomRing(seed)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			want, wantEvents, wantEnd := runRandomRing(t, s, 1)
+			world := len(s.placement)
+			for r, lines := range want {
+				from := (r + world - 1) % world
+				if len(lines) != len(s.sizes[from]) {
+					t.Fatalf("rank %d received %d messages, want %d", r, len(lines), len(s.sizes[from]))
+				}
+				for i, l := range lines {
+					if w := fmt.Sprintf(" seq=%d %s", i, payload(from, i, s.sizes[from][i])); !strings.HasSuffix(l, w) {
+						t.Fatalf("rank %d message %d: %q, want it to end %q", r, i, l, w)
+					}
+				}
+			}
+			for _, k := range []int{2, 4} {
+				got, events, end := runRandomRing(t, s, k)
+				if diff := cmp.Diff(want, got); diff != "" || events != wantEvents || end != wantEnd {
+					t.Errorf("K=%d: %d events ending at %v, K=1: %d at %v (-K=1 +K=%d):\n%s", k, events, end, wantEvents, wantEnd, k, diff)
+				}
+			}
+		})
 	}
 }
