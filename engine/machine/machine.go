@@ -144,7 +144,8 @@ type Machine struct {
 
 // Buffer returns n bytes (contents undefined) for a tile, reusing a
 // buffer handed back with PutBuffer when one is large enough; nil when the
-// machine moves no bytes. (The machine's pool: a kernel's, on one Sim.)
+// machine moves no bytes. (The machine's pool on one Sim, which PE.Buffer
+// takes there too; a partitioned run has one per SIP.)
 func (m *Machine) Buffer(n int64) []byte {
 	if m.TimingOnly {
 		return nil
@@ -228,8 +229,8 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 // stream and stop are its owner's); memory operations that cross SIPs
 // (completed whole on the issuing side: an internal error here), the
 // op_log, the trace and the mock's and --check's modes do not, nor do
-// kernels, whose buffer pool (Buffer, PutBuffer) and tile IDs are the
-// machine's.
+// kernels yet (the op_log's tile IDs, the ranks' shared state in
+// starlark/ccl).
 func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 	look := p.Lookahead()
 	if look <= 0 || g.Lookahead() > look {
@@ -651,6 +652,19 @@ func (m *Machine) EnableTrace(rec *trace.Recorder) {
 // Sim is the simulation PE p's events go to (its SIP's; the machine's
 // one Sim unless the run is partitioned).
 func (p *PE) Sim() *sim.Sim { return p.dma.sim }
+
+// Buffer returns n bytes (contents undefined) for a tile of p, from its
+// SIP's pool (the machine's on one Sim, as Machine.Buffer); nil when the
+// machine moves no bytes.
+func (p *PE) Buffer(n int64) []byte {
+	if p.dma.m.TimingOnly {
+		return nil
+	}
+	return p.loc.buffer(n)
+}
+
+// PutBuffer hands back a tile's bytes of p that nothing reads any more.
+func (p *PE) PutBuffer(b []byte) { p.loc.putBuffer(b) }
 
 // RankSim is the simulation of rank's PE, the machine's one Sim for the
 // host (rank < 0).

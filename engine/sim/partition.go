@@ -134,8 +134,8 @@ package sim
 //     (machine.local: IPCQ messages, credits that cross SIPs, the split
 //     transfers' sides, messages and byte copies, each freed into the
 //     pool of the SIP it ends at; memory operations and their buffers,
-//     through PE.loc); Machine.Buffer and PutBuffer, the kernels' tile
-//     buffers, are still the machine's one pool. The route cache (Machine.paths) is locked in a
+//     through PE.loc, and the kernels' tile buffers, PE.Buffer). The
+//     route cache (Machine.paths) is locked in a
 //     partitioned run (any partition may fill it; its paths are the same
 //     whoever does).
 //   - Materialisation on first use (machine.go): memory IDs are
@@ -204,8 +204,7 @@ package sim
 //  1. Kernels on partitions: tl's OriginOf (a witnessed run's) still
 //     reads Machine.Sim, and engine/l3l2 and starlark/orch (the host and
 //     L3 side, one Sim or a partition of its own, above);
-//     Machine.Buffer/PutBuffer become the PE's pool (PE.loc); a kernel
-//     process is spawned with Partitioned.Spawn on its rank's SIP; the
+//     a kernel process is spawned with Partitioned.Spawn on its rank's SIP; the
 //     shared handle pool, MSCCL recorder and Fail (above) per partition.
 //     Processes spawned during the run (tl threads, send_async's) use
 //     Partition.Spawn (their IDs and their place in Blocked do not
