@@ -1,9 +1,11 @@
 package machine
 
 import (
+	"fmt"
+	"slices"
+
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
-	"slices"
 )
 
 // VC is a DMA virtual channel.
@@ -252,79 +254,238 @@ func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 // the one booking on behalf of an engine), when p crosses into another
 // SIP at resource i and the machine splits such transfers
 // (Params.SplitAtSIP, which makes every booking take bookSlow): it books
-// the segment before i, the head's own SIP's, and leaves the rest to a
-// crossing event when the head reaches it. That is the rule of a
-// partitioned run (engine/sim, partition.go), where only a resource's
-// own SIP books it. On an idle path the times are the whole path's;
-// under contention a far resource serves transfers in the order their
-// heads reach it, not in the order they were issued.
+// the segment before i, the head's own SIP's, and sends the rest to the
+// far SIP, to be booked there when the head reaches it. That is the rule
+// of a partitioned run (engine/sim, partition.go), where only a
+// resource's own SIP books it. On an idle path the times are the whole
+// path's; under contention a far resource serves transfers in the order
+// their heads reach it, not in the order they were issued.
 //
 // It returns the head's arrival at the boundary for the path's end (a
 // bound the completion cannot come before) and the whole path's
-// service. Until the completion the crossing stands in for the
-// transfer's owner: when the injection ends before the far segment is
-// booked, the completion fires at that bound and the crossing moves it
-// to the far segment's end (Complete).
+// service. The two sides are objects that only exchange messages
+// (Machine.post), each due at least the lookahead after it is sent:
+//
+//   - the far side (crossFar) goes to the far SIP at the head's arrival,
+//     books the far segment there and sends its end back (crossEnd);
+//   - the near side (crossNear) stands in for the transfer's owner until
+//     the completion, at the later of the bound its injection end
+//     scheduled and the far end's arrival;
+//   - an IPCQ message's completion has a half on each side: at the
+//     injection end the near side sends the far side the completion's
+//     other bound (injection end + path latency) with a copy of the
+//     source's bytes (crossInjected, Machine.injected), and the far side
+//     delivers into the receiver's slot at the later of the two bounds,
+//     the completion's time on both sides (Message.deliverFar); the
+//     near side then does the sender's half (Message.sentNear).
 func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag uint64) (arrival, service sim.Time) {
 	head, lastIn, _ := p[:i].bookFrom(now, now, now, n, e, tag)
 	if b := p.slowest(); b != nil {
 		service = b.Xfer(n) // (book's: Xfer never grows with bandwidth)
 	}
 	t, m := e.head[vc], e.m
-	var c *crossing
-	if k := len(m.freeCrossings); k > 0 {
-		c = m.freeCrossings[k-1]
-		m.freeCrossings = m.freeCrossings[:k-1]
-	} else {
-		c = &crossing{}
+	sip, home := int(p[i].sip), int(p[0].sip)
+	loc := m.localOf(home)
+	near, far := loc.newCrossNear(), loc.newCrossFar()
+	*near = crossNear{t: t, e: e, owner: t.Owner, far: far, home: home, farSip: sip, end: -1}
+	*far = crossFar{sim: m.sipSim(sip), sip: sip, home: home, near: near, path: p[i:], n: n, tag: tag, lastIn: lastIn, source: e, end: -1, due: -1}
+	if msg, ok := t.Owner.(*Message); ok {
+		near.msg = msg
+		far.deliver = true
+		far.msg = *msg // (the far side's copy: it never reads the sender's)
+		far.msg.Xfer.Owner, far.msg.Xfer.next = nil, nil
+	} else if m.parts != nil {
+		// Its completion would touch the far SIP's memory from this one.
+		panic(fmt.Sprintf("internal error: %v crosses SIPs in a partitioned run, which has no plan for it yet", t.Owner))
 	}
-	*c = crossing{t: t, e: e, owner: t.Owner, from: i, tag: tag, lastIn: lastIn, end: -1}
-	t.Owner = c
-	e.sim.At(head, c)
+	t.Owner = near
+	m.post(home, sip, head, far)
 	return head, service
 }
 
-// crossing is a split transfer's head reaching the SIP boundary (in a
-// partitioned run, the message to the SIP that owns the far segment),
-// and the transfer's owner until it completes.
-type crossing struct {
-	t      *Transfer
-	e      *dmaEngine
-	owner  Completer // the transfer's own
-	from   int       // the far segment's first resource
+// crossFar is a split transfer's far side: a message to the far SIP
+// that books the far segment when the transfer's head gets there, and,
+// for an IPCQ message, the receiver's half of its completion. It
+// carries what it needs and never reads the transfer or the near side.
+type crossFar struct {
+	sim    *sim.Sim // the far SIP's clock
+	sip    int      // the far SIP
+	home   int      // the issuing SIP
+	near   *crossNear
+	path   Path // the far segment
+	n      int64
 	tag    uint64
 	lastIn sim.Time // when the last byte leaves the near segment
-	end    sim.Time // when it leaves the far one (-1: not booked yet)
+	// source is the issuing engine, for a stop fault's note of the PE
+	// it stalls (its PE, set when the machine is built, never changes).
+	source *dmaEngine
+	end    sim.Time // when the last byte leaves the far segment (-1: not booked yet)
+	// deliver: the transfer is an IPCQ message, msg the far side's copy
+	// of it; due is the injection end's bound (-1: not arrived yet) and
+	// data the source's bytes copied then.
+	deliver bool
+	due     sim.Time
+	data    []byte
+	msg     Message
 }
 
-// Fire books the far segment. A completion not yet scheduled (the
-// injection goes on) then takes the path's true end.
-func (c *crossing) Fire() {
-	s := c.e.sim
-	s.NotWork() // (a run counts the events of booking a path whole)
+// Fire books the far segment at the head's arrival and sends the far end
+// back, then delivers when the injection end's bound has arrived too; a
+// second Fire is the delivery at the later of the two bounds. Its events
+// are bookkeeping (the completion is counted on the issuing side).
+func (c *crossFar) Fire() {
+	s := c.sim
+	s.NotWork()
+	if c.end >= 0 {
+		c.deliverNow()
+		return
+	}
 	now := s.Now()
-	_, c.end, _ = c.t.Path[c.from:].bookFrom(now, now, c.lastIn, c.t.N, c.e, c.tag)
-	c.t.pathEnd = c.end
+	_, c.end, _ = c.path.bookFrom(now, now, c.lastIn, c.n, c.source, c.tag)
+	m := c.source.m
+	loc := m.localOf(c.sip)
+	back := loc.newCrossEnd()
+	*back = crossEnd{near: c.near, end: c.end}
+	m.post(c.sip, c.home, c.end, back)
+	if !c.deliver {
+		*c = crossFar{}
+		loc.freeFar = append(loc.freeFar, c)
+		return
+	}
+	c.ready()
+}
+
+// ready delivers at the later of the far end and the injection end's
+// bound once both are known (now, or in a Fire then).
+func (c *crossFar) ready() {
+	if c.end < 0 || c.due < 0 {
+		return
+	}
+	s := c.sim
+	if at := max(c.end, c.due); at > s.Now() {
+		s.At(at, c)
+		return
+	}
+	c.deliverNow()
+}
+
+// deliverNow is the receiver's half of the message's completion.
+func (c *crossFar) deliverNow() {
+	loc := c.source.m.localOf(c.sip)
+	c.msg.Xfer.Finished = c.sim.Now()
+	c.msg.deliverFar(c.data)
+	loc.putBuffer(c.data)
+	*c = crossFar{}
+	loc.freeFar = append(loc.freeFar, c)
+}
+
+// crossInjected is the injection end's bound and the source's bytes on
+// their way to the far side.
+type crossInjected struct {
+	far  *crossFar
+	due  sim.Time
+	data []byte
+}
+
+// Fire hands the bound and the bytes to the far side.
+func (c *crossInjected) Fire() {
+	far, due, data := c.far, c.due, c.data
+	far.sim.NotWork()
+	*c = crossInjected{}
+	// (Freed into the pool of the SIP it arrived at, as the other messages.)
+	loc := far.source.m.localOf(far.sip)
+	loc.freeInjected = append(loc.freeInjected, c)
+	far.due, far.data = due, data
+	far.ready()
+}
+
+// crossEnd is the far end on its way back to the issuing side.
+type crossEnd struct {
+	near *crossNear
+	end  sim.Time
+}
+
+// Fire hands the far end to the near side.
+func (c *crossEnd) Fire() {
+	near, end := c.near, c.end
+	loc := near.e.m.localOf(near.home)
+	*c = crossEnd{}
+	loc.freeEnds = append(loc.freeEnds, c)
+	near.farEnd(end)
+}
+
+// crossNear stands in for a split transfer's owner on the issuing SIP
+// until it completes: the completion needs both the bound the injection
+// end scheduled (Complete) and the far end (farEnd, crossEnd's message),
+// and fires at the later of the two.
+type crossNear struct {
+	t     *Transfer
+	e     *dmaEngine
+	owner Completer // the transfer's own
+	// msg is the owner when it is an IPCQ message (its far half is far's,
+	// the SIP farSip's: the near side only sends it messages).
+	msg          *Message
+	far          *crossFar
+	home, farSip int      // the issuing SIP, the far one
+	end          sim.Time // the far end (-1: its message has not arrived)
+	bound        bool     // the injection end's bound has fired
+}
+
+// injected is the injection end of the near side's transfer (from the
+// engine's hook, Machine.endHook): an IPCQ message sends the far side
+// the completion's other bound and the source's bytes.
+func (c *crossNear) injected(now sim.Time) {
+	if c.msg == nil {
+		return
+	}
+	t, m := c.t, c.e.m
+	loc := m.localOf(c.home)
+	var data []byte
+	if src := c.msg.Src.View(); src != nil {
+		data = loc.buffer(int64(len(src)))
+		copy(data, src)
+	}
+	k := loc.newCrossInjected()
+	due := sim.Add(now, t.latency)
+	*k = crossInjected{far: c.far, due: due, data: data}
+	m.post(c.home, c.farSip, due, k)
 }
 
 // Complete is the transfer's completion at the bound its injection end
-// scheduled: it hands the transfer back to its owner, now or, when the
-// far segment ends later, at that end.
-func (c *crossing) Complete(t *Transfer) {
-	e, end := c.e, c.end
-	if end < 0 {
-		panic("internal error: a split transfer completed before its head crossed")
+// scheduled: it hands the transfer back to its owner when the far end
+// has arrived (at or before now), else waits for it.
+func (c *crossNear) Complete(t *Transfer) {
+	if c.end < 0 {
+		c.bound = true
+		c.e.sim.NotWork() // (the completion is the far end's event)
+		return
 	}
+	c.done()
+}
+
+// farEnd is the far end's arrival, at that end.
+func (c *crossNear) farEnd(end sim.Time) {
+	if !c.bound {
+		c.end = end
+		c.e.sim.NotWork() // (the completion is the bound's event)
+		return
+	}
+	c.t.Finished = end
+	c.done()
+}
+
+// done hands the transfer back to its owner, which completes it now (an
+// IPCQ message: the sender's half).
+func (c *crossNear) done() {
+	t, loc, msg := c.t, c.e.m.localOf(c.home), c.msg
 	t.Owner = c.owner
-	*c = crossing{}
-	e.m.freeCrossings = append(e.m.freeCrossings, c)
-	s := e.sim
-	if now := s.Now(); end > now {
-		s.NotWork() // (the completion is the event at the end)
-		s.At(end, t)
-	} else {
-		t.Owner.Complete(t)
+	*c = crossNear{}
+	loc.freeNear = append(loc.freeNear, c)
+	if msg != nil {
+		msg.sentNear()
+		return
 	}
+	t.Owner.Complete(t)
 }
 
 // share switches to round-robin at time now, when the second channel's
@@ -480,8 +641,8 @@ func (e *dmaEngine) Fire() {
 			e.tail[v] = nil
 		}
 		h.next = nil
-		if e.m.Trace != nil {
-			e.traceEnd(v, h, now)
+		if e.m.endHook {
+			e.injected(v, h, now)
 		}
 		e.sim.At(max(h.pathEnd, sim.Add(now, h.latency)), h)
 		n := e.head[v]
@@ -525,4 +686,138 @@ func (e *dmaEngine) traceEnd(v VC, h *Transfer, now sim.Time) {
 		label = track
 	}
 	e.m.Trace.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
+}
+
+// local is what a SIP keeps for itself: the pools of its memory
+// operations, byte buffers, IPCQ messages, credits that crossed SIPs and
+// the split transfers' sides and messages (each freed into the pool of
+// the SIP it ends at). A partitioned run has one per SIP, touched by
+// that SIP's partition only; a run on one Sim one for the machine
+// (Machine.localOf).
+type local struct {
+	// freeOps are completed memory operations handed back with Recycle,
+	// reused the last one first: the fused primitives issue several per
+	// message, and reusing them keeps the garbage collector out of the
+	// simulation's hot path. A slice rather than a list linked through
+	// the operations: a link would sit in a line of the operation that
+	// neither its issue nor its completion touches, one cache miss more
+	// per recycle and reuse at a thousand ranks.
+	freeOps []*MemOp
+	// freeBufs are byte buffers of finished tiles (PutBuffer) and of
+	// sent bytes' copies, reused by later loads, tile math and copies:
+	// fresh memory costs a page fault per 4 KiB on first touch, which
+	// dominated the data path.
+	freeBufs     [][]byte
+	freeMsgs     []*Message
+	freeCredits  []*creditMsg
+	freeNear     []*crossNear
+	freeFar      []*crossFar
+	freeEnds     []*crossEnd
+	freeInjected []*crossInjected
+}
+
+// localOf is SIP sip's local state.
+func (m *Machine) localOf(sip int) *local {
+	if m.locals == nil {
+		return &m.one
+	}
+	return m.locals[sip]
+}
+
+func (l *local) newCrossNear() *crossNear {
+	if k := len(l.freeNear); k > 0 {
+		c := l.freeNear[k-1]
+		l.freeNear = l.freeNear[:k-1]
+		return c
+	}
+	return &crossNear{}
+}
+
+func (l *local) newCrossFar() *crossFar {
+	if k := len(l.freeFar); k > 0 {
+		c := l.freeFar[k-1]
+		l.freeFar = l.freeFar[:k-1]
+		return c
+	}
+	return &crossFar{}
+}
+
+func (l *local) newCrossEnd() *crossEnd {
+	if k := len(l.freeEnds); k > 0 {
+		c := l.freeEnds[k-1]
+		l.freeEnds = l.freeEnds[:k-1]
+		return c
+	}
+	return &crossEnd{}
+}
+
+func (l *local) newCrossInjected() *crossInjected {
+	if k := len(l.freeInjected); k > 0 {
+		c := l.freeInjected[k-1]
+		l.freeInjected = l.freeInjected[:k-1]
+		return c
+	}
+	return &crossInjected{}
+}
+
+// buffer returns n bytes (contents undefined), reusing a buffer of the
+// pool when one of the last four handed back is large enough.
+func (l *local) buffer(n int64) []byte {
+	for i := len(l.freeBufs) - 1; i >= 0 && i >= len(l.freeBufs)-4; i-- {
+		if b := l.freeBufs[i]; int64(cap(b)) >= n {
+			last := len(l.freeBufs) - 1
+			l.freeBufs[i] = l.freeBufs[last]
+			l.freeBufs[last] = nil
+			l.freeBufs = l.freeBufs[:last]
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// putBuffer hands back bytes that nothing reads any more.
+func (l *local) putBuffer(b []byte) {
+	if cap(b) == 0 || len(l.freeBufs) >= maxFreeBufs {
+		return
+	}
+	l.freeBufs = append(l.freeBufs, b[:0])
+}
+
+// injected is the engine's hook at the end of h's injection on channel
+// v (Machine.endHook): the trace's slice, and a split transfer's message
+// to its far side.
+func (e *dmaEngine) injected(v VC, h *Transfer, now sim.Time) {
+	if e.m.Trace != nil {
+		e.traceEnd(v, h, now)
+	}
+	if near, ok := h.Owner.(*crossNear); ok {
+		near.injected(now)
+	}
+}
+
+// sipSim is the simulation SIP sip's events go to: its partition's in a
+// partitioned run, else the machine's one Sim.
+func (m *Machine) sipSim(sip int) *sim.Sim {
+	if m.parts != nil {
+		return m.parts.Partition(sip).Sim
+	}
+	return m.Sim
+}
+
+// post sends h from SIP from to SIP to, to fire there at at: the one way
+// a split transfer's or a credit's work on one SIP reaches another (a
+// message of a partitioned run, engine/sim, partition.go, at least the
+// lookahead after the sender's clock). On one Sim the message is
+// scheduled at once, and the bound is checked all the same, so that
+// every split run checks it.
+func (m *Machine) post(from, to int, at sim.Time, h sim.Handler) {
+	s := m.sipSim(from)
+	if now := s.Now(); at < sim.Add(now, m.look) {
+		panic(fmt.Sprintf("internal error: a message from SIP %d to SIP %d for %v at %v, within the lookahead %v", from, to, at, now, m.look))
+	}
+	if m.parts != nil {
+		m.parts.Partition(from).Send(to, at, h)
+		return
+	}
+	s.At(at, h)
 }

@@ -25,7 +25,7 @@ func arrivalRun(t *testing.T, p Params, q [2][]refTransfer, late [2][]bool, trac
 	t.Helper()
 	m := newTestMachine(t, p)
 	if traced {
-		m.Trace = trace.New()
+		m.Trace, m.endHook = trace.New(), true
 	}
 	pe := m.PE(0)
 	send, local := m.MemToMem(pe.TCM, m.PE(1).TCM), m.MemToPE(pe.HBM, pe)

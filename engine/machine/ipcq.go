@@ -223,6 +223,15 @@ type Endpoint struct {
 	moreAny    []*sim.Proc // receives from any direction besides anyWaiter (threads)
 	AnyWait    WaitInfo
 	g          *Group
+	// sim is the simulation of the endpoint's SIP (its PE's), loc its
+	// local state: its pool of messages is the SIP's, reused by the next
+	// send of any of its queue pairs, latest first (the message a
+	// delivery has just touched is still in the cache, where one kept for
+	// its own queue pair's next send would have gone cold while every
+	// other rank ran: its clear and fill were 4 last-level misses of 78
+	// per message at 256 ranks).
+	sim *sim.Sim
+	loc *local
 }
 
 // Group is the process group the endpoint belongs to.
@@ -276,13 +285,6 @@ type Group struct {
 	OnSend    func(q *QueuePair, meta MsgMeta, at sim.Time)
 	OnDeliver func(q *QueuePair, msg *Message)
 	OnRecv    func(q *QueuePair, meta MsgMeta, slot Region, at sim.Time)
-
-	// freeMsgs are delivered messages, reused by the next send of any
-	// queue pair, latest first: the message a delivery has just touched is
-	// still in the cache, where one kept for its own queue pair's next
-	// send would have gone cold while every other rank ran (its clear
-	// and fill were 4 last-level misses of 78 per message at 256 ranks).
-	freeMsgs []*Message
 }
 
 // InitError is an init-time failure of a process group.
@@ -325,7 +327,7 @@ func (m *Machine) Install(links [][]Link, cfg IPCQConfig) (*Group, error) {
 	g := &Group{M: m, Cfg: cfg, EPs: make([]*Endpoint, 0, len(m.Ranks))}
 	var ls []Link // a rank's links by direction (one buffer for all)
 	for r, pe := range m.Ranks {
-		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1}
+		ep := &Endpoint{Rank: r, PE: pe, g: g, lastPolled: -1, sim: pe.dma.sim, loc: m.localOf(pe.Sip)}
 		ep.AnyWait = WaitInfo{Op: "recv(any)", EP: ep}
 		ls = append(ls[:0], links[r]...)
 		slices.SortFunc(ls, func(a, b Link) int { return strings.Compare(a.Dir, b.Dir) })
@@ -504,9 +506,9 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 	meta.NBytes = src.N
 	peer := q.peer
 	var msg *Message
-	if n := len(g.freeMsgs); n > 0 {
-		msg = g.freeMsgs[n-1]
-		g.freeMsgs = g.freeMsgs[:n-1]
+	if n := len(q.ep.loc.freeMsgs); n > 0 {
+		msg = q.ep.loc.freeMsgs[n-1]
+		q.ep.loc.freeMsgs = q.ep.loc.freeMsgs[:n-1]
 	} else {
 		msg = &Message{}
 	}
@@ -529,12 +531,12 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 	src.Mem.addSendReading(src)
 	prev = p.Account(ActSend) // (Doing in the process; a step charges the time so far)
 	if g.OnSend != nil {
-		g.OnSend(q, msg.Meta, g.M.Sim.Now())
+		g.OnSend(q, msg.Meta, p.Sim().Now())
 	}
 	q.MyHead++
 	q.InFlight++
 	if tr := g.M.Trace; tr != nil {
-		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, g.M.Sim.Now(), float64(q.MyHead-q.PeerTailCache))
+		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, p.Sim().Now(), float64(q.MyHead-q.PeerTailCache))
 	}
 	return prev
 }
@@ -839,7 +841,7 @@ func (msg *Message) Complete(*Transfer) {
 	// no call.)
 	if msg.Dst.Mem.sendsMayRead(msg.Dst) {
 		if m := g.inFlightReading(msg.Dst, false); m != nil && m != msg {
-			g.M.Sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
+			q.ep.sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
 				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
 		}
 	}
@@ -877,7 +879,7 @@ func (msg *Message) Complete(*Transfer) {
 		msg.Src.Mem.addSendReading(msg.Src)
 	}
 	if l := g.M.Log; l != nil {
-		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: g.M.Sim.Now(),
+		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
 			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
 		if l.Witnessed() {
@@ -890,7 +892,7 @@ func (msg *Message) Complete(*Transfer) {
 	}
 	if tr := g.M.Trace; tr != nil {
 		pid := peer.ep.PE.ID + 1
-		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), g.M.Sim.Now(), map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
+		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
 	}
 	if g.OnDeliver != nil {
 		g.OnDeliver(q, msg)
@@ -911,10 +913,95 @@ func (msg *Message) Complete(*Transfer) {
 		wakeShared(&q.flushWaiter, &q.moreFlushers)
 	}
 	// The message is done: observers have seen it, nobody else holds it.
-	g.freeMsgs = append(g.freeMsgs, msg)
+	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
 	if g.Paranoid {
 		g.scan()
 	}
+}
+
+// deliverFar is the receiver's half of Complete for a message whose
+// transfer crossed SIPs with SplitAtSIP, on the receiver's SIP at the
+// completion: msg is the far side's copy of the sender's message (it
+// reads only the sender's fixed fields: rank, direction, peer) and data
+// the source's bytes the sender copied at the injection end (nil under
+// timing-only). Complete keeps one body for both halves: calls to them
+// would cost every message of a run that splits nothing.
+func (msg *Message) deliverFar(data []byte) {
+	q := msg.Q
+	peer := q.peer
+	g := q.ep.g
+	if msg.Dst.Mem.sendsMayRead(msg.Dst) {
+		if m := g.inFlightReading(msg.Dst, false); m != nil {
+			peer.ep.sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
+				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
+		}
+	}
+	copy(msg.Dst.Bytes(), data)
+	rs := &peer.Slots[msg.Slot]
+	rs.Meta = msg.Meta
+	rs.Gen++
+	if msg.Meta.Seq == peer.PeerHeadCache {
+		// Published, then any later ones that arrived before it. A slot
+		// marked arrived holds the message of the sequence number it is
+		// at (at most n_slots are in flight past my_tail), so the
+		// sender's my_head, which Complete stops at, is not needed.
+		peer.PeerHeadCache++
+		n := uint64(len(peer.Slots))
+		for k := 1; k < len(peer.Slots) && peer.Slots[peer.PeerHeadCache%n].arrived; k++ {
+			peer.Slots[peer.PeerHeadCache%n].arrived = false
+			peer.PeerHeadCache++
+		}
+	} else {
+		rs.arrived = true
+	}
+	if l := g.M.Log; l != nil {
+		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
+			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
+			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
+		if l.Witnessed() {
+			r.Produced = msg.Dst.View()
+			if msg.Meta.Origin != nil {
+				r.Origin = fmt.Sprintf("rank %d's send %s #%d at %v", q.Rank, q.Dir, msg.Meta.Seq, msg.Meta.Origin)
+			}
+		}
+		l.Add(r)
+	}
+	if tr := g.M.Trace; tr != nil {
+		pid := peer.ep.PE.ID + 1
+		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
+	}
+	if g.OnDeliver != nil {
+		g.OnDeliver(q, msg)
+	}
+	if w := peer.recvWaiter; w != nil {
+		peer.recvWaiter = nil
+		w.Wake()
+	}
+	if peer.ep.anyWaiter != nil {
+		wakeShared(&peer.ep.anyWaiter, &peer.ep.moreAny)
+	}
+}
+
+// sentNear is the sender's half of Complete for a message whose transfer
+// crossed SIPs with SplitAtSIP, on the sender's SIP at the completion:
+// the send is no longer in flight (its source may be written again), and
+// its flushes and sent-waiters wake. (HoldSends and Paranoid, the
+// untimed mock's and --check's, split nothing.)
+func (msg *Message) sentNear() {
+	q := msg.Q
+	q.InFlight--
+	if q.dropInflight(msg) {
+		msg.Src.Mem.sendRead()
+	}
+	for i, w := range q.sentWaiters {
+		q.sentWaiters[i] = nil
+		w.Wake()
+	}
+	q.sentWaiters = q.sentWaiters[:0]
+	if q.InFlight == 0 && q.flushWaiter != nil {
+		wakeShared(&q.flushWaiter, &q.moreFlushers)
+	}
+	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
 }
 
 // pushInflight appends a send to the in-flight ones, reusing the room
@@ -1019,7 +1106,7 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 	// I7 (and I6 behind it): a slot visible through peer_head_cache holds
 	// exactly the message the pointer says, and I1: it is taken once.
 	if q.PeerHeadCache <= q.MyTail || meta.Seq != q.MyTail || gen == 0 {
-		g.M.Sim.Stop(&InvariantError{"I7", fmt.Sprintf("rank %d recv %s: slot %d holds seq %d (generation %d), expected seq %d with peer_head_cache=%d > my_tail=%d",
+		q.ep.sim.Stop(&InvariantError{"I7", fmt.Sprintf("rank %d recv %s: slot %d holds seq %d (generation %d), expected seq %d with peer_head_cache=%d > my_tail=%d",
 			q.Rank, q.Dir, idx, meta.Seq, gen, q.MyTail, q.PeerHeadCache, q.MyTail)})
 	}
 	slot = q.Rx.Sub(int64(idx)*g.Cfg.SlotSize, meta.NBytes)
@@ -1029,12 +1116,12 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 		q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
 	}
 	if l := g.M.Log; l != nil && creditNow {
-		now := g.M.Sim.Now()
+		now := q.ep.sim.Now()
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
 			Src: slot.Addr(), SrcSp: slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
 	}
 	if g.OnRecv != nil {
-		g.OnRecv(q, *meta, slot, g.M.Sim.Now())
+		g.OnRecv(q, *meta, slot, q.ep.sim.Now())
 	}
 	if creditNow {
 		g.Credit(q)
@@ -1053,8 +1140,46 @@ func (g *Group) Credit(q *QueuePair) {
 	for q.freed < q.MyTail && !q.Slots[q.freed%n].copying {
 		q.freed++
 	}
+	if g.M.splitAtSIP && q.ep.PE.Sip != q.peer.ep.PE.Sip {
+		g.postCredit(q)
+		return
+	}
 	q.credits = append(q.credits, q.freed)
-	g.M.Sim.After(q.creditDelay, (*creditEvent)(q))
+	q.ep.sim.After(q.creditDelay, (*creditEvent)(q))
+}
+
+// postCredit is Credit's return across SIPs when the machine splits
+// transfers there: a message to the sender's SIP carrying the credit and
+// what its I2 check reads of the receiver (my_tail when the credit left:
+// it only grows, so the check is the same), so that the sender's side
+// never reads the receiver's queue pair (engine/sim, partition.go).
+func (g *Group) postCredit(q *QueuePair) {
+	c := q.ep.loc.newCreditMsg()
+	*c = creditMsg{s: q.peer, v: q.freed, tail: q.MyTail}
+	g.M.post(q.ep.PE.Sip, q.peer.ep.PE.Sip, sim.Add(q.ep.sim.Now(), q.creditDelay), c)
+}
+
+// creditMsg is a credit on its way to the sender's SIP.
+type creditMsg struct {
+	s       *QueuePair // the sender's side
+	v, tail uint64     // the credit; the receiver's my_tail when it left
+}
+
+func (l *local) newCreditMsg() *creditMsg {
+	if k := len(l.freeCredits); k > 0 {
+		c := l.freeCredits[k-1]
+		l.freeCredits = l.freeCredits[:k-1]
+		return c
+	}
+	return &creditMsg{}
+}
+
+// Fire applies the credit on the sender's side.
+func (c *creditMsg) Fire() {
+	s, v, tail := c.s, c.v, c.tail
+	*c = creditMsg{}
+	s.ep.loc.freeCredits = append(s.ep.loc.freeCredits, c)
+	s.applyCredit(v, tail)
 }
 
 // CopyDone frees the slot of message seq of q, taken to be copied out
@@ -1079,14 +1204,38 @@ func (c *creditEvent) Fire() {
 	// I2: pointers only move forward; a credit never passes the receiver's
 	// tail nor the sender's head.
 	if v < s.PeerTailCache || v > q.MyTail || v > s.MyHead {
-		s.ep.g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
+		s.ep.sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
 			s.Rank, s.Dir, v, s.PeerTailCache, q.MyTail, s.MyHead)})
 	}
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
 	}
 	if tr := s.ep.g.M.Trace; tr != nil {
-		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.g.M.Sim.Now(), float64(s.MyHead-s.PeerTailCache))
+		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
+	}
+	if w := s.sendWaiter; w != nil {
+		s.sendWaiter = nil
+		w.Wake()
+	}
+	if g := s.ep.g; g.Paranoid {
+		g.scan()
+	}
+}
+
+// applyCredit is creditEvent.Fire's effect on the sender's side s for
+// a credit v that crossed SIPs as a message with the receiver's my_tail
+// (tail). (Fire keeps its own copy: a call there costs every message of
+// a run that splits nothing.)
+func (s *QueuePair) applyCredit(v, tail uint64) {
+	if v < s.PeerTailCache || v > tail || v > s.MyHead {
+		s.ep.sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
+			s.Rank, s.Dir, v, s.PeerTailCache, tail, s.MyHead)})
+	}
+	if v > s.PeerTailCache {
+		s.PeerTailCache = v
+	}
+	if tr := s.ep.g.M.Trace; tr != nil {
+		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
 	}
 	if w := s.sendWaiter; w != nil {
 		s.sendWaiter = nil
@@ -1103,7 +1252,7 @@ func (g *Group) scan() {
 		for _, q := range ep.QPs {
 			p := q.peer
 			if !(q.MyTail <= q.PeerHeadCache && q.PeerHeadCache <= p.MyHead && p.PeerTailCache <= q.MyTail && p.MyHead-p.PeerTailCache <= uint64(g.Cfg.NSlots)) {
-				g.M.Sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: my_tail=%d peer_head_cache=%d; rank %d %s: my_head=%d peer_tail_cache=%d (n_slots %d)",
+				q.ep.sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: my_tail=%d peer_head_cache=%d; rank %d %s: my_head=%d peer_tail_cache=%d (n_slots %d)",
 					q.Rank, q.Dir, q.MyTail, q.PeerHeadCache, p.Rank, p.Dir, p.MyHead, p.PeerTailCache, g.Cfg.NSlots)})
 				return
 			}
@@ -1143,7 +1292,7 @@ func (g *Group) waitShared(p *sim.Proc, cond func() bool, slot **sim.Proc, more 
 	if cond() { // (once: WaitAny's condition picks a direction)
 		return nil
 	}
-	p.Wait, p.WaitSince = info, g.M.Sim.Now()
+	p.Wait, p.WaitSince = info, p.Sim().Now()
 	act := ActFlush
 	if info.Op != "flush" {
 		act = ActRecv
@@ -1222,7 +1371,7 @@ func (g *Group) WaitUnread(p *sim.Proc, reg Region) error {
 		}
 		q := m.Q
 		q.sentWaiters = append(q.sentWaiters, p)
-		p.Wait, p.WaitSince = &q.FlushWait, g.M.Sim.Now()
+		p.Wait, p.WaitSince = &q.FlushWait, p.Sim().Now()
 		prev := p.Doing(ActFlush)
 		err := p.Park()
 		p.Doing(prev)

@@ -553,10 +553,16 @@ type ringRun struct {
 // distinct messages E (n_slots 2) while a slow receiver drains W.
 func runRing3(t *testing.T, mode Backpressure) ringRun {
 	t.Helper()
+	return runRing3On(t, mode, testParams())
+}
+
+// runRing3On is runRing3 on a machine of parameters p.
+func runRing3On(t *testing.T, mode Backpressure, p Params) ringRun {
+	t.Helper()
 	const world, count = 3, 20
 	cfg := ipcqTestCfg(HBM, mode, 2, 128)
 	cfg.PollInterval = 40 * ipcqNS
-	m, g := installIPCQ(t, testParams(), ringLinks(world), cfg)
+	m, g := installIPCQ(t, p, ringLinks(world), cfg)
 	run := ringRun{Finish: map[string]sim.Time{}}
 	for r := 0; r < world; r++ {
 		var srcs []Region
@@ -1301,12 +1307,16 @@ func TestIPCQ_Flush_SeveralWaitersOfOneDirection(t *testing.T) {
 func TestIPCQ_Random_ExactlyOnceInOrderAndMonotonePointers(t *testing.T) {
 	dirs := []string{"E", "W"}
 	rev := map[string]string{"E": "W", "W": "E"}
-	for seed := uint64(1); seed <= 12; seed++ {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+	for seed := uint64(1); seed <= 24; seed++ {
+		// Even seeds split transfers at SIPs (the rule of a partitioned
+		// run: its messages, credits and halves of a completion).
+		split := seed%2 == 0
+		t.Run(fmt.Sprint("seed", seed, map[bool]string{true: "-split"}[split]), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0x1bc))
 			world := 2 + rng.IntN(4)
 			p := testParams()
 			p.Placement = rng.Perm(16)[:world]
+			p.SplitAtSIP = split
 			cfg := ipcqTestCfg([]Space{TCM, SRAM, HBM}[rng.IntN(3)], []Backpressure{Sleep, Poll}[rng.IntN(2)], 1+rng.IntN(4), 128)
 			cfg.PollInterval = sim.Time(1+rng.IntN(60)) * ipcqNS
 			m, g := installIPCQ(t, p, ringLinks(world), cfg)
@@ -1868,6 +1878,26 @@ func TestUnreceivedErrorBounded(t *testing.T) {
 		}
 		if diff := cmp.Diff(c.want, e.Error()); diff != "" {
 			t.Errorf("%d sends (-want +got):\n%s", c.n, diff)
+		}
+	}
+}
+
+// Rule (engine/sim, partition.go: IPCQ): with SplitAtSIP a credit that
+// crosses SIPs is a message carrying its value (the sender's side never
+// reads the receiver's queue pair), due when the credit was due. On a
+// ring over two SIPs whose transfers meet no contention on the far side,
+// the split run is the whole-path run: every receive, wait and finish.
+func TestIPCQ_SplitAtSIP_CreditsCrossAsMessages(t *testing.T) {
+	for _, mode := range []Backpressure{Sleep, Poll} {
+		var runs [2]ringRun
+		for i, split := range []bool{false, true} {
+			p := testParams()
+			p.Placement = []int{0, 9, 2} // rank 1 on SIP 1: two of three links cross
+			p.SplitAtSIP = split
+			runs[i] = runRing3On(t, mode, p)
+		}
+		if diff := cmp.Diff(runs[0], runs[1]); diff != "" {
+			t.Errorf("%v mode: split run differs from the whole-path run (-whole +split):\n%s", mode, diff)
 		}
 	}
 }

@@ -7,6 +7,7 @@ package machine
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
@@ -59,6 +60,7 @@ type PE struct {
 	NocUp, NocDown       *Resource
 	Math                 *Resource
 	dma                  *dmaEngine
+	loc                  *local // its SIP's (Machine.localOf)
 
 	tcmPath, tcmCopyPath, mathPath Path // direct-access paths, built once
 	// The last load source and store destination and their paths: a
@@ -118,8 +120,20 @@ type Machine struct {
 	slowBooking bool
 	// splitAtSIP: Params.SplitAtSIP on a timed machine of several SIPs.
 	splitAtSIP bool
-	// freeCrossings are the events of split transfers that fired, reused.
-	freeCrossings []*crossing
+	// one is the machine's local state (pools) on one Sim; locals are
+	// each SIP's in a partitioned run (localOf).
+	one    local
+	locals []*local
+	// parts is the partitioned run the machine runs on (nil: one Sim,
+	// Sim); pathsMu guards paths there, which any SIP may fill.
+	parts   *sim.Partitioned
+	pathsMu sync.Mutex
+	// endHook: the DMA engines call injected at each injection end (a
+	// trace, split transfers).
+	endHook bool
+	// look is the least delay of a message from one SIP to another
+	// (Params.Lookahead), which post checks.
+	look sim.Time
 
 	// TimingOnly (SetTimingOnly) moves no bytes: loads, stores, copies and
 	// IPCQ deliveries book the same resources at the same times and keep
@@ -130,47 +144,21 @@ type Machine struct {
 	// paths caches routes by (kind, from, to) so the hot path allocates
 	// nothing; routes never change after New.
 	paths map[pathKey]Path
-
-	// freeOps are completed memory operations handed back with Recycle,
-	// reused the last one first: the fused primitives issue several per
-	// message, and reusing them keeps the garbage collector out of the
-	// simulation's hot path. A slice rather than a list linked through the
-	// operations: a link would sit in a line of the operation that neither
-	// its issue nor its completion touches, one cache miss more per
-	// recycle and reuse at a thousand ranks.
-	freeOps []*MemOp
-	// freeBufs are byte buffers of finished tiles (PutBuffer), reused by
-	// later loads and tile math: fresh memory costs a page fault per 4 KiB
-	// on first touch, which dominated the data path.
-	freeBufs [][]byte
 }
 
 // Buffer returns n bytes (contents undefined) for a tile, reusing a
 // buffer handed back with PutBuffer when one is large enough; nil when the
-// machine moves no bytes.
+// machine moves no bytes. (The machine's pool on one Sim, which PE.Buffer
+// takes there too; a partitioned run has one per SIP.)
 func (m *Machine) Buffer(n int64) []byte {
 	if m.TimingOnly {
 		return nil
 	}
-	for i := len(m.freeBufs) - 1; i >= 0 && i >= len(m.freeBufs)-4; i-- {
-		if b := m.freeBufs[i]; int64(cap(b)) >= n {
-			last := len(m.freeBufs) - 1
-			m.freeBufs[i] = m.freeBufs[last]
-			m.freeBufs[last] = nil
-			m.freeBufs = m.freeBufs[:last]
-			return b[:n]
-		}
-	}
-	return make([]byte, n)
+	return m.one.buffer(n)
 }
 
 // PutBuffer hands back a tile's bytes that nothing reads any more.
-func (m *Machine) PutBuffer(b []byte) {
-	if cap(b) == 0 || len(m.freeBufs) >= maxFreeBufs {
-		return
-	}
-	m.freeBufs = append(m.freeBufs, b[:0])
-}
+func (m *Machine) PutBuffer(b []byte) { m.one.putBuffer(b) }
 
 // maxFreeBufs bounds the buffer pool (a few per PE in flight is typical).
 const maxFreeBufs = 1 << 14
@@ -219,12 +207,51 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 	}
 	m.splitAtSIP = p.SplitAtSIP && !p.Untimed && p.Sips > 1
 	m.slowBooking = m.splitAtSIP // (bookSlow splits; faults may set it too)
+	if m.splitAtSIP {
+		m.look, m.endHook = p.Lookahead(), true
+	}
 	if len(p.Faults) > 0 {
 		m.faults = make(map[string]Fault, len(p.Faults))
 		for _, f := range p.Faults {
 			m.faults[f.Resource] = f
 			m.slowBooking = m.slowBooking || f.perBooking()
 		}
+	}
+	return m, nil
+}
+
+// NewPartitioned builds a machine that runs on g, a partition per SIP
+// (engine/sim, partition.go): each SIP's PEs, DMA engines and resources
+// are its partition's, transfers that cross SIPs are split
+// (SplitAtSIP), and what one SIP does to another is a message of g,
+// which must have one partition per SIP and a lookahead of at most the
+// machine's (Params.Lookahead). Processes go on their rank's partition
+// (g.Spawn with PE.Sip).
+//
+// Internal, and not complete yet: the machine's IPCQ traffic and memory
+// operations within a SIP run on it, with faults (each resource's jitter
+// stream and stop are its owner's); memory operations that cross SIPs
+// (completed whole on the issuing side: an internal error here), the
+// op_log, the trace and the mock's and --check's modes do not, nor do
+// kernels yet (the op_log's tile IDs, the ranks' shared state in
+// starlark/ccl).
+func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
+	look := p.Lookahead()
+	if look <= 0 || g.Lookahead() > look {
+		return nil, fmt.Errorf("machine: a partitioned run needs a machine of several SIPs with a lookahead (%v) of at least the run's (%v)", look, g.Lookahead())
+	}
+	if n := len(g.Partitions()); n != p.Sips {
+		return nil, fmt.Errorf("machine: %d partitions for %d SIPs", n, p.Sips)
+	}
+	p.SplitAtSIP = true
+	m, err := New(nil, p)
+	if err != nil {
+		return nil, err
+	}
+	m.parts = g
+	m.locals = make([]*local, p.Sips)
+	for i := range m.locals {
+		m.locals[i] = &local{}
 	}
 	return m, nil
 }
@@ -315,8 +342,9 @@ func (m *Machine) PE(id int) *PE {
 	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", pe.Sip, p.PeNoc)
 	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", pe.Sip, p.PeNoc)
 	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", pe.Sip, p.Math)
-	pe.dma = newDMAEngine(m.Sim, uint64(id)+1, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
+	pe.dma = newDMAEngine(m.sipSim(pe.Sip), uint64(id)+1, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
 	pe.dma.m, pe.dma.pe = m, pe
+	pe.loc = m.localOf(pe.Sip)
 	pe.tcmPath = Path{pe.TCM.Port}
 	pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
 	pe.mathPath = Path{pe.Math}
@@ -384,7 +412,35 @@ func (m *Machine) Place(worldSize int) error {
 		m.Ranks[r] = m.PE(id)
 		m.Ranks[r].Rank = r
 	}
+	if m.parts != nil {
+		m.makeLinks()
+	}
 	return nil
+}
+
+// makeLinks makes the links of every SIP that has a placed PE, in SIP
+// order, before a partitioned run: routes made during the run then only
+// read the link maps, from any partition, and the links' order
+// (Resources) is the same for every number of threads.
+func (m *Machine) makeLinks() {
+	cps := m.Params.CubesPerSip
+	for sip := range m.Params.Sips {
+		used := false
+		for _, pe := range m.Ranks {
+			used = used || pe.Sip == sip
+		}
+		if !used {
+			continue
+		}
+		m.PCIe(sip)
+		for a := sip * cps; a < (sip+1)*cps; a++ {
+			for b := sip * cps; b < (sip+1)*cps; b++ {
+				if a != b {
+					m.ucieLink(a, b)
+				}
+			}
+		}
+	}
 }
 
 // location is a fabric node: a PE's port, or a cube router (SRAM side).
@@ -427,6 +483,13 @@ func (m *Machine) route(p Path, a, b location) Path {
 // MemToMem is the path of a DMA from src to dst memory: source port, links,
 // destination port.
 func (m *Machine) MemToMem(src, dst *Memory) Path {
+	if m.parts != nil {
+		return m.lockedPath(func() Path { return m.memToMem(src, dst) })
+	}
+	return m.memToMem(src, dst)
+}
+
+func (m *Machine) memToMem(src, dst *Memory) Path {
 	k := pathKey{0, src.ID, dst.ID}
 	if p, ok := m.paths[k]; ok {
 		return p
@@ -443,7 +506,12 @@ func (m *Machine) MemToPE(mem *Memory, pe *PE) Path {
 	if pe.loadFrom == mem {
 		return pe.loadPath
 	}
-	p := m.memToPE(mem, pe)
+	var p Path
+	if m.parts != nil {
+		p = m.lockedPath(func() Path { return m.memToPE(mem, pe) })
+	} else {
+		p = m.memToPE(mem, pe)
+	}
 	pe.loadFrom, pe.loadPath = mem, p
 	return p
 }
@@ -463,7 +531,12 @@ func (m *Machine) PEToMem(pe *PE, mem *Memory) Path {
 	if pe.storeTo == mem {
 		return pe.storePath
 	}
-	p := m.peToMem(pe, mem)
+	var p Path
+	if m.parts != nil {
+		p = m.lockedPath(func() Path { return m.peToMem(pe, mem) })
+	} else {
+		p = m.peToMem(pe, mem)
+	}
 	pe.storeTo, pe.storePath = mem, p
 	return p
 }
@@ -476,6 +549,16 @@ func (m *Machine) peToMem(pe *PE, mem *Memory) Path {
 	p := append(m.route(nil, location{pe: pe, cube: pe.Cube}, m.memLocation(mem)), mem.Port)
 	m.paths[k] = p
 	return p
+}
+
+// lockedPath is a route cache's path in a partitioned run, where any
+// partition may fill the cache: make looks it up or computes and stores
+// it, under the lock (a route reads only links made before the run,
+// makeLinks).
+func (m *Machine) lockedPath(make func() Path) Path {
+	m.pathsMu.Lock()
+	defer m.pathsMu.Unlock()
+	return make()
 }
 
 // PEToPE is the link path between two PEs (no memory ports): the credit
@@ -491,17 +574,17 @@ func (m *Machine) Submit(pe *PE, t *Transfer, direct bool) {
 		m.submitDMA(pe, t)
 		return
 	}
-	t.sim = m.Sim
-	now := m.Sim.Now()
+	t.sim = pe.dma.sim
+	now := t.sim.Now()
 	t.Issued, t.Started = now, now
 	arrival, _ := t.Path.book(now, now, t.N, nil, 0, m.slowBooking)
-	m.Sim.At(arrival, t)
+	t.sim.At(arrival, t)
 }
 
 // submitDMA is Submit's DMA case, small enough to inline where a message
 // or a memory operation is issued (one call less per message).
 func (m *Machine) submitDMA(pe *PE, t *Transfer) {
-	t.sim = m.Sim
+	t.sim = pe.dma.sim
 	pe.dma.submit(t)
 }
 
@@ -571,7 +654,7 @@ func (m *Machine) SetTimingOnly() {
 // channel slices, deliveries, credit and link counters.
 func (m *Machine) EnableTrace(rec *trace.Recorder) {
 	m.Trace = rec
-	m.slowBooking = true
+	m.slowBooking, m.endHook = true, true
 	for _, pe := range m.Ranks {
 		rec.Process(pe.ID+1, fmt.Sprintf("rank %d (%s)", pe.Rank, pe.Coord(m.Params.CubesPerSip)))
 	}
@@ -580,4 +663,40 @@ func (m *Machine) EnableTrace(rec *trace.Recorder) {
 			r.trace = rec
 		}
 	}
+}
+
+// Sim is the simulation PE p's events go to (its SIP's; the machine's
+// one Sim unless the run is partitioned).
+func (p *PE) Sim() *sim.Sim { return p.dma.sim }
+
+// Buffer returns n bytes (contents undefined) for a tile of p, from its
+// SIP's pool (the machine's on one Sim, as Machine.Buffer); nil when the
+// machine moves no bytes.
+func (p *PE) Buffer(n int64) []byte {
+	if p.dma.m.TimingOnly {
+		return nil
+	}
+	return p.loc.buffer(n)
+}
+
+// PutBuffer hands back a tile's bytes of p that nothing reads any more.
+func (p *PE) PutBuffer(b []byte) { p.loc.putBuffer(b) }
+
+// RankSim is the simulation of rank's PE, the machine's one Sim for the
+// host (rank < 0).
+func (m *Machine) RankSim(rank int) *sim.Sim {
+	if rank >= 0 && rank < len(m.Ranks) {
+		return m.Ranks[rank].Sim()
+	}
+	return m.Sim
+}
+
+// Spawn creates a process of pe's SIP (a kernel's thread, an
+// asynchronous send) that starts now: on the machine's one Sim, or on
+// the SIP's partition (sim.Partition.Spawn).
+func (m *Machine) Spawn(pe *PE, name string, body func(p *sim.Proc)) *sim.Proc {
+	if m.parts != nil {
+		return m.parts.Partition(pe.Sip).Spawn(name, body)
+	}
+	return m.Sim.Spawn(name, body)
 }

@@ -91,12 +91,13 @@ type OpWatcher interface {
 // newOp returns a cleared operation, reusing a recycled one; a fetch
 // keeps the recycled operation's buffer for its bytes, other kinds hand
 // it back to the pool.
-func (m *Machine) newOp(kind OpKind) *MemOp {
-	if n := len(m.freeOps); n > 0 {
-		op := m.freeOps[n-1]
-		m.freeOps = m.freeOps[:n-1]
+func (m *Machine) newOp(pe *PE, kind OpKind) *MemOp {
+	if l := pe.loc; len(l.freeOps) > 0 {
+		n := len(l.freeOps)
+		op := l.freeOps[n-1]
+		l.freeOps = l.freeOps[:n-1]
 		if kind != OpFetch && cap(op.Data) > 0 {
-			m.PutBuffer(op.Data)
+			l.putBuffer(op.Data)
 			op.Data = nil
 		}
 		op.Kind = kind
@@ -130,7 +131,8 @@ func (m *Machine) Recycle(op *MemOp, keepData bool) {
 	if op.Name != "" { // Dir and Seq are set only with it
 		op.Name, op.Dir, op.Seq = "", "", 0
 	}
-	m.freeOps = append(m.freeOps, op)
+	l := op.PE.loc
+	l.freeOps = append(l.freeOps, op)
 }
 
 // Complete applies the data effect and wakes a waiter.
@@ -141,7 +143,7 @@ func (op *MemOp) Complete(*Transfer) {
 	case OpFetch:
 		src := op.Src.View()
 		if src != nil && cap(op.Data) < len(src) {
-			op.Data = op.m.Buffer(int64(len(src)))
+			op.Data = op.PE.loc.buffer(int64(len(src)))
 		}
 		if len(src) > 0 || len(op.Data) > 0 { // else op.Data stays as it is (timing-only)
 			op.Data = append(op.Data[:0], src...)
@@ -206,9 +208,9 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 	if m.OriginOf != nil {
 		op.Origin = m.OriginOf()
 	}
-	now := m.Sim.Now()
+	now := op.PE.dma.sim.Now()
 	if op.startAt > now {
-		m.Sim.At(op.startAt, op)
+		op.PE.dma.sim.At(op.startAt, op)
 		return op
 	}
 	m.Submit(op.PE, &op.Xfer, direct)
@@ -221,7 +223,7 @@ func (op *MemOp) Fire() { op.m.Submit(op.PE, &op.Xfer, op.direct) }
 // StoreAt is Store issued at time at (>= now) without blocking the caller:
 // a tile's math finishes at at, and the store follows it.
 func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
-	op := m.newOp(OpStore)
+	op := m.newOp(pe, OpStore)
 	op.PE, op.Dst, op.Data, op.startAt = pe, dst, data, at
 	if dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, dst.N, true)
@@ -232,7 +234,7 @@ func (m *Machine) StoreAt(pe *PE, dst Region, data []byte, at sim.Time) *MemOp {
 // Fetch loads src into pe. Own TCM is read directly; anything else goes
 // through the PE's DMA on vc_compute.
 func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
-	op := m.newOp(OpFetch)
+	op := m.newOp(pe, OpFetch)
 	op.PE, op.Src = pe, src
 	if src.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, src.N, true)
@@ -242,7 +244,7 @@ func (m *Machine) Fetch(pe *PE, src Region) *MemOp {
 
 // Store writes data (len == dst.N) from pe into dst.
 func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
-	op := m.newOp(OpStore)
+	op := m.newOp(pe, OpStore)
 	op.PE, op.Dst, op.Data = pe, dst, data
 	if dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmPath, dst.N, true)
@@ -253,7 +255,7 @@ func (m *Machine) Store(pe *PE, dst Region, data []byte) *MemOp {
 // Copy copies src to dst (same length) on pe's behalf: directly when both are
 // in pe's own TCM, otherwise by DMA on vc_compute.
 func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
-	op := m.newOp(OpCopy)
+	op := m.newOp(pe, OpCopy)
 	op.PE, op.Src, op.Dst = pe, src, dst
 	if src.Mem == pe.TCM && dst.Mem == pe.TCM {
 		return m.issue(op, pe.tcmCopyPath, src.N, true)
@@ -264,14 +266,14 @@ func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
 // MathReady books pe's math unit for an elementwise operation over n bytes
 // whose operands are ready at t, and returns when the result is ready.
 func (m *Machine) MathReady(pe *PE, t sim.Time, n int64) sim.Time {
-	now := m.Sim.Now()
+	now := pe.dma.sim.Now()
 	ready, _ := pe.mathPath.book(now, max(t, now), n, nil, 0, m.slowBooking)
 	return ready
 }
 
 func (op *MemOp) record(l *oplog.Log) {
 	r := &oplog.Record{Rank: op.PE.Rank, Kind: oplog.KindMemory, Name: op.Kind.String(),
-		TStart: op.Xfer.Issued, TEnd: op.m.Sim.Now()}
+		TStart: op.Xfer.Issued, TEnd: op.Xfer.Finished}
 	switch op.Kind {
 	case OpFetch:
 		r.Src, r.SrcSp, r.NBytes, r.TileOut = op.Src.Addr(), op.Src.Mem.Space.Log(), op.Src.N, op.TileID

@@ -125,3 +125,83 @@ func TestLookahead(t *testing.T) {
 		}
 	}
 }
+
+// Rule (engine/sim, partition.go: what the machine needs): the two sides
+// of a split transfer only exchange messages that arrive at least the
+// lookahead after they are sent (Machine.post panics otherwise), and
+// they count the events booking the path whole counts. Every PE of each
+// SIP sends to memories of the other on both channels, issued together
+// and staggered, under the shipped-like links, links where the credit
+// bounds the lookahead, and faults that add latency.
+func TestSplitAtSIPMessagesKeepTheLookahead(t *testing.T) {
+	ns := sim.Nanosecond
+	cases := []struct {
+		name string
+		edit func(p *Params)
+	}{
+		{"test links", func(p *Params) {}},
+		{"fast PCIe, slow ports", func(p *Params) {
+			p.Pcie.Latency, p.PeNoc.Latency = ns, ns
+			p.Tcm.Latency, p.Sram.Latency, p.Hbm.Latency = 50*ns, 50*ns, 50*ns
+		}},
+		{"faults add latency", func(p *Params) {
+			p.Faults = []Fault{{Resource: "pcie host->s1", Jitter: 40 * ns}, {Resource: "hbm pe9", ExtraLatency: 7 * ns}}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var events [2]uint64
+			for i, split := range []bool{false, true} {
+				p := testParams()
+				c.edit(&p)
+				p.SplitAtSIP = split
+				m := newTestMachine(t, p)
+				if split && m.look <= 0 {
+					t.Fatalf("lookahead %v", m.look)
+				}
+				var done []*doneRecorder
+				for src := range 16 {
+					a, b := m.PE(src), m.PE((src+8+src%3)%16)
+					for k, dst := range []*Memory{b.HBM, b.TCM, b.SRAM} {
+						for _, vc := range []VC{VCCompute, VCComm} {
+							d := &doneRecorder{sim: m.Sim}
+							done = append(done, d)
+							from := []*Memory{a.HBM, a.TCM, a.SRAM}[(k+int(vc))%3]
+							path := m.MemToMem(from, dst)
+							n := int64(1+k) << (8 + 4*int(vc))
+							m.Sim.At(sim.Time(src%4*k)*100*ns, sim.HandlerFunc(func() {
+								m.Submit(a, &Transfer{Path: path, N: n, VC: vc, Owner: d}, false)
+							}))
+						}
+					}
+				}
+				if err := m.Sim.Run(); err != nil {
+					t.Fatal(err)
+				}
+				for k, d := range done {
+					if !d.done {
+						t.Fatalf("split %v: transfer %d never completed", split, k)
+					}
+				}
+				events[i] = m.Sim.Events()
+			}
+			if events[0] != events[1] {
+				t.Errorf("events: split %d, whole path %d", events[1], events[0])
+			}
+		})
+	}
+}
+
+// Machine.post refuses a message within the lookahead: a partitioned
+// run could not deliver it in time.
+func TestPostChecksTheLookahead(t *testing.T) {
+	p := testParams()
+	p.SplitAtSIP = true
+	m := newTestMachine(t, p)
+	defer func() {
+		if r := recover(); r == nil {
+			t.Error("a message within the lookahead was scheduled")
+		}
+	}()
+	m.post(0, 1, m.look-1, sim.HandlerFunc(func() {}))
+}

@@ -207,7 +207,7 @@ func (k *Kernel) Settle(reg machine.Region) error {
 // settleInProcess reports whether Settle(reg) would wait, in a step of a
 // fused primitive's pipeline, where only the process can (ErrInProcess).
 func (k *Kernel) settleInProcess(reg machine.Region) bool {
-	if len(k.pendingWrites) == 0 || k.M.Sim.Running() == k.Proc { // (onLoop, by hand: this much inlines)
+	if len(k.pendingWrites) == 0 || k.PE.Sim().Running() == k.Proc { // (onLoop, by hand: this much inlines)
 		return false
 	}
 	return k.pendingWrites.WouldWait(reg)
@@ -251,7 +251,7 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	if l == nil {
 		return
 	}
-	now := m.Sim.Now()
+	now := m.RankSim(rank).Now()
 	r := &oplog.Record{Rank: rank, Kind: oplog.KindMemory, Name: name, TStart: now, TEnd: now,
 		Dst: reg.Addr(), DstSp: reg.Mem.Space.Log(), NBytes: reg.N}
 	if !zero {

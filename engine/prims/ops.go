@@ -251,12 +251,12 @@ func (k *Kernel) SendAsync(s *Send, q *machine.QueuePair, src *View, piece int64
 	root := k.root0()
 	root.issuingSends = append(root.issuingSends, s)
 	v := *src
-	k.M.Sim.Spawn(fmt.Sprintf("rank %d tl.send_async(%q) issued at %v", k.Rank, q.Dir, origin), func(p *sim.Proc) {
+	k.M.Spawn(k.PE, fmt.Sprintf("rank %d tl.send_async(%q) issued at %v", k.Rank, q.Dir, origin), func(p *sim.Proc) {
 		s.Err = SendBuffer(k, p, q, v.Reg, v.DT, v.Count, piece, origin, s)
 		s.Done = true
 		release()
 		if s.Err != nil && !errors.Is(s.Err, sim.ErrKilled) {
-			k.M.Sim.Stop(fmt.Errorf("rank %d: tl.send_async issued at %v: %w", k.Rank, origin, s.Err))
+			p.Sim().Stop(fmt.Errorf("rank %d: tl.send_async issued at %v: %w", k.Rank, origin, s.Err))
 		}
 		if w := s.Waiter; w != nil {
 			s.Waiter = nil

@@ -376,7 +376,7 @@ func (pr *pieceRun) advance() (waiting bool) {
 			if err := pr.lh.Loaded(&lv); err != nil {
 				return pr.fail(err)
 			}
-			if err := k.Combine(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.Name, k.M.Buffer(in.NBytes())); err != nil {
+			if err := k.Combine(&pr.data, k.RedOp.Pairwise(), &in, &lv, c.Name, k.PE.Buffer(in.NBytes())); err != nil {
 				return pr.fail(err)
 			}
 			// Both loads are consumed: their operations and bytes are

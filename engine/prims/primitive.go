@@ -111,7 +111,7 @@ func (k *Kernel) runFusedHolding(c *Call) error {
 
 // newTileBuf takes ownership of a piece's bytes data while its stores
 // copy them (nil under timing-only: no owner; see TileBuf).
-func (k *Kernel) newTileBuf(data []byte) *TileBuf { return k.tileBufs.New(k.M, data) }
+func (k *Kernel) newTileBuf(data []byte) *TileBuf { return k.tileBufs.New(k.PE, data) }
 
 // SendDeferred sends the deferred piece, if any.
 func (k *Kernel) SendDeferred() error {

@@ -4,7 +4,7 @@ import "kernbench/engine/machine"
 
 // TileBufs are a rank's owners of pieces' bytes, reused.
 type TileBufs struct {
-	m    *machine.Machine
+	pe   *machine.PE
 	free []*TileBuf
 }
 
@@ -23,13 +23,14 @@ type TileBuf struct {
 	pending int
 }
 
-// New takes ownership of data, bytes of m's pool (nil under timing-only:
-// no owner), held by the caller until it calls Release.
-func (bs *TileBufs) New(m *machine.Machine, data []byte) *TileBuf {
+// New takes ownership of data, bytes of pe's pool (PE.Buffer; nil
+// under timing-only: no owner), held by the caller until it calls
+// Release.
+func (bs *TileBufs) New(pe *machine.PE, data []byte) *TileBuf {
 	if data == nil {
 		return nil
 	}
-	bs.m = m
+	bs.pe = pe
 	var b *TileBuf
 	if n := len(bs.free); n > 0 {
 		b = bs.free[n-1]
@@ -55,14 +56,14 @@ func (b *TileBuf) OpDone(*machine.MemOp) { b.Release() }
 
 // Release drops one reader of the bytes (a store that copied them, or
 // the holder once it issued its last store); the last one gives them
-// back to the machine's pool.
+// back to the PE's pool.
 func (b *TileBuf) Release() {
 	if b == nil {
 		return
 	}
 	if b.pending--; b.pending == 0 {
 		bs := b.pool
-		bs.m.PutBuffer(b.data)
+		bs.pe.PutBuffer(b.data)
 		b.data = nil
 		bs.free = append(bs.free, b)
 	}

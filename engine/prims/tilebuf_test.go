@@ -6,7 +6,7 @@ import (
 	"kernbench/engine/machine"
 )
 
-// A piece's bytes go back to the machine's pool when the last of their
+// A piece's bytes go back to the PE's pool when the last of their
 // readers (the holder and each watched store) is done, not before; under
 // timing-only there are no bytes and no owner.
 func TestTileBuf_LastReaderGivesBytesBack(t *testing.T) {
@@ -22,10 +22,10 @@ func TestTileBuf_LastReaderGivesBytesBack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMachine(t, 1)
 			var bs TileBufs
-			if b := bs.New(m, nil); b != nil {
+			if b := bs.New(m.PE(0), nil); b != nil {
 				t.Fatal("bytes-less data got an owner")
 			}
-			b := bs.New(m, make([]byte, 64))
+			b := bs.New(m.PE(0), make([]byte, 64))
 			ops := make([]*machine.MemOp, tt.stores)
 			for i := range ops {
 				ops[i] = &machine.MemOp{}
@@ -44,7 +44,7 @@ func TestTileBuf_LastReaderGivesBytesBack(t *testing.T) {
 			if b.data != nil || len(bs.free) != 1 {
 				t.Fatalf("after the last reader: data %v, %d free owners; want none and 1", b.data != nil, len(bs.free))
 			}
-			if again := bs.New(m, make([]byte, 8)); again != b {
+			if again := bs.New(m.PE(0), make([]byte, 8)); again != b {
 				t.Error("a free owner is not reused")
 			}
 		})

@@ -27,7 +27,7 @@ func (k *Kernel) LogMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 		return
 	}
 	out.ID = l.NewTile()
-	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.M.Sim.Now(), TEnd: out.Ready,
+	r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMath, Name: "math", TStart: k.PE.Sim().Now(), TEnd: out.Ready,
 		Op: op, TileOut: out.ID, DType: out.DT, Count: out.Count, NBytes: out.NBytes()}
 	if a != nil {
 		r.TileA = a.ID
@@ -160,7 +160,7 @@ func (k *Kernel) NewTile(fn string, count int, d dtype.DType) (Tile, error) {
 	if err != nil {
 		return Tile{}, fmt.Errorf("%s: %w", fn, err)
 	}
-	return Tile{DT: d, Count: int64(count), Data: data, Ready: k.M.Sim.Now()}, nil
+	return Tile{DT: d, Count: int64(count), Data: data, Ready: k.PE.Sim().Now()}, nil
 }
 
 // Fill sets every element of t to f, or to i exactly when exact (an

@@ -650,3 +650,54 @@ func TestPartitionedJitterIsTheSameForEveryK(t *testing.T) {
 		}
 	}
 }
+
+// Rule (partition.go, Partition.Spawn): processes spawned during a run
+// (a kernel's threads) are numbered by their partition alone and listed
+// in Blocked after those spawned before the run, in (time of spawning,
+// partition, order of spawning): the same for every K. Each partition's
+// first process spawns children at staggered times and in bursts at one
+// instant, every child parks, and the stall lists them.
+func TestPartitionSpawnDuringTheRun(t *testing.T) {
+	const parts = 3
+	var want []string
+	for _, k := range []int{1, 2, 3} {
+		w := newEmpty(t, parts, 10)
+		for part := range parts {
+			w.g.Spawn(part, fmt.Sprintf("main%d", part), func(p *Proc) {
+				me := w.g.Partition(part)
+				for i := range 4 {
+					if p.Sleep(Time(5+part*(i%2)*5)) != nil {
+						return
+					}
+					for j := range 1 + i%2 {
+						me.Spawn(fmt.Sprintf("child%d.%d.%d", part, i, j), func(c *Proc) { _ = c.Park() })
+					}
+				}
+				_ = p.Park()
+			})
+		}
+		if err := w.g.SetThreads(k); err != nil {
+			t.Fatal(err)
+		}
+		err := w.g.Run()
+		var stall *StallError
+		if !errors.As(err, &stall) {
+			t.Fatalf("K=%d: got %v, want a stall", k, err)
+		}
+		var names []string
+		for _, p := range stall.Blocked {
+			names = append(names, p.String())
+		}
+		w.g.Close()
+		if want == nil {
+			want = names
+			if len(names) != parts+parts*6 || names[0] != "main0(#0)" || names[parts] != "child0.0.0(#3)" {
+				t.Fatalf("K=1: blocked %v", names)
+			}
+			continue
+		}
+		if d := cmp.Diff(want, names); d != "" {
+			t.Errorf("K=%d blocked (-K=1 +K=%d):\n%s", k, k, d)
+		}
+	}
+}

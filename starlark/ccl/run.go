@@ -266,7 +266,7 @@ func (o Options) optionName(flag string) string { return o.given().OptionName(fl
 
 func printPrefix(th *starlark.Thread) string {
 	if k, ok := th.Local(kernelKey).(*tl.Kernel); ok && k != nil {
-		return fmt.Sprintf("[t=%v rank=%d] ", k.M.Sim.Now(), k.Rank)
+		return fmt.Sprintf("[t=%v rank=%d] ", k.PE.Sim().Now(), k.Rank)
 	}
 	// L3 main and L2 orchestrators (and host benches between launches):
 	// the simulated time and the process's name.

@@ -355,7 +355,7 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 0); err != nil {
 					return nil, err
 				}
-				return starlark.Float(k.M.Sim.Now().Ns()), nil
+				return starlark.Float(k.PE.Sim().Now().Ns()), nil
 			}},
 		{Name: "trace", Sig: "trace(name, **args)", Doc: "A user marker in the trace and op_log at the current time.",
 			Fn: func(k *Kernel, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -364,7 +364,7 @@ func kernelBuiltins() []Builtin {
 					return nil, err
 				}
 				if l := k.M.Log; l != nil {
-					now := k.M.Sim.Now()
+					now := k.PE.Sim().Now()
 					r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMarker, Name: name, TStart: now, TEnd: now, Args: map[string]string{}}
 					for _, kv := range kw {
 						r.Args[string(kv[0].(starlark.String))] = kv[1].String()

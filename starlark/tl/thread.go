@@ -62,7 +62,7 @@ func (k *Kernel) fail(err error) {
 		f(err)
 		return
 	}
-	k.M.Sim.Stop(err)
+	k.PE.Sim().Stop(err)
 }
 
 func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
@@ -102,7 +102,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 		spawnedAt = append(spawnedAt, fmt.Sprintf("%s: in %s", fr.Pos, fr.Name))
 	}
 	callArgs := append(starlark.Tuple{child}, args[1:]...)
-	proc := k.M.Sim.Spawn(name, func(p *sim.Proc) {
+	proc := k.M.Spawn(k.PE, name, func(p *sim.Proc) {
 		child.Proc, child.Kernel.Proc = p, p
 		v, err := starlark.Call(sth, fn, callArgs, kw)
 		err = script.Stopped(sth, err)
@@ -128,7 +128,7 @@ func builtinSpawn(k *Kernel, th *starlark.Thread, b *starlark.Builtin, args star
 func (k *Kernel) joinThread(h *threadHandle) (starlark.Value, error) {
 	for !h.done {
 		h.waiter = k.Proc
-		k.Proc.Wait, k.Proc.WaitSince = h, k.M.Sim.Now()
+		k.Proc.Wait, k.Proc.WaitSince = h, k.PE.Sim().Now()
 		err := k.Proc.Park()
 		k.Proc.Wait = nil
 		if err != nil {

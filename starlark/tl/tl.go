@@ -263,10 +263,10 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 		}
 		// The kernel's track: one slice per operation that can take
 		// simulated time (operations of one rank never overlap).
-		start := k.M.Sim.Now()
+		start := k.PE.Sim().Now()
 		k.SliceStart = start
 		v, err := call(k, th, sb, args, kw)
-		k.M.Trace.Slice(k.PE.ID+1, k.Tid(), k.Track(), traceName, start, k.M.Sim.Now(), nil)
+		k.M.Trace.Slice(k.PE.ID+1, k.Tid(), k.Track(), traceName, start, k.PE.Sim().Now(), nil)
 		return v, err
 	}
 }
