@@ -636,6 +636,10 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 			o.BenchFlags = append(o.BenchFlags, "--"+name)
 		}
 	}
+	if o.bench != "" && o.Algorithm != "" {
+		// --bench NAME ALGORITHM: a host bench runs it, an L3 bench none.
+		o.BenchFlags = append(o.BenchFlags, "the algorithm argument "+o.Algorithm)
+	}
 	if o.Jobs < 1 {
 		return usageError(fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
 	}

@@ -23,7 +23,23 @@ import (
 // interrupt comes while it runs: the test waits for the two rows before
 // it, not for any time (before the rows streamed, they came only after
 // the step limit, and the run ended with StepLimit).
+//
+// The last line names the signal: "terminated" and "hangup", Go's names of
+// SIGTERM and SIGHUP, made "stopped by terminated".
 func TestInterruptKeepsRowsAndRemovesTemporaryFiles(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		name string
+	}{
+		{syscall.SIGINT, "interrupt"},
+		{syscall.SIGTERM, "SIGTERM"},
+		{syscall.SIGHUP, "SIGHUP"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testInterrupt(t, tc.sig, tc.name) })
+	}
+}
+
+func testInterrupt(t *testing.T, sig syscall.Signal, name string) {
 	bin, err := exec.LookPath("kernbench")
 	if err != nil {
 		t.Fatalf("no kernbench in PATH (TestMain puts the test binary there): %v", err)
@@ -76,14 +92,14 @@ func TestInterruptKeepsRowsAndRemovesTemporaryFiles(t *testing.T) {
 	if h := hidden(); len(h) != 2 {
 		t.Errorf("while the run writes --trace and --oplog: hidden files %q, want their two temporary files", h)
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	rest, _ := io.ReadAll(rd)
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGINT) {
-		t.Errorf("exit: %v, want status %d", err, 128+int(syscall.SIGINT))
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
+		t.Errorf("exit: %v, want status %d", err, 128+int(sig))
 	}
 	if diff := cmp.Diff([]string{"size count", "256 64", "512 128"}, rows); diff != "" || len(rest) > 0 {
 		t.Errorf("rows printed (-want +got):\n%s\nthen %q", diff, rest)
@@ -96,7 +112,7 @@ func TestInterruptKeepsRowsAndRemovesTemporaryFiles(t *testing.T) {
 			t.Errorf("%s: %v, want no file (the run did not end)", f, err)
 		}
 	}
-	if want := "kernbench: stopped by interrupt; 2 output file(s) under way not written (their temporary files are removed)"; !strings.Contains(stderr.String(), want) {
+	if want := "kernbench: stopped by " + name + "; 2 output file(s) under way not written (their temporary files are removed)"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q does not say %q", stderr.String(), want)
 	}
 }

@@ -471,7 +471,7 @@ func RemoveTempsOnInterrupt(stderr io.Writer) func() {
 			if len(temps.names) > 0 {
 				unwritten = fmt.Sprintf("; %d output file(s) under way not written (their temporary files are removed)", len(temps.names))
 			}
-			fmt.Fprintf(stderr, "kernbench: stopped by %v%s\n", sig, unwritten)
+			fmt.Fprintf(stderr, "kernbench: stopped by %s%s\n", signalName(sig), unwritten)
 			os.Exit(code)
 		case <-done:
 		}
@@ -480,6 +480,19 @@ func RemoveTempsOnInterrupt(stderr io.Writer) func() {
 		signal.Stop(ch)
 		close(done)
 	}
+}
+
+// signalName is how the last line names sig: Go names SIGTERM and SIGHUP
+// "terminated" and "hangup", which read wrong after "stopped by"; Ctrl-C
+// stays "interrupt".
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return sig.String()
 }
 
 // KeepOnBrokenPipe makes a write to a stdout or stderr whose reader has
