@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
 )
@@ -695,6 +696,9 @@ func (e *dmaEngine) traceEnd(v VC, h *Transfer, now sim.Time) {
 // that SIP's partition only; a run on one Sim one for the machine
 // (Machine.localOf).
 type local struct {
+	// log is the SIP's op_log in a partitioned run that split its logs
+	// (SplitLogs); nil: the machine's (Machine.Log).
+	log *oplog.Log
 	// freeOps are completed memory operations handed back with Recycle,
 	// reused the last one first: the fused primitives issue several per
 	// message, and reusing them keeps the garbage collector out of the

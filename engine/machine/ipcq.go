@@ -878,7 +878,7 @@ func (msg *Message) Complete(*Transfer) {
 		q.held = append(q.held, &held)
 		msg.Src.Mem.addSendReading(msg.Src)
 	}
-	if l := g.M.Log; l != nil {
+	if l := g.M.epLog(peer.ep); l != nil {
 		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
 			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
@@ -954,7 +954,7 @@ func (msg *Message) deliverFar(data []byte) {
 	} else {
 		rs.arrived = true
 	}
-	if l := g.M.Log; l != nil {
+	if l := g.M.epLog(peer.ep); l != nil {
 		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
 			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
@@ -1115,7 +1115,7 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 	if len(q.peer.held) > 0 { // (no closure to make otherwise)
 		q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
 	}
-	if l := g.M.Log; l != nil && creditNow {
+	if l := g.M.epLog(q.ep); l != nil && creditNow {
 		now := q.ep.sim.Now()
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
 			Src: slot.Addr(), SrcSp: slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})

@@ -104,6 +104,8 @@ type Machine struct {
 	// Log, when set, receives an OpRecord for every data operation
 	// (phase 1 of the two-pass verification).
 	Log *oplog.Log
+	// splitLogs: each SIP writes its own op_log (SplitLogs, logOf).
+	splitLogs bool
 	// OriginOf, set with a witnessed Log (a run diagnosing a phase-2
 	// mismatch), describes the call issuing an operation now; each
 	// operation keeps it for its record.
@@ -254,6 +256,67 @@ func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 		m.locals[i] = &local{}
 	}
 	return m, nil
+}
+
+// SplitLogs gives each SIP of a partitioned machine an op_log of its
+// own, written only by its partition and keeping the time of each record
+// (oplog.Log.Clock): MergedLog makes the run's one log of them after the
+// run. Call it before the run, in place of setting Log (which must be
+// nil: every record goes to its SIP's log).
+func (m *Machine) SplitLogs() error {
+	if m.parts == nil {
+		return fmt.Errorf("machine: split op_logs need a partitioned machine")
+	}
+	if m.Log != nil {
+		return fmt.Errorf("machine: split op_logs replace Log, which is set")
+	}
+	for sip, loc := range m.locals {
+		loc.log = &oplog.Log{Clock: m.sipSim(sip).Now}
+	}
+	m.splitLogs = true
+	return nil
+}
+
+// MergedLog is the op_log of a run whose logs were split (SplitLogs), the
+// SIPs' logs merged by time (oplog.MergeLogs): the same for every number
+// of threads.
+func (m *Machine) MergedLog() (*oplog.Log, error) {
+	if !m.splitLogs {
+		return nil, fmt.Errorf("machine: the op_logs were not split")
+	}
+	parts := make([]*oplog.Log, len(m.locals))
+	for i, loc := range m.locals {
+		parts[i] = loc.log
+	}
+	return oplog.MergeLogs(parts)
+}
+
+// LogOf is the op_log the events of pe's SIP write: its own when the
+// logs are split (SplitLogs), else the machine's (nil: none). The one-Sim
+// path reads only the machine (a PE's local state is a cache miss away
+// at a thousand ranks).
+func (m *Machine) LogOf(pe *PE) *oplog.Log {
+	if m.splitLogs {
+		return pe.loc.log
+	}
+	return m.Log
+}
+
+// epLog is LogOf for an endpoint's SIP.
+func (m *Machine) epLog(ep *Endpoint) *oplog.Log {
+	if m.splitLogs {
+		return ep.loc.log
+	}
+	return m.Log
+}
+
+// RankLog is the op_log rank's events write: its PE's (LogOf), or the
+// machine's for a rank that is not placed (as RankSim).
+func (m *Machine) RankLog(rank int) *oplog.Log {
+	if rank >= 0 && rank < len(m.Ranks) {
+		return m.LogOf(m.Ranks[rank])
+	}
+	return m.Log
 }
 
 // NumPEs is the number of PEs of the machine (materialised or not).

@@ -154,7 +154,7 @@ func (op *MemOp) Complete(*Transfer) {
 		op.Dst.WriteFrom(op.Src.View())
 	}
 	op.Done = true
-	if l := op.m.Log; l != nil {
+	if l := op.m.LogOf(op.PE); l != nil {
 		op.record(l)
 	}
 	if op.Watcher != nil {

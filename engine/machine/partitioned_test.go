@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 )
 
@@ -19,7 +20,7 @@ import (
 // the west with a pause that varies by rank and message, copying every
 // other message out of its slot into its HBM. It returns what
 // each rank received, when, and the run's events and end.
-func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (got [][]string, events uint64, end sim.Time) {
+func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (got [][]string, events uint64, end sim.Time, oplogLines string) {
 	t.Helper()
 	const world, count = 8, 24
 	p := testParams()
@@ -53,6 +54,11 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 		}
 	}
 	if err := m.Place(world); err != nil {
+		t.Fatal(err)
+	}
+	if k == 0 {
+		m.Log = &oplog.Log{}
+	} else if err := m.SplitLogs(); err != nil {
 		t.Fatal(err)
 	}
 	cfg := ipcqTestCfg(HBM, mode, 2, 128)
@@ -111,12 +117,29 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 		if err := m.Sim.Run(); err != nil {
 			t.Fatal(err)
 		}
-		return got, m.Sim.Events(), m.Sim.Now()
+		return got, m.Sim.Events(), m.Sim.Now(), jsonLines(t, m.Log)
 	}
 	if err := g.Run(); err != nil {
 		t.Fatal(err)
 	}
-	return got, g.Events(), g.Now()
+	merged, err := m.MergedLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := merged.CheckCausality(); msg != "" {
+		t.Errorf("K=%d: the merged op_log breaks causality: %s", k, msg)
+	}
+	return got, g.Events(), g.Now(), jsonLines(t, merged)
+}
+
+// jsonLines is the op_log as --op-log writes it.
+func jsonLines(t *testing.T, l *oplog.Log) string {
+	t.Helper()
+	var b strings.Builder
+	if err := l.WriteJSONLines(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // Rule (engine/sim, partition.go): a machine on partitions, one per SIP,
@@ -127,7 +150,13 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 func TestPartitionedMachineSameForEveryK(t *testing.T) {
 	for _, mode := range []Backpressure{Sleep, Poll} {
 		t.Run(map[Backpressure]string{Sleep: "sleep", Poll: "poll"}[mode], func(t *testing.T) {
-			want, wantEvents, wantEnd := partitionedRing(t, 1, mode)
+			want, wantEvents, wantEnd, wantLog := partitionedRing(t, 1, mode)
+			if n := strings.Count(wantLog, `"name":"send"`); n != 8*24 {
+				t.Errorf("the merged op_log has %d sends, want %d", n, 8*24)
+			}
+			if n := strings.Count(wantLog, `"name":"copy"`); n != 8*12 {
+				t.Errorf("the merged op_log has %d copies, want %d", n, 8*12)
+			}
 			for r, lines := range want {
 				if len(lines) != 24 {
 					t.Fatalf("rank %d received %d messages, want 24", r, len(lines))
@@ -142,14 +171,17 @@ func TestPartitionedMachineSameForEveryK(t *testing.T) {
 			// The one-Sim split run delivers at the same times (its events
 			// differ: there a sleep passes in place only when no rank of
 			// any SIP has an event before its end).
-			one, _, oneEnd := partitionedRing(t, 0, mode)
+			one, _, oneEnd, _ := partitionedRing(t, 0, mode)
 			if diff := cmp.Diff(one, want); diff != "" || oneEnd != wantEnd {
 				t.Errorf("one Sim ends at %v, K=1 at %v (-one Sim +K=1):\n%s", oneEnd, wantEnd, diff)
 			}
 			for _, k := range []int{2, 4} {
-				got, events, end := partitionedRing(t, k, mode)
+				got, events, end, log := partitionedRing(t, k, mode)
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("K=%d differs from K=1 (-K=1 +K=%d):\n%s", k, k, diff)
+				}
+				if diff := cmp.Diff(wantLog, log); diff != "" {
+					t.Errorf("K=%d's merged op_log differs from K=1's (-K=1 +K=%d):\n%s", k, k, diff)
 				}
 				if events != wantEvents || end != wantEnd {
 					t.Errorf("K=%d: %d events ending at %v, K=1: %d at %v", k, events, end, wantEvents, wantEnd)
@@ -168,12 +200,12 @@ func TestPartitionedMachineFaultsSameForEveryK(t *testing.T) {
 		{Resource: "pcie s2->host", BandwidthFactor: 0.25},
 		{Resource: "hbm pe12", Jitter: 50 * ipcqNS, Seed: 3},
 	}
-	want, wantEvents, wantEnd := partitionedRing(t, 1, Sleep, faults...)
-	if _, _, plainEnd := partitionedRing(t, 1, Sleep); plainEnd == wantEnd {
+	want, wantEvents, wantEnd, _ := partitionedRing(t, 1, Sleep, faults...)
+	if _, _, plainEnd, _ := partitionedRing(t, 1, Sleep); plainEnd == wantEnd {
 		t.Fatalf("the faults changed nothing (end %v)", wantEnd)
 	}
 	for _, k := range []int{2, 4} {
-		got, events, end := partitionedRing(t, k, Sleep, faults...)
+		got, events, end, _ := partitionedRing(t, k, Sleep, faults...)
 		if diff := cmp.Diff(want, got); diff != "" || events != wantEvents || end != wantEnd {
 			t.Errorf("K=%d: %d events ending at %v, K=1: %d at %v (-K=1 +K=%d):\n%s", k, events, end, wantEvents, wantEnd, k, diff)
 		}

@@ -247,7 +247,7 @@ func (k *Kernel) Alloc(mem *machine.Memory, n int64) (machine.Region, error) {
 // LogWrite records bytes written into memory outside any simulated
 // operation (allocation zeroing, host writes), so phase 2 can replay them.
 func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zero bool) {
-	l := m.Log
+	l := m.RankLog(rank)
 	if l == nil {
 		return
 	}
