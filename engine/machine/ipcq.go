@@ -535,7 +535,7 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 	}
 	q.MyHead++
 	q.InFlight++
-	if tr := g.M.Trace; tr != nil {
+	if tr := g.M.TraceOf(q.ep.PE); tr != nil {
 		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, p.Sim().Now(), float64(q.MyHead-q.PeerTailCache))
 	}
 	return prev
@@ -890,7 +890,7 @@ func (msg *Message) Complete(*Transfer) {
 		}
 		l.Add(r)
 	}
-	if tr := g.M.Trace; tr != nil {
+	if tr := g.M.TraceOf(peer.ep.PE); tr != nil {
 		pid := peer.ep.PE.ID + 1
 		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
 	}
@@ -966,7 +966,7 @@ func (msg *Message) deliverFar(data []byte) {
 		}
 		l.Add(r)
 	}
-	if tr := g.M.Trace; tr != nil {
+	if tr := g.M.TraceOf(peer.ep.PE); tr != nil {
 		pid := peer.ep.PE.ID + 1
 		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
 	}
@@ -1210,7 +1210,7 @@ func (c *creditEvent) Fire() {
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
 	}
-	if tr := s.ep.g.M.Trace; tr != nil {
+	if tr := s.ep.g.M.TraceOf(s.ep.PE); tr != nil {
 		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
 	}
 	if w := s.sendWaiter; w != nil {
@@ -1234,7 +1234,7 @@ func (s *QueuePair) applyCredit(v, tail uint64) {
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
 	}
-	if tr := s.ep.g.M.Trace; tr != nil {
+	if tr := s.ep.g.M.TraceOf(s.ep.PE); tr != nil {
 		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
 	}
 	if w := s.sendWaiter; w != nil {

@@ -111,8 +111,10 @@ type Machine struct {
 	// operation keeps it for its record.
 	OriginOf func() string
 
-	// Trace, when set (EnableTrace), receives the timeline.
-	Trace *trace.Recorder
+	// Trace, when set (EnableTrace), receives the timeline (with
+	// splitTrace: each SIP's recorder does, TraceOf).
+	Trace      *trace.Recorder
+	splitTrace bool
 
 	// faults are Params.Faults by resource name.
 	faults map[string]Fault
@@ -300,6 +302,55 @@ func (m *Machine) LogOf(pe *PE) *oplog.Log {
 		return pe.loc.log
 	}
 	return m.Log
+}
+
+// SplitTrace gives each SIP of a partitioned machine whose trace is
+// enabled (EnableTrace) a recorder of its own, written only by its
+// partition (trace.Recorder.Split), links included (a link's counters
+// are its SIP's): MergedTrace makes the run's one trace of them after
+// the run. Call it before the run.
+func (m *Machine) SplitTrace() error {
+	if m.parts == nil || m.Trace == nil {
+		return fmt.Errorf("machine: a split trace needs a partitioned machine with its trace enabled")
+	}
+	clocks := make([]func() sim.Time, len(m.locals))
+	for sip := range clocks {
+		clocks[sip] = m.sipSim(sip).Now
+	}
+	parts := m.Trace.Split(clocks)
+	for sip, loc := range m.locals {
+		loc.trace = parts[sip]
+	}
+	for _, r := range m.links {
+		if r.trace != nil {
+			r.trace = parts[r.sip]
+		}
+	}
+	m.splitTrace = true
+	return nil
+}
+
+// MergedTrace is the trace of a run whose trace was split (SplitTrace),
+// the SIPs' recorders merged by time (trace.Merge): the same for every
+// number of threads.
+func (m *Machine) MergedTrace() (*trace.Recorder, error) {
+	if !m.splitTrace {
+		return nil, fmt.Errorf("machine: the trace was not split")
+	}
+	parts := make([]*trace.Recorder, len(m.locals))
+	for i, loc := range m.locals {
+		parts[i] = loc.trace
+	}
+	return trace.Merge(parts)
+}
+
+// TraceOf is the recorder the events of pe's SIP write: its own when the
+// trace is split (SplitTrace), else the machine's (nil: none).
+func (m *Machine) TraceOf(pe *PE) *trace.Recorder {
+	if m.splitTrace {
+		return pe.loc.trace
+	}
+	return m.Trace
 }
 
 // epLog is LogOf for an endpoint's SIP.
