@@ -234,10 +234,11 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 //
 // Internal, and not complete yet: the machine's IPCQ traffic and memory
 // operations within a SIP run on it, with faults (each resource's jitter
-// stream and stop are its owner's); memory operations that cross SIPs
-// (completed whole on the issuing side: an internal error here), the
-// op_log, the trace and the mock's and --check's modes do not, nor do
-// kernels yet (the op_log's tile IDs, the ranks' shared state in
+// stream and stop are its owner's), and the op_log and the trace, a log
+// and a recorder per SIP merged by time after the run (SplitLogs,
+// SplitTrace); memory operations that cross SIPs (completed whole on the
+// issuing side: an internal error here) and the mock's and --check's
+// modes do not, nor do kernels yet (the ranks' shared state in
 // starlark/ccl).
 func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 	look := p.Lookahead()
