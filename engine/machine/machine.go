@@ -107,9 +107,10 @@ type Machine struct {
 	// splitLogs: each SIP writes its own op_log (SplitLogs, logOf).
 	splitLogs bool
 	// OriginOf, set with a witnessed Log (a run diagnosing a phase-2
-	// mismatch), describes the call issuing an operation now; each
+	// mismatch), describes the call issuing an operation now on s (the
+	// issuing PE's Sim: its SIP's partition in a partitioned run); each
 	// operation keeps it for its record.
-	OriginOf func() string
+	OriginOf func(s *sim.Sim) string
 
 	// Trace, when set (EnableTrace), receives the timeline (with
 	// splitTrace: each SIP's recorder does, TraceOf).

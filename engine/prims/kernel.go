@@ -260,7 +260,7 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	if l.Witnessed() {
 		r.Produced = reg.View()
 		if m.OriginOf != nil {
-			r.Origin = m.OriginOf()
+			r.Origin = m.OriginOf(m.RankSim(rank))
 		}
 	}
 	l.Add(r)

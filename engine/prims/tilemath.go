@@ -41,7 +41,7 @@ func (k *Kernel) LogMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	if l.Witnessed() {
 		r.Produced = out.Data
 		if k.M.OriginOf != nil {
-			r.Origin = k.M.OriginOf()
+			r.Origin = k.M.OriginOf(k.PE.Sim())
 		}
 	}
 	l.Add(r)

@@ -216,9 +216,10 @@ package sim
 // refuses it; such a run can stay on one Sim, being a rerun). Next, in
 // order:
 //
-//  1. Kernels on partitions: tl's OriginOf (a witnessed run's) still
-//     reads Machine.Sim, and engine/l3l2 and starlark/orch (the host and
-//     L3 side, one Sim or a partition of its own, above);
+//  1. Kernels on partitions: engine/l3l2 and starlark/orch (the host
+//     and L3 side, one Sim or a partition of its own, above) stay on one
+//     Sim (tl's origin lookup asks the issuing PE's Sim,
+//     Machine.OriginOf);
 //     a kernel process is spawned with Partitioned.Spawn on its rank's SIP; the
 //     shared handle pool, MSCCL recorder and Fail (above) per partition.
 //     Processes spawned during the run (tl threads, send_async's) use
