@@ -262,6 +262,10 @@ func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 	return m, nil
 }
 
+// Partitioned reports whether the machine runs on partitions, a Sim per
+// SIP (NewPartitioned).
+func (m *Machine) Partitioned() bool { return m.parts != nil }
+
 // SplitLogs gives each SIP of a partitioned machine an op_log of its
 // own, written only by its partition and keeping the time of each record
 // (oplog.Log.Clock): MergedLog makes the run's one log of them after the
