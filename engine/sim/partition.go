@@ -219,20 +219,37 @@ package sim
 //  1. Kernels on partitions: engine/l3l2 and starlark/orch (the host
 //     and L3 side, one Sim or a partition of its own, above) stay on one
 //     Sim (tl's origin lookup asks the issuing PE's Sim,
-//     Machine.OriginOf);
-//     a kernel process is spawned with Partitioned.Spawn on its rank's SIP; the
-//     shared handle pool, MSCCL recorder and Fail (above) per partition.
-//     Processes spawned during the run (tl threads, send_async's) use
-//     Partition.Spawn (their IDs and their place in Blocked do not
+//     Machine.OriginOf); a kernel process is spawned with Partitioned.Spawn on its rank's
+//     SIP. Done: the pool of load handles is per SIP on a partitioned
+//     machine (Machine.Partitioned) and a kernel's Fail stops its rank's
+//     Sim (starlark/ccl, builtin.go). The --export-msccl recorder (maps
+//     and a sequence over every rank) is not per partition: a run that
+//     exports MSCCL stays on one Sim (the builder's fallback, to write
+//     down with the option). Processes spawned during the run (tl
+//     threads, send_async's) use Partition.Spawn (their IDs and their place in Blocked do not
 //     depend on K; a one-Sim run numbers them in spawning order, so
 //     deadlock reports that show IDs change once).
 //  2. Memory operations that cross SIPs either split (a far half
 //     writing the far memory) or refused before the run (today an
-//     internal error in startSplit). Faults run on partitions
-//     (TestPartitionedMachineFaultsSameForEveryK).
+//     internal error in startSplit). A collective bench's kernel names
+//     only its own rank's memory: its Ptrs come from its own buffers,
+//     allocations and rx slots, and ranks share nothing but frozen
+//     Starlark values (a slot forwarded zero-copy is a send, an IPCQ
+//     message); the host and L3 benches, which write any rank's memory,
+//     stay on one Sim. So the builder can refuse partitions for those
+//     benches and keep the internal error as an assertion; to check: a
+//     test that a kernel handed another rank's Ptr (none can be today)
+//     is refused by tl with a user error, not the panic. Faults run on
+//     partitions (TestPartitionedMachineFaultsSameForEveryK).
 //  3. starlark/ccl builds the partitioned machine for a multi-SIP timed
-//     run behind an internal option, K = 1 first: the one-Sim split mode
-//     becomes that run (its same-instant order), then goldens once, the
+//     run behind an internal option (an Options field), K = 1 first
+//     (world.go still runs, counts events on, guards and lists the
+//     blocked processes of its one Sim, w.s: these go to the
+//     Partitioned; the op_log and trace through SplitLogs, SplitTrace,
+//     MergedLog, MergedTrace; a witnessed rerun, the mock, --check,
+//     --export-msccl and the host and L3 benches stay on one Sim): the
+//     one-Sim split mode becomes that run (its same-instant order),
+//     then goldens once, the
 //     rule in docs/architecture.md, --threads and the measurements.
 //     (Measured: the one-Sim split mode forced on for every timed
 //     multi-SIP run changes no test or golden of the repository; the
