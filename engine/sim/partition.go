@@ -216,17 +216,18 @@ package sim
 // refuses it; such a run can stay on one Sim, being a rerun). Next, in
 // order:
 //
-//  1. Kernels on partitions: engine/l3l2 and starlark/orch (the host
-//     and L3 side, one Sim or a partition of its own, above) stay on one
-//     Sim (tl's origin lookup asks the issuing PE's Sim,
-//     Machine.OriginOf); a kernel process is spawned with Partitioned.Spawn on its rank's
-//     SIP. Done: the pool of load handles is per SIP on a partitioned
-//     machine (Machine.Partitioned) and a kernel's Fail stops its rank's
-//     Sim (starlark/ccl, builtin.go). The --export-msccl recorder (maps
-//     and a sequence over every rank) is not per partition: a run that
-//     exports MSCCL stays on one Sim (the builder's fallback, to write
-//     down with the option). Processes spawned during the run (tl
-//     threads, send_async's) use Partition.Spawn (their IDs and their place in Blocked do not
+//  1. Kernels on partitions: a kernel process is spawned with
+//     Partitioned.Spawn on its rank's SIP; engine/l3l2 and starlark/orch
+//     (the host and L3 side, one Sim or a partition of its own, above)
+//     stay on one Sim. Done: tl's origin lookup asks the issuing PE's
+//     Sim (Machine.OriginOf); the pool of load handles is per SIP on a
+//     partitioned machine (Machine.Partitioned) and a kernel's Fail
+//     stops its rank's Sim (starlark/ccl, builtin.go). The
+//     --export-msccl recorder (maps and a sequence over every rank) is
+//     not per partition: a run that exports MSCCL stays on one Sim (the
+//     builder's fallback, to write down with the option). Processes
+//     spawned during the run (tl threads, send_async's) use
+//     Partition.Spawn (their IDs and their place in Blocked do not
 //     depend on K; a one-Sim run numbers them in spawning order, so
 //     deadlock reports that show IDs change once).
 //  2. Memory operations that cross SIPs either split (a far half
