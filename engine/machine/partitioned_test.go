@@ -120,6 +120,10 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 			}
 		})
 	}
+	var pre oplog.Image
+	if k > 0 {
+		pre = m.Image() // the sources written, before the run
+	}
 	if k == 0 {
 		if err := m.Sim.Run(); err != nil {
 			t.Fatal(err)
@@ -136,6 +140,7 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 	if msg := merged.CheckCausality(); msg != "" {
 		t.Errorf("K=%d: the merged op_log breaks causality: %s", k, msg)
 	}
+	replayMerged(t, k, pre, m.Image(), merged.Records())
 	tr, err := m.MergedTrace()
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +150,35 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 		t.Fatal(err)
 	}
 	return got, g.Events(), g.Now(), jsonLines(t, merged), b.String()
+}
+
+// replayMerged is phase 2 on a partitioned run's merged op_log: replayed
+// from the memory before the run, it gives the memory after it, and it
+// catches a wrong byte where the last copy of the run wrote.
+func replayMerged(t *testing.T, k int, pre, post oplog.Image, recs []*oplog.Record) {
+	t.Helper()
+	phase2 := pre.Clone()
+	if err := oplog.Replay(&phase2, recs); err != nil {
+		t.Fatalf("K=%d: replaying the merged op_log: %v", k, err)
+	}
+	if mm := oplog.Compare(phase2, post, recs); mm != nil {
+		t.Fatalf("K=%d: phase 2 of the merged op_log disagrees with the run: %v", k, mm)
+	}
+	var last *oplog.Record
+	for _, r := range recs {
+		if r.Name == "copy" {
+			last = r
+		}
+	}
+	if last == nil {
+		t.Fatalf("K=%d: the merged op_log has no copy", k)
+	}
+	mem, off := int(last.Dst>>oplog.AddrShift)-1, last.Dst&(1<<oplog.AddrShift-1)
+	post[mem][off] ^= 0xff
+	mm := oplog.Compare(phase2, post, recs)
+	if mm == nil || mm.Addr != last.Dst {
+		t.Errorf("K=%d: a wrong byte at %#x (the last copy's) gives mismatch %v", k, last.Dst, mm)
+	}
 }
 
 // jsonLines is the op_log as --op-log writes it.
