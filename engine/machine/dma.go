@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
 	"kernbench/engine/trace"
 )
@@ -685,7 +686,7 @@ func (e *dmaEngine) traceEnd(v VC, h *Transfer, now sim.Time) {
 	if label == "" {
 		label = track
 	}
-	e.m.Trace.Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
+	e.m.TraceOf(e.pe).Slice(e.pe.ID+1, tid, track, label, h.Started, now, map[string]any{"bytes": h.N})
 }
 
 // local is what a SIP keeps for itself: the pools of its memory
@@ -695,6 +696,11 @@ func (e *dmaEngine) traceEnd(v VC, h *Transfer, now sim.Time) {
 // that SIP's partition only; a run on one Sim one for the machine
 // (Machine.localOf).
 type local struct {
+	// log is the SIP's op_log in a partitioned run that split its logs
+	// (SplitLogs); nil: the machine's (Machine.Log). trace is its
+	// recorder in a partitioned run that split the trace (SplitTrace).
+	log   *oplog.Log
+	trace *trace.Recorder
 	// freeOps are completed memory operations handed back with Recycle,
 	// reused the last one first: the fused primitives issue several per
 	// message, and reusing them keeps the garbage collector out of the

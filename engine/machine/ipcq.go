@@ -535,7 +535,7 @@ func (g *Group) post(p *sim.Proc, q *QueuePair, src Region, meta MsgMeta) (prev 
 	}
 	q.MyHead++
 	q.InFlight++
-	if tr := g.M.Trace; tr != nil {
+	if tr := g.M.TraceOf(q.ep.PE); tr != nil {
 		tr.Counter(q.ep.PE.ID+1, "credits in use "+q.Dir, p.Sim().Now(), float64(q.MyHead-q.PeerTailCache))
 	}
 	return prev
@@ -878,7 +878,7 @@ func (msg *Message) Complete(*Transfer) {
 		q.held = append(q.held, &held)
 		msg.Src.Mem.addSendReading(msg.Src)
 	}
-	if l := g.M.Log; l != nil {
+	if l := g.M.epLog(peer.ep); l != nil {
 		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
 			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
@@ -890,7 +890,7 @@ func (msg *Message) Complete(*Transfer) {
 		}
 		l.Add(r)
 	}
-	if tr := g.M.Trace; tr != nil {
+	if tr := g.M.TraceOf(peer.ep.PE); tr != nil {
 		pid := peer.ep.PE.ID + 1
 		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
 	}
@@ -954,7 +954,7 @@ func (msg *Message) deliverFar(data []byte) {
 	} else {
 		rs.arrived = true
 	}
-	if l := g.M.Log; l != nil {
+	if l := g.M.epLog(peer.ep); l != nil {
 		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
 			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
@@ -966,7 +966,7 @@ func (msg *Message) deliverFar(data []byte) {
 		}
 		l.Add(r)
 	}
-	if tr := g.M.Trace; tr != nil {
+	if tr := g.M.TraceOf(peer.ep.PE); tr != nil {
 		pid := peer.ep.PE.ID + 1
 		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
 	}
@@ -1115,7 +1115,7 @@ func (g *Group) TakeSlot(q *QueuePair, creditNow bool) (slot Region, idx int, ge
 	if len(q.peer.held) > 0 { // (no closure to make otherwise)
 		q.peer.release(func(m *Message) bool { return m.Meta.Seq < q.MyTail })
 	}
-	if l := g.M.Log; l != nil && creditNow {
+	if l := g.M.epLog(q.ep); l != nil && creditNow {
 		now := q.ep.sim.Now()
 		l.Add(&oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "recv", TStart: now, TEnd: now, RecvMode: oplog.ReturnSlot,
 			Src: slot.Addr(), SrcSp: slot.Mem.Space.Log(), NBytes: meta.NBytes, DType: dtype.DType(meta.DType), Count: meta.Count, Dir: q.Dir, SenderSeq: meta.Seq})
@@ -1210,7 +1210,7 @@ func (c *creditEvent) Fire() {
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
 	}
-	if tr := s.ep.g.M.Trace; tr != nil {
+	if tr := s.ep.g.M.TraceOf(s.ep.PE); tr != nil {
 		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
 	}
 	if w := s.sendWaiter; w != nil {
@@ -1234,7 +1234,7 @@ func (s *QueuePair) applyCredit(v, tail uint64) {
 	if v > s.PeerTailCache {
 		s.PeerTailCache = v
 	}
-	if tr := s.ep.g.M.Trace; tr != nil {
+	if tr := s.ep.g.M.TraceOf(s.ep.PE); tr != nil {
 		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
 	}
 	if w := s.sendWaiter; w != nil {

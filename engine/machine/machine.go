@@ -104,13 +104,18 @@ type Machine struct {
 	// Log, when set, receives an OpRecord for every data operation
 	// (phase 1 of the two-pass verification).
 	Log *oplog.Log
+	// splitLogs: each SIP writes its own op_log (SplitLogs, logOf).
+	splitLogs bool
 	// OriginOf, set with a witnessed Log (a run diagnosing a phase-2
-	// mismatch), describes the call issuing an operation now; each
+	// mismatch), describes the call issuing an operation now on s (the
+	// issuing PE's Sim: its SIP's partition in a partitioned run); each
 	// operation keeps it for its record.
-	OriginOf func() string
+	OriginOf func(s *sim.Sim) string
 
-	// Trace, when set (EnableTrace), receives the timeline.
-	Trace *trace.Recorder
+	// Trace, when set (EnableTrace), receives the timeline (with
+	// splitTrace: each SIP's recorder does, TraceOf).
+	Trace      *trace.Recorder
+	splitTrace bool
 
 	// faults are Params.Faults by resource name.
 	faults map[string]Fault
@@ -230,10 +235,11 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 //
 // Internal, and not complete yet: the machine's IPCQ traffic and memory
 // operations within a SIP run on it, with faults (each resource's jitter
-// stream and stop are its owner's); memory operations that cross SIPs
-// (completed whole on the issuing side: an internal error here), the
-// op_log, the trace and the mock's and --check's modes do not, nor do
-// kernels yet (the op_log's tile IDs, the ranks' shared state in
+// stream and stop are its owner's), and the op_log and the trace, a log
+// and a recorder per SIP merged by time after the run (SplitLogs,
+// SplitTrace); memory operations that cross SIPs (completed whole on the
+// issuing side: an internal error here) and the mock's and --check's
+// modes do not, nor do kernels yet (the ranks' shared state in
 // starlark/ccl).
 func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 	look := p.Lookahead()
@@ -254,6 +260,120 @@ func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 		m.locals[i] = &local{}
 	}
 	return m, nil
+}
+
+// Partitioned reports whether the machine runs on partitions, a Sim per
+// SIP (NewPartitioned).
+func (m *Machine) Partitioned() bool { return m.parts != nil }
+
+// SplitLogs gives each SIP of a partitioned machine an op_log of its
+// own, written only by its partition and keeping the time of each record
+// (oplog.Log.Clock): MergedLog makes the run's one log of them after the
+// run. Call it before the run, in place of setting Log (which must be
+// nil: every record goes to its SIP's log).
+func (m *Machine) SplitLogs() error {
+	if m.parts == nil {
+		return fmt.Errorf("machine: split op_logs need a partitioned machine")
+	}
+	if m.Log != nil {
+		return fmt.Errorf("machine: split op_logs replace Log, which is set")
+	}
+	for sip, loc := range m.locals {
+		loc.log = &oplog.Log{Clock: m.sipSim(sip).Now}
+	}
+	m.splitLogs = true
+	return nil
+}
+
+// MergedLog is the op_log of a run whose logs were split (SplitLogs), the
+// SIPs' logs merged by time (oplog.MergeLogs): the same for every number
+// of threads.
+func (m *Machine) MergedLog() (*oplog.Log, error) {
+	if !m.splitLogs {
+		return nil, fmt.Errorf("machine: the op_logs were not split")
+	}
+	parts := make([]*oplog.Log, len(m.locals))
+	for i, loc := range m.locals {
+		parts[i] = loc.log
+	}
+	return oplog.MergeLogs(parts)
+}
+
+// LogOf is the op_log the events of pe's SIP write: its own when the
+// logs are split (SplitLogs), else the machine's (nil: none). The one-Sim
+// path reads only the machine (a PE's local state is a cache miss away
+// at a thousand ranks).
+func (m *Machine) LogOf(pe *PE) *oplog.Log {
+	if m.splitLogs {
+		return pe.loc.log
+	}
+	return m.Log
+}
+
+// SplitTrace gives each SIP of a partitioned machine whose trace is
+// enabled (EnableTrace) a recorder of its own, written only by its
+// partition (trace.Recorder.Split), links included (a link's counters
+// are its SIP's): MergedTrace makes the run's one trace of them after
+// the run. Call it before the run.
+func (m *Machine) SplitTrace() error {
+	if m.parts == nil || m.Trace == nil {
+		return fmt.Errorf("machine: a split trace needs a partitioned machine with its trace enabled")
+	}
+	clocks := make([]func() sim.Time, len(m.locals))
+	for sip := range clocks {
+		clocks[sip] = m.sipSim(sip).Now
+	}
+	parts := m.Trace.Split(clocks)
+	for sip, loc := range m.locals {
+		loc.trace = parts[sip]
+	}
+	for _, r := range m.links {
+		if r.trace != nil {
+			r.trace = parts[r.sip]
+		}
+	}
+	m.splitTrace = true
+	return nil
+}
+
+// MergedTrace is the trace of a run whose trace was split (SplitTrace),
+// the SIPs' recorders merged by time (trace.Merge): the same for every
+// number of threads.
+func (m *Machine) MergedTrace() (*trace.Recorder, error) {
+	if !m.splitTrace {
+		return nil, fmt.Errorf("machine: the trace was not split")
+	}
+	parts := make([]*trace.Recorder, len(m.locals))
+	for i, loc := range m.locals {
+		parts[i] = loc.trace
+	}
+	return trace.Merge(parts)
+}
+
+// TraceOf is the recorder the events of pe's SIP write: its own when the
+// trace is split (SplitTrace), else the machine's (nil: none).
+func (m *Machine) TraceOf(pe *PE) *trace.Recorder {
+	if m.splitTrace {
+		return pe.loc.trace
+	}
+	return m.Trace
+}
+
+// epLog is LogOf for an endpoint's SIP.
+func (m *Machine) epLog(ep *Endpoint) *oplog.Log {
+	if m.splitLogs {
+		return ep.loc.log
+	}
+	return m.Log
+}
+
+// RankLog is the op_log rank's events write: its PE's (LogOf), or the
+// machine's for a rank that is not placed (as RankSim).
+func (m *Machine) RankLog(rank int) *oplog.Log {
+	if rank >= 0 && rank < len(m.Ranks) {
+		return m.LogOf(m.Ranks[rank])
+	}
+	return m.Log
 }
 
 // NumPEs is the number of PEs of the machine (materialised or not).

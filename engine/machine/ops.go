@@ -154,7 +154,7 @@ func (op *MemOp) Complete(*Transfer) {
 		op.Dst.WriteFrom(op.Src.View())
 	}
 	op.Done = true
-	if l := op.m.Log; l != nil {
+	if l := op.m.LogOf(op.PE); l != nil {
 		op.record(l)
 	}
 	if op.Watcher != nil {
@@ -206,7 +206,7 @@ func (m *Machine) issue(op *MemOp, path Path, n int64, direct bool) *MemOp {
 		op.Xfer.Label = op.Kind.String()
 	}
 	if m.OriginOf != nil {
-		op.Origin = m.OriginOf()
+		op.Origin = m.OriginOf(op.PE.dma.sim)
 	}
 	now := op.PE.dma.sim.Now()
 	if op.startAt > now {

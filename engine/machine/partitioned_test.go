@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"kernbench/engine/oplog"
 	"kernbench/engine/sim"
+	"kernbench/engine/trace"
 )
 
 // partitionedRing runs a ring of 8 ranks over the 4 SIPs of a machine
@@ -19,7 +21,7 @@ import (
 // the west with a pause that varies by rank and message, copying every
 // other message out of its slot into its HBM. It returns what
 // each rank received, when, and the run's events and end.
-func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (got [][]string, events uint64, end sim.Time) {
+func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (got [][]string, events uint64, end sim.Time, oplogLines, traceJSON string) {
 	t.Helper()
 	const world, count = 8, 24
 	p := testParams()
@@ -54,6 +56,17 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 	}
 	if err := m.Place(world); err != nil {
 		t.Fatal(err)
+	}
+	if k == 0 {
+		m.Log = &oplog.Log{}
+	} else {
+		m.EnableTrace(trace.New())
+		if err := m.SplitLogs(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SplitTrace(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := ipcqTestCfg(HBM, mode, 2, 128)
 	cfg.PollInterval = 40 * ipcqNS
@@ -107,16 +120,75 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 			}
 		})
 	}
+	var pre oplog.Image
+	if k > 0 {
+		pre = m.Image() // the sources written, before the run
+	}
 	if k == 0 {
 		if err := m.Sim.Run(); err != nil {
 			t.Fatal(err)
 		}
-		return got, m.Sim.Events(), m.Sim.Now()
+		return got, m.Sim.Events(), m.Sim.Now(), jsonLines(t, m.Log), ""
 	}
 	if err := g.Run(); err != nil {
 		t.Fatal(err)
 	}
-	return got, g.Events(), g.Now()
+	merged, err := m.MergedLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := merged.CheckCausality(); msg != "" {
+		t.Errorf("K=%d: the merged op_log breaks causality: %s", k, msg)
+	}
+	replayMerged(t, k, pre, m.Image(), merged.Records())
+	tr, err := m.MergedTrace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := tr.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return got, g.Events(), g.Now(), jsonLines(t, merged), b.String()
+}
+
+// replayMerged is phase 2 on a partitioned run's merged op_log: replayed
+// from the memory before the run, it gives the memory after it, and it
+// catches a wrong byte where the last copy of the run wrote.
+func replayMerged(t *testing.T, k int, pre, post oplog.Image, recs []*oplog.Record) {
+	t.Helper()
+	phase2 := pre.Clone()
+	if err := oplog.Replay(&phase2, recs); err != nil {
+		t.Fatalf("K=%d: replaying the merged op_log: %v", k, err)
+	}
+	if mm := oplog.Compare(phase2, post, recs); mm != nil {
+		t.Fatalf("K=%d: phase 2 of the merged op_log disagrees with the run: %v", k, mm)
+	}
+	var last *oplog.Record
+	for _, r := range recs {
+		if r.Name == "copy" {
+			last = r
+		}
+	}
+	if last == nil {
+		t.Fatalf("K=%d: the merged op_log has no copy", k)
+	}
+	mem, off := int(last.Dst>>oplog.AddrShift)-1, last.Dst&(1<<oplog.AddrShift-1)
+	post[mem][off] ^= 0xff
+	mm := oplog.Compare(phase2, post, recs)
+	if mm == nil || mm.Addr != last.Dst {
+		t.Errorf("K=%d: a wrong byte at %#x (the last copy's) gives mismatch %v", k, last.Dst, mm)
+	}
+}
+
+// jsonLines is the op_log as --op-log writes it.
+func jsonLines(t *testing.T, l *oplog.Log) string {
+	t.Helper()
+	var b strings.Builder
+	if err := l.WriteJSONLines(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // Rule (engine/sim, partition.go): a machine on partitions, one per SIP,
@@ -127,7 +199,18 @@ func partitionedRing(t *testing.T, k int, mode Backpressure, faults ...Fault) (g
 func TestPartitionedMachineSameForEveryK(t *testing.T) {
 	for _, mode := range []Backpressure{Sleep, Poll} {
 		t.Run(map[Backpressure]string{Sleep: "sleep", Poll: "poll"}[mode], func(t *testing.T) {
-			want, wantEvents, wantEnd := partitionedRing(t, 1, mode)
+			want, wantEvents, wantEnd, wantLog, wantTrace := partitionedRing(t, 1, mode)
+			for _, what := range []string{`"name":"deliver #23 from rank 7"`, `"name":"credits in use E"`, `"cat":"vc_comm"`, `"pid":1000000`} {
+				if !strings.Contains(wantTrace, what) {
+					t.Errorf("the merged trace has no %s", what)
+				}
+			}
+			if n := strings.Count(wantLog, `"name":"send"`); n != 8*24 {
+				t.Errorf("the merged op_log has %d sends, want %d", n, 8*24)
+			}
+			if n := strings.Count(wantLog, `"name":"copy"`); n != 8*12 {
+				t.Errorf("the merged op_log has %d copies, want %d", n, 8*12)
+			}
 			for r, lines := range want {
 				if len(lines) != 24 {
 					t.Fatalf("rank %d received %d messages, want 24", r, len(lines))
@@ -142,14 +225,20 @@ func TestPartitionedMachineSameForEveryK(t *testing.T) {
 			// The one-Sim split run delivers at the same times (its events
 			// differ: there a sleep passes in place only when no rank of
 			// any SIP has an event before its end).
-			one, _, oneEnd := partitionedRing(t, 0, mode)
+			one, _, oneEnd, _, _ := partitionedRing(t, 0, mode)
 			if diff := cmp.Diff(one, want); diff != "" || oneEnd != wantEnd {
 				t.Errorf("one Sim ends at %v, K=1 at %v (-one Sim +K=1):\n%s", oneEnd, wantEnd, diff)
 			}
 			for _, k := range []int{2, 4} {
-				got, events, end := partitionedRing(t, k, mode)
+				got, events, end, log, tr := partitionedRing(t, k, mode)
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("K=%d differs from K=1 (-K=1 +K=%d):\n%s", k, k, diff)
+				}
+				if diff := cmp.Diff(wantLog, log); diff != "" {
+					t.Errorf("K=%d's merged op_log differs from K=1's (-K=1 +K=%d):\n%s", k, k, diff)
+				}
+				if diff := cmp.Diff(wantTrace, tr); diff != "" {
+					t.Errorf("K=%d's merged trace differs from K=1's (-K=1 +K=%d):\n%s", k, k, diff)
 				}
 				if events != wantEvents || end != wantEnd {
 					t.Errorf("K=%d: %d events ending at %v, K=1: %d at %v", k, events, end, wantEvents, wantEnd)
@@ -168,12 +257,12 @@ func TestPartitionedMachineFaultsSameForEveryK(t *testing.T) {
 		{Resource: "pcie s2->host", BandwidthFactor: 0.25},
 		{Resource: "hbm pe12", Jitter: 50 * ipcqNS, Seed: 3},
 	}
-	want, wantEvents, wantEnd := partitionedRing(t, 1, Sleep, faults...)
-	if _, _, plainEnd := partitionedRing(t, 1, Sleep); plainEnd == wantEnd {
+	want, wantEvents, wantEnd, _, _ := partitionedRing(t, 1, Sleep, faults...)
+	if _, _, plainEnd, _, _ := partitionedRing(t, 1, Sleep); plainEnd == wantEnd {
 		t.Fatalf("the faults changed nothing (end %v)", wantEnd)
 	}
 	for _, k := range []int{2, 4} {
-		got, events, end := partitionedRing(t, k, Sleep, faults...)
+		got, events, end, _, _ := partitionedRing(t, k, Sleep, faults...)
 		if diff := cmp.Diff(want, got); diff != "" || events != wantEvents || end != wantEnd {
 			t.Errorf("K=%d: %d events ending at %v, K=1: %d at %v (-K=1 +K=%d):\n%s", k, events, end, wantEvents, wantEnd, k, diff)
 		}

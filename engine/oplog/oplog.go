@@ -212,6 +212,11 @@ type Log struct {
 	Guard func() error
 	// pool, when set, gives and takes back the slabs (UseSlabs).
 	pool *Slabs
+	// Clock, when set, is the clock of the partition that writes the log
+	// (a partitioned run keeps a log per SIP): each record keeps the time
+	// it was written at (when), the key MergeLogs orders the logs by.
+	Clock func() sim.Time
+	when  []sim.Time
 }
 
 // phase2Scan is what phase 2 reads off the whole log: the records in
@@ -333,6 +338,9 @@ func (l *Log) add(r *Record) {
 	}
 	if l.wit != nil {
 		l.wit.note(r)
+	}
+	if l.Clock != nil {
+		l.when = append(l.when, l.Clock())
 	}
 }
 

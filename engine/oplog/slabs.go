@@ -53,5 +53,5 @@ func (l *Log) ReleaseSlabs() {
 	l.pool.free = append(l.pool.free, l.slabs...)
 	l.pool.mu.Unlock()
 	clear(l.slabs)
-	l.slabs, l.n, l.scan = nil, 0, nil
+	l.slabs, l.n, l.scan, l.when = nil, 0, nil, nil
 }

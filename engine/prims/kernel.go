@@ -173,7 +173,7 @@ func (k *Kernel) flowEnd(q *machine.QueuePair, seq uint64) {
 
 // FlowEnd is flowEnd in a traced run.
 func (k *Kernel) FlowEnd(q *machine.QueuePair, seq uint64) {
-	if tr := k.M.Trace; tr != nil {
+	if tr := k.M.TraceOf(k.PE); tr != nil {
 		tr.FlowEnd(FlowKey(q.Peer, q.PeerDir, seq), k.PE.ID+1, k.Tid(), k.SliceStart)
 	}
 }
@@ -187,7 +187,7 @@ func (k *Kernel) flowStart(q *machine.QueuePair) {
 }
 
 func (k *Kernel) traceFlowStart(q *machine.QueuePair) {
-	k.M.Trace.FlowStart(FlowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.Tid(), k.SliceStart)
+	k.M.TraceOf(k.PE).FlowStart(FlowKey(k.Rank, q.Dir, q.MyHead-1), k.PE.ID+1, k.Tid(), k.SliceStart)
 }
 
 // DrainWrites waits for every store this kernel left under way.
@@ -247,7 +247,7 @@ func (k *Kernel) Alloc(mem *machine.Memory, n int64) (machine.Region, error) {
 // LogWrite records bytes written into memory outside any simulated
 // operation (allocation zeroing, host writes), so phase 2 can replay them.
 func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zero bool) {
-	l := m.Log
+	l := m.RankLog(rank)
 	if l == nil {
 		return
 	}
@@ -260,7 +260,7 @@ func LogWrite(m *machine.Machine, rank int, name string, reg machine.Region, zer
 	if l.Witnessed() {
 		r.Produced = reg.View()
 		if m.OriginOf != nil {
-			r.Origin = m.OriginOf()
+			r.Origin = m.OriginOf(m.RankSim(rank))
 		}
 	}
 	l.Add(r)

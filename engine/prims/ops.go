@@ -44,7 +44,7 @@ func (k *Kernel) FetchSrc(fn string, l *Load) (*Load, error) {
 	}
 	k.Counts.Load++
 	op := k.M.Fetch(k.PE, reg)
-	if l := k.M.Log; l != nil {
+	if l := k.M.LogOf(k.PE); l != nil {
 		op.TileID = l.NewTile()
 	}
 	l.Kind, l.Op = "fetch", op

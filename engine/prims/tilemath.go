@@ -22,7 +22,7 @@ func (k *Kernel) MathReady(t sim.Time, n int64) sim.Time {
 // LogMath records a tile computed from a (and b, or a scalar) in the
 // op_log; fill adds what the operation needs.
 func (k *Kernel) LogMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Record)) {
-	l := k.M.Log
+	l := k.M.LogOf(k.PE)
 	if l == nil {
 		return
 	}
@@ -41,7 +41,7 @@ func (k *Kernel) LogMath(out *Tile, op string, a, b *Tile, fill func(*oplog.Reco
 	if l.Witnessed() {
 		r.Produced = out.Data
 		if k.M.OriginOf != nil {
-			r.Origin = k.M.OriginOf()
+			r.Origin = k.M.OriginOf(k.PE.Sim())
 		}
 	}
 	l.Add(r)
@@ -110,7 +110,7 @@ func (k *Kernel) Combine(out *Tile, op dtype.Op, a, b *Tile, what string, buf []
 		dtype.Binary(op, a.DT, out.Data, a.Data, b.Data)
 	}
 	out.Ready = k.MathReady(max(a.Ready, b.Ready), out.NBytes())
-	if k.M.Log != nil { // (op.String() is not free)
+	if k.M.LogOf(k.PE) != nil { // (op.String() is not free)
 		k.LogMath(out, op.String(), a, b, nil)
 	}
 	return nil

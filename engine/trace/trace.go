@@ -56,6 +56,13 @@ type Recorder struct {
 	pids    map[int]bool    // PE processes kept (the links process is a kind)
 	kinds   map[string]bool // kinds kept
 	dropped int             // events not recorded because of the filter
+	// A partition's recorder (Split): clock is its partition's time,
+	// when the time each event was recorded at, and ends the arrows'
+	// ends, each at the index of its event (a placeholder) in events:
+	// their starts may be another partition's (Merge pairs them).
+	clock func() sim.Time
+	when  []sim.Time
+	ends  map[int]flowEnd
 }
 
 // Kinds are the event kinds --trace-kinds selects: kernel (kernel and
@@ -128,6 +135,7 @@ func (r *Recorder) Slice(pid, tid int, track, name string, start, end sim.Time, 
 	r.thread(pid, tid, track)
 	d := us(end - start)
 	r.events = append(r.events, Event{Name: name, Cat: track, Ph: "X", Ts: us(start), Dur: &d, Pid: pid, Tid: tid, Args: args})
+	r.stamp()
 }
 
 // sliceKind is the kind of a slice on track.
@@ -162,6 +170,7 @@ func (r *Recorder) Instant(pid, tid int, name string, at sim.Time, args map[stri
 		r.thread(pid, tid, name)
 	}
 	r.events = append(r.events, Event{Name: name, Ph: "i", S: "t", Ts: us(at), Pid: pid, Tid: tid, Args: args})
+	r.stamp()
 }
 
 // Counter records a counter value of a process.
@@ -174,6 +183,7 @@ func (r *Recorder) Counter(pid int, name string, at sim.Time, value float64) {
 		return
 	}
 	r.events = append(r.events, Event{Name: name, Ph: "C", Ts: us(at), Pid: pid, Args: map[string]any{"value": value}})
+	r.stamp()
 }
 
 // FlowStart begins an arrow (a send) identified by key; only arrows whose
@@ -187,6 +197,10 @@ func (r *Recorder) FlowStart(key string, pid, tid int, at sim.Time) {
 
 // FlowEnd ends the arrow started under key (a recv).
 func (r *Recorder) FlowEnd(key string, pid, tid int, at sim.Time) {
+	if r.clock != nil {
+		r.splitFlowEnd(key, pid, tid, at)
+		return
+	}
 	s, ok := r.pending[key]
 	if !ok {
 		return

@@ -94,8 +94,14 @@ func (b *collectiveBench) spawn(w *world) {
 		b.rec = mscclio.NewRecorder(p.world)
 	}
 	// One pool of recycled handles for all ranks: the handle a rank's
-	// load reuses is the one recycled last, still in cache.
-	handles := &tl.HandlePool{}
+	// load reuses is the one recycled last, still in cache. On partitions
+	// each SIP has its own (its ranks run on its partition's thread).
+	handles := []*tl.HandlePool{{}}
+	if w.m.Partitioned() {
+		for range w.m.Params.Sips - 1 {
+			handles = append(handles, &tl.HandlePool{})
+		}
+	}
 	if p.opts.probe {
 		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
 		w.atClose(r.Close)
@@ -104,14 +110,20 @@ func (b *collectiveBench) spawn(w *world) {
 		}
 	}
 	w.spawn(p.world, loader, func(r int, th *starlark.Thread, proc *sim.Proc) error {
-		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: handles, MaxSteps: p.opts.MaxSteps,
+		pool := handles[0]
+		if len(handles) > 1 {
+			pool = handles[w.m.Ranks[r].Sip]
+		}
+		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: pool, MaxSteps: p.opts.MaxSteps,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
 				th := loader.NewThread(name)
 				th.SetLocal(kernelKey, t)
 				th.SetLocal(tl.ViewsKey, t)
 				return th
 			},
-			Fail: func(err error) { w.s.Stop(&failure.RankError{Rank: r, Err: err}) }}
+			// (The rank's Sim: its SIP's partition on partitions, where
+			// a stop ends the run at the window's barrier.)
+			Fail: func(err error) { w.m.RankSim(r).Stop(&failure.RankError{Rank: r, Err: err}) }}
 		if loader.MemoryWatch != nil {
 			// Tiles are refused before they pass --max-memory.
 			kt.NoteAlloc = hostmem.NoteAlloc

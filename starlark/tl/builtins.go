@@ -363,7 +363,7 @@ func kernelBuiltins() []Builtin {
 				if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &name); err != nil {
 					return nil, err
 				}
-				if l := k.M.Log; l != nil {
+				if l := k.M.LogOf(k.PE); l != nil {
 					now := k.PE.Sim().Now()
 					r := &oplog.Record{Rank: k.Rank, Kind: oplog.KindMarker, Name: name, TStart: now, TEnd: now, Args: map[string]string{}}
 					for _, kv := range kw {

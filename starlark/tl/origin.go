@@ -6,18 +6,20 @@ import (
 	"go.starlark.net/starlark"
 
 	"kernbench/engine/machine"
+	"kernbench/engine/sim"
 )
 
 // WatchOrigins makes m name, for each operation issued, the tl call that
-// issues it (machine.OriginOf): the call running in the current process.
+// issues it (machine.OriginOf): the call running in the current process
+// of the issuing PE's Sim (its SIP's in a partitioned run).
 // Only a run
 // diagnosing a phase-2 mismatch does this (a Starlark frame lookup per
 // operation); its op_log then says which call issued each record.
 func WatchOrigins(m *machine.Machine) {
-	m.OriginOf = func() string {
+	m.OriginOf = func(s *sim.Sim) string {
 		// (The fused primitives take no steps in such a run: their
 		// operations are issued by their process too.)
-		p := m.Sim.Running()
+		p := s.Running()
 		if p == nil {
 			return ""
 		}

@@ -266,7 +266,7 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 		start := k.PE.Sim().Now()
 		k.SliceStart = start
 		v, err := call(k, th, sb, args, kw)
-		k.M.Trace.Slice(k.PE.ID+1, k.Tid(), k.Track(), traceName, start, k.PE.Sim().Now(), nil)
+		k.M.TraceOf(k.PE).Slice(k.PE.ID+1, k.Tid(), k.Track(), traceName, start, k.PE.Sim().Now(), nil)
 		return v, err
 	}
 }
