@@ -76,7 +76,12 @@ An algorithm that cannot be exported is reported and skipped.
 A run that fails (an algorithm that does not support the world size) is a
 row naming its error, left out of the selection; the command then exits
 with its status (name the ALGORITHMs to leave it out). -j runs the
-algorithms side by side; --shard I/N runs every N-th size (see run).`,
+algorithms side by side; --shard I/N runs every N-th size (see run).
+
+--json prints one JSON document in place of the tables: the runs as
+kernbench run A B --json has them ("runs"), and the tune's answer
+("tune": the collective, world size, winner per size with its margin,
+the sizes without one, and the select: ranges).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("tune needs the collective to tune (one of %s), as kernbench tune allreduce", strings.Join(collective.Names(), ", "))
@@ -111,6 +116,7 @@ algorithms side by side; --shard I/N runs every N-th size (see run).`,
 	f.StringVar(&o.writeSelect, "write-select", "", "write the select: section as a ccl.yaml fragment to FILE (- for stdout)")
 	f.StringVar(&o.export, "export-msccl", "", "write each range's winner as MSCCL XML with its minBytes/maxBytes into the folder DIR")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the tables")
+	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the tables: the runs as compare's --json has them, the winners and the select: ranges")
 	return cmd
 }
 
@@ -135,6 +141,54 @@ type tuneWinner struct {
 	Bytes    int64
 	Best     tuneCandidate
 	RunnerUp *tuneCandidate
+}
+
+// tuneJSON is the answer of a tune in --json's document, beside the
+// comparison's runs: the winner of each size (a size no run finished
+// right is in missing) and the ranges of select:.
+type tuneJSON struct {
+	Collective string           `json:"collective"`
+	WorldSize  int              `json:"world_size"`
+	Sizes      []int64          `json:"sizes"`
+	Shard      string           `json:"shard,omitempty"` // "I/N": the ranges cover its sizes
+	Winners    []tuneWinnerJSON `json:"winners"`
+	Missing    []int64          `json:"missing,omitempty"`
+	Select     []tuneRangeJSON  `json:"select"`
+	Exported   []tuneExportJSON `json:"exported,omitempty"`
+}
+
+type tuneCandidateJSON struct {
+	Label     string   `json:"label"`
+	Algorithm string   `json:"algorithm"`
+	Set       []string `json:"set,omitempty"`
+	TimeNs    float64  `json:"sim_time_ns"`
+}
+
+type tuneWinnerJSON struct {
+	Bytes int64 `json:"bytes"`
+	tuneCandidateJSON
+	// RunnerUp is the next fastest run, Speedup its time over the
+	// winner's (absent when only one run finished right).
+	RunnerUp *tuneCandidateJSON `json:"runner_up,omitempty"`
+	Speedup  float64            `json:"speedup,omitempty"`
+}
+
+type tuneRangeJSON struct {
+	MinBytes  int64    `json:"min_bytes"`
+	MaxBytes  int64    `json:"max_bytes,omitempty"` // absent: no upper bound
+	Algorithm string   `json:"algorithm"`
+	Set       []string `json:"set,omitempty"`
+}
+
+// tuneExportJSON is a schedule --export-msccl wrote.
+type tuneExportJSON struct {
+	File      string `json:"file"`
+	Algorithm string `json:"algorithm"`
+	Range     string `json:"range"`
+}
+
+func candidateJSON(c tuneCandidate) tuneCandidateJSON {
+	return tuneCandidateJSON{Label: c.Label, Algorithm: c.Algorithm, Set: c.Set, TimeNs: c.TimeNs}
 }
 
 // pickWinners is the fastest candidate of each size, the first in
@@ -345,6 +399,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	}
 	outStdout := stdout
 	if d := dests["--write-select"]; d != nil && d.stdout {
+		if o.json {
+			return usageErr("--write-select - writes to stdout, where --json prints the tune; give --write-select a file")
+		}
 		stdout = stderr // the fragment has stdout to itself
 	}
 	if o.export != "" {
@@ -353,7 +410,12 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		}
 	}
 	variants := expandVariants(algs, axes, "")
-	reps, runErr := compareReports(&o.runOptions, variants, stdout, stderr)
+	tables := stdout
+	if o.json {
+		// One document: the comparison's runs go into it below.
+		tables = io.Discard
+	}
+	reps, runErr := compareReports(&o.runOptions, variants, tables, stderr)
 	if reps == nil {
 		return runErr
 	}
@@ -385,25 +447,14 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	}
 	winners := pickWinners(sizes)
 	ranges := selectRanges(sweep, winners)
-	fmt.Fprintf(stdout, "\n# tune %s at world_size %d: the fastest per size\n", collective, world)
-	width := len("algorithm")
-	for _, w := range winners {
-		width = max(width, len(w.Best.Label))
-	}
-	fmt.Fprintf(stdout, "%10s  %-*s  %10s  %s\n", "size", width, "algorithm", "time(us)", "margin")
 	var missing []string
 	for _, s := range sizes {
-		i := slices.IndexFunc(winners, func(w tuneWinner) bool { return w.Bytes == s.Bytes })
-		if i < 0 {
+		if !slices.ContainsFunc(winners, func(w tuneWinner) bool { return w.Bytes == s.Bytes }) {
 			missing = append(missing, fmt.Sprint(s.Bytes))
-			fmt.Fprintf(stdout, "%10d  %-*s\n", s.Bytes, width, "(none: no run finished right)")
-			continue
 		}
-		w := winners[i]
-		fmt.Fprintf(stdout, "%10d  %-*s  %10.3f  %s\n", w.Bytes, width, w.Best.Label, w.Best.TimeNs/1000, w.margin())
 	}
-	if len(ranges) > 0 {
-		fmt.Fprintf(stdout, "# select.%s: %s\n", collective, rangesText(ranges))
+	if !o.json {
+		printTune(stdout, collective, world, sizes, winners, ranges)
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(stderr, "kernbench: tune: no run of %s finished right at %s bytes: select: has no range for them, and auto refuses them\n", collective, strings.Join(missing, ", "))
@@ -421,12 +472,70 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 			return f
 		}
 	}
+	var exported []tuneExportJSON
 	if o.export != "" {
-		if f := exportRanges(o, collective, ranges, winners, stdout, stderr); f != nil {
+		var f *report.Failure
+		if exported, f = exportRanges(o, collective, ranges, winners, stdout, stderr); f != nil {
 			return f
 		}
 	}
+	if o.json {
+		doc := tuneJSON{Collective: collective, WorldSize: world, Sizes: o.Sizes, Winners: []tuneWinnerJSON{}, Select: []tuneRangeJSON{}, Exported: exported}
+		if sharded {
+			doc.Shard = fmt.Sprintf("%d/%d", shard.index, shard.count)
+		}
+		for _, w := range winners {
+			j := tuneWinnerJSON{Bytes: w.Bytes, tuneCandidateJSON: candidateJSON(w.Best)}
+			if w.RunnerUp != nil {
+				r := candidateJSON(*w.RunnerUp)
+				j.RunnerUp = &r
+				if w.Best.TimeNs > 0 {
+					j.Speedup = w.RunnerUp.TimeNs / w.Best.TimeNs
+				}
+			}
+			doc.Winners = append(doc.Winners, j)
+		}
+		for _, s := range sizes {
+			if !slices.ContainsFunc(winners, func(w tuneWinner) bool { return w.Bytes == s.Bytes }) {
+				doc.Missing = append(doc.Missing, s.Bytes)
+			}
+		}
+		for _, r := range ranges {
+			doc.Select = append(doc.Select, tuneRangeJSON{MinBytes: r.MinBytes, MaxBytes: r.MaxBytes, Algorithm: r.Algorithm, Set: r.Set})
+		}
+		all := struct {
+			Runs []compareReport `json:"runs"`
+			Tune tuneJSON        `json:"tune"`
+		}{Tune: doc}
+		for _, l := range reps {
+			all.Runs = append(all.Runs, compareReport{Label: l.label, Report: l.rep})
+		}
+		writeJSON(stdout, all)
+	}
 	return runErr
+}
+
+// printTune prints the tune's table: the winner of each size with its
+// margin, and the select: ranges on one line.
+func printTune(stdout io.Writer, collective string, world int, sizes []tuneSize, winners []tuneWinner, ranges []config.SelectRange) {
+	fmt.Fprintf(stdout, "\n# tune %s at world_size %d: the fastest per size\n", collective, world)
+	width := len("algorithm")
+	for _, w := range winners {
+		width = max(width, len(w.Best.Label))
+	}
+	fmt.Fprintf(stdout, "%10s  %-*s  %10s  %s\n", "size", width, "algorithm", "time(us)", "margin")
+	for _, s := range sizes {
+		i := slices.IndexFunc(winners, func(w tuneWinner) bool { return w.Bytes == s.Bytes })
+		if i < 0 {
+			fmt.Fprintf(stdout, "%10d  %-*s\n", s.Bytes, width, "(none: no run finished right)")
+			continue
+		}
+		w := winners[i]
+		fmt.Fprintf(stdout, "%10d  %-*s  %10.3f  %s\n", w.Bytes, width, w.Best.Label, w.Best.TimeNs/1000, w.margin())
+	}
+	if len(ranges) > 0 {
+		fmt.Fprintf(stdout, "# select.%s: %s\n", collective, rangesText(ranges))
+	}
 }
 
 // sizesText is a sweep's sizes for a comment: "1024, 4096, …, 1048576".
@@ -445,10 +554,11 @@ func sizesText(sweep []int64) string {
 // o.export, recorded at the smallest measured size of its range, with
 // the range as minBytes/maxBytes. A winner that cannot be exported is
 // reported and skipped; a file that cannot be written fails the command.
-func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tuneWinner, stdout, stderr io.Writer) *report.Failure {
+func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tuneWinner, stdout, stderr io.Writer) ([]tuneExportJSON, *report.Failure) {
 	if err := os.MkdirAll(o.Env.Path(o.export), 0o755); err != nil {
-		return ioFailure(fmt.Sprintf("--export-msccl %s: %v", o.export, err), err)
+		return nil, ioFailure(fmt.Sprintf("--export-msccl %s: %v", o.export, err), err)
 	}
+	var written []tuneExportJSON
 	for i, r := range ranges {
 		at := int64(-1) // the measured size the range starts from
 		for _, w := range winners {
@@ -482,16 +592,17 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 		name := filepath.Join(o.export, fmt.Sprintf("%s_%d_%s.xml", collective, i, r.Algorithm))
 		d, err := resolveOutput(o.Env, "--export-msccl", name)
 		if err != nil {
-			return ioFailure(err.Error(), err)
+			return written, ioFailure(err.Error(), err)
 		}
 		if f := writeOutput(o.Env, d, stdout, buf.Bytes()); f != nil {
-			return f
+			return written, f
 		}
-		if !o.quiet {
+		written = append(written, tuneExportJSON{File: name, Algorithm: r.Algorithm, Range: r.RangeString()})
+		if !o.quiet && !o.json {
 			fmt.Fprintf(stdout, "# wrote %s: %s for %s\n", name, r.Algorithm, r.RangeString())
 		}
 	}
-	return nil
+	return written, nil
 }
 
 // ioFailure is an output's failure to be written (exit status of IO).
