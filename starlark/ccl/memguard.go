@@ -51,26 +51,38 @@ func (p *plan) estimateCounted(count int64, rg hostmem.Rings, c *hostmem.Counts)
 	return hostmem.Counted(p.memRun(count), rg, c)
 }
 
-// probeFunc makes a size's probe: a --timing-only run of it that counts
-// (estimateCounted) and prints and writes nothing.
-type probeFunc func() (*hostmem.Counts, error)
+// probeFunc makes a size's probe: a --timing-only run of count elements
+// per rank at world ranks that counts (estimateCounted) and prints and
+// writes nothing.
+type probeFunc func(world int, count int64) (*hostmem.Counts, error)
 
 // probeShare: a run whose configuration's estimate is over 1/probeShare of
-// the limit is counted by a probe before it is admitted.
-const probeShare = 2
+// the limit is counted by a probe before it is admitted. A --timing-only
+// run's configuration cannot tell what its kernels keep, which is all it
+// holds: it is at 0.3 of the peak for kernels that keep a view and a
+// handle per piece (ring_allreduce_manual at 128 ranks × 256K); such a
+// run is counted from over 1/timingProbeShare of the limit.
+const (
+	probeShare       = 2
+	timingProbeShare = 8
+)
 
 // checkMemory refuses a size whose estimate is over opts.MaxMemory (exit
 // 2), naming what would fit. The failure wraps a *Refusal, which a sweep
 // of several sizes makes that size's row (Options.RefusedAsRows). probe,
 // when not nil, counts the run (see estimateCounted) when its
-// configuration's estimate is over half the limit, or always with
-// Options.ProbeMemory.
+// configuration's estimate is over half the limit (an eighth for a
+// --timing-only run), or always with Options.ProbeMemory.
 func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (hostmem.Estimate, error) {
 	limit := p.opts.MaxMemory
 	e := p.estimateMemory(count, rg)
 	estimate := func(q *plan) hostmem.Estimate { return q.estimateMemory(count, rg) }
-	if probe != nil && (p.opts.ProbeMemory || !p.opts.TimingOnly && limit > 0 && e.Total() > limit/probeShare) && p.probeFits(count, rg) {
-		c, err := probe()
+	share := int64(probeShare)
+	if p.opts.TimingOnly {
+		share = timingProbeShare
+	}
+	if probe != nil && (p.opts.ProbeMemory || limit > 0 && e.Total() > limit/share) && p.probeFits(count, rg) {
+		c, err := p.countRun(count, probe)
 		switch k := errkind.Of(err); {
 		case c != nil:
 			conf := e.Total()
@@ -124,7 +136,7 @@ func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (host
 	lt := hostmem.LimitText(limit, p.opts.MaxMemoryIsDefault)
 	parts := e.Parts()
 	if e.Basis == hostmem.BasisCounted {
-		parts += "; counted by a --timing-only probe"
+		parts += "; " + e.CountedBy()
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
 		flagSize(hostmem.SatMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
@@ -140,12 +152,61 @@ func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (host
 	return e, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
+// countRun counts a size with probe: a run that moves bytes by a
+// --timing-only run of itself (the same operations and kernel values
+// without bytes, in little memory); a --timing-only run, which a probe of
+// itself would double, by probes of a sixteenth (or an eighth) and a
+// quarter of its world (hostmem.ScaledWorlds) with the same chunk per peer, extrapolated (hostmem.Extrapolate:
+// about 1/16 of the run's work for a ring's p² messages). When a smaller
+// world does not run (a topology or placement it does not fit), the run
+// itself is the probe.
+func (p *plan) countRun(count int64, probe probeFunc) (*hostmem.Counts, error) {
+	w1, w2, ok := hostmem.ScaledWorlds(p.world)
+	if !p.opts.TimingOnly || !ok {
+		return probe(p.world, count)
+	}
+	c1, err := probe(w1, p.scaledCount(count, w1))
+	if err != nil {
+		if k := errkind.Of(err); k == errkind.MemoryLimit || k == errkind.HostMemory {
+			return nil, err
+		}
+		return probe(p.world, count)
+	}
+	c2, err := probe(w2, p.scaledCount(count, w2))
+	if err != nil {
+		if k := errkind.Of(err); k == errkind.MemoryLimit || k == errkind.HostMemory {
+			return nil, err
+		}
+		return probe(p.world, count)
+	}
+	return hostmem.Extrapolate(w1, c1, w2, c2, p.world), nil
+}
+
+// scaledCount is the count per rank at world ranks whose chunk per peer is
+// that of count at the plan's world: the same for a collective whose
+// buffers grow with the world (allgather, reduce_scatter, alltoall), the
+// world's share of it otherwise, a whole number of elements per rank.
+func (p *plan) scaledCount(count int64, world int) int64 {
+	if p.coll.SendMul || p.coll.RecvMul {
+		return count
+	}
+	n := count / int64(p.world) * int64(world)
+	if count%int64(p.world) != 0 {
+		n = count * int64(world) / int64(p.world)
+	}
+	return max(1, n)
+}
+
 // probeFits says whether the probe of a size may run: the
 // configuration's estimate of it (a --timing-only run) is within the
 // limit. One that is not is no help: the run is checked with the
 // configuration's estimate, whose refusal says --timing-only does not fit
-// either.
+// either. A --timing-only run is always counted: the configuration cannot
+// tell what it holds, and its probes are guarded by the limit as it is.
 func (p *plan) probeFits(count int64, rg hostmem.Rings) bool {
+	if p.opts.TimingOnly {
+		return true
+	}
 	q := *p
 	q.opts.TimingOnly = true
 	return p.opts.MaxMemory <= 0 || q.estimateMemory(count, rg).Total() <= p.opts.MaxMemory

@@ -85,7 +85,7 @@ type Options struct {
 	Verify     bool
 	// Detail adds the busiest resources to each result (-v).
 	Detail bool
-	// ProbeMemory counts every run's host memory estimate with a probe
+	// ProbeMemory counts every run's host memory estimate with probes
 	// (checkMemory), not only one near --max-memory: for the tests that
 	// hold the estimate against measured peaks
 	// (KERNBENCH_MEMORY_PROBE=always).
@@ -165,8 +165,10 @@ type Options struct {
 	// witness: this run diagnoses a phase-2 mismatch (diagnosed): its
 	// op_log is witnessed and its operations name their tl calls.
 	witness bool
-	// probe: this run is a memory estimate's probe (tl.Retention).
-	probe bool
+	// probe: this run is a memory estimate's probe (tl.Retention);
+	// scaledProbe: one of a smaller world than the run's, whose values
+	// are followed finely (Retention.Fine).
+	probe, scaledProbe bool
 	// silent: this run is made only to learn its outcome (a diagnosis, a
 	// tried fix): its kernels' prints go nowhere.
 	silent bool
@@ -320,11 +322,11 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *scrip
 		return nil, err
 	}
 	if buffersFit(p, w.m, count) {
-		probe := func() (*hostmem.Counts, error) {
+		probe := func(world int, count int64) (*hostmem.Counts, error) {
 			q := *p
 			q.opts = silent(p.opts)
 			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
-			q.budget = nil
+			q.budget, q.world, q.opts.scaledProbe = nil, world, world != p.world
 			res, err := simulateOnce(&q, cfg, tgt, quiet(loader, q.opts), kernel, hook, count)
 			// What the probe held goes back before the run allocates.
 			debug.FreeOSMemory()
@@ -354,6 +356,9 @@ func simulateOnce(p *plan, cfg *config.Config, tgt *target.Target, loader *scrip
 	handles := &tl.HandlePool{}
 	if p.opts.probe {
 		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
+		if p.opts.scaledProbe {
+			r.Fine()
+		}
 		defer r.Close()
 		for i := range stats {
 			stats[i].Retained = r

@@ -79,9 +79,18 @@ func (e Estimate) Total() int64 {
 func (e Estimate) String() string {
 	s := fmt.Sprintf("%s (%s)", FormatBytes(e.Total()), e.Parts())
 	if e.Basis == BasisCounted {
-		s += fmt.Sprintf(", counted by a --timing-only probe (from the configuration alone: %s)", FormatBytes(e.Configured))
+		s += fmt.Sprintf(", %s (from the configuration alone: %s)", e.CountedBy(), FormatBytes(e.Configured))
 	}
 	return s
+}
+
+// CountedBy says how a counted estimate was counted: by a probe of the
+// run, or by probes of smaller worlds (Extrapolate).
+func (e Estimate) CountedBy() string {
+	if e.Counts != nil && len(e.Counts.ProbeWorlds) == 2 {
+		return fmt.Sprintf("counted by --timing-only probes at %d and %d ranks", e.Counts.ProbeWorlds[0], e.Counts.ProbeWorlds[1])
+	}
+	return "counted by a --timing-only probe"
 }
 
 // Parts lists the estimate's nonzero parts.
@@ -456,6 +465,10 @@ type Counts struct {
 	RetainedViews       int64 `json:"retained_views,omitempty"`
 	RetainedHandles     int64 `json:"retained_handles,omitempty"`
 	RetainedHandleBytes int64 `json:"retained_handle_bytes,omitempty"`
+	// ProbeWorlds: the worlds of the probes these counts were
+	// extrapolated from (Extrapolate); none when a probe of the run
+	// itself counted them.
+	ProbeWorlds []int `json:"probe_worlds,omitempty"`
 }
 
 // Budget shares --max-memory between the sizes a -j sweep simulates at
@@ -517,3 +530,62 @@ func SetUpBytes(ranks, directions int64) int64 {
 // full_mesh --world-size 1000 --set system.sips=32 --timing-only --bytes
 // 4K), about 1.8 KB a direction.
 const perDirectionSetUp = 2 << 10
+
+// ScaledWorlds are the smaller worlds whose probes a --timing-only run of
+// world ranks is counted from (Extrapolate): a quarter of it and a
+// sixteenth, or an eighth when a sixteenth is under 64 ranks; ok false
+// when that is under minScaledProbeWorld (under 256 ranks), where a probe
+// of the run itself costs little. Factors of 2 and 4 keep a power of two
+// one.
+func ScaledWorlds(world int) (small, large int, ok bool) {
+	large = world / 4
+	small = large / 4
+	if small < 2*minScaledProbeWorld {
+		small = large / 2
+	}
+	return small, large, small >= minScaledProbeWorld
+}
+
+// minScaledProbeWorld: below 32 ranks what a shipped algorithm keeps
+// does not grow yet as it does at scale (ring_allreduce's kernels keep
+// 257 views in all at 16 ranks, 7479 at 64 and 126262 at 256: a fit over
+// 16 and 64 put 256 at 1.7 times its views).
+const minScaledProbeWorld = 32
+
+// Extrapolate is what a run of world ranks counts, from the counts c1
+// and c2 of probes of the same run at w1 < w2 ranks, each with the same
+// chunk a rank sends a peer: every count is taken to grow as a power of
+// the world, w^b, with b fitted to the two probes (between 0 and 3: a
+// ring's kernels keep p views each, p² in all; a tree's a few, p in
+// all; an alltoall over a ring relays p² chunks a rank). What the
+// kernels keep cannot be told from the configuration (ring_allreduce
+// and ring_allreduce_manual differ 30-fold at the same messages), but
+// how it grows with the world follows from the algorithm's structure,
+// which the smaller worlds share.
+func Extrapolate(w1 int, c1 *Counts, w2 int, c2 *Counts, world int) *Counts {
+	grow := func(a, b int64) int64 {
+		if b <= 0 {
+			return 0
+		}
+		exp := 1.0
+		if a > 0 {
+			exp = math.Log(float64(b)/float64(a)) / math.Log(float64(w2)/float64(w1))
+		}
+		exp = min(3, max(0, exp))
+		n := float64(b) * math.Pow(float64(world)/float64(w2), exp)
+		if n > math.MaxInt64/4 {
+			return math.MaxInt64 / 4
+		}
+		return int64(n)
+	}
+	return &Counts{
+		Ops:                 grow(c1.Ops, c2.Ops),
+		AllocBytes:          grow(c1.AllocBytes, c2.AllocBytes),
+		Allocs:              grow(c1.Allocs, c2.Allocs),
+		TileBytes:           grow(c1.TileBytes, c2.TileBytes),
+		RetainedViews:       grow(c1.RetainedViews, c2.RetainedViews),
+		RetainedHandles:     grow(c1.RetainedHandles, c2.RetainedHandles),
+		RetainedHandleBytes: grow(c1.RetainedHandleBytes, c2.RetainedHandleBytes),
+		ProbeWorlds:         []int{w1, w2},
+	}
+}
