@@ -133,8 +133,8 @@ func TestCheckMemoryProbes(t *testing.T) {
 	}
 }
 
-// A --timing-only run from 256 ranks is counted by probes of a quarter of
-// its world and a sixteenth (an eighth under 1024), each with the run's
+// A run from 256 ranks is counted by probes of a quarter of its world and
+// a sixteenth (an eighth under 1024), each with the run's
 // chunk per peer, and extrapolated; when a smaller world does not run, by
 // a probe of the run itself; a smaller world that passes the limit
 // refuses it.
@@ -164,8 +164,8 @@ func TestCheckMemoryScaledProbes(t *testing.T) {
 			[]call{{64, 1024}, {256, 1024}}, false, true},
 		{"under 256 ranks: the run itself", "allreduce", 128, 1024, Options{TimingOnly: true}, nil,
 			[]call{{128, 1024}}, false, false},
-		{"a run that moves bytes: the run itself", "allreduce", 1024, 1024, Options{Verify: true}, nil,
-			[]call{{1024, 1024}}, false, false},
+		{"a run that moves bytes: the same", "allreduce", 1024, 1 << 20, Options{Verify: true}, nil,
+			[]call{{64, 1 << 16}, {256, 1 << 18}}, false, true},
 		{"a smaller world that does not run: the run itself", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{256: errors.New("no such topology")},
 			[]call{{64, 1 << 16}, {256, 1 << 18}, {1024, 1 << 20}}, false, false},
 		{"a smaller world passes the limit: refused", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{64: oom},

@@ -124,8 +124,9 @@ const (
 //   - from the configuration alone (Configured): the collective's
 //     buffers, the rings, and bounds on messages and kernel state from
 //     the topology's reach. It is what a run far below the limit (under
-//     half of it) and every --timing-only run is checked with: no run
-//     pays for a probe it does not need.
+//     half of it; an eighth for a --timing-only run, which it can put at
+//     0.3 of its peak) is checked with: no run pays for a probe it does
+//     not need.
 //   - counted (Counted): when the configuration's estimate of a
 //     run that moves bytes is over half the limit, a --timing-only run of
 //     the same size (the probe: the same operations, messages and kernel
@@ -133,9 +134,13 @@ const (
 //     --timing-only run) counts the data operations, the tl.alloc bytes,
 //     the tiles' bytes and, at its peak, the views and handles the
 //     kernels still hold (tl.Retention), and the estimate is made from
-//     those counts. A probe that passes the limit itself refuses
-//     the run; one that fails otherwise (a kernel that reads values) leaves
-//     the configuration's estimate.
+//     those counts. A --timing-only run over an eighth of the limit is
+//     counted too. From 256 ranks the probes are of two smaller worlds,
+//     whose counts are extrapolated (ScaledWorlds, Extrapolate): a probe
+//     of the run itself would cost what a timing-only run of it costs,
+//     twice the run for a timing-only one. A probe that passes
+//     the limit itself refuses the run; one that fails otherwise (a
+//     kernel that reads values) leaves the configuration's estimate.
 //
 // The figures are expectations of the peak resident set (VmHWM, what
 // /usr/bin/time reports and the guard samples), calibrated on the shipped
@@ -531,8 +536,8 @@ func SetUpBytes(ranks, directions int64) int64 {
 // 4K), about 1.8 KB a direction.
 const perDirectionSetUp = 2 << 10
 
-// ScaledWorlds are the smaller worlds whose probes a --timing-only run of
-// world ranks is counted from (Extrapolate): a quarter of it and a
+// ScaledWorlds are the smaller worlds whose probes a run of world ranks
+// is counted from (Extrapolate): a quarter of it and a
 // sixteenth, or an eighth when a sixteenth is under 64 ranks; ok false
 // when that is under minScaledProbeWorld (under 256 ranks), where a probe
 // of the run itself costs little. Factors of 2 and 4 keep a power of two
