@@ -79,8 +79,7 @@ func memoryCases(t *testing.T, full bool) []memoryCase {
 	// --timing-only; custom_mesh at 256 × 1M, --timing-only, 1.51, and at
 	// 128 × 1M the same cause), and which the configuration alone puts at
 	// 0.31 and 0.33 of their peak (ring_allreduce_manual at 128 × 256K and
-	// custom_mesh at 256 × 1M, --timing-only: counted now, from 256 ranks
-	// by probes of smaller worlds).
+	// custom_mesh at 256 × 1M, --timing-only: counted now).
 	return append(cases,
 		memoryCase{"ring_allreduce_manual", 64, "256K", false}, memoryCase{"ring_allreduce_manual", 256, "4K", true},
 		memoryCase{"custom_mesh", 128, "1M", true}, memoryCase{"ring_allreduce_manual", 128, "256K", true},
@@ -153,8 +152,8 @@ func firstLine(s string) string {
 
 // TestMemoryEstimateMatchesPeak holds the host memory estimate of every
 // shipped algorithm against the peak resident set of the same run: the
-// estimate counted by probes (of the run, or from 256 ranks of smaller
-// worlds for a timing-only run) within 1.5× of it, either side; the
+// estimate counted by probes (of the run, or from 1024 ranks of smaller
+// worlds) within 1.5× of it, either side; the
 // configuration's estimate, which admits runs under half the limit
 // without a probe (an eighth for a timing-only run), never under 1/1.5
 // of it for a run that moves bytes and never under a quarter of it for a

@@ -152,17 +152,16 @@ func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (host
 	return e, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
-// countRun counts a size with probe: under 256 ranks by a --timing-only
+// countRun counts a size with probe: under 1024 ranks by a --timing-only
 // run of itself (the same operations and kernel values without bytes, in
-// little memory); from 256 ranks, where that costs about what a
+// little memory); from 1024 ranks, where that costs about what a
 // --timing-only run of the size costs (minutes at 4096 ranks, and a
-// timing-only run would pay it twice), by probes of a sixteenth (or an
-// eighth) and a quarter of its world (hostmem.ScaledWorlds) with the same
-// chunk per peer, extrapolated (hostmem.Extrapolate: about 1/16 of the
-// run's work for a ring's p² messages; ring_allreduce_manual at 512 ×
-// 4K, verified, 1.06 of its peak extrapolated, 1.15 counted by a probe of
-// itself). When a smaller world does not run (a topology or placement it
-// does not fit), the run itself is the probe.
+// timing-only run would pay it twice), by probes of a sixteenth and a
+// quarter of its world (hostmem.ScaledWorlds) with the same chunk per
+// peer, extrapolated (hostmem.Extrapolate: about 1/16 of the run's work
+// for a ring's p² messages; docs/architecture.md has the runs it was
+// measured on). When a smaller world does not run (a topology or
+// placement it does not fit), the run itself is the probe.
 func (p *plan) countRun(count int64, probe probeFunc) (*hostmem.Counts, error) {
 	w1, w2, ok := hostmem.ScaledWorlds(p.world)
 	if !ok {

@@ -133,9 +133,8 @@ func TestCheckMemoryProbes(t *testing.T) {
 	}
 }
 
-// A run from 256 ranks is counted by probes of a quarter of its world and
-// a sixteenth (an eighth under 1024), each with the run's
-// chunk per peer, and extrapolated; when a smaller world does not run, by
+// A run from 1024 ranks is counted by probes of a sixteenth and a
+// quarter of its world, each with the run's chunk per peer, and extrapolated; when a smaller world does not run, by
 // a probe of the run itself; a smaller world that passes the limit
 // refuses it.
 func TestCheckMemoryScaledProbes(t *testing.T) {
@@ -158,12 +157,12 @@ func TestCheckMemoryScaledProbes(t *testing.T) {
 	}{
 		{"1024 ranks: 64 and 256", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, nil,
 			[]call{{64, 1 << 16}, {256, 1 << 18}}, false, true},
-		{"256 ranks: 32 and 64", "allreduce", 256, 1024, Options{TimingOnly: true}, nil,
-			[]call{{32, 128}, {64, 256}}, false, true},
+		{"4096 ranks: 256 and 1024", "allreduce", 4096, 1 << 20, Options{TimingOnly: true}, nil,
+			[]call{{256, 1 << 16}, {1024, 1 << 18}}, false, true},
 		{"a collective whose buffers grow with the world keeps its count", "allgather", 1024, 1024, Options{TimingOnly: true}, nil,
 			[]call{{64, 1024}, {256, 1024}}, false, true},
-		{"under 256 ranks: the run itself", "allreduce", 128, 1024, Options{TimingOnly: true}, nil,
-			[]call{{128, 1024}}, false, false},
+		{"under 1024 ranks: the run itself", "allreduce", 512, 1024, Options{TimingOnly: true}, nil,
+			[]call{{512, 1024}}, false, false},
 		{"a run that moves bytes: the same", "allreduce", 1024, 1 << 20, Options{Verify: true}, nil,
 			[]call{{64, 1 << 16}, {256, 1 << 18}}, false, true},
 		{"a smaller world that does not run: the run itself", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{256: errors.New("no such topology")},

@@ -135,7 +135,7 @@ const (
 //     the tiles' bytes and, at its peak, the views and handles the
 //     kernels still hold (tl.Retention), and the estimate is made from
 //     those counts. A --timing-only run over an eighth of the limit is
-//     counted too. From 256 ranks the probes are of two smaller worlds,
+//     counted too. From 1024 ranks the probes are of two smaller worlds,
 //     whose counts are extrapolated (ScaledWorlds, Extrapolate): a probe
 //     of the run itself would cost what a timing-only run of it costs,
 //     twice the run for a timing-only one. A probe that passes
@@ -537,25 +537,21 @@ func SetUpBytes(ranks, directions int64) int64 {
 const perDirectionSetUp = 2 << 10
 
 // ScaledWorlds are the smaller worlds whose probes a run of world ranks
-// is counted from (Extrapolate): a quarter of it and a
-// sixteenth, or an eighth when a sixteenth is under 64 ranks; ok false
-// when that is under minScaledProbeWorld (under 256 ranks), where a probe
-// of the run itself costs little. Factors of 2 and 4 keep a power of two
-// one.
+// is counted from (Extrapolate): a sixteenth and a quarter of it; ok
+// false under 1024 ranks, where the sixteenth would be under
+// minScaledProbeWorld and a probe of the run itself costs a minute at
+// most. A factor of 4 keeps a square mesh_2d square and a 1:2 one 1:2
+// (custom_mesh at 256 ranks, 16 × 16, extrapolated from 4 × 8 and 8 × 8,
+// came out at 0.69 of its peak).
 func ScaledWorlds(world int) (small, large int, ok bool) {
-	large = world / 4
-	small = large / 4
-	if small < 2*minScaledProbeWorld {
-		small = large / 2
-	}
-	return small, large, small >= minScaledProbeWorld
+	return world / 16, world / 4, world/16 >= minScaledProbeWorld
 }
 
-// minScaledProbeWorld: below 32 ranks what a shipped algorithm keeps
+// minScaledProbeWorld: below 64 ranks what a shipped algorithm keeps
 // does not grow yet as it does at scale (ring_allreduce's kernels keep
-// 257 views in all at 16 ranks, 7479 at 64 and 126262 at 256: a fit over
-// 16 and 64 put 256 at 1.7 times its views).
-const minScaledProbeWorld = 32
+// 257 views in all at 16 ranks, 7479 at 64 and 126262 at 256, about
+// 2p² from 64 on: a fit over 16 and 64 put 256 at 1.7 times its views).
+const minScaledProbeWorld = 64
 
 // Extrapolate is what a run of world ranks counts, from the counts c1
 // and c2 of probes of the same run at w1 < w2 ranks, each with the same

@@ -266,23 +266,22 @@ func TestRingGrowth(t *testing.T) {
 	}
 }
 
-// A --timing-only run from 256 ranks is counted from probes of a quarter
-// and a sixteenth of its world (an eighth when that is under 64 ranks; no
-// probe under 32).
+// A run from 1024 ranks is counted from probes of a sixteenth and a
+// quarter of its world.
 func TestScaledWorlds(t *testing.T) {
 	type worlds struct {
 		Small, Large int
 		OK           bool
 	}
 	var got []worlds
-	for _, w := range []int{2, 128, 255, 256, 512, 1000, 1024, 4096} {
+	for _, w := range []int{2, 256, 1023, 1024, 2000, 4096} {
 		s, l, ok := ScaledWorlds(w)
 		if !ok {
 			s, l = 0, 0
 		}
 		got = append(got, worlds{s, l, ok})
 	}
-	want := []worlds{{}, {}, {}, {32, 64, true}, {64, 128, true}, {125, 250, true}, {64, 256, true}, {256, 1024, true}}
+	want := []worlds{{}, {}, {}, {64, 256, true}, {125, 500, true}, {256, 1024, true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ScaledWorlds (-want +got):\n%s", diff)
 	}
