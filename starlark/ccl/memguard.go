@@ -81,7 +81,9 @@ func (p *plan) checkMemory(count int64, rg hostmem.Rings, probe probeFunc) (host
 	if p.opts.TimingOnly {
 		share = timingProbeShare
 	}
-	if probe != nil && (p.opts.ProbeMemory || limit > 0 && e.Total() > limit/share) && p.probeFits(count, rg) {
+	// A probe is not probed: it is a --timing-only run, which would count
+	// itself by a probe of itself, and so on.
+	if probe != nil && !p.opts.probe && (p.opts.ProbeMemory || limit > 0 && e.Total() > limit/share) && p.probeFits(count, rg) {
 		c, err := p.countRun(count, probe)
 		switch k := errkind.Of(err); {
 		case c != nil:

@@ -106,6 +106,7 @@ func TestCheckMemoryProbes(t *testing.T) {
 		{"not even the probe fits: no probe, the configuration's refusal", 1 << 20, Options{Verify: true}, small, nil, false, hostmem.BasisConfiguration, "--timing-only (about 20.4 MiB: too large too)"},
 		{"ProbeMemory: counted however far below", 0, Options{Verify: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
 		{"ProbeMemory counts timing-only runs too", 0, Options{TimingOnly: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
+		{"a probe is not probed (it would probe itself without end)", 8*confT - 8, Options{TimingOnly: true, probe: true}, small, nil, false, hostmem.BasisConfiguration, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -144,8 +144,9 @@ const (
 //
 // The figures are expectations of the peak resident set (VmHWM, what
 // /usr/bin/time reports and the guard samples), calibrated on the shipped
-// algorithms (TestEstimateMatchesPeak; docs/architecture.md lists
-// the measured runs), not bounds. Go 1.26, amd64.
+// algorithms (TestMemoryEstimateMatchesPeak, TestEstimateNearMeasuredPeaks;
+// docs/architecture.md lists the measured runs), not bounds. Go 1.26,
+// amd64.
 const (
 	// perRankBytes, perQPBytes: a rank's PE resources, its kernel's
 	// coroutine stack and Starlark thread, and each of its queue pairs
