@@ -227,8 +227,15 @@ func (p *plan) probeRefused(count int64, e hostmem.Estimate, err error) error {
 	if errors.As(err, &oom) {
 		held = fmt.Sprintf(" (it held %s at t=%v)", hostmem.FormatBytes(oom.Held), oom.At)
 	}
-	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
-		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(hostmem.SatMul(count, int64(p.dt.Size()))), lt, held)
+	// What the probe was: a run that moves bytes holds more than its
+	// --timing-only probe; a --timing-only run as much as a probe of
+	// itself, more than the probes of smaller worlds.
+	probe := "its --timing-only probe, which holds less,"
+	if _, _, scaled := hostmem.ScaledWorlds(p.world); p.opts.TimingOnly && !scaled {
+		probe = "a probe of it (the same --timing-only run)"
+	}
+	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: %s passed it%s; "+
+		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", flagSize(hostmem.SatMul(count, int64(p.dt.Size()))), lt, probe, held)
 	ref.Reason = fmt.Sprintf("its --timing-only probe passed --max-memory %s: raise --max-memory", lt)
 	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }

@@ -102,7 +102,7 @@ func TestCheckMemoryProbes(t *testing.T) {
 		{"timing-only, under an eighth of the limit: no probe", 8*confT + 8, Options{TimingOnly: true}, small, nil, false, hostmem.BasisConfiguration, ""},
 		{"timing-only, over an eighth of the limit: counted", 8*confT - 8, Options{TimingOnly: true}, small, nil, true, hostmem.BasisCounted, ""},
 		{"timing-only over the limit: counted, not refused by the configuration", confT - 1, Options{TimingOnly: true}, &hostmem.Counts{}, nil, true, hostmem.BasisCounted, ""},
-		{"timing-only, the probe passes the limit: refused", 1, Options{TimingOnly: true}, nil, oom, true, hostmem.BasisConfiguration, "its --timing-only probe, which holds less, passed it"},
+		{"timing-only, the probe passes the limit: refused", 1, Options{TimingOnly: true}, nil, oom, true, hostmem.BasisConfiguration, "a probe of it (the same --timing-only run) passed it (it held 1.0 GiB at t=0ns)"},
 		{"not even the probe fits: no probe, the configuration's refusal", 1 << 20, Options{Verify: true}, small, nil, false, hostmem.BasisConfiguration, "--timing-only (about 20.4 MiB: too large too)"},
 		{"ProbeMemory: counted however far below", 0, Options{Verify: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
 		{"ProbeMemory counts timing-only runs too", 0, Options{TimingOnly: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
