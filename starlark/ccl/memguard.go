@@ -206,9 +206,11 @@ func (p *plan) scaledCount(count int64, world int) int64 {
 // limit. One that is not is no help: the run is checked with the
 // configuration's estimate, whose refusal says --timing-only does not fit
 // either. A --timing-only run is always counted: the configuration cannot
-// tell what it holds, and its probes are guarded by the limit as it is.
+// tell what it holds, and its probes are guarded by the limit as it is;
+// so is a run whose probes are of smaller worlds (hostmem.ScaledWorlds),
+// which hold less than a --timing-only run of its own.
 func (p *plan) probeFits(count int64, rg hostmem.Rings) bool {
-	if p.opts.TimingOnly {
+	if _, _, scaled := hostmem.ScaledWorlds(p.world); p.opts.TimingOnly || scaled {
 		return true
 	}
 	q := *p

@@ -166,6 +166,8 @@ func TestCheckMemoryScaledProbes(t *testing.T) {
 			[]call{{512, 1024}}, false, false},
 		{"a run that moves bytes: the same", "allreduce", 1024, 1 << 20, Options{Verify: true}, nil,
 			[]call{{64, 1 << 16}, {256, 1 << 18}}, false, true},
+		{"a run that moves bytes whose own --timing-only run would not fit: the same, refused on their counts", "allreduce", 1024, 1 << 20, Options{Verify: true, MaxMemory: 1 << 20}, nil,
+			[]call{{64, 1 << 16}, {256, 1 << 18}}, true, true},
 		{"a smaller world that does not run: the run itself", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{256: errors.New("no such topology")},
 			[]call{{64, 1 << 16}, {256, 1 << 18}, {1024, 1 << 20}}, false, false},
 		{"a smaller world passes the limit: refused", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{64: oom},
@@ -189,7 +191,7 @@ func TestCheckMemoryScaledProbes(t *testing.T) {
 			if (err != nil) != tt.refused {
 				t.Fatalf("refused: %v, want %v", err, tt.refused)
 			}
-			if tt.refused {
+			if tt.refused && !tt.extrapolated {
 				return
 			}
 			var worlds []int
