@@ -102,7 +102,8 @@ func TestCheckMemoryProbes(t *testing.T) {
 		{"timing-only, under an eighth of the limit: no probe", 8*confT + 8, Options{TimingOnly: true}, small, nil, false, hostmem.BasisConfiguration, ""},
 		{"timing-only, over an eighth of the limit: counted", 8*confT - 8, Options{TimingOnly: true}, small, nil, true, hostmem.BasisCounted, ""},
 		{"timing-only over the limit: counted, not refused by the configuration", confT - 1, Options{TimingOnly: true}, &hostmem.Counts{}, nil, true, hostmem.BasisCounted, ""},
-		{"timing-only, the probe passes the limit: refused", 1, Options{TimingOnly: true}, nil, oom, true, hostmem.BasisConfiguration, "a probe of it (the same --timing-only run) passed it (it held 1.0 GiB at t=0ns)"},
+		{"timing-only, the probe passes the limit: refused", confT / 3, Options{TimingOnly: true}, nil, oom, true, hostmem.BasisConfiguration, "a probe of it (the same --timing-only run) passed it (it held 1.0 GiB at t=0ns)"},
+		{"timing-only, over 4 times the limit: no probe could admit it", confT/4 - 1, Options{TimingOnly: true}, small, nil, false, hostmem.BasisConfiguration, "needs about"},
 		{"not even the probe fits: no probe, the configuration's refusal", 1 << 20, Options{Verify: true}, small, nil, false, hostmem.BasisConfiguration, "--timing-only (about 20.4 MiB: too large too)"},
 		{"ProbeMemory: counted however far below", 0, Options{Verify: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
 		{"ProbeMemory counts timing-only runs too", 0, Options{TimingOnly: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
@@ -145,6 +146,7 @@ func TestCheckMemoryScaledProbes(t *testing.T) {
 		Count int64
 	}
 	oom := &hostmem.OutOfMemoryError{Held: 1 << 30, Limit: 1}
+	confT1024 := testPlan(t, "allreduce", 1024, Options{TimingOnly: true}).estimateMemory(1<<20, rg).Total()
 	tests := []struct {
 		name  string
 		coll  string
@@ -166,8 +168,12 @@ func TestCheckMemoryScaledProbes(t *testing.T) {
 			[]call{{512, 1024}}, false, false},
 		{"a run that moves bytes: the same", "allreduce", 1024, 1 << 20, Options{Verify: true}, nil,
 			[]call{{64, 1 << 16}, {256, 1 << 18}}, false, true},
-		{"a run that moves bytes whose own --timing-only run would not fit: the same, refused on their counts", "allreduce", 1024, 1 << 20, Options{Verify: true, MaxMemory: 1 << 20}, nil,
+		{"a run that moves bytes whose own --timing-only run would not fit: the same, refused on their counts", "allreduce", 1024, 1 << 20, Options{Verify: true, MaxMemory: confT1024 / 2}, nil,
 			[]call{{64, 1 << 16}, {256, 1 << 18}}, true, true},
+		{"over 4 times the limit from the configuration alone: no probe", "allreduce", 1024, 1 << 20, Options{Verify: true, MaxMemory: confT1024/4 - 1}, nil,
+			nil, true, false},
+		{"timing-only, the same", "allreduce", 1024, 1 << 20, Options{TimingOnly: true, MaxMemory: confT1024/4 - 1}, nil,
+			nil, true, false},
 		{"a smaller world that does not run: the run itself", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{256: errors.New("no such topology")},
 			[]call{{64, 1 << 16}, {256, 1 << 18}, {1024, 1 << 20}}, false, false},
 		{"a smaller world passes the limit: refused", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{64: oom},
