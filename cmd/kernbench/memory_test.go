@@ -37,35 +37,39 @@ func (c memoryCase) String() string {
 // memoryCases are the runs of TestMemoryEstimateMatchesPeak: every
 // shipped algorithm at 2, 8 and 32 ranks, 4K and 256K, verified and
 // timing-only (alltoall's 256K at 32 ranks is 512 MiB of buffers: left to
-// the full matrix); with full (KERNBENCH_MEMORY_MATRIX=full) also 1M and
-// 64 to 1024 ranks, and 4096 ranks timing-only. alltoall stops at 64
-// ranks there: its buffers are world² × size (8 GiB at 1024 × 4K).
+// the full matrix), and the outliers below; with full
+// (KERNBENCH_MEMORY_MATRIX=full) every shipped algorithm at 2, 8, 64 and
+// 512 ranks, 4K and 256K (and 1M to 64 ranks), and at 4096 ranks × 4K,
+// verified and timing-only. alltoall stops at 64 ranks there: its
+// buffers are world² × size (8 GiB at 1024 × 4K) and its messages grow as
+// the cube of the world (256 ranks × 4K, timing-only, runs for minutes).
 func memoryCases(t *testing.T, full bool) []memoryCase {
 	cfg, _, err := target.LoadConfig(script.Env{}, "", nil, kernbench.Files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	worlds, sizes := []int{2, 8, 32}, []string{"4K", "256K"}
+	type grid struct {
+		worlds []int
+		sizes  []string
+	}
+	grids := []grid{{[]int{2, 8, 32}, []string{"4K", "256K"}}}
 	if full {
-		worlds, sizes = []int{2, 8, 32, 64, 128, 256, 1024}, []string{"4K", "256K", "1M"}
+		grids = []grid{{[]int{2, 8, 64}, []string{"4K", "256K", "1M"}}, {[]int{512}, []string{"4K", "256K"}}, {[]int{4096}, []string{"4K"}}}
 	}
 	var cases []memoryCase
-	for _, w := range worlds {
-		for _, b := range sizes {
-			for _, a := range cfg.AlgorithmNames {
-				if a == "alltoall" && (!full && w == 32 && b != "4K" || w > 64) {
-					continue
+	for _, g := range grids {
+		for _, w := range g.worlds {
+			for _, b := range g.sizes {
+				for _, a := range cfg.AlgorithmNames {
+					if a == "alltoall" && (!full && w == 32 && b != "4K" || w > 64) {
+						continue
+					}
+					cases = append(cases, memoryCase{a, w, b, false}, memoryCase{a, w, b, true})
 				}
-				cases = append(cases, memoryCase{a, w, b, false}, memoryCase{a, w, b, true})
 			}
 		}
 	}
 	if full {
-		for _, a := range cfg.AlgorithmNames {
-			if a != "alltoall" {
-				cases = append(cases, memoryCase{a, 4096, "4K", true})
-			}
-		}
 		return cases
 	}
 	// The short matrix's outliers of the full one, in a few seconds of CPU
@@ -73,10 +77,13 @@ func memoryCases(t *testing.T, full bool) []memoryCase {
 	// counted estimate put at 1.4-1.5 times their peak
 	// (ring_allreduce_manual at 64 ranks × 256K, verified, and at 256 × 4K,
 	// --timing-only; custom_mesh at 256 × 1M, --timing-only, 1.51, and at
-	// 128 × 1M the same cause).
+	// 128 × 1M the same cause), and which the configuration alone puts at
+	// 0.31 and 0.33 of their peak (ring_allreduce_manual at 128 × 256K and
+	// custom_mesh at 256 × 1M, --timing-only: counted now).
 	return append(cases,
 		memoryCase{"ring_allreduce_manual", 64, "256K", false}, memoryCase{"ring_allreduce_manual", 256, "4K", true},
-		memoryCase{"custom_mesh", 128, "1M", true})
+		memoryCase{"custom_mesh", 128, "1M", true}, memoryCase{"ring_allreduce_manual", 128, "256K", true},
+		memoryCase{"custom_mesh", 256, "1M", true})
 }
 
 // memoryRun is what one run reported: its estimate (counted by the
@@ -145,14 +152,15 @@ func firstLine(s string) string {
 
 // TestMemoryEstimateMatchesPeak holds the host memory estimate of every
 // shipped algorithm against the peak resident set of the same run: the
-// estimate counted by a --timing-only probe within 1.5× of it, either
-// side; the configuration's estimate, which admits runs under half the
-// limit without a probe, never under 1/1.5 of it for a run that moves
-// bytes (so no run it admits passes the limit), and within 3× of it for a
-// timing-only run (which it alone admits). KERNBENCH_MEMORY_MATRIX=full
-// runs the long matrix, up to 1024 ranks and 4096 timing-only, one run at
-// a time (go test -run TestMemoryEstimateMatchesPeak -timeout 0 -v
-// ./cmd/kernbench): it takes hours and tens of GB; runs the machine
+// estimate counted by probes (of the run, or from 1024 ranks of smaller
+// worlds) within 1.5× of it, either side; the
+// configuration's estimate, which admits runs under half the limit
+// without a probe (an eighth for a timing-only run), never under 1/1.5
+// of it for a run that moves bytes and never under a quarter of it for a
+// timing-only run (so no run it admits passes half the limit).
+// KERNBENCH_MEMORY_MATRIX=full runs the long matrix, 2 to 4096 ranks,
+// one run at a time (go test -run TestMemoryEstimateMatchesPeak -timeout
+// 0 -v ./cmd/kernbench): it takes hours and tens of GB; runs the machine
 // cannot hold are refused or stopped by the default --max-memory and
 // logged, as are sizes the configuration cannot set up.
 func TestMemoryEstimateMatchesPeak(t *testing.T) {
@@ -181,8 +189,8 @@ func TestMemoryEstimateMatchesPeak(t *testing.T) {
 			switch {
 			case !c.timingOnly && q < 1/1.5:
 				t.Errorf("the configuration's estimate %s is %.2f× the peak %s: a run it admits without a probe could pass the limit", hostmem.FormatBytes(r.configured), q, hostmem.FormatBytes(r.peak))
-			case c.timingOnly && (q < 1.0/3 || q > 3):
-				t.Errorf("the timing-only estimate %s is %.2f× the peak %s: not within 3×", hostmem.FormatBytes(r.configured), q, hostmem.FormatBytes(r.peak))
+			case c.timingOnly && q < 1.0/4:
+				t.Errorf("the configuration's timing-only estimate %s is %.2f× the peak %s: a run it admits without a probe could pass half the limit", hostmem.FormatBytes(r.configured), q, hostmem.FormatBytes(r.peak))
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"kernbench"
 	"kernbench/cmd/kernbench/internal/compare"
 	"kernbench/cmd/kernbench/internal/output"
+	"kernbench/cmd/kernbench/internal/render"
 	"kernbench/cmd/kernbench/internal/shards"
 	"kernbench/cmd/kernbench/internal/tune"
 	"kernbench/engine/collective"
@@ -78,7 +79,12 @@ An algorithm that cannot be exported is reported and skipped.
 A run that fails (an algorithm that does not support the world size) is a
 row naming its error, left out of the selection; the command then exits
 with its status (name the ALGORITHMs to leave it out). -j runs the
-algorithms side by side; --shard I/N runs every N-th size (see run).`,
+algorithms side by side; --shard I/N runs every N-th size (see run).
+
+--json prints one JSON document in place of the tables: the runs as
+kernbench run A B --json has them ("runs"), and the tune's answer
+("tune": the collective, world size, winner per size with its margin,
+the sizes without one, and the select: ranges).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("tune needs the collective to tune (one of %s), as kernbench tune allreduce", strings.Join(collective.Names(), ", "))
@@ -113,6 +119,7 @@ algorithms side by side; --shard I/N runs every N-th size (see run).`,
 	f.StringVar(&o.writeSelect, "write-select", "", "write the select: section as a ccl.yaml fragment to FILE (- for stdout)")
 	f.StringVar(&o.export, "export-msccl", "", "write each range's winner as MSCCL XML with its minBytes/maxBytes into the folder DIR")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the tables")
+	f.BoolVar(&o.json, "json", false, "print one JSON document instead of the tables: the runs as compare's --json has them, the winners and the select: ranges")
 	return cmd
 }
 
@@ -181,6 +188,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	}
 	outStdout := stdout
 	if d := dests["--write-select"]; d != nil && d.Stdout() {
+		if o.json {
+			return usageErr("--write-select - writes to stdout, where --json prints the tune; give --write-select a file")
+		}
 		stdout = stderr // the fragment has stdout to itself
 	}
 	if o.export != "" {
@@ -189,7 +199,12 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		}
 	}
 	variants := compare.Expand(algs, axes, "")
-	reps, runErr := compareReports(&o.runOptions, variants, stdout, stderr)
+	tables := stdout
+	if o.json {
+		// One document: the comparison's runs go into it below.
+		tables = io.Discard
+	}
+	reps, runErr := compareReports(&o.runOptions, variants, tables, stderr)
 	if reps == nil {
 		return runErr
 	}
@@ -221,25 +236,14 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	}
 	winners := tune.PickWinners(sizes)
 	ranges := tune.SelectRanges(sweep, winners)
-	fmt.Fprintf(stdout, "\n# tune %s at world_size %d: the fastest per size\n", collective, world)
-	width := len("algorithm")
-	for _, w := range winners {
-		width = max(width, len(w.Best.Label))
-	}
-	fmt.Fprintf(stdout, "%10s  %-*s  %10s  %s\n", "size", width, "algorithm", "time(us)", "margin")
 	var missing []string
 	for _, s := range sizes {
-		i := slices.IndexFunc(winners, func(w tune.Winner) bool { return w.Bytes == s.Bytes })
-		if i < 0 {
+		if !slices.ContainsFunc(winners, func(w tune.Winner) bool { return w.Bytes == s.Bytes }) {
 			missing = append(missing, fmt.Sprint(s.Bytes))
-			fmt.Fprintf(stdout, "%10d  %-*s\n", s.Bytes, width, "(none: no run finished right)")
-			continue
 		}
-		w := winners[i]
-		fmt.Fprintf(stdout, "%10d  %-*s  %10.3f  %s\n", w.Bytes, width, w.Best.Label, w.Best.TimeNs/1000, w.Margin())
 	}
-	if len(ranges) > 0 {
-		fmt.Fprintf(stdout, "# select.%s: %s\n", collective, tune.RangesText(ranges))
+	if !o.json {
+		printTune(stdout, collective, world, sizes, winners, ranges)
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(stderr, "kernbench: tune: no run of %s finished right at %s bytes: select: has no range for them, and auto refuses them\n", collective, strings.Join(missing, ", "))
@@ -257,22 +261,64 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 			return f
 		}
 	}
+	var exported []tune.Exported
 	if o.export != "" {
-		if f := exportRanges(o, collective, ranges, winners, stdout, stderr); f != nil {
+		var f *report.Failure
+		if exported, f = exportRanges(o, collective, ranges, winners, stdout, stderr); f != nil {
 			return f
 		}
 	}
+	if o.json {
+		answer := tune.NewAnswer(collective, world, sizes, winners, ranges)
+		answer.Exported = exported
+		if sharded {
+			answer.Shard = fmt.Sprintf("%d/%d", shard.Index, shard.Count)
+		}
+		all := struct {
+			Runs []compare.Report `json:"runs"`
+			Tune tune.Answer      `json:"tune"`
+		}{Tune: answer}
+		for _, l := range reps {
+			all.Runs = append(all.Runs, compare.Report{Label: l.Label, Report: l.Rep})
+		}
+		render.JSON(stdout, all)
+	}
 	return runErr
+}
+
+// printTune prints the tune's table: the winner of each size with its
+// margin, and the select: ranges on one line.
+func printTune(stdout io.Writer, collective string, world int, sizes []tune.Size, winners []tune.Winner, ranges []config.SelectRange) {
+	fmt.Fprintf(stdout, "\n# tune %s at world_size %d: the fastest per size\n", collective, world)
+	width := len("algorithm")
+	for _, w := range winners {
+		width = max(width, len(w.Best.Label))
+	}
+	fmt.Fprintf(stdout, "%10s  %-*s  %10s  %s\n", "size", width, "algorithm", "time(us)", "margin")
+	for _, s := range sizes {
+		i := slices.IndexFunc(winners, func(w tune.Winner) bool { return w.Bytes == s.Bytes })
+		if i < 0 {
+			fmt.Fprintf(stdout, "%10d  %-*s\n", s.Bytes, width, "(none: no run finished right)")
+			continue
+		}
+		w := winners[i]
+		fmt.Fprintf(stdout, "%10d  %-*s  %10.3f  %s\n", w.Bytes, width, w.Best.Label, w.Best.TimeNs/1000, w.Margin())
+	}
+	if len(ranges) > 0 {
+		fmt.Fprintf(stdout, "# select.%s: %s\n", collective, tune.RangesText(ranges))
+	}
 }
 
 // exportRanges writes each range's winner as MSCCL XML into
 // o.export, recorded at the smallest measured size of its range, with
 // the range as minBytes/maxBytes. A winner that cannot be exported is
 // reported and skipped; a file that cannot be written fails the command.
-func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tune.Winner, stdout, stderr io.Writer) *report.Failure {
+// It returns the schedules it wrote.
+func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange, winners []tune.Winner, stdout, stderr io.Writer) ([]tune.Exported, *report.Failure) {
 	if err := os.MkdirAll(o.Env.Path(o.export), 0o755); err != nil {
-		return ioFailure(fmt.Sprintf("--export-msccl %s: %v", o.export, err), err)
+		return nil, ioFailure(fmt.Sprintf("--export-msccl %s: %v", o.export, err), err)
 	}
+	var written []tune.Exported
 	for i, r := range ranges {
 		at := int64(-1) // the measured size the range starts from
 		for _, w := range winners {
@@ -306,16 +352,17 @@ func exportRanges(o *tuneOptions, collective string, ranges []config.SelectRange
 		name := filepath.Join(o.export, fmt.Sprintf("%s_%d_%s.xml", collective, i, r.Algorithm))
 		d, err := output.Resolve(o.Env, "--export-msccl", name)
 		if err != nil {
-			return ioFailure(err.Error(), err)
+			return written, ioFailure(err.Error(), err)
 		}
 		if f := output.Write(o.Env, d, stdout, buf.Bytes()); f != nil {
-			return f
+			return written, f
 		}
-		if !o.quiet {
+		written = append(written, tune.Exported{File: name, Algorithm: r.Algorithm, Range: r.RangeString()})
+		if !o.quiet && !o.json {
 			fmt.Fprintf(stdout, "# wrote %s: %s for %s\n", name, r.Algorithm, r.RangeString())
 		}
 	}
-	return nil
+	return written, nil
 }
 
 // ioFailure is an output's failure to be written (exit status of IO).

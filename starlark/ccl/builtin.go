@@ -59,11 +59,11 @@ func (b *collectiveBench) setUp(w *world) error {
 		return err
 	}
 	if buffersFit(p, w.m, count) {
-		probe := func() (*hostmem.Counts, error) {
+		probe := func(world int, count int64) (*hostmem.Counts, error) {
 			q := *p
 			q.opts = silent(p.opts)
 			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
-			q.budget = nil
+			q.budget, q.world, q.opts.scaledProbe = nil, world, world != p.world
 			res, err := simulateOnce(&q, b.cfg, b.tgt, quiet(b.loader, q.opts), b.kernel, b.hook, count)
 			// What the probe held goes back before the run allocates.
 			debug.FreeOSMemory()
@@ -104,6 +104,9 @@ func (b *collectiveBench) spawn(w *world) {
 	}
 	if p.opts.probe {
 		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
+		if p.opts.scaledProbe {
+			r.Fine()
+		}
 		w.atClose(r.Close)
 		for i := range stats {
 			stats[i].Retained = r

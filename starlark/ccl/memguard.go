@@ -38,7 +38,8 @@ func (p *plan) memRun(count int64, m admit.Modes) hostmem.Run {
 // admission is what starlark/hostmem/admit knows of the plan's run.
 func (p *plan) admission() admit.Run {
 	return admit.Run{ElemSize: int64(p.dt.Size()), Modes: admit.Modes{TimingOnly: p.opts.TimingOnly, Verify: p.opts.Verify}, Of: p.memRun,
-		Limit: p.opts.MaxMemory, LimitIsDefault: p.opts.MaxMemoryIsDefault, ProbeAlways: p.opts.ProbeMemory}
+		Limit: p.opts.MaxMemory, LimitIsDefault: p.opts.MaxMemoryIsDefault, ProbeAlways: p.opts.ProbeMemory,
+		World: p.world, GrowsWithWorld: p.coll.SendMul || p.coll.RecvMul, IsProbe: p.opts.probe}
 }
 
 // checkMemory admits a size of count elements per rank, rg the installed

@@ -75,12 +75,14 @@ func TestCheckMemory(t *testing.T) {
 // A run whose configuration's estimate is over half the limit is counted
 // by its probe before it is admitted: the counted estimate decides; a
 // probe that passes the limit refuses the run; one that fails otherwise
-// leaves the configuration's estimate. Runs far below the limit and
-// timing-only runs pay for no probe, unless Options.ProbeMemory.
+// leaves the configuration's estimate. Runs far below the limit (under
+// an eighth of it for a timing-only run), runs over 4 times it and probes
+// pay for no probe, unless Options.ProbeMemory (not for a probe).
 func TestCheckMemoryProbes(t *testing.T) {
 	rg := hostmem.Rings{QPs: 16, NSlots: 8, SlotSize: 4096, Reach: 4}
 	const count = 1 << 20 // 4 MiB buffers
 	conf := hostmem.Configured(testPlan(t, "allreduce", 8, Options{Verify: true}).memRun(count, admit.Modes{Verify: true}), rg).Total()
+	confT := hostmem.Configured(testPlan(t, "allreduce", 8, Options{TimingOnly: true}).memRun(count, admit.Modes{TimingOnly: true}), rg).Total()
 	small := &hostmem.Counts{Ops: 1000}
 	oom := &hostmem.OutOfMemoryError{Held: 1 << 30, Limit: 1}
 	tests := []struct {
@@ -98,17 +100,22 @@ func TestCheckMemoryProbes(t *testing.T) {
 		{"over the limit: counted, admitted", conf / 2, Options{Verify: true}, small, nil, true, hostmem.BasisCounted, ""},
 		{"the probe passes the limit: refused", conf / 2, Options{Verify: true}, nil, oom, true, hostmem.BasisConfiguration, "its --timing-only probe, which holds less, passed it (it held 1.0 GiB at t=0ns)"},
 		{"the probe fails otherwise: the configuration's estimate", conf / 2, Options{Verify: true}, nil, errors.New("reads values"), true, hostmem.BasisConfiguration, "needs about"},
-		{"timing-only: no probe", 1, Options{TimingOnly: true}, small, nil, false, hostmem.BasisConfiguration, "needs about"},
+		{"timing-only, under an eighth of the limit: no probe", 8*confT + 8, Options{TimingOnly: true}, small, nil, false, hostmem.BasisConfiguration, ""},
+		{"timing-only, over an eighth of the limit: counted", 8*confT - 8, Options{TimingOnly: true}, small, nil, true, hostmem.BasisCounted, ""},
+		{"timing-only over the limit: counted, not refused by the configuration", confT - 1, Options{TimingOnly: true}, &hostmem.Counts{}, nil, true, hostmem.BasisCounted, ""},
+		{"timing-only, the probe passes the limit: refused", confT / 3, Options{TimingOnly: true}, nil, oom, true, hostmem.BasisConfiguration, "a probe of it (the same --timing-only run) passed it (it held 1.0 GiB at t=0ns)"},
+		{"timing-only, over 4 times the limit: no probe could admit it", confT/4 - 1, Options{TimingOnly: true}, small, nil, false, hostmem.BasisConfiguration, "needs about"},
 		{"not even the probe fits: no probe, the configuration's refusal", 1 << 20, Options{Verify: true}, small, nil, false, hostmem.BasisConfiguration, "--timing-only (about 20.4 MiB: too large too)"},
 		{"ProbeMemory: counted however far below", 0, Options{Verify: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
 		{"ProbeMemory counts timing-only runs too", 0, Options{TimingOnly: true, ProbeMemory: true}, small, nil, true, hostmem.BasisCounted, ""},
+		{"a probe is not probed (it would probe itself without end)", 8*confT - 8, Options{TimingOnly: true, probe: true}, small, nil, false, hostmem.BasisConfiguration, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.MaxMemory = tt.limit
 			p := testPlan(t, "allreduce", 8, tt.opts)
 			probed := false
-			e, err := p.checkMemory(count, rg, func() (*hostmem.Counts, error) {
+			e, err := p.checkMemory(count, rg, func(int, int64) (*hostmem.Counts, error) {
 				probed = true
 				return tt.counts, tt.err
 			})
@@ -124,6 +131,85 @@ func TestCheckMemoryProbes(t *testing.T) {
 			}
 			if e.Basis == hostmem.BasisCounted && tt.opts.Verify && e.Configured != conf {
 				t.Errorf("counted estimate names the configuration's %d, want %d", e.Configured, conf)
+			}
+		})
+	}
+}
+
+// A run from 1024 ranks is counted by probes of a sixteenth and a
+// quarter of its world, each with the run's chunk per peer, and
+// extrapolated; when a smaller world does not run, by a probe of the run
+// itself; a smaller world that passes the limit refuses it.
+func TestCheckMemoryScaledProbes(t *testing.T) {
+	rg := hostmem.Rings{QPs: 2048, NSlots: 8, SlotSize: 4096, Reach: 512}
+	type call struct {
+		World int
+		Count int64
+	}
+	oom := &hostmem.OutOfMemoryError{Held: 1 << 30, Limit: 1}
+	confT1024 := hostmem.Configured(testPlan(t, "allreduce", 1024, Options{TimingOnly: true}).memRun(1<<20, admit.Modes{TimingOnly: true}), rg).Total()
+	tests := []struct {
+		name  string
+		coll  string
+		world int
+		count int64
+		opts  Options
+		fail  map[int]error // the probes that fail, by world
+		calls []call
+		refused,
+		extrapolated bool
+	}{
+		{"1024 ranks: 64 and 256", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, nil,
+			[]call{{64, 1 << 16}, {256, 1 << 18}}, false, true},
+		{"4096 ranks: 256 and 1024", "allreduce", 4096, 1 << 20, Options{TimingOnly: true}, nil,
+			[]call{{256, 1 << 16}, {1024, 1 << 18}}, false, true},
+		{"a collective whose buffers grow with the world keeps its count", "allgather", 1024, 1024, Options{TimingOnly: true}, nil,
+			[]call{{64, 1024}, {256, 1024}}, false, true},
+		{"under 1024 ranks: the run itself", "allreduce", 512, 1024, Options{TimingOnly: true}, nil,
+			[]call{{512, 1024}}, false, false},
+		{"a run that moves bytes: the same", "allreduce", 1024, 1 << 20, Options{Verify: true}, nil,
+			[]call{{64, 1 << 16}, {256, 1 << 18}}, false, true},
+		{"a run that moves bytes whose own --timing-only run would not fit: the same, refused on their counts", "allreduce", 1024, 1 << 20, Options{Verify: true, MaxMemory: confT1024 / 2}, nil,
+			[]call{{64, 1 << 16}, {256, 1 << 18}}, true, true},
+		{"over 4 times the limit from the configuration alone: no probe", "allreduce", 1024, 1 << 20, Options{Verify: true, MaxMemory: confT1024/4 - 1}, nil,
+			nil, true, false},
+		{"timing-only, the same", "allreduce", 1024, 1 << 20, Options{TimingOnly: true, MaxMemory: confT1024/4 - 1}, nil,
+			nil, true, false},
+		{"a smaller world that does not run: the run itself", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{256: errors.New("no such topology")},
+			[]call{{64, 1 << 16}, {256, 1 << 18}, {1024, 1 << 20}}, false, false},
+		{"a smaller world passes the limit: refused", "allreduce", 1024, 1 << 20, Options{TimingOnly: true}, map[int]error{64: oom},
+			[]call{{64, 1 << 16}}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.ProbeMemory = true
+			p := testPlan(t, tt.coll, tt.world, tt.opts)
+			var calls []call
+			e, err := p.checkMemory(tt.count, rg, func(world int, count int64) (*hostmem.Counts, error) {
+				calls = append(calls, call{world, count})
+				if err := tt.fail[world]; err != nil {
+					return nil, err
+				}
+				return &hostmem.Counts{Ops: int64(world * world), RetainedViews: int64(world)}, nil
+			})
+			if diff := cmp.Diff(tt.calls, calls); diff != "" {
+				t.Errorf("probes (-want +got):\n%s", diff)
+			}
+			if (err != nil) != tt.refused {
+				t.Fatalf("refused: %v, want %v", err, tt.refused)
+			}
+			if tt.refused && !tt.extrapolated {
+				return
+			}
+			var worlds []int
+			if e.Counts != nil {
+				worlds = e.Counts.ProbeWorlds
+			}
+			if tt.extrapolated != (len(worlds) == 2) {
+				t.Errorf("probe worlds %v, extrapolated: want %v", worlds, tt.extrapolated)
+			}
+			if tt.extrapolated && (e.Counts.Ops != int64(tt.world*tt.world) || e.Counts.RetainedViews != int64(tt.world)) {
+				t.Errorf("extrapolated counts %+v, want %d operations and %d views", e.Counts, tt.world*tt.world, tt.world)
 			}
 		})
 	}

@@ -84,7 +84,7 @@ type Options struct {
 	Verify     bool
 	// Detail adds the busiest resources to each result (-v).
 	Detail bool
-	// ProbeMemory counts every run's host memory estimate with a probe
+	// ProbeMemory counts every run's host memory estimate with probes
 	// (checkMemory), not only one near --max-memory: for the tests that
 	// hold the estimate against measured peaks
 	// (KERNBENCH_MEMORY_PROBE=always).
@@ -164,8 +164,10 @@ type Options struct {
 	// witness: this run diagnoses a phase-2 mismatch (diagnosed): its
 	// op_log is witnessed and its operations name their tl calls.
 	witness bool
-	// probe: this run is a memory estimate's probe (tl.Retention).
-	probe bool
+	// probe: this run is a memory estimate's probe (tl.Retention);
+	// scaledProbe: one of a smaller world than the run's, whose values
+	// are followed finely (Retention.Fine).
+	probe, scaledProbe bool
 	// silent: this run is made only to learn its outcome (a diagnosis, a
 	// tried fix): its kernels' prints go nowhere.
 	silent bool

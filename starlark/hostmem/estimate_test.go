@@ -265,3 +265,43 @@ func TestRingGrowth(t *testing.T) {
 		t.Errorf("ringGrowth (-want +got):\n%s", diff)
 	}
 }
+
+// A run from 1024 ranks is counted from probes of a sixteenth and a
+// quarter of its world.
+func TestScaledWorlds(t *testing.T) {
+	type worlds struct {
+		Small, Large int
+		OK           bool
+	}
+	var got []worlds
+	for _, w := range []int{2, 256, 1023, 1024, 2000, 4096} {
+		s, l, ok := ScaledWorlds(w)
+		if !ok {
+			s, l = 0, 0
+		}
+		got = append(got, worlds{s, l, ok})
+	}
+	want := []worlds{{}, {}, {}, {64, 256, true}, {125, 500, true}, {256, 1024, true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ScaledWorlds (-want +got):\n%s", diff)
+	}
+}
+
+// Every count grows as the power of the world the two probes show: a
+// ring's views as p², a tree's as p, the fixed as p⁰; a count that
+// shrinks stays, one that grows faster than p³ is taken as p³, and one
+// the smaller probe did not see grows as p.
+func TestExtrapolate(t *testing.T) {
+	c1 := &Counts{Ops: 100, AllocBytes: 640, Allocs: 64, TileBytes: 50, RetainedViews: 4096, RetainedHandles: 0, RetainedHandleBytes: 1}
+	c2 := &Counts{Ops: 1600, AllocBytes: 2560, Allocs: 64, TileBytes: 40, RetainedViews: 4096 * 256, RetainedHandles: 10, RetainedHandleBytes: 0}
+	got := Extrapolate(64, c1, 256, c2, 1024)
+	want := &Counts{Ops: 25600, AllocBytes: 10240, Allocs: 64, TileBytes: 40, RetainedViews: 4096 * 256 * 64, RetainedHandles: 40, RetainedHandleBytes: 0,
+		ProbeWorlds: []int{64, 256}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Extrapolate (-want +got):\n%s", diff)
+	}
+	e := Counted(Run{World: 1024, TimingOnly: true}, Rings{}, got)
+	if s := e.String(); !strings.Contains(s, "counted by --timing-only probes at 64 and 256 ranks") {
+		t.Errorf("estimate %q does not say which probes counted it", s)
+	}
+}

@@ -36,11 +36,20 @@ type Retention struct {
 	// fetched tile, the tile a store writes).
 	PeakHandleBytes int64
 	Looks           int
+	// Every and Gap: every Every-th value is followed, and a look comes
+	// once the values made have grown by an eighth, at least Gap
+	// (sampleEvery and minGap; Fine makes them 1 and fineGap).
+	Every, Gap int64
 }
 
 const (
 	sampleEvery = 8
 	minGap      = 1 << 13
+	// fineGap: the gap of a fine Retention, for the small probes an
+	// estimate extrapolates from, whose few thousand values the default
+	// sampling would see at one look or none (ring_allreduce_manual at 16
+	// ranks: 304 of the thousands of handles its kernels hold).
+	fineGap = 1 << 8
 )
 
 // retentions counts the Retentions in use (the probes under way):
@@ -52,8 +61,12 @@ var retentions atomic.Int32
 // and handleCost bytes; Close ends it.
 func NewRetention(viewCost, handleCost int64) *Retention {
 	retentions.Add(1)
-	return &Retention{ViewCost: viewCost, HandleCost: handleCost}
+	return &Retention{ViewCost: viewCost, HandleCost: handleCost, Every: sampleEvery, Gap: minGap}
 }
+
+// Fine follows every value and looks from every 256 made: for
+// simulations small enough that a look costs little.
+func (r *Retention) Fine() { r.Every, r.Gap = 1, fineGap }
 
 // Close ends the following (noteView looks nothing up again once no
 // Retention is in use).
@@ -63,14 +76,14 @@ func (r *Retention) Close() { retentions.Add(-1) }
 func (r *Retention) Made() int64 { return r.made }
 
 func (r *Retention) noteView(p *Ptr) {
-	if r.made%sampleEvery == 0 {
+	if r.made%r.Every == 0 {
 		r.views = append(r.views, weak.Make(p))
 	}
 	r.note()
 }
 
 func (r *Retention) noteHandle(h *handle) {
-	if r.made%sampleEvery == 0 {
+	if r.made%r.Every == 0 {
 		r.handles = append(r.handles, weak.Make(h))
 	}
 	r.note()
@@ -81,7 +94,7 @@ func (r *Retention) note() {
 	if r.made < r.next {
 		return
 	}
-	r.next = r.made + max(minGap, r.made/8)
+	r.next = r.made + max(r.Gap, r.made/8)
 	r.Look()
 }
 
@@ -92,7 +105,7 @@ func (r *Retention) Look() {
 	r.Looks++
 	v, h := compact(r.views), compact(r.handles)
 	r.views, r.handles = r.views[:v], r.handles[:h]
-	nv, nh := int64(v)*sampleEvery, int64(h)*sampleEvery
+	nv, nh := int64(v)*r.Every, int64(h)*r.Every
 	if nv*r.ViewCost+nh*r.HandleCost > r.PeakViews*r.ViewCost+r.PeakHandles*r.HandleCost {
 		r.PeakViews, r.PeakHandles = nv, nh
 		r.PeakHandleBytes = 0
@@ -100,9 +113,9 @@ func (r *Retention) Look() {
 			if h := w.Value(); h != nil && h.Op != nil {
 				switch h.Op.Kind {
 				case machine.OpFetch:
-					r.PeakHandleBytes += h.Op.Src.N * sampleEvery
+					r.PeakHandleBytes += h.Op.Src.N * r.Every
 				case machine.OpStore:
-					r.PeakHandleBytes += h.Op.Dst.N * sampleEvery
+					r.PeakHandleBytes += h.Op.Dst.N * r.Every
 				}
 			}
 		}

@@ -34,6 +34,15 @@ type Run struct {
 	// ProbeAlways counts every size with a probe, not only one near the
 	// limit (KERNBENCH_MEMORY_PROBE=always).
 	ProbeAlways bool
+	// World is the run's ranks; GrowsWithWorld: its buffers grow with
+	// the world (allgather, reduce_scatter, alltoall), so a probe of a
+	// smaller world keeps its count per rank (scaledCount).
+	World          int
+	GrowsWithWorld bool
+	// IsProbe: this run is itself a probe, which is never probed: it is a
+	// --timing-only run, which would count itself by a probe of itself,
+	// and so on.
+	IsProbe bool
 }
 
 // configured is the configuration's estimate at count in modes m.
@@ -41,26 +50,39 @@ func (r Run) configured(count int64, rg hostmem.Rings, m Modes) hostmem.Estimate
 	return hostmem.Configured(r.Of(count, m), rg)
 }
 
-// Probe is a size's probe: a --timing-only run of it that counts what it
-// holds (hostmem.Counted) and prints and writes nothing.
-type Probe func() (*hostmem.Counts, error)
+// Probe is a size's probe: a --timing-only run of count elements per
+// rank at world ranks that counts what it holds (hostmem.Counted) and
+// prints and writes nothing.
+type Probe func(world int, count int64) (*hostmem.Counts, error)
 
 // probeShare: a run whose configuration's estimate is over 1/probeShare of
-// the limit is counted by a probe before it is admitted.
-const probeShare = 2
+// the limit is counted by a probe before it is admitted. A --timing-only
+// run's configuration cannot tell what its kernels keep, which is all it
+// holds: it is at 0.3 of the peak for kernels that keep a view and a
+// handle per piece (ring_allreduce_manual at 128 ranks × 256K); such a
+// run is counted from over 1/timingProbeShare of the limit.
+const (
+	probeShare       = 2
+	timingProbeShare = 8
+)
 
 // Check refuses a size of count elements per rank, rg the installed
 // receive rings, whose estimate is over the limit (exit 2), naming what
 // would fit. The failure wraps a *report.Refusal, which a sweep of
 // several sizes makes that size's row. probe, when not nil, counts the
-// run (hostmem.Counted) when its configuration's estimate is over half
-// the limit, or always with ProbeAlways.
+// run (hostmem.Counted, countRun) when its configuration's estimate is
+// over half the limit (an eighth for a --timing-only run), or always with
+// ProbeAlways; a probe is not probed (IsProbe).
 func (r Run) Check(count int64, rg hostmem.Rings, probe Probe) (hostmem.Estimate, error) {
 	limit := r.Limit
 	e := r.configured(count, rg, r.Modes)
 	estimate := func(m Modes) hostmem.Estimate { return r.configured(count, rg, m) }
-	if probe != nil && (r.ProbeAlways || !r.Modes.TimingOnly && limit > 0 && e.Total() > limit/probeShare) && r.probeFits(count, rg) {
-		c, err := probe()
+	share := int64(probeShare)
+	if r.Modes.TimingOnly {
+		share = timingProbeShare
+	}
+	if probe != nil && !r.IsProbe && (r.ProbeAlways || limit > 0 && e.Total() > limit/share) && r.probeFits(count, rg) {
+		c, err := r.countRun(count, probe)
 		switch k := errkind.Of(err); {
 		case c != nil:
 			conf := e.Total()
@@ -114,7 +136,7 @@ func (r Run) Check(count int64, rg hostmem.Rings, probe Probe) (hostmem.Estimate
 	lt := hostmem.LimitText(limit, r.LimitIsDefault)
 	parts := e.Parts()
 	if e.Basis == hostmem.BasisCounted {
-		parts += "; counted by a --timing-only probe"
+		parts += "; " + e.CountedBy()
 	}
 	ref.Message = fmt.Sprintf("this run (%s per rank buffer) needs about %s of host memory (%s), over --max-memory %s; alternatives: %s; or raise --max-memory",
 		config.FormatSize(hostmem.SatMul(count, sz)), hostmem.FormatBytes(e.Total()), parts, lt, strings.Join(alts, ", "))
@@ -130,16 +152,80 @@ func (r Run) Check(count int64, rg hostmem.Rings, probe Probe) (hostmem.Estimate
 	return e, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }
 
+// countRun counts a size with probe: under 1024 ranks by a --timing-only
+// run of itself (the same operations and kernel values without bytes, in
+// little memory); from 1024 ranks, where that costs about what a
+// --timing-only run of the size costs (minutes at 4096 ranks, and a
+// timing-only run would pay it twice), by probes of a sixteenth and a
+// quarter of its world (hostmem.ScaledWorlds) with the same chunk per
+// peer, extrapolated (hostmem.Extrapolate: about 1/16 of the run's work
+// for a ring's p² messages; docs/architecture.md has the runs it was
+// measured on). When a smaller world does not run (a topology or
+// placement it does not fit), the run itself is the probe.
+func (r Run) countRun(count int64, probe Probe) (*hostmem.Counts, error) {
+	w1, w2, ok := hostmem.ScaledWorlds(r.World)
+	if !ok {
+		return probe(r.World, count)
+	}
+	c1, err := probe(w1, r.scaledCount(count, w1))
+	if err != nil {
+		if k := errkind.Of(err); k == errkind.MemoryLimit || k == errkind.HostMemory {
+			return nil, err
+		}
+		return probe(r.World, count)
+	}
+	c2, err := probe(w2, r.scaledCount(count, w2))
+	if err != nil {
+		if k := errkind.Of(err); k == errkind.MemoryLimit || k == errkind.HostMemory {
+			return nil, err
+		}
+		return probe(r.World, count)
+	}
+	return hostmem.Extrapolate(w1, c1, w2, c2, r.World), nil
+}
+
+// scaledCount is the count per rank at world ranks whose chunk per peer is
+// that of count at the run's world: the same for a collective whose
+// buffers grow with the world (GrowsWithWorld), the world's share of it
+// otherwise, a whole number of elements per rank.
+func (r Run) scaledCount(count int64, world int) int64 {
+	if r.GrowsWithWorld {
+		return count
+	}
+	n := count / int64(r.World) * int64(world)
+	if count%int64(r.World) != 0 {
+		n = count * int64(world) / int64(r.World)
+	}
+	return max(1, n)
+}
+
 // probeFits says whether the probe of a size may run: the
 // configuration's estimate of it (a --timing-only run) is within the
 // limit. One that is not is no help: the run is checked with the
 // configuration's estimate, whose refusal says --timing-only does not fit
-// either.
+// either. A --timing-only run, whose configuration cannot tell what it
+// holds, and a run whose probes are of smaller worlds
+// (hostmem.ScaledWorlds), which hold less than its own --timing-only run,
+// are probed unless that estimate is over probeReach times the limit:
+// then no count could admit them, and their probes could take long (a
+// 16384-rank ring × 256M probed at 4096 ranks × 64M for minutes).
 func (r Run) probeFits(count int64, rg hostmem.Rings) bool {
+	if r.Limit <= 0 {
+		return true
+	}
 	m := r.Modes
 	m.TimingOnly = true
-	return r.Limit <= 0 || r.configured(count, rg, m).Total() <= r.Limit
+	conf := r.configured(count, rg, m).Total()
+	if _, _, scaled := hostmem.ScaledWorlds(r.World); r.Modes.TimingOnly || scaled {
+		return conf/probeReach <= r.Limit
+	}
+	return conf <= r.Limit
 }
+
+// probeReach: the configuration's estimate of a --timing-only run is at
+// most 2.4 times its peak on the shipped algorithms
+// (ring_allreduce_unidir at 512 ranks × 4K).
+const probeReach = 4
 
 // probeRefused is the refusal of a size whose probe passed the limit
 // (err): the run would hold more than its probe.
@@ -152,8 +238,15 @@ func (r Run) probeRefused(count int64, e hostmem.Estimate, err error) error {
 	if errors.As(err, &oom) {
 		held = fmt.Sprintf(" (it held %s at t=%v)", hostmem.FormatBytes(oom.Held), oom.At)
 	}
-	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: its --timing-only probe, which holds less, passed it%s; "+
-		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", config.FormatSize(hostmem.SatMul(count, r.ElemSize)), lt, held)
+	// What the probe was: a run that moves bytes holds more than its
+	// --timing-only probe; a --timing-only run as much as a probe of
+	// itself, more than the probes of smaller worlds.
+	probe := "its --timing-only probe, which holds less,"
+	if _, _, scaled := hostmem.ScaledWorlds(r.World); r.Modes.TimingOnly && !scaled {
+		probe = "a probe of it (the same --timing-only run)"
+	}
+	ref.Message = fmt.Sprintf("this run (%s per rank buffer) does not fit --max-memory %s: %s passed it%s; "+
+		"alternatives: a smaller --bytes or --world-size, or raise --max-memory", config.FormatSize(hostmem.SatMul(count, r.ElemSize)), lt, probe, held)
 	ref.Reason = fmt.Sprintf("its --timing-only probe passed --max-memory %s: raise --max-memory", lt)
 	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: ref.Message, Err: ref})
 }

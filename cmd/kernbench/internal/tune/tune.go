@@ -14,12 +14,13 @@ import (
 	"strings"
 )
 
-// Candidate is one run of a tune (a variant) at one size.
+// Candidate is one run of a tune (a variant) at one size, as --json's
+// document names it too.
 type Candidate struct {
-	Label     string   // the variant's label, as the table names it
-	Algorithm string   // its ccl.yaml algorithm
-	Set       []string // its --vary items
-	TimeNs    float64  // simulated time
+	Label     string   `json:"label"`         // the variant's label, as the table names it
+	Algorithm string   `json:"algorithm"`     // its ccl.yaml algorithm
+	Set       []string `json:"set,omitempty"` // its --vary items
+	TimeNs    float64  `json:"sim_time_ns"`   // simulated time
 }
 
 // Size is one size of the sweep and the runs that gave a right
@@ -77,6 +78,72 @@ func (w Winner) Margin() string {
 		return fmt.Sprintf("%.4f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
 	}
 	return fmt.Sprintf("%.2f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
+}
+
+// Answer is the answer of a tune in --json's document, beside the
+// comparison's runs: the winner of each size (a size no run finished
+// right is in Missing) and the ranges of select:.
+type Answer struct {
+	Collective string         `json:"collective"`
+	WorldSize  int            `json:"world_size"`
+	Sizes      []int64        `json:"sizes"`
+	Shard      string         `json:"shard,omitempty"` // "I/N": the ranges cover its sizes
+	Winners    []AnswerWinner `json:"winners"`
+	Missing    []int64        `json:"missing,omitempty"`
+	Select     []AnswerRange  `json:"select"`
+	Exported   []Exported     `json:"exported,omitempty"`
+}
+
+// AnswerWinner is a Winner in the document: the size, the winning run,
+// and the next fastest run with Speedup, its time over the winner's
+// (both absent when only one run finished right).
+type AnswerWinner struct {
+	Bytes int64 `json:"bytes"`
+	Candidate
+	RunnerUp *Candidate `json:"runner_up,omitempty"`
+	Speedup  float64    `json:"speedup,omitempty"`
+}
+
+// AnswerRange is a select: range in the document.
+type AnswerRange struct {
+	MinBytes  int64    `json:"min_bytes"`
+	MaxBytes  int64    `json:"max_bytes,omitempty"` // absent: no upper bound
+	Algorithm string   `json:"algorithm"`
+	Set       []string `json:"set,omitempty"`
+}
+
+// Exported is a schedule --export-msccl wrote.
+type Exported struct {
+	File      string `json:"file"`
+	Algorithm string `json:"algorithm"`
+	Range     string `json:"range"`
+}
+
+// NewAnswer is the answer of a tune of collective at world ranks over
+// sizes (the sizes it ran, with their runs), from its winners and ranges.
+func NewAnswer(collective string, world int, sizes []Size, winners []Winner, ranges []config.SelectRange) Answer {
+	a := Answer{Collective: collective, WorldSize: world, Sizes: []int64{}, Winners: []AnswerWinner{}, Select: []AnswerRange{}}
+	for _, s := range sizes {
+		a.Sizes = append(a.Sizes, s.Bytes)
+		if !slices.ContainsFunc(winners, func(w Winner) bool { return w.Bytes == s.Bytes }) {
+			a.Missing = append(a.Missing, s.Bytes)
+		}
+	}
+	for _, w := range winners {
+		j := AnswerWinner{Bytes: w.Bytes, Candidate: w.Best}
+		if w.RunnerUp != nil {
+			r := *w.RunnerUp
+			j.RunnerUp = &r
+			if w.Best.TimeNs > 0 {
+				j.Speedup = w.RunnerUp.TimeNs / w.Best.TimeNs
+			}
+		}
+		a.Winners = append(a.Winners, j)
+	}
+	for _, r := range ranges {
+		a.Select = append(a.Select, AnswerRange{MinBytes: r.MinBytes, MaxBytes: r.MaxBytes, Algorithm: r.Algorithm, Set: r.Set})
+	}
+	return a
 }
 
 // SelectRanges turns the winners of a sweep's sizes (sweep: all its
