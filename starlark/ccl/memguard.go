@@ -56,11 +56,34 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 		return
 	}
 	w.memoryLimit = limit
+	hostmem.Settle(limit)
 	try := hostmem.TryLessMemory(w.m.TimingOnly, w.verifies)
 	w.outOfMemory = func(held int64) error {
 		return &hostmem.OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
 	}
 	w.s.Guard = hostmem.TurnGuard(limit, w.m.TimingOnly, w.outOfMemory)
+}
+
+// checkAtReturn is the guard's sample when a rank's kernel returns: its
+// error when the process is over the limit. A kernel of a few steps that
+// sends nothing reaches neither its thread's polls (the first at 64
+// steps, and one samples only after a collection) nor the event loop's
+// guard turns: `x = [0] * 100000000` under --max-memory 200M held 1.6 GB
+// per rank and returned unseen, 8 ranks reached 3 to 9 GB and the run ended as
+// a WrongResult. Unlike TurnGuard this does not collect and sample again
+// before calling the run over the limit: what the kernel held is garbage
+// once it returned, so a second sample after debug.FreeOSMemory would
+// pass exactly the kernel this is for. Garbage of an earlier run (a
+// sweep's larger size) is what that retry is for: installGuard returned
+// it as the run started (hostmem.Settle), and the soft limit (90 % of the
+// limit) keeps the collector returning freed memory while the run goes
+// on, so a resident set over the limit here is memory this run held.
+// The error stops the simulation as the event loop's guard does (exit 3).
+func (w *world) checkAtReturn() error {
+	if h := hostmem.Sample(); h > w.memoryLimit {
+		return w.outOfMemory(h)
+	}
+	return nil
 }
 
 // memoryStop is err, the error that ended a simulation, unless the memory

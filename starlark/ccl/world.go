@@ -354,6 +354,12 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 			err := body(r, th, proc)
 			finish[r] = w.s.Now()
 			w.spent[r] = proc.Spent
+			if err == nil && w.outOfMemory != nil {
+				if oom := w.checkAtReturn(); oom != nil {
+					w.s.Stop(oom)
+					return
+				}
+			}
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
 				w.s.Stop(&failure.RankError{Rank: r, Proc: proc, Err: err})
 			}

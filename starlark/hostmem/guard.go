@@ -35,6 +35,8 @@ import (
 //     dataSampleTurns-th turn of a run that holds bytes (its stores touch
 //     fresh pages without allocating) or every sparseSampleTurns-th of a
 //     timing-only run or a replay.
+//   - when a rank's kernel returns (Sample, from starlark/ccl): a kernel
+//     of a few steps that sends nothing reaches neither of the above.
 //
 // A sample reads /proc/self/statm through a file kept open, into a buffer
 // on the stack (about 1 µs; a fresh open costs 8 µs); a poll that finds
@@ -164,6 +166,22 @@ func TurnGuard(limit int64, sparse bool, over func(held int64) error) func() err
 		}
 		return over(h)
 	}
+}
+
+// Settle is called as a run with this limit starts: when the process is
+// over the limit already, it collects and returns what the runtime holds
+// unused (an earlier run's garbage, a sweep's larger size), as TurnGuard
+// does before calling a run out of memory. A sample taken later where
+// no such retry can be made (Sample, when a kernel returns) then counts
+// this run's memory, not an earlier one's. One sample (about 1 µs) when
+// the process is under the limit.
+func Settle(limit int64) {
+	h := sampleMemory()
+	if h > limit {
+		debug.FreeOSMemory()
+		h = sampleMemory()
+	}
+	memGuard.held.Store(h)
 }
 
 // Held is the figure a run the memory watch stopped reports: the largest
