@@ -878,6 +878,26 @@ func (msg *Message) Complete(*Transfer) {
 		q.held = append(q.held, &held)
 		msg.Src.Mem.addSendReading(msg.Src)
 	}
+	msg.delivered(g, q, peer)
+	for i, w := range q.sentWaiters {
+		q.sentWaiters[i] = nil
+		w.Wake()
+	}
+	q.sentWaiters = q.sentWaiters[:0]
+	if q.InFlight == 0 && q.flushWaiter != nil {
+		wakeShared(&q.flushWaiter, &q.moreFlushers)
+	}
+	// The message is done: observers have seen it, nobody else holds it.
+	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
+	if g.Paranoid {
+		g.scan()
+	}
+}
+
+// delivered is what both halves of a delivery do once the bytes are in
+// the slot (Complete on one Sim, deliverFar on the receiver's SIP): log
+// and trace the delivery, tell the observer, wake the receiver.
+func (msg *Message) delivered(g *Group, q, peer *QueuePair) {
 	if l := g.M.epLog(peer.ep); l != nil {
 		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
 			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
@@ -903,19 +923,6 @@ func (msg *Message) Complete(*Transfer) {
 	}
 	if peer.ep.anyWaiter != nil {
 		wakeShared(&peer.ep.anyWaiter, &peer.ep.moreAny)
-	}
-	for i, w := range q.sentWaiters {
-		q.sentWaiters[i] = nil
-		w.Wake()
-	}
-	q.sentWaiters = q.sentWaiters[:0]
-	if q.InFlight == 0 && q.flushWaiter != nil {
-		wakeShared(&q.flushWaiter, &q.moreFlushers)
-	}
-	// The message is done: observers have seen it, nobody else holds it.
-	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
-	if g.Paranoid {
-		g.scan()
 	}
 }
 
@@ -954,32 +961,7 @@ func (msg *Message) deliverFar(data []byte) {
 	} else {
 		rs.arrived = true
 	}
-	if l := g.M.epLog(peer.ep); l != nil {
-		r := &oplog.Record{Rank: q.Rank, Kind: oplog.KindIPCQ, Name: "send", TStart: msg.Xfer.Issued, TEnd: msg.Xfer.Finished,
-			Src: msg.Src.Addr(), SrcSp: msg.Src.Mem.Space.Log(), Dst: msg.Dst.Addr(), DstSp: msg.Dst.Mem.Space.Log(),
-			NBytes: msg.Src.N, DType: dtype.DType(msg.Meta.DType), Count: msg.Meta.Count, Dir: q.Dir, SenderSeq: msg.Meta.Seq}
-		if l.Witnessed() {
-			r.Produced = msg.Dst.View()
-			if msg.Meta.Origin != nil {
-				r.Origin = fmt.Sprintf("rank %d's send %s #%d at %v", q.Rank, q.Dir, msg.Meta.Seq, msg.Meta.Origin)
-			}
-		}
-		l.Add(r)
-	}
-	if tr := g.M.TraceOf(peer.ep.PE); tr != nil {
-		pid := peer.ep.PE.ID + 1
-		tr.Instant(pid, tr.RxTid(pid, peer.Dir), fmt.Sprintf("deliver #%d from rank %d", msg.Meta.Seq, q.Rank), msg.Xfer.Finished, map[string]any{"bytes": msg.Src.N, "slot": msg.Slot})
-	}
-	if g.OnDeliver != nil {
-		g.OnDeliver(q, msg)
-	}
-	if w := peer.recvWaiter; w != nil {
-		peer.recvWaiter = nil
-		w.Wake()
-	}
-	if peer.ep.anyWaiter != nil {
-		wakeShared(&peer.ep.anyWaiter, &peer.ep.moreAny)
-	}
+	msg.delivered(g, q, peer)
 }
 
 // sentNear is the sender's half of Complete for a message whose transfer
