@@ -42,8 +42,13 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	}
 	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1,
+		f := report.WithKind(errkind.Init, &report.Failure{Rank: -1,
 			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.File, script.Format(err)), Err: err})
+		if msg, tb, bt, ok := script.LoadFailure(err); ok {
+			f.Msg = fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.File, msg)
+			f.Detail, f.Backtrace = tb, bt
+		}
+		return nil, f
 	}
 	kernel, err := target.EntryPoint(globals, tgt.File, "kernel")
 	if err != nil {

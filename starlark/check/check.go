@@ -330,7 +330,7 @@ func LoadProblems(err error) []string {
 		}
 		return out
 	}
-	return []string{script.Format(err)}
+	return []string{script.FormatLoad(err)}
 }
 
 // isFail reports an error raised by the script's own fail(): an intended
