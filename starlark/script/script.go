@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -78,6 +79,34 @@ func (s Source) Exists(name string) bool {
 		return err == nil
 	}
 	return false
+}
+
+// StarFiles names the .star files of folder dir that ReadFile finds, on
+// disk and in the embedded copy, without their .star and leaving out
+// test files (*_test.star): what a "no such file" suggests instead.
+// Sorted, each once.
+func (s Source) StarFiles(dir string) []string {
+	seen := map[string]bool{}
+	add := func(name string, isDir bool) {
+		if !isDir && strings.HasSuffix(name, ".star") && !strings.HasSuffix(name, "_test.star") {
+			seen[strings.TrimSuffix(name, ".star")] = true
+		}
+	}
+	if !s.Env.NoDisk {
+		if ents, err := os.ReadDir(s.Env.Path(dir)); err == nil {
+			for _, e := range ents {
+				add(e.Name(), e.IsDir())
+			}
+		}
+	}
+	if s.Embedded != nil && !filepath.IsAbs(dir) {
+		if ents, err := fs.ReadDir(s.Embedded, path.Clean(filepath.ToSlash(dir))); err == nil {
+			for _, e := range ents {
+				add(e.Name(), e.IsDir())
+			}
+		}
+	}
+	return sortedKeys(seen)
 }
 
 // Loader executes modules and caches them; load() goes through it.
