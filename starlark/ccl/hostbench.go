@@ -61,7 +61,7 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	}
 	// Host benches run their sizes one after the other (the bench's own
 	// loader is shared by its run_rank calls).
-	return p.sweep(tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*report.Result, error) {
+	return p.sweep(cfg, tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*report.Result, error) {
 		return diagnosed(p.opts, func(o Options) (*report.Result, error) {
 			pp := *p
 			pp.opts = o

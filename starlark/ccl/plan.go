@@ -14,6 +14,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"kernbench/engine/config"
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
@@ -24,12 +25,16 @@ import (
 	"kernbench/starlark/script"
 	"kernbench/starlark/sweep"
 	"kernbench/starlark/target"
+	"kernbench/starlark/wiring"
 )
 
 // sweep runs one simulation per size (starlark/sweep: in order, or with
 // opts.Jobs > 1 and a loader up to Jobs at once, each on its own
 // machine) and collects the report.
-func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error)) (*report.Report, error) {
+func (p *plan) sweep(cfg *config.Config, tgt *target.Target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error)) (*report.Report, error) {
+	if err := p.preflight(cfg, tgt.Settings); err != nil {
+		return nil, err
+	}
 	rep := &report.Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.Settings.BufferKind, Backpressure: tgt.Settings.Backpressure, DataSpace: p.dataSpace.String(),
 		TimingOnly: p.opts.TimingOnly, BufferKindWhy: tgt.BufferKindWhy, StagingWhy: tgt.StagingWhy}
@@ -93,6 +98,31 @@ func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, onc
 		defer func() { p.budget = nil }()
 	}
 	return rep, sw.Run()
+}
+
+// preflight refuses, before the first size runs, what newWorld would
+// refuse at every size of the sweep alike: --fault entries the machine
+// does not have, a world larger than the machine, --trace-ranks outside
+// the world. Found at the first size instead, they were reported "at size
+// 1 of N of the sweep" as if another size might run (and --trace-ranks,
+// checked only by the size that writes the trace, the last, after every
+// other size had run). The messages are newWorld's.
+func (p *plan) preflight(cfg *config.Config, set config.Settings) error {
+	mp := wiring.MachineParams(cfg.System, set)
+	if err := wiring.CheckFaults(cfg.System, mp); err != nil {
+		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if err := mp.Holds(p.world); err != nil {
+		return report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if p.opts.Trace != nil {
+		for _, r := range p.opts.TraceRanks {
+			if r < 0 || r >= p.world {
+				return usage("--trace-ranks: rank %d is not in this run of %d rank(s)", r, p.world)
+			}
+		}
+	}
+	return nil
 }
 
 // sweepBuffers is the pool of a sweep's memories: the slices one size's

@@ -245,7 +245,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	if problems := tgt.CallProblems(kernel, pl.call(cfg.File)); len(problems) > 0 {
 		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}
-	return pl.sweep(tgt, tgt.File, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
+	return pl.sweep(cfg, tgt, tgt.File, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
 }
