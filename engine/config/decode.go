@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"kernbench/engine/spelling"
 )
 
 // Error is a ccl.yaml decoding error.
@@ -253,12 +255,17 @@ func (r *rule) field(key string) *field {
 }
 
 func (r *rule) allowed() string {
+	return strings.Join(r.keys(), ", ")
+}
+
+// keys are the keys of r's fields, sorted.
+func (r *rule) keys() []string {
 	keys := make([]string, len(r.fields))
 	for i, f := range r.fields {
 		keys[i] = f.key
 	}
 	slices.Sort(keys)
-	return strings.Join(keys, ", ")
+	return keys
 }
 
 func join(path, key string) string {
@@ -304,7 +311,7 @@ func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) {
 		byKey := make(map[string]pair, len(pairs))
 		for _, p := range pairs {
 			if r.field(p.key) == nil {
-				d.add(d.errorf(p.k, "%s: unknown key %q (allowed: %s)", pathOrTop(path), p.key, r.allowed()))
+				d.add(d.errorf(p.k, "%s: unknown key %q (allowed: %s)%s", pathOrTop(path), p.key, r.allowed(), spelling.Hint(p.key, r.keys())))
 				continue
 			}
 			byKey[p.key] = p
@@ -587,7 +594,7 @@ check:
 		case cur.fields != nil:
 			f := cur.field(key)
 			if f == nil {
-				return fail("%s: unknown key %q (allowed: %s)", pathOrTop(path), key, cur.allowed())
+				return fail("%s: unknown key %q (allowed: %s)%s", pathOrTop(path), key, cur.allowed(), spelling.Hint(key, cur.keys()))
 			}
 			cur = f.rule
 		case cur.entry != nil:

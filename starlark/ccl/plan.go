@@ -18,6 +18,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/engine/spelling"
 	"kernbench/engine/topology"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
@@ -211,7 +212,7 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		p.topology = "ring_1d"
 	}
 	if topoFrom != "" && !slices.Contains(topology.Names(), p.topology) {
-		return nil, usage("%s: unknown topology %q: want one of %s", topoFrom, p.topology, strings.Join(topology.Names(), ", "))
+		return nil, usage("%s: unknown topology %q: want one of %s%s", topoFrom, p.topology, strings.Join(topology.Names(), ", "), spelling.Hint(p.topology, topology.Names()))
 	}
 	if p.topology != "mesh_2d" && len(opts.Compared) == 0 {
 		// Only a mesh_2d reads its shape: the run (and a --vary row
