@@ -166,6 +166,9 @@ type plan struct {
 	opts      Options
 	params    []starlark.Tuple
 	root      int // root rank of broadcast and reduce
+	// collDefault: nothing named the collective (no --collective,
+	// ccl.yaml entry or COLLECTIVE), so the run is an allreduce.
+	collDefault bool
 	// bufs passes the simulated memories' large slices from one size of a
 	// sweep to the next (and between -j workers' sizes): set by sweep for
 	// runs that move data.
@@ -224,6 +227,7 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		}
 	}
 	coll, collFrom := "allreduce", ""
+	p.collDefault = opts.Collective == "" && (tgt.Entry == nil || tgt.Entry.Collective == "") && globals["COLLECTIVE"] == nil
 	switch {
 	case opts.Collective != "":
 		coll, collFrom = opts.Collective, opts.optionName("--collective")+": "
