@@ -443,7 +443,7 @@ func TestLoadErrors(t *testing.T) {
 				"ccl.yaml:9: algorithms.a.collective: got \"allgatherr\", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall; did you mean \"allgather\"?\n" +
 				`ccl.yaml:10: system: unknown key "sip" (allowed: cubes_per_sip, faults, links, math, memory, pes_per_cube, placement, sips); did you mean "sips"?`},
 		{"duplicate keys and a bad default algorithm", lines("defaults:", "  algorithm: b", "  n_slots: 2", "  n_slots: 3", "algorithms:", "  a: {module: a.star, module: b.star}"),
-			"ccl.yaml:2: defaults.algorithm: got \"b\", want one of the algorithms: a; did you mean \"a\"?\n" +
+			"ccl.yaml:2: defaults.algorithm: got \"b\", want one of the algorithms: a\n" +
 				"ccl.yaml:4: defaults: duplicate key \"n_slots\" (first at ccl.yaml:3)\n" +
 				"ccl.yaml:6: algorithms.a: duplicate key \"module\" (first at ccl.yaml:6)"},
 		{"a mistake per entry", lines("defaults: {algorithm: a}", "algorithms:", "  a: {module: a.star, n_slots: 0}", "  b: {modul: b.star}", "  9c: {module: c.star}"),
@@ -527,7 +527,7 @@ func TestSetErrors(t *testing.T) {
 		{"bad size", with(), []string{"defaults.slot_size=4Q"},
 			`--set defaults.slot_size=4Q: defaults.slot_size: invalid size "4Q": unknown unit "Q" (want B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB)`},
 		{"unknown default algorithm", with(), []string{"defaults.algorithm=b"},
-			`--set defaults.algorithm=b: defaults.algorithm: got "b", want one of the algorithms: a; did you mean "a"?`},
+			`--set defaults.algorithm=b: defaults.algorithm: got "b", want one of the algorithms: a`},
 		{"new algorithm without module", with(), []string{"algorithms.b.topology=none"},
 			`--set algorithms.b.topology=none: algorithms.b.module is required`},
 		{"new algorithm with a bad name", with(), []string{"algorithms.2b.module=b.star"},

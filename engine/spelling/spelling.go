@@ -11,7 +11,9 @@ import (
 )
 
 // Closest is the name of names that s differs from only in case, else
-// the one within edit distance 2 of s (the nearest, first on ties), or "".
+// the nearest (first on ties) within edit distance 2 of s, and within
+// half the longer name's length: two edits make any short word another
+// ("add" is not a misspelt "avg"), or "".
 func Closest(s string, names []string) string {
 	for _, n := range names {
 		if n != s && strings.EqualFold(n, s) {
@@ -20,7 +22,8 @@ func Closest(s string, names []string) string {
 	}
 	best, bestD := "", 3
 	for _, n := range names {
-		if d := levenshtein.ComputeDistance(s, n); d < bestD {
+		d := levenshtein.ComputeDistance(s, n)
+		if d < bestD && 2*d <= max(len(s), len(n)) {
 			best, bestD = n, d
 		}
 	}

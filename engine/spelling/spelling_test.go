@@ -3,7 +3,7 @@ package spelling
 import "testing"
 
 func TestClosest(t *testing.T) {
-	names := []string{"n_slots", "slot_size", "hbm", "tcm", "allgather", "allreduce"}
+	names := []string{"n_slots", "slot_size", "hbm", "tcm", "allgather", "allreduce", "avg", "a", "sip", "sips"}
 	for _, tc := range []struct{ in, want string }{
 		{"n_slot", "n_slots"},
 		{"HBM", "hbm"}, // case only, whatever the distance
@@ -11,6 +11,9 @@ func TestClosest(t *testing.T) {
 		{"n_slots", "n_slots"}, // itself
 		{"nonesuch", ""},
 		{"dram", ""},
+		{"add", ""},    // two edits from "avg", but three letters
+		{"b", ""},      // one letter is any other
+		{"sip", "sip"}, // itself again, with a close name about
 	} {
 		if got := Closest(tc.in, names); got != tc.want {
 			t.Errorf("Closest(%q) = %q, want %q", tc.in, got, tc.want)
