@@ -456,7 +456,7 @@ func TestLoadErrors(t *testing.T) {
 		{"syntax error", with("    params: {x: [1, 2}"),
 			`ccl.yaml:6: did not find expected ',' or ']'`},
 		{"tab indentation", lines("defaults:", "\talgorithm: a"),
-			`ccl.yaml:2: found character that cannot start any token`},
+			`ccl.yaml:2: found character that cannot start any token (the line is indented with a tab: YAML indents with spaces)`},
 		{"two documents", with("---", "defaults: {}"),
 			`ccl.yaml:6: want a single YAML document, found another`},
 		{"unknown alias", with("    params: *p"),

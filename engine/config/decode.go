@@ -522,6 +522,11 @@ func (d *decoder) yamlError(err error, data []byte) error {
 	if line == 0 {
 		return &Error{Pos: d.name, Msg: msg}
 	}
+	if ls := strings.Split(string(data), "\n"); line <= len(ls) && strings.HasPrefix(ls[line-1], "\t") {
+		// yaml.v3 says "found character that cannot start any token"
+		// of a line indented with a tab, which an editor shows as spaces.
+		msg += " (the line is indented with a tab: YAML indents with spaces)"
+	}
 	return &Error{Pos: d.name + ":" + strconv.Itoa(line), Msg: msg}
 }
 
