@@ -172,8 +172,12 @@ func Resolve(arg string, cfg *config.Config, cfgDir string, src script.Source) (
 			if a.ModuleSet != "" {
 				where = a.ModuleSet // not the entry's line in the file
 			}
+			hint := ""
+			if near := registry.Closest(strings.TrimSuffix(filepath.Base(file), ".star"), src.StarFiles(filepath.Dir(file))); near != "" {
+				hint = fmt.Sprintf("; did you mean %s?", filepath.Join(filepath.Dir(a.Module), near+".star"))
+			}
 			return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1,
-				Msg: fmt.Sprintf("%s: algorithms.%s.module: %s: no such file", where, arg, file)})
+				Msg: fmt.Sprintf("%s: algorithms.%s.module: %s: no such file%s", where, arg, file, hint)})
 		}
 		return &Target{Name: arg, File: file, Entry: a, Settings: set}, nil
 	}
