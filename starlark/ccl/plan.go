@@ -301,7 +301,13 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		}
 	}
 	if p.root < 0 || p.root >= p.world {
-		return nil, usage("root %d is outside world_size %d", p.root, p.world)
+		// Named as it was given: --root (or the mock's root=), else the
+		// algorithm's ccl.yaml params.
+		from := opts.optionName("--root")
+		if !opts.RootGiven {
+			from = fmt.Sprintf("algorithms.%s.params.root", p.algoName)
+		}
+		return nil, usage("%s %d is outside world_size %d (ranks 0 to %d)", from, p.root, p.world, p.world-1)
 	}
 	switch {
 	case len(opts.Counts) > 0:
