@@ -277,6 +277,8 @@ func TestLoadErrors(t *testing.T) {
 		// Unknown keys, at every level.
 		{"unknown top-level key", with("sytem: {}"),
 			`ccl.yaml:6: top level: unknown key "sytem" (allowed: algorithms, defaults, select, system); did you mean "system"?`},
+		{"defaults key at the top", with("world_size: 4"),
+			`ccl.yaml:6: top level: unknown key "world_size" (allowed: algorithms, defaults, select, system); did you mean defaults.world_size (under defaults:)?`},
 		{"unknown defaults key", lines("defaults:", "  algorithm: a", "  n_slot: 4", "algorithms: {a: {module: a.star}}"),
 			`ccl.yaml:3: defaults: unknown key "n_slot" (allowed: ` + defaultsKeys + `); did you mean "n_slots"?`},
 		{"unknown algorithm key", with("    modul: a.star"),
@@ -496,6 +498,8 @@ func TestSetErrors(t *testing.T) {
 			`--set defaults..n_slots=4: empty key in path "defaults..n_slots"`},
 		{"unknown section", with(), []string{"default.n_slots=4"},
 			`--set default.n_slots=4: top level: unknown key "default" (allowed: algorithms, defaults, select, system); did you mean "defaults"?`},
+		{"defaults key without defaults.", with(), []string{"vc_weights.comm=4"},
+			`--set vc_weights.comm=4: top level: unknown key "vc_weights" (allowed: algorithms, defaults, select, system); did you mean defaults.vc_weights.comm?`},
 		{"unknown key", with(), []string{"defaults.n_slot=4"},
 			`--set defaults.n_slot=4: defaults: unknown key "n_slot" (allowed: algorithm, backpressure, buffer_kind, channels, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size); did you mean "n_slots"?`},
 		// Past 64 channels no topology installs: the error blamed the

@@ -311,7 +311,13 @@ func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) {
 		byKey := make(map[string]pair, len(pairs))
 		for _, p := range pairs {
 			if r.field(p.key) == nil {
-				d.add(d.errorf(p.k, "%s: unknown key %q (allowed: %s)%s", pathOrTop(path), p.key, r.allowed(), spelling.Hint(p.key, r.keys())))
+				hint := spelling.Hint(p.key, r.keys())
+				if df := r.field("defaults"); path == "" && hint == "" && df != nil && df.rule.field(p.key) != nil {
+					// world_size: 4 at the top: the run settings are
+					// under defaults:.
+					hint = fmt.Sprintf("; did you mean defaults.%s (under defaults:)?", p.key)
+				}
+				d.add(d.errorf(p.k, "%s: unknown key %q (allowed: %s)%s", pathOrTop(path), p.key, r.allowed(), hint))
 				continue
 			}
 			byKey[p.key] = p
@@ -599,7 +605,13 @@ check:
 		case cur.fields != nil:
 			f := cur.field(key)
 			if f == nil {
-				return fail("%s: unknown key %q (allowed: %s)%s", pathOrTop(path), key, cur.allowed(), spelling.Hint(key, cur.keys()))
+				hint := spelling.Hint(key, cur.keys())
+				if df := r.field("defaults"); i == 0 && hint == "" && df != nil && df.rule.field(key) != nil {
+					// --vary world_size=4,8: the run settings are under
+					// defaults.
+					hint = fmt.Sprintf("; did you mean defaults.%s?", keyPath)
+				}
+				return fail("%s: unknown key %q (allowed: %s)%s", pathOrTop(path), key, cur.allowed(), hint)
 			}
 			cur = f.rule
 		case cur.entry != nil:
