@@ -276,23 +276,25 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		// Unknown keys, at every level.
 		{"unknown top-level key", with("sytem: {}"),
-			`ccl.yaml:6: top level: unknown key "sytem" (allowed: algorithms, defaults, select, system)`},
+			`ccl.yaml:6: top level: unknown key "sytem" (allowed: algorithms, defaults, select, system); did you mean "system"?`},
+		{"defaults key at the top", with("world_size: 4"),
+			`ccl.yaml:6: top level: unknown key "world_size" (allowed: algorithms, defaults, select, system); did you mean defaults.world_size (under defaults:)?`},
 		{"unknown defaults key", lines("defaults:", "  algorithm: a", "  n_slot: 4", "algorithms: {a: {module: a.star}}"),
-			`ccl.yaml:3: defaults: unknown key "n_slot" (allowed: ` + defaultsKeys + `)`},
+			`ccl.yaml:3: defaults: unknown key "n_slot" (allowed: ` + defaultsKeys + `); did you mean "n_slots"?`},
 		{"unknown algorithm key", with("    modul: a.star"),
-			`ccl.yaml:6: algorithms.a: unknown key "modul" (allowed: ` + entryKeys + `)`},
+			`ccl.yaml:6: algorithms.a: unknown key "modul" (allowed: ` + entryKeys + `); did you mean "module"?`},
 		{"algorithm key not allowed per algorithm", with("    algorithm: a"),
 			`ccl.yaml:6: algorithms.a: unknown key "algorithm" (allowed: ` + entryKeys + `)`},
 		{"unknown vc_weights key", lines("defaults:", "  algorithm: a", "  vc_weights: {compute: 1, com: 2}", "algorithms: {a: {module: a.star}}"),
-			`ccl.yaml:3: defaults.vc_weights: unknown key "com" (allowed: comm, compute)`},
+			`ccl.yaml:3: defaults.vc_weights: unknown key "com" (allowed: comm, compute); did you mean "comm"?`},
 		{"unknown system key", with("system:", "  sip: 2"),
-			`ccl.yaml:7: system: unknown key "sip" (allowed: cubes_per_sip, faults, links, math, memory, pes_per_cube, placement, sips)`},
+			`ccl.yaml:7: system: unknown key "sip" (allowed: cubes_per_sip, faults, links, math, memory, pes_per_cube, placement, sips); did you mean "sips"?`},
 		{"unknown link", with("system:", "  links:", "    nvlink: {}"),
 			`ccl.yaml:8: system.links: unknown key "nvlink" (allowed: pcie, pe_noc, ucie)`},
 		{"unknown link key", with("system:", "  links:", "    ucie: {bandwidth: 1}"),
 			`ccl.yaml:8: system.links.ucie: unknown key "bandwidth" (allowed: bandwidth_gbps, latency_ns)`},
 		{"unknown memory", with("system:", "  memory: {dram: {}}"),
-			`ccl.yaml:7: system.memory: unknown key "dram" (allowed: hbm, sram, tcm)`},
+			`ccl.yaml:7: system.memory: unknown key "dram" (allowed: hbm, sram, tcm); did you mean "sram"?`},
 		{"unknown memory key", with("system:", "  memory:", "    tcm:", "      size: 1MiB"),
 			`ccl.yaml:9: system.memory.tcm: unknown key "size" (allowed: bandwidth_gbps, capacity, latency_ns)`},
 		{"unknown math key", with("system: {math: {flops: 1}}"),
@@ -345,17 +347,17 @@ func TestLoadErrors(t *testing.T) {
 
 		// Bad enum values.
 		{"bad buffer_kind", lines("defaults:", "  algorithm: a", "  world_size: 8", "  buffer_kind: dram", "algorithms: {a: {module: a.star}}"),
-			`ccl.yaml:4: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram`},
+			`ccl.yaml:4: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram; did you mean "sram"?`},
 		{"int buffer_kind", lines("defaults:", "  algorithm: a", "  buffer_kind: 3", "algorithms: {a: {module: a.star}}"),
 			`ccl.yaml:3: defaults.buffer_kind: got 3, want one of tcm, hbm, sram`},
 		{"bad backpressure", lines("defaults:", "  algorithm: a", "  backpressure: spin", "algorithms: {a: {module: a.star}}"),
 			`ccl.yaml:3: defaults.backpressure: got "spin", want one of sleep, poll`},
 		{"bad per-algorithm buffer_kind", with("    buffer_kind: HBM"),
-			`ccl.yaml:6: algorithms.a.buffer_kind: got "HBM", want one of tcm, hbm, sram`},
+			`ccl.yaml:6: algorithms.a.buffer_kind: got "HBM", want one of tcm, hbm, sram; did you mean "hbm"?`},
 		{"bad topology", with("    topology: torus"),
 			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
 		{"bad collective", with("    collective: all_reduce"),
-			`ccl.yaml:6: algorithms.a.collective: got "all_reduce", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall`},
+			`ccl.yaml:6: algorithms.a.collective: got "all_reduce", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall; did you mean "allreduce"?`},
 
 		// Out of range.
 		{"zero n_slots", lines("defaults:", "  algorithm: a", "  n_slots: 0", "algorithms: {a: {module: a.star}}"),
@@ -437,18 +439,18 @@ func TestLoadErrors(t *testing.T) {
 		// Every mistake, in file order, each with its line; a mistake
 		// does not hide the ones after it.
 		{"several mistakes", lines("defaults:", "  algorithm: a", "  n_slot: 4", "  world_size: many", "algorithms:", "  a:", "    module: a.star", "    topolgy: ring_1d", "    collective: allgatherr", "system: {sip: 2}"),
-			`ccl.yaml:3: defaults: unknown key "n_slot" (allowed: ` + defaultsKeys + ")\n" +
+			`ccl.yaml:3: defaults: unknown key "n_slot" (allowed: ` + defaultsKeys + `); did you mean "n_slots"?` + "\n" +
 				"ccl.yaml:4: defaults.world_size: got \"many\", want int\n" +
-				`ccl.yaml:8: algorithms.a: unknown key "topolgy" (allowed: ` + entryKeys + ")\n" +
-				"ccl.yaml:9: algorithms.a.collective: got \"allgatherr\", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall\n" +
-				`ccl.yaml:10: system: unknown key "sip" (allowed: cubes_per_sip, faults, links, math, memory, pes_per_cube, placement, sips)`},
+				`ccl.yaml:8: algorithms.a: unknown key "topolgy" (allowed: ` + entryKeys + `); did you mean "topology"?` + "\n" +
+				"ccl.yaml:9: algorithms.a.collective: got \"allgatherr\", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall; did you mean \"allgather\"?\n" +
+				`ccl.yaml:10: system: unknown key "sip" (allowed: cubes_per_sip, faults, links, math, memory, pes_per_cube, placement, sips); did you mean "sips"?`},
 		{"duplicate keys and a bad default algorithm", lines("defaults:", "  algorithm: b", "  n_slots: 2", "  n_slots: 3", "algorithms:", "  a: {module: a.star, module: b.star}"),
 			"ccl.yaml:2: defaults.algorithm: got \"b\", want one of the algorithms: a\n" +
 				"ccl.yaml:4: defaults: duplicate key \"n_slots\" (first at ccl.yaml:3)\n" +
 				"ccl.yaml:6: algorithms.a: duplicate key \"module\" (first at ccl.yaml:6)"},
 		{"a mistake per entry", lines("defaults: {algorithm: a}", "algorithms:", "  a: {module: a.star, n_slots: 0}", "  b: {modul: b.star}", "  9c: {module: c.star}"),
 			"ccl.yaml:3: algorithms.a.n_slots: got 0, want >= 1\n" +
-				`ccl.yaml:4: algorithms.b: unknown key "modul" (allowed: ` + entryKeys + ")\n" +
+				`ccl.yaml:4: algorithms.b: unknown key "modul" (allowed: ` + entryKeys + `); did you mean "module"?` + "\n" +
 				"ccl.yaml:4: algorithms.b.module is required\n" +
 				"ccl.yaml:5: algorithms: name \"9c\" is not an identifier (want letters, digits and _, not starting with a digit)"},
 
@@ -456,7 +458,7 @@ func TestLoadErrors(t *testing.T) {
 		{"syntax error", with("    params: {x: [1, 2}"),
 			`ccl.yaml:6: did not find expected ',' or ']'`},
 		{"tab indentation", lines("defaults:", "\talgorithm: a"),
-			`ccl.yaml:2: found character that cannot start any token`},
+			`ccl.yaml:2: found character that cannot start any token (the line is indented with a tab: YAML indents with spaces)`},
 		{"two documents", with("---", "defaults: {}"),
 			`ccl.yaml:6: want a single YAML document, found another`},
 		{"unknown alias", with("    params: *p"),
@@ -495,9 +497,11 @@ func TestSetErrors(t *testing.T) {
 		{"empty path element", with(), []string{"defaults..n_slots=4"},
 			`--set defaults..n_slots=4: empty key in path "defaults..n_slots"`},
 		{"unknown section", with(), []string{"default.n_slots=4"},
-			`--set default.n_slots=4: top level: unknown key "default" (allowed: algorithms, defaults, select, system)`},
+			`--set default.n_slots=4: top level: unknown key "default" (allowed: algorithms, defaults, select, system); did you mean "defaults"?`},
+		{"defaults key without defaults.", with(), []string{"vc_weights.comm=4"},
+			`--set vc_weights.comm=4: top level: unknown key "vc_weights" (allowed: algorithms, defaults, select, system); did you mean defaults.vc_weights.comm?`},
 		{"unknown key", with(), []string{"defaults.n_slot=4"},
-			`--set defaults.n_slot=4: defaults: unknown key "n_slot" (allowed: algorithm, backpressure, buffer_kind, channels, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size)`},
+			`--set defaults.n_slot=4: defaults: unknown key "n_slot" (allowed: algorithm, backpressure, buffer_kind, channels, deadlock_timeout_ns, ipcq_credit_size_bytes, ipcq_overhead_ns, max_sim_time_ns, mesh_shape, n_slots, poll_interval_ns, slot_size, vc_chunk_size, vc_weights, world_size); did you mean "n_slots"?`},
 		// Past 64 channels no topology installs: the error blamed the
 		// algorithm file for the --set value.
 		{"channels over the topologies' bound", with(), []string{"defaults.channels=1000000"},
@@ -519,11 +523,11 @@ func TestSetErrors(t *testing.T) {
 		{"too precise", with(), []string{"system.links.ucie.bandwidth_gbps=1.0005"},
 			`--set system.links.ucie.bandwidth_gbps=1.0005: system.links.ucie.bandwidth_gbps: got 1.0005, want at most 3 decimal places (bandwidth is kept in whole bytes per µs)`},
 		{"bad enum", with(), []string{"defaults.buffer_kind=dram"},
-			`--set defaults.buffer_kind=dram: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram`},
+			`--set defaults.buffer_kind=dram: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram; did you mean "sram"?`},
 		{"empty value", with(), []string{"defaults.buffer_kind="},
 			`--set defaults.buffer_kind=: defaults.buffer_kind: got null, want one of tcm, hbm, sram`},
 		{"unknown key inside a mapping value", with(), []string{"defaults.vc_weights={compute: 1, com: 3}"},
-			`--set defaults.vc_weights={compute: 1, com: 3}: defaults.vc_weights: unknown key "com" (allowed: comm, compute)`},
+			`--set defaults.vc_weights={compute: 1, com: 3}: defaults.vc_weights: unknown key "com" (allowed: comm, compute); did you mean "comm"?`},
 		{"bad size", with(), []string{"defaults.slot_size=4Q"},
 			`--set defaults.slot_size=4Q: defaults.slot_size: invalid size "4Q": unknown unit "Q" (want B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB)`},
 		{"unknown default algorithm", with(), []string{"defaults.algorithm=b"},

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"kernbench/engine/spelling"
 )
 
 // Error is a ccl.yaml decoding error.
@@ -253,12 +255,17 @@ func (r *rule) field(key string) *field {
 }
 
 func (r *rule) allowed() string {
+	return strings.Join(r.keys(), ", ")
+}
+
+// keys are the keys of r's fields, sorted.
+func (r *rule) keys() []string {
 	keys := make([]string, len(r.fields))
 	for i, f := range r.fields {
 		keys[i] = f.key
 	}
 	slices.Sort(keys)
-	return strings.Join(keys, ", ")
+	return keys
 }
 
 func join(path, key string) string {
@@ -304,7 +311,13 @@ func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) {
 		byKey := make(map[string]pair, len(pairs))
 		for _, p := range pairs {
 			if r.field(p.key) == nil {
-				d.add(d.errorf(p.k, "%s: unknown key %q (allowed: %s)", pathOrTop(path), p.key, r.allowed()))
+				hint := spelling.Hint(p.key, r.keys())
+				if df := r.field("defaults"); path == "" && hint == "" && df != nil && df.rule.field(p.key) != nil {
+					// world_size: 4 at the top: the run settings are
+					// under defaults:.
+					hint = fmt.Sprintf("; did you mean defaults.%s (under defaults:)?", p.key)
+				}
+				d.add(d.errorf(p.k, "%s: unknown key %q (allowed: %s)%s", pathOrTop(path), p.key, r.allowed(), hint))
 				continue
 			}
 			byKey[p.key] = p
@@ -515,6 +528,11 @@ func (d *decoder) yamlError(err error, data []byte) error {
 	if line == 0 {
 		return &Error{Pos: d.name, Msg: msg}
 	}
+	if ls := strings.Split(string(data), "\n"); line <= len(ls) && strings.HasPrefix(ls[line-1], "\t") {
+		// yaml.v3 says "found character that cannot start any token"
+		// of a line indented with a tab, which an editor shows as spaces.
+		msg += " (the line is indented with a tab: YAML indents with spaces)"
+	}
 	return &Error{Pos: d.name + ":" + strconv.Itoa(line), Msg: msg}
 }
 
@@ -587,7 +605,13 @@ check:
 		case cur.fields != nil:
 			f := cur.field(key)
 			if f == nil {
-				return fail("%s: unknown key %q (allowed: %s)", pathOrTop(path), key, cur.allowed())
+				hint := spelling.Hint(key, cur.keys())
+				if df := r.field("defaults"); i == 0 && hint == "" && df != nil && df.rule.field(key) != nil {
+					// --vary world_size=4,8: the run settings are under
+					// defaults.
+					hint = fmt.Sprintf("; did you mean defaults.%s?", keyPath)
+				}
+				return fail("%s: unknown key %q (allowed: %s)%s", pathOrTop(path), key, cur.allowed(), hint)
 			}
 			cur = f.rule
 		case cur.entry != nil:

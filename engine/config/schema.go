@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kernbench/engine/spelling"
 	"kernbench/engine/topology"
 )
 
@@ -107,8 +108,8 @@ func rootRule(c *Config) *rule {
 				return nil
 			}
 			if _, ok := c.Algorithms[c.Defaults.Algorithm]; !ok && d.defaultAlgorithm != nil && len(c.Algorithms) > 0 {
-				return d.errorf(d.defaultAlgorithm, "defaults.algorithm: got %s, want one of the algorithms: %s",
-					strconv.Quote(c.Defaults.Algorithm), knownList(c.AlgorithmNames))
+				return d.errorf(d.defaultAlgorithm, "defaults.algorithm: got %s, want one of the algorithms: %s%s",
+					strconv.Quote(c.Defaults.Algorithm), knownList(c.AlgorithmNames), spelling.Hint(c.Defaults.Algorithm, c.AlgorithmNames))
 			}
 			return nil
 		},
@@ -375,7 +376,7 @@ func enumLeaf(p *string, allowed []string, emptyOK bool) *rule {
 		ok := n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" &&
 			(slices.Contains(allowed, n.Value) || emptyOK && n.Value == "")
 		if !ok {
-			return d.errorf(n, "%s: got %s, want one of %s", path, describe(n), strings.Join(allowed, ", "))
+			return d.errorf(n, "%s: got %s, want one of %s%s", path, describe(n), strings.Join(allowed, ", "), spelling.Hint(n.Value, allowed))
 		}
 		*p = n.Value
 		return nil

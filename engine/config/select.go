@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"kernbench/engine/spelling"
 )
 
 // AutoAlgorithm is the algorithm name that runs, for each size, the
@@ -281,7 +283,7 @@ func (c *Config) checkSelect(d *decoder) {
 			a, ok := c.Algorithms[r.Algorithm]
 			switch {
 			case !ok:
-				d.add(d.errorf(n, "%s.algorithm: got %q, want one of the algorithms: %s", path, r.Algorithm, knownList(c.AlgorithmNames)))
+				d.add(d.errorf(n, "%s.algorithm: got %q, want one of the algorithms: %s%s", path, r.Algorithm, knownList(c.AlgorithmNames), spelling.Hint(r.Algorithm, c.AlgorithmNames)))
 			case a.Collective != "" && a.Collective != sn.collective:
 				d.add(d.errorf(n, "%s.algorithm: %s is an algorithm of %s, not %s", path, r.Algorithm, a.Collective, sn.collective))
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"kernbench/engine/spelling"
 )
 
 // DType is an element type. The zero value is invalid.
@@ -178,7 +180,7 @@ func ParseRedOp(s string) (RedOp, error) {
 			return r, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown reduction %q: want one of %s", s, strings.Join(redOpNames[Sum:], ", "))
+	return 0, fmt.Errorf("unknown reduction %q: want one of %s%s", s, strings.Join(redOpNames[Sum:], ", "), spelling.Hint(s, redOpNames[Sum:]))
 }
 
 // Pairwise returns the elementwise Op that combines two partial results of

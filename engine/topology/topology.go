@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"kernbench/engine/spelling"
 )
 
 // Spec is one builtin topology: its name, the directions it installs (as
@@ -176,7 +178,7 @@ const MaxChannels = 64
 func Builtin(name string, worldSize int, meshShape []int, channels int) (*Topology, error) {
 	spec, ok := lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("unknown topology %q: want one of %s", name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("unknown topology %q: want one of %s%s", name, strings.Join(names, ", "), spelling.Hint(name, names))
 	}
 	if worldSize < 1 {
 		return nil, fmt.Errorf("%s: got world_size %d, want at least 1", name, worldSize)

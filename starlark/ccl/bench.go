@@ -1,6 +1,7 @@
 package ccl
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"kernbench/starlark/hostmem"
@@ -241,4 +242,15 @@ func (b *buffers) verify(res *report.Result) {
 		res.Wrong += int64(wrong)
 	}
 	res.Verified = res.Wrong == 0
+	if res.Wrong > 0 && !p.opts.InPlace && len(b.inputs) == len(b.send) {
+		// A kernel that writes its sendbuf out of place (tl.copy(sendbuf,
+		// x) for tl.copy(x, sendbuf)) sends what it wrote, and its wrong
+		// elements look unrelated to the mistake: NaN copied from a
+		// recvbuf even reads as "never written".
+		for r := range b.send {
+			if !bytes.Equal(b.send[r].Reg.View(), b.inputs[r]) {
+				res.SendWritten = append(res.SendWritten, r)
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"kernbench/engine/collective"
 	"kernbench/engine/dtype"
+	"kernbench/engine/spelling"
 )
 
 // Collective is a builtin collective of the collective table with the
@@ -30,7 +31,7 @@ func Collectives() []Collective {
 func LookupCollective(name string) (Collective, error) {
 	c, ok := collective.Lookup(name)
 	if !ok {
-		return Collective{}, fmt.Errorf("unknown collective %q (want one of %s)", name, strings.Join(collective.Names(), ", "))
+		return Collective{}, fmt.Errorf("unknown collective %q (want one of %s)%s", name, strings.Join(collective.Names(), ", "), spelling.Hint(name, collective.Names()))
 	}
 	return Collective{c}, nil
 }

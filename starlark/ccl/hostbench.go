@@ -42,8 +42,13 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	}
 	globals, err := loader.Load(tgt.File)
 	if err != nil {
-		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1,
+		f := report.WithKind(errkind.Init, &report.Failure{Rank: -1,
 			Msg: fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.File, script.Format(err)), Err: err})
+		if msg, tb, bt, ok := script.LoadFailure(err); ok {
+			f.Msg = fmt.Sprintf("init_process_group: algorithm %q (%s): %s", name, tgt.File, msg)
+			f.Detail, f.Backtrace = tb, bt
+		}
+		return nil, f
 	}
 	kernel, err := target.EntryPoint(globals, tgt.File, "kernel")
 	if err != nil {
@@ -56,7 +61,7 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	}
 	// Host benches run their sizes one after the other (the bench's own
 	// loader is shared by its run_rank calls).
-	return p.sweep(tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*report.Result, error) {
+	return p.sweep(cfg, tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*report.Result, error) {
 		return diagnosed(p.opts, func(o Options) (*report.Result, error) {
 			pp := *p
 			pp.opts = o

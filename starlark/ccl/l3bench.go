@@ -52,7 +52,9 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 		if len(opts.BenchFlags) == 1 {
 			it = "it"
 		}
-		return rep, usage("%s cannot take effect: %s is an L3 bench (it defines main(orch) and no kernel), which makes its own traffic: "+
+		// No report: refused before the run, not at a size of a --sweep
+		// it was given.
+		return nil, usage("%s cannot take effect: %s is an L3 bench (it defines main(orch) and no kernel), which makes its own traffic: "+
 			"the collective bench's buffers, ranks and topology are not used; drop %s", strings.Join(opts.BenchFlags, ", "), file, it)
 	}
 	res, err := diagnosed(opts, func(o Options) (*report.Result, error) {

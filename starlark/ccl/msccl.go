@@ -176,7 +176,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		tgt.Settings.BufferKind = place.Rings.String()
 		tgt.Staging, tgt.BufferKindWhy, tgt.StagingWhy = place.Staging, place.RingsWhy, place.StagingWhy
 	}
-	return pl.sweep(tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
+	return pl.sweep(cfg, tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		// Each size has its own record of where the thread blocks are.
 		pr := mscclio.NewProgress(a.File)
 		pp := *p

@@ -14,9 +14,11 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"kernbench/engine/config"
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/engine/spelling"
 	"kernbench/engine/topology"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
@@ -24,12 +26,16 @@ import (
 	"kernbench/starlark/script"
 	"kernbench/starlark/sweep"
 	"kernbench/starlark/target"
+	"kernbench/starlark/wiring"
 )
 
 // sweep runs one simulation per size (starlark/sweep: in order, or with
 // opts.Jobs > 1 and a loader up to Jobs at once, each on its own
 // machine) and collects the report.
-func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error)) (*report.Report, error) {
+func (p *plan) sweep(cfg *config.Config, tgt *target.Target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error)) (*report.Report, error) {
+	if err := p.preflight(cfg, tgt.Settings); err != nil {
+		return nil, err
+	}
 	rep := &report.Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
 		WorldSize: p.world, BufferKind: tgt.Settings.BufferKind, Backpressure: tgt.Settings.Backpressure, DataSpace: p.dataSpace.String(),
 		TimingOnly: p.opts.TimingOnly, BufferKindWhy: tgt.BufferKindWhy, StagingWhy: tgt.StagingWhy}
@@ -95,6 +101,31 @@ func (p *plan) sweep(tgt *target.Target, file string, loader *script.Loader, onc
 	return rep, sw.Run()
 }
 
+// preflight refuses, before the first size runs, what newWorld would
+// refuse at every size of the sweep alike: --fault entries the machine
+// does not have, a world larger than the machine, --trace-ranks outside
+// the world. Found at the first size instead, they were reported "at size
+// 1 of N of the sweep" as if another size might run (and --trace-ranks,
+// checked only by the size that writes the trace, the last, after every
+// other size had run). The messages are newWorld's.
+func (p *plan) preflight(cfg *config.Config, set config.Settings) error {
+	mp := wiring.MachineParams(cfg.System, set)
+	if err := wiring.CheckFaults(cfg.System, mp); err != nil {
+		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if err := mp.Holds(p.world); err != nil {
+		return report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+	}
+	if p.opts.Trace != nil {
+		for _, r := range p.opts.TraceRanks {
+			if r < 0 || r >= p.world {
+				return usage("--trace-ranks: rank %d is not in this run of %d rank(s)", r, p.world)
+			}
+		}
+	}
+	return nil
+}
+
 // sweepBuffers is the pool of a sweep's memories: the slices one size's
 // memories leave are the next size's (already backed pages, cleared
 // where written), and when a larger size lets go of the smaller ones
@@ -135,6 +166,9 @@ type plan struct {
 	opts      Options
 	params    []starlark.Tuple
 	root      int // root rank of broadcast and reduce
+	// collDefault: nothing named the collective (no --collective,
+	// ccl.yaml entry or COLLECTIVE), so the run is an allreduce.
+	collDefault bool
 	// bufs passes the simulated memories' large slices from one size of a
 	// sweep to the next (and between -j workers' sizes): set by sweep for
 	// runs that move data.
@@ -181,7 +215,7 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		p.topology = "ring_1d"
 	}
 	if topoFrom != "" && !slices.Contains(topology.Names(), p.topology) {
-		return nil, usage("%s: unknown topology %q: want one of %s", topoFrom, p.topology, strings.Join(topology.Names(), ", "))
+		return nil, usage("%s: unknown topology %q: want one of %s%s", topoFrom, p.topology, strings.Join(topology.Names(), ", "), spelling.Hint(p.topology, topology.Names()))
 	}
 	if p.topology != "mesh_2d" && len(opts.Compared) == 0 {
 		// Only a mesh_2d reads its shape: the run (and a --vary row
@@ -193,6 +227,7 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		}
 	}
 	coll, collFrom := "allreduce", ""
+	p.collDefault = opts.Collective == "" && (tgt.Entry == nil || tgt.Entry.Collective == "") && globals["COLLECTIVE"] == nil
 	switch {
 	case opts.Collective != "":
 		coll, collFrom = opts.Collective, opts.optionName("--collective")+": "
@@ -266,7 +301,13 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		}
 	}
 	if p.root < 0 || p.root >= p.world {
-		return nil, usage("root %d is outside world_size %d", p.root, p.world)
+		// Named as it was given: --root (or the mock's root=), else the
+		// algorithm's ccl.yaml params.
+		from := opts.optionName("--root")
+		if !opts.RootGiven {
+			from = fmt.Sprintf("algorithms.%s.params.root", p.algoName)
+		}
+		return nil, usage("%s %d is outside world_size %d (ranks 0 to %d)", from, p.root, p.world, p.world-1)
 	}
 	switch {
 	case len(opts.Counts) > 0:

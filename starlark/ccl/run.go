@@ -245,9 +245,29 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	if problems := tgt.CallProblems(kernel, pl.call(cfg.File)); len(problems) > 0 {
 		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}
-	return pl.sweep(tgt, tgt.File, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
+	rep, err := pl.sweep(cfg, tgt, tgt.File, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
+	return rep, defaultCollectiveHint(pl, tgt.File, err)
+}
+
+// defaultCollectiveHint adds to an OutOfBounds of a run whose collective
+// nothing named that it ran as an allreduce: a kernel written for
+// allgather, reduce_scatter or alltoall and left without its COLLECTIVE
+// slices its buffers as that collective's, which allreduce's are too short
+// for, and the error alone (a slice of a view) does not say why.
+func defaultCollectiveHint(p *plan, file string, err error) error {
+	var f *report.Failure
+	if err == nil || !p.collDefault || !errors.As(err, &f) || f.ErrorKind() != errkind.OutOfBounds {
+		return err
+	}
+	f.Hint = fmt.Sprintf("%s names no collective (no COLLECTIVE = \"...\" in it, no ccl.yaml entry, no --collective), so it ran as an allreduce, "+
+		"whose sendbuf and recvbuf both hold count elements: if it implements another collective, say so with COLLECTIVE", file)
+	if f.Detail != "" {
+		f.Detail += "\n"
+	}
+	f.Detail += "hint: " + f.Hint
+	return err
 }
 
 // testFileHint ends the load error of a *_test.star file given to run by

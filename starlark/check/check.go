@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.starlark.net/resolve"
@@ -235,7 +236,37 @@ func Run(file string, o Options) []string {
 			}
 		}
 	}
-	problems = append(problems, groupSizeFailures(failures)...)
+	grouped := groupSizeFailures(failures)
+	if hook != nil && len(grouped) > 0 && len(admissible) > 0 {
+		// The sizes below some size fail and those above pass: likely
+		// sizes the algorithm does not support (a ring of next and
+		// prev needs 3 ranks), which neighbors() says with fail().
+		var ok, bad []int
+		for _, a := range admissible {
+			w, _ := strconv.Atoi(a)
+			ok = append(ok, w)
+		}
+		for _, f := range failures {
+			bad = append(bad, f.w)
+		}
+		slices.Sort(ok)
+		slices.Sort(bad)
+		sizesText := func(ws []int) string {
+			if len(ws) == 1 {
+				return "world_size " + sizeRanges(ws)
+			}
+			return "world_sizes " + sizeRanges(ws)
+		}
+		if bad[len(bad)-1] < ok[0] {
+			verb := "pass"
+			if len(ok) == 1 {
+				verb = "passes"
+			}
+			grouped[len(grouped)-1] += fmt.Sprintf("\nhint: %s %s; if the algorithm does not support %s, its neighbors() says so with fail(...), and check skips the sizes it refuses",
+				sizesText(ok), verb, sizesText(bad))
+		}
+	}
+	problems = append(problems, grouped...)
 	if len(tooLarge) > 0 {
 		more := ""
 		if n := len(tooLarge) - 1; n > 0 {
@@ -270,7 +301,7 @@ func Run(file string, o Options) []string {
 		}
 	}
 	if len(admissible) == 0 {
-		add(syntax.Position{}, "no world size in %v is admissible for topology %q", sizes, p.Topology)
+		add(syntax.Position{}, "no world size in %s is admissible for topology %q", sizeRanges(slices.Sorted(slices.Values(sizes))), p.Topology)
 		dirs = nil
 	}
 	if data, err := src.ReadFile(tgt.File); err == nil {
@@ -330,7 +361,7 @@ func LoadProblems(err error) []string {
 		}
 		return out
 	}
-	return []string{script.Format(err)}
+	return []string{script.FormatLoad(err)}
 }
 
 // isFail reports an error raised by the script's own fail(): an intended

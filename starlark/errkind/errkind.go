@@ -72,7 +72,7 @@ type Kinded interface {
 var (
 	Usage          = &Kind{"UsageError", ExitUsage, Run, "a bad flag value, argument or file name"}
 	Config         = &Kind{"ConfigError", ExitUsage, Run, "ccl.yaml, --config or --set does not decode or validate"}
-	Load           = &Kind{"LoadError", ExitUsage, Run, "a .star file does not parse, resolve or load, or lacks its entry function"}
+	Load           = &Kind{"LoadError", ExitUsage, Run, "a .star file does not parse, resolve or load, fails while its top level runs, or lacks its entry function"}
 	Init           = &Kind{"InitError", ExitUsage, Run, "the simulated machine cannot be built for the run (topology, neighbors(), the bench's set-up)"}
 	MSCCL          = &Kind{"MSCCLError", ExitUsage, Run, "an MSCCL XML schedule does not parse or validate"}
 	IO             = &Kind{"IOError", ExitUsage, Run, "an output (--trace, --oplog, --cpuprofile, --csv, --plot, --export-msccl, --export-chakra, docs --stubs) cannot be written, while the run writes it or after; a path refused before the run (a folder, a block device, a missing folder) is a UsageError"}

@@ -239,5 +239,11 @@ func L3(err error) error {
 
 // Load is a module's load error as a LoadError failure.
 func Load(err error) error {
-	return StepLimit(report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: script.Format(err), Err: err}))
+	f := report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: script.Format(err), Err: err})
+	if msg, tb, bt, ok := script.LoadFailure(err); ok {
+		// file:line and the error first, the traceback after it, as a
+		// kernel's error is reported.
+		f.Msg, f.Detail, f.Backtrace = msg, tb, bt
+	}
+	return StepLimit(f)
 }

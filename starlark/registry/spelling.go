@@ -3,21 +3,15 @@ package registry
 import (
 	"fmt"
 
-	"github.com/agnivade/levenshtein"
+	"kernbench/engine/spelling"
 )
 
-// Closest is the name within edit distance 2 of s (the nearest, first on
-// ties), or "". The static check (kernbench check) and the run-time
+// Closest is spelling.Closest: the name s differs from only in case, else
+// the one within edit distance 2 of s (the nearest, first on ties), or "". The static check (kernbench check) and the run-time
 // attribute error both hint with it, so a misspelt name gets the same
 // "did you mean" from either.
 func Closest(s string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := levenshtein.ComputeDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
+	return spelling.Closest(s, names)
 }
 
 // NoSuchAttr is the error for recv.name when recv (spelt as scripts spell

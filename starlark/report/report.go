@@ -109,7 +109,11 @@ type Result struct {
 	FirstWrong  *WrongElem `json:"first_wrong,omitempty"`
 	// WrongRanges are the wrong elements of each rank that has some.
 	WrongRanges []RankWrong `json:"wrong_ranges,omitempty"`
-	Phase2      string      `json:"phase2_mismatch,omitempty"`
+	// SendWritten are the ranks whose kernel wrote into its sendbuf in
+	// a wrong out-of-place run (the sendbuf is input only there): what
+	// such a rank sent afterwards was not its input.
+	SendWritten []int  `json:"sendbuf_written,omitempty"`
+	Phase2      string `json:"phase2_mismatch,omitempty"`
 	// Phase2Diagnosis explains a mismatch of the builtin bench (runOnce).
 	Phase2Diagnosis *Phase2Diagnosis `json:"phase2_diagnosis,omitempty"`
 	// Mismatch is the phase-2 mismatch found, for its diagnosis (not

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -78,6 +79,34 @@ func (s Source) Exists(name string) bool {
 		return err == nil
 	}
 	return false
+}
+
+// StarFiles names the .star files of folder dir that ReadFile finds, on
+// disk and in the embedded copy, without their .star and leaving out
+// test files (*_test.star): what a "no such file" suggests instead.
+// Sorted, each once.
+func (s Source) StarFiles(dir string) []string {
+	seen := map[string]bool{}
+	add := func(name string, isDir bool) {
+		if !isDir && strings.HasSuffix(name, ".star") && !strings.HasSuffix(name, "_test.star") {
+			seen[strings.TrimSuffix(name, ".star")] = true
+		}
+	}
+	if !s.Env.NoDisk {
+		if ents, err := os.ReadDir(s.Env.Path(dir)); err == nil {
+			for _, e := range ents {
+				add(e.Name(), e.IsDir())
+			}
+		}
+	}
+	if s.Embedded != nil && !filepath.IsAbs(dir) {
+		if ents, err := fs.ReadDir(s.Embedded, path.Clean(filepath.ToSlash(dir))); err == nil {
+			for _, e := range ents {
+				add(e.Name(), e.IsDir())
+			}
+		}
+	}
+	return sortedKeys(seen)
 }
 
 // Loader executes modules and caches them; load() goes through it.
@@ -497,6 +526,76 @@ func Format(err error) string {
 		return b.String()
 	}
 	return err.Error()
+}
+
+// LoadFailure splits an error raised while a file's top level ran (its
+// own statements, or those of a file it load()s) into the line a report
+// leads with, "file:line:col: message" at the innermost Starlark frame
+// that failed, and the Starlark traceback that follows it: the frames of
+// every load() on the way, outermost first, as Traceback prints them.
+// A load()ed file that does not parse leads with its syntax error. ok is
+// false when err is no Starlark evaluation error (a syntax error of the
+// file itself, a missing file) or holds resolve errors (of the file or one
+// it loads, every one listed): Format renders those.
+func LoadFailure(err error) (msg, traceback string, backtrace []string, ok bool) {
+	var ee *starlark.EvalError
+	var el resolve.ErrorList
+	if !errors.As(err, &ee) || errors.As(err, &el) {
+		return "", "", nil, false
+	}
+	var stack starlark.CallStack
+	for {
+		stack = append(stack, ee.CallStack...)
+		var inner *starlark.EvalError
+		if !errors.As(ee.Unwrap(), &inner) {
+			break
+		}
+		ee = inner
+	}
+	var se syntax.Error
+	if errors.As(ee.Unwrap(), &se) {
+		msg = se.Error()
+	} else {
+		// The innermost frame of the script's own code: a builtin that
+		// raised the error names itself in the message ("int: …").
+		var at syntax.Position
+		for i := len(ee.CallStack) - 1; i >= 0; i-- {
+			if p := ee.CallStack[i].Pos; p.Filename() != "<builtin>" {
+				at = p
+				break
+			}
+		}
+		msg = ee.Msg
+		if at.IsValid() {
+			msg = at.String() + ": " + msg
+			if i := strings.Index(ee.Msg, at.String()+": "); i >= 0 {
+				// A refused load() names its statement already
+				// ("f.star:1:1: refused: …"): from there on.
+				msg = ee.Msg[i:]
+			}
+		}
+	}
+	if len(stack) > 0 {
+		traceback = "Traceback (most recent call last):\n  " + strings.Join(frameLines(stack), "\n  ")
+	}
+	for _, fr := range stack {
+		backtrace = append(backtrace, fmt.Sprintf("%s: in %s", fr.Pos, fr.Name))
+	}
+	return msg, traceback, backtrace, true
+}
+
+// FormatLoad renders a load error for the user: LoadFailure's message with
+// its traceback on the lines after it, or Format's text for any other
+// error.
+func FormatLoad(err error) string {
+	msg, tb, _, ok := LoadFailure(err)
+	if !ok {
+		return Format(err)
+	}
+	if tb == "" {
+		return msg
+	}
+	return msg + "\n" + tb
 }
 
 // Traceback is err's Starlark call stack without its message, for a report

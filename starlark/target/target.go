@@ -172,14 +172,18 @@ func Resolve(arg string, cfg *config.Config, cfgDir string, src script.Source) (
 			if a.ModuleSet != "" {
 				where = a.ModuleSet // not the entry's line in the file
 			}
+			hint := ""
+			if near := registry.Closest(strings.TrimSuffix(filepath.Base(file), ".star"), src.StarFiles(filepath.Dir(file))); near != "" {
+				hint = fmt.Sprintf("; did you mean %s?", filepath.Join(filepath.Dir(a.Module), near+".star"))
+			}
 			return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1,
-				Msg: fmt.Sprintf("%s: algorithms.%s.module: %s: no such file", where, arg, file)})
+				Msg: fmt.Sprintf("%s: algorithms.%s.module: %s: no such file%s", where, arg, file, hint)})
 		}
 		return &Target{Name: arg, File: file, Entry: a, Settings: set}, nil
 	}
 	t := &Target{File: arg, Settings: cfg.Defaults}
 	if !src.Exists(arg) {
-		return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: no such file", arg)})
+		return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%s: no such file%s", arg, missingHint(arg, cfg, src))})
 	}
 	// The file's ccl.yaml entry, if any: the one whose module is this very
 	// file. A file that merely shares a shipped algorithm's base name (a
@@ -211,4 +215,44 @@ func EntryPoint(globals starlark.StringDict, file, name string) (starlark.Callab
 		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", name, v.Type())})
 	}
 	return c, nil
+}
+
+// missingHint is what a file argument that does not exist may have meant,
+// as the unknown algorithm name's error gives it: a bench of benches/
+// (--bench NAME looks for benches/NAME.star) or, for any other path, an
+// .star file beside the one named or an algorithm of ccl.yaml, the
+// closest by edit distance (registry.Closest), with the names to choose
+// from.
+func missingHint(arg string, cfg *config.Config, src script.Source) string {
+	dir, base := filepath.Dir(arg), strings.TrimSuffix(filepath.Base(arg), ".star")
+	if dir == "benches" {
+		benches := src.StarFiles(dir)
+		if len(benches) == 0 {
+			return ""
+		}
+		hint := fmt.Sprintf(" (the benches kernbench run --bench NAME runs: %s)", strings.Join(benches, ", "))
+		if near := registry.Closest(base, benches); near != "" {
+			hint += fmt.Sprintf("; did you mean --bench %s?", near)
+		}
+		return hint
+	}
+	if _, ok := cfg.Algorithms[base]; ok {
+		// A shipped (or configured) algorithm named by its file name, from
+		// a folder that does not hold the file.
+		return fmt.Sprintf("; %s is an algorithm of %s: kernbench run %s runs it", base, cfg.File, base)
+	}
+	siblings := src.StarFiles(dir)
+	known := ""
+	if dir == "." {
+		// A bare file name: perhaps an algorithm's name with .star added.
+		known = fmt.Sprintf(" (algorithms of %s: %s; kernbench run NAME runs one)", cfg.File, strings.Join(cfg.AlgorithmNames, ", "))
+	}
+	// A file beside it first: the path was typed with its folder.
+	if near := registry.Closest(base, siblings); near != "" {
+		return fmt.Sprintf("; did you mean %s?", filepath.Join(dir, near+".star"))
+	}
+	if near := registry.Closest(base, cfg.AlgorithmNames); near != "" {
+		return known + fmt.Sprintf("; did you mean the algorithm %s (kernbench run %s)?", near, near)
+	}
+	return known
 }

@@ -256,7 +256,7 @@ func RunFile(file string, o Options) ([]Result, error) {
 	globals, err := loader.Load(file)
 	release()
 	if err != nil {
-		return nil, &loadError{script.Format(err), err}
+		return nil, &loadError{script.FormatLoad(err), err}
 	}
 	type test struct {
 		name string

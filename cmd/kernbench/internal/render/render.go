@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"kernbench/engine/topology"
 	"kernbench/starlark/report"
 	"math"
 	"slices"
@@ -239,6 +240,19 @@ func AvgHint(redop string, world int, fw *report.WrongElem) string {
 		return ""
 	}
 	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True)\n", world)
+}
+
+// SendWritten says which ranks wrote into their sendbuf in a wrong
+// out-of-place run (report.Result.SendWritten), "" when none did.
+func SendWritten(ranks []int) string {
+	if len(ranks) == 0 {
+		return ""
+	}
+	who := fmt.Sprintf("rank %d", ranks[0])
+	if len(ranks) > 1 {
+		who = "ranks " + topology.RankRanges(ranks)
+	}
+	return fmt.Sprintf("  (%s wrote into sendbuf, the input the result is checked against: what was sent from it afterwards was not the input, and a value copied into it, a recvbuf's sentinel too, reads as wrong or never written where it arrived; tl.copy(dst, src) writes its first argument)\n", who)
 }
 
 // WrongRanges lists the wrong elements of each rank as merged index

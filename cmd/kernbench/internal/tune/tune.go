@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"kernbench/engine/config"
 	"kernbench/engine/msccl"
+	"kernbench/engine/spelling"
 	"slices"
 	"strings"
 )
@@ -244,7 +245,7 @@ func SetRange(buf *bytes.Buffer, r config.SelectRange) error {
 // every algorithm whose entry names collective.
 func Algorithms(cfg *config.Config, collective string, names []string) ([]string, error) {
 	if !slices.Contains(config.Collectives(), collective) {
-		return nil, fmt.Errorf("tune: unknown collective %q (want one of %s)", collective, strings.Join(config.Collectives(), ", "))
+		return nil, fmt.Errorf("tune: unknown collective %q (want one of %s)%s", collective, strings.Join(config.Collectives(), ", "), spelling.Hint(collective, config.Collectives()))
 	}
 	if len(names) == 0 {
 		for _, n := range cfg.AlgorithmNames {

@@ -1,0 +1,28 @@
+package spelling
+
+import "testing"
+
+func TestClosest(t *testing.T) {
+	names := []string{"n_slots", "slot_size", "hbm", "tcm", "allgather", "allreduce", "avg", "a", "sip", "sips"}
+	for _, tc := range []struct{ in, want string }{
+		{"n_slot", "n_slots"},
+		{"HBM", "hbm"}, // case only, whatever the distance
+		{"allgathr", "allgather"},
+		{"n_slots", "n_slots"}, // itself
+		{"nonesuch", ""},
+		{"dram", ""},
+		{"add", ""},    // two edits from "avg", but three letters
+		{"b", ""},      // one letter is any other
+		{"sip", "sip"}, // itself again, with a close name about
+	} {
+		if got := Closest(tc.in, names); got != tc.want {
+			t.Errorf("Closest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got, want := Hint("colective", []string{"collective", "module"}), `; did you mean "collective"?`; got != want {
+		t.Errorf("Hint = %q, want %q", got, want)
+	}
+	if got := Hint("zzz", []string{"collective"}); got != "" {
+		t.Errorf("Hint of no near name = %q, want none", got)
+	}
+}
