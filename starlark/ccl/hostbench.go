@@ -222,6 +222,9 @@ func (b *hostBench) finish(w *world, runErr error) (*report.Result, error) {
 	res := w.result(b.p, b.count, b.stats)
 	res.Wrong, res.FirstWrong = b.wrong, b.first
 	res.Verified = b.checks > 0 && b.wrong == 0
+	if b.wrong > 0 {
+		res.Disconnected = disconnected(w.g)
+	}
 	return res, nil
 }
 
