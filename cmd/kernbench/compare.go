@@ -165,7 +165,8 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 			ran = append(ran, l)
 		}
 	}
-	compare.Print(stdout, reps, o.json, o.jsonl, o.quiet)
+	compare.Print(stdout, reps, compare.PrintOptions{JSON: o.json, JSONL: o.jsonl, Quiet: o.quiet,
+		Sweep: len(o.Sizes) > 1 || len(o.Counts) > 1, Whole: whole(variants)})
 	if len(ran) > 0 {
 		if err := writeExtras(o, ran); err != nil {
 			f := asFailure(err)
@@ -180,6 +181,17 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 		labels[i] = v.Label
 	}
 	return reps, worstFailure(failures, labels, stderr)
+}
+
+// whole reports whether variants are one sweep split by size (auto's:
+// each runs its own sizes).
+func whole(variants []compare.Variant) bool {
+	for _, v := range variants {
+		if v.Sizes == nil {
+			return false
+		}
+	}
+	return len(variants) > 0
 }
 
 // variantPosition is sweepPosition for a variant's report ("" when it

@@ -294,7 +294,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown link key", with("system:", "  links:", "    ucie: {bandwidth: 1}"),
 			`ccl.yaml:8: system.links.ucie: unknown key "bandwidth" (allowed: bandwidth_gbps, latency_ns)`},
 		{"unknown memory", with("system:", "  memory: {dram: {}}"),
-			`ccl.yaml:7: system.memory: unknown key "dram" (allowed: hbm, sram, tcm); did you mean "sram"?`},
+			`ccl.yaml:7: system.memory: unknown key "dram" (allowed: hbm, sram, tcm); did you mean "hbm"?`},
 		{"unknown memory key", with("system:", "  memory:", "    tcm:", "      size: 1MiB"),
 			`ccl.yaml:9: system.memory.tcm: unknown key "size" (allowed: bandwidth_gbps, capacity, latency_ns)`},
 		{"unknown math key", with("system: {math: {flops: 1}}"),
@@ -347,7 +347,7 @@ func TestLoadErrors(t *testing.T) {
 
 		// Bad enum values.
 		{"bad buffer_kind", lines("defaults:", "  algorithm: a", "  world_size: 8", "  buffer_kind: dram", "algorithms: {a: {module: a.star}}"),
-			`ccl.yaml:4: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram; did you mean "sram"?`},
+			`ccl.yaml:4: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram; did you mean "hbm"?`},
 		{"int buffer_kind", lines("defaults:", "  algorithm: a", "  buffer_kind: 3", "algorithms: {a: {module: a.star}}"),
 			`ccl.yaml:3: defaults.buffer_kind: got 3, want one of tcm, hbm, sram`},
 		{"bad backpressure", lines("defaults:", "  algorithm: a", "  backpressure: spin", "algorithms: {a: {module: a.star}}"),
@@ -523,7 +523,7 @@ func TestSetErrors(t *testing.T) {
 		{"too precise", with(), []string{"system.links.ucie.bandwidth_gbps=1.0005"},
 			`--set system.links.ucie.bandwidth_gbps=1.0005: system.links.ucie.bandwidth_gbps: got 1.0005, want at most 3 decimal places (bandwidth is kept in whole bytes per µs)`},
 		{"bad enum", with(), []string{"defaults.buffer_kind=dram"},
-			`--set defaults.buffer_kind=dram: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram; did you mean "sram"?`},
+			`--set defaults.buffer_kind=dram: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram; did you mean "hbm"?`},
 		{"empty value", with(), []string{"defaults.buffer_kind="},
 			`--set defaults.buffer_kind=: defaults.buffer_kind: got null, want one of tcm, hbm, sram`},
 		{"unknown key inside a mapping value", with(), []string{"defaults.vc_weights={compute: 1, com: 3}"},

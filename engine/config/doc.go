@@ -5,7 +5,7 @@
 // left to reflection, so that every mistake is reported with the file and
 // line it came from, the dotted key path, and what would have been accepted:
 //
-//	ccl.yaml:7: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram; did you mean "sram"?
+//	ccl.yaml:7: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram; did you mean "hbm"?
 //
 // The schema lives in one place (schema.go) as a tree of rules; the same tree
 // decodes files, checks --set key paths and lists allowed keys in messages.

@@ -10,14 +10,25 @@ func TestClosest(t *testing.T) {
 		{"allgathr", "allgather"},
 		{"n_slots", "n_slots"}, // itself
 		{"nonesuch", ""},
-		{"dram", ""},
-		{"add", ""},    // two edits from "avg", but three letters
-		{"b", ""},      // one letter is any other
-		{"sip", "sip"}, // itself again, with a close name about
+		{"dram", "hbm"}, // a synonym, before sram one edit away (not in names here)
+		{"DDR", "hbm"},
+		{"scratchpad", "tcm"},
+		{"hbm2", "hbm"}, // one edit: no synonym needed
+		{"add", ""},     // two edits from "avg", but three letters
+		{"b", ""},       // one letter is any other
+		{"sip", "sip"},  // itself again, with a close name about
 	} {
 		if got := Closest(tc.in, names); got != tc.want {
 			t.Errorf("Closest(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+	// A synonym whose name is not among names gives nothing of its own:
+	// the nearest spelling stands.
+	if got := Closest("dram", []string{"sram", "tcm"}); got != "sram" {
+		t.Errorf("Closest(dram) without hbm = %q, want sram", got)
+	}
+	if got := Closest("dram", []string{"sram", "tcm", "hbm"}); got != "hbm" {
+		t.Errorf("Closest(dram) among memory kinds = %q, want hbm", got)
 	}
 	if got, want := Hint("colective", []string{"collective", "module"}), `; did you mean "collective"?`; got != want {
 		t.Errorf("Hint = %q, want %q", got, want)

@@ -175,6 +175,9 @@ func (b *collectiveBench) finish(w *world, runErr error) (*report.Result, error)
 	}
 	if p.opts.Verify && !p.opts.TimingOnly {
 		b.buf.verify(res)
+		if res.Wrong > 0 {
+			res.Disconnected = disconnected(w.g)
+		}
 	}
 	if p.opts.KeepOutputs && !p.opts.TimingOnly {
 		for _, r := range b.buf.recv {

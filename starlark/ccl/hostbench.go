@@ -3,13 +3,16 @@ package ccl
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
 	"kernbench/engine/config"
+	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
 	"kernbench/engine/sim"
+	"kernbench/engine/spelling"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/failure"
 	"kernbench/starlark/host"
@@ -23,7 +26,9 @@ import (
 // runHostBench runs a bench file's run_rank(rank, world_size, torch) once
 // per rank as concurrent simulated host processes, with the algorithm of
 // defaults.algorithm (or opts.Algorithm) behind torch.distributed.
-func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Config, cfgDir string, loader *script.Loader, opts Options) (*report.Report, error) {
+// redops are the reductions the bench's own check handles (its REDOPS;
+// nil: any).
+func runHostBench(benchFile string, runRank starlark.Callable, redops []dtype.RedOp, cfg *config.Config, cfgDir string, loader *script.Loader, opts Options) (*report.Report, error) {
 	if opts.ExportMSCCL != nil {
 		// The schedule it writes names the builtin bench's buffers; a host
 		// bench's are its own tensors. Refused, not a run without the file.
@@ -59,6 +64,12 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	if err != nil {
 		return nil, err
 	}
+	if redops != nil && !slices.Contains(redops, p.red) {
+		// The same at every size: refused once, before the first runs
+		// (the bench's own fail() said it at size 1 as a runtime error).
+		return nil, usage("%s %s: %s checks %s (its REDOPS); kernbench run ALGORITHM %s %s checks every redop with the builtin bench",
+			opts.optionName("--redop"), p.red, benchFile, andList(redops), opts.optionName("--redop"), p.red)
+	}
 	// Host benches run their sizes one after the other (the bench's own
 	// loader is shared by its run_rank calls).
 	return p.sweep(cfg, tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*report.Result, error) {
@@ -68,6 +79,51 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 			return runHostOnce(&pp, cfg, tgt, quiet(loader, o), kernel, hook, runRank, count)
 		})
 	})
+}
+
+// declaredRedOps reads a host bench's REDOPS, the reductions its own
+// check computes (nil when it declares none: it takes any).
+func declaredRedOps(file string, globals starlark.StringDict) ([]dtype.RedOp, error) {
+	v, ok := globals["REDOPS"]
+	if !ok {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) error {
+		return report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: file + ": REDOPS" + fmt.Sprintf(format, args...)})
+	}
+	seq, ok := v.(starlark.Indexable)
+	if _, isStr := v.(starlark.String); !ok || isStr {
+		return nil, bad(" must be a list or tuple of redop names (got a %s)", v.Type())
+	}
+	redops := []dtype.RedOp{}
+	for i := 0; i < seq.Len(); i++ {
+		s, ok := starlark.AsString(seq.Index(i))
+		if !ok {
+			return nil, bad(" must be a list or tuple of redop names (got a %s in it)", seq.Index(i).Type())
+		}
+		r, err := dtype.ParseRedOp(s)
+		if err != nil {
+			return nil, bad(": %q is not a redop (sum, prod, max, min, avg)%s", s, spelling.Hint(s, []string{"sum", "prod", "max", "min", "avg"}))
+		}
+		redops = append(redops, r)
+	}
+	return redops, nil
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList[T fmt.Stringer](xs []T) string {
+	var s string
+	for i, x := range xs {
+		switch {
+		case i == 0:
+		case i == len(xs)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += x.String()
+	}
+	return s
 }
 
 // hostBench is one size of a host bench: run_rank on every rank, the
@@ -166,6 +222,9 @@ func (b *hostBench) finish(w *world, runErr error) (*report.Result, error) {
 	res := w.result(b.p, b.count, b.stats)
 	res.Wrong, res.FirstWrong = b.wrong, b.first
 	res.Verified = b.checks > 0 && b.wrong == 0
+	if b.wrong > 0 {
+		res.Disconnected = disconnected(w.g)
+	}
 	return res, nil
 }
 

@@ -282,7 +282,7 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 		ds = "hbm"
 	}
 	if p.dataSpace, err = machine.ParseSpace(ds); err != nil {
-		return nil, usage("--data-space: %v", err)
+		return nil, usage("--data-space: %v%s", err, spelling.Hint(ds, []string{"tcm", "sram", "hbm"}))
 	}
 	if opts.RedOpGiven && !p.coll.Reduces {
 		// The bench neither reduces nor checks a reduction: the run would

@@ -211,7 +211,11 @@ func Run(arg string, opts Options) (*report.Report, error) {
 		if !ok {
 			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
 		}
-		return runHostBench(tgt.File, rr, cfg, cfgDir, loader, opts)
+		redops, err := declaredRedOps(tgt.File, globals)
+		if err != nil {
+			return nil, err
+		}
+		return runHostBench(tgt.File, rr, redops, cfg, cfgDir, loader, opts)
 	}
 	if v, ok := globals["main"]; ok && globals["kernel"] == nil {
 		mf, ok := v.(starlark.Callable)

@@ -26,7 +26,11 @@ func Reference() string {
 
 A host bench defines ` + "`run_rank(rank, world_size, torch)`" + `; the runner calls it once
 per rank as concurrent simulated host processes. Errors raise (a wrong result
-is counted by ` + "`torch.check`" + `, never raised).
+is counted by ` + "`torch.check`" + `, never raised). A bench whose own check
+computes only some reductions names them in a top-level
+` + "`REDOPS = (\"sum\", \"prod\", \"avg\")`" + ` (a list or tuple): another
+` + "`--redop`" + ` is a usage error (exit status 2) before any size runs, as
+` + "`benches/ccl_allreduce.star`" + ` does; without ` + "`REDOPS`" + ` every redop is run.
 `)
 	for _, r := range receivers {
 		name := r.table.Name()

@@ -70,6 +70,10 @@ type Result struct {
 	// failing schedule (nil when nothing is wrong).
 	FirstWrong  *report.WrongElem
 	WrongRanges []report.RankWrong
+	// SendWritten are the ranks that wrote into their sendbuf in the
+	// first failing schedule of an out-of-place run, as kernbench run
+	// reports them (report.Result.SendWritten).
+	SendWritten []int
 }
 
 // scheduleSeed is schedule i's jitter seed: schedule 0 is plain scheduling
@@ -144,7 +148,7 @@ func RunKernel(o Options) (*Result, error) {
 		}
 		if r.Wrong > 0 && res.FailingSchedule < 0 {
 			res.FailingSchedule = i
-			res.FirstWrong, res.WrongRanges = r.FirstWrong, r.WrongRanges
+			res.FirstWrong, res.WrongRanges, res.SendWritten = r.FirstWrong, r.WrongRanges, r.SendWritten
 		}
 		res.Wrong += r.Wrong
 		if f := r.Verdict(); f != nil && f.ErrorKind() == errkind.Phase2Mismatch {

@@ -112,8 +112,12 @@ type Result struct {
 	// SendWritten are the ranks whose kernel wrote into its sendbuf in
 	// a wrong out-of-place run (the sendbuf is input only there): what
 	// such a rank sent afterwards was not its input.
-	SendWritten []int  `json:"sendbuf_written,omitempty"`
-	Phase2      string `json:"phase2_mismatch,omitempty"`
+	SendWritten []int `json:"sendbuf_written,omitempty"`
+	// Disconnected, in a wrong run, says that its messages joined the
+	// ranks only in groups, between which no data could move (a ring
+	// kernel's E/W on a mesh go round each row).
+	Disconnected *Disconnected `json:"disconnected,omitempty"`
+	Phase2       string        `json:"phase2_mismatch,omitempty"`
 	// Phase2Diagnosis explains a mismatch of the builtin bench (runOnce).
 	Phase2Diagnosis *Phase2Diagnosis `json:"phase2_diagnosis,omitempty"`
 	// Mismatch is the phase-2 mismatch found, for its diagnosis (not
@@ -226,6 +230,18 @@ type WrongElem struct {
 	Index int    `json:"index"`
 	Got   string `json:"got"`
 	Want  string `json:"want"`
+}
+
+// Disconnected are the groups of ranks a run's messages joined, when
+// there are several: a message joins its sender and receiver, and no
+// message went from one group to another.
+type Disconnected struct {
+	// Groups are the ranks of each group, each sorted, by lowest rank.
+	Groups [][]int `json:"groups"`
+	// Used are the directions a message was sent or received on, Unused
+	// the others installed on some rank (each sorted).
+	Used   []string `json:"used"`
+	Unused []string `json:"unused"`
 }
 
 // RankWrong are one rank's wrong elements as merged index ranges: at most

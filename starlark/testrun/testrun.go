@@ -389,6 +389,7 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 			"wrong":            starlark.None,
 			"first_wrong":      starlark.None,
 			"wrong_ranges":     starlark.None,
+			"sendbuf_written":  starlark.None,
 			"sends":            starlark.MakeInt64(res.Sends),
 			"recvs":            starlark.MakeInt64(res.Recvs),
 			"outputs":          starlark.None,
@@ -429,9 +430,14 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 			"ranges": starlark.NewList(rs), "more_ranges": starlark.MakeInt(rw.More),
 		}))
 	}
+	written := make([]starlark.Value, len(res.SendWritten))
+	for i, r := range res.SendWritten {
+		written[i] = starlark.MakeInt(r)
+	}
 	return starlarkstruct.FromStringDict(starlark.String("mock_result"), starlark.StringDict{
 		"first_wrong":      firstWrong,
 		"wrong_ranges":     starlark.NewList(ranges),
+		"sendbuf_written":  starlark.NewList(written),
 		"wrong":            starlark.MakeInt64(res.Wrong),
 		"sends":            starlark.MakeInt64(res.Sends),
 		"recvs":            starlark.MakeInt64(res.Recvs),

@@ -307,6 +307,7 @@ func wrongReport(stderr io.Writer, prefix string, rep *report.Report, r report.R
 	fmt.Fprint(stderr, render.AvgHint(r.RedOp, rep.WorldSize, fw))
 	fmt.Fprint(stderr, render.WrongRanges(r.WrongRanges))
 	fmt.Fprint(stderr, render.SendWritten(r.SendWritten))
+	fmt.Fprint(stderr, render.Disconnected(r.Disconnected, rep))
 }
 
 // CSV writes one line per (run, size), with the table's figures

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"kernbench/cmd/kernbench/internal/render"
+	"kernbench/starlark/report"
 	"kernbench/starlark/sweep"
 	"runtime/debug"
 	"sync"
@@ -60,11 +61,23 @@ func InOrder(n, workers int, run, emit func(i int)) {
 	wg.Wait()
 }
 
+// PrintOptions say how Print writes a comparison's summary.
+type PrintOptions struct {
+	JSON, JSONL, Quiet bool
+	// Sweep: the command asked for several sizes, so each run that ran
+	// at least one of them gets its average busbw line.
+	Sweep bool
+	// Whole: the runs are one sweep split by size (kernbench run auto),
+	// whose average over every row is the run's, as a single run's.
+	Whole bool
+}
+
 // Print writes what follows a comparison's rows: the JSON document of
-// its reports (asJSON), each report's summary line (jsonl), or the
-// average busbw of each run and, unless quiet, each run's description and
-// the faults it ran under.
-func Print(w io.Writer, reps []Labeled, asJSON, jsonl, quiet bool) {
+// its reports (JSON), each report's summary line (JSONL), or the
+// average busbw of each run of a sweep (and of the whole, for auto) and,
+// unless quiet, each run's description and the faults it ran under.
+func Print(w io.Writer, reps []Labeled, po PrintOptions) {
+	asJSON, jsonl, quiet := po.JSON, po.JSONL, po.Quiet
 	switch {
 	case asJSON:
 		all := struct {
@@ -81,9 +94,18 @@ func Print(w io.Writer, reps []Labeled, asJSON, jsonl, quiet bool) {
 			render.JSONLine(w, Report{Label: l.Label, Report: &summary})
 		}
 	default:
-		for _, l := range reps {
-			if avg, ok := render.AvgBusBW(l.Rep); ok {
-				fmt.Fprintf(w, "# avg busbw %s: %.2f GB/s\n", l.Label, avg)
+		if po.Sweep {
+			// Every run that ran a size, one row being an average too:
+			// auto's run of a single size had no line.
+			var all []report.Result
+			for _, l := range reps {
+				all = append(all, l.Rep.Results...)
+				if avg, n := render.MeanBusBW(l.Rep.Results); n > 0 {
+					fmt.Fprintf(w, "# avg busbw %s: %.2f GB/s\n", l.Label, avg)
+				}
+			}
+			if avg, n := render.MeanBusBW(all); po.Whole && n > 0 {
+				fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", avg)
 			}
 		}
 		if !quiet {

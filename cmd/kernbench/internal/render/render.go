@@ -173,17 +173,23 @@ func Placement(rep *report.Report) string {
 // AvgBusBW is the mean busbw of the sizes of a sweep that ran (refused
 // ones have none); ok is false with fewer than two.
 func AvgBusBW(rep *report.Report) (avg float64, ok bool) {
-	n := 0
-	for _, r := range rep.Results {
+	avg, n := MeanBusBW(rep.Results)
+	return avg, n >= 2
+}
+
+// MeanBusBW is the mean busbw of the rows that ran (refused ones have
+// none) and how many there are.
+func MeanBusBW(rows []report.Result) (avg float64, n int) {
+	for _, r := range rows {
 		if r.Refused == nil {
 			avg += r.BusBW
 			n++
 		}
 	}
-	if n < 2 {
-		return 0, false
+	if n == 0 {
+		return 0, 0
 	}
-	return avg / float64(n), true
+	return avg / float64(n), n
 }
 
 // TimeShares is a split as percentages, largest first, zeros left out:
@@ -253,6 +259,61 @@ func SendWritten(ranks []int) string {
 		who = "ranks " + topology.RankRanges(ranks)
 	}
 	return fmt.Sprintf("  (%s wrote into sendbuf, the input the result is checked against: what was sent from it afterwards was not the input, and a value copied into it, a recvbuf's sentinel too, reads as wrong or never written where it arrived; tl.copy(dst, src) writes its first argument)\n", who)
+}
+
+// Disconnected says why a wrong run could not be right when its messages
+// joined the ranks only in groups (report.Result.Disconnected): the
+// groups, the ranks rank 0 never heard from, the directions used and
+// those not; "" when d is nil.
+func Disconnected(d *report.Disconnected, rep *report.Report) string {
+	if d == nil {
+		return ""
+	}
+	if len(d.Used) == 0 {
+		return "  (no rank sent a message: no data moved between ranks)\n"
+	}
+	const shown = 4
+	var gs []string
+	for i, g := range d.Groups {
+		if i == shown {
+			break
+		}
+		s := topology.RankRanges(g)
+		if strings.Contains(s, ",") {
+			s = "{" + s + "}"
+		}
+		gs = append(gs, s)
+	}
+	groups := andList(gs)
+	if n := len(d.Groups); n > shown {
+		groups = strings.Join(gs, ", ") + fmt.Sprintf(" and %d more", n-shown)
+	}
+	var others []int
+	for _, g := range d.Groups[1:] {
+		others = append(others, g...)
+	}
+	unreached := fmt.Sprintf("rank %d", others[0])
+	if len(others) > 1 {
+		unreached = "ranks " + topology.RankRanges(others)
+	}
+	topo := rep.Topology
+	if len(rep.MeshShape) == 2 {
+		topo += fmt.Sprintf(" %d x %d", rep.MeshShape[0], rep.MeshShape[1])
+	}
+	unused := ""
+	if len(d.Unused) > 0 {
+		unused = fmt.Sprintf(" (%s %s not used)", andList(d.Unused), map[bool]string{true: "was", false: "were"}[len(d.Unused) == 1])
+	}
+	return fmt.Sprintf("  (the run's messages, on %s, join the ranks only in groups %s: nothing a rank sent reached another group, so data of %s never reached rank %d; on topology %s those directions do not connect every rank%s)\n",
+		andList(d.Used), groups, unreached, d.Groups[0][0], topo, unused)
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 // WrongRanges lists the wrong elements of each rank as merged index
