@@ -285,6 +285,25 @@ func (m *Machine) SplitLogs() error {
 	return nil
 }
 
+// Logging reports whether the run keeps an op_log: Log, or a log per SIP
+// (SplitLogs).
+func (m *Machine) Logging() bool { return m.Log != nil || m.splitLogs }
+
+// WitnessSplitLogs makes the SIPs' op_logs (SplitLogs) witnessed alike
+// (oplog.WitnessAll), for a run diagnosing a phase-2 mismatch: MergedLog
+// is then witnessed too. Call it after SplitLogs, before the run.
+func (m *Machine) WitnessSplitLogs() error {
+	if !m.splitLogs {
+		return fmt.Errorf("machine: the op_logs were not split")
+	}
+	logs := make([]*oplog.Log, len(m.locals))
+	for i, loc := range m.locals {
+		logs[i] = loc.log
+	}
+	oplog.WitnessAll(logs)
+	return nil
+}
+
 // MergedLog is the op_log of a run whose logs were split (SplitLogs), the
 // SIPs' logs merged by time (oplog.MergeLogs): the same for every number
 // of threads.

@@ -285,6 +285,10 @@ type Partitioned struct {
 	threads int
 	// MaxTime is the simulated-time watchdog (0 = none), as Sim.MaxTime.
 	MaxTime Time
+	// AtBarrier, when set, is called on the goroutine that called Run at
+	// every barrier, after the window's partitions have all stopped (a
+	// partitioned run's buffered print output is written there).
+	AtBarrier func()
 	// Guard, when set, is called between windows once GuardEvery events
 	// or more have fired since its last call; an error it returns stops
 	// the run. As Sim.Guard, it may end a run, never change it.
@@ -436,10 +440,20 @@ func (g *Partitioned) Windows() uint64 { return g.windows }
 // partition's current time; its ID is its place among every partition's
 // processes. Before the run only (in a run, Partition.Spawn).
 func (g *Partitioned) Spawn(part int, name string, body func(p *Proc)) *Proc {
+	return g.spawn(part, name, false, body)
+}
+
+// SpawnDeep is Spawn for a process whose body needs a deep stack from
+// the start (Sim.SpawnDeep): a kernel's Starlark frames.
+func (g *Partitioned) SpawnDeep(part int, name string, body func(p *Proc)) *Proc {
+	return g.spawn(part, name, true, body)
+}
+
+func (g *Partitioned) spawn(part int, name string, deep bool, body func(p *Proc)) *Proc {
 	if g.running {
 		panic("internal error: Partitioned.Spawn during the run (Partition.Spawn spawns in a partition's events)")
 	}
-	p := g.parts[part].Sim.Spawn(name, body)
+	p := g.parts[part].Sim.spawn(name, deep, body)
 	p.ID = len(g.procs)
 	g.procs = append(g.procs, p)
 	return p
@@ -664,6 +678,9 @@ func (g *Partitioned) Run() error {
 			if r != nil {
 				panic(r)
 			}
+		}
+		if g.AtBarrier != nil {
+			g.AtBarrier()
 		}
 	}
 	if g.stopErr != nil {
