@@ -727,7 +727,7 @@ func (m *Machine) localOf(sip int) *local {
 	if m.locals == nil {
 		return &m.one
 	}
-	return m.locals[sip]
+	return m.locals[m.partIndex(sip)]
 }
 
 func (l *local) newCrossNear() *crossNear {
@@ -805,7 +805,7 @@ func (e *dmaEngine) injected(v VC, h *Transfer, now sim.Time) {
 // partitioned run, else the machine's one Sim.
 func (m *Machine) sipSim(sip int) *sim.Sim {
 	if m.parts != nil {
-		return m.parts.Partition(sip).Sim
+		return m.part(sip).Sim
 	}
 	return m.Sim
 }
@@ -822,7 +822,7 @@ func (m *Machine) post(from, to int, at sim.Time, h sim.Handler) {
 		panic(fmt.Sprintf("internal error: a message from SIP %d to SIP %d for %v at %v, within the lookahead %v", from, to, at, now, m.look))
 	}
 	if m.parts != nil {
-		m.parts.Partition(from).Send(to, at, h)
+		m.part(from).Send(m.partIndex(to), at, h)
 		return
 	}
 	s.At(at, h)

@@ -54,7 +54,7 @@ func runHostBench(benchFile string, runRank starlark.Callable, cfg *config.Confi
 	if err != nil {
 		return nil, err
 	}
-	sayThreads(opts, cfg, tgt.Settings, false)
+	sayThreads(opts, cfg, tgt.Settings, false, p.world)
 	// Host benches run their sizes one after the other (the bench's own
 	// loader is shared by its run_rank calls).
 	return p.sweep(tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*report.Result, error) {

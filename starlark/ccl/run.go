@@ -247,7 +247,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	sayThreads(opts, cfg, tgt.Settings, true)
+	sayThreads(opts, cfg, tgt.Settings, true, pl.world)
 	if problems := tgt.CallProblems(kernel, pl.call(cfg.File)); len(problems) > 0 {
 		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}

@@ -33,7 +33,7 @@ type simMode struct {
 // modeOf decides how a run of opts on a machine of mp simulates; a bench
 // that is not partitionable (a host bench, an L3 bench: one host process
 // that reaches every SIP) runs on one Sim.
-func modeOf(opts Options, mp machine.Params, partitionable bool) simMode {
+func modeOf(opts Options, mp machine.Params, partitionable bool, world int) simMode {
 	asked := opts.Threads
 	if asked <= 0 {
 		asked = runtime.GOMAXPROCS(0)
@@ -46,7 +46,10 @@ func modeOf(opts Options, mp machine.Params, partitionable bool) simMode {
 		m.why = "the untimed mock simulates on one thread"
 	case mp.Sips < 2 || mp.Lookahead() <= 0:
 		m.why = "a machine of one SIP simulates on one thread"
+	case mp.Holds(world) == nil && len(mp.UsedSips(world)) < 2:
+		m.why = "ranks on one SIP simulate on one thread"
 	default:
+		used := len(mp.UsedSips(world))
 		m.parts, m.threads = true, asked
 		switch {
 		case opts.ExportMSCCL != nil:
@@ -57,8 +60,8 @@ func modeOf(opts Options, mp machine.Params, partitionable bool) simMode {
 			m.threads, m.why = 1, "KERNBENCH_CCL_TRACE writes each send and receive as it happens, on one thread"
 		case opts.probe:
 			m.threads, m.why = 1, "a memory probe runs on one thread"
-		case asked > mp.Sips:
-			m.threads, m.why = mp.Sips, fmt.Sprintf("a thread runs one SIP at least, and the machine has %d", mp.Sips)
+		case asked > used:
+			m.threads, m.why = used, fmt.Sprintf("a thread runs one SIP at least, and the ranks sit on %d", used)
 		}
 	}
 	if m.threads >= asked {
@@ -70,16 +73,16 @@ func modeOf(opts Options, mp machine.Params, partitionable bool) simMode {
 // sayThreads tells, with -v, how many threads the run simulates on and
 // why fewer than asked (never in the table or --json, which are the same
 // for every --threads).
-func sayThreads(opts Options, cfg *config.Config, set config.Settings, partitionable bool) {
+func sayThreads(opts Options, cfg *config.Config, set config.Settings, partitionable bool, world int) {
 	if !opts.Detail || opts.Stderr == nil || opts.silent {
 		return
 	}
 	mp := wiring.MachineParams(cfg.System, set)
 	mp.Untimed = opts.Untimed
-	m := modeOf(opts, mp, partitionable)
+	m := modeOf(opts, mp, partitionable, world)
 	what := "as one simulation"
 	if m.parts {
-		what = fmt.Sprintf("as %d partitions (one per SIP)", mp.Sips)
+		what = fmt.Sprintf("as %d partitions (one per SIP with ranks)", len(mp.UsedSips(world)))
 	}
 	threads := "1 thread"
 	if m.threads > 1 {

@@ -137,14 +137,26 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 	if err := wiring.CheckFaults(cfg.System, mp); err != nil {
 		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
-	mode := modeOf(p.opts, mp, partitionable)
+	mode := modeOf(p.opts, mp, partitionable, p.world)
 	var s *sim.Sim
 	var parts *sim.Partitioned
 	var m *machine.Machine
 	var err error
 	maxTime := sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
 	if mode.parts {
-		if parts, err = sim.NewPartitioned(mp.Sips, mp.Lookahead()); err == nil {
+		// The machine and the world are refused (as below) before a Sim
+		// is made for each SIP with ranks.
+		if _, err := machine.New(nil, mp); err != nil {
+			return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		}
+		if err := mp.Holds(p.world); err != nil {
+			return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		}
+		if err := admit.World(p.world, p.topology, set.Channels, p.opts.MaxMemory, p.opts.MaxMemoryIsDefault); err != nil {
+			return nil, err
+		}
+		sips := mp.UsedSips(p.world)
+		if parts, err = sim.NewPartitioned(len(sips), mp.Lookahead()); err == nil {
 			err = parts.SetThreads(mode.threads)
 		}
 		if err != nil {
@@ -152,7 +164,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 		}
 		parts.SetJitter(p.opts.JitterSeed)
 		parts.MaxTime = maxTime
-		m, err = machine.NewPartitioned(parts, mp)
+		m, err = machine.NewPartitionedOn(parts, mp, sips)
 	} else {
 		s = sim.New()
 		s.SetJitter(p.opts.JitterSeed)
@@ -218,7 +230,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 		}
 	}
 	if parts != nil && p.opts.Stderr != nil && !p.opts.silent {
-		w.prints = newPrints(mp.Sips)
+		w.prints = newPrints(len(parts.Partitions()))
 		parts.AtBarrier = w.prints.flush
 	}
 	return w, nil
@@ -481,7 +493,7 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 		// A kernel's Starlark frames take its stack past 8 KiB.
 		var proc *sim.Proc
 		if w.parts != nil {
-			proc = w.parts.SpawnDeep(w.m.Ranks[r].Sip, name, body)
+			proc = w.parts.SpawnDeep(w.m.RankPartition(r).ID, name, body)
 		} else {
 			proc = w.s.SpawnDeep(name, body)
 		}
@@ -496,7 +508,8 @@ func (w *world) bufferPrints(th *starlark.Thread, rank int) {
 		return
 	}
 	pe := w.m.Ranks[rank]
+	part := w.m.RankPartition(rank).ID
 	script.SetPrintSink(th, func(out io.Writer, line string) {
-		w.prints.add(pe.Sip, pe.Sim().Now(), out, line)
+		w.prints.add(part, pe.Sim().Now(), out, line)
 	})
 }
