@@ -248,7 +248,11 @@ func (e *dmaEngine) submit(t *Transfer) {
 // booked now (submit and Fire, the two places a transfer starts).
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started, t.at, t.done = now, now, 0
-	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.slowBooking)
+	slow := e.m.slowBooking
+	if e.m.splitAtSIP && !slow {
+		slow = t.Path.splitIndex() > 0 // (bookSlow splits it)
+	}
+	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, slow)
 }
 
 // startSplit is Path.book of p, the path of channel vc's head (start is

@@ -215,7 +215,8 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 		return nil, err
 	}
 	m.splitAtSIP = p.SplitAtSIP && !p.Untimed && p.Sips > 1
-	m.slowBooking = m.splitAtSIP // (bookSlow splits; faults may set it too)
+	// (Only a transfer that crosses SIPs takes the general path to be
+	// split, dmaEngine.start: the others keep the plain booking.)
 	if m.splitAtSIP {
 		m.look, m.endHook = p.Lookahead(), true
 	}
