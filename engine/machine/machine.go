@@ -48,7 +48,7 @@ type Params struct {
 	// SplitAtSIP books a transfer that crosses SIPs in two segments, its
 	// own SIP's when it starts and the far SIP's when its head gets
 	// there (dmaEngine.startSplit): the rule a partitioned run needs
-	// (engine/sim, partition.go). Internal: no setting sets it yet.
+	// (engine/sim, partition.go), which NewPartitioned sets.
 	SplitAtSIP bool
 }
 
