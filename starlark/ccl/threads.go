@@ -90,7 +90,11 @@ func sayThreads(opts Options, cfg *config.Config, set config.Settings, partition
 	}
 	fmt.Fprintf(opts.Stderr, "kernbench: the run simulates %s on %s", what, threads)
 	if m.why != "" {
-		fmt.Fprintf(opts.Stderr, " of the %d asked: %s", m.asked, m.why)
+		asked := "asked"
+		if opts.Threads <= 0 {
+			asked = "cores available"
+		}
+		fmt.Fprintf(opts.Stderr, " of the %d %s: %s", m.asked, asked, m.why)
 	}
 	fmt.Fprintln(opts.Stderr)
 }
