@@ -24,6 +24,12 @@ func addConfigFlags(f *pflag.FlagSet, o *ccl.Options) {
 	f.StringVar(&o.Collective, "collective", "", strings.Join(collective.Names(), " | "))
 }
 
+// addThreads defines --threads into threads (0 when not given: the
+// cores available, runtime.GOMAXPROCS).
+func addThreads(f *pflag.FlagSet, threads *int) {
+	f.IntVar(threads, "threads", 0, "simulate a machine of several SIPs on up to N threads, one SIP each at most (default: the cores available); the output is the same for every N (see docs/architecture.md)")
+}
+
 // emptyValue refuses a string flag given as "" (--bytes "", --config ""):
 // read as not given it ran with the default the user meant to replace,
 // such as 1M bytes or ./ccl.yaml. The flags in allowed take "" as a value

@@ -198,6 +198,7 @@ of these (its last line names that failure's kind).`,
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the run's Starlark code after this wall-clock time, exit 3 (like 30s or 10m; 0 = none): ends what the step limit cannot, such as a loop on ever larger integers")
 	f.Uint64Var(&o.JitterSeed, "jitter-seed", 0, "perturb the order of same-time events reproducibly (0 = off)")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N sizes of a sweep at once (output identical to -j 1)")
+	addThreads(f, &o.Threads)
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep: every N-th size starting at the I-th (0-based); join the shards' --json reports with kernbench merge (default: from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shards)")
 	f.IntVar(&o.shards, "shards", 0, "number of shards (>= 1) when the shard index comes from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	f.StringArrayVar(&o.vary, "vary", nil, "run once per value of a ccl.yaml key: key.path=v1,v2,… (a list value such as [2,4] is one value; repeatable: every combination), in one table")
@@ -642,6 +643,9 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	if o.Jobs < 1 {
 		return usageError(fmt.Sprintf("-j/--jobs must be >= 1 (got %d)", o.Jobs))
+	}
+	if cmd.Flags().Changed("threads") && o.Threads < 1 {
+		return usageError(fmt.Sprintf("--threads must be >= 1 (got %d)", o.Threads))
 	}
 	if o.maxMemory != "" {
 		n, err := config.ParseSize(o.maxMemory)

@@ -101,7 +101,7 @@ func runMerge(_ *cobra.Command, o *mergeOptions, stdout, stderr io.Writer) error
 // same value as a flag still merge. Every other flag set (--seed,
 // --jitter-seed, --bench, ...) makes another run.
 var notRowFlags = map[string]bool{
-	"json": true, "jsonl": true, "jobs": true, "quiet": true, "verbose": true,
+	"json": true, "jsonl": true, "jobs": true, "threads": true, "quiet": true, "verbose": true,
 	"shard": true, "shards": true, "trace": true, "trace-ranks": true,
 	"trace-kinds": true, "oplog": true, "dot": true, "cpuprofile": true,
 	"csv": true, "plot": true, "export-msccl": true, "dump-pointers": true,

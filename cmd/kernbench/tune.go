@@ -111,6 +111,7 @@ the sizes without one, and the select: ranges).`,
 	f.BoolVar(&o.TimingOnly, "timing-only", false, "move and store no bytes: the same simulated times, far less memory, nothing checked")
 	f.StringArrayVar(&o.vary, "vary", nil, "also run once per value of a ccl.yaml key: key.path=v1,v2,… (repeatable: every combination); the winning values go into select:")
 	f.IntVarP(&o.Jobs, "jobs", "j", 1, "simulate up to N runs at once (output identical to -j 1)")
+	addThreads(f, &o.Threads)
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the sweep's sizes (as for run); each shard's select: covers its sizes")
 	f.IntVar(&o.shards, "shards", 0, "number of shards when the index comes from JOB_COMPLETION_INDEX")
 	f.StringVar(&o.maxMemory, "max-memory", "", "host memory a run may use, e.g. 4G (as for run)")

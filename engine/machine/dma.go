@@ -248,7 +248,11 @@ func (e *dmaEngine) submit(t *Transfer) {
 // booked now (submit and Fire, the two places a transfer starts).
 func (e *dmaEngine) start(t *Transfer, now sim.Time) {
 	t.Started, t.at, t.done = now, now, 0
-	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, e.m.slowBooking)
+	slow := e.m.slowBooking
+	if e.m.splitAtSIP && !slow {
+		slow = t.Path.splitIndex() > 0 // (bookSlow splits it)
+	}
+	t.pathEnd, t.service = t.Path.book(now, now, t.N, e, t.VC, slow)
 }
 
 // startSplit is Path.book of p, the path of channel vc's head (start is
@@ -727,7 +731,7 @@ func (m *Machine) localOf(sip int) *local {
 	if m.locals == nil {
 		return &m.one
 	}
-	return m.locals[sip]
+	return m.locals[m.partIndex(sip)]
 }
 
 func (l *local) newCrossNear() *crossNear {
@@ -805,7 +809,7 @@ func (e *dmaEngine) injected(v VC, h *Transfer, now sim.Time) {
 // partitioned run, else the machine's one Sim.
 func (m *Machine) sipSim(sip int) *sim.Sim {
 	if m.parts != nil {
-		return m.parts.Partition(sip).Sim
+		return m.part(sip).Sim
 	}
 	return m.Sim
 }
@@ -822,7 +826,7 @@ func (m *Machine) post(from, to int, at sim.Time, h sim.Handler) {
 		panic(fmt.Sprintf("internal error: a message from SIP %d to SIP %d for %v at %v, within the lookahead %v", from, to, at, now, m.look))
 	}
 	if m.parts != nil {
-		m.parts.Partition(from).Send(to, at, h)
+		m.part(from).Send(m.partIndex(to), at, h)
 		return
 	}
 	s.At(at, h)

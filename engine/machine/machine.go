@@ -7,6 +7,7 @@ package machine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"kernbench/engine/oplog"
@@ -47,7 +48,7 @@ type Params struct {
 	// SplitAtSIP books a transfer that crosses SIPs in two segments, its
 	// own SIP's when it starts and the far SIP's when its head gets
 	// there (dmaEngine.startSplit): the rule a partitioned run needs
-	// (engine/sim, partition.go). Internal: no setting sets it yet.
+	// (engine/sim, partition.go), which NewPartitioned sets.
 	SplitAtSIP bool
 }
 
@@ -133,6 +134,9 @@ type Machine struct {
 	// Sim); pathsMu guards paths there, which any SIP may fill.
 	parts   *sim.Partitioned
 	pathsMu sync.Mutex
+	// partOf is each used SIP's partition when the run has partitions
+	// for some SIPs only (NewPartitionedOn; nil: SIP i is partition i).
+	partOf map[int]int32
 	// endHook: the DMA engines call injected at each injection end (a
 	// trace, split transfers).
 	endHook bool
@@ -211,7 +215,8 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 		return nil, err
 	}
 	m.splitAtSIP = p.SplitAtSIP && !p.Untimed && p.Sips > 1
-	m.slowBooking = m.splitAtSIP // (bookSlow splits; faults may set it too)
+	// (Only a transfer that crosses SIPs takes the general path to be
+	// split, dmaEngine.start: the others keep the plain booking.)
 	if m.splitAtSIP {
 		m.look, m.endHook = p.Lookahead(), true
 	}
@@ -233,21 +238,31 @@ func New(s *sim.Sim, p Params) (*Machine, error) {
 // machine's (Params.Lookahead). Processes go on their rank's partition
 // (g.Spawn with PE.Sip).
 //
-// Internal, and not complete yet: the machine's IPCQ traffic and memory
-// operations within a SIP run on it, with faults (each resource's jitter
-// stream and stop are its owner's), and the op_log and the trace, a log
-// and a recorder per SIP merged by time after the run (SplitLogs,
-// SplitTrace); memory operations that cross SIPs (completed whole on the
-// issuing side: an internal error here) and the mock's and --check's
-// modes do not, nor do kernels yet (the ranks' shared state in
-// starlark/ccl).
+// The machine's IPCQ traffic and memory operations within a SIP run on
+// it, with faults (each resource's jitter stream and stop are its
+// owner's), and the op_log and the trace, a log and a recorder per SIP
+// merged by time after the run (SplitLogs, SplitTrace); a memory
+// operation that crosses SIPs (completed whole on the issuing side) is an
+// internal error, and the untimed mock runs on one Sim.
 func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
+	sips := make([]int, p.Sips)
+	for i := range sips {
+		sips[i] = i
+	}
+	return NewPartitionedOn(g, p, sips)
+}
+
+// NewPartitionedOn is NewPartitioned with a partition for each SIP of
+// sips only (in increasing order; UsedSips), the SIPs that hold ranks: a
+// machine of many SIPs of which a run uses few runs as many partitions
+// as it uses. Partition i is SIP sips[i]'s; the others have no events.
+func NewPartitionedOn(g *sim.Partitioned, p Params, sips []int) (*Machine, error) {
 	look := p.Lookahead()
 	if look <= 0 || g.Lookahead() > look {
 		return nil, fmt.Errorf("machine: a partitioned run needs a machine of several SIPs with a lookahead (%v) of at least the run's (%v)", look, g.Lookahead())
 	}
-	if n := len(g.Partitions()); n != p.Sips {
-		return nil, fmt.Errorf("machine: %d partitions for %d SIPs", n, p.Sips)
+	if n := len(g.Partitions()); n != len(sips) {
+		return nil, fmt.Errorf("machine: %d partitions for %d SIPs", n, len(sips))
 	}
 	p.SplitAtSIP = true
 	m, err := New(nil, p)
@@ -255,11 +270,71 @@ func NewPartitioned(g *sim.Partitioned, p Params) (*Machine, error) {
 		return nil, err
 	}
 	m.parts = g
-	m.locals = make([]*local, p.Sips)
+	if len(sips) != p.Sips {
+		m.partOf = make(map[int]int32, len(sips))
+		for i, sip := range sips {
+			if sip < 0 || sip >= p.Sips || i > 0 && sip <= sips[i-1] {
+				return nil, fmt.Errorf("machine: SIP %d out of order or range in a partitioned run's SIPs", sip)
+			}
+			m.partOf[sip] = int32(i)
+		}
+	}
+	m.locals = make([]*local, len(sips))
 	for i := range m.locals {
 		m.locals[i] = &local{}
 	}
 	return m, nil
+}
+
+// UsedSips are the SIPs, in increasing order, that hold a rank of a
+// world of worldSize ranks (placed as Place places them; Holds must
+// accept worldSize, and an entry of Placement outside the machine is
+// left out, for Place to refuse).
+func (p Params) UsedSips(worldSize int) []int {
+	perSip := p.CubesPerSip * p.PesPerCube
+	if p.Placement == nil {
+		n := (worldSize + perSip - 1) / perSip
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	used := map[int]bool{}
+	for _, id := range p.Placement {
+		if id >= 0 && id < p.Sips*perSip {
+			used[id/perSip] = true
+		}
+	}
+	out := make([]int, 0, len(used))
+	for sip := range used {
+		out = append(out, sip)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RankPartition is rank's partition in a partitioned run (its SIP's).
+func (m *Machine) RankPartition(rank int) *sim.Partition { return m.part(m.Ranks[rank].Sip) }
+
+// part is SIP sip's partition in a partitioned run.
+func (m *Machine) part(sip int) *sim.Partition {
+	if m.partOf == nil {
+		return m.parts.Partition(sip)
+	}
+	return m.parts.Partition(m.partIndex(sip))
+}
+
+// partIndex is SIP sip's partition's index (its local state's, locals).
+func (m *Machine) partIndex(sip int) int {
+	if m.partOf == nil {
+		return sip
+	}
+	i, ok := m.partOf[sip]
+	if !ok {
+		panic(fmt.Sprintf("internal error: SIP %d holds no rank and has no partition", sip))
+	}
+	return int(i)
 }
 
 // Partitioned reports whether the machine runs on partitions, a Sim per
@@ -278,10 +353,29 @@ func (m *Machine) SplitLogs() error {
 	if m.Log != nil {
 		return fmt.Errorf("machine: split op_logs replace Log, which is set")
 	}
-	for sip, loc := range m.locals {
-		loc.log = &oplog.Log{Clock: m.sipSim(sip).Now}
+	for i, loc := range m.locals {
+		loc.log = &oplog.Log{Clock: m.parts.Partition(i).Sim.Now}
 	}
 	m.splitLogs = true
+	return nil
+}
+
+// Logging reports whether the run keeps an op_log: Log, or a log per SIP
+// (SplitLogs).
+func (m *Machine) Logging() bool { return m.Log != nil || m.splitLogs }
+
+// WitnessSplitLogs makes the SIPs' op_logs (SplitLogs) witnessed alike
+// (oplog.WitnessAll), for a run diagnosing a phase-2 mismatch: MergedLog
+// is then witnessed too. Call it after SplitLogs, before the run.
+func (m *Machine) WitnessSplitLogs() error {
+	if !m.splitLogs {
+		return fmt.Errorf("machine: the op_logs were not split")
+	}
+	logs := make([]*oplog.Log, len(m.locals))
+	for i, loc := range m.locals {
+		logs[i] = loc.log
+	}
+	oplog.WitnessAll(logs)
 	return nil
 }
 
@@ -320,8 +414,8 @@ func (m *Machine) SplitTrace() error {
 		return fmt.Errorf("machine: a split trace needs a partitioned machine with its trace enabled")
 	}
 	clocks := make([]func() sim.Time, len(m.locals))
-	for sip := range clocks {
-		clocks[sip] = m.sipSim(sip).Now
+	for i := range clocks {
+		clocks[i] = m.parts.Partition(i).Sim.Now
 	}
 	parts := m.Trace.Split(clocks)
 	for sip, loc := range m.locals {
@@ -329,7 +423,7 @@ func (m *Machine) SplitTrace() error {
 	}
 	for _, r := range m.links {
 		if r.trace != nil {
-			r.trace = parts[r.sip]
+			r.trace = parts[m.partIndex(int(r.sip))]
 		}
 	}
 	m.splitTrace = true
@@ -816,7 +910,7 @@ func (m *Machine) RankSim(rank int) *sim.Sim {
 // the SIP's partition (sim.Partition.Spawn).
 func (m *Machine) Spawn(pe *PE, name string, body func(p *sim.Proc)) *sim.Proc {
 	if m.parts != nil {
-		return m.parts.Partition(pe.Sip).Spawn(name, body)
+		return m.part(pe.Sip).Spawn(name, body)
 	}
 	return m.Sim.Spawn(name, body)
 }

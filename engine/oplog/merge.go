@@ -24,8 +24,10 @@ import (
 //     tiles are its own), so no record names another partition's tile.
 //
 // The parts are left as they are; the merged log shares their records'
-// bytes (Data) and marker args. A witnessed log (Witness) cannot be
-// merged yet: its origins are keyed by the part's sequence numbers.
+// bytes (Data) and marker args. Witnessed parts (a run diagnosing a
+// phase-2 mismatch) must all be witnessed with one seed (WitnessAll):
+// the merged log is witnessed with it, each record keeping its part's
+// digest and origin under its new sequence number.
 func MergeLogs(parts []*Log) (*Log, error) {
 	type ref struct {
 		p, i int
@@ -35,8 +37,8 @@ func MergeLogs(parts []*Log) (*Log, error) {
 	offset := make([]int64, len(parts))
 	var tiles int64
 	for p, l := range parts {
-		if l.wit != nil {
-			return nil, fmt.Errorf("oplog: partition %d's log is witnessed: a witnessed run's log cannot be merged", p)
+		if (l.wit != nil) != (parts[0].wit != nil) || l.wit != nil && l.wit.seed != parts[0].wit.seed {
+			return nil, fmt.Errorf("oplog: partition %d's log is witnessed unlike partition 0's (WitnessAll witnesses the parts alike)", p)
 		}
 		if len(l.when) != l.n {
 			return nil, fmt.Errorf("oplog: partition %d's log has %d records and %d times (its Clock was not set from the start)", p, l.n, len(l.when))
@@ -49,6 +51,9 @@ func MergeLogs(parts []*Log) (*Log, error) {
 		}
 	}
 	out := &Log{tiles: tiles}
+	if w := parts[0].wit; w != nil {
+		out.wit = &witness{seed: w.seed}
+	}
 	shift := func(id, off int64) int64 {
 		if id > 0 {
 			return id + off
@@ -60,6 +65,11 @@ func MergeLogs(parts []*Log) (*Log, error) {
 		off := offset[rf.p]
 		r.TileOut, r.TileA, r.TileB = shift(r.TileOut, off), shift(r.TileA, off), shift(r.TileB, off)
 		out.Add(r)
+		if w := parts[rf.p].wit; w != nil {
+			// (Add noted an empty digest: a part's record has no Produced.)
+			n := len(out.wit.digests) - 1
+			out.wit.digests[n], out.wit.origins[n] = w.digests[rf.i], w.origins[rf.i]
+		}
 	}
 	return out, nil
 }

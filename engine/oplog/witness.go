@@ -36,6 +36,16 @@ func (d *Divergence) String() string {
 // record is added.
 func (l *Log) Witness() { l.wit = &witness{seed: maphash.MakeSeed()} }
 
+// WitnessAll makes logs witnessed with one seed, so that MergeLogs can
+// merge them (the parts of a partitioned run); call it before the first
+// record is added to any.
+func WitnessAll(logs []*Log) {
+	seed := maphash.MakeSeed()
+	for _, l := range logs {
+		l.wit = &witness{seed: seed}
+	}
+}
+
 // Witnessed reports whether records should carry Produced and Origin.
 func (l *Log) Witnessed() bool { return l.wit != nil }
 

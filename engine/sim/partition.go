@@ -195,69 +195,35 @@ package sim
 //
 // # Where it stands
 //
-// Done (machine, internal, off by default): the split booking and its
-// protocol of messages (transfers, IPCQ halves, credits), each SIP's
-// events on its own Sim (PE.Sim), pools per SIP, and
-// machine.NewPartitioned, on which IPCQ traffic and memory operations
-// within a SIP run the same for every K, faults included
-// (TestPartitionedMachineSameForEveryK, -race); kernels take their
-// rank's Sim (PE.Sim) and spawn on their SIP (Machine.Spawn,
-// Partition.Spawn). The op_log and the trace per SIP
-// (Machine.SplitLogs, SplitTrace; every writer asks Machine.LogOf,
-// TraceOf for its PE's): oplog.MergeLogs orders the SIPs' records by
-// (time written, SIP, order of writing), numbers them anew and moves each
-// SIP's tile IDs past the earlier SIPs' (dense, the same for every K);
-// phase 2 replays the merged log and catches a wrong result
-// (TestMergeLogsReplaysAndCatchesWrongResult, and the partitioned ring:
-// replayMerged); trace.Merge does the same
-// for events and pairs an arrow's start and end across SIPs. The merged
-// op_log and trace of the partitioned ring are the same for K = 1, 2, 4
-// (-race). A witnessed log (a run diagnosing a phase-2 mismatch) is not
-// split yet: its origins are keyed by sequence numbers (oplog.MergeLogs
-// refuses it; such a run can stay on one Sim, being a rerun). Next, in
-// order:
+// Done: every timed run of the builtin bench (Starlark kernels, MSCCL
+// schedules, tl threads, channels; verified or timing-only) whose ranks
+// sit on several SIPs runs on partitions, a partition per SIP with
+// ranks (machine.NewPartitionedOn; a SIP without ranks has no events),
+// on K = --threads goroutines (starlark/ccl, threads.go and world.go).
+// The partitioned order is the rule of such runs for every K, K = 1
+// included; runs whose ranks sit on one SIP keep the one-Sim run (one
+// partition would be that run, event for event). The op_log and the
+// trace are split per SIP and merged by time after the run, witnessed
+// logs too (a phase-2 diagnosis reruns the same partitioned run:
+// oplog.WitnessAll); print lines are buffered per partition and written
+// at every barrier (Partitioned.AtBarrier) in (time, partition, order);
+// the memory guard runs between windows, and a kernel's return over the
+// limit stops its partition and is made the guard's error at the
+// barrier. Runs that cannot use several goroutines run the same
+// partitioned run on one (--export-msccl's recorder, --check's scans of
+// every queue pair, KERNBENCH_CCL_TRACE's lines, memory probes); host
+// and L3 benches (their host side reaches every SIP) and the untimed
+// mock (lookahead 0) stay on one Sim. Tested: every output of several
+// multi-SIP jobs is byte-identical for K = 1, 2, 4 under -race
+// (cmd/kernbench TestThreadsSameOutput), and the phase-2 diagnosis
+// (starlark/ccl TestPhase2DiagnosisOnPartitions).
 //
-//  1. Kernels on partitions: a kernel process is spawned with
-//     Partitioned.Spawn on its rank's SIP; engine/l3l2 and starlark/orch
-//     (the host and L3 side, one Sim or a partition of its own, above)
-//     stay on one Sim. Done: tl's origin lookup asks the issuing PE's
-//     Sim (Machine.OriginOf); the pool of load handles is per SIP on a
-//     partitioned machine (Machine.Partitioned) and a kernel's Fail
-//     stops its rank's Sim (starlark/ccl, builtin.go). The
-//     --export-msccl recorder (maps and a sequence over every rank) is
-//     not per partition: a run that exports MSCCL stays on one Sim (the
-//     builder's fallback, to write down with the option). Processes
-//     spawned during the run (tl threads, send_async's) use
-//     Partition.Spawn (their IDs and their place in Blocked do not
-//     depend on K; a one-Sim run numbers them in spawning order, so
-//     deadlock reports that show IDs change once).
-//  2. Memory operations that cross SIPs either split (a far half
-//     writing the far memory) or refused before the run (today an
-//     internal error in startSplit). A collective bench's kernel names
-//     only its own rank's memory: its Ptrs come from its own buffers,
-//     allocations and rx slots, and ranks share nothing but frozen
-//     Starlark values (a slot forwarded zero-copy is a send, an IPCQ
-//     message); the host and L3 benches, which write any rank's memory,
-//     stay on one Sim. So the builder can refuse partitions for those
-//     benches and keep the internal error as an assertion; to check: a
-//     test that a kernel handed another rank's Ptr (none can be today)
-//     is refused by tl with a user error, not the panic. Faults run on
-//     partitions (TestPartitionedMachineFaultsSameForEveryK).
-//  3. starlark/ccl builds the partitioned machine for a multi-SIP timed
-//     run behind an internal option (an Options field), K = 1 first
-//     (world.go still runs, counts events on, guards and lists the
-//     blocked processes of its one Sim, w.s: these go to the
-//     Partitioned; the op_log and trace through SplitLogs, SplitTrace,
-//     MergedLog, MergedTrace; a witnessed rerun, the mock, --check,
-//     --export-msccl and the host and L3 benches stay on one Sim): the
-//     one-Sim split mode becomes that run (its same-instant order),
-//     then goldens once, the
-//     rule in docs/architecture.md, --threads and the measurements.
-//     (Measured: the one-Sim split mode forced on for every timed
-//     multi-SIP run changes no test or golden of the repository; the
-//     partitioned order changes event counts, where a sleep passes in
-//     place on its partition's queue: 1 242 against 1 301 events on the
-//     machine test's ring.)
+// Left: memory operations that cross SIPs are an internal error
+// (dmaEngine.startSplit), which no collective kernel can issue (its
+// pointers are its own rank's); a host or L3 bench on partitions needs
+// the host as a partition of its own. The K = 1 run costs more than the
+// one-Sim run of the same machine: an instant that ranks of P SIPs share
+// is taken from P queues (docs/performance.md, Parallel simulation).
 //
 // # Cost
 //
@@ -285,6 +251,10 @@ type Partitioned struct {
 	threads int
 	// MaxTime is the simulated-time watchdog (0 = none), as Sim.MaxTime.
 	MaxTime Time
+	// AtBarrier, when set, is called on the goroutine that called Run at
+	// every barrier, after the window's partitions have all stopped (a
+	// partitioned run's buffered print output is written there).
+	AtBarrier func()
 	// Guard, when set, is called between windows once GuardEvery events
 	// or more have fired since its last call; an error it returns stops
 	// the run. As Sim.Guard, it may end a run, never change it.
@@ -436,10 +406,20 @@ func (g *Partitioned) Windows() uint64 { return g.windows }
 // partition's current time; its ID is its place among every partition's
 // processes. Before the run only (in a run, Partition.Spawn).
 func (g *Partitioned) Spawn(part int, name string, body func(p *Proc)) *Proc {
+	return g.spawn(part, name, false, body)
+}
+
+// SpawnDeep is Spawn for a process whose body needs a deep stack from
+// the start (Sim.SpawnDeep): a kernel's Starlark frames.
+func (g *Partitioned) SpawnDeep(part int, name string, body func(p *Proc)) *Proc {
+	return g.spawn(part, name, true, body)
+}
+
+func (g *Partitioned) spawn(part int, name string, deep bool, body func(p *Proc)) *Proc {
 	if g.running {
 		panic("internal error: Partitioned.Spawn during the run (Partition.Spawn spawns in a partition's events)")
 	}
-	p := g.parts[part].Sim.Spawn(name, body)
+	p := g.parts[part].Sim.spawn(name, deep, body)
 	p.ID = len(g.procs)
 	g.procs = append(g.procs, p)
 	return p
@@ -664,6 +644,9 @@ func (g *Partitioned) Run() error {
 			if r != nil {
 				panic(r)
 			}
+		}
+		if g.AtBarrier != nil {
+			g.AtBarrier()
 		}
 	}
 	if g.stopErr != nil {

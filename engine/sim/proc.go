@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync/atomic"
 )
 
 // ErrKilled is returned by a blocking call when the run ended (deadlock,
@@ -338,13 +339,15 @@ func (e *WaitTimeoutError) Error() string {
 // 16 KiB stacks or more), so the stack would have grown anyway.
 //
 //go:noinline
-func growStack() {
+func growStack() byte {
 	var b [12 << 10]byte
-	// Read and written at an index the compiler cannot see, so that the
-	// frame is not optimised away.
-	b[stackIndex] = 1
-	stackIndex = int(b[stackIndex]) - 1
+	// Written and read at indexes the compiler cannot see, so that the
+	// frame is not optimised away (and only read: partitions spawn on
+	// several goroutines).
+	i := stackIndex.Load()
+	b[i] = 1
+	return b[i^1]
 }
 
-// stackIndex is 0 (growStack writes it back).
-var stackIndex int
+// stackIndex is 0, loaded atomically so the compiler cannot know it.
+var stackIndex atomic.Int64

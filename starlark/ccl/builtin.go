@@ -120,6 +120,7 @@ func (b *collectiveBench) spawn(w *world) {
 		kt := &tl.Kernel{M: w.m, G: w.g, EP: w.g.EPs[r], PE: w.m.Ranks[r], Rank: r, World: p.world, RedOp: p.red, Stats: &stats[r], Proc: proc, Handles: pool, MaxSteps: p.opts.MaxSteps,
 			NewThread: func(name string, t *tl.Kernel) *starlark.Thread {
 				th := loader.NewThread(name)
+				w.bufferPrints(th, r)
 				th.SetLocal(kernelKey, t)
 				th.SetLocal(tl.ViewsKey, t)
 				return th

@@ -111,3 +111,37 @@ func TestPhase2DiagnosisRunPrintsNothing(t *testing.T) {
 		t.Errorf("the kernel's print came out %d times, want once:\n%q", n, stderr.String())
 	}
 }
+
+// Rule (issue 31 item 1, decision 4): on a machine of several SIPs the
+// diagnosing run is the same partitioned run, its SIPs' witnessed op_logs
+// merged (oplog.WitnessAll): it reproduces the mismatch and names the
+// same first divergent record and writers for every number of threads.
+func TestPhase2DiagnosisOnPartitions(t *testing.T) {
+	duringPhase1 = func(m *machine.Machine, send []*tl.Ptr) {
+		if !m.Partitioned() {
+			t.Error("the run is not partitioned")
+		}
+		m.RankSim(2).At(sim.Nanosecond, sim.HandlerFunc(func() {
+			b := send[2].Reg.Bytes()
+			b[len(b)-1] ^= 0x40
+		}))
+	}
+	defer func() { duringPhase1 = nil }()
+	var want *report.Phase2Diagnosis
+	for _, k := range []int{1, 2} {
+		rep, err := Run("ring_allreduce", Options{Embedded: kernbench.Files, WorldSize: 4, Counts: []int64{4096}, Verify: true, Threads: k,
+			Sets: []string{"system.sips=2", "system.cubes_per_sip=1", "system.pes_per_cube=2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := rep.Results[0].Phase2Diagnosis
+		if d == nil || !d.Reproduced || d.FirstDivergent == nil || d.FirstDivergent.Rank != 2 || !strings.HasPrefix(d.FirstDivergent.Origin, "rank 2 tl.") {
+			t.Fatalf("K=%d: diagnosis %+v, want the mismatch reproduced and a first divergent record of rank 2's kernel", k, d)
+		}
+		if want == nil {
+			want = d
+		} else if diff := cmp.Diff(want, d); diff != "" {
+			t.Errorf("K=%d's diagnosis differs from K=1's (-1 +%d):\n%s", k, k, diff)
+		}
+	}
+}

@@ -70,6 +70,7 @@ func runHostBench(benchFile string, runRank starlark.Callable, redops []dtype.Re
 		return nil, usage("%s %s: %s checks %s (its REDOPS); kernbench run ALGORITHM %s %s checks every redop with the builtin bench",
 			opts.optionName("--redop"), p.red, benchFile, andList(redops), opts.optionName("--redop"), p.red)
 	}
+	sayThreads(opts, cfg, tgt.Settings, false, p.world)
 	// Host benches run their sizes one after the other (the bench's own
 	// loader is shared by its run_rank calls).
 	return p.sweep(cfg, tgt, benchFile, nil, func(p *plan, _ *script.Loader, count int64) (*report.Result, error) {

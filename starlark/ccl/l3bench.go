@@ -57,6 +57,7 @@ func runL3Bench(file string, mainFn starlark.Callable, cfg *config.Config, loade
 		return nil, usage("%s cannot take effect: %s is an L3 bench (it defines main(orch) and no kernel), which makes its own traffic: "+
 			"the collective bench's buffers, ranks and topology are not used; drop %s", strings.Join(opts.BenchFlags, ", "), file, it)
 	}
+	sayThreads(opts, cfg, set, false, 1)
 	res, err := diagnosed(opts, func(o Options) (*report.Result, error) {
 		return runL3Once(file, mainFn, cfg, quiet(loader, o).NewThread, o)
 	})

@@ -3,6 +3,8 @@ package ccl
 import (
 	"errors"
 
+	"kernbench/engine/sim"
+
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/hostmem/admit"
 	"kernbench/starlark/script"
@@ -58,10 +60,16 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 	w.memoryLimit = limit
 	hostmem.Settle(limit)
 	try := hostmem.TryLessMemory(w.m.TimingOnly, w.verifies)
-	w.outOfMemory = func(held int64) error {
-		return &hostmem.OutOfMemoryError{At: w.s.Now(), Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
+	w.outOfMemoryAt = func(at sim.Time, held int64) error {
+		return &hostmem.OutOfMemoryError{At: at, Messages: w.messages(), Held: held, Limit: limit, DefaultLimit: defaultLimit, Try: try}
 	}
-	w.s.Guard = hostmem.TurnGuard(limit, w.m.TimingOnly, w.outOfMemory)
+	w.outOfMemory = func(held int64) error { return w.outOfMemoryAt(w.now(), held) }
+	guard := hostmem.TurnGuard(limit, w.m.TimingOnly, w.outOfMemory)
+	if w.parts != nil {
+		w.parts.Guard = guard // (between windows, on the run's goroutine)
+	} else {
+		w.s.Guard = guard
+	}
 }
 
 // checkAtReturn is the guard's sample when a rank's kernel returns: its
@@ -79,11 +87,37 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 // limit) keeps the collector returning freed memory while the run goes
 // on, so a resident set over the limit here is memory this run held.
 // The error stops the simulation as the event loop's guard does (exit 3).
-func (w *world) checkAtReturn() error {
+//
+// On partitions the kernel's partition stops with an overAtReturn, which
+// the run makes the guard's error once it is over (memoryAtReturn): the
+// error counts the messages of every SIP, which only the goroutine that
+// runs the partitions may read.
+func (w *world) checkAtReturn(at sim.Time) error {
 	if h := hostmem.Sample(); h > w.memoryLimit {
-		return w.outOfMemory(h)
+		if w.parts != nil {
+			return &overAtReturn{at: at, held: h}
+		}
+		return w.outOfMemoryAt(at, h)
 	}
 	return nil
+}
+
+// overAtReturn is a partitioned run's checkAtReturn stop.
+type overAtReturn struct {
+	at   sim.Time
+	held int64
+}
+
+func (e *overAtReturn) Error() string { return "over the memory limit at a kernel's return" }
+
+// memoryAtReturn is err, the error that ended a partitioned run, with an
+// overAtReturn made the guard's error.
+func (w *world) memoryAtReturn(err error) error {
+	var over *overAtReturn
+	if errors.As(err, &over) {
+		return w.outOfMemoryAt(over.at, over.held)
+	}
+	return err
 }
 
 // memoryStop is err, the error that ended a simulation, unless the memory

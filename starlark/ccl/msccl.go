@@ -164,6 +164,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	sayThreads(opts, cfg, set, true, pl.world)
 	sizes := mscclSizes(pl)
 	if err := mscclio.Chunks(a, *sizes); err != nil {
 		return nil, mscclFailure(err)

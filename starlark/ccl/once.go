@@ -33,7 +33,10 @@ type bench interface {
 // set up, keep the pre-run image, spawn, run, check and fill the row,
 // phase 2, exports.
 func simulate(p *plan, cfg *config.Config, set config.Settings, b bench) (*report.Result, error) {
-	w, err := newWorld(p, cfg, set)
+	// Only the builtin collective bench runs on partitions (threads.go):
+	// a host or L3 bench's host side reaches every SIP.
+	_, partitionable := b.(*collectiveBench)
+	w, err := newWorld(p, cfg, set, partitionable)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func (p *plan) row(count int64) *report.Result {
 // result fills the timing and bandwidth columns of a row.
 func (w *world) result(p *plan, count int64, stats []tl.Stats) *report.Result {
 	res := p.row(count)
-	res.Events = w.s.Events()
+	res.Events = w.events()
 	var end sim.Time
 	for r, f := range w.finish {
 		end = max(end, f)

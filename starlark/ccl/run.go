@@ -111,6 +111,11 @@ type Options struct {
 	// simulated time, events and operation counts, without data, so no
 	// reference check and no phase 2; a kernel that reads values fails.
 	TimingOnly bool
+	// Threads is the goroutines a partitioned run (a timed run of the
+	// builtin bench on a machine of several SIPs) simulates on, at most
+	// one per SIP (--threads; 0 = runtime.GOMAXPROCS(0)). The run is the
+	// same for every value (threads.go).
+	Threads int
 	// Jobs > 1 runs up to that many sizes of a sweep at once (-j); the
 	// report and every output are the same as with 1.
 	Jobs int
@@ -246,6 +251,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	sayThreads(opts, cfg, tgt.Settings, true, pl.world)
 	if problems := tgt.CallProblems(kernel, pl.call(cfg.File)); len(problems) > 0 {
 		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 	}

@@ -30,7 +30,11 @@ import (
 
 // world is one simulation's machine and (once installed) its process group.
 type world struct {
+	// s is the one Sim of a run that is not partitioned; parts the
+	// partitions of one that is (threads.go): exactly one is set.
 	s        *sim.Sim
+	parts    *sim.Partitioned
+	prints   *prints // a partitioned run's print output (nil: none)
 	m        *machine.Machine
 	sys      config.System // the machine description (neighbors(location=, machine=))
 	set      config.Settings
@@ -52,6 +56,8 @@ type world struct {
 	// outOfMemory is the guard's error when the run holds held bytes
 	// (nil: no limit).
 	outOfMemory func(held int64) error
+	// outOfMemoryAt is outOfMemory at a time of the run's.
+	outOfMemoryAt func(at sim.Time, held int64) error
 	// memoryLimit is the --max-memory the guard holds the run to (0: none).
 	memoryLimit int64
 	// spent is each rank's kernel process time by activity (spawn).
@@ -122,17 +128,49 @@ func (w *world) writeFailedOplog(failure error) error {
 	return failure
 }
 
-// newWorld builds a fresh simulation and machine and places the ranks.
-func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) {
-	s := sim.New()
-	s.SetJitter(p.opts.JitterSeed)
-	s.MaxTime = sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
+// newWorld builds a fresh simulation and machine and places the ranks:
+// on partitions, one per SIP, when the bench is partitionable and the
+// machine has several SIPs (modeOf), else on one Sim.
+func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bool) (*world, error) {
 	mp := wiring.MachineParams(cfg.System, set)
 	mp.Untimed = p.opts.Untimed
 	if err := wiring.CheckFaults(cfg.System, mp); err != nil {
 		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
-	m, err := machine.New(s, mp)
+	mode := modeOf(p.opts, mp, partitionable, p.world)
+	var s *sim.Sim
+	var parts *sim.Partitioned
+	var m *machine.Machine
+	var err error
+	maxTime := sim.Time(set.MaxSimTimeNs) * sim.Nanosecond
+	if mode.parts {
+		// The machine and the world are refused (as below) before a Sim
+		// is made for each SIP with ranks.
+		if _, err := machine.New(nil, mp); err != nil {
+			return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		}
+		if err := mp.Holds(p.world); err != nil {
+			return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		}
+		if err := admit.World(p.world, p.topology, set.Channels, p.opts.MaxMemory, p.opts.MaxMemoryIsDefault); err != nil {
+			return nil, err
+		}
+		sips := mp.UsedSips(p.world)
+		if parts, err = sim.NewPartitioned(len(sips), mp.Lookahead()); err == nil {
+			err = parts.SetThreads(mode.threads)
+		}
+		if err != nil {
+			return nil, report.WithKind(errkind.Internal, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		}
+		parts.SetJitter(p.opts.JitterSeed)
+		parts.MaxTime = maxTime
+		m, err = machine.NewPartitionedOn(parts, mp, sips)
+	} else {
+		s = sim.New()
+		s.SetJitter(p.opts.JitterSeed)
+		s.MaxTime = maxTime
+		m, err = machine.New(s, mp)
+	}
 	if err != nil {
 		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
@@ -148,13 +186,26 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 	if p.opts.TimingOnly {
 		m.SetTimingOnly()
 	} else if p.opts.Verify || p.opts.OpLog != nil || p.opts.ExportChakra != nil {
-		m.Log = &oplog.Log{}
+		if parts != nil {
+			// A log per SIP, merged by time after the run (mergeOutputs).
+			err = m.SplitLogs()
+			if err == nil && p.opts.witness {
+				err = m.WitnessSplitLogs()
+			}
+			if err != nil {
+				return nil, report.WithKind(errkind.Internal, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+			}
+		} else {
+			m.Log = &oplog.Log{}
+			if p.opts.witness {
+				m.Log.Witness()
+			}
+		}
 		if p.opts.witness {
-			m.Log.Witness()
 			tl.WatchOrigins(m)
 		}
 	}
-	w := &world{s: s, m: m, sys: cfg.System, set: set, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
+	w := &world{s: s, parts: parts, m: m, sys: cfg.System, set: set, traceOut: p.opts.Trace, oplogOut: p.opts.OpLog, dump: p.opts.DumpPointers, warn: p.opts.Stderr,
 		verifies: p.opts.Verify}
 	w.installGuard(p.opts.MaxMemory, p.opts.MaxMemoryIsDefault)
 	if p.opts.Trace != nil {
@@ -172,8 +223,65 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings) (*world, error) 
 		}
 		w.trace.Only(pids, p.opts.TraceKinds)
 		m.EnableTrace(w.trace)
+		if parts != nil {
+			if err := m.SplitTrace(); err != nil {
+				return nil, report.WithKind(errkind.Internal, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+			}
+		}
+	}
+	if parts != nil && p.opts.Stderr != nil && !p.opts.silent {
+		w.prints = newPrints(len(parts.Partitions()))
+		parts.AtBarrier = w.prints.flush
 	}
 	return w, nil
+}
+
+// now is the simulated time: the one Sim's, or the latest partition's.
+func (w *world) now() sim.Time {
+	if w.parts != nil {
+		return w.parts.Now()
+	}
+	return w.s.Now()
+}
+
+// events is the number of events the run fired.
+func (w *world) events() uint64 {
+	if w.parts != nil {
+		return w.parts.Events()
+	}
+	return w.s.Events()
+}
+
+// blocked lists the processes that have not finished (Sim.Blocked).
+func (w *world) blocked() []*sim.Proc {
+	if w.parts != nil {
+		return w.parts.Blocked()
+	}
+	return w.s.Blocked()
+}
+
+// mergeOutputs makes a partitioned run's one op_log and trace of its
+// SIPs' (merged by time: the same for every number of threads), once the
+// run is over.
+func (w *world) mergeOutputs() error {
+	if w.parts == nil {
+		return nil
+	}
+	if w.m.Logging() {
+		log, err := w.m.MergedLog()
+		if err != nil {
+			return report.WithKind(errkind.Internal, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		}
+		w.m.Log = log
+	}
+	if w.trace != nil {
+		tr, err := w.m.MergedTrace()
+		if err != nil {
+			return report.WithKind(errkind.Internal, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		}
+		w.trace = tr
+	}
+	return nil
 }
 
 // snapshot starts keeping the initial memory image (phase 2 starts from
@@ -185,7 +293,7 @@ func (w *world) snapshot() {
 	for _, mem := range w.m.Mems {
 		n += mem.Size()
 	}
-	if w.m.Log == nil || !w.verifies {
+	if !w.m.Logging() || !w.verifies {
 		// The memory alone lives until the run is done: without the tighter
 		// headroom a kernel that allocates much (rd_allreduce 8 × 16M
 		// --verify-data=false) doubled it before the collector ran.
@@ -297,9 +405,22 @@ func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook
 // run into its failure (the bench's; the memory watch's stop is the
 // guard's first).
 func (w *world) run(failed func(error) error) error {
-	w.s.WaitWatchdog(sim.Time(w.set.DeadlockTimeoutNs) * sim.Nanosecond)
+	limit := sim.Time(w.set.DeadlockTimeoutNs) * sim.Nanosecond
+	var err error
+	if w.parts != nil {
+		w.parts.WaitWatchdog(limit)
+		err = w.parts.Run()
+		w.prints.flush() // (the lines of the window a stop ended)
+		err = w.memoryAtReturn(err)
+	} else {
+		w.s.WaitWatchdog(limit)
+		err = w.s.Run()
+	}
+	if merr := w.mergeOutputs(); merr != nil {
+		return merr
+	}
 	var failure error
-	if err := w.s.Run(); err != nil {
+	if err != nil {
 		// Read the blocked processes' state before Close unwinds them.
 		failure = failed(w.memoryStop(err))
 	} else if w.g != nil {
@@ -323,13 +444,17 @@ func (w *world) run(failed func(error) error) error {
 		w.g.DumpPointers(w.dump)
 	}
 	if w.cancelBlocked {
-		for _, p := range w.s.Blocked() {
+		for _, p := range w.blocked() {
 			if th, ok := p.Data.(*starlark.Thread); ok {
 				script.Cancel(th, "the simulation ended")
 			}
 		}
 	}
-	w.s.Close()
+	if w.parts != nil {
+		w.parts.Close()
+	} else {
+		w.s.Close()
+	}
 	if w.trace != nil {
 		// Written even when the run failed: the timeline up to the failure
 		// is what explains it (blocked operations end when the run ended).
@@ -349,21 +474,42 @@ func (w *world) spawn(n int, loader *script.Loader, body func(r int, th *starlar
 	for r := 0; r < n; r++ {
 		name := "rank " + strconv.Itoa(r)
 		th := loader.NewThread(name)
-		// A kernel's Starlark frames take its stack past 8 KiB.
-		proc := w.s.SpawnDeep(name, func(proc *sim.Proc) {
+		w.bufferPrints(th, r)
+		body := func(proc *sim.Proc) {
 			err := body(r, th, proc)
-			finish[r] = w.s.Now()
+			s := proc.Sim() // (its SIP's on partitions)
+			finish[r] = s.Now()
 			w.spent[r] = proc.Spent
 			if err == nil && w.outOfMemory != nil {
-				if oom := w.checkAtReturn(); oom != nil {
-					w.s.Stop(oom)
+				if oom := w.checkAtReturn(s.Now()); oom != nil {
+					s.Stop(oom)
 					return
 				}
 			}
 			if err != nil && !errors.Is(err, sim.ErrKilled) {
-				w.s.Stop(&failure.RankError{Rank: r, Proc: proc, Err: err})
+				s.Stop(&failure.RankError{Rank: r, Proc: proc, Err: err})
 			}
-		})
+		}
+		// A kernel's Starlark frames take its stack past 8 KiB.
+		var proc *sim.Proc
+		if w.parts != nil {
+			proc = w.parts.SpawnDeep(w.m.RankPartition(r).ID, name, body)
+		} else {
+			proc = w.s.SpawnDeep(name, body)
+		}
 		proc.Data = th
 	}
+}
+
+// bufferPrints sends the print lines of th, a thread of rank's kernel, to
+// its SIP's buffer in a partitioned run (prints).
+func (w *world) bufferPrints(th *starlark.Thread, rank int) {
+	if w.prints == nil {
+		return
+	}
+	pe := w.m.Ranks[rank]
+	part := w.m.RankPartition(rank).ID
+	script.SetPrintSink(th, func(out io.Writer, line string) {
+		w.prints.add(part, pe.Sim().Now(), out, line)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -410,7 +411,10 @@ func Root(a *msccl.Algo) (int, bool) {
 // started, so that a deadlock report names it in the XML.
 type Progress struct {
 	file string
-	at   map[*starlark.Thread]progressAt
+	// mu guards at: the thread blocks of a partitioned run's SIPs
+	// record their steps on several goroutines.
+	mu sync.Mutex
+	at map[*starlark.Thread]progressAt
 }
 
 // NewProgress is the record of a run of the schedule in file.
@@ -427,7 +431,9 @@ func (pr *Progress) Builtin() *starlark.Builtin {
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, kw, 5, &at.rank, &at.tb, &at.step, &at.line, &at.iteration); err != nil {
 			return nil, err
 		}
+		pr.mu.Lock()
 		pr.at[th] = at
+		pr.mu.Unlock()
 		return starlark.None, nil
 	})
 }
@@ -439,7 +445,9 @@ func (pr *Progress) Note(p *sim.Proc) string {
 	if !ok {
 		return ""
 	}
+	pr.mu.Lock()
 	at, ok := pr.at[th]
+	pr.mu.Unlock()
 	if !ok {
 		return ""
 	}

@@ -167,6 +167,19 @@ func (l *Loader) predeclared() starlark.StringDict {
 	return d
 }
 
+// printSinkKey holds a thread's PrintSink (SetPrintSink).
+const printSinkKey = "kernbench/script.printSink"
+
+// A PrintSink takes a thread's print line (its position, prefix and
+// message, with its newline) bound for w instead of writing it there: a
+// partitioned run buffers the lines of each partition and writes them in
+// an order that does not depend on its threads.
+type PrintSink func(w io.Writer, line string)
+
+// SetPrintSink sends th's print lines to sink (nil: to the loader's
+// Stderr, as before). A loader without Stderr prints nothing either way.
+func SetPrintSink(th *starlark.Thread, sink PrintSink) { th.SetLocal(printSinkKey, sink) }
+
 // NewThread makes a thread whose print goes to Stderr with the caller's
 // position, whose load uses this loader, and which is bounded by MaxSteps.
 func (l *Loader) NewThread(name string) *starlark.Thread {
@@ -185,7 +198,12 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 		if l.PrintPrefix != nil {
 			prefix = l.PrintPrefix(th)
 		}
-		fmt.Fprintf(l.Stderr, "%s: %s%s\n", pos, prefix, msg)
+		line := fmt.Sprintf("%s: %s%s\n", pos, prefix, msg)
+		if sink, ok := th.Local(printSinkKey).(PrintSink); ok && sink != nil {
+			sink(l.Stderr, line)
+			return
+		}
+		io.WriteString(l.Stderr, line)
 	}
 	sched := &stepSchedule{budget: l.MaxSteps, nextPoll: noPoll}
 	if l.MemoryWatch != nil && l.MemoryWatch.poll != nil {
