@@ -126,9 +126,9 @@ func TestNewBindsAttributesOnFirstRead(t *testing.T) {
 
 // A kernel that reads a few of tl's attributes and calls no fused
 // primitive holds about a kilobyte: its Kernel (the fused primitives'
-// slots and the write sites are made at their first use) and a slot per
-// attribute read, not one per attribute (at 65,536 ranks each kilobyte
-// a rank is 64 MiB).
+// slots and the write sites are made at their first use) and room for
+// the dozen attributes a kernel reads, not a slot for each of tl's 44
+// (at 65,536 ranks each kilobyte a rank is 64 MiB).
 func TestKernelHoldsLittleBeforeUse(t *testing.T) {
 	m := timingOnlyMachine(t, 1)
 	pool := &HandlePool{}
@@ -149,7 +149,7 @@ func TestKernelHoldsLittleBeforeUse(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(keep)
-	if per := (after.TotalAlloc - before.TotalAlloc) / kernels; per > 1200 {
-		t.Errorf("a kernel that read three attributes allocated %d bytes, want at most 1200", per)
+	if per := (after.TotalAlloc - before.TotalAlloc) / kernels; per > 1300 {
+		t.Errorf("a kernel that read three attributes allocated %d bytes, want at most 1300", per)
 	}
 }

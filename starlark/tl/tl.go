@@ -111,8 +111,12 @@ type Kernel struct {
 	attrs  []starlark.Value
 }
 
-// maxAttrs bounds tl's attributes (Kernel.attrAt).
-const maxAttrs = 48
+// maxAttrs bounds tl's attributes (Kernel.attrAt); attrRoom is the
+// room a kernel's first read makes for them (Kernel.attrs).
+const (
+	maxAttrs = 48
+	attrRoom = 16
+)
 
 // fusedState is what a kernel's fused primitives keep between calls.
 type fusedState struct {
@@ -339,6 +343,10 @@ func (k *Kernel) attr(i int) starlark.Value {
 // addAttr makes attribute i of the kernel and keeps it (attr).
 func (k *Kernel) addAttr(i int) starlark.Value {
 	v := k.bindAttr(i)
+	if cap(k.attrs) == 0 {
+		// Room for the dozen a kernel reads, made once.
+		k.attrs = make([]starlark.Value, 0, attrRoom)
+	}
 	k.attrs = append(k.attrs, v)
 	k.attrAt[i] = uint8(len(k.attrs))
 	return v
