@@ -105,7 +105,7 @@ func (b *collectiveBench) spawn(w *world) {
 	if p.opts.probe {
 		r := tl.NewRetention(hostmem.ViewBytes, hostmem.HandleBytes)
 		if p.opts.scaledProbe {
-			r.Fine()
+			r.Fine(p.world)
 		}
 		w.atClose(r.Close)
 		for i := range stats {

@@ -1,6 +1,7 @@
 package tl
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -118,7 +119,37 @@ func TestNewBindsAttributesOnFirstRead(t *testing.T) {
 			t.Errorf("tl.%s read twice gave two values (%v, %v)", name, a, b)
 		}
 	}
-	if f, _ := k.Attr("fetch"); f != k.attrs[attrIndex["load"]] {
+	if f, _ := k.Attr("fetch"); f != k.attr(attrIndex["load"]) {
 		t.Error(`tl.fetch and getattr(tl, "load") are not the same builtin`)
+	}
+}
+
+// A kernel that reads a few of tl's attributes and calls no fused
+// primitive holds about a kilobyte: its Kernel (the fused primitives'
+// slots and the write sites are made at their first use) and room for
+// the dozen attributes a kernel reads, not a slot for each of tl's 44
+// (at 65,536 ranks each kilobyte a rank is 64 MiB).
+func TestKernelHoldsLittleBeforeUse(t *testing.T) {
+	m := timingOnlyMachine(t, 1)
+	pool := &HandlePool{}
+	stats := &Stats{}
+	const kernels = 1000
+	keep := make([]*Kernel, kernels)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range keep {
+		k := New(&Kernel{M: m, PE: m.Ranks[0], Rank: 0, World: 1, Handles: pool, Stats: stats})
+		for _, name := range []string{"rank", "slot_size", "n_slots"} {
+			if _, err := k.Attr(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keep[i] = k
+	}
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(keep)
+	if per := (after.TotalAlloc - before.TotalAlloc) / kernels; per > 1300 {
+		t.Errorf("a kernel that read three attributes allocated %d bytes, want at most 1300", per)
 	}
 }

@@ -43,7 +43,7 @@ func (k *Kernel) describeCall(th *starlark.Thread) string {
 		who += " " + k.ThreadName
 	}
 	if c := k.Running(); c != nil {
-		return fmt.Sprintf("%s %s at %v", who, c.Name, k.fusedSite)
+		return fmt.Sprintf("%s %s at %v", who, c.Name, k.fusedSite())
 	}
 	if th.CallStackDepth() < 2 {
 		return who

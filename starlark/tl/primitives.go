@@ -159,15 +159,16 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		// The arguments unpack into the kernel's reused slots: a call
 		// allocates nothing for them (a primitive runs once per few
 		// messages, and its allocations were most of a message's).
-		a := &k.fusedArgs
+		f := k.fusedState()
+		a := &f.args
 		*a = fusedArgs{pieceV: starlark.None}
 		if !sig.unpack(a, args, kw) {
 			// Anything but plain arguments (a wrong type, an unknown,
 			// repeated or missing one) goes through UnpackArgs, for its
 			// errors.
 			*a = fusedArgs{pieceV: starlark.None}
-			pairs := spec.unpackPairs(k.fusedPairs[:0], a)
-			k.fusedPairs = pairs
+			pairs := spec.unpackPairs(f.pairs[:0], a)
+			f.pairs = pairs
 			err := starlark.UnpackArgs(b.Name(), args, kw, pairs...)
 			clear(pairs)
 			if err != nil {
@@ -188,8 +189,8 @@ func builtinFused(spec primitiveSpec) func(k *Kernel, th *starlark.Thread, b *st
 		if d, ok := k.Proc.Data.(*starlark.Thread); !ok || d != th {
 			writeSite = k.lookupCallSite() // what a write's site is otherwise
 		}
-		c := k.NewCall(b.Name(), k.origins.box(site))
-		c.Final, k.fusedSite = final, writeSite
+		c := k.NewCall(b.Name(), f.origins.box(site))
+		c.Final, f.site = final, writeSite
 		if c.Piece, err = k.pieceBytes(b.Name(), pieceV); err != nil {
 			return nil, err
 		}

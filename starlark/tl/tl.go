@@ -92,21 +92,59 @@ type Kernel struct {
 	// root is the rank's kernel when this is a tl.spawn thread (nil for
 	// the kernel itself).
 	root *Kernel
-	// fusedArgs and fusedPairs are a fused primitive call's argument
-	// slots, reused call after call.
-	fusedArgs  fusedArgs
-	fusedPairs []any
-	// origins box the positions of the fused primitives' calls, as their
-	// messages' origins; writeSites box the sites of writes; fusedSite is
-	// the running fused primitive's call site.
-	origins    boxes[any]
-	writeSites boxes[prims.Site]
-	fusedSite  syntax.Position
+	// fused is what the fused primitives keep between calls, made at the
+	// first (fusedState); writeSites box the sites of writes, made at the
+	// first write. Kept out of line: a kernel of the plain calls never
+	// makes the first, a rank that only sends never the second, and at
+	// tens of thousands of ranks the 700 bytes they took in every Kernel
+	// were a twentieth of what a rank holds.
+	fused      *fusedState
+	writeSites *boxes[prims.Site]
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle
-	// attrs are the kernel's attribute values (its bound builtins and
-	// fields), by their index in attrIndex.
-	attrs []starlark.Value
+	// attrs are the kernel's attribute values read so far (its bound
+	// builtins and fields), in the order they were first read; attrAt[i]
+	// is where attribute i (its index in attrIndex) is in attrs, plus 1
+	// (0: not read yet). A kernel reads a dozen of tl's 44: a slot for
+	// each took 704 bytes a rank.
+	attrAt [maxAttrs]uint8
+	attrs  []starlark.Value
+}
+
+// maxAttrs bounds tl's attributes (Kernel.attrAt); attrRoom is the
+// room a kernel's first read makes for them (Kernel.attrs).
+const (
+	maxAttrs = 48
+	attrRoom = 16
+)
+
+// fusedState is what a kernel's fused primitives keep between calls.
+type fusedState struct {
+	// args and pairs are a fused primitive call's argument slots, reused
+	// call after call.
+	args  fusedArgs
+	pairs []any
+	// origins box the positions of the fused primitives' calls, as their
+	// messages' origins; site is the running fused primitive's call site.
+	origins boxes[any]
+	site    syntax.Position
+}
+
+// fusedState is k.fused, made on the first fused primitive call.
+func (k *Kernel) fusedState() *fusedState {
+	if f := k.fused; f != nil {
+		return f
+	}
+	k.fused = new(fusedState)
+	return k.fused
+}
+
+// fusedSite is the running (or last) fused primitive's call site.
+func (k *Kernel) fusedSite() syntax.Position {
+	if k.fused == nil {
+		return syntax.Position{}
+	}
+	return k.fused.site
 }
 
 // tracedOps are the tl operations drawn on the kernel track.
@@ -180,6 +218,9 @@ func init() {
 		methods[i].Fn = callTL(b)
 	}
 	tlTable = registry.New("tl", "tl.", tlAttributes, methods)
+	if n := len(tlBuiltins) + len(tlAttributes); n > maxAttrs {
+		panic(fmt.Sprintf("internal error: tl has %d attributes, Kernel.attrAt holds %d", n, maxAttrs))
+	}
 	attrIndex = make(map[string]int, len(tlBuiltins)+len(tlAttributes)+1)
 	for i, b := range tlBuiltins {
 		attrIndex[b.Name] = i
@@ -290,21 +331,34 @@ func New(k *Kernel) *Kernel {
 	return k
 }
 
-// bindAttr makes attribute i of the kernel on its first read (Attr
-// returns the same value afterwards; the fields it reads are set before
-// New).
-func (k *Kernel) bindAttr(i int) starlark.Value {
-	if len(k.attrs) == 0 {
-		k.attrs = make([]starlark.Value, len(tlBuiltins)+len(tlAttributes))
+// attr is attribute i of the kernel: the value made at its first read
+// (bindAttr).
+func (k *Kernel) attr(i int) starlark.Value {
+	if at := k.attrAt[i]; at != 0 {
+		return k.attrs[at-1]
 	}
-	var v starlark.Value
-	if i < len(tlBuiltins) {
-		v = tlTable.Builtin(tlBuiltins[i].Name).BindReceiver(k)
-	} else {
-		v = tlAttributes[i-len(tlBuiltins)].Get(k)
+	return k.addAttr(i)
+}
+
+// addAttr makes attribute i of the kernel and keeps it (attr).
+func (k *Kernel) addAttr(i int) starlark.Value {
+	v := k.bindAttr(i)
+	if cap(k.attrs) == 0 {
+		// Room for the dozen a kernel reads, made once.
+		k.attrs = make([]starlark.Value, 0, attrRoom)
 	}
-	k.attrs[i] = v
+	k.attrs = append(k.attrs, v)
+	k.attrAt[i] = uint8(len(k.attrs))
 	return v
+}
+
+// bindAttr makes attribute i of the kernel (the fields it reads are set
+// before New).
+func (k *Kernel) bindAttr(i int) starlark.Value {
+	if i < len(tlBuiltins) {
+		return tlTable.Builtin(tlBuiltins[i].Name).BindReceiver(k)
+	}
+	return tlAttributes[i-len(tlBuiltins)].Get(k)
 }
 
 func (k *Kernel) String() string        { return fmt.Sprintf("<tl rank=%d world_size=%d>", k.Rank, k.World) }
@@ -314,10 +368,7 @@ func (k *Kernel) Truth() starlark.Bool  { return true }
 func (k *Kernel) Hash() (uint32, error) { return uint32(k.Rank), nil }
 func (k *Kernel) Attr(name string) (starlark.Value, error) {
 	if i, ok := attrIndex[name]; ok && k.attrs != nil { // (nil: a kernel New did not make)
-		if i < len(k.attrs) && k.attrs[i] != nil {
-			return k.attrs[i], nil
-		}
-		return k.bindAttr(i), nil
+		return k.attr(i), nil
 	}
 	// The hint kernbench check gives for the same line.
 	return nil, registry.NoSuchAttr("tl", name, k.AttrNames())
@@ -397,8 +448,11 @@ func (k *Kernel) lookupCallSite() syntax.Position {
 // running fused primitive's, boxed once per call, or the running call's,
 // boxed once per recent site (writeSites).
 func (k *Kernel) WriteSite() prims.Site {
+	if k.writeSites == nil {
+		k.writeSites = &boxes[prims.Site]{}
+	}
 	if k.InFused {
-		k.FusedSite = k.writeSites.box(k.fusedSite)
+		k.FusedSite = k.writeSites.box(k.fusedSite())
 		return k.FusedSite
 	}
 	return k.writeSites.box(k.lookupCallSite())
