@@ -41,7 +41,11 @@ func TestRankStateAtScale(t *testing.T) {
 	}
 	var stacks, heap, scanned int64
 	duringPhase1 = func(m *machine.Machine, _ []*tl.Ptr) {
-		m.Sim.At(1, sim.HandlerFunc(func() { stacks, heap, scanned = read() }))
+		// Once every rank has started and blocked: on a run of several
+		// SIPs (a Sim each, m.Sim nil) rank 0's SIP runs its first window
+		// before the others start theirs, so the look waits for the
+		// second window (after the lookahead).
+		m.RankSim(0).At(m.Params.Lookahead()+1, sim.HandlerFunc(func() { stacks, heap, scanned = read() }))
 	}
 	defer func() { duringPhase1 = nil }()
 	stacks0, heap0, scanned0 := read()
