@@ -484,7 +484,7 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	}
 	if o.TimingOnly {
 		// No data: the heap is the ranks' state (internal/hugepages).
-		defer hugepages.Advise()()
+		defer hugepages.Advise(o.WorldSize)()
 	}
 	stopProfile := func() {}
 	if o.cpuprofile != "" {

@@ -84,3 +84,57 @@ func vmFlags(t *testing.T, addr uintptr) (string, bool) {
 	}
 	return "", false
 }
+
+// TestReservedHeapTakesTheRunsAllocations checks on this machine that a
+// heap mapped ahead (reserveHeap) holds the allocations that follow, in a
+// mapping advised before they touch it: without the reserve, an
+// allocation larger than every free range of the heap so far gets a
+// fresh mapping that no scan has seen.
+func TestReservedHeapTakesTheRunsAllocations(t *testing.T) {
+	if !thpOnRequest() {
+		t.Skip("transparent huge pages are not in madvise mode here")
+	}
+	floor := uintptr(unsafe.Pointer(heapProbe)) &^ (heapArena - 1)
+	reserveHeap(floor, map[span]bool{}, 512<<20)
+	buf := make([]byte, 96<<20)
+	buf[0] = 1
+	addr := uintptr(unsafe.Pointer(&buf[0]))
+	flags, ok := vmFlags(t, addr)
+	if !ok {
+		t.Fatalf("no mapping holds %#x", addr)
+	}
+	if !strings.Contains(" "+flags+" ", " hg ") {
+		t.Errorf("the heap mapping holding a new allocation (%#x) has VmFlags %q, want hg among them", addr, flags)
+	}
+}
+
+func TestReserveForTakesAMiBPerRankWithinHalfTheAvailableMemory(t *testing.T) {
+	const plenty = "MemTotal:       24684000 kB\nMemFree:        14000000 kB\nMemAvailable:   22812672 kB\n"
+	tests := []struct {
+		name       string
+		meminfo    string
+		overcommit string
+		ranks      int
+		want       uintptr
+	}{
+		{"1024 ranks", plenty, "0\n", 1024, 1 << 30},
+		{"1000 ranks: whole arenas", plenty, "0\n", 1000, 960 << 20},
+		{"8 ranks: one arena", plenty, "0\n", 8, heapArena},
+		{"ranks not known: one arena", plenty, "0\n", 0, heapArena},
+		{"65536 ranks: at most 4 GiB", plenty, "0\n", 65536, maxReserve},
+		{"overcommit always", plenty, "1\n", 1024, 1 << 30},
+		{"strict commit limit", plenty, "2\n", 1024, 0},
+		{"half of 1 GiB available", "MemAvailable:    1048576 kB\n", "0\n", 1024, 512 << 20},
+		{"half, rounded down to an arena", "MemAvailable:    1000000 kB\n", "0\n", 1024, 448 << 20},
+		{"less than an arena", "MemAvailable:      100000 kB\n", "0\n", 1024, 0},
+		{"no MemAvailable (old kernels)", "MemTotal:       24684000 kB\nMemFree:        14000000 kB\n", "0\n", 1024, 0},
+		{"unreadable", "MemAvailable:   lots\n", "0\n", 1024, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reserveFor([]byte(tt.meminfo), []byte(tt.overcommit), tt.ranks); got != tt.want {
+				t.Errorf("reserveFor = %d MiB, want %d MiB", got>>20, tt.want>>20)
+			}
+		})
+	}
+}

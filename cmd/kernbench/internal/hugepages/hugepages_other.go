@@ -4,4 +4,4 @@ package hugepages
 
 // Advise does nothing outside Linux on amd64 and arm64 (see
 // hugepages_linux64.go).
-func Advise() (stop func()) { return func() {} }
+func Advise(ranks int) (stop func()) { return func() {} }
