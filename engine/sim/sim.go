@@ -119,6 +119,11 @@ type Sim struct {
 	// that At's common case needs no jitter test.
 	recent   [1 << recentBits]*bucket
 	overflow timeIndex
+	// overflowAt counts the buckets in overflow by their entry in
+	// recent: a new time whose entry counts none is not in overflow
+	// without a search (a long-pending time that collided, such as a
+	// watchdog's, would otherwise make every new time search it).
+	overflowAt [1 << recentBits]uint32
 	// free (unless nil) and spare are recycled buckets (retire).
 	free  *bucket
 	spare []*bucket
@@ -257,10 +262,10 @@ func (s *Sim) At(t Time, h Handler) {
 	// The common case: t's bucket is in recent (never under jitter, see
 	// bucketAt), so that neither a nil entry nor jitter needs a test
 	// there.
-	r := &s.recent[recentSlot(t)]
-	b := *r
+	i := recentSlot(t)
+	b := s.recent[i]
 	if b.at != t {
-		b = s.bucketOf(t, r)
+		b = s.bucketOf(t, i)
 		if s.jitter != nil && s.jittered(b, h) {
 			return
 		}
@@ -303,12 +308,13 @@ const retiredAt Time = -1
 var noInstant = bucket{at: retiredAt}
 
 // bucketOf returns the bucket of time t (>= now): the current one, or a
-// pending one found or made by bucketAt. r is t's entry in recent.
-func (s *Sim) bucketOf(t Time, r **bucket) *bucket {
+// pending one found or made by bucketAt. i is t's entry in recent
+// (recentSlot).
+func (s *Sim) bucketOf(t Time, i uint64) *bucket {
 	if c := s.cur; c.at == t {
 		return c
 	}
-	return s.bucketAt(t, r)
+	return s.bucketAt(t, i)
 }
 
 // pastPanic reports a scheduling bug (out of line: formatting the message
@@ -348,19 +354,21 @@ func (b *bucket) next() Handler {
 func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == len(b.procs) }
 
 // bucketAt returns the pending bucket of time t, making it if t has
-// none (t > now, or t == now while no bucket is current). r, t's entry
-// in Sim.recent, does not hold it.
-func (s *Sim) bucketAt(t Time, r **bucket) *bucket {
-	if s.overflow.n > 0 {
+// none (t > now, or t == now while no bucket is current). Its entry i
+// in Sim.recent does not hold it.
+func (s *Sim) bucketAt(t Time, i uint64) *bucket {
+	i &= 1<<recentBits - 1 // (no bounds checks)
+	if s.overflowAt[i] != 0 {
 		if b := s.overflow.get(t); b != nil {
 			return b
 		}
 	}
 	b := s.newBucket(t)
-	if (*r == &noInstant || *r == s.cur) && s.jitter == nil {
+	if r := &s.recent[i]; (*r == &noInstant || *r == s.cur) && s.jitter == nil {
 		*r = b
 	} else {
 		s.overflow.put(b)
+		s.overflowAt[i]++
 	}
 	s.times.push(b)
 	return b
@@ -421,8 +429,17 @@ func (s *Sim) Pending() int { return int(s.scheduled - s.taken) }
 // (as the current bucket it may stay in recent until it retires).
 func (s *Sim) unindex(b *bucket) {
 	if s.recent[recentSlot(b.at)] != b {
-		s.overflow.remove(b.at)
+		s.unoverflow(b)
 	}
+}
+
+// unoverflow drops b from overflow (out of line: unindex stays small
+// enough to inline in the loop).
+//
+//go:noinline
+func (s *Sim) unoverflow(b *bucket) {
+	s.overflow.remove(b.at)
+	s.overflowAt[recentSlot(b.at)]--
 }
 
 // Stop ends the run with err at the next loop iteration. The first error wins.

@@ -87,7 +87,7 @@ func TestPendingTimesMatchMap(t *testing.T) {
 		// As At finds a time's bucket.
 		b := s.recent[recentSlot(at)]
 		if b == nil || b.at != at {
-			b = s.bucketOf(at, &s.recent[recentSlot(at)])
+			b = s.bucketOf(at, recentSlot(at))
 		}
 		if want := ref[at]; want != nil && b != want {
 			t.Fatalf("step %d: the bucket of %v is %p, want the pending %p", step, at, b, want)
@@ -108,6 +108,18 @@ func TestPendingTimesMatchMap(t *testing.T) {
 		}
 		if s.overflow.n > 0 {
 			sawOverflow = true
+		}
+		if step%97 == 0 {
+			// overflowAt counts overflow's buckets by their entry.
+			var want [1 << recentBits]uint32
+			for _, b := range s.overflow.slots {
+				if b != nil {
+					want[recentSlot(b.at)]++
+				}
+			}
+			if want != s.overflowAt {
+				t.Fatalf("step %d: overflowAt does not count overflow's buckets by entry", step)
+			}
 		}
 		// Keep the pending times to a few hundred.
 		for len(ref) > 300 {
