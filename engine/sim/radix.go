@@ -88,7 +88,8 @@ func (r *radixTimes) pop() *bucket { return r.popUntil(Never) }
 // nil (nothing taken) when none is pending or the earliest is later: the
 // run loop's three tests of an instant's end (no time left, the window's
 // end, the limit) in one, finding the lowest bin once instead of twice
-// (min, then pop). A bin of one time, the common case, needs no search.
+// (min, then pop), and searching the bin only when its first time is
+// past stop (the end of a window, the limit).
 func (r *radixTimes) popUntil(stop Time) *bucket {
 	if r.used == 0 {
 		return nil
@@ -96,11 +97,9 @@ func (r *radixTimes) popUntil(stop Time) *bucket {
 	k, v := r.lowest()
 	i := k<<6 | v
 	m := r.bins[i]
-	if m.link == nil {
-		if m.at > stop {
-			return nil
-		}
-	} else if earliestOf(m).at > stop {
+	// Any time of the bin at most stop means the earliest is; only a bin
+	// of several times whose first is later needs a search.
+	if m.at > stop && (m.link == nil || earliestOf(m).at > stop) {
 		return nil
 	}
 	r.bins[i] = nil

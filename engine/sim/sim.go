@@ -262,10 +262,9 @@ func (s *Sim) At(t Time, h Handler) {
 	// The common case: t's bucket is in recent (never under jitter, see
 	// bucketAt), so that neither a nil entry nor jitter needs a test
 	// there.
-	i := recentSlot(t)
-	b := s.recent[i]
+	b := s.recent[recentSlot(t)]
 	if b.at != t {
-		b = s.bucketOf(t, i)
+		b = s.bucketOf(t)
 		if s.jitter != nil && s.jittered(b, h) {
 			return
 		}
@@ -308,13 +307,12 @@ const retiredAt Time = -1
 var noInstant = bucket{at: retiredAt}
 
 // bucketOf returns the bucket of time t (>= now): the current one, or a
-// pending one found or made by bucketAt. i is t's entry in recent
-// (recentSlot).
-func (s *Sim) bucketOf(t Time, i uint64) *bucket {
+// pending one found or made by bucketAt.
+func (s *Sim) bucketOf(t Time) *bucket {
 	if c := s.cur; c.at == t {
 		return c
 	}
-	return s.bucketAt(t, i)
+	return s.bucketAt(t)
 }
 
 // pastPanic reports a scheduling bug (out of line: formatting the message
@@ -355,9 +353,9 @@ func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == 
 
 // bucketAt returns the pending bucket of time t, making it if t has
 // none (t > now, or t == now while no bucket is current). Its entry i
-// in Sim.recent does not hold it.
-func (s *Sim) bucketAt(t Time, i uint64) *bucket {
-	i &= 1<<recentBits - 1 // (no bounds checks)
+// in Sim.recent (recentSlot) does not hold it.
+func (s *Sim) bucketAt(t Time) *bucket {
+	i := recentSlot(t)
 	if s.overflowAt[i] != 0 {
 		if b := s.overflow.get(t); b != nil {
 			return b

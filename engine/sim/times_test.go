@@ -87,7 +87,7 @@ func TestPendingTimesMatchMap(t *testing.T) {
 		// As At finds a time's bucket.
 		b := s.recent[recentSlot(at)]
 		if b == nil || b.at != at {
-			b = s.bucketOf(at, recentSlot(at))
+			b = s.bucketOf(at)
 		}
 		if want := ref[at]; want != nil && b != want {
 			t.Fatalf("step %d: the bucket of %v is %p, want the pending %p", step, at, b, want)
