@@ -82,10 +82,26 @@ func earliestOf(b *bucket) *bucket {
 
 // pop removes the bucket of the earliest pending time (there is one) and
 // returns it.
-func (r *radixTimes) pop() *bucket {
+func (r *radixTimes) pop() *bucket { return r.popUntil(Never) }
+
+// popUntil is pop when the earliest pending time is at most stop, and
+// nil (nothing taken) when none is pending or the earliest is later: the
+// run loop's three tests of an instant's end (no time left, the window's
+// end, the limit) in one, finding the lowest bin once instead of twice
+// (min, then pop), and searching the bin only when its first time is
+// past stop (the end of a window, the limit).
+func (r *radixTimes) popUntil(stop Time) *bucket {
+	if r.used == 0 {
+		return nil
+	}
 	k, v := r.lowest()
 	i := k<<6 | v
 	m := r.bins[i]
+	// Any time of the bin at most stop means the earliest is; only a bin
+	// of several times whose first is later needs a search.
+	if m.at > stop && (m.link == nil || earliestOf(m).at > stop) {
+		return nil
+	}
 	r.bins[i] = nil
 	if r.usedBins[k] &^= 1 << v; r.usedBins[k] == 0 {
 		r.used &^= 1 << k

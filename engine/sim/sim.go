@@ -119,7 +119,14 @@ type Sim struct {
 	// that At's common case needs no jitter test.
 	recent   [1 << recentBits]*bucket
 	overflow timeIndex
-	spare    []*bucket
+	// overflowAt counts the buckets in overflow by their entry in
+	// recent: a new time whose entry counts none is not in overflow
+	// without a search (a long-pending time that collided, such as a
+	// watchdog's, would otherwise make every new time search it).
+	overflowAt [1 << recentBits]uint32
+	// free (unless nil) and spare are recycled buckets (retire).
+	free  *bucket
+	spare []*bucket
 	// scheduled and taken count the events ever scheduled and taken to
 	// fire: the others are pending (Pending). Of those taken, daemons
 	// were daemon events and the others work (Events). The loop only
@@ -137,6 +144,11 @@ type Sim struct {
 	// runLimit is the limit of the running loop (limit): a field, as a
 	// local the loop would reload it after every event.
 	runLimit Time
+	// stopAt is the latest time the running loop takes an instant of
+	// without a closer look: the earlier of runLimit and the last time
+	// before the window's end (bound), so that the loop tests each
+	// instant against one time.
+	stopAt Time
 	// resumed counts coroutine resumptions (a cost the process steps
 	// avoid: Resumptions).
 	resumed uint64
@@ -340,19 +352,21 @@ func (b *bucket) next() Handler {
 func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == len(b.procs) }
 
 // bucketAt returns the pending bucket of time t, making it if t has
-// none (t > now, or t == now while no bucket is current). Sim.recent
-// does not hold it.
+// none (t > now, or t == now while no bucket is current). Its entry i
+// in Sim.recent (recentSlot) does not hold it.
 func (s *Sim) bucketAt(t Time) *bucket {
-	if s.overflow.n > 0 {
+	i := recentSlot(t)
+	if s.overflowAt[i] != 0 {
 		if b := s.overflow.get(t); b != nil {
 			return b
 		}
 	}
 	b := s.newBucket(t)
-	if r := &s.recent[recentSlot(t)]; (*r == &noInstant || *r == s.cur) && s.jitter == nil {
+	if r := &s.recent[i]; (*r == &noInstant || *r == s.cur) && s.jitter == nil {
 		*r = b
 	} else {
 		s.overflow.put(b)
+		s.overflowAt[i]++
 	}
 	s.times.push(b)
 	return b
@@ -360,8 +374,10 @@ func (s *Sim) bucketAt(t Time) *bucket {
 
 // newBucket takes a recycled bucket (or makes one) for time t.
 func (s *Sim) newBucket(t Time) *bucket {
-	var b *bucket
-	if n := len(s.spare); n > 0 {
+	b := s.free
+	if b != nil {
+		s.free = nil
+	} else if n := len(s.spare); n > 0 {
 		b = s.spare[n-1]
 		s.spare = s.spare[:n-1]
 	} else {
@@ -378,10 +394,19 @@ func (s *Sim) retire(b *bucket) {
 		*r = &noInstant
 	}
 	// (next dropped the fired handlers from evs.)
-	clear(b.procs)
+	if len(b.procs) != 0 {
+		clear(b.procs)
+		b.procs, b.procsHead = b.procs[:0], 0
+	}
 	b.at = retiredAt
-	b.evs, b.head, b.procs, b.procsHead = b.evs[:0], 0, b.procs[:0], 0
-	s.spare = append(s.spare, b)
+	b.evs, b.head = b.evs[:0], 0
+	// Most instants make one bucket and retire one: free keeps the last
+	// retired for the next made, without a push and pop on spare.
+	if s.free == nil {
+		s.free = b
+	} else {
+		s.spare = append(s.spare, b)
+	}
 }
 
 // After schedules h to fire d after now.
@@ -402,8 +427,17 @@ func (s *Sim) Pending() int { return int(s.scheduled - s.taken) }
 // (as the current bucket it may stay in recent until it retires).
 func (s *Sim) unindex(b *bucket) {
 	if s.recent[recentSlot(b.at)] != b {
-		s.overflow.remove(b.at)
+		s.unoverflow(b)
 	}
+}
+
+// unoverflow drops b from overflow (out of line: unindex stays small
+// enough to inline in the loop).
+//
+//go:noinline
+func (s *Sim) unoverflow(b *bucket) {
+	s.overflow.remove(b.at)
+	s.overflowAt[recentSlot(b.at)]--
 }
 
 // Stop ends the run with err at the next loop iteration. The first error wins.
@@ -437,6 +471,10 @@ func (s *Sim) limit() Time {
 // is at or after the window's end, and the coordinator judges the stop.
 func (s *Sim) Run() error {
 	s.runLimit = s.limit()
+	s.stopAt = s.runLimit
+	if s.bound != Never {
+		s.stopAt = min(s.stopAt, s.bound-1)
+	}
 	// The Guard's first turn comes before the GuardEvery-th event.
 	s.checkAt = s.taken + GuardEvery - 1
 	if s.stopErr != nil {
@@ -472,14 +510,19 @@ func (s *Sim) Run() error {
 			c.head++
 		} else {
 			if c.procsHead == len(c.procs) {
-				if s.times.n == 0 {
-					break
-				}
-				if s.bound != Never && s.times.min() >= s.bound {
-					break // the window's end (runUntil)
-				}
-				next := s.times.pop()
-				if limit := s.runLimit; next.at > limit {
+				next := s.times.popUntil(s.stopAt)
+				if next == nil {
+					// (Out of the common path: the tests popUntil made
+					// in one, apart.)
+					if s.times.n == 0 {
+						break
+					}
+					if s.bound != Never && s.times.min() >= s.bound {
+						break // the window's end (runUntil)
+					}
+					// The next event is past the limit.
+					next = s.times.pop()
+					limit := s.runLimit
 					// next stays pending, and times is based on now
 					// again (an event may still be scheduled at now).
 					s.times.push(next)

@@ -52,7 +52,17 @@ func TestPendingTimesMatchMap(t *testing.T) {
 			if b := s.times.bins[func() uint { k, v := s.times.lowest(); return k<<6 | v }()]; b.link != nil {
 				sawRebase = true
 			}
-			b := s.times.pop()
+			// As the loop ends a window or stops at the limit: a stop
+			// before the earliest time takes nothing.
+			if b := s.times.popUntil(earliest - 1); b != nil {
+				t.Fatalf("step %d: popUntil(%v) took the bucket of %v", step, earliest-1, b.at)
+			}
+			var b *bucket
+			if rng.IntN(2) == 0 {
+				b = s.times.pop()
+			} else {
+				b = s.times.popUntil(Add(earliest, Time(rng.IntN(2))))
+			}
 			if b != ref[earliest] || b.at != earliest {
 				t.Fatalf("step %d: took the bucket of %v, want %v", step, b.at, earliest)
 			}
@@ -98,6 +108,18 @@ func TestPendingTimesMatchMap(t *testing.T) {
 		}
 		if s.overflow.n > 0 {
 			sawOverflow = true
+		}
+		if step%97 == 0 {
+			// overflowAt counts overflow's buckets by their entry.
+			var want [1 << recentBits]uint32
+			for _, b := range s.overflow.slots {
+				if b != nil {
+					want[recentSlot(b.at)]++
+				}
+			}
+			if want != s.overflowAt {
+				t.Fatalf("step %d: overflowAt does not count overflow's buckets by entry", step)
+			}
 		}
 		// Keep the pending times to a few hundred.
 		for len(ref) > 300 {
