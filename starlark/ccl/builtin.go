@@ -21,6 +21,7 @@ import (
 	"kernbench/starlark/script"
 	"kernbench/starlark/target"
 	"kernbench/starlark/tl"
+	"kernbench/starlark/wiring"
 )
 
 // collectiveBench is one size of the builtin bench.
@@ -36,6 +37,26 @@ type collectiveBench struct {
 	buf   *buffers
 	stats []tl.Stats
 	rec   *mscclio.Recorder // --export-msccl
+
+	// What probeFirst made before the world was built, for setUp: the
+	// world's directions (links, or linksErr: their failure; haveLinks
+	// says either is set) and the probes run, by world and count.
+	links     [][]machine.Link
+	linksErr  error
+	haveLinks bool
+	probed    map[probeOf]probeResult
+}
+
+// probeOf is a probe's world and count per rank; probeResult what it
+// counted, or its failure.
+type probeOf struct {
+	world int
+	count int64
+}
+
+type probeResult struct {
+	counts *hostmem.Counts
+	err    error
 }
 
 // simulateOnce simulates one size of the builtin collective bench.
@@ -52,35 +73,126 @@ func (b *collectiveBench) setUp(w *world) error {
 	if !p.opts.TimingOnly {
 		w.m.UseBuffers(p.bufs)
 	}
-	if err := w.install(p, b.tgt, b.loader, b.hook); err != nil {
+	var err error
+	if b.haveLinks {
+		err = b.linksErr
+		if err == nil {
+			err = w.installLinks(p, b.tgt, b.links)
+		}
+		b.links = nil
+	} else {
+		err = w.install(p, b.tgt, b.loader, b.hook)
+	}
+	if err != nil {
 		return err
 	}
 	if err := checkFits(p, w.m, count); err != nil {
 		return err
 	}
 	if buffersFit(p, w.m, count) {
-		probe := func(world int, count int64) (*hostmem.Counts, error) {
-			q := *p
-			q.opts = silent(p.opts)
-			q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
-			q.budget, q.world, q.opts.scaledProbe = nil, world, world != p.world
-			res, err := simulateOnce(&q, b.cfg, b.tgt, quiet(b.loader, q.opts), b.kernel, b.hook, count)
-			// What the probe held goes back before the run allocates.
-			debug.FreeOSMemory()
-			if err != nil {
-				return nil, err
-			}
-			return res.Counts, nil
-		}
-		var err error
-		if b.est, err = p.checkMemory(count, admit.Rings(w.g), probe); err != nil {
+		if b.est, err = p.checkMemory(count, admit.Rings(w.g), b.probe); err != nil {
 			return err
 		}
 	}
+	b.probed = nil
 	w.atClose(p.budget.Acquire(b.est.Total()))
-	var err error
 	b.buf, err = newBuffers(p, w.m, count)
 	return err
+}
+
+// probe is the size's probe (admit.Probe): a --timing-only run of count
+// elements per rank at world ranks, silent, that counts what it holds;
+// one probeFirst ran already is not run again.
+func (b *collectiveBench) probe(world int, count int64) (*hostmem.Counts, error) {
+	at := probeOf{world, count}
+	if r, ok := b.probed[at]; ok {
+		return r.counts, r.err
+	}
+	p := b.p
+	q := *p
+	q.opts = silent(p.opts)
+	q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
+	q.budget, q.world, q.opts.scaledProbe = nil, world, world != p.world
+	res, err := simulateOnce(&q, b.cfg, b.tgt, quiet(b.loader, q.opts), b.kernel, b.hook, count)
+	// What the probe held goes back before the run allocates.
+	debug.FreeOSMemory()
+	var c *hostmem.Counts
+	if err == nil {
+		c = res.Counts
+	}
+	if b.probed != nil {
+		b.probed[at] = probeResult{c, err}
+	}
+	return c, err
+}
+
+// probeFirst runs the probes the size's memory admission will ask for
+// (checkMemory in setUp) before the world is built (newWorld's
+// beforeBuild, mp the machine's parameters), and keeps what they count
+// for it. A probe's looks (tl.Retention) are full collections, which mark
+// all the process holds: run while the world was set up they marked it
+// too, 300 MB at 65,536 ranks, at each of 24 looks. The admission's
+// decision needs the world's receive rings, which follow from its
+// directions (admit.LinkRings), resolved here once for setUp's install.
+// A run whose rings or buffers will not fit its simulated memory, and one
+// with a system.placement (Place checks it), are left to setUp, which
+// refuses them before any probe; so are runs with no limit to check.
+func (b *collectiveBench) probeFirst(mp machine.Params) {
+	p := b.p
+	if p.opts.probe || p.opts.MaxMemory <= 0 && !p.opts.ProbeMemory || mp.Placement != nil {
+		return
+	}
+	b.links, b.linksErr = neighborLinks(p, b.tgt, b.loader, b.hook, b.cfg.System)
+	b.haveLinks = true
+	if b.linksErr != nil {
+		return
+	}
+	icfg, err := wiring.IPCQConfig(b.tgt.Settings)
+	if err != nil || !b.fitsBeforePlace(mp, icfg) {
+		return
+	}
+	b.probed = map[probeOf]probeResult{}
+	// The estimate is setUp's to make: this one only runs the probes.
+	_, _ = p.checkMemory(b.count, admit.LinkRings(b.links, icfg), b.probe)
+}
+
+// fitsBeforePlace says whether every rank's receive rings (icfg) and
+// bench buffers fit its memories of mp, as Install, checkFits and
+// buffersFit will find once the ranks are placed; false also where it
+// cannot tell (rings or buffers in a cube's shared SRAM).
+func (b *collectiveBench) fitsBeforePlace(mp machine.Params, icfg machine.IPCQConfig) bool {
+	p := b.p
+	capacity := func(s machine.Space) int64 {
+		switch s {
+		case machine.TCM:
+			return mp.Tcm.Capacity
+		case machine.HBM:
+			return mp.Hbm.Capacity
+		}
+		return -1
+	}
+	ringCap, dataCap := capacity(icfg.BufferKind), capacity(p.dataSpace)
+	if ringCap < 0 || dataCap < 0 {
+		return false
+	}
+	sz := int64(p.dt.Size())
+	sc, rc := hostmem.SatMul(p.coll.sendCount(b.count, p.world), sz), hostmem.SatMul(p.coll.recvCount(b.count, p.world), sz)
+	need := hostmem.SatAdd(sc, rc)
+	if p.opts.InPlace {
+		need = max(sc, rc)
+	}
+	ring := hostmem.SatMul(int64(icfg.NSlots), icfg.SlotSize)
+	for _, ls := range b.links {
+		rings := hostmem.SatMul(int64(len(ls)), ring)
+		used := int64(0)
+		if icfg.BufferKind == p.dataSpace {
+			used = rings
+		}
+		if rings > ringCap || hostmem.SatAdd(used, need) > dataCap {
+			return false
+		}
+	}
+	return true
 }
 
 // spawn calls kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params)

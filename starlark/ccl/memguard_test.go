@@ -215,6 +215,55 @@ func TestCheckMemoryScaledProbes(t *testing.T) {
 	}
 }
 
+// A size counted by probes runs them before its own world is built: a
+// probe's looks (tl.Retention) are full collections, which marked the
+// run's world too when it was built first (300 MB at 65,536 ranks, at
+// each of 24 looks: 8 of a 14 s run). A run whose placement, rings or
+// buffers the placed machine checks first is built first, as before (one
+// whose buffers do not fit is refused without a probe).
+func TestProbesRunBeforeTheWorldIsBuilt(t *testing.T) {
+	type placed struct {
+		World int
+		Probe bool
+	}
+	tests := []struct {
+		name  string
+		algo  string
+		world int
+		bytes int64
+		opts  Options
+		want  []placed
+		fails bool
+	}{
+		{"scaled probes", "tree_allreduce", 1024, 4 << 10, Options{TimingOnly: true, ProbeMemory: true, Sets: []string{"system.sips=32"}},
+			[]placed{{64, true}, {256, true}, {1024, false}}, false},
+		{"a probe of the run itself", "ring_allreduce", 8, 4 << 10, Options{Verify: true, ProbeMemory: true},
+			[]placed{{8, true}, {8, false}}, false},
+		{"a placement: the world first", "ring_allreduce", 8, 4 << 10, Options{Verify: true, ProbeMemory: true, Sets: []string{"system.placement=[0,8,16,24,1,9,17,25]"}},
+			[]placed{{8, false}, {8, true}}, false},
+		{"no limit: no probe", "ring_allreduce", 8, 4 << 10, Options{Verify: true},
+			[]placed{{8, false}}, false},
+		{"buffers over the simulated memory: refused without a probe", "ring_allreduce", 8, 64 << 30, Options{Verify: true, ProbeMemory: true},
+			[]placed{{8, false}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []placed
+			placing = func(world int, probe bool) { got = append(got, placed{world, probe}) }
+			defer func() { placing = nil }()
+			opts := tt.opts
+			opts.Embedded, opts.WorldSize, opts.Sizes = kernbench.Files, tt.world, []int64{tt.bytes}
+			_, err := Run(tt.algo, opts)
+			if (err != nil) != tt.fails {
+				t.Fatalf("run: %v, want failed %v", err, tt.fails)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("worlds placed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // The op_log estimate is an upper bound on the records the shipped
 // algorithms log (records are what the op_log's host memory grows with;
 // counting them is deterministic where a peak RSS is not), and within a

@@ -6,6 +6,7 @@ package ccl
 
 import (
 	"kernbench/engine/config"
+	"kernbench/engine/machine"
 	"kernbench/starlark/report"
 )
 
@@ -35,8 +36,14 @@ type bench interface {
 func simulate(p *plan, cfg *config.Config, set config.Settings, b bench) (*report.Result, error) {
 	// Only the builtin collective bench runs on partitions (threads.go):
 	// a host or L3 bench's host side reaches every SIP.
-	_, partitionable := b.(*collectiveBench)
-	w, err := newWorld(p, cfg, set, partitionable)
+	cb, partitionable := b.(*collectiveBench)
+	var beforeBuild func(machine.Params)
+	if partitionable {
+		// Its memory admission's probes run before the world is built
+		// (probeFirst).
+		beforeBuild = cb.probeFirst
+	}
+	w, err := newWorld(p, cfg, set, partitionable, beforeBuild)
 	if err != nil {
 		return nil, err
 	}

@@ -41,15 +41,15 @@ func TestRankStateAtScale(t *testing.T) {
 	}
 	var stacks, heap, scanned int64
 	duringPhase1 = func(m *machine.Machine, _ []*tl.Ptr) {
-		// Once every rank has started and blocked: on a run of several
-		// SIPs (a Sim each, m.Sim nil) rank 0's SIP runs its first window
-		// before the others start theirs, so the look waits for the
-		// second window (after the lookahead).
-		m.RankSim(0).At(m.Params.Lookahead()+1, sim.HandlerFunc(func() { stacks, heap, scanned = read() }))
+		// A world of several SIPs runs on partitions, one a SIP, which one
+		// thread runs in turn through each window: at 1 ps on the last
+		// rank's partition every rank has started (the others ran their
+		// window; the machine's Sim is nil).
+		m.RankSim(len(m.Ranks)-1).At(1, sim.HandlerFunc(func() { stacks, heap, scanned = read() }))
 	}
 	defer func() { duringPhase1 = nil }()
 	stacks0, heap0, scanned0 := read()
-	if _, err := Run("tree_allreduce", Options{Embedded: kernbench.Files, WorldSize: world, Sizes: []int64{4 << 10}, TimingOnly: true,
+	if _, err := Run("tree_allreduce", Options{Embedded: kernbench.Files, WorldSize: world, Sizes: []int64{4 << 10}, TimingOnly: true, Threads: 1,
 		Sets: []string{"system.sips=" + strconv.Itoa(world/32)}}); err != nil {
 		t.Fatal(err)
 	}

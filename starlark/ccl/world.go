@@ -128,10 +128,16 @@ func (w *world) writeFailedOplog(failure error) error {
 	return failure
 }
 
+// placing, when set (tests only), is told the world newWorld places the
+// ranks of, and whether it is a memory probe's.
+var placing func(world int, probe bool)
+
 // newWorld builds a fresh simulation and machine and places the ranks:
 // on partitions, one per SIP, when the bench is partitionable and the
-// machine has several SIPs (modeOf), else on one Sim.
-func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bool) (*world, error) {
+// machine has several SIPs (modeOf), else on one Sim. beforeBuild, when
+// not nil, is called once the machine and the world passed their checks,
+// before the Sims (one per SIP on partitions) and the machine are made.
+func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bool, beforeBuild func(machine.Params)) (*world, error) {
 	mp := wiring.MachineParams(cfg.System, set)
 	mp.Untimed = p.opts.Untimed
 	if err := wiring.CheckFaults(cfg.System, mp); err != nil {
@@ -154,6 +160,9 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 		}
 		if err := admit.World(p.world, p.topology, set.Channels, p.opts.MaxMemory, p.opts.MaxMemoryIsDefault); err != nil {
 			return nil, err
+		}
+		if beforeBuild != nil {
+			beforeBuild(mp)
 		}
 		sips := mp.UsedSips(p.world)
 		if parts, err = sim.NewPartitioned(len(sips), mp.Lookahead()); err == nil {
@@ -179,6 +188,14 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 	}
 	if err := admit.World(p.world, p.topology, set.Channels, p.opts.MaxMemory, p.opts.MaxMemoryIsDefault); err != nil {
 		return nil, err
+	}
+	if parts == nil && beforeBuild != nil {
+		// (One Sim and a machine of no ranks yet: made before the
+		// checks, as they were before beforeBuild.)
+		beforeBuild(mp)
+	}
+	if placing != nil {
+		placing(p.world, p.opts.probe)
 	}
 	if err := m.Place(p.world); err != nil {
 		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
@@ -360,9 +377,19 @@ func (w *world) phase2(p *plan, res *report.Result) error {
 
 // install resolves the topology and installs the IPCQ group (init_process_group).
 func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook starlark.Callable) error {
-	set := tgt.Settings
-	spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.params, Sys: w.sys}
-	spec.Shape(p.topology, p.world, set)
+	links, err := neighborLinks(p, tgt, loader, hook, w.sys)
+	if err != nil {
+		return err
+	}
+	return w.installLinks(p, tgt, links)
+}
+
+// neighborLinks resolves the topology of p's world on the machine sys:
+// every rank's directions (wiring.NeighborTables, the module's
+// neighbors() included), or the run's failure.
+func neighborLinks(p *plan, tgt *target.Target, loader *script.Loader, hook starlark.Callable, sys config.System) ([][]machine.Link, error) {
+	spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.params, Sys: sys}
+	spec.Shape(p.topology, p.world, tgt.Settings)
 	links, _, err := wiring.NeighborTables(spec, loader.NewThread("init"))
 	if err != nil {
 		// The message says which call failed (neighbors(r, w, ...) of which
@@ -373,9 +400,15 @@ func (w *world) install(p *plan, tgt *target.Target, loader *script.Loader, hook
 		if errors.As(err, &ee) {
 			f.Msg, f.Detail, f.Backtrace = err.Error(), script.Traceback(ee), script.Backtrace(ee)
 		}
-		return failure.StepLimit(f)
+		return nil, failure.StepLimit(f)
 	}
-	icfg, err := wiring.IPCQConfig(set)
+	return links, nil
+}
+
+// installLinks installs the IPCQ group of links, the world's directions
+// (neighborLinks).
+func (w *world) installLinks(p *plan, tgt *target.Target, links [][]machine.Link) error {
+	icfg, err := wiring.IPCQConfig(tgt.Settings)
 	if err != nil {
 		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}

@@ -287,6 +287,26 @@ func TestScaledWorlds(t *testing.T) {
 	}
 }
 
+// From 16,384 ranks the probes stay at 1024 and 4096 ranks: a quarter of
+// the world cost a quarter of a 65,536-rank tree's run.
+func TestScaledWorldsAtMost4096(t *testing.T) {
+	type worlds struct {
+		World, Small, Large int
+	}
+	var got []worlds
+	for _, w := range []int{16384, 16385, 20000, 32768, 65536, 1 << 20} {
+		s, l, ok := ScaledWorlds(w)
+		if !ok {
+			t.Fatalf("ScaledWorlds(%d): not scaled", w)
+		}
+		got = append(got, worlds{w, s, l})
+	}
+	want := []worlds{{16384, 1024, 4096}, {16385, 1024, 4096}, {20000, 1024, 4096}, {32768, 1024, 4096}, {65536, 1024, 4096}, {1 << 20, 1024, 4096}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ScaledWorlds (-want +got):\n%s", diff)
+	}
+}
+
 // Every count grows as the power of the world the two probes show: a
 // ring's views as p², a tree's as p, the fixed as p⁰; a count that
 // shrinks stays, one that grows faster than p³ is taken as p³, and one

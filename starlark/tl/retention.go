@@ -15,7 +15,8 @@ import (
 // ranks' fixed state, and only the collector knows it. Every sampleEvery-th
 // value made is followed with a weak pointer; whenever the values made
 // have grown by an eighth since the last look (at least minGap), a full
-// collection runs and the sampled values still reachable are counted.
+// collection runs and the sampled values still reachable are counted
+// (unless too few could be to pass the peak).
 // Reachability after a full collection depends only on what the
 // simulation holds, so the counts are the same run after run, and with
 // other simulations in the process (-j). The host memory estimate's
@@ -35,7 +36,9 @@ type Retention struct {
 	// same look: a run that moves bytes keeps them with the handle (a
 	// fetched tile, the tile a store writes).
 	PeakHandleBytes int64
-	Looks           int
+	// Looks counts the collections, Skipped the looks that needed none
+	// (note).
+	Looks, Skipped int
 	// Every and Gap: every Every-th value is followed, and a look comes
 	// once the values made have grown by an eighth, at least Gap
 	// (sampleEvery and minGap; Fine makes them 1 and fineGap or more).
@@ -101,7 +104,21 @@ func (r *Retention) note() {
 		return
 	}
 	r.next = r.made + max(r.Gap, r.made/8)
+	// The sampled values live now are at most those the sample holds,
+	// live at the last look or made since: when even they weigh no more
+	// than the peak, the look could not raise it and needs no collection
+	// (a kernel that dropped its table of views: a tree's probe of 4096
+	// ranks skips the last of its twelve).
+	if r.weigh(int64(len(r.views))*r.Every, int64(len(r.handles))*r.Every) <= r.weigh(r.PeakViews, r.PeakHandles) {
+		r.Skipped++
+		return
+	}
 	r.Look()
+}
+
+// weigh is what views and handles weigh (ViewCost, HandleCost).
+func (r *Retention) weigh(views, handles int64) int64 {
+	return views*r.ViewCost + handles*r.HandleCost
 }
 
 // Look collects and counts the sampled values still reachable, dropping
@@ -112,7 +129,7 @@ func (r *Retention) Look() {
 	v, h := compact(r.views), compact(r.handles)
 	r.views, r.handles = r.views[:v], r.handles[:h]
 	nv, nh := int64(v)*r.Every, int64(h)*r.Every
-	if nv*r.ViewCost+nh*r.HandleCost > r.PeakViews*r.ViewCost+r.PeakHandles*r.HandleCost {
+	if r.weigh(nv, nh) > r.weigh(r.PeakViews, r.PeakHandles) {
 		r.PeakViews, r.PeakHandles = nv, nh
 		r.PeakHandleBytes = 0
 		for _, w := range r.handles {

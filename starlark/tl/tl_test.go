@@ -561,6 +561,34 @@ def kernel(rank, tl):
 	}
 }
 
+// A look that could not raise the peak needs no collection: once a
+// kernel drops what it kept, the sample holds fewer values than the peak
+// until it makes as many again, and the looks meanwhile (a full
+// collection each) are skipped; the peak is the one every look finds.
+func TestRetentionSkipsLooksUnderThePeak(t *testing.T) {
+	const src = `
+def kernel(rank, tl):
+    buf = tl.alloc(64, "f32")
+    kept = [buf.slice(i % 64, 1) for i in range(40000)]
+    kept = None
+    for i in range(60000):
+        v = buf.slice(i % 64, 1)
+`
+	r := tl.NewRetention(100, 500)
+	defer r.Close()
+	runInline(t, 1, src, func(k *tl.Kernel) { k.Stats.Retained = r })
+	t.Logf("peak views %d, %d looks, %d skipped, at %d values made", r.PeakViews, r.Looks, r.Skipped, r.Made())
+	// The looks at 1, 8193, ..., 32769 values made see the table grow,
+	// the one at 40961 finds it dropped; of the six after it, those at
+	// 49153 to 73729 and 93313 could not find more than 32768 views.
+	if r.PeakViews != 32776 {
+		t.Errorf("peak views %d, want the 32776 the look at 32769 values made finds (the buffer and the table's first 32768, a sampled view counting for 8)", r.PeakViews)
+	}
+	if r.Looks != 7 || r.Skipped != 5 {
+		t.Errorf("%d looks, %d skipped: want 7 and 5", r.Looks, r.Skipped)
+	}
+}
+
 // A fine Retention (a probe of a smaller world) looks about once per
 // value a rank makes whatever its world: a look is a full collection,
 // whose cost grows with the world, and with a fixed gap a 16,384-rank

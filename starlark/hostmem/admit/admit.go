@@ -270,17 +270,44 @@ func Rings(g *machine.Group) hostmem.Rings {
 			}
 		}
 	}
-	r.Reach = reach(g)
+	r.Reach = reach(len(g.EPs), func(rank int, send func(peer int)) {
+		for _, q := range g.EPs[rank].QPs {
+			if !q.RecvOnly {
+				send(q.Peer)
+			}
+		}
+	})
 	return r
 }
 
-// reach is the eccentricity of rank 0 in the graph of send directions
+// LinkRings is the receive rings installing links with cfg makes (a ring
+// a direction; machine.Install), as Rings takes them once installed but
+// for Room, left unknown: what the memory admission decides from the
+// configuration's estimate (whether to count the run by probes, and
+// which) does not read it.
+func LinkRings(links [][]machine.Link, cfg machine.IPCQConfig) hostmem.Rings {
+	r := hostmem.Rings{NSlots: cfg.NSlots, SlotSize: cfg.SlotSize}
+	for _, ls := range links {
+		r.QPs += len(ls)
+	}
+	r.Reach = reach(len(links), func(rank int, send func(peer int)) {
+		for _, l := range links[rank] {
+			if !l.RecvOnly {
+				send(l.Peer)
+			}
+		}
+	})
+	return r
+}
+
+// reach is the eccentricity of rank 0 of n in the graph of send
+// directions, sends calling send for each peer a rank sends to
 // (breadth-first; ranks it cannot reach do not count).
-func reach(g *machine.Group) int {
-	if len(g.EPs) == 0 {
+func reach(n int, sends func(rank int, send func(peer int))) int {
+	if n == 0 {
 		return 0
 	}
-	dist := make([]int, len(g.EPs))
+	dist := make([]int, n)
 	for i := range dist {
 		dist[i] = -1
 	}
@@ -290,14 +317,14 @@ func reach(g *machine.Group) int {
 	for len(queue) > 0 {
 		r := queue[0]
 		queue = queue[1:]
-		for _, q := range g.EPs[r].QPs {
-			if q.RecvOnly || q.Peer < 0 || q.Peer >= len(dist) || dist[q.Peer] >= 0 {
-				continue
+		sends(r, func(peer int) {
+			if peer < 0 || peer >= n || dist[peer] >= 0 {
+				return
 			}
-			dist[q.Peer] = dist[r] + 1
-			far = max(far, dist[q.Peer])
-			queue = append(queue, q.Peer)
-		}
+			dist[peer] = dist[r] + 1
+			far = max(far, dist[peer])
+			queue = append(queue, peer)
+		})
 	}
 	return far
 }
