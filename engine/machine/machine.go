@@ -393,6 +393,29 @@ func (m *Machine) MergedLog() (*oplog.Log, error) {
 	return oplog.MergeLogs(parts)
 }
 
+// MergeSplitLogs ends the split of the op_logs after the run: Log
+// becomes the merged log (MergedLog's) and the SIPs' own logs are let
+// go as they are merged (oplog.MergeLogsConsuming), so that neither the
+// merge nor phase 2 holds a second copy of every record.
+func (m *Machine) MergeSplitLogs() error {
+	if !m.splitLogs {
+		return fmt.Errorf("machine: the op_logs were not split")
+	}
+	parts := make([]*oplog.Log, len(m.locals))
+	for i, loc := range m.locals {
+		parts[i] = loc.log
+	}
+	log, err := oplog.MergeLogsConsuming(parts)
+	if err != nil {
+		return err
+	}
+	for _, loc := range m.locals {
+		loc.log = nil
+	}
+	m.Log, m.splitLogs = log, false
+	return nil
+}
+
 // LogOf is the op_log the events of pe's SIP write: its own when the
 // logs are split (SplitLogs), else the machine's (nil: none). The one-Sim
 // path reads only the machine (a PE's local state is a cache miss away

@@ -184,3 +184,49 @@ func TestMergeLogsRefusesLogWithoutTimes(t *testing.T) {
 		t.Fatalf("err = %v, want partition 1's log refused", err)
 	}
 }
+
+// MergeLogsConsuming (a run's merge, which lets each part's slabs go as
+// they are merged) gives MergeLogs' log, over parts of several slabs, and
+// leaves the parts empty.
+func TestMergeLogsConsumingSameAsMergeLogs(t *testing.T) {
+	write := func() []*Log {
+		var now [3]sim.Time
+		parts := make([]*Log, 3)
+		for p := range parts {
+			parts[p] = &Log{Clock: func() sim.Time { return now[p] }}
+		}
+		for i := range 3*(1<<slabShift) + 77 {
+			p := i * 7 % 3
+			now[p] += sim.Time(1 + i%5)
+			parts[p].Add(&Record{Kind: KindMemory, Name: "copy", Src: addr(p, 0), Dst: addr(p, 4), NBytes: 4, TEnd: now[p], Rank: p})
+		}
+		return parts
+	}
+	kept, err := MergeLogs(write())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := write()
+	consumed, err := MergeLogsConsuming(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := kept.WriteJSONLines(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := consumed.WriteJSONLines(&b); err != nil {
+		t.Fatal(err)
+	}
+	if kept.Len() <= 1<<slabShift {
+		t.Fatalf("%d records: want parts of several slabs", kept.Len())
+	}
+	if diff := cmp.Diff(a.String(), b.String()); diff != "" {
+		t.Errorf("consuming merge differs (-MergeLogs +MergeLogsConsuming):\n%s", diff)
+	}
+	for p, l := range parts {
+		if l.Len() != 0 || len(l.slabs) != 0 {
+			t.Errorf("part %d after the consuming merge: %d records, %d slabs, want none", p, l.Len(), len(l.slabs))
+		}
+	}
+}

@@ -373,13 +373,20 @@ func (l *Log) Records() []*Record {
 
 // record is the Record an entry keeps.
 func (l *Log) record(e *entry) *Record {
-	r := &Record{Seq: e.Seq, Rank: int(e.Rank), Kind: e.Kind, SrcSp: e.SrcSp, DstSp: e.DstSp, RecvMode: e.RecvMode, DType: e.DType, OutType: e.OutType,
+	r := new(Record)
+	l.recordInto(e, r)
+	return r
+}
+
+// recordInto writes e as a Record into r (MergeLogs: one Record for
+// every record merged).
+func (l *Log) recordInto(e *entry, r *Record) {
+	*r = Record{Seq: e.Seq, Rank: int(e.Rank), Kind: e.Kind, SrcSp: e.SrcSp, DstSp: e.DstSp, RecvMode: e.RecvMode, DType: e.DType, OutType: e.OutType,
 		Left: e.Left, Name: l.strs[e.name], TStart: e.TStart, TEnd: e.TEnd, Src: e.Src, Dst: e.Dst, NBytes: e.NBytes, Count: e.Count,
 		Dir: l.strs[e.dir], SenderSeq: e.SenderSeq, TileOut: e.TileOut, TileA: e.TileA, TileB: e.TileB, Op: l.strs[e.op]}
 	if x := l.extraOf(e); x != nil {
 		r.Data, r.Args, r.Scalar, r.ScalarI = x.data, x.args, x.scalar, x.scalarI
 	}
-	return r
 }
 
 // extraOf is e's extra, or nil.

@@ -285,11 +285,9 @@ func (w *world) mergeOutputs() error {
 		return nil
 	}
 	if w.m.Logging() {
-		log, err := w.m.MergedLog()
-		if err != nil {
+		if err := w.m.MergeSplitLogs(); err != nil {
 			return report.WithKind(errkind.Internal, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
-		w.m.Log = log
 	}
 	if w.trace != nil {
 		tr, err := w.m.MergedTrace()
