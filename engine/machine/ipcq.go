@@ -835,32 +835,7 @@ func (msg *Message) Complete(*Transfer) {
 	q := msg.Q
 	peer := q.peer
 	g := q.ep.g
-	// Overwriting a slot that an unfinished send is forwarding (zero-copy
-	// from a return_slot Ptr) would change what that send delivers. (When
-	// no send reads near the slot, the common case, there is no scan and
-	// no call.)
-	if msg.Dst.Mem.sendsMayRead(msg.Dst) {
-		if m := g.inFlightReading(msg.Dst, false); m != nil && m != msg {
-			q.ep.sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
-				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
-		}
-	}
-	msg.Dst.WriteFrom(msg.Src.View()) // nothing under timing-only (no bytes)
-	rs := &peer.Slots[msg.Slot]
-	rs.Meta = msg.Meta
-	rs.Gen++
-	if msg.Meta.Seq == peer.PeerHeadCache {
-		// The next message in sender order (almost always): published at
-		// once, then any later ones that arrived before it.
-		peer.PeerHeadCache++
-		n := uint64(len(peer.Slots))
-		for peer.PeerHeadCache < q.MyHead && peer.Slots[peer.PeerHeadCache%n].arrived {
-			peer.Slots[peer.PeerHeadCache%n].arrived = false
-			peer.PeerHeadCache++
-		}
-	} else {
-		rs.arrived = true // published when the messages before it are
-	}
+	msg.arrive(msg.Src.View()) // (no bytes under timing-only)
 	q.InFlight--
 	if h := q.inflightHead; h < len(q.inflight) && q.inflight[h] == msg {
 		// The oldest send (DMAs mostly complete in order): dropInflight's
@@ -879,6 +854,56 @@ func (msg *Message) Complete(*Transfer) {
 		msg.Src.Mem.addSendReading(msg.Src)
 	}
 	msg.delivered(g, q, peer)
+	q.wakeSenders()
+	// The message is done: observers have seen it, nobody else holds it.
+	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
+	if g.Paranoid {
+		g.scan()
+	}
+}
+
+// arrive is the receiver's side of a delivery (Complete on one Sim,
+// deliverFar on the receiver's SIP): data, the source's bytes (nil under
+// timing-only), goes into the rx slot, and the slot is published to the
+// receiver's peer_head_cache in sender order. Overwriting a slot that an
+// unfinished send is forwarding (zero-copy from a return_slot Ptr) would
+// change what that send delivers: StaleSlot. (When no send reads near
+// the slot, the common case, there is no scan and no call.)
+func (msg *Message) arrive(data []byte) {
+	q := msg.Q
+	peer := q.peer
+	if msg.Dst.Mem.sendsMayRead(msg.Dst) {
+		if m := q.ep.g.inFlightReading(msg.Dst, false); m != nil && m != msg {
+			peer.ep.sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
+				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
+		}
+	}
+	msg.Dst.WriteFrom(data)
+	rs := &peer.Slots[msg.Slot]
+	rs.Meta = msg.Meta
+	rs.Gen++
+	if msg.Meta.Seq != peer.PeerHeadCache {
+		rs.arrived = true // published when the messages before it are
+		return
+	}
+	// The next message in sender order (almost always): published at
+	// once, then any later ones that arrived before it. A slot marked
+	// arrived holds the message of the sequence number it is at (at most
+	// n_slots are in flight past my_tail, and publishing clears the
+	// mark), so the walk needs no bound but the ring's size: not the
+	// sender's my_head, which the receiver's SIP does not see.
+	peer.PeerHeadCache++
+	n := uint64(len(peer.Slots))
+	for k := 1; k < len(peer.Slots) && peer.Slots[peer.PeerHeadCache%n].arrived; k++ {
+		peer.Slots[peer.PeerHeadCache%n].arrived = false
+		peer.PeerHeadCache++
+	}
+}
+
+// wakeSenders wakes what waits on q's sends completing (both halves'
+// sender side: Complete, sentNear): its sent-waiters, and its flushes
+// once nothing is in flight.
+func (q *QueuePair) wakeSenders() {
 	for i, w := range q.sentWaiters {
 		q.sentWaiters[i] = nil
 		w.Wake()
@@ -886,11 +911,6 @@ func (msg *Message) Complete(*Transfer) {
 	q.sentWaiters = q.sentWaiters[:0]
 	if q.InFlight == 0 && q.flushWaiter != nil {
 		wakeShared(&q.flushWaiter, &q.moreFlushers)
-	}
-	// The message is done: observers have seen it, nobody else holds it.
-	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
-	if g.Paranoid {
-		g.scan()
 	}
 }
 
@@ -931,36 +951,12 @@ func (msg *Message) delivered(g *Group, q, peer *QueuePair) {
 // completion: msg is the far side's copy of the sender's message (it
 // reads only the sender's fixed fields: rank, direction, peer) and data
 // the source's bytes the sender copied at the injection end (nil under
-// timing-only). Complete keeps one body for both halves: calls to them
-// would cost every message of a run that splits nothing.
+// timing-only).
 func (msg *Message) deliverFar(data []byte) {
 	q := msg.Q
 	peer := q.peer
 	g := q.ep.g
-	if msg.Dst.Mem.sendsMayRead(msg.Dst) {
-		if m := g.inFlightReading(msg.Dst, false); m != nil {
-			peer.ep.sim.Stop(&IPCQError{"StaleSlot", fmt.Sprintf("rank %d's send %s #%d overwrites rx slot %d of rank %d direction %s while rank %d's send %s #%d%s still reads it (forward a copy, or send it before receiving %d more messages)",
-				q.Rank, q.Dir, msg.Meta.Seq, msg.Slot, peer.Rank, peer.Dir, m.Q.Rank, m.Q.Dir, m.Meta.Seq, originText(m.Meta.Origin), len(peer.Slots))})
-		}
-	}
-	msg.Dst.WriteFrom(data) // as Complete writes (nothing under timing-only)
-	rs := &peer.Slots[msg.Slot]
-	rs.Meta = msg.Meta
-	rs.Gen++
-	if msg.Meta.Seq == peer.PeerHeadCache {
-		// Published, then any later ones that arrived before it. A slot
-		// marked arrived holds the message of the sequence number it is
-		// at (at most n_slots are in flight past my_tail), so the
-		// sender's my_head, which Complete stops at, is not needed.
-		peer.PeerHeadCache++
-		n := uint64(len(peer.Slots))
-		for k := 1; k < len(peer.Slots) && peer.Slots[peer.PeerHeadCache%n].arrived; k++ {
-			peer.Slots[peer.PeerHeadCache%n].arrived = false
-			peer.PeerHeadCache++
-		}
-	} else {
-		rs.arrived = true
-	}
+	msg.arrive(data)
 	msg.delivered(g, q, peer)
 }
 
@@ -975,14 +971,7 @@ func (msg *Message) sentNear() {
 	if q.dropInflight(msg) {
 		msg.Src.Mem.sendRead()
 	}
-	for i, w := range q.sentWaiters {
-		q.sentWaiters[i] = nil
-		w.Wake()
-	}
-	q.sentWaiters = q.sentWaiters[:0]
-	if q.InFlight == 0 && q.flushWaiter != nil {
-		wakeShared(&q.flushWaiter, &q.moreFlushers)
-	}
+	q.wakeSenders()
 	q.ep.loc.freeMsgs = append(q.ep.loc.freeMsgs, msg)
 }
 
