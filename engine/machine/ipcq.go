@@ -1171,32 +1171,14 @@ func (c *creditEvent) Fire() {
 	if q.creditHead == len(q.credits) {
 		q.credits, q.creditHead = q.credits[:0], 0
 	}
-	s := q.peer
-	// I2: pointers only move forward; a credit never passes the receiver's
-	// tail nor the sender's head.
-	if v < s.PeerTailCache || v > q.MyTail || v > s.MyHead {
-		s.ep.sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",
-			s.Rank, s.Dir, v, s.PeerTailCache, q.MyTail, s.MyHead)})
-	}
-	if v > s.PeerTailCache {
-		s.PeerTailCache = v
-	}
-	if tr := s.ep.g.M.TraceOf(s.ep.PE); tr != nil {
-		tr.Counter(s.ep.PE.ID+1, "credits in use "+s.Dir, s.ep.sim.Now(), float64(s.MyHead-s.PeerTailCache))
-	}
-	if w := s.sendWaiter; w != nil {
-		s.sendWaiter = nil
-		w.Wake()
-	}
-	if g := s.ep.g; g.Paranoid {
-		g.scan()
-	}
+	q.peer.applyCredit(v, q.MyTail)
 }
 
-// applyCredit is creditEvent.Fire's effect on the sender's side s for
-// a credit v that crossed SIPs as a message with the receiver's my_tail
-// (tail). (Fire keeps its own copy: a call there costs every message of
-// a run that splits nothing.)
+// applyCredit is a credit v arriving at the sender's side s, the
+// receiver's my_tail being tail (creditEvent.Fire on one SIP, reading
+// it from the receiver's queue pair; creditMsg across SIPs, carrying it).
+// I2: pointers only move forward; a credit never passes the receiver's
+// tail nor the sender's head.
 func (s *QueuePair) applyCredit(v, tail uint64) {
 	if v < s.PeerTailCache || v > tail || v > s.MyHead {
 		s.ep.sim.Stop(&InvariantError{"I2", fmt.Sprintf("rank %d %s: credit %d with peer_tail_cache=%d, receiver my_tail=%d, sender my_head=%d",

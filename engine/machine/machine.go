@@ -371,12 +371,17 @@ func (m *Machine) WitnessSplitLogs() error {
 	if !m.splitLogs {
 		return fmt.Errorf("machine: the op_logs were not split")
 	}
-	logs := make([]*oplog.Log, len(m.locals))
-	for i, loc := range m.locals {
-		logs[i] = loc.log
-	}
-	oplog.WitnessAll(logs)
+	oplog.WitnessAll(m.splitLogParts())
 	return nil
+}
+
+// splitLogParts are the SIPs' op_logs (SplitLogs), by SIP.
+func (m *Machine) splitLogParts() []*oplog.Log {
+	parts := make([]*oplog.Log, len(m.locals))
+	for i, loc := range m.locals {
+		parts[i] = loc.log
+	}
+	return parts
 }
 
 // MergedLog is the op_log of a run whose logs were split (SplitLogs), the
@@ -386,11 +391,7 @@ func (m *Machine) MergedLog() (*oplog.Log, error) {
 	if !m.splitLogs {
 		return nil, fmt.Errorf("machine: the op_logs were not split")
 	}
-	parts := make([]*oplog.Log, len(m.locals))
-	for i, loc := range m.locals {
-		parts[i] = loc.log
-	}
-	return oplog.MergeLogs(parts)
+	return oplog.MergeLogs(m.splitLogParts())
 }
 
 // MergeSplitLogs ends the split of the op_logs after the run: Log
@@ -401,11 +402,7 @@ func (m *Machine) MergeSplitLogs() error {
 	if !m.splitLogs {
 		return fmt.Errorf("machine: the op_logs were not split")
 	}
-	parts := make([]*oplog.Log, len(m.locals))
-	for i, loc := range m.locals {
-		parts[i] = loc.log
-	}
-	log, err := oplog.MergeLogsConsuming(parts)
+	log, err := oplog.MergeLogsConsuming(m.splitLogParts())
 	if err != nil {
 		return err
 	}
