@@ -273,20 +273,16 @@ func (pr *pieceRun) advance() (waiting bool) {
 				continue
 			}
 			pr.at = atArrived
-			if waiting, err := pr.awaitMessage(); err != nil {
-				return pr.fail(err)
-			} else if waiting {
-				return true
+			if stop, ret := pr.settle(pr.awaitMessage()); stop {
+				return ret
 			}
 		case atFirstSent:
 			if pr.sending != nil {
 				pr.sent()
 			}
 			pr.at = atArrived
-			if waiting, err := pr.awaitMessage(); err != nil {
-				return pr.fail(err)
-			} else if waiting {
-				return true
+			if stop, ret := pr.settle(pr.awaitMessage()); stop {
+				return ret
 			}
 		case atArrived:
 			cur, waiting, err := pr.take(pr.i, atCopied)
@@ -321,10 +317,8 @@ func (pr *pieceRun) advance() (waiting bool) {
 				pr.next = next
 			}
 			pr.at = atLoaded
-			if waiting, err := pr.awaitLoad(pr.cur); err != nil {
-				return pr.fail(err)
-			} else if waiting {
-				return true
+			if stop, ret := pr.settle(pr.awaitLoad(pr.cur)); stop {
+				return ret
 			}
 		case atNextCopied:
 			next, err := pr.copiedIn()
@@ -333,10 +327,8 @@ func (pr *pieceRun) advance() (waiting bool) {
 			}
 			pr.next = next
 			pr.at = atLoaded
-			if waiting, err := pr.awaitLoad(pr.cur); err != nil {
-				return pr.fail(err)
-			} else if waiting {
-				return true
+			if stop, ret := pr.settle(pr.awaitLoad(pr.cur)); stop {
+				return ret
 			}
 		case atLoaded:
 			if c.Local == nil {
@@ -360,10 +352,8 @@ func (pr *pieceRun) advance() (waiting bool) {
 			pr.lh = pr.prefetch[w]
 			pr.prefetch[w] = nil
 			pr.at = atLocalLoaded
-			if waiting, err := pr.awaitLoad(pr.lh); err != nil {
-				return pr.fail(err)
-			} else if waiting {
-				return true
+			if stop, ret := pr.settle(pr.awaitLoad(pr.lh)); stop {
+				return ret
 			}
 		case atLocalLoaded:
 			// The two tiles are combined at once: they live on the stack
@@ -445,6 +435,16 @@ func (pr *pieceRun) advance() (waiting bool) {
 			return false
 		}
 	}
+}
+
+// settle ends a step that began a wait (awaitMessage, awaitLoad): an
+// error ends the call (fail), a wait still pending returns to the event
+// loop (advance's true); stop false: the step goes on at once.
+func (pr *pieceRun) settle(waiting bool, err error) (stop, ret bool) {
+	if err != nil {
+		return true, pr.fail(err)
+	}
+	return waiting, true
 }
 
 // fail ends the call with err, or, for ErrInProcess, leaves the state to
