@@ -82,9 +82,9 @@ func runHostBench(benchFile string, runRank starlark.Callable, redops []dtype.Re
 	})
 }
 
-// declaredRedOps reads a host bench's REDOPS, the reductions its own
+// DeclaredRedOps reads a host bench's REDOPS, the reductions its own
 // check computes (nil when it declares none: it takes any).
-func declaredRedOps(file string, globals starlark.StringDict) ([]dtype.RedOp, error) {
+func DeclaredRedOps(file string, globals starlark.StringDict) ([]dtype.RedOp, error) {
 	v, ok := globals["REDOPS"]
 	if !ok {
 		return nil, nil

@@ -216,7 +216,7 @@ func Run(arg string, opts Options) (*report.Report, error) {
 		if !ok {
 			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
 		}
-		redops, err := declaredRedOps(tgt.File, globals)
+		redops, err := DeclaredRedOps(tgt.File, globals)
 		if err != nil {
 			return nil, err
 		}

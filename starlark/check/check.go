@@ -116,6 +116,12 @@ func Run(file string, o Options) []string {
 			if _, ok := v.(starlark.Callable); !ok {
 				add(syntax.Position{}, "%s must be a function", entry)
 			}
+			if entry == "run_rank" {
+				// What run refuses before any size, check names too.
+				if _, err := ccl.DeclaredRedOps(tgt.File, globals); err != nil {
+					problems = append(problems, err.Error())
+				}
+			}
 			return problems
 		}
 	}
