@@ -291,6 +291,11 @@ func (b *collectiveBench) finish(w *world, runErr error) (*report.Result, error)
 		if res.Wrong > 0 {
 			res.Disconnected = disconnected(w.g)
 		}
+	} else if b.count > 0 {
+		// Nothing checks this run's data, but a collective whose
+		// messages leave the ranks in groups cannot be right: say so
+		// rather than print a plausible time for a wrong kernel.
+		res.Disconnected = disconnected(w.g)
 	}
 	if p.opts.KeepOutputs && !p.opts.TimingOnly {
 		for _, r := range b.buf.recv {

@@ -113,9 +113,11 @@ type Result struct {
 	// a wrong out-of-place run (the sendbuf is input only there): what
 	// such a rank sent afterwards was not its input.
 	SendWritten []int `json:"sendbuf_written,omitempty"`
-	// Disconnected, in a wrong run, says that its messages joined the
-	// ranks only in groups, between which no data could move (a ring
-	// kernel's E/W on a mesh go round each row).
+	// Disconnected, in a wrong run or one whose data nothing checked
+	// (--timing-only, --verify-data=false), says that its messages
+	// joined the ranks only in groups, between which no data could move
+	// (a ring kernel's E/W on a mesh go round each row): such a
+	// collective cannot be right.
 	Disconnected *Disconnected `json:"disconnected,omitempty"`
 	Phase2       string        `json:"phase2_mismatch,omitempty"`
 	// Phase2Diagnosis explains a mismatch of the builtin bench (runOnce).

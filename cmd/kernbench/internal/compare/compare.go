@@ -276,6 +276,9 @@ func WrongResults(reps []Labeled, stderr io.Writer) []LabeledFailure {
 		for _, r := range l.Rep.Results {
 			f := r.Verdict()
 			if f == nil {
+				if r.Disconnected != nil && !r.Verified {
+					unchecked(stderr, prefix, l.Rep, r)
+				}
 				continue
 			}
 			if f.ErrorKind() == errkind.Phase2Mismatch {
@@ -297,6 +300,19 @@ func WrongResults(reps []Labeled, stderr io.Writer) []LabeledFailure {
 		}
 	}
 	return out
+}
+
+// unchecked warns that a row whose data nothing checked (--timing-only,
+// --verify-data=false) cannot be right: its messages joined the ranks
+// only in groups. A warning, not a failure: the run did what was asked,
+// and its time is the time of that kernel.
+func unchecked(stderr io.Writer, prefix string, rep *report.Report, r report.Result) {
+	how := "--verify-data=false"
+	if rep.TimingOnly {
+		how = "--timing-only"
+	}
+	fmt.Fprintf(stderr, "%swarning: the result at %d bytes was not checked (%s), and it cannot be right:\n", prefix, r.Bytes, how)
+	fmt.Fprint(stderr, render.Disconnected(r.Disconnected, rep))
 }
 
 // wrongReport prints a row's wrong elements: the count, the first, and
