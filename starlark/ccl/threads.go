@@ -57,7 +57,7 @@ func modeOf(opts Options, mp machine.Params, partitionable bool, world int) simM
 		case opts.Check:
 			m.threads, m.why = 1, "--check scans every queue pair after each delivery, on one thread"
 		case opts.CCLTrace != nil:
-			m.threads, m.why = 1, "KERNBENCH_CCL_TRACE writes each send and receive as it happens, on one thread"
+			m.threads, m.why = 1, "KERNBENCH_CCL_TRACE writes each send and receive in one order, on one thread"
 		case opts.probe:
 			m.threads, m.why = 1, "a memory probe runs on one thread"
 		case asked > used:

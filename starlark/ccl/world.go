@@ -246,7 +246,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 			}
 		}
 	}
-	if parts != nil && p.opts.Stderr != nil && !p.opts.silent {
+	if parts != nil && (p.opts.Stderr != nil && !p.opts.silent || p.opts.CCLTrace != nil) {
 		w.prints = newPrints(len(parts.Partitions()))
 		parts.AtBarrier = w.prints.flush
 	}
@@ -422,11 +422,19 @@ func (w *world) installLinks(p *plan, tgt *target.Target, links [][]machine.Link
 	// hazard checks until its receiver takes it or the sender flushes.
 	w.g.HoldSends = p.opts.Untimed
 	if out := p.opts.CCLTrace; out != nil {
-		w.g.OnSend = func(q *machine.QueuePair, meta machine.MsgMeta, at sim.Time) {
-			fmt.Fprintf(out, "t=%v rank=%d op=send dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)
+		line := func(q *machine.QueuePair, op string, meta machine.MsgMeta, at sim.Time) {
+			s := fmt.Sprintf("t=%v rank=%d op=%s dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, op, q.Dir, meta.NBytes, meta.Seq, q.Peer)
+			if w.prints != nil {
+				// A partitioned run's partitions take turns by window:
+				// the lines go out with its prints, in time order.
+				w.prints.add(w.m.RankPartition(q.Rank).ID, at, out, s)
+				return
+			}
+			io.WriteString(out, s)
 		}
+		w.g.OnSend = func(q *machine.QueuePair, meta machine.MsgMeta, at sim.Time) { line(q, "send", meta, at) }
 		w.g.OnRecv = func(q *machine.QueuePair, meta machine.MsgMeta, _ machine.Region, at sim.Time) {
-			fmt.Fprintf(out, "t=%v rank=%d op=recv dir=%s nbytes=%d seq=%d peer=%d\n", at, q.Rank, q.Dir, meta.NBytes, meta.Seq, q.Peer)
+			line(q, "recv", meta, at)
 		}
 	}
 	return nil
