@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"kernbench"
+	"kernbench/engine/config"
 	"kernbench/starlark/cputime"
 	"kernbench/starlark/report"
 )
@@ -162,6 +163,7 @@ func fuzzRunProgram(t *testing.T, src string) {
 			MaxSteps:  100_000,
 			Verify:    true,
 			Sets:      fuzzSets,
+			MaxMemory: fuzzMaxMemory(t, src),
 		})
 	}()
 	o, ok := cputime.Await(done, fuzzLimit)
@@ -190,6 +192,27 @@ func fuzzRunProgram(t *testing.T, src string) {
 	if strings.Contains(fl.Msg, "internal error") || strings.Contains(fl.Detail, "internal error") {
 		t.Fatalf("Failure reports an internal error: %s\n%s\nprogram:\n%s", fl.Msg, fl.Detail, src)
 	}
+}
+
+// fuzzMaxMemoryRE finds the --max-memory of a bad-input seed's
+// "# args:" line (testdata/bad/star_memory_*.star).
+var fuzzMaxMemoryRE = regexp.MustCompile(`(?m)^# args:.*--max-memory (\S+)`)
+
+// fuzzMaxMemory is the --max-memory a seed from the bad-input corpus runs
+// with on the command line, 0 (no bound) for any other program. Without
+// it the memory-guard seeds hold gigabytes before they end (64 lists of
+// 2·10^6 ints), and on a machine busy with other work that took over the
+// CPU-time limit: the guard stopping them in-process is what they test.
+func fuzzMaxMemory(t *testing.T, src string) int64 {
+	m := fuzzMaxMemoryRE.FindStringSubmatch(src)
+	if m == nil {
+		return 0
+	}
+	n, err := config.ParseSize(m[1])
+	if err != nil {
+		t.Fatalf("seed's --max-memory %q: %v", m[1], err)
+	}
+	return n
 }
 
 func fuzzRows(r *report.Report) int {
