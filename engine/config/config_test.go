@@ -292,7 +292,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown link", with("system:", "  links:", "    nvlink: {}"),
 			`ccl.yaml:8: system.links: unknown key "nvlink" (allowed: pcie, pe_noc, ucie)`},
 		{"unknown link key", with("system:", "  links:", "    ucie: {bandwidth: 1}"),
-			`ccl.yaml:8: system.links.ucie: unknown key "bandwidth" (allowed: bandwidth_gbps, latency_ns)`},
+			`ccl.yaml:8: system.links.ucie: unknown key "bandwidth" (allowed: bandwidth_gbps, latency_ns); did you mean "bandwidth_gbps"?`},
 		{"unknown memory", with("system:", "  memory: {dram: {}}"),
 			`ccl.yaml:7: system.memory: unknown key "dram" (allowed: hbm, sram, tcm); did you mean "hbm"?`},
 		{"unknown memory key", with("system:", "  memory:", "    tcm:", "      size: 1MiB"),
@@ -355,7 +355,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad per-algorithm buffer_kind", with("    buffer_kind: HBM"),
 			`ccl.yaml:6: algorithms.a.buffer_kind: got "HBM", want one of tcm, hbm, sram; did you mean "hbm"?`},
 		{"bad topology", with("    topology: torus"),
-			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
+			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom; did you mean "mesh_2d"?`},
 		{"bad collective", with("    collective: all_reduce"),
 			`ccl.yaml:6: algorithms.a.collective: got "all_reduce", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall; did you mean "allreduce"?`},
 
@@ -560,7 +560,7 @@ func TestSetErrors(t *testing.T) {
 		{"later set wins, earlier error gone", with(), []string{"defaults.n_slots=0", "defaults.n_slots=x"},
 			`--set defaults.n_slots=x: defaults.n_slots: got "x", want int`},
 		{"file error still reported from the file", with("    topology: torus"), []string{"defaults.n_slots=2"},
-			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
+			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom; did you mean "mesh_2d"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
