@@ -155,7 +155,7 @@ of these (its last line names that failure's kind).`,
 				// No argument: the configuration's defaults.algorithm.
 				cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 				if err != nil {
-					return usageErr(err.Error())
+					return err // a ConfigError, as when an algorithm is named
 				}
 				arg = cfg.Defaults.Algorithm
 			}
@@ -398,7 +398,7 @@ func (o *runOptions) runComparison(arg string, targets []string, stdout, stderr 
 	case len(targets) == 0:
 		cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, kernbench.Files)
 		if err != nil {
-			return usageErr(err.Error())
+			return err // a ConfigError, as when an algorithm is named
 		}
 		// No algorithm named: each variant runs the defaults.algorithm
 		// of its configuration, which --vary defaults.algorithm may set.

@@ -292,7 +292,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown link", with("system:", "  links:", "    nvlink: {}"),
 			`ccl.yaml:8: system.links: unknown key "nvlink" (allowed: pcie, pe_noc, ucie)`},
 		{"unknown link key", with("system:", "  links:", "    ucie: {bandwidth: 1}"),
-			`ccl.yaml:8: system.links.ucie: unknown key "bandwidth" (allowed: bandwidth_gbps, latency_ns)`},
+			`ccl.yaml:8: system.links.ucie: unknown key "bandwidth" (allowed: bandwidth_gbps, latency_ns); did you mean "bandwidth_gbps"?`},
 		{"unknown memory", with("system:", "  memory: {dram: {}}"),
 			`ccl.yaml:7: system.memory: unknown key "dram" (allowed: hbm, sram, tcm); did you mean "hbm"?`},
 		{"unknown memory key", with("system:", "  memory:", "    tcm:", "      size: 1MiB"),
@@ -355,7 +355,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad per-algorithm buffer_kind", with("    buffer_kind: HBM"),
 			`ccl.yaml:6: algorithms.a.buffer_kind: got "HBM", want one of tcm, hbm, sram; did you mean "hbm"?`},
 		{"bad topology", with("    topology: torus"),
-			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
+			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom; did you mean "mesh_2d"?`},
 		{"bad collective", with("    collective: all_reduce"),
 			`ccl.yaml:6: algorithms.a.collective: got "all_reduce", want one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall; did you mean "allreduce"?`},
 
@@ -424,7 +424,7 @@ func TestLoadErrors(t *testing.T) {
 		{"null algorithms", lines("defaults: {algorithm: a}", "algorithms:"),
 			`ccl.yaml:2: algorithms: want at least one algorithm`},
 		{"missing module", with("  b:", "    topology: ring_1d"),
-			`ccl.yaml:6: algorithms.b.module is required`},
+			`ccl.yaml:6: algorithms.b.module is required: b is no algorithm of the configuration yet, so its entry names its .star file (module: FILE.star, or --set algorithms.b.module=FILE.star)`},
 		{"unknown defaults.algorithm", lines("defaults:", "  algorithm: ring", "algorithms:", "  b: {module: b.star}", "  a: {module: a.star}"),
 			`ccl.yaml:2: defaults.algorithm: got "ring", want one of the algorithms: a, b`},
 		{"algorithm name not an identifier", with("  ring-2: {module: r.star}"),
@@ -451,7 +451,7 @@ func TestLoadErrors(t *testing.T) {
 		{"a mistake per entry", lines("defaults: {algorithm: a}", "algorithms:", "  a: {module: a.star, n_slots: 0}", "  b: {modul: b.star}", "  9c: {module: c.star}"),
 			"ccl.yaml:3: algorithms.a.n_slots: got 0, want >= 1\n" +
 				`ccl.yaml:4: algorithms.b: unknown key "modul" (allowed: ` + entryKeys + `); did you mean "module"?` + "\n" +
-				"ccl.yaml:4: algorithms.b.module is required\n" +
+				"ccl.yaml:4: algorithms.b.module is required: b is no algorithm of the configuration yet, so its entry names its .star file (module: FILE.star, or --set algorithms.b.module=FILE.star)\n" +
 				"ccl.yaml:5: algorithms: name \"9c\" is not an identifier (want letters, digits and _, not starting with a digit)"},
 
 		// YAML syntax.
@@ -533,7 +533,7 @@ func TestSetErrors(t *testing.T) {
 		{"unknown default algorithm", with(), []string{"defaults.algorithm=b"},
 			`--set defaults.algorithm=b: defaults.algorithm: got "b", want one of the algorithms: a`},
 		{"new algorithm without module", with(), []string{"algorithms.b.topology=none"},
-			`--set algorithms.b.topology=none: algorithms.b.module is required`},
+			`--set algorithms.b.topology=none: algorithms.b.module is required: b is no algorithm of the configuration yet, so its entry names its .star file (module: FILE.star, or --set algorithms.b.module=FILE.star)`},
 		{"new algorithm with a bad name", with(), []string{"algorithms.2b.module=b.star"},
 			`--set algorithms.2b.module=b.star: algorithms: name "2b" is not an identifier (want letters, digits and _, not starting with a digit)`},
 		{"placement out of range", with(), []string{"system.placement=[0, 32]"},
@@ -560,7 +560,7 @@ func TestSetErrors(t *testing.T) {
 		{"later set wins, earlier error gone", with(), []string{"defaults.n_slots=0", "defaults.n_slots=x"},
 			`--set defaults.n_slots=x: defaults.n_slots: got "x", want int`},
 		{"file error still reported from the file", with("    topology: torus"), []string{"defaults.n_slots=2"},
-			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
+			`ccl.yaml:6: algorithms.a.topology: got "torus", want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom; did you mean "mesh_2d"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -243,6 +243,9 @@ type field struct {
 	key      string
 	required bool
 	rule     *rule
+	// missing, if set, follows "PATH.KEY is required": what to give
+	// (path is the mapping's, e.g. algorithms.mine).
+	missing func(path string) string
 }
 
 func (r *rule) field(key string) *field {
@@ -333,7 +336,11 @@ func (d *decoder) decode(r *rule, k, v *yaml.Node, path string) {
 					if at == nil {
 						at = v
 					}
-					d.add(d.errorf(at, "%s is required", join(path, f.key)))
+					more := ""
+					if f.missing != nil {
+						more = f.missing(path)
+					}
+					d.add(d.errorf(at, "%s is required%s", join(path, f.key), more))
 				}
 				continue
 			}

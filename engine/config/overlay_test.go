@@ -90,7 +90,7 @@ func TestLoadOverlayErrors(t *testing.T) {
 		{"bad value", lines("defaults:", "  buffer_kind: dram"), nil,
 			`local.yaml:2: defaults.buffer_kind: got "dram", want one of tcm, hbm, sram`},
 		{"new entry without module", lines("algorithms:", "  b:", "    topology: none"), nil,
-			`local.yaml:2: algorithms.b.module is required`},
+			`local.yaml:2: algorithms.b.module is required: b is no algorithm of the configuration yet, so its entry names its .star file (module: FILE.star, or --set algorithms.b.module=FILE.star)`},
 		{"unknown default algorithm", lines("defaults: {algorithm: nope}"), nil,
 			`local.yaml:1: defaults.algorithm: got "nope", want one of the algorithms: `},
 		{"duplicate key", lines("defaults:", "  n_slots: 4", "  n_slots: 8"), nil,

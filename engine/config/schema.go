@@ -264,7 +264,13 @@ func algorithmsRule(c *Config) *rule {
 
 func algorithmRule(a *Algorithm) *rule {
 	fields := []field{
-		{key: "module", required: true, rule: moduleLeaf(&a.Module, &a.Shipped)},
+		{key: "module", required: true, rule: moduleLeaf(&a.Module, &a.Shipped), missing: func(path string) string {
+			// An entry without module: changes an algorithm defined
+			// before; this one is new (a params: for a file run by path,
+			// say), so it names its file.
+			return fmt.Sprintf(": %s is no algorithm of the configuration yet, so its entry names its .star file (module: FILE.star, or --set %s.module=FILE.star)",
+				strings.TrimPrefix(path, "algorithms."), path)
+		}},
 		{key: "topology", rule: enumLeaf(&a.Topology, topologies, false)},
 		{key: "collective", rule: enumLeaf(&a.Collective, collectives, true)},
 		{key: "params", rule: paramsRule(&a.Params, &a.ParamsPos)},

@@ -24,13 +24,21 @@ func (ws *Writes) ReadHazard(fn string, rank int, reg machine.Region, untimed bo
 // WriteHazard is the WriteWriteHazard error of fn on rank writing dst
 // while an earlier write of the rank into an overlapping range is not
 // done (the two complete in an order that depends on the memories and
-// paths involved: the winner changed with --data-space), or nil.
-func (ws *Writes) WriteHazard(fn string, rank int, dst machine.Region) error {
-	if w := ws.PendingInto(dst); w != nil {
-		return errorf(KindWriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (%s first, or write elsewhere)",
-			fn, rank, dst, w.Fn, w.IssuedAt(), w.Dst, w.SettleHint())
+// paths involved: the winner changed with --data-space), or nil. by is
+// the kernel or thread writing (nil: not known): an earlier write of
+// another thread is named as that thread's, and the way out is to order
+// the two threads, which no call of this one alone does.
+func (ws *Writes) WriteHazard(fn string, rank int, dst machine.Region, by *Kernel) error {
+	w := ws.PendingInto(dst)
+	if w == nil {
+		return nil
 	}
-	return nil
+	if by != nil && w.By != nil && w.By != by {
+		return errorf(KindWriteWriteHazard, "%s: rank %d writes %v while %s's %s%s still writes %v (two threads write it at once: order the writes, e.g. tl.wait(the thread's handle) or tl.signal/tl.wait an event, or write elsewhere)",
+			fn, rank, dst, w.By.Track(), w.Fn, w.IssuedAt(), w.Dst)
+	}
+	return errorf(KindWriteWriteHazard, "%s: rank %d writes %v while the %s%s still writes %v (%s first, or write elsewhere)",
+		fn, rank, dst, w.Fn, w.IssuedAt(), w.Dst, w.SettleHint())
 }
 
 // SettleHint is what the kernel can call to wait for w: its handle's

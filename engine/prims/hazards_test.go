@@ -15,11 +15,11 @@ func TestHazardErrors(t *testing.T) {
 	reg := machine.Region{Mem: pe.TCM, Off: 0, N: 64}
 	var ws Writes
 	store := m.Store(pe, reg, nil)
-	ws.Note("tl.store", store, site(3), false)
+	ws.Note("tl.store", store, site(3), false, nil)
 	var async Writes
 	waited := false
 	copyOp := m.Store(pe, reg, nil)
-	async.Note("tl.copy_async", copyOp, site(4), false)
+	async.Note("tl.copy_async", copyOp, site(4), false, nil)
 	async.Attach(copyOp, &waited)
 	q := &machine.QueuePair{Dir: "E", Rank: 0}
 	blocking := IssuingSends{{Q: q, Blocking: true, Origin: "k.star:5:1", Unissued: reg}}
@@ -32,11 +32,11 @@ func TestHazardErrors(t *testing.T) {
 		wantKind string
 		want     string
 	}{
-		{"a write over a pending store", ws.WriteHazard("tl.copy", 0, part), KindWriteWriteHazard,
+		{"a write over a pending store", ws.WriteHazard("tl.copy", 0, part, nil), KindWriteWriteHazard,
 			"WriteWriteHazard: tl.copy: rank 0 writes " + part.String() + " while the tl.store issued at kernel.star:3 still writes " + reg.String() + " (tl.flush() first, or write elsewhere)"},
-		{"a write over a pending copy_async", async.WriteHazard("tl.store", 0, part), KindWriteWriteHazard,
+		{"a write over a pending copy_async", async.WriteHazard("tl.store", 0, part, nil), KindWriteWriteHazard,
 			"WriteWriteHazard: tl.store: rank 0 writes " + part.String() + " while the tl.copy_async issued at kernel.star:4 still writes " + reg.String() + " (tl.wait(its handle) first, or write elsewhere)"},
-		{"a write elsewhere", ws.WriteHazard("tl.copy", 0, elsewhere), "", ""},
+		{"a write elsewhere", ws.WriteHazard("tl.copy", 0, elsewhere, nil), "", ""},
 		{"a read of a plain store's range", ws.ReadHazard("tl.fetch", 0, part, false), "", ""},
 		{"a read of a copy_async's range", async.ReadHazard("tl.fetch", 0, part, false), KindPendingStoreHazard,
 			"PendingStoreHazard: tl.fetch: rank 0 reads " + part.String() + " while the tl.copy_async issued at kernel.star:4 still writes " + reg.String() + " (tl.wait(its handle) first)"},

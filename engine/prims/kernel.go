@@ -338,7 +338,7 @@ func (k *Kernel) scanPendingReads(fn string, reg machine.Region) error {
 // rank into an overlapping range is not done (Writes.WriteHazard): the
 // result would be a race, not a program.
 func (k *Kernel) CheckWriteWrite(fn string, dst machine.Region) error {
-	return k.root0().writes.WriteHazard(fn, k.Rank, dst)
+	return k.root0().writes.WriteHazard(fn, k.Rank, dst, k)
 }
 
 // noteWrite records a write issued by fn (see CheckWriteWrite).
@@ -346,7 +346,7 @@ func (k *Kernel) noteWrite(fn string, op *machine.MemOp) {
 	if op.Done {
 		return
 	}
-	k.root0().writes.Note(fn, op, k.site(), k.M.Params.Untimed)
+	k.root0().writes.Note(fn, op, k.site(), k.M.Params.Untimed, k)
 }
 
 // AttachDone attaches waited, the waited flag of the handle a kernel got

@@ -26,6 +26,9 @@ type Write struct {
 	Fn     string
 	At     Site
 	Waited *bool
+	// By is the kernel or thread that issued the write (nil when not
+	// known): a write of another thread is not one tl.flush() waits for.
+	By *Kernel
 }
 
 // OpPending reports whether w's operation has not completed. An operation
@@ -72,7 +75,7 @@ func (ws *Writes) WillCompact() bool { return len(ws.list) >= ws.compactAt }
 
 // Note records the write op, issued by fn at at (a done op is not
 // recorded).
-func (ws *Writes) Note(fn string, op *machine.MemOp, at Site, untimed bool) {
+func (ws *Writes) Note(fn string, op *machine.MemOp, at Site, untimed bool, by *Kernel) {
 	if op.Done {
 		return
 	}
@@ -92,7 +95,7 @@ func (ws *Writes) Note(fn string, op *machine.MemOp, at Site, untimed bool) {
 		ws.list = append(ws.list, Write{})
 	}
 	w := &ws.list[n]
-	w.Op, w.Gen, w.Dst, w.Fn, w.At, w.Waited = op, op.Gen(), op.Dst, fn, at, nil
+	w.Op, w.Gen, w.Dst, w.Fn, w.At, w.Waited, w.By = op, op.Gen(), op.Dst, fn, at, nil, by
 }
 
 // Attach gives op's entry the waited flag of the handle its issuer got,

@@ -42,7 +42,7 @@ func TestWrites_PendingIntoAndRead(t *testing.T) {
 			pe := m.Ranks[0]
 			var ws Writes
 			op := m.Store(pe, machine.Region{Mem: pe.TCM, Off: 0, N: 64}, nil)
-			ws.Note(tt.fn, op, site(3), false)
+			ws.Note(tt.fn, op, site(3), false, nil)
 			waited := tt.waited
 			if tt.handle {
 				ws.Attach(op, &waited)
@@ -80,7 +80,7 @@ func TestWrites_RecycledOperationIsNotPending(t *testing.T) {
 	reg := machine.Region{Mem: pe.TCM, Off: 0, N: 64}
 	var ws Writes
 	first := m.Store(pe, reg, nil)
-	ws.Note("tl.first", first, site(1), false)
+	ws.Note("tl.first", first, site(1), false, nil)
 	if err := m.Sim.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestWrites_RecycledOperationIsNotPending(t *testing.T) {
 	if second != first {
 		t.Fatal("the machine did not reuse the recycled operation; the test needs it to")
 	}
-	ws.Note("tl.second", second, site(2), false)
+	ws.Note("tl.second", second, site(2), false, nil)
 	if w := ws.PendingInto(reg); w == nil || w.Fn != "tl.second" {
 		t.Fatalf("PendingInto = %v, want tl.second's entry", w)
 	}
@@ -150,7 +150,7 @@ func TestWrites_CompactionKeepsEveryWriteUnderWay(t *testing.T) {
 					if ws.WillCompact() {
 						compactions++
 					}
-					ws.Note(fn, op, site(1), false)
+					ws.Note(fn, op, site(1), false, nil)
 					ref = append(ref, issued{op, op.Gen(), fn, r})
 					for _, w := range ref {
 						if w.op.Gen() != w.gen || w.op.Done {

@@ -20,13 +20,18 @@ var synonyms = map[string]string{
 	"dram": "hbm", "ddr": "hbm", "gddr": "hbm", // the package's DRAM
 	"scratchpad": "tcm", "spm": "tcm", // a PE's private scratchpad
 	"shared": "sram", "smem": "sram", // a cube's shared memory
+	// The builtin topologies by the names a collective engineer uses:
+	// "ring" is a prefix of two of them and far from both.
+	"ring": "ring_1d", "torus": "mesh_2d", "2d_torus": "mesh_2d", "torus_2d": "mesh_2d",
 }
 
 // Closest is the name of names that s differs from only in case, else
-// the name of names s is a synonym of (a memory kind by another name),
-// else the nearest (first on ties) within edit distance 2 of s, and
-// within half the longer name's length: two edits make any short word
-// another ("add" is not a misspelt "avg"), or "".
+// the name of names s is a synonym of (a memory kind or a topology by
+// another name), else the nearest (first on ties) within edit distance 2
+// of s, and within half the longer name's length: two edits make any
+// short word another ("add" is not a misspelt "avg"), else the one name
+// that begins with s when s has three letters or more and no other name
+// does ("mesh" for mesh_2d, "tree" for tree_binary), or "".
 func Closest(s string, names []string) string {
 	for _, n := range names {
 		if n != s && strings.EqualFold(n, s) {
@@ -41,6 +46,16 @@ func Closest(s string, names []string) string {
 		d := levenshtein.ComputeDistance(s, n)
 		if d < bestD && 2*d <= max(len(s), len(n)) {
 			best, bestD = n, d
+		}
+	}
+	if best == "" && len(s) >= 3 {
+		for _, n := range names {
+			if len(n) > len(s) && strings.HasPrefix(strings.ToLower(n), strings.ToLower(s)) {
+				if best != "" {
+					return "" // two names begin so: neither is meant
+				}
+				best = n
+			}
 		}
 	}
 	return best

@@ -13,10 +13,13 @@ func TestClosest(t *testing.T) {
 		{"dram", "hbm"}, // a synonym, before sram one edit away (not in names here)
 		{"DDR", "hbm"},
 		{"scratchpad", "tcm"},
-		{"hbm2", "hbm"}, // one edit: no synonym needed
-		{"add", ""},     // two edits from "avg", but three letters
-		{"b", ""},       // one letter is any other
-		{"sip", "sip"},  // itself again, with a close name about
+		{"hbm2", "hbm"},       // one edit: no synonym needed
+		{"add", ""},           // two edits from "avg", but three letters
+		{"b", ""},             // one letter is any other
+		{"sip", "sip"},        // itself again, with a close name about
+		{"slot", "slot_size"}, // the one name it begins
+		{"all", ""},           // begins two names
+		{"n_", ""},            // too short to begin one
 	} {
 		if got := Closest(tc.in, names); got != tc.want {
 			t.Errorf("Closest(%q) = %q, want %q", tc.in, got, tc.want)
@@ -29,6 +32,18 @@ func TestClosest(t *testing.T) {
 	}
 	if got := Closest("dram", []string{"sram", "tcm", "hbm"}); got != "hbm" {
 		t.Errorf("Closest(dram) among memory kinds = %q, want hbm", got)
+	}
+	// The topologies by their engineers' names: ring is a prefix of two
+	// and far from both; the others are the one topology they begin, or a
+	// synonym.
+	topologies := []string{"ring_1d", "ring_1d_unidir", "mesh_2d", "tree_binary", "full_mesh", "none", "custom"}
+	for _, tc := range []struct{ in, want string }{
+		{"ring", "ring_1d"}, {"torus", "mesh_2d"}, {"mesh", "mesh_2d"}, {"tree", "tree_binary"},
+		{"ring_1d_uni", "ring_1d_unidir"}, {"full", "full_mesh"}, {"Mesh", "mesh_2d"}, {"ring_1", "ring_1d"},
+	} {
+		if got := Closest(tc.in, topologies); got != tc.want {
+			t.Errorf("Closest(%q) among topologies = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 	if got, want := Hint("colective", []string{"collective", "module"}), `; did you mean "collective"?`; got != want {
 		t.Errorf("Hint = %q, want %q", got, want)

@@ -110,7 +110,8 @@ func TestBuiltinErrors(t *testing.T) {
 		meshShape []int
 		want      string
 	}{
-		{"torus", 4, nil, `unknown topology "torus": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
+		{"torus", 4, nil, `unknown topology "torus": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom; did you mean "mesh_2d"?`},
+		{"hypercube", 4, nil, `unknown topology "hypercube": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
 		{"", 4, nil, `unknown topology "": want one of ring_1d, ring_1d_unidir, mesh_2d, tree_binary, full_mesh, none, custom`},
 		{"ring_1d", 0, nil, "ring_1d: got world_size 0, want at least 1"},
 		{"custom", -3, nil, "custom: got world_size -3, want at least 1"},

@@ -133,3 +133,40 @@ func TestTraceShowsL3L2Operations(t *testing.T) {
 		}
 	}
 }
+
+// The kernel track of the rank that ends last ends at the run's time: the
+// wait for what a kernel leaves under way when its function returns (the
+// last stores landing in memory) is a "return" slice, so the timeline
+// accounts for the time the report prints.
+func TestTraceKernelTracksEndAtRunTime(t *testing.T) {
+	for _, tc := range []struct {
+		algo  string
+		world int
+		count int64
+	}{{"ring_allreduce", 8, 65536}, {"ring_allreduce", 4, 3000}, {"tree_allreduce", 5, 3000}, {"ring_allreduce_bidir", 4, 3000}} {
+		t.Run(fmt.Sprintf("%s/%d/%d", tc.algo, tc.world, tc.count), func(t *testing.T) {
+			var buf bytes.Buffer
+			rep, err := Run(tc.algo, Options{Embedded: kernbench.Files, WorldSize: tc.world, Counts: []int64{tc.count}, Trace: &buf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc traceDoc
+			if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			end, returns := 0.0, 0
+			for _, e := range doc.TraceEvents {
+				if e.Ph == "X" && e.Tid == 1 && e.Pid >= 1 && e.Pid <= tc.world {
+					end = max(end, e.Ts+e.Dur)
+					if e.Name == "return" {
+						returns++
+					}
+				}
+			}
+			want := rep.Results[0].SimTimeNs / 1000
+			if d := end - want; d > 1e-9 || d < -1e-9 {
+				t.Errorf("the kernel tracks end at %.6f us, the run took %.6f us (%d return slices)", end, want, returns)
+			}
+		})
+	}
+}

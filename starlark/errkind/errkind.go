@@ -111,7 +111,7 @@ var (
 	TLOutOfMemory        = &Kind{"OutOfMemory", ExitRuntime, TL, "tl.alloc beyond the memory's capacity (also the TCM staging of the fused primitives, a host bench's torch tensors)"}
 	TimingOnly           = &Kind{"TimingOnly", ExitRuntime, TL, "a kernel read simulated values (Tile.tolist, Ptr.tolist, Ptr.tobytes, p[i]), or divided an integer Tile by a Tile (which fails on a 0 element), in a --timing-only run, which keeps no bytes"}
 	PendingStoreHazard   = &Kind{"PendingStoreHazard", ExitRuntime, TL, "a send, fetch or copy (also tl.reduce's operands, a fused primitive's local operand) reads a range that a tl.store_async or tl.copy_async of the rank still writes: tl.wait its handle first (the mock counts the write as pending until that wait, as nothing takes time there)"}
-	WriteWriteHazard     = &Kind{"WriteWriteHazard", ExitRuntime, TL, "a store or copy into a range that an earlier store or copy of the rank (tl.store_async, tl.copy_async, another thread, the last stores of a fused primitive) is still writing: tl.wait its handle, or tl.flush() for a fused primitive, first"}
+	WriteWriteHazard     = &Kind{"WriteWriteHazard", ExitRuntime, TL, "a store or copy into a range that an earlier store or copy of the rank (tl.store_async, tl.copy_async, another thread, the last stores of a fused primitive) is still writing: tl.wait its handle, or tl.flush() for a fused primitive, first; another thread's write is ordered with the thread (tl.wait its handle, tl.signal/tl.wait an event)"}
 	ZeroDivision         = &Kind{"ZeroDivision", ExitRuntime, TL, "an integer Tile divided by zero (by a 0 scalar or a Tile with a 0 element); float Tiles give ±inf or NaN"}
 )
 

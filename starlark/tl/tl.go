@@ -389,8 +389,24 @@ func (k *Kernel) AttrNames() []string {
 // returned without error (otherwise Release): it sends a deferred piece,
 // joins tl.send_async calls, waits for the stores still under way (the kernel is done
 // when its data is in memory), then releases the kernel's memory.
+//
+// On a traced run the wait is a slice of its own on the kernel track,
+// "return", from the kernel function's return to the kernel's end: the
+// run's time counts it (the last stores landing in HBM, say), so a
+// timeline without it would end before the time the report prints.
 func (k *Kernel) Finish() error {
+	var start sim.Time
+	traced := k.M != nil && k.M.Trace != nil && k.PE != nil
+	if traced {
+		start = k.PE.Sim().Now()
+	}
 	err := k.finishOps()
+	if traced {
+		if end := k.PE.Sim().Now(); end > start {
+			k.M.TraceOf(k.PE).Slice(k.PE.ID+1, k.Tid(), k.Track(), "return", start, end,
+				map[string]any{"waits for": "what the kernel left under way: a fused primitive's last piece, tl.send_async calls, spawned threads, stores"})
+		}
+	}
 	k.Release()
 	return err
 }

@@ -118,8 +118,8 @@ func Print(w io.Writer, reps []Labeled, po PrintOptions) {
 				if r.Root != nil {
 					root = fmt.Sprintf(", root %d", *r.Root)
 				}
-				fmt.Fprintf(w, "# %s: %s, collective %s, topology %s, world_size %d%s, %s, backpressure %s, data in %s\n",
-					l.Label, r.File, r.Collective, r.Topology, r.WorldSize, root, render.Placement(r), r.Backpressure, r.DataSpace)
+				fmt.Fprintf(w, "# %s: %s, collective %s, topology %s, world_size %d%s%s, %s, backpressure %s, data in %s\n",
+					l.Label, r.File, r.Collective, r.Topology, r.WorldSize, root, render.InPlace(r), render.Placement(r), r.Backpressure, r.DataSpace)
 				// Every variant runs under the same faults: what each
 				// algorithm put through them at its largest size.
 				if n := len(r.Results); n > 0 {

@@ -143,12 +143,23 @@ func Summary(w io.Writer, rep *report.Report, quiet, verbose bool) {
 	if rep.Root != nil {
 		root = fmt.Sprintf(", root %d", *rep.Root)
 	}
-	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d%s\n", rep.Algorithm, rep.File, rep.Collective, topo, rep.WorldSize, root)
+	fmt.Fprintf(w, "# algorithm %s (%s), collective %s, topology %s, world_size %d%s%s\n", rep.Algorithm, rep.File, rep.Collective, topo, rep.WorldSize, root, InPlace(rep))
 	timing := ""
 	if rep.TimingOnly {
 		timing = " (timing only: no data moved)"
 	}
 	fmt.Fprintf(w, "# %s, backpressure %s, data in %s%s; %d events simulated, wall %s\n", Placement(rep), rep.Backpressure, rep.DataSpace, timing, events, Wall(rep.WallS))
+}
+
+// InPlace is ", in place" for a report of in-place runs (--in-place: one
+// buffer for send and recv, as nccl-tests' in-place columns), else "".
+func InPlace(rep *report.Report) string {
+	for _, r := range rep.Results {
+		if r.InPlace {
+			return ", in place"
+		}
+	}
+	return ""
 }
 
 // Placement is the header's "buffer_kind K" with why kernbench chose K
