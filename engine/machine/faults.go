@@ -135,6 +135,9 @@ func (m *Machine) Faults() []FaultState {
 	}
 	byName := make(map[string]*Resource)
 	for _, r := range m.links {
+		if r == nil {
+			continue
+		}
 		if _, ok := m.faults[r.Name]; ok {
 			byName[r.Name] = r
 		}

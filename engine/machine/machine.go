@@ -59,11 +59,15 @@ type PE struct {
 	TCM, HBM             *Memory
 	SRAM                 *Memory // the cube's shared SRAM
 	NocUp, NocDown       *Resource
-	Math                 *Resource
-	dma                  *dmaEngine
-	loc                  *local // its SIP's (Machine.localOf)
+	// mathAt is the entry of Machine.links its math unit takes: made at
+	// its first use (MathReady, the unit in mathPath), which a leaf of a
+	// tree never comes to (192 bytes and a name a rank), in the place
+	// the PE kept for it (reports list resources in creation order).
+	mathAt int
+	dma    *dmaEngine
+	loc    *local // its SIP's (Machine.localOf)
 
-	tcmPath, tcmCopyPath, mathPath Path // direct-access paths, built once
+	tcmPath, tcmCopyPath, mathPath Path // direct-access paths, built once (mathPath at first use)
 	// The last load source and store destination and their paths: a
 	// kernel mostly reads and writes the same memories, and the machine's
 	// route map is a cache miss away at a thousand PEs.
@@ -283,6 +287,10 @@ func NewPartitionedOn(g *sim.Partitioned, p Params, sips []int) (*Machine, error
 	for i := range m.locals {
 		m.locals[i] = &local{}
 	}
+	// A partition's Sim runs one SIP's ranks, not the world's.
+	for _, part := range g.Partitions() {
+		part.Sim.SizeFor(p.CubesPerSip * p.PesPerCube)
+	}
 	return m, nil
 }
 
@@ -442,7 +450,7 @@ func (m *Machine) SplitTrace() error {
 		loc.trace = parts[sip]
 	}
 	for _, r := range m.links {
-		if r.trace != nil {
+		if r != nil && r.trace != nil {
 			r.trace = parts[m.partIndex(int(r.sip))]
 		}
 	}
@@ -494,13 +502,33 @@ func (m *Machine) RankLog(rank int) *oplog.Log {
 func (m *Machine) NumPEs() int { return m.Params.Sips * m.Params.CubesPerSip * m.Params.PesPerCube }
 
 func (m *Machine) resource(name, kind string, sip int, lp LinkParams) *Resource {
-	r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency, sip: int32(sip)}
-	r.older = r.olderBuf[:0]
+	r := newResource(name, kind, sip, lp)
 	if m.faults != nil {
 		m.applyFault(r)
 	}
 	m.links = append(m.links, r)
 	return r
+}
+
+func newResource(name, kind string, sip int, lp LinkParams) *Resource {
+	r := &Resource{Name: name, Kind: kind, BytesPerUs: lp.BytesPerUs, Latency: lp.Latency, sip: int32(sip)}
+	r.older = r.olderBuf[:0]
+	return r
+}
+
+// mathName is the name of PE id's math unit.
+func mathName(id int) string { return fmt.Sprintf("math pe%d", id) }
+
+// makeMath makes pe's math unit at its first use, in the entry of links
+// the PE kept for it. On partitions each SIP's thread makes its own PEs'
+// units: links does not grow during a run (a route reads only links made
+// before it, makeLinks), and each writes an entry of its own.
+//
+//go:noinline
+func (m *Machine) makeMath(pe *PE) {
+	r := newResource(mathName(pe.ID), "math", pe.Sip, m.Params.Math)
+	m.links[pe.mathAt] = r
+	pe.mathPath = Path{r}
 }
 
 func (m *Machine) memory(space Space, pe, cube int, mp MemParams, name string) *Memory {
@@ -575,19 +603,36 @@ func (m *Machine) PE(id int) *PE {
 	pe.TCM.owner, pe.HBM.owner = pe, pe
 	pe.NocUp = m.resource(fmt.Sprintf("pe_noc pe%d->c%d", id, cube), "pe_noc", pe.Sip, p.PeNoc)
 	pe.NocDown = m.resource(fmt.Sprintf("pe_noc c%d->pe%d", cube, id), "pe_noc", pe.Sip, p.PeNoc)
-	pe.Math = m.resource(fmt.Sprintf("math pe%d", id), "math", pe.Sip, p.Math)
+	pe.mathAt = len(m.links)
+	if m.faults != nil {
+		// A fault may name it, and acts from the start.
+		pe.mathPath = Path{m.resource(mathName(id), "math", pe.Sip, p.Math)}
+	} else {
+		m.links = append(m.links, nil) // (makeMath)
+	}
 	pe.dma = newDMAEngine(m.sipSim(pe.Sip), uint64(id)+1, p.VCWeightCompute, p.VCWeightComm, p.VCChunkSize)
 	pe.dma.m, pe.dma.pe = m, pe
 	pe.loc = m.localOf(pe.Sip)
 	pe.tcmPath = Path{pe.TCM.Port}
 	pe.tcmCopyPath = Path{pe.TCM.Port, pe.TCM.Port}
-	pe.mathPath = Path{pe.Math}
 	m.pes[id] = pe
 	return pe
 }
 
-// Resources lists every link, memory port and math unit in creation order.
-func (m *Machine) Resources() []*Resource { return m.links }
+// Resources lists every link, memory port and math unit in creation order
+// (a math unit never used was never made: it is left out).
+func (m *Machine) Resources() []*Resource {
+	if !slices.Contains(m.links, nil) {
+		return m.links
+	}
+	out := make([]*Resource, 0, len(m.links))
+	for _, r := range m.links {
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // Holds says why a machine of these parameters cannot place worldSize
 // ranks (nil when it can): Place refuses such a world size, and check
@@ -893,7 +938,7 @@ func (m *Machine) EnableTrace(rec *trace.Recorder) {
 		rec.Process(pe.ID+1, fmt.Sprintf("rank %d (%s)", pe.Rank, pe.Coord(m.Params.CubesPerSip)))
 	}
 	for _, r := range m.links {
-		if r.Kind == "pe_noc" || r.Kind == "ucie" || r.Kind == "pcie" {
+		if r != nil && (r.Kind == "pe_noc" || r.Kind == "ucie" || r.Kind == "pcie") {
 			r.trace = rec
 		}
 	}

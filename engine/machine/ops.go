@@ -267,6 +267,9 @@ func (m *Machine) Copy(pe *PE, dst, src Region) *MemOp {
 // whose operands are ready at t, and returns when the result is ready.
 func (m *Machine) MathReady(pe *PE, t sim.Time, n int64) sim.Time {
 	now := pe.dma.sim.Now()
+	if pe.mathPath == nil {
+		m.makeMath(pe)
+	}
 	ready, _ := pe.mathPath.book(now, max(t, now), n, nil, 0, m.slowBooking)
 	return ready
 }

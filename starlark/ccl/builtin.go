@@ -6,7 +6,7 @@ package ccl
 // the mock (an untimed world) run through it.
 
 import (
-	"runtime/debug"
+	"runtime"
 
 	"go.starlark.net/starlark"
 
@@ -114,8 +114,14 @@ func (b *collectiveBench) probe(world int, count int64) (*hostmem.Counts, error)
 	q.opts.TimingOnly, q.opts.Verify, q.opts.ProbeMemory, q.opts.probe = true, false, false, true
 	q.budget, q.world, q.opts.scaledProbe = nil, world, world != p.world
 	res, err := simulateOnce(&q, b.cfg, b.tgt, quiet(b.loader, q.opts), b.kernel, b.hook, count)
-	// What the probe held goes back before the run allocates.
-	debug.FreeOSMemory()
+	// What the probe held is collected before the run allocates, and its
+	// pages stay with the runtime for the run, which is larger than its
+	// probes and reuses them: returned (debug.FreeOSMemory), they were
+	// faulted in again, and a first touch is most of a large run's
+	// system time (docs/performance.md, "Set-up at scale"). A memory
+	// guard that finds the process over its limit still returns them
+	// (hostmem.Settle, TurnGuard).
+	runtime.GC()
 	var c *hostmem.Counts
 	if err == nil {
 		c = res.Counts

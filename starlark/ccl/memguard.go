@@ -87,13 +87,17 @@ func (w *world) installGuard(limit int64, defaultLimit bool) {
 // limit) keeps the collector returning freed memory while the run goes
 // on, so a resident set over the limit here is memory this run held.
 // The error stops the simulation as the event loop's guard does (exit 3).
+// The sample is hostmem.SampleAtReturn's, which reads the resident set
+// only when it may have passed the limit since its last read: a large
+// world's kernels return one after another, and 65,536 reads took half a
+// second of system time.
 //
 // On partitions the kernel's partition stops with an overAtReturn, which
 // the run makes the guard's error once it is over (memoryAtReturn): the
 // error counts the messages of every SIP, which only the goroutine that
 // runs the partitions may read.
 func (w *world) checkAtReturn(at sim.Time) error {
-	if h := hostmem.Sample(); h > w.memoryLimit {
+	if h := hostmem.SampleAtReturn(w.memoryLimit); h > w.memoryLimit {
 		if w.parts != nil {
 			return &overAtReturn{at: at, held: h}
 		}

@@ -59,7 +59,12 @@ func TestRankStateAtScale(t *testing.T) {
 	if stack > 17<<10 {
 		t.Errorf("a blocked rank's stack is %d bytes, want 16 KiB", stack)
 	}
-	if heapPer > 13<<10 {
-		t.Errorf("a blocked rank holds %d bytes of heap, want at most 13 KiB", heapPer)
+	// Measured 12,906 bytes at 1024 ranks and 12,864 at 8192 (Go 1.26,
+	// amd64; 13,285 and 13,248 before the partitions' Sims were sized for
+	// a SIP and a PE's math unit was made at its first use): the bound
+	// leaves 150 bytes.
+	const heapBound = 13056
+	if heapPer > heapBound {
+		t.Errorf("a blocked rank holds %d bytes of heap, want at most %d", heapPer, heapBound)
 	}
 }

@@ -78,6 +78,74 @@ func Sample() int64 {
 	return h
 }
 
+// SampleAtReturn is Sample where a kernel returns, for a run whose limit
+// is limit: the kernels of a large world return one after another, most
+// of them having allocated nothing since the last return, and a read of
+// /proc/self/statm costs a system call (9 µs on a loaded 2-core VM: half
+// a second of system time for the 65,536 returns of a 65,536-rank run).
+// So it reads only when the resident set may have passed limit or a
+// watch's since its last read; otherwise it returns a figure at most
+// limit without reading. The resident set grows by the pages the process
+// touches, which, with no collection run since that read, are the
+// runtime's pages that were free or returned then and are in use now
+// (heap spans and stacks; the collector only frees) or were in use then
+// and never touched: the first part is the growth of what the runtime
+// holds in use, and the second is memory allocated and not yet written
+// (a verified run's simulated memory, written by transfers, which the
+// event loop's guard samples), not what a kernel makes: its lists and
+// strings are written as they are made (`x = [0] * 100000000`, what the
+// check at return is for, is 800 MB in use at once). Under an
+// address-space limit, where what counts is what the process maps, it
+// always reads.
+func SampleAtReturn(limit int64) int64 {
+	atReturn.Lock()
+	defer atReturn.Unlock()
+	inUse, ok := runtimeInUse()
+	c := collectionsSoFar()
+	if ok && atReturn.read && c == atReturn.collections && startRoom() == 0 {
+		bound := atReturn.held + max(0, inUse-atReturn.inUse)
+		if w, _, any := smallestWatch(); any {
+			limit = min(limit, w)
+		}
+		if bound <= limit {
+			return bound
+		}
+	}
+	h := Sample()
+	atReturn.read, atReturn.held, atReturn.inUse, atReturn.collections = ok, h, inUse, c
+	atReturn.reads++
+	return h
+}
+
+// atReturn is SampleAtReturn's last read: the resident set it read, what
+// the runtime held in use and the collections so far just before it.
+var atReturn struct {
+	sync.Mutex
+	read        bool
+	held, inUse int64
+	collections uint64
+	reads       uint64 // reads made (tests)
+	samples     [3]metrics.Sample
+}
+
+// runtimeInUse is what the Go runtime holds in use (mapped memory but the
+// free and the returned pages of its heap: spans, stacks, its own
+// structures), without allocating; ok false when the runtime does not
+// tell.
+func runtimeInUse() (int64, bool) {
+	s := &atReturn.samples
+	if s[0].Name == "" {
+		s[0].Name, s[1].Name, s[2].Name = "/memory/classes/total:bytes", "/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes"
+	}
+	metrics.Read(s[:])
+	for _, x := range s {
+		if x.Value.Kind() != metrics.KindUint64 {
+			return 0, false
+		}
+	}
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64() - s[2].Value.Uint64()), true
+}
+
 // sampleMemory is the memory the process holds: its resident set
 // (/proc/self/statm), what /usr/bin/time reports as the peak and what the
 // kernel's out-of-memory killer counts. The runtime's own figures count

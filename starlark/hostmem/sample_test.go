@@ -7,6 +7,7 @@ import (
 	"kernbench/starlark/script"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"testing"
 )
 
@@ -126,4 +127,47 @@ func residentBytes(read func(string) ([]byte, error)) int64 {
 	}
 	_, resident := parseStatm(b)
 	return resident
+}
+
+// A kernel's return reads the resident set only when the process may have
+// passed the limit since the last read (SampleAtReturn): the returns of a
+// large world's kernels, one after another, cost a system call each.
+func TestSampleAtReturnReadsOnlyWhenTheLimitMayHaveBeenPassed(t *testing.T) {
+	if residentBytes(os.ReadFile) == 0 || startRoom() > 0 {
+		t.Skip("no /proc/self/statm, or under an address-space limit: every return reads")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection but the test's
+	const mib = 1 << 20
+	const plenty = 1 << 50
+	runtime.GC()
+	step := func(what string, limit int64, wantRead bool) int64 {
+		t.Helper()
+		before := atReturn.reads
+		h := SampleAtReturn(limit)
+		if read := atReturn.reads > before; read != wantRead {
+			t.Errorf("%s: read %v, want %v", what, read, wantRead)
+		}
+		return h
+	}
+	step("after a collection", plenty, true)
+	step("nothing allocated since", plenty, false)
+	if n := testing.AllocsPerRun(100, func() { SampleAtReturn(plenty) }); n != 0 {
+		t.Errorf("SampleAtReturn allocates %v times a call, want none", n)
+	}
+	held := atReturn.held
+	b := make([]byte, 64*mib)
+	for i := 0; i < len(b); i += os.Getpagesize() {
+		b[i] = 1
+	}
+	step("64 MiB written, the limit 1 GiB above the last read", held+1024*mib, false)
+	step("64 MiB written, the limit 32 MiB above the last read", held+32*mib, true)
+	runtime.KeepAlive(b)
+	step("nothing allocated since", plenty, false)
+	runtime.GC()
+	step("a collection since", plenty, true)
+	if h := step("a limit under what is held", 1, true); h <= 1 {
+		t.Errorf("SampleAtReturn(1) = %d, want what is held", h)
+	}
+	// The 64 MiB go back now, not while a later test measures.
+	debug.FreeOSMemory()
 }
