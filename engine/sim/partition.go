@@ -688,9 +688,7 @@ func (g *Partitioned) earliestStop() error {
 func (g *Partitioned) stopAtLimit(limit, next Time) {
 	for _, p := range g.parts {
 		s := p.Sim
-		if s.cur != &noInstant {
-			s.noteWork()
-		}
+		s.noteWork()
 		s.times.rebaseAll(limit) // (every pending time is past it)
 		s.now = limit
 	}
