@@ -333,13 +333,20 @@ func (b *bucket) next() Handler {
 	if b.head < len(b.evs) {
 		h := b.evs[b.head]
 		// Drop the handler as it fires: a recycled bucket may wait long
-		// in spare, and this costs less than clearing the slice there.
+		// on the free list, and this costs less than clearing the slice
+		// there.
 		b.evs[b.head] = nil
 		b.head++
 		return h
 	}
 	h := b.procs[b.procsHead].h
-	b.procsHead++
+	if b.procsHead++; b.procsHead == len(b.procs) {
+		// The last wake-up: the list starts again empty (wake-ups added
+		// at this instant later sort among themselves), so that retire
+		// need not look at procs.
+		clear(b.procs)
+		b.procs, b.procsHead = b.procs[:0], 0
+	}
 	return h
 }
 
@@ -389,11 +396,8 @@ func (s *Sim) retire(b *bucket) {
 	} else {
 		s.unoverflow(b)
 	}
-	// (The loop dropped the fired handlers from evs.)
-	if len(b.procs) != 0 {
-		clear(b.procs)
-		b.procs, b.procsHead = b.procs[:0], 0
-	}
+	// (The loop dropped the fired handlers from evs, and next emptied
+	// procs.)
 	b.evs, b.head = b.evs[:0], 0
 	b.link = s.free
 	s.free = b
