@@ -5,7 +5,11 @@
 # (GOGC=off keeps the collector's timing out of it; GOMAXPROCS=1;
 # GODEBUG=disablethp=1 keeps out the timing-only run's huge-page scan, a
 # background goroutine whose work depends on wall time: with it the count
-# moved by 2-3 M between runs of one binary, without it by about 0.5 M).
+# moved by 2-3 M between runs of one binary, without it by about 0.5 M;
+# cpu.rdtscp=off keeps the runtime's clock reads off RDTSCP, which
+# valgrind 3.19 cannot decode: a contended runtime lock reads the clock,
+# and on a busy machine the run died of SIGILL part-way, printing the
+# count of the part it ran).
 #
 #   docs/instructions.sh OLD_BINARY NEW_BINARY ...
 #   JOB="run ring_allreduce --world-size 32 --bytes 1024K --timing-only" docs/instructions.sh BIN...
@@ -33,7 +37,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 for bin in "$@"; do
 	bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-	(cd "$dir" && GOGC=off GOMAXPROCS=1 GODEBUG=disablethp=1 valgrind --tool=cachegrind "${cache[@]}" \
+	(cd "$dir" && GOGC=off GOMAXPROCS=1 GODEBUG=disablethp=1,cpu.rdtscp=off valgrind --tool=cachegrind "${cache[@]}" \
 		--cachegrind-out-file=/dev/null "$bin" $job 2>&1 >/dev/null) |
 		awk -v b="$bin" '/I *refs|D1 *misses|LLd misses/ {sub(/^==[0-9]+== */, ""); print b ": " $0}'
 done

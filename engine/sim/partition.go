@@ -688,9 +688,7 @@ func (g *Partitioned) earliestStop() error {
 func (g *Partitioned) stopAtLimit(limit, next Time) {
 	for _, p := range g.parts {
 		s := p.Sim
-		if s.cur != &noInstant {
-			s.noteWork()
-		}
+		s.noteWork()
 		s.times.rebaseAll(limit) // (every pending time is past it)
 		s.now = limit
 	}
@@ -856,6 +854,16 @@ type waiter struct {
 const spinFor = 1 << 14
 
 // await returns once ready() holds, after up to spin looks.
+//
+// A wake-up may be stale: a waker that made the condition true for one
+// wait can be held up between that and its rouse (a helper preempted
+// after its decrement of left) until the waiter has returned and parked
+// for its next wait, whose condition is not true yet; its rouse then
+// finds parked raised and sends. So a waiter looks at its condition
+// again after every wake-up and parks again while it does not hold
+// (returning on a stale wake-up let the coordinator start the next
+// window while a helper still ran the last: a data race, a different
+// run, or a barrier that never opened).
 func (w *waiter) await(spin int, ready func() bool) {
 	for i := 0; i < spin; i++ {
 		if ready() {
@@ -865,11 +873,16 @@ func (w *waiter) await(spin int, ready func() bool) {
 			runtime.Gosched()
 		}
 	}
-	w.parked.Store(true)
-	if ready() && w.parked.CompareAndSwap(true, false) {
-		return
+	for {
+		w.parked.Store(true)
+		if ready() && w.parked.CompareAndSwap(true, false) {
+			return
+		}
+		<-w.wake // (the waker cleared parked and sent)
+		if ready() {
+			return
+		}
 	}
-	<-w.wake // (the waker cleared parked and sent)
 }
 
 // rouse wakes w if it sleeps (after the condition it waits for was made

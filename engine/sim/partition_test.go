@@ -701,3 +701,34 @@ func TestPartitionSpawnDuringTheRun(t *testing.T) {
 		}
 	}
 }
+
+// Rule (partition.go, workers): a waiter at the barrier returns only once
+// its condition holds, also when a wake-up meant for its previous wait
+// reaches it (a waker held up between making that condition true and its
+// rouse). Here that waker rouses the waiter as it parks, before its
+// condition holds; the condition holds from the second look after.
+func TestWaiterIgnoresAStaleWakeUp(t *testing.T) {
+	for _, spin := range []int{0, 1} {
+		w := waiter{wake: make(chan struct{}, 1)}
+		looks, staleAt := 0, 0
+		ready := func() bool {
+			looks++
+			if staleAt == 0 && w.parked.Load() {
+				staleAt = looks
+				w.rouse() // the held-up waker of the previous wait
+				return false
+			}
+			return staleAt != 0 && looks >= staleAt+2
+		}
+		w.await(spin, ready)
+		if staleAt == 0 || looks < staleAt+2 {
+			t.Errorf("spin %d: await returned after %d looks (the stale wake-up came at look %d), while its condition did not hold", spin, looks, staleAt)
+		}
+		if w.parked.Load() {
+			t.Errorf("spin %d: await returned with parked raised", spin)
+		}
+		if len(w.wake) != 0 {
+			t.Errorf("spin %d: a wake-up is left in the channel", spin)
+		}
+	}
+}

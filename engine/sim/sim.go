@@ -101,8 +101,12 @@ type Sim struct {
 	now Time
 	// cur is the bucket of the current instant while the clock stands at
 	// cur.at: events scheduled for now append to it and fire after the
-	// ones already there (they were scheduled earlier). Before the first
-	// instant it is noInstant, so that the loop and At need no nil test.
+	// ones already there (they were scheduled earlier). It stays in the
+	// index (recent or overflow) until it retires, so that At finds it as
+	// any other pending bucket. Before the first instant it is a drained
+	// bucket of no time, the Sim's own, in its entry of recent (New), so
+	// that the loop and At need no nil test, and the loop retires it as
+	// any other when the first instant begins (no test per instant).
 	cur *bucket
 	// times orders the other pending buckets by time.
 	times radixTimes
@@ -112,12 +116,13 @@ type Sim struct {
 	// overflow. The ranks of a collective schedule their events at the
 	// same few dozen pending times in turn, so most events find their
 	// bucket in recent without a search, and a time found in neither
-	// (overflow is mostly empty) is new. The current bucket may stay in
-	// recent until it retires; a retiring bucket leaves its entry empty.
-	// An empty entry holds noInstant (no time matches it), so a lookup
-	// needs no nil test, and under jitter every entry stays empty, so
-	// that At's common case needs no jitter test. It has 1 << recentBits
-	// entries, fewer in a Sim sized for a few processes (SizeFor).
+	// (overflow is mostly empty) is new. A bucket keeps its place until
+	// it retires (the current one included); a new bucket takes only an
+	// empty entry, and a retiring one leaves its entry empty. An empty
+	// entry holds noInstant (no time matches it), so a lookup needs no
+	// nil test, and under jitter every entry stays empty, so that At's
+	// common case needs no jitter test. It has 1 << recentBits entries,
+	// fewer in a Sim sized for a few processes (SizeFor).
 	recent   []*bucket
 	overflow timeIndex
 	// overflowAt counts the buckets in overflow by their entry in
@@ -127,9 +132,8 @@ type Sim struct {
 	overflowAt []uint32
 	// recentShift is 64 − log2(len(recent)) (recentSlot).
 	recentShift uint8
-	// free (unless nil) and spare are recycled buckets (retire).
-	free  *bucket
-	spare []*bucket
+	// free lists the recycled buckets (retire), through their link.
+	free *bucket
 	// scheduled and taken count the events ever scheduled and taken to
 	// fire: the others are pending (Pending). Of those taken, daemons
 	// were daemon events and the others work (Events). The loop only
@@ -217,17 +221,19 @@ const GuardEvery = 256
 
 // New returns an empty simulation at time 0.
 func New() *Sim {
-	s := &Sim{cur: &noInstant, bound: Never}
+	s := &Sim{cur: &bucket{at: retiredAt}, bound: Never}
 	s.sizeRecent(recentBits)
 	return s
 }
 
-// sizeRecent makes recent and overflowAt of 1 << bits entries, empty.
+// sizeRecent makes recent and overflowAt of 1 << bits entries, empty but
+// for the start bucket (where retire looks for it).
 func (s *Sim) sizeRecent(bits uint8) {
 	s.recent, s.overflowAt, s.recentShift = make([]*bucket, 1<<bits), make([]uint32, 1<<bits), 64-bits
 	for i := range s.recent {
 		s.recent[i] = &noInstant
 	}
+	s.recent[s.recentSlot(retiredAt)] = s.cur
 }
 
 // SizeFor sizes the Sim's tables for at most procs processes, before
@@ -237,7 +243,7 @@ func (s *Sim) sizeRecent(bits uint8) {
 // least 64, at most 1 << recentBits: a 2048-SIP world's partitions of
 // 32 ranks hold 6 KiB less each, 190 bytes a rank).
 func (s *Sim) SizeFor(procs int) {
-	if s.scheduled != 0 || s.cur != &noInstant {
+	if s.scheduled != 0 || s.cur.at != retiredAt {
 		panic("internal error: SizeFor after events were scheduled")
 	}
 	bits := uint8(6)
@@ -253,7 +259,7 @@ func (s *Sim) SizeFor(procs int) {
 // plain FIFO order for everything. It is called before the first event
 // is scheduled (the order of events already queued would be a mix).
 func (s *Sim) SetJitter(seed uint64) {
-	if s.Pending() > 0 || s.cur != &noInstant {
+	if s.Pending() > 0 || s.taken > 0 {
 		panic("internal error: SetJitter after events were scheduled")
 	}
 	if seed == 0 {
@@ -290,7 +296,7 @@ func (s *Sim) At(t Time, h Handler) {
 	// there.
 	b := s.recent[s.recentSlot(t)]
 	if b.at != t {
-		b = s.bucketOf(t)
+		b = s.bucketAt(t)
 		if s.jitter != nil && s.jittered(b, h) {
 			return
 		}
@@ -329,19 +335,9 @@ func (s *Sim) recentSlot(t Time) uint64 {
 // retiredAt is the time of a recycled bucket: earlier than any event.
 const retiredAt Time = -1
 
-// noInstant is Sim.cur before the first instant and the empty entry of
-// Sim.recent: a drained bucket of no time that is never recycled, filled
-// or taken.
+// noInstant is the empty entry of Sim.recent: a drained bucket of no
+// time that is never recycled, filled or taken.
 var noInstant = bucket{at: retiredAt}
-
-// bucketOf returns the bucket of time t (>= now): the current one, or a
-// pending one found or made by bucketAt.
-func (s *Sim) bucketOf(t Time) *bucket {
-	if c := s.cur; c.at == t {
-		return c
-	}
-	return s.bucketAt(t)
-}
 
 // pastPanic reports a scheduling bug (out of line: formatting the message
 // in At would cost every event a larger frame).
@@ -366,22 +362,30 @@ func (b *bucket) next() Handler {
 	if b.head < len(b.evs) {
 		h := b.evs[b.head]
 		// Drop the handler as it fires: a recycled bucket may wait long
-		// in spare, and this costs less than clearing the slice there.
+		// on the free list, and this costs less than clearing the slice
+		// there.
 		b.evs[b.head] = nil
 		b.head++
 		return h
 	}
 	h := b.procs[b.procsHead].h
-	b.procsHead++
+	if b.procsHead++; b.procsHead == len(b.procs) {
+		// The last wake-up: the list starts again empty (wake-ups added
+		// at this instant later sort among themselves), so that retire
+		// need not look at procs.
+		clear(b.procs)
+		b.procs, b.procsHead = b.procs[:0], 0
+	}
 	return h
 }
 
 // drained reports whether every event of the bucket has fired.
 func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == len(b.procs) }
 
-// bucketAt returns the pending bucket of time t, making it if t has
-// none (t > now, or t == now while no bucket is current). Its entry i
-// in Sim.recent (recentSlot) does not hold it.
+// bucketAt returns the bucket of time t (>= now), the current one or a
+// pending one, making it if t has none (t > now, or t == now after a
+// sleep moved the clock in place). Its entry i in Sim.recent
+// (recentSlot) does not hold it.
 func (s *Sim) bucketAt(t Time) *bucket {
 	i := s.recentSlot(t)
 	if s.overflowAt[i] != 0 {
@@ -390,7 +394,7 @@ func (s *Sim) bucketAt(t Time) *bucket {
 		}
 	}
 	b := s.newBucket(t)
-	if r := &s.recent[i]; (*r == &noInstant || *r == s.cur) && s.jitter == nil {
+	if r := &s.recent[i]; *r == &noInstant && s.jitter == nil {
 		*r = b
 	} else {
 		s.overflow.put(b)
@@ -400,14 +404,12 @@ func (s *Sim) bucketAt(t Time) *bucket {
 	return b
 }
 
-// newBucket takes a recycled bucket (or makes one) for time t.
+// newBucket takes a recycled bucket (or makes one) for time t (its link
+// is set as times places it).
 func (s *Sim) newBucket(t Time) *bucket {
 	b := s.free
 	if b != nil {
-		s.free = nil
-	} else if n := len(s.spare); n > 0 {
-		b = s.spare[n-1]
-		s.spare = s.spare[:n-1]
+		s.free = b.link
 	} else {
 		b = &bucket{}
 	}
@@ -415,26 +417,19 @@ func (s *Sim) newBucket(t Time) *bucket {
 	return b
 }
 
-// retire recycles b, the drained bucket of the instant that ended (the
-// caller makes the next one current).
+// retire drops b, the drained bucket of the instant that ended, from
+// the index and recycles it (the caller makes the next one current).
 func (s *Sim) retire(b *bucket) {
 	if r := &s.recent[s.recentSlot(b.at)]; *r == b {
 		*r = &noInstant
-	}
-	// (next dropped the fired handlers from evs.)
-	if len(b.procs) != 0 {
-		clear(b.procs)
-		b.procs, b.procsHead = b.procs[:0], 0
-	}
-	b.at = retiredAt
-	b.evs, b.head = b.evs[:0], 0
-	// Most instants make one bucket and retire one: free keeps the last
-	// retired for the next made, without a push and pop on spare.
-	if s.free == nil {
-		s.free = b
 	} else {
-		s.spare = append(s.spare, b)
+		s.unoverflow(b)
 	}
+	// (The loop dropped the fired handlers from evs, and next emptied
+	// procs.)
+	b.evs, b.head = b.evs[:0], 0
+	b.link = s.free
+	s.free = b
 }
 
 // After schedules h to fire d after now.
@@ -451,15 +446,7 @@ func (s *Sim) NextEventTime() Time {
 // Pending reports the number of scheduled events.
 func (s *Sim) Pending() int { return int(s.scheduled - s.taken) }
 
-// unindex drops b, just taken off times, from overflow if it is there
-// (as the current bucket it may stay in recent until it retires).
-func (s *Sim) unindex(b *bucket) {
-	if s.recent[s.recentSlot(b.at)] != b {
-		s.unoverflow(b)
-	}
-}
-
-// unoverflow drops b from overflow (out of line: unindex stays small
+// unoverflow drops b from overflow (out of line: retire stays small
 // enough to inline in the loop).
 //
 //go:noinline
@@ -536,52 +523,53 @@ func (s *Sim) Run() error {
 			// Drop the handler as it fires (see next).
 			c.evs[i] = nil
 			c.head++
+		} else if c.procsHead != len(c.procs) {
+			h = c.next() // (jitter: the instant's wake-ups)
 		} else {
-			if c.procsHead == len(c.procs) {
-				next := s.times.popUntil(s.stopAt)
-				if next == nil {
-					// (Out of the common path: the tests popUntil made
-					// in one, apart.)
-					if s.times.n == 0 {
-						break
-					}
-					if s.bound != Never && s.times.min() >= s.bound {
-						break // the window's end (runUntil)
-					}
-					// The next event is past the limit.
-					next = s.times.pop()
-					limit := s.runLimit
-					// next stays pending, and times is based on now
-					// again (an event may still be scheduled at now).
-					s.times.push(next)
-					s.times.rebaseAll(limit)
-					s.noteWork() // (before the clock jumps to the limit)
-					s.now = limit
-					s.Stop(&WatchdogError{Limit: limit, Horizon: limit != s.MaxTime, Next: next.at, Blocked: s.Blocked()})
+			next := s.times.popUntil(s.stopAt)
+			if next == nil {
+				// (Out of the common path: the tests popUntil made
+				// in one, apart.)
+				if s.times.n == 0 {
 					break
 				}
-				s.unindex(next)
-				if c != &noInstant {
-					s.noteWork() // (before the clock moves on)
-					s.retire(c)
+				if s.bound != Never && s.times.min() >= s.bound {
+					break // the window's end (runUntil)
 				}
-				// The next instant: its bucket becomes the current one (a
-				// bucket holds at least the event that made it). The clock
-				// moves only here: while an instant's events fire, now is
-				// its time (Sleep advances the clock in place only when
-				// nothing is pending before its end).
-				c = next
-				s.cur = c
-				s.now = c.at
+				// The next event is past the limit.
+				next = s.times.pop()
+				limit := s.runLimit
+				// next stays pending, and times is based on now
+				// again (an event may still be scheduled at now).
+				s.times.push(next)
+				s.times.rebaseAll(limit)
+				s.noteWork() // (before the clock jumps to the limit)
+				s.now = limit
+				s.Stop(&WatchdogError{Limit: limit, Horizon: limit != s.MaxTime, Next: next.at, Blocked: s.Blocked()})
+				break
 			}
-			h = c.next()
+			s.noteWork() // (before the clock moves on)
+			s.retire(c)
+			// The next instant: its bucket becomes the current one (a
+			// bucket holds at least the event that made it). The clock
+			// moves only here: while an instant's events fire, now is
+			// its time (Sleep advances the clock in place only when
+			// nothing is pending before its end).
+			c = next
+			s.cur = c
+			s.now = c.at
+			if len(c.evs) != 0 {
+				h = c.evs[0]
+				c.evs[0] = nil // (see next)
+				c.head = 1
+			} else {
+				h = c.next() // (jitter: wake-ups only)
+			}
 		}
 		s.taken++
 		h.Fire()
 	}
-	if c := s.cur; c != &noInstant {
-		s.noteWork() // (unless the limit's stop noted it already)
-	}
+	s.noteWork() // (unless the limit's stop noted it already; nothing before the first instant)
 	if s.bound != Never {
 		return nil // a window's end (runUntil)
 	}

@@ -66,10 +66,7 @@ func TestPendingTimesMatchMap(t *testing.T) {
 			if b != ref[earliest] || b.at != earliest {
 				t.Fatalf("step %d: took the bucket of %v, want %v", step, b.at, earliest)
 			}
-			s.unindex(b)
-			if s.cur != &noInstant {
-				s.retire(s.cur)
-			}
+			s.retire(s.cur)
 			s.cur = b
 			s.now = b.at
 			delete(ref, earliest)
@@ -81,13 +78,13 @@ func TestPendingTimesMatchMap(t *testing.T) {
 			continue
 		}
 		at := Add(s.now, max(0, delay()))
-		if s.cur != &noInstant && s.cur.at == at {
+		if s.cur.at == at {
 			continue // the current instant's bucket (At appends to it)
 		}
 		// As At finds a time's bucket.
 		b := s.recent[s.recentSlot(at)]
 		if b == nil || b.at != at {
-			b = s.bucketOf(at)
+			b = s.bucketAt(at)
 		}
 		if want := ref[at]; want != nil && b != want {
 			t.Fatalf("step %d: the bucket of %v is %p, want the pending %p", step, at, b, want)
@@ -129,10 +126,7 @@ func TestPendingTimesMatchMap(t *testing.T) {
 			if b.at != earliest {
 				t.Fatalf("step %d: took %v, want %v", step, b.at, earliest)
 			}
-			s.unindex(b)
-			if s.cur != &noInstant {
-				s.retire(s.cur)
-			}
+			s.retire(s.cur)
 			s.cur, s.now = b, b.at
 			delete(ref, earliest)
 		}
