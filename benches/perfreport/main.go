@@ -27,7 +27,7 @@
 // message and the ratio of the two, pair by pair: the measure the
 // performance targets are stated in. The model is not shipped with
 // kernbench; SimPy must be importable by -python (PYTHONPATH passes
-// through).
+// through), which is resolved to the interpreter's own executable first.
 package main
 
 import (
@@ -124,7 +124,7 @@ func main() {
 	flag.IntVar(&fullRuns, "full-runs", 1, "runs of each long (-full) job")
 	flag.StringVar(&baseline, "baseline", "", "an older kernbench binary to run alternately with the measured one (before/after columns)")
 	flag.StringVar(&peerScript, "peer", "", "the SimPy ring allreduce model to run alternately with kernbench's ring jobs (CPU per message and the ratio); SimPy must be importable")
-	flag.StringVar(&python, "python", "python3", "the Python interpreter that runs -peer")
+	flag.StringVar(&python, "python", "python3", "the Python interpreter that runs -peer (resolved to its own executable, sys.executable, so that a launcher's start is not counted)")
 	flag.Parse()
 	if runs < 1 || fullRuns < 1 {
 		fmt.Fprintln(os.Stderr, "perfreport: -runs and -full-runs must be >= 1")
@@ -158,6 +158,13 @@ func run(bin, write string, full, goBench bool) error {
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("go build: %w", err)
 		}
+	}
+	if peerScript != "" {
+		exe, err := resolvePython(python)
+		if err != nil {
+			return err
+		}
+		python = exe
 	}
 	loadAtStart = loadAverage()
 	var results []result
@@ -422,8 +429,8 @@ func writePeerNotes(b *strings.Builder, results []result) {
 	if len(versions) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\nPeer: `%s %s --ranks N --chunks %d --slots %d` on %s, a SimPy model of the same pipelined ring (not shipped with kernbench), run alternately with kernbench, run for run; its message count is N·2(N−1)·%d, kernbench's the send count of its `--json`. CPU is the whole process's user + system time (the median of the runs); the ratio is the median of the pairs' ratios of CPU per message, their range in brackets (above 1: kernbench is faster). The peer checked every chunk (its `bad` column 0).\n",
-		python, filepath.Base(peerScript), peerChunks, peerSlots, strings.Join(versions, "; "), peerChunks)
+	fmt.Fprintf(b, "\nPeer: `%s %s --ranks N --chunks %d --slots %d` on %s, a SimPy model of the same pipelined ring (not shipped with kernbench), run alternately with kernbench, run for run (the interpreter started directly, not through a launcher such as pyenv's shim); its message count is N·2(N−1)·%d, kernbench's the send count of its `--json`. CPU is the whole process's user + system time (the median of the runs); the ratio is the median of the pairs' ratios of CPU per message, their range in brackets (above 1: kernbench is faster). The peer checked every chunk (its `bad` column 0).\n",
+		filepath.Base(python), filepath.Base(peerScript), peerChunks, peerSlots, strings.Join(versions, "; "), peerChunks)
 	fmt.Fprintf(b, "\nSimulated time of the same jobs (the models differ: the peer's links and chunks are its own): %s.\n", strings.Join(sims, "; "))
 }
 

@@ -131,6 +131,22 @@ type peerRun struct {
 	cpu, wall time.Duration // user + system of the process; wall clock
 }
 
+// resolvePython is the interpreter's own executable (its sys.executable):
+// a launcher such as pyenv's shim, a shell script that execs the
+// interpreter, costs about 0.4 s of CPU per start on the project's
+// machine, which would be counted as the peer's.
+func resolvePython(python string) (string, error) {
+	out, err := exec.Command(python, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return "", fmt.Errorf("-python %s: %v", python, err)
+	}
+	exe := strings.TrimSpace(string(out))
+	if exe == "" {
+		return "", fmt.Errorf("-python %s: no sys.executable", python)
+	}
+	return exe, nil
+}
+
 // runPeer runs the peer script for n ranks once. PYTHONPATH and the rest
 // of the environment pass through (SimPy must be importable).
 func runPeer(python, script string, n int) (peerRun, error) {
