@@ -85,8 +85,8 @@ type result struct {
 	rssBytes int64 // the largest peak over the runs
 	sends    int64
 	events   int64
-	dataB    int64 // send + recv bytes of all ranks
-	simNS    float64
+	dataB    int64   // send + recv bytes of all ranks
+	simNS    float64 // simulated time (its --json sim_time_ns)
 	// base is the baseline binary's median wall time over as many runs,
 	// alternating with the measured binary's (0 without -baseline).
 	base time.Duration
@@ -225,6 +225,8 @@ func goBenchmarks() ([]string, error) {
 // measureRuns runs a job -runs (or -full-runs) times, alternating with the
 // baseline binary when there is one, and keeps the median wall times and
 // the largest peak RSS. Both binaries must report the same simulation.
+// With -peer, the peer's matching job runs after each of kernbench's runs
+// and must send as many messages.
 func measureRuns(bin string, j job) (result, error) {
 	n := runs
 	if j.full {
