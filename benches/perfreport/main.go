@@ -9,6 +9,7 @@
 //	go run ./benches/perfreport -write docs/performance.md
 //	go run ./benches/perfreport -full            # also N=1024, 16384 and 65536 ranks (minutes)
 //	go run ./benches/perfreport -baseline /tmp/kb-old   # before/after, alternating
+//	go run ./benches/perfreport -peer /path/to/ring_allreduce_simpy.py  # against the SimPy peer
 //
 // Figures are wall clock on whatever machine runs this, and a shared
 // machine's speed drifts from minute to minute: each job runs -runs times
@@ -17,6 +18,16 @@
 // one, run for run, so both see the same drift, and the table adds its
 // median and the ratio of the two (-bin measures an existing binary
 // instead of building ./cmd/kernbench).
+//
+// With -peer SCRIPT, the ring jobs whose rank count the SimPy model of
+// the same ring is run at (64 and 256 ranks, 1024 with -full) also run
+// that model (`-python SCRIPT --ranks N --chunks 8 --slots 32`, N·2(N−1)·8
+// messages, as many as kernbench's) alternately with kernbench, run for
+// run, and the table adds both processes' CPU time (user + system) per
+// message and the ratio of the two, pair by pair: the measure the
+// performance targets are stated in. The model is not shipped with
+// kernbench; SimPy must be importable by -python (PYTHONPATH passes
+// through), which is resolved to the interpreter's own executable first.
 package main
 
 import (
@@ -40,6 +51,9 @@ type job struct {
 	name string   // what the row is about
 	args []string // after `kernbench run`
 	full bool     // only with -full (long)
+	// peerN is the rank count of the SimPy peer's matching job
+	// (peerArgs), 0 for a job the peer has no counterpart of.
+	peerN int
 }
 
 // ringArgs is ring_allreduce with 4 KiB messages and N × 32 KiB per rank
@@ -50,30 +64,43 @@ func ringArgs(n int, extra ...string) []string {
 }
 
 var jobs = []job{
-	{"ring, timing-only, N=64", ringArgs(64, "--timing-only"), false},
-	{"ring, timing-only, N=256", ringArgs(256, "--timing-only"), false},
-	{"ring, verified, N=64", ringArgs(64), false},
-	{"ring, --verify-data=false, N=64", ringArgs(64, "--verify-data=false"), false},
-	{"ring, verified, N=256 × 1 MiB per rank", []string{"ring_allreduce", "--world-size", "256", "--set", "system.sips=8", "--bytes", "1M"}, false},
-	{"ring, timing-only, N=1024", ringArgs(1024, "--timing-only"), true},
-	{"tree_allreduce, timing-only, 16384 ranks × 4 KiB", []string{"tree_allreduce", "--world-size", "16384", "--set", "system.sips=512", "--bytes", "4K", "--timing-only"}, true},
+	{"ring, timing-only, N=64", ringArgs(64, "--timing-only"), false, 64},
+	{"ring, timing-only, N=256", ringArgs(256, "--timing-only"), false, 256},
+	{"ring, verified, N=64", ringArgs(64), false, 64},
+	{"ring, --verify-data=false, N=64", ringArgs(64, "--verify-data=false"), false, 64},
+	{"ring, verified, N=256 × 1 MiB per rank", []string{"ring_allreduce", "--world-size", "256", "--set", "system.sips=8", "--bytes", "1M"}, false, 0},
+	{"ring, timing-only, N=1024", ringArgs(1024, "--timing-only"), true, 1024},
+	{"tree_allreduce, timing-only, 16384 ranks × 4 KiB", []string{"tree_allreduce", "--world-size", "16384", "--set", "system.sips=512", "--bytes", "4K", "--timing-only"}, true, 0},
 	// Set-up at scale: a rank's kernel start (Starlark thread and frames,
 	// coroutine stack, machine objects) against a handful of messages.
-	{"tree_allreduce, timing-only, 65536 ranks × 4 KiB", []string{"tree_allreduce", "--world-size", "65536", "--set", "system.sips=2048", "--bytes", "4K", "--timing-only"}, true},
+	{"tree_allreduce, timing-only, 65536 ranks × 4 KiB", []string{"tree_allreduce", "--world-size", "65536", "--set", "system.sips=2048", "--bytes", "4K", "--timing-only"}, true, 0},
 }
 
 // result is what one job measured.
 type result struct {
 	job      job
 	wall     time.Duration // median over the runs
+	cpu      time.Duration // median user + system time over the runs
 	runs     int
 	rssBytes int64 // the largest peak over the runs
 	sends    int64
 	events   int64
-	dataB    int64 // send + recv bytes of all ranks
+	dataB    int64   // send + recv bytes of all ranks
+	simNS    float64 // simulated time (its --json sim_time_ns)
 	// base is the baseline binary's median wall time over as many runs,
 	// alternating with the measured binary's (0 without -baseline).
 	base time.Duration
+	// peer is the SimPy peer's runs, alternating with kernbench's (nil
+	// without -peer or for a job it has no counterpart of).
+	peer *peerResult
+}
+
+// peerResult is what the peer's runs of a job measured.
+type peerResult struct {
+	out       peerOutput    // the first run's (all runs simulate the same)
+	cpu, wall time.Duration // medians over the runs
+	msgs      int64
+	ratios    []float64 // peer ÷ kernbench CPU per message, pair by pair
 }
 
 type report struct {
@@ -83,7 +110,8 @@ type report struct {
 		Ops   struct {
 			Send int64 `json:"send"`
 		} `json:"ops"`
-		Events int64 `json:"events"`
+		Events    int64   `json:"events"`
+		SimTimeNS float64 `json:"sim_time_ns"`
 	} `json:"results"`
 }
 
@@ -95,6 +123,8 @@ func main() {
 	flag.IntVar(&runs, "runs", 3, "runs of each job; the table shows the median wall time")
 	flag.IntVar(&fullRuns, "full-runs", 1, "runs of each long (-full) job")
 	flag.StringVar(&baseline, "baseline", "", "an older kernbench binary to run alternately with the measured one (before/after columns)")
+	flag.StringVar(&peerScript, "peer", "", "the SimPy ring allreduce model to run alternately with kernbench's ring jobs (CPU per message and the ratio); SimPy must be importable")
+	flag.StringVar(&python, "python", "python3", "the Python interpreter that runs -peer (resolved to its own executable, sys.executable, so that a launcher's start is not counted)")
 	flag.Parse()
 	if runs < 1 || fullRuns < 1 {
 		fmt.Fprintln(os.Stderr, "perfreport: -runs and -full-runs must be >= 1")
@@ -106,10 +136,13 @@ func main() {
 	}
 }
 
-// Repetitions and the baseline (flags).
+// Repetitions, the baseline and the peer (flags).
 var (
-	runs, fullRuns int
-	baseline       string
+	runs, fullRuns     int
+	baseline           string
+	peerScript, python string
+	// loadAtStart is the load average when the measurements began.
+	loadAtStart string
 )
 
 func run(bin, write string, full, goBench bool) error {
@@ -126,6 +159,14 @@ func run(bin, write string, full, goBench bool) error {
 			return fmt.Errorf("go build: %w", err)
 		}
 	}
+	if peerScript != "" {
+		exe, err := resolvePython(python)
+		if err != nil {
+			return err
+		}
+		python = exe
+	}
+	loadAtStart = loadAverage()
 	var results []result
 	for _, j := range jobs {
 		if j.full && !full {
@@ -184,12 +225,16 @@ func goBenchmarks() ([]string, error) {
 // measureRuns runs a job -runs (or -full-runs) times, alternating with the
 // baseline binary when there is one, and keeps the median wall times and
 // the largest peak RSS. Both binaries must report the same simulation.
+// With -peer, the peer's matching job runs after each of kernbench's runs
+// and must send as many messages.
 func measureRuns(bin string, j job) (result, error) {
 	n := runs
 	if j.full {
 		n = fullRuns
 	}
-	var walls, baseWalls []time.Duration
+	var walls, cpus, baseWalls []time.Duration
+	var peerCPUs, peerWalls []time.Duration
+	var pr *peerResult
 	var r result
 	for i := range n {
 		got, err := measure(bin, j)
@@ -203,6 +248,7 @@ func measureRuns(bin string, j job) (result, error) {
 			return result{}, fmt.Errorf("run %d simulated %d messages and %d events, run 1 %d and %d", i+1, got.sends, got.events, r.sends, r.events)
 		}
 		walls = append(walls, got.wall)
+		cpus = append(cpus, got.cpu)
 		r.rssBytes = max(r.rssBytes, got.rssBytes)
 		if baseline != "" {
 			b, err := measure(baseline, j)
@@ -214,9 +260,32 @@ func measureRuns(bin string, j job) (result, error) {
 			}
 			baseWalls = append(baseWalls, b.wall)
 		}
+		if peerScript != "" && j.peerN > 0 {
+			p, err := runPeer(python, peerScript, j.peerN)
+			if err != nil {
+				return result{}, err
+			}
+			if pr == nil {
+				pr = &peerResult{out: p.out, msgs: peerMessages(j.peerN, peerChunks)}
+				if pr.msgs != r.sends {
+					return result{}, fmt.Errorf("the peer sends %d messages at N=%d, kernbench %d: not the same job", pr.msgs, j.peerN, r.sends)
+				}
+			}
+			if p.out != pr.out {
+				return result{}, fmt.Errorf("peer run %d printed %+v, run 1 %+v", i+1, p.out, pr.out)
+			}
+			peerCPUs = append(peerCPUs, p.cpu)
+			peerWalls = append(peerWalls, p.wall)
+		}
 	}
 	r.runs = n
 	r.wall = median(walls)
+	r.cpu = median(cpus)
+	if pr != nil {
+		pr.cpu, pr.wall = median(peerCPUs), median(peerWalls)
+		pr.ratios = pairRatios(peerCPUs, cpus, pr.msgs, r.sends)
+		r.peer = pr
+	}
 	if len(baseWalls) > 0 {
 		r.base = median(baseWalls)
 	}
@@ -263,7 +332,7 @@ func measure(bin string, j job) (result, error) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Results) != 1 {
 		return result{}, fmt.Errorf("reading its --json report: %v", err)
 	}
-	r := result{job: j, wall: wall, sends: rep.Results[0].Ops.Send, events: rep.Results[0].Events}
+	r := result{job: j, wall: wall, cpu: cpuTime(cmd), sends: rep.Results[0].Ops.Send, events: rep.Results[0].Events, simNS: rep.Results[0].SimTimeNS}
 	// The bench's per-rank buffers: size is the larger of send and recv,
 	// and for allreduce both are that size.
 	r.dataB = 2 * rep.Results[0].Bytes * int64(rep.WorldSize)
@@ -278,33 +347,93 @@ func render(results []result) string {
 	load := ""
 	if l := loadAverage(); l != "" {
 		load = ", load average " + l + " when the table was written"
+		if loadAtStart != "" {
+			load = ", load average " + loadAtStart + " when the runs began and " + l + " when the table was written"
+		}
 	}
-	fmt.Fprintf(&b, "Measured by `go run ./benches/perfreport` on %s/%s, %d CPUs, %s, one core per job (GOMAXPROCS=1); %s%s. Wall time is the median of the runs shown; peak RSS the largest.\n\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"), load)
-	withBase := baseline != ""
+	how := "`go run ./benches/perfreport`"
+	if peerScript != "" {
+		how = "`go run ./benches/perfreport -peer " + filepath.Base(peerScript) + "`"
+	}
+	fmt.Fprintf(&b, "Measured by %s on %s/%s, %d CPUs, %s, one core per job (GOMAXPROCS=1); %s%s. Wall time is the median of the runs shown; peak RSS the largest.\n\n",
+		how, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"), load)
+	withBase, withPeer := baseline != "", peerScript != ""
 	b.WriteString("| job | messages | events | runs | wall | µs per message | peak RSS | RSS per data byte |")
 	if withBase {
 		b.WriteString(" baseline wall | baseline / this |")
+	}
+	if withPeer {
+		b.WriteString(" CPU µs per message | peer CPU µs per message | peer ÷ kernbench, CPU per message |")
 	}
 	b.WriteString("\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	if withBase {
 		b.WriteString(" ---: | ---: |")
 	}
+	if withPeer {
+		b.WriteString(" ---: | ---: | ---: |")
+	}
 	b.WriteString("\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.2f s | %.1f | %.0f MB | %.2f |",
-			r.job.name, r.sends, r.events, r.runs, r.wall.Seconds(), r.wall.Seconds()*1e6/float64(max(r.sends, 1)),
+			r.job.name, r.sends, r.events, r.runs, r.wall.Seconds(), usPerMessage(r.wall, r.sends),
 			float64(r.rssBytes)/1e6, float64(r.rssBytes)/float64(max(r.dataB, 1)))
 		if withBase {
 			fmt.Fprintf(&b, " %.2f s | %.2f |", r.base.Seconds(), r.base.Seconds()/max(r.wall.Seconds(), 1e-9))
 		}
+		if withPeer {
+			fmt.Fprintf(&b, " %.2f |", usPerMessage(r.cpu, r.sends))
+			if p := r.peer; p != nil {
+				fmt.Fprintf(&b, " %.2f | %s |", usPerMessage(p.cpu, p.msgs), ratioCell(p.ratios))
+			} else {
+				b.WriteString(" – | – |")
+			}
+		}
 		b.WriteString("\n")
+	}
+	if withPeer {
+		writePeerNotes(&b, results)
 	}
 	b.WriteString("\nCommands (each as `GOMAXPROCS=1 kernbench run … --json`):\n\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "- %s: `kernbench run %s`\n", r.job.name, strings.Join(r.job.args, " "))
 	}
 	return b.String()
+}
+
+// ratioCell is the median of the pair ratios, with their range when
+// there are several.
+func ratioCell(ratios []float64) string {
+	if len(ratios) == 1 {
+		return fmt.Sprintf("%.2f", ratios[0])
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", medianFloat(ratios), slices.Min(ratios), slices.Max(ratios))
+}
+
+// writePeerNotes says what the peer columns are: the peer's command and
+// versions, how the ratio is formed, and both models' simulated time.
+func writePeerNotes(b *strings.Builder, results []result) {
+	var versions []string
+	var sims []string
+	for _, r := range results {
+		p := r.peer
+		if p == nil {
+			continue
+		}
+		v := "SimPy " + p.out.SimPy + ", Python " + p.out.Python
+		if !slices.Contains(versions, v) {
+			versions = append(versions, v)
+		}
+		sim := fmt.Sprintf("N=%d: kernbench %.1f µs (4 KiB messages), the peer %.1f µs (%d-byte chunks)", p.out.N, r.simNS/1e3, p.out.TSimUS, p.out.ChunkBytes)
+		if !slices.Contains(sims, sim) {
+			sims = append(sims, sim)
+		}
+	}
+	if len(versions) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nPeer: `%s %s --ranks N --chunks %d --slots %d` on %s, a SimPy model of the same pipelined ring (not shipped with kernbench), run alternately with kernbench, run for run (the interpreter started directly, not through a launcher such as pyenv's shim); its message count is N·2(N−1)·%d, kernbench's the send count of its `--json`. CPU is the whole process's user + system time (the median of the runs); the ratio is the median of the pairs' ratios of CPU per message, their range in brackets (above 1: kernbench is faster). The peer checked every chunk (its `bad` column 0).\n",
+		filepath.Base(python), filepath.Base(peerScript), peerChunks, peerSlots, strings.Join(versions, "; "), peerChunks)
+	fmt.Fprintf(b, "\nSimulated time of the same jobs (the models differ: the peer's links and chunks are its own): %s.\n", strings.Join(sims, "; "))
 }
 
 const (
