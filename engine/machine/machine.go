@@ -287,10 +287,6 @@ func NewPartitionedOn(g *sim.Partitioned, p Params, sips []int) (*Machine, error
 	for i := range m.locals {
 		m.locals[i] = &local{}
 	}
-	// A partition's Sim runs one SIP's ranks, not the world's.
-	for _, part := range g.Partitions() {
-		part.Sim.SizeFor(p.CubesPerSip * p.PesPerCube)
-	}
 	return m, nil
 }
 

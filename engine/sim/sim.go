@@ -121,17 +121,14 @@ type Sim struct {
 	// empty entry, and a retiring one leaves its entry empty. An empty
 	// entry holds noInstant (no time matches it), so a lookup needs no
 	// nil test, and under jitter every entry stays empty, so that At's
-	// common case needs no jitter test. It has 1 << recentBits entries,
-	// fewer in a Sim sized for a few processes (SizeFor).
-	recent   []*bucket
+	// common case needs no jitter test.
+	recent   [1 << recentBits]*bucket
 	overflow timeIndex
 	// overflowAt counts the buckets in overflow by their entry in
 	// recent: a new time whose entry counts none is not in overflow
 	// without a search (a long-pending time that collided, such as a
 	// watchdog's, would otherwise make every new time search it).
-	overflowAt []uint32
-	// recentShift is 64 − log2(len(recent)) (recentSlot).
-	recentShift uint8
+	overflowAt [1 << recentBits]uint32
 	// free lists the recycled buckets (retire), through their link.
 	free *bucket
 	// scheduled and taken count the events ever scheduled and taken to
@@ -222,35 +219,11 @@ const GuardEvery = 256
 // New returns an empty simulation at time 0.
 func New() *Sim {
 	s := &Sim{cur: &bucket{at: retiredAt}, bound: Never}
-	s.sizeRecent(recentBits)
-	return s
-}
-
-// sizeRecent makes recent and overflowAt of 1 << bits entries, empty but
-// for the start bucket (where retire looks for it).
-func (s *Sim) sizeRecent(bits uint8) {
-	s.recent, s.overflowAt, s.recentShift = make([]*bucket, 1<<bits), make([]uint32, 1<<bits), 64-bits
 	for i := range s.recent {
 		s.recent[i] = &noInstant
 	}
-	s.recent[s.recentSlot(retiredAt)] = s.cur
-}
-
-// SizeFor sizes the Sim's tables for at most procs processes, before
-// anything is scheduled: the tables of recent pending times take 12 KiB
-// for the few dozen pending times of a world, and a SIP's partition of a
-// large machine holds a few dozen processes (16 entries a process, at
-// least 64, at most 1 << recentBits: a 2048-SIP world's partitions of
-// 32 ranks hold 6 KiB less each, 190 bytes a rank).
-func (s *Sim) SizeFor(procs int) {
-	if s.scheduled != 0 || s.cur.at != retiredAt {
-		panic("internal error: SizeFor after events were scheduled")
-	}
-	bits := uint8(6)
-	for bits < recentBits && 1<<bits < 16*procs {
-		bits++
-	}
-	s.sizeRecent(bits)
+	s.recent[recentSlot(retiredAt)] = s.cur // (where retire looks for it)
+	return s
 }
 
 // SetJitter makes the order in which processes resume at the same instant
@@ -294,7 +267,7 @@ func (s *Sim) At(t Time, h Handler) {
 	// The common case: t's bucket is in recent (never under jitter, see
 	// bucketAt), so that neither a nil entry nor jitter needs a test
 	// there.
-	b := s.recent[s.recentSlot(t)]
+	b := s.recent[recentSlot(t)]
 	if b.at != t {
 		b = s.bucketAt(t)
 		if s.jitter != nil && s.jittered(b, h) {
@@ -328,9 +301,7 @@ const recentBits = 10
 
 // recentSlot is t's entry in Sim.recent (Fibonacci hashing: times that
 // differ only in high bits, multiples of a nanosecond, still spread).
-func (s *Sim) recentSlot(t Time) uint64 {
-	return uint64(t) * 0x9e3779b97f4a7c15 >> (s.recentShift & 63)
-}
+func recentSlot(t Time) uint64 { return uint64(t) * 0x9e3779b97f4a7c15 >> (64 - recentBits) }
 
 // retiredAt is the time of a recycled bucket: earlier than any event.
 const retiredAt Time = -1
@@ -387,7 +358,7 @@ func (b *bucket) drained() bool { return b.head == len(b.evs) && b.procsHead == 
 // sleep moved the clock in place). Its entry i in Sim.recent
 // (recentSlot) does not hold it.
 func (s *Sim) bucketAt(t Time) *bucket {
-	i := s.recentSlot(t)
+	i := recentSlot(t)
 	if s.overflowAt[i] != 0 {
 		if b := s.overflow.get(t); b != nil {
 			return b
@@ -420,7 +391,7 @@ func (s *Sim) newBucket(t Time) *bucket {
 // retire drops b, the drained bucket of the instant that ended, from
 // the index and recycles it (the caller makes the next one current).
 func (s *Sim) retire(b *bucket) {
-	if r := &s.recent[s.recentSlot(b.at)]; *r == b {
+	if r := &s.recent[recentSlot(b.at)]; *r == b {
 		*r = &noInstant
 	} else {
 		s.unoverflow(b)
@@ -452,7 +423,7 @@ func (s *Sim) Pending() int { return int(s.scheduled - s.taken) }
 //go:noinline
 func (s *Sim) unoverflow(b *bucket) {
 	s.overflow.remove(b.at)
-	s.overflowAt[s.recentSlot(b.at)]--
+	s.overflowAt[recentSlot(b.at)]--
 }
 
 // Stop ends the run with err at the next loop iteration. The first error wins.

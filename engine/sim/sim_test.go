@@ -419,39 +419,14 @@ func TestBucketsMatchTimeSequenceOrder(t *testing.T) {
 func matchesListQueue(t *testing.T, minEvents int, run func(seed uint64, q eventQueue) []string) {
 	t.Helper()
 	for seed := uint64(1); seed <= 20; seed++ {
+		got := run(seed, New())
+		if len(got) < minEvents {
+			t.Fatalf("seed %d: only %d events fired", seed, len(got))
+		}
 		want := run(seed, &listQueue{})
-		// The Sim of a whole world and one sized for a single process
-		// (SizeFor: the smallest tables of recent times, where more
-		// times share an entry).
-		for _, procs := range []int{0, 1} {
-			s := New()
-			if procs > 0 {
-				s.SizeFor(procs)
-			}
-			got := run(seed, s)
-			if len(got) < minEvents {
-				t.Fatalf("seed %d, sized for %d: only %d events fired", seed, procs, len(got))
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("seed %d, sized for %d: firing order (-reference +buckets):\n%s", seed, procs, diff)
-			}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("seed %d: firing order (-reference +buckets):\n%s", seed, diff)
 		}
-	}
-}
-
-// recentSlot is t's entry in the recent times of a Sim of default size.
-func recentSlot(t Time) uint64 { return (&Sim{recentShift: 64 - recentBits}).recentSlot(t) }
-
-func TestSizeForSizesTheTablesOfRecentTimes(t *testing.T) {
-	for _, c := range []struct{ procs, want int }{{1, 64}, {4, 64}, {5, 128}, {32, 512}, {64, 1024}, {1000, 1024}} {
-		s := New()
-		s.SizeFor(c.procs)
-		if len(s.recent) != c.want || len(s.overflowAt) != c.want || 1<<(64-s.recentShift) != c.want {
-			t.Errorf("SizeFor(%d): %d entries (%d counts, shift %d), want %d", c.procs, len(s.recent), len(s.overflowAt), s.recentShift, c.want)
-		}
-	}
-	if n := len(New().recent); n != 1<<recentBits {
-		t.Errorf("New: %d entries, want %d", n, 1<<recentBits)
 	}
 }
 
