@@ -320,19 +320,15 @@ func loadAverage() string {
 func measure(bin string, j job) (result, error) {
 	cmd := exec.Command(bin, append(append([]string{"run"}, j.args...), "--json")...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
+	c, err := runChild(cmd)
 	if err != nil {
-		return result{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(errOut.String()))
+		return result{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(c.errOut.String()))
 	}
 	var rep report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Results) != 1 {
+	if err := json.Unmarshal(c.out.Bytes(), &rep); err != nil || len(rep.Results) != 1 {
 		return result{}, fmt.Errorf("reading its --json report: %v", err)
 	}
-	r := result{job: j, wall: wall, cpu: cpuTime(cmd), sends: rep.Results[0].Ops.Send, events: rep.Results[0].Events, simNS: rep.Results[0].SimTimeNS}
+	r := result{job: j, wall: c.wall, cpu: c.cpu, sends: rep.Results[0].Ops.Send, events: rep.Results[0].Events, simNS: rep.Results[0].SimTimeNS}
 	// The bench's per-rank buffers: size is the larger of send and recv,
 	// and for allreduce both are that size.
 	r.dataB = 2 * rep.Results[0].Bytes * int64(rep.WorldSize)

@@ -151,24 +151,36 @@ func resolvePython(python string) (string, error) {
 // of the environment pass through (SimPy must be importable).
 func runPeer(python, script string, n int) (peerRun, error) {
 	cmd := exec.Command(python, append([]string{script}, peerArgs(n)...)...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
+	c, err := runChild(cmd)
 	if err != nil {
-		return peerRun{}, fmt.Errorf("peer %s %s: %v: %s%s", python, strings.Join(peerArgs(n), " "), err, out.String(), strings.TrimSpace(errOut.String()))
+		return peerRun{}, fmt.Errorf("peer %s %s: %v: %s%s", python, strings.Join(peerArgs(n), " "), err, c.out.String(), strings.TrimSpace(c.errOut.String()))
 	}
-	p, err := parsePeer(out.String(), n, peerChunks)
+	p, err := parsePeer(c.out.String(), n, peerChunks)
 	if err != nil {
 		return peerRun{}, err
 	}
-	return peerRun{out: p, cpu: cpuTime(cmd), wall: wall}, nil
+	return peerRun{out: p, cpu: c.cpu, wall: c.wall}, nil
 }
 
-// cpuTime is a finished child's user + system time (from its rusage).
-func cpuTime(cmd *exec.Cmd) time.Duration {
-	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+// child is what a finished child process left: its output, its wall
+// time and its user + system time (from its rusage).
+type child struct {
+	out, errOut bytes.Buffer
+	wall, cpu   time.Duration
+}
+
+// runChild runs cmd to its end, keeping its output and times (the times
+// of kernbench's jobs and of the peer are read the same way).
+func runChild(cmd *exec.Cmd) (*child, error) {
+	c := &child{}
+	cmd.Stdout, cmd.Stderr = &c.out, &c.errOut
+	start := time.Now()
+	err := cmd.Run()
+	c.wall = time.Since(start)
+	if cmd.ProcessState != nil {
+		c.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	return c, err
 }
 
 // usPerMessage is d in microseconds per message.
