@@ -279,7 +279,9 @@ func DescribeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 		case len(g.procs) < minGroup:
 			fmt.Fprintf(&b, "  %s", clipText(p.Name))
 			if p.Wait != nil {
-				fmt.Fprintf(&b, ": waiting in %s since t=%v", clipText(fmt.Sprint(p.Wait)), p.WaitSince)
+				// The wait names its rank first, as the entry did.
+				wait := strings.TrimPrefix(fmt.Sprint(p.Wait), p.Name+" ")
+				fmt.Fprintf(&b, ": waiting in %s since t=%v", clipText(wait), p.WaitSince)
 			}
 		case g.thread:
 			p = blocked[g.procs[0]]
