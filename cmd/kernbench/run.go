@@ -390,6 +390,13 @@ func (o *runOptions) runComparison(arg string, targets []string, stdout, stderr 
 	if err != nil {
 		return usageErr(err.Error())
 	}
+	for i, t := range targets {
+		if slices.Contains(targets[:i], t) {
+			// Runs are deterministic: the second would print the first's
+			// rows again, under the same label.
+			return usageErr(fmt.Sprintf("%s is named twice: a comparison runs each algorithm once (--vary KEY=A,B runs one under several settings)", t))
+		}
+	}
 	defaultAlgorithm := ""
 	switch {
 	case arg != "":
