@@ -147,8 +147,9 @@ func checkTLName(dot *syntax.DotExpr, report func(syntax.Position, string, ...an
 	if !ok || id.Name != "tl" || slices.Contains(tlNames, dot.Name.Name) {
 		return
 	}
-	// The message the run would stop with when a rank reaches the line.
-	report(dot.Name.NamePos, "%v", registry.NoSuchAttr("tl", dot.Name.Name, tlNames))
+	// The message the run would stop with when a rank reaches the line,
+	// at its position: Starlark's own error points at the dot.
+	report(dot.Dot, "%v", registry.NoSuchAttr("tl", dot.Name.Name, tlNames))
 }
 
 // splitArgs returns a call's positional arguments and its keyword
