@@ -237,6 +237,9 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 	}
 	winners := tune.PickWinners(sizes)
 	ranges := tune.SelectRanges(sweep, winners)
+	for i := range ranges {
+		ranges[i].WorldSize = world // auto picks them at this world size only
+	}
 	var missing []string
 	for _, s := range sizes {
 		if !slices.ContainsFunc(winners, func(w tune.Winner) bool { return w.Bytes == s.Bytes }) {
@@ -380,7 +383,11 @@ func autoVariants(o *runOptions) ([]compare.Variant, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return compare.Auto(cfg, o.Collective, o.Sizes, o.Counts)
+	world := o.WorldSize
+	if world == 0 {
+		world = cfg.Defaults.WorldSize
+	}
+	return compare.Auto(cfg, o.Collective, world, o.Sizes, o.Counts)
 }
 
 // runAuto runs `kernbench run auto`: a comparison whose variants are the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -28,6 +29,10 @@ type SelectRange struct {
 	MaxBytes  int64 // exclusive; 0 = unbounded
 	Algorithm string
 	Set       []string
+	// WorldSize, when not 0, is the world size the range was tuned at
+	// (kernbench tune writes it): auto picks it only for that world
+	// size, as NCCL's tuner decides per number of ranks.
+	WorldSize int
 	// Pos is where the entry was given ("FILE:LINE" or "--set ITEM").
 	Pos string `json:"-"`
 }
@@ -46,13 +51,29 @@ func (r SelectRange) RangeString() string {
 	return fmt.Sprintf("[%d, %d)", r.MinBytes, r.MaxBytes)
 }
 
-// Pick is the entry of select: for collective whose range holds n bytes;
-// an error says which ranges there are when none does.
-func (c *Config) Pick(collective string, n int64) (SelectRange, error) {
-	ranges, ok := c.Select[collective]
+// Pick is the entry of select: for collective whose range holds n bytes
+// at world ranks: of the ranges tuned at that world size if there are
+// some, else of those that name none; an error says which ranges there
+// are when none does, or which world sizes the ranges were tuned at.
+func (c *Config) Pick(collective string, n int64, world int) (SelectRange, error) {
+	all, ok := c.Select[collective]
 	if !ok {
 		have := slices.Sorted(maps.Keys(c.Select))
 		return SelectRange{}, fmt.Errorf("select: has no entry for %s (it has: %s); kernbench tune %s writes one", collective, knownList(have), collective)
+	}
+	ranges := rangesAt(all, world)
+	if ranges == nil {
+		ranges = rangesAt(all, 0)
+	}
+	if ranges == nil {
+		var tuned []string
+		for _, r := range all {
+			if w := strconv.Itoa(r.WorldSize); !slices.Contains(tuned, w) {
+				tuned = append(tuned, w)
+			}
+		}
+		return SelectRange{}, fmt.Errorf("select.%s was tuned at world_size %s, not %d (%s): kernbench tune %s --world-size %d writes ranges for it (or leave world_size out of a range to use it at any)",
+			collective, strings.Join(tuned, ", "), world, all[0].Pos, collective, world)
 	}
 	for _, r := range ranges {
 		if r.Contains(n) {
@@ -64,6 +85,18 @@ func (c *Config) Pick(collective string, n int64) (SelectRange, error) {
 		parts = append(parts, r.RangeString()+" "+r.Algorithm)
 	}
 	return SelectRange{}, fmt.Errorf("select.%s: no range holds %d bytes (ranges: %s)", collective, n, strings.Join(parts, ", "))
+}
+
+// rangesAt are the ranges of rs with world size w (0: those that name
+// none), nil when there are none.
+func rangesAt(rs []SelectRange, w int) []SelectRange {
+	var out []SelectRange
+	for _, r := range rs {
+		if r.WorldSize == w {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // selectRule decodes select:, a mapping from a collective to its list
@@ -114,13 +147,17 @@ func selectListLeaf(c *Config, collective string) *rule {
 			entries = append(entries, entry{r, item, itemPath})
 		}
 		// In any order (the lists of a sharded tune's shards join by
-		// concatenation), kept in increasing order of min_bytes.
-		slices.SortStableFunc(entries, func(a, b entry) int { return cmp.Compare(a.r.MinBytes, b.r.MinBytes) })
+		// concatenation), kept in increasing order of world size (none
+		// first) and min_bytes: ranges of different world sizes may
+		// overlap.
+		slices.SortStableFunc(entries, func(a, b entry) int {
+			return cmp.Or(cmp.Compare(a.r.WorldSize, b.r.WorldSize), cmp.Compare(a.r.MinBytes, b.r.MinBytes))
+		})
 		out := make([]SelectRange, 0, len(entries))
 		var nodes []*yaml.Node
 		var paths []string
 		for _, e := range entries {
-			if k := len(out); k > 0 {
+			if k := len(out); k > 0 && out[k-1].WorldSize == e.r.WorldSize {
 				prev := out[k-1]
 				switch {
 				case prev.MaxBytes == 0:
@@ -167,6 +204,7 @@ func selectRangeRule(r *SelectRange) *rule {
 			}
 			return sizeLeaf(&r.MaxBytes).leaf(d, n, path)
 		}}},
+		{key: "world_size", rule: intLeaf(&r.WorldSize, 1)},
 		{key: "algorithm", required: true, rule: &rule{leaf: func(d *decoder, n *yaml.Node, path string) error {
 			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || !isIdent(n.Value) {
 				return d.errorf(n, "%s: got %s, want the name of an algorithms: entry", path, describe(n))

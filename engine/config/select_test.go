@@ -101,6 +101,9 @@ func TestSelectErrors(t *testing.T) {
 			"select.allreduce[0].max_bytes: got 0, want > 0 (leave max_bytes out for no upper bound)"},
 		{"overlap", []string{"select:", "  allreduce:", "    - {max_bytes: 8K, algorithm: a}", "    - {min_bytes: 4K, algorithm: b}"}, nil,
 			"ccl.yaml:15: select.allreduce[1]: [4096, ∞) overlaps [0, 8192) (ccl.yaml:14); ranges may not overlap"},
+		{"overlap at one world size", []string{"select:", "  allreduce:", "    - {world_size: 4, algorithm: a}", "    - {world_size: 8, algorithm: b}", "    - {min_bytes: 4K, world_size: 4, algorithm: b}"}, nil,
+			"ccl.yaml:16: select.allreduce[2]: [4096, ∞) overlaps [0, ∞) (ccl.yaml:14), which has no max_bytes"},
+		{"world size 0", []string{"select:", "  allreduce:", "    - {world_size: 0, algorithm: a}"}, nil, "select.allreduce[0].world_size: got 0"},
 		{"unbounded not last", []string{"select:", "  allreduce:", "    - {algorithm: a}", "    - {min_bytes: 4K, algorithm: b}"}, nil,
 			"ccl.yaml:15: select.allreduce[1]: [4096, ∞) overlaps [0, ∞) (ccl.yaml:14), which has no max_bytes"},
 		{"negative", []string{"select:", "  allreduce:", "    - {min_bytes: -1, algorithm: a}"}, nil, "select.allreduce[0].min_bytes: got -1"},
@@ -164,13 +167,47 @@ func TestPick(t *testing.T) {
 		{"allreduce", 4096, "select.allreduce: no range holds 4096 bytes (ranges: [0, 4096) a, [8192, ∞) b)"},
 		{"broadcast", 1, "select: has no entry for broadcast (it has: allreduce); kernbench tune broadcast writes one"},
 	} {
-		r, err := c.Pick(tc.collective, tc.n)
+		r, err := c.Pick(tc.collective, tc.n, 8)
 		got := r.Algorithm
 		if err != nil {
 			got = err.Error()
 		}
 		if got != tc.want {
 			t.Errorf("Pick(%s, %d) = %q, want %q", tc.collective, tc.n, got, tc.want)
+		}
+	}
+}
+
+// Ranges tuned at a world size serve that world size only; ranges that
+// name none serve the others; with neither, Pick says where the ranges
+// were tuned.
+func TestPickByWorldSize(t *testing.T) {
+	tuned := &Config{Select: map[string][]SelectRange{"allreduce": {
+		{Algorithm: "four", WorldSize: 4, Pos: "sel.yaml:6"},
+		{Algorithm: "eight", WorldSize: 8, Pos: "sel.yaml:7"},
+	}}}
+	withAny := &Config{Select: map[string][]SelectRange{"allreduce": {
+		{Algorithm: "four", WorldSize: 4},
+		{Algorithm: "any"},
+	}}}
+	for _, tc := range []struct {
+		c     *Config
+		world int
+		want  string
+	}{
+		{tuned, 4, "four"},
+		{tuned, 8, "eight"},
+		{tuned, 16, "select.allreduce was tuned at world_size 4, 8, not 16 (sel.yaml:6): kernbench tune allreduce --world-size 16 writes ranges for it (or leave world_size out of a range to use it at any)"},
+		{withAny, 4, "four"},
+		{withAny, 16, "any"},
+	} {
+		r, err := tc.c.Pick("allreduce", 1024, tc.world)
+		got := r.Algorithm
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("Pick at world %d = %q, want %q", tc.world, got, tc.want)
 		}
 	}
 }

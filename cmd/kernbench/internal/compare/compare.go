@@ -381,8 +381,9 @@ func SplitValues(vals string) []string {
 // (bytes per rank buffer; none: 1M), the algorithm and --set items of the
 // select: range that holds it, one variant per range (its sizes in
 // order), and a note per variant saying so. The collective is collective,
-// else the only one select: has; counts (--count) are refused.
-func Auto(cfg *config.Config, collective string, sizes, counts []int64) ([]Variant, []string, error) {
+// else the only one select: has; counts (--count) are refused. Ranges
+// tuned at another world size than world are not picked (Config.Pick).
+func Auto(cfg *config.Config, collective string, world int, sizes, counts []int64) ([]Variant, []string, error) {
 	coll := collective
 	if coll == "" {
 		var have []string
@@ -409,7 +410,7 @@ func Auto(cfg *config.Config, collective string, sizes, counts []int64) ([]Varia
 	var notes []string
 	index := map[string]int{} // variant key -> position in out
 	for _, n := range sizes {
-		r, err := cfg.Pick(coll, n)
+		r, err := cfg.Pick(coll, n, world)
 		if err != nil {
 			return nil, nil, fmt.Errorf("auto: %w", err)
 		}

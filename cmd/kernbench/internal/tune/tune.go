@@ -188,6 +188,9 @@ func SelectYAML(collective string, ranges []config.SelectRange, header []string)
 		if r.MaxBytes != 0 {
 			fmt.Fprintf(&b, ", max_bytes: %d", r.MaxBytes)
 		}
+		if r.WorldSize != 0 {
+			fmt.Fprintf(&b, ", world_size: %d", r.WorldSize)
+		}
 		fmt.Fprintf(&b, ", algorithm: %s", r.Algorithm)
 		if len(r.Set) > 0 {
 			items := make([]string, len(r.Set))
