@@ -172,9 +172,13 @@ func TestMemoryEstimateMatchesPeak(t *testing.T) {
 	full := os.Getenv("KERNBENCH_MEMORY_MATRIX") == "full"
 	for _, c := range memoryCases(t, full) {
 		t.Run(c.String(), func(t *testing.T) {
-			if !full {
-				t.Parallel()
-			}
+			// One run at a time: a run's peak is its own process's, but
+			// not independent of what runs beside it. With the cores
+			// busy, the collector's background marking falls behind the
+			// kernels' allocation and the heap overshoots its goal: the
+			// 128-rank custom_mesh timing-only run peaked at 72-80 MB
+			// alone and at up to 86.9 MB beside its sibling runs, over
+			// the 1.5x of its 57.8 MB estimate.
 			r, ok := measureMemory(t, bin, c)
 			if !ok {
 				return
