@@ -108,7 +108,8 @@ type AnswerWinner struct {
 // AnswerRange is a select: range in the document.
 type AnswerRange struct {
 	MinBytes  int64    `json:"min_bytes"`
-	MaxBytes  int64    `json:"max_bytes,omitempty"` // absent: no upper bound
+	MaxBytes  int64    `json:"max_bytes,omitempty"`  // absent: no upper bound
+	WorldSize int      `json:"world_size,omitempty"` // as select: writes it
 	Algorithm string   `json:"algorithm"`
 	Set       []string `json:"set,omitempty"`
 }
@@ -142,7 +143,7 @@ func NewAnswer(collective string, world int, sizes []Size, winners []Winner, ran
 		a.Winners = append(a.Winners, j)
 	}
 	for _, r := range ranges {
-		a.Select = append(a.Select, AnswerRange{MinBytes: r.MinBytes, MaxBytes: r.MaxBytes, Algorithm: r.Algorithm, Set: r.Set})
+		a.Select = append(a.Select, AnswerRange{MinBytes: r.MinBytes, MaxBytes: r.MaxBytes, WorldSize: r.WorldSize, Algorithm: r.Algorithm, Set: r.Set})
 	}
 	return a
 }
