@@ -168,16 +168,27 @@ type WaitInfo struct {
 // it: "rank 0 send E -> rank 1: my_head=8 peer_tail_cache=0 n_slots=8
 // (ring full)". A recv(any) gives every direction's receive pointers.
 func (w *WaitInfo) String() string {
+	rank := w.EP.Rank
+	if w.QP != nil {
+		rank = w.QP.Rank
+	}
+	return fmt.Sprintf("rank %d %s", rank, w.Detail())
+}
+
+// Detail is String without the rank, for a report whose entry names the
+// rank already: "send E -> rank 1: my_head=8 peer_tail_cache=0 n_slots=8
+// (ring full)".
+func (w *WaitInfo) Detail() string {
 	n := w.EP.g.Cfg.NSlots
 	if w.QP == nil {
 		if w.Op != "recv(any)" || len(w.EP.QPs) == 0 {
-			return fmt.Sprintf("rank %d %s", w.EP.Rank, w.Op)
+			return w.Op
 		}
 		parts := make([]string, len(w.EP.QPs))
 		for i, q := range w.EP.QPs {
 			parts[i] = fmt.Sprintf("%s <- rank %d my_tail=%d peer_head_cache=%d", q.Dir, q.Peer, q.MyTail, q.PeerHeadCache)
 		}
-		return fmt.Sprintf("rank %d recv(any): %s; n_slots=%d (no data)", w.EP.Rank, strings.Join(parts, ", "), n)
+		return fmt.Sprintf("recv(any): %s; n_slots=%d (no data)", strings.Join(parts, ", "), n)
 	}
 	q := w.QP
 	switch w.Op {
@@ -186,11 +197,11 @@ func (w *WaitInfo) String() string {
 		if q.Sending > 0 {
 			size = fmt.Sprintf(", a %d-byte send", q.Sending)
 		}
-		return fmt.Sprintf("rank %d send %s -> rank %d: my_head=%d peer_tail_cache=%d n_slots=%d (ring full%s)", q.Rank, q.Dir, q.Peer, q.MyHead, q.PeerTailCache, n, size)
+		return fmt.Sprintf("send %s -> rank %d: my_head=%d peer_tail_cache=%d n_slots=%d (ring full%s)", q.Dir, q.Peer, q.MyHead, q.PeerTailCache, n, size)
 	case "recv":
-		return fmt.Sprintf("rank %d recv %s <- rank %d: my_tail=%d peer_head_cache=%d n_slots=%d (no data)", q.Rank, q.Dir, q.Peer, q.MyTail, q.PeerHeadCache, n)
+		return fmt.Sprintf("recv %s <- rank %d: my_tail=%d peer_head_cache=%d n_slots=%d (no data)", q.Dir, q.Peer, q.MyTail, q.PeerHeadCache, n)
 	}
-	return fmt.Sprintf("rank %d %s %s: %d send(s) in flight", q.Rank, w.Op, q.Dir, q.InFlight)
+	return fmt.Sprintf("%s %s: %d send(s) in flight", w.Op, q.Dir, q.InFlight)
 }
 
 // OpDone returns the credit of a copy_to_dst receive when the copy out of

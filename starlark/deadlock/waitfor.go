@@ -279,8 +279,11 @@ func DescribeBlocked(blocked []*sim.Proc, views []BlockedProc, note func(p *sim.
 		case len(g.procs) < minGroup:
 			fmt.Fprintf(&b, "  %s", clipText(p.Name))
 			if p.Wait != nil {
-				// The wait names its rank first, as the entry did.
-				wait := strings.TrimPrefix(fmt.Sprint(p.Wait), p.Name+" ")
+				// The entry names the rank: a queue pair's wait without it.
+				wait := fmt.Sprint(p.Wait)
+				if d, ok := p.Wait.(interface{ Detail() string }); ok {
+					wait = d.Detail()
+				}
 				fmt.Fprintf(&b, ": waiting in %s since t=%v", clipText(wait), p.WaitSince)
 			}
 		case g.thread:

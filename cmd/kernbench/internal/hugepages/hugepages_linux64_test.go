@@ -50,13 +50,19 @@ func TestAdviseHeapMarksTheHeapForHugePages(t *testing.T) {
 	if !adviseHeap(floor, map[span]bool{}, unix.MADV_HUGEPAGE) {
 		t.Fatal("adviseHeap found no heap mapping")
 	}
-	addr := uintptr(unsafe.Pointer(&buf[0]))
+	wantAdvised(t, uintptr(unsafe.Pointer(&buf[0])), "")
+}
+
+// wantAdvised fails t unless the mapping holding addr is advised for huge
+// pages (VmFlags hg); what says what addr is.
+func wantAdvised(t *testing.T, addr uintptr, what string) {
+	t.Helper()
 	flags, ok := vmFlags(t, addr)
 	if !ok {
 		t.Fatalf("no mapping holds %#x", addr)
 	}
 	if !strings.Contains(" "+flags+" ", " hg ") {
-		t.Errorf("the heap mapping holding %#x has VmFlags %q, want hg among them", addr, flags)
+		t.Errorf("the heap mapping holding %s%#x has VmFlags %q, want hg among them", what, addr, flags)
 	}
 }
 
@@ -98,14 +104,7 @@ func TestReservedHeapTakesTheRunsAllocations(t *testing.T) {
 	reserveHeap(floor, map[span]bool{}, 512<<20)
 	buf := make([]byte, 96<<20)
 	buf[0] = 1
-	addr := uintptr(unsafe.Pointer(&buf[0]))
-	flags, ok := vmFlags(t, addr)
-	if !ok {
-		t.Fatalf("no mapping holds %#x", addr)
-	}
-	if !strings.Contains(" "+flags+" ", " hg ") {
-		t.Errorf("the heap mapping holding a new allocation (%#x) has VmFlags %q, want hg among them", addr, flags)
-	}
+	wantAdvised(t, uintptr(unsafe.Pointer(&buf[0])), "a new allocation ")
 }
 
 func TestReserveForTakesAMiBPerRankWithinHalfTheAvailableMemory(t *testing.T) {
