@@ -133,7 +133,7 @@ func (h *Hub) allocate(worker int, payloadBytes, counterBytes uint64) (*regionSt
 	payAligned &^= LineBytes - 1
 	total, c2 := bits.Add64(payAligned, counterBytes, 0)
 	if c1 != 0 || c2 != 0 || total > uint64(mem.Capacity) {
-		return nil, &machine.OutOfMemoryError{Mem: mem, Requested: int64(min(total, 1<<62))}
+		return nil, &machine.OutOfMemoryError{Mem: mem, Requested: int64(min(total, 1<<62)), InUse: mem.Used()}
 	}
 	off, err := mem.Alloc(int64(total))
 	if err != nil {

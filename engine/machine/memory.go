@@ -230,10 +230,14 @@ func (m *Memory) Used() int64 { return m.used }
 type OutOfMemoryError struct {
 	Mem       *Memory
 	Requested int64
+	// InUse is what the memory had allocated when the allocation was
+	// refused (its use later, after a SpaceCheck gave its space back,
+	// would not say why).
+	InUse int64
 }
 
 func (e *OutOfMemoryError) Error() string {
-	return fmt.Sprintf("%v: cannot allocate %d bytes (capacity %d, %d in use)", e.Mem, e.Requested, e.Mem.Capacity, e.Mem.used)
+	return fmt.Sprintf("%v: cannot allocate %d bytes (capacity %d, %d in use)", e.Mem, e.Requested, e.Mem.Capacity, e.InUse)
 }
 
 // AllocSize is what an allocation of n bytes takes of a memory: n rounded
@@ -247,49 +251,91 @@ func AllocSize(n int64) int64 {
 // Alloc reserves n bytes (first fit, 64-byte aligned) and returns the offset.
 // The bytes read as zero.
 func (m *Memory) Alloc(n int64) (int64, error) {
+	off, size, err := m.allocSpace(n)
+	if err != nil || m.noData {
+		return off, err
+	}
+	end := off + size
+	if end > int64(len(m.data)) {
+		m.grown(max(end, min(m.Capacity, 2*int64(len(m.data)))), 0)
+	}
+	// Bytes above every earlier allocation were never written and are
+	// still zero: clearing them would touch fresh pages a first time
+	// before the caller fills them. Only the n bytes asked for are
+	// cleared, not the block's alignment padding: the op_log records
+	// an allocation of n bytes, and phase 2 clears those (the padding
+	// kept what a freed allocation left there in phase 2, and phase 1
+	// disagreed with it).
+	if dirty := min(off+n, max(off, m.allocHigh)); dirty > off {
+		if m.lazyBlocks > 0 {
+			m.touchLazy(off, dirty, true) // cleared below
+		}
+		m.savePreRun(off, dirty)
+		clear(m.data[off:dirty])
+	}
+	m.allocHigh = max(m.allocHigh, end)
+	return off, nil
+}
+
+// allocSpace takes n bytes of the memory's address space (first fit,
+// 64-byte aligned: size bytes from off) without touching its bytes.
+func (m *Memory) allocSpace(n int64) (off, size int64, err error) {
 	if n < 0 {
-		return 0, fmt.Errorf("%v: negative allocation size %d", m, n)
+		return 0, 0, fmt.Errorf("%v: negative allocation size %d", m, n)
 	}
 	if n > m.Capacity {
-		return 0, &OutOfMemoryError{Mem: m, Requested: n}
+		return 0, 0, &OutOfMemoryError{Mem: m, Requested: n, InUse: m.used}
 	}
-	size := AllocSize(n)
+	size = AllocSize(n)
 	for i, s := range m.free {
 		if s.n < size {
 			continue
 		}
-		off := s.off
 		if s.n == size {
 			m.free = append(m.free[:i], m.free[i+1:]...)
 		} else {
 			m.free[i] = span{s.off + size, s.n - size}
 		}
 		m.used += size
-		if m.noData {
-			return off, nil
-		}
-		end := off + size
-		if end > int64(len(m.data)) {
-			m.grown(max(end, min(m.Capacity, 2*int64(len(m.data)))), 0)
-		}
-		// Bytes above every earlier allocation were never written and are
-		// still zero: clearing them would touch fresh pages a first time
-		// before the caller fills them. Only the n bytes asked for are
-		// cleared, not the block's alignment padding: the op_log records
-		// an allocation of n bytes, and phase 2 clears those (the padding
-		// kept what a freed allocation left there in phase 2, and phase 1
-		// disagreed with it).
-		if dirty := min(off+n, max(off, m.allocHigh)); dirty > off {
-			if m.lazyBlocks > 0 {
-				m.touchLazy(off, dirty, true) // cleared below
-			}
-			m.savePreRun(off, dirty)
-			clear(m.data[off:dirty])
-		}
-		m.allocHigh = max(m.allocHigh, end)
-		return off, nil
+		return s.off, size, nil
 	}
-	return 0, &OutOfMemoryError{Mem: m, Requested: n}
+	return 0, 0, &OutOfMemoryError{Mem: m, Requested: n, InUse: m.used}
+}
+
+// SpaceCheck tries allocations in memories as Alloc would make them, in
+// the same order, without backing or touching any of their bytes, and
+// gives the space back (Undo): a set-up that allocates large buffers in
+// several memories learns that one does not fit before it has backed
+// (and, in a process that reuses its heap, cleared) gigabytes for the
+// others.
+type SpaceCheck struct {
+	taken []spaceTaken
+}
+
+type spaceTaken struct {
+	mem    *Memory
+	off, n int64
+}
+
+// Alloc takes n bytes of m's space as Alloc would, or returns Alloc's
+// error.
+func (c *SpaceCheck) Alloc(m *Memory, n int64) error {
+	off, _, err := m.allocSpace(n)
+	if err == nil {
+		c.taken = append(c.taken, spaceTaken{m, off, n})
+	}
+	return err
+}
+
+// Undo gives back, last first, the space the check took: every memory's
+// free spans and use are as they were before it (Free coalesces them
+// into the same spans).
+func (c *SpaceCheck) Undo() {
+	for i := len(c.taken) - 1; i >= 0; i-- {
+		t := c.taken[i]
+		t.mem.Free(t.off, t.n)
+	}
+	c.taken = c.taken[:0]
 }
 
 // Reserve makes room for n more bytes of allocations without further

@@ -2,7 +2,11 @@ package machine
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"kernbench/engine/oplog"
 )
@@ -143,5 +147,70 @@ func TestPreRunPatternClaimSavesWholeBlocks(t *testing.T) {
 	}
 	if got := (Region{Mem: mem, Off: off + 2*block, N: block}).PreRun(); !bytes.Equal(got, want) {
 		t.Error("PreRun of a claimed block is not the claimed pattern")
+	}
+}
+
+// A SpaceCheck allocates as Alloc would, in the same first-fit places
+// and with the same error, and its Undo leaves every memory's free spans
+// and use as they were, also around holes; the memories' bytes are never
+// made.
+func TestSpaceCheckAllocatesAsAllocAndUndoes(t *testing.T) {
+	m := newTestMachine(t, testParams())
+	a, b := m.PE(0).TCM, m.PE(1).TCM
+	// Holes in a: two allocations freed between three that stay.
+	var offs []int64
+	for _, n := range []int64{4096, 1000, 4096, 3000, 4096} {
+		off, err := a.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+	}
+	a.Free(offs[1], 1000)
+	a.Free(offs[3], 3000)
+	type state struct {
+		Free       []span
+		Used, Data int64
+	}
+	of := func(mem *Memory) state { return state{slices.Clone(mem.free), mem.used, int64(len(mem.data))} }
+	beforeA, beforeB := of(a), of(b)
+
+	var check SpaceCheck
+	var got []error
+	for _, step := range []struct {
+		mem *Memory
+		n   int64
+	}{{a, 900}, {a, 2000}, {b, b.Capacity / 2}, {a, 200}, {b, b.Capacity / 2}, {b, 1}} {
+		got = append(got, check.Alloc(step.mem, step.n))
+	}
+	checkedA, checkedB := of(a), of(b)
+	check.Undo()
+	if diff := cmp.Diff([]state{beforeA, beforeB}, []state{of(a), of(b)}, cmp.AllowUnexported(span{})); diff != "" {
+		t.Errorf("after Undo (-before +after):\n%s", diff)
+	}
+	if b.Size() != 0 {
+		t.Errorf("the check made b's bytes (%d)", b.Size())
+	}
+
+	// The same allocations made for real: the same places, the same
+	// outcome (the last one fails in b, full).
+	var want []error
+	for _, step := range []struct {
+		mem *Memory
+		n   int64
+	}{{a, 900}, {a, 2000}, {b, b.Capacity / 2}, {a, 200}, {b, b.Capacity / 2}, {b, 1}} {
+		_, err := step.mem.Alloc(step.n)
+		want = append(want, err)
+	}
+	if diff := cmp.Diff(fmt.Sprint(want), fmt.Sprint(got)); diff != "" {
+		t.Errorf("errors (-Alloc +SpaceCheck):\n%s", diff)
+	}
+	if got[5] == nil {
+		t.Fatal("the last allocation fitted a full memory")
+	}
+	for _, c := range []struct{ checked, real state }{{checkedA, of(a)}, {checkedB, of(b)}} {
+		if diff := cmp.Diff(c.real.Free, c.checked.Free, cmp.AllowUnexported(span{})); diff != "" {
+			t.Errorf("free spans (-Alloc +SpaceCheck):\n%s", diff)
+		}
 	}
 }

@@ -86,6 +86,42 @@ func buffersFit(p *plan, m *machine.Machine, count int64) bool {
 	return true
 }
 
+// checkSpace makes every rank's buffer allocations (sc and rc elements,
+// or one buffer in place) in the simulated memories' space only, as
+// newBuffers makes them, and gives the space back: it refuses, with
+// newBuffers' own error, buffers that do not all fit before any of them
+// is backed or filled (two ranks of 1 GiB where only the first buffer
+// fits took 17 s of clearing reused heap first, in a process that had
+// run the size before).
+func checkSpace(p *plan, m *machine.Machine, sc, rc int64) error {
+	sz := int64(p.dt.Size())
+	var check machine.SpaceCheck
+	defer check.Undo()
+	for r := 0; r < p.world; r++ {
+		mem := dataMemory(m.Ranks[r], p.dataSpace)
+		if p.opts.InPlace {
+			if err := check.Alloc(mem, max(sc, rc)*sz); err != nil {
+				return noFit(p, r, "buffer", max(sc, rc), err)
+			}
+			continue
+		}
+		if err := check.Alloc(mem, sc*sz); err != nil {
+			return noFit(p, r, "sendbuf", sc, err)
+		}
+		if err := check.Alloc(mem, rc*sz); err != nil {
+			return noFit(p, r, "recvbuf", rc, err)
+		}
+	}
+	return nil
+}
+
+// noFit is the error of rank r's bench buffer what, of n elements, that
+// its data memory refused with err.
+func noFit(p *plan, r int, what string, n int64, err error) error {
+	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: r,
+		Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; %s", r, what, n, p.dt, err, fitHint(p.dataSpace)), Err: err})
+}
+
 func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
 	b := &buffers{p: p, count: count}
 	sz := int64(p.dt.Size())
@@ -93,6 +129,9 @@ func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
 		return nil, err
 	}
 	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
+	if err := checkSpace(p, m, sc, rc); err != nil {
+		return nil, err
+	}
 	if p.opts.Verify && !m.TimingOnly && p.coll.Reduces {
 		b.sums = dtype.NewFillSum(p.dt, sc, p.world)
 	}
@@ -103,8 +142,7 @@ func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
 		alloc := func(n int64, what string) (machine.Region, error) {
 			off, err := mem.Alloc(n * sz)
 			if err != nil {
-				return machine.Region{}, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: r,
-					Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; %s", r, what, n, p.dt, err, fitHint(p.dataSpace)), Err: err})
+				return machine.Region{}, noFit(p, r, what, n, err)
 			}
 			return machine.Region{Mem: mem, Off: off, N: n * sz}, nil
 		}

@@ -1,10 +1,14 @@
 package ccl
 
 import (
+	"errors"
 	"fmt"
 	"kernbench/starlark/hostmem"
+	"kernbench/starlark/report"
 	"runtime"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"kernbench"
 )
@@ -110,4 +114,47 @@ func BenchmarkRingVerified64(b *testing.B) {
 		sends += rep.Results[0].Ops.Send
 	}
 	b.ReportMetric(float64(sends)/float64(runs), "msgs/op")
+}
+
+// Bench buffers that do not all fit their simulated memories are refused
+// before any of them is backed with host memory: the run names the buffer
+// that does not fit, as the allocation itself would, and the process
+// allocates no more than the set-up around it (a 1 GiB sendbuf and the
+// reference's 1 GiB of sums came first, and a process that had freed
+// that much before spent seconds clearing it again).
+func TestBuffersThatDoNotFitAreRefusedBeforeBacking(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		count int64
+		want  string
+	}{
+		{"hbm, the second buffer", Options{WorldSize: 2}, 1 << 28,
+			"bench: rank 0 recvbuf (268435456 × f32) does not fit: hbm[pe 0]: cannot allocate 1073741824 bytes (capacity 1073741824, 1073741824 in use); use a smaller --count or --bytes (or a larger system.memory.hbm.capacity)"},
+		{"sram shared by a cube's ranks", Options{WorldSize: 8, DataSpace: "sram"}, 1 << 18,
+			"bench: rank 4 sendbuf (262144 × f32) does not fit: sram[cube 0]: cannot allocate 1048576 bytes (capacity 8388608, 8388608 in use); try --data-space hbm or a smaller --count or --bytes"},
+		{"in place, sram", Options{WorldSize: 8, DataSpace: "sram", InPlace: true}, 1 << 19,
+			"bench: rank 4 buffer (524288 × f32) does not fit: sram[cube 0]: cannot allocate 2097152 bytes (capacity 8388608, 8388608 in use); try --data-space hbm or a smaller --count or --bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.opts
+			o.Embedded, o.Verify, o.Counts = kernbench.Files, true, []int64{tt.count}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := Run("ring_allreduce", o)
+			runtime.ReadMemStats(&after)
+			var f *report.Failure
+			if !errors.As(err, &f) {
+				t.Fatalf("got %v, want a Failure", err)
+			}
+			if diff := cmp.Diff([]any{"OutOfMemory", tt.want}, []any{f.ErrorKind().Name, f.Msg}); diff != "" {
+				t.Errorf("kind, message (-want +got):\n%s", diff)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+				t.Errorf("the refused run allocated %d bytes of host memory, want at most 64 MiB (nothing for its buffers)", got)
+			}
+		})
+	}
 }

@@ -202,7 +202,7 @@ func (t *Torch) alloc(fn string, n int64, dt dtype.DType) (*Tensor, error) {
 		}
 		return nil, &tensorTooLarge{
 			msg: fmt.Sprintf("%s: rank %d: a tensor of %s does not fit %v (capacity %d bytes)", fn, t.rank, what, mem, mem.Capacity),
-			oom: &machine.OutOfMemoryError{Mem: mem, Requested: math.MaxInt64}}
+			oom: &machine.OutOfMemoryError{Mem: mem, Requested: math.MaxInt64, InUse: mem.Used()}}
 	}
 	off, err := mem.Alloc(n * int64(dt.Size()))
 	if err != nil {
