@@ -57,6 +57,8 @@ var kindCases = []kindCase{
 	{kind: errkind.FaultStopped, inline: map[string]string{"faults.yaml": "system:\n  faults:\n    - {link: \"ucie c0->c1\", stop_at_ns: 1000}\n"},
 		args: "run ring_allreduce --world-size 16 --count 1024 --timing-only --config faults.yaml", stderr: "a fault stopped the run: ucie c0->c1"},
 	{kind: errkind.StepLimit, bad: "star_runaway_loop.star"},
+	{kind: errkind.NoTimeProgress, script: "no_time_progress.txtar", files: []string{"poll.star"},
+		args: "run poll.star --world-size 2 --bytes 4K --timing-only", stderr: "NoTimeProgress: the kernel made 1000512 calls"},
 	{kind: errkind.HostMemory, script: "max_memory.txtar", files: []string{"hoard.star"},
 		args: "run hoard.star --world-size 2 --count 65536 --max-memory 64M", stderr: "over --max-memory 64.0 MiB"},
 	{kind: errkind.WrongResult, script: "wrong_result.txtar", files: []string{"copyonly.star"},

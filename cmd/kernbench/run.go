@@ -132,7 +132,9 @@ estimate and the op_log's cost per record and per message.
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error
 (including a run, or sizes of a sweep, estimated over --max-memory), 3
 deadlock or watchdog or step limit or --max-memory passed while
-simulating, 4 error raised while running. A comparison exits with the worst status of its runs, the highest
+simulating, or a rank making a million calls (more with large buffers)
+without simulated time advancing (NoTimeProgress: a loop that polls
+or spins on calls that never wait), 4 error raised while running. A comparison exits with the worst status of its runs, the highest
 of these (its last line names that failure's kind).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.bench != "" {

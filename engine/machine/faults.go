@@ -110,7 +110,7 @@ func (m *Machine) applyFault(r *Resource) {
 	if f.perBooking() {
 		h := fnv.New64a()
 		h.Write([]byte(r.Name))
-		r.fault = &resourceFault{Fault: f, rng: f.Seed ^ h.Sum64()}
+		r.rareOf().fault = &resourceFault{Fault: f, rng: f.Seed ^ h.Sum64()}
 	}
 }
 
@@ -147,8 +147,8 @@ func (m *Machine) Faults() []FaultState {
 		st := FaultState{Fault: f}
 		if r := byName[f.Resource]; r != nil {
 			st.Used, st.Bytes, st.BusyTime = true, r.Bytes, r.BusyTime
-			if r.fault != nil {
-				st.Stalled, st.StalledFrom = r.fault.Stalled, slices.Clone(r.fault.StalledFrom)
+			if f := r.fault(); f != nil {
+				st.Stalled, st.StalledFrom = f.Stalled, slices.Clone(f.StalledFrom)
 			}
 		}
 		out = append(out, st)

@@ -446,8 +446,8 @@ func (m *Machine) SplitTrace() error {
 		loc.trace = parts[sip]
 	}
 	for _, r := range m.links {
-		if r != nil && r.trace != nil {
-			r.trace = parts[m.partIndex(int(r.sip))]
+		if r != nil && r.trace() != nil {
+			r.rare.trace = parts[m.partIndex(int(r.sip))]
 		}
 	}
 	m.splitTrace = true
@@ -935,7 +935,7 @@ func (m *Machine) EnableTrace(rec *trace.Recorder) {
 	}
 	for _, r := range m.links {
 		if r != nil && (r.Kind == "pe_noc" || r.Kind == "ucie" || r.Kind == "pcie") {
-			r.trace = rec
+			r.rareOf().trace = rec
 		}
 	}
 }

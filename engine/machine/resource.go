@@ -48,23 +48,60 @@ type Resource struct {
 	BusyTime sim.Time
 
 	older []hold // holds booked before newest (some may be over)
+	// coverStart, when not 0, is 1 + the start of a span up to olderEnd
+	// whose every instant is inside an older hold without an engine (tag
+	// 0: math, direct PE access), which blocks every booking but a tag-1
+	// one: such a booking whose head is in the span starts at olderEnd,
+	// found without searching older. A unit booked back to back ahead of
+	// now (tile math on one operand, over and over, at one instant) made
+	// each search longer than the last.
+	coverStart sim.Time
 	// olderBuf is older's first array (machine.resource), until more
 	// than two holds pile up: a booking under contention mostly finds one
 	// older hold, and in an array of its own that hold was a cache line
 	// more per booking at a thousand ranks.
 	olderBuf [2]hold
-	trace    *trace.Recorder // links only, when tracing
+	rare     *resourceRare // its trace and fault (nil: neither)
 	Name     string
 	Kind     string // pe_noc, ucie, pcie, tcm, sram, hbm, math
-	// fault is the resource's jitter or stop (faults.go), which act on
-	// each booking; nil without one.
-	fault *resourceFault
 	// sip is the SIP the resource belongs to: a PE's links, ports and
 	// math unit are its SIP's, a UCIe link its cubes', a PCIe link the
 	// SIP it joins to the host. A transfer split at the SIP boundary
 	// (Params.SplitAtSIP) books each SIP's resources in turn.
 	sip int32
 	_   [4]byte // to 192 bytes, a size class that starts on a line
+}
+
+// resourceRare is what few resources have, out of Resource's lines.
+type resourceRare struct {
+	trace *trace.Recorder // links only, when tracing
+	// fault is the resource's jitter or stop (faults.go), which act on
+	// each booking; nil without one.
+	fault *resourceFault
+}
+
+// trace is the recorder of r's use (nil: none).
+func (r *Resource) trace() *trace.Recorder {
+	if r.rare == nil {
+		return nil
+	}
+	return r.rare.trace
+}
+
+// fault is r's fault that acts on each booking (nil: none).
+func (r *Resource) fault() *resourceFault {
+	if r.rare == nil {
+		return nil
+	}
+	return r.rare.fault
+}
+
+// rareOf is r.rare, made at the first need.
+func (r *Resource) rareOf() *resourceRare {
+	if r.rare == nil {
+		r.rare = new(resourceRare)
+	}
+	return r.rare
 }
 
 // Xfer is the occupancy of n bytes on r, rounded up to a picosecond.
@@ -332,6 +369,10 @@ func (r *Resource) wait(head, d, now sim.Time, tag uint64) sim.Time {
 		}
 		r.older = append(r.older, h)
 		r.olderEnd = h.until
+		r.coverStart = 0
+		if h.tag == 0 {
+			r.coverStart = h.start + 1
+		}
 		r.newest = hold{}
 		if head < h.until && h.tag != siblingTag(tag) && h.start < sim.Add(head, max(d, 1)) {
 			return h.until
@@ -340,13 +381,21 @@ func (r *Resource) wait(head, d, now sim.Time, tag uint64) sim.Time {
 	}
 	if h := r.newest; h.until > now {
 		r.older = append(r.older, h)
+		r.cover(h)
 		r.olderEnd = max(r.olderEnd, h.until)
 		r.newest = hold{}
 	}
 	if head < r.olderEnd {
+		if c := r.coverStart; c != 0 && head >= c-1 && tag != 1 {
+			return r.olderEnd
+		}
 		return r.free(siblingTag(tag), head, d, now)
 	}
-	if len(r.older) > maxOlder {
+	if len(r.older) > maxOlder && len(r.older) == cap(r.older) {
+		// (Once older's array is full: a resource booked ever further
+		// ahead within one instant, a kernel's tile math that never
+		// waits for its results, has nothing over to drop, and a scan
+		// at every booking made those bookings quadratic.)
 		r.dropOver(now)
 	}
 	return head
@@ -381,7 +430,7 @@ func (p Path) bookFrom(now, head, lastIn sim.Time, n int64, source *dmaEngine, t
 		}
 		until := sim.Add(start, d)
 		latency := r.Latency
-		if f := r.fault; f != nil {
+		if f := r.fault(); f != nil {
 			if f.Jitter > 0 {
 				latency = sim.Add(latency, f.jitter())
 			}
@@ -395,9 +444,9 @@ func (p Path) bookFrom(now, head, lastIn sim.Time, n int64, source *dmaEngine, t
 		if until > start {
 			r.newest = hold{start, until, tag}
 		}
-		if d > 0 && r.trace != nil {
-			r.trace.Counter(trace.LinksPid, r.Name, start, 1)
-			r.trace.Counter(trace.LinksPid, r.Name, until, 0)
+		if rec := r.trace(); d > 0 && rec != nil {
+			rec.Counter(trace.LinksPid, r.Name, start, 1)
+			rec.Counter(trace.LinksPid, r.Name, until, 0)
 		}
 		r.Bytes += n
 		r.BusyTime = sim.Add(r.BusyTime, d)
@@ -405,6 +454,24 @@ func (p Path) bookFrom(now, head, lastIn sim.Time, n int64, source *dmaEngine, t
 		head = sim.Add(start, latency)
 	}
 	return head, lastIn, service
+}
+
+// cover updates the covered span of the older holds for h, a live hold
+// (until > start) joining them, before olderEnd takes in h's end. Holds
+// dropped later ended by now, before any booking's head, so the span
+// stays covered where it matters.
+func (r *Resource) cover(h hold) {
+	switch {
+	case h.until <= r.olderEnd:
+		// Within the older holds' reach: the span stays what it was.
+	case h.tag != 0:
+		r.coverStart = 0
+	case r.coverStart != 0 && h.start <= r.olderEnd:
+		r.coverStart = min(r.coverStart, h.start+1)
+	default:
+		// After a gap (or no span): h alone is covered.
+		r.coverStart = h.start + 1
+	}
 }
 
 // dropOver drops the older holds that ended by now.

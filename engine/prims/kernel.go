@@ -52,6 +52,10 @@ type Kernel struct {
 	// InFused is set while a fused primitive runs (its writes are all
 	// from the call's site, FusedSite).
 	InFused bool
+	// StepsOff makes the process do every wait of the fused primitives'
+	// pipelines, as without steps (tests: the reference run the steps are
+	// compared with). (Beside InFused: the flags share a word.)
+	StepsOff bool
 	// deferred is the last forwarded piece of a fused primitive, sent by
 	// the next primitive or before any other operation of the kernel
 	// (&deferredBuf, or nil).
@@ -107,10 +111,6 @@ type Kernel struct {
 	// the kernel or its threads are about to allocate, and may refuse
 	// them with an error (the host-memory guard).
 	NoteAlloc func(n int64) error
-	// StepsOff makes the process do every wait of the fused primitives'
-	// pipelines, as without steps (tests: the reference run the steps are
-	// compared with).
-	StepsOff bool
 
 	allocs []machine.Region // (root only) tl.alloc buffers and scratch
 	// asyncSends are the kernel's tl.send_async calls not yet joined.

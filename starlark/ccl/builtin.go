@@ -246,6 +246,7 @@ func (b *collectiveBench) spawn(w *world) {
 			// (The rank's Sim: its SIP's partition on partitions, where
 			// a stop ends the run at the window's barrier.)
 			Fail: func(err error) { w.m.RankSim(r).Stop(&failure.RankError{Rank: r, Err: err}) }}
+		stats[r].InstantCalls = tl.InstantCallLimit(b.buf.send[r].Reg.N+b.buf.recv[r].Reg.N, p.opts.MaxSteps)
 		if loader.MemoryWatch != nil {
 			// Tiles are refused before they pass --max-memory.
 			kt.NoteAlloc = hostmem.NoteAlloc

@@ -84,6 +84,7 @@ var (
 	Watchdog       = &Kind{"Watchdog", ExitDeadlock, Run, "the simulated-time limit was reached (processes that never return)"}
 	FaultStopped   = &Kind{"FaultStopped", ExitDeadlock, Run, "a resource a fault stops (stop_at_ns in system.faults or --fault) held transfers that processes waited for"}
 	StepLimit      = &Kind{"StepLimit", ExitDeadlock, Run, "a script ran more Starlark steps than --max-steps allows"}
+	NoTimeProgress = &Kind{"NoTimeProgress", ExitDeadlock, Run, "a rank's kernel and threads made a million calls of tl, Ptr and Tile (plus one per 16 bytes of the rank's buffers) within one simulated instant: a loop that polls, or spins on calls that never wait, while time cannot move on"}
 	Timeout        = &Kind{"Timeout", ExitDeadlock, Run, "a script ran longer than --timeout (wall clock)"}
 	HostMemory     = &Kind{"OutOfMemory", ExitDeadlock, Run, "during the run: the host memory it uses outgrew --max-memory"}
 	TestTimeout    = &Kind{"TestTimeout", ExitDeadlock, Run, "a `kernbench test` test ran longer than -timeout"}
@@ -146,7 +147,7 @@ func Table() []*Kind { return slices.Clone(kindTable) }
 // Table is every kind, by group in the order of the reference.
 var kindTable = []*Kind{
 	Usage, Config, Load, Init, MSCCL, IO, Export, MemoryLimit, CheckFailed,
-	Deadlock, WaitTimeout, Watchdog, FaultStopped, StepLimit, Timeout, HostMemory, TestTimeout,
+	Deadlock, WaitTimeout, Watchdog, FaultStopped, StepLimit, NoTimeProgress, Timeout, HostMemory, TestTimeout,
 	WrongResult, Phase2Mismatch, TestFailed,
 	Runtime, Unreceived, Invariant, Unfinished, Internal,
 

@@ -39,6 +39,10 @@ type Stats struct {
 	// Retained, when set (the estimate's probe), follows the views and
 	// handles the kernel is given; shared by the ranks of a simulation.
 	Retained *Retention
+	// InstantCalls is how many calls of tl, Ptr and Tile the rank's
+	// kernel and threads may make within one simulated instant
+	// (InstantCallLimit; 0: the limit of a kernel without buffers).
+	InstantCalls int64
 }
 
 // Observer sees every data operation (the op_log and traces hook in here).
@@ -102,6 +106,10 @@ type Kernel struct {
 	writeSites *boxes[prims.Site]
 	// children are the threads this kernel or thread spawned.
 	children []*threadHandle
+	// instant counts the calls of the rank's kernel and threads since
+	// simulated time last moved (noteCall; the kernel's, made at its
+	// first call, out of line to keep a Kernel in its size class).
+	instant *instantCalls
 	// attrs are the kernel's attribute values read so far (its bound
 	// builtins and fields), in the order they were first read; attrAt[i]
 	// is where attribute i (its index in attrIndex) is in attrs, plus 1
@@ -262,6 +270,9 @@ func callTL(b Builtin) func(k *Kernel, th *starlark.Thread, sb *starlark.Builtin
 			}
 		}
 		k.Stats.Calls++
+		if err := k.noteCall(); err != nil {
+			return nil, err
+		}
 		if th.Local(threadKernelKey) != k {
 			th.SetLocal(threadKernelKey, k)
 		}

@@ -173,6 +173,9 @@ func (p *Ptr) sub(start, count int64) Ptr {
 // primitives) finish first.
 func readsNow(fn func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)) func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	return func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if err := noteCallOn(th); err != nil {
+			return nil, err
+		}
 		if k, ok := th.Local(threadKernelKey).(*Kernel); ok && k.Proc.Sim().Running() == k.Proc {
 			if err := k.Settle(p.Reg); err != nil {
 				return nil, err
@@ -185,6 +188,9 @@ func readsNow(fn func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args sta
 // notedView is p.view for a method of the kernel th runs: the view is
 // followed when the simulation is probed (noteView).
 func notedView(th *starlark.Thread, p *Ptr, start, count int64, what string) (starlark.Value, error) {
+	if err := noteCallOn(th); err != nil {
+		return nil, err
+	}
 	q, err := p.view(start, count, what)
 	if err != nil {
 		return nil, err
@@ -233,6 +239,9 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		}
 		if int64(n) > maxParts {
 			return nil, errorf(errkind.OutOfBounds, "Ptr.parts: %d parts is more than %d", n, maxParts)
+		}
+		if err := noteCallOn(th); err != nil {
+			return nil, err
 		}
 		// One list of views made in Go: a ring cuts each buffer into
 		// world_size chunks, which in Starlark was most of its setup.
@@ -349,7 +358,10 @@ var tileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 	{Name: "count", Type: "int", Doc: "Number of elements.", Get: func(t *Tile) starlark.Value { return starlark.MakeInt64(t.Count) }},
 	{Name: "dtype", Type: "str", Doc: "Element type name.", Get: func(t *Tile) starlark.Value { return starlark.String(t.DT.String()) }},
 }, []registry.Method[*Tile]{
-	{Name: "astype", Sig: "astype(dtype)", Doc: "A converted copy (costs math time).", Fn: func(t *Tile, _ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+	{Name: "astype", Sig: "astype(dtype)", Doc: "A converted copy (costs math time).", Fn: func(t *Tile, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		if err := noteCallOn(th); err != nil {
+			return nil, err
+		}
 		var name string
 		if err := starlark.UnpackPositionalArgs("Tile.astype", args, kw, 1, &name); err != nil {
 			return nil, err
@@ -386,6 +398,12 @@ func (t *Tile) Binary(tok syntax.Token, y starlark.Value, side starlark.Side) (s
 	op, ok := tileOps[tok]
 	if !ok {
 		return nil, nil
+	}
+	if t.k != nil {
+		// (Tile math has no thread: the kernel that made t counts it.)
+		if err := t.k.noteCall(); err != nil {
+			return nil, err
+		}
 	}
 	switch y := y.(type) {
 	case *Tile:
