@@ -526,13 +526,22 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 	return run, err
 }
 
-// renderFailure reports a run that failed with err: its report with the
-// error (--json, --jsonl; rep is nil when it failed before simulating),
-// the wait-for graph of a deadlock (--dot), and the failure, named with
-// its position in the sweep, for mainIn to print.
+// renderFailure reports a run that failed with err: --csv and --plot of
+// the sizes before the failing one, its report with the error (--json,
+// --jsonl; rep is nil when it failed before simulating), the wait-for
+// graph of a deadlock (--dot), and the failure, named with its position
+// in the sweep, for mainIn to print.
 func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, shardInfo *report.Shard, stdout, stderr io.Writer) error {
 	f := asFailure(err)
 	at := sweepPosition(o, rep)
+	if rep != nil && len(rep.Results) > 0 {
+		// The sizes before the failing one, as the table and --json give
+		// them and a comparison's --csv and --plot do; the failed size
+		// has no line, as it has no row.
+		if werr := writeExtras(o, []compare.Labeled{{Label: rep.Algorithm, Rep: rep}}); werr != nil {
+			fmt.Fprintf(stderr, "kernbench: %s\n", asFailure(werr).Msg)
+		}
+	}
 	if o.json || o.jsonl {
 		if rep == nil {
 			rep = &report.Report{File: arg}

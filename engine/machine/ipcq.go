@@ -1439,6 +1439,7 @@ func (e *InvariantError) Error() string { return "invariant " + e.Name + " viola
 // ring, nothing in flight) and I2/I4 (pointer order, one buffer kind).
 func (g *Group) CheckQuiescent() error {
 	var problems []string
+	var unreceived []Unreceived
 	for _, ep := range g.EPs {
 		for _, q := range ep.QPs {
 			if q.Rx.Mem.Space != g.Cfg.BufferKind {
@@ -1449,28 +1450,24 @@ func (g *Group) CheckQuiescent() error {
 					q.Rank, q.Dir, q.MyTail, q.PeerHeadCache, q.peer.MyHead, q.peer.PeerTailCache))
 			}
 			if left := q.peer.MyHead - q.MyTail; left > 0 {
+				u := Unreceived{Sender: q.Peer, SendDir: q.PeerDir, Receiver: q.Rank, RecvDir: q.Dir, Count: left, FirstSeq: q.MyTail}
 				// Name the first unreceived send's position: it is the
 				// line to look at (a missing recv pairs with it).
-				first := ""
 				if n := uint64(len(q.Slots)); n > 0 {
 					if m := q.Slots[q.MyTail%n].Meta; m.Seq == q.MyTail && m.Origin != nil {
-						first = fmt.Sprintf(" (the first, #%d, sent at %v)", m.Seq, m.Origin)
+						u.FirstSentAt = fmt.Sprint(m.Origin)
 					}
 				}
-				problems = append(problems, fmt.Sprintf("I1: rank %d sent %d message(s) on %s that rank %d never received on %s%s",
-					q.Peer, left, q.PeerDir, q.Rank, q.Dir, first))
+				unreceived = append(unreceived, u)
+				problems = append(problems, "I1: "+u.String())
 			}
 		}
 	}
 	if len(problems) > 0 {
-		if !slices.ContainsFunc(problems, func(p string) bool { return !strings.HasPrefix(p, "I1: ") }) {
+		if len(unreceived) == len(problems) {
 			// Only I1: the algorithm's mistake (a receive missing, a
 			// send too many), which the engine did not break.
-			u := &UnreceivedError{}
-			for _, p := range problems {
-				u.Sends = append(u.Sends, strings.TrimPrefix(p, "I1: "))
-			}
-			return u // (in rank order)
+			return &UnreceivedError{Sends: unreceived} // (in the receivers' rank order)
 		}
 		sort.Strings(problems)
 		return &InvariantError{Name: strings.SplitN(problems[0], ":", 2)[0], Msg: strings.Join(problems, "; ")}
@@ -1483,20 +1480,56 @@ func (g *Group) CheckQuiescent() error {
 // missing or a send too many, not the engine's. It was reported as an
 // InvariantViolation, which says "a kernbench bug".
 type UnreceivedError struct {
-	Sends []string // per queue pair: who sent how many, the first's position
+	Sends []Unreceived // one per queue pair that holds some
 }
 
-// maxUnreceived bounds the queue pairs an UnreceivedError lists (every
-// rank of a large world may leave one).
-const maxUnreceived = 8
+// Unreceived is one queue pair's messages sent and never received: who
+// sent how many on which direction, who never received them on which,
+// and the first of them (its sender_seq, and where it was sent: the line
+// a missing receive pairs with). error.unreceived in --json.
+type Unreceived struct {
+	Sender   int    `json:"sender"`
+	SendDir  string `json:"send_dir"`
+	Receiver int    `json:"receiver"`
+	RecvDir  string `json:"recv_dir"`
+	Count    uint64 `json:"count"`
+	FirstSeq uint64 `json:"first_seq"`
+	// FirstSentAt is the first one's send (its Starlark position), ""
+	// when the sender gave none.
+	FirstSentAt string `json:"first_sent_at,omitempty"`
+}
 
-func (e *UnreceivedError) Error() string {
-	shown := e.Sends[:min(len(e.Sends), maxUnreceived)]
-	msg := "messages sent and never received (invariant I1): " + strings.Join(shown, "; ")
-	if n := len(e.Sends) - len(shown); n > 0 {
-		msg += fmt.Sprintf("; and %d more queue pair(s)", n)
+// String is u as one clause: "rank 0 sent 1 message(s) on E that rank 1
+// never received on W (the first, #0, sent at f.star:3:16)".
+func (u Unreceived) String() string {
+	return fmt.Sprintf("rank %d sent %d message(s) on %s that rank %d never received on %s%s", u.Sender, u.Count, u.SendDir, u.Receiver, u.RecvDir, u.First())
+}
+
+// First is " (the first, #N, sent at POS)", "" when the position is not
+// known.
+func (u Unreceived) First() string {
+	if u.FirstSentAt == "" {
+		return ""
 	}
-	return msg + ": a receive is missing, or a send is one too many"
+	return fmt.Sprintf(" (the first, #%d, sent at %s)", u.FirstSeq, u.FirstSentAt)
+}
+
+// UnreceivedAdvice ends every report of messages never received.
+const UnreceivedAdvice = "a receive is missing, or a send is one too many"
+
+// Error is one line: the queue pair itself when there is one, otherwise
+// how many messages on how many queue pairs (a report lists them grouped:
+// starlark/failure).
+func (e *UnreceivedError) Error() string {
+	const rule = "messages sent and never received (invariant I1): "
+	if len(e.Sends) == 1 {
+		return rule + e.Sends[0].String() + ": " + UnreceivedAdvice
+	}
+	var n uint64
+	for _, u := range e.Sends {
+		n += u.Count
+	}
+	return fmt.Sprintf("%s%d message(s) on %d queue pair(s): %s", rule, n, len(e.Sends), UnreceivedAdvice)
 }
 
 // DumpPointers writes every queue pair's pointers, one line each, in rank

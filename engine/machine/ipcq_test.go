@@ -1861,23 +1861,29 @@ func TestWaitInfo_StringNamesPointersAndRing(t *testing.T) {
 	}
 }
 
-// An UnreceivedError lists at most maxUnreceived queue pairs, in the
-// order given, and says how many more there are: a 4096-rank ring whose
-// every rank leaves a message wrote a line per queue pair.
-func TestUnreceivedErrorBounded(t *testing.T) {
+// An UnreceivedError is one line however many queue pairs hold messages:
+// the queue pair itself when there is one, otherwise how many messages on
+// how many (a 4096-rank ring whose every rank leaves a message wrote a
+// clause per queue pair; starlark/failure lists them grouped).
+func TestUnreceivedErrorOneLine(t *testing.T) {
+	pair := func(r int) Unreceived {
+		return Unreceived{Sender: r, SendDir: "E", Receiver: r + 1, RecvDir: "W", Count: 2, FirstSeq: 3, FirstSentAt: "f.star:4:12"}
+	}
 	for _, c := range []struct {
-		n    int
-		want string
+		name  string
+		sends []Unreceived
+		want  string
 	}{
-		{1, "messages sent and never received (invariant I1): s0: a receive is missing, or a send is one too many"},
-		{maxUnreceived + 3, "messages sent and never received (invariant I1): s0; s1; s2; s3; s4; s5; s6; s7; and 3 more queue pair(s): a receive is missing, or a send is one too many"},
+		{"one queue pair", []Unreceived{pair(0)},
+			"messages sent and never received (invariant I1): rank 0 sent 2 message(s) on E that rank 1 never received on W (the first, #3, sent at f.star:4:12): a receive is missing, or a send is one too many"},
+		{"no position", []Unreceived{{Sender: 1, SendDir: "E", Receiver: 2, RecvDir: "W", Count: 1}},
+			"messages sent and never received (invariant I1): rank 1 sent 1 message(s) on E that rank 2 never received on W: a receive is missing, or a send is one too many"},
+		{"several", []Unreceived{pair(0), pair(1), pair(2)},
+			"messages sent and never received (invariant I1): 6 message(s) on 3 queue pair(s): a receive is missing, or a send is one too many"},
 	} {
-		e := &UnreceivedError{}
-		for i := range c.n {
-			e.Sends = append(e.Sends, fmt.Sprintf("s%d", i))
-		}
+		e := &UnreceivedError{Sends: c.sends}
 		if diff := cmp.Diff(c.want, e.Error()); diff != "" {
-			t.Errorf("%d sends (-want +got):\n%s", c.n, diff)
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
 	}
 }

@@ -458,22 +458,22 @@ func (w *world) run(failed func(error) error) error {
 	if merr := w.mergeOutputs(); merr != nil {
 		return merr
 	}
-	var failure error
+	var runFailure error
 	if err != nil {
 		// Read the blocked processes' state before Close unwinds them.
-		failure = failed(w.memoryStop(err))
+		runFailure = failed(w.memoryStop(err))
 	} else if w.g != nil {
 		if err := w.g.CheckQuiescent(); err != nil {
-			kind := errkind.Invariant
 			var u *machine.UnreceivedError
 			if errors.As(err, &u) {
-				kind = errkind.Unreceived
+				runFailure = failure.Unreceived(u)
+			} else {
+				runFailure = report.WithKind(errkind.Invariant, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 			}
-			failure = report.WithKind(kind, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
 	}
 	if w.g != nil && w.dump != nil {
-		if failure == nil && len(w.finish) > 0 {
+		if runFailure == nil && len(w.finish) > 0 {
 			fmt.Fprintf(w.dump, "# queue pair pointers at t=%v, when the last kernel returned\n", slices.Max(w.finish))
 		} else {
 			// The failure's message says when; the clock may have moved
@@ -497,11 +497,11 @@ func (w *world) run(failed func(error) error) error {
 	if w.trace != nil {
 		// Written even when the run failed: the timeline up to the failure
 		// is what explains it (blocked operations end when the run ended).
-		if werr := w.writeTrace(); werr != nil && failure == nil {
+		if werr := w.writeTrace(); werr != nil && runFailure == nil {
 			return report.WithKind(errkind.IO, &report.Failure{Rank: -1, Msg: fmt.Sprintf("--trace: %v", werr), Err: werr})
 		}
 	}
-	return w.writeFailedOplog(failure)
+	return w.writeFailedOplog(runFailure)
 }
 
 // spawn starts one process per rank running body; a body error stops the

@@ -143,7 +143,7 @@ func TestOf(t *testing.T) {
 		{"primitive's dtype mismatch", wrap(&prims.Error{Kind: prims.KindDtypeMismatch}), errkind.DtypeMismatch},
 		{"primitive's piece too large", wrap(&prims.Error{Kind: prims.KindIpcqMessageTooLarge}), errkind.IpcqMessageTooLarge},
 		{"invariant", wrap(&machine.InvariantError{Name: "I2"}), errkind.Invariant},
-		{"unreceived", wrap(&machine.UnreceivedError{Sends: []string{"x"}}), errkind.Unreceived},
+		{"unreceived", wrap(&machine.UnreceivedError{Sends: []machine.Unreceived{{Sender: 0, SendDir: "E", Receiver: 1, RecvDir: "W", Count: 1}}}), errkind.Unreceived},
 		{"remote abort", wrap(&l3l2.QueueError{Kind: l3l2.QueueRemoteAborted}), errkind.RemoteAborted},
 		{"region", wrap(&l3l2.RegionError{Code: l3l2.OutOfBounds}), errkind.L3OutOfBounds},
 		{"endpoint", wrap(&l3l2.EndpointError{Kind: l3l2.EndpointSignalTimeout}), errkind.SignalTimeout},

@@ -317,6 +317,9 @@ type ErrorOut struct {
 	Blocked []deadlock.BlockedProc `json:"blocked,omitempty"`
 	Cycle   []int                  `json:"cycle,omitempty"`
 	Hint    string                 `json:"hint,omitempty"`
+	// Unreceived are the queue pairs a run left messages in, sent and
+	// never received (UnreceivedMessages), every one, by sender rank.
+	Unreceived []machine.Unreceived `json:"unreceived,omitempty"`
 }
 
 // Exit statuses, as errkind declares them.
@@ -348,6 +351,9 @@ type Failure struct {
 	Cycle   []int
 	Blocked []deadlock.BlockedProc
 	Hint    string
+	// Unreceived are the queue pairs holding messages sent and never
+	// received (ErrorOut says more).
+	Unreceived []machine.Unreceived
 }
 
 // WriteDOT writes the failure's wait-for graph as Graphviz DOT (--dot).
@@ -373,7 +379,7 @@ func WithKind(k *errkind.Kind, f *Failure) *Failure {
 
 // Out converts the failure into the JSON error object.
 func (f *Failure) Out() *ErrorOut {
-	o := &ErrorOut{Kind: f.ErrorKind().Name, Message: f.Msg, Backtrace: f.Backtrace, SpawnedAt: f.SpawnedAt, Blocked: f.Blocked, Cycle: f.Cycle, Hint: f.Hint}
+	o := &ErrorOut{Kind: f.ErrorKind().Name, Message: f.Msg, Backtrace: f.Backtrace, SpawnedAt: f.SpawnedAt, Blocked: f.Blocked, Cycle: f.Cycle, Hint: f.Hint, Unreceived: f.Unreceived}
 	if f.Rank >= 0 {
 		r := f.Rank
 		o.Rank = &r
