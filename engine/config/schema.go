@@ -839,6 +839,18 @@ func ParseFaults(items []string) ([]Fault, error) {
 				bad = true
 				continue
 			}
+			// "link=ucie c0->c1 bandwidth_factor=0.5": a space where a comma
+			// belongs makes the second key part of the link's name, and
+			// the entry would be "changing nothing" with no word of why.
+			if eq := strings.Index(v, "="); eq >= 0 {
+				fix := ""
+				if sep := strings.LastIndexAny(v[:eq], " ;:"); sep > 0 {
+					fix = fmt.Sprintf("; did you mean %s=%s,%s?", k, strings.TrimRight(v[:sep], " ;:"), v[sep+1:])
+				}
+				d.add(d.errorf(n, "%s %q holds another key=value: pairs are joined with commas%s", strings.TrimSpace(k), strings.TrimSpace(v), fix))
+				bad = true
+				continue
+			}
 			kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.TrimSpace(k)}
 			vn := &yaml.Node{Kind: yaml.ScalarNode, Value: strings.TrimSpace(v)}
 			d.origin[kn], d.origin[vn] = label, label
