@@ -282,6 +282,9 @@ func algorithmRule(a *Algorithm) *rule {
 			if label, set := d.origin[v]; set && key == "module" {
 				a.ModuleSet = label
 			}
+			if key == "topology" {
+				a.TopologyGiven = true
+			}
 			if settingKeyNamed(key) != nil {
 				a.OverrideKeys = append(a.OverrideKeys, key)
 				if a.OverridePos == nil {
