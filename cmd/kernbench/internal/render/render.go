@@ -387,7 +387,10 @@ func WrongRanges(rws []report.RankWrong) string {
 		b.WriteString("\n")
 	}
 	if unwritten {
-		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers)\n")
+		// The sentinel is judged by value: one a rank sent from its
+		// recvbuf before filling it (a forward before its receive
+		// completed) lands as "never written" on the next rank.
+		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers, or received it: a rank sent from its recvbuf before filling it)\n")
 	}
 	return b.String()
 }
