@@ -25,6 +25,7 @@ import (
 	"kernbench/engine/chakra"
 	"kernbench/engine/config"
 	"kernbench/engine/dtype"
+	"kernbench/engine/spelling"
 	"kernbench/engine/trace"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/errkind"
@@ -343,7 +344,7 @@ func (o *runOptions) resolveTraceFilters() error {
 		for _, k := range strings.Split(o.traceKinds, ",") {
 			k = strings.TrimSpace(k)
 			if !slices.Contains(trace.Kinds(), k) {
-				return fmt.Errorf("--trace-kinds: unknown kind %q (want %s)", k, strings.Join(trace.Kinds(), ", "))
+				return fmt.Errorf("--trace-kinds: unknown kind %q (want %s)%s", k, strings.Join(trace.Kinds(), ", "), spelling.Hint(k, trace.Kinds()))
 			}
 			o.TraceKinds = append(o.TraceKinds, k)
 		}

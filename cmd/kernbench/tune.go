@@ -253,9 +253,15 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		fmt.Fprintf(stderr, "kernbench: tune: no run of %s finished right at %s bytes: select: has no range for them, and auto refuses them\n", collective, strings.Join(missing, ", "))
 	}
 	if d := dests["--write-select"]; d != nil && len(ranges) > 0 {
+		load := "Load it with --config FILE or paste it into ccl.yaml; then"
+		if file, own := ownAlgorithms(o, cfg, ranges); len(own) > 0 {
+			// --config FILE replaces ./ccl.yaml (or the --config tuned
+			// with), and with it the entries of these algorithms.
+			load = fmt.Sprintf("Paste it into %s, which defines %s (--config FILE in its place would not); then", file, strings.Join(own, ", "))
+		}
 		header := []string{
 			fmt.Sprintf("Written by kernbench tune %s at world_size %d, sizes %s.", collective, world, tune.SizesText(sweep)),
-			"Load it with --config FILE or paste it into ccl.yaml; then",
+			load,
 			fmt.Sprintf("kernbench run auto --collective %s runs, per size, the algorithm of its range.", collective),
 		}
 		if sharded {
@@ -288,6 +294,29 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		render.JSON(stdout, all)
 	}
 	return runErr
+}
+
+// ownAlgorithms are the algorithms of ranges whose entry the tune's
+// configuration file defines (a module of its own, not a shipped one),
+// and that file (--config, or ./ccl.yaml when present): a select: loaded
+// with --config in place of that file would name algorithms unknown
+// there. nil with the embedded default alone.
+func ownAlgorithms(o *tuneOptions, cfg *config.Config, ranges []config.SelectRange) (file string, own []string) {
+	switch {
+	case o.ConfigPath != "":
+		file = o.ConfigPath
+	default:
+		if _, err := o.Env.Stat("ccl.yaml"); err != nil {
+			return "", nil
+		}
+		file = "ccl.yaml"
+	}
+	for _, r := range ranges {
+		if a := cfg.Algorithms[r.Algorithm]; a != nil && !a.Shipped && !slices.Contains(own, r.Algorithm) {
+			own = append(own, r.Algorithm)
+		}
+	}
+	return file, own
 }
 
 // printTune prints the tune's table: the winner of each size with its

@@ -73,12 +73,16 @@ type VCWeights struct{ Compute, Comm int }
 
 // Algorithm is one entry of algorithms:.
 type Algorithm struct {
-	Name       string         // the entry's key
-	Module     string         // module: the .star file, relative to the config's directory
-	Topology   string         // topology: one of Topologies(); DefaultTopology if absent
-	Collective string         // collective: "" or one of Collectives()
-	Params     map[string]any // params: int64, float64, string, bool, []any, map[string]any values
-	Line       int            // line of the entry's key in the file (0 if created by --set)
+	Name     string // the entry's key
+	Module   string // module: the .star file, relative to the config's directory
+	Topology string // topology: one of Topologies(); DefaultTopology if absent
+	// TopologyGiven says the entry names its topology (topology:, in a
+	// file or a --set item); without it Topology is DefaultTopology, not
+	// a choice of the entry's author.
+	TopologyGiven bool           `json:"-"`
+	Collective    string         // collective: "" or one of Collectives()
+	Params        map[string]any // params: int64, float64, string, bool, []any, map[string]any values
+	Line          int            // line of the entry's key in the file (0 if created by --set)
 	// ParamsPos is where each key of Params was given: "FILE:LINE", or
 	// "--set KEY=VALUE" for one a --set item gave (a message about a
 	// param names it, not the entry's line in another file).

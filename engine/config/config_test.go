@@ -103,7 +103,7 @@ func TestLoad(t *testing.T) {
 			want: expect(func(c *Config) {
 				c.Defaults.WorldSize = 16
 				c.Defaults.MeshShape = []int{4, 4}
-				c.Algorithms["a"].Topology = "mesh_2d"
+				c.Algorithms["a"].Topology, c.Algorithms["a"].TopologyGiven = "mesh_2d", true
 				c.Algorithms["a"].Collective = "alltoall"
 			}, alg("a", "a.star", 3), alg("b", "x/b.star", 2)),
 		},

@@ -26,7 +26,7 @@ func TestLoadOverlay(t *testing.T) {
 			"    topology: ring_1d",
 			"    collective: allreduce",
 		), nil, func(c *Config) {
-			c.Algorithms["mine"] = &Algorithm{Name: "mine", Module: "mine.star", Topology: "ring_1d", Collective: "allreduce", Line: 2}
+			c.Algorithms["mine"] = &Algorithm{Name: "mine", Module: "mine.star", Topology: "ring_1d", TopologyGiven: true, Collective: "allreduce", Line: 2}
 		}},
 		{"one default changed", lines("defaults:", "  world_size: 4", "  algorithm: rd_allreduce"), nil, func(c *Config) {
 			c.Defaults.WorldSize = 4

@@ -282,6 +282,9 @@ func algorithmRule(a *Algorithm) *rule {
 			if label, set := d.origin[v]; set && key == "module" {
 				a.ModuleSet = label
 			}
+			if key == "topology" {
+				a.TopologyGiven = true
+			}
 			if settingKeyNamed(key) != nil {
 				a.OverrideKeys = append(a.OverrideKeys, key)
 				if a.OverridePos == nil {
@@ -836,6 +839,18 @@ func ParseFaults(items []string) ([]Fault, error) {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || strings.TrimSpace(k) == "" {
 				d.add(d.errorf(n, "%q is not key=value (keys: %s)", kv, faultRule(&Fault{}).allowed()))
+				bad = true
+				continue
+			}
+			// "link=ucie c0->c1 bandwidth_factor=0.5": a space where a comma
+			// belongs makes the second key part of the link's name, and
+			// the entry would be "changing nothing" with no word of why.
+			if eq := strings.Index(v, "="); eq >= 0 {
+				fix := ""
+				if sep := strings.LastIndexAny(v[:eq], " ;:"); sep > 0 {
+					fix = fmt.Sprintf("; did you mean %s=%s,%s?", k, strings.TrimRight(v[:sep], " ;:"), v[sep+1:])
+				}
+				d.add(d.errorf(n, "%s %q holds another key=value: pairs are joined with commas%s", strings.TrimSpace(k), strings.TrimSpace(v), fix))
 				bad = true
 				continue
 			}

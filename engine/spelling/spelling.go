@@ -11,11 +11,13 @@ import (
 	"github.com/agnivade/levenshtein"
 )
 
-// synonyms are other names of a memory kind, which a user coming from
-// another machine types: the nearest spelling would be wrong there
-// ("dram" is one edit from "sram", but the package's DRAM is the HBM).
-// Kept to the memory kinds (tcm, sram, hbm) and names with no other
-// reading.
+// synonyms are other names of a memory kind, a topology, a reduction or a
+// collective, which a user coming from another machine or library types:
+// the nearest spelling would be wrong there ("dram" is one edit from
+// "sram", but the package's DRAM is the HBM; "mean" is two from "max",
+// but means avg), or there is none ("bcast", MPI's broadcast). Kept to
+// names with no other reading; a synonym applies only where its target is
+// one of the names.
 var synonyms = map[string]string{
 	"dram": "hbm", "ddr": "hbm", "gddr": "hbm", // the package's DRAM
 	"scratchpad": "tcm", "spm": "tcm", // a PE's private scratchpad
@@ -23,15 +25,20 @@ var synonyms = map[string]string{
 	// The builtin topologies by the names a collective engineer uses:
 	// "ring" is a prefix of two of them and far from both.
 	"ring": "ring_1d", "torus": "mesh_2d", "2d_torus": "mesh_2d", "torus_2d": "mesh_2d",
+	// Reductions as numpy, MPI (MPI_SUM, MPI_PROD) and torch name them.
+	"mean": "avg", "average": "avg", "add": "sum", "maximum": "max", "minimum": "min",
+	"product": "prod", "mul": "prod",
+	// Collectives by MPI's short names (MPI_Bcast) and the usual abbreviations.
+	"bcast": "broadcast", "a2a": "alltoall", "all2all": "alltoall",
 }
 
 // Closest is the name of names that s differs from only in case, else
-// the name of names s is a synonym of (a memory kind or a topology by
-// another name), else the nearest (first on ties) within edit distance 2
-// of s, and within half the longer name's length: two edits make any
-// short word another ("add" is not a misspelt "avg"), else the one name
-// that begins with s when s has three letters or more and no other name
-// does ("mesh" for mesh_2d, "tree" for tree_binary), or "".
+// the name of names s is a synonym of (a memory kind, topology, reduction
+// or collective by another name), else the nearest (first on ties) within
+// edit distance 2 of s, and within half the longer name's length: two
+// edits make any short word another ("add" is not a misspelt "avg"),
+// else the one name that begins with s when s has three letters or more
+// and no other name does ("mesh" for mesh_2d, "tree" for tree_binary), or "".
 func Closest(s string, names []string) string {
 	for _, n := range names {
 		if n != s && strings.EqualFold(n, s) {

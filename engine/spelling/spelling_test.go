@@ -45,6 +45,26 @@ func TestClosest(t *testing.T) {
 			t.Errorf("Closest(%q) among topologies = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+	// Reductions and collectives by their names in other libraries: "mean"
+	// is avg, not "max" (two edits away); "bcast" is broadcast, which no
+	// spelling reaches.
+	redops := []string{"sum", "prod", "max", "min", "avg"}
+	collectives := []string{"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"}
+	for _, tc := range []struct {
+		in    string
+		names []string
+		want  string
+	}{
+		{"mean", redops, "avg"}, {"Average", redops, "avg"}, {"add", redops, "sum"},
+		{"maximum", redops, "max"}, {"minimum", redops, "min"}, {"product", redops, "prod"}, {"mul", redops, "prod"},
+		{"bcast", collectives, "broadcast"}, {"Bcast", collectives, "broadcast"},
+		{"a2a", collectives, "alltoall"}, {"all2all", collectives, "alltoall"},
+		{"mean", []string{"max", "min"}, "max"}, // no avg among the names: the nearest spelling
+	} {
+		if got := Closest(tc.in, tc.names); got != tc.want {
+			t.Errorf("Closest(%q) among %v = %q, want %q", tc.in, tc.names, got, tc.want)
+		}
+	}
 	if got, want := Hint("colective", []string{"collective", "module"}), `; did you mean "collective"?`; got != want {
 		t.Errorf("Hint = %q, want %q", got, want)
 	}

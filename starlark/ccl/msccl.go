@@ -130,7 +130,8 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		}
 	}
 	if root, ok := mscclio.Root(a); ok {
-		if opts.Root != 0 && opts.Root != root {
+		// --root 0 given is a root too: only the default gives way to the schedule's.
+		if (opts.RootGiven || opts.Root != 0) && opts.Root != root {
 			return nil, usage("%s: the schedule's %s root is rank %d (the only rank that %s); drop --root %d", arg, a.Coll, root, map[bool]string{true: "receives nothing", false: "sends nothing"}[a.Coll == "broadcast"], opts.Root)
 		}
 		opts.Root = root

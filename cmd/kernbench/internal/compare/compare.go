@@ -322,6 +322,7 @@ func wrongReport(stderr io.Writer, prefix string, rep *report.Report, r report.R
 	fmt.Fprintf(stderr, "%s%d wrong element(s) at %d bytes; first: rank %d index %d got %s want %s\n", prefix, r.Wrong, r.Bytes, fw.Rank, fw.Index, fw.Got, fw.Want)
 	fmt.Fprint(stderr, render.AvgHint(r.RedOp, rep.WorldSize, fw))
 	fmt.Fprint(stderr, render.WrongRanges(r.WrongRanges))
+	fmt.Fprint(stderr, render.ReduceNonRoot(rep, r.WrongRanges))
 	fmt.Fprint(stderr, render.SendWritten(r.SendWritten))
 	fmt.Fprint(stderr, render.Disconnected(r.Disconnected, rep))
 }

@@ -259,6 +259,31 @@ func AvgHint(redop string, world int, fw *report.WrongElem) string {
 	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True)\n", world)
 }
 
+// ReduceNonRoot says, for a wrong reduce, which ranks other than the
+// root have wrong elements: a reduce leaves their recvbuf as it was (the
+// sentinel out of place), so a kernel that keeps its partial sums in
+// recvbuf on every rank is wrong there, with "want NaN" as the only clue.
+// "" for another collective or when only the root is wrong.
+func ReduceNonRoot(rep *report.Report, rws []report.RankWrong) string {
+	if rep.Collective != "reduce" || rep.Root == nil {
+		return ""
+	}
+	var ranks []int
+	for _, rw := range rws {
+		if rw.Rank != *rep.Root {
+			ranks = append(ranks, rw.Rank)
+		}
+	}
+	if len(ranks) == 0 {
+		return ""
+	}
+	who := fmt.Sprintf("rank %d", ranks[0])
+	if len(ranks) > 1 {
+		who = "ranks " + topology.RankRanges(ranks)
+	}
+	return fmt.Sprintf("  (%s, not the root (rank %d), changed recvbuf: a reduce leaves every recvbuf but the root's as it was; keep partial sums in a buffer of the kernel's own, tl.alloc(count, dtype, space))\n", who, *rep.Root)
+}
+
 // SendWritten says which ranks wrote into their sendbuf in a wrong
 // out-of-place run (report.Result.SendWritten), "" when none did.
 func SendWritten(ranks []int) string {
@@ -362,7 +387,10 @@ func WrongRanges(rws []report.RankWrong) string {
 		b.WriteString("\n")
 	}
 	if unwritten {
-		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers)\n")
+		// The sentinel is judged by value: one a rank sent from its
+		// recvbuf before filling it (a forward before its receive
+		// completed) lands as "never written" on the next rank.
+		b.WriteString("  (never written: the elements still hold the sentinel recvbufs start with, NaN for floats, 0xA5 bytes for integers, or received it: a rank sent from its recvbuf before filling it)\n")
 	}
 	return b.String()
 }

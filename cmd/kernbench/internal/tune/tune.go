@@ -11,6 +11,7 @@ import (
 	"kernbench/engine/config"
 	"kernbench/engine/msccl"
 	"kernbench/engine/spelling"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -265,6 +266,11 @@ func Algorithms(cfg *config.Config, collective string, names []string) ([]string
 	for i, n := range names {
 		a, err := cfg.Algorithm(n)
 		if err != nil {
+			if ext := filepath.Ext(n); ext == ".star" || ext == ".xml" {
+				// select: names algorithms, so a file takes a name first.
+				name := strings.TrimSuffix(filepath.Base(n), ext)
+				return nil, fmt.Errorf("tune: %s is a file, and tune compares algorithms of ccl.yaml by name, the name select: records: give it one with an entry in ccl.yaml (%s: {module: %s}) or --set algorithms.%s.module=%s, then tune %s", n, name, n, name, n, name)
+			}
 			return nil, fmt.Errorf("tune: %v", err)
 		}
 		if a.Collective != "" && a.Collective != collective {
