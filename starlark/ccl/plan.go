@@ -201,17 +201,12 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 	switch {
 	case opts.Topology != "":
 		p.topology, topoFrom = opts.Topology, opts.optionName("--topology")
-	case tgt.Entry != nil:
+	case tgt.Entry != nil && (tgt.Entry.TopologyGiven || globals["TOPOLOGY"] == nil):
+		// (An entry without topology: takes the module's TOPOLOGY, as an
+		// entry without collective: takes its COLLECTIVE: the entry's
+		// default is no choice of its author's, and a kernel written for
+		// another map would fail on a direction it does not have.)
 		p.topology = tgt.Entry.Topology
-		// An entry without topology: runs on the default, whatever the
-		// module's TOPOLOGY says; a kernel written for another map then
-		// fails on a direction it does not have, with nothing that says
-		// why (a COLLECTIVE, by contrast, fills an entry's empty
-		// collective:).
-		if s, ok := globals["TOPOLOGY"].(starlark.String); ok && !tgt.Entry.TopologyGiven && string(s) != p.topology && opts.Stderr != nil && !opts.Keywords {
-			fmt.Fprintf(opts.Stderr, "kernbench: warning: %s's TOPOLOGY is %s, but its ccl.yaml entry, which gives no topology:, runs it on %s; add topology: %s to the entry (or --set algorithms.%s.topology=%s)\n",
-				tgt.File, string(s), p.topology, string(s), tgt.Name, string(s))
-		}
 	case globals["TOPOLOGY"] != nil:
 		s, ok := globals["TOPOLOGY"].(starlark.String)
 		if !ok {
