@@ -23,6 +23,10 @@ type handle struct {
 	dir   starlark.Value
 	dst   *Ptr
 	at    any // where a recv_async was issued
+	// receiving ends a recv_async's record among the rank's writes
+	// (prims.Kernel.NoteReceiveInto) as its receive begins; nil without
+	// a dst.
+	receiving func()
 	done  bool
 	value starlark.Value
 }
@@ -163,6 +167,7 @@ func kernelBuiltins() []Builtin {
 						return nil, err
 					}
 					h.dst = p
+					h.receiving = k.NoteReceiveInto(b.Name(), p.Reg, &h.done)
 				}
 				return h, nil
 			}},
@@ -608,6 +613,9 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 	}
 	switch h.Kind {
 	case "recv":
+		if h.receiving != nil {
+			h.receiving()
+		}
 		v, err := k.recv(fn, h.dir, func() starlark.Value {
 			if h.dst == nil {
 				return starlark.None
