@@ -359,16 +359,14 @@ func (k *Kernel) AttachDone(op *machine.MemOp, waited *bool) {
 // only when its handle is waited for (tl.recv_async): until then a read
 // of dst reads what the receive will overwrite (PendingStoreHazard) and a
 // write into it races with it (WriteWriteHazard), in a timed run as in
-// the mock. waited is the handle's waited flag. The receive calls the
-// function it returns before it writes dst (its own write is not a
-// race).
-func (k *Kernel) NoteReceiveInto(fn string, dst machine.Region, waited *bool) (receiving func()) {
-	// A placeholder operation that stands for the receive in the rank's
-	// issued writes: pending until the receive begins.
+// the mock. waited is the handle's waited flag. It returns the
+// operation that stands for the receive among the rank's writes; the
+// receive sets its Done before it writes dst (its own write is no race).
+func (k *Kernel) NoteReceiveInto(fn string, dst machine.Region, waited *bool) *machine.MemOp {
 	op := &machine.MemOp{Dst: dst}
 	k.root0().writes.Note(fn, op, k.site(), k.M.Params.Untimed, k)
 	k.root0().writes.Attach(op, waited)
-	return func() { op.Done = true }
+	return op
 }
 
 // site is the call site of a write being issued: a fused primitive's,

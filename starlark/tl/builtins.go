@@ -23,10 +23,6 @@ type handle struct {
 	dir   starlark.Value
 	dst   *Ptr
 	at    any // where a recv_async was issued
-	// receiving ends a recv_async's record among the rank's writes
-	// (prims.Kernel.NoteReceiveInto) as its receive begins; nil without
-	// a dst.
-	receiving func()
 	done  bool
 	value starlark.Value
 }
@@ -167,7 +163,9 @@ func kernelBuiltins() []Builtin {
 						return nil, err
 					}
 					h.dst = p
-					h.receiving = k.NoteReceiveInto(b.Name(), p.Reg, &h.done)
+					// (A recv handle has no load: Op stands for its
+					// receive among the rank's writes until the wait.)
+					h.Op = k.NoteReceiveInto(b.Name(), p.Reg, &h.done)
 				}
 				return h, nil
 			}},
@@ -613,8 +611,8 @@ func (k *Kernel) wait(fn string, h *handle) (starlark.Value, error) {
 	}
 	switch h.Kind {
 	case "recv":
-		if h.receiving != nil {
-			h.receiving()
+		if h.Op != nil {
+			h.Op.Done = true // the receive begins: its write is no race
 		}
 		v, err := k.recv(fn, h.dir, func() starlark.Value {
 			if h.dst == nil {
