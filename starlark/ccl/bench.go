@@ -66,35 +66,17 @@ func checkFits(p *plan, m *machine.Machine, count int64) error {
 	return nil
 }
 
-// buffersFit reports whether every rank's bench buffers fit its data
-// memory; when they do not, newBuffers says so (the host-memory estimate
-// would name the wrong limit).
-func buffersFit(p *plan, m *machine.Machine, count int64) bool {
+// checkSpace makes every rank's buffer allocations of count elements
+// (sc and rc, or one buffer in place) in the simulated memories' address
+// space only, as newBuffers makes them, and gives the space back: buffers
+// that do not all fit are refused with the allocation's own error, before
+// the host-memory estimate (which would name the wrong limit) and before
+// any of them is backed or filled (two ranks of 1 GiB where only the
+// first buffer fits took 17 s of clearing reused heap first, in a process
+// that had run the size before).
+func checkSpace(p *plan, m *machine.Machine, count int64) error {
 	sz := int64(p.dt.Size())
 	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
-	for r := 0; r < p.world; r++ {
-		mem := dataMemory(m.Ranks[r], p.dataSpace)
-		free := (mem.Capacity - mem.Used()) / sz
-		need := sc + rc
-		if p.opts.InPlace {
-			need = max(sc, rc)
-		}
-		if sc > free || rc > free || need > free {
-			return false
-		}
-	}
-	return true
-}
-
-// checkSpace makes every rank's buffer allocations (sc and rc elements,
-// or one buffer in place) in the simulated memories' space only, as
-// newBuffers makes them, and gives the space back: it refuses, with
-// newBuffers' own error, buffers that do not all fit before any of them
-// is backed or filled (two ranks of 1 GiB where only the first buffer
-// fits took 17 s of clearing reused heap first, in a process that had
-// run the size before).
-func checkSpace(p *plan, m *machine.Machine, sc, rc int64) error {
-	sz := int64(p.dt.Size())
 	var check machine.SpaceCheck
 	defer check.Undo()
 	for r := 0; r < p.world; r++ {
@@ -125,13 +107,8 @@ func noFit(p *plan, r int, what string, n int64, err error) error {
 func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {
 	b := &buffers{p: p, count: count}
 	sz := int64(p.dt.Size())
-	if err := checkFits(p, m, count); err != nil {
-		return nil, err
-	}
+	// (setUp made sure the buffers fit: checkFits, checkSpace.)
 	sc, rc := p.coll.sendCount(count, p.world), p.coll.recvCount(count, p.world)
-	if err := checkSpace(p, m, sc, rc); err != nil {
-		return nil, err
-	}
 	if p.opts.Verify && !m.TimingOnly && p.coll.Reduces {
 		b.sums = dtype.NewFillSum(p.dt, sc, p.world)
 	}

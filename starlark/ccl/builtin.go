@@ -89,10 +89,11 @@ func (b *collectiveBench) setUp(w *world) error {
 	if err := checkFits(p, w.m, count); err != nil {
 		return err
 	}
-	if buffersFit(p, w.m, count) {
-		if b.est, err = p.checkMemory(count, admit.Rings(w.g), b.probe); err != nil {
-			return err
-		}
+	if err := checkSpace(p, w.m, count); err != nil {
+		return err
+	}
+	if b.est, err = p.checkMemory(count, admit.Rings(w.g), b.probe); err != nil {
+		return err
 	}
 	b.probed = nil
 	w.atClose(p.budget.Acquire(b.est.Total()))
@@ -164,7 +165,7 @@ func (b *collectiveBench) probeFirst(mp machine.Params) {
 
 // fitsBeforePlace says whether every rank's receive rings (icfg) and
 // bench buffers fit its memories of mp, as Install, checkFits and
-// buffersFit will find once the ranks are placed; false also where it
+// checkSpace will find once the ranks are placed; false also where it
 // cannot tell (rings or buffers in a cube's shared SRAM).
 func (b *collectiveBench) fitsBeforePlace(mp machine.Params, icfg machine.IPCQConfig) bool {
 	p := b.p
