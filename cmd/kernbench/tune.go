@@ -62,7 +62,9 @@ the ALGORITHMs named), with every combination of the --vary values, over
 the sizes of the sweep (--bytes, --sweep, -b/-e/-f as for run) at one world
 size, as one comparison (the table run prints for several algorithms), then
 print for each size the fastest and its margin over the runner-up, and
-the ranges of sizes each wins as a select: section.
+the ranges of sizes each wins as a select: section. Every run is of
+COLLECTIVE: an algorithm written for another (its entry's collective: or
+its module's COLLECTIVE) is refused in its row.
 
 --write-select FILE writes that section as a ccl.yaml fragment: load it
 with --config FILE or paste it into ccl.yaml, and kernbench run auto
@@ -200,6 +202,11 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		}
 	}
 	variants := compare.Expand(algs, axes, "")
+	// Every run is of the collective tuned: an algorithm whose entry
+	// names none (its module's COLLECTIVE, else allreduce, for run) ran
+	// as that instead, and its times stood in a tune of another
+	// collective.
+	o.Collective, o.CollectiveOf = collective, "tune "+collective
 	tables := stdout
 	if o.json {
 		// One document: the comparison's runs go into it below.

@@ -233,6 +233,8 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 	coll, collFrom := "allreduce", ""
 	p.collDefault = opts.Collective == "" && (tgt.Entry == nil || tgt.Entry.Collective == "") && globals["COLLECTIVE"] == nil
 	switch {
+	case opts.Collective != "" && opts.CollectiveOf != "":
+		coll, collFrom = opts.Collective, opts.CollectiveOf+": "
 	case opts.Collective != "":
 		coll, collFrom = opts.Collective, opts.optionName("--collective")+": "
 	case tgt.Entry != nil && tgt.Entry.Collective != "":
@@ -253,7 +255,7 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 	// nothing that says why, so the override is announced first. (Not in
 	// the mock, which runs once per schedule: a test's collective = is
 	// deliberate.)
-	if opts.Collective != "" && !opts.Keywords && opts.Stderr != nil {
+	if opts.Collective != "" && !opts.Keywords {
 		declared, where := "", ""
 		switch {
 		case tgt.Entry != nil && tgt.Entry.Collective != "":
@@ -262,7 +264,13 @@ func makePlan(tgt *target.Target, globals starlark.StringDict, hasHook bool, opt
 			s, _ := globals["COLLECTIVE"].(starlark.String)
 			declared, where = string(s), "its COLLECTIVE"
 		}
-		if declared != "" && declared != p.coll.Name {
+		switch {
+		case declared == "" || declared == p.coll.Name:
+		case opts.CollectiveOf != "":
+			// (A tune's collective is the point of the tune, not an
+			// override of the algorithm's.)
+			return nil, usage("%s is written for %s (%s), not %s: %s runs the algorithms of %s", p.algoName, declared, where, p.coll.Name, opts.CollectiveOf, p.coll.Name)
+		case opts.Stderr != nil:
 			fmt.Fprintf(opts.Stderr, "kernbench: warning: %s is written for %s (%s); --collective %s runs its kernel on %s's buffers\n",
 				p.algoName, declared, where, p.coll.Name, p.coll.Name)
 		}

@@ -50,11 +50,15 @@ type Options struct {
 	WorldSize  int // 0 = configured
 	Topology   string
 	Collective string
-	Algorithm  string  // the algorithm behind a host bench (default: defaults.algorithm)
-	Counts     []int64 // elements per rank buffer, one result row each (nil = 1 MiB worth)
-	Sizes      []int64 // bytes per rank buffer (converted with the dtype); used when Counts is nil
-	DType      string
-	RedOp      string
+	// CollectiveOf is what gave Collective when it is not --collective
+	// ("tune allreduce"): a run of an algorithm written for another
+	// collective is then refused, where --collective warns and runs it.
+	CollectiveOf string
+	Algorithm    string  // the algorithm behind a host bench (default: defaults.algorithm)
+	Counts       []int64 // elements per rank buffer, one result row each (nil = 1 MiB worth)
+	Sizes        []int64 // bytes per rank buffer (converted with the dtype); used when Counts is nil
+	DType        string
+	RedOp        string
 	// RedOpGiven says RedOp was given (--redop, redop = …), also as
 	// sum: a collective without a reduction refuses it.
 	RedOpGiven bool
