@@ -242,6 +242,11 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 				Label: l.Label, Algorithm: variants[j].Target, Set: variants[j].Sets, TimeNs: r.SimTimeNs})
 		}
 	}
+	if world == 0 {
+		// No run started (each failed before simulating): the world
+		// asked for, if any (the tune's header said world_size 0).
+		world = o.WorldSize
+	}
 	winners := tune.PickWinners(sizes)
 	ranges := tune.SelectRanges(sweep, winners)
 	for i := range ranges {
@@ -329,7 +334,11 @@ func ownAlgorithms(o *tuneOptions, cfg *config.Config, ranges []config.SelectRan
 // printTune prints the tune's table: the winner of each size with its
 // margin, and the select: ranges on one line.
 func printTune(stdout io.Writer, collective string, world int, sizes []tune.Size, winners []tune.Winner, ranges []config.SelectRange) {
-	fmt.Fprintf(stdout, "\n# tune %s at world_size %d: the fastest per size\n", collective, world)
+	at := ""
+	if world > 0 {
+		at = fmt.Sprintf(" at world_size %d", world)
+	}
+	fmt.Fprintf(stdout, "\n# tune %s%s: the fastest per size\n", collective, at)
 	width := len("algorithm")
 	for _, w := range winners {
 		width = max(width, len(w.Best.Label))
