@@ -10,6 +10,7 @@
 //	go run ./benches/perfreport -full            # also N=1024, 16384 and 65536 ranks (minutes)
 //	go run ./benches/perfreport -baseline /tmp/kb-old   # before/after, alternating
 //	go run ./benches/perfreport -peer /path/to/ring_allreduce_simpy.py  # against the SimPy peer
+//	go run ./benches/perfreport -threads 4       # the parallel engine at K = 4 (default: 2 where there are 2 cores)
 //
 // Figures are wall clock on whatever machine runs this, and a shared
 // machine's speed drifts from minute to minute: each job runs -runs times
@@ -124,6 +125,7 @@ func main() {
 	flag.IntVar(&fullRuns, "full-runs", 1, "runs of each long (-full) job")
 	flag.StringVar(&baseline, "baseline", "", "an older kernbench binary to run alternately with the measured one (before/after columns)")
 	flag.StringVar(&peerScript, "peer", "", "the SimPy ring allreduce model to run alternately with kernbench's ring jobs (CPU per message and the ratio); SimPy must be importable")
+	flag.IntVar(&threads, "threads", min(2, runtime.NumCPU()), "also measure the ring jobs of several SIPs at --threads K against --threads 1 (wall time, alternating); 1 or less: not")
 	flag.StringVar(&python, "python", "python3", "the Python interpreter that runs -peer (resolved to its own executable, sys.executable, so that a launcher's start is not counted)")
 	flag.Parse()
 	if runs < 1 || fullRuns < 1 {
@@ -141,6 +143,8 @@ var (
 	runs, fullRuns     int
 	baseline           string
 	peerScript, python string
+	// threads is K of the threads table (-threads; below 2: none).
+	threads int
 	// loadAtStart is the load average when the measurements began.
 	loadAtStart string
 )
@@ -179,7 +183,23 @@ func run(bin, write string, full, goBench bool) error {
 		}
 		results = append(results, r)
 	}
-	table := render(results)
+	var threadResults []threadResult
+	for _, j := range threadJobs {
+		if threads < 2 || j.full && !full {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "perfreport: %s, --threads %d against 1 ...\n", j.name, threads)
+		n := runs
+		if j.full {
+			n = fullRuns
+		}
+		tr, err := measureThreads(bin, j, threads, n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", j.name, err)
+		}
+		threadResults = append(threadResults, tr)
+	}
+	table := render(results) + renderThreads(threadResults)
 	if goBench {
 		lines, err := goBenchmarks()
 		if err != nil {
@@ -317,9 +337,11 @@ func loadAverage() string {
 }
 
 // measure runs one job as a child process on one core.
-func measure(bin string, j job) (result, error) {
-	cmd := exec.Command(bin, append(append([]string{"run"}, j.args...), "--json")...)
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+func measure(bin string, j job) (result, error) { return measureOn(bin, j, 1) }
+
+// measureCmd runs cmd, kernbench run of j with --json, and reads what it
+// measured.
+func measureCmd(cmd *exec.Cmd, j job) (result, error) {
 	c, err := runChild(cmd)
 	if err != nil {
 		return result{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(c.errOut.String()))
