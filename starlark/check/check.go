@@ -138,7 +138,7 @@ func Run(file string, o Options) []string {
 	v, ok := globals["kernel"]
 	switch {
 	case !ok:
-		add(syntax.Position{}, "no %q function found in %q", "kernel", tgt.File)
+		add(syntax.Position{}, "%s", target.MissingKernel(globals, tgt.File))
 	default:
 		fn, ok := v.(*starlark.Function)
 		if !ok {
