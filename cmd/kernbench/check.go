@@ -46,7 +46,8 @@ func newCheckCmdWith(env script.Env, stdout, stderr io.Writer, run checkFunc) *c
 		Use:   "check FILE.star | FILE.xml | NAME",
 		Short: "Load, lint and validate an algorithm without simulating",
 		Long: `Check an algorithm without running it: the file parses and resolves
-(every error is listed), kernel exists with a signature the benches can call,
+(every error is listed), kernel exists with a signature the benches can call
+(a bench's main(orch) or run_rank(rank, world_size, torch), one the runner can),
 neighbors() builds valid maps for each world size, the machine can place
 each world size, and its ccl.yaml entry fits. Its calls are read for
 misspelt tl names, literal directions the topology never installs,

@@ -21,6 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"kernbench/cmd/kernbench/internal/testreport"
+	"kernbench/engine/sim"
 	"kernbench/starlark/script"
 	"kernbench/starlark/sweep"
 )
@@ -206,6 +207,12 @@ func TestReportInternal(t *testing.T) {
 			"kernbench: internal error: boom second line (a bug in kernbench, not in your input: please report it with the command line and input files; run with -v for the backtrace)\n"},
 		{"verbose", &sweep.InternalError{Value: "boom", Stack: []byte("goroutine 7 [running]:\n")}, true,
 			"kernbench: internal error: boom (a bug in kernbench, not in your input: please report it with the command line and input files; backtrace below)\ngoroutine 7 [running]:\n"},
+		// A partition's worker goroutine (a run of several SIPs): its
+		// backtrace is not part of the line, with or without a sweep.
+		{"from a partition", &sim.PartitionPanic{Value: "internal error: a message within the lookahead", Partition: 1, Stack: []byte("goroutine 9 [running]:\n")}, false,
+			"kernbench: internal error: a message within the lookahead (partition 1) (a bug in kernbench, not in your input: please report it with the command line and input files; run with -v for the backtrace)\n"},
+		{"from a partition in a sweep", &sweep.InternalError{Value: &sim.PartitionPanic{Value: "boom", Partition: 0, Stack: []byte("goroutine 9 [running]:\n")}, Stack: []byte("goroutine 7 [running]:\n")}, true,
+			"kernbench: internal error: boom (partition 0) (a bug in kernbench, not in your input: please report it with the command line and input files; backtrace below)\ngoroutine 9 [running]:\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder

@@ -17,6 +17,7 @@ import (
 	"kernbench/cmd/kernbench/internal/flagcompat"
 	"kernbench/cmd/kernbench/internal/output"
 	"kernbench/cmd/kernbench/internal/render"
+	"kernbench/engine/sim"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
@@ -268,7 +269,14 @@ func reportInternal(w io.Writer, r any, verbose bool) {
 	msg, stack := fmt.Sprint(r), debug.Stack()
 	var ie *sweep.InternalError
 	if err, ok := r.(error); ok && errors.As(err, &ie) {
-		msg, stack = fmt.Sprint(ie.Value), ie.Stack
+		r, msg, stack = ie.Value, fmt.Sprint(ie.Value), ie.Stack
+	}
+	// A panic on a partition's worker goroutine (a run of several SIPs)
+	// carries that goroutine's backtrace, which its Error() appends: the
+	// line gets the panic's value, the backtrace waits for -v.
+	var pp *sim.PartitionPanic
+	if err, ok := r.(error); ok && errors.As(err, &pp) {
+		msg, stack = fmt.Sprintf("%v (partition %d)", pp.Value, pp.Partition), pp.Stack
 	}
 	msg = strings.TrimPrefix(msg, "internal error: ")
 	hint := "run with -v for the backtrace"

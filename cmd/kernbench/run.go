@@ -832,10 +832,12 @@ func usageErr(msg string) error {
 	return report.WithKind(errkind.Usage, &report.Failure{Rank: -1, Msg: msg})
 }
 
-// benchFlags shape the collective bench's buffers and machine: an L3 bench
-// (main(orch)), which makes its own traffic, refuses them (ccl.Options.BenchFlags).
+// benchFlags shape the collective bench's buffers and machine, or look at
+// its ranks' queue pairs (--check, --dump-pointers): an L3 bench
+// (main(orch)), which makes its own traffic and has no queue pairs,
+// refuses them (ccl.Options.BenchFlags).
 var benchFlags = []string{"count", "bytes", "sweep", "minbytes", "maxbytes", "stepfactor", "dtype", "redop", "in-place", "seed",
-	"data-space", "root", "world-size", "topology", "collective", "timing-only", "export-msccl", "export-chakra"}
+	"data-space", "root", "world-size", "topology", "collective", "timing-only", "export-msccl", "export-chakra", "check", "dump-pointers"}
 
 // allZero reports whether a run's sizes (bytes, or counts) are all 0;
 // false when none are given (the default is 1 MiB).

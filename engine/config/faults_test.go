@@ -46,8 +46,11 @@ func TestFaultErrors(t *testing.T) {
 		{"not a list", []string{"  faults: {link: x}"}, "ccl.yaml:7: system.faults: got mapping, want a list of faults"},
 		{"neither link nor pe", []string{"  faults:", "    - latency_ns: 3"}, "ccl.yaml:8: system.faults[0]: give exactly one of link: NAME and pe: INDEX"},
 		{"both", []string{"  faults:", "    - {link: ucie c0->c1, pe: 1, latency_ns: 3}"}, "give exactly one of link: NAME and pe: INDEX"},
-		{"slowdown on a link", []string{"  faults:", "    - {link: ucie c0->c1, slowdown: 2}"}, "system.faults[0]: slowdown is for a PE"},
-		{"bandwidth on a PE", []string{"  faults:", "    - {pe: 1, bandwidth_factor: 0.5}"}, "are for a link (link: NAME)"},
+		{"slowdown on a link", []string{"  faults:", "    - {link: ucie c0->c1, slowdown: 2}"}, "system.faults[0]: slowdown is for a PE (pe: INDEX); a link takes bandwidth_factor, latency_ns, jitter_ns (with seed) and stop_at_ns"},
+		{"bandwidth on a PE", []string{"  faults:", "    - {pe: 1, bandwidth_factor: 0.5}"}, "system.faults[0]: bandwidth_factor, latency_ns, jitter_ns and seed are for a link (link: NAME); a PE takes slowdown and stop_at_ns"},
+		// A seed on a PE is a link's key on a PE, not a seed missing its
+		// jitter (a PE has no jitter to give it).
+		{"seed on a PE", []string{"  faults:", "    - {pe: 1, slowdown: 2, seed: 3}"}, "system.faults[0]: bandwidth_factor, latency_ns, jitter_ns and seed are for a link (link: NAME)"},
 		{"seed alone", []string{"  faults:", "    - {link: ucie c0->c1, seed: 3}"}, "seed without jitter_ns changes nothing"},
 		{"no change", []string{"  faults:", "    - {link: ucie c0->c1}"}, "system.faults[0]: the fault changes nothing"},
 		{"factor 1", []string{"  faults:", "    - {link: ucie c0->c1, bandwidth_factor: 1}"}, "system.faults[0]: the fault changes nothing"},

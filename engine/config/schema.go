@@ -700,9 +700,9 @@ func (f *Fault) check(d *decoder, n *yaml.Node, path string) error {
 	case isLink == isPE:
 		return d.errorf(n, "%s: give exactly one of link: NAME and pe: INDEX", path)
 	case isLink && f.Slowdown != 0:
-		return d.errorf(n, "%s: slowdown is for a PE (pe: INDEX); a link takes bandwidth_factor and latency_ns", path)
-	case isPE && (f.BandwidthFactor != 0 || f.LatencyNs != 0 || f.JitterNs != 0):
-		return d.errorf(n, "%s: bandwidth_factor, latency_ns and jitter_ns are for a link (link: NAME); a PE takes slowdown", path)
+		return d.errorf(n, "%s: slowdown is for a PE (pe: INDEX); a link takes bandwidth_factor, latency_ns, jitter_ns (with seed) and stop_at_ns", path)
+	case isPE && (f.BandwidthFactor != 0 || f.LatencyNs != 0 || f.JitterNs != 0 || f.Seed != 0):
+		return d.errorf(n, "%s: bandwidth_factor, latency_ns, jitter_ns and seed are for a link (link: NAME); a PE takes slowdown and stop_at_ns", path)
 	case f.Seed != 0 && f.JitterNs == 0:
 		return d.errorf(n, "%s: seed without jitter_ns changes nothing", path)
 	case (f.BandwidthFactor == 0 || f.BandwidthFactor == 1) && f.LatencyNs == 0 && (f.Slowdown == 0 || f.Slowdown == 1) && f.JitterNs == 0 && f.StopAtNs < 0:

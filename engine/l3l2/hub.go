@@ -582,6 +582,12 @@ func (h *Hub) arm() {
 	h.m.Sim.At(next, &timerEvent{h: h, at: next})
 }
 
+// Late makes the timer, under jitter, fire after its instant's process
+// wake-ups (sim.Late): it re-arms at the next pending time, which while
+// wake-ups of its instant wait is its own instant, and fired before them
+// it would re-arm there for ever.
+func (e *timerEvent) Late() {}
+
 func (e *timerEvent) Fire() {
 	h := e.h
 	for i, t := range h.timers {

@@ -304,6 +304,14 @@ func (e *dmaEngine) startSplit(p Path, i int, now sim.Time, n int64, vc VC, tag 
 		panic(fmt.Sprintf("internal error: %v crosses SIPs in a partitioned run, which has no plan for it yet", t.Owner))
 	}
 	t.Owner = near
+	if lastIn == sim.Never {
+		// A stop fault holds the transfer in the near segment (bookFrom):
+		// it never leaves it, so its head never reaches the far SIP and
+		// the far side is not sent (the head's time, the stopped
+		// resource's start, may be within the lookahead). The near side
+		// waits for the far end for ever, as a stopped transfer does.
+		return head, service
+	}
 	m.post(home, sip, head, far)
 	return head, service
 }

@@ -8,6 +8,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 )
@@ -72,6 +73,17 @@ func (t Time) String() string {
 // Handler is something the event loop can fire. Hardware models implement it
 // on long-lived objects so that scheduling an event allocates nothing.
 type Handler interface{ Fire() }
+
+// Late is a Handler that, under jitter, fires after every other event of
+// its instant, process wake-ups included, instead of before them as
+// other hardware events do: a timer that re-arms itself at the next
+// pending time (engine/l3l2's) would otherwise run before the wake-ups
+// of its instant for ever. Without jitter it fires in scheduling order,
+// as any event.
+type Late interface {
+	Handler
+	Late()
+}
 
 // HandlerFunc adapts a function to Handler (convenient off the hot path).
 type HandlerFunc func()
@@ -285,11 +297,19 @@ func (s *Sim) jittered(b *bucket, h Handler) bool {
 	// resumptions at one instant run in a seeded random order, after the
 	// instant's hardware events (which keep their FIFO order, as hardware
 	// completing within an instant would).
-	if _, isProc := h.(*Proc); !isProc {
+	var key uint64
+	switch h.(type) {
+	case *Proc:
+		key = 1<<63 | s.jitter.Uint64()>>1
+	case Late:
+		// After the instant's wake-ups, the ones scheduled later too
+		// (equal keys keep their order).
+		key = math.MaxUint64
+	default:
 		return false
 	}
 	s.scheduled++
-	b.addProc(jittered{1<<63 | s.jitter.Uint64()>>1, h})
+	b.addProc(jittered{key, h})
 	return true
 }
 

@@ -89,6 +89,75 @@ func TestJitterIsReproducible(t *testing.T) {
 	}
 }
 
+// rearmer is a Late handler that, as engine/l3l2's timer does, re-arms
+// at the next pending time whenever it fires, until stop says so; it
+// logs its fires and gives up (stopping the run) after limit of them.
+type rearmer struct {
+	s     *Sim
+	log   *[]string
+	fires int
+	limit int
+	stop  *bool
+}
+
+func (r *rearmer) Late() {}
+
+func (r *rearmer) Fire() {
+	*r.log = append(*r.log, fmt.Sprintf("%v timer", r.s.Now()))
+	if r.fires++; r.fires >= r.limit {
+		r.s.Stop(errors.New("the timer re-armed at its own instant without end"))
+		return
+	}
+	if !*r.stop {
+		r.s.At(r.s.NextEventTime(), r)
+	}
+}
+
+// Rule (sim.Late): under jitter a Late handler fires after every process
+// wake-up of its instant, those scheduled after it included, so that a
+// handler re-arming at the next pending time lets the instant end; without
+// jitter it fires in scheduling order.
+func TestLateFiresAfterTheInstantsWakeUps(t *testing.T) {
+	run := func(seed uint64) ([]string, error) {
+		s := New()
+		s.SetJitter(seed)
+		var log []string
+		stop := false
+		s.At(5, &rearmer{s: s, log: &log, limit: 100, stop: &stop})
+		for i := 0; i < 3; i++ {
+			s.Spawn(fmt.Sprint("p", i), func(p *Proc) {
+				if err := p.Sleep(5); err != nil {
+					return
+				}
+				log = append(log, fmt.Sprintf("%v %s", s.Now(), p.Name))
+				if p.Name == "p2" {
+					stop = true
+				}
+			})
+		}
+		err := s.Run()
+		s.Close()
+		return log, err
+	}
+	for seed := uint64(1); seed < 4; seed++ {
+		log, err := run(seed)
+		if err != nil {
+			t.Fatalf("seed %d: %v (log %v)", seed, err, log)
+		}
+		if len(log) != 4 || log[3] != "0.005ns timer" {
+			t.Errorf("seed %d: %v, want the three wake-ups at 0.005ns, then the timer once", seed, log)
+		}
+	}
+	log, err := run(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0.005ns timer", "0.005ns p0", "0.005ns p1", "0.005ns p2", "0.005ns timer"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("without jitter (-want +got):\n%s", diff)
+	}
+}
+
 // Sleep's in-place clock advance gives the same times as a real switch.
 func TestSleepFastPathMatchesEventPath(t *testing.T) {
 	trace := func(withNeighbour bool) []Time {

@@ -220,6 +220,9 @@ func Run(arg string, opts Options) (*report.Report, error) {
 		if !ok {
 			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "run_rank", v.Type())})
 		}
+		if err := benchSignature(rr, "run_rank", "rank", "world_size", "torch"); err != nil {
+			return nil, err
+		}
 		redops, err := DeclaredRedOps(tgt.File, globals)
 		if err != nil {
 			return nil, err
@@ -230,6 +233,9 @@ func Run(arg string, opts Options) (*report.Report, error) {
 		mf, ok := v.(starlark.Callable)
 		if !ok {
 			return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("%q must be a function (got a %s)", "main", v.Type())})
+		}
+		if err := benchSignature(mf, "main", "orch"); err != nil {
+			return nil, err
 		}
 		if err := target.Ineffective(cfg, target.RunOf{Known: true, What: tgt.File}, opts.given()); err != nil {
 			return nil, err
@@ -263,6 +269,24 @@ func Run(arg string, opts Options) (*report.Report, error) {
 		return runOnce(p, cfg, tgt, loader, kernel, hook, count)
 	})
 	return rep, defaultCollectiveHint(pl, tgt.File, err)
+}
+
+// benchSignature is the LoadError of a bench entry point (main,
+// run_rank) that the runner could not call with args, as kernbench check
+// reports it, before anything runs.
+func benchSignature(c starlark.Callable, name string, args ...string) error {
+	fn, ok := c.(*starlark.Function)
+	if !ok {
+		return nil
+	}
+	problems := target.BenchSignature(fn, name, args...)
+	if len(problems) == 0 {
+		return nil
+	}
+	for i, p := range problems {
+		problems[i] = fn.Position().String() + ": " + p
+	}
+	return report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: strings.Join(problems, "\n")})
 }
 
 // defaultCollectiveHint adds to an OutOfBounds of a run whose collective

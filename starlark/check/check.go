@@ -116,6 +116,15 @@ func Run(file string, o Options) []string {
 			if _, ok := v.(starlark.Callable); !ok {
 				add(syntax.Position{}, "%s must be a function", entry)
 			}
+			if fn, ok := v.(*starlark.Function); ok {
+				args := []string{"orch"}
+				if entry == "run_rank" {
+					args = []string{"rank", "world_size", "torch"}
+				}
+				for _, p := range target.BenchSignature(fn, entry, args...) {
+					add(fn.Position(), "%s", p)
+				}
+			}
 			if entry == "run_rank" {
 				// What run refuses before any size, check names too.
 				if _, err := ccl.DeclaredRedOps(tgt.File, globals); err != nil {
@@ -129,7 +138,7 @@ func Run(file string, o Options) []string {
 	v, ok := globals["kernel"]
 	switch {
 	case !ok:
-		add(syntax.Position{}, "no %q function found in %q", "kernel", tgt.File)
+		add(syntax.Position{}, "%s", target.MissingKernel(globals, tgt.File))
 	default:
 		fn, ok := v.(*starlark.Function)
 		if !ok {

@@ -26,6 +26,26 @@ func BenchFile(name string) string {
 	return filepath.Join("benches", name+".star")
 }
 
+// BenchSignature lists why the runner could not call fn, a bench's entry
+// point name, with the positional arguments args alone: main(orch) of an
+// L3 bench, run_rank(rank, world_size, torch) of a host bench. It is
+// empty when the call fits.
+func BenchSignature(fn *starlark.Function, name string, args ...string) []string {
+	var out []string
+	call := fmt.Sprintf("def %s(%s)", name, strings.Join(args, ", "))
+	n, positional := script.ParamCounts(fn)
+	if positional < len(args) && !fn.HasVarargs() {
+		out = append(out, fmt.Sprintf("%s takes %d positional parameter(s); the runner passes %d (%s)", name, positional, len(args), call))
+	}
+	for i := len(args); i < n; i++ {
+		if fn.ParamDefault(i) == nil {
+			p, _ := fn.Param(i)
+			out = append(out, fmt.Sprintf("%s parameter %q has no default; the runner passes only %s (%s)", name, p, strings.Join(args, ", "), call))
+		}
+	}
+	return out
+}
+
 // KernelSignature lists why the benches could not call fn as
 // kernel(sendbuf, recvbuf, rank, world_size, tl=tl, **params).
 func KernelSignature(fn *starlark.Function, params map[string]bool) []string {

@@ -203,12 +203,31 @@ func Resolve(arg string, cfg *config.Config, cfgDir string, src script.Source) (
 	return t, nil
 }
 
+// MissingKernel is the message for file, loaded as an algorithm, without
+// a kernel: what it is instead when it defines a bench's entry point (an
+// L3 main, a host bench's run_rank, which run runs by themselves), else
+// what each kind of file defines.
+func MissingKernel(globals starlark.StringDict, file string) string {
+	msg := fmt.Sprintf("no %q function found in %q", "kernel", file)
+	switch {
+	case globals["main"] != nil:
+		return msg + fmt.Sprintf(": it defines main(orch), an L3 bench, which runs no algorithm: run it alone (kernbench run %s)", file)
+	case globals["run_rank"] != nil:
+		return msg + fmt.Sprintf(": it defines run_rank, a host bench, not an algorithm: run it with kernbench run --bench %s [ALGORITHM]", file)
+	}
+	return msg + " (an algorithm defines kernel(sendbuf, recvbuf, rank, world_size, tl); an L3 bench main(orch); a host bench run_rank(rank, world_size, torch))"
+}
+
 // EntryPoint is the function name of a loaded module (file), or the
 // LoadError that it is missing or not a function.
 func EntryPoint(globals starlark.StringDict, file, name string) (starlark.Callable, error) {
 	v, ok := globals[name]
 	if !ok {
-		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: fmt.Sprintf("no %q function found in %q", name, file)})
+		msg := fmt.Sprintf("no %q function found in %q", name, file)
+		if name == "kernel" {
+			msg = MissingKernel(globals, file)
+		}
+		return nil, report.WithKind(errkind.Load, &report.Failure{Rank: -1, Msg: msg})
 	}
 	c, ok := v.(starlark.Callable)
 	if !ok {
