@@ -76,6 +76,9 @@ func FuzzParseFaults(f *testing.F) {
 		"pe=2,slowdown\npe=2,speed=3\nlink=ucie c0->c1",
 		"pe=1,pe=2,slowdown=2",
 		"link=1,latency_ns=1e3",
+		// More than maxErrors mistakes: the items after them used to get
+		// "give exactly one of link and pe", valid ones included.
+		"a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u\nlink=ucie c0->c1,bandwidth_factor=x\npe=2,slowdown=2",
 		"",
 	} {
 		f.Add(s)
