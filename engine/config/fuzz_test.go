@@ -8,51 +8,90 @@ import (
 )
 
 func FuzzLoad(f *testing.F) {
-	// The default without its comments: small seeds minimize quickly.
-	var compact []string
-	for _, l := range strings.Split(string(DefaultYAML()), "\n") {
-		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
-			compact = append(compact, l)
-		}
+	for _, s := range loadSeeds() {
+		f.Add([]byte(s[0]), s[1])
 	}
-	f.Add([]byte(lines(compact...)), "")
-	f.Add([]byte(with()), "defaults.n_slots=4")
-	f.Add([]byte(with("    params: {x: &a [1, 2.5, s], y: *a}")), "algorithms.a.params.z={k: [1]}")
-	f.Add([]byte(with("system: {placement: [1, 0], memory: {tcm: {capacity: 1.5K}}}")), "system.links.ucie.bandwidth_gbps=32.5")
-	f.Add([]byte(with("    vc_weights: {comm: 2}")), "defaults.vc_weights={compute: 1, comm: 3}")
-	f.Add([]byte("defaults: {algorithm: [x\n"), "=")
-	f.Add([]byte(""), "algorithms.a.module=a.star")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string // several --set items, separated by NUL
 		if set != "" {
 			sets = strings.Split(set, "\x00")
 		}
 		c, err := Load("ccl.yaml", data, sets)
-		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("error %v is %T, want *Error", err, err)
-			}
-			if c != nil {
-				t.Fatal("Load returned both a config and an error")
-			}
-			// Every error is reported, each with its position, up to
-			// maxErrors and the line saying decoding stopped.
-			var es Errors
-			if errors.As(err, &es) {
-				if len(es) < 2 || len(es) > maxErrors+1 {
-					t.Fatalf("%d errors in an Errors: %v", len(es), err)
-				}
-				for _, e := range es {
-					if e.Pos == "" || e.Msg == "" {
-						t.Fatalf("error without position or message: %q", e)
-					}
-				}
-			}
-			return
-		}
-		checkInvariants(t, c)
+		checkLoaded(t, c, err)
 	})
+}
+
+// loadSeeds are the seeds of FuzzLoad and FuzzLoadOverlay: the default
+// without its comments (small seeds minimize quickly) and a few files
+// with --set items (separated by NUL).
+func loadSeeds() [][2]string {
+	var compact []string
+	for _, l := range strings.Split(string(DefaultYAML()), "\n") {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+			compact = append(compact, l)
+		}
+	}
+	return [][2]string{
+		{lines(compact...), ""},
+		{with(), "defaults.n_slots=4"},
+		{with("    params: {x: &a [1, 2.5, s], y: *a}"), "algorithms.a.params.z={k: [1]}"},
+		{with("system: {placement: [1, 0], memory: {tcm: {capacity: 1.5K}}}"), "system.links.ucie.bandwidth_gbps=32.5"},
+		{with("    vc_weights: {comm: 2}"), "defaults.vc_weights={compute: 1, comm: 3}"},
+		{"defaults: {algorithm: [x\n", "="},
+		{"", "algorithms.a.module=a.star"},
+	}
+}
+
+// FuzzLoadOverlay: a local ccl.yaml laid over the embedded default (what
+// kernbench reads) gives what FuzzLoad checks: a valid configuration or
+// every error with its position.
+func FuzzLoadOverlay(f *testing.F) {
+	for _, s := range loadSeeds() {
+		f.Add([]byte(s[0]), s[1])
+	}
+	f.Add([]byte("defaults: {world_size: 4}\nalgorithms:\n  ring_allreduce: {buffer_kind: hbm}\n  b: {module: b.star}\n"), "")
+	f.Add([]byte("defaults: &d {n_slots: 4}\nalgorithms: {ring_allreduce: *d}\n"), "defaults.algorithm=ring_allreduce")
+	f.Add([]byte("system:\n  sips: 2\n"), "system.faults=[{pe: 1, slowdown: 2}]")
+	f.Fuzz(func(t *testing.T, data []byte, set string) {
+		var sets []string
+		if set != "" {
+			sets = strings.Split(set, "\x00")
+		}
+		c, err := LoadOverlay("local.yaml", data, sets)
+		checkLoaded(t, c, err)
+	})
+}
+
+// checkLoaded checks what Load and LoadOverlay promise: a configuration
+// that keeps checkInvariants, or an *Error (Errors) each with its
+// position and message, up to maxErrors and the line saying decoding
+// stopped.
+func checkLoaded(t *testing.T, c *Config, err error) {
+	t.Helper()
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("error %v is %T, want *Error", err, err)
+		}
+		if c != nil {
+			t.Fatal("Load returned both a config and an error")
+		}
+		var es Errors
+		if errors.As(err, &es) {
+			if len(es) < 2 || len(es) > maxErrors+1 {
+				t.Fatalf("%d errors in an Errors: %v", len(es), err)
+			}
+			for _, e := range es {
+				if e.Pos == "" || e.Msg == "" {
+					t.Fatalf("error without position or message: %q", e)
+				}
+			}
+		} else if e.Pos == "" || e.Msg == "" {
+			t.Fatalf("error without position or message: %q", e)
+		}
+		return
+	}
+	checkInvariants(t, c)
 }
 
 // checkInvariants checks what every successfully loaded config promises.

@@ -39,7 +39,16 @@ func LoadOverlay(name string, data []byte, sets []string) (*Config, error) {
 	} else if top.Kind == yaml.MappingNode {
 		root = d.merge(base, top, "")
 	}
-	return d.decodeRoot(root, sets, nil)
+	// Keys the merged tree leaves out keep the default's values, as in
+	// Load: a --set applied to it can still make a mapping null
+	// (--set defaults.vc_weights=), which must mean "no keys given", not
+	// zero weights and bandwidths the machine refuses later without
+	// saying which setting made them.
+	values, err := embedded()
+	if err != nil {
+		return nil, err
+	}
+	return d.decodeRoot(root, sets, values)
 }
 
 // merge lays the mapping top over the mapping base (modified in place and

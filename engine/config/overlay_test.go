@@ -48,6 +48,12 @@ func TestLoadOverlay(t *testing.T) {
 		), nil, func(c *Config) {
 			c.Algorithms["rd_allreduce"] = &Algorithm{Name: "rd_allreduce", Module: "my_rd.star", Topology: "ring_1d", Line: 2}
 		}},
+		// A --set applied to the merged tree can make a mapping null: no
+		// keys given, as in Load, not zero weights and bandwidths.
+		{"null --set mappings keep the default's values", lines("defaults: {world_size: 4}"),
+			[]string{"defaults.vc_weights=", "system.links.pe_noc=", "system.memory.tcm=null"}, func(c *Config) {
+				c.Defaults.WorldSize = 4
+			}},
 		{"--set reaches shipped entries", "", []string{"algorithms.rd_allreduce.params.tcm_limit=8"}, func(c *Config) {
 			c.Algorithms["rd_allreduce"].Params = map[string]any{"tcm_limit": int64(8)}
 		}},

@@ -831,11 +831,20 @@ func ParseFaults(items []string) ([]Fault, error) {
 	d := &decoder{name: "--fault", origin: make(map[*yaml.Node]string), budget: maxNodes}
 	var out []Fault
 	for _, item := range items {
+		// Past maxErrors decode does nothing: an item decoded then would
+		// be an empty fault, "give exactly one of link and pe" however
+		// it was written. Stop, as Load does, with the line saying so.
+		if d.stopped() {
+			break
+		}
 		label := "--fault " + item
 		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		d.origin[n] = label
 		bad := false
 		for _, kv := range strings.Split(item, ",") {
+			if d.stopped() {
+				break
+			}
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || strings.TrimSpace(k) == "" {
 				d.add(d.errorf(n, "%q is not key=value (keys: %s)", kv, faultRule(&Fault{}).allowed()))
