@@ -107,8 +107,10 @@ item overrides it) is refused before anything runs.
 
 Output files (--trace, --oplog, --cpuprofile, --dot, --csv, --plot,
 --export-msccl): - is stdout (the table then goes to stderr); a regular
-file is replaced whole, through a temporary file in its folder; a link
-stays and the file it names gets the output; a named pipe or character
+file is replaced whole, through a temporary file in its folder, and
+left as it was by a run that fails before writing it (a misspelt --set,
+a file that does not load); a link stays and the file it names gets the
+output; a named pipe or character
 device is written into, never replaced; an empty name is refused, as
 an empty value of any flag is, and so is a file the command reads (its
 script, bench, --config or ./ccl.yaml). The rows are printed as each size

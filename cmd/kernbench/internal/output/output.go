@@ -329,11 +329,11 @@ func (c countingWriter) Write(b []byte) (int, error) {
 }
 
 // close flushes and closes the output. A temporary file that received
-// nothing (the run failed before recording anything; its error says why)
-// is removed, and so is an earlier run's file at the output's path: no
-// empty file that looks like a run that did nothing, nor an earlier run's
-// file that looks like this one's. A pipe, a device and stdout are only
-// flushed.
+// nothing (the run failed before recording anything; its error and exit
+// status say why) is removed, and what stands at the output's path is
+// left as it was: bad input (a misspelt --set, a file that does not load)
+// loses nothing, an earlier run's file included. A pipe, a device and
+// stdout are only flushed.
 func (of *File) Close() *report.Failure {
 	err := of.w.Flush()
 	if of.f == nil {
@@ -366,9 +366,6 @@ func (of *File) closeFile(err error) *report.Failure {
 		return of.failure(err)
 	case of.written == 0 && of.tmp:
 		_ = os.Remove(of.f.Name())
-		if st, err := os.Lstat(of.dest.real); err == nil && st.Mode().IsRegular() {
-			_ = os.Remove(of.dest.real)
-		}
 	case of.tmp:
 		// The run took a while: what stands at the path now is replaced
 		// only if it still is a regular file (or nothing).
