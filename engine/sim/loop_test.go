@@ -266,3 +266,64 @@ func TestStallCountsSleepsPassedInPlace(t *testing.T) {
 		s.Close()
 	}
 }
+
+// sameInstant re-schedules itself at the current time, forever (the shape
+// of the L3/L2 timer that re-armed at its own instant under jitter).
+type sameInstant struct{ s *Sim }
+
+func (h *sameInstant) Fire() { h.s.At(h.s.Now(), h) }
+
+// Rule (sim.InstantLimit): a cascade of events at one instant past the
+// limit stops the run with a *StuckInstantError at that instant; as many
+// events at one instant as the limit, and any number of events spread
+// over instants, run to the end; 0 is no limit.
+func TestInstantLimitEndsACascadeAtOneInstant(t *testing.T) {
+	s := New()
+	s.InstantLimit = 1000
+	s.At(7, HandlerFunc(func() {}))
+	s.At(9, &sameInstant{s})
+	err := s.Run()
+	var stuck *StuckInstantError
+	if !errors.As(err, &stuck) {
+		t.Fatalf("Run: %v, want a *StuckInstantError", err)
+	}
+	if stuck.At != 9 || stuck.Events <= 1000 || stuck.Events > 1000+GuardEvery {
+		t.Errorf("stuck at %v after %d events, want 9 and just past 1000", stuck.At, stuck.Events)
+	}
+
+	// As many as the limit at one instant, and many more spread over
+	// instants, are a run like any other.
+	s = New()
+	s.InstantLimit = 1000
+	for i := 0; i < 1000; i++ {
+		s.At(5, HandlerFunc(func() {}))
+	}
+	n := 0
+	var tick HandlerFunc
+	tick = func() {
+		if n++; n < 10000 {
+			s.After(1, tick)
+		}
+	}
+	s.At(6, tick)
+	if err := s.Run(); err != nil {
+		t.Errorf("Run: %v, want none", err)
+	}
+	if got := s.Events(); got != 11000 {
+		t.Errorf("%d events, want 11000", got)
+	}
+
+	// No limit.
+	s = New()
+	h := 0
+	var again HandlerFunc
+	again = func() {
+		if h++; h < 5000 {
+			s.At(s.Now(), again)
+		}
+	}
+	s.At(1, again)
+	if err := s.Run(); err != nil || h != 5000 {
+		t.Errorf("Run without a limit: %v after %d events, want none after 5000", err, h)
+	}
+}

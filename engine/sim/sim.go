@@ -157,6 +157,20 @@ type Sim struct {
 	// workBy is Events when lastWork was last brought up to date: the
 	// loop notes the time of work per instant, not per event (noteWork).
 	workBy uint64
+	// InstantLimit bounds the events one instant fires (0: none): a run
+	// past it stops with a *StuckInstantError. No model fires more than a
+	// few per process at one instant, and a kernel's own loop at one
+	// instant is mostly bounded before it, by its count of calls
+	// (starlark/tl): an endless cascade of events at one time is a loop
+	// of spawns or an engine bug (a timer that re-armed at its own
+	// instant under jitter took a process to 21 GB before the host-memory
+	// guard), which this ends in seconds.
+	// The untimed mock, where every event is at time 0, sets none.
+	InstantLimit uint64
+	// turnAt is the current instant's time at the last Guard turn, and
+	// turnEvents how many events have fired at it since (checkInstant).
+	turnAt     Time
+	turnEvents uint64
 	// runLimit is the limit of the running loop (limit): a field, as a
 	// local the loop would reload it after every event.
 	runLimit Time
@@ -493,6 +507,9 @@ func (s *Sim) Run() error {
 				break
 			}
 			s.checkAt = s.taken + GuardEvery
+			if s.InstantLimit != 0 && s.checkInstant() {
+				break
+			}
 			if s.Guard != nil {
 				if err := s.Guard(); err != nil {
 					s.Stop(err)
@@ -575,6 +592,26 @@ func (s *Sim) Run() error {
 	return nil
 }
 
+// checkInstant (at a Guard turn, every GuardEvery events) counts the
+// events fired at the current instant, in turns: time never goes back,
+// so an instant that stands at two turns fired every event between them.
+// It stops the run when they pass InstantLimit (and reports it). Counted
+// at the turns, not as instants begin, the bound costs the loop nothing
+// per instant.
+//
+//go:noinline
+func (s *Sim) checkInstant() bool {
+	if at := s.cur.at; at != s.turnAt {
+		s.turnAt, s.turnEvents = at, 0
+		return false
+	}
+	if s.turnEvents += GuardEvery; s.turnEvents <= s.InstantLimit {
+		return false
+	}
+	s.Stop(&StuckInstantError{At: s.now, Events: s.turnEvents})
+	return true
+}
+
 // noteWork brings lastWork up to date as the current instant ends, when
 // it was work (its events raised Events; a daemon's do not): the work went
 // on until now, the instant's time or later when a process slept in place
@@ -626,6 +663,23 @@ type StallError struct {
 
 func (e *StallError) Error() string {
 	return fmt.Sprintf("deadlock at t=%v: no pending events while %d process(es) are blocked", e.At, len(e.Blocked))
+}
+
+// DefaultInstantLimit is the InstantLimit of a timed run: 2^25 events
+// at one instant, a few seconds of a cascade; a ring of 256 ranks fires
+// at most a few hundred at one instant of a partition.
+const DefaultInstantLimit = 1 << 25
+
+// StuckInstantError: more than InstantLimit events fired at one instant
+// (an engine bug, or a kernel's threads spawning threads without end:
+// its other loops at one instant are bounded by their calls first).
+type StuckInstantError struct {
+	At     Time
+	Events uint64
+}
+
+func (e *StuckInstantError) Error() string {
+	return fmt.Sprintf("the simulation fired %d events at t=%v without simulated time advancing, the most one instant allows (2^25): something schedules events at one instant without end (a kernel spawning threads in a loop, or a kernbench bug: please report it)", e.Events, e.At)
 }
 
 // WatchdogError: the simulated-time limit was reached: the next event is

@@ -173,11 +173,15 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 		}
 		parts.SetJitter(p.opts.JitterSeed)
 		parts.MaxTime = maxTime
+		for _, pt := range parts.Partitions() {
+			pt.Sim.InstantLimit = instantLimit(mp)
+		}
 		m, err = machine.NewPartitionedOn(parts, mp, sips)
 	} else {
 		s = sim.New()
 		s.SetJitter(p.opts.JitterSeed)
 		s.MaxTime = maxTime
+		s.InstantLimit = instantLimit(mp)
 		m, err = machine.New(s, mp)
 	}
 	if err != nil {
@@ -502,6 +506,16 @@ func (w *world) run(failed func(error) error) error {
 		}
 	}
 	return w.writeFailedOplog(runFailure)
+}
+
+// instantLimit is the simulation's bound on the events of one instant
+// (sim.InstantLimit): none on the untimed mock's machine, where every
+// event is at time 0.
+func instantLimit(mp machine.Params) uint64 {
+	if mp.Untimed {
+		return 0
+	}
+	return sim.DefaultInstantLimit
 }
 
 // spawn starts one process per rank running body; a body error stops the

@@ -84,7 +84,7 @@ var (
 	Watchdog       = &Kind{"Watchdog", ExitDeadlock, Run, "the simulated-time limit was reached (processes that never return)"}
 	FaultStopped   = &Kind{"FaultStopped", ExitDeadlock, Run, "a resource a fault stops (stop_at_ns in system.faults or --fault) held transfers that processes waited for"}
 	StepLimit      = &Kind{"StepLimit", ExitDeadlock, Run, "a script ran more Starlark steps than --max-steps allows"}
-	NoTimeProgress = &Kind{"NoTimeProgress", ExitDeadlock, Run, "a rank's kernel and threads made a million calls of tl, Ptr and Tile (plus one per 16 bytes of the rank's buffers) within one simulated instant: a loop that polls, or spins on calls that never wait, while time cannot move on"}
+	NoTimeProgress = &Kind{"NoTimeProgress", ExitDeadlock, Run, "a rank's kernel and threads made a million calls of tl, Ptr and Tile (plus one per 16 bytes of the rank's buffers) within one simulated instant: a loop that polls, or spins on calls that never wait, while time cannot move on; or the simulation fired 2^25 events at one instant (threads spawned without end, or a kernbench bug)"}
 	Timeout        = &Kind{"Timeout", ExitDeadlock, Run, "a script ran longer than --timeout (wall clock)"}
 	HostMemory     = &Kind{"OutOfMemory", ExitDeadlock, Run, "during the run: the host memory it uses outgrew --max-memory"}
 	TestTimeout    = &Kind{"TestTimeout", ExitDeadlock, Run, "a `kernbench test` test ran longer than -timeout"}
@@ -264,8 +264,11 @@ func engineKind(err error) *Kind {
 	var stall *sim.StallError
 	var wt *sim.WaitTimeoutError
 	var wd *sim.WatchdogError
+	var stuck *sim.StuckInstantError
 	var oom *machine.OutOfMemoryError
 	switch {
+	case errors.As(err, &stuck):
+		return NoTimeProgress
 	case errors.As(err, &ie):
 		return named(TL, ie.Kind)
 	case errors.As(err, &pe):

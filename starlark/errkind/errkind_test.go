@@ -139,6 +139,7 @@ func TestOf(t *testing.T) {
 		{"stall", wrap(&sim.StallError{}), errkind.Deadlock},
 		{"wait timeout", wrap(&sim.WaitTimeoutError{}), errkind.Deadlock},
 		{"watchdog", wrap(&sim.WatchdogError{}), errkind.Watchdog},
+		{"events without end at one instant", wrap(&sim.StuckInstantError{}), errkind.NoTimeProgress},
 		{"stale slot", wrap(&machine.IPCQError{Kind: "StaleSlot"}), errkind.StaleSlot},
 		{"primitive's dtype mismatch", wrap(&prims.Error{Kind: prims.KindDtypeMismatch}), errkind.DtypeMismatch},
 		{"primitive's piece too large", wrap(&prims.Error{Kind: prims.KindIpcqMessageTooLarge}), errkind.IpcqMessageTooLarge},
