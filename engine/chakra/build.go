@@ -15,6 +15,9 @@ type Hop struct {
 	Kind      string  // pe_noc, ucie, pcie
 	GBps      float64 // bandwidth, GB/s = bytes/ns
 	LatencyNs float64
+	// JitterNs is the most a fault's jitter adds to the hop's latency
+	// per transfer (0: none), which network.yml cannot express.
+	JitterNs float64
 }
 
 // Run is what the exporter is told about the run besides its op_log.

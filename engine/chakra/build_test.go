@@ -202,17 +202,33 @@ func TestNetworkChoice(t *testing.T) {
 		ringBoth = append(ringBoth, msg(uint64(10+r), r, (r+3)%4)...)
 		allMsgs = append(allMsgs, msg(uint64(r), r, (r+2)%4)...)
 	}
+	// The same switch with a fault's jitter on rank 1's up link.
+	jittered := func(src, dst int) []Hop {
+		h := sw(src, dst)
+		if src == 1 {
+			h[0].JitterNs = 50
+		}
+		return h
+	}
 	for _, c := range []struct {
 		name    string
 		records []*oplog.Record
+		route   func(src, dst int) []Hop // nil: sw
 		want    Network
+		why     string // a part of Why
 	}{
-		{"ring one way through a switch", ringMsgs, Network{Topology: "Ring", NPUs: 4, GBps: 100, LatencyNs: 20, Exact: true}},
-		{"ring both ways shares kernbench's up links", ringBoth, Network{Topology: "Ring", NPUs: 4, GBps: 100, LatencyNs: 20}},
-		{"not neighbours", allMsgs, Network{Topology: "Switch", NPUs: 4, GBps: 100, LatencyNs: 10, Exact: true}},
+		{"ring one way through a switch", ringMsgs, nil, Network{Topology: "Ring", NPUs: 4, GBps: 100, LatencyNs: 20, Exact: true}, ""},
+		{"ring both ways shares kernbench's up links", ringBoth, nil, Network{Topology: "Ring", NPUs: 4, GBps: 100, LatencyNs: 20}, "links of their own"},
+		{"not neighbours", allMsgs, nil, Network{Topology: "Switch", NPUs: 4, GBps: 100, LatencyNs: 10, Exact: true}, ""},
+		// A latency that jitters is not the file's one latency.
+		{"a jittered link", ringMsgs, jittered, Network{Topology: "Ring", NPUs: 4, GBps: 100, LatencyNs: 20}, "a fault jitters the latency of up1 up to 50 ns more per transfer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tr, err := Build(Run{Algorithm: "x", World: 4, Route: sw}, c.records)
+			route := c.route
+			if route == nil {
+				route = sw
+			}
+			tr, err := Build(Run{Algorithm: "x", World: 4, Route: route}, c.records)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,6 +239,9 @@ func TestNetworkChoice(t *testing.T) {
 			}
 			if !got.Exact && tr.Network.Why == "" {
 				t.Errorf("an approximate network says nothing of why")
+			}
+			if !strings.Contains(tr.Network.Why, c.why) {
+				t.Errorf("Why %q does not say %q", tr.Network.Why, c.why)
 			}
 		})
 	}

@@ -128,7 +128,17 @@ func network(run Run, sends []*oplog.Record, recvs map[msgKey]*oplog.Record) (Ne
 			}
 		}
 	}
-	nw.Exact = uniform && len(shared) == 0
+	// Links whose latency a fault jitters: the file has one latency.
+	var jittered []string
+	for _, l := range linkOrder {
+		for _, h := range paths[users[l][0]].hops {
+			if h.Name == l && h.JitterNs > 0 {
+				jittered = append(jittered, fmt.Sprintf("%s up to %g ns", l, h.JitterNs))
+				break
+			}
+		}
+	}
+	nw.Exact = uniform && len(shared) == 0 && len(jittered) == 0
 	var why []string
 	if !uniform {
 		why = append(why, fmt.Sprintf("the paths differ: every link gets the slowest bandwidth (%g GB/s) and the latency that makes the longest path's (%g ns)", nw.GBps, maxLat))
@@ -138,6 +148,12 @@ func network(run Run, sends []*oplog.Record, recvs map[msgKey]*oplog.Record) (Ne
 			shared = append(shared[:3], "…")
 		}
 		why = append(why, fmt.Sprintf("kernbench links carry messages that the %s gives links of their own (%s)", strings.ToLower(nw.Topology), strings.Join(shared, ", ")))
+	}
+	if len(jittered) > 0 {
+		if len(jittered) > 3 {
+			jittered = append(jittered[:3], "…")
+		}
+		why = append(why, fmt.Sprintf("in kernbench a fault jitters the latency of %s more per transfer; the links here have one latency, without it", strings.Join(jittered, ", ")))
 	}
 	nw.Why = strings.Join(why, "; ")
 	return nw, nil

@@ -88,6 +88,15 @@ func (r *Resource) trace() *trace.Recorder {
 	return r.rare.trace
 }
 
+// Jitter is the latency jitter a fault gives r's bookings (each adds up
+// to it, drawn per booking); 0 without one.
+func (r *Resource) Jitter() sim.Time {
+	if f := r.fault(); f != nil {
+		return f.Jitter
+	}
+	return 0
+}
+
 // fault is r's fault that acts on each booking (nil: none).
 func (r *Resource) fault() *resourceFault {
 	if r.rare == nil {

@@ -12,7 +12,7 @@ func exportChakra(p *plan, w *world, res *report.Result) error {
 	route := func(a, b int) []chakra.Hop {
 		var hops []chakra.Hop
 		for _, l := range w.m.PEToPE(w.m.Ranks[a], w.m.Ranks[b]) {
-			hops = append(hops, chakra.Hop{Name: l.Name, Kind: l.Kind, GBps: float64(l.BytesPerUs) / 1000, LatencyNs: l.Latency.Ns()})
+			hops = append(hops, chakra.Hop{Name: l.Name, Kind: l.Kind, GBps: float64(l.BytesPerUs) / 1000, LatencyNs: l.Latency.Ns(), JitterNs: l.Jitter().Ns()})
 		}
 		return hops
 	}
