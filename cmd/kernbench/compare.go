@@ -126,9 +126,9 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 			oc.rep = &report.Report{File: v.Target}
 		}
 		if !o.json && !o.jsonl {
-			fmt.Fprintf(rowsTo, "%-*s  error: %s%s\n", width, v.Label, variantPosition(o, oc.rep, oc.fail), compare.FailureLine(oc.fail))
+			fmt.Fprintf(rowsTo, "%-*s  error: %s%s\n", width, v.Label, variantPosition(o, oc.rep), compare.FailureLine(oc.fail))
 		}
-		fmt.Fprintf(errTo, "kernbench: %s: %s%s\n", v.Label, variantPosition(o, oc.rep, oc.fail), oc.fail.Msg)
+		fmt.Fprintf(errTo, "kernbench: %s: %s%s\n", v.Label, variantPosition(o, oc.rep), oc.fail.Msg)
 		if f := oc.fail; f.Detail != "" && f.Detail != f.Msg {
 			fmt.Fprintln(errTo, f.Detail)
 		}
@@ -196,11 +196,11 @@ func whole(variants []compare.Variant) bool {
 
 // variantPosition is sweepPosition for a variant's report ("" when it
 // failed before simulating).
-func variantPosition(o *runOptions, rep *report.Report, f *report.Failure) string {
+func variantPosition(o *runOptions, rep *report.Report) string {
 	if rep == nil || rep.Collective == "" {
 		return ""
 	}
-	return sweepPosition(o, rep, f)
+	return sweepPosition(o, rep)
 }
 
 // resolveFailure reports a variant that does not resolve (a misspelt

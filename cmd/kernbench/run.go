@@ -536,7 +536,7 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 // in the sweep, for mainIn to print.
 func (o *runOptions) renderFailure(arg string, rep *report.Report, err error, shardInfo *report.Shard, stdout, stderr io.Writer) error {
 	f := asFailure(err)
-	at := sweepPosition(o, rep, f)
+	at := sweepPosition(o, rep)
 	if rep != nil && len(rep.Results) > 0 {
 		// The sizes before the failing one, as the table and --json give
 		// them and a comparison's --csv and --plot do; the failed size
@@ -785,10 +785,8 @@ func (o *runOptions) complete(cmd *cobra.Command, stderr io.Writer) error {
 // buffer): " for a sweep that failed while simulating, so that a log
 // (or a failed shard's) says which size to run again; "" for one size or
 // a run that failed before simulating (no report). The sizes before the
-// failing one were delivered, in order, with -j too. A failure of the
-// largest size found before the first ran (f.SweepLargest: its buffers
-// cannot fit) is placed at the largest size and says so.
-func sweepPosition(o *runOptions, rep *report.Report, f *report.Failure) string {
+// failing one were delivered, in order, with -j too.
+func sweepPosition(o *runOptions, rep *report.Report) string {
 	points, unit := o.Sizes, "bytes"
 	if len(o.Counts) > 0 {
 		points, unit = o.Counts, "elements"
@@ -796,11 +794,8 @@ func sweepPosition(o *runOptions, rep *report.Report, f *report.Failure) string 
 	if rep == nil || len(points) < 2 || len(rep.Results) >= len(points) {
 		return ""
 	}
-	i, before := len(rep.Results), ""
-	if f != nil && f.SweepLargest {
-		i, before = slices.Index(points, slices.Max(points)), ", checked before any size ran"
-	}
-	return fmt.Sprintf("at size %d of %d of the sweep (%d %s per rank buffer%s): ", i+1, len(points), points[i], unit, before)
+	i := len(rep.Results)
+	return fmt.Sprintf("at size %d of %d of the sweep (%d %s per rank buffer): ", i+1, len(points), points[i], unit)
 }
 
 // atPosition is f with its message preceded by at (where in a sweep or

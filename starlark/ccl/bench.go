@@ -3,7 +3,6 @@ package ccl
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
@@ -43,15 +42,9 @@ func dataMemory(pe *machine.PE, s machine.Space) *machine.Memory {
 
 // fitHint says what makes a bench's buffers fit: HBM, the largest memory,
 // unless they are there already (then only a smaller size helps).
-func fitHint(p *plan) string {
-	sweep := len(p.counts) > 1
-	switch {
-	case p.dataSpace == machine.HBM && sweep:
-		return "use a smaller largest size, -e or --sweep's MAX (or a larger system.memory.hbm.capacity)"
-	case p.dataSpace == machine.HBM:
+func fitHint(s machine.Space) string {
+	if s == machine.HBM {
 		return "use a smaller --count or --bytes (or a larger system.memory.hbm.capacity)"
-	case sweep:
-		return "try --data-space hbm or a smaller largest size (-e or --sweep's MAX)"
 	}
 	return "try --data-space hbm or a smaller --count or --bytes"
 }
@@ -68,7 +61,7 @@ func checkFits(p *plan, m *machine.Machine, count int64) error {
 			bytes = "more than 2^63 bytes"
 		}
 		return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: 0,
-			Msg: fmt.Sprintf("bench: rank 0's buffer of %d × %s (%s) does not fit: %v holds %d bytes; %s", count, p.dt, bytes, mem, mem.Capacity, fitHint(p))})
+			Msg: fmt.Sprintf("bench: rank 0's buffer of %d × %s (%s) does not fit: %v holds %d bytes; %s", count, p.dt, bytes, mem, mem.Capacity, fitHint(p.dataSpace))})
 	}
 	return nil
 }
@@ -104,33 +97,11 @@ func checkSpace(p *plan, m *machine.Machine, count int64) error {
 	return nil
 }
 
-// checkLargestFits refuses a sweep whose largest size's buffers cannot
-// fit, at a smaller size: the machine and its queue pairs' rings are the
-// same at every size (install does not depend on the count), so the
-// space check of the largest size on this size's machine is the one its
-// own run would make. Without it a sweep ran every smaller size first
-// (`--world-size 2 -b 1M -e 2G`: 75 s) and then failed with exit 2.
-func checkLargestFits(p *plan, m *machine.Machine, count int64) error {
-	largest := slices.Max(p.counts)
-	if largest <= count || p.opts.probe {
-		return nil
-	}
-	err := checkFits(p, m, largest)
-	if err == nil {
-		err = checkSpace(p, m, largest)
-	}
-	var f *report.Failure
-	if errors.As(err, &f) {
-		f.SweepLargest = true
-	}
-	return err
-}
-
 // noFit is the error of rank r's bench buffer what, of n elements, that
 // its data memory refused with err.
 func noFit(p *plan, r int, what string, n int64, err error) error {
 	return report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: r,
-		Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; %s", r, what, n, p.dt, err, fitHint(p)), Err: err})
+		Msg: fmt.Sprintf("bench: rank %d %s (%d × %s) does not fit: %v; %s", r, what, n, p.dt, err, fitHint(p.dataSpace)), Err: err})
 }
 
 func newBuffers(p *plan, m *machine.Machine, count int64) (*buffers, error) {

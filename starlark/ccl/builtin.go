@@ -92,9 +92,6 @@ func (b *collectiveBench) setUp(w *world) error {
 	if err := checkSpace(p, w.m, count); err != nil {
 		return err
 	}
-	if err := checkLargestFits(p, w.m, count); err != nil {
-		return err
-	}
 	if b.est, err = p.checkMemory(count, admit.Rings(w.g), b.probe); err != nil {
 		return err
 	}

@@ -354,10 +354,6 @@ type Failure struct {
 	// Unreceived are the queue pairs holding messages sent and never
 	// received (ErrorOut says more).
 	Unreceived []machine.Unreceived
-	// SweepLargest: the failure is the sweep's largest size's, found
-	// before its first size ran (its buffers cannot fit the simulated
-	// memory): a report names the largest size as where it failed.
-	SweepLargest bool
 }
 
 // WriteDOT writes the failure's wait-for graph as Graphviz DOT (--dot).
