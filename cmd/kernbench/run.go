@@ -128,16 +128,19 @@ is refused before it starts, naming what would fit (--timing-only,
 --verify-data=false, a smaller --bytes); a sweep of several sizes runs
 those that fit and prints a "refused:" row for each other one (why, and
 whether --timing-only reaches it; --json's and --jsonl's row has
-"refused", --csv's last column), then exits 2. One that passes it while
+"refused", --csv's last column), then exits 2; so does a sweep whose
+larger sizes' buffers do not fit the simulated memory. One that passes it while
 simulating stops with "out of memory at t=…" (exit 3). -v prints the
 estimate and the op_log's cost per record and per message.
 
 Exit status: 0 ok, 1 wrong result, 2 usage/config/script load error
-(including a run, or sizes of a sweep, estimated over --max-memory), 3
-deadlock or watchdog or step limit or --max-memory passed while
-simulating, or a rank making a million calls (more with large buffers)
-without simulated time advancing (NoTimeProgress: a loop that polls
-or spins on calls that never wait), 4 error raised while running. A comparison exits with the worst status of its runs, the highest
+(including a run, or sizes of a sweep, estimated over --max-memory or
+whose buffers do not fit the simulated memory), 3 deadlock or watchdog
+or step limit or --max-memory passed while simulating, or a rank making
+a million calls (more with large buffers) without simulated time
+advancing (NoTimeProgress: a loop that polls or spins on calls that
+never wait; also 2^25 events at one instant), 4 error raised while
+running. A comparison exits with the worst status of its runs, the highest
 of these (its last line names that failure's kind).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.bench != "" {
@@ -229,8 +232,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	}
 	o.Watchdog = script.NewWatchdog(o.timeout, "--timeout "+o.timeout.String())
 	defer o.Watchdog.Stop()
-	// A sweep runs the sizes that fit --max-memory and gives each other
-	// one a refused row; a run of one size is refused whole. Decided on
+	// A sweep runs the sizes that fit --max-memory and the simulated
+	// memory and gives each other one a refused row; a run of one size is
+	// refused whole. Decided on
 	// the whole sweep: a shard of it may hold one size.
 	o.RefusedAsRows = len(o.Sizes) > 1 || len(o.Counts) > 1
 	shardInfo, err := o.resolveShard(cmd, compare, stderr)

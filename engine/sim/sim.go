@@ -608,7 +608,7 @@ func (s *Sim) checkInstant() bool {
 	if s.turnEvents += GuardEvery; s.turnEvents <= s.InstantLimit {
 		return false
 	}
-	s.Stop(&StuckInstantError{At: s.now, Events: s.turnEvents})
+	s.Stop(&StuckInstantError{At: s.now, Events: s.turnEvents, Limit: s.InstantLimit})
 	return true
 }
 
@@ -674,12 +674,12 @@ const DefaultInstantLimit = 1 << 25
 // (an engine bug, or a kernel's threads spawning threads without end:
 // its other loops at one instant are bounded by their calls first).
 type StuckInstantError struct {
-	At     Time
-	Events uint64
+	At            Time
+	Events, Limit uint64
 }
 
 func (e *StuckInstantError) Error() string {
-	return fmt.Sprintf("the simulation fired %d events at t=%v without simulated time advancing, the most one instant allows (2^25): something schedules events at one instant without end (a kernel spawning threads in a loop, or a kernbench bug: please report it)", e.Events, e.At)
+	return fmt.Sprintf("the simulation fired %d events at t=%v without simulated time advancing, past the %d one instant allows: something schedules events at one instant without end (a kernel spawning threads in a loop, or a kernbench bug: please report it)", e.Events, e.At, e.Limit)
 }
 
 // WatchdogError: the simulated-time limit was reached: the next event is

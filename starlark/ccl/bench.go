@@ -3,11 +3,13 @@ package ccl
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/report"
 	"math"
 	"slices"
+	"strings"
 
 	"kernbench/engine/dtype"
 	"kernbench/engine/machine"
@@ -95,6 +97,24 @@ func checkSpace(p *plan, m *machine.Machine, count int64) error {
 		}
 	}
 	return nil
+}
+
+// refusedInSweep is err, the failure of buffers that do not fit the
+// simulated memory, as a sweep of several sizes takes it
+// (Options.RefusedAsRows): a refused size whose row says why, while the
+// sizes that fit run, as a size over --max-memory is. A sweep whose
+// largest size did not fit failed there, after the smaller ones, with no
+// word of the sizes after it, and a tune or comparison lost the winners
+// of the sizes that fit.
+func refusedInSweep(p *plan, err error) error {
+	var f *report.Failure
+	if !p.opts.RefusedAsRows || !errors.As(err, &f) {
+		return err
+	}
+	// The row says what does not fit; what to do is said once for the
+	// sweep (compare.RefusedSizes).
+	reason := strings.TrimSuffix(strings.TrimPrefix(f.Msg, "bench: "), "; "+fitHint(p.dataSpace))
+	return &report.Refusal{Kind: f.ErrorKind().Name, Simulated: true, Reason: reason, Message: f.Msg}
 }
 
 // noFit is the error of rank r's bench buffer what, of n elements, that

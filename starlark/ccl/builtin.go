@@ -87,10 +87,10 @@ func (b *collectiveBench) setUp(w *world) error {
 		return err
 	}
 	if err := checkFits(p, w.m, count); err != nil {
-		return err
+		return refusedInSweep(p, err)
 	}
 	if err := checkSpace(p, w.m, count); err != nil {
-		return err
+		return refusedInSweep(p, err)
 	}
 	if b.est, err = p.checkMemory(count, admit.Rings(w.g), b.probe); err != nil {
 		return err

@@ -62,8 +62,14 @@ const kernelKey = "kernbench.kernel"
 // given is what of o decides whether its --set and --vary items take
 // effect (target.Given).
 func (o Options) given() target.Given {
+	collective := o.Collective
+	if o.CollectiveOf != "" {
+		// Not --collective: a tune's collective, which an entry's
+		// collective: (the same, or refused as another's) does not fight.
+		collective = ""
+	}
 	return target.Given{Sets: o.Sets, Vary: o.Vary, Keywords: o.Keywords, WorldSize: o.WorldSize, Topology: o.Topology,
-		Collective: o.Collective, Root: o.Root, RootGiven: o.RootGiven, Compared: o.Compared}
+		Collective: collective, Root: o.Root, RootGiven: o.RootGiven, Compared: o.Compared}
 }
 
 // setItems are o's --set items then its --vary items, in the order they

@@ -2,12 +2,17 @@ package report
 
 import "kernbench/engine/oplog"
 
-// Refusal is a size the memory guard refused before it ran: its
-// host-memory estimate is over --max-memory. A run of one size fails with
-// it (exit 2); in a sweep of several (Options.RefusedAsRows) it is that
-// size's row, Result.Refused, and the other sizes run.
+// Refusal is a size refused before it ran: its host-memory estimate is
+// over --max-memory, or (Simulated) its buffers do not fit the simulated
+// machine's memory. A run of one size fails with it (exit 2); in a sweep
+// of several (Options.RefusedAsRows) it is that size's row,
+// Result.Refused, and the other sizes run.
 type Refusal struct {
 	Kind string `json:"kind"` // errkind's name: OutOfMemory
+	// Simulated: the bench's buffers do not fit the simulated memory
+	// (Estimate, Limit and TimingOnly are 0: no host memory is in
+	// question, and no mode makes them fit).
+	Simulated bool `json:"simulated_memory,omitempty"`
 	// Reason is the refusal in one line, as the table's row gives it: the
 	// estimate, the limit, and what reaches the size (--timing-only, or
 	// a larger limit).
@@ -15,8 +20,8 @@ type Refusal struct {
 	// Message is the refusal as a run of that one size reports it: the
 	// estimate's parts and every alternative.
 	Message  string `json:"message"`
-	Estimate int64  `json:"estimate_bytes"`
-	Limit    int64  `json:"max_memory_bytes"`
+	Estimate int64  `json:"estimate_bytes,omitempty"`
+	Limit    int64  `json:"max_memory_bytes,omitempty"`
 	// TimingOnly is the size's estimate with --timing-only; 0 when the run
 	// is timing-only already.
 	TimingOnly int64 `json:"timing_only_estimate_bytes,omitempty"`

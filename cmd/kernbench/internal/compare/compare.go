@@ -228,37 +228,48 @@ type Report struct {
 func RefusedSizes(reps []Labeled, stderr io.Writer) []LabeledFailure {
 	var out []LabeledFailure
 	for _, l := range reps {
-		var sizes []string
+		var sizes, simulated []string
 		reachable := 0
 		for _, r := range l.Rep.Results {
-			if r.Refused != nil {
+			switch {
+			case r.Refused == nil:
+			case r.Refused.Simulated:
+				simulated = append(simulated, strconv.FormatInt(r.Bytes, 10))
+			default:
 				sizes = append(sizes, strconv.FormatInt(r.Bytes, 10))
 				if r.Refused.Reachable() {
 					reachable++
 				}
 			}
 		}
-		if len(sizes) == 0 {
-			continue
-		}
 		prefix := "kernbench: "
 		if l.Label != "" {
 			prefix += l.Label + ": "
 		}
-		them := "them"
-		if len(sizes) == 1 {
-			them = "it"
+		var msgs []string
+		if len(sizes) > 0 {
+			them := "them"
+			if len(sizes) == 1 {
+				them = "it"
+			}
+			hint := "raise --max-memory"
+			switch {
+			case reachable == len(sizes):
+				hint = "--timing-only runs " + them + ", or raise --max-memory"
+			case reachable > 0:
+				hint = fmt.Sprintf("--timing-only runs %d of %s; or raise --max-memory", reachable, them)
+			}
+			msgs = append(msgs, fmt.Sprintf("%d of %d sizes refused over --max-memory, not run: %s (the rows say why); %s", len(sizes), len(l.Rep.Results), strings.Join(sizes, ", "), hint))
 		}
-		hint := "raise --max-memory"
-		switch {
-		case reachable == len(sizes):
-			hint = "--timing-only runs " + them + ", or raise --max-memory"
-		case reachable > 0:
-			hint = fmt.Sprintf("--timing-only runs %d of %s; or raise --max-memory", reachable, them)
+		if len(simulated) > 0 {
+			// (No mode makes the buffers fit: only smaller sizes or a
+			// larger simulated memory.)
+			msgs = append(msgs, fmt.Sprintf("%d of %d sizes refused, not run: %s: their buffers do not fit the simulated memory (the rows say why); lower the sweep's largest size (-e, --sweep's MAX) or give the buffers a larger memory", len(simulated), len(l.Rep.Results), strings.Join(simulated, ", ")))
 		}
-		msg := fmt.Sprintf("%d of %d sizes refused over --max-memory, not run: %s (the rows say why); %s", len(sizes), len(l.Rep.Results), strings.Join(sizes, ", "), hint)
-		fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
-		out = append(out, LabeledFailure{l.Label, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: msg})})
+		for _, msg := range msgs {
+			fmt.Fprintf(stderr, "%s%s\n", prefix, msg)
+			out = append(out, LabeledFailure{l.Label, report.WithKind(errkind.MemoryLimit, &report.Failure{Rank: -1, Msg: msg})})
+		}
 	}
 	return out
 }
