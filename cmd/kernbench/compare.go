@@ -126,9 +126,9 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 			oc.rep = &report.Report{File: v.Target}
 		}
 		if !o.json && !o.jsonl {
-			fmt.Fprintf(rowsTo, "%-*s  error: %s%s\n", width, v.Label, variantPosition(o, oc.rep), compare.FailureLine(oc.fail))
+			fmt.Fprintf(rowsTo, "%-*s  error: %s%s\n", width, v.Label, variantPosition(o, v, oc.rep), compare.FailureLine(oc.fail))
 		}
-		fmt.Fprintf(errTo, "kernbench: %s: %s%s\n", v.Label, variantPosition(o, oc.rep), oc.fail.Msg)
+		fmt.Fprintf(errTo, "kernbench: %s: %s%s\n", v.Label, variantPosition(o, v, oc.rep), oc.fail.Msg)
 		if f := oc.fail; f.Detail != "" && f.Detail != f.Msg {
 			fmt.Fprintln(errTo, f.Detail)
 		}
@@ -195,10 +195,15 @@ func whole(variants []compare.Variant) bool {
 }
 
 // variantPosition is sweepPosition for a variant's report ("" when it
-// failed before simulating).
-func variantPosition(o *runOptions, rep *report.Report) string {
+// failed before simulating), in the variant's own sizes when it has them
+// (auto: the sizes select: gives its algorithm; the command's sweep named
+// the wrong size).
+func variantPosition(o *runOptions, v compare.Variant, rep *report.Report) string {
 	if rep == nil || rep.Collective == "" {
 		return ""
+	}
+	if len(v.Sizes) > 0 {
+		return positionIn(v.Sizes, "bytes", rep)
 	}
 	return sweepPosition(o, rep)
 }

@@ -795,6 +795,11 @@ func sweepPosition(o *runOptions, rep *report.Report) string {
 	if len(o.Counts) > 0 {
 		points, unit = o.Counts, "elements"
 	}
+	return positionIn(points, unit, rep)
+}
+
+// positionIn is sweepPosition for a sweep of points (of unit).
+func positionIn(points []int64, unit string, rep *report.Report) string {
 	if rep == nil || len(points) < 2 || len(rep.Results) >= len(points) {
 		return ""
 	}
