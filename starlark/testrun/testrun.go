@@ -24,6 +24,7 @@ import (
 	"kernbench/engine/dtype"
 	"kernbench/starlark/ccl"
 	"kernbench/starlark/check"
+	"kernbench/starlark/errkind"
 	"kernbench/starlark/hostmem"
 	"kernbench/starlark/mock"
 	"kernbench/starlark/orch"
@@ -292,7 +293,13 @@ func RunFile(file string, o Options) ([]Result, error) {
 			rep.msgs = append(rep.msgs, fmt.Sprintf("%s: %s takes parameters; test functions take none", t.fn.Position(), t.name))
 		} else if _, err = starlark.Call(th, t.fn, nil, nil); err != nil {
 			err = script.Stopped(th, err)
-			rep.msgs = append(rep.msgs, script.Format(err))
+			msg := script.Format(err)
+			switch errkind.Of(err) {
+			case errkind.StepLimit:
+				// As run says it of a kernel: the limit is a flag.
+				msg += " (raise --max-steps if the test is meant to run this long)"
+			}
+			rep.msgs = append(rep.msgs, msg)
 		}
 		release()
 		results = append(results, Result{File: file, Name: t.name, Pass: len(rep.msgs) == 0, Messages: rep.msgs,
