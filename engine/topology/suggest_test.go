@@ -24,6 +24,11 @@ func TestNearestDirection(t *testing.T) {
 		{"x3", []string{"x0", "x1", "x2"}, ""}, // as close to each
 		{"r32", []string{"r0", "r2", "r3", "r31"}, ""},
 		{"", ring, ""},
+		{"east", ring, "E"}, // the compass written out
+		{"WEST", ring, "W"},
+		{"North", []string{"E", "N", "S", "W"}, "N"},
+		{"south", ring, ""},                        // S is not installed: no other letter instead
+		{"East", []string{"east", "west"}, "east"}, // a custom map's own names first
 	} {
 		if got := NearestDirection(tc.dir, tc.installed); got != tc.want {
 			t.Errorf("NearestDirection(%q, %q) = %q, want %q", tc.dir, tc.installed, got, tc.want)

@@ -388,7 +388,7 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 	}
 	res, err := mock.RunKernel(mo)
 	if err != nil {
-		return nil, fmt.Errorf("%s(%q): %w", b.Name(), path, err)
+		return nil, fmt.Errorf("%s: %w", mockCall(b.Name(), args, kw), err)
 	}
 	if timingOnly {
 		// No bytes were moved: there are no outputs to check.
@@ -452,6 +452,31 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 		"schedules":        starlark.MakeInt(res.Schedules),
 		"failing_schedule": starlark.MakeInt(res.FailingSchedule),
 	}), nil
+}
+
+// mockCall is the run_kernel_in_mock call as the test made it, its
+// arguments' values written out ("run_kernel_in_mock("algo.star",
+// world_size=5, count=37)"): the failure of a call made in a loop says
+// which case failed, and the call reruns it. A value's text is cut at
+// maxArgText characters.
+func mockCall(name string, args starlark.Tuple, kw []starlark.Tuple) string {
+	const maxArgText = 60
+	text := func(v starlark.Value) string {
+		s := v.String()
+		if r := []rune(s); len(r) > maxArgText {
+			s = string(r[:maxArgText]) + "…"
+		}
+		return s
+	}
+	parts := make([]string, 0, len(args)+len(kw))
+	for _, a := range args {
+		parts = append(parts, text(a))
+	}
+	for _, kv := range kw {
+		k, _ := starlark.AsString(kv[0])
+		parts = append(parts, k+"="+text(kv[1]))
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
 }
 
 // predeclared are the names every *_test.star file sees: assert and the

@@ -10,6 +10,7 @@ import (
 	"kernbench/engine/machine"
 	"kernbench/engine/oplog"
 	"kernbench/engine/prims"
+	"kernbench/engine/spelling"
 	"kernbench/starlark/errkind"
 )
 
@@ -345,7 +346,8 @@ func kernelBuiltins() []Builtin {
 				}
 				sp, err := machine.ParseSpace(space)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", b.Name(), err)
+					// "dram" is the package's HBM, not a misspelt "sram".
+					return nil, fmt.Errorf("%s: %w%s", b.Name(), err, spelling.Hint(space, []string{"tcm", "sram", "hbm"}))
 				}
 				v, err := k.AllocView(b.Name(), count, d, sp)
 				if err != nil {

@@ -242,7 +242,8 @@ const (
 
 // AvgHint explains the commonest avg mistake when the first wrong
 // element shows it: the value is world_size times the average, so the call
-// that completed the sum did not divide (final=True). "" otherwise.
+// that completed the sum did not divide (a fused primitive's final=True; a
+// kernel summing with tl.reduce or Tile math divides itself). "" otherwise.
 func AvgHint(redop string, world int, fw *report.WrongElem) string {
 	if redop != "avg" || world < 2 || fw == nil {
 		return ""
@@ -256,7 +257,7 @@ func AvgHint(redop string, world int, fw *report.WrongElem) string {
 	if math.Abs(got-sum) > 1e-2*math.Abs(sum) {
 		return ""
 	}
-	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True)\n", world)
+	return fmt.Sprintf("  (got is %d × want, the sum: with --redop avg the call that completes the sum divides by world_size only when called with final=True; tl.reduce and Tile math never divide: divide the sum yourself, tl.store(dst, tl.fetch(dst) / world_size))\n", world)
 }
 
 // ReduceNonRoot says, for a wrong reduce, which ranks other than the
