@@ -114,7 +114,7 @@ func (p *plan) preflight(cfg *config.Config, set config.Settings) error {
 		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if err := mp.Holds(p.world); err != nil {
-		return report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: p.opts.inOptionTerms(err.Error()), Err: err})
 	}
 	if p.opts.Trace != nil {
 		for _, r := range p.opts.TraceRanks {

@@ -17,6 +17,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -323,6 +324,20 @@ func testFileHint(file string, err error) error {
 // optionName is how the user gave the option that flag sets: the flag
 // itself, or the mock's keyword of the same name.
 func (o Options) optionName(flag string) string { return o.given().OptionName(flag) }
+
+// setOption is a command line's "--set KEY=VALUE" in a message.
+var setOption = regexp.MustCompile(`--set ([^\s;,()]+)`)
+
+// inOptionTerms is msg, which may name a --set KEY=VALUE (the machine's
+// advice: grow it with --set system.sips=2), in the terms the run was
+// given its options in: set=["KEY=VALUE"] for a script's
+// run_kernel_in_mock or run_l3 (Keywords), which has no --set.
+func (o Options) inOptionTerms(msg string) string {
+	if !o.Keywords {
+		return msg
+	}
+	return setOption.ReplaceAllString(msg, `set=["$1"]`)
+}
 
 func printPrefix(th *starlark.Thread) string {
 	if k, ok := th.Local(kernelKey).(*tl.Kernel); ok && k != nil {

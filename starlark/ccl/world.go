@@ -156,7 +156,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 			return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 		}
 		if err := mp.Holds(p.world); err != nil {
-			return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+			return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: p.opts.inOptionTerms(err.Error()), Err: err})
 		}
 		if err := admit.World(p.world, p.topology, set.Channels, p.opts.MaxMemory, p.opts.MaxMemoryIsDefault); err != nil {
 			return nil, err
@@ -188,7 +188,7 @@ func newWorld(p *plan, cfg *config.Config, set config.Settings, partitionable bo
 		return nil, report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if err := mp.Holds(p.world); err != nil {
-		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
+		return nil, report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: p.opts.inOptionTerms(err.Error()), Err: err})
 	}
 	if err := admit.World(p.world, p.topology, set.Channels, p.opts.MaxMemory, p.opts.MaxMemoryIsDefault); err != nil {
 		return nil, err
