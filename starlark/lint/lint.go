@@ -64,6 +64,7 @@ func Calls(file string, src []byte, globals starlark.StringDict, dirs map[string
 			}
 		}
 	})
+	nested := nestedDefs(f)
 	var problems []string
 	report := func(pos syntax.Position, format string, args ...any) {
 		problems = append(problems, pos.String()+": "+fmt.Sprintf(format, args...))
@@ -118,7 +119,7 @@ func Calls(file string, src []byte, globals starlark.StringDict, dirs map[string
 				}
 			}
 		case "spawn":
-			if msg := spawnProblem(call, positional, keywords, globals); msg != "" {
+			if msg := spawnProblem(call, positional, keywords, globals, nested); msg != "" {
 				report(call.Lparen, "tl.spawn: %s", msg)
 			}
 		}
@@ -189,10 +190,101 @@ func intLiteral(e syntax.Expr) (int, bool) {
 	return n, err == nil
 }
 
-// spawnProblem says why tl.spawn(fn, args..., kw...) cannot call a global
-// function fn as fn(tl, args..., kw...); "" when it can or when fn is not
-// a global function of the file.
-func spawnProblem(call *syntax.CallExpr, positional []syntax.Expr, keywords map[string]syntax.Expr, globals starlark.StringDict) string {
+// signature is what spawnProblem needs of a function: its name, its
+// named parameters in order (keyword-only ones after the positional
+// ones) and which have defaults, and whether it takes *args and
+// **kwargs.
+type signature struct {
+	name               string
+	params             []string
+	hasDefault         []bool
+	positional         int // named parameters that take positional arguments
+	varargs, kwargsToo bool
+}
+
+// functionSignature is fn's signature.
+func functionSignature(fn *starlark.Function) signature {
+	n, positional := script.ParamCounts(fn)
+	sig := signature{name: fn.Name(), positional: positional, varargs: fn.HasVarargs(), kwargsToo: fn.HasKwargs()}
+	for i := range n {
+		name, _ := fn.Param(i)
+		sig.params = append(sig.params, name)
+		sig.hasDefault = append(sig.hasDefault, fn.ParamDefault(i) != nil)
+	}
+	return sig
+}
+
+// defSignature is the signature of a def statement (a function defined
+// inside another, which the module's globals do not hold).
+func defSignature(d *syntax.DefStmt) signature {
+	sig := signature{name: d.Name.Name, positional: -1}
+	for _, p := range d.Params {
+		switch p := p.(type) {
+		case *syntax.Ident:
+			sig.params = append(sig.params, p.Name)
+			sig.hasDefault = append(sig.hasDefault, false)
+		case *syntax.BinaryExpr: // name = default
+			if id, ok := p.X.(*syntax.Ident); ok {
+				sig.params = append(sig.params, id.Name)
+				sig.hasDefault = append(sig.hasDefault, true)
+			}
+		case *syntax.UnaryExpr:
+			switch {
+			case p.Op == syntax.STARSTAR:
+				sig.kwargsToo = true
+			case p.X != nil: // *args
+				sig.varargs = true
+				fallthrough
+			default: // a bare *: keyword-only parameters follow
+				if sig.positional < 0 {
+					sig.positional = len(sig.params)
+				}
+			}
+		}
+	}
+	if sig.positional < 0 {
+		sig.positional = len(sig.params)
+	}
+	return sig
+}
+
+// nestedDefs are the functions defined inside other functions of f, by
+// name, where a name is defined once in the file (nil for a name defined
+// several times, at any depth: which one a call means depends on scope).
+func nestedDefs(f *syntax.File) map[string]*syntax.DefStmt {
+	defs := map[string]*syntax.DefStmt{}
+	count := map[string]int{}
+	depth := 0
+	var walk func(n syntax.Node) bool
+	walk = func(n syntax.Node) bool {
+		d, ok := n.(*syntax.DefStmt)
+		if !ok {
+			return true
+		}
+		count[d.Name.Name]++
+		if depth > 0 {
+			defs[d.Name.Name] = d
+		}
+		depth++
+		for _, st := range d.Body {
+			syntax.Walk(st, walk)
+		}
+		depth--
+		return false
+	}
+	syntax.Walk(f, walk)
+	for name := range defs {
+		if count[name] > 1 {
+			defs[name] = nil
+		}
+	}
+	return defs
+}
+
+// spawnProblem says why tl.spawn(fn, args..., kw...) cannot call fn, a
+// global function of the file or a function defined once inside another,
+// as fn(tl, args..., kw...); "" when it can or when fn is neither.
+func spawnProblem(call *syntax.CallExpr, positional []syntax.Expr, keywords map[string]syntax.Expr, globals starlark.StringDict, nested map[string]*syntax.DefStmt) string {
 	if positional == nil && keywords == nil {
 		return "" // *args / **kwargs: not knowable here
 	}
@@ -203,41 +295,39 @@ func spawnProblem(call *syntax.CallExpr, positional []syntax.Expr, keywords map[
 	if !ok {
 		return ""
 	}
-	fn, ok := globals[id.Name].(*starlark.Function)
-	if !ok {
+	var sig signature
+	if fn, ok := globals[id.Name].(*starlark.Function); ok {
+		if _, inner := nested[id.Name]; inner {
+			return "" // also defined inside a function: which one is meant depends on scope
+		}
+		sig = functionSignature(fn)
+	} else if d := nested[id.Name]; d != nil && globals[id.Name] == nil {
+		sig = defSignature(d)
+	} else {
 		return ""
 	}
 	given := len(positional) // tl plus the arguments after fn
-	n, positionalParams := script.ParamCounts(fn)
-	if given > positionalParams && !fn.HasVarargs() {
-		return fmt.Sprintf("%s takes %d positional parameter(s) (tl first), it would get %d (tl and %d more)", fn.Name(), positionalParams, given, given-1)
+	if given > sig.positional && !sig.varargs {
+		return fmt.Sprintf("%s takes %d positional parameter(s) (tl first), it would get %d (tl and %d more)", sig.name, sig.positional, given, given-1)
 	}
 	bound := map[string]bool{}
-	for i := range n {
-		name, _ := fn.Param(i)
-		if i < given && i < positionalParams {
+	for i, name := range sig.params {
+		if i < given && i < sig.positional {
 			bound[name] = true
 		}
 	}
 	for k := range keywords {
-		known := false
-		for i := range n {
-			if name, _ := fn.Param(i); name == k {
-				known = true
-			}
-		}
-		if !known && !fn.HasKwargs() {
-			return fmt.Sprintf("%s has no parameter %q", fn.Name(), k)
+		if !slices.Contains(sig.params, k) && !sig.kwargsToo {
+			return fmt.Sprintf("%s has no parameter %q", sig.name, k)
 		}
 		bound[k] = true
 	}
-	for i := range n {
-		name, _ := fn.Param(i)
-		if !bound[name] && fn.ParamDefault(i) == nil {
+	for i, name := range sig.params {
+		if !bound[name] && !sig.hasDefault[i] {
 			if i == 0 {
-				return fmt.Sprintf("%s must take tl as its first parameter", fn.Name())
+				return fmt.Sprintf("%s must take tl as its first parameter", sig.name)
 			}
-			return fmt.Sprintf("%s's parameter %q gets no value (the thread runs %s(tl, ...) with the arguments after the function)", fn.Name(), name, fn.Name())
+			return fmt.Sprintf("%s's parameter %q gets no value (the thread runs %s(tl, ...) with the arguments after the function)", sig.name, name, sig.name)
 		}
 	}
 	return ""
