@@ -319,6 +319,30 @@ func Run(file string, o Options) []string {
 		add(syntax.Position{}, "no world size in %s is admissible for topology %q", sizeRanges(slices.Sorted(slices.Values(sizes))), p.Topology)
 		dirs = nil
 	}
+	if dirs != nil && hook != nil && len(o.WorldSizes) == 0 && o.WorldSize == 0 {
+		// A module's neighbors() may install other directions at world
+		// sizes above the default check's 16 (the shipped alltoall: a full
+		// mesh up to 32 ranks, a ring of E and W above): its kernel's
+		// literal directions are checked against those too, so that a
+		// kernel that supports both is not told its ring's "W" is never
+		// installed. Only the directions count; a size refused or too
+		// large here is nobody's problem.
+		dirs = maps.Clone(dirs)
+		for _, w := range lintWorldSizes {
+			if slices.Contains(sizes, w) || setUpTooLarge(p.Topology, w, tgt.Settings.Channels) != "" {
+				continue
+			}
+			spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
+			spec.Shape(p.Topology, w, tgt.Settings)
+			if links, _, err := wiring.NeighborTables(spec, loader.NewThread("check")); err == nil {
+				for _, ls := range links {
+					for _, l := range ls {
+						dirs[l.Dir] = true
+					}
+				}
+			}
+		}
+	}
 	if data, err := src.ReadFile(tgt.File); err == nil {
 		problems = append(problems, lint.Calls(tgt.File, data, globals, dirs, max(1, tgt.Settings.Channels), p.Topology)...)
 	}
@@ -500,6 +524,11 @@ func writeMap(w io.Writer, tgt *target.Target, topo string, links [][]machine.Li
 // setUpTooLarge says why check does not build a world of w ranks on topo:
 // its ranks and directions alone pass the memory kernbench may use (the
 // default --max-memory); "" when it may.
+// lintWorldSizes are the larger world sizes whose neighbour maps a
+// module's neighbors() is asked for, for the literal directions of its
+// kernel only (kernbench check's default sizes stop at 16).
+var lintWorldSizes = []int{32, 33, 64, 65}
+
 func setUpTooLarge(topo string, w, channels int) string {
 	need, limit := hostmem.SatAdd(admit.WorldSetUpBytes(topo, w, channels), hostmem.RuntimeBytes), hostmem.DefaultMaxMemory()
 	if limit <= 0 || need <= limit {
