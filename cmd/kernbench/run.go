@@ -177,7 +177,7 @@ of these (its last line names that failure's kind).`,
 	f.Int64Var(&o.count, "count", 0, "elements of each buffer of allreduce, broadcast and reduce, of allgather's sendbuf, reduce_scatter's recvbuf and an alltoall chunk (the count column is world_size times it for those three)")
 	f.StringVar(&o.bytes, "bytes", "", "count in bytes, e.g. 64K, 4M (default 1M; K, KB and KiB all mean 1024, M 1024², G 1024³); the size column is world_size times it for allgather, reduce_scatter and alltoall")
 	f.StringVar(&o.sweep, "sweep", "", "sweep of --bytes MIN:MAX[:FACTOR], e.g. 1K:4M (factor 2), one row per size; MIN is whole elements and a FACTOR that is not an integer has its sizes rounded down to whole elements")
-	f.StringVarP(&o.minBytes, "minbytes", "b", "", "smallest --bytes of a sweep (nccl-tests' -b is the size column, world_size times --bytes for allgather, reduce_scatter and alltoall)")
+	f.StringVarP(&o.minBytes, "minbytes", "b", "", "smallest --bytes of a sweep, with nccl-tests' suffixes (8, 64K, 128M); unlike nccl-tests' -b, the size column is world_size times it for allgather, reduce_scatter and alltoall (nccl-tests' other flags: docs/report.md)")
 	f.StringVarP(&o.maxBytes, "maxbytes", "e", "", "largest --bytes of a sweep (see -b); -b or -e alone runs that one size")
 	f.Float64VarP(&o.factor, "stepfactor", "f", 2, "nccl-tests style: size multiplier between sweep rows")
 	f.StringVar(&o.DType, "dtype", "f32", "f32 | f16 | bf16 | f64 | i32 | i64 | u8")

@@ -17,6 +17,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/machine"
 	"kernbench/starlark/errkind"
@@ -157,6 +158,10 @@ func Resolve(arg string, cfg *config.Config, cfgDir string, src script.Source) (
 				// --verify-data false: the value after a space is an
 				// argument to a boolean flag.
 				hint = "; a boolean flag takes its value after =, as --verify-data=false"
+			default:
+				if h := collectiveHint(arg, cfg); h != "" {
+					hint = h
+				}
 			}
 			return nil, report.WithKind(errkind.Usage, &report.Failure{Rank: -1,
 				Msg: fmt.Sprintf("%q is neither a .star file nor an algorithm of %s (known: %s)%s", arg, cfg.File, strings.Join(cfg.AlgorithmNames, ", "), hint)})
@@ -274,4 +279,37 @@ func missingHint(arg string, cfg *config.Config, src script.Source) string {
 		return known + fmt.Sprintf("; did you mean the algorithm %s (kernbench run %s)?", near, near)
 	}
 	return known
+}
+
+// collectiveHint answers a collective named where an algorithm goes
+// (kernbench run allreduce), or nccl-tests' bench of one (all_reduce_perf,
+// the name its users type first), with the algorithms of cfg that run it;
+// "" for any other name.
+func collectiveHint(arg string, cfg *config.Config) string {
+	name := strings.TrimSuffix(arg, "_perf")
+	c, ok := collective.Lookup(name)
+	if !ok {
+		c, ok = collective.Lookup(strings.Replace(name, "all_", "all", 1))
+	}
+	if !ok {
+		return ""
+	}
+	var algs []string
+	for _, n := range cfg.AlgorithmNames {
+		if cfg.Algorithms[n].Collective == c.Name {
+			algs = append(algs, n)
+		}
+	}
+	what := fmt.Sprintf("%s is a collective", arg)
+	switch {
+	case name != arg:
+		what = fmt.Sprintf("%s is nccl-tests' bench of %s", arg, c.Name)
+	case arg != c.Name:
+		what = fmt.Sprintf("%s is the collective %s", arg, c.Name)
+	}
+	if len(algs) == 0 {
+		return fmt.Sprintf("; %s, and %s has no algorithm of it: add one (docs/ccl-author-guide.md)", what, cfg.File)
+	}
+	return fmt.Sprintf("; %s: kernbench run ALGORITHM runs one of its algorithms (%s), several compare them in one table, kernbench tune %s finds the fastest per size",
+		what, strings.Join(algs, ", "), c.Name)
 }

@@ -23,7 +23,23 @@ var ncclTestsFlags = func() map[string]string {
 	op := "nccl-tests' -o/--op: use --redop sum, prod, max, min or avg"
 	iters := "nccl-tests' -n/-w: the simulation is deterministic, one run per size needs no iterations or warm-up"
 	step := "nccl-tests' -i/--stepbytes: kernbench steps by a factor only, -f"
+	launch := "nccl-tests' -z/-y/-G/-p/-R/-D/-V: how the host launches NCCL; kernbench launches kernel() on every simulated rank itself, drop the flag"
+	aggregate := "nccl-tests' -m/--agg_iters: each size is one collective, simulated once; there is nothing to aggregate"
+	cycles := "nccl-tests' -N/--run_cycles: a run is deterministic, a second cycle prints the same table"
+	average := "nccl-tests' -a/--average: one simulation covers every rank, time(us) is until the last rank returns; nothing to average"
+	cputime := "nccl-tests' -C/--report_cputime: time(us) is simulated time; -v splits it into send, recv and memory per rank"
+	output := "nccl-tests' -J/--output_file: use --json or --jsonl (stdout), or --csv FILE"
 	return map[string]string{
+		"z": launch, "blocking": launch, "y": launch, "stream_null": launch,
+		"G": launch, "cudagraph": launch, "p": launch, "parallel_init": launch,
+		"R": launch, "local_register": launch, "D": launch, "device_implementation": launch,
+		"V": launch, "device_cta_count": launch,
+		"m": aggregate, "agg_iters": aggregate,
+		"N": cycles, "run_cycles": cycles,
+		"a": average, "average": average,
+		"C": cputime, "report_cputime": cputime,
+		"J": output, "output_file": output,
+		"T": "nccl-tests' -T/--timeout: use --timeout with a unit (--timeout 30s, wall clock) or --max-steps N",
 		"g": ranks, "t": ranks, "ngpus": ranks, "nthreads": ranks,
 		"d": dtype, "datatype": dtype,
 		"o": op, "op": op,
