@@ -303,13 +303,22 @@ func measureRuns(bin string, j job) (result, error) {
 	r.cpu = median(cpus)
 	if pr != nil {
 		pr.cpu, pr.wall = median(peerCPUs), median(peerWalls)
-		pr.ratios = pairRatios(peerCPUs, cpus, pr.msgs, r.sends)
+		pr.ratios = pairRatios(seconds(peerCPUs), seconds(cpus), pr.msgs, r.sends)
 		r.peer = pr
 	}
 	if len(baseWalls) > 0 {
 		r.base = median(baseWalls)
 	}
 	return r, nil
+}
+
+// seconds is ds in seconds.
+func seconds(ds []time.Duration) []float64 {
+	s := make([]float64, len(ds))
+	for i, d := range ds {
+		s[i] = d.Seconds()
+	}
+	return s
 }
 
 // median is the middle value (the mean of the two middle ones for an even
@@ -393,15 +402,15 @@ func render(results []result) string {
 	b.WriteString("\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.2f s | %.1f | %.0f MB | %.2f |",
-			r.job.name, r.sends, r.events, r.runs, r.wall.Seconds(), usPerMessage(r.wall, r.sends),
+			r.job.name, r.sends, r.events, r.runs, r.wall.Seconds(), usPerMessage(r.wall.Seconds(), r.sends),
 			float64(r.rssBytes)/1e6, float64(r.rssBytes)/float64(max(r.dataB, 1)))
 		if withBase {
 			fmt.Fprintf(&b, " %.2f s | %.2f |", r.base.Seconds(), r.base.Seconds()/max(r.wall.Seconds(), 1e-9))
 		}
 		if withPeer {
-			fmt.Fprintf(&b, " %.2f |", usPerMessage(r.cpu, r.sends))
+			fmt.Fprintf(&b, " %.2f |", usPerMessage(r.cpu.Seconds(), r.sends))
 			if p := r.peer; p != nil {
-				fmt.Fprintf(&b, " %.2f | %s |", usPerMessage(p.cpu, p.msgs), ratioCell(p.ratios))
+				fmt.Fprintf(&b, " %.2f | %s |", usPerMessage(p.cpu.Seconds(), p.msgs), ratioCell(p.ratios))
 			} else {
 				b.WriteString(" – | – |")
 			}

@@ -183,14 +183,15 @@ func runChild(cmd *exec.Cmd) (*child, error) {
 	return c, err
 }
 
-// usPerMessage is d in microseconds per message.
-func usPerMessage(d time.Duration, msgs int64) float64 {
-	return d.Seconds() * 1e6 / float64(max(msgs, 1))
+// usPerMessage is a time of sec seconds in microseconds per message.
+func usPerMessage(sec float64, msgs int64) float64 {
+	return sec * 1e6 / float64(max(msgs, 1))
 }
 
 // pairRatios are, pair by pair, the peer's CPU time per message divided
-// by kernbench's: how many times faster kernbench is per message.
-func pairRatios(peerCPU, kbCPU []time.Duration, peerMsgs, kbMsgs int64) []float64 {
+// by kernbench's (both in seconds): how many times faster kernbench is
+// per message.
+func pairRatios(peerCPU, kbCPU []float64, peerMsgs, kbMsgs int64) []float64 {
 	r := make([]float64, min(len(peerCPU), len(kbCPU)))
 	for i := range r {
 		r[i] = usPerMessage(peerCPU[i], peerMsgs) / max(usPerMessage(kbCPU[i], kbMsgs), 1e-12)

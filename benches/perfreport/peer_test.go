@@ -3,7 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -73,22 +72,22 @@ func TestPeerArithmetic(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		d    time.Duration
+		sec  float64
 		msgs int64
 		want float64
 	}{
-		{"64 ranks", 645120 * time.Microsecond, 64512, 10},
-		{"256 ranks", 1044480 * time.Microsecond / 2, 1044480, 0.5},
-		{"no messages", 3 * time.Microsecond, 0, 3},
+		{"64 ranks", 0.64512, 64512, 10},
+		{"256 ranks", 0.52224, 1044480, 0.5},
+		{"no messages", 3e-6, 0, 3},
 	} {
-		if diff := cmp.Diff(tc.want, usPerMessage(tc.d, tc.msgs), approx); diff != "" {
-			t.Errorf("%s: usPerMessage(%v, %d) (-want +got):\n%s", tc.name, tc.d, tc.msgs, diff)
+		if diff := cmp.Diff(tc.want, usPerMessage(tc.sec, tc.msgs), approx); diff != "" {
+			t.Errorf("%s: usPerMessage(%v, %d) (-want +got):\n%s", tc.name, tc.sec, tc.msgs, diff)
 		}
 	}
 
 	// Pair by pair: the peer's CPU per message over kernbench's.
-	peer := []time.Duration{1290240 * time.Microsecond, 967680 * time.Microsecond, 645120 * time.Microsecond}
-	kb := []time.Duration{64512 * time.Microsecond, 129024 * time.Microsecond, 64512 * time.Microsecond}
+	peer := []float64{1.29024, 0.96768, 0.64512} // seconds
+	kb := []float64{0.064512, 0.129024, 0.064512}
 	got := pairRatios(peer, kb, 64512, 64512)
 	if diff := cmp.Diff([]float64{20, 7.5, 10}, got, approx); diff != "" {
 		t.Errorf("pairRatios (-want +got):\n%s", diff)

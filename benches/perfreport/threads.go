@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"time"
 )
 
 // The parallel engine's target is stated in wall time: a timed run on
@@ -24,13 +23,14 @@ var threadJobs = []job{
 	{name: "ring, timing-only, N=1024", args: ringArgs(1024, "--timing-only"), full: true},
 }
 
-// threadResult is what the alternating runs of one job measured.
+// threadResult is what the alternating runs of one job measured, in
+// seconds.
 type threadResult struct {
 	job     job
 	k       int
-	one     []time.Duration // wall of each --threads 1 run
-	many    []time.Duration // wall of each --threads K run
-	manyCPU []time.Duration // user + system of each --threads K run
+	one     []float64 // wall of each --threads 1 run
+	many    []float64 // wall of each --threads K run
+	manyCPU []float64 // user + system of each --threads K run
 }
 
 // measureThreads runs j at --threads 1 and at --threads k alternately,
@@ -52,10 +52,10 @@ func measureThreads(bin string, j job, k, n int) (threadResult, error) {
 					threads, r.sends, r.events, r.simNS, first.sends, first.events, first.simNS)
 			}
 			if threads == 1 {
-				tr.one = append(tr.one, r.wall)
+				tr.one = append(tr.one, r.wall.Seconds())
 			} else {
-				tr.many = append(tr.many, r.wall)
-				tr.manyCPU = append(tr.manyCPU, r.cpu)
+				tr.many = append(tr.many, r.wall.Seconds())
+				tr.manyCPU = append(tr.manyCPU, r.cpu.Seconds())
 			}
 		}
 	}
@@ -64,10 +64,10 @@ func measureThreads(bin string, j job, k, n int) (threadResult, error) {
 
 // wallRatios are, pair by pair, the one-thread wall time divided by the
 // K-thread one: the speed-up.
-func wallRatios(one, many []time.Duration) []float64 {
+func wallRatios(one, many []float64) []float64 {
 	r := make([]float64, min(len(one), len(many)))
 	for i := range r {
-		r[i] = one[i].Seconds() / max(many[i].Seconds(), 1e-9)
+		r[i] = one[i] / max(many[i], 1e-9)
 	}
 	return r
 }
@@ -84,11 +84,11 @@ func renderThreads(results []threadResult) string {
 	for _, r := range results {
 		use := 0.0
 		for i := range r.many {
-			use += r.manyCPU[i].Seconds() / max(r.many[i].Seconds(), 1e-9)
+			use += r.manyCPU[i] / max(r.many[i], 1e-9)
 		}
 		use /= float64(max(len(r.many), 1))
 		fmt.Fprintf(&b, "| %s | %d | %d | %.2f s | %.2f s | %.0f %% | %s |\n",
-			r.job.name, r.k, len(r.one), median(r.one).Seconds(), median(r.many).Seconds(), 100*use, ratioCell(wallRatios(r.one, r.many)))
+			r.job.name, r.k, len(r.one), medianFloat(r.one), medianFloat(r.many), 100*use, ratioCell(wallRatios(r.one, r.many)))
 	}
 	b.WriteString("\nCommands: ")
 	for i, r := range results {

@@ -3,7 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -11,15 +10,15 @@ import (
 
 // The threads table: the speed-up is formed pair by pair (one-thread wall
 // over K-thread wall of the same pair), its median and range shown, and
-// CPU use is the K-thread runs' CPU over their wall. The durations are
-// constants fed to the arithmetic, not measurements.
+// CPU use is the K-thread runs' CPU over their wall. The times are
+// constants in seconds fed to the arithmetic, not measurements.
 func TestThreadsTable(t *testing.T) {
-	ms := func(v ...int) []time.Duration {
-		var d []time.Duration
+	ms := func(v ...int) []float64 {
+		var s []float64
 		for _, x := range v {
-			d = append(d, time.Duration(x)*time.Millisecond)
+			s = append(s, float64(x)/1000)
 		}
-		return d
+		return s
 	}
 	r := threadResult{
 		job:     threadJobs[0],
