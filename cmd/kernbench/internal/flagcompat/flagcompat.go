@@ -55,8 +55,16 @@ var ncclTestsFlags = func() map[string]string {
 // --dtype …)" for an nccl-tests flag given to run, what a duration looks
 // like for a bad one, else "".
 func Hint(cmd *cobra.Command, err error) string {
-	if invalid := (*pflag.InvalidValueError)(nil); errors.As(err, &invalid) && invalid.GetFlag().Value.Type() == "duration" {
-		return " (a duration has a unit: 30s, 10m, 1h)"
+	if invalid := (*pflag.InvalidValueError)(nil); errors.As(err, &invalid) {
+		switch f := invalid.GetFlag(); {
+		case f.Value.Type() == "duration":
+			return " (a duration has a unit: 30s, 10m, 1h)"
+		case f.Name == "root" && cmd.Name() == "run":
+			// nccl-tests' -r takes a rank or all (every root in turn).
+			return " (--root takes one rank, 0 to world_size-1; nccl-tests' -r all has no counterpart: run once per root)"
+		case strings.HasPrefix(f.Value.Type(), "int") || strings.HasPrefix(f.Value.Type(), "uint"):
+			return " (--" + f.Name + " takes a whole number)"
+		}
 	}
 	var unknown *pflag.NotExistError
 	if !errors.As(err, &unknown) || unknown.GetSpecifiedName() == "" {
