@@ -353,7 +353,7 @@ func (pt *port) notify(p *sim.Proc, addr uint64, value int32, op NotifyOp, name 
 	}
 	start := pt.st.h.m.Sim.Now()
 	old := pt.load32(addr)
-	if err := pt.charge(p, pt.write.IdleTime(CounterBytes), "counter notify"); err != nil {
+	if err := pt.charge(p, pt.write.ChargeFor(CounterBytes), "counter notify"); err != nil {
 		return err
 	}
 	if err := pt.ok(); err != nil {
@@ -377,7 +377,7 @@ func (pt *port) test(p *sim.Proc, addr uint64, value int32, cmp WaitCmp) (TestRe
 		return TestResult{}, err
 	}
 	obs := pt.load32(addr)
-	return TestResult{Matched: cmp.Eval(obs, value), Observed: obs}, pt.charge(p, pt.read.IdleTime(CounterBytes), "counter test")
+	return TestResult{Matched: cmp.Eval(obs, value), Observed: obs}, pt.charge(p, pt.read.ChargeFor(CounterBytes), "counter test")
 }
 
 // writePayload copies data to payload offset off: it travels for
@@ -387,7 +387,7 @@ func (pt *port) writePayload(p *sim.Proc, off uint64, data []byte, name string) 
 		return err
 	}
 	start := pt.st.h.m.Sim.Now()
-	if err := pt.charge(p, pt.write.IdleTime(int64(len(data))), "payload write"); err != nil {
+	if err := pt.charge(p, pt.write.ChargeFor(int64(len(data))), "payload write"); err != nil {
 		return err
 	}
 	if err := pt.ok(); err != nil {
@@ -406,7 +406,7 @@ func (pt *port) readPayload(p *sim.Proc, off, n uint64) ([]byte, error) {
 		return nil, err
 	}
 	out := append([]byte(nil), pt.st.payload.Sub(int64(off), int64(n)).View()...)
-	return out, pt.charge(p, pt.read.IdleTime(int64(n)), "payload read")
+	return out, pt.charge(p, pt.read.ChargeFor(int64(n)), "payload read")
 }
 
 func (h *Hub) logWrite(name string, reg machine.Region, start sim.Time, withData bool) {
@@ -472,7 +472,7 @@ func (pt *port) wait(p *sim.Proc, op string, addr uint64, value int32, cmp WaitC
 		}
 		obs = pt.load32(addr)
 		if cmp.Eval(obs, value) {
-			err := pt.charge(p, pt.read.IdleTime(CounterBytes), "counter wait (matched)")
+			err := pt.charge(p, pt.read.ChargeFor(CounterBytes), "counter wait (matched)")
 			pt.traceSpan("counter wait", t0, s.Now())
 			return obs, true, err
 		}

@@ -125,6 +125,9 @@ type FaultState struct {
 	// Stalled bookings and the PEs that issued them (a stop).
 	Stalled     int64
 	StalledFrom []int
+	// Charged is the bytes of accesses charged at the resource's
+	// parameters without booking it (Path.ChargeFor: an L3/L2 region's).
+	Charged int64
 }
 
 // Faults is every fault of the machine's parameters, in their order, with
@@ -149,6 +152,9 @@ func (m *Machine) Faults() []FaultState {
 			st.Used, st.Bytes, st.BusyTime = true, r.Bytes, r.BusyTime
 			if f := r.fault(); f != nil {
 				st.Stalled, st.StalledFrom = f.Stalled, slices.Clone(f.StalledFrom)
+			}
+			if r.rare != nil {
+				st.Charged = r.rare.charged
 			}
 		}
 		out = append(out, st)

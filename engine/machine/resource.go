@@ -78,6 +78,10 @@ type resourceRare struct {
 	// fault is the resource's jitter or stop (faults.go), which act on
 	// each booking; nil without one.
 	fault *resourceFault
+	// charged counts the bytes of accesses charged at the resource's
+	// bandwidth and latency without booking it (ChargeFor: an L3/L2
+	// region's), which Bytes leaves out.
+	charged int64
 }
 
 // trace is the recorder of r's use (nil: none).
@@ -176,6 +180,17 @@ func (p Path) Bottleneck() int64 {
 // booking would on an idle path (each term rounded up to a picosecond).
 func (p Path) IdleTime(n int64) sim.Time {
 	return sim.Add(p.Latency(), p.Service(n))
+}
+
+// ChargeFor is IdleTime for an access charged by its time without
+// booking the path (an L3/L2 region's), noted on each resource as bytes
+// charged, so that a report of the resource's use (a fault's) does not
+// say nothing went through it.
+func (p Path) ChargeFor(n int64) sim.Time {
+	for _, r := range p {
+		r.rareOf().charged += n
+	}
+	return p.IdleTime(n)
 }
 
 // Service is the time n bytes occupy the bottleneck of the path: the

@@ -23,13 +23,16 @@ type FaultUse struct {
 	// ranks whose DMA issued them (a stopped resource).
 	Stalled      int64 `json:"stalled,omitempty"`
 	StalledRanks []int `json:"stalled_ranks,omitempty"`
+	// Charged is the bytes of L3/L2 region accesses charged at the
+	// resource's bandwidth and latency without a booking.
+	Charged int64 `json:"charged_bytes,omitempty"`
 }
 
 // FaultUses is the machine's faults after a run that ended at end.
 func FaultUses(m *machine.Machine, end sim.Time) []FaultUse {
 	var out []FaultUse
 	for _, st := range m.Faults() {
-		u := FaultUse{Resource: st.Resource, Fault: strings.TrimPrefix(st.Fault.String(), st.Resource+": "), Used: st.Used, Bytes: st.Bytes, Stalled: st.Stalled}
+		u := FaultUse{Resource: st.Resource, Fault: strings.TrimPrefix(st.Fault.String(), st.Resource+": "), Used: st.Used, Bytes: st.Bytes, Stalled: st.Stalled, Charged: st.Charged}
 		if end > 0 {
 			u.Utilisation = float64(st.BusyTime) / float64(end)
 		}
@@ -53,6 +56,10 @@ func (u FaultUse) String() string {
 		s += " (not used by this run)"
 	case u.Stalled > 0:
 		s += fmt.Sprintf(" (%d transfer(s) held by the stop, from %s)", u.Stalled, RanksText(u.StalledRanks))
+	case u.Bytes == 0 && u.Charged > 0:
+		// (An L3/L2 region's accesses take its time without a booking:
+		// "no transfer was booked" read as if the fault changed nothing.)
+		s += fmt.Sprintf(" (carried %d bytes of L3/L2 region accesses, charged at its bandwidth and latency)", u.Charged)
 	case u.Bytes == 0:
 		s += " (no transfer was booked on it)"
 	default:
