@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"kernbench/cmd/kernbench/internal/flagcompat"
 	"maps"
 	"math"
 	"os"
@@ -149,15 +150,8 @@ of these (its last line names that failure's kind).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Check {
-				for _, a := range args {
-					if a == "0" || a == "1" {
-						// `--check 1`: nccl-tests' result check, whose value
-						// pflag leaves as an algorithm name.
-						return usageErr(fmt.Sprintf("--check %s: nccl-tests' -c/--check checks results, which kernbench does in every run (--verify-data=false skips it); "+
-							"kernbench's --check re-verifies every queue pair's pointer invariants after each delivery (slow) and takes no value after a space: drop both, or give --check alone", a))
-					}
-				}
+			if msg := flagcompat.CheckValue(o.Check, args); msg != "" {
+				return usageErr(msg)
 			}
 			arg := ""
 			if o.bench != "" {

@@ -57,6 +57,20 @@ func refBook(path []*refResource, now, t sim.Time, n int64, source int, vc VC) s
 	return lastIn
 }
 
+// randomResources are n resources, each with a bandwidth drawn from bws
+// and a latency of 0 to lats-1 times 700 ps, and their plain models.
+func randomResources(rng *rand.Rand, n int, bws []int64, lats int) ([]*Resource, []*refResource) {
+	res := make([]*Resource, n)
+	ref := make([]*refResource, n)
+	for i := range res {
+		bw := bws[rng.IntN(len(bws))]
+		lat := sim.Time(rng.IntN(lats)) * 700
+		res[i] = &Resource{BytesPerUs: bw, Latency: lat}
+		ref[i] = &refResource{bw: bw, lat: lat}
+	}
+	return res, ref
+}
+
 // Rule (docs/architecture.md, engine/machine): links and memory ports are
 // shared deterministically, FIFO between sources, the two VCs of a PE not
 // blocking each other. TestBookMatchesFixpointModel books random transfers of
@@ -68,14 +82,7 @@ func TestBookMatchesFixpointModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for trial := range 200 {
 		nres := 1 + rng.IntN(5)
-		res := make([]*Resource, nres)
-		ref := make([]*refResource, nres)
-		for i := range res {
-			bw := []int64{0, 1000, 32_000, 64_000, 128_000}[rng.IntN(5)]
-			lat := sim.Time(rng.IntN(3)) * 700
-			res[i] = &Resource{BytesPerUs: bw, Latency: lat}
-			ref[i] = &refResource{bw: bw, lat: lat}
-		}
+		res, ref := randomResources(rng, nres, []int64{0, 1000, 32_000, 64_000, 128_000}, 3)
 		engines := []*dmaEngine{nil, {key: 1}, {key: 2}, {key: 3}}
 		now := sim.Time(0)
 		for op := range 300 {
@@ -135,14 +142,7 @@ func TestBookAheadAtOneInstantMatchesModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for trial := range 30 {
 		nres := 1 + rng.IntN(2)
-		res := make([]*Resource, nres)
-		ref := make([]*refResource, nres)
-		for i := range res {
-			bw := []int64{1000, 32_000}[rng.IntN(2)]
-			lat := sim.Time(rng.IntN(2)) * 700
-			res[i] = &Resource{BytesPerUs: bw, Latency: lat}
-			ref[i] = &refResource{bw: bw, lat: lat}
-		}
+		res, ref := randomResources(rng, nres, []int64{1000, 32_000}, 2)
 		engines := []*dmaEngine{nil, {key: 1}}
 		now, last := sim.Time(0), sim.Time(0)
 		for op := range 400 {

@@ -273,7 +273,9 @@ type sameInstant struct{ s *Sim }
 
 func (h *sameInstant) Fire() { h.s.At(h.s.Now(), h) }
 
-// Rule (sim.InstantLimit): a cascade of events at one instant past the
+// Rule (docs/architecture.md, engine/sim, Stops: the bound on events at
+// one instant, which the simulated-time watchdog max_sim_time_ns cannot
+// see, as time stands still): a cascade of events at one instant past the
 // limit stops the run with a *StuckInstantError at that instant; as many
 // events at one instant as the limit, and any number of events spread
 // over instants, run to the end; 0 is no limit.

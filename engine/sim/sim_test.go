@@ -113,7 +113,8 @@ func (r *rearmer) Fire() {
 	}
 }
 
-// Rule (sim.Late): under jitter a Late handler fires after every process
+// Rule (docs/architecture.md, engine/sim, --jitter-seed and sim.Late):
+// under jitter a Late handler fires after every process
 // wake-up of its instant, those scheduled after it included, so that a
 // handler re-arming at the next pending time lets the instant end; without
 // jitter it fires in scheduling order.

@@ -215,6 +215,22 @@ func Run(file string, o Options) []string {
 	var unplaceable []int
 	var unplaceableErr error
 	dirs := map[string]bool{} // every direction installed at an admissible size
+	// tables builds the neighbour tables of world size w and, when they
+	// are valid, adds their directions to into.
+	tables := func(w int, into map[string]bool) error {
+		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
+		spec.Shape(p.Topology, w, tgt.Settings)
+		links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
+		if err != nil {
+			return err
+		}
+		for _, ls := range links {
+			for _, l := range ls {
+				into[l.Dir] = true
+			}
+		}
+		return nil
+	}
 	var tooLarge []string
 	for _, w := range sizes {
 		if why := setUpTooLarge(p.Topology, w, tgt.Settings.Channels); why != "" {
@@ -223,19 +239,12 @@ func Run(file string, o Options) []string {
 			tooLarge = append(tooLarge, why)
 			continue
 		}
-		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
-		spec.Shape(p.Topology, w, tgt.Settings)
-		links, _, err := wiring.NeighborTables(spec, loader.NewThread("check"))
+		err := tables(w, dirs)
 		if err == nil {
 			if err := machine.Holds(w); err != nil {
 				unplaceable, unplaceableErr = append(unplaceable, w), err
 			}
 			admissible = append(admissible, fmt.Sprint(w))
-			for _, ls := range links {
-				for _, l := range ls {
-					dirs[l.Dir] = true
-				}
-			}
 			continue
 		}
 		if isFail(err) {
@@ -327,20 +336,11 @@ func Run(file string, o Options) []string {
 		// kernel that supports both is not told its ring's "W" is never
 		// installed. Only the directions count; a size refused or too
 		// large here is nobody's problem.
-		dirs = maps.Clone(dirs)
 		for _, w := range lintWorldSizes {
 			if slices.Contains(sizes, w) || setUpTooLarge(p.Topology, w, tgt.Settings.Channels) != "" {
 				continue
 			}
-			spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
-			spec.Shape(p.Topology, w, tgt.Settings)
-			if links, _, err := wiring.NeighborTables(spec, loader.NewThread("check")); err == nil {
-				for _, ls := range links {
-					for _, l := range ls {
-						dirs[l.Dir] = true
-					}
-				}
-			}
+			_ = tables(w, dirs) // (an error here is nobody's problem)
 		}
 	}
 	if data, err := src.ReadFile(tgt.File); err == nil {

@@ -7,6 +7,7 @@ package flagcompat
 
 import (
 	"errors"
+	"fmt"
 	"kernbench/starlark/registry"
 	"strings"
 
@@ -82,6 +83,23 @@ func Hint(cmd *cobra.Command, err error) string {
 	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	if n := registry.Closest(unknown.GetSpecifiedName(), names); n != "" {
 		return " (did you mean --" + n + "?)"
+	}
+	return ""
+}
+
+// CheckValue is the usage error of `run … --check 1` (or 0), nccl-tests'
+// -c/--check result check, whose value pflag leaves among the algorithm
+// names once --check (a boolean) is set; "" when there is none. check is
+// whether --check was given, args the command's arguments.
+func CheckValue(check bool, args []string) string {
+	if !check {
+		return ""
+	}
+	for _, a := range args {
+		if a == "0" || a == "1" {
+			return fmt.Sprintf("--check %s: nccl-tests' -c/--check checks results, which kernbench does in every run (--verify-data=false skips it); "+
+				"kernbench's --check re-verifies every queue pair's pointer invariants after each delivery (slow) and takes no value after a space: drop both, or give --check alone", a)
+		}
 	}
 	return ""
 }
