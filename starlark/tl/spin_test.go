@@ -43,6 +43,14 @@ def kernel(rank, tl):
     while True:
         u = t + 1.0
 `, "the kernel made 100 calls"},
+		// Every Ptr and Tile method counts, as every tl builtin does
+		// (Tile.tolist did not).
+		{"a tile read back", `
+def kernel(rank, tl):
+    t = tl.zeros(16, "f32")
+    while True:
+        t.tolist()
+`, "the kernel made 100 calls"},
 		{"events handed between threads", `
 def other(tl, evs):
     while True:

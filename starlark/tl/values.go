@@ -168,14 +168,27 @@ func (p *Ptr) sub(start, count int64) Ptr {
 	return q
 }
 
+// counted is methods, each first counting its call among the rank's
+// calls at one instant (noteCallOn): every Ptr and Tile method is one, as
+// every tl builtin is (callTL), whatever else it does.
+func counted[R starlark.Value](methods []registry.Method[R]) []registry.Method[R] {
+	for i := range methods {
+		fn := methods[i].Fn
+		methods[i].Fn = func(r R, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+			if err := noteCallOn(th); err != nil {
+				return nil, err
+			}
+			return fn(r, th, b, args, kw)
+		}
+	}
+	return methods
+}
+
 // readsNow wraps a Ptr method that reads memory now: in a kernel, the
 // stores the calling kernel left under way into the view (fused
 // primitives) finish first.
 func readsNow(fn func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error)) func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 	return func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-		if err := noteCallOn(th); err != nil {
-			return nil, err
-		}
 		if k, ok := th.Local(threadKernelKey).(*Kernel); ok && k.Proc.Sim().Running() == k.Proc {
 			if err := k.Settle(p.Reg); err != nil {
 				return nil, err
@@ -188,9 +201,6 @@ func readsNow(fn func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args sta
 // notedView is p.view for a method of the kernel th runs: the view is
 // followed when the simulation is probed (noteView).
 func notedView(th *starlark.Thread, p *Ptr, start, count int64, what string) (starlark.Value, error) {
-	if err := noteCallOn(th); err != nil {
-		return nil, err
-	}
 	q, err := p.view(start, count, what)
 	if err != nil {
 		return nil, err
@@ -214,7 +224,7 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 	{Name: "pe", Type: "int", Doc: "Global index of the PE owning the memory (-1 for cube SRAM).", Get: func(p *Ptr) starlark.Value { return starlark.MakeInt(p.Reg.Mem.PE) }},
 	{Name: "rank", Type: "int", Doc: "Rank the memory belongs to.", Get: func(p *Ptr) starlark.Value { return starlark.MakeInt(p.Rank) }},
 	{Name: "space", Type: "str", Doc: `Memory kind: "tcm", "sram" or "hbm".`, Get: func(p *Ptr) starlark.Value { return starlark.String(p.Reg.Mem.Space.String()) }},
-}, []registry.Method[*Ptr]{
+}, counted([]registry.Method[*Ptr]{
 	{Name: "chunk", Sig: "chunk(i, n)", Doc: "The i-th of n equal parts (OutOfBounds if count is not divisible by n).", Fn: func(p *Ptr, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var i, n int
 		if err := starlark.UnpackPositionalArgs("Ptr.chunk", args, kw, 2, &i, &n); err != nil {
@@ -239,9 +249,6 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		}
 		if int64(n) > maxParts {
 			return nil, errorf(errkind.OutOfBounds, "Ptr.parts: %d parts is more than %d", n, maxParts)
-		}
-		if err := noteCallOn(th); err != nil {
-			return nil, err
 		}
 		// One list of views made in Go: a ring cuts each buffer into
 		// world_size chunks, which in Starlark was most of its setup.
@@ -285,7 +292,7 @@ var ptrTable = registry.New("Ptr", "", []registry.Field[*Ptr]{
 		}
 		return toList(p.DT, p.Reg.View(), int(p.Count)), nil
 	})},
-})
+}))
 
 // partBound is i·count/n rounded down, for 0 ≤ i ≤ n, in 128 bits (i·count
 // may pass int64 for a huge view).
@@ -357,11 +364,8 @@ func (t *Tile) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: T
 var tileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 	{Name: "count", Type: "int", Doc: "Number of elements.", Get: func(t *Tile) starlark.Value { return starlark.MakeInt64(t.Count) }},
 	{Name: "dtype", Type: "str", Doc: "Element type name.", Get: func(t *Tile) starlark.Value { return starlark.String(t.DT.String()) }},
-}, []registry.Method[*Tile]{
+}, counted([]registry.Method[*Tile]{
 	{Name: "astype", Sig: "astype(dtype)", Doc: "A converted copy (costs math time).", Fn: func(t *Tile, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
-		if err := noteCallOn(th); err != nil {
-			return nil, err
-		}
 		var name string
 		if err := starlark.UnpackPositionalArgs("Tile.astype", args, kw, 1, &name); err != nil {
 			return nil, err
@@ -385,7 +389,7 @@ var tileTable = registry.New("Tile", "", []registry.Field[*Tile]{
 		}
 		return toList(t.DT, t.Data, int(t.Count)), nil
 	}},
-})
+}))
 
 func (t *Tile) AttrNames() []string { return tileTable.AttrNames() }
 
