@@ -48,64 +48,107 @@ func (a *Algo) Completing(alias Alias) (map[StepRef]bool, error) {
 		return nil, nil
 	}
 	words := (a.NGPUs + 63) / 64
-	type key struct {
-		gpu int
-		buf Buffer
-		idx int
+	input := func(g, _ int) ranks {
+		r := make(ranks, words)
+		r[g/64] |= 1 << (g % 64)
+		return r
 	}
-	canon := func(g int, b Buffer, idx int) key {
+	absent := func() ranks { return make(ranks, words) }
+	completing := map[StepRef]bool{}
+	// (allreduce, reduce_scatter and reduce: the larger buffer is the input.)
+	_, err := flow(a, alias, a.NChunksPerLoop, input, absent, ranks.union, func(n StepRef, st *Step, out []ranks) error {
+		switch st.Type {
+		case "rrs", "rrc", "rrcs", "re":
+		default:
+			return nil
+		}
+		full := 0
+		for _, v := range out {
+			if v.count() == a.NGPUs {
+				full++
+			}
+		}
+		if full > 0 {
+			if full < st.Cnt {
+				return &Error{File: a.File, Line: st.Line, Msg: fmt.Sprintf("gpu %d tb %d step %d completes the sum of %d of its %d chunks: --redop avg divides where a sum completes, and cannot divide only some of a step's chunks", n.GPU, n.TB, n.S, full, st.Cnt)}
+			}
+			completing[n] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return completing, nil
+}
+
+// chunkKey names one chunk of a gpu's buffer, after aliasing.
+type chunkKey struct {
+	gpu int
+	buf Buffer
+	idx int
+}
+
+// flow evaluates a valid schedule on values of V, one per chunk: the
+// first inputs chunks of i (the collective's input, whatever i_chunks
+// a gpu declares: an in-place allgather's input lies in o) start as
+// input(gpu, idx) and every other chunk as absent(); each step, in an order its waits allow (program order,
+// depid/deps, a receive after its send), computes a value per chunk
+// it moves (what it sends, stores or both; a reduction combines what it
+// receives, or its dst for re, with its src), stores it where the step
+// writes, passes it to the matching receive where it sends, and shows
+// it to visit. It returns the value of every chunk written or read.
+// Any order the waits allow gives the same values when the schedule has
+// no race (which a run checks).
+func flow[V any](a *Algo, alias Alias, inputs int, input func(gpu, idx int) V, absent func() V, reduce func(x, y V) V, visit func(n StepRef, st *Step, out []V) error) (map[chunkKey]V, error) {
+	canon := func(g int, b Buffer, idx int) chunkKey {
 		if alias != nil {
 			b, idx = alias(g, b, idx)
 		}
-		return key{g, b, idx}
+		return chunkKey{g, b, idx}
 	}
-	held := map[key]ranks{}
+	held := map[chunkKey]V{}
 	for _, g := range a.GPUs {
-		for k := 0; k < g.IChunks; k++ {
-			r := make(ranks, words)
-			r[g.ID/64] |= 1 << (g.ID % 64)
-			held[canon(g.ID, Input, k)] = r
+		for k := 0; k < inputs; k++ {
+			held[canon(g.ID, Input, k)] = input(g.ID, k)
 		}
 	}
-	get := func(g int, b Buffer, idx int) ranks {
-		if r, ok := held[canon(g, b, idx)]; ok {
-			return r
+	get := func(g int, b Buffer, idx int) V {
+		if v, ok := held[canon(g, b, idx)]; ok {
+			return v
 		}
-		return make(ranks, words)
+		return absent()
 	}
-	// The waits: program order, depid/deps, a receive after its send.
-	type node = StepRef
-	next := map[node][]node{}
-	indeg := map[node]int{}
-	var order []node
+	next := map[StepRef][]StepRef{}
+	indeg := map[StepRef]int{}
+	var order []StepRef
 	for _, g := range a.GPUs {
 		for _, tb := range g.TBs {
 			for _, st := range tb.Steps {
-				n := node{g.ID, tb.ID, st.S}
+				n := StepRef{g.ID, tb.ID, st.S}
 				order = append(order, n)
 				indeg[n] += 0
 				if st.S > 0 {
-					p := node{g.ID, tb.ID, st.S - 1}
+					p := StepRef{g.ID, tb.ID, st.S - 1}
 					next[p] = append(next[p], n)
 					indeg[n]++
 				}
 				if st.DepID >= 0 {
-					d := node{g.ID, st.DepID, st.Deps}
+					d := StepRef{g.ID, st.DepID, st.Deps}
 					next[d] = append(next[d], n)
 					indeg[n]++
 				}
 			}
 		}
 	}
-	matchOf := map[node]node{}
+	matchOf := map[StepRef]StepRef{}
 	for _, m := range a.Matches() {
 		next[m.Send] = append(next[m.Send], m.Recv)
 		indeg[m.Recv]++
 		matchOf[m.Send] = m.Recv
 	}
-	inbox := map[node][]ranks{} // what a receiving step gets
-	completing := map[StepRef]bool{}
-	queue := []node{}
+	inbox := map[StepRef][]V{} // what a receiving step gets
+	queue := []StepRef{}
 	for _, n := range order {
 		if indeg[n] == 0 {
 			queue = append(queue, n)
@@ -116,40 +159,28 @@ func (a *Algo) Completing(alias Alias) (map[StepRef]bool, error) {
 		queue = queue[1:]
 		st := a.step(n)
 		msg := inbox[n]
-		var out []ranks
-		full := 0
+		var out []V
 		for k := 0; k < st.Cnt; k++ {
-			var v ranks
+			var v V
 			switch st.Type {
-			case "s":
+			case "s", "cpy":
 				v = get(n.GPU, st.SrcBuf, st.SrcOff+k)
 			case "r", "rcs":
 				v = msg[k]
 			case "rrs", "rrc", "rrcs":
-				v = msg[k].union(get(n.GPU, st.SrcBuf, st.SrcOff+k))
-			case "cpy":
-				v = get(n.GPU, st.SrcBuf, st.SrcOff+k)
+				v = reduce(msg[k], get(n.GPU, st.SrcBuf, st.SrcOff+k))
 			case "re":
-				v = get(n.GPU, st.DstBuf, st.DstOff+k).union(get(n.GPU, st.SrcBuf, st.SrcOff+k))
+				v = reduce(get(n.GPU, st.DstBuf, st.DstOff+k), get(n.GPU, st.SrcBuf, st.SrcOff+k))
 			default:
 				continue
-			}
-			switch st.Type {
-			case "rrs", "rrc", "rrcs", "re":
-				if v.count() == a.NGPUs {
-					full++
-				}
 			}
 			if st.Writes() {
 				held[canon(n.GPU, st.DstBuf, st.DstOff+k)] = v
 			}
 			out = append(out, v)
 		}
-		if full > 0 {
-			if full < st.Cnt {
-				return nil, &Error{File: a.File, Line: st.Line, Msg: fmt.Sprintf("gpu %d tb %d step %d completes the sum of %d of its %d chunks: --redop avg divides where a sum completes, and cannot divide only some of a step's chunks", n.GPU, n.TB, n.S, full, st.Cnt)}
-			}
-			completing[n] = true
+		if err := visit(n, st, out); err != nil {
+			return nil, err
 		}
 		if st.Sends() {
 			inbox[matchOf[n]] = out
@@ -160,5 +191,5 @@ func (a *Algo) Completing(alias Alias) (map[StepRef]bool, error) {
 			}
 		}
 	}
-	return completing, nil
+	return held, nil
 }

@@ -60,5 +60,22 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Completing: error %T, want *Error: %v", err, err)
 			}
 		}
+		// The result check runs on any valid schedule of any collective,
+		// in place (allreduce's aliasing) or not, and reports per gpu.
+		for _, coll := range []string{"allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"} {
+			a.Coll = coll
+			for _, alias := range []Alias{nil, func(_ int, b Buffer, idx int) (Buffer, int) {
+				if b == Output {
+					return Input, idx
+				}
+				return b, idx
+			}} {
+				if err := a.CheckResult(alias, 0); err != nil {
+					if l, ok := err.(ErrorList); !ok || len(l) > a.NGPUs {
+						t.Fatalf("CheckResult(%s): error %T, want at most a problem per gpu: %v", coll, err, err)
+					}
+				}
+			}
+		}
 	})
 }

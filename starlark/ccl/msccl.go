@@ -215,6 +215,9 @@ func CheckMSCCL(arg string, o Options) []string {
 	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: mscclio.Neighbors(a)}); err != nil {
 		return []string{fmt.Sprintf("%s: %v", arg, err)}
 	}
+	if err := mscclio.Result(a); err != nil {
+		return strings.Split(err.Error(), "\n")
+	}
 	// A buffer_kind the user gave that cannot hold the rings (the bench's
 	// buffers aside: check knows no size).
 	set := cfg.Defaults

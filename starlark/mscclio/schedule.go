@@ -249,8 +249,18 @@ func Avg(a *msccl.Algo) (map[msccl.StepRef]bool, error) {
 	return final, nil
 }
 
+// Result checks without running that a schedule leaves every output
+// chunk holding what its collective wants (msccl.Algo.CheckResult, with
+// the in-place aliasing and root of a run): each gpu whose result would
+// be wrong is a problem at its <gpu> line.
+func Result(a *msccl.Algo) error {
+	root, _ := Root(a)
+	return a.CheckResult(alias(a), root)
+}
+
 // alias says which chunks of i and o share memory in an in-place
-// schedule, as NCCL aliases them: allreduce and reduce use one buffer,
+// schedule, as the bench lays its buffers out (NCCL's conventions):
+// allreduce, reduce, broadcast and alltoall use one buffer,
 // reduce_scatter's recvbuf is the rank's chunk of sendbuf, allgather's
 // sendbuf the rank's chunk of recvbuf. Chunks are named by the larger
 // buffer.
@@ -261,7 +271,7 @@ func alias(a *msccl.Algo) msccl.Alias {
 	per := a.NChunksPerLoop / a.NGPUs // chunks of the smaller buffer
 	return func(g int, b msccl.Buffer, idx int) (msccl.Buffer, int) {
 		switch {
-		case (a.Coll == "allreduce" || a.Coll == "reduce") && b == msccl.Output:
+		case a.Coll != "reduce_scatter" && a.Coll != "allgather" && b == msccl.Output:
 			return msccl.Input, idx
 		case a.Coll == "reduce_scatter" && b == msccl.Output:
 			return msccl.Input, g*per + idx

@@ -1,0 +1,205 @@
+package msccl
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// A schedule that runs to the end can still leave a wrong result: an
+// output chunk no step writes, a chunk received into the wrong place, a
+// sum that misses a rank or counts one twice. A run finds those in its
+// data; CheckResult finds them without running, by following what each
+// chunk holds (flow) and comparing every output chunk with what the
+// collective wants there, as msccl-tools' MSCCLang checks its programs'
+// postconditions.
+
+// content is what a chunk holds in the symbolic run of a schedule: the
+// input chunk idx of the ranks in from, combined by the redop.
+type content struct {
+	idx  int
+	from ranks
+	// mixed: it combines input chunks of different indexes; twice: it
+	// combines some rank's chunk more than once (a sum counts it twice);
+	// unset: it holds, or combines, data no step wrote.
+	mixed, twice, unset bool
+}
+
+// combine is the redop of x and y, symbolically.
+func combine(x, y content) content {
+	z := content{idx: x.idx, from: x.from.union(y.from), mixed: x.mixed || y.mixed || x.idx != y.idx,
+		twice: x.twice || y.twice, unset: x.unset || y.unset}
+	for i := range x.from {
+		if x.from[i]&y.from[i] != 0 {
+			z.twice = true
+		}
+	}
+	return z
+}
+
+// same reports whether c holds exactly what want does.
+func (c content) same(want content) bool {
+	if c.unset || c.mixed || c.twice || c.idx != want.idx {
+		return false
+	}
+	for i := range want.from {
+		if c.from[i] != want.from[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// describe says what c holds, in words.
+func (c content) describe(ngpus int) string {
+	switch {
+	case c.unset:
+		return "data no step wrote"
+	case c.mixed:
+		return "a combination of different input chunks"
+	}
+	var who []int
+	for r := 0; r < ngpus; r++ {
+		if c.from[r/64]&(1<<(r%64)) != 0 {
+			who = append(who, r)
+		}
+	}
+	var s string
+	switch {
+	case len(who) == 1:
+		s = fmt.Sprintf("rank %d's input chunk %d", who[0], c.idx)
+	case len(who) == ngpus:
+		s = fmt.Sprintf("the reduction of input chunk %d over all %d ranks", c.idx, ngpus)
+	default:
+		s = fmt.Sprintf("the reduction of input chunk %d over ranks %s only", c.idx, rankList(who))
+	}
+	if c.twice {
+		s += ", some rank's counted twice"
+	}
+	return s
+}
+
+// rankList writes ranks (ascending) with runs as ranges: 0-3,6.
+func rankList(rs []int) string {
+	var b strings.Builder
+	for i := 0; i < len(rs); {
+		j := i
+		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(rs[i]))
+		if j > i {
+			b.WriteString("-" + strconv.Itoa(rs[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+// CheckResult reports every gpu whose output chunks do not end holding
+// what the schedule's collective wants, for a valid schedule whose
+// chunks are named by the larger per-rank buffer (nchunksperloop of
+// them): allreduce's output chunk j is input chunk j reduced over every
+// rank; reduce_scatter's chunk j on gpu g is input chunk g*per+j reduced
+// over every rank (per = nchunksperloop / ngpus); allgather's chunk j is
+// rank j/per's input chunk j%per; alltoall's chunk j on gpu g is rank
+// j/per's input chunk g*per+j%per; broadcast's chunk j is root's input
+// chunk j on every gpu; reduce's chunk j on root is input chunk j reduced over
+// every rank. alias maps the chunks that share memory in place; root is
+// a broadcast's or reduce's root. Each gpu is reported once, at its
+// <gpu> line, with its first wrong chunk. A collective whose chunks do
+// not divide among the gpus is not checked (a run refuses its sizes).
+func (a *Algo) CheckResult(alias Alias, root int) error {
+	n, c := a.NGPUs, a.NChunksPerLoop
+	if n < 1 || c < 1 {
+		return nil
+	}
+	per := c / n
+	words := (n + 63) / 64
+	one := func(r int) ranks {
+		s := make(ranks, words)
+		s[r/64] |= 1 << (r % 64)
+		return s
+	}
+	all := make(ranks, words)
+	for r := 0; r < n; r++ {
+		all[r/64] |= 1 << (r % 64)
+	}
+	// want gives what output chunk j of gpu g must hold, and whether it
+	// is checked at all.
+	var want func(g, j int) (content, bool)
+	outputs := c
+	switch a.Coll {
+	case "allreduce":
+		want = func(_, j int) (content, bool) { return content{idx: j, from: all}, true }
+	case "reduce_scatter":
+		outputs = per
+		want = func(g, j int) (content, bool) { return content{idx: g*per + j, from: all}, true }
+	case "allgather":
+		want = func(_, j int) (content, bool) { return content{idx: j % per, from: one(j / per)}, true }
+	case "alltoall":
+		want = func(g, j int) (content, bool) { return content{idx: g*per + j%per, from: one(j / per)}, true }
+	case "broadcast":
+		want = func(_, j int) (content, bool) { return content{idx: j, from: one(root)}, true }
+	case "reduce":
+		want = func(g, j int) (content, bool) { return content{idx: j, from: all}, g == root }
+	default:
+		return nil
+	}
+	if outputs != c || a.Coll == "allgather" || a.Coll == "alltoall" {
+		// Chunks named per rank (per of them) must divide evenly.
+		if per < 1 || c%n != 0 {
+			return nil
+		}
+	}
+	input := func(g, idx int) content { return content{idx: idx, from: one(g)} }
+	absent := func() content { return content{from: make(ranks, words), unset: true} }
+	inputs := c
+	if a.Coll == "allgather" {
+		inputs = per
+	}
+	held, err := flow(a, alias, inputs, input, absent, combine, func(StepRef, *Step, []content) error { return nil })
+	if err != nil {
+		return err
+	}
+	var errs ErrorList
+	for _, g := range a.GPUs {
+		var first string
+		wrong := 0
+		for j := 0; j < outputs; j++ {
+			w, checked := want(g.ID, j)
+			if !checked {
+				continue
+			}
+			b, idx := Output, j
+			if alias != nil {
+				b, idx = alias(g.ID, b, idx)
+			}
+			got, written := held[chunkKey{g.ID, b, idx}]
+			if written && got.same(w) {
+				continue
+			}
+			if wrong++; wrong > 1 {
+				continue
+			}
+			if !written {
+				first = fmt.Sprintf("gpu %d's output chunk %d is never written; %s wants %s there", g.ID, j, a.Coll, w.describe(n))
+			} else {
+				first = fmt.Sprintf("gpu %d's output chunk %d ends holding %s; %s wants %s", g.ID, j, got.describe(n), a.Coll, w.describe(n))
+			}
+		}
+		if wrong > 1 {
+			first += fmt.Sprintf(" (and %d more of its output chunks are wrong)", wrong-1)
+		}
+		if wrong > 0 {
+			errs = append(errs, &Error{File: a.File, Line: g.Line, Msg: first})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs.sorted()
+}
