@@ -145,7 +145,14 @@ func (a *Algo) CheckResult(alias Alias, root int) error {
 	case "broadcast":
 		want = func(_, j int) (content, bool) { return content{idx: j, from: one(root)}, true }
 	case "reduce":
-		want = func(g, j int) (content, bool) { return content{idx: j, from: all}, g == root }
+		want = func(g, j int) (content, bool) {
+			if g != root {
+				// Every output but the root's stays as it was: in place
+				// the rank's input, out of place unwritten.
+				return content{idx: j, from: one(g), unset: !a.InPlace}, true
+			}
+			return content{idx: j, from: all}, true
+		}
 	default:
 		return nil
 	}
@@ -179,15 +186,18 @@ func (a *Algo) CheckResult(alias Alias, root int) error {
 				b, idx = alias(g.ID, b, idx)
 			}
 			got, written := held[chunkKey{g.ID, b, idx}]
-			if written && got.same(w) {
+			if w.unset && !written || written && got.same(w) {
 				continue
 			}
 			if wrong++; wrong > 1 {
 				continue
 			}
-			if !written {
+			switch {
+			case w.unset:
+				first = fmt.Sprintf("gpu %d's output chunk %d is written (it ends holding %s); %s leaves every output but the root's (rank %d's) as it was", g.ID, j, got.describe(n), a.Coll, root)
+			case !written:
 				first = fmt.Sprintf("gpu %d's output chunk %d is never written; %s wants %s there", g.ID, j, a.Coll, w.describe(n))
-			} else {
+			default:
 				first = fmt.Sprintf("gpu %d's output chunk %d ends holding %s; %s wants %s", g.ID, j, got.describe(n), a.Coll, w.describe(n))
 			}
 		}

@@ -178,7 +178,14 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		tgt.Settings.BufferKind = place.Rings.String()
 		tgt.Staging, tgt.BufferKindWhy, tgt.StagingWhy = place.Staging, place.RingsWhy, place.StagingWhy
 	}
-	return pl.sweep(cfg, tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
+	// What the schedule leaves in its outputs, worked out without running
+	// (kernbench check's result check): a wrong row it explains is the
+	// schedule's doing, which the data's ranges alone do not say.
+	var scheduleWrong []string
+	if err := mscclio.Result(a); err != nil {
+		scheduleWrong = strings.Split(err.Error(), "\n")
+	}
+	rep, err := pl.sweep(cfg, tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
 		// Each size has its own record of where the thread blocks are.
 		pr := mscclio.NewProgress(a.File)
 		pp := *p
@@ -193,6 +200,10 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		}
 		return res, err
 	})
+	if rep != nil {
+		rep.ScheduleWrong = scheduleWrong
+	}
+	return rep, err
 }
 
 // CheckMSCCL is `kernbench check FILE.xml` (opts: the run it checks): the file parses and validates,

@@ -91,6 +91,8 @@ func TestResultAgreesWithRun(t *testing.T) {
 		{"reduce in place", "reduce", true, "rrs", false, false},
 		{"reduce, a rank only forwards", "reduce", false, "rcs", false, true},
 		{"reduce in place, a rank only forwards", "reduce", true, "rcs", false, true},
+		{"reduce, a rank also stores its partial sum", "reduce", false, "rrcs", false, true},
+		{"reduce in place, a rank also stores its partial sum", "reduce", true, "rrcs", false, true},
 	}
 	dir := t.TempDir()
 	for _, tc := range tests {

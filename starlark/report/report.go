@@ -47,15 +47,19 @@ type Report struct {
 	// NSlots is the rings' depth when kernbench chose it (an MSCCL
 	// schedule that needs deeper rings than the default n_slots, which the
 	// user left to it), NSlotsWhy why; both empty otherwise.
-	NSlots       int       `json:"n_slots,omitempty"`
-	NSlotsWhy    string    `json:"n_slots_why,omitempty"`
-	Staging      string    `json:"staging,omitempty"`
-	StagingWhy   string    `json:"staging_why,omitempty"`
-	Backpressure string    `json:"backpressure"`
-	DataSpace    string    `json:"data_space"`
-	Results      []Result  `json:"results"`
-	WallS        float64   `json:"wall_s"`
-	Error        *ErrorOut `json:"error,omitempty"`
+	NSlots     int    `json:"n_slots,omitempty"`
+	NSlotsWhy  string `json:"n_slots_why,omitempty"`
+	Staging    string `json:"staging,omitempty"`
+	StagingWhy string `json:"staging_why,omitempty"`
+	// ScheduleWrong lists, for an MSCCL schedule, the gpus whose output
+	// chunks the schedule itself leaves wrong (worked out without running,
+	// as kernbench check does): why the rows' data is wrong.
+	ScheduleWrong []string  `json:"schedule_wrong,omitempty"`
+	Backpressure  string    `json:"backpressure"`
+	DataSpace     string    `json:"data_space"`
+	Results       []Result  `json:"results"`
+	WallS         float64   `json:"wall_s"`
+	Error         *ErrorOut `json:"error,omitempty"`
 	// Shard is set only in the report of one shard of a sweep (--shard
 	// I/N): kernbench merge needs it to find a missing shard and a shard
 	// of another run; the merged report, like one run's, has none.

@@ -337,6 +337,12 @@ func wrongReport(stderr io.Writer, prefix string, rep *report.Report, r report.R
 	fmt.Fprint(stderr, render.ReduceNonRoot(rep, r.WrongRanges))
 	fmt.Fprint(stderr, render.SendWritten(r.SendWritten))
 	fmt.Fprint(stderr, render.Disconnected(r.Disconnected, rep))
+	if len(rep.ScheduleWrong) > 0 {
+		fmt.Fprintf(stderr, "%sthe schedule itself leaves these outputs wrong (kernbench check %s finds them without running):\n", prefix, rep.File)
+		for _, line := range rep.ScheduleWrong {
+			fmt.Fprintf(stderr, "  %s\n", line)
+		}
+	}
 }
 
 // CSV writes one line per (run, size), with the table's figures
