@@ -43,6 +43,27 @@ func TestParamsPosAndModuleSet(t *testing.T) {
 	}
 }
 
+// An entry's own defaults keys (OverridePos) say where each was given: its
+// line in the file, or the --set item that gave or replaced it.
+func TestOverridePos(t *testing.T) {
+	in := lines(
+		"defaults: {algorithm: a}", // 1
+		"algorithms:",              // 2
+		"  a:",                     // 3
+		"    module: a.star",       // 4
+		"    mesh_shape: [3, 2]",   // 5
+		"    n_slots: 4",           // 6
+	)
+	got, err := Load("ccl.yaml", []byte(in), []string{"algorithms.a.n_slots=16", "algorithms.a.channels=2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"mesh_shape": "ccl.yaml:5", "n_slots": "--set algorithms.a.n_slots=16", "channels": "--set algorithms.a.channels=2"}
+	if diff := cmp.Diff(want, got.Algorithms["a"].OverridePos); diff != "" {
+		t.Errorf("OverridePos (-want +got):\n%s", diff)
+	}
+}
+
 // lines joins its arguments as the lines of a file, so tests can count them.
 func lines(ls ...string) string { return strings.Join(ls, "\n") + "\n" }
 

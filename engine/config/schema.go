@@ -291,6 +291,11 @@ func algorithmRule(a *Algorithm) *rule {
 					a.OverridePos = make(map[string]string)
 				}
 				a.OverridePos[key] = d.pos(k)
+				if label, set := d.origin[v]; set {
+					// A --set item that replaced the file's value: the
+					// item is where it was given, not the key's line.
+					a.OverridePos[key] = label
+				}
 			}
 		},
 		after: func(*decoder, *yaml.Node, *yaml.Node, string) error {

@@ -33,7 +33,7 @@ import (
 // opts.Jobs > 1 and a loader up to Jobs at once, each on its own
 // machine) and collects the report.
 func (p *plan) sweep(cfg *config.Config, tgt *target.Target, file string, loader *script.Loader, once func(p *plan, loader *script.Loader, count int64) (*report.Result, error)) (*report.Report, error) {
-	if err := p.preflight(cfg, tgt.Settings); err != nil {
+	if err := p.preflight(cfg, tgt); err != nil {
 		return nil, err
 	}
 	rep := &report.Report{Algorithm: p.algoName, File: file, Collective: p.coll.Name, Topology: p.topology,
@@ -108,13 +108,25 @@ func (p *plan) sweep(cfg *config.Config, tgt *target.Target, file string, loader
 // 1 of N of the sweep" as if another size might run (and --trace-ranks,
 // checked only by the size that writes the trace, the last, after every
 // other size had run). The messages are newWorld's.
-func (p *plan) preflight(cfg *config.Config, set config.Settings) error {
+func (p *plan) preflight(cfg *config.Config, tgt *target.Target) error {
+	set := tgt.Settings
 	mp := wiring.MachineParams(cfg.System, set)
 	if err := wiring.CheckFaults(cfg.System, mp); err != nil {
 		return report.WithKind(errkind.Config, &report.Failure{Rank: -1, Msg: err.Error(), Err: err})
 	}
 	if err := mp.Holds(p.world); err != nil {
 		return report.WithKind(errkind.Init, &report.Failure{Rank: -1, Msg: p.opts.inOptionTerms(err.Error()), Err: err})
+	}
+	if p.topology == "mesh_2d" && len(set.MeshShape) > 0 {
+		if _, _, err := topology.MeshDims(p.world, set.MeshShape); err != nil {
+			// Said where the shape was given: the message alone named the
+			// run's file, which has none.
+			from, ok := tgt.SettingGiven(cfg, "mesh_shape", p.opts.setItems())
+			if !ok {
+				from = "mesh_shape"
+			}
+			return usage("%s: %v: a mesh_2d of %d ranks needs a shape whose rows × cols is %d, or no mesh_shape (the most square one)", from, err, p.world, p.world)
+		}
 	}
 	if p.opts.Trace != nil {
 		for _, r := range p.opts.TraceRanks {

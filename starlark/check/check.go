@@ -232,6 +232,9 @@ func Run(file string, o Options) []string {
 		return nil
 	}
 	var tooLarge []string
+	// Why the builtin topology refused the first size it refused (a
+	// mesh_shape of another number of ranks).
+	var firstSizeErr *topology.SizeError
 	for _, w := range sizes {
 		if why := setUpTooLarge(p.Topology, w, tgt.Settings.Channels); why != "" {
 			// Not built: a full_mesh of 8000 ranks filled the memory
@@ -252,6 +255,9 @@ func Run(file string, o Options) []string {
 		}
 		var ve *topology.ValidationError
 		var se *topology.SizeError
+		if firstSizeErr == nil && hook == nil && errors.As(err, &se) {
+			firstSizeErr = se
+		}
 		if errors.As(err, &ve) || hook != nil {
 			// An invalid map from the hook is a mistake at any size; a
 			// builtin topology merely not admitting a size is not.
@@ -325,7 +331,14 @@ func Run(file string, o Options) []string {
 		}
 	}
 	if len(admissible) == 0 {
-		add(syntax.Position{}, "no world size in %s is admissible for topology %q", sizeRanges(slices.Sorted(slices.Values(sizes))), p.Topology)
+		why := ""
+		if firstSizeErr != nil {
+			why = ": " + firstSizeErr.Error()
+			if from, ok := tgt.SettingGiven(cfg, "mesh_shape", o.given().Items()); ok && p.Topology == "mesh_2d" && len(tgt.Settings.MeshShape) > 0 {
+				why += " (mesh_shape from " + from + ")"
+			}
+		}
+		add(syntax.Position{}, "no world size in %s is admissible for topology %q%s", sizeRanges(slices.Sorted(slices.Values(sizes))), p.Topology, why)
 		dirs = nil
 	}
 	if dirs != nil && hook != nil && len(o.WorldSizes) == 0 && o.WorldSize == 0 {

@@ -157,6 +157,20 @@ func SetHint(path string, value any, items []SetItem, keywords bool) (hint strin
 	return hint, false
 }
 
+// SettingGiven names where the setting key in force for t came from, as
+// DescribeGiven does: t's entry's own value (algorithms.NAME.KEY) before
+// defaults:; false when only the embedded default gives it.
+func (t *Target) SettingGiven(cfg *config.Config, key string, items []SetItem) (string, bool) {
+	pos, ok := cfg.DefaultsGiven[key]
+	if t.Entry != nil && t.Entry.OverridePos[key] != "" {
+		pos, ok = t.Entry.OverridePos[key], true
+	}
+	if !ok {
+		return "", false
+	}
+	return DescribeGiven(pos, items), true
+}
+
 // DescribeGiven names where the user gave a defaults key: the --set or
 // --vary item, or the file and line.
 func DescribeGiven(pos string, items []SetItem) string {
