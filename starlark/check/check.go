@@ -512,6 +512,14 @@ func writeMap(w io.Writer, tgt *target.Target, topo string, links [][]machine.Li
 		name = tgt.File
 	}
 	fmt.Fprintf(w, "neighbour map of %s: topology %s, world_size %d\n", name, topo, len(links))
+	// Directions padded to the longest of the map (at least 4), so that
+	// the arrows line up also for names such as child_right.
+	width := 4
+	for _, ls := range links {
+		for _, l := range ls {
+			width = max(width, len(l.Dir))
+		}
+	}
 	for r, ls := range links {
 		pe := m.Ranks[r]
 		fmt.Fprintf(w, "rank %d (sip %d, cube %d, pe %d):", r, pe.Sip, pe.Cube, pe.Local)
@@ -528,7 +536,7 @@ func writeMap(w io.Writer, tgt *target.Target, topo string, links [][]machine.Li
 			if l.RecvOnly {
 				ro = ", receive only"
 			}
-			fmt.Fprintf(w, "  %-4s -> rank %d (its %s%s): %s\n", l.Dir, l.Peer, l.PeerDir, ro, strings.Join(hops, " > "))
+			fmt.Fprintf(w, "  %-*s -> rank %d (its %s%s): %s\n", width, l.Dir, l.Peer, l.PeerDir, ro, strings.Join(hops, " > "))
 		}
 	}
 	return nil
