@@ -98,7 +98,9 @@ func (p *plan) sweep(cfg *config.Config, tgt *target.Target, file string, loader
 		p.budget = hostmem.NewBudget(p.opts.MaxMemory)
 		defer func() { p.budget = nil }()
 	}
-	return rep, sw.Run()
+	err := sw.Run()
+	rep.NoteAvgBusBW()
+	return rep, err
 }
 
 // preflight refuses, before the first size runs, what newWorld would

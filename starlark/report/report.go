@@ -54,12 +54,16 @@ type Report struct {
 	// ScheduleWrong lists, for an MSCCL schedule, the gpus whose output
 	// chunks the schedule itself leaves wrong (worked out without running,
 	// as kernbench check does): why the rows' data is wrong.
-	ScheduleWrong []string  `json:"schedule_wrong,omitempty"`
-	Backpressure  string    `json:"backpressure"`
-	DataSpace     string    `json:"data_space"`
-	Results       []Result  `json:"results"`
-	WallS         float64   `json:"wall_s"`
-	Error         *ErrorOut `json:"error,omitempty"`
+	ScheduleWrong []string `json:"schedule_wrong,omitempty"`
+	Backpressure  string   `json:"backpressure"`
+	DataSpace     string   `json:"data_space"`
+	Results       []Result `json:"results"`
+	// AvgBusBW is the mean busbw of the rows that ran, as the table's
+	// "# avg busbw" line and nccl-tests' "Avg bus bandwidth": set by
+	// NoteAvgBusBW when at least two rows ran.
+	AvgBusBW float64   `json:"avg_busbw_gbps,omitempty"`
+	WallS    float64   `json:"wall_s"`
+	Error    *ErrorOut `json:"error,omitempty"`
 	// Shard is set only in the report of one shard of a sweep (--shard
 	// I/N): kernbench merge needs it to find a missing shard and a shard
 	// of another run; the merged report, like one run's, has none.
@@ -441,4 +445,28 @@ func ResourceClasses(m *machine.Machine, end sim.Time) []ClassUsage {
 		out = append(out, *c)
 	}
 	return out
+}
+
+// MeanBusBW is the mean busbw of the rows that ran (refused ones have
+// none) and how many there are.
+func MeanBusBW(rows []Result) (avg float64, n int) {
+	for _, r := range rows {
+		if r.Refused == nil {
+			avg += r.BusBW
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return avg / float64(n), n
+}
+
+// NoteAvgBusBW sets AvgBusBW from the rows: their mean when at least two
+// ran (a sweep), else none.
+func (r *Report) NoteAvgBusBW() {
+	r.AvgBusBW = 0
+	if avg, n := MeanBusBW(r.Results); n >= 2 {
+		r.AvgBusBW = avg
+	}
 }

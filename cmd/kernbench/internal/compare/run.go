@@ -100,11 +100,11 @@ func Print(w io.Writer, reps []Labeled, po PrintOptions) {
 			var all []report.Result
 			for _, l := range reps {
 				all = append(all, l.Rep.Results...)
-				if avg, n := render.MeanBusBW(l.Rep.Results); n > 0 {
+				if avg, n := report.MeanBusBW(l.Rep.Results); n > 0 {
 					fmt.Fprintf(w, "# avg busbw %s: %.2f GB/s\n", l.Label, avg)
 				}
 			}
-			if avg, n := render.MeanBusBW(all); po.Whole && n > 0 {
+			if avg, n := report.MeanBusBW(all); po.Whole && n > 0 {
 				fmt.Fprintf(w, "# avg busbw: %.2f GB/s\n", avg)
 			}
 		}

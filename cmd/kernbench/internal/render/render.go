@@ -184,23 +184,8 @@ func Placement(rep *report.Report) string {
 // AvgBusBW is the mean busbw of the sizes of a sweep that ran (refused
 // ones have none); ok is false with fewer than two.
 func AvgBusBW(rep *report.Report) (avg float64, ok bool) {
-	avg, n := MeanBusBW(rep.Results)
+	avg, n := report.MeanBusBW(rep.Results)
 	return avg, n >= 2
-}
-
-// MeanBusBW is the mean busbw of the rows that ran (refused ones have
-// none) and how many there are.
-func MeanBusBW(rows []report.Result) (avg float64, n int) {
-	for _, r := range rows {
-		if r.Refused == nil {
-			avg += r.BusBW
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, 0
-	}
-	return avg / float64(n), n
 }
 
 // TimeShares is a split as percentages, largest first, zeros left out:

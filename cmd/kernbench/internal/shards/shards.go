@@ -255,6 +255,7 @@ func Merge(env script.Env, files []string) (*report.Report, error) {
 			}
 		}
 	}
+	merged.NoteAvgBusBW() // (each shard's own is of its rows only)
 	return merged, nil
 }
 
