@@ -56,7 +56,7 @@ func mscclFailure(err error) error {
 
 // mscclFlags are the flags of opts that a schedule fixes.
 func mscclFlags(opts Options) mscclio.Flags {
-	return mscclio.Flags{WorldSize: opts.WorldSize, Collective: opts.Collective, Topology: opts.Topology, InPlace: opts.InPlace}
+	return mscclio.Flags{WorldSize: opts.WorldSize, Collective: opts.Collective, Topology: opts.Topology, InPlace: opts.InPlace, Keywords: opts.Keywords}
 }
 
 // mscclSizes are the sizes of the plan p as the bench allocates them.
@@ -133,7 +133,11 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	if root, ok := mscclio.Root(a); ok {
 		// --root 0 given is a root too: only the default gives way to the schedule's.
 		if (opts.RootGiven || opts.Root != 0) && opts.Root != root {
-			return nil, usage("%s: the schedule's %s root is rank %d (the only rank that %s); drop --root %d", arg, a.Coll, root, map[bool]string{true: "receives nothing", false: "sends nothing"}[a.Coll == "broadcast"], opts.Root)
+			drop := fmt.Sprintf("--root %d", opts.Root)
+			if opts.Keywords {
+				drop = fmt.Sprintf("root=%d", opts.Root)
+			}
+			return nil, usage("%s: the schedule's %s root is rank %d (the only rank that %s); drop %s", arg, a.Coll, root, map[bool]string{true: "receives nothing", false: "sends nothing"}[a.Coll == "broadcast"], drop)
 		}
 		opts.Root = root
 	}

@@ -375,6 +375,29 @@ type Flags struct {
 	WorldSize            int
 	Collective, Topology string
 	InPlace              bool
+	// Keywords: they are run_kernel_in_mock's keywords, and a refusal
+	// names the keyword the test wrote (world_size=4), not a flag it
+	// never gave (--world-size 4).
+	Keywords bool
+}
+
+// given is the flag with its value as the user gave it: "--world-size 4",
+// or the keyword "world_size=4".
+func (f Flags) given(flag string, value any) string {
+	if !f.Keywords {
+		if value == true {
+			return flag
+		}
+		return fmt.Sprintf("%s %v", flag, value)
+	}
+	kw := strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
+	switch v := value.(type) {
+	case string:
+		return fmt.Sprintf("%s=%q", kw, v)
+	case bool:
+		return fmt.Sprintf("%s=%s", kw, map[bool]string{true: "True", false: "False"}[v])
+	}
+	return fmt.Sprintf("%s=%v", kw, value)
 }
 
 // CheckFlags refuses the flags that would change what the schedule a in
@@ -382,13 +405,13 @@ type Flags struct {
 func CheckFlags(arg string, a *msccl.Algo, f Flags) error {
 	switch {
 	case f.WorldSize != 0 && f.WorldSize != a.NGPUs:
-		return usage("%s is a schedule for ngpus=%d ranks; drop --world-size %d", arg, a.NGPUs, f.WorldSize)
+		return usage("%s is a schedule for ngpus=%d ranks; drop %s", arg, a.NGPUs, f.given("--world-size", f.WorldSize))
 	case f.Collective != "" && f.Collective != a.Coll:
-		return usage("%s is an %s schedule; drop --collective %s", arg, a.Coll, f.Collective)
+		return usage("%s is an %s schedule; drop %s", arg, a.Coll, f.given("--collective", f.Collective))
 	case f.Topology != "":
-		return usage("%s: an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology %s", arg, f.Topology)
+		return usage("%s: an MSCCL schedule's neighbour map comes from its thread blocks; drop %s", arg, f.given("--topology", f.Topology))
 	case f.InPlace && !a.InPlace:
-		return usage("%s is an out-of-place schedule (inplace=0); drop --in-place", arg)
+		return usage("%s is an out-of-place schedule (inplace=0); drop %s", arg, f.given("--in-place", true))
 	}
 	return nil
 }
