@@ -203,6 +203,12 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		if err != nil && errkind.Of(err) == errkind.Deadlock && errors.As(err, &f) {
 			f.Msg += mscclio.SlotsNeeded(a).Hint(arg, tgt.Settings.NSlots)
 		}
+		// A send that a write races with is named by its direction
+		// (g1_1): the thread block of the file that sends on it is where
+		// the writing step's missing dependency points.
+		if err != nil && errkind.Of(err) == errkind.SendBufferHazard && errors.As(err, &f) {
+			f.Msg += mscclio.SendHint(arg, a, f.Msg)
+		}
 		return res, err
 	})
 	if rep != nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -485,4 +487,42 @@ func (pr *Progress) Note(p *sim.Proc) string {
 		return ""
 	}
 	return fmt.Sprintf("at gpu %d tb %d step %d (%s:%d), loop iteration %d", at.rank, at.tb, at.step, pr.file, at.line, at.iteration)
+}
+
+// The sends a SendBufferHazard names, by the direction they went on: a
+// send still reading ("rank 0's send g1_1 #0 issued at …") or one not
+// yet issued ("rank 0 writes … while the tl.send_async("g1") …").
+var (
+	hazardSendInFlight = regexp.MustCompile(`rank (\d+)'s send (g\d+(?:_\d+)?) #\d+`)
+	hazardSendIssuing  = regexp.MustCompile(`rank (\d+) writes .* while the tl\.send(?:_async)?\("(g\d+(?:_\d+)?)"\)`)
+)
+
+// SendHint is what a SendBufferHazard's message msg adds for a schedule:
+// the direction it names (g1_1) is a connection of the file, and the
+// thread block that sends on it is where the writing step's missing
+// dependency points ("" when msg names no such send).
+func SendHint(file string, a *msccl.Algo, msg string) string {
+	m := hazardSendInFlight.FindStringSubmatch(msg)
+	if m == nil {
+		m = hazardSendIssuing.FindStringSubmatch(msg)
+	}
+	if m == nil {
+		return ""
+	}
+	gpu, err := strconv.Atoi(m[1])
+	if err != nil {
+		return ""
+	}
+	for _, g := range a.GPUs {
+		if g.ID != gpu {
+			continue
+		}
+		for _, tb := range g.TBs {
+			if tb.Send >= 0 && Dir(tb.Send, tb.Chan) == m[2] {
+				return fmt.Sprintf("; %s is gpu %d's connection to gpu %d on channel %d, which tb %d (%s:%d) sends on: make the step that writes wait (depid/deps) for tb %d's step that sends this chunk, or write elsewhere",
+					m[2], gpu, tb.Send, tb.Chan, tb.ID, file, tb.Line, tb.ID)
+			}
+		}
+	}
+	return ""
 }
