@@ -19,22 +19,82 @@ import (
 type content struct {
 	idx  int
 	from ranks
-	// mixed: it combines input chunks of different indexes; twice: it
-	// combines some rank's chunk more than once (a sum counts it twice);
-	// unset: it holds, or combines, data no step wrote.
+	// mixed: it combines input chunks of different indexes (idxs, in
+	// ascending order); twice: it combines the chunks of the ranks in dup
+	// more than once (a sum counts them twice); unset: it holds, or
+	// combines, data no step wrote.
 	mixed, twice, unset bool
+	idxs                []int
+	dup                 ranks
 }
 
 // combine is the redop of x and y, symbolically.
 func combine(x, y content) content {
 	z := content{idx: x.idx, from: x.from.union(y.from), mixed: x.mixed || y.mixed || x.idx != y.idx,
 		twice: x.twice || y.twice, unset: x.unset || y.unset}
+	if z.mixed {
+		z.idxs = mergeIdxs(x.indexes(), y.indexes())
+	}
 	for i := range x.from {
-		if x.from[i]&y.from[i] != 0 {
+		if both := x.from[i] & y.from[i]; both != 0 {
 			z.twice = true
+			if z.dup == nil {
+				z.dup = make(ranks, len(x.from))
+			}
+			z.dup[i] |= both
+		}
+	}
+	for _, d := range []ranks{x.dup, y.dup} {
+		if d == nil {
+			continue
+		}
+		if z.dup == nil {
+			z.dup = make(ranks, len(d))
+		}
+		for i := range d {
+			z.dup[i] |= d[i]
 		}
 	}
 	return z
+}
+
+// indexes are the input chunks c combines, ascending.
+func (c content) indexes() []int {
+	if c.mixed {
+		return c.idxs
+	}
+	return []int{c.idx}
+}
+
+// mergeIdxs is the ascending union of two ascending lists.
+func mergeIdxs(a, b []int) []int {
+	out := make([]int, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j >= len(b) || i < len(a) && a[i] < b[j]:
+			out = append(out, a[i])
+			i++
+		case i >= len(a) || b[j] < a[i]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i, j = i+1, j+1
+		}
+	}
+	return out
+}
+
+// members are the ranks of r below n, ascending.
+func (r ranks) members(n int) []int {
+	var who []int
+	for k := 0; k < n && r != nil; k++ {
+		if r[k/64]&(1<<(k%64)) != 0 {
+			who = append(who, k)
+		}
+	}
+	return who
 }
 
 // same reports whether c holds exactly what want does.
@@ -56,14 +116,9 @@ func (c content) describe(ngpus int) string {
 	case c.unset:
 		return "data no step wrote"
 	case c.mixed:
-		return "a combination of different input chunks"
+		return fmt.Sprintf("a combination of different input chunks (%s) of ranks %s", rankList(c.idxs), rankList(c.from.members(ngpus)))
 	}
-	var who []int
-	for r := 0; r < ngpus; r++ {
-		if c.from[r/64]&(1<<(r%64)) != 0 {
-			who = append(who, r)
-		}
-	}
+	who := c.from.members(ngpus)
 	var s string
 	switch {
 	case len(who) == 1:
@@ -74,7 +129,14 @@ func (c content) describe(ngpus int) string {
 		s = fmt.Sprintf("the reduction of input chunk %d over ranks %s only", c.idx, rankList(who))
 	}
 	if c.twice {
-		s += ", some rank's counted twice"
+		switch dup := c.dup.members(ngpus); len(dup) {
+		case 0:
+			s += ", some rank's counted more than once"
+		case 1:
+			s += fmt.Sprintf(", rank %d's counted more than once", dup[0])
+		default:
+			s += fmt.Sprintf(", ranks %s counted more than once", rankList(dup))
+		}
 	}
 	return s
 }

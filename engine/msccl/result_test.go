@@ -55,7 +55,7 @@ func TestCheckResult(t *testing.T) {
 			want: "t.xml:8: gpu 1's output chunk 0 ends holding rank 0's input chunk 0; allreduce wants the reduction of input chunk 0 over all 2 ranks"},
 		{name: "a rank counted twice", coll: "allreduce", chunks: 1, ins: 1, outs: 1,
 			gpu0: reduce, gpu1: []string{"s i 0 o 0", "rrc i 0 o 0", "re i 0 o 0"},
-			want: "t.xml:8: gpu 1's output chunk 0 ends holding the reduction of input chunk 0 over all 2 ranks, some rank's counted twice; allreduce wants the reduction of input chunk 0 over all 2 ranks"},
+			want: "t.xml:8: gpu 1's output chunk 0 ends holding the reduction of input chunk 0 over all 2 ranks, rank 1's counted more than once; allreduce wants the reduction of input chunk 0 over all 2 ranks"},
 		{name: "sent before written", coll: "allreduce", chunks: 1, ins: 1, outs: 1,
 			gpu0: []string{"s o 0 o 0", "rrc i 0 o 0"}, gpu1: reduce,
 			want: "t.xml:8: gpu 1's output chunk 0 ends holding data no step wrote; allreduce wants the reduction of input chunk 0 over all 2 ranks"},
@@ -77,14 +77,31 @@ func TestCheckResult(t *testing.T) {
 	}
 }
 
-// Combining different input chunks is named as such, and rank lists
-// fold runs into ranges.
+// Combining different input chunks is named as such, with the chunks and
+// ranks combined; a rank counted more than once is named (as MSCCLang's
+// check lists a reduction's chunks, a rank twice); and rank lists fold
+// runs into ranges.
 func TestContentDescribe(t *testing.T) {
 	one := func(r int) ranks { return ranks{1 << r} }
-	mixed := combine(content{idx: 0, from: one(0)}, content{idx: 1, from: one(1)})
-	partial := combine(combine(content{idx: 2, from: one(0)}, content{idx: 2, from: one(1)}), content{idx: 2, from: one(3)})
-	got := []string{mixed.describe(4), partial.describe(4), rankList([]int{0, 1, 2, 5, 7, 8})}
-	want := []string{"a combination of different input chunks", "the reduction of input chunk 2 over ranks 0-1,3 only", "0-2,5,7-8"}
+	in := func(idx, r int) content { return content{idx: idx, from: one(r)} }
+	mixed := combine(in(0, 0), in(1, 1))
+	mixed3 := combine(combine(in(3, 2), in(2, 0)), combine(in(3, 1), in(5, 1)))
+	partial := combine(combine(in(2, 0), in(2, 1)), in(2, 3))
+	all01 := combine(in(0, 0), in(0, 1))
+	twice := combine(all01, in(0, 1))
+	twice2 := combine(combine(twice, in(0, 0)), in(0, 2))
+	thrice := combine(twice, in(0, 1))
+	got := []string{mixed.describe(4), mixed3.describe(4), partial.describe(4), twice.describe(2), twice2.describe(3), thrice.describe(2),
+		rankList([]int{0, 1, 2, 5, 7, 8})}
+	want := []string{
+		"a combination of different input chunks (0-1) of ranks 0-1",
+		"a combination of different input chunks (2-3,5) of ranks 0-2",
+		"the reduction of input chunk 2 over ranks 0-1,3 only",
+		"the reduction of input chunk 0 over all 2 ranks, rank 1's counted more than once",
+		"the reduction of input chunk 0 over all 3 ranks, ranks 0-1 counted more than once",
+		"the reduction of input chunk 0 over all 2 ranks, rank 1's counted more than once",
+		"0-2,5,7-8",
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

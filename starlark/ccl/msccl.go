@@ -19,6 +19,7 @@ import (
 	"kernbench/starlark/report"
 	"kernbench/starlark/script"
 	"kernbench/starlark/target"
+	"kernbench/starlark/wiring"
 )
 
 // An MSCCL XML schedule runs through the same path as a .star algorithm:
@@ -55,7 +56,7 @@ func mscclFailure(err error) error {
 
 // mscclFlags are the flags of opts that a schedule fixes.
 func mscclFlags(opts Options) mscclio.Flags {
-	return mscclio.Flags{WorldSize: opts.WorldSize, Collective: opts.Collective, Topology: opts.Topology, InPlace: opts.InPlace}
+	return mscclio.Flags{WorldSize: opts.WorldSize, Collective: opts.Collective, Topology: opts.Topology, InPlace: opts.InPlace, Keywords: opts.Keywords}
 }
 
 // mscclSizes are the sizes of the plan p as the bench allocates them.
@@ -132,7 +133,11 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	if root, ok := mscclio.Root(a); ok {
 		// --root 0 given is a root too: only the default gives way to the schedule's.
 		if (opts.RootGiven || opts.Root != 0) && opts.Root != root {
-			return nil, usage("%s: the schedule's %s root is rank %d (the only rank that %s); drop --root %d", arg, a.Coll, root, map[bool]string{true: "receives nothing", false: "sends nothing"}[a.Coll == "broadcast"], opts.Root)
+			drop := fmt.Sprintf("--root %d", opts.Root)
+			if opts.Keywords {
+				drop = fmt.Sprintf("root=%d", opts.Root)
+			}
+			return nil, usage("%s: the schedule's %s root is rank %d (the only rank that %s); drop %s", arg, a.Coll, root, map[bool]string{true: "receives nothing", false: "sends nothing"}[a.Coll == "broadcast"], drop)
 		}
 		opts.Root = root
 	}
@@ -198,6 +203,12 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		if err != nil && errkind.Of(err) == errkind.Deadlock && errors.As(err, &f) {
 			f.Msg += mscclio.SlotsNeeded(a).Hint(arg, tgt.Settings.NSlots)
 		}
+		// A send that a write races with is named by its direction
+		// (g1_1): the thread block of the file that sends on it is where
+		// the writing step's missing dependency points.
+		if err != nil && errkind.Of(err) == errkind.SendBufferHazard && errors.As(err, &f) {
+			f.Msg += mscclio.SendHint(arg, a, f.Msg)
+		}
 		return res, err
 	})
 	if rep != nil {
@@ -206,38 +217,71 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	return rep, err
 }
 
+// MSCCLMap is the neighbour map of a schedule check read: the
+// connections of its thread blocks (nil when they do not make a valid
+// map), on the machine a run would place its ngpus ranks on.
+type MSCCLMap struct {
+	NGPUs   int
+	Links   [][]machine.Link
+	Machine machine.Params
+}
+
 // CheckMSCCL is `kernbench check FILE.xml` (opts: the run it checks): the file parses and validates,
-// and its neighbour map is consistent.
-func CheckMSCCL(arg string, o Options) []string {
-	cfg, _, err := target.LoadConfig(o.Env, o.ConfigPath, o.Sets, o.Embedded)
+// and its neighbour map is consistent. The map is nil when the file or
+// the configuration could not be read.
+func CheckMSCCL(arg string, o Options) ([]string, *MSCCLMap) {
+	cfg, _, err := target.LoadConfigWithFaults(o.Env, o.ConfigPath, o.Sets, o.Faults, o.Embedded)
 	if err != nil {
-		return target.ConfigProblems(err)
+		return target.ConfigProblems(err), nil
 	}
 	a, err := loadMSCCL(arg, script.Source{Env: o.Env, Embedded: o.Embedded})
 	if err != nil {
-		return strings.Split(err.Error(), "\n")
+		return strings.Split(err.Error(), "\n"), nil
 	}
+	mp := &MSCCLMap{NGPUs: a.NGPUs}
 	if err := target.Ineffective(cfg, mscclRun(arg, a), o.given()); err != nil {
-		return []string{err.Error()}
+		return []string{err.Error()}, mp
 	}
 	if err := mscclio.CheckFlags(arg, a, mscclFlags(o)); err != nil {
-		return []string{err.Error()}
+		return []string{err.Error()}, mp
 	}
-	if _, err := topology.Validate(&topology.Topology{Name: "custom", Maps: mscclio.Neighbors(a)}); err != nil {
-		return []string{fmt.Sprintf("%s: %v", arg, err)}
+	set := cfg.Defaults
+	set.Channels = 1 // the directions carry the channels, as in a run
+	mp.Machine = wiring.MachineParams(cfg.System, set)
+	// The machine's faults (--fault, system.faults), as run refuses them.
+	if err := wiring.CheckFaults(cfg.System, mp.Machine); err != nil {
+		var problems []string
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				problems = append(problems, e.Error())
+			}
+		} else {
+			problems = append(problems, err.Error())
+		}
+		return problems, mp
+	}
+	pairing, err := topology.Validate(&topology.Topology{Name: "custom", Maps: mscclio.Neighbors(a)})
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", arg, err)}, mp
+	}
+	mp.Links = make([][]machine.Link, len(pairing))
+	for r, ps := range pairing {
+		for _, p := range ps {
+			mp.Links[r] = append(mp.Links[r], machine.Link{Dir: p.Dir, Peer: p.Peer, PeerDir: p.PeerDir, RecvOnly: p.RecvOnly})
+		}
 	}
 	if err := mscclio.Result(a); err != nil {
-		return strings.Split(err.Error(), "\n")
+		return strings.Split(err.Error(), "\n"), mp
 	}
 	// A buffer_kind the user gave that cannot hold the rings (the bench's
 	// buffers aside: check knows no size).
-	set := cfg.Defaults
+	set = cfg.Defaults
 	_, slotsGiven := cfg.DefaultsGiven["n_slots"]
 	set.NSlots, _ = mscclio.Slots(arg, a, set, slotsGiven)
 	if fit, ok := mscclio.NewFit(a, nil, cfg.System, set); ok {
 		if _, err := mscclio.Place(arg, fit, set, cfg.DefaultsGiven["buffer_kind"], hintItems(o.setItems()), 1); err != nil {
-			return []string{err.Error()}
+			return []string{err.Error()}, mp
 		}
 	}
-	return nil
+	return nil, mp
 }

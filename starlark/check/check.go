@@ -75,7 +75,7 @@ const (
 // problem found, each starting with file:line:col where one is known.
 func Run(file string, o Options) []string {
 	if ccl.IsMSCCL(file) {
-		return ccl.CheckMSCCL(file, o.runOptions())
+		return checkMSCCL(file, o)
 	}
 	cfg, cfgDir, err := target.LoadConfigWithFaults(o.Env, o.ConfigPath, o.Sets, o.Faults, o.Embedded)
 	if err != nil {
@@ -380,8 +380,32 @@ func showMap(o Options, spec wiring.MapSpec, loader *script.Loader, topo string,
 
 // runOptions are the options of the run o checks.
 func (o Options) runOptions() ccl.Options {
-	return ccl.Options{ConfigPath: o.ConfigPath, Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
+	return ccl.Options{ConfigPath: o.ConfigPath, Sets: o.Sets, Faults: o.Faults, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
 		Env: o.Env, Embedded: o.Embedded}
+}
+
+// checkMSCCL checks an MSCCL schedule. Its ngpus is the one world size
+// it has: --world-sizes cannot take effect, and --show-map prints the
+// map of its thread blocks' connections at that size.
+func checkMSCCL(file string, o Options) []string {
+	problems, mp := ccl.CheckMSCCL(file, o.runOptions())
+	if mp == nil {
+		return problems
+	}
+	var flags []string
+	if len(o.WorldSizes) > 0 {
+		flags = append(flags, fmt.Sprintf("--world-sizes: %s is a schedule for ngpus=%d ranks, checked at that size alone; drop --world-sizes", file, mp.NGPUs))
+	}
+	switch {
+	case o.ShowMap <= 0:
+	case o.ShowMap != mp.NGPUs:
+		flags = append(flags, fmt.Sprintf("--show-map %d: %s is a schedule for ngpus=%d ranks: --show-map %d prints its map", o.ShowMap, file, mp.NGPUs, mp.NGPUs))
+	case mp.Links != nil && o.MapOut != nil:
+		if err := writeMap(o.MapOut, &target.Target{File: file}, "custom (the thread blocks' connections)", mp.Links, mp.Machine); err != nil {
+			flags = append(flags, fmt.Sprintf("--show-map %d: %v", o.ShowMap, err))
+		}
+	}
+	return append(flags, problems...)
 }
 
 // hookSignature says why neighbors() cannot be called as

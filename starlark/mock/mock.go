@@ -24,28 +24,31 @@ import (
 
 // Options configure RunKernel.
 type Options struct {
-	Path       string // the algorithm file, relative to Dir, then algorithms/
-	Dir        string // folder of the calling test file ("" = working directory)
-	WorldSize  int
-	Count      int64
-	DType      string
-	Collective string
-	Topology   string
-	RedOp      string
-	InPlace    bool
-	Root       int
-	RootGiven  bool // root = … given, also as 0: it wins over params.root; a collective without a root refuses it
-	RedOpGiven bool // redop = … given: a collective without a reduction refuses it
-	Params     []starlark.Tuple
-	Schedules  int    // interleavings to explore (>= 1)
-	Seed       uint64 // picks the interleavings
-	Sets       []string
-	Env        script.Env // the working directory and environment variables
-	Embedded   fs.FS
-	Stderr     io.Writer
-	MaxSteps   uint64           // Starlark step limit per rank (0: 10^8)
-	Watchdog   *script.Watchdog // wall-clock limit of the calling test (nil: none)
-	MaxMemory  int64            // host memory bound (kernbench test --max-memory; 0: none)
+	Path      string // the algorithm file, relative to Dir, then algorithms/
+	Dir       string // folder of the calling test file ("" = working directory)
+	WorldSize int
+	// WorldSizeGiven: the test gave world_size; an MSCCL schedule, whose
+	// ngpus fixes it, runs at its ngpus when it did not.
+	WorldSizeGiven bool
+	Count          int64
+	DType          string
+	Collective     string
+	Topology       string
+	RedOp          string
+	InPlace        bool
+	Root           int
+	RootGiven      bool // root = … given, also as 0: it wins over params.root; a collective without a root refuses it
+	RedOpGiven     bool // redop = … given: a collective without a reduction refuses it
+	Params         []starlark.Tuple
+	Schedules      int    // interleavings to explore (>= 1)
+	Seed           uint64 // picks the interleavings
+	Sets           []string
+	Env            script.Env // the working directory and environment variables
+	Embedded       fs.FS
+	Stderr         io.Writer
+	MaxSteps       uint64           // Starlark step limit per rank (0: 10^8)
+	Watchdog       *script.Watchdog // wall-clock limit of the calling test (nil: none)
+	MaxMemory      int64            // host memory bound (kernbench test --max-memory; 0: none)
 	// LoadPath are the folders load() may read besides the algorithm's
 	// own (kernbench test --load-path).
 	LoadPath []string
@@ -117,10 +120,14 @@ func RunKernel(o Options) (*Result, error) {
 	if o.MaxSteps == 0 {
 		o.MaxSteps = 100_000_000
 	}
+	world := o.WorldSize
+	if ccl.IsMSCCL(path) && !o.WorldSizeGiven {
+		world = 0 // the schedule's ngpus
+	}
 	res := &Result{FailingSchedule: -1, Schedules: o.Schedules}
 	for i := 0; i < o.Schedules; i++ {
 		rep, err := ccl.Run(path, ccl.Options{
-			Sets: o.Sets, WorldSize: o.WorldSize, Topology: o.Topology, Collective: o.Collective,
+			Sets: o.Sets, WorldSize: world, Topology: o.Topology, Collective: o.Collective,
 			Counts: []int64{o.Count}, DType: o.DType, RedOp: o.RedOp, RedOpGiven: o.RedOpGiven, InPlace: o.InPlace, Root: o.Root, RootGiven: o.RootGiven,
 			Verify: !o.TimingOnly, TimingOnly: o.TimingOnly, Untimed: true, Keywords: true, KeepOutputs: !o.TimingOnly, JitterSeed: scheduleSeed(o.Seed, i), Params: o.Params,
 			Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.Watchdog, MaxMemory: o.MaxMemory,

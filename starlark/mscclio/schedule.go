@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -375,6 +377,29 @@ type Flags struct {
 	WorldSize            int
 	Collective, Topology string
 	InPlace              bool
+	// Keywords: they are run_kernel_in_mock's keywords, and a refusal
+	// names the keyword the test wrote (world_size=4), not a flag it
+	// never gave (--world-size 4).
+	Keywords bool
+}
+
+// given is the flag with its value as the user gave it: "--world-size 4",
+// or the keyword "world_size=4".
+func (f Flags) given(flag string, value any) string {
+	if !f.Keywords {
+		if value == true {
+			return flag
+		}
+		return fmt.Sprintf("%s %v", flag, value)
+	}
+	kw := strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
+	switch v := value.(type) {
+	case string:
+		return fmt.Sprintf("%s=%q", kw, v)
+	case bool:
+		return fmt.Sprintf("%s=%s", kw, map[bool]string{true: "True", false: "False"}[v])
+	}
+	return fmt.Sprintf("%s=%v", kw, value)
 }
 
 // CheckFlags refuses the flags that would change what the schedule a in
@@ -382,13 +407,13 @@ type Flags struct {
 func CheckFlags(arg string, a *msccl.Algo, f Flags) error {
 	switch {
 	case f.WorldSize != 0 && f.WorldSize != a.NGPUs:
-		return usage("%s is a schedule for ngpus=%d ranks; drop --world-size %d", arg, a.NGPUs, f.WorldSize)
+		return usage("%s is a schedule for ngpus=%d ranks; drop %s", arg, a.NGPUs, f.given("--world-size", f.WorldSize))
 	case f.Collective != "" && f.Collective != a.Coll:
-		return usage("%s is an %s schedule; drop --collective %s", arg, a.Coll, f.Collective)
+		return usage("%s is an %s schedule; drop %s", arg, a.Coll, f.given("--collective", f.Collective))
 	case f.Topology != "":
-		return usage("%s: an MSCCL schedule's neighbour map comes from its thread blocks; drop --topology %s", arg, f.Topology)
+		return usage("%s: an MSCCL schedule's neighbour map comes from its thread blocks; drop %s", arg, f.given("--topology", f.Topology))
 	case f.InPlace && !a.InPlace:
-		return usage("%s is an out-of-place schedule (inplace=0); drop --in-place", arg)
+		return usage("%s is an out-of-place schedule (inplace=0); drop %s", arg, f.given("--in-place", true))
 	}
 	return nil
 }
@@ -462,4 +487,42 @@ func (pr *Progress) Note(p *sim.Proc) string {
 		return ""
 	}
 	return fmt.Sprintf("at gpu %d tb %d step %d (%s:%d), loop iteration %d", at.rank, at.tb, at.step, pr.file, at.line, at.iteration)
+}
+
+// The sends a SendBufferHazard names, by the direction they went on: a
+// send still reading ("rank 0's send g1_1 #0 issued at …") or one not
+// yet issued ("rank 0 writes … while the tl.send_async("g1") …").
+var (
+	hazardSendInFlight = regexp.MustCompile(`rank (\d+)'s send (g\d+(?:_\d+)?) #\d+`)
+	hazardSendIssuing  = regexp.MustCompile(`rank (\d+) writes .* while the tl\.send(?:_async)?\("(g\d+(?:_\d+)?)"\)`)
+)
+
+// SendHint is what a SendBufferHazard's message msg adds for a schedule:
+// the direction it names (g1_1) is a connection of the file, and the
+// thread block that sends on it is where the writing step's missing
+// dependency points ("" when msg names no such send).
+func SendHint(file string, a *msccl.Algo, msg string) string {
+	m := hazardSendInFlight.FindStringSubmatch(msg)
+	if m == nil {
+		m = hazardSendIssuing.FindStringSubmatch(msg)
+	}
+	if m == nil {
+		return ""
+	}
+	gpu, err := strconv.Atoi(m[1])
+	if err != nil {
+		return ""
+	}
+	for _, g := range a.GPUs {
+		if g.ID != gpu {
+			continue
+		}
+		for _, tb := range g.TBs {
+			if tb.Send >= 0 && Dir(tb.Send, tb.Chan) == m[2] {
+				return fmt.Sprintf("; %s is gpu %d's connection to gpu %d on channel %d, which tb %d (%s:%d) sends on: make the step that writes wait (depid/deps) for tb %d's step that sends this chunk, or write elsewhere",
+					m[2], gpu, tb.Send, tb.Chan, tb.ID, file, tb.Line, tb.ID)
+			}
+		}
+	}
+	return ""
 }

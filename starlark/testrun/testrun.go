@@ -356,16 +356,19 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 	if schedules < 1 {
 		return nil, fmt.Errorf("%s: schedules must be >= 1 (got %d)", b.Name(), schedules)
 	}
-	rootGiven, redopGiven := false, false
+	// world_size is the second parameter: given positionally too.
+	rootGiven, redopGiven, worldGiven := false, false, len(args) > 1
 	for _, kv := range kw {
 		switch k, _ := starlark.AsString(kv[0]); k {
 		case "root":
 			rootGiven = true
 		case "redop":
 			redopGiven = true
+		case "world_size":
+			worldGiven = true
 		}
 	}
-	mo := mock.Options{Path: path, Dir: dir, WorldSize: world, RootGiven: rootGiven, RedOpGiven: redopGiven, Count: int64(count), DType: dt, Collective: collective,
+	mo := mock.Options{Path: path, Dir: dir, WorldSize: world, WorldSizeGiven: worldGiven, RootGiven: rootGiven, RedOpGiven: redopGiven, Count: int64(count), DType: dt, Collective: collective,
 		Topology: topology, RedOp: redop, InPlace: inPlace, Root: root, Schedules: schedules, Seed: uint64(seed), TimingOnly: timingOnly,
 		Env: o.Env, Embedded: o.Embedded, Stderr: o.Stderr, MaxSteps: o.MaxSteps, Watchdog: o.watchdog, MaxMemory: o.MaxMemory,
 		LoadPath: o.LoadPath, CheckPlace: place}

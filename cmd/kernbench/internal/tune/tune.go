@@ -266,7 +266,12 @@ func Algorithms(cfg *config.Config, collective string, names []string) ([]string
 	for i, n := range names {
 		a, err := cfg.Algorithm(n)
 		if err != nil {
-			if ext := filepath.Ext(n); ext == ".star" || ext == ".xml" {
+			if filepath.Ext(n) == ".xml" {
+				// ccl.yaml's modules are .star files: an MSCCL schedule
+				// cannot take a name there, so the hint above would be refused.
+				return nil, fmt.Errorf("tune: %s is an MSCCL schedule, and tune compares algorithms of ccl.yaml by name, whose modules are .star files: compare schedules with kernbench run %s OTHER.xml --sweep MIN:MAX", n, n)
+			}
+			if ext := filepath.Ext(n); ext == ".star" {
 				// select: names algorithms, so a file takes a name first.
 				name := strings.TrimSuffix(filepath.Base(n), ext)
 				return nil, fmt.Errorf("tune: %s is a file, and tune compares algorithms of ccl.yaml by name, the name select: records: give it one with an entry in ccl.yaml (%s: {module: %s}) or --set algorithms.%s.module=%s, then tune %s", n, name, n, name, n, name)
