@@ -70,6 +70,11 @@ func FuzzParse(f *testing.F) {
 				}
 				return b, idx
 			}} {
+				if err := a.Races(alias); err != nil {
+					if _, ok := err.(ErrorList); !ok {
+						t.Fatalf("Races: error %T, want ErrorList: %v", err, err)
+					}
+				}
 				if err := a.CheckResult(alias, 0); err != nil {
 					if l, ok := err.(ErrorList); !ok || len(l) > a.NGPUs {
 						t.Fatalf("CheckResult(%s): error %T, want at most a problem per gpu: %v", coll, err, err)

@@ -270,8 +270,17 @@ func CheckMSCCL(arg string, o Options) ([]string, *MSCCLMap) {
 			mp.Links[r] = append(mp.Links[r], machine.Link{Dir: p.Dir, Peer: p.Peer, PeerDir: p.PeerDir, RecvOnly: p.RecvOnly})
 		}
 	}
+	// The result and the races: both are the schedule's own, so both
+	// are listed, races first (a racy schedule's result is one order's).
+	var problems []string
+	if err := mscclio.Races(a); err != nil {
+		problems = strings.Split(err.Error(), "\n")
+	}
 	if err := mscclio.Result(a); err != nil {
-		return strings.Split(err.Error(), "\n"), mp
+		problems = append(problems, strings.Split(err.Error(), "\n")...)
+	}
+	if problems != nil {
+		return problems, mp
 	}
 	// A buffer_kind the user gave that cannot hold the rings (the bench's
 	// buffers aside: check knows no size).

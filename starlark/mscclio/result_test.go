@@ -36,6 +36,30 @@ func TestResultOfShippedSchedules(t *testing.T) {
 	}
 }
 
+// The race check finds the race msccl-tools wrote into one of its
+// examples (mscclRacy; a run reports it as SendBufferHazard) and no
+// other.
+func TestRacesOfShippedSchedules(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(mscclTestdata, "*.xml"))
+	if err != nil || len(files) < 30 {
+		t.Fatalf("schedules in %s: %d, %v", mscclTestdata, len(files), err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := msccl.Parse(file, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = mscclio.Races(a)
+		if racy := mscclRacy[filepath.Base(file)]; (err != nil) != racy {
+			t.Errorf("%s: Races = %v, want a race %v", filepath.Base(file), err, racy)
+		}
+	}
+}
+
 // chainXML is a three-gpu chain schedule 0 -> 1 -> 2 of broadcast (gpu 0
 // sends its input on) or, reversed, of reduce (gpu 2 sends, gpu 0
 // reduces into its output), with gpu 1's step and gpu 0's extra thread

@@ -260,6 +260,12 @@ func Result(a *msccl.Algo) error {
 	return a.CheckResult(alias(a), root)
 }
 
+// Races reports the steps of a schedule that touch a chunk from two
+// thread blocks with nothing ordering them (msccl.Algo.Races, with the
+// in-place aliasing of a run): each pair is a problem at the later
+// step's line.
+func Races(a *msccl.Algo) error { return a.Races(alias(a)) }
+
 // alias says which chunks of i and o share memory in an in-place
 // schedule, as the bench lays its buffers out (NCCL's conventions):
 // allreduce, reduce, broadcast and alltoall use one buffer,

@@ -1,0 +1,203 @@
+package msccl
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Two thread blocks of a gpu run at the same time: a step of one that
+// writes a chunk while a step of the other reads or writes it gives a
+// result that depends on which goes first, unless something orders the
+// two. A run finds such a race only when its timing meets it (and
+// run_kernel_in_mock when one of its orders does); Races finds every one
+// without running, from what orders steps: program order within a thread
+// block, depid/deps, and a receive after the send it matches (so a chain
+// of messages orders its ends).
+
+// access is one step's use of a chunk.
+type access struct {
+	step  int // the step's index among its gpu's steps
+	write bool
+}
+
+// Races reports every pair of steps of one gpu, in different thread
+// blocks, that touch a chunk (after alias: in place, i and o share
+// chunks) at least one of them writing, with nothing ordering them. Each
+// pair is reported once, at the line of its later step in the file.
+func (a *Algo) Races(alias Alias) error {
+	// Every step, numbered; its gpu's steps numbered apart.
+	type node struct {
+		ref   StepRef
+		local int // index among its gpu's steps
+	}
+	var nodes []node
+	id := map[StepRef]int{}
+	perGPU := make([][]int, len(a.GPUs)) // gpu -> its steps' node ids
+	for _, g := range a.GPUs {
+		for _, tb := range g.TBs {
+			for _, st := range tb.Steps {
+				r := StepRef{g.ID, tb.ID, st.S}
+				id[r] = len(nodes)
+				nodes = append(nodes, node{r, len(perGPU[g.ID])})
+				perGPU[g.ID] = append(perGPU[g.ID], id[r])
+			}
+		}
+	}
+	succ := make([][]int, len(nodes))
+	indeg := make([]int, len(nodes))
+	edge := func(from, to StepRef) {
+		f, t := id[from], id[to]
+		succ[f] = append(succ[f], t)
+		indeg[t]++
+	}
+	for _, g := range a.GPUs {
+		for _, tb := range g.TBs {
+			for _, st := range tb.Steps {
+				here := StepRef{g.ID, tb.ID, st.S}
+				if st.S > 0 {
+					edge(StepRef{g.ID, tb.ID, st.S - 1}, here)
+				}
+				if st.DepID >= 0 {
+					edge(StepRef{g.ID, st.DepID, st.Deps}, here)
+				}
+			}
+		}
+	}
+	for _, m := range a.Matches() {
+		edge(m.Send, m.Recv)
+	}
+	// A valid schedule has no cycle: Kahn's order covers every step.
+	order := make([]int, 0, len(nodes))
+	for n := range nodes {
+		if indeg[n] == 0 {
+			order = append(order, n)
+		}
+	}
+	for i := 0; i < len(order); i++ {
+		for _, s := range succ[order[i]] {
+			if indeg[s]--; indeg[s] == 0 {
+				order = append(order, s)
+			}
+		}
+	}
+	if len(order) != len(nodes) {
+		return nil // (validation reports the cycle)
+	}
+	canon := func(g int, b Buffer, idx int) chunkKey {
+		if alias != nil {
+			b, idx = alias(g, b, idx)
+		}
+		return chunkKey{g, b, idx}
+	}
+	var errs ErrorList
+	for g, steps := range perGPU {
+		// The chunks each step of gpu g reads and writes.
+		uses := map[chunkKey][]access{}
+		for _, n := range steps {
+			r := nodes[n].ref
+			st := a.step(r)
+			for k := 0; k < st.Cnt; k++ {
+				if st.Reads() {
+					c := canon(g, st.SrcBuf, st.SrcOff+k)
+					uses[c] = append(uses[c], access{nodes[n].local, false})
+				}
+				if st.Writes() {
+					c := canon(g, st.DstBuf, st.DstOff+k)
+					uses[c] = append(uses[c], access{nodes[n].local, true})
+				}
+			}
+		}
+		if len(uses) == 0 {
+			continue
+		}
+		// after[n]: the steps of gpu g that some path from step n reaches
+		// (bit i: gpu g's step i), filled in reverse topological order.
+		words := (len(steps) + 63) / 64
+		after := make([]uint64, len(nodes)*words)
+		for i := len(order) - 1; i >= 0; i-- {
+			n := order[i]
+			mine := after[n*words : (n+1)*words]
+			for _, s := range succ[n] {
+				theirs := after[s*words : (s+1)*words]
+				for w := range mine {
+					mine[w] |= theirs[w]
+				}
+				if nodes[s].ref.GPU == g {
+					l := nodes[s].local
+					mine[l/64] |= 1 << (l % 64)
+				}
+			}
+		}
+		reaches := func(from, to int) bool { // gpu g's local steps
+			n := steps[from]
+			return after[n*words+to/64]&(1<<(to%64)) != 0
+		}
+		seen := map[[2]int]bool{}
+		keys := make([]chunkKey, 0, len(uses))
+		for c := range uses {
+			keys = append(keys, c)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			x, y := keys[i], keys[j]
+			return x.buf < y.buf || x.buf == y.buf && x.idx < y.idx
+		})
+		for _, c := range keys {
+			us := uses[c]
+			for i := range us {
+				for j := i + 1; j < len(us); j++ {
+					x, y := us[i], us[j]
+					rx, ry := nodes[steps[x.step]].ref, nodes[steps[y.step]].ref
+					if rx.TB == ry.TB || !x.write && !y.write || seen[[2]int{x.step, y.step}] {
+						continue
+					}
+					if reaches(x.step, y.step) || reaches(y.step, x.step) {
+						continue
+					}
+					seen[[2]int{x.step, y.step}], seen[[2]int{y.step, x.step}] = true, true
+					errs = append(errs, a.raceError(rx, x.write, ry, y.write, c, canon))
+				}
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs.sorted()
+}
+
+// raceError says that steps x and y (x writing if wx, y if wy) touch
+// chunk c with nothing ordering them, at the later one's line, naming
+// the chunk as that step does.
+func (a *Algo) raceError(x StepRef, wx bool, y StepRef, wy bool, c chunkKey, canon func(int, Buffer, int) chunkKey) *Error {
+	sx, sy := a.step(x), a.step(y)
+	if sy.Line < sx.Line {
+		x, y, sx, sy, wx, wy = y, x, sy, sx, wy, wx
+	}
+	verb := func(w bool) string {
+		if w {
+			return "writes"
+		}
+		return "reads"
+	}
+	name := fmt.Sprintf("%s chunk %d", c.buf, c.idx)
+	for k := 0; k < sy.Cnt; k++ {
+		if wy && canon(y.GPU, sy.DstBuf, sy.DstOff+k) == c {
+			name = fmt.Sprintf("%s chunk %d", sy.DstBuf, sy.DstOff+k)
+		} else if !wy && canon(y.GPU, sy.SrcBuf, sy.SrcOff+k) == c {
+			name = fmt.Sprintf("%s chunk %d", sy.SrcBuf, sy.SrcOff+k)
+		}
+	}
+	// Which should go first the schedule's author knows: both ways.
+	wait := func(p StepRef, sp *Step, q StepRef, sq *Step) string {
+		if sp.DepID >= 0 {
+			// A step waits for one step at most: a nop before it can
+			// wait for the other.
+			return fmt.Sprintf("a nop step before line %d with depid=\"%d\" deps=\"%d\" (the %s waits for the %s; that step already waits for tb %d step %d)", sp.Line, q.TB, q.S, sp.Type, sq.Type, sp.DepID, sp.Deps)
+		}
+		return fmt.Sprintf("depid=\"%d\" deps=\"%d\" on line %d (the %s waits for the %s)", q.TB, q.S, sp.Line, sp.Type, sq.Type)
+	}
+	fix := "make one wait for the other: " + wait(x, sx, y, sy) + ", or " + wait(y, sy, x, sx)
+	return &Error{File: a.File, Line: sy.Line, Msg: fmt.Sprintf(
+		"gpu %d: tb %d step %d (%s) %s %s while tb %d step %d (%s, line %d) %s it, and nothing orders the two (program order, depid/deps, or a chain of messages between them), so the result depends on which runs first; %s",
+		y.GPU, y.TB, y.S, sy.Type, verb(wy), name, x.TB, x.S, sx.Type, sx.Line, verb(wx), fix)}
+}
