@@ -527,10 +527,12 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 		fmt.Fprint(stderr, "\r\x1b[K")
 	}
 	run.rep, run.wallS = rep, time.Since(start).Seconds()
-	if err == nil || asFailure(err).ErrorKind().Status != errkind.ExitUsage {
-		// It simulated (a failure of exit status 2 stops a run before it
-		// simulates, or is an output's): an --oplog of no records, of a
-		// run that deadlocked before any data operation, is its op_log.
+	if err != nil && asFailure(err).ErrorKind().Status != errkind.ExitUsage {
+		// It failed while simulating (a failure of exit status 2 stops a
+		// run before it simulates, or is an output's): an --oplog of no
+		// records, of a run that deadlocked before any data operation, is
+		// its op_log. (A run that succeeded and wrote nothing, a sweep
+		// whose last size, the one traced, was refused, writes no file.)
 		outputs.KeepEmpty()
 	}
 	// A run whose output file could not be written failed, also when its
