@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"kernbench"
@@ -238,6 +239,40 @@ func TestTraceReadsInTimeOrder(t *testing.T) {
 						t.Errorf("link %s: busy counter %v at %v us, want %v (read in time order)", n, s.value, s.ts, want)
 						break
 					}
+				}
+			}
+		})
+	}
+}
+
+// Every link that carried data has its busy counter in the trace: a link
+// made after the trace was enabled (the UCIe links, made at their first
+// route) had none, so a 16-rank ring's bottleneck was missing from it.
+func TestTraceCountsEveryLinkUsed(t *testing.T) {
+	for _, tc := range []struct {
+		algo  string
+		world int
+	}{{"ring_allreduce", 16}, {"tree_allreduce", 16}, {"ring_allreduce", 4}} {
+		t.Run(fmt.Sprintf("%s/%d", tc.algo, tc.world), func(t *testing.T) {
+			var buf bytes.Buffer
+			rep, err := Run(tc.algo, Options{Embedded: kernbench.Files, WorldSize: tc.world, Counts: []int64{4096}, Trace: &buf, Detail: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc traceDoc
+			if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			counted := map[string]bool{}
+			for _, e := range doc.TraceEvents {
+				if e.Ph == "C" && e.Pid == 1_000_000 {
+					counted[e.Name] = true
+				}
+			}
+			for _, u := range rep.Results[0].Busiest {
+				if link := !strings.HasPrefix(u.Resource, "math ") && !strings.HasPrefix(u.Resource, "tcm ") &&
+					!strings.HasPrefix(u.Resource, "hbm ") && !strings.HasPrefix(u.Resource, "sram "); link && !counted[u.Resource] {
+					t.Errorf("link %s carried %d bytes and has no busy counter in the trace", u.Resource, u.Bytes)
 				}
 			}
 		})
