@@ -6,6 +6,7 @@
 package trace
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -257,16 +258,23 @@ func (r *Recorder) WriteJSON(w io.Writer) error {
 	if _, err := io.WriteString(w, `{"displayTimeUnit": "ns", "traceEvents": [`+"\n"); err != nil {
 		return err
 	}
+	// Names as written: "ucie c0->c1", not json.Marshal's "ucie c0-\u003ec1"
+	// (the same JSON, but not what grep or a reader looks for).
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
 	for i, e := range out {
-		b, err := json.Marshal(e)
-		if err != nil {
+		b.Reset()
+		if err := enc.Encode(e); err != nil {
 			return err
 		}
+		b.Truncate(b.Len() - 1) // Encode's newline
 		sep := ",\n"
 		if i == len(out)-1 {
 			sep = "\n"
 		}
-		if _, err := w.Write(append(b, sep...)); err != nil {
+		b.WriteString(sep)
+		if _, err := w.Write(b.Bytes()); err != nil {
 			return err
 		}
 	}
