@@ -275,6 +275,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	case err != nil && !run.started:
 		return err // an output file that could not be created
 	case err != nil:
+		if run.rep != nil {
+			run.rep.WallS = run.wallS // as a run that succeeds reports it
+		}
 		return o.renderFailure(arg, run.rep, err, shardInfo, table, stderr)
 	}
 	return o.render(run, shardInfo, table, stderr)
