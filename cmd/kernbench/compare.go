@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"kernbench/cmd/kernbench/internal/compare"
 	"kernbench/cmd/kernbench/internal/output"
@@ -99,6 +100,10 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 		opts.Stderr = errTo
 		opts.Progress = nil
 		world := 0 // the variant's world size, known once it starts
+		// otherCollective: the variant runs another collective than the
+		// first, found as it starts, before any size: its failure names
+		// no size of the sweep.
+		otherCollective := false
 		opts.OnStart = func(rep *report.Report) error {
 			world = rep.WorldSize
 			collective.Lock()
@@ -108,14 +113,20 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 				return nil
 			}
 			if rep.Collective != collective.name {
+				otherCollective = true
 				return report.WithKind(errkind.Usage, &report.Failure{Rank: -1,
 					Msg: fmt.Sprintf("collective %s, but %s runs %s: compare algorithms of one collective", rep.Collective, collective.label, collective.name)})
 			}
 			return nil
 		}
 		opts.OnResult = func(r *report.Result) { row(rowsTo, v.Label, world, r) }
+		start := time.Now()
 		rep, err := ccl.Run(v.Target, opts)
 		oc.rep = rep
+		if rep != nil {
+			// Each run's own wall time, as one run's report has it.
+			rep.WallS = time.Since(start).Seconds()
+		}
 		if err == nil {
 			return
 		}
@@ -125,10 +136,14 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 		if oc.rep == nil {
 			oc.rep = &report.Report{File: v.Target}
 		}
-		if !o.json && !o.jsonl {
-			fmt.Fprintf(rowsTo, "%-*s  error: %s%s\n", width, v.Label, variantPosition(o, v, oc.rep), compare.FailureLine(oc.fail))
+		at := variantPosition(o, v, oc.rep)
+		if otherCollective {
+			at = ""
 		}
-		fmt.Fprintf(errTo, "kernbench: %s: %s%s\n", v.Label, variantPosition(o, v, oc.rep), oc.fail.Msg)
+		if !o.json && !o.jsonl {
+			fmt.Fprintf(rowsTo, "%-*s  error: %s%s\n", width, v.Label, at, compare.FailureLine(oc.fail))
+		}
+		fmt.Fprintf(errTo, "kernbench: %s: %s%s\n", v.Label, at, oc.fail.Msg)
 		if f := oc.fail; f.Detail != "" && f.Detail != f.Msg {
 			fmt.Fprintln(errTo, f.Detail)
 		}

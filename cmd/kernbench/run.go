@@ -275,6 +275,9 @@ func runRun(cmd *cobra.Command, o *runOptions, arg string, stdout, stderr io.Wri
 	case err != nil && !run.started:
 		return err // an output file that could not be created
 	case err != nil:
+		if run.rep != nil {
+			run.rep.WallS = run.wallS // as a run that succeeds reports it
+		}
 		return o.renderFailure(arg, run.rep, err, shardInfo, table, stderr)
 	}
 	return o.render(run, shardInfo, table, stderr)
@@ -527,6 +530,14 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 		fmt.Fprint(stderr, "\r\x1b[K")
 	}
 	run.rep, run.wallS = rep, time.Since(start).Seconds()
+	if err != nil && asFailure(err).ErrorKind().Status != errkind.ExitUsage {
+		// It failed while simulating (a failure of exit status 2 stops a
+		// run before it simulates, or is an output's): an --oplog of no
+		// records, of a run that deadlocked before any data operation, is
+		// its op_log. (A run that succeeded and wrote nothing, a sweep
+		// whose last size, the one traced, was refused, writes no file.)
+		outputs.KeepEmpty()
+	}
 	// A run whose output file could not be written failed, also when its
 	// simulation succeeded.
 	if f := closeOutputs(); f != nil && err == nil {

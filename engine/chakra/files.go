@@ -89,8 +89,13 @@ func (t *Trace) readme() []byte {
 	fmt.Fprintf(&b, "which kernbench simulated in %s ns.\n\n", num(r.SimTimeNs))
 	fmt.Fprintf(&b, "- `%s.RANK.et`, one file per rank: each of the %d IPCQ messages\n", t.Prefix(), t.Messages)
 	fmt.Fprintf(&b, "  is a COMM_SEND node on its sender and a COMM_RECV node on its\n")
-	fmt.Fprintf(&b, "  receiver (comm_src, comm_dst, comm_tag, comm_size in bytes); each of\n")
-	fmt.Fprintf(&b, "  the %d reductions a COMP node (num_ops: elements, tensor_size: bytes);\n", t.Comps)
+	if t.Comps > 0 {
+		fmt.Fprintf(&b, "  receiver (comm_src, comm_dst, comm_tag, comm_size in bytes); each of\n")
+		fmt.Fprintf(&b, "  the %d reductions a COMP node (num_ops: elements, tensor_size: bytes);\n", t.Comps)
+	} else {
+		fmt.Fprintf(&b, "  receiver (comm_src, comm_dst, comm_tag, comm_size in bytes); no\n")
+		fmt.Fprintf(&b, "  reductions, so no COMP node;\n")
+	}
 	fmt.Fprintf(&b, "  data_deps where the kernel waited for data.\n")
 	fmt.Fprintf(&b, "- `%s`: a %s of %d NPUs, %s GB/s and %s ns per link.\n", NetworkFile, nw.Topology, nw.NPUs, num(nw.GBps), num(nw.LatencyNs))
 	if nw.Exact {

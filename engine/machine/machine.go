@@ -503,6 +503,11 @@ func (m *Machine) resource(name, kind string, sip int, lp LinkParams) *Resource 
 		m.applyFault(r)
 	}
 	m.links = append(m.links, r)
+	if m.Trace != nil && !m.splitTrace {
+		// Made after EnableTrace (a route's first use, such as the UCIe
+		// link a ring's boundary crosses): traced as those before it.
+		m.traceLink(r)
+	}
 	return r
 }
 
@@ -934,9 +939,16 @@ func (m *Machine) EnableTrace(rec *trace.Recorder) {
 		rec.Process(pe.ID+1, fmt.Sprintf("rank %d (%s)", pe.Rank, pe.Coord(m.Params.CubesPerSip)))
 	}
 	for _, r := range m.links {
-		if r != nil && (r.Kind == "pe_noc" || r.Kind == "ucie" || r.Kind == "pcie") {
-			r.rareOf().trace = rec
+		if r != nil {
+			m.traceLink(r)
 		}
+	}
+}
+
+// traceLink has r, if it is a link, record its busy counter in m.Trace.
+func (m *Machine) traceLink(r *Resource) {
+	if r.Kind == "pe_noc" || r.Kind == "ucie" || r.Kind == "pcie" {
+		r.rareOf().trace = m.Trace
 	}
 }
 

@@ -468,9 +468,14 @@ func (p Path) bookFrom(now, head, lastIn sim.Time, n int64, source *dmaEngine, t
 		if until > start {
 			r.newest = hold{start, until, tag}
 		}
-		if rec := r.trace(); d > 0 && rec != nil {
+		if rec := r.trace(); d > 0 && rec != nil && start < sim.Never {
 			rec.Counter(trace.LinksPid, r.Name, start, 1)
-			rec.Counter(trace.LinksPid, r.Name, until, 0)
+			if until < sim.Never {
+				// A transfer a stopped fault holds never ends: the
+				// link stays busy to the trace's end (an end at Never,
+				// 106 days, stretched the timeline to it).
+				rec.Counter(trace.LinksPid, r.Name, until, 0)
+			}
 		}
 		r.Bytes += n
 		r.BusyTime = sim.Add(r.BusyTime, d)

@@ -118,6 +118,7 @@ func Merge(parts []*Recorder) (*Recorder, error) {
 		out.flows++
 		id := fmt.Sprint(out.flows)
 		s.ID, e.ID = id, id
+		e.Ts = flowEndTs(s.Ts, e.Ts)
 		out.events = append(out.events, s, e)
 	}
 	return out, nil

@@ -6,6 +6,7 @@
 package trace
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -213,8 +214,15 @@ func (r *Recorder) FlowEnd(key string, pid, tid int, at sim.Time) {
 	r.flows++
 	id := fmt.Sprint(r.flows)
 	s.ID = id
-	r.events = append(r.events, s, Event{Name: "message", Cat: "ipcq", Ph: "f", Bp: "e", Ts: us(at), Pid: pid, Tid: tid, ID: id})
+	r.events = append(r.events, s, Event{Name: "message", Cat: "ipcq", Ph: "f", Bp: "e", Ts: flowEndTs(s.Ts, us(at)), Pid: pid, Tid: tid, ID: id})
 }
+
+// flowEndTs is where an arrow's end goes: at the start of the receive's
+// slice (end), or at the send's start (start) when the receive was
+// waiting before the message was sent. Its slice encloses both, and a
+// viewer that reads events in time order (Perfetto) drops an arrow whose
+// end comes before its start.
+func flowEndTs(start, end float64) float64 { return max(start, end) }
 
 // WriteJSON writes {"traceEvents": [...]} with metadata first and events in
 // a deterministic order.
@@ -246,24 +254,69 @@ func (r *Recorder) WriteJSON(w io.Writer) error {
 		out = append(out, Event{Name: "thread_name", Ph: "M", Pid: k[0], Tid: k[1], Args: map[string]any{"name": r.names[k]}})
 	}
 	out = append(out, r.events...)
+	linksInTimeOrder(out)
 	if _, err := io.WriteString(w, `{"displayTimeUnit": "ns", "traceEvents": [`+"\n"); err != nil {
 		return err
 	}
+	// Names as written: "ucie c0->c1", not json.Marshal's "ucie c0-\u003ec1"
+	// (the same JSON, but not what grep or a reader looks for).
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
 	for i, e := range out {
-		b, err := json.Marshal(e)
-		if err != nil {
+		b.Reset()
+		if err := enc.Encode(e); err != nil {
 			return err
 		}
+		b.Truncate(b.Len() - 1) // Encode's newline
 		sep := ",\n"
 		if i == len(out)-1 {
 			sep = "\n"
 		}
-		if _, err := w.Write(append(b, sep...)); err != nil {
+		b.WriteString(sep)
+		if _, err := w.Write(b.Bytes()); err != nil {
 			return err
 		}
 	}
 	_, err := io.WriteString(w, "]}\n")
 	return err
+}
+
+// linksInTimeOrder puts each link's busy counter in time order, within
+// the places its events hold in events. A link books its transfers in the
+// order they are asked for, not the order they happen (a later transfer
+// may fill a gap before an earlier one), so one transfer can end (0) at
+// the instant the next starts (1) with the start recorded first; a viewer
+// reading the two in that order shows the link idle while it is busy.
+// At one instant the end comes first.
+func linksInTimeOrder(events []Event) {
+	at := map[string][]int{}
+	var names []string
+	for i, e := range events {
+		if e.Ph == "C" && e.Pid == LinksPid {
+			if _, ok := at[e.Name]; !ok {
+				names = append(names, e.Name)
+			}
+			at[e.Name] = append(at[e.Name], i)
+		}
+	}
+	value := func(e Event) float64 { v, _ := e.Args["value"].(float64); return v }
+	for _, name := range names {
+		idx := at[name]
+		link := make([]Event, len(idx))
+		for j, i := range idx {
+			link[j] = events[i]
+		}
+		sort.SliceStable(link, func(a, b int) bool {
+			if link[a].Ts != link[b].Ts {
+				return link[a].Ts < link[b].Ts
+			}
+			return value(link[a]) < value(link[b])
+		})
+		for j, i := range idx {
+			events[i] = link[j]
+		}
+	}
 }
 
 // Events returns the recorded events (for tests).

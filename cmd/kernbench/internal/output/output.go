@@ -294,6 +294,10 @@ type File struct {
 	w       *bufio.Writer
 	written int64
 	tmp     bool // f is a temporary file to rename to dest.real
+	// keepEmpty: the run simulated, so an output it wrote nothing to (an
+	// op_log of no records: a deadlock before any data operation) is
+	// still its output, and replaces what stands at the path (KeepEmpty).
+	keepEmpty bool
 }
 
 // Create opens d for writing; stdout is the command's, for "-".
@@ -364,7 +368,7 @@ func (of *File) closeFile(err error) *report.Failure {
 			_ = os.Remove(of.f.Name())
 		}
 		return of.failure(err)
-	case of.written == 0 && of.tmp:
+	case of.written == 0 && of.tmp && !of.keepEmpty:
 		_ = os.Remove(of.f.Name())
 	case of.tmp:
 		// The run took a while: what stands at the path now is replaced
@@ -514,7 +518,7 @@ func (d *Dest) Stdout() bool { return d.stdout }
 // stdout only fails the rows' writes (KeepOnBrokenPipe); an interrupt
 // removes the temporary files (RemoveTempsOnInterrupt). An output that
 // received nothing (the run failed before simulating) is removed rather
-// than left empty.
+// than left empty, unless KeepEmpty says the run simulated.
 type Set struct {
 	files       []*File
 	restorePipe func()
@@ -526,6 +530,15 @@ func (s *Set) Hold(of *File) {
 		s.restorePipe = KeepOnBrokenPipe()
 	}
 	s.files = append(s.files, of)
+}
+
+// KeepEmpty says that the run simulated: its files are its outputs even
+// when nothing was written to them, and replace what stands at their
+// paths (an earlier run's file would otherwise pass for this run's).
+func (s *Set) KeepEmpty() {
+	for _, of := range s.files {
+		of.keepEmpty = true
+	}
 }
 
 // Close closes the set's files and returns the failure of the first that
