@@ -255,3 +255,41 @@ func TestWriteHasRuntimeAttributes(t *testing.T) {
 		t.Errorf(`coll="reducescatter" read as %q, want reduce_scatter`, rs.Coll)
 	}
 }
+
+// A thread block whose send= names a gpu that receives nothing from it
+// is said once, at the thread block's line (a wrong peer, not a missing
+// step), as is the receiving end left without a sender; a connection
+// that is short of a step on one side is said per step.
+func TestUnpairedConnection(t *testing.T) {
+	src := `<algo name="three" nchannels="1" nchunksperloop="3" ngpus="3" coll="allgather" inplace="0">
+  <gpu id="0" i_chunks="1" o_chunks="3" s_chunks="0">
+    <tb id="0" send="2" recv="-1" chan="0">
+      <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+      <step s="1" type="s" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+    </tb>
+  </gpu>
+  <gpu id="1" i_chunks="1" o_chunks="3" s_chunks="0">
+    <tb id="0" send="-1" recv="0" chan="0">
+      <step s="0" type="r" srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+      <step s="1" type="r" srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+    </tb>
+  </gpu>
+  <gpu id="2" i_chunks="1" o_chunks="3" s_chunks="0">
+  </gpu>
+</algo>
+`
+	_, err := Parse("three.xml", []byte(src))
+	var got []string
+	if l, ok := err.(ErrorList); ok {
+		for _, e := range l {
+			got = append(got, e.Error())
+		}
+	}
+	want := []string{
+		`three.xml:3: gpu 0 tb 0 sends to gpu 2 on channel 0 (2 step(s), the first at line 4), but no thread block of gpu 2 receives from gpu 0 on channel 0: check send="2" here and the recv= of gpu 2's thread blocks`,
+		`three.xml:9: gpu 1 tb 0 receives from gpu 0 on channel 0 (2 step(s), the first at line 10), but no thread block of gpu 0 sends to gpu 1 on channel 0: check recv="0" here and the send= of gpu 0's thread blocks`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Parse errors (-want +got):\n%s", diff)
+	}
+}

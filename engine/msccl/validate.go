@@ -245,6 +245,47 @@ type Peer struct{ Send, Recv StepRef }
 // pairs checks that the sends of gpu A to gpu B on channel c and B's
 // receives from A on c match one for one, in order, with equal counts: the
 // runtimes match them by order on the connection.
+// unpaired reports the steps of a connection from gpu from to gpu to on
+// channel ch whose other end has no step at all (ss or rs empty), once
+// per thread block with more than one such step, at the thread block's
+// line; false when every thread block has one (pairs reports it at the
+// step's line).
+func (v *validator) unpaired(from, to, ch int, ss, rs []StepRef) bool {
+	steps, sending := ss, true
+	if len(ss) == 0 {
+		steps, sending = rs, false
+	}
+	byTB := map[[2]int][]StepRef{}
+	var tbs [][2]int
+	for _, r := range steps {
+		k := [2]int{r.GPU, r.TB}
+		if _, ok := byTB[k]; !ok {
+			tbs = append(tbs, k)
+		}
+		byTB[k] = append(byTB[k], r)
+	}
+	many := false
+	for _, k := range tbs {
+		many = many || len(byTB[k]) > 1
+	}
+	if !many {
+		return false
+	}
+	for _, k := range tbs {
+		rs := byTB[k]
+		tb := &v.a.GPUs[k[0]].TBs[k[1]]
+		first := v.a.step(rs[0])
+		if sending {
+			v.errorf(tb.Line, "gpu %d tb %d sends to gpu %d on channel %d (%d step(s), the first at line %d), but no thread block of gpu %d receives from gpu %d on channel %d: check send=\"%d\" here and the recv= of gpu %d's thread blocks",
+				k[0], k[1], to, ch, len(rs), first.Line, to, from, ch, to, to)
+		} else {
+			v.errorf(tb.Line, "gpu %d tb %d receives from gpu %d on channel %d (%d step(s), the first at line %d), but no thread block of gpu %d sends to gpu %d on channel %d: check recv=\"%d\" here and the send= of gpu %d's thread blocks",
+				k[0], k[1], from, ch, len(rs), first.Line, from, to, ch, from, from)
+		}
+	}
+	return true
+}
+
 func (v *validator) pairs() {
 	type conn struct{ from, to, ch int }
 	sends, recvs := map[conn][]StepRef{}, map[conn][]StepRef{}
@@ -275,6 +316,14 @@ func (v *validator) pairs() {
 	}
 	for _, c := range conns {
 		ss, rs := sends[c], recvs[c]
+		if len(ss) == 0 || len(rs) == 0 {
+			// No step at all on the other end: a thread block's send= or
+			// recv= (or the peer's) names the wrong gpu or channel. Said
+			// once per thread block, at its line, not once per step.
+			if v.unpaired(c.from, c.to, c.ch, ss, rs) {
+				continue
+			}
+		}
 		for i := range max(len(ss), len(rs)) {
 			switch {
 			case i >= len(rs):
