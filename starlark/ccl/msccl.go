@@ -193,8 +193,13 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	// A race the run's order may not meet: the run's rows are right for
 	// its order, which a GPU need not keep. (Not in the mock, whose
 	// schedules= explores orders and reports what it meets.)
-	if err := mscclio.Races(a); err != nil && opts.Stderr != nil && !opts.silent && !opts.Untimed {
-		if l, ok := err.(msccl.ErrorList); ok && len(l) > 0 {
+	var races []string
+	if err := mscclio.Races(a); err != nil {
+		l, _ := err.(msccl.ErrorList)
+		for _, e := range l {
+			races = append(races, e.Error())
+		}
+		if len(l) > 0 && opts.Stderr != nil && !opts.silent && !opts.Untimed {
 			fmt.Fprintf(opts.Stderr, "kernbench: warning: %s has %d race(s) between thread blocks, which this run's order of steps may not meet (kernbench check %s lists them); the first: %s\n", arg, len(l), arg, l[0])
 		}
 	}
@@ -220,7 +225,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 		return res, err
 	})
 	if rep != nil {
-		rep.ScheduleWrong = scheduleWrong
+		rep.ScheduleWrong, rep.ScheduleRaces = scheduleWrong, races
 	}
 	return rep, err
 }

@@ -55,6 +55,11 @@ type Report struct {
 	// chunks the schedule itself leaves wrong (worked out without running,
 	// as kernbench check does): why the rows' data is wrong.
 	ScheduleWrong []string `json:"schedule_wrong,omitempty"`
+	// ScheduleRaces lists, for an MSCCL schedule, the pairs of steps that
+	// touch a chunk from two thread blocks with nothing ordering them
+	// (kernbench check's races): the run's rows hold for the order its
+	// timing gave, which a GPU need not keep.
+	ScheduleRaces []string `json:"schedule_races,omitempty"`
 	Backpressure  string   `json:"backpressure"`
 	DataSpace     string   `json:"data_space"`
 	Results       []Result `json:"results"`
