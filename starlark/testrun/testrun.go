@@ -294,9 +294,9 @@ func RunFile(file string, o Options) ([]Result, error) {
 		} else if _, err = starlark.Call(th, t.fn, nil, nil); err != nil {
 			err = script.Stopped(th, err)
 			msg := script.Format(err)
-			switch errkind.Of(err) {
-			case errkind.StepLimit:
-				// As run says it of a kernel: the limit is a flag.
+			// As run says it of a kernel: the limit is a flag. A kernel the
+			// test ran in the mock has said it already, in its error line.
+			if errkind.Of(err) == errkind.StepLimit && !strings.Contains(msg, "raise --max-steps") {
 				msg += " (raise --max-steps if the test is meant to run this long)"
 			}
 			rep.msgs = append(rep.msgs, msg)
