@@ -252,12 +252,14 @@ func Algorithms(cfg *config.Config, collective string, names []string) ([]string
 	if !slices.Contains(config.Collectives(), collective) {
 		return nil, fmt.Errorf("tune: unknown collective %q (want one of %s)%s", collective, strings.Join(config.Collectives(), ", "), spelling.Hint(collective, config.Collectives()))
 	}
-	if len(names) == 0 {
-		for _, n := range cfg.AlgorithmNames {
-			if cfg.Algorithms[n].Collective == collective {
-				names = append(names, n)
-			}
+	var own []string // the algorithms of the collective
+	for _, n := range cfg.AlgorithmNames {
+		if cfg.Algorithms[n].Collective == collective {
+			own = append(own, n)
 		}
+	}
+	if len(names) == 0 {
+		names = own
 		if len(names) == 0 {
 			return nil, fmt.Errorf("tune: no algorithm of %s names collective: %s; name the algorithms to run", cfg.File, collective)
 		}
@@ -276,7 +278,13 @@ func Algorithms(cfg *config.Config, collective string, names []string) ([]string
 				name := strings.TrimSuffix(filepath.Base(n), ext)
 				return nil, fmt.Errorf("tune: %s is a file, and tune compares algorithms of ccl.yaml by name, the name select: records: give it one with an entry in ccl.yaml (%s: {module: %s}) or --set algorithms.%s.module=%s, then tune %s", n, name, n, name, n, name)
 			}
-			return nil, fmt.Errorf("tune: %v", err)
+			// As run's: the nearest name, among every algorithm (one of
+			// another collective is then refused naming whose it is).
+			list := fmt.Sprintf("the algorithms of %s: %s", collective, strings.Join(own, ", "))
+			if len(own) == 0 {
+				list = fmt.Sprintf("no algorithm of %s names collective: %s", cfg.File, collective)
+			}
+			return nil, fmt.Errorf("tune: unknown algorithm %q (%s)%s", n, list, spelling.Hint(n, cfg.AlgorithmNames))
 		}
 		if a.Collective != "" && a.Collective != collective {
 			return nil, fmt.Errorf("tune: %s is an algorithm of %s, not %s", n, a.Collective, collective)
