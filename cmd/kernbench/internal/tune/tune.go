@@ -68,9 +68,14 @@ func PickWinners(sizes []Size) []Winner {
 }
 
 // Margin is how the winner beats the runner-up: "1.23× faster than
-// ring_allreduce".
-func (w Winner) Margin() string {
+// ring_allreduce". runs is how many runs the tune compares: a winner
+// without a runner-up is the only run, or the only one of them that
+// finished right at its size (the others failed there, or earlier, or
+// were wrong).
+func (w Winner) Margin(runs int) string {
 	switch {
+	case w.RunnerUp == nil && runs > 1:
+		return fmt.Sprintf("the only one of %d runs that finished right", runs)
 	case w.RunnerUp == nil:
 		return "the only run"
 	case w.RunnerUp.TimeNs == w.Best.TimeNs:
