@@ -26,6 +26,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
+
+	"kernbench/engine/spelling"
 )
 
 // FileOptions are the dialect options of every kernbench file: while, set,
@@ -442,7 +444,7 @@ func (l *Loader) exec(p string) (starlark.StringDict, error) {
 			e.globals, err = prog.Init(th, pre)
 			e.globals.Freeze()
 		}
-		err = Stopped(th, Annotate(err, data))
+		err = Stopped(th, Annotate(err, data, pre.Keys()))
 		if _, made := l.Src.Overlay[p]; err != nil && !made && !strings.HasSuffix(p, ".star") {
 			err = notStarlark(p, err)
 		}
@@ -473,8 +475,10 @@ func notStarlark(p string, err error) error {
 }
 
 // Annotate adds kernbench hints to errors from parsing src: a syntax error at
-// ".load" gets the tl.fetch hint.
-func Annotate(err error, src []byte) error {
+// ".load" gets the tl.fetch hint, and a name the file never defines the
+// nearest of Starlark's builtins, the predeclared names and the file's
+// own names ("undefined: rnage (did you mean range?)").
+func Annotate(err error, src []byte, predeclared []string) error {
 	var se syntax.Error
 	if errors.As(err, &se) && se.Msg == "not an identifier" {
 		if hasLoadAttr(src, se.Pos) {
@@ -482,7 +486,46 @@ func Annotate(err error, src []byte) error {
 			return se
 		}
 	}
+	var el resolve.ErrorList
+	if errors.As(err, &el) {
+		var names []string
+		for i, e := range el {
+			name, ok := strings.CutPrefix(e.Msg, "undefined: ")
+			if !ok || strings.ContainsAny(name, " (") {
+				continue
+			}
+			if names == nil {
+				names = definedNames(src, predeclared)
+			}
+			if near := spelling.Closest(name, slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == name })); near != "" {
+				el[i].Msg += fmt.Sprintf(" (did you mean %s?)", near)
+			}
+		}
+		return el
+	}
 	return err
+}
+
+// definedNames are the names a file's code may use: Starlark's builtins,
+// the predeclared ones and every identifier the file spells (its own
+// globals, parameters and locals among them), sorted.
+func definedNames(src []byte, predeclared []string) []string {
+	seen := map[string]bool{}
+	for n := range starlark.Universe {
+		seen[n] = true
+	}
+	for _, n := range predeclared {
+		seen[n] = true
+	}
+	if f, err := FileOptions().Parse("", src, 0); err == nil {
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if id, ok := n.(*syntax.Ident); ok {
+				seen[id.Name] = true
+			}
+			return true
+		})
+	}
+	return sortedKeys(seen)
 }
 
 func hasLoadAttr(src []byte, pos syntax.Position) bool {
