@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/msccl"
 	"kernbench/engine/spelling"
@@ -106,6 +107,9 @@ type Answer struct {
 // (both absent when only one run finished right).
 type AnswerWinner struct {
 	Bytes int64 `json:"bytes"`
+	// Size is the table's size, the bytes of the runs' results: world_size
+	// × Bytes for a collective with a count × world_size buffer.
+	Size int64 `json:"size"`
 	Candidate
 	RunnerUp *Candidate `json:"runner_up,omitempty"`
 	Speedup  float64    `json:"speedup,omitempty"`
@@ -129,8 +133,8 @@ type Exported struct {
 
 // NewAnswer is the answer of a tune of collective at world ranks over
 // sizes (the sizes it ran, with their runs), from its winners and ranges.
-func NewAnswer(collective string, world int, sizes []Size, winners []Winner, ranges []config.SelectRange) Answer {
-	a := Answer{Collective: collective, WorldSize: world, Sizes: []int64{}, Winners: []AnswerWinner{}, Select: []AnswerRange{}}
+func NewAnswer(coll string, world int, sizes []Size, winners []Winner, ranges []config.SelectRange) Answer {
+	a := Answer{Collective: coll, WorldSize: world, Sizes: []int64{}, Winners: []AnswerWinner{}, Select: []AnswerRange{}}
 	for _, s := range sizes {
 		a.Sizes = append(a.Sizes, s.Bytes)
 		if !slices.ContainsFunc(winners, func(w Winner) bool { return w.Bytes == s.Bytes }) {
@@ -138,7 +142,10 @@ func NewAnswer(collective string, world int, sizes []Size, winners []Winner, ran
 		}
 	}
 	for _, w := range winners {
-		j := AnswerWinner{Bytes: w.Bytes, Candidate: w.Best}
+		j := AnswerWinner{Bytes: w.Bytes, Size: w.Bytes, Candidate: w.Best}
+		if c, ok := collective.Lookup(coll); ok && c.WideBuffers() != "" && world > 0 {
+			j.Size *= int64(world)
+		}
 		if w.RunnerUp != nil {
 			r := *w.RunnerUp
 			j.RunnerUp = &r
