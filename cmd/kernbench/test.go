@@ -190,6 +190,11 @@ func runTest(cmd *cobra.Command, o *testOptions, stdout, stderr io.Writer) error
 		text = lstderr
 	}
 	t := testreport.Run(files, ro, prog, text, lstderr)
+	if o.Run != "" && t.Passed+t.Failed == 0 && len(files) > t.Broken {
+		// As go test warns "no tests to run": a misspelt pattern should
+		// not look like a clean pass (the status stays 0, as go test's).
+		fmt.Fprintf(lstderr, "kernbench: no test matched --run %s (in %d test file(s))\n", o.Run, len(files)-t.Broken)
+	}
 	return renderTally(t, o.JSON, text, stdout)
 }
 

@@ -259,7 +259,7 @@ func runTune(cmd *cobra.Command, o *tuneOptions, collective string, names []stri
 		}
 	}
 	if !o.json {
-		printTune(stdout, collective, world, sizes, winners, ranges)
+		printTune(stdout, collective, world, len(variants), sizes, winners, ranges)
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(stderr, "kernbench: tune: no run of %s finished right at %s bytes: select: has no range for them, and auto refuses them\n", collective, strings.Join(missing, ", "))
@@ -333,17 +333,19 @@ func ownAlgorithms(o *tuneOptions, cfg *config.Config, ranges []config.SelectRan
 
 // printTune prints the tune's table: the winner of each size with its
 // margin, and the select: ranges on one line.
-func printTune(stdout io.Writer, collective string, world int, sizes []tune.Size, winners []tune.Winner, ranges []config.SelectRange) {
+func printTune(stdout io.Writer, collectiveName string, world, runs int, sizes []tune.Size, winners []tune.Winner, ranges []config.SelectRange) {
 	at := ""
 	if world > 0 {
 		at = fmt.Sprintf(" at world_size %d", world)
 	}
-	fmt.Fprintf(stdout, "\n# tune %s%s: the fastest per size\n", collective, at)
+	fmt.Fprintf(stdout, "\n# tune %s%s: the fastest per size\n", collectiveName, at)
 	width := len("algorithm")
 	for _, w := range winners {
 		width = max(width, len(w.Best.Label))
 	}
-	fmt.Fprintf(stdout, "%10s  %-*s  %10s  %s\n", "size", width, "algorithm", "time(us)", "margin")
+	// The sizes are --bytes, as select: counts them; the table above
+	// prints a collective's larger buffer, world_size × bytes for some.
+	fmt.Fprintf(stdout, "%10s  %-*s  %10s  %s\n", "bytes", width, "algorithm", "time(us)", "margin")
 	for _, s := range sizes {
 		i := slices.IndexFunc(winners, func(w tune.Winner) bool { return w.Bytes == s.Bytes })
 		if i < 0 {
@@ -351,10 +353,13 @@ func printTune(stdout io.Writer, collective string, world int, sizes []tune.Size
 			continue
 		}
 		w := winners[i]
-		fmt.Fprintf(stdout, "%10d  %-*s  %10.3f  %s\n", w.Bytes, width, w.Best.Label, w.Best.TimeNs/1000, w.Margin())
+		fmt.Fprintf(stdout, "%10d  %-*s  %10.3f  %s\n", w.Bytes, width, w.Best.Label, w.Best.TimeNs/1000, w.Margin(runs))
+	}
+	if c, ok := collective.Lookup(collectiveName); ok && c.WideBuffers() != "" && world > 1 {
+		fmt.Fprintf(stdout, "# bytes: count × element size, as --bytes and select: count them; the size column above is %d × bytes (%s's %s)\n", world, collectiveName, c.WideBuffers())
 	}
 	if len(ranges) > 0 {
-		fmt.Fprintf(stdout, "# select.%s: %s\n", collective, tune.RangesText(ranges))
+		fmt.Fprintf(stdout, "# select.%s: %s\n", collectiveName, tune.RangesText(ranges))
 	}
 }
 

@@ -28,6 +28,7 @@ func TestPickWinners(t *testing.T) {
 		sizes  []tune.Size
 		want   []tune.Winner
 		margin []string
+		runs   int // runs the tune compares (0: 3)
 	}{
 		{"crossover", []tune.Size{
 			{Bytes: 1024, Candidates: []tune.Candidate{ring(200), rd(100), tree(150)}},
@@ -35,23 +36,29 @@ func TestPickWinners(t *testing.T) {
 		}, []tune.Winner{
 			{Bytes: 1024, Best: rd(100), RunnerUp: ptr(tree(150))},
 			{Bytes: 4096, Best: ring(300), RunnerUp: ptr(rd(369))},
-		}, []string{"1.50× faster than tree", "1.23× faster than rd"}},
+		}, []string{"1.50× faster than tree", "1.23× faster than rd"}, 0},
 		{"tie: the first listed", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{rd(10), ring(10)}}},
-			[]tune.Winner{{Bytes: 8, Best: rd(10), RunnerUp: ptr(ring(10))}}, []string{"tied with ring (the first listed wins)"}},
+			[]tune.Winner{{Bytes: 8, Best: rd(10), RunnerUp: ptr(ring(10))}}, []string{"tied with ring (the first listed wins)"}, 0},
 		{"close", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{rd(1000), ring(1004)}}},
-			[]tune.Winner{{Bytes: 8, Best: rd(1000), RunnerUp: ptr(ring(1004))}}, []string{"1.0040× faster than ring"}},
+			[]tune.Winner{{Bytes: 8, Best: rd(1000), RunnerUp: ptr(ring(1004))}}, []string{"1.0040× faster than ring"}, 0},
 		{"alone", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{ring(5)}}},
-			[]tune.Winner{{Bytes: 8, Best: ring(5)}}, []string{"the only run"}},
-		{"none ran", []tune.Size{{Bytes: 8}}, nil, nil},
+			[]tune.Winner{{Bytes: 8, Best: ring(5)}}, []string{"the only run"}, 1},
+		{"the others failed", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{ring(5)}}},
+			[]tune.Winner{{Bytes: 8, Best: ring(5)}}, []string{"the only one of 3 runs that finished right"}, 3},
+		{"none ran", []tune.Size{{Bytes: 8}}, nil, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tune.PickWinners(tc.sizes)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("winners (-want +got):\n%s", diff)
 			}
+			runs := tc.runs
+			if runs == 0 {
+				runs = 3
+			}
 			var margins []string
 			for _, w := range got {
-				margins = append(margins, w.Margin())
+				margins = append(margins, w.Margin(runs))
 			}
 			if diff := cmp.Diff(tc.margin, margins); diff != "" {
 				t.Errorf("margins (-want +got):\n%s", diff)

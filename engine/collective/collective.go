@@ -95,3 +95,19 @@ func (c Collective) BusFactor(p int) float64 {
 	}
 	return 1
 }
+
+// WideBuffers names the buffers that hold count × world_size elements,
+// the size a report prints (nccl-tests' size: the larger buffer), for a
+// line that tells it from --bytes: "recvbuf", "sendbuf", "sendbuf and
+// recvbuf", or "" when both hold count elements.
+func (c Collective) WideBuffers() string {
+	switch {
+	case c.SendMul && c.RecvMul:
+		return "sendbuf and recvbuf"
+	case c.SendMul:
+		return "sendbuf"
+	case c.RecvMul:
+		return "recvbuf"
+	}
+	return ""
+}

@@ -26,6 +26,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
+
+	"kernbench/engine/spelling"
 )
 
 // FileOptions are the dialect options of every kernbench file: while, set,
@@ -235,10 +237,11 @@ func (l *Loader) NewThread(name string) *starlark.Thread {
 
 // overBudget is the step limit's turn: th ran its budget of steps.
 // go.starlark.net gives a loop's back edge the position of the function
-// itself (or of the instruction before it): a few more steps are allowed
-// so the backtrace points into the loop, not at the def line. A loop of
-// nothing but jumps (while True: pass) never moves: then the message
-// names the loops.
+// itself or of the instruction laid out before it, which may be in a
+// branch after the loop that never runs: a few more steps are allowed so
+// the backtrace points into a loop of the function, not at the def line
+// or elsewhere. A loop of nothing but jumps (while True: pass) never
+// moves: then the message names the loops.
 func (l *Loader) overBudget(th *starlark.Thread, sched *stepSchedule) {
 	reason := "too many steps"
 	if th.CallStackDepth() > 0 {
@@ -246,10 +249,13 @@ func (l *Loader) overBudget(th *starlark.Thread, sched *stepSchedule) {
 		pos := th.CallFrame(0).Pos
 		if sched.grace == 0 {
 			sched.first = pos
+			if isFn {
+				sched.loops = l.loopSpans(fn)
+			}
 		} else if pos != sched.first {
 			sched.moved = true
 		}
-		if isFn && sched.grace < 16 && (!sched.moved || pos == fn.Position()) {
+		if isFn && sched.grace < 16 && (!sched.moved || pos == fn.Position() || !sched.inLoop(pos)) {
 			sched.grace++
 			sched.budget = th.ExecutionSteps() + 1
 			return
@@ -438,7 +444,7 @@ func (l *Loader) exec(p string) (starlark.StringDict, error) {
 			e.globals, err = prog.Init(th, pre)
 			e.globals.Freeze()
 		}
-		err = Stopped(th, Annotate(err, data))
+		err = Stopped(th, Annotate(err, data, pre.Keys()))
 		if _, made := l.Src.Overlay[p]; err != nil && !made && !strings.HasSuffix(p, ".star") {
 			err = notStarlark(p, err)
 		}
@@ -469,8 +475,10 @@ func notStarlark(p string, err error) error {
 }
 
 // Annotate adds kernbench hints to errors from parsing src: a syntax error at
-// ".load" gets the tl.fetch hint.
-func Annotate(err error, src []byte) error {
+// ".load" gets the tl.fetch hint, and a name the file never defines the
+// nearest of Starlark's builtins, the predeclared names and the file's
+// own names ("undefined: rnage (did you mean range?)").
+func Annotate(err error, src []byte, predeclared []string) error {
 	var se syntax.Error
 	if errors.As(err, &se) && se.Msg == "not an identifier" {
 		if hasLoadAttr(src, se.Pos) {
@@ -478,7 +486,46 @@ func Annotate(err error, src []byte) error {
 			return se
 		}
 	}
+	var el resolve.ErrorList
+	if errors.As(err, &el) {
+		var names []string
+		for i, e := range el {
+			name, ok := strings.CutPrefix(e.Msg, "undefined: ")
+			if !ok || strings.ContainsAny(name, " (") {
+				continue
+			}
+			if names == nil {
+				names = definedNames(src, predeclared)
+			}
+			if near := spelling.Closest(name, slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == name })); near != "" {
+				el[i].Msg += fmt.Sprintf(" (did you mean %s?)", near)
+			}
+		}
+		return el
+	}
 	return err
+}
+
+// definedNames are the names a file's code may use: Starlark's builtins,
+// the predeclared ones and every identifier the file spells (its own
+// globals, parameters and locals among them), sorted.
+func definedNames(src []byte, predeclared []string) []string {
+	seen := map[string]bool{}
+	for n := range starlark.Universe {
+		seen[n] = true
+	}
+	for _, n := range predeclared {
+		seen[n] = true
+	}
+	if f, err := FileOptions().Parse("", src, 0); err == nil {
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if id, ok := n.(*syntax.Ident); ok {
+				seen[id.Name] = true
+			}
+			return true
+		})
+	}
+	return sortedKeys(seen)
 }
 
 func hasLoadAttr(src []byte, pos syntax.Position) bool {
@@ -683,33 +730,11 @@ func IsLoadError(err error) bool {
 // fn's def line: " in the loop at f.star:3:5" or " in one of the loops at
 // …" ("" when the source cannot be read).
 func (l *Loader) loopsOf(fn *starlark.Function) string {
-	pos := fn.Position()
-	data, err := l.Src.ReadFile(pos.Filename())
-	if err != nil {
-		return ""
-	}
-	f, err := FileOptions().Parse(pos.Filename(), data, 0)
-	if err != nil {
-		return ""
-	}
 	var loops []string
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if def, ok := n.(*syntax.DefStmt); ok && def.Name.NamePos.Line == pos.Line {
-			syntax.Walk(def, func(n syntax.Node) bool {
-				switch n := n.(type) {
-				case *syntax.DefStmt, *syntax.LambdaExpr:
-					return n == def // nested functions have their own frames
-				case *syntax.WhileStmt:
-					loops = append(loops, n.While.String())
-				case *syntax.ForStmt:
-					loops = append(loops, n.For.String())
-				}
-				return true
-			})
-			return false
-		}
-		return true
-	})
+	for _, n := range l.loopNodes(fn) {
+		start, _ := n.Span()
+		loops = append(loops, start.String())
+	}
 	switch len(loops) {
 	case 0:
 		return ""
@@ -717,6 +742,47 @@ func (l *Loader) loopsOf(fn *starlark.Function) string {
 		return " in the loop at " + loops[0]
 	}
 	return " in one of the loops at " + strings.Join(loops, ", ")
+}
+
+// loopNodes are the while and for statements of fn, outside the functions
+// nested in it (nil when the source cannot be read).
+func (l *Loader) loopNodes(fn *starlark.Function) []syntax.Node {
+	pos := fn.Position()
+	data, err := l.Src.ReadFile(pos.Filename())
+	if err != nil {
+		return nil
+	}
+	f, err := FileOptions().Parse(pos.Filename(), data, 0)
+	if err != nil {
+		return nil
+	}
+	var loops []syntax.Node
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if def, ok := n.(*syntax.DefStmt); ok && def.Name.NamePos.Line == pos.Line {
+			syntax.Walk(def, func(n syntax.Node) bool {
+				switch n := n.(type) {
+				case *syntax.DefStmt, *syntax.LambdaExpr:
+					return n == def // nested functions have their own frames
+				case *syntax.WhileStmt, *syntax.ForStmt:
+					loops = append(loops, n)
+				}
+				return true
+			})
+			return false
+		}
+		return true
+	})
+	return loops
+}
+
+// loopSpans are the source ranges of fn's loops (loopNodes).
+func (l *Loader) loopSpans(fn *starlark.Function) [][2]syntax.Position {
+	var spans [][2]syntax.Position
+	for _, n := range l.loopNodes(fn) {
+		start, end := n.Span()
+		spans = append(spans, [2]syntax.Position{start, end})
+	}
+	return spans
 }
 
 // programs holds compiled files by name, content and predeclared names. A

@@ -398,11 +398,11 @@ func TestAnnotateLoadHint(t *testing.T) {
 		t.Errorf("loading a module with tl.load: error %v, want the hint", err)
 	}
 
-	if script.Annotate(nil, src) != nil {
+	if script.Annotate(nil, src, nil) != nil {
 		t.Error("Annotate(nil) != nil")
 	}
 	other := errors.New("not an identifier")
-	if got := script.Annotate(other, src); got != other {
+	if got := script.Annotate(other, src, nil); got != other {
 		t.Errorf("Annotate(non-syntax error) = %v, want it unchanged", got)
 	}
 }

@@ -42,6 +42,26 @@ type stepSchedule struct {
 	grace int
 	first syntax.Position
 	moved bool
+	// The source ranges of the loops of the function the limit was
+	// reached in: the grace steps go on until the thread is in one.
+	loops [][2]syntax.Position
+}
+
+// inLoop reports whether pos lies in one of s.loops (true when the
+// function has none, or its source could not be read).
+func (s *stepSchedule) inLoop(pos syntax.Position) bool {
+	if len(s.loops) == 0 {
+		return true
+	}
+	before := func(a, b syntax.Position) bool {
+		return a.Line < b.Line || a.Line == b.Line && a.Col <= b.Col
+	}
+	for _, sp := range s.loops {
+		if before(sp[0], pos) && before(pos, sp[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // arm makes go.starlark.net call the hook at the schedule's next turn.

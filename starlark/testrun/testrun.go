@@ -294,9 +294,9 @@ func RunFile(file string, o Options) ([]Result, error) {
 		} else if _, err = starlark.Call(th, t.fn, nil, nil); err != nil {
 			err = script.Stopped(th, err)
 			msg := script.Format(err)
-			switch errkind.Of(err) {
-			case errkind.StepLimit:
-				// As run says it of a kernel: the limit is a flag.
+			// As run says it of a kernel: the limit is a flag. A kernel the
+			// test ran in the mock has said it already, in its error line.
+			if errkind.Of(err) == errkind.StepLimit && !strings.Contains(msg, "raise --max-steps") {
 				msg += " (raise --max-steps if the test is meant to run this long)"
 			}
 			rep.msgs = append(rep.msgs, msg)
@@ -351,10 +351,10 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 	// Read as "not given", world_size = 0 ran the configuration's world
 	// size (8) and schedules = 0 one schedule.
 	if world < 1 {
-		return nil, fmt.Errorf("%s: world_size must be >= 1 (got %d)", b.Name(), world)
+		return nil, fmt.Errorf("%s: world_size must be >= 1 (got %d)", mockCall(b.Name(), args, kw), world)
 	}
 	if schedules < 1 {
-		return nil, fmt.Errorf("%s: schedules must be >= 1 (got %d)", b.Name(), schedules)
+		return nil, fmt.Errorf("%s: schedules must be >= 1 (got %d)", mockCall(b.Name(), args, kw), schedules)
 	}
 	// world_size is the second parameter: given positionally too.
 	rootGiven, redopGiven, worldGiven := false, false, len(args) > 1
@@ -375,7 +375,7 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 	if params != nil {
 		for _, kv := range params.Items() {
 			if _, ok := kv[0].(starlark.String); !ok {
-				return nil, fmt.Errorf("%s: params keys must be strings, got %s", b.Name(), kv[0].Type())
+				return nil, fmt.Errorf("%s: params keys must be strings, got %s", mockCall(b.Name(), args, kw), kv[0].Type())
 			}
 			mo.Params = append(mo.Params, starlark.Tuple{kv[0], kv[1]})
 		}
@@ -384,7 +384,7 @@ func runKernelInMock(dir string, o Options, place func(string) error, th *starla
 		for i := 0; i < sets.Len(); i++ {
 			s, ok := starlark.AsString(sets.Index(i))
 			if !ok {
-				return nil, fmt.Errorf("%s: set must be a list of \"key.path=value\" strings", b.Name())
+				return nil, fmt.Errorf("%s: set must be a list of \"key.path=value\" strings", mockCall(b.Name(), args, kw))
 			}
 			mo.Sets = append(mo.Sets, s)
 		}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"kernbench/cmd/kernbench/internal/render"
+	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/starlark/errkind"
 	"kernbench/starlark/report"
@@ -412,8 +413,8 @@ func SplitValues(vals string) []string {
 // order), and a note per variant saying so. The collective is collective,
 // else the only one select: has; counts (--count) are refused. Ranges
 // tuned at another world size than world are not picked (Config.Pick).
-func Auto(cfg *config.Config, collective string, world int, sizes, counts []int64) ([]Variant, []string, error) {
-	coll := collective
+func Auto(cfg *config.Config, collectiveFlag string, world int, sizes, counts []int64) ([]Variant, []string, error) {
+	coll := collectiveFlag
 	if coll == "" {
 		var have []string
 		for k := range cfg.Select {
@@ -456,7 +457,25 @@ func Auto(cfg *config.Config, collective string, world int, sizes, counts []int6
 			notes = append(notes, fmt.Sprintf("auto: select.%s %s (%s) runs %s for", coll, r.RangeString(), r.Pos, label))
 		}
 		out[i].Sizes = append(out[i].Sizes, n)
-		notes[i] += fmt.Sprintf(" %d", n)
+	}
+	// The sizes are --bytes; a collective whose table prints world_size ×
+	// bytes (allgather's recvbuf) gets those too, to find its rows.
+	c, _ := collective.Lookup(coll)
+	wide := c.WideBuffers() != "" && world > 1
+	for i, v := range out {
+		if wide {
+			notes[i] += " --bytes"
+		}
+		for _, n := range v.Sizes {
+			notes[i] += fmt.Sprintf(" %d", n)
+		}
+		if wide {
+			notes[i] += " (size"
+			for _, n := range v.Sizes {
+				notes[i] += fmt.Sprintf(" %d", n*int64(world))
+			}
+			notes[i] += ")"
+		}
 	}
 	return out, notes, nil
 }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/msccl"
 	"kernbench/engine/spelling"
@@ -68,9 +69,14 @@ func PickWinners(sizes []Size) []Winner {
 }
 
 // Margin is how the winner beats the runner-up: "1.23× faster than
-// ring_allreduce".
-func (w Winner) Margin() string {
+// ring_allreduce". runs is how many runs the tune compares: a winner
+// without a runner-up is the only run, or the only one of them that
+// finished right at its size (the others failed there, or earlier, or
+// were wrong).
+func (w Winner) Margin(runs int) string {
 	switch {
+	case w.RunnerUp == nil && runs > 1:
+		return fmt.Sprintf("the only one of %d runs that finished right", runs)
 	case w.RunnerUp == nil:
 		return "the only run"
 	case w.RunnerUp.TimeNs == w.Best.TimeNs:
@@ -101,6 +107,9 @@ type Answer struct {
 // (both absent when only one run finished right).
 type AnswerWinner struct {
 	Bytes int64 `json:"bytes"`
+	// Size is the table's size, the bytes of the runs' results: world_size
+	// × Bytes for a collective with a count × world_size buffer.
+	Size int64 `json:"size"`
 	Candidate
 	RunnerUp *Candidate `json:"runner_up,omitempty"`
 	Speedup  float64    `json:"speedup,omitempty"`
@@ -124,8 +133,8 @@ type Exported struct {
 
 // NewAnswer is the answer of a tune of collective at world ranks over
 // sizes (the sizes it ran, with their runs), from its winners and ranges.
-func NewAnswer(collective string, world int, sizes []Size, winners []Winner, ranges []config.SelectRange) Answer {
-	a := Answer{Collective: collective, WorldSize: world, Sizes: []int64{}, Winners: []AnswerWinner{}, Select: []AnswerRange{}}
+func NewAnswer(coll string, world int, sizes []Size, winners []Winner, ranges []config.SelectRange) Answer {
+	a := Answer{Collective: coll, WorldSize: world, Sizes: []int64{}, Winners: []AnswerWinner{}, Select: []AnswerRange{}}
 	for _, s := range sizes {
 		a.Sizes = append(a.Sizes, s.Bytes)
 		if !slices.ContainsFunc(winners, func(w Winner) bool { return w.Bytes == s.Bytes }) {
@@ -133,7 +142,10 @@ func NewAnswer(collective string, world int, sizes []Size, winners []Winner, ran
 		}
 	}
 	for _, w := range winners {
-		j := AnswerWinner{Bytes: w.Bytes, Candidate: w.Best}
+		j := AnswerWinner{Bytes: w.Bytes, Size: w.Bytes, Candidate: w.Best}
+		if c, ok := collective.Lookup(coll); ok && c.WideBuffers() != "" && world > 0 {
+			j.Size *= int64(world)
+		}
 		if w.RunnerUp != nil {
 			r := *w.RunnerUp
 			j.RunnerUp = &r
@@ -252,12 +264,14 @@ func Algorithms(cfg *config.Config, collective string, names []string) ([]string
 	if !slices.Contains(config.Collectives(), collective) {
 		return nil, fmt.Errorf("tune: unknown collective %q (want one of %s)%s", collective, strings.Join(config.Collectives(), ", "), spelling.Hint(collective, config.Collectives()))
 	}
-	if len(names) == 0 {
-		for _, n := range cfg.AlgorithmNames {
-			if cfg.Algorithms[n].Collective == collective {
-				names = append(names, n)
-			}
+	var own []string // the algorithms of the collective
+	for _, n := range cfg.AlgorithmNames {
+		if cfg.Algorithms[n].Collective == collective {
+			own = append(own, n)
 		}
+	}
+	if len(names) == 0 {
+		names = own
 		if len(names) == 0 {
 			return nil, fmt.Errorf("tune: no algorithm of %s names collective: %s; name the algorithms to run", cfg.File, collective)
 		}
@@ -276,7 +290,13 @@ func Algorithms(cfg *config.Config, collective string, names []string) ([]string
 				name := strings.TrimSuffix(filepath.Base(n), ext)
 				return nil, fmt.Errorf("tune: %s is a file, and tune compares algorithms of ccl.yaml by name, the name select: records: give it one with an entry in ccl.yaml (%s: {module: %s}) or --set algorithms.%s.module=%s, then tune %s", n, name, n, name, n, name)
 			}
-			return nil, fmt.Errorf("tune: %v", err)
+			// As run's: the nearest name, among every algorithm (one of
+			// another collective is then refused naming whose it is).
+			list := fmt.Sprintf("the algorithms of %s: %s", collective, strings.Join(own, ", "))
+			if len(own) == 0 {
+				list = fmt.Sprintf("no algorithm of %s names collective: %s", cfg.File, collective)
+			}
+			return nil, fmt.Errorf("tune: unknown algorithm %q (%s)%s", n, list, spelling.Hint(n, cfg.AlgorithmNames))
 		}
 		if a.Collective != "" && a.Collective != collective {
 			return nil, fmt.Errorf("tune: %s is an algorithm of %s, not %s", n, a.Collective, collective)
