@@ -151,6 +151,28 @@ func hasMaxMemory(args []string) bool {
 // directory and with its environment variables, so the scripts run in
 // parallel without a process per command; a command setting --max-memory
 // runs as a process of its own.
+// noWallClockWatchdog gives a check or test command that sets no
+// --timeout of its own --timeout 0: both arm a wall-clock watchdog by
+// default (1m, 10m), and a test's outcome must rest on steps and
+// simulated time, never on how busy the machine is. A script that is
+// about the watchdog passes its own --timeout.
+func noWallClockWatchdog(args []string) []string {
+	if len(args) == 0 || args[0] != "check" && args[0] != "test" {
+		return args
+	}
+	end := len(args) // flags stop at "--"
+	for i, a := range args {
+		if a == "--" {
+			end = i
+			break
+		}
+		if strings.HasPrefix(a, "--timeout") || strings.HasPrefix(a, "-timeout") {
+			return args
+		}
+	}
+	return slices.Concat(args[:end], []string{"--timeout", "0"}, args[end:])
+}
+
 func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! kbexit (kbexit already checks the exact status)")
@@ -162,7 +184,7 @@ func kbexit(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("kbexit: status %q is not an integer", args[0])
 	}
-	args = args[1:]
+	args = noWallClockWatchdog(args[1:])
 	if hasMaxMemory(args) {
 		// Its limit is on the process's memory: in a process of its own,
 		// other tests' simulations cannot count against it (in this one,
@@ -233,6 +255,23 @@ func TestReportInternal(t *testing.T) {
 	} {
 		if got := verboseArg(tc.args); got != tc.want {
 			t.Errorf("verboseArg(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
+// Rule (tests): a check or test command of a script runs without the
+// wall-clock watchdog unless the script sets --timeout itself.
+func TestNoWallClockWatchdog(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{[]string{"check", "a.star"}, []string{"check", "a.star", "--timeout", "0"}},
+		{[]string{"test", "a_test.star", "-timeout", "1s"}, []string{"test", "a_test.star", "-timeout", "1s"}},
+		{[]string{"test", "a_test.star", "--timeout=5m"}, []string{"test", "a_test.star", "--timeout=5m"}},
+		{[]string{"test", "x", "--", "--timeout"}, []string{"test", "x", "--timeout", "0", "--", "--timeout"}},
+		{[]string{"run", "ring_allreduce"}, []string{"run", "ring_allreduce"}},
+	}
+	for _, tc := range tests {
+		if diff := cmp.Diff(tc.want, noWallClockWatchdog(tc.in)); diff != "" {
+			t.Errorf("noWallClockWatchdog(%q) (-want +got):\n%s", tc.in, diff)
 		}
 	}
 }
