@@ -195,7 +195,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	// schedules= explores orders and reports what it meets.)
 	if err := mscclio.Races(a); err != nil && opts.Stderr != nil && !opts.silent && !opts.Untimed {
 		if l, ok := err.(msccl.ErrorList); ok && len(l) > 0 {
-			fmt.Fprintf(opts.Stderr, "kernbench: warning: %s has %d race(s) between thread blocks, which this run's order of steps may not meet (kernbench check %s lists them); the first: %s\n", arg, len(l), arg, l[0])
+			fmt.Fprintf(opts.Stderr, "kernbench: warning: %s has %d race(s), which this run's order of steps may not meet (kernbench check %s lists them); the first: %s\n", arg, len(l), arg, l[0])
 		}
 	}
 	rep, err := pl.sweep(cfg, tgt, arg, loader, func(p *plan, loader *script.Loader, count int64) (*report.Result, error) {
