@@ -187,7 +187,7 @@ func runMSCCL(arg string, opts Options) (*report.Report, error) {
 	// (kernbench check's result check): a wrong row it explains is the
 	// schedule's doing, which the data's ranges alone do not say.
 	var scheduleWrong []string
-	if err := mscclio.Result(a); err != nil {
+	if err := mscclio.Result(a, opts.Root); err != nil {
 		scheduleWrong = strings.Split(err.Error(), "\n")
 	}
 	// A race the run's order may not meet: the run's rows are right for
@@ -284,7 +284,8 @@ func CheckMSCCL(arg string, o Options) ([]string, *MSCCLMap) {
 	if err := mscclio.Races(a); err != nil {
 		problems = strings.Split(err.Error(), "\n")
 	}
-	if err := mscclio.Result(a); err != nil {
+	root, _ := mscclio.Root(a) // else a run's default --root 0
+	if err := mscclio.Result(a, root); err != nil {
 		problems = append(problems, strings.Split(err.Error(), "\n")...)
 	}
 	if problems != nil {

@@ -30,7 +30,8 @@ func TestResultOfShippedSchedules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := mscclio.Result(a); err != nil {
+		root, _ := mscclio.Root(a)
+		if err := mscclio.Result(a, root); err != nil {
 			t.Errorf("%v", err)
 		}
 	}
@@ -126,7 +127,8 @@ func TestResultAgreesWithRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			static := mscclio.Result(a)
+			root, _ := mscclio.Root(a)
+			static := mscclio.Result(a, root)
 			if (static != nil) != tc.wantWrong {
 				t.Errorf("Result = %v, want wrong %v", static, tc.wantWrong)
 			}
