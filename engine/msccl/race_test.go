@@ -54,19 +54,25 @@ func TestRaces(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := Parse("race.xml", []byte(raceXML(tc.sendDep, tc.cpyDep)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := ""
-			if err := a.Races(nil); err != nil {
-				got = err.Error()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, races(t, "race.xml", raceXML(tc.sendDep, tc.cpyDep), nil)); diff != "" {
 				t.Errorf("Races (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// races parses the schedule src and returns what Races says of it ("":
+// nothing).
+func races(t *testing.T, file, src string, alias Alias) string {
+	t.Helper()
+	a, err := Parse(file, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Races(alias); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // A chain of messages orders its ends: gpu 0 copies into chunk 0 only
@@ -93,12 +99,8 @@ func TestRacesOrderedByMessages(t *testing.T) {
   </gpu>
 </algo>
 `
-	a, err := Parse("chain.xml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Races(nil); err != nil {
-		t.Errorf("Races: %v, want none (the messages order the send before the copy)", err)
+	if got := races(t, "chain.xml", src, nil); got != "" {
+		t.Errorf("Races: %s, want none (the messages order the send before the copy)", got)
 	}
 }
 
@@ -142,15 +144,7 @@ func TestRacesShiftedStep(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := Parse("shift.xml", []byte(xml(tc.typ, tc.src, tc.dst)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := ""
-			if err := a.Races(tc.alias); err != nil {
-				got = err.Error()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, races(t, "shift.xml", xml(tc.typ, tc.src, tc.dst), tc.alias)); diff != "" {
 				t.Errorf("Races (-want +got):\n%s", diff)
 			}
 		})
