@@ -462,11 +462,16 @@ func MeanBusBW(rows []Result) (avg float64, n int) {
 	return avg / float64(n), n
 }
 
-// NoteAvgBusBW sets AvgBusBW from the rows: their mean when at least two
-// ran (a sweep), else none.
-func (r *Report) NoteAvgBusBW() {
-	r.AvgBusBW = 0
-	if avg, n := MeanBusBW(r.Results); n >= 2 {
-		r.AvgBusBW = avg
+// SweepAvgBusBW is the "# avg busbw" of a sweep's rows: their mean busbw
+// when at least two ran; ok is false otherwise.
+func SweepAvgBusBW(rows []Result) (avg float64, ok bool) {
+	if avg, n := MeanBusBW(rows); n >= 2 {
+		return avg, true
 	}
+	return 0, false
+}
+
+// NoteAvgBusBW sets AvgBusBW from the rows (SweepAvgBusBW; 0: none).
+func (r *Report) NoteAvgBusBW() {
+	r.AvgBusBW, _ = SweepAvgBusBW(r.Results)
 }
