@@ -299,18 +299,16 @@ func CheckMSCCL(arg string, o Options) ([]string, *MSCCLMap) {
 	if err := mscclio.Result(a, root); err != nil {
 		problems = append(problems, strings.Split(err.Error(), "\n")...)
 	}
-	if problems != nil {
-		return problems, mp
-	}
 	// A buffer_kind the user gave that cannot hold the rings (the bench's
-	// buffers aside: check knows no size).
+	// buffers aside: check knows no size): a problem of the run, listed
+	// with the schedule's own.
 	set = cfg.Defaults
 	_, slotsGiven := cfg.DefaultsGiven["n_slots"]
 	set.NSlots, _ = mscclio.Slots(arg, a, set, slotsGiven)
 	if fit, ok := mscclio.NewFit(a, nil, cfg.System, set); ok {
 		if _, err := mscclio.Place(arg, fit, set, cfg.DefaultsGiven["buffer_kind"], hintItems(o.setItems()), 1); err != nil {
-			return []string{err.Error()}, mp
+			problems = append(problems, err.Error())
 		}
 	}
-	return nil, mp
+	return problems, mp
 }
