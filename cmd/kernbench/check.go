@@ -56,9 +56,10 @@ cannot take their arguments. A NAME_test.star file is checked as kernbench
 test loads it (assert predeclared, @kernbench//testing.star loadable;
 test_* functions take no parameters). An MSCCL .xml schedule is parsed
 and validated, steps of two thread blocks that touch a chunk with
-nothing ordering them are reported as races, and what each output chunk
-ends holding is worked out and compared with the collective's result
-(docs/msccl.md).
+nothing ordering them are reported as races (as is a step whose source
+and destination share a chunk at different places), and what each
+output chunk ends holding is worked out and compared with the
+collective's result (docs/msccl.md).
 --config, --set, --world-size, --topology and --collective are run's: the
 algorithm is checked as kernbench run with them would run it.
 Exit status 0 when clean, 2 with file:line:col for every problem.`,

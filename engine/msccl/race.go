@@ -23,7 +23,9 @@ type access struct {
 // Races reports every pair of steps of one gpu, in different thread
 // blocks, that touch a chunk (after alias: in place, i and o share
 // chunks) at least one of them writing, with nothing ordering them. Each
-// pair is reported once, at the line of its later step in the file.
+// pair is reported once, at the line of its later step in the file. So
+// is a step whose source and destination share a chunk shifted (shifted),
+// whose result depends on the order of its own chunks.
 func (a *Algo) Races(alias Alias) error {
 	// Every step, numbered; its gpu's steps numbered apart.
 	type node struct {
@@ -90,6 +92,7 @@ func (a *Algo) Races(alias Alias) error {
 		return chunkKey{g, b, idx}
 	}
 	var errs ErrorList
+	errs = append(errs, a.shifted(canon)...)
 	for g, steps := range perGPU {
 		// The chunks each step of gpu g reads and writes.
 		uses := map[chunkKey][]access{}
@@ -163,6 +166,38 @@ func (a *Algo) Races(alias Alias) error {
 		return nil
 	}
 	return errs.sorted()
+}
+
+// shifted reports the steps whose source and destination share a chunk
+// at different places of the step (cpy o[0..2) into o[1..3)): the step
+// moves its cnt chunks at once on a GPU, and one by one in a run's loop
+// iterations, so what the shared chunk ends holding depends on that
+// order. A step that reads and writes the same chunks in place
+// (rrc i 0 into i 0) is no such step.
+func (a *Algo) shifted(canon func(int, Buffer, int) chunkKey) ErrorList {
+	var errs ErrorList
+	for _, g := range a.GPUs {
+		for _, tb := range g.TBs {
+			for _, st := range tb.Steps {
+				if !st.Reads() || !st.Writes() || st.Cnt < 2 {
+					continue
+				}
+				read := map[chunkKey]int{}
+				for k := 0; k < st.Cnt; k++ {
+					read[canon(g.ID, st.SrcBuf, st.SrcOff+k)] = k
+				}
+				for k := 0; k < st.Cnt; k++ {
+					if r, ok := read[canon(g.ID, st.DstBuf, st.DstOff+k)]; ok && r != k {
+						errs = append(errs, &Error{File: a.File, Line: st.Line, Msg: fmt.Sprintf(
+							"gpu %d tb %d step %d (%s) reads %s chunks %d-%d and writes %s chunks %d-%d, which share a chunk at different places of the step: what it ends holding depends on the order the step moves its chunks in; read and write the same chunks, or no chunk in common",
+							g.ID, tb.ID, st.S, st.Type, st.SrcBuf, st.SrcOff, st.SrcOff+st.Cnt-1, st.DstBuf, st.DstOff, st.DstOff+st.Cnt-1)})
+						break
+					}
+				}
+			}
+		}
+	}
+	return errs
 }
 
 // raceError says that steps x and y (x writing if wx, y if wy) touch

@@ -54,19 +54,25 @@ func TestRaces(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := Parse("race.xml", []byte(raceXML(tc.sendDep, tc.cpyDep)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := ""
-			if err := a.Races(nil); err != nil {
-				got = err.Error()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, races(t, "race.xml", raceXML(tc.sendDep, tc.cpyDep), nil)); diff != "" {
 				t.Errorf("Races (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// races parses the schedule src and returns what Races says of it ("":
+// nothing).
+func races(t *testing.T, file, src string, alias Alias) string {
+	t.Helper()
+	a, err := Parse(file, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Races(alias); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // A chain of messages orders its ends: gpu 0 copies into chunk 0 only
@@ -93,11 +99,54 @@ func TestRacesOrderedByMessages(t *testing.T) {
   </gpu>
 </algo>
 `
-	a, err := Parse("chain.xml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
+	if got := races(t, "chain.xml", src, nil); got != "" {
+		t.Errorf("Races: %s, want none (the messages order the send before the copy)", got)
 	}
-	if err := a.Races(nil); err != nil {
-		t.Errorf("Races: %v, want none (the messages order the send before the copy)", err)
+}
+
+// A step whose source and destination share a chunk at different places
+// of the step (cpy o[0..2) into o[1..3)) leaves a result that depends on
+// the order it moves its chunks in: a GPU moves them at once, a run's
+// loop one by one when a chunk takes several iterations. It is reported
+// at its line; a step that reads and writes the same chunks (rrc, re in
+// place) is not, nor one that shares no chunk. In place, i and o alias.
+func TestRacesShiftedStep(t *testing.T) {
+	xml := func(typ, src, dst string) string {
+		return `<algo name="shift" nchannels="1" nchunksperloop="4" ngpus="1" coll="allreduce" inplace="0">
+  <gpu id="0" i_chunks="4" o_chunks="4" s_chunks="0">
+    <tb id="0" send="-1" recv="-1" chan="0">
+      <step s="0" type="` + typ + `" srcbuf="` + src[:1] + `" srcoff="` + src[1:] + `" dstbuf="` + dst[:1] + `" dstoff="` + dst[1:] + `" cnt="2" depid="-1" deps="-1" hasdep="0"/>
+    </tb>
+  </gpu>
+</algo>
+`
+	}
+	inPlace := func(_ int, b Buffer, idx int) (Buffer, int) {
+		if b == Output {
+			return Input, idx
+		}
+		return b, idx
+	}
+	tests := []struct {
+		name, typ, src, dst string
+		alias               Alias
+		want                string
+	}{
+		{"copy shifted by a chunk", "cpy", "o0", "o1", nil,
+			`shift.xml:4: gpu 0 tb 0 step 0 (cpy) reads o chunks 0-1 and writes o chunks 1-2, which share a chunk at different places of the step: what it ends holding depends on the order the step moves its chunks in; read and write the same chunks, or no chunk in common`},
+		{"reduce shifted back", "re", "i1", "i0", nil,
+			`shift.xml:4: gpu 0 tb 0 step 0 (re) reads i chunks 1-2 and writes i chunks 0-1, which share a chunk at different places of the step: what it ends holding depends on the order the step moves its chunks in; read and write the same chunks, or no chunk in common`},
+		{"in place, i and o alias", "cpy", "i0", "o1", inPlace,
+			`shift.xml:4: gpu 0 tb 0 step 0 (cpy) reads i chunks 0-1 and writes o chunks 1-2, which share a chunk at different places of the step: what it ends holding depends on the order the step moves its chunks in; read and write the same chunks, or no chunk in common`},
+		{"out of place, i and o apart", "cpy", "i0", "o1", nil, ""},
+		{"the same chunks", "re", "o0", "o0", nil, ""},
+		{"no chunk in common", "cpy", "o0", "o2", nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, races(t, "shift.xml", xml(tc.typ, tc.src, tc.dst), tc.alias)); diff != "" {
+				t.Errorf("Races (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -242,9 +242,6 @@ type StepRef struct{ GPU, TB, S int }
 // Peer is one matched transfer: the sending step and the receiving step.
 type Peer struct{ Send, Recv StepRef }
 
-// pairs checks that the sends of gpu A to gpu B on channel c and B's
-// receives from A on c match one for one, in order, with equal counts: the
-// runtimes match them by order on the connection.
 // unpaired reports the steps of a connection from gpu from to gpu to on
 // channel ch whose other end has no step at all (ss or rs empty), once
 // per thread block with more than one such step, at the thread block's
@@ -272,20 +269,23 @@ func (v *validator) unpaired(from, to, ch int, ss, rs []StepRef) bool {
 		return false
 	}
 	for _, k := range tbs {
-		rs := byTB[k]
+		mine := byTB[k]
 		tb := &v.a.GPUs[k[0]].TBs[k[1]]
-		first := v.a.step(rs[0])
+		first := v.a.step(mine[0])
 		if sending {
 			v.errorf(tb.Line, "gpu %d tb %d sends to gpu %d on channel %d (%d step(s), the first at line %d), but no thread block of gpu %d receives from gpu %d on channel %d: check send=\"%d\" here and the recv= of gpu %d's thread blocks",
-				k[0], k[1], to, ch, len(rs), first.Line, to, from, ch, to, to)
+				k[0], k[1], to, ch, len(mine), first.Line, to, from, ch, to, to)
 		} else {
 			v.errorf(tb.Line, "gpu %d tb %d receives from gpu %d on channel %d (%d step(s), the first at line %d), but no thread block of gpu %d sends to gpu %d on channel %d: check recv=\"%d\" here and the send= of gpu %d's thread blocks",
-				k[0], k[1], from, ch, len(rs), first.Line, from, to, ch, from, from)
+				k[0], k[1], from, ch, len(mine), first.Line, from, to, ch, from, from)
 		}
 	}
 	return true
 }
 
+// pairs checks that the sends of gpu A to gpu B on channel c and B's
+// receives from A on c match one for one, in order, with equal counts: the
+// runtimes match them by order on the connection.
 func (v *validator) pairs() {
 	type conn struct{ from, to, ch int }
 	sends, recvs := map[conn][]StepRef{}, map[conn][]StepRef{}

@@ -13,14 +13,14 @@ import (
 	"kernbench/starlark/mscclio"
 )
 
-// Every schedule under testdata/msccl (msccl-tools' examples: allreduce,
-// allgather, reduce_scatter and alltoall, in place and out of place)
-// leaves the result its collective wants.
-func TestResultOfShippedSchedules(t *testing.T) {
+// shippedSchedules parses every schedule under testdata/msccl.
+func shippedSchedules(t *testing.T) []*msccl.Algo {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(mscclTestdata, "*.xml"))
 	if err != nil || len(files) < 30 {
 		t.Fatalf("schedules in %s: %d, %v", mscclTestdata, len(files), err)
 	}
+	var algos []*msccl.Algo
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -30,7 +30,18 @@ func TestResultOfShippedSchedules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := mscclio.Result(a); err != nil {
+		algos = append(algos, a)
+	}
+	return algos
+}
+
+// Every schedule under testdata/msccl (msccl-tools' examples: allreduce,
+// allgather, reduce_scatter and alltoall, in place and out of place)
+// leaves the result its collective wants.
+func TestResultOfShippedSchedules(t *testing.T) {
+	for _, a := range shippedSchedules(t) {
+		root, _ := mscclio.Root(a)
+		if err := mscclio.Result(a, root); err != nil {
 			t.Errorf("%v", err)
 		}
 	}
@@ -40,22 +51,10 @@ func TestResultOfShippedSchedules(t *testing.T) {
 // examples (mscclRacy; a run reports it as SendBufferHazard) and no
 // other.
 func TestRacesOfShippedSchedules(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(mscclTestdata, "*.xml"))
-	if err != nil || len(files) < 30 {
-		t.Fatalf("schedules in %s: %d, %v", mscclTestdata, len(files), err)
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := msccl.Parse(file, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = mscclio.Races(a)
-		if racy := mscclRacy[filepath.Base(file)]; (err != nil) != racy {
-			t.Errorf("%s: Races = %v, want a race %v", filepath.Base(file), err, racy)
+	for _, a := range shippedSchedules(t) {
+		err := mscclio.Races(a)
+		if racy := mscclRacy[filepath.Base(a.File)]; (err != nil) != racy {
+			t.Errorf("%s: Races = %v, want a race %v", filepath.Base(a.File), err, racy)
 		}
 	}
 }
@@ -126,7 +125,8 @@ func TestResultAgreesWithRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			static := mscclio.Result(a)
+			root, _ := mscclio.Root(a)
+			static := mscclio.Result(a, root)
 			if (static != nil) != tc.wantWrong {
 				t.Errorf("Result = %v, want wrong %v", static, tc.wantWrong)
 			}

@@ -253,10 +253,10 @@ func Avg(a *msccl.Algo) (map[msccl.StepRef]bool, error) {
 
 // Result checks without running that a schedule leaves every output
 // chunk holding what its collective wants (msccl.Algo.CheckResult, with
-// the in-place aliasing and root of a run): each gpu whose result would
+// the in-place aliasing of a run and root, the run's root: Root's when
+// the schedule implies one, else --root's): each gpu whose result would
 // be wrong is a problem at its <gpu> line.
-func Result(a *msccl.Algo) error {
-	root, _ := Root(a)
+func Result(a *msccl.Algo, root int) error {
 	return a.CheckResult(alias(a), root)
 }
 
@@ -426,7 +426,8 @@ func CheckFlags(arg string, a *msccl.Algo, f Flags) error {
 
 // Root finds the root of a broadcast (the one rank that receives
 // nothing) or a reduce (the one rank that sends nothing): the XML has no
-// root attribute, the reference check needs one.
+// root attribute, the reference check needs one. Without one such rank
+// it is 0 and false: a run takes --root (default 0).
 func Root(a *msccl.Algo) (int, bool) {
 	if a.Coll != "broadcast" && a.Coll != "reduce" {
 		return 0, false
@@ -445,7 +446,10 @@ func Root(a *msccl.Algo) (int, bool) {
 			root, n = g.ID, n+1
 		}
 	}
-	return root, n == 1
+	if n != 1 {
+		return 0, false
+	}
+	return root, true
 }
 
 // Progress records the step each thread block (Starlark thread) has

@@ -55,10 +55,11 @@ type Report struct {
 	// chunks the schedule itself leaves wrong (worked out without running,
 	// as kernbench check does): why the rows' data is wrong.
 	ScheduleWrong []string `json:"schedule_wrong,omitempty"`
-	// ScheduleRaces lists, for an MSCCL schedule, the pairs of steps that
-	// touch a chunk from two thread blocks with nothing ordering them
-	// (kernbench check's races): the run's rows hold for the order its
-	// timing gave, which a GPU need not keep.
+	// ScheduleRaces lists, for an MSCCL schedule, kernbench check's
+	// races: steps of two thread blocks that touch a chunk with nothing
+	// ordering them, or a step whose source and destination overlap
+	// shifted. The run's rows hold for the order its timing gave, which a
+	// GPU need not keep.
 	ScheduleRaces []string `json:"schedule_races,omitempty"`
 	Backpressure  string   `json:"backpressure"`
 	DataSpace     string   `json:"data_space"`
@@ -467,11 +468,16 @@ func MeanBusBW(rows []Result) (avg float64, n int) {
 	return avg / float64(n), n
 }
 
-// NoteAvgBusBW sets AvgBusBW from the rows: their mean when at least two
-// ran (a sweep), else none.
-func (r *Report) NoteAvgBusBW() {
-	r.AvgBusBW = 0
-	if avg, n := MeanBusBW(r.Results); n >= 2 {
-		r.AvgBusBW = avg
+// SweepAvgBusBW is the "# avg busbw" of a sweep's rows: their mean busbw
+// when at least two ran; ok is false otherwise.
+func SweepAvgBusBW(rows []Result) (avg float64, ok bool) {
+	if avg, n := MeanBusBW(rows); n >= 2 {
+		return avg, true
 	}
+	return 0, false
+}
+
+// NoteAvgBusBW sets AvgBusBW from the rows (SweepAvgBusBW; 0: none).
+func (r *Report) NoteAvgBusBW() {
+	r.AvgBusBW, _ = SweepAvgBusBW(r.Results)
 }

@@ -184,8 +184,7 @@ func Placement(rep *report.Report) string {
 // AvgBusBW is the mean busbw of the sizes of a sweep that ran (refused
 // ones have none); ok is false with fewer than two.
 func AvgBusBW(rep *report.Report) (avg float64, ok bool) {
-	avg, n := report.MeanBusBW(rep.Results)
-	return avg, n >= 2
+	return report.SweepAvgBusBW(rep.Results)
 }
 
 // TimeShares is a split as percentages, largest first, zeros left out:
