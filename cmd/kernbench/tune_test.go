@@ -41,6 +41,8 @@ func TestPickWinners(t *testing.T) {
 			[]tune.Winner{{Bytes: 8, Best: rd(10), RunnerUp: ptr(ring(10))}}, []string{"tied with ring (the first listed wins)"}, 0},
 		{"close", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{rd(1000), ring(1004)}}},
 			[]tune.Winner{{Bytes: 8, Best: rd(1000), RunnerUp: ptr(ring(1004))}}, []string{"1.0040× faster than ring"}, 0},
+		{"closer than four decimals", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{rd(29116.5), ring(29116.6)}}},
+			[]tune.Winner{{Bytes: 8, Best: rd(29116.5), RunnerUp: ptr(ring(29116.6))}}, []string{"ahead of ring by 0.1 ns of 29116.5 ns"}, 0},
 		{"alone", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{ring(5)}}},
 			[]tune.Winner{{Bytes: 8, Best: ring(5)}}, []string{"the only run"}, 1},
 		{"the others failed", []tune.Size{{Bytes: 8, Candidates: []tune.Candidate{ring(5)}}},

@@ -8,13 +8,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
 	"kernbench/engine/collective"
 	"kernbench/engine/config"
 	"kernbench/engine/msccl"
 	"kernbench/engine/spelling"
-	"path/filepath"
-	"slices"
-	"strings"
 )
 
 // Candidate is one run of a tune (a variant) at one size, as --json's
@@ -81,6 +83,11 @@ func (w Winner) Margin(runs int) string {
 		return "the only run"
 	case w.RunnerUp.TimeNs == w.Best.TimeNs:
 		return fmt.Sprintf("tied with %s (the first listed wins)", w.RunnerUp.Label)
+	case w.RunnerUp.TimeNs < w.Best.TimeNs*1.00005:
+		// A closer race than four decimals show ("1.0000× faster" read
+		// as a tie): the lead itself, in simulated time.
+		return fmt.Sprintf("ahead of %s by %s ns of %s ns", w.RunnerUp.Label,
+			strconv.FormatFloat(w.RunnerUp.TimeNs-w.Best.TimeNs, 'g', 3, 64), strconv.FormatFloat(w.Best.TimeNs, 'f', -1, 64))
 	case w.RunnerUp.TimeNs < w.Best.TimeNs*1.005:
 		// A closer race than two decimals show.
 		return fmt.Sprintf("%.4f× faster than %s", w.RunnerUp.TimeNs/w.Best.TimeNs, w.RunnerUp.Label)
