@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"time"
 
 	"kernbench/cmd/kernbench/internal/compare"
 	"kernbench/cmd/kernbench/internal/output"
@@ -120,12 +119,13 @@ func compareReports(o *runOptions, variants []compare.Variant, stdout, stderr io
 			return nil
 		}
 		opts.OnResult = func(r *report.Result) { row(rowsTo, v.Label, world, r) }
-		start := time.Now()
-		rep, err := ccl.Run(v.Target, opts)
+		var rep *report.Report
+		var err error
+		wall := wallSeconds(func() { rep, err = ccl.Run(v.Target, opts) })
 		oc.rep = rep
 		if rep != nil {
 			// Each run's own wall time, as one run's report has it.
-			rep.WallS = time.Since(start).Seconds()
+			rep.WallS = wall
 		}
 		if err == nil {
 			return

@@ -522,14 +522,17 @@ func (o *runOptions) simulate(arg string, table, stderr io.Writer) (*simulated, 
 		outputs.Hold(of)
 		stopProfile = pprof.StopCPUProfile
 	}
-	start := time.Now()
 	run.started = true
-	rep, err := ccl.Run(arg, o.Options)
-	stopProfile()
-	if o.Progress != nil {
-		fmt.Fprint(stderr, "\r\x1b[K")
-	}
-	run.rep, run.wallS = rep, time.Since(start).Seconds()
+	var rep *report.Report
+	var err error
+	run.wallS = wallSeconds(func() {
+		rep, err = ccl.Run(arg, o.Options)
+		stopProfile()
+		if o.Progress != nil {
+			fmt.Fprint(stderr, "\r\x1b[K")
+		}
+	})
+	run.rep = rep
 	if err != nil && asFailure(err).ErrorKind().Status != errkind.ExitUsage {
 		// It failed while simulating (a failure of exit status 2 stops a
 		// run before it simulates, or is an output's): an --oplog of no

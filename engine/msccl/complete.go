@@ -101,62 +101,22 @@ type chunkKey struct {
 // Any order the waits allow gives the same values when the schedule has
 // no race (which a run checks).
 func flow[V any](a *Algo, alias Alias, inputs int, input func(gpu, idx int) V, absent func() V, reduce func(x, y V) V, visit func(n StepRef, st *Step, out []V) error) (map[chunkKey]V, error) {
-	canon := func(g int, b Buffer, idx int) chunkKey {
-		if alias != nil {
-			b, idx = alias(g, b, idx)
-		}
-		return chunkKey{g, b, idx}
-	}
 	held := map[chunkKey]V{}
 	for _, g := range a.GPUs {
 		for k := 0; k < inputs; k++ {
-			held[canon(g.ID, Input, k)] = input(g.ID, k)
+			held[alias.chunk(g.ID, Input, k)] = input(g.ID, k)
 		}
 	}
 	get := func(g int, b Buffer, idx int) V {
-		if v, ok := held[canon(g, b, idx)]; ok {
+		if v, ok := held[alias.chunk(g, b, idx)]; ok {
 			return v
 		}
 		return absent()
 	}
-	next := map[StepRef][]StepRef{}
-	indeg := map[StepRef]int{}
-	var order []StepRef
-	for _, g := range a.GPUs {
-		for _, tb := range g.TBs {
-			for _, st := range tb.Steps {
-				n := StepRef{g.ID, tb.ID, st.S}
-				order = append(order, n)
-				indeg[n] += 0
-				if st.S > 0 {
-					p := StepRef{g.ID, tb.ID, st.S - 1}
-					next[p] = append(next[p], n)
-					indeg[n]++
-				}
-				if st.DepID >= 0 {
-					d := StepRef{g.ID, st.DepID, st.Deps}
-					next[d] = append(next[d], n)
-					indeg[n]++
-				}
-			}
-		}
-	}
-	matchOf := map[StepRef]StepRef{}
-	for _, m := range a.Matches() {
-		next[m.Send] = append(next[m.Send], m.Recv)
-		indeg[m.Recv]++
-		matchOf[m.Send] = m.Recv
-	}
+	steps := a.steps()
 	inbox := map[StepRef][]V{} // what a receiving step gets
-	queue := []StepRef{}
-	for _, n := range order {
-		if indeg[n] == 0 {
-			queue = append(queue, n)
-		}
-	}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
+	for _, i := range steps.order {
+		n := steps.refs[i]
 		st := a.step(n)
 		msg := inbox[n]
 		var out []V
@@ -175,7 +135,7 @@ func flow[V any](a *Algo, alias Alias, inputs int, input func(gpu, idx int) V, a
 				continue
 			}
 			if st.Writes() {
-				held[canon(n.GPU, st.DstBuf, st.DstOff+k)] = v
+				held[alias.chunk(n.GPU, st.DstBuf, st.DstOff+k)] = v
 			}
 			out = append(out, v)
 		}
@@ -183,12 +143,7 @@ func flow[V any](a *Algo, alias Alias, inputs int, input func(gpu, idx int) V, a
 			return nil, err
 		}
 		if st.Sends() {
-			inbox[matchOf[n]] = out
-		}
-		for _, m := range next[n] {
-			if indeg[m]--; indeg[m] == 0 {
-				queue = append(queue, m)
-			}
+			inbox[steps.match[n]] = out
 		}
 	}
 	return held, nil

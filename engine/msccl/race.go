@@ -27,86 +27,34 @@ type access struct {
 // is a step whose source and destination share a chunk shifted (shifted),
 // whose result depends on the order of its own chunks.
 func (a *Algo) Races(alias Alias) error {
-	// Every step, numbered; its gpu's steps numbered apart.
-	type node struct {
-		ref   StepRef
-		local int // index among its gpu's steps
-	}
-	var nodes []node
-	id := map[StepRef]int{}
-	perGPU := make([][]int, len(a.GPUs)) // gpu -> its steps' node ids
-	for _, g := range a.GPUs {
-		for _, tb := range g.TBs {
-			for _, st := range tb.Steps {
-				r := StepRef{g.ID, tb.ID, st.S}
-				id[r] = len(nodes)
-				nodes = append(nodes, node{r, len(perGPU[g.ID])})
-				perGPU[g.ID] = append(perGPU[g.ID], id[r])
-			}
-		}
-	}
-	succ := make([][]int, len(nodes))
-	indeg := make([]int, len(nodes))
-	edge := func(from, to StepRef) {
-		f, t := id[from], id[to]
-		succ[f] = append(succ[f], t)
-		indeg[t]++
-	}
-	for _, g := range a.GPUs {
-		for _, tb := range g.TBs {
-			for _, st := range tb.Steps {
-				here := StepRef{g.ID, tb.ID, st.S}
-				if st.S > 0 {
-					edge(StepRef{g.ID, tb.ID, st.S - 1}, here)
-				}
-				if st.DepID >= 0 {
-					edge(StepRef{g.ID, st.DepID, st.Deps}, here)
-				}
-			}
-		}
-	}
-	for _, m := range a.Matches() {
-		edge(m.Send, m.Recv)
-	}
-	// A valid schedule has no cycle: Kahn's order covers every step.
-	order := make([]int, 0, len(nodes))
-	for n := range nodes {
-		if indeg[n] == 0 {
-			order = append(order, n)
-		}
-	}
-	for i := 0; i < len(order); i++ {
-		for _, s := range succ[order[i]] {
-			if indeg[s]--; indeg[s] == 0 {
-				order = append(order, s)
-			}
-		}
-	}
-	if len(order) != len(nodes) {
+	all := a.steps()
+	if len(all.order) != len(all.refs) {
 		return nil // (validation reports the cycle)
 	}
-	canon := func(g int, b Buffer, idx int) chunkKey {
-		if alias != nil {
-			b, idx = alias(g, b, idx)
-		}
-		return chunkKey{g, b, idx}
+	// Each gpu's steps, numbered apart (local): the reachability sets
+	// below are over one gpu's steps.
+	local := make([]int, len(all.refs))
+	perGPU := make([][]int, len(a.GPUs)) // gpu -> its steps' ids
+	for n, r := range all.refs {
+		local[n] = len(perGPU[r.GPU])
+		perGPU[r.GPU] = append(perGPU[r.GPU], n)
 	}
 	var errs ErrorList
-	errs = append(errs, a.shifted(canon)...)
+	errs = append(errs, a.shifted(alias)...)
 	for g, steps := range perGPU {
 		// The chunks each step of gpu g reads and writes.
 		uses := map[chunkKey][]access{}
 		for _, n := range steps {
-			r := nodes[n].ref
+			r := all.refs[n]
 			st := a.step(r)
 			for k := 0; k < st.Cnt; k++ {
 				if st.Reads() {
-					c := canon(g, st.SrcBuf, st.SrcOff+k)
-					uses[c] = append(uses[c], access{nodes[n].local, false})
+					c := alias.chunk(g, st.SrcBuf, st.SrcOff+k)
+					uses[c] = append(uses[c], access{local[n], false})
 				}
 				if st.Writes() {
-					c := canon(g, st.DstBuf, st.DstOff+k)
-					uses[c] = append(uses[c], access{nodes[n].local, true})
+					c := alias.chunk(g, st.DstBuf, st.DstOff+k)
+					uses[c] = append(uses[c], access{local[n], true})
 				}
 			}
 		}
@@ -116,17 +64,17 @@ func (a *Algo) Races(alias Alias) error {
 		// after[n]: the steps of gpu g that some path from step n reaches
 		// (bit i: gpu g's step i), filled in reverse topological order.
 		words := (len(steps) + 63) / 64
-		after := make([]uint64, len(nodes)*words)
-		for i := len(order) - 1; i >= 0; i-- {
-			n := order[i]
+		after := make([]uint64, len(all.refs)*words)
+		for i := len(all.order) - 1; i >= 0; i-- {
+			n := all.order[i]
 			mine := after[n*words : (n+1)*words]
-			for _, s := range succ[n] {
+			for _, s := range all.succ[n] {
 				theirs := after[s*words : (s+1)*words]
 				for w := range mine {
 					mine[w] |= theirs[w]
 				}
-				if nodes[s].ref.GPU == g {
-					l := nodes[s].local
+				if all.refs[s].GPU == g {
+					l := local[s]
 					mine[l/64] |= 1 << (l % 64)
 				}
 			}
@@ -149,7 +97,7 @@ func (a *Algo) Races(alias Alias) error {
 			for i := range us {
 				for j := i + 1; j < len(us); j++ {
 					x, y := us[i], us[j]
-					rx, ry := nodes[steps[x.step]].ref, nodes[steps[y.step]].ref
+					rx, ry := all.refs[steps[x.step]], all.refs[steps[y.step]]
 					if rx.TB == ry.TB || !x.write && !y.write || seen[[2]int{x.step, y.step}] {
 						continue
 					}
@@ -157,7 +105,7 @@ func (a *Algo) Races(alias Alias) error {
 						continue
 					}
 					seen[[2]int{x.step, y.step}], seen[[2]int{y.step, x.step}] = true, true
-					errs = append(errs, a.raceError(rx, x.write, ry, y.write, c, canon))
+					errs = append(errs, a.raceError(rx, x.write, ry, y.write, c, alias))
 				}
 			}
 		}
@@ -174,7 +122,7 @@ func (a *Algo) Races(alias Alias) error {
 // iterations, so what the shared chunk ends holding depends on that
 // order. A step that reads and writes the same chunks in place
 // (rrc i 0 into i 0) is no such step.
-func (a *Algo) shifted(canon func(int, Buffer, int) chunkKey) ErrorList {
+func (a *Algo) shifted(alias Alias) ErrorList {
 	var errs ErrorList
 	for _, g := range a.GPUs {
 		for _, tb := range g.TBs {
@@ -184,10 +132,10 @@ func (a *Algo) shifted(canon func(int, Buffer, int) chunkKey) ErrorList {
 				}
 				read := map[chunkKey]int{}
 				for k := 0; k < st.Cnt; k++ {
-					read[canon(g.ID, st.SrcBuf, st.SrcOff+k)] = k
+					read[alias.chunk(g.ID, st.SrcBuf, st.SrcOff+k)] = k
 				}
 				for k := 0; k < st.Cnt; k++ {
-					if r, ok := read[canon(g.ID, st.DstBuf, st.DstOff+k)]; ok && r != k {
+					if r, ok := read[alias.chunk(g.ID, st.DstBuf, st.DstOff+k)]; ok && r != k {
 						errs = append(errs, &Error{File: a.File, Line: st.Line, Msg: fmt.Sprintf(
 							"gpu %d tb %d step %d (%s) reads %s chunks %d-%d and writes %s chunks %d-%d, which share a chunk at different places of the step: what it ends holding depends on the order the step moves its chunks in; read and write the same chunks, or no chunk in common",
 							g.ID, tb.ID, st.S, st.Type, st.SrcBuf, st.SrcOff, st.SrcOff+st.Cnt-1, st.DstBuf, st.DstOff, st.DstOff+st.Cnt-1)})
@@ -203,7 +151,7 @@ func (a *Algo) shifted(canon func(int, Buffer, int) chunkKey) ErrorList {
 // raceError says that steps x and y (x writing if wx, y if wy) touch
 // chunk c with nothing ordering them, at the later one's line, naming
 // the chunk as that step does.
-func (a *Algo) raceError(x StepRef, wx bool, y StepRef, wy bool, c chunkKey, canon func(int, Buffer, int) chunkKey) *Error {
+func (a *Algo) raceError(x StepRef, wx bool, y StepRef, wy bool, c chunkKey, alias Alias) *Error {
 	sx, sy := a.step(x), a.step(y)
 	if sy.Line < sx.Line {
 		x, y, sx, sy, wx, wy = y, x, sy, sx, wy, wx
@@ -216,9 +164,9 @@ func (a *Algo) raceError(x StepRef, wx bool, y StepRef, wy bool, c chunkKey, can
 	}
 	name := fmt.Sprintf("%s chunk %d", c.buf, c.idx)
 	for k := 0; k < sy.Cnt; k++ {
-		if wy && canon(y.GPU, sy.DstBuf, sy.DstOff+k) == c {
+		if wy && alias.chunk(y.GPU, sy.DstBuf, sy.DstOff+k) == c {
 			name = fmt.Sprintf("%s chunk %d", sy.DstBuf, sy.DstOff+k)
-		} else if !wy && canon(y.GPU, sy.SrcBuf, sy.SrcOff+k) == c {
+		} else if !wy && alias.chunk(y.GPU, sy.SrcBuf, sy.SrcOff+k) == c {
 			name = fmt.Sprintf("%s chunk %d", sy.SrcBuf, sy.SrcOff+k)
 		}
 	}

@@ -2,8 +2,8 @@ package msccl
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	"kernbench/engine/topology"
 )
 
 // A schedule that runs to the end can still leave a wrong result: an
@@ -116,7 +116,7 @@ func (c content) describe(ngpus int) string {
 	case c.unset:
 		return "data no step wrote"
 	case c.mixed:
-		return fmt.Sprintf("a combination of different input chunks (%s) of ranks %s", rankList(c.idxs), rankList(c.from.members(ngpus)))
+		return fmt.Sprintf("a combination of different input chunks (%s) of ranks %s", topology.RankRanges(c.idxs), topology.RankRanges(c.from.members(ngpus)))
 	}
 	who := c.from.members(ngpus)
 	var s string
@@ -126,7 +126,7 @@ func (c content) describe(ngpus int) string {
 	case len(who) == ngpus:
 		s = fmt.Sprintf("the reduction of input chunk %d over all %d ranks", c.idx, ngpus)
 	default:
-		s = fmt.Sprintf("the reduction of input chunk %d over ranks %s only", c.idx, rankList(who))
+		s = fmt.Sprintf("the reduction of input chunk %d over ranks %s only", c.idx, topology.RankRanges(who))
 	}
 	if c.twice {
 		switch dup := c.dup.members(ngpus); len(dup) {
@@ -135,30 +135,10 @@ func (c content) describe(ngpus int) string {
 		case 1:
 			s += fmt.Sprintf(", rank %d's counted more than once", dup[0])
 		default:
-			s += fmt.Sprintf(", ranks %s counted more than once", rankList(dup))
+			s += fmt.Sprintf(", ranks %s counted more than once", topology.RankRanges(dup))
 		}
 	}
 	return s
-}
-
-// rankList writes ranks (ascending) with runs as ranges: 0-3,6.
-func rankList(rs []int) string {
-	var b strings.Builder
-	for i := 0; i < len(rs); {
-		j := i
-		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(rs[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(rs[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }
 
 // CheckResult reports every gpu whose output chunks do not end holding
@@ -243,11 +223,7 @@ func (a *Algo) CheckResult(alias Alias, root int) error {
 			if !checked {
 				continue
 			}
-			b, idx := Output, j
-			if alias != nil {
-				b, idx = alias(g.ID, b, idx)
-			}
-			got, written := held[chunkKey{g.ID, b, idx}]
+			got, written := held[alias.chunk(g.ID, Output, j)]
 			if w.unset && !written || written && got.same(w) {
 				continue
 			}

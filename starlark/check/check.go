@@ -283,9 +283,9 @@ func Run(file string, o Options) []string {
 		slices.Sort(bad)
 		sizesText := func(ws []int) string {
 			if len(ws) == 1 {
-				return "world_size " + sizeRanges(ws)
+				return "world_size " + topology.RankRanges(ws)
 			}
-			return "world_sizes " + sizeRanges(ws)
+			return "world_sizes " + topology.RankRanges(ws)
 		}
 		if bad[len(bad)-1] < ok[0] {
 			verb := "pass"
@@ -312,7 +312,7 @@ func Run(file string, o Options) []string {
 		}
 		problems = append(problems, fmt.Sprintf("%s: %v", flag, unplaceableErr))
 	case len(unplaceable) > 1:
-		problems = append(problems, fmt.Sprintf("--world-sizes: world_sizes %s do not fit the machine; %v", sizeRanges(unplaceable), unplaceableErr))
+		problems = append(problems, fmt.Sprintf("--world-sizes: world_sizes %s do not fit the machine; %v", topology.RankRanges(unplaceable), unplaceableErr))
 	}
 	if o.ShowMap > 0 && o.MapOut != nil {
 		spec := wiring.MapSpec{File: tgt.File, Hook: hook, Params: p.Params, Sys: cfg.System}
@@ -338,7 +338,7 @@ func Run(file string, o Options) []string {
 				why += " (mesh_shape from " + from + ")"
 			}
 		}
-		add(syntax.Position{}, "no world size in %s is admissible for topology %q%s", sizeRanges(slices.Sorted(slices.Values(sizes))), p.Topology, why)
+		add(syntax.Position{}, "no world size in %s is admissible for topology %q%s", topology.RankRanges(slices.Sorted(slices.Values(sizes))), p.Topology, why)
 		dirs = nil
 	}
 	if dirs != nil && hook != nil && len(o.WorldSizes) == 0 && o.WorldSize == 0 {
@@ -495,28 +495,9 @@ func groupSizeFailures(fs []sizeFailure) []string {
 		for i, f := range g {
 			ws[i] = f.w
 		}
-		out = append(out, fmt.Sprintf("world_sizes %s fail alike (%d sizes); world_size %d: %s", sizeRanges(ws), len(ws), g[0].w, g[0].text))
+		out = append(out, fmt.Sprintf("world_sizes %s fail alike (%d sizes); world_size %d: %s", topology.RankRanges(ws), len(ws), g[0].w, g[0].text))
 	}
 	return out
-}
-
-// sizeRanges writes sorted sizes as "3-5, 8, 10-16".
-func sizeRanges(ws []int) string {
-	var parts []string
-	for i := 0; i < len(ws); {
-		j := i
-		for j+1 < len(ws) && ws[j+1] == ws[j]+1 {
-			j++
-		}
-		switch {
-		case j == i:
-			parts = append(parts, fmt.Sprint(ws[i]))
-		default:
-			parts = append(parts, fmt.Sprintf("%d-%d", ws[i], ws[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
 }
 
 // writeMap prints every rank's directions at one world size: the peer, the
